@@ -1,0 +1,65 @@
+# The interface for people and CI: make run, make test, make build,
+# make bench, make lint. Each target installs what it needs first.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+export PATH := /usr/local/go/bin:$(PATH)
+
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X github.com/sluicehq/sluice/core/config.Version=$(VERSION)
+BIN       := $(CURDIR)/build/bin
+TAGS      := desktop,production,webkit2_41
+ARTIFACTS := $(CURDIR)/build/test-output
+TOOLS     := $(CURDIR)/build/tools
+
+# What the end-to-end tests need to find; with SLUICE_REQUIRE_E2E=1 a
+# missing piece fails the test instead of skipping it.
+E2E_ENV := SLUICE_REQUIRE_E2E=1 SLUICE_BIN_DIR=$(BIN) SLUICE_TOOLS_DIR=$(TOOLS) \
+	SLUICE_ARTIFACTS=$(ARTIFACTS) SLUICE_NODE_BIN=$(TOOLS)/node_modules/.bin
+
+.PHONY: all run test build bench lint frontend frontend-test setup-run setup-test clean
+
+all: build
+
+setup-run:
+	@build/scripts/setup.sh run
+
+setup-test:
+	@build/scripts/setup.sh test
+
+frontend/node_modules/.sluice-stamp: frontend/package-lock.json
+	cd frontend && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+frontend: frontend/node_modules/.sluice-stamp
+	cd frontend && npm run build
+
+build: setup-run frontend
+	go build -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/sluice .
+	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/sluice-sidecar ./sidecar/cmd/sluice-sidecar
+	@echo "built $(BIN)/sluice and $(BIN)/sluice-sidecar ($(VERSION))"
+
+# A window when there is a display, otherwise the headless web UI (it
+# prints a one-time login URL).
+run: build
+	@if [ -n "$${DISPLAY:-}$${WAYLAND_DISPLAY:-}" ]; then exec $(BIN)/sluice; else exec $(BIN)/sluice serve; fi
+
+lint:
+	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	go vet ./...
+	go vet -tags $(TAGS) . ./app/...
+
+frontend-test: frontend/node_modules/.sluice-stamp
+	cd frontend && npm run typecheck && npm test
+
+test: setup-test build lint frontend-test
+	mkdir -p $(ARTIFACTS)
+	$(E2E_ENV) go test -race -count=1 -timeout 20m ./...
+	@echo "make test: all checks passed"
+
+bench: setup-test build
+	mkdir -p $(ARTIFACTS)
+	$(E2E_ENV) go run ./build/bench -out docs/benchmarks.md
+
+clean:
+	rm -rf build/bin $(ARTIFACTS) frontend/dist/assets frontend/dist/index.html

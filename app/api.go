@@ -1,0 +1,70 @@
+package app
+
+import (
+	"errors"
+	"time"
+
+	"github.com/sluicehq/sluice/core/config"
+)
+
+// API is what the UI can call. Its exported methods are bound into the
+// desktop window by Wails (window.go.app.API.*) and served as JSON by the
+// headless server, so both front ends see the same behaviour. Every method
+// returns (T, error); errors reach the UI as {code, message} (see
+// FormatError).
+type API struct {
+	app  *App
+	kind string // "desktop" or "web"
+}
+
+// Status is the app's overview for the UI.
+type Status struct {
+	Version      string   `json:"version"`
+	UI           string   `json:"ui"`
+	GatewayAddr  string   `json:"gatewayAddr"`
+	Pending      int      `json:"pending"`
+	AllowedRoots []string `json:"allowedRoots"`
+	SidecarPath  string   `json:"sidecarPath"`
+	StartedAt    string   `json:"startedAt"`
+}
+
+// Status reports the app's state.
+func (api *API) Status() (Status, error) {
+	a := api.app
+	roots := append([]string{}, a.cfg.AllowedRoots...)
+	return Status{
+		Version:      config.Version,
+		UI:           api.kind,
+		GatewayAddr:  a.GatewayAddr(),
+		Pending:      0,
+		AllowedRoots: roots,
+		SidecarPath:  sidecarPath(),
+		StartedAt:    a.started.UTC().Format(time.RFC3339),
+	}, nil
+}
+
+// Ready is called by the front end once it has rendered; it lets tests and
+// the tray know the window is alive.
+func (api *API) Ready() (bool, error) {
+	api.app.markReady(api.kind)
+	return true, nil
+}
+
+// UIError is how every error reaches the front end.
+type UIError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// coded is implemented by core errors with a stable code.
+type coded interface{ ErrorCode() string }
+
+// FormatError maps an error to {code, message}. It is the Wails
+// ErrorFormatter and the headless server's error encoder.
+func FormatError(err error) any {
+	var c coded
+	if errors.As(err, &c) {
+		return UIError{Code: c.ErrorCode(), Message: err.Error()}
+	}
+	return UIError{Code: "internal", Message: err.Error()}
+}

@@ -1,0 +1,98 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/gateway"
+)
+
+// App is one running instance of Sluice: configuration, the gateway that
+// sidecars talk to, and the event stream the UI listens to.
+type App struct {
+	cfg     *config.Config
+	log     *slog.Logger
+	gw      *gateway.Server
+	gwDone  chan error
+	events  *Bus
+	started time.Time
+
+	readyOnce sync.Once
+	ready     chan struct{}
+}
+
+// Start creates the private directories, starts the gateway on a random
+// loopback port and publishes gateway.json.
+func Start(cfg *config.Config, log *slog.Logger) (*App, error) {
+	if err := cfg.EnsureDirs(); err != nil {
+		return nil, err
+	}
+	token, err := gateway.NewToken()
+	if err != nil {
+		return nil, err
+	}
+	gw, err := gateway.Listen(gateway.Options{Token: token, AppVersion: config.Version, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	a := &App{cfg: cfg, log: log, gw: gw, gwDone: make(chan error, 1), events: NewBus(), started: time.Now(), ready: make(chan struct{})}
+	go func() { a.gwDone <- gw.Serve() }()
+	ep := gateway.Endpoint{Addr: gw.Addr(), Token: token, PID: os.Getpid(), AppVersion: config.Version}
+	if err := gateway.WriteEndpoint(cfg.GatewayFile(), ep); err != nil {
+		gw.Shutdown(context.Background())
+		return nil, fmt.Errorf("publish gateway: %w", err)
+	}
+	log.Info("gateway listening", "addr", gw.Addr(), "file", cfg.GatewayFile())
+	return a, nil
+}
+
+// Close stops the gateway and withdraws gateway.json.
+func (a *App) Close() error {
+	gateway.RemoveEndpoint(a.cfg.GatewayFile(), os.Getpid())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := a.gw.Shutdown(ctx)
+	if gerr := <-a.gwDone; gerr != nil && !errors.Is(gerr, context.Canceled) {
+		err = errors.Join(err, gerr)
+	}
+	a.events.Close()
+	return err
+}
+
+// GatewayAddr is where sidecars reach this app.
+func (a *App) GatewayAddr() string { return a.gw.Addr() }
+
+// Events is the stream the UI subscribes to.
+func (a *App) Events() *Bus { return a.events }
+
+// markReady records that a front end has loaded and called in.
+func (a *App) markReady(kind string) {
+	a.readyOnce.Do(func() {
+		a.log.Info("frontend ready", "ui", kind)
+		close(a.ready)
+	})
+}
+
+// sidecarPath is the sluice-sidecar binary next to this executable, which
+// is what a person's agent configuration should point at.
+func sidecarPath() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "sluice-sidecar"
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	p := filepath.Join(filepath.Dir(exe), "sluice-sidecar")
+	if _, err := os.Stat(p); err != nil {
+		return "sluice-sidecar"
+	}
+	return p
+}

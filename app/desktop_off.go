@@ -1,0 +1,5 @@
+//go:build !desktop
+
+package app
+
+const desktopBuild = false

@@ -1,0 +1,138 @@
+package app
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/doctor"
+)
+
+// Main runs the sluice command with args (without the program name) and
+// returns the exit code. assets is the built front end (frontend/dist).
+func Main(args []string, assets fs.FS, stdout, stderr io.Writer) int {
+	cmd := ""
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "":
+		if DesktopAvailable() {
+			return runDesktop(assets, stderr)
+		}
+		fmt.Fprintln(stderr, "sluice: no desktop in this build or no display; serving the web UI instead")
+		return runServe(nil, assets, stdout, stderr)
+	case "desktop":
+		if !DesktopAvailable() {
+			fmt.Fprintln(stderr, "sluice: this build has no desktop window or there is no display (DISPLAY/WAYLAND_DISPLAY); use `sluice serve`")
+			return 1
+		}
+		return runDesktop(assets, stderr)
+	case "serve":
+		return runServe(args, assets, stdout, stderr)
+	case "doctor":
+		return runDoctor(args, stdout, stderr)
+	case "version", "--version", "-version", "-v":
+		fmt.Fprintln(stdout, "sluice", config.Version)
+		return 0
+	case "help", "-h", "--help":
+		usage(stdout)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "sluice: unknown command %q\n", cmd)
+		usage(stderr)
+		return 2
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: sluice [command]
+
+  (none)    open the desktop window (or serve the web UI when there is no display)
+  desktop   open the desktop window
+  serve     serve the web UI on loopback: sluice serve [--addr 127.0.0.1:PORT]
+  doctor    check the installation
+  version   print the version
+`)
+}
+
+func newLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// DesktopAvailable reports whether this binary can open a window here.
+func DesktopAvailable() bool {
+	return desktopBuild && (os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != "")
+}
+
+func runServe(args []string, assets fs.FS, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:0", "loopback address for the web UI")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log := newLogger(stderr)
+	cfg, err := config.Load()
+	if err != nil {
+		fmt.Fprintln(stderr, "sluice:", err)
+		return 1
+	}
+	a, err := Start(cfg, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "sluice:", err)
+		return 1
+	}
+	defer a.Close()
+	web, token, err := NewWeb(a, assets, *addr)
+	if err != nil {
+		fmt.Fprintln(stderr, "sluice:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- web.Serve() }()
+	fmt.Fprintf(stdout, "Sluice %s is serving its UI.\nLogin: %s\n", config.Version, web.LoginURL(token))
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if err != nil {
+			fmt.Fprintln(stderr, "sluice:", err)
+			return 1
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	web.Shutdown(sctx)
+	return 0
+}
+
+func runDoctor(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		fmt.Fprintf(stdout, "fail  %-17s %v\n", "config", err)
+		return 1
+	}
+	res := doctor.Run(context.Background(), cfg, doctor.Options{KeyCheck: keyCheck})
+	if doctor.Print(stdout, res) {
+		return 1
+	}
+	return 0
+}
+
+// keyCheck validates the audit signing key.
+var keyCheck func(string) error

@@ -1,0 +1,295 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"path"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Cookie and header names of the headless UI.
+const (
+	sessionCookie = "sluice_session"
+	csrfHeader    = "X-Sluice-CSRF"
+	sessionTTL    = 12 * time.Hour
+)
+
+// Web serves the UI and its JSON API on a loopback address for machines
+// without a display. Access needs a session opened with a single-use login
+// token that `sluice serve` prints; the gateway's sidecar token opens
+// nothing here.
+type Web struct {
+	app    *App
+	api    *API
+	assets fs.FS
+	log    *slog.Logger
+	ln     net.Listener
+	srv    *http.Server
+
+	mu        sync.Mutex
+	loginHash [32]byte // sha256 of the current login token; zero once used
+	loginUsed bool
+	sessions  map[[32]byte]*session // keyed by sha256(session id)
+}
+
+type session struct {
+	csrf    string
+	expires time.Time
+}
+
+// ErrNotLoopback is returned for a listen address that is not a loopback IP
+// literal.
+var ErrNotLoopback = errors.New("the UI only listens on a loopback address (127.0.0.1 or [::1])")
+
+// NewWeb binds addr (loopback only; port 0 picks one) and returns the
+// server with a fresh login token.
+func NewWeb(a *App, assets fs.FS, addr string) (*Web, string, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %v", ErrNotLoopback, err)
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !ip.IsLoopback() {
+		return nil, "", ErrNotLoopback
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", err
+	}
+	w := &Web{app: a, api: &API{app: a, kind: "web"}, assets: assets, log: a.log, ln: ln, sessions: map[[32]byte]*session{}}
+	token := randomHex(32)
+	w.loginHash = sha256.Sum256([]byte(token))
+	w.srv = &http.Server{Handler: w.routes(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 90 * time.Second}
+	return w, token, nil
+}
+
+// Addr is the bound address.
+func (w *Web) Addr() string { return w.ln.Addr().String() }
+
+// LoginURL is what the person opens once.
+func (w *Web) LoginURL(token string) string {
+	return "http://" + w.Addr() + "/login?token=" + token
+}
+
+// Serve runs until Shutdown.
+func (w *Web) Serve() error {
+	err := w.srv.Serve(w.ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops the server.
+func (w *Web) Shutdown(ctx context.Context) error { return w.srv.Shutdown(ctx) }
+
+func (w *Web) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /login", w.login)
+	mux.HandleFunc("GET /api/session", w.authed(w.sessionInfo))
+	mux.HandleFunc("GET /api/status", w.authed(jsonGet(w.api.Status)))
+	mux.HandleFunc("POST /api/ready", w.authed(w.csrf(jsonGet(w.api.Ready))))
+	mux.HandleFunc("GET /api/events", w.authed(w.eventStream))
+	mux.HandleFunc("/api/", func(rw http.ResponseWriter, r *http.Request) {
+		writeAPIError(rw, http.StatusNotFound, "not_found", "no such API route")
+	})
+	mux.Handle("/", w.static())
+	return w.guard(mux)
+}
+
+// guard applies what every request shares: the Host header must be the
+// address we listen on (a DNS-rebinding page uses its own name), and
+// responses carry headers that keep the UI out of frames and off other
+// origins' scripts.
+func (w *Web) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Host != w.Addr() {
+			writeAPIError(rw, http.StatusForbidden, "forbidden", "host not allowed")
+			return
+		}
+		h := rw.Header()
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+		next.ServeHTTP(rw, r)
+	})
+}
+
+func (w *Web) login(rw http.ResponseWriter, r *http.Request) {
+	tok := r.URL.Query().Get("token")
+	sum := sha256.Sum256([]byte(tok))
+	w.mu.Lock()
+	ok := !w.loginUsed && tok != "" && subtle.ConstantTimeCompare(sum[:], w.loginHash[:]) == 1
+	if ok {
+		// Single use: a token that leaked through history or a screen
+		// share after the person logged in opens nothing.
+		w.loginUsed = true
+		w.loginHash = [32]byte{}
+	}
+	w.mu.Unlock()
+	if !ok {
+		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		rw.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintln(rw, "This login link is invalid or was already used. Restart `sluice serve` for a new one.")
+		return
+	}
+	id := randomHex(32)
+	w.mu.Lock()
+	w.sessions[sha256.Sum256([]byte(id))] = &session{csrf: randomHex(32), expires: time.Now().Add(sessionTTL)}
+	w.mu.Unlock()
+	http.SetCookie(rw, &http.Cookie{
+		Name: sessionCookie, Value: id, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, MaxAge: int(sessionTTL / time.Second),
+	})
+	http.Redirect(rw, r, "/", http.StatusSeeOther)
+}
+
+type ctxKey struct{}
+
+// authed requires a live session cookie.
+func (w *Web) authed(next http.HandlerFunc) http.HandlerFunc {
+	return func(rw http.ResponseWriter, r *http.Request) {
+		c, err := r.Cookie(sessionCookie)
+		if err != nil {
+			writeAPIError(rw, http.StatusUnauthorized, "unauthorized", "no session: open the login link that `sluice serve` printed")
+			return
+		}
+		key := sha256.Sum256([]byte(c.Value))
+		w.mu.Lock()
+		s := w.sessions[key]
+		if s != nil && time.Now().After(s.expires) {
+			delete(w.sessions, key)
+			s = nil
+		}
+		w.mu.Unlock()
+		if s == nil {
+			writeAPIError(rw, http.StatusUnauthorized, "unauthorized", "session expired or unknown")
+			return
+		}
+		next(rw, r.WithContext(context.WithValue(r.Context(), ctxKey{}, s)))
+	}
+}
+
+// csrf requires the session's CSRF token in X-Sluice-CSRF on state changes.
+func (w *Web) csrf(next http.HandlerFunc) http.HandlerFunc {
+	return func(rw http.ResponseWriter, r *http.Request) {
+		s, _ := r.Context().Value(ctxKey{}).(*session)
+		got := r.Header.Get(csrfHeader)
+		if s == nil || got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) != 1 {
+			writeAPIError(rw, http.StatusForbidden, "forbidden", "missing or wrong "+csrfHeader+" header")
+			return
+		}
+		next(rw, r)
+	}
+}
+
+func (w *Web) sessionInfo(rw http.ResponseWriter, r *http.Request) {
+	s := r.Context().Value(ctxKey{}).(*session)
+	writeJSON(rw, http.StatusOK, map[string]string{"csrf": s.csrf})
+}
+
+// eventStream is Server-Sent Events of the app's bus.
+func (w *Web) eventStream(rw http.ResponseWriter, r *http.Request) {
+	fl, ok := rw.(http.Flusher)
+	if !ok {
+		writeAPIError(rw, http.StatusInternalServerError, "internal", "streaming unsupported")
+		return
+	}
+	ch, cancel := w.app.events.Subscribe()
+	defer cancel()
+	h := rw.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	rw.WriteHeader(http.StatusOK)
+	fmt.Fprint(rw, ": connected\n\n")
+	fl.Flush()
+	ping := time.NewTicker(20 * time.Second)
+	defer ping.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-ping.C:
+			fmt.Fprint(rw, ": ping\n\n")
+			fl.Flush()
+		case ev, ok := <-ch:
+			if !ok {
+				return
+			}
+			b, _ := json.Marshal(ev.Data)
+			fmt.Fprintf(rw, "event: %s\ndata: %s\n\n", ev.Name, b)
+			fl.Flush()
+		}
+	}
+}
+
+// static serves the embedded front end; unknown paths without a file
+// extension get index.html so that client-side routes survive a reload.
+func (w *Web) static() http.Handler {
+	files := http.FileServerFS(w.assets)
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		p := strings.TrimPrefix(path.Clean(r.URL.Path), "/")
+		if p == "" {
+			p = "index.html"
+		}
+		if _, err := fs.Stat(w.assets, p); err != nil {
+			if path.Ext(p) != "" {
+				http.NotFound(rw, r)
+				return
+			}
+			r = r.Clone(r.Context())
+			r.URL.Path = "/"
+		}
+		files.ServeHTTP(rw, r)
+	})
+}
+
+// jsonGet adapts an API method to a JSON handler.
+func jsonGet[T any](fn func() (T, error)) http.HandlerFunc {
+	return func(rw http.ResponseWriter, r *http.Request) {
+		v, err := fn()
+		if err != nil {
+			writeJSON(rw, http.StatusBadRequest, map[string]any{"error": FormatError(err)})
+			return
+		}
+		writeJSON(rw, http.StatusOK, v)
+	}
+}
+
+func writeJSON(rw http.ResponseWriter, status int, v any) {
+	rw.Header().Set("Content-Type", "application/json")
+	rw.Header().Set("Cache-Control", "no-store")
+	rw.WriteHeader(status)
+	enc := json.NewEncoder(rw)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func writeAPIError(rw http.ResponseWriter, status int, code, msg string) {
+	writeJSON(rw, status, map[string]any{"error": UIError{Code: code, Message: msg}})
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return hex.EncodeToString(b)
+}

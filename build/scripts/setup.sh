@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Installs what Sluice needs on Debian/Ubuntu and starts the services its
+# tests use. Idempotent: each step checks first and does nothing when the
+# machine already has what it needs.
+#
+#   setup.sh run    packages to build and run Sluice
+#   setup.sh test   also packages and services for the full test suite
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+mode="${1:-run}"
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+say() { printf '==> %s\n' "$*" >&2; }
+
+run_pkgs=(gcc pkg-config libgtk-3-dev libwebkit2gtk-4.1-dev git ca-certificates)
+test_pkgs=(xvfb xauth dbus dbus-x11 dunst libnotify-bin imagemagick xdotool
+  chromium docker.io busybox-static iptables)
+
+apt_ensure() {
+  local missing=()
+  for p in "$@"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$p")
+    fi
+  done
+  if [ ${#missing[@]} -eq 0 ]; then return 0; fi
+  if ! command -v apt-get >/dev/null; then
+    say "missing packages (${missing[*]}) and no apt-get: install them with your package manager"
+    exit 1
+  fi
+  say "installing: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+ensure_node() {
+  # The front end builds with the distribution's Node (18 or newer).
+  if command -v node >/dev/null && command -v npm >/dev/null; then return 0; fi
+  apt_ensure nodejs npm
+}
+
+ensure_go() {
+  if command -v go >/dev/null; then return 0; fi
+  if [ -x /usr/local/go/bin/go ]; then return 0; fi
+  apt_ensure golang-go
+}
+
+# Node 22 and the MCP clients Sluice is tested against (the MCP Inspector
+# and the conformance suite need Node 22), from build/tools' lock file.
+ensure_test_tools() {
+  local dir="$root/build/tools"
+  local stamp="$dir/node_modules/.sluice-lock-sha"
+  local want
+  want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then return 0; fi
+  say "installing test tools (npm ci in build/tools)"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  echo "$want" >"$stamp"
+}
+
+# The Docker Engine for workspaces and their tests. Started directly when
+# no init system manages it (containers, CI).
+ensure_docker() {
+  if docker info >/dev/null 2>&1; then return 0; fi
+  say "starting the Docker Engine"
+  if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+    $SUDO systemctl start docker || true
+  fi
+  if ! docker info >/dev/null 2>&1; then
+    local log=/var/log/sluice-dockerd.log
+    $SUDO sh -c "nohup dockerd >$log 2>&1 &"
+  fi
+  for _ in $(seq 1 60); do
+    if docker info >/dev/null 2>&1; then return 0; fi
+    sleep 1
+  done
+  say "the Docker Engine did not start; see /var/log/sluice-dockerd.log"
+  exit 1
+}
+
+case "$mode" in
+run)
+  apt_ensure "${run_pkgs[@]}"
+  ensure_go
+  ensure_node
+  ;;
+test)
+  apt_ensure "${run_pkgs[@]}" "${test_pkgs[@]}"
+  ensure_go
+  ensure_node
+  ensure_test_tools
+  ensure_docker
+  ;;
+*)
+  echo "usage: setup.sh run|test" >&2
+  exit 2
+  ;;
+esac

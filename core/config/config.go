@@ -1,0 +1,381 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Errors callers branch on.
+var (
+	// ErrInvalid is wrapped by every validation failure; the message names
+	// the offending key.
+	ErrInvalid = errors.New("invalid configuration")
+	// ErrUnsafeDir is returned when a Sluice directory is a symlink, not a
+	// directory, or readable by other users.
+	ErrUnsafeDir = errors.New("unsafe directory")
+)
+
+// Toolset names known to the sidecar.
+var KnownToolsets = []string{"git", "propose", "workspace"}
+
+// DefaultToolsets are enabled when nothing else is configured.
+var DefaultToolsets = []string{"git", "propose", "workspace"}
+
+// Config is the whole of Sluice's configuration after env > file > defaults
+// have been applied and validated.
+type Config struct {
+	// ConfigDir holds configuration and secrets: config.json, gateway.json,
+	// the audit signing key. $XDG_CONFIG_HOME/sluice.
+	ConfigDir string `json:"-"`
+	// StateDir holds data: the journal, the audit ledger, presence files.
+	// $XDG_STATE_HOME/sluice.
+	StateDir string `json:"-"`
+
+	// AllowedRoots confines every repository path an agent names.
+	// Canonical (symlinks resolved) absolute paths.
+	AllowedRoots []string `json:"allowedRoots"`
+	// PendingExpiry is how long a pending proposal waits for a decision.
+	PendingExpiry time.Duration `json:"-"`
+	// PolicyFile, when set, must exist and parse (fail closed).
+	PolicyFile string `json:"policyFile"`
+	// Toolsets enabled in the sidecar.
+	Toolsets []string `json:"toolsets"`
+	// Notifications toggles desktop notifications.
+	Notifications bool `json:"-"`
+	// AuditKeyFile is the Ed25519 private key (PKCS#8 PEM) that signs
+	// ledger entries. Empty means the default path in ConfigDir.
+	AuditKeyFile string `json:"auditKeyFile"`
+	// AuditSigning is on by default; turning it off is explicit.
+	AuditSigning bool `json:"-"`
+	// Retention of terminal proposals in the journal.
+	Retention time.Duration `json:"-"`
+}
+
+// fileConfig is the on-disk shape of config.json. Durations are strings
+// ("15m") so that the file stays readable.
+type fileConfig struct {
+	AllowedRoots  []string `json:"allowedRoots,omitempty"`
+	PendingExpiry string   `json:"pendingExpiry,omitempty"`
+	PolicyFile    string   `json:"policyFile,omitempty"`
+	Toolsets      []string `json:"toolsets,omitempty"`
+	Notifications *bool    `json:"notifications,omitempty"`
+	AuditKeyFile  string   `json:"auditKeyFile,omitempty"`
+	AuditSigning  *bool    `json:"auditSigning,omitempty"`
+	Retention     string   `json:"retention,omitempty"`
+}
+
+// Defaults.
+const (
+	DefaultPendingExpiry = 15 * time.Minute
+	DefaultRetention     = 90 * 24 * time.Hour
+)
+
+// Paths resolves the XDG directories without touching the file system.
+func Paths() (configDir, stateDir string, err error) {
+	home, _ := os.UserHomeDir()
+	cfg := xdg("XDG_CONFIG_HOME", home, ".config")
+	st := xdg("XDG_STATE_HOME", home, filepath.Join(".local", "state"))
+	if cfg == "" || st == "" {
+		return "", "", fmt.Errorf("%w: neither XDG_CONFIG_HOME/XDG_STATE_HOME nor HOME is set to an absolute path", ErrInvalid)
+	}
+	return filepath.Join(cfg, "sluice"), filepath.Join(st, "sluice"), nil
+}
+
+// xdg follows the XDG base directory rule: a relative value is ignored.
+func xdg(env, home, fallback string) string {
+	if v := os.Getenv(env); v != "" && filepath.IsAbs(v) {
+		return filepath.Clean(v)
+	}
+	if home == "" || !filepath.IsAbs(home) {
+		return ""
+	}
+	return filepath.Join(home, fallback)
+}
+
+// Load resolves the configuration: defaults, then config.json in the config
+// directory, then environment variables. It does not create directories.
+func Load() (*Config, error) {
+	configDir, stateDir, err := Paths()
+	if err != nil {
+		return nil, err
+	}
+	c := &Config{
+		ConfigDir:     configDir,
+		StateDir:      stateDir,
+		PendingExpiry: DefaultPendingExpiry,
+		Toolsets:      append([]string(nil), DefaultToolsets...),
+		Notifications: true,
+		AuditSigning:  true,
+		Retention:     DefaultRetention,
+	}
+	if err := c.applyFile(filepath.Join(configDir, "config.json")); err != nil {
+		return nil, err
+	}
+	if err := c.applyEnv(); err != nil {
+		return nil, err
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Config) applyFile(path string) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("config: read %s: %w", path, err)
+	}
+	var f fileConfig
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
+	}
+	if dec.Decode(new(json.RawMessage)) != io.EOF {
+		return fmt.Errorf("%w: %s: trailing data after the JSON object", ErrInvalid, path)
+	}
+	if f.AllowedRoots != nil {
+		c.AllowedRoots = f.AllowedRoots
+	}
+	if f.PendingExpiry != "" {
+		d, err := time.ParseDuration(f.PendingExpiry)
+		if err != nil {
+			return fmt.Errorf("%w: pendingExpiry: %v", ErrInvalid, err)
+		}
+		c.PendingExpiry = d
+	}
+	if f.Retention != "" {
+		d, err := time.ParseDuration(f.Retention)
+		if err != nil {
+			return fmt.Errorf("%w: retention: %v", ErrInvalid, err)
+		}
+		c.Retention = d
+	}
+	if f.PolicyFile != "" {
+		c.PolicyFile = f.PolicyFile
+	}
+	if f.Toolsets != nil {
+		c.Toolsets = f.Toolsets
+	}
+	if f.Notifications != nil {
+		c.Notifications = *f.Notifications
+	}
+	if f.AuditKeyFile != "" {
+		c.AuditKeyFile = f.AuditKeyFile
+	}
+	if f.AuditSigning != nil {
+		c.AuditSigning = *f.AuditSigning
+	}
+	return nil
+}
+
+func (c *Config) applyEnv() error {
+	if v, ok := os.LookupEnv("SLUICE_ALLOWED_ROOTS"); ok {
+		c.AllowedRoots = splitList(v, string(os.PathListSeparator))
+	}
+	if v := os.Getenv("SLUICE_PENDING_EXPIRY"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("%w: SLUICE_PENDING_EXPIRY: %v", ErrInvalid, err)
+		}
+		c.PendingExpiry = d
+	}
+	if v, ok := os.LookupEnv("SLUICE_POLICY_FILE"); ok {
+		c.PolicyFile = v
+	}
+	if v, ok := os.LookupEnv("SLUICE_TOOLSETS"); ok {
+		c.Toolsets = splitList(v, ",")
+	}
+	if v := os.Getenv("SLUICE_NOTIFICATIONS"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%w: SLUICE_NOTIFICATIONS: %v", ErrInvalid, err)
+		}
+		c.Notifications = b
+	}
+	if v, ok := os.LookupEnv("SLUICE_AUDIT_KEY"); ok {
+		c.AuditKeyFile = v
+	}
+	if v := os.Getenv("SLUICE_AUDIT_SIGNING"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%w: SLUICE_AUDIT_SIGNING: %v", ErrInvalid, err)
+		}
+		c.AuditSigning = b
+	}
+	return nil
+}
+
+func splitList(v, sep string) []string {
+	var out []string
+	for _, p := range strings.Split(v, sep) {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (c *Config) validate() error {
+	roots := make([]string, 0, len(c.AllowedRoots))
+	for _, r := range c.AllowedRoots {
+		if !filepath.IsAbs(r) {
+			return fmt.Errorf("%w: allowedRoots: %q is not an absolute path", ErrInvalid, r)
+		}
+		canon, err := filepath.EvalSymlinks(r)
+		if err != nil {
+			return fmt.Errorf("%w: allowedRoots: %q cannot be resolved: %v", ErrInvalid, r, err)
+		}
+		st, err := os.Stat(canon)
+		if err != nil || !st.IsDir() {
+			return fmt.Errorf("%w: allowedRoots: %q is not a directory", ErrInvalid, r)
+		}
+		if canon == string(filepath.Separator) {
+			return fmt.Errorf("%w: allowedRoots: the file system root is too broad", ErrInvalid)
+		}
+		roots = append(roots, canon)
+	}
+	c.AllowedRoots = roots
+	if c.PendingExpiry < time.Minute || c.PendingExpiry > 7*24*time.Hour {
+		return fmt.Errorf("%w: pendingExpiry: %s is outside 1m..168h", ErrInvalid, c.PendingExpiry)
+	}
+	if c.Retention < time.Hour {
+		return fmt.Errorf("%w: retention: %s is shorter than 1h", ErrInvalid, c.Retention)
+	}
+	for _, t := range c.Toolsets {
+		if !contains(KnownToolsets, t) {
+			return fmt.Errorf("%w: toolsets: unknown toolset %q (known: %s)", ErrInvalid, t, strings.Join(KnownToolsets, ","))
+		}
+	}
+	if c.PolicyFile != "" && !filepath.IsAbs(c.PolicyFile) {
+		return fmt.Errorf("%w: policyFile: %q is not an absolute path", ErrInvalid, c.PolicyFile)
+	}
+	if c.AuditKeyFile == "" {
+		c.AuditKeyFile = filepath.Join(c.ConfigDir, "audit-key.pem")
+	} else if !filepath.IsAbs(c.AuditKeyFile) {
+		return fmt.Errorf("%w: auditKeyFile: %q is not an absolute path", ErrInvalid, c.AuditKeyFile)
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// GatewayFile is where the running app publishes its gateway address and
+// sidecar token.
+func (c *Config) GatewayFile() string { return filepath.Join(c.ConfigDir, "gateway.json") }
+
+// AuditPublicKeyFile is the public half of AuditKeyFile.
+func (c *Config) AuditPublicKeyFile() string {
+	return strings.TrimSuffix(c.AuditKeyFile, ".pem") + ".pub.pem"
+}
+
+// AuditLog is the active ledger file.
+func (c *Config) AuditLog() string { return filepath.Join(c.StateDir, "audit", "audit.jsonl") }
+
+// JournalFile is the app's bbolt journal.
+func (c *Config) JournalFile() string { return filepath.Join(c.StateDir, "journal.db") }
+
+// PresenceDir holds one presence file per running sidecar.
+func (c *Config) PresenceDir() string { return filepath.Join(c.StateDir, "presence") }
+
+// EnsureDirs creates the config and state directories with mode 0700 and
+// refuses existing ones that are symlinks or open to other users.
+func (c *Config) EnsureDirs() error {
+	for _, d := range []string{c.ConfigDir, c.StateDir} {
+		if err := EnsurePrivateDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EnsurePrivateDir creates dir (and missing parents) with mode 0700. An
+// existing dir must be a real directory (not a symlink) with no group or
+// other permission bits.
+func EnsurePrivateDir(dir string) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(dir), err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	return CheckPrivateDir(dir)
+}
+
+// CheckPrivateDir reports whether dir is a real directory with mode 0700 or
+// stricter.
+func CheckPrivateDir(dir string) error {
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrUnsafeDir, dir, err)
+	}
+	if st.Mode()&os.ModeSymlink != 0 {
+		return fmt.Errorf("%w: %s is a symlink", ErrUnsafeDir, dir)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%w: %s is not a directory", ErrUnsafeDir, dir)
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("%w: %s has mode %04o; it must not be accessible to other users (chmod 700 %s)", ErrUnsafeDir, dir, perm, dir)
+	}
+	return nil
+}
+
+// WriteFileAtomic writes data to path via a temporary file in the same
+// directory, fsyncs it, renames it into place and fsyncs the directory, so
+// that a crash leaves either the old or the new content.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	defer os.Remove(name)
+	if err := tmp.Chmod(perm); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(name, path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// Version of Sluice, stamped at build time with
+// -ldflags "-X github.com/sluicehq/sluice/core/config.Version=…".
+var Version = "dev"

@@ -1,0 +1,182 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/client"
+
+	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/gateway"
+)
+
+// Status of one check.
+type Status string
+
+// Statuses. Warn is for optional parts (Docker is needed only for
+// workspaces) and does not make the doctor fail.
+const (
+	OK   Status = "ok"
+	Warn Status = "warn"
+	Fail Status = "fail"
+)
+
+// Result of one check.
+type Result struct {
+	Name   string `json:"name"`
+	Status Status `json:"status"`
+	Detail string `json:"detail"`
+	Hint   string `json:"hint,omitempty"`
+}
+
+// Options select how strict the checks are for the calling program.
+type Options struct {
+	// GatewayRequired makes an unreachable app a failure (the sidecar
+	// cannot forward proposals without it). For the app itself a stopped
+	// gateway is only a warning: it starts one when it runs.
+	GatewayRequired bool
+	// KeyCheck verifies the audit signing key; nil skips the check.
+	KeyCheck func(path string) error
+}
+
+// Run performs every check in order.
+func Run(ctx context.Context, cfg *config.Config, opts Options) []Result {
+	var out []Result
+	out = append(out, checkGit(ctx))
+	out = append(out, checkDir("config directory", cfg.ConfigDir))
+	out = append(out, checkDir("state directory", cfg.StateDir))
+	out = append(out, checkGateway(ctx, cfg, opts.GatewayRequired))
+	out = append(out, checkDocker(ctx))
+	out = append(out, checkKey(cfg, opts.KeyCheck))
+	return out
+}
+
+// Print writes one line per check and reports whether any failed.
+func Print(w io.Writer, results []Result) (failed bool) {
+	for _, r := range results {
+		line := fmt.Sprintf("%-4s  %-17s %s", r.Status, r.Name, r.Detail)
+		if r.Hint != "" && r.Status != OK {
+			line += " (hint: " + r.Hint + ")"
+		}
+		fmt.Fprintln(w, line)
+		if r.Status == Fail {
+			failed = true
+		}
+	}
+	return failed
+}
+
+func checkGit(ctx context.Context) Result {
+	r := Result{Name: "git"}
+	path, err := exec.LookPath("git")
+	if err != nil {
+		r.Status, r.Detail, r.Hint = Fail, "git not found on PATH", "install git 2.38 or newer"
+		return r
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "--version")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C"}
+	b, err := cmd.Output()
+	if err != nil {
+		r.Status, r.Detail, r.Hint = Fail, "git --version failed: "+err.Error(), "reinstall git"
+		return r
+	}
+	v := strings.TrimSpace(string(b))
+	maj, min := parseGitVersion(v)
+	// merge-tree --write-tree (conflict preflight) arrived in git 2.38.
+	if maj < 2 || (maj == 2 && min < 38) {
+		r.Status, r.Detail, r.Hint = Fail, v+" at "+path, "git 2.38 or newer is needed for merge-tree --write-tree"
+		return r
+	}
+	r.Status, r.Detail = OK, v+" at "+path
+	return r
+}
+
+func parseGitVersion(s string) (major, minor int) {
+	s = strings.TrimPrefix(s, "git version ")
+	fmt.Sscanf(s, "%d.%d", &major, &minor)
+	return major, minor
+}
+
+func checkDir(name, dir string) Result {
+	r := Result{Name: name}
+	_, err := os.Lstat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		r.Status, r.Detail, r.Hint = Warn, dir+" does not exist yet", "it is created (0700) when Sluice first starts"
+		return r
+	}
+	if err := config.CheckPrivateDir(dir); err != nil {
+		r.Status, r.Detail, r.Hint = Fail, err.Error(), "chmod 700 "+dir
+		return r
+	}
+	r.Status, r.Detail = OK, dir+" (0700)"
+	return r
+}
+
+func checkGateway(ctx context.Context, cfg *config.Config, required bool) Result {
+	r := Result{Name: "gateway"}
+	bad := Warn
+	if required {
+		bad = Fail
+	}
+	c, err := gateway.NewClientFromEndpoint(cfg.GatewayFile())
+	if err != nil {
+		r.Status, r.Detail, r.Hint = bad, "app not reachable: "+err.Error(), "start the app with `make run` or `sluice serve`"
+		return r
+	}
+	h, err := c.Health(ctx)
+	if err != nil {
+		r.Status, r.Detail, r.Hint = bad, "app at "+c.Addr()+" does not answer: "+err.Error(), "restart the app; a stale gateway.json is replaced on start"
+		return r
+	}
+	r.Status, r.Detail = OK, "app "+h.AppVersion+" at "+c.Addr()
+	return r
+}
+
+func checkDocker(ctx context.Context) Result {
+	r := Result{Name: "docker engine"}
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		r.Status, r.Detail, r.Hint = Warn, err.Error(), "workspaces need a Docker Engine"
+		return r
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	ping, err := cli.Ping(ctx)
+	if err != nil {
+		r.Status, r.Detail, r.Hint = Warn, "not reachable: "+err.Error(), "install docker.io and start dockerd; only workspaces need it"
+		return r
+	}
+	r.Status, r.Detail = OK, "API "+ping.APIVersion+" at "+cli.DaemonHost()
+	return r
+}
+
+func checkKey(cfg *config.Config, check func(string) error) Result {
+	r := Result{Name: "audit key"}
+	if !cfg.AuditSigning {
+		r.Status, r.Detail, r.Hint = Warn, "signing is turned off in the configuration", "remove auditSigning=false to sign the ledger"
+		return r
+	}
+	if _, err := os.Lstat(cfg.AuditKeyFile); errors.Is(err, os.ErrNotExist) {
+		r.Status, r.Detail, r.Hint = Warn, cfg.AuditKeyFile+" does not exist yet", "the app creates it on first start, or run `sluice-sidecar audit keygen`"
+		return r
+	}
+	if check == nil {
+		r.Status, r.Detail = Warn, "not checked"
+		return r
+	}
+	if err := check(cfg.AuditKeyFile); err != nil {
+		r.Status, r.Detail, r.Hint = Fail, err.Error(), "fix or remove the key file; Sluice never falls back to unsigned"
+		return r
+	}
+	r.Status, r.Detail = OK, cfg.AuditKeyFile+" (private)"
+	return r
+}

@@ -1,0 +1,166 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Errors the client returns; callers branch on them.
+var (
+	// ErrUnavailable means the app could not be reached: not running, wrong
+	// port, or a network error. Never treated as success.
+	ErrUnavailable = errors.New("gateway unavailable")
+	// ErrBadAddr means an address is not a loopback IP literal with a port.
+	ErrBadAddr = errors.New("gateway address must be a loopback IP literal with a port")
+)
+
+// APIError is a non-2xx answer from the gateway.
+type APIError struct {
+	Status int
+	Detail ErrorDetail
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("gateway: %d %s: %s", e.Status, e.Detail.Code, e.Detail.Message)
+}
+
+// ParseLoopbackAddr accepts "127.0.0.1:PORT" or "[::1]:PORT" (any
+// 127.0.0.0/8 address) with a port in 1..65535, and nothing else: no
+// scheme, no path, no host names (not even "localhost", which a resolver
+// could answer with anything).
+func ParseLoopbackAddr(addr string) (netip.AddrPort, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || !ap.Addr().IsLoopback() || ap.Port() == 0 || ap.Addr().Zone() != "" {
+		return netip.AddrPort{}, fmt.Errorf("%w: %q", ErrBadAddr, addr)
+	}
+	return ap, nil
+}
+
+// parseLoopbackListenAddr is ParseLoopbackAddr but allows port 0.
+func parseLoopbackListenAddr(addr string) (netip.AddrPort, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("%w: %q", ErrBadAddr, addr)
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !ip.IsLoopback() || ip.Zone() != "" {
+		return netip.AddrPort{}, fmt.Errorf("%w: %q", ErrBadAddr, addr)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("%w: %q", ErrBadAddr, addr)
+	}
+	return netip.AddrPortFrom(ip, uint16(p)), nil
+}
+
+// Client is the sidecar side of the gateway.
+type Client struct {
+	base  string // "http://127.0.0.1:PORT"
+	host  string
+	token string
+	hc    *http.Client
+}
+
+// NewClient validates addr and builds a client that dials only that
+// address, uses no proxy and follows no redirect.
+func NewClient(addr, token string) (*Client, error) {
+	ap, err := ParseLoopbackAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	if token == "" {
+		return nil, errors.New("gateway: empty token")
+	}
+	dialer := &net.Dialer{Timeout: 2 * time.Second}
+	target := ap.String()
+	tr := &http.Transport{
+		// Proxy variables are ignored on purpose: a proxy would see the
+		// bearer token and could answer in the app's name.
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return dialer.DialContext(ctx, "tcp", target)
+		},
+		MaxIdleConns:          4,
+		IdleConnTimeout:       30 * time.Second,
+		ResponseHeaderTimeout: 0, // per request, via context: long-polls wait up to 50 s
+		DisableCompression:    true,
+	}
+	return &Client{
+		base:  "http://" + target,
+		host:  target,
+		token: token,
+		hc: &http.Client{
+			Transport: tr,
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return errors.New("gateway: redirects are not followed")
+			},
+		},
+	}, nil
+}
+
+// NewClientFromEndpoint reads gateway.json and builds a client.
+func NewClientFromEndpoint(path string) (*Client, error) {
+	ep, err := ReadEndpoint(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return NewClient(ep.Addr, ep.Token)
+}
+
+// Addr is the gateway address this client talks to.
+func (c *Client) Addr() string { return c.host }
+
+// Do sends a JSON request to path (which must start with "/v1/") and
+// decodes a 2xx answer into out. Non-2xx answers are *APIError; transport
+// failures wrap ErrUnavailable.
+func (c *Client) Do(ctx context.Context, method, path string, body io.Reader, out any) error {
+	if !strings.HasPrefix(path, "/v1/") {
+		return fmt.Errorf("gateway: bad path %q", path)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	defer resp.Body.Close()
+	lr := io.LimitReader(resp.Body, MaxBodyBytes)
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		var eb ErrorBody
+		if err := json.NewDecoder(lr).Decode(&eb); err != nil || eb.Error.Code == "" {
+			eb.Error = ErrorDetail{Code: CodeInternal, Message: http.StatusText(resp.StatusCode)}
+		}
+		return &APIError{Status: resp.StatusCode, Detail: eb.Error}
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(lr).Decode(out); err != nil {
+		return fmt.Errorf("gateway: decode answer: %w", err)
+	}
+	return nil
+}
+
+// Health asks the app whether it is up.
+func (c *Client) Health(ctx context.Context) (Health, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	var h Health
+	err := c.Do(ctx, http.MethodGet, "/v1/health", nil, &h)
+	return h, err
+}

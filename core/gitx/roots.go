@@ -1,0 +1,99 @@
+package gitx
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Errors of repository path confinement. Their messages never contain the
+// path that was asked for: a model must not learn what exists outside the
+// roots by probing.
+var (
+	// ErrPathOutsideRoots: the canonical path is not under any allowed root
+	// (or no roots are configured).
+	ErrPathOutsideRoots = &Error{Code: "path_outside_roots", Msg: "the repository path is outside the allowed roots"}
+	// ErrPathNotAbsolute: a relative path was given.
+	ErrPathNotAbsolute = &Error{Code: "invalid_argument", Msg: "repoPath must be an absolute path"}
+	// ErrPathNotFound: the path does not exist (only reported for paths
+	// inside the roots).
+	ErrPathNotFound = &Error{Code: "invalid_argument", Msg: "repoPath does not exist"}
+)
+
+// Error is a gitx failure with a stable code (see the MCP error codes).
+type Error struct {
+	Code string
+	Msg  string
+	Data any
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// ErrorCode is the stable code used at the MCP and UI boundaries.
+func (e *Error) ErrorCode() string { return e.Code }
+
+// ErrorData carries structured details, if any.
+func (e *Error) ErrorData() any { return e.Data }
+
+// Is makes errors.Is match on code and message, so sentinel errors work
+// even when copied with extra data.
+func (e *Error) Is(target error) bool {
+	var t *Error
+	if !errors.As(target, &t) {
+		return false
+	}
+	return t.Code == e.Code && t.Msg == e.Msg
+}
+
+// Roots is a set of canonical allowed directories.
+type Roots []string
+
+// Confine canonicalises p (absolute; symlinks resolved) and returns it if it
+// lies inside one of the roots. The canonical path is what callers must use
+// afterwards, so that a symlink swapped later cannot redirect them.
+func (r Roots) Confine(p string) (string, error) {
+	if p == "" || !filepath.IsAbs(p) || strings.ContainsRune(p, 0) {
+		return "", ErrPathNotAbsolute
+	}
+	clean := filepath.Clean(p)
+	// Check the lexical path first so that nothing outside the roots is
+	// even stat'ed on behalf of an agent.
+	if !r.lexicallyInside(clean) {
+		return "", ErrPathOutsideRoots
+	}
+	canon, err := filepath.EvalSymlinks(clean)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", ErrPathNotFound
+		}
+		return "", &Error{Code: "invalid_argument", Msg: "repoPath cannot be resolved"}
+	}
+	if !r.lexicallyInside(canon) {
+		return "", ErrPathOutsideRoots
+	}
+	return canon, nil
+}
+
+// lexicallyInside reports whether clean equals or is below a root. Roots
+// are canonical; clean may still contain symlinks, which Confine resolves
+// and checks again.
+func (r Roots) lexicallyInside(clean string) bool {
+	for _, root := range r {
+		if clean == root {
+			return true
+		}
+		prefix := root
+		if !strings.HasSuffix(prefix, string(filepath.Separator)) {
+			prefix += string(filepath.Separator)
+		}
+		if strings.HasPrefix(clean, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// String is for logs and the capabilities tool.
+func (r Roots) String() string { return fmt.Sprint([]string(r)) }

@@ -1,0 +1,142 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/doctor"
+)
+
+// command is one subcommand of sluice-sidecar.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) int
+}
+
+// commands are the subcommands; families of features add theirs in init.
+var commands []command
+
+func addCommand(c command) { commands = append(commands, c) }
+
+func init() {
+	addCommand(command{"stdio", "serve MCP over stdin/stdout (the default)", runStdio})
+	addCommand(command{"doctor", "check git, directories, the app's gateway, Docker and the audit key", runDoctor})
+	addCommand(command{"version", "print the version", func(_ []string, out, _ io.Writer) int {
+		fmt.Fprintln(out, "sluice-sidecar", config.Version)
+		return 0
+	}})
+}
+
+// Main runs sluice-sidecar with args (without the program name) and
+// returns the exit code: 0 ok, 1 failure, 2 usage error.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		return runStdio(nil, stdout, stderr)
+	}
+	switch args[0] {
+	case "--version", "-version", "-v":
+		args[0] = "version"
+	case "-h", "--help", "help":
+		usage(stdout)
+		return 0
+	}
+	if strings.HasPrefix(args[0], "-") {
+		// Flags without a subcommand belong to the stdio server.
+		return runStdio(args, stdout, stderr)
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "sluice-sidecar: unknown command %q\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: sluice-sidecar [command] [flags]")
+	fmt.Fprintln(w, "\nWith no command, serves MCP over stdio. Commands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-14s %s\n", c.name, c.summary)
+	}
+}
+
+func newLogger(stderr io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+func runStdio(args []string, _ io.Writer, stderr io.Writer) int {
+	fs := flag.NewFlagSet("stdio", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	toolsets := fs.String("toolsets", "", "comma-separated toolsets to enable (default from config: git,propose,workspace)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log := newLogger(stderr)
+	cfg, err := config.Load()
+	if err != nil {
+		fmt.Fprintln(stderr, "sluice-sidecar:", err)
+		return 1
+	}
+	opts := Options{Config: cfg, Logger: log}
+	if *toolsets != "" {
+		opts.Toolsets = splitComma(*toolsets)
+	}
+	s, err := New(opts)
+	if err != nil {
+		fmt.Fprintln(stderr, "sluice-sidecar:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// stdout is the protocol: nothing else may ever be written to it.
+	if err := s.Server().Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
+		log.Error("stdio server stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func splitComma(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func runDoctor(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		fmt.Fprintf(stdout, "fail  %-17s %v\n", "config", err)
+		return 1
+	}
+	res := doctor.Run(context.Background(), cfg, doctor.Options{GatewayRequired: true, KeyCheck: keyCheck})
+	if doctor.Print(stdout, res) {
+		return 1
+	}
+	return 0
+}
+
+// keyCheck validates the audit key; replaced by the audit package's loader.
+var keyCheck func(string) error

@@ -1,0 +1,150 @@
+package sidecar
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/gateway"
+)
+
+// Options configure a Sidecar.
+type Options struct {
+	Config *config.Config
+	// Toolsets to expose; nil means the configured ones.
+	Toolsets []string
+	Logger   *slog.Logger
+	// Gateway returns a client for the app's gateway. It is called per
+	// request because the app may start (or restart on a new port) after
+	// the sidecar. Nil means "read gateway.json from the config dir".
+	Gateway func() (*gateway.Client, error)
+	// Identity, when set, overrides clientInfo.name as the agent's
+	// identity (HTTP transport: the bearer token's name).
+	Identity string
+}
+
+// Sidecar holds one MCP server and what its tools share.
+type Sidecar struct {
+	cfg      *config.Config
+	toolsets []string
+	log      *slog.Logger
+	gateway  func() (*gateway.Client, error)
+	server   *mcp.Server
+	identity string
+}
+
+// toolset registration functions, by name. Families add themselves in
+// their own files' init so that this file never lists tools.
+var toolsets = map[string]func(*Sidecar){}
+
+// registerToolset is called from init in each tools_*.go file.
+func registerToolset(name string, fn func(*Sidecar)) {
+	prev := toolsets[name]
+	toolsets[name] = func(s *Sidecar) {
+		if prev != nil {
+			prev(s)
+		}
+		fn(s)
+	}
+}
+
+// New builds the MCP server with the chosen toolsets. The sluice_capabilities
+// tool is always present.
+func New(opts Options) (*Sidecar, error) {
+	if opts.Config == nil {
+		return nil, errors.New("sidecar: nil config")
+	}
+	sets := opts.Toolsets
+	if sets == nil {
+		sets = opts.Config.Toolsets
+	}
+	for _, t := range sets {
+		if !slices.Contains(config.KnownToolsets, t) {
+			return nil, fmt.Errorf("sidecar: unknown toolset %q (known: %s)", t, strings.Join(config.KnownToolsets, ","))
+		}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Sidecar{cfg: opts.Config, toolsets: slices.Clone(sets), log: log, gateway: opts.Gateway, identity: opts.Identity}
+	if s.gateway == nil {
+		path := opts.Config.GatewayFile()
+		s.gateway = func() (*gateway.Client, error) { return gateway.NewClientFromEndpoint(path) }
+	}
+	s.server = mcp.NewServer(&mcp.Implementation{
+		Name:    "sluice",
+		Title:   "Sluice",
+		Version: config.Version,
+	}, &mcp.ServerOptions{
+		Instructions: serverInstructions,
+		Logger:       log,
+	})
+	s.registerCapabilities()
+	for _, name := range config.KnownToolsets {
+		if slices.Contains(s.toolsets, name) {
+			if fn := toolsets[name]; fn != nil {
+				fn(s)
+			}
+		}
+	}
+	return s, nil
+}
+
+// Server is the underlying MCP server, for transports and tests.
+func (s *Sidecar) Server() *mcp.Server { return s.server }
+
+const serverInstructions = `Sluice gives you read access to the person's git repositories and lets you ` +
+	`propose changes that the person approves in the Sluice app. Nothing you propose runs until they approve it. ` +
+	`Start with repo_brief on a repository; use propose_* tools to change anything, then proposal_wait for the decision.`
+
+// agentName is the attribution of a request: the HTTP token's name when
+// there is one, else the sanitized clientInfo.name. It is attribution, not
+// authentication.
+func (s *Sidecar) agentName(req *mcp.CallToolRequest) string {
+	if s.identity != "" {
+		return s.identity
+	}
+	if req != nil {
+		if ci := req.ClientInfo(); ci != nil {
+			if n := SanitizeAgentName(ci.Name); n != "" {
+				return n
+			}
+		}
+	}
+	return "unknown-agent"
+}
+
+var agentNameBad = regexp.MustCompile(`[^A-Za-z0-9._:-]+`)
+
+// SanitizeAgentName keeps [A-Za-z0-9._:-], replaces runs of anything else
+// with "-", and caps the result at 128 bytes.
+func SanitizeAgentName(name string) string {
+	n := agentNameBad.ReplaceAllString(name, "-")
+	n = strings.Trim(n, "-")
+	if len(n) > 128 {
+		n = n[:128]
+	}
+	return n
+}
+
+// isProtocolError reports whether err must stay a JSON-RPC error rather
+// than become a tool result.
+func isProtocolError(err error) bool {
+	var we *jsonrpc.Error
+	return errors.As(err, &we)
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+// readOnly annotations for tools that change nothing.
+func readOnly(title string) *mcp.ToolAnnotations {
+	return &mcp.ToolAnnotations{Title: title, ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)}
+}
