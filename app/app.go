@@ -26,6 +26,9 @@ type App struct {
 
 	readyOnce sync.Once
 	ready     chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Start creates the private directories, starts the gateway on a random
@@ -53,17 +56,21 @@ func Start(cfg *config.Config, log *slog.Logger) (*App, error) {
 	return a, nil
 }
 
-// Close stops the gateway and withdraws gateway.json.
+// Close stops the gateway and withdraws gateway.json. It is safe to call
+// more than once.
 func (a *App) Close() error {
-	gateway.RemoveEndpoint(a.cfg.GatewayFile(), os.Getpid())
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := a.gw.Shutdown(ctx)
-	if gerr := <-a.gwDone; gerr != nil && !errors.Is(gerr, context.Canceled) {
-		err = errors.Join(err, gerr)
-	}
-	a.events.Close()
-	return err
+	a.closeOnce.Do(func() {
+		gateway.RemoveEndpoint(a.cfg.GatewayFile(), os.Getpid())
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := a.gw.Shutdown(ctx)
+		if gerr := <-a.gwDone; gerr != nil && !errors.Is(gerr, context.Canceled) {
+			err = errors.Join(err, gerr)
+		}
+		a.events.Close()
+		a.closeErr = err
+	})
+	return a.closeErr
 }
 
 // GatewayAddr is where sidecars reach this app.

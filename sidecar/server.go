@@ -88,14 +88,31 @@ func New(opts Options) (*Sidecar, error) {
 		Logger:       log,
 	})
 	s.registerCapabilities()
+	enabled := []string{}
 	for _, name := range config.KnownToolsets {
-		if slices.Contains(s.toolsets, name) {
-			if fn := toolsets[name]; fn != nil {
-				fn(s)
-			}
+		if !slices.Contains(s.toolsets, name) {
+			continue
+		}
+		// A toolset known to the configuration but not built into this
+		// sidecar is left out rather than advertised empty.
+		if fn := toolsets[name]; fn != nil {
+			fn(s)
+			enabled = append(enabled, name)
 		}
 	}
+	s.toolsets = enabled
 	return s, nil
+}
+
+// availableToolsets are the toolsets built into this sidecar.
+func availableToolsets() []string {
+	var out []string
+	for _, name := range config.KnownToolsets {
+		if toolsets[name] != nil {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // Server is the underlying MCP server, for transports and tests.

@@ -53,7 +53,7 @@ func (s *Sidecar) capabilities(ctx context.Context, _ *mcp.CallToolRequest, _ Ca
 	out := CapabilitiesOut{
 		Version:           config.Version,
 		Toolsets:          s.toolsets,
-		AvailableToolsets: config.KnownToolsets,
+		AvailableToolsets: append([]string{}, availableToolsets()...),
 		AllowedRoots:      append([]string{}, s.cfg.AllowedRoots...),
 		Limits: Limits{
 			MaxProposalWaitSeconds: 50,

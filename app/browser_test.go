@@ -1,0 +1,106 @@
+package app
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// chromiumPath finds Debian's Chromium.
+func chromiumPath() string {
+	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	p, _ := exec.LookPath("chromium")
+	return p
+}
+
+// newBrowser starts a real headless Chromium with a fresh profile and no
+// background networking (this machine has no network but loopback).
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	path := chromiumPath()
+	needOrSkip(t, path != "", "chromium (apt install chromium)")
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.WindowSize(1280, 860),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelCtx()
+		cancelAlloc()
+	})
+	return ctx
+}
+
+func TestBrowser_EmptyState_Renders(t *testing.T) {
+	assets := distFS(t)
+	a := startApp(t)
+	w, token, err := NewWeb(a, assets, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go w.Serve()
+	t.Cleanup(func() { w.Shutdown(context.Background()) })
+
+	ctx := newBrowser(t)
+	// Before login the UI asks for the login link.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate("http://"+w.Addr()+"/"),
+		chromedp.WaitVisible(chromedp.ID("login-title")),
+	); err != nil {
+		t.Fatalf("UI without session: %v", err)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(w.LoginURL(token)),
+		chromedp.WaitVisible(chromedp.ID("empty-title")),
+	); err != nil {
+		t.Fatalf("empty state after login: %v", err)
+	}
+	title, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("empty-title")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(title) != "No proposals waiting" {
+		t.Fatalf("empty state title %q", title)
+	}
+	body, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Connect an agent", "claude mcp add sluice", "SLUICE_ALLOWED_ROOTS"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("empty state lacks %q", want)
+		}
+	}
+	// The page called Ready through the API with its CSRF token.
+	select {
+	case <-a.ready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the page never called Ready")
+	}
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(artifactDir(t), "web-empty-state.png"), shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

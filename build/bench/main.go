@@ -1,0 +1,109 @@
+// Command bench runs Sluice's benchmarks (Go benchmarks that measure Sluice
+// and the git and docker CLIs it is compared with, in the same run) and
+// records the figures in docs/benchmarks.md between the markers
+// <!-- bench:begin --> and <!-- bench:end -->. `make bench` runs it.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// suite is one `go test -bench` invocation.
+type suite struct {
+	title string
+	pkg   string
+	bench string
+	// benchtime keeps slow benchmarks (real repositories, containers)
+	// within the run's budget.
+	benchtime string
+}
+
+var suites = []suite{
+	{"Audit ledger", "./core/audit/", ".", "2000x"},
+	{"Read-only git surface", "./core/gitx/", ".", "20x"},
+	{"Read-only git surface over MCP", "./sidecar/", "Brief|Start|Status|Diff|History", "20x"},
+	{"Proposals and the gateway", "./core/journal/", ".", "1x"},
+	{"Proposals and the gateway (HTTP)", "./core/gateway/", ".", "1x"},
+}
+
+var benchLine = regexp.MustCompile(`^Benchmark\S+\s+\d+\s+`)
+
+func main() {
+	out := flag.String("out", "docs/benchmarks.md", "markdown file to update")
+	only := flag.String("only", "", "run only suites whose title contains this")
+	flag.Parse()
+
+	var report strings.Builder
+	fmt.Fprintf(&report, "Run on %s · %s · %d CPUs · %s/%s\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"),
+		runtime.Version(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+	failed := false
+	for _, s := range suites {
+		if *only != "" && !strings.Contains(s.title, *only) {
+			continue
+		}
+		if !hasBenchmarks(s.pkg) {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "== %s (%s)\n", s.title, s.pkg)
+		args := []string{"test", "-run", "^$", "-bench", s.bench, "-benchmem", "-benchtime", s.benchtime, "-count", "1", s.pkg}
+		cmd := exec.Command("go", args...)
+		var buf bytes.Buffer
+		cmd.Stdout = &buf
+		cmd.Stderr = os.Stderr
+		err := cmd.Run()
+		os.Stderr.Write(buf.Bytes())
+		fmt.Fprintf(&report, "### %s\n\n`go %s`\n\n```\n", s.title, strings.Join(args, " "))
+		sc := bufio.NewScanner(&buf)
+		for sc.Scan() {
+			if benchLine.MatchString(sc.Text()) {
+				report.WriteString(sc.Text() + "\n")
+			}
+		}
+		report.WriteString("```\n\n")
+		if err != nil {
+			failed = true
+			fmt.Fprintf(&report, "**This suite failed: %v**\n\n", err)
+		}
+	}
+	if err := splice(*out, report.String()); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	fmt.Fprintln(os.Stderr, "figures written to", *out)
+	if failed {
+		os.Exit(1)
+	}
+}
+
+// hasBenchmarks skips packages that have no benchmark functions yet.
+func hasBenchmarks(pkg string) bool {
+	out, err := exec.Command("go", "test", "-list", "^Benchmark", pkg).Output()
+	return err == nil && bytes.Contains(out, []byte("Benchmark"))
+}
+
+const begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+// splice replaces the text between the markers, keeping the hand-written
+// analysis around it.
+func splice(path, body string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s := string(b)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s lacks the %s … %s markers", path, begin, end)
+	}
+	s = s[:i+len(begin)] + "\n" + body + s[j:]
+	return os.WriteFile(path, []byte(s), 0o644)
+}
