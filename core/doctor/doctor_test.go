@@ -1,0 +1,119 @@
+package doctor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/gateway"
+)
+
+func testConfig(t *testing.T) *config.Config {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	t.Setenv("SLUICE_ALLOWED_ROOTS", "")
+	cfg, err := config.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func byName(results []Result) map[string]Result {
+	m := map[string]Result{}
+	for _, r := range results {
+		m[r.Name] = r
+	}
+	return m
+}
+
+func TestRun_FreshInstall_WarnsButPasses(t *testing.T) {
+	cfg := testConfig(t)
+	res := Run(context.Background(), cfg, Options{})
+	m := byName(res)
+	if m["git"].Status != OK {
+		t.Errorf("git: %+v", m["git"])
+	}
+	for _, name := range []string{"config directory", "state directory", "gateway", "audit key"} {
+		if m[name].Status != Warn {
+			t.Errorf("%s on a fresh install: %+v, want warn", name, m[name])
+		}
+	}
+	var out bytes.Buffer
+	if Print(&out, res) {
+		t.Fatalf("a fresh install must not fail the app's doctor:\n%s", out.String())
+	}
+	if lines := strings.Count(out.String(), "\n"); lines != len(res) {
+		t.Errorf("want one line per check, got %d lines for %d checks", lines, len(res))
+	}
+}
+
+func TestRun_Problems_Fail(t *testing.T) {
+	cfg := testConfig(t)
+	if err := cfg.EnsureDirs(); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(cfg.StateDir, 0o755)
+	if err := os.WriteFile(cfg.AuditKeyFile, []byte("key"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := Run(context.Background(), cfg, Options{
+		GatewayRequired: true,
+		KeyCheck:        func(string) error { return errors.New("key is readable by others") },
+	})
+	m := byName(res)
+	if m["config directory"].Status != OK {
+		t.Errorf("config dir: %+v", m["config directory"])
+	}
+	for _, name := range []string{"state directory", "gateway", "audit key"} {
+		if m[name].Status != Fail || m[name].Hint == "" {
+			t.Errorf("%s: %+v, want fail with a hint", name, m[name])
+		}
+	}
+	var out bytes.Buffer
+	if !Print(&out, res) {
+		t.Fatal("Print must report failure")
+	}
+	if !strings.Contains(out.String(), "fail  state directory") || !strings.Contains(out.String(), "hint: chmod 700") {
+		t.Errorf("output:\n%s", out.String())
+	}
+}
+
+func TestRun_GatewayRunning_OK(t *testing.T) {
+	cfg := testConfig(t)
+	tok, _ := gateway.NewToken()
+	s, err := gateway.Listen(gateway.Options{Token: tok, AppVersion: "9.9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve()
+	defer s.Shutdown(context.Background())
+	if err := gateway.WriteEndpoint(cfg.GatewayFile(), gateway.Endpoint{Addr: s.Addr(), Token: tok, PID: 1, AppVersion: "9.9"}); err != nil {
+		t.Fatal(err)
+	}
+	r := byName(Run(context.Background(), cfg, Options{GatewayRequired: true}))["gateway"]
+	if r.Status != OK || !strings.Contains(r.Detail, "9.9") {
+		t.Fatalf("gateway: %+v", r)
+	}
+}
+
+func TestParseGitVersion_Table(t *testing.T) {
+	for in, want := range map[string][2]int{
+		"git version 2.39.5":                 {2, 39},
+		"git version 2.38.0.windows.1":       {2, 38},
+		"git version 2.37.1 (Apple Git-137)": {2, 37},
+		"something else":                     {0, 0},
+	} {
+		maj, min := parseGitVersion(in)
+		if maj != want[0] || min != want[1] {
+			t.Errorf("parseGitVersion(%q) = %d.%d, want %d.%d", in, maj, min, want[0], want[1])
+		}
+	}
+}
