@@ -16,7 +16,7 @@ TOOLS     := $(CURDIR)/build/tools
 E2E_ENV := SLUICE_REQUIRE_E2E=1 SLUICE_BIN_DIR=$(BIN) SLUICE_TOOLS_DIR=$(TOOLS) \
 	SLUICE_ARTIFACTS=$(ARTIFACTS) SLUICE_NODE_BIN=$(TOOLS)/node_modules/.bin
 
-.PHONY: all run test build bench lint frontend frontend-test setup-run setup-test clean
+.PHONY: all run test build bench lint fuzz frontend frontend-test setup-run setup-test clean
 
 all: build
 
@@ -55,7 +55,14 @@ frontend-test: frontend/node_modules/.sluice-stamp
 test: setup-test build lint frontend-test
 	mkdir -p $(ARTIFACTS)
 	$(E2E_ENV) go test -race -count=1 -timeout 20m ./...
+	$(MAKE) --no-print-directory fuzz
 	@echo "make test: all checks passed"
+
+# A short run of every fuzz target on top of its checked-in seed corpus.
+FUZZTIME ?= 10s
+fuzz:
+	go test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./core/audit/
+	go test -run '^$$' -fuzz '^FuzzVerifyLine$$' -fuzztime $(FUZZTIME) ./core/audit/
 
 bench: setup-test build
 	mkdir -p $(ARTIFACTS)

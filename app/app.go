@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/gateway"
 )
@@ -23,6 +25,10 @@ type App struct {
 	gwDone  chan error
 	events  *Bus
 	started time.Time
+	ledger  *audit.Ledger
+	// auditPub verifies the ledger in the audit view; nil when signing is
+	// turned off.
+	auditPub ed25519.PublicKey
 
 	readyOnce sync.Once
 	ready     chan struct{}
@@ -37,15 +43,28 @@ func Start(cfg *config.Config, log *slog.Logger) (*App, error) {
 	if err := cfg.EnsureDirs(); err != nil {
 		return nil, err
 	}
+	// The ledger first: an app that cannot keep the record does not start
+	// (and a configured key that is missing or unsafe is never replaced by
+	// unsigned entries).
+	ledger, pub, err := audit.SetupFor(cfg).Open()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := ledger.Append(audit.Entry{EventType: "app_started", Result: "ok", Summary: "sluice " + config.Version}); err != nil {
+		ledger.Close()
+		return nil, fmt.Errorf("audit ledger: %w", err)
+	}
 	token, err := gateway.NewToken()
 	if err != nil {
+		ledger.Close()
 		return nil, err
 	}
 	gw, err := gateway.Listen(gateway.Options{Token: token, AppVersion: config.Version, Logger: log})
 	if err != nil {
+		ledger.Close()
 		return nil, err
 	}
-	a := &App{cfg: cfg, log: log, gw: gw, gwDone: make(chan error, 1), events: NewBus(), started: time.Now(), ready: make(chan struct{})}
+	a := &App{cfg: cfg, log: log, gw: gw, gwDone: make(chan error, 1), events: NewBus(), started: time.Now(), ready: make(chan struct{}), ledger: ledger, auditPub: pub}
 	go func() { a.gwDone <- gw.Serve() }()
 	ep := gateway.Endpoint{Addr: gw.Addr(), Token: token, PID: os.Getpid(), AppVersion: config.Version}
 	if err := gateway.WriteEndpoint(cfg.GatewayFile(), ep); err != nil {
@@ -68,7 +87,10 @@ func (a *App) Close() error {
 			err = errors.Join(err, gerr)
 		}
 		a.events.Close()
-		a.closeErr = err
+		if _, aerr := a.ledger.Append(audit.Entry{EventType: "app_stopped", Result: "ok"}); aerr != nil {
+			err = errors.Join(err, aerr)
+		}
+		a.closeErr = errors.Join(err, a.ledger.Close())
 	})
 	return a.closeErr
 }

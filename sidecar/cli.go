@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/doctor"
 )
@@ -33,6 +34,8 @@ func addCommand(c command) { commands = append(commands, c) }
 func init() {
 	addCommand(command{"stdio", "serve MCP over stdin/stdout (the default)", runStdio})
 	addCommand(command{"doctor", "check git, directories, the app's gateway, Docker and the audit key", runDoctor})
+	addCommand(command{"verify-audit", "verify an audit ledger: verify-audit FILE --pubkey PEM [--require-signed]", audit.VerifyCommand})
+	addCommand(command{"audit", "audit key management: audit keygen [--out PRIVPATH]", runAudit})
 	addCommand(command{"version", "print the version", func(_ []string, out, _ io.Writer) int {
 		fmt.Fprintln(out, "sluice-sidecar", config.Version)
 		return 0
@@ -91,7 +94,14 @@ func runStdio(args []string, _ io.Writer, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sluice-sidecar:", err)
 		return 1
 	}
-	opts := Options{Config: cfg, Logger: log}
+	ledger, err := OpenLedger(cfg)
+	if err != nil {
+		// Fail closed: a sidecar that cannot keep the record does not serve.
+		fmt.Fprintln(stderr, "sluice-sidecar:", err)
+		return 1
+	}
+	defer ledger.Close()
+	opts := Options{Config: cfg, Logger: log, Ledger: ledger}
 	if *toolsets != "" {
 		opts.Toolsets = splitComma(*toolsets)
 	}
@@ -138,5 +148,25 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// keyCheck validates the audit key; replaced by the audit package's loader.
-var keyCheck func(string) error
+// keyCheck validates the audit key without creating anything.
+func keyCheck(path string) error {
+	_, err := audit.LoadPrivateKey(path)
+	return err
+}
+
+func runAudit(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "keygen" {
+		fmt.Fprintln(stderr, "usage: sluice-sidecar audit keygen [--out PRIVPATH] [--pub PUBPATH]")
+		return 2
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		fmt.Fprintln(stderr, "sluice-sidecar:", err)
+		return 1
+	}
+	if err := config.EnsurePrivateDir(cfg.ConfigDir); err != nil {
+		fmt.Fprintln(stderr, "sluice-sidecar:", err)
+		return 1
+	}
+	return audit.KeygenCommand(args[1:], cfg.AuditKeyFile, cfg.AuditPublicKeyFile(), stdout, stderr)
+}

@@ -7,10 +7,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/gateway"
 )
@@ -28,6 +30,10 @@ type Options struct {
 	// Identity, when set, overrides clientInfo.name as the agent's
 	// identity (HTTP transport: the bearer token's name).
 	Identity string
+	// Ledger records every tool call. The stdio and HTTP transports always
+	// pass one (see OpenLedger); nil means no audit (in-process tests).
+	// The caller owns it and closes it.
+	Ledger *audit.Ledger
 }
 
 // Sidecar holds one MCP server and what its tools share.
@@ -38,6 +44,9 @@ type Sidecar struct {
 	gateway  func() (*gateway.Client, error)
 	server   *mcp.Server
 	identity string
+	ledger   *audit.Ledger
+	// auditDegraded is set once an audit append has failed.
+	auditDegraded atomic.Bool
 }
 
 // toolset registration functions, by name. Families add themselves in
@@ -74,7 +83,7 @@ func New(opts Options) (*Sidecar, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Sidecar{cfg: opts.Config, toolsets: slices.Clone(sets), log: log, gateway: opts.Gateway, identity: opts.Identity}
+	s := &Sidecar{cfg: opts.Config, toolsets: slices.Clone(sets), log: log, gateway: opts.Gateway, identity: opts.Identity, ledger: opts.Ledger}
 	if s.gateway == nil {
 		path := opts.Config.GatewayFile()
 		s.gateway = func() (*gateway.Client, error) { return gateway.NewClientFromEndpoint(path) }
@@ -87,6 +96,7 @@ func New(opts Options) (*Sidecar, error) {
 		Instructions: serverInstructions,
 		Logger:       log,
 	})
+	s.server.AddReceivingMiddleware(s.auditMiddleware)
 	s.registerCapabilities()
 	enabled := []string{}
 	for _, name := range config.KnownToolsets {

@@ -35,6 +35,7 @@ type CapabilitiesOut struct {
 	Limits            Limits          `json:"limits"`
 	Gateway           GatewayStatus   `json:"gateway"`
 	Features          map[string]bool `json:"features" jsonschema:"feature flags"`
+	AuditDegraded     bool            `json:"auditDegraded" jsonschema:"true when this sidecar could not write an audit entry; reads continue, flagged"`
 	ErrorField
 }
 
@@ -60,7 +61,8 @@ func (s *Sidecar) capabilities(ctx context.Context, _ *mcp.CallToolRequest, _ Ca
 			PendingExpirySeconds:   int(s.cfg.PendingExpiry / time.Second),
 			MaxPatchBytes:          4 << 20,
 		},
-		Features: map[string]bool{},
+		Features:      map[string]bool{},
+		AuditDegraded: s.ledger == nil || s.auditDegraded.Load(),
 	}
 	if out.Toolsets == nil {
 		out.Toolsets = []string{}

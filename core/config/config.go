@@ -53,6 +53,10 @@ type Config struct {
 	// AuditKeyFile is the Ed25519 private key (PKCS#8 PEM) that signs
 	// ledger entries. Empty means the default path in ConfigDir.
 	AuditKeyFile string `json:"auditKeyFile"`
+	// AuditKeyConfigured is true when AuditKeyFile was set explicitly
+	// (file or env). A configured key must exist: it is never created
+	// behind the person's back, and never silently replaced by no key.
+	AuditKeyConfigured bool `json:"-"`
 	// AuditSigning is on by default; turning it off is explicit.
 	AuditSigning bool `json:"-"`
 	// Retention of terminal proposals in the journal.
@@ -261,6 +265,7 @@ func (c *Config) validate() error {
 	if c.PolicyFile != "" && !filepath.IsAbs(c.PolicyFile) {
 		return fmt.Errorf("%w: policyFile: %q is not an absolute path", ErrInvalid, c.PolicyFile)
 	}
+	c.AuditKeyConfigured = c.AuditKeyFile != ""
 	if c.AuditKeyFile == "" {
 		c.AuditKeyFile = filepath.Join(c.ConfigDir, "audit-key.pem")
 	} else if !filepath.IsAbs(c.AuditKeyFile) {
@@ -283,9 +288,7 @@ func contains(list []string, s string) bool {
 func (c *Config) GatewayFile() string { return filepath.Join(c.ConfigDir, "gateway.json") }
 
 // AuditPublicKeyFile is the public half of AuditKeyFile.
-func (c *Config) AuditPublicKeyFile() string {
-	return strings.TrimSuffix(c.AuditKeyFile, ".pem") + ".pub.pem"
-}
+func (c *Config) AuditPublicKeyFile() string { return auditPubPath(c.AuditKeyFile) }
 
 // AuditLog is the active ledger file.
 func (c *Config) AuditLog() string { return filepath.Join(c.StateDir, "audit", "audit.jsonl") }
@@ -379,3 +382,12 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 // Version of Sluice, stamped at build time with
 // -ldflags "-X github.com/sluicehq/sluice/core/config.Version=…".
 var Version = "dev"
+
+// auditPubPath is where the public half of a configured key lives:
+// beside it, with ".pub.pem" (or ".pub" for keys not named *.pem).
+func auditPubPath(key string) string {
+	if strings.HasSuffix(key, ".pem") {
+		return strings.TrimSuffix(key, ".pem") + ".pub.pem"
+	}
+	return key + ".pub"
+}

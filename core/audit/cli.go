@@ -1,0 +1,145 @@
+package audit
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+)
+
+// Exit codes of VerifyCommand.
+const (
+	ExitOK        = 0 // the ledger is intact
+	ExitFailure   = 1 // KeygenCommand only: the key could not be written
+	ExitUsage     = 2 // bad arguments, or the public key is unreadable or invalid
+	ExitIntegrity = 3 // integrity or signature failure, or the ledger unreadable
+)
+
+// VerifyCommand implements
+//
+//	verify-audit FILE --pubkey PEM [--require-signed]
+//
+// Flags may come before or after FILE. On success it prints the counts and
+// "ok" to stdout and returns 0. It returns 3 on any integrity or signature
+// failure, on an unsigned entry or checkpoint under --require-signed, and
+// when the ledger is missing or unreadable (what cannot be read cannot be
+// vouched for); and 2 on a usage error or a public key that cannot be read.
+// Failures are described on stderr only; stdout is printed on success.
+func VerifyCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("verify-audit", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	pubPath := fs.String("pubkey", "", "Ed25519 public key `PEM` (a private key PEM also works)")
+	requireSigned := fs.Bool("require-signed", false, "fail on any unsigned entry or checkpoint")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: verify-audit FILE --pubkey PEM [--require-signed]")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitOK
+	}
+	if err != nil {
+		return ExitUsage
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "verify-audit: exactly one ledger FILE is required")
+		fs.Usage()
+		return ExitUsage
+	}
+	if *pubPath == "" {
+		fmt.Fprintln(stderr, "verify-audit: --pubkey is required")
+		fs.Usage()
+		return ExitUsage
+	}
+	pub, err := LoadPublicKey(*pubPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "verify-audit: %v\n", err)
+		return ExitUsage
+	}
+	rep, err := Verify(pos[0], pub, VerifyOptions{RequireSigned: *requireSigned})
+	if err != nil {
+		fmt.Fprintf(stderr, "verify-audit: %v\n", err)
+		return ExitIntegrity
+	}
+	seq := "none"
+	if rep.Chained > 0 {
+		seq = fmt.Sprintf("%d..%d", rep.FirstSeq, rep.LastSeq)
+	}
+	fmt.Fprintf(stdout, "entries: %d\nchained: %d\nlegacy: %d\nsigned: %d\nunsigned: %d\nsegments: %d\nsequence: %s\nretention_checkpoint_used: %s\nok\n",
+		rep.Entries, rep.Chained, rep.Legacy, rep.Signed, rep.Unsigned, rep.Segments, seq, rep.CheckpointUsed)
+	return ExitOK
+}
+
+// KeygenCommand implements
+//
+//	audit keygen [--out PRIVPATH] [--pub PUBPATH]
+//
+// creating a key pair at the caller's default paths unless told otherwise.
+// With --out alone the public key goes to PRIVPATH.pub. It prints both paths
+// and the key id, and returns 0, 2 on a usage error, or 1 when the key cannot
+// be written (including when one already exists: keys are never replaced).
+func KeygenCommand(args []string, defaultPrivPath, defaultPubPath string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("audit keygen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "private key `PATH` (default "+defaultPrivPath+")")
+	pubOut := fs.String("pub", "", "public key `PATH` (default "+defaultPubPath+", or PRIVPATH.pub with --out)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: audit keygen [--out PRIVPATH] [--pub PUBPATH]")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitOK
+	}
+	if err != nil {
+		return ExitUsage
+	}
+	if len(pos) != 0 {
+		fmt.Fprintf(stderr, "audit keygen: unexpected argument %q\n", pos[0])
+		fs.Usage()
+		return ExitUsage
+	}
+	privPath, pubPath := defaultPrivPath, defaultPubPath
+	if *out != "" {
+		privPath, pubPath = *out, *out+".pub"
+	}
+	if *pubOut != "" {
+		pubPath = *pubOut
+	}
+	if privPath == "" || pubPath == "" {
+		fmt.Fprintln(stderr, "audit keygen: no key path given and no default")
+		return ExitUsage
+	}
+	if err := GenerateKey(privPath, pubPath); err != nil {
+		fmt.Fprintf(stderr, "audit keygen: %v\n", err)
+		return ExitFailure
+	}
+	pub, err := LoadPublicKey(pubPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "audit keygen: %v\n", err)
+		return ExitFailure
+	}
+	fmt.Fprintf(stdout, "private key: %s\npublic key: %s\nkey id: %s\n", privPath, pubPath, KeyID(pub))
+	return ExitOK
+}
+
+// parseInterspersed lets flags and positional arguments come in any order,
+// which the flag package alone does not (it stops at the first positional).
+// Everything after "--" is positional.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}

@@ -1,0 +1,296 @@
+package audit
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"math"
+)
+
+// Format constants, fixed by format v1 and shared with FluxGit.
+const (
+	schemaVersion     = 1
+	chainVersion      = 1
+	signatureVersion  = 3
+	checkpointVersion = 1
+	genesisHash       = "genesis"
+
+	// MaxLineBytes is the longest ledger line, newline excluded. Readers
+	// never buffer more than this per line.
+	MaxLineBytes = 256 << 10
+)
+
+var sigEncoding = base64.RawURLEncoding.Strict()
+
+// lineInfo is what the chain needs from one line. The byte slices alias the
+// line, so they are valid only as long as it is.
+type lineInfo struct {
+	legacy       bool
+	seq          uint64
+	segmentID    []byte
+	previousHash []byte
+	entryHash    []byte
+	signed       bool
+}
+
+// Reasons are fixed strings: a verification failure names where and why,
+// never what an entry said.
+const (
+	reasonJSON            = "line is not valid JSON"
+	reasonNotObject       = "line is not a JSON object"
+	reasonLegacyChain     = "line without auditChainVersion carries chain fields"
+	reasonChainVersion    = "unsupported auditChainVersion"
+	reasonSchemaVersion   = "unsupported auditSchemaVersion"
+	reasonID              = "missing or invalid id"
+	reasonSequence        = "missing or invalid sequence"
+	reasonSegmentID       = "missing or invalid segmentId"
+	reasonPreviousHash    = "missing or invalid previousHash"
+	reasonTimestamp       = "missing or invalid timestamp"
+	reasonEntryHash       = "missing or invalid entryHash"
+	reasonSigFields       = "signatureKeyId or signatureVersion without signature"
+	reasonSigKeyID        = "missing or invalid signatureKeyId"
+	reasonSigVersion      = "unsupported signatureVersion"
+	reasonNonInteger      = "entry holds a non-integer number"
+	reasonCanonical       = "entry cannot be canonicalized"
+	reasonHashMismatch    = "entryHash does not match the entry"
+	reasonNoPublicKey     = "signed entry but no public key to check it"
+	reasonKeyIDMismatch   = "signatureKeyId does not match the public key"
+	reasonSigMalformed    = "malformed signature"
+	reasonSigInvalid      = "signature does not verify"
+	reasonBlank           = "blank line"
+	reasonUnterminated    = "last line is not terminated by a newline"
+	reasonTooLong         = "line longer than 256 KiB"
+	reasonUnsigned        = "unsigned entry where signatures are required"
+	reasonLegacyUnsigned  = "legacy entry where signatures are required"
+	reasonLegacyPlacement = "legacy line after the start of the chain"
+	reasonLegacyPruned    = "legacy lines before a pruned chain"
+	reasonGenesis         = "first entry of the chain does not link to genesis"
+	reasonSeqGap          = "sequence does not follow the previous entry"
+	reasonLink            = "previousHash does not match the previous entryHash"
+	reasonSegmentChange   = "segmentId changes within a file"
+	reasonSegmentReuse    = "segmentId repeats the previous file's"
+	reasonSegmentName     = "segmentId does not match the segment file name"
+	reasonSegmentRange    = "segment file name does not match its first and last sequence"
+	reasonSegmentEmpty    = "segment holds no chained entries"
+)
+
+// lineChecker parses and checks single lines, reusing its buffers from one
+// line to the next.
+type lineChecker struct {
+	p      parser
+	enc    encoder
+	sigBuf []byte
+	pub    ed25519.PublicKey
+	keyID  string
+
+	// foreignKeysOK accepts an entry signed by a key other than pub on the
+	// strength of its hash alone. Only the writer's torn-tail repair sets it,
+	// since several keys may legitimately write one ledger; the verifier
+	// never does.
+	foreignKeysOK bool
+}
+
+func newLineChecker(pub ed25519.PublicKey) *lineChecker {
+	return &lineChecker{pub: pub, keyID: KeyID(pub)}
+}
+
+// fields parses a line and checks the form of its chain fields without
+// hashing. It returns the sorted top-level members for check.
+func (c *lineChecker) fields(line []byte) (lineInfo, []jmember, string) {
+	var info lineInfo
+	v, err := c.p.parse(line)
+	if err != nil {
+		return info, nil, reasonJSON
+	}
+	if v.kind != jObject {
+		return info, nil, reasonNotObject
+	}
+	m := v.obj
+	cv, ok := lookup(m, "auditChainVersion")
+	if !ok {
+		// A line from before the chain existed. One that still carries
+		// chain fields is a chained line with its version stripped.
+		for _, k := range [...]string{"entryHash", "previousHash", "signature", "segmentId"} {
+			if _, ok := lookup(m, k); ok {
+				return info, nil, reasonLegacyChain
+			}
+		}
+		info.legacy = true
+		return info, m, ""
+	}
+	if !isSmallInt(cv, chainVersion) {
+		return info, nil, reasonChainVersion
+	}
+	if sv, ok := lookup(m, "auditSchemaVersion"); !ok || !isSmallInt(sv, schemaVersion) {
+		return info, nil, reasonSchemaVersion
+	}
+	if id, ok := lookup(m, "id"); !ok || id.kind != jString || len(id.str) == 0 {
+		return info, nil, reasonID
+	}
+	seq, ok := lookup(m, "sequence")
+	if !ok || seq.kind != jNumber {
+		return info, nil, reasonSequence
+	}
+	if info.seq, ok = parseSequence(seq.str); !ok {
+		return info, nil, reasonSequence
+	}
+	seg, ok := lookup(m, "segmentId")
+	if !ok || seg.kind != jString || len(seg.str) == 0 || len(seg.str) > 128 {
+		return info, nil, reasonSegmentID
+	}
+	info.segmentID = seg.str
+	prev, ok := lookup(m, "previousHash")
+	if !ok || prev.kind != jString || !(string(prev.str) == genesisHash || isDigest(prev.str)) {
+		return info, nil, reasonPreviousHash
+	}
+	info.previousHash = prev.str
+	if ts, ok := lookup(m, "timestamp"); !ok || ts.kind != jNumber || !isIntegerLiteral(ts.str) || ts.str[0] == '-' {
+		return info, nil, reasonTimestamp
+	}
+	eh, ok := lookup(m, "entryHash")
+	if !ok || eh.kind != jString || !isDigest(eh.str) {
+		return info, nil, reasonEntryHash
+	}
+	info.entryHash = eh.str
+	_, hasSig := lookup(m, "signature")
+	kid, hasKid := lookup(m, "signatureKeyId")
+	sv, hasSV := lookup(m, "signatureVersion")
+	switch {
+	case hasSig && (!hasKid || kid.kind != jString || len(kid.str) != 16):
+		return info, nil, reasonSigKeyID
+	case hasSig && (!hasSV || !isSmallInt(sv, signatureVersion)):
+		return info, nil, reasonSigVersion
+	case !hasSig && (hasKid || hasSV):
+		return info, nil, reasonSigFields
+	}
+	info.signed = hasSig
+	return info, m, ""
+}
+
+// check is fields plus the entry hash and, for a signed entry, the
+// signature.
+func (c *lineChecker) check(line []byte) (lineInfo, string) {
+	info, m, reason := c.fields(line)
+	if reason != "" || info.legacy {
+		return info, reason
+	}
+	// One encoding serves both inputs: the hash input is the entry without
+	// entryHash and signature, and the signature input is the same bytes
+	// with entryHash spliced in where its sorted position falls.
+	e := &c.enc
+	e.buf = append(e.buf[:0], '{')
+	ehOff, first := -1, true
+	for i := range m {
+		switch string(m[i].key) {
+		case "signature":
+			continue
+		case "entryHash":
+			ehOff = len(e.buf)
+			continue
+		}
+		if !first {
+			e.buf = append(e.buf, ',')
+		}
+		first = false
+		err := e.strBytes(m[i].key)
+		if err == nil {
+			e.buf = append(e.buf, ':')
+			err = e.value(&m[i].val, 1)
+		}
+		if errors.Is(err, ErrNonInteger) {
+			return info, reasonNonInteger
+		}
+		if err != nil {
+			return info, reasonCanonical
+		}
+	}
+	e.buf = append(e.buf, '}')
+	sum := sha256.Sum256(c.enc.buf)
+	var want [len(sha256Prefix) + 64]byte
+	copy(want[:], sha256Prefix)
+	hex.Encode(want[len(sha256Prefix):], sum[:])
+	if !bytes.Equal(info.entryHash, want[:]) {
+		return info, reasonHashMismatch
+	}
+	if !info.signed {
+		return info, ""
+	}
+	kid, _ := lookup(m, "signatureKeyId")
+	if c.pub == nil || string(kid.str) != c.keyID {
+		if c.foreignKeysOK {
+			return info, ""
+		}
+		if c.pub == nil {
+			return info, reasonNoPublicKey
+		}
+		return info, reasonKeyIDMismatch
+	}
+	sig, _ := lookup(m, "signature")
+	var raw [ed25519.SignatureSize]byte
+	if sig.kind != jString || len(sig.str) != sigEncoding.EncodedLen(len(raw)) {
+		return info, reasonSigMalformed
+	}
+	if n, err := sigEncoding.Decode(raw[:], sig.str); err != nil || n != len(raw) {
+		return info, reasonSigMalformed
+	}
+	// entryHash passed isDigest, so its JSON form needs no escaping, and
+	// auditChainVersion always sorts before it, so it always takes a comma.
+	msg := append(c.sigBuf[:0], e.buf[:ehOff]...)
+	msg = append(msg, `,"entryHash":"`...)
+	msg = append(msg, info.entryHash...)
+	msg = append(msg, '"')
+	msg = append(msg, e.buf[ehOff:]...)
+	c.sigBuf = msg
+	if !ed25519.Verify(c.pub, msg, raw[:]) {
+		return info, reasonSigInvalid
+	}
+	return info, ""
+}
+
+func isSmallInt(v *jvalue, want uint64) bool {
+	n, ok := parseDigits(v.str)
+	return v.kind == jNumber && ok && n == want
+}
+
+// parseSequence accepts a positive integer literal that fits in uint64.
+func parseSequence(lit []byte) (uint64, bool) {
+	n, ok := parseDigits(lit)
+	return n, ok && n > 0
+}
+
+// parseDigits parses an unsigned JSON integer literal (no sign, no leading
+// zeros) that fits in uint64. It is hand-written because strconv would
+// allocate on the verifier's per-line path.
+func parseDigits(lit []byte) (uint64, bool) {
+	if len(lit) == 0 || len(lit) > 20 || (lit[0] == '0' && len(lit) > 1) {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range lit {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if n > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	return n, true
+}
+
+// isDigest reports whether b is "sha256:" and 64 lowercase hex digits.
+func isDigest(b []byte) bool {
+	if len(b) != len(sha256Prefix)+64 || string(b[:len(sha256Prefix)]) != sha256Prefix {
+		return false
+	}
+	for _, c := range b[len(sha256Prefix):] {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
