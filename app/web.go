@@ -105,6 +105,8 @@ func (w *Web) routes() http.Handler {
 	mux.HandleFunc("GET /api/session", w.authed(w.sessionInfo))
 	mux.HandleFunc("GET /api/status", w.authed(jsonGet(w.api.Status)))
 	mux.HandleFunc("POST /api/ready", w.authed(w.csrf(jsonGet(w.api.Ready))))
+	mux.HandleFunc("GET /api/audit", w.authed(jsonGet(w.api.Audit)))
+	mux.HandleFunc("POST /api/audit/verify", w.authed(w.csrf(jsonGet(w.api.VerifyAudit))))
 	mux.HandleFunc("GET /api/events", w.authed(w.eventStream))
 	mux.HandleFunc("/api/", func(rw http.ResponseWriter, r *http.Request) {
 		writeAPIError(rw, http.StatusNotFound, "not_found", "no such API route")

@@ -1,5 +1,6 @@
 import { useEffect, useState } from "react";
 import { api, ApiError, detectDesktop, type Status } from "./api";
+import { AuditView } from "./AuditView";
 import { EmptyState } from "./EmptyState";
 
 type Load =
@@ -8,8 +9,11 @@ type Load =
   | { kind: "login" }
   | { kind: "error"; message: string };
 
+type Screen = "pending" | "audit";
+
 export function App() {
   const [load, setLoad] = useState<Load>({ kind: "loading" });
+  const [screen, setScreen] = useState<Screen>("pending");
 
   useEffect(() => {
     let cancelled = false;
@@ -39,6 +43,21 @@ export function App() {
           <span className="brand-mark" aria-hidden="true">≋</span> Sluice
         </span>
         {load.kind === "ready" && (
+          <nav className="tabs" aria-label="Screens">
+            {(["pending", "audit"] as Screen[]).map((s) => (
+              <button
+                key={s}
+                type="button"
+                className={screen === s ? "tab active" : "tab"}
+                aria-current={screen === s ? "page" : undefined}
+                onClick={() => setScreen(s)}
+              >
+                {s === "pending" ? "Pending" : "Audit"}
+              </button>
+            ))}
+          </nav>
+        )}
+        {load.kind === "ready" && (
           <span className="meta" title={`Gateway ${load.status.gatewayAddr}`}>
             v{load.status.version} · {load.status.ui}
           </span>
@@ -61,7 +80,10 @@ export function App() {
             <p>{load.message}</p>
           </section>
         )}
-        {load.kind === "ready" && load.status.pending === 0 && <EmptyState status={load.status} />}
+        {load.kind === "ready" && screen === "pending" && load.status.pending === 0 && (
+          <EmptyState status={load.status} />
+        )}
+        {load.kind === "ready" && screen === "audit" && <AuditView />}
       </main>
     </div>
   );

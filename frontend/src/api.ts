@@ -98,9 +98,31 @@ async function call<T>(method: string, httpMethod: "GET" | "POST", path: string,
   return http<T>(httpMethod, path, body);
 }
 
+export interface AuditView {
+  keyId: string;
+  signed: boolean;
+  entries: Record<string, unknown>[];
+}
+
+export interface AuditReport {
+  ok: boolean;
+  problem?: string;
+  entries: number;
+  chained: number;
+  legacy: number;
+  signed: number;
+  unsigned: number;
+  segments: number;
+  firstSequence: number;
+  lastSequence: number;
+  checkpointUsed: string;
+}
+
 export const api = {
   status: () => call<Status>("Status", "GET", "/api/status"),
   ready: () => call<boolean>("Ready", "POST", "/api/ready"),
+  audit: () => call<AuditView>("Audit", "GET", "/api/audit"),
+  verifyAudit: () => call<AuditReport>("VerifyAudit", "POST", "/api/audit/verify"),
 };
 
 /** Subscribes to the app's live events; returns an unsubscribe function. */

@@ -1,0 +1,77 @@
+package app
+
+import (
+	"errors"
+
+	"github.com/sluicehq/sluice/core/audit"
+)
+
+// AuditView is what the audit screen shows: the newest entries and the
+// signing key's id.
+type AuditView struct {
+	KeyID   string           `json:"keyId"`
+	Signed  bool             `json:"signed"`
+	Entries []map[string]any `json:"entries"`
+}
+
+// AuditReport is the verifier's result for the audit screen: the same
+// counts `sluice-sidecar verify-audit` prints.
+type AuditReport struct {
+	OK             bool   `json:"ok"`
+	Problem        string `json:"problem,omitempty"`
+	Entries        int    `json:"entries"`
+	Chained        int    `json:"chained"`
+	Legacy         int    `json:"legacy"`
+	Signed         int    `json:"signed"`
+	Unsigned       int    `json:"unsigned"`
+	Segments       int    `json:"segments"`
+	FirstSequence  uint64 `json:"firstSequence"`
+	LastSequence   uint64 `json:"lastSequence"`
+	CheckpointUsed string `json:"checkpointUsed"`
+}
+
+// auditTailSize is how many entries the audit screen shows.
+const auditTailSize = 100
+
+// Audit returns the newest ledger entries, newest first.
+func (api *API) Audit() (AuditView, error) {
+	a := api.app
+	entries, err := audit.Tail(a.cfg.AuditLog(), auditTailSize)
+	if err != nil {
+		return AuditView{}, err
+	}
+	for i, j := 0, len(entries)-1; i < j; i, j = i+1, j-1 {
+		entries[i], entries[j] = entries[j], entries[i]
+	}
+	v := AuditView{Signed: a.auditPub != nil, Entries: entries}
+	if a.auditPub != nil {
+		v.KeyID = audit.KeyID(a.auditPub)
+	}
+	if v.Entries == nil {
+		v.Entries = []map[string]any{}
+	}
+	return v, nil
+}
+
+// VerifyAudit runs the ledger verifier (the one behind verify-audit) over
+// every segment. With signing on, unsigned entries count as failures.
+func (api *API) VerifyAudit() (AuditReport, error) {
+	a := api.app
+	rep, err := audit.Verify(a.cfg.AuditLog(), a.auditPub, audit.VerifyOptions{RequireSigned: a.auditPub != nil})
+	out := AuditReport{
+		OK: err == nil, Entries: rep.Entries, Chained: rep.Chained, Legacy: rep.Legacy,
+		Signed: rep.Signed, Unsigned: rep.Unsigned, Segments: rep.Segments,
+		FirstSequence: rep.FirstSeq, LastSequence: rep.LastSeq, CheckpointUsed: rep.CheckpointUsed,
+	}
+	if err != nil {
+		// A failed verification is a result to show, not an API error;
+		// the verifier's messages name file, line and reason only.
+		var ve *audit.VerifyError
+		if errors.As(err, &ve) {
+			out.Problem = ve.Error()
+		} else {
+			out.Problem = err.Error()
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,100 @@
+import { useEffect, useState } from "react";
+import { api, type AuditReport, type AuditView as View } from "./api";
+
+function when(ms: unknown): string {
+  return typeof ms === "number" ? new Date(ms).toLocaleString() : "";
+}
+
+// The ledger as the person sees it: newest entries, the signing key, and a
+// Verify button that runs the same verifier as `sluice-sidecar verify-audit`.
+export function AuditView() {
+  const [view, setView] = useState<View | null>(null);
+  const [report, setReport] = useState<AuditReport | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+
+  useEffect(() => {
+    api.audit().then(setView, (e: Error) => setError(e.message));
+  }, []);
+
+  async function verify() {
+    setBusy(true);
+    setError(null);
+    try {
+      setReport(await api.verifyAudit());
+    } catch (e) {
+      setError(e instanceof Error ? e.message : String(e));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <section aria-labelledby="audit-title">
+      <div className="row">
+        <h1 id="audit-title">Audit ledger</h1>
+        <button type="button" className="primary" onClick={verify} disabled={busy} id="verify-audit">
+          {busy ? "Verifying…" : "Verify"}
+        </button>
+      </div>
+      <p className="muted">
+        Every tool call, decision and execution, hash-chained{view?.signed ? ` and signed with key ${view.keyId}` : ""}.
+      </p>
+      {error && (
+        <p className="panel error" role="alert">
+          {error}
+        </p>
+      )}
+      {report && (
+        <div className={`panel ${report.ok ? "ok" : "error"}`} role="status" id="verify-result">
+          <strong>{report.ok ? "Intact" : "Verification failed"}</strong>
+          {report.problem && <p>{report.problem}</p>}
+          <dl className="counts">
+            <dt>entries</dt>
+            <dd>{report.entries}</dd>
+            <dt>chained</dt>
+            <dd>{report.chained}</dd>
+            <dt>signed</dt>
+            <dd>{report.signed}</dd>
+            <dt>unsigned</dt>
+            <dd>{report.unsigned}</dd>
+            <dt>legacy</dt>
+            <dd>{report.legacy}</dd>
+            <dt>segments</dt>
+            <dd>{report.segments}</dd>
+            <dt>sequence</dt>
+            <dd>
+              {report.entries > 0 ? `${report.firstSequence}..${report.lastSequence}` : "none"}
+            </dd>
+            <dt>checkpoint</dt>
+            <dd>{report.checkpointUsed || "none"}</dd>
+          </dl>
+        </div>
+      )}
+      {view && (
+        <table className="entries">
+          <thead>
+            <tr>
+              <th scope="col">#</th>
+              <th scope="col">time</th>
+              <th scope="col">what</th>
+              <th scope="col">agent</th>
+              <th scope="col">result</th>
+            </tr>
+          </thead>
+          <tbody>
+            {view.entries.map((e) => (
+              <tr key={String(e.id)}>
+                <td>{String(e.sequence ?? "")}</td>
+                <td>{when(e.timestamp)}</td>
+                <td>{String(e.tool ?? e.event_type ?? "")}</td>
+                <td>{String(e.session_id ?? "")}</td>
+                <td>{String(e.result ?? "")}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
