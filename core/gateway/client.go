@@ -33,6 +33,12 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("gateway: %d %s: %s", e.Status, e.Detail.Code, e.Detail.Message)
 }
 
+// ErrorCode is the gateway's stable code.
+func (e *APIError) ErrorCode() string { return e.Detail.Code }
+
+// ErrorData is the gateway's structured detail, if any.
+func (e *APIError) ErrorData() any { return e.Detail.Data }
+
 // ParseLoopbackAddr accepts "127.0.0.1:PORT" or "[::1]:PORT" (any
 // 127.0.0.0/8 address) with a port in 1..65535, and nothing else: no
 // scheme, no path, no host names (not even "localhost", which a resolver
@@ -123,6 +129,10 @@ func (c *Client) Addr() string { return c.host }
 // decodes a 2xx answer into out. Non-2xx answers are *APIError; transport
 // failures wrap ErrUnavailable.
 func (c *Client) Do(ctx context.Context, method, path string, body io.Reader, out any) error {
+	return c.do(ctx, "", method, path, body, out)
+}
+
+func (c *Client) do(ctx context.Context, agent, method, path string, body io.Reader, out any) error {
 	if !strings.HasPrefix(path, "/v1/") {
 		return fmt.Errorf("gateway: bad path %q", path)
 	}
@@ -131,6 +141,9 @@ func (c *Client) Do(ctx context.Context, method, path string, body io.Reader, ou
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
+	if agent != "" {
+		req.Header.Set(AgentHeader, agent)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

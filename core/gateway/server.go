@@ -9,13 +9,16 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path"
+	"slices"
 	"strings"
 	"time"
 )
 
 // MaxBodyBytes caps every request body. A proposal's patch is at most
-// 4 MiB; JSON framing and the other fields fit in the rest.
-const MaxBodyBytes = 5 << 20
+// 4 MiB of text, which JSON escaping can roughly double (quotes, tabs,
+// backslashes); the other fields fit in the rest.
+const MaxBodyBytes = 9 << 20
 
 // Error codes the gateway answers with. They match the MCP error codes of
 // the sidecar where the meaning is the same.
@@ -26,6 +29,16 @@ const (
 	CodeInvalidArgument = "invalid_argument"
 	CodeTooLarge        = "too_large"
 	CodeInternal        = "internal"
+	// CodeUnavailable: the app is shutting down or its journal is closed.
+	CodeUnavailable      = "unavailable"
+	CodeProposalNotFound = "proposal_not_found"
+	CodeProposalTerminal = "proposal_terminal"
+	CodePolicyDenied     = "policy_denied"
+	CodePathOutsideRoots = "path_outside_roots"
+	// CodeConflict: an id or idempotency key already names something else.
+	CodeConflict = "conflict"
+	// CodeTooManyPending: the agent's pending cap is reached (429).
+	CodeTooManyPending = "too_many_pending"
 )
 
 // Health is the answer of GET /v1/health.
@@ -56,6 +69,7 @@ type Server struct {
 	token      string
 	appVersion string
 	mux        *http.ServeMux
+	routes     []string
 	ln         net.Listener
 	srv        *http.Server
 	log        *slog.Logger
@@ -69,6 +83,9 @@ type Options struct {
 	Token      string
 	AppVersion string
 	Logger     *slog.Logger
+	// Backend, when set, serves the proposal routes. It can only submit,
+	// read, wait for and cancel proposals: deciding is not part of it.
+	Backend Backend
 }
 
 // Listen binds the gateway's socket. Routes are registered with Handle
@@ -93,7 +110,14 @@ func Listen(opts Options) (*Server, error) {
 		log = slog.Default()
 	}
 	s := &Server{token: opts.Token, appVersion: opts.AppVersion, mux: http.NewServeMux(), ln: ln, log: log}
-	s.mux.HandleFunc("GET /v1/health", s.health)
+	s.Handle("GET /v1/health", s.health)
+	if opts.Backend != nil {
+		s.handleProposals(opts.Backend)
+	}
+	// Unknown paths answer in the gateway's JSON error shape too.
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, http.StatusNotFound, CodeNotFound, "no such route", nil)
+	})
 	s.srv = &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -109,7 +133,14 @@ func Listen(opts Options) (*Server, error) {
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
 // Handle registers an authenticated route ("METHOD /v1/path/{id}").
-func (s *Server) Handle(pattern string, h http.HandlerFunc) { s.mux.HandleFunc(pattern, h) }
+func (s *Server) Handle(pattern string, h http.HandlerFunc) {
+	s.routes = append(s.routes, pattern)
+	s.mux.HandleFunc(pattern, h)
+}
+
+// Routes lists every registered route pattern, so that tests can prove
+// properties of all of them (none decides a proposal).
+func (s *Server) Routes() []string { return slices.Clone(s.routes) }
 
 // Serve serves until Shutdown.
 func (s *Server) Serve() error {
@@ -147,6 +178,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	// A path with "..", "." or empty segments is never sent by a client;
+	// refusing it here keeps the router from redirecting it elsewhere.
+	if p := r.URL.Path; p == "" || path.Clean(p) != p {
+		WriteError(w, http.StatusBadRequest, CodeInvalidArgument, "malformed path", nil)
+		return
+	}
 	s.mux.ServeHTTP(w, r)
 }
 

@@ -1,0 +1,251 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/journal"
+	"github.com/sluicehq/sluice/core/policy"
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// BackendOptions configure a JournalBackend.
+type BackendOptions struct {
+	// Roots confine every repository a proposal names; with no roots,
+	// every submit is refused.
+	Roots gitx.Roots
+	// Policy, when set, is applied to every submit.
+	Policy *policy.Policy
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// MaxClockSkew bounds how far a proposal's createdAt may be from the
+	// app's clock. Zero means two minutes.
+	MaxClockSkew time.Duration
+	Logger       *slog.Logger
+}
+
+// JournalBackend is the Backend over a *journal.Journal. It re-checks
+// everything a sidecar sent instead of trusting it: the digest, the
+// agent, the clock, the repository paths against the allowed roots, and
+// the policy.
+type JournalBackend struct {
+	j    *journal.Journal
+	opts BackendOptions
+}
+
+// NewJournalBackend returns a Backend that stores proposals in j.
+func NewJournalBackend(j *journal.Journal, opts BackendOptions) *JournalBackend {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxClockSkew <= 0 {
+		opts.MaxClockSkew = 2 * time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &JournalBackend{j: j, opts: opts}
+}
+
+func badRequest(msg string) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: CodeInvalidArgument, Message: msg}
+}
+
+// Submit implements Backend.
+func (b *JournalBackend) Submit(_ context.Context, agent string, p proposal.Proposal) (ProposalStatus, error) {
+	if p.Agent != agent {
+		return ProposalStatus{}, badRequest("the proposal's agent does not match " + AgentHeader)
+	}
+	if err := p.Validate(); err != nil {
+		return ProposalStatus{}, journalError(err)
+	}
+	if err := b.confine(p); err != nil {
+		return ProposalStatus{}, err
+	}
+	now := b.opts.Now()
+	if d := p.CreatedAt.Sub(now); d > b.opts.MaxClockSkew || d < -b.opts.MaxClockSkew {
+		return ProposalStatus{}, badRequest("createdAt is too far from the app's clock")
+	}
+	verdict := b.opts.Policy.Evaluate(p)
+	if !verdict.Allowed {
+		if err := b.j.Deny(p, verdict.Denial); err != nil {
+			// Still denied; the failure to audit it is the app's problem.
+			b.opts.Logger.Error("gateway: audit of a policy denial failed", "proposal", p.ID, "err", err)
+		}
+		return ProposalStatus{}, &Error{Status: http.StatusForbidden, Code: CodePolicyDenied, Message: verdict.Denial}
+	}
+	rec, replayed, err := b.j.Submit(p)
+	if err != nil {
+		return ProposalStatus{}, journalError(err)
+	}
+	if !replayed && verdict.AutoApprove != "" {
+		approved, err := b.j.ApproveAuto(p.ID, p.Digest, verdict.AutoApprove)
+		if err != nil {
+			// The proposal stays pending and a person decides instead.
+			b.opts.Logger.Error("gateway: auto-approval failed", "proposal", p.ID, "err", err)
+		} else {
+			rec = approved
+		}
+	}
+	st := StatusFromRecord(rec)
+	st.Replayed = replayed
+	if rec.State == proposal.Pending {
+		cs, err := b.j.Collisions(rec.Proposal)
+		if err != nil {
+			b.opts.Logger.Warn("gateway: collision check failed", "proposal", p.ID, "err", err)
+		}
+		for _, c := range cs {
+			st.Collisions = append(st.Collisions, Collision(c))
+		}
+	}
+	return st, nil
+}
+
+// confine re-checks every repository path in p against the allowed roots:
+// each must already be canonical and inside them.
+func (b *JournalBackend) confine(p proposal.Proposal) error {
+	check := func(path string) error {
+		canon, err := b.opts.Roots.Confine(path)
+		if err != nil {
+			var ge *gitx.Error
+			if errors.As(err, &ge) && ge.Code == CodePathOutsideRoots {
+				return &Error{Status: http.StatusForbidden, Code: CodePathOutsideRoots, Message: ge.Msg}
+			}
+			return badRequest("a repository path cannot be used: " + err.Error())
+		}
+		if canon != path {
+			return badRequest("repository paths must be canonical (symlinks resolved)")
+		}
+		return nil
+	}
+	if err := check(p.Repo); err != nil {
+		return err
+	}
+	for repo := range p.Pinned.Repos {
+		if err := check(repo); err != nil {
+			return err
+		}
+	}
+	switch a := p.Args.(type) {
+	case *proposal.BranchDeleteArgs:
+		for _, r := range a.OtherRepos {
+			if err := check(r.Repo); err != nil {
+				return err
+			}
+		}
+	case *proposal.WorktreeArgs:
+		// The worktree does not exist yet: its parent must.
+		if err := check(filepath.Dir(a.Path)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Get implements Backend.
+func (b *JournalBackend) Get(_ context.Context, agent, id string) (ProposalStatus, error) {
+	rec, err := b.owned(agent, id)
+	if err != nil {
+		return ProposalStatus{}, err
+	}
+	return StatusFromRecord(rec), nil
+}
+
+func (b *JournalBackend) owned(agent, id string) (journal.Record, error) {
+	rec, err := b.j.Get(id)
+	if err != nil {
+		return journal.Record{}, journalError(err)
+	}
+	if rec.Proposal.Agent != agent {
+		return journal.Record{}, journalError(journal.ErrNotOwner)
+	}
+	return rec, nil
+}
+
+// Wait implements Backend.
+func (b *JournalBackend) Wait(ctx context.Context, agent, id string, timeout time.Duration) (ProposalStatus, error) {
+	if _, err := b.owned(agent, id); err != nil {
+		return ProposalStatus{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, min(timeout, MaxWait))
+	defer cancel()
+	rec, err := b.j.WaitSettled(ctx, id)
+	if err != nil {
+		return ProposalStatus{}, journalError(err)
+	}
+	return StatusFromRecord(rec), nil
+}
+
+// Cancel implements Backend.
+func (b *JournalBackend) Cancel(_ context.Context, agent, id string) (ProposalStatus, error) {
+	rec, err := b.j.Cancel(id, agent)
+	if err != nil {
+		return ProposalStatus{}, journalError(err)
+	}
+	return StatusFromRecord(rec), nil
+}
+
+// RestorePoints implements Backend. The journal holds no restore points:
+// they are taken by the executor, which this backend does not include.
+func (b *JournalBackend) RestorePoints(context.Context, string, string) (RestorePoints, error) {
+	return RestorePoints{
+		Supported:     false,
+		RestorePoints: []RestorePoint{},
+		Message:       "this Sluice app does not take restore points yet, so there are none to list",
+	}, nil
+}
+
+// journalError maps journal and proposal errors to gateway answers.
+func journalError(err error) error {
+	e := func(status int, code, msg string) *Error { return &Error{Status: status, Code: code, Message: msg} }
+	switch {
+	case errors.Is(err, journal.ErrNotFound):
+		return e(http.StatusNotFound, CodeProposalNotFound, "no proposal with this id")
+	case errors.Is(err, journal.ErrNotOwner):
+		return e(http.StatusForbidden, CodeForbidden, "the proposal belongs to another agent")
+	case errors.Is(err, journal.ErrNotPending):
+		return e(http.StatusConflict, CodeProposalTerminal, "the proposal is no longer pending")
+	case errors.Is(err, journal.ErrPendingCap):
+		return e(http.StatusTooManyRequests, CodeTooManyPending, "this agent has too many pending proposals; wait for decisions or cancel some")
+	case errors.Is(err, journal.ErrDuplicateID):
+		return e(http.StatusConflict, CodeConflict, "a proposal with this id already exists")
+	case errors.Is(err, journal.ErrIdempotencyConflict):
+		return e(http.StatusConflict, CodeConflict, "this idempotency key was already used for a different request")
+	case errors.Is(err, journal.ErrExpired):
+		return e(http.StatusBadRequest, CodeInvalidArgument, "the proposal expired before it arrived")
+	case errors.Is(err, proposal.ErrDigestMismatch):
+		return e(http.StatusBadRequest, CodeInvalidArgument, "the digest does not match the proposal's content")
+	case errors.Is(err, proposal.ErrInvalid):
+		return e(http.StatusBadRequest, CodeInvalidArgument, err.Error())
+	case errors.Is(err, journal.ErrClosed):
+		return e(http.StatusServiceUnavailable, CodeUnavailable, "the app is shutting down")
+	case errors.Is(err, journal.ErrAudit):
+		return e(http.StatusServiceUnavailable, CodeUnavailable, "the audit ledger cannot be written, so nothing was changed")
+	}
+	return err
+}
+
+// StatusFromRecord is the wire form of a journal record.
+func StatusFromRecord(rec journal.Record) ProposalStatus {
+	p := rec.Proposal
+	st := ProposalStatus{
+		ProposalID: p.ID, Status: rec.State, Op: p.Op, Agent: p.Agent, Repo: p.Repo,
+		Digest: p.Digest, ShortDigest: proposal.ShortDigest(p.Digest), Risk: p.Risk().String(),
+		Destructive: p.Destructive(), Pinned: p.Pinned,
+		CreatedAt: p.CreatedAt.String(), ExpiresAt: p.ExpiresAt.String(), UpdatedAt: rec.UpdatedAt.String(),
+		Version: rec.Version, Terminal: rec.State.Terminal(), Done: rec.State == proposal.Completed,
+	}
+	if d := rec.Decision; d != nil {
+		st.Decision = &Decision{Approved: d.Approved, By: d.By, Note: d.Note, Auto: d.Auto, At: d.At.String()}
+		st.AutoApproved = d.Auto && d.Approved
+	}
+	if o := rec.Outcome; o != nil {
+		st.Outcome = &Outcome{Code: o.Code, Message: o.Message, RestorePoint: o.RestorePoint, At: o.At.String()}
+	}
+	return st
+}

@@ -1,0 +1,122 @@
+package gateway
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+func TestClient_New_RefusesNonLoopbackLiterals(t *testing.T) {
+	for _, addr := range []string{
+		"localhost:8080",         // a name a resolver could answer with anything
+		"https://127.0.0.1:8080", // a scheme
+		"http://127.0.0.1:8080",  // a scheme
+		"10.0.0.1:8080",          // not loopback
+		"192.168.0.10:80",        // not loopback
+		"0.0.0.0:80",             // unspecified
+		"127.0.0.1:8080/v1",      // a path
+		"127.0.0.1",              // no port
+		"[::1]",                  // no port
+		"127.0.0.1:0",            // port 0
+		"127.0.0.1:http",         // named port
+		"[fe80::1%lo]:80",        // zone
+		"[::ffff:10.0.0.1]:80",   // mapped non-loopback
+		"user@127.0.0.1:80",      // userinfo
+		"",                       // nothing
+		"127.0.0.1:8080?x=1",     // query
+	} {
+		if _, err := NewClient(addr, "token"); !errors.Is(err, ErrBadAddr) {
+			t.Errorf("NewClient(%q) = %v, want ErrBadAddr", addr, err)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:8080", "127.1.2.3:1", "[::1]:65535"} {
+		if _, err := NewClient(addr, "token"); err != nil {
+			t.Errorf("NewClient(%q) = %v", addr, err)
+		}
+	}
+}
+
+func TestClient_IgnoresProxyVariables(t *testing.T) {
+	var proxied atomic.Int32
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proxied.Add(1)
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte(`{"status":"ok","appVersion":"proxy","api":1}`))
+	}))
+	defer proxy.Close()
+	for _, v := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"} {
+		t.Setenv(v, proxy.URL)
+	}
+	t.Setenv("NO_PROXY", "")
+	e := newEnv(t, envOptions{})
+	h, err := e.client.Health(t.Context())
+	if err != nil || h.AppVersion != "test" {
+		t.Fatalf("Health = %+v, %v", h, err)
+	}
+	if n := proxied.Load(); n != 0 {
+		t.Fatalf("the proxy saw %d requests", n)
+	}
+}
+
+func TestClient_NeverFollowsRedirects(t *testing.T) {
+	var followed atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		followed.Add(1)
+	}))
+	defer target.Close()
+	for _, code := range []int{301, 302, 303, 307, 308} {
+		redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, target.URL+"/v1/health", code)
+		}))
+		c, err := NewClient(strings.TrimPrefix(redirector.URL, "http://"), "token")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Health(t.Context())
+		redirector.Close()
+		var apiErr *APIError
+		if err == nil || (!errors.As(err, &apiErr) && !errors.Is(err, ErrUnavailable)) {
+			t.Fatalf("%d: Health = %v, want an error", code, err)
+		}
+	}
+	if n := followed.Load(); n != 0 {
+		t.Fatalf("the client followed %d redirects", n)
+	}
+}
+
+func TestClient_GatewayDown_IsUnavailable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c, err := NewClient(addr, "token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetProposal(t.Context(), "agent-a", "p1"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("GetProposal with the app down = %v, want ErrUnavailable", err)
+	}
+	if _, err := c.Health(t.Context()); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Health with the app down = %v", err)
+	}
+}
+
+func TestClient_ValidatesIDsBeforeSending(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	for _, id := range []string{"../x", "a/b", "a?b", "a b", ""} {
+		_, err := e.client.GetProposal(t.Context(), "agent-a", id)
+		var apiErr *APIError
+		if !errors.As(err, &apiErr) || apiErr.ErrorCode() != CodeInvalidArgument {
+			t.Errorf("GetProposal(%q) = %v, want invalid_argument", id, err)
+		}
+	}
+	if _, err := e.client.GetProposal(t.Context(), "bad agent", "p1"); err == nil {
+		t.Errorf("an invalid agent name was sent")
+	}
+}

@@ -1,0 +1,304 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// AgentHeader carries the agent's sanitized name on proposal routes. All
+// sidecars share one gateway token, so this is attribution (whose
+// proposal, for the card and for cancel), not authentication: a process
+// holding the token can claim any name.
+const AgentHeader = "X-Sluice-Agent"
+
+// MaxWait is the longest long-poll of the wait route. It stays under the
+// 60 s tool timeout of common MCP clients.
+const MaxWait = 50 * time.Second
+
+// Backend serves the proposal routes. The app implements it (see
+// JournalBackend). It has no way to approve or reject: deciding is an
+// in-process API of the app, reachable from its UI only.
+type Backend interface {
+	// Submit stores p for agent; a replay of an idempotent request returns
+	// the stored proposal with Replayed set.
+	Submit(ctx context.Context, agent string, p proposal.Proposal) (ProposalStatus, error)
+	// Get returns the current status of one of agent's proposals.
+	Get(ctx context.Context, agent, id string) (ProposalStatus, error)
+	// Wait blocks up to timeout for the proposal to settle and returns its
+	// status then, settled or not.
+	Wait(ctx context.Context, agent, id string, timeout time.Duration) (ProposalStatus, error)
+	// Cancel withdraws one of agent's pending proposals.
+	Cancel(ctx context.Context, agent, id string) (ProposalStatus, error)
+	// RestorePoints lists restore points of a repository.
+	RestorePoints(ctx context.Context, agent, repo string) (RestorePoints, error)
+}
+
+// Error is a failure a Backend reports with an HTTP status and a stable
+// code. Any other error becomes a generic 500.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+	Data    any
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// ProposalStatus is the wire form of a proposal and its lifecycle state.
+type ProposalStatus struct {
+	ProposalID  string          `json:"proposalId"`
+	Status      proposal.State  `json:"status"`
+	Op          proposal.Op     `json:"op"`
+	Agent       string          `json:"agent"`
+	Repo        string          `json:"repo"`
+	Digest      string          `json:"digest"`
+	ShortDigest string          `json:"shortDigest"`
+	Risk        string          `json:"risk"`
+	Destructive bool            `json:"destructive"`
+	Pinned      proposal.Pinned `json:"pinned"`
+	CreatedAt   string          `json:"createdAt"`
+	ExpiresAt   string          `json:"expiresAt"`
+	UpdatedAt   string          `json:"updatedAt"`
+	Version     uint64          `json:"version"`
+	// Terminal: nothing more will happen to the proposal.
+	Terminal bool `json:"terminal"`
+	// Done is true only for completed: approved or executing is not done.
+	Done bool `json:"done"`
+	// Replayed: an idempotent submit returned an earlier proposal.
+	Replayed bool `json:"replayed,omitempty"`
+	// AutoApproved: a policy rule approved it without a card.
+	AutoApproved bool        `json:"autoApproved,omitempty"`
+	Decision     *Decision   `json:"decision,omitempty"`
+	Outcome      *Outcome    `json:"outcome,omitempty"`
+	Collisions   []Collision `json:"collisions,omitempty"`
+}
+
+// Decision is who decided a proposal.
+type Decision struct {
+	Approved bool   `json:"approved"`
+	By       string `json:"by"`
+	Note     string `json:"note,omitempty"`
+	Auto     bool   `json:"auto,omitempty"`
+	At       string `json:"at"`
+}
+
+// Outcome is how a proposal ended.
+type Outcome struct {
+	Code         string `json:"code,omitempty"`
+	Message      string `json:"message,omitempty"`
+	RestorePoint string `json:"restorePoint,omitempty"`
+	At           string `json:"at"`
+}
+
+// Collision is another pending proposal touching some of the same files.
+type Collision struct {
+	ProposalID string   `json:"proposalId"`
+	Agent      string   `json:"agent"`
+	Files      []string `json:"files"`
+}
+
+// RestorePoints is the answer of GET /v1/restore-points.
+type RestorePoints struct {
+	// Supported is false when this app cannot list restore points; the
+	// list is then empty and Message says why.
+	Supported     bool           `json:"supported"`
+	RestorePoints []RestorePoint `json:"restorePoints"`
+	Message       string         `json:"message,omitempty"`
+}
+
+// RestorePoint is a snapshot taken before an approved proposal ran.
+type RestorePoint struct {
+	ID         string            `json:"id"`
+	ProposalID string            `json:"proposalId"`
+	Repo       string            `json:"repo"`
+	CreatedAt  string            `json:"createdAt"`
+	Refs       map[string]string `json:"refs,omitempty"`
+}
+
+// ProposalRoutes are the proposal routes, for documentation and for the
+// test that proves none of them decides.
+var ProposalRoutes = []string{
+	"POST /v1/proposals",
+	"GET /v1/proposals/{id}",
+	"GET /v1/proposals/{id}/wait",
+	"POST /v1/proposals/{id}/cancel",
+	"GET /v1/restore-points",
+}
+
+func (s *Server) handleProposals(b Backend) {
+	h := proposalHandlers{b: b, s: s}
+	s.Handle(ProposalRoutes[0], h.submit)
+	s.Handle(ProposalRoutes[1], h.get)
+	s.Handle(ProposalRoutes[2], h.wait)
+	s.Handle(ProposalRoutes[3], h.cancel)
+	s.Handle(ProposalRoutes[4], h.restorePoints)
+}
+
+type proposalHandlers struct {
+	b Backend
+	s *Server
+}
+
+// agent reads AgentHeader; it must already be sanitized.
+func agentOf(w http.ResponseWriter, r *http.Request) (string, bool) {
+	a := r.Header.Get(AgentHeader)
+	if !proposal.ValidAgent(a) {
+		WriteError(w, http.StatusBadRequest, CodeInvalidArgument, AgentHeader+" must match ^[A-Za-z0-9._:-]{1,128}$", nil)
+		return "", false
+	}
+	return a, true
+}
+
+// idOf validates the {id} path value before it is used anywhere.
+func idOf(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	if !proposal.ValidID(id) {
+		WriteError(w, http.StatusBadRequest, CodeInvalidArgument, "proposal id must match ^[A-Za-z0-9_-]{1,128}$", nil)
+		return "", false
+	}
+	return id, true
+}
+
+func (h proposalHandlers) submit(w http.ResponseWriter, r *http.Request) {
+	agent, ok := agentOf(w, r)
+	if !ok {
+		return
+	}
+	var p proposal.Proposal
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			WriteError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, "request body too large", nil)
+			return
+		}
+		WriteError(w, http.StatusBadRequest, CodeInvalidArgument, "malformed proposal: "+err.Error(), nil)
+		return
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		WriteError(w, http.StatusBadRequest, CodeInvalidArgument, "trailing data after the proposal", nil)
+		return
+	}
+	st, err := h.b.Submit(r.Context(), agent, p)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	code := http.StatusCreated
+	if st.Replayed {
+		code = http.StatusOK
+	}
+	WriteJSON(w, code, st)
+}
+
+func (h proposalHandlers) get(w http.ResponseWriter, r *http.Request) {
+	agent, ok := agentOf(w, r)
+	if !ok {
+		return
+	}
+	id, ok := idOf(w, r)
+	if !ok {
+		return
+	}
+	st, err := h.b.Get(r.Context(), agent, id)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, st)
+}
+
+func (h proposalHandlers) wait(w http.ResponseWriter, r *http.Request) {
+	agent, ok := agentOf(w, r)
+	if !ok {
+		return
+	}
+	id, ok := idOf(w, r)
+	if !ok {
+		return
+	}
+	timeout, err := ParseWaitTimeout(r.URL.Query().Get("timeout"))
+	if err != nil {
+		WriteError(w, http.StatusBadRequest, CodeInvalidArgument, err.Error(), nil)
+		return
+	}
+	st, err := h.b.Wait(r.Context(), agent, id, timeout)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, st)
+}
+
+// ParseWaitTimeout reads the wait route's timeout: whole seconds ("30") or
+// a Go duration ("1500ms"); empty means MaxWait; longer than MaxWait is
+// cut to MaxWait.
+func ParseWaitTimeout(v string) (time.Duration, error) {
+	if v == "" {
+		return MaxWait, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		n, nerr := strconv.Atoi(v)
+		if nerr != nil {
+			return 0, fmt.Errorf("timeout %q is neither whole seconds nor a duration", v)
+		}
+		d = time.Duration(n) * time.Second
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("timeout %q is negative", v)
+	}
+	return min(d, MaxWait), nil
+}
+
+func (h proposalHandlers) cancel(w http.ResponseWriter, r *http.Request) {
+	agent, ok := agentOf(w, r)
+	if !ok {
+		return
+	}
+	id, ok := idOf(w, r)
+	if !ok {
+		return
+	}
+	st, err := h.b.Cancel(r.Context(), agent, id)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, st)
+}
+
+func (h proposalHandlers) restorePoints(w http.ResponseWriter, r *http.Request) {
+	agent, ok := agentOf(w, r)
+	if !ok {
+		return
+	}
+	rp, err := h.b.RestorePoints(r.Context(), agent, r.URL.Query().Get("repo"))
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	if rp.RestorePoints == nil {
+		rp.RestorePoints = []RestorePoint{}
+	}
+	WriteJSON(w, http.StatusOK, rp)
+}
+
+func (h proposalHandlers) fail(w http.ResponseWriter, err error) {
+	var e *Error
+	if errors.As(err, &e) {
+		WriteError(w, e.Status, e.Code, e.Message, e.Data)
+		return
+	}
+	h.s.log.Error("gateway: backend failed", "err", err)
+	WriteError(w, http.StatusInternalServerError, CodeInternal, "internal error", nil)
+}

@@ -1,0 +1,103 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestServer_RefusesAttacks(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	p := e.branchProposal(t, "agent-a")
+	if _, err := e.client.SubmitProposal(t.Context(), "agent-a", p); err != nil {
+		t.Fatal(err)
+	}
+	addr := e.srv.Addr()
+	get := "GET /v1/proposals/" + p.ID + " HTTP/1.1\r\n"
+	cases := []struct {
+		name    string
+		request string
+		status  int
+		code    string
+	}{
+		{"no token", get + "Host: " + addr + "\r\nX-Sluice-Agent: agent-a\r\n\r\n", 401, CodeUnauthorized},
+		{"wrong token", get + "Host: " + addr + "\r\nAuthorization: Bearer " + strings.Repeat("0", 64) + "\r\n\r\n", 401, CodeUnauthorized},
+		{"basic auth", get + "Host: " + addr + "\r\nAuthorization: Basic " + e.token + "\r\n\r\n", 401, CodeUnauthorized},
+		{"foreign host", get + "Host: evil.example:80\r\nAuthorization: Bearer " + e.token + "\r\n\r\n", 403, CodeForbidden},
+		{"localhost host", get + "Host: localhost:" + strings.Split(addr, ":")[1] + "\r\nAuthorization: Bearer " + e.token + "\r\n\r\n", 403, CodeForbidden},
+		{"browser origin", e.req("GET", "/v1/proposals/"+p.ID, "Origin: http://evil.example"), 403, CodeForbidden},
+		{"null origin", e.req("GET", "/v1/proposals/"+p.ID, "Origin: null"), 403, CodeForbidden},
+		{"fetch metadata", e.req("GET", "/v1/proposals/"+p.ID, "Sec-Fetch-Site: cross-site"), 403, CodeForbidden},
+		{"oversized body", e.req("POST", "/v1/proposals", fmt.Sprintf("Content-Length: %d", MaxBodyBytes+1)), 413, CodeTooLarge},
+		{"dot-dot id", e.req("GET", "/v1/proposals/../x"), 400, CodeInvalidArgument},
+		{"encoded dot-dot id", e.req("GET", "/v1/proposals/..%2Fx"), 400, CodeInvalidArgument},
+		{"encoded slash", e.req("GET", "/v1/proposals/a%2Fb"), 400, CodeInvalidArgument},
+		{"encoded question mark", e.req("GET", "/v1/proposals/a%3Fb"), 400, CodeInvalidArgument},
+		{"encoded space", e.req("GET", "/v1/proposals/a%20b"), 400, CodeInvalidArgument},
+		{"dot id", e.req("GET", "/v1/proposals/%2e%2e"), 400, CodeInvalidArgument},
+		{"id too long", e.req("GET", "/v1/proposals/"+strings.Repeat("a", 129)), 400, CodeInvalidArgument},
+		{"cancel with bad id", e.req("POST", "/v1/proposals/a%2Fb/cancel", "Content-Length: 0"), 400, CodeInvalidArgument},
+		{"wait with bad id", e.req("GET", "/v1/proposals/a%20b/wait"), 400, CodeInvalidArgument},
+		{"double slash", e.req("GET", "/v1//proposals/"+p.ID), 400, CodeInvalidArgument},
+		{"no agent", strings.Replace(e.req("GET", "/v1/proposals/"+p.ID), "X-Sluice-Agent: agent-a\r\n", "", 1), 400, CodeInvalidArgument},
+		{"bad agent", strings.Replace(e.req("GET", "/v1/proposals/"+p.ID), "agent-a", "agent a/b", 1), 400, CodeInvalidArgument},
+		{"unknown route", e.req("GET", "/v1/secrets"), 404, CodeNotFound},
+		{"bad wait timeout", e.req("GET", "/v1/proposals/"+p.ID+"/wait?timeout=soon"), 400, CodeInvalidArgument},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			status, body := raw(t, addr, c.request)
+			var eb ErrorBody
+			if err := json.Unmarshal([]byte(body), &eb); err != nil {
+				t.Fatalf("status %d, body is not the JSON error shape: %q", status, body)
+			}
+			if status != c.status || eb.Error.Code != c.code {
+				t.Fatalf("got %d %s (%s), want %d %s", status, eb.Error.Code, eb.Error.Message, c.status, c.code)
+			}
+		})
+	}
+}
+
+func TestServer_OversizedChunkedBody(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	// No Content-Length: the cap has to hold while the body streams in.
+	chunk := strings.Repeat("x", 1<<20)
+	var b strings.Builder
+	b.WriteString(e.req("POST", "/v1/proposals", "Transfer-Encoding: chunked", "Content-Type: application/json"))
+	b.WriteString(fmt.Sprintf("%x\r\n\"", len(chunk)+1) + chunk + "\r\n")
+	for range 10 {
+		b.WriteString(fmt.Sprintf("%x\r\n%s\r\n", len(chunk), chunk))
+	}
+	b.WriteString("0\r\n\r\n")
+	status, body := raw(t, e.srv.Addr(), b.String())
+	if status != 413 || !strings.Contains(body, CodeTooLarge) {
+		t.Fatalf("got %d %s, want 413 too_large", status, body)
+	}
+}
+
+func TestServer_Listen_LoopbackOnly(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", "192.168.1.1:0", "localhost:0", ":0", "[::]:0"} {
+		if _, err := Listen(Options{Addr: addr, Token: strings.Repeat("t", 32)}); err == nil {
+			t.Errorf("Listen(%q) accepted a non-loopback address", addr)
+		}
+	}
+	if _, err := Listen(Options{Token: "short"}); err == nil {
+		t.Errorf("Listen accepted a short token")
+	}
+}
+
+func TestParseWaitTimeout(t *testing.T) {
+	cases := map[string]string{"": "50s", "30": "30s", "1500ms": "1.5s", "120": "50s", "2m": "50s", "0": "0s"}
+	for in, want := range cases {
+		d, err := ParseWaitTimeout(in)
+		if err != nil || d.String() != want {
+			t.Errorf("ParseWaitTimeout(%q) = %s, %v; want %s", in, d, err, want)
+		}
+	}
+	for _, bad := range []string{"-1", "-5s", "soon", "1e3"} {
+		if _, err := ParseWaitTimeout(bad); err == nil {
+			t.Errorf("ParseWaitTimeout(%q) accepted", bad)
+		}
+	}
+}

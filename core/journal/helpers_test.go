@@ -1,0 +1,133 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// clock is a settable time source.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// memRecorder keeps events in memory and can be told to fail.
+type memRecorder struct {
+	mu     sync.Mutex
+	events []Event
+	fail   atomic.Bool
+}
+
+func (m *memRecorder) Record(ev Event) error {
+	if m.fail.Load() {
+		return errors.New("disk full")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.events = append(m.events, ev)
+	return nil
+}
+
+func (m *memRecorder) types() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for _, e := range m.events {
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+// testJournal opens a real journal in t.TempDir(); on cleanup it closes it
+// and runs bbolt's consistency check on the file.
+func testJournal(t testing.TB, opts Options) (*Journal, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := Open(path, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		j.Close()
+		checkDB(t, path)
+	})
+	return j, path
+}
+
+// checkDB runs bbolt's consistency check on a closed journal file.
+func checkDB(t testing.TB, path string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Errorf("reopen for check: %v", err)
+		return
+	}
+	defer db.Close()
+	err = db.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("bbolt check: %v", err)
+	}
+}
+
+var seq atomic.Int64
+
+// newProposal builds a sealed commit proposal by agent, created now.
+func newProposal(t testing.TB, now time.Time, agent string, paths ...string) proposal.Proposal {
+	t.Helper()
+	if len(paths) == 0 {
+		paths = []string{"README.md"}
+	}
+	p := proposal.Proposal{
+		ID:     fmt.Sprintf("p-%d", seq.Add(1)),
+		Op:     proposal.OpCommit,
+		Repo:   "/work/repo",
+		Args:   &proposal.CommitArgs{Message: "update", Paths: paths, Branch: "agent/x"},
+		Reason: "keep the readme current",
+		Agent:  agent,
+		Pinned: proposal.Pinned{Refs: map[string]string{
+			"HEAD":               "0123456789abcdef0123456789abcdef01234567",
+			"refs/heads/agent/x": "0123456789abcdef0123456789abcdef01234567",
+		}},
+		CreatedAt: proposal.At(now),
+		ExpiresAt: proposal.At(now.Add(15 * time.Minute)),
+	}
+	if err := p.Seal(); err != nil {
+		t.Fatalf("Seal: %v", err)
+	}
+	return p
+}
+
+func reseal(t testing.TB, p *proposal.Proposal) {
+	t.Helper()
+	if err := p.Seal(); err != nil {
+		t.Fatalf("Seal: %v", err)
+	}
+}

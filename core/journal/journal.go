@@ -1,0 +1,901 @@
+package journal
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// Errors callers branch on.
+var (
+	// ErrNotFound: no proposal has this id (or it was pruned).
+	ErrNotFound = errors.New("proposal not found")
+	// ErrNotOwner: an agent asked to cancel another agent's proposal.
+	ErrNotOwner = errors.New("the proposal belongs to another agent")
+	// ErrNotPending: the proposal was already decided, cancelled or expired.
+	ErrNotPending = errors.New("the proposal is no longer pending")
+	// ErrPendingCap: the agent already has as many pending proposals as
+	// Options.PendingCap allows.
+	ErrPendingCap = errors.New("too many pending proposals for this agent")
+	// ErrDuplicateID: a different proposal already has this id.
+	ErrDuplicateID = errors.New("a proposal with this id already exists")
+	// ErrIdempotencyConflict: the idempotency key was used before by the
+	// same agent for the same op, but with a different request.
+	ErrIdempotencyConflict = errors.New("idempotency key already used for a different request")
+	// ErrExpired: the proposal's expiry passed before it could be submitted
+	// or decided; a decision is refused and the record is now expired.
+	ErrExpired = errors.New("the proposal has expired")
+	// ErrStateChanged: Transition's expected from-state no longer holds.
+	ErrStateChanged = errors.New("the proposal's state changed")
+	// ErrDigestMismatch: an approval or execution named a digest other
+	// than the proposal's, or the stored proposal no longer matches its
+	// digest.
+	ErrDigestMismatch = errors.New("digest does not match the proposal")
+	// ErrAudit wraps a Recorder failure; the transition did not happen.
+	ErrAudit = errors.New("audit record could not be written; nothing was changed")
+	// ErrLocked: another process has the journal open.
+	ErrLocked = errors.New("the journal is open in another process")
+	// ErrClosed: the journal was closed.
+	ErrClosed = errors.New("journal closed")
+	// ErrSchema: the file was written by an incompatible version.
+	ErrSchema = errors.New("journal schema version not supported")
+)
+
+// Defaults for Options.
+const (
+	DefaultRetention     = 90 * 24 * time.Hour
+	DefaultPendingExpiry = 15 * time.Minute
+	DefaultPendingCap    = 10
+)
+
+const schemaVersion = "1"
+
+var (
+	bucketProposals = []byte("proposals")   // id → Record JSON
+	bucketPending   = []byte("pending")     // agent \x00 id → expiresAt (unix ms, big endian)
+	bucketIdem      = []byte("idempotency") // agent \x00 op \x00 key → id
+	bucketOpen      = []byte("open")        // id → state, for every non-terminal record
+	bucketMeta      = []byte("meta")
+)
+
+// Options configure a Journal.
+type Options struct {
+	// Recorder receives one audit event per transition. Required: the
+	// journal does not run without an audit trail.
+	Recorder Recorder
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Retention is how long terminal records are kept for the history
+	// view before Prune deletes them. Zero means DefaultRetention.
+	Retention time.Duration
+	// PendingExpiry is the longest window between a proposal's createdAt
+	// and expiresAt that Submit accepts. Zero means DefaultPendingExpiry.
+	PendingExpiry time.Duration
+	// PendingCap is how many unexpired pending proposals one agent may
+	// have. Zero means DefaultPendingCap.
+	PendingCap int
+	// LockTimeout bounds the wait for the file lock; another process
+	// holding it makes Open fail with ErrLocked. Zero means one second.
+	LockTimeout time.Duration
+}
+
+// Journal is the durable lifecycle store. It is safe for concurrent use.
+type Journal struct {
+	db     *bolt.DB
+	opts   Options
+	hub    hub
+	closed atomic.Bool
+}
+
+// Open opens (creating if needed, mode 0600) the journal at path. The
+// directory must exist. Only one process may have it open.
+func Open(path string, opts Options) (*Journal, error) {
+	if opts.Recorder == nil {
+		return nil, errors.New("journal: a Recorder is required")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Retention <= 0 {
+		opts.Retention = DefaultRetention
+	}
+	if opts.PendingExpiry <= 0 {
+		opts.PendingExpiry = DefaultPendingExpiry
+	}
+	if opts.PendingCap <= 0 {
+		opts.PendingCap = DefaultPendingCap
+	}
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = time.Second
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("journal: %s: %w", path, ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("journal: open %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketProposals, bucketPending, bucketIdem, bucketOpen, bucketMeta} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		switch v := meta.Get([]byte("schema")); {
+		case v == nil:
+			return meta.Put([]byte("schema"), []byte(schemaVersion))
+		case string(v) != schemaVersion:
+			return fmt.Errorf("%w: %q", ErrSchema, v)
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("journal: %s: %w", path, err)
+	}
+	j := &Journal{db: db, opts: opts}
+	j.hub.init()
+	return j, nil
+}
+
+// Close closes the file and wakes every waiter.
+func (j *Journal) Close() error {
+	if j.closed.Swap(true) {
+		return nil
+	}
+	j.hub.close()
+	return j.db.Close()
+}
+
+// DB exposes the bbolt handle for consistency checks and benchmarks.
+func (j *Journal) DB() *bolt.DB { return j.db }
+
+func (j *Journal) now() time.Time { return j.opts.Now() }
+
+// Submit stores p as pending. p must be valid and sealed (its digest is
+// checked). With an idempotency key already used by the same agent for the
+// same op, the stored record is returned with replayed true and nothing
+// is written; a different request under the same key is
+// ErrIdempotencyConflict.
+func (j *Journal) Submit(p proposal.Proposal) (rec Record, replayed bool, err error) {
+	if j.closed.Load() {
+		return Record{}, false, ErrClosed
+	}
+	if err := p.Validate(); err != nil {
+		return Record{}, false, fmt.Errorf("journal: submit: %w", err)
+	}
+	now := j.now()
+	if p.ExpiresAt.Sub(p.CreatedAt.Time) > j.opts.PendingExpiry {
+		return Record{}, false, fmt.Errorf("journal: submit: %w: expiresAt is more than %s after createdAt", proposal.ErrInvalid, j.opts.PendingExpiry)
+	}
+	errReplay := errors.New("replay")
+	err = j.db.Update(func(tx *bolt.Tx) error {
+		props, pending, idem := tx.Bucket(bucketProposals), tx.Bucket(bucketPending), tx.Bucket(bucketIdem)
+		var idemKey []byte
+		if p.IdempotencyKey != "" {
+			idemKey = joinKey(p.Agent, string(p.Op), p.IdempotencyKey)
+			if id := idem.Get(idemKey); id != nil {
+				stored, err := getRecord(props, string(id))
+				if err != nil {
+					return err
+				}
+				if !proposal.SameIntent(stored.Proposal, p) {
+					return ErrIdempotencyConflict
+				}
+				rec = stored
+				return errReplay
+			}
+		}
+		if props.Get([]byte(p.ID)) != nil {
+			return ErrDuplicateID
+		}
+		if !p.ExpiresAt.After(now) {
+			return ErrExpired
+		}
+		if n := countPending(pending, p.Agent, now); n >= j.opts.PendingCap {
+			return fmt.Errorf("%w (%d of %d)", ErrPendingCap, n, j.opts.PendingCap)
+		}
+		at := proposal.At(now)
+		rec = Record{
+			Proposal: p, State: proposal.Pending, Version: 1, UpdatedAt: at,
+			History: []Step{{Version: 1, To: proposal.Pending, At: at, By: p.Agent}},
+		}
+		if err := putRecord(props, rec); err != nil {
+			return err
+		}
+		if err := pending.Put(joinKey(p.Agent, p.ID), msBytes(p.ExpiresAt.Time)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketOpen).Put([]byte(p.ID), []byte(proposal.Pending)); err != nil {
+			return err
+		}
+		if idemKey != nil {
+			if err := idem.Put(idemKey, []byte(p.ID)); err != nil {
+				return err
+			}
+		}
+		ev := eventFor(rec, EventSubmitted, "", proposal.Pending, p.Agent, "", "")
+		if err := j.record(ev); err != nil {
+			return err
+		}
+		j.notifyOnCommit(tx, rec, "")
+		return nil
+	})
+	if errors.Is(err, errReplay) {
+		return rec, true, nil
+	}
+	if err != nil {
+		return Record{}, false, fmt.Errorf("journal: submit %s: %w", p.ID, err)
+	}
+	return rec, false, nil
+}
+
+// Deny records that policy refused p before it was stored. Nothing is
+// written to the journal.
+func (j *Journal) Deny(p proposal.Proposal, rule string) error {
+	ev := Event{
+		Type: EventPolicyDenied, ProposalID: p.ID, Digest: p.Digest, Agent: p.Agent, Op: p.Op, Repo: p.Repo,
+		Risk: p.Risk().String(), By: "policy", Note: rule, Code: "policy_denied", At: proposal.At(j.now()),
+	}
+	return j.record(ev)
+}
+
+func (j *Journal) record(ev Event) error {
+	if err := j.opts.Recorder.Record(ev); err != nil {
+		return fmt.Errorf("%w: %v", ErrAudit, err)
+	}
+	return nil
+}
+
+// Get returns the record of id.
+func (j *Journal) Get(id string) (Record, error) {
+	if !proposal.ValidID(id) {
+		return Record{}, ErrNotFound
+	}
+	var rec Record
+	err := j.db.View(func(tx *bolt.Tx) error {
+		var err error
+		rec, err = getRecord(tx.Bucket(bucketProposals), id)
+		return err
+	})
+	if errors.Is(err, bolt.ErrDatabaseNotOpen) {
+		return Record{}, ErrClosed
+	}
+	return rec, err
+}
+
+// Filter selects records for List. Zero fields match everything.
+type Filter struct {
+	States []proposal.State
+	Agent  string
+	Repo   string
+	// Limit caps the result (newest first); zero means no limit.
+	Limit int
+}
+
+// List returns matching records, newest first.
+func (j *Journal) List(f Filter) ([]Record, error) {
+	// Records that are still open are indexed, so that start-up and the
+	// pending view do not read the whole history.
+	onlyOpen := len(f.States) > 0
+	for _, s := range f.States {
+		onlyOpen = onlyOpen && !s.Terminal()
+	}
+	var out []Record
+	err := j.db.View(func(tx *bolt.Tx) error {
+		props := tx.Bucket(bucketProposals)
+		consider := func(v []byte) error {
+			var rec Record
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return err
+			}
+			if len(f.States) > 0 && !slices.Contains(f.States, rec.State) {
+				return nil
+			}
+			if (f.Agent != "" && rec.Proposal.Agent != f.Agent) || (f.Repo != "" && rec.Proposal.Repo != f.Repo) {
+				return nil
+			}
+			out = append(out, rec)
+			return nil
+		}
+		if onlyOpen {
+			return tx.Bucket(bucketOpen).ForEach(func(k, st []byte) error {
+				if !slices.Contains(f.States, proposal.State(st)) {
+					return nil
+				}
+				v := props.Get(k)
+				if v == nil {
+					return fmt.Errorf("open index names %s, which is missing", k)
+				}
+				return consider(v)
+			})
+		}
+		return props.ForEach(func(_, v []byte) error { return consider(v) })
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal: list: %w", err)
+	}
+	slices.SortFunc(out, func(a, b Record) int {
+		if c := b.Proposal.CreatedAt.Compare(a.Proposal.CreatedAt.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Proposal.ID, b.Proposal.ID)
+	})
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out, nil
+}
+
+// Details describe a transition: who made it and why, and what to store
+// with it.
+type Details struct {
+	By       string
+	Note     string
+	Decision *Decision
+	Outcome  *Outcome
+	// Event overrides the event type derived from the target state.
+	Event string
+	// Code goes into the audit event (an outcome or denial code).
+	Code string
+}
+
+// Transition moves id from from to to in one bbolt transaction with one
+// audit event. It fails with ErrStateChanged if the record is no longer in
+// from, and with a *proposal.TransitionError if from → to is not allowed.
+// Prefer the named methods (Approve, Reject, …), which add their checks.
+func (j *Journal) Transition(id string, from, to proposal.State, d Details) (Record, error) {
+	return j.update(id, func(rec *Record, _ time.Time) (proposal.State, Details, error) {
+		if rec.State != from {
+			return "", d, fmt.Errorf("%w: it is %s, not %s", ErrStateChanged, rec.State, from)
+		}
+		return to, d, nil
+	})
+}
+
+// Approve records a human approval of exactly approvedDigest.
+func (j *Journal) Approve(id, approvedDigest, by, note string) (Record, error) {
+	return j.decide(id, approvedDigest, by, note, true, false)
+}
+
+// ApproveAuto records an approval by the policy rule named rule.
+func (j *Journal) ApproveAuto(id, approvedDigest, rule string) (Record, error) {
+	return j.decide(id, approvedDigest, "policy:"+rule, "auto-approved by policy rule "+rule, true, true)
+}
+
+// Reject records a human rejection.
+func (j *Journal) Reject(id, by, note string) (Record, error) {
+	return j.decide(id, "", by, note, false, false)
+}
+
+func (j *Journal) decide(id, digest, by, note string, approve, auto bool) (Record, error) {
+	if strings.TrimSpace(by) == "" {
+		return Record{}, errors.New("journal: a decision needs who made it")
+	}
+	var expired bool
+	rec, err := j.update(id, func(rec *Record, now time.Time) (proposal.State, Details, error) {
+		if rec.State != proposal.Pending {
+			return "", Details{}, fmt.Errorf("%w: it is %s", ErrNotPending, rec.State)
+		}
+		if !now.Before(rec.Proposal.ExpiresAt.Time) {
+			expired = true
+			return expireDetails(now)
+		}
+		d := Details{By: by, Note: note, Decision: &Decision{By: by, Note: note, Approved: approve, Auto: auto, At: proposal.At(now)}}
+		if !approve {
+			return proposal.Rejected, d, nil
+		}
+		if digest != rec.Proposal.Digest {
+			return "", Details{}, fmt.Errorf("%w: approved %s, proposal is %s", ErrDigestMismatch, digest, rec.Proposal.Digest)
+		}
+		if err := rec.Proposal.VerifyDigest(); err != nil {
+			return "", Details{}, fmt.Errorf("%w: stored proposal: %v", ErrDigestMismatch, err)
+		}
+		d.Decision.ApprovedDigest = digest
+		if auto {
+			d.Event = EventAutoApproved
+		}
+		return proposal.Approved, d, nil
+	})
+	if err == nil && expired {
+		return rec, ErrExpired
+	}
+	return rec, err
+}
+
+func expireDetails(now time.Time) (proposal.State, Details, error) {
+	return proposal.Expired, Details{
+		By: "sluice", Note: "no decision before the proposal expired",
+		Outcome: &Outcome{Code: "expired", Message: "no decision before the proposal expired", At: proposal.At(now)},
+		Code:    "expired",
+	}, nil
+}
+
+// Cancel withdraws agent's own pending proposal.
+func (j *Journal) Cancel(id, agent string) (Record, error) {
+	var expired bool
+	rec, err := j.update(id, func(rec *Record, now time.Time) (proposal.State, Details, error) {
+		if rec.Proposal.Agent != agent {
+			return "", Details{}, ErrNotOwner
+		}
+		if rec.State != proposal.Pending {
+			return "", Details{}, fmt.Errorf("%w: it is %s", ErrNotPending, rec.State)
+		}
+		if !now.Before(rec.Proposal.ExpiresAt.Time) {
+			expired = true
+			return expireDetails(now)
+		}
+		return proposal.Cancelled, Details{By: agent, Note: "cancelled by the agent",
+			Outcome: &Outcome{Code: "cancelled", Message: "cancelled by the agent", At: proposal.At(now)}}, nil
+	})
+	if err == nil && expired {
+		return rec, fmt.Errorf("%w: it expired", ErrNotPending)
+	}
+	return rec, err
+}
+
+// expireIfDue expires id if it is pending past its expiry; otherwise it
+// changes nothing and returns the current record.
+func (j *Journal) expireIfDue(id string) (Record, error) {
+	errNotDue := errors.New("not due")
+	var current Record
+	rec, err := j.update(id, func(rec *Record, now time.Time) (proposal.State, Details, error) {
+		if rec.State != proposal.Pending || now.Before(rec.Proposal.ExpiresAt.Time) {
+			current = *rec
+			return "", Details{}, errNotDue
+		}
+		return expireDetails(now)
+	})
+	if errors.Is(err, errNotDue) {
+		return current, nil
+	}
+	return rec, err
+}
+
+// MarkExecuting moves an approved proposal to executing. digest must be the
+// approved digest: the executor runs nothing else.
+func (j *Journal) MarkExecuting(id, digest string) (Record, error) {
+	return j.update(id, func(rec *Record, _ time.Time) (proposal.State, Details, error) {
+		if rec.State != proposal.Approved {
+			return "", Details{}, &proposal.TransitionError{From: rec.State, To: proposal.Executing}
+		}
+		if rec.Decision == nil || rec.Decision.ApprovedDigest != digest || rec.Proposal.Digest != digest {
+			return "", Details{}, ErrDigestMismatch
+		}
+		if err := rec.Proposal.VerifyDigest(); err != nil {
+			return "", Details{}, fmt.Errorf("%w: stored proposal: %v", ErrDigestMismatch, err)
+		}
+		return proposal.Executing, Details{By: "executor"}, nil
+	})
+}
+
+// Complete records a successful execution (from executing, or from
+// needs_reconciliation when a human found it had completed).
+func (j *Journal) Complete(id, by string, o Outcome) (Record, error) {
+	return j.finish(id, by, proposal.Completed, o)
+}
+
+// Fail records a failed execution, or an approved proposal that may not
+// run (its pins no longer hold).
+func (j *Journal) Fail(id, by string, o Outcome) (Record, error) {
+	return j.finish(id, by, proposal.Failed, o)
+}
+
+func (j *Journal) finish(id, by string, to proposal.State, o Outcome) (Record, error) {
+	return j.update(id, func(rec *Record, now time.Time) (proposal.State, Details, error) {
+		o.At = proposal.At(now)
+		return to, Details{By: by, Note: o.Message, Outcome: &o, Code: o.Code}, nil
+	})
+}
+
+// update runs one transition of id in one bbolt transaction: fn inspects
+// the record and names the target state; the move is checked against the
+// state machine, stored, recorded (before the commit; a Recorder failure
+// aborts it) and announced to subscribers after the commit.
+func (j *Journal) update(id string, fn func(rec *Record, now time.Time) (proposal.State, Details, error)) (Record, error) {
+	if j.closed.Load() {
+		return Record{}, ErrClosed
+	}
+	if !proposal.ValidID(id) {
+		return Record{}, ErrNotFound
+	}
+	var out Record
+	err := j.db.Update(func(tx *bolt.Tx) error {
+		props := tx.Bucket(bucketProposals)
+		rec, err := getRecord(props, id)
+		if err != nil {
+			return err
+		}
+		now := j.now()
+		to, d, err := fn(&rec, now)
+		if err != nil {
+			return err
+		}
+		from := rec.State
+		if err := proposal.CheckTransition(from, to); err != nil {
+			return err
+		}
+		at := proposal.At(now)
+		rec.State = to
+		rec.Version++
+		rec.UpdatedAt = at
+		if d.Decision != nil {
+			rec.Decision = d.Decision
+		}
+		if d.Outcome != nil {
+			rec.Outcome = d.Outcome
+		}
+		rec.History = append(rec.History, Step{Version: rec.Version, From: from, To: to, At: at, By: d.By, Note: d.Note})
+		if err := putRecord(props, rec); err != nil {
+			return err
+		}
+		if from == proposal.Pending {
+			if err := tx.Bucket(bucketPending).Delete(joinKey(rec.Proposal.Agent, id)); err != nil {
+				return err
+			}
+		}
+		if to.Terminal() {
+			err = tx.Bucket(bucketOpen).Delete([]byte(id))
+		} else {
+			err = tx.Bucket(bucketOpen).Put([]byte(id), []byte(to))
+		}
+		if err != nil {
+			return err
+		}
+		typ := d.Event
+		if typ == "" {
+			typ = eventTypes[to]
+		}
+		if err := j.record(eventFor(rec, typ, from, to, d.By, d.Note, d.Code)); err != nil {
+			return err
+		}
+		j.notifyOnCommit(tx, rec, from)
+		out = rec
+		return nil
+	})
+	if errors.Is(err, bolt.ErrDatabaseNotOpen) {
+		return Record{}, ErrClosed
+	}
+	if err != nil {
+		return Record{}, fmt.Errorf("journal: %s: %w", id, err)
+	}
+	return out, nil
+}
+
+var eventTypes = map[proposal.State]string{
+	proposal.Approved: EventApproved, proposal.Rejected: EventRejected, proposal.Cancelled: EventCancelled,
+	proposal.Expired: EventExpired, proposal.Executing: EventExecuting, proposal.Completed: EventCompleted,
+	proposal.Failed: EventFailed, proposal.NeedsReconciliation: EventNeedsReconciliation,
+}
+
+func eventFor(rec Record, typ string, from, to proposal.State, by, note, code string) Event {
+	p := rec.Proposal
+	return Event{
+		Type: typ, ProposalID: p.ID, Digest: p.Digest, Agent: p.Agent, Op: p.Op, Repo: p.Repo,
+		Risk: p.Risk().String(), From: from, To: to, Version: rec.Version, By: by, Note: note, Code: code,
+		At: rec.UpdatedAt,
+	}
+}
+
+// ExpireDue expires every pending proposal past its expiry, one
+// transition each, and returns their ids.
+func (j *Journal) ExpireDue() ([]string, error) {
+	now := j.now()
+	var due []string
+	err := j.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketPending).ForEach(func(k, v []byte) error {
+			if len(v) == 8 && !now.Before(fromMs(v)) {
+				_, id, _ := bytes.Cut(k, []byte{0})
+				due = append(due, string(id))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal: expire: %w", err)
+	}
+	var expired []string
+	for _, id := range due {
+		rec, err := j.expireIfDue(id)
+		if err != nil {
+			return expired, err
+		}
+		if rec.State == proposal.Expired {
+			expired = append(expired, id)
+		}
+	}
+	return expired, nil
+}
+
+// Recovery reports what Recover did.
+type Recovery struct {
+	// NeedsReconciliation lists executions the app was in the middle of.
+	NeedsReconciliation []string
+	// Expired lists pending proposals whose time ran out while the app was
+	// not running.
+	Expired []string
+	// Revalidated lists approved proposals that may still run.
+	Revalidated []string
+	// Invalidated lists approved proposals that failed revalidation and
+	// are now failed.
+	Invalidated []string
+}
+
+// Recover runs at start-up, before anything executes: executions that were
+// interrupted become needs_reconciliation (never re-run blindly), overdue
+// pending proposals expire, and each approved proposal is re-validated by
+// revalidate (pins still hold, digest still matches); one that fails it
+// becomes failed. A nil revalidate only checks digests.
+func (j *Journal) Recover(revalidate func(Record) error) (Recovery, error) {
+	var r Recovery
+	open, err := j.List(Filter{States: []proposal.State{proposal.Executing, proposal.Approved}})
+	if err != nil {
+		return r, err
+	}
+	for _, rec := range open {
+		if rec.State != proposal.Executing {
+			continue
+		}
+		_, err := j.update(rec.Proposal.ID, func(rec *Record, now time.Time) (proposal.State, Details, error) {
+			if rec.State != proposal.Executing {
+				return "", Details{}, ErrStateChanged
+			}
+			msg := "the app stopped while this was executing; check the repository before deciding what to do"
+			return proposal.NeedsReconciliation, Details{By: "recovery", Note: msg,
+				Outcome: &Outcome{Code: "interrupted", Message: msg, At: proposal.At(now)}, Code: "interrupted"}, nil
+		})
+		if err != nil {
+			return r, err
+		}
+		r.NeedsReconciliation = append(r.NeedsReconciliation, rec.Proposal.ID)
+	}
+	if r.Expired, err = j.ExpireDue(); err != nil {
+		return r, err
+	}
+	for _, rec := range open {
+		if rec.State != proposal.Approved {
+			continue
+		}
+		verr := rec.Proposal.VerifyDigest()
+		if verr == nil && (rec.Decision == nil || rec.Decision.ApprovedDigest != rec.Proposal.Digest) {
+			verr = ErrDigestMismatch
+		}
+		if verr == nil && revalidate != nil {
+			verr = revalidate(rec)
+		}
+		if verr == nil {
+			r.Revalidated = append(r.Revalidated, rec.Proposal.ID)
+			continue
+		}
+		code := "revalidation_failed"
+		var c interface{ ErrorCode() string }
+		if errors.As(verr, &c) {
+			code = c.ErrorCode()
+		}
+		if _, err := j.Fail(rec.Proposal.ID, "recovery", Outcome{Code: code, Message: verr.Error()}); err != nil {
+			return r, err
+		}
+		r.Invalidated = append(r.Invalidated, rec.Proposal.ID)
+	}
+	return r, nil
+}
+
+// Prune deletes terminal records last changed longer ago than the
+// retention, with their idempotency keys, in one transaction. It returns
+// how many were deleted.
+func (j *Journal) Prune() (int, error) {
+	cutoff := j.now().Add(-j.opts.Retention)
+	n := 0
+	err := j.db.Update(func(tx *bolt.Tx) error {
+		props, idem := tx.Bucket(bucketProposals), tx.Bucket(bucketIdem)
+		var doomed []Record
+		err := props.ForEach(func(_, v []byte) error {
+			var rec Record
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return err
+			}
+			if rec.State.Terminal() && rec.UpdatedAt.Before(cutoff) {
+				doomed = append(doomed, rec)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, rec := range doomed {
+			p := rec.Proposal
+			if err := props.Delete([]byte(p.ID)); err != nil {
+				return err
+			}
+			if p.IdempotencyKey != "" {
+				k := joinKey(p.Agent, string(p.Op), p.IdempotencyKey)
+				if string(idem.Get(k)) == p.ID {
+					if err := idem.Delete(k); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		n = len(doomed)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("journal: prune: %w", err)
+	}
+	return n, nil
+}
+
+// PendingCount is how many unexpired pending proposals agent has.
+func (j *Journal) PendingCount(agent string) (int, error) {
+	n := 0
+	err := j.db.View(func(tx *bolt.Tx) error {
+		n = countPending(tx.Bucket(bucketPending), agent, j.now())
+		return nil
+	})
+	return n, err
+}
+
+// Collision is another pending proposal that touches some of the same
+// files.
+type Collision struct {
+	ProposalID string   `json:"proposalId"`
+	Agent      string   `json:"agent"`
+	Files      []string `json:"files"`
+}
+
+// Collisions lists pending proposals in p's repository whose known files
+// overlap p's.
+func (j *Journal) Collisions(p proposal.Proposal) ([]Collision, error) {
+	mine, _ := p.FilesTouched()
+	if len(mine) == 0 {
+		return nil, nil
+	}
+	var out []Collision
+	err := j.db.View(func(tx *bolt.Tx) error {
+		props := tx.Bucket(bucketProposals)
+		return tx.Bucket(bucketPending).ForEach(func(k, _ []byte) error {
+			_, id, _ := bytes.Cut(k, []byte{0})
+			if string(id) == p.ID {
+				return nil
+			}
+			rec, err := getRecord(props, string(id))
+			if err != nil || rec.Proposal.Repo != p.Repo || rec.State != proposal.Pending {
+				return err
+			}
+			theirs, _ := rec.Proposal.FilesTouched()
+			var files []string
+			for _, a := range mine {
+				for _, b := range theirs {
+					if proposal.PathsOverlap(a, b) {
+						files = append(files, a)
+						break
+					}
+				}
+			}
+			if len(files) > 0 {
+				out = append(out, Collision{ProposalID: rec.Proposal.ID, Agent: rec.Proposal.Agent, Files: files})
+			}
+			return nil
+		})
+	})
+	return out, err
+}
+
+// WaitSettled blocks until id is settled (terminal, or needing
+// reconciliation) or ctx ends, and returns the record as it is then. A
+// pending proposal that passes its expiry while waited on is expired.
+func (j *Journal) WaitSettled(ctx context.Context, id string) (Record, error) {
+	for {
+		changed := j.hub.changed()
+		rec, err := j.Get(id)
+		if err != nil {
+			return Record{}, err
+		}
+		if rec.State.Settled() {
+			return rec, nil
+		}
+		var expiry *time.Timer
+		if rec.State == proposal.Pending {
+			d := rec.Proposal.ExpiresAt.Sub(j.now())
+			if d <= 0 {
+				if _, err = j.expireIfDue(id); err != nil {
+					return Record{}, err
+				}
+				continue
+			}
+			expiry = time.NewTimer(d)
+		} else {
+			expiry = time.NewTimer(time.Hour)
+		}
+		select {
+		case <-changed:
+		case <-expiry.C:
+		case <-ctx.Done():
+			expiry.Stop()
+			return rec, nil
+		}
+		expiry.Stop()
+		if j.closed.Load() {
+			return rec, ErrClosed
+		}
+	}
+}
+
+// Maintain expires due proposals every interval and prunes old records
+// hourly, until ctx ends. Errors are passed to onErr (which may be nil).
+func (j *Journal) Maintain(ctx context.Context, every time.Duration, onErr func(error)) {
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	lastPrune := time.Time{}
+	for {
+		if _, err := j.ExpireDue(); err != nil && onErr != nil && !errors.Is(err, ErrClosed) {
+			onErr(err)
+		}
+		if time.Since(lastPrune) > time.Hour {
+			lastPrune = time.Now()
+			if _, err := j.Prune(); err != nil && onErr != nil {
+				onErr(err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func getRecord(b *bolt.Bucket, id string) (Record, error) {
+	v := b.Get([]byte(id))
+	if v == nil {
+		return Record{}, ErrNotFound
+	}
+	var rec Record
+	if err := json.Unmarshal(v, &rec); err != nil {
+		return Record{}, fmt.Errorf("record %s is unreadable: %w", id, err)
+	}
+	return rec, nil
+}
+
+func putRecord(b *bolt.Bucket, rec Record) error {
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(rec.Proposal.ID), v)
+}
+
+func countPending(b *bolt.Bucket, agent string, now time.Time) int {
+	prefix := joinKey(agent, "")
+	n := 0
+	c := b.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if len(v) == 8 && now.Before(fromMs(v)) {
+			n++
+		}
+	}
+	return n
+}
+
+// joinKey joins parts with NUL, which none of them can contain (agent
+// names, ops, keys and ids are validated).
+func joinKey(parts ...string) []byte { return []byte(strings.Join(parts, "\x00")) }
+
+func msBytes(t time.Time) []byte { return binary.BigEndian.AppendUint64(nil, uint64(t.UnixMilli())) }
+
+func fromMs(b []byte) time.Time { return time.UnixMilli(int64(binary.BigEndian.Uint64(b))) }

@@ -1,0 +1,376 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// ErrInvalid is wrapped by every load failure; the message names the file
+// and the offending key.
+var ErrInvalid = errors.New("invalid policy")
+
+// maxFileBytes bounds what Load reads.
+const maxFileBytes = 1 << 20
+
+// AnyAgent is the agents key whose rules apply to every agent not named
+// explicitly.
+const AnyAgent = "*"
+
+// Policy is a loaded, validated policy file. A nil *Policy allows
+// everything and auto-approves nothing.
+type Policy struct {
+	Version int                    `json:"version"`
+	Agents  map[string]AgentPolicy `json:"agents"`
+}
+
+// AgentPolicy restricts one agent. Empty lists restrict nothing.
+type AgentPolicy struct {
+	// Ops the agent may propose; a plan's steps must be allowed too.
+	Ops []proposal.Op `json:"ops,omitempty"`
+	// Refs are patterns for the branches the agent may change: "agent/*"
+	// (one path segment), "agent/**" (any depth), or a full "refs/…"
+	// pattern.
+	Refs []string `json:"refs,omitempty"`
+	// Paths are repository-relative directory or file prefixes every
+	// touched file must lie under. Proposals whose files cannot be known
+	// in advance are denied when Paths is set.
+	Paths []string `json:"paths,omitempty"`
+	// AutoApprove rules: a proposal matching one is approved without a
+	// card, and the approval is audited as automatic.
+	AutoApprove []Rule `json:"autoApprove,omitempty"`
+
+	refs []*regexp.Regexp
+}
+
+// Rule is an auto-approve rule.
+type Rule struct {
+	// Name identifies the rule in the audit trail.
+	Name string        `json:"name"`
+	Ops  []proposal.Op `json:"ops"`
+	// Refs, when set, must match every branch the proposal changes.
+	Refs []string `json:"refs,omitempty"`
+	// MaxRisk is the highest risk the rule approves: "low" (default),
+	// "medium" or "high". Destructive proposals are never auto-approved.
+	MaxRisk string `json:"maxRisk,omitempty"`
+
+	refs    []*regexp.Regexp
+	maxRisk proposal.Risk
+}
+
+// Verdict is the policy's answer for one proposal.
+type Verdict struct {
+	Allowed bool
+	// Denial says why, when not allowed; it is safe to show the agent.
+	Denial string
+	// AutoApprove names the rule that approves the proposal, if any.
+	AutoApprove string
+}
+
+// Load reads and validates the policy file at path. A missing, unreadable
+// or malformed file is an error naming the problem: a configured policy
+// never silently becomes no policy.
+func Load(path string) (*Policy, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s: the configured policy file does not exist", ErrInvalid, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
+	}
+	if len(b) > maxFileBytes {
+		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrInvalid, path, maxFileBytes)
+	}
+	p, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
+
+// Parse validates a policy document.
+func Parse(b []byte) (*Policy, error) {
+	var p Policy
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%w: trailing data after the JSON object", ErrInvalid)
+	}
+	if p.Version != 1 {
+		return nil, fmt.Errorf("%w: version: must be 1", ErrInvalid)
+	}
+	if len(p.Agents) == 0 {
+		return nil, fmt.Errorf("%w: agents: no agent is configured", ErrInvalid)
+	}
+	for name, ap := range p.Agents {
+		key := "agents." + name
+		if name != AnyAgent && !proposal.ValidAgent(name) {
+			return nil, fmt.Errorf("%w: %s: not a valid agent name", ErrInvalid, key)
+		}
+		if err := ap.compile(key); err != nil {
+			return nil, err
+		}
+		p.Agents[name] = ap
+	}
+	return &p, nil
+}
+
+func (ap *AgentPolicy) compile(key string) error {
+	if err := checkOps(key+".ops", ap.Ops, false); err != nil {
+		return err
+	}
+	var err error
+	if ap.refs, err = compilePatterns(key+".refs", ap.Refs); err != nil {
+		return err
+	}
+	for i, p := range ap.Paths {
+		clean := strings.TrimSuffix(p, "/")
+		if clean == "" || clean == "." || strings.HasPrefix(clean, "/") || strings.Contains(clean, "..") || strings.Contains(clean, "//") {
+			return fmt.Errorf("%w: %s.paths[%d]: %q must be a repository-relative prefix such as src/", ErrInvalid, key, i, p)
+		}
+		ap.Paths[i] = clean
+	}
+	names := map[string]bool{}
+	for i := range ap.AutoApprove {
+		r := &ap.AutoApprove[i]
+		rk := fmt.Sprintf("%s.autoApprove[%d]", key, i)
+		if !regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`).MatchString(r.Name) {
+			return fmt.Errorf("%w: %s.name: required, [A-Za-z0-9._-], at most 64 characters", ErrInvalid, rk)
+		}
+		if names[r.Name] {
+			return fmt.Errorf("%w: %s.name: %q is used twice", ErrInvalid, rk, r.Name)
+		}
+		names[r.Name] = true
+		if err := checkOps(rk+".ops", r.Ops, true); err != nil {
+			return err
+		}
+		if r.refs, err = compilePatterns(rk+".refs", r.Refs); err != nil {
+			return err
+		}
+		r.maxRisk = proposal.RiskLow
+		if r.MaxRisk != "" {
+			risk, err := proposal.ParseRisk(r.MaxRisk)
+			if err != nil {
+				return fmt.Errorf("%w: %s.maxRisk: %q is not low, medium or high", ErrInvalid, rk, r.MaxRisk)
+			}
+			if risk == proposal.RiskDestructive {
+				return fmt.Errorf("%w: %s.maxRisk: destructive proposals are never auto-approved", ErrInvalid, rk)
+			}
+			r.maxRisk = risk
+		}
+	}
+	return nil
+}
+
+func checkOps(key string, ops []proposal.Op, required bool) error {
+	if required && len(ops) == 0 {
+		return fmt.Errorf("%w: %s: at least one op is required", ErrInvalid, key)
+	}
+	for _, op := range ops {
+		if !op.Valid() {
+			return fmt.Errorf("%w: %s: unknown op %q", ErrInvalid, key, op)
+		}
+	}
+	return nil
+}
+
+// compilePatterns turns ref globs into anchored regular expressions: "*"
+// matches within one path segment, "**" across segments.
+func compilePatterns(key string, pats []string) ([]*regexp.Regexp, error) {
+	var out []*regexp.Regexp
+	for i, p := range pats {
+		if p == "" || strings.ContainsAny(p, " \t\n?[\\") || strings.Contains(p, "***") {
+			return nil, fmt.Errorf("%w: %s[%d]: %q is not a ref pattern (use * and **)", ErrInvalid, key, i, p)
+		}
+		var b strings.Builder
+		b.WriteString("^")
+		for rest := p; rest != ""; {
+			switch {
+			case strings.HasPrefix(rest, "**"):
+				b.WriteString(".*")
+				rest = rest[2:]
+			case rest[0] == '*':
+				b.WriteString("[^/]*")
+				rest = rest[1:]
+			default:
+				n := strings.IndexByte(rest, '*')
+				if n < 0 {
+					n = len(rest)
+				}
+				b.WriteString(regexp.QuoteMeta(rest[:n]))
+				rest = rest[n:]
+			}
+		}
+		b.WriteString("$")
+		out = append(out, regexp.MustCompile(b.String()))
+	}
+	return out, nil
+}
+
+// For returns the rules that apply to agent: its own entry, else the "*"
+// entry, else none.
+func (p *Policy) For(agent string) (AgentPolicy, bool) {
+	if p == nil {
+		return AgentPolicy{}, false
+	}
+	if ap, ok := p.Agents[agent]; ok {
+		return ap, true
+	}
+	ap, ok := p.Agents[AnyAgent]
+	return ap, ok
+}
+
+// Evaluate decides whether pr may be proposed at all, and whether a rule
+// approves it without asking.
+func (p *Policy) Evaluate(pr proposal.Proposal) Verdict {
+	ap, ok := p.For(pr.Agent)
+	if !ok {
+		return Verdict{Allowed: true}
+	}
+	if reason := ap.deny(pr); reason != "" {
+		return Verdict{Denial: reason}
+	}
+	v := Verdict{Allowed: true}
+	if pr.Destructive() {
+		return v
+	}
+	for _, r := range ap.AutoApprove {
+		if r.matches(pr) {
+			v.AutoApprove = r.Name
+			break
+		}
+	}
+	return v
+}
+
+func (ap AgentPolicy) deny(pr proposal.Proposal) string {
+	if len(ap.Ops) > 0 {
+		for _, op := range opsOf(pr) {
+			if !slices.Contains(ap.Ops, op) {
+				return fmt.Sprintf("the policy does not allow this agent to propose %s", op)
+			}
+		}
+	}
+	if len(ap.refs) > 0 {
+		refs, known := writtenRefs(pr)
+		if !known {
+			return "the policy restricts which branches this agent may change; name the branch (branch argument) so it can be checked"
+		}
+		for _, ref := range refs {
+			if !matchAny(ap.refs, ref) {
+				return fmt.Sprintf("the policy does not allow this agent to change %s", shortRef(ref))
+			}
+		}
+	}
+	if len(ap.Paths) > 0 {
+		files, complete := pr.FilesTouched()
+		if !complete {
+			return "the policy restricts which paths this agent may change, and the files this proposal touches cannot be known in advance"
+		}
+		for _, f := range files {
+			if !underAny(ap.Paths, f) {
+				return fmt.Sprintf("the policy does not allow this agent to change %s", f)
+			}
+		}
+	}
+	return ""
+}
+
+func (r Rule) matches(pr proposal.Proposal) bool {
+	for _, op := range opsOf(pr) {
+		if !slices.Contains(r.Ops, op) {
+			return false
+		}
+	}
+	if pr.Risk() > r.maxRisk {
+		return false
+	}
+	if len(r.refs) > 0 {
+		refs, known := writtenRefs(pr)
+		if !known {
+			return false
+		}
+		for _, ref := range refs {
+			if !matchAny(r.refs, ref) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// opsOf is the op and, for a plan, every step's op.
+func opsOf(pr proposal.Proposal) []proposal.Op {
+	ops := []proposal.Op{pr.Op}
+	if plan, ok := pr.Args.(*proposal.PlanArgs); ok {
+		for _, s := range plan.Steps {
+			ops = append(ops, s.Op)
+		}
+	}
+	return ops
+}
+
+// writtenRefs lists the refs pr changes and whether that list is known:
+// a reset or commit that does not name its branch changes whatever is
+// checked out, which policy cannot check in advance.
+func writtenRefs(pr proposal.Proposal) ([]string, bool) {
+	if pr.Args == nil {
+		return nil, false
+	}
+	known := func(a proposal.Args) bool {
+		switch x := a.(type) {
+		case *proposal.ResetArgs:
+			return x.Branch != ""
+		case *proposal.CommitArgs:
+			return x.Branch != ""
+		}
+		return true
+	}
+	if plan, ok := pr.Args.(*proposal.PlanArgs); ok {
+		for _, s := range plan.Steps {
+			if !known(s.Args) {
+				return nil, false
+			}
+		}
+	} else if !known(pr.Args) {
+		return nil, false
+	}
+	return pr.Args.WrittenRefs(), true
+}
+
+func matchAny(res []*regexp.Regexp, ref string) bool {
+	short := shortRef(ref)
+	for _, re := range res {
+		if re.MatchString(short) || re.MatchString(ref) {
+			return true
+		}
+	}
+	return false
+}
+
+func shortRef(ref string) string { return strings.TrimPrefix(ref, "refs/heads/") }
+
+func underAny(prefixes []string, file string) bool {
+	for _, p := range prefixes {
+		if file == p || strings.HasPrefix(file, p+"/") {
+			return true
+		}
+	}
+	return false
+}

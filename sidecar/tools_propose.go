@@ -1,0 +1,1027 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sluicehq/sluice/core/gateway"
+	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+func init() {
+	registerToolset("propose", (*Sidecar).registerPropose)
+}
+
+// progressInterval is how often proposal_wait reports progress while it
+// waits; it also bounds each long-poll to the app, so that a cancelled
+// request is noticed within it.
+var progressInterval = 5 * time.Second
+
+// ProposeCommon are the fields every propose_* tool takes.
+type ProposeCommon struct {
+	RepoPath       string `json:"repoPath" jsonschema:"absolute path of the repository; it must be inside the allowed roots (see sluice_capabilities)"`
+	Reason         string `json:"reason" jsonschema:"why this change is wanted, in a sentence or two; the person deciding reads it on the approval card"`
+	IdempotencyKey string `json:"idempotencyKey,omitempty" jsonschema:"optional; retrying with the same key returns the proposal made the first time instead of a new one"`
+}
+
+// MergeStep merges one revision into a branch.
+type MergeStep struct {
+	Source   string `json:"source" jsonschema:"what to merge: a branch, tag or commit"`
+	Target   string `json:"target" jsonschema:"the branch to merge into (short name, e.g. main)"`
+	Strategy string `json:"strategy" jsonschema:"merge (a merge commit, or a fast-forward when possible) or squash (one new commit)"`
+	Message  string `json:"message,omitempty" jsonschema:"commit message for the merge or squash commit"`
+}
+
+// RebaseStep replays a branch onto another revision. It is never
+// interactive.
+type RebaseStep struct {
+	Branch string `json:"branch" jsonschema:"the branch to rebase (short name)"`
+	Onto   string `json:"onto" jsonschema:"the revision to replay it onto"`
+}
+
+// DiscardStep throws away uncommitted changes.
+type DiscardStep struct {
+	Paths     []string `json:"paths" jsonschema:"repository-relative paths whose uncommitted changes are discarded; \".\" for all"`
+	Untracked bool     `json:"untracked,omitempty" jsonschema:"also delete untracked files under these paths"`
+	Branch    string   `json:"branch,omitempty" jsonschema:"the branch the working tree is expected to be on"`
+}
+
+// ResetStep moves the checked-out branch.
+type ResetStep struct {
+	Mode   string `json:"mode" jsonschema:"soft (keep index and files), mixed (keep files) or hard (discard all uncommitted changes)"`
+	Target string `json:"target" jsonschema:"the revision to reset to, e.g. HEAD~1 or a commit SHA"`
+	Branch string `json:"branch,omitempty" jsonschema:"the branch the working tree is expected to be on"`
+}
+
+// PatchStep applies a unified diff.
+type PatchStep struct {
+	Patch   string `json:"patch" jsonschema:"a unified diff (git diff format, paths with a/ and b/ prefixes), at most 4 MiB"`
+	ApplyTo string `json:"applyTo" jsonschema:"worktree (change the files) or index (stage the change only)"`
+	Branch  string `json:"branch,omitempty" jsonschema:"the branch the working tree is expected to be on"`
+}
+
+// ProposeMergeIn is the input of propose_merge.
+type ProposeMergeIn struct {
+	ProposeCommon
+	MergeStep
+}
+
+// ProposeRebaseIn is the input of propose_rebase.
+type ProposeRebaseIn struct {
+	ProposeCommon
+	RebaseStep
+}
+
+// ProposeDiscardIn is the input of propose_discard.
+type ProposeDiscardIn struct {
+	ProposeCommon
+	DiscardStep
+}
+
+// ProposeResetIn is the input of propose_reset.
+type ProposeResetIn struct {
+	ProposeCommon
+	ResetStep
+}
+
+// ProposePatchIn is the input of propose_patch.
+type ProposePatchIn struct {
+	ProposeCommon
+	PatchStep
+}
+
+// PlanStepIn is one step of a plan: set op and the field of the same name.
+type PlanStepIn struct {
+	Op      string      `json:"op" jsonschema:"merge, rebase, discard, reset or patch"`
+	Merge   MergeStep   `json:"merge,omitzero" jsonschema:"arguments when op is merge"`
+	Rebase  RebaseStep  `json:"rebase,omitzero" jsonschema:"arguments when op is rebase"`
+	Discard DiscardStep `json:"discard,omitzero" jsonschema:"arguments when op is discard"`
+	Reset   ResetStep   `json:"reset,omitzero" jsonschema:"arguments when op is reset"`
+	Patch   PatchStep   `json:"patch,omitzero" jsonschema:"arguments when op is patch"`
+}
+
+// ProposePlanIn is the input of propose_plan.
+type ProposePlanIn struct {
+	ProposeCommon
+	Steps []PlanStepIn `json:"steps" jsonschema:"1 to 10 steps, run in order; execution stops at the first step that fails"`
+}
+
+// ProposeWorktreeIn is the input of propose_worktree.
+type ProposeWorktreeIn struct {
+	ProposeCommon
+	Path       string `json:"path" jsonschema:"absolute path for the new worktree; it must not exist and its parent must be inside the allowed roots"`
+	Branch     string `json:"branch" jsonschema:"the branch to check out there"`
+	NewBranch  bool   `json:"newBranch,omitempty" jsonschema:"create branch first (from startPoint)"`
+	StartPoint string `json:"startPoint,omitempty" jsonschema:"where a new branch starts (default HEAD); only with newBranch"`
+}
+
+// ProposeCommitIn is the input of propose_commit.
+type ProposeCommitIn struct {
+	ProposeCommon
+	Message  string   `json:"message" jsonschema:"the commit message"`
+	Paths    []string `json:"paths,omitempty" jsonschema:"repository-relative paths to commit; give these or stageAll"`
+	StageAll bool     `json:"stageAll,omitempty" jsonschema:"commit every change in the working tree, new files included"`
+	Branch   string   `json:"branch,omitempty" jsonschema:"the branch the commit lands on (must be checked out); needed when a policy restricts branches"`
+}
+
+// ProposePushIn is the input of propose_push.
+type ProposePushIn struct {
+	ProposeCommon
+	Remote         string `json:"remote,omitempty" jsonschema:"remote name (default origin)"`
+	Branch         string `json:"branch" jsonschema:"local branch to push"`
+	RemoteBranch   string `json:"remoteBranch,omitempty" jsonschema:"branch name on the remote (default: the same name)"`
+	SetUpstream    bool   `json:"setUpstream,omitempty" jsonschema:"make the remote branch the local branch's upstream"`
+	ForceWithLease bool   `json:"forceWithLease,omitempty" jsonschema:"overwrite the remote branch, but only if it is still where the local remote-tracking ref says (fetch first)"`
+}
+
+// ProposeBranchIn is the input of propose_branch.
+type ProposeBranchIn struct {
+	ProposeCommon
+	Name       string `json:"name" jsonschema:"the new branch's name"`
+	StartPoint string `json:"startPoint,omitempty" jsonschema:"where it starts (default HEAD)"`
+}
+
+// RepoBranchesIn names branches in another repository.
+type RepoBranchesIn struct {
+	RepoPath string   `json:"repoPath" jsonschema:"absolute path of the repository"`
+	Branches []string `json:"branches" jsonschema:"branches to delete there"`
+}
+
+// ProposeBranchDeleteIn is the input of propose_branch_delete.
+type ProposeBranchDeleteIn struct {
+	ProposeCommon
+	Branches   []string         `json:"branches" jsonschema:"branches to delete in repoPath"`
+	OtherRepos []RepoBranchesIn `json:"otherRepos,omitempty" jsonschema:"more repositories and their branches, for a cleanup across several repositories"`
+}
+
+// ProposeSubmodulePointerIn is the input of propose_submodule_pointer.
+type ProposeSubmodulePointerIn struct {
+	ProposeCommon
+	Path   string `json:"path" jsonschema:"the submodule's path in the repository"`
+	Action string `json:"action" jsonschema:"record (stage the submodule's current commit as the new pointer) or return (check the submodule out at the recorded pointer)"`
+}
+
+// ProposalIDIn names a proposal.
+type ProposalIDIn struct {
+	ProposalID string `json:"proposalId" jsonschema:"the proposalId a propose_* tool returned"`
+}
+
+// ProposalWaitIn is the input of proposal_wait.
+type ProposalWaitIn struct {
+	ProposalID     string `json:"proposalId" jsonschema:"the proposalId a propose_* tool returned"`
+	TimeoutSeconds int    `json:"timeoutSeconds,omitempty" jsonschema:"how long to wait, 1 to 50 seconds (default 50)"`
+}
+
+// DecisionOut is who decided a proposal.
+type DecisionOut struct {
+	Approved bool   `json:"approved"`
+	By       string `json:"by" jsonschema:"a person, or policy:<rule> for an automatic approval"`
+	Note     string `json:"note,omitempty"`
+	At       string `json:"at"`
+}
+
+// OutcomeOut is how a proposal ended.
+type OutcomeOut struct {
+	Code         string `json:"code,omitempty"`
+	Message      string `json:"message,omitempty"`
+	RestorePoint string `json:"restorePoint,omitempty"`
+	At           string `json:"at"`
+}
+
+// CollisionOut is another pending proposal that touches the same files.
+type CollisionOut struct {
+	ProposalID string   `json:"proposalId"`
+	Agent      string   `json:"agent"`
+	Files      []string `json:"files"`
+}
+
+// ProposalOut describes a proposal and where it is in its lifecycle. Its
+// schema is repeated in every propose tool, so only the fields a model
+// must not misread carry descriptions.
+type ProposalOut struct {
+	ProposalID   string            `json:"proposalId,omitempty"`
+	Status       string            `json:"status,omitempty" jsonschema:"pending, approved, executing, completed, failed, rejected, cancelled, expired or needs_reconciliation"`
+	Done         bool              `json:"done" jsonschema:"true only when the change was carried out (completed); approved or executing is not done"`
+	Terminal     bool              `json:"terminal"`
+	Op           string            `json:"op,omitempty"`
+	Digest       string            `json:"digest,omitempty"`
+	ShortDigest  string            `json:"shortDigest,omitempty"`
+	Risk         string            `json:"risk,omitempty"`
+	Destructive  bool              `json:"destructive,omitempty"`
+	ExpiresAt    string            `json:"expiresAt,omitempty"`
+	Pinned       map[string]string `json:"pinned,omitempty" jsonschema:"revision → commit SHA at submit; execution refuses to run if they moved"`
+	Replayed     bool              `json:"replayed,omitempty"`
+	AutoApproved bool              `json:"autoApproved,omitempty"`
+	Decision     *DecisionOut      `json:"decision,omitempty"`
+	Outcome      *OutcomeOut       `json:"outcome,omitempty"`
+	Collisions   []CollisionOut    `json:"collisions,omitempty" jsonschema:"other pending proposals touching some of the same files"`
+	NextAction   string            `json:"nextAction,omitempty" jsonschema:"the tool to call next"`
+	Message      string            `json:"message,omitempty"`
+	ErrorField
+}
+
+// proposeTool describes one propose_* tool.
+type proposeTool struct {
+	name, title, description string
+	destructive              bool
+}
+
+func (s *Sidecar) registerPropose() {
+	addProposeTool(s, proposeTool{"propose_merge", "Propose a merge",
+		"Propose merging source into the branch target, as a merge commit (strategy merge) or one squashed commit " +
+			"(strategy squash). Nothing changes until the person approves it in the Sluice app. The merge is computed " +
+			"outside their checkout. Returns a proposalId at once; then call proposal_wait.", false},
+		func(in ProposeMergeIn) (ProposeCommon, proposal.Args) {
+			return in.ProposeCommon, mergeArgs(in.MergeStep)
+		})
+	addProposeTool(s, proposeTool{"propose_rebase", "Propose a rebase",
+		"Propose replaying branch onto another revision (never interactive). Rebasing a branch that has been pushed " +
+			"rewrites shared history and is marked destructive. Returns a proposalId at once; then call proposal_wait.", false},
+		func(in ProposeRebaseIn) (ProposeCommon, proposal.Args) {
+			return in.ProposeCommon, &proposal.RebaseArgs{Branch: in.Branch, Onto: in.Onto}
+		})
+	addProposeTool(s, proposeTool{"propose_discard", "Propose discarding changes",
+		"Propose throwing away uncommitted changes to paths (\".\" for everything), optionally deleting untracked " +
+			"files there too. Destructive: the person is asked to confirm. Returns a proposalId; then call proposal_wait.", true},
+		func(in ProposeDiscardIn) (ProposeCommon, proposal.Args) {
+			return in.ProposeCommon, discardArgs(in.DiscardStep)
+		})
+	addProposeTool(s, proposeTool{"propose_reset", "Propose a reset",
+		"Propose moving the checked-out branch to target: soft keeps index and files, mixed keeps files, hard discards " +
+			"every uncommitted change (destructive). Returns a proposalId; then call proposal_wait.", true},
+		func(in ProposeResetIn) (ProposeCommon, proposal.Args) {
+			return in.ProposeCommon, resetArgs(in.ResetStep)
+		})
+	addProposeTool(s, proposeTool{"propose_patch", "Propose a patch",
+		"Propose applying a unified diff (at most 4 MiB) to the working tree or to the index only. Paths must stay " +
+			"inside the working tree and out of .git. The result lists other pending proposals touching the same files. " +
+			"Returns a proposalId; then call proposal_wait.", false},
+		func(in ProposePatchIn) (ProposeCommon, proposal.Args) {
+			return in.ProposeCommon, patchArgs(in.PatchStep)
+		})
+	addProposeTool(s, proposeTool{"propose_plan", "Propose a plan",
+		"Propose 1 to 10 steps (merge, rebase, discard, reset, patch) that the person approves as one unit; they run " +
+			"in order and execution stops at the first failure. Each step sets op and the object of the same name. " +
+			"Returns a proposalId; then call proposal_wait.", false},
+		func(in ProposePlanIn) (ProposeCommon, proposal.Args) { return in.ProposeCommon, planArgs(in.Steps) })
+	addProposeTool(s, proposeTool{"propose_worktree", "Propose a worktree",
+		"Propose adding a linked worktree at path with branch checked out (created from startPoint with newBranch). " +
+			"Returns a proposalId; then call proposal_wait.", false},
+		func(in ProposeWorktreeIn) (ProposeCommon, proposal.Args) {
+			a := &proposal.WorktreeArgs{Path: in.Path, Branch: in.Branch, NewBranch: in.NewBranch, StartPoint: in.StartPoint}
+			if a.NewBranch && a.StartPoint == "" {
+				a.StartPoint = "HEAD"
+			}
+			return in.ProposeCommon, a
+		})
+	addProposeTool(s, proposeTool{"propose_commit", "Propose a commit",
+		"Propose committing paths (or every change, with stageAll) on the checked-out branch. It never amends. The " +
+			"commit is made with the person's own identity, hooks and signing. Returns a proposalId; then call proposal_wait.", false},
+		func(in ProposeCommitIn) (ProposeCommon, proposal.Args) {
+			return in.ProposeCommon, &proposal.CommitArgs{Message: in.Message, Paths: in.Paths, StageAll: in.StageAll, Branch: in.Branch}
+		})
+	addProposeTool(s, proposeTool{"propose_push", "Propose a push",
+		"Propose pushing a local branch to a remote, optionally setting its upstream. A forced push is only ever " +
+			"--force-with-lease against the remote-tracking ref as it is now (destructive). Returns a proposalId; " +
+			"then call proposal_wait.", false},
+		func(in ProposePushIn) (ProposeCommon, proposal.Args) {
+			remote := in.Remote
+			if remote == "" {
+				remote = "origin"
+			}
+			return in.ProposeCommon, &proposal.PushArgs{Remote: remote, Branch: in.Branch, RemoteBranch: in.RemoteBranch,
+				SetUpstream: in.SetUpstream, ForceWithLease: in.ForceWithLease}
+		})
+	addProposeTool(s, proposeTool{"propose_branch", "Propose a branch",
+		"Propose creating branch name at startPoint (default HEAD). Returns a proposalId; then call proposal_wait.", false},
+		func(in ProposeBranchIn) (ProposeCommon, proposal.Args) {
+			start := in.StartPoint
+			if start == "" {
+				start = "HEAD"
+			}
+			return in.ProposeCommon, &proposal.BranchArgs{Name: in.Name, StartPoint: start}
+		})
+	addProposeTool(s, proposeTool{"propose_branch_delete", "Propose deleting branches",
+		"Propose deleting branches in repoPath and, optionally, in other repositories. The app decides at execution " +
+			"which are safely deletable (merged, not checked out) and reports the rest. Returns a proposalId; then call proposal_wait.", false},
+		func(in ProposeBranchDeleteIn) (ProposeCommon, proposal.Args) {
+			a := &proposal.BranchDeleteArgs{Branches: in.Branches}
+			for _, r := range in.OtherRepos {
+				// Canonicalised (and confined) before pinning.
+				a.OtherRepos = append(a.OtherRepos, proposal.RepoBranches{Repo: r.RepoPath, Branches: r.Branches})
+			}
+			return in.ProposeCommon, a
+		})
+	addProposeTool(s, proposeTool{"propose_submodule_pointer", "Propose a submodule pointer change",
+		"Propose recording the submodule's current commit as the superproject's pointer (record), or checking the " +
+			"submodule out at the commit the superproject records (return). Returns a proposalId; then call proposal_wait.", false},
+		func(in ProposeSubmodulePointerIn) (ProposeCommon, proposal.Args) {
+			return in.ProposeCommon, &proposal.SubmodulePointerArgs{Path: in.Path, Action: proposal.SubmoduleAction(in.Action)}
+		})
+
+	addStatusTool(s, &mcp.Tool{
+		Name:  "proposal_status",
+		Title: "Proposal status",
+		Description: "Return a proposal's current status without waiting. A proposal that ended without completing " +
+			"(rejected, cancelled, expired, failed, needs_reconciliation) comes back with isError and the outcome.",
+		Annotations: readOnly("Proposal status"),
+	}, true, func(ctx context.Context, req *mcp.CallToolRequest, in ProposalIDIn) (ProposalOut, error) {
+		c, err := s.gateway()
+		if err != nil {
+			return ProposalOut{}, err
+		}
+		st, err := c.GetProposal(ctx, s.agentName(req), in.ProposalID)
+		if err != nil {
+			return ProposalOut{}, gatewayToolError(err)
+		}
+		return statusOut(st), nil
+	})
+	addStatusTool(s, &mcp.Tool{
+		Name:  "proposal_wait",
+		Title: "Wait for a decision",
+		Description: "Wait up to timeoutSeconds (at most 50) for a proposal to be decided and carried out, with " +
+			"progress notifications while waiting. Returns the final result, or the current status when time runs " +
+			"out (then call proposal_wait again). done is true only when the change was carried out; a proposal that " +
+			"ended otherwise comes back with isError and the outcome.",
+		Annotations: readOnly("Wait for a decision"),
+	}, true, s.proposalWait)
+	addStatusTool(s, &mcp.Tool{
+		Name:        "proposal_cancel",
+		Title:       "Cancel a proposal",
+		Description: "Withdraw one of your own proposals while it is still pending. Decided proposals cannot be cancelled.",
+		Annotations: &mcp.ToolAnnotations{Title: "Cancel a proposal", DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
+	}, false, func(ctx context.Context, req *mcp.CallToolRequest, in ProposalIDIn) (ProposalOut, error) {
+		c, err := s.gateway()
+		if err != nil {
+			return ProposalOut{}, err
+		}
+		st, err := c.CancelProposal(ctx, s.agentName(req), in.ProposalID)
+		if err != nil {
+			return ProposalOut{}, gatewayToolError(err)
+		}
+		out := statusOut(st)
+		out.Message = "the proposal was cancelled"
+		return out, nil
+	})
+}
+
+func mergeArgs(m MergeStep) proposal.Args {
+	return &proposal.MergeArgs{Source: m.Source, Target: m.Target, Strategy: proposal.MergeStrategy(m.Strategy), Message: m.Message}
+}
+
+func discardArgs(d DiscardStep) proposal.Args {
+	return &proposal.DiscardArgs{Paths: d.Paths, Untracked: d.Untracked, Branch: d.Branch}
+}
+
+func resetArgs(r ResetStep) proposal.Args {
+	return &proposal.ResetArgs{Mode: proposal.ResetMode(r.Mode), Target: r.Target, Branch: r.Branch}
+}
+
+func patchArgs(p PatchStep) proposal.Args {
+	return &proposal.PatchArgs{Patch: p.Patch, Target: proposal.PatchTarget(p.ApplyTo), Branch: p.Branch}
+}
+
+// planArgs converts the steps; a step whose op does not match the one
+// object it fills becomes an invalid step that Validate reports.
+func planArgs(steps []PlanStepIn) proposal.Args {
+	a := &proposal.PlanArgs{}
+	for _, st := range steps {
+		filled := map[string]bool{
+			"merge": !reflect.ValueOf(st.Merge).IsZero(), "rebase": !reflect.ValueOf(st.Rebase).IsZero(),
+			"discard": !reflect.ValueOf(st.Discard).IsZero(), "reset": !reflect.ValueOf(st.Reset).IsZero(),
+			"patch": !reflect.ValueOf(st.Patch).IsZero(),
+		}
+		n := 0
+		for _, f := range filled {
+			if f {
+				n++
+			}
+		}
+		var args proposal.Args
+		if n == 1 && filled[st.Op] {
+			switch st.Op {
+			case "merge":
+				args = mergeArgs(st.Merge)
+			case "rebase":
+				args = &proposal.RebaseArgs{Branch: st.Rebase.Branch, Onto: st.Rebase.Onto}
+			case "discard":
+				args = discardArgs(st.Discard)
+			case "reset":
+				args = resetArgs(st.Reset)
+			case "patch":
+				args = patchArgs(st.Patch)
+			}
+		}
+		a.Steps = append(a.Steps, proposal.PlanStep{Op: proposal.Op(st.Op), Args: args})
+	}
+	return a
+}
+
+// addProposeTool registers a propose_* tool: convert the input to args,
+// then submit.
+func addProposeTool[In any](s *Sidecar, t proposeTool, convert func(In) (ProposeCommon, proposal.Args)) {
+	tool := &mcp.Tool{
+		Name:        t.name,
+		Title:       t.title,
+		Description: t.description + " Every proposal needs a reason.",
+		InputSchema: boundedSchema[In](),
+		Annotations: &mcp.ToolAnnotations{
+			Title:           t.title,
+			ReadOnlyHint:    false,
+			DestructiveHint: boolPtr(t.destructive),
+			IdempotentHint:  false,
+			OpenWorldHint:   boolPtr(false),
+		},
+	}
+	addStatusTool(s, tool, true, func(ctx context.Context, req *mcp.CallToolRequest, in In) (ProposalOut, error) {
+		common, args := convert(in)
+		return s.submitProposal(ctx, req, common, args)
+	})
+}
+
+// addStatusTool registers a tool whose result describes a proposal. With
+// outcomeIsError, a proposal that ended without completing is reported
+// with isError and the structured outcome, so that no client mistakes it
+// for success; failures of the call itself become structured tool errors
+// as in addTool.
+func addStatusTool[In any](s *Sidecar, t *mcp.Tool, outcomeIsError bool, h handlerFunc[In, ProposalOut]) {
+	if t.InputSchema == nil {
+		t.InputSchema = boundedSchema[In]()
+	}
+	mcp.AddTool(s.server, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, ProposalOut, error) {
+		out, err := h(ctx, req, in)
+		if err != nil {
+			if isProtocolError(err) {
+				return nil, ProposalOut{}, err
+			}
+			out = ProposalOut{}
+			out.setError(asToolError(err))
+		} else if te := outcomeError(out); outcomeIsError && te != nil {
+			out.setError(te)
+		}
+		if out.Error == nil {
+			return nil, out, nil
+		}
+		text, _ := json.Marshal(out)
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}}, out, nil
+	})
+}
+
+// outcomeError is the error for a proposal that ended without being
+// carried out, or nil.
+func outcomeError(out ProposalOut) *ToolError {
+	code, msg := "", ""
+	switch proposal.State(out.Status) {
+	case proposal.Rejected:
+		code, msg = CodeProposalRefused, "the person rejected the proposal"
+		if out.Decision != nil && out.Decision.Note != "" {
+			msg += ": " + out.Decision.Note
+		}
+	case proposal.Cancelled:
+		code, msg = CodeProposalTerminal, "the proposal was cancelled"
+	case proposal.Expired:
+		code, msg = CodeProposalTerminal, "no decision was made before the proposal expired; propose again if it is still needed"
+	case proposal.NeedsReconciliation:
+		code, msg = CodeProposalTerminal, "execution was interrupted; the person has to check the repository and settle it"
+	case proposal.Failed:
+		code, msg = CodeProposalTerminal, "the proposal failed"
+		if o := out.Outcome; o != nil {
+			if slices.Contains(modelCodes, o.Code) {
+				code = o.Code
+			}
+			if o.Message != "" {
+				msg += ": " + o.Message
+			}
+		}
+	default:
+		return nil
+	}
+	return &ToolError{Code: code, Message: msg}
+}
+
+// modelCodes are the stable codes a failed outcome may pass through.
+var modelCodes = []string{CodeStaleBase, CodeGitFailed, CodePolicyDenied, CodeTimeout, CodeUnsupported}
+
+// gatewayToolError maps a gateway answer to the model-facing error codes.
+func gatewayToolError(err error) error {
+	var api *gateway.APIError
+	if !errors.As(err, &api) {
+		return err
+	}
+	d := api.Detail
+	te := &ToolError{Code: d.Code, Message: d.Message, Data: d.Data}
+	switch d.Code {
+	case CodeInvalidArgument, CodePathOutsideRoots, CodePolicyDenied, CodeProposalNotFound, CodeProposalTerminal:
+	case gateway.CodeTooManyPending:
+		te.Code, te.Data = CodeProposalRefused, map[string]string{"reason": d.Code}
+	case gateway.CodeForbidden, gateway.CodeConflict:
+		te.Code = CodeProposalRefused
+	case gateway.CodeTooLarge:
+		te.Code = CodeInvalidArgument
+	case gateway.CodeUnauthorized:
+		te.Code, te.Message = CodeGatewayUnavailable, "the Sluice app refused this sidecar's token (it may have restarted); restart the MCP server, then retry"
+	case gateway.CodeUnavailable:
+		te.Code = CodeGatewayUnavailable
+	case gateway.CodeNotFound:
+		te.Code, te.Message = CodeGatewayUnavailable, "the Sluice app does not know this request; it may be a different version than this sidecar"
+	default:
+		te.Code, te.Message = CodeInternal, "the Sluice app failed: "+d.Message
+	}
+	return te
+}
+
+func statusOut(st gateway.ProposalStatus) ProposalOut {
+	out := ProposalOut{
+		ProposalID: st.ProposalID, Status: string(st.Status), Done: st.Done, Terminal: st.Terminal, Op: string(st.Op),
+		Digest: st.Digest, ShortDigest: st.ShortDigest, Risk: st.Risk, Destructive: st.Destructive,
+		ExpiresAt: st.ExpiresAt, Pinned: st.Pinned.Refs, Replayed: st.Replayed, AutoApproved: st.AutoApproved,
+	}
+	if d := st.Decision; d != nil {
+		out.Decision = &DecisionOut{Approved: d.Approved, By: d.By, Note: d.Note, At: d.At}
+	}
+	if o := st.Outcome; o != nil {
+		out.Outcome = &OutcomeOut{Code: o.Code, Message: o.Message, RestorePoint: o.RestorePoint, At: o.At}
+	}
+	for _, c := range st.Collisions {
+		out.Collisions = append(out.Collisions, CollisionOut{ProposalID: c.ProposalID, Agent: c.Agent, Files: c.Files})
+	}
+	switch st.Status {
+	case proposal.Pending:
+		out.NextAction = "proposal_wait"
+		out.Message = "waiting for the person to decide in the Sluice app"
+	case proposal.Approved, proposal.Executing:
+		out.NextAction = "proposal_wait"
+		out.Message = "approved; not carried out yet"
+	case proposal.Completed:
+		out.Message = "the change was carried out"
+	}
+	if n := len(out.Collisions); n > 0 {
+		out.Message += fmt.Sprintf("; %d other pending proposal(s) touch some of the same files", n)
+	}
+	return out
+}
+
+// submitProposal confines the repository, validates the arguments, pins
+// every revision to a SHA, seals the proposal and sends it to the app,
+// which checks all of it again.
+func (s *Sidecar) submitProposal(ctx context.Context, req *mcp.CallToolRequest, common ProposeCommon, args proposal.Args) (ProposalOut, error) {
+	roots := gitx.Roots(s.cfg.AllowedRoots)
+	dir, err := roots.Confine(common.RepoPath)
+	if err != nil {
+		return ProposalOut{}, err
+	}
+	g, err := newGitResolver()
+	if err != nil {
+		return ProposalOut{}, err
+	}
+	repo, err := g.toplevel(ctx, dir)
+	if err != nil {
+		return ProposalOut{}, err
+	}
+	// The repository's top level must be inside the roots too.
+	if repo, err = roots.Confine(repo); err != nil {
+		return ProposalOut{}, err
+	}
+	if err := canonicalizeArgs(roots, args); err != nil {
+		return ProposalOut{}, err
+	}
+	if err := args.Validate(); err != nil {
+		return ProposalOut{}, invalidArgument(err)
+	}
+	pinned, err := pin(ctx, g, roots, repo, args)
+	if err != nil {
+		return ProposalOut{}, err
+	}
+	now := time.Now()
+	p := proposal.Proposal{
+		ID: uuid.NewString(), Op: args.Op(), Repo: repo, Pinned: pinned, Args: args,
+		Reason: common.Reason, Agent: s.agentName(req), IdempotencyKey: common.IdempotencyKey,
+		CreatedAt: proposal.At(now), ExpiresAt: proposal.At(now.Add(s.cfg.PendingExpiry)),
+	}
+	if err := p.Seal(); err != nil {
+		return ProposalOut{}, invalidArgument(err)
+	}
+	if err := p.Validate(); err != nil {
+		return ProposalOut{}, invalidArgument(err)
+	}
+	c, err := s.gateway()
+	if err != nil {
+		return ProposalOut{}, err
+	}
+	st, err := c.SubmitProposal(ctx, p.Agent, p)
+	if err != nil {
+		return ProposalOut{}, gatewayToolError(err)
+	}
+	return statusOut(st), nil
+}
+
+func invalidArgument(err error) *ToolError {
+	return &ToolError{Code: CodeInvalidArgument, Message: strings.TrimPrefix(err.Error(), proposal.ErrInvalid.Error()+": ")}
+}
+
+// canonicalizeArgs replaces paths that name other places on disk (other
+// repositories, a new worktree) by their canonical, confined form.
+func canonicalizeArgs(roots gitx.Roots, args proposal.Args) error {
+	switch a := args.(type) {
+	case *proposal.BranchDeleteArgs:
+		for i := range a.OtherRepos {
+			canon, err := roots.Confine(a.OtherRepos[i].Repo)
+			if err != nil {
+				return err
+			}
+			a.OtherRepos[i].Repo = canon
+		}
+	case *proposal.WorktreeArgs:
+		if !filepath.IsAbs(a.Path) {
+			return &ToolError{Code: CodeInvalidArgument, Message: "path must be an absolute path"}
+		}
+		clean := filepath.Clean(a.Path)
+		parent, err := roots.Confine(filepath.Dir(clean))
+		if err != nil {
+			return err
+		}
+		a.Path = filepath.Join(parent, filepath.Base(clean))
+		if _, err := os.Lstat(a.Path); err == nil {
+			return &ToolError{Code: CodeInvalidArgument, Message: "path already exists; a worktree needs a new directory"}
+		}
+	}
+	return nil
+}
+
+// pin resolves every revision the args name to a commit SHA, and checks
+// what the args claim about the checkout (which branch HEAD is on).
+func pin(ctx context.Context, g *gitResolver, roots gitx.Roots, repo string, args proposal.Args) (proposal.Pinned, error) {
+	pinned := proposal.Pinned{Refs: map[string]string{}}
+	for _, ref := range args.Pins() {
+		sha, err := g.resolve(ctx, repo, ref)
+		if err != nil {
+			if pa, ok := args.(*proposal.PushArgs); ok && ref == pa.LeaseRef() {
+				return pinned, &ToolError{Code: CodeInvalidArgument,
+					Message: "forceWithLease needs the remote-tracking ref " + strings.TrimPrefix(ref, "refs/remotes/") + " to lease against; fetch first"}
+			}
+			return pinned, err
+		}
+		pinned.Refs[ref] = sha
+	}
+	for _, b := range checkedOutBranches(args) {
+		head, err := g.symbolicHead(ctx, repo)
+		if err != nil {
+			return pinned, err
+		}
+		if head != proposal.BranchRef(b) {
+			return pinned, &ToolError{Code: CodeStaleBase,
+				Message: fmt.Sprintf("the working tree is not on branch %s (HEAD is %s)", b, strings.TrimPrefix(orDefault(head, "detached"), "refs/heads/"))}
+		}
+	}
+	forEachArgs(args, func(a proposal.Args) {
+		if r, ok := a.(*proposal.RebaseArgs); ok {
+			// A branch with an upstream has been pushed: pinning the
+			// upstream marks its rebase as a history rewrite.
+			if up, _ := g.upstream(ctx, repo, r.Branch); up != "" {
+				if sha, err := g.resolve(ctx, repo, up); err == nil {
+					pinned.Refs[up] = sha
+				}
+			}
+		}
+	})
+	switch a := args.(type) {
+	case *proposal.BranchDeleteArgs:
+		pinned.Repos = map[string]map[string]string{}
+		for _, r := range a.OtherRepos {
+			if r.Repo == repo {
+				return pinned, &ToolError{Code: CodeInvalidArgument, Message: "otherRepos repeats repoPath; list its branches under branches"}
+			}
+			top, err := g.toplevel(ctx, r.Repo)
+			if err != nil {
+				return pinned, err
+			}
+			if top != r.Repo {
+				return pinned, &ToolError{Code: CodeInvalidArgument, Message: "each otherRepos entry must be the top level of a repository"}
+			}
+			refs := map[string]string{}
+			for _, b := range r.Branches {
+				sha, err := g.resolve(ctx, r.Repo, proposal.BranchRef(b))
+				if err != nil {
+					return pinned, err
+				}
+				refs[proposal.BranchRef(b)] = sha
+			}
+			pinned.Repos[r.Repo] = refs
+		}
+	case *proposal.SubmodulePointerArgs:
+		sub, err := roots.Confine(filepath.Join(repo, a.Path))
+		if err != nil {
+			return pinned, err
+		}
+		top, err := g.toplevel(ctx, sub)
+		if err != nil || top != sub || sub == repo {
+			return pinned, &ToolError{Code: CodeInvalidArgument, Message: "path is not a checked-out submodule"}
+		}
+		sha, err := g.resolve(ctx, sub, "HEAD")
+		if err != nil {
+			return pinned, err
+		}
+		pinned.Repos = map[string]map[string]string{sub: {"HEAD": sha}}
+	}
+	return pinned, nil
+}
+
+func orDefault(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
+}
+
+// forEachArgs calls fn for args and, for a plan, for each step.
+func forEachArgs(args proposal.Args, fn func(proposal.Args)) {
+	if plan, ok := args.(*proposal.PlanArgs); ok {
+		for _, s := range plan.Steps {
+			fn(s.Args)
+		}
+		return
+	}
+	fn(args)
+}
+
+// checkedOutBranches lists the branches the args say the working tree is
+// on.
+func checkedOutBranches(args proposal.Args) []string {
+	var out []string
+	forEachArgs(args, func(a proposal.Args) {
+		var b string
+		switch x := a.(type) {
+		case *proposal.DiscardArgs:
+			b = x.Branch
+		case *proposal.ResetArgs:
+			b = x.Branch
+		case *proposal.PatchArgs:
+			b = x.Branch
+		case *proposal.CommitArgs:
+			b = x.Branch
+		}
+		if b != "" && !slices.Contains(out, b) {
+			out = append(out, b)
+		}
+	})
+	return out
+}
+
+func (s *Sidecar) proposalWait(ctx context.Context, req *mcp.CallToolRequest, in ProposalWaitIn) (ProposalOut, error) {
+	timeout := gateway.MaxWait
+	if in.TimeoutSeconds > 0 {
+		timeout = min(time.Duration(in.TimeoutSeconds)*time.Second, gateway.MaxWait)
+	}
+	c, err := s.gateway()
+	if err != nil {
+		return ProposalOut{}, err
+	}
+	agent := s.agentName(req)
+	var token any
+	if req != nil && req.Params != nil {
+		token = req.Params.GetProgressToken()
+	}
+	start := time.Now()
+	deadline := start.Add(timeout)
+	for {
+		slice := min(time.Until(deadline), progressInterval)
+		st, err := c.WaitProposal(ctx, agent, in.ProposalID, max(slice, 0))
+		if err != nil {
+			return ProposalOut{}, gatewayToolError(err)
+		}
+		if st.Status.Settled() || !time.Now().Before(deadline) || ctx.Err() != nil {
+			return statusOut(st), nil
+		}
+		if token != nil && req.Session != nil {
+			elapsed := time.Since(start)
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+				ProgressToken: token,
+				Progress:      float64(elapsed.Milliseconds()) / 1000,
+				Total:         timeout.Seconds(),
+				Message:       fmt.Sprintf("proposal %s is %s; still waiting", st.ProposalID, st.Status),
+			})
+		}
+	}
+}
+
+// boundedSchema is the inferred input schema of In with the bounds that
+// struct tags cannot express: string lengths, list sizes, enums and id
+// patterns. The app enforces the same bounds again.
+func boundedSchema[In any]() *jsonschema.Schema {
+	s, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(err)
+	}
+	boundSchema(s, "")
+	return s
+}
+
+var (
+	enums = map[string][]any{
+		"strategy": {"merge", "squash"},
+		"mode":     {"soft", "mixed", "hard"},
+		"applyTo":  {"worktree", "index"},
+		"action":   {"record", "return"},
+		"op":       {"merge", "rebase", "discard", "reset", "patch"},
+	}
+	maxLengths = map[string]int{
+		"reason": proposal.MaxReasonBytes, "patch": proposal.MaxPatchBytes, "message": proposal.MaxMessageBytes,
+		"idempotencyKey": proposal.MaxIdempotencyKey, "proposalId": proposal.MaxIDBytes,
+		"repoPath": proposal.MaxPathBytes, "path": proposal.MaxPathBytes, "paths": proposal.MaxPathBytes,
+	}
+	maxItems = map[string]int{
+		"paths": proposal.MaxPaths, "branches": proposal.MaxBranchesPerOp, "steps": proposal.MaxPlanSteps,
+		"otherRepos": proposal.MaxRepos - 1,
+	}
+	patterns = map[string]string{
+		"idempotencyKey": `^[A-Za-z0-9._:-]{1,128}$`,
+		"proposalId":     `^[A-Za-z0-9_-]{1,128}$`,
+	}
+)
+
+// defaultMaxLength bounds every other string: refs, names, paths.
+const defaultMaxLength = proposal.MaxRefBytes
+
+func boundSchema(s *jsonschema.Schema, name string) {
+	if s == nil {
+		return
+	}
+	switch {
+	case s.Type == "string":
+		n := defaultMaxLength
+		if v, ok := maxLengths[name]; ok {
+			n = v
+		}
+		s.MaxLength = jsonschema.Ptr(n)
+		if e, ok := enums[name]; ok {
+			s.Enum = e
+		}
+		if p, ok := patterns[name]; ok {
+			s.Pattern = p
+		}
+	case s.Type == "array":
+		n := proposal.MaxPaths
+		if v, ok := maxItems[name]; ok {
+			n = v
+		}
+		s.MaxItems = jsonschema.Ptr(n)
+		if name == "steps" || name == "branches" {
+			s.MinItems = jsonschema.Ptr(1)
+		}
+		boundSchema(s.Items, name)
+	case s.Type == "integer" && name == "timeoutSeconds":
+		s.Minimum, s.Maximum = jsonschema.Ptr(0.0), jsonschema.Ptr(50.0)
+	}
+	for prop, ps := range s.Properties {
+		boundSchema(ps, prop)
+	}
+}
+
+// gitResolver runs the few read-only git commands a submit needs, hardened
+// the way every read in Sluice is: an absolute git binary, a scrubbed
+// environment, no pager, no fsmonitor, no optional locks, no prompts, no
+// system config, and revisions passed after --end-of-options so that none
+// can be read as an option.
+type gitResolver struct{ bin string }
+
+var gitBinary = sync.OnceValues(func() (string, error) {
+	p, err := exec.LookPath("git")
+	if err != nil || !filepath.IsAbs(p) {
+		return "", &ToolError{Code: CodeUnsupported, Message: "git was not found on PATH"}
+	}
+	return p, nil
+})
+
+func newGitResolver() (*gitResolver, error) {
+	bin, err := gitBinary()
+	if err != nil {
+		return nil, err
+	}
+	return &gitResolver{bin: bin}, nil
+}
+
+// gitTimeout bounds each git command of a submit.
+const gitTimeout = 10 * time.Second
+
+// gitError is a failed git command: its exit code and a bounded stderr.
+type gitError struct {
+	exit   int
+	stderr string
+}
+
+func (e *gitError) Error() string { return fmt.Sprintf("git exited %d: %s", e.exit, e.stderr) }
+
+func (g *gitResolver) run(ctx context.Context, dir string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, g.bin, append([]string{"--no-pager", "-c", "core.fsmonitor=false"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=" + orDefault(os.Getenv("LANG"), "C"),
+		"GIT_OPTIONAL_LOCKS=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
+	}
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &limitedWriter{w: &stdout, n: 64 << 10}, &limitedWriter{w: &stderr, n: 4 << 10}
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return "", &ToolError{Code: CodeTimeout, Message: "git did not answer in time"}
+	}
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			ge := &gitError{exit: ee.ExitCode(), stderr: strings.TrimSpace(stderr.String())}
+			if strings.Contains(ge.stderr, "not a git repository") {
+				return "", &ToolError{Code: CodeNotARepository, Message: "repoPath is not inside a git repository"}
+			}
+			return "", ge
+		}
+		return "", &ToolError{Code: CodeGitFailed, Message: "git could not be run"}
+	}
+	return strings.TrimRight(stdout.String(), "\n"), nil
+}
+
+// resolve returns the commit SHA rev names in the repository at dir.
+func (g *gitResolver) resolve(ctx context.Context, dir, rev string) (string, error) {
+	if rev == "" || strings.HasPrefix(rev, "-") {
+		return "", &ToolError{Code: CodeInvalidArgument, Message: "a revision may not be empty or start with '-'"}
+	}
+	out, err := g.run(ctx, dir, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
+	var ge *gitError
+	if errors.As(err, &ge) {
+		return "", &ToolError{Code: CodeInvalidArgument, Message: fmt.Sprintf("%q does not name a commit in this repository", rev)}
+	}
+	if err != nil {
+		return "", err
+	}
+	if len(out) != 40 && len(out) != 64 {
+		return "", &ToolError{Code: CodeGitFailed, Message: "git rev-parse gave an unexpected answer"}
+	}
+	return out, nil
+}
+
+// toplevel is the canonical top-level directory of the working tree that
+// contains dir.
+func (g *gitResolver) toplevel(ctx context.Context, dir string) (string, error) {
+	out, err := g.run(ctx, dir, "rev-parse", "--show-toplevel")
+	var ge *gitError
+	if errors.As(err, &ge) || (err == nil && out == "") {
+		return "", &ToolError{Code: CodeNotARepository, Message: "repoPath is not inside a git working tree"}
+	}
+	if err != nil {
+		return "", err
+	}
+	canon, err := filepath.EvalSymlinks(out)
+	if err != nil {
+		return "", &ToolError{Code: CodeNotARepository, Message: "the repository's top level cannot be resolved"}
+	}
+	return canon, nil
+}
+
+// symbolicHead is the full ref HEAD points to, or "" when detached.
+func (g *gitResolver) symbolicHead(ctx context.Context, dir string) (string, error) {
+	out, err := g.run(ctx, dir, "symbolic-ref", "-q", "HEAD")
+	var ge *gitError
+	if errors.As(err, &ge) && ge.exit == 1 {
+		return "", nil
+	}
+	return out, err
+}
+
+// upstream is the full name of branch's upstream ref, or "".
+func (g *gitResolver) upstream(ctx context.Context, dir, branch string) (string, error) {
+	out, err := g.run(ctx, dir, "for-each-ref", "--format=%(upstream)", "--end-of-options", proposal.BranchRef(branch))
+	if err != nil || !strings.HasPrefix(out, "refs/") || strings.ContainsAny(out, "\n ") {
+		return "", err
+	}
+	return out, nil
+}
+
+// limitedWriter keeps the first n bytes and discards the rest.
+type limitedWriter struct {
+	w interface{ WriteString(string) (int, error) }
+	n int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.n > 0 {
+		k := min(len(p), l.n)
+		l.w.WriteString(string(p[:k]))
+		l.n -= k
+	}
+	return len(p), nil
+}
