@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/journal"
+	"github.com/sluicehq/sluice/core/proposal"
 )
 
 // API is what the UI can call. Its exported methods are bound into the
@@ -32,11 +34,15 @@ type Status struct {
 func (api *API) Status() (Status, error) {
 	a := api.app
 	roots := append([]string{}, a.cfg.AllowedRoots...)
+	pending, err := a.journal.List(journal.Filter{States: []proposal.State{proposal.Pending}})
+	if err != nil {
+		return Status{}, err
+	}
 	return Status{
 		Version:      config.Version,
 		UI:           api.kind,
 		GatewayAddr:  a.GatewayAddr(),
-		Pending:      0,
+		Pending:      len(pending),
 		AllowedRoots: roots,
 		SidecarPath:  sidecarPath(),
 		StartedAt:    a.started.UTC().Format(time.RFC3339),

@@ -14,6 +14,9 @@ import (
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/gateway"
+	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/journal"
+	"github.com/sluicehq/sluice/core/policy"
 )
 
 // App is one running instance of Sluice: configuration, the gateway that
@@ -29,6 +32,11 @@ type App struct {
 	// auditPub verifies the ledger in the audit view; nil when signing is
 	// turned off.
 	auditPub ed25519.PublicKey
+	journal  *journal.Journal
+	policy   *policy.Policy
+	// stop ends the background work (journal maintenance, event bridge).
+	stop   context.CancelFunc
+	bgDone sync.WaitGroup
 
 	readyOnce sync.Once
 	ready     chan struct{}
@@ -37,12 +45,22 @@ type App struct {
 	closeErr  error
 }
 
-// Start creates the private directories, starts the gateway on a random
-// loopback port and publishes gateway.json.
-func Start(cfg *config.Config, log *slog.Logger) (*App, error) {
+// Start creates the private directories, opens the audit ledger and the
+// journal (recovering what a crash left), starts the gateway on a random
+// loopback port and publishes gateway.json. Any failure stops start-up:
+// Sluice does not run without its record.
+func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 	if err := cfg.EnsureDirs(); err != nil {
 		return nil, err
 	}
+	var cleanup []func()
+	defer func() {
+		if err != nil {
+			for i := len(cleanup) - 1; i >= 0; i-- {
+				cleanup[i]()
+			}
+		}
+	}()
 	// The ledger first: an app that cannot keep the record does not start
 	// (and a configured key that is missing or unsafe is never replaced by
 	// unsigned entries).
@@ -50,25 +68,65 @@ func Start(cfg *config.Config, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	cleanup = append(cleanup, func() { ledger.Close() })
 	if _, err := ledger.Append(audit.Entry{EventType: "app_started", Result: "ok", Summary: "sluice " + config.Version}); err != nil {
-		ledger.Close()
 		return nil, fmt.Errorf("audit ledger: %w", err)
+	}
+	var pol *policy.Policy
+	if cfg.PolicyFile != "" {
+		// Fail closed: a policy the person configured is never skipped.
+		if pol, err = policy.Load(cfg.PolicyFile); err != nil {
+			return nil, fmt.Errorf("policy: %w", err)
+		}
+	}
+	j, err := journal.Open(cfg.JournalFile(), journal.Options{
+		Recorder:      journalRecorder{ledger},
+		Retention:     cfg.Retention,
+		PendingExpiry: cfg.PendingExpiry,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	cleanup = append(cleanup, func() { j.Close() })
+	rec, err := j.Recover(nil)
+	if err != nil {
+		return nil, fmt.Errorf("journal recovery: %w", err)
+	}
+	if n := len(rec.NeedsReconciliation); n > 0 {
+		log.Warn("executions were interrupted and need a person's look", "count", n, "ids", rec.NeedsReconciliation)
 	}
 	token, err := gateway.NewToken()
 	if err != nil {
-		ledger.Close()
 		return nil, err
 	}
-	gw, err := gateway.Listen(gateway.Options{Token: token, AppVersion: config.Version, Logger: log})
+	gw, err := gateway.Listen(gateway.Options{
+		Token:      token,
+		AppVersion: config.Version,
+		Logger:     log,
+		Backend:    gateway.NewJournalBackend(j, gateway.BackendOptions{Roots: gitx.Roots(cfg.AllowedRoots), Policy: pol, Logger: log}),
+	})
 	if err != nil {
-		ledger.Close()
 		return nil, err
 	}
-	a := &App{cfg: cfg, log: log, gw: gw, gwDone: make(chan error, 1), events: NewBus(), started: time.Now(), ready: make(chan struct{}), ledger: ledger, auditPub: pub}
+	ctx, stop := context.WithCancel(context.Background())
+	a := &App{cfg: cfg, log: log, gw: gw, gwDone: make(chan error, 1), events: NewBus(), started: time.Now(),
+		ready: make(chan struct{}), ledger: ledger, auditPub: pub, journal: j, policy: pol, stop: stop}
 	go func() { a.gwDone <- gw.Serve() }()
+	a.bgDone.Add(2)
+	go func() {
+		defer a.bgDone.Done()
+		j.Maintain(ctx, 5*time.Second, func(err error) { log.Error("journal maintenance", "err", err) })
+	}()
+	go func() {
+		defer a.bgDone.Done()
+		a.bridgeJournal(ctx)
+	}()
 	ep := gateway.Endpoint{Addr: gw.Addr(), Token: token, PID: os.Getpid(), AppVersion: config.Version}
 	if err := gateway.WriteEndpoint(cfg.GatewayFile(), ep); err != nil {
+		stop()
 		gw.Shutdown(context.Background())
+		<-a.gwDone
+		a.bgDone.Wait()
 		return nil, fmt.Errorf("publish gateway: %w", err)
 	}
 	log.Info("gateway listening", "addr", gw.Addr(), "file", cfg.GatewayFile())
@@ -86,6 +144,9 @@ func (a *App) Close() error {
 		if gerr := <-a.gwDone; gerr != nil && !errors.Is(gerr, context.Canceled) {
 			err = errors.Join(err, gerr)
 		}
+		a.stop()
+		a.bgDone.Wait()
+		err = errors.Join(err, a.journal.Close())
 		a.events.Close()
 		if _, aerr := a.ledger.Append(audit.Entry{EventType: "app_stopped", Result: "ok"}); aerr != nil {
 			err = errors.Join(err, aerr)

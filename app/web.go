@@ -106,6 +106,13 @@ func (w *Web) routes() http.Handler {
 	mux.HandleFunc("GET /api/status", w.authed(jsonGet(w.api.Status)))
 	mux.HandleFunc("POST /api/ready", w.authed(w.csrf(jsonGet(w.api.Ready))))
 	mux.HandleFunc("GET /api/audit", w.authed(jsonGet(w.api.Audit)))
+	mux.HandleFunc("GET /api/proposals", w.authed(jsonGet(w.api.Pending)))
+	mux.HandleFunc("GET /api/history", w.authed(w.history))
+	mux.HandleFunc("GET /api/proposals/{id}", w.authed(func(rw http.ResponseWriter, r *http.Request) {
+		jsonCall(rw, func() (Card, error) { return w.api.Proposal(r.PathValue("id")) })
+	}))
+	mux.HandleFunc("POST /api/proposals/{id}/approve", w.authed(w.csrf(w.decide(w.api.Approve))))
+	mux.HandleFunc("POST /api/proposals/{id}/reject", w.authed(w.csrf(w.decide(w.api.Reject))))
 	mux.HandleFunc("POST /api/audit/verify", w.authed(w.csrf(jsonGet(w.api.VerifyAudit))))
 	mux.HandleFunc("GET /api/events", w.authed(w.eventStream))
 	mux.HandleFunc("/api/", func(rw http.ResponseWriter, r *http.Request) {
@@ -265,14 +272,61 @@ func (w *Web) static() http.Handler {
 
 // jsonGet adapts an API method to a JSON handler.
 func jsonGet[T any](fn func() (T, error)) http.HandlerFunc {
+	return func(rw http.ResponseWriter, r *http.Request) { jsonCall(rw, fn) }
+}
+
+// jsonCall answers with fn's result, or its error as {code, message} with
+// a status that fits the code.
+func jsonCall[T any](rw http.ResponseWriter, fn func() (T, error)) {
+	v, err := fn()
+	if err != nil {
+		ue, _ := FormatError(err).(UIError)
+		writeJSON(rw, statusFor(ue.Code), map[string]any{"error": ue})
+		return
+	}
+	writeJSON(rw, http.StatusOK, v)
+}
+
+func statusFor(code string) int {
+	switch code {
+	case "proposal_not_found":
+		return http.StatusNotFound
+	case "proposal_terminal", "digest_mismatch":
+		return http.StatusConflict
+	case "internal", "audit_failed":
+		return http.StatusInternalServerError
+	}
+	return http.StatusBadRequest
+}
+
+// maxDecisionBody bounds a decision's JSON (id, digest, note, confirm).
+const maxDecisionBody = 16 << 10
+
+func (w *Web) decide(fn func(Decision) (Card, error)) http.HandlerFunc {
 	return func(rw http.ResponseWriter, r *http.Request) {
-		v, err := fn()
-		if err != nil {
-			writeJSON(rw, http.StatusBadRequest, map[string]any{"error": FormatError(err)})
+		var d Decision
+		dec := json.NewDecoder(http.MaxBytesReader(rw, r.Body, maxDecisionBody))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&d); err != nil {
+			writeAPIError(rw, http.StatusBadRequest, "invalid_argument", "decision body: "+err.Error())
 			return
 		}
-		writeJSON(rw, http.StatusOK, v)
+		if d.ID != "" && d.ID != r.PathValue("id") {
+			writeAPIError(rw, http.StatusBadRequest, "invalid_argument", "the body's id does not match the URL")
+			return
+		}
+		d.ID = r.PathValue("id")
+		jsonCall(rw, func() (Card, error) { return fn(d) })
 	}
+}
+
+func (w *Web) history(rw http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	hq := HistoryQuery{Agent: q.Get("agent"), Repo: q.Get("repo"), State: q.Get("state"), Text: q.Get("text")}
+	if l := q.Get("limit"); l != "" {
+		fmt.Sscanf(l, "%d", &hq.Limit)
+	}
+	jsonCall(rw, func() ([]Card, error) { return w.api.History(hq) })
 }
 
 func writeJSON(rw http.ResponseWriter, status int, v any) {

@@ -1,0 +1,242 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/sluicehq/sluice/core/journal"
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// Card is everything a person needs to decide on one proposal.
+type Card struct {
+	ID          string         `json:"id"`
+	Op          proposal.Op    `json:"op"`
+	Agent       string         `json:"agent"`
+	Repo        string         `json:"repo"`
+	RepoName    string         `json:"repoName"`
+	Reason      string         `json:"reason"`
+	State       proposal.State `json:"state"`
+	Risk        proposal.Risk  `json:"risk"`
+	Destructive bool           `json:"destructive"`
+	// ConfirmWord is what the person must type to approve a destructive
+	// proposal: the branch it rewrites, or the operation's name.
+	ConfirmWord string              `json:"confirmWord,omitempty"`
+	Digest      string              `json:"digest"`
+	ShortDigest string              `json:"shortDigest"`
+	Pinned      proposal.Pinned     `json:"pinned"`
+	Args        proposal.Args       `json:"args"`
+	Files       []string            `json:"files"`
+	FilesKnown  bool                `json:"filesKnown"`
+	Collisions  []journal.Collision `json:"collisions"`
+	CreatedAt   proposal.Timestamp  `json:"createdAt"`
+	ExpiresAt   proposal.Timestamp  `json:"expiresAt"`
+	Decision    *journal.Decision   `json:"decision,omitempty"`
+	Outcome     *journal.Outcome    `json:"outcome,omitempty"`
+	History     []journal.Step      `json:"history"`
+}
+
+// ErrConfirmation is returned when a destructive proposal is approved
+// without typing its confirmation word.
+var ErrConfirmation = &codedError{code: "confirmation_required", msg: "this change can lose work: type the confirmation word to approve it"}
+
+// ErrStaleCard is returned when the person approved a digest other than
+// the proposal's (the card they saw is not the proposal that would run).
+var ErrStaleCard = &codedError{code: "digest_mismatch", msg: "the proposal is not the one shown on the card; reload and decide again"}
+
+type codedError struct{ code, msg string }
+
+func (e *codedError) Error() string     { return e.msg }
+func (e *codedError) ErrorCode() string { return e.code }
+
+// cardFor builds the card of a record.
+func (a *App) cardFor(rec journal.Record, withCollisions bool) Card {
+	p := rec.Proposal
+	files, known := p.FilesTouched()
+	c := Card{
+		ID: p.ID, Op: p.Op, Agent: p.Agent, Repo: p.Repo, RepoName: filepath.Base(p.Repo),
+		Reason: p.Reason, State: rec.State, Risk: p.Risk(), Destructive: p.Destructive(),
+		Digest: p.Digest, ShortDigest: proposal.ShortDigest(p.Digest), Pinned: p.Pinned, Args: p.Args,
+		Files: files, FilesKnown: known, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
+		Decision: rec.Decision, Outcome: rec.Outcome, History: rec.History,
+		Collisions: []journal.Collision{},
+	}
+	if c.Files == nil {
+		c.Files = []string{}
+	}
+	if c.Destructive {
+		c.ConfirmWord = confirmWord(p)
+	}
+	if withCollisions && rec.State == proposal.Pending {
+		if cs, err := a.journal.Collisions(p); err == nil && cs != nil {
+			c.Collisions = cs
+		}
+	}
+	return c
+}
+
+// confirmWord is the branch a destructive proposal rewrites when there is
+// exactly one, else the operation's name.
+func confirmWord(p proposal.Proposal) string {
+	var branches []string
+	for ref := range p.Pinned.Refs {
+		if b, ok := strings.CutPrefix(ref, "refs/heads/"); ok {
+			branches = append(branches, b)
+		}
+	}
+	if len(branches) == 1 {
+		return branches[0]
+	}
+	return string(p.Op)
+}
+
+// Pending lists the proposals waiting for a decision, oldest first (the
+// order they should be read in).
+func (api *API) Pending() ([]Card, error) {
+	recs, err := api.app.journal.List(journal.Filter{States: []proposal.State{proposal.Pending}})
+	if err != nil {
+		return nil, err
+	}
+	cards := make([]Card, 0, len(recs))
+	for _, r := range recs {
+		cards = append(cards, api.app.cardFor(r, true))
+	}
+	sort.SliceStable(cards, func(i, j int) bool { return cards[i].CreatedAt.Before(cards[j].CreatedAt.Time) })
+	return cards, nil
+}
+
+// HistoryQuery filters the history screen.
+type HistoryQuery struct {
+	Agent string `json:"agent"`
+	Repo  string `json:"repo"`
+	State string `json:"state"`
+	Text  string `json:"text"`
+	Limit int    `json:"limit"`
+}
+
+// History lists proposals in every state, newest first.
+func (api *API) History(q HistoryQuery) ([]Card, error) {
+	f := journal.Filter{Agent: q.Agent, Repo: q.Repo, Limit: q.Limit}
+	if q.State != "" {
+		st := proposal.State(q.State)
+		if !st.Valid() {
+			return nil, &codedError{code: "invalid_argument", msg: fmt.Sprintf("unknown state %q", q.State)}
+		}
+		f.States = []proposal.State{st}
+	}
+	if f.Limit <= 0 || f.Limit > 500 {
+		f.Limit = 500
+	}
+	recs, err := api.app.journal.List(f)
+	if err != nil {
+		return nil, err
+	}
+	text := strings.ToLower(strings.TrimSpace(q.Text))
+	cards := []Card{}
+	for _, r := range recs {
+		c := api.app.cardFor(r, false)
+		if text != "" && !strings.Contains(strings.ToLower(c.Reason+" "+c.Agent+" "+c.RepoName+" "+string(c.Op)+" "+c.ID), text) {
+			continue
+		}
+		cards = append(cards, c)
+	}
+	return cards, nil
+}
+
+// Proposal returns one card.
+func (api *API) Proposal(id string) (Card, error) {
+	if !proposal.ValidID(id) {
+		return Card{}, &codedError{code: "invalid_argument", msg: "invalid proposal id"}
+	}
+	rec, err := api.app.journal.Get(id)
+	if errors.Is(err, journal.ErrNotFound) {
+		return Card{}, &codedError{code: "proposal_not_found", msg: "no such proposal"}
+	}
+	if err != nil {
+		return Card{}, err
+	}
+	return api.app.cardFor(rec, true), nil
+}
+
+// Decision is what the person sends from a card.
+type Decision struct {
+	ID string `json:"id"`
+	// Digest is the digest shown on the card: the decision is bound to it.
+	Digest string `json:"digest"`
+	Note   string `json:"note"`
+	// Confirm is the typed confirmation word for destructive proposals.
+	Confirm string `json:"confirm"`
+}
+
+// Approve records the person's approval of exactly the digest they saw
+// and starts execution.
+func (api *API) Approve(d Decision) (Card, error) {
+	a := api.app
+	rec, err := a.decisionTarget(d)
+	if err != nil {
+		return Card{}, err
+	}
+	if rec.Proposal.Destructive() && strings.TrimSpace(d.Confirm) != confirmWord(rec.Proposal) {
+		return Card{}, ErrConfirmation
+	}
+	rec, err = a.journal.Approve(d.ID, d.Digest, "owner:"+api.kind, d.Note)
+	if err != nil {
+		return Card{}, decisionError(err)
+	}
+	a.afterApprove(rec)
+	return a.cardFor(rec, false), nil
+}
+
+// Reject records the person's rejection.
+func (api *API) Reject(d Decision) (Card, error) {
+	a := api.app
+	if _, err := a.decisionTarget(d); err != nil {
+		return Card{}, err
+	}
+	rec, err := a.journal.Reject(d.ID, "owner:"+api.kind, d.Note)
+	if err != nil {
+		return Card{}, decisionError(err)
+	}
+	return a.cardFor(rec, false), nil
+}
+
+func (a *App) decisionTarget(d Decision) (journal.Record, error) {
+	if !proposal.ValidID(d.ID) {
+		return journal.Record{}, &codedError{code: "invalid_argument", msg: "invalid proposal id"}
+	}
+	if len(d.Note) > 2000 {
+		return journal.Record{}, &codedError{code: "invalid_argument", msg: "the note is longer than 2000 bytes"}
+	}
+	rec, err := a.journal.Get(d.ID)
+	if errors.Is(err, journal.ErrNotFound) {
+		return rec, &codedError{code: "proposal_not_found", msg: "no such proposal"}
+	}
+	if err != nil {
+		return rec, err
+	}
+	if rec.State != proposal.Pending {
+		return rec, &codedError{code: "proposal_terminal", msg: fmt.Sprintf("this proposal is %s, not pending", rec.State)}
+	}
+	if d.Digest != rec.Proposal.Digest {
+		return rec, ErrStaleCard
+	}
+	return rec, nil
+}
+
+func decisionError(err error) error {
+	switch {
+	case errors.Is(err, journal.ErrNotPending), errors.Is(err, journal.ErrExpired), errors.Is(err, proposal.ErrInvalidTransition):
+		return &codedError{code: "proposal_terminal", msg: "this proposal is no longer pending"}
+	case errors.Is(err, journal.ErrDigestMismatch):
+		return ErrStaleCard
+	case errors.Is(err, journal.ErrAudit):
+		return &codedError{code: "audit_failed", msg: "the decision was not recorded because the audit ledger could not be written; nothing happened"}
+	}
+	return err
+}
+
+// afterApprove hands an approved proposal to the executor.
+func (a *App) afterApprove(rec journal.Record) {}

@@ -1,0 +1,78 @@
+package app
+
+import (
+	"context"
+
+	"github.com/sluicehq/sluice/core/audit"
+	"github.com/sluicehq/sluice/core/journal"
+)
+
+// journalRecorder writes one ledger entry per journal transition. The
+// journal calls it inside the transition's transaction and aborts the
+// transition when it fails, so nothing is decided or executed off the
+// record.
+type journalRecorder struct{ ledger *audit.Ledger }
+
+func (r journalRecorder) Record(ev journal.Event) error {
+	e := audit.Entry{
+		EventType:      ev.Type,
+		SessionID:      ev.Agent,
+		Risk:           ev.Risk,
+		ProposalID:     ev.ProposalID,
+		ProposalDigest: ev.Digest,
+		Result:         resultOf(ev),
+		Data: map[string]any{
+			"op":   string(ev.Op),
+			"from": string(ev.From),
+			"to":   string(ev.To),
+		},
+	}
+	if ev.Repo != "" {
+		e.RepoScope = audit.RepoScope(ev.Repo)
+	}
+	if ev.By != "" {
+		e.Approval = ev.By
+	}
+	if ev.Code != "" {
+		e.Data["code"] = ev.Code
+	}
+	_, err := r.ledger.Append(e)
+	return err
+}
+
+func resultOf(ev journal.Event) string {
+	if ev.Code != "" {
+		return "error:" + ev.Code
+	}
+	return "ok"
+}
+
+// bridgeJournal turns journal changes into UI events. A gap in the
+// sequence (the subscriber fell behind) is sent as a resync, so the UI
+// re-reads instead of missing a proposal.
+func (a *App) bridgeJournal(ctx context.Context) {
+	ch, cancel := a.journal.Subscribe()
+	defer cancel()
+	var last uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case c, ok := <-ch:
+			if !ok {
+				return
+			}
+			if last != 0 && c.Seq != last+1 {
+				a.events.Publish(Event{Name: "proposals:resync"})
+			}
+			last = c.Seq
+			name := "proposal:updated"
+			if c.From == "" {
+				name = "proposal:created"
+			}
+			a.events.Publish(Event{Name: name, Data: map[string]any{
+				"id": c.ID, "agent": c.Agent, "op": c.Op, "state": c.To, "version": c.Version,
+			}})
+		}
+	}
+}
