@@ -75,3 +75,22 @@ func (api *API) VerifyAudit() (AuditReport, error) {
 	}
 	return out, nil
 }
+
+// ProposalAudit returns the ledger entries about one proposal, oldest
+// first, from the newest part of the ledger.
+func (api *API) ProposalAudit(id string) ([]map[string]any, error) {
+	if _, err := api.Proposal(id); err != nil {
+		return nil, err
+	}
+	entries, err := audit.Tail(api.app.cfg.AuditLog(), audit.MaxTail)
+	if err != nil {
+		return nil, err
+	}
+	out := []map[string]any{}
+	for _, e := range entries {
+		if e["proposal_id"] == id {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}

@@ -34,6 +34,7 @@ type App struct {
 	auditPub ed25519.PublicKey
 	journal  *journal.Journal
 	policy   *policy.Policy
+	diffs    diffCache
 	// stop ends the background work (journal maintenance, event bridge).
 	stop   context.CancelFunc
 	bgDone sync.WaitGroup

@@ -111,6 +111,19 @@ func (w *Web) routes() http.Handler {
 	mux.HandleFunc("GET /api/proposals/{id}", w.authed(func(rw http.ResponseWriter, r *http.Request) {
 		jsonCall(rw, func() (Card, error) { return w.api.Proposal(r.PathValue("id")) })
 	}))
+	mux.HandleFunc("GET /api/proposals/{id}/diff", w.authed(func(rw http.ResponseWriter, r *http.Request) {
+		off := 0
+		if v := r.URL.Query().Get("offset"); v != "" {
+			if _, err := fmt.Sscanf(v, "%d", &off); err != nil {
+				writeAPIError(rw, http.StatusBadRequest, "invalid_argument", "offset must be a number")
+				return
+			}
+		}
+		jsonCall(rw, func() (DiffChunk, error) { return w.api.ProposalDiff(r.PathValue("id"), off) })
+	}))
+	mux.HandleFunc("GET /api/proposals/{id}/audit", w.authed(func(rw http.ResponseWriter, r *http.Request) {
+		jsonCall(rw, func() ([]map[string]any, error) { return w.api.ProposalAudit(r.PathValue("id")) })
+	}))
 	mux.HandleFunc("POST /api/proposals/{id}/approve", w.authed(w.csrf(w.decide(w.api.Approve))))
 	mux.HandleFunc("POST /api/proposals/{id}/reject", w.authed(w.csrf(w.decide(w.api.Reject))))
 	mux.HandleFunc("POST /api/audit/verify", w.authed(w.csrf(jsonGet(w.api.VerifyAudit))))

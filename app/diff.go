@@ -1,0 +1,265 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// DiffChunk is one piece of a proposal's diff. The UI keeps asking with
+// nextOffset until done, so a large diff loads progressively and is never
+// cut without saying so.
+type DiffChunk struct {
+	Text       string `json:"text"`
+	Offset     int    `json:"offset"`
+	NextOffset int    `json:"nextOffset"`
+	TotalBytes int    `json:"totalBytes"`
+	Done       bool   `json:"done"`
+	// Compared says what the diff compares, e.g. "main…feature".
+	Compared string `json:"compared,omitempty"`
+	// Notices say where the diff is incomplete and why (a single file's
+	// diff larger than the per-file bound, files beyond reach).
+	Notices []string `json:"notices"`
+}
+
+// diffChunkBytes is the size of one chunk sent to the UI.
+const diffChunkBytes = 256 << 10
+
+// maxProposalDiffBytes bounds the diff kept in memory per proposal.
+const maxProposalDiffBytes = 32 << 20
+
+// proposalDiff is the whole diff of a proposal, computed once against its
+// pinned SHAs (which never change) and cached.
+type proposalDiff struct {
+	text     string
+	compared string
+	notices  []string
+}
+
+type diffCache struct {
+	mu    sync.Mutex
+	items map[string]*proposalDiff
+	order []string
+}
+
+const diffCacheEntries = 32
+
+func (c *diffCache) get(id string) *proposalDiff {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.items[id]
+}
+
+func (c *diffCache) put(id string, d *proposalDiff) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.items == nil {
+		c.items = map[string]*proposalDiff{}
+	}
+	if _, ok := c.items[id]; !ok {
+		c.order = append(c.order, id)
+	}
+	c.items[id] = d
+	for len(c.order) > diffCacheEntries {
+		delete(c.items, c.order[0])
+		c.order = c.order[1:]
+	}
+}
+
+// ProposalDiff returns the chunk of a proposal's diff that starts at
+// offset.
+func (api *API) ProposalDiff(id string, offset int) (DiffChunk, error) {
+	if _, err := api.Proposal(id); err != nil {
+		return DiffChunk{}, err
+	}
+	a := api.app
+	d := a.diffs.get(id)
+	if d == nil {
+		rec, err := a.journal.Get(id)
+		if err != nil {
+			return DiffChunk{}, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		d, err = a.computeDiff(ctx, rec.Proposal)
+		if err != nil {
+			return DiffChunk{}, err
+		}
+		a.diffs.put(id, d)
+	}
+	return chunkOf(d, offset)
+}
+
+func chunkOf(d *proposalDiff, offset int) (DiffChunk, error) {
+	total := len(d.text)
+	if offset < 0 || offset > total {
+		return DiffChunk{}, &codedError{code: "invalid_argument", msg: fmt.Sprintf("offset %d is outside the diff (0..%d)", offset, total)}
+	}
+	end := offset + diffChunkBytes
+	if end >= total {
+		end = total
+	} else if i := strings.LastIndexByte(d.text[offset:end], '\n'); i >= 0 {
+		end = offset + i + 1
+	}
+	c := DiffChunk{Text: d.text[offset:end], Offset: offset, NextOffset: end, TotalBytes: total, Done: end == total,
+		Compared: d.compared, Notices: d.notices}
+	if c.Notices == nil {
+		c.Notices = []string{}
+	}
+	return c, nil
+}
+
+// computeDiff builds the diff a person reviews: for a patch, the patch
+// itself; for operations on commits, git's diff between the pinned SHAs;
+// for working-tree operations, the working tree against HEAD.
+func (a *App) computeDiff(ctx context.Context, p proposal.Proposal) (*proposalDiff, error) {
+	if pa, ok := p.Args.(*proposal.PatchArgs); ok {
+		return &proposalDiff{text: pa.Patch, compared: "patch → " + string(pa.Target)}, nil
+	}
+	if pl, ok := p.Args.(*proposal.PlanArgs); ok {
+		out := &proposalDiff{}
+		for i, st := range pl.Steps {
+			sub := p
+			sub.Op, sub.Args = st.Op, st.Args
+			d, err := a.computeDiff(ctx, sub)
+			if err != nil {
+				return nil, err
+			}
+			out.text += d.text
+			out.notices = append(out.notices, fmt.Sprintf("step %d (%s): %s", i+1, st.Op, d.compared))
+			out.notices = append(out.notices, d.notices...)
+		}
+		out.compared = fmt.Sprintf("plan of %d steps", len(pl.Steps))
+		return out, nil
+	}
+	spec, ok := diffSpecFor(p)
+	if !ok {
+		return &proposalDiff{compared: "no file changes: " + string(p.Op) + " only moves or creates refs"}, nil
+	}
+	r, err := gitx.Default()
+	if err != nil {
+		return nil, err
+	}
+	repo, err := r.Open(ctx, gitx.Roots(a.cfg.AllowedRoots), p.Repo)
+	if err != nil {
+		return nil, err
+	}
+	return pagedDiff(ctx, repo, spec)
+}
+
+// pin returns the SHA a proposal pinned for rev, or rev itself.
+func pin(p proposal.Proposal, rev string) string {
+	for _, k := range []string{rev, "refs/heads/" + rev, "refs/tags/" + rev, "refs/remotes/" + rev} {
+		if sha, ok := p.Pinned.Refs[k]; ok {
+			return sha
+		}
+	}
+	return rev
+}
+
+// diffSpecFor says what to compare for each operation, against pinned SHAs
+// so that the card shows exactly what was proposed.
+func diffSpecFor(p proposal.Proposal) (gitx.DiffSpec, bool) {
+	switch a := p.Args.(type) {
+	case *proposal.MergeArgs:
+		return gitx.DiffSpec{Base: pin(p, a.Target), Target: pin(p, a.Source), MergeBase: true}, true
+	case *proposal.RebaseArgs:
+		return gitx.DiffSpec{Base: pin(p, a.Onto), Target: pin(p, a.Branch), MergeBase: true}, true
+	case *proposal.ResetArgs:
+		// What the branch loses (or gains) by moving to the target.
+		branch := a.Branch
+		if branch == "" {
+			branch = "HEAD"
+		}
+		return gitx.DiffSpec{Base: pin(p, branch), Target: pin(p, a.Target)}, true
+	case *proposal.PushArgs:
+		remote := "refs/remotes/" + a.Remote + "/" + a.Branch
+		if a.RemoteBranch != "" {
+			remote = "refs/remotes/" + a.Remote + "/" + a.RemoteBranch
+		}
+		base, ok := p.Pinned.Refs[remote]
+		if !ok {
+			return gitx.DiffSpec{}, false
+		}
+		return gitx.DiffSpec{Base: base, Target: pin(p, a.Branch)}, true
+	case *proposal.CommitArgs:
+		if a.StageAll {
+			return gitx.DiffSpec{Base: "HEAD"}, true
+		}
+		return gitx.DiffSpec{Base: "HEAD", Paths: a.Paths}, true
+	case *proposal.DiscardArgs:
+		return gitx.DiffSpec{Base: "HEAD", Paths: a.Paths}, true
+	}
+	return gitx.DiffSpec{}, false
+}
+
+// pagedDiff collects a whole diff with bounded git calls: when one call is
+// cut, the next asks for the files that were cut off. A file whose own diff
+// exceeds the per-call bound, and files beyond what one pass can name, are
+// reported as notices instead of disappearing.
+func pagedDiff(ctx context.Context, repo *gitx.Repo, spec gitx.DiffSpec) (*proposalDiff, error) {
+	out := &proposalDiff{}
+	var b strings.Builder
+	for round := 0; ; round++ {
+		d, err := repo.DiffText(ctx, spec, 3, gitx.MaxDiffBytes)
+		if err != nil {
+			return nil, err
+		}
+		if round == 0 {
+			out.compared = d.Compared
+		}
+		text := d.Diff
+		if d.Truncated {
+			if i := strings.LastIndex(text, "diff --git "); i > 0 {
+				// Keep whole files only; the cut file is asked for again.
+				text = text[:i]
+			} else {
+				out.notices = append(out.notices, fmt.Sprintf("one file's diff is larger than %d KiB and is shown cut at that size", gitx.MaxDiffBytes>>10))
+			}
+		}
+		b.WriteString(text)
+		if !d.Truncated || b.Len() > maxProposalDiffBytes {
+			if b.Len() > maxProposalDiffBytes {
+				out.notices = append(out.notices, fmt.Sprintf("the diff is larger than %d MiB; the rest is not shown here — inspect the repository", maxProposalDiffBytes>>20))
+			}
+			break
+		}
+		next := d.OmittedFiles
+		if cut := lastHeaderPath(d.Diff); cut != "" && len(text) < len(d.Diff) {
+			next = append([]string{cut}, next...)
+		}
+		if len(next) == 0 {
+			break
+		}
+		if len(d.OmittedFiles) == 50 {
+			out.notices = append(out.notices, "more files changed than one page can list; later pages may not show every file — inspect the repository for the full list")
+		}
+		spec.Paths = next
+		if round > 200 {
+			break
+		}
+	}
+	out.text = b.String()
+	return out, nil
+}
+
+// lastHeaderPath is the b/ path of the last "diff --git" header in text.
+func lastHeaderPath(text string) string {
+	i := strings.LastIndex(text, "diff --git ")
+	if i < 0 {
+		return ""
+	}
+	line := text[i:]
+	if j := strings.IndexByte(line, '\n'); j >= 0 {
+		line = line[:j]
+	}
+	if k := strings.LastIndex(line, " b/"); k >= 0 {
+		return line[k+3:]
+	}
+	return ""
+}
