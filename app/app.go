@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/core/audit"
@@ -17,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/policy"
+	"github.com/sluicehq/sluice/core/proposal"
 )
 
 // App is one running instance of Sluice: configuration, the gateway that
@@ -35,6 +37,9 @@ type App struct {
 	journal  *journal.Journal
 	policy   *policy.Policy
 	diffs    diffCache
+	// notifications can be paused from the tray and the settings.
+	notifications atomic.Bool
+	notifier      atomic.Pointer[notifierBox]
 	// stop ends the background work (journal maintenance, event bridge).
 	stop   context.CancelFunc
 	bgDone sync.WaitGroup
@@ -112,6 +117,7 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 	ctx, stop := context.WithCancel(context.Background())
 	a := &App{cfg: cfg, log: log, gw: gw, gwDone: make(chan error, 1), events: NewBus(), started: time.Now(),
 		ready: make(chan struct{}), ledger: ledger, auditPub: pub, journal: j, policy: pol, stop: stop}
+	a.notifications.Store(cfg.Notifications)
 	go func() { a.gwDone <- gw.Serve() }()
 	a.bgDone.Add(2)
 	go func() {
@@ -186,4 +192,43 @@ func sidecarPath() string {
 		return "sluice-sidecar"
 	}
 	return p
+}
+
+// setNotifications turns desktop notifications on or off for this run.
+func (a *App) setNotifications(on bool) {
+	a.notifications.Store(on)
+	a.events.Publish(Event{Name: "app:notifications", Data: on})
+}
+
+// notifyCreated shows a desktop notification for a new pending proposal.
+func (a *App) notifyCreated(id string) {
+	box := a.notifier.Load()
+	if box == nil || !a.notifications.Load() {
+		return
+	}
+	rec, err := a.journal.Get(id)
+	if err != nil || rec.State != "pending" {
+		return
+	}
+	title, body := noteText(rec)
+	if err := box.n.Notify(title, body, id); err != nil {
+		a.log.Warn("desktop notification failed", "err", err)
+	}
+}
+
+type notifierBox struct{ n Notifier }
+
+// SetNotifier installs the desktop notifier (the window has one; the
+// headless UI has none).
+func (a *App) SetNotifier(n Notifier) { a.notifier.Store(&notifierBox{n}) }
+
+// pendingCount is the number of proposals waiting. A failed count shows as
+// zero in the tray and is logged.
+func (a *App) pendingCount() int {
+	recs, err := a.journal.List(journal.Filter{States: []proposal.State{proposal.Pending}})
+	if err != nil {
+		a.log.Warn("count pending proposals", "err", err)
+		return 0
+	}
+	return len(recs)
 }

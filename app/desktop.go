@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"sync"
 
+	"fyne.io/systray"
 	"github.com/wailsapp/wails/v2"
 	"github.com/wailsapp/wails/v2/pkg/options"
 	"github.com/wailsapp/wails/v2/pkg/options/assetserver"
@@ -14,8 +16,9 @@ import (
 	"github.com/sluicehq/sluice/core/config"
 )
 
-// runDesktop opens the Wails window. The gateway runs for the life of the
-// process, whatever the window does.
+// runDesktop opens the Wails window with a tray icon and desktop
+// notifications. Closing the window hides it: Sluice stays in the tray and
+// the gateway keeps accepting proposals until "Quit".
 func runDesktop(assets fs.FS, stderr io.Writer) int {
 	log := newLogger(stderr)
 	cfg, err := config.Load()
@@ -30,16 +33,52 @@ func runDesktop(assets fs.FS, stderr io.Writer) int {
 	}
 	defer a.Close()
 	api := &API{app: a, kind: "desktop"}
+
+	// The window's context arrives in OnStartup; the tray and the
+	// notification clicks wait for it.
+	var (
+		wctx    context.Context
+		wctxSet = make(chan struct{})
+		once    sync.Once
+	)
+	show := func(proposalID string) {
+		<-wctxSet
+		wruntime.WindowShow(wctx)
+		wruntime.WindowUnminimise(wctx)
+		if proposalID != "" {
+			wruntime.EventsEmit(wctx, "ui:focus", map[string]string{"id": proposalID})
+		}
+	}
+	if n, err := newDBusNotifier(func(id string) { show(id) }); err != nil {
+		log.Warn("desktop notifications unavailable", "err", err)
+	} else {
+		a.SetNotifier(n)
+		defer n.Close()
+	}
+
+	tray := &tray{app: a, show: func() { show("") }, quit: func() {
+		<-wctxSet
+		wruntime.Quit(wctx)
+	}}
+	start, end := systray.RunWithExternalLoop(tray.onReady, func() {})
+	start()
+	defer end()
+
 	err = wails.Run(&options.App{
-		Title:          "Sluice",
-		Width:          1100,
-		Height:         760,
-		MinWidth:       720,
-		MinHeight:      480,
-		AssetServer:    &assetserver.Options{Assets: assets},
-		Bind:           []any{api},
-		ErrorFormatter: FormatError,
+		Title:             "Sluice",
+		Width:             1100,
+		Height:            760,
+		MinWidth:          720,
+		MinHeight:         480,
+		HideWindowOnClose: true,
+		AssetServer:       &assetserver.Options{Assets: assets},
+		Bind:              []any{api},
+		ErrorFormatter:    FormatError,
 		OnStartup: func(ctx context.Context) {
+			once.Do(func() {
+				wctx = ctx
+				close(wctxSet)
+			})
 			// Bridge the app's events into the window; Wails runtime calls
 			// are only valid with the context it hands us here.
 			ch, _ := a.events.Subscribe()

@@ -6,9 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -81,6 +83,9 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
+// itemName finds a registered tray item's bus name in dbus-send output.
+var itemName = regexp.MustCompile(`string "(:[0-9]+\.[0-9]+)"`)
+
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
@@ -106,34 +111,91 @@ func TestBinaries_Version_Stamped(t *testing.T) {
 	}
 }
 
+// startSessionBus starts a private D-Bus session bus and returns its
+// address.
+func startSessionBus(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("dbus-daemon")
+	needOrSkip(t, err == nil, "dbus-daemon (apt install dbus)")
+	cmd := exec.Command(bin, "--session", "--nofork", "--print-address=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start dbus-daemon: %v", err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("dbus address: %v", err)
+	}
+	return strings.TrimSpace(line)
+}
+
+// startBackground starts a helper program for the test's lifetime.
+func startBackground(t *testing.T, env []string, out io.Writer, name string, args ...string) {
+	t.Helper()
+	bin, err := exec.LookPath(name)
+	needOrSkip(t, err == nil, name)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+}
+
 // TestDesktop_Window_StartsAndServes runs the real desktop binary under Xvfb
-// and a private D-Bus session: the window loads the front end, which calls
-// a bound method (logged as "frontend ready"); a screenshot is kept; the
-// gateway answers; and a real sidecar sees the app as reachable.
+// with a private D-Bus session bus and a notification server: the window
+// loads the front end, which calls a bound method (logged as "frontend
+// ready"); a screenshot is kept; the gateway answers; a real sidecar sees
+// the app; the tray icon registers on the bus; and a proposal from the
+// sidecar raises a notification that names the agent and the operation and
+// carries no diff text.
 func TestDesktop_Window_StartsAndServes(t *testing.T) {
 	dir := binDir(t)
-	dbusRun, err := exec.LookPath("dbus-run-session")
-	needOrSkip(t, err == nil, "dbus-run-session (apt install dbus)")
 	importBin, err := exec.LookPath("import")
 	needOrSkip(t, err == nil, "import (apt install imagemagick)")
+	dbusSend, err := exec.LookPath("dbus-send")
+	needOrSkip(t, err == nil, "dbus-send (apt install dbus)")
 	display := startXvfb(t)
+	bus := startSessionBus(t)
 
 	home := t.TempDir()
+	root := filepath.Join(home, "src")
+	repo := gitRepo(t, root, "widgets")
 	env := []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + home,
 		"DISPLAY=" + display,
 		"NO_AT_BRIDGE=1",
+		"DBUS_SESSION_BUS_ADDRESS=" + bus,
 		"XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
 		"XDG_STATE_HOME=" + filepath.Join(home, "state"),
 		"XDG_RUNTIME_DIR=" + t.TempDir(),
+		"SLUICE_ALLOWED_ROOTS=" + root,
 	}
+	var notes syncBuffer
+	startBackground(t, env, io.Discard, "dunst", "-config", "/dev/null")
+	// A standalone StatusNotifierWatcher stands in for a desktop's panel:
+	// tray icons register with it.
+	startBackground(t, env, io.Discard, "status-notifier-watcher")
+	startBackground(t, env, &notes, "dbus-monitor", "--session",
+		"interface='org.freedesktop.Notifications',member='Notify'")
 	var out syncBuffer
-	cmd := exec.Command(dbusRun, "--", filepath.Join(dir, "sluice"))
+	cmd := exec.Command(filepath.Join(dir, "sluice"))
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = &out, &out
-	// Its own process group: dbus-run-session does not take the app down
-	// with it, so the whole group is ended together.
+	// Its own process group, so that WebKit's helpers end with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start desktop app: %v", err)
@@ -200,6 +262,53 @@ func TestDesktop_Window_StartsAndServes(t *testing.T) {
 	}
 	if !caps.Gateway.Reachable || caps.Gateway.AppVersion == "" {
 		t.Fatalf("sidecar does not see the desktop app: %s", b)
+	}
+
+	// The tray icon registered with the panel's watcher.
+	dbusCmd := func(args ...string) string {
+		c := exec.Command(dbusSend, append([]string{"--session", "--print-reply"}, args...)...)
+		c.Env = env
+		b, _ := c.Output()
+		return string(b)
+	}
+	var registered string
+	waitFor(t, 20*time.Second, "the tray icon to register with the watcher", func() bool {
+		registered = dbusCmd("--dest=org.kde.StatusNotifierWatcher", "/StatusNotifierWatcher",
+			"org.freedesktop.DBus.Properties.Get", "string:org.kde.StatusNotifierWatcher",
+			"string:RegisteredStatusNotifierItems")
+		return itemName.MatchString(registered)
+	})
+	item := itemName.FindStringSubmatch(registered)[1]
+	trayTitle := func() string {
+		return dbusCmd("--dest="+item, "/StatusNotifierItem", "org.freedesktop.DBus.Properties.Get",
+			"string:org.kde.StatusNotifierItem", "string:Title")
+	}
+	if got := trayTitle(); !strings.Contains(got, `"Sluice"`) {
+		t.Fatalf("tray title before any proposal: %s", got)
+	}
+
+	// A proposal raises one notification: agent and operation, no diff.
+	secret := "line-that-must-not-leak-7f3a"
+	os.WriteFile(filepath.Join(repo, "README.md"), []byte("hello\n"+secret+"\n"), 0o644)
+	res, err = sess.CallTool(ctx, &mcp.CallToolParams{Name: "propose_commit", Arguments: map[string]any{
+		"repoPath": repo, "reason": "Add a line", "message": "Add a line", "paths": []string{"README.md"},
+	}})
+	if err != nil || res.IsError {
+		t.Fatalf("propose_commit: %v %+v", err, res)
+	}
+	waitFor(t, 20*time.Second, "a desktop notification", func() bool {
+		return strings.Contains(notes.String(), "desktop-e2e proposes a commit on widgets")
+	})
+	if strings.Contains(notes.String(), secret) || strings.Contains(notes.String(), "README.md") {
+		t.Fatalf("the notification carries file contents or paths:\n%s", notes.String())
+	}
+	waitFor(t, 10*time.Second, "the tray to count the pending proposal", func() bool {
+		return strings.Contains(trayTitle(), "Sluice (1)")
+	})
+	time.Sleep(700 * time.Millisecond)
+	card := filepath.Join(artifactDir(t), "desktop-pending.png")
+	if b, err := exec.Command(importBin, "-display", display, "-window", "root", card).CombinedOutput(); err != nil {
+		t.Fatalf("screenshot: %v\n%s", err, b)
 	}
 
 	// SIGTERM ends the app cleanly and withdraws gateway.json.

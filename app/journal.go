@@ -69,6 +69,7 @@ func (a *App) bridgeJournal(ctx context.Context) {
 			name := "proposal:updated"
 			if c.From == "" {
 				name = "proposal:created"
+				a.notifyCreated(c.ID)
 			}
 			a.events.Publish(Event{Name: name, Data: map[string]any{
 				"id": c.ID, "agent": c.Agent, "op": c.Op, "state": c.To, "version": c.Version,

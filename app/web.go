@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sluicehq/sluice/core/config"
 )
 
 // Cookie and header names of the headless UI.
@@ -107,6 +109,14 @@ func (w *Web) routes() http.Handler {
 	mux.HandleFunc("POST /api/ready", w.authed(w.csrf(jsonGet(w.api.Ready))))
 	mux.HandleFunc("GET /api/audit", w.authed(jsonGet(w.api.Audit)))
 	mux.HandleFunc("GET /api/proposals", w.authed(jsonGet(w.api.Pending)))
+	mux.HandleFunc("GET /api/settings", w.authed(jsonGet(w.api.Settings)))
+	mux.HandleFunc("POST /api/settings", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
+		var s config.Settings
+		if !decodeBody(rw, r, &s) {
+			return
+		}
+		jsonCall(rw, func() (SettingsView, error) { return w.api.SaveSettings(s) })
+	})))
 	mux.HandleFunc("GET /api/history", w.authed(w.history))
 	mux.HandleFunc("GET /api/proposals/{id}", w.authed(func(rw http.ResponseWriter, r *http.Request) {
 		jsonCall(rw, func() (Card, error) { return w.api.Proposal(r.PathValue("id")) })
@@ -315,13 +325,21 @@ func statusFor(code string) int {
 // maxDecisionBody bounds a decision's JSON (id, digest, note, confirm).
 const maxDecisionBody = 16 << 10
 
+// decodeBody reads a small JSON body strictly (unknown fields refused).
+func decodeBody(rw http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(rw, r.Body, maxDecisionBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeAPIError(rw, http.StatusBadRequest, "invalid_argument", "request body: "+err.Error())
+		return false
+	}
+	return true
+}
+
 func (w *Web) decide(fn func(Decision) (Card, error)) http.HandlerFunc {
 	return func(rw http.ResponseWriter, r *http.Request) {
 		var d Decision
-		dec := json.NewDecoder(http.MaxBytesReader(rw, r.Body, maxDecisionBody))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&d); err != nil {
-			writeAPIError(rw, http.StatusBadRequest, "invalid_argument", "decision body: "+err.Error())
+		if !decodeBody(rw, r, &d) {
 			return
 		}
 		if d.ID != "" && d.ID != r.PathValue("id") {

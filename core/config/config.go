@@ -391,3 +391,86 @@ func auditPubPath(key string) string {
 	}
 	return key + ".pub"
 }
+
+// Settings are the person-editable part of config.json, as the settings
+// screen shows and saves them.
+type Settings struct {
+	AllowedRoots  []string `json:"allowedRoots"`
+	PendingExpiry string   `json:"pendingExpiry"`
+	PolicyFile    string   `json:"policyFile"`
+	Toolsets      []string `json:"toolsets"`
+	Notifications bool     `json:"notifications"`
+}
+
+// envKeys maps settings to the environment variables that override them.
+var envKeys = map[string]string{
+	"allowedRoots":  "SLUICE_ALLOWED_ROOTS",
+	"pendingExpiry": "SLUICE_PENDING_EXPIRY",
+	"policyFile":    "SLUICE_POLICY_FILE",
+	"toolsets":      "SLUICE_TOOLSETS",
+	"notifications": "SLUICE_NOTIFICATIONS",
+}
+
+// OverriddenByEnv lists the settings that an environment variable
+// currently overrides (saving them in the file has no effect until the
+// variable is unset).
+func OverriddenByEnv() []string {
+	var out []string
+	for _, k := range []string{"allowedRoots", "pendingExpiry", "policyFile", "toolsets", "notifications"} {
+		if _, ok := os.LookupEnv(envKeys[k]); ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Settings returns c's editable settings.
+func (c *Config) Settings() Settings {
+	return Settings{
+		AllowedRoots:  append([]string{}, c.AllowedRoots...),
+		PendingExpiry: c.PendingExpiry.String(),
+		PolicyFile:    c.PolicyFile,
+		Toolsets:      append([]string{}, c.Toolsets...),
+		Notifications: c.Notifications,
+	}
+}
+
+// SaveSettings validates s exactly as Load would and writes it into
+// config.json (atomically, 0600), keeping the file's other keys. Nothing is
+// written when a value is invalid.
+func (c *Config) SaveSettings(s Settings) error {
+	d, err := time.ParseDuration(s.PendingExpiry)
+	if err != nil {
+		return fmt.Errorf("%w: pendingExpiry: %v", ErrInvalid, err)
+	}
+	probe := &Config{ConfigDir: c.ConfigDir, StateDir: c.StateDir, AllowedRoots: s.AllowedRoots, PendingExpiry: d,
+		PolicyFile: s.PolicyFile, Toolsets: s.Toolsets, Retention: c.Retention, AuditKeyFile: c.AuditKeyFile}
+	if err := probe.validate(); err != nil {
+		return err
+	}
+	path := filepath.Join(c.ConfigDir, "config.json")
+	var f fileConfig
+	if b, err := os.ReadFile(path); err == nil {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&f); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	f.AllowedRoots = s.AllowedRoots
+	f.PendingExpiry = s.PendingExpiry
+	f.PolicyFile = s.PolicyFile
+	f.Toolsets = s.Toolsets
+	n := s.Notifications
+	f.Notifications = &n
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := EnsurePrivateDir(c.ConfigDir); err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, append(b, '\n'), 0o600)
+}

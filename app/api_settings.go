@@ -1,0 +1,64 @@
+package app
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/sluicehq/sluice/core/config"
+)
+
+// SettingsView is the settings screen.
+type SettingsView struct {
+	config.Settings
+	AvailableToolsets []string `json:"availableToolsets"`
+	// OverriddenByEnv are settings an environment variable overrides.
+	OverriddenByEnv []string `json:"overriddenByEnv"`
+	// RestartRequired lists saved settings that the running app has not
+	// applied yet.
+	RestartRequired []string `json:"restartRequired"`
+}
+
+// Settings returns the saved settings and what differs from the running
+// app.
+func (api *API) Settings() (SettingsView, error) {
+	saved, err := config.Load()
+	if err != nil {
+		return SettingsView{}, err
+	}
+	return api.app.settingsView(saved.Settings()), nil
+}
+
+func (a *App) settingsView(s config.Settings) SettingsView {
+	run := a.cfg.Settings()
+	v := SettingsView{Settings: s, AvailableToolsets: append([]string{}, config.KnownToolsets...),
+		OverriddenByEnv: config.OverriddenByEnv(), RestartRequired: []string{}}
+	if v.OverriddenByEnv == nil {
+		v.OverriddenByEnv = []string{}
+	}
+	if !slices.Equal(s.AllowedRoots, run.AllowedRoots) {
+		v.RestartRequired = append(v.RestartRequired, "allowedRoots")
+	}
+	if s.PendingExpiry != run.PendingExpiry {
+		v.RestartRequired = append(v.RestartRequired, "pendingExpiry")
+	}
+	if s.PolicyFile != run.PolicyFile {
+		v.RestartRequired = append(v.RestartRequired, "policyFile")
+	}
+	return v
+}
+
+// SaveSettings validates and writes the settings. Notifications apply at
+// once; toolsets apply to sidecars started afterwards; roots, expiry and
+// the policy file apply when the app restarts (they are listed in
+// restartRequired).
+func (api *API) SaveSettings(s config.Settings) (SettingsView, error) {
+	a := api.app
+	if err := a.cfg.SaveSettings(s); err != nil {
+		if errors.Is(err, config.ErrInvalid) {
+			return SettingsView{}, &codedError{code: "invalid_argument", msg: err.Error()}
+		}
+		return SettingsView{}, err
+	}
+	a.setNotifications(s.Notifications)
+	return api.Settings()
+}

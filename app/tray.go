@@ -1,0 +1,75 @@
+package app
+
+import (
+	"fmt"
+
+	"fyne.io/systray"
+)
+
+// tray is the status icon: the pending count, and a way back to the window
+// once it is closed.
+type tray struct {
+	app  *App
+	show func()
+	quit func()
+}
+
+func (t *tray) onReady() {
+	systray.SetIcon(trayIcon())
+	systray.SetTitle("Sluice")
+	systray.SetTooltip("Sluice")
+	count := systray.AddMenuItem("No proposals waiting", "Proposals waiting for a decision")
+	count.Disable()
+	systray.AddSeparator()
+	open := systray.AddMenuItem("Open Sluice", "Show the Sluice window")
+	pause := systray.AddMenuItemCheckbox("Pause notifications", "Stop desktop notifications for new proposals", !t.app.notifications.Load())
+	systray.AddSeparator()
+	quit := systray.AddMenuItem("Quit", "Stop Sluice; agents cannot propose until it runs again")
+	systray.SetOnTapped(t.show)
+
+	refresh := func() {
+		n := t.app.pendingCount()
+		label := "No proposals waiting"
+		switch {
+		case n == 1:
+			label = "1 proposal waiting"
+		case n > 1:
+			label = fmt.Sprintf("%d proposals waiting", n)
+		}
+		count.SetTitle(label)
+		systray.SetTooltip("Sluice — " + label)
+		if n > 0 {
+			systray.SetTitle(fmt.Sprintf("Sluice (%d)", n))
+		} else {
+			systray.SetTitle("Sluice")
+		}
+	}
+	refresh()
+	events, _ := t.app.events.Subscribe()
+	go func() {
+		for {
+			select {
+			case ev, ok := <-events:
+				if !ok {
+					return
+				}
+				switch ev.Name {
+				case "proposal:created", "proposal:updated", "proposals:resync":
+					refresh()
+				case "app:notifications":
+					if on, _ := ev.Data.(bool); on {
+						pause.Uncheck()
+					} else {
+						pause.Check()
+					}
+				}
+			case <-open.ClickedCh:
+				t.show()
+			case <-pause.ClickedCh:
+				t.app.setNotifications(pause.Checked())
+			case <-quit.ClickedCh:
+				t.quit()
+			}
+		}
+	}()
+}
