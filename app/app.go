@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -177,9 +178,13 @@ func (a *App) markReady(kind string) {
 	})
 }
 
-// sidecarPath is the sluice-sidecar binary next to this executable, which
-// is what a person's agent configuration should point at.
+// sidecarPath is the sluice-sidecar that agent configurations should point
+// at: $SLUICE_SIDECAR when set, else the one next to this executable, else
+// the one on PATH.
 func sidecarPath() string {
+	if p := os.Getenv("SLUICE_SIDECAR"); p != "" && filepath.IsAbs(p) {
+		return p
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return "sluice-sidecar"
@@ -188,10 +193,15 @@ func sidecarPath() string {
 		exe = real
 	}
 	p := filepath.Join(filepath.Dir(exe), "sluice-sidecar")
-	if _, err := os.Stat(p); err != nil {
-		return "sluice-sidecar"
+	if _, err := os.Stat(p); err == nil {
+		return p
 	}
-	return p
+	if p, err := exec.LookPath("sluice-sidecar"); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs
+		}
+	}
+	return "sluice-sidecar"
 }
 
 // setNotifications turns desktop notifications on or off for this run.

@@ -110,6 +110,14 @@ func (w *Web) routes() http.Handler {
 	mux.HandleFunc("GET /api/audit", w.authed(jsonGet(w.api.Audit)))
 	mux.HandleFunc("GET /api/proposals", w.authed(jsonGet(w.api.Pending)))
 	mux.HandleFunc("GET /api/settings", w.authed(jsonGet(w.api.Settings)))
+	mux.HandleFunc("GET /api/connect", w.authed(jsonGet(w.api.Clients)))
+	mux.HandleFunc("POST /api/connect", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
+		var c ConnectRequest
+		if !decodeBody(rw, r, &c) {
+			return
+		}
+		jsonCall(rw, func() (ConnectResult, error) { return w.api.Connect(c) })
+	})))
 	mux.HandleFunc("POST /api/settings", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
 		var s config.Settings
 		if !decodeBody(rw, r, &s) {

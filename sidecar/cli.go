@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/doctor"
+	"github.com/sluicehq/sluice/core/presence"
 )
 
 // command is one subcommand of sluice-sidecar.
@@ -101,7 +102,11 @@ func runStdio(args []string, _ io.Writer, stderr io.Writer) int {
 		return 1
 	}
 	defer ledger.Close()
-	opts := Options{Config: cfg, Logger: log, Ledger: ledger}
+	pres := openPresence(cfg, log, presence.ClientInfo{})
+	if pres != nil {
+		defer pres.Close()
+	}
+	opts := Options{Config: cfg, Logger: log, Ledger: ledger, Presence: pres}
 	if *toolsets != "" {
 		opts.Toolsets = splitComma(*toolsets)
 	}

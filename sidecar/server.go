@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/gateway"
+	"github.com/sluicehq/sluice/core/presence"
 )
 
 // Options configure a Sidecar.
@@ -34,6 +35,10 @@ type Options struct {
 	// pass one (see OpenLedger); nil means no audit (in-process tests).
 	// The caller owns it and closes it.
 	Ledger *audit.Ledger
+	// Presence is this process's presence file, kept current by every tool
+	// call on a repository; nil means none (in-process tests). The caller
+	// owns it and closes it.
+	Presence *presence.File
 }
 
 // Sidecar holds one MCP server and what its tools share.
@@ -45,6 +50,7 @@ type Sidecar struct {
 	server   *mcp.Server
 	identity string
 	ledger   *audit.Ledger
+	presence *presence.File
 	// auditDegraded is set once an audit append has failed.
 	auditDegraded atomic.Bool
 }
@@ -83,7 +89,7 @@ func New(opts Options) (*Sidecar, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Sidecar{cfg: opts.Config, toolsets: slices.Clone(sets), log: log, gateway: opts.Gateway, identity: opts.Identity, ledger: opts.Ledger}
+	s := &Sidecar{cfg: opts.Config, toolsets: slices.Clone(sets), log: log, gateway: opts.Gateway, identity: opts.Identity, ledger: opts.Ledger, presence: opts.Presence}
 	if s.gateway == nil {
 		path := opts.Config.GatewayFile()
 		s.gateway = func() (*gateway.Client, error) { return gateway.NewClientFromEndpoint(path) }
@@ -96,7 +102,7 @@ func New(opts Options) (*Sidecar, error) {
 		Instructions: serverInstructions,
 		Logger:       log,
 	})
-	s.server.AddReceivingMiddleware(s.auditMiddleware)
+	s.server.AddReceivingMiddleware(s.auditMiddleware, s.presenceMiddleware)
 	s.registerCapabilities()
 	enabled := []string{}
 	for _, name := range config.KnownToolsets {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -56,6 +57,9 @@ func testEnv(t *testing.T, roots ...string) ([]string, *config.Config) {
 	return list, cfg
 }
 
+// startEnv is the environment before tests change it (testEnv sets HOME).
+var startEnv = os.Environ()
+
 var (
 	buildOnce sync.Once
 	builtBin  string
@@ -80,7 +84,9 @@ func sidecarBinary(t *testing.T) string {
 		}
 		builtBin = filepath.Join(dir, "sluice-sidecar")
 		cmd := exec.Command("go", "build", "-o", builtBin, "./cmd/sluice-sidecar")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		// The environment from before any test replaced HOME, so that the
+		// build uses the real build cache.
+		cmd.Env = append(slices.Clone(startEnv), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = err
 			builtBin = string(out)

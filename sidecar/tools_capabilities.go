@@ -17,6 +17,8 @@ type Limits struct {
 	MaxProposalWaitSeconds int `json:"maxProposalWaitSeconds" jsonschema:"longest proposal_wait long-poll"`
 	PendingExpirySeconds   int `json:"pendingExpirySeconds" jsonschema:"how long a proposal waits for a decision before it expires"`
 	MaxPatchBytes          int `json:"maxPatchBytes" jsonschema:"largest patch a proposal may carry"`
+	// Git is set when the git toolset is enabled.
+	Git *GitLimits `json:"git,omitempty" jsonschema:"bounds of the read-only git tools"`
 }
 
 // GatewayStatus says whether proposals can reach the app right now.
@@ -60,6 +62,7 @@ func (s *Sidecar) capabilities(ctx context.Context, _ *mcp.CallToolRequest, _ Ca
 			MaxProposalWaitSeconds: 50,
 			PendingExpirySeconds:   int(s.cfg.PendingExpiry / time.Second),
 			MaxPatchBytes:          4 << 20,
+			Git:                    gitLimits(s),
 		},
 		Features:      map[string]bool{},
 		AuditDegraded: s.ledger == nil || s.auditDegraded.Load(),

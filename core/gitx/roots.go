@@ -97,3 +97,28 @@ func (r Roots) lexicallyInside(clean string) bool {
 
 // String is for logs and the capabilities tool.
 func (r Roots) String() string { return fmt.Sprint([]string(r)) }
+
+// NewRoots validates configured roots: each must be absolute, exist, be a
+// directory, and not be the file system root. The result is canonical
+// (symlinks resolved), as Confine requires. Configuration loading applies
+// the same rules; this guards callers that build a configuration by hand.
+func NewRoots(paths []string) (Roots, error) {
+	out := make(Roots, 0, len(paths))
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			return nil, &Error{Code: CodeInvalidArgument, Msg: fmt.Sprintf("allowed root %q is not an absolute path", p)}
+		}
+		canon, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return nil, &Error{Code: CodeInvalidArgument, Msg: fmt.Sprintf("allowed root %q cannot be resolved", p)}
+		}
+		if st, err := os.Stat(canon); err != nil || !st.IsDir() {
+			return nil, &Error{Code: CodeInvalidArgument, Msg: fmt.Sprintf("allowed root %q is not a directory", p)}
+		}
+		if canon == string(filepath.Separator) {
+			return nil, &Error{Code: CodeInvalidArgument, Msg: "the file system root is too broad to be an allowed root"}
+		}
+		out = append(out, canon)
+	}
+	return out, nil
+}

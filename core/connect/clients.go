@@ -1,0 +1,263 @@
+package connect
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Client describes one supported MCP client.
+type Client struct {
+	Name   string
+	Title  string
+	Scopes []Scope
+	plan   func(*planner) error
+}
+
+// clients, in the order `sluice-sidecar config` lists them. Each function's
+// comment cites where the client documents its file.
+var clients = []Client{
+	{"claude-code", "Claude Code", []Scope{ScopeUser, ScopeProject}, planClaudeCode},
+	{"claude-desktop", "Claude Desktop", []Scope{ScopeUser}, planClaudeDesktop},
+	{"cursor", "Cursor", []Scope{ScopeUser, ScopeProject}, planCursor},
+	{"codex", "Codex", []Scope{ScopeUser}, planCodex},
+	{"vscode", "VS Code", []Scope{ScopeUser, ScopeProject}, planVSCode},
+	{"windsurf", "Windsurf", []Scope{ScopeUser}, planWindsurf},
+	{"gemini-cli", "Gemini CLI", []Scope{ScopeUser, ScopeProject}, planGemini},
+	{"chatgpt", "ChatGPT", []Scope{ScopeUser}, planChatGPT},
+}
+
+// Clients lists the supported clients.
+func Clients() []Client { return append([]Client(nil), clients...) }
+
+// ClientNames lists the supported clients' names.
+func ClientNames() []string {
+	var out []string
+	for _, c := range clients {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+func clientByName(name string) (Client, bool) {
+	for _, c := range clients {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Client{}, false
+}
+
+// stdioEntry is the usual {"command", "args"} server entry; extra keys come
+// first (for example "type").
+func (p *planner) stdioEntry(extra ...kv) ordered {
+	e := ordered(extra)
+	return append(e, kv{"command", p.opts.Command}, kv{"args", p.plan.Args})
+}
+
+// configHome is $XDG_CONFIG_HOME, or ~/.config, on Linux and the BSDs.
+func (p *planner) configHome() string {
+	if v := p.opts.Getenv("XDG_CONFIG_HOME"); v != "" && filepath.IsAbs(v) {
+		return v
+	}
+	return filepath.Join(p.opts.Home, ".config")
+}
+
+// appData is where desktop applications keep per-user settings.
+func (p *planner) appData(app string) string {
+	switch p.opts.GOOS {
+	case "darwin":
+		return filepath.Join(p.opts.Home, "Library", "Application Support", app)
+	case "windows":
+		if v := p.opts.Getenv("APPDATA"); v != "" {
+			return filepath.Join(v, app)
+		}
+		return filepath.Join(p.opts.Home, "AppData", "Roaming", app)
+	}
+	return filepath.Join(p.configHome(), app)
+}
+
+func (p *planner) noPreAllow(why string) {
+	p.plan.PreAllowNote = "nothing was pre-allowed: " + why
+}
+
+// planClaudeCode: Claude Code keeps user-scope servers in ~/.claude.json
+// under "mcpServers" and project-scope servers in <project>/.mcp.json
+// (code.claude.com/docs/en/mcp, "MCP installation scopes"); both move with
+// CLAUDE_CONFIG_DIR. Permissions are in ~/.claude/settings.json or
+// <project>/.claude/settings.json under "permissions.allow", where an MCP
+// tool is "mcp__<server>__<tool>" (code.claude.com/docs/en/settings and
+// docs/en/iam, "Tool-specific permission rules").
+func planClaudeCode(p *planner) error {
+	var mcpPath, settingsPath string
+	if p.opts.Scope == ScopeProject {
+		mcpPath = filepath.Join(p.opts.ProjectDir, ".mcp.json")
+		settingsPath = filepath.Join(p.opts.ProjectDir, ".claude", "settings.json")
+	} else if dir := p.opts.Getenv("CLAUDE_CONFIG_DIR"); dir != "" && filepath.IsAbs(dir) {
+		mcpPath = filepath.Join(dir, ".claude.json")
+		settingsPath = filepath.Join(dir, "settings.json")
+	} else {
+		mcpPath = filepath.Join(p.opts.Home, ".claude.json")
+		settingsPath = filepath.Join(p.opts.Home, ".claude", "settings.json")
+	}
+	if err := p.jsonSet(mcpPath, "json", []string{"mcpServers", ServerName}, p.stdioEntry(kv{"type", "stdio"})); err != nil {
+		return err
+	}
+	var allow []string
+	for _, t := range PreAllowTools(p.opts.Toolsets) {
+		allow = append(allow, "mcp__"+ServerName+"__"+t)
+	}
+	if err := p.jsonAppend(settingsPath, "json", []string{"permissions", "allow"}, allow); err != nil {
+		return err
+	}
+	p.plan.PreAllowed = allow
+	p.plan.PreAllowNote = fmt.Sprintf("pre-allowed %d Sluice read and propose tools in %s (permissions.allow); workspace tools still ask", len(allow), settingsPath)
+	return nil
+}
+
+// planClaudeDesktop: claude_desktop_config.json under "mcpServers", in
+// ~/Library/Application Support/Claude on macOS, %APPDATA%\Claude on
+// Windows (modelcontextprotocol.io/docs/develop/connect-local-servers), and
+// ~/.config/Claude where unofficial Linux builds keep it.
+func planClaudeDesktop(p *planner) error {
+	path := filepath.Join(p.appData("Claude"), "claude_desktop_config.json")
+	if err := p.jsonSet(path, "json", []string{"mcpServers", ServerName}, p.stdioEntry()); err != nil {
+		return err
+	}
+	p.noPreAllow("Claude Desktop keeps tool approvals in the app (\"Allow always\" per tool), not in a file")
+	return nil
+}
+
+// planCursor: ~/.cursor/mcp.json or <project>/.cursor/mcp.json under
+// "mcpServers" (cursor.com/docs/context/mcp, "Configuration locations").
+func planCursor(p *planner) error {
+	path := filepath.Join(p.opts.Home, ".cursor", "mcp.json")
+	if p.opts.Scope == ScopeProject {
+		path = filepath.Join(p.opts.ProjectDir, ".cursor", "mcp.json")
+	}
+	if err := p.jsonSet(path, "json", []string{"mcpServers", ServerName}, p.stdioEntry()); err != nil {
+		return err
+	}
+	p.noPreAllow("Cursor keeps its tool auto-run list in the editor's settings, not in a file it documents")
+	return nil
+}
+
+// planCodex: $CODEX_HOME/config.toml (default ~/.codex/config.toml), table
+// [mcp_servers.<name>] with command and args, and per-tool
+// tools.<tool>.approval_mode, where "approve" runs the tool without asking
+// (developers.openai.com/codex/mcp; codex-rs/config mcp_types.rs).
+func planCodex(p *planner) error {
+	home := filepath.Join(p.opts.Home, ".codex")
+	if v := p.opts.Getenv("CODEX_HOME"); v != "" && filepath.IsAbs(v) {
+		home = v
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "[mcp_servers.%s]\n", ServerName)
+	fmt.Fprintf(&b, "command = %s\n", tomlString(p.opts.Command))
+	var args []string
+	for _, a := range p.plan.Args {
+		args = append(args, tomlString(a))
+	}
+	fmt.Fprintf(&b, "args = [%s]\n", strings.Join(args, ", "))
+	tools := PreAllowTools(p.opts.Toolsets)
+	b.WriteString("# Sluice's read and propose tools run without a prompt here: the person\n")
+	b.WriteString("# approves every change in the Sluice app. Workspace tools still ask.\n")
+	for _, t := range tools {
+		fmt.Fprintf(&b, "tools.%s = { approval_mode = \"approve\" }\n", tomlKey(t))
+	}
+	if err := p.tomlTables(filepath.Join(home, "config.toml"), []string{"mcp_servers", ServerName}, b.String()); err != nil {
+		return err
+	}
+	for _, t := range tools {
+		p.plan.PreAllowed = append(p.plan.PreAllowed, "mcp_servers."+ServerName+".tools."+t)
+	}
+	p.plan.PreAllowNote = fmt.Sprintf("pre-allowed %d Sluice read and propose tools (approval_mode = \"approve\"); workspace tools still ask", len(tools))
+	return nil
+}
+
+// planVSCode: <project>/.vscode/mcp.json, or mcp.json in the user settings
+// directory (~/.config/Code/User, ~/Library/Application Support/Code/User,
+// %APPDATA%\Code\User), under "servers", JSON with comments
+// (code.visualstudio.com/docs/copilot/customization/mcp-servers).
+func planVSCode(p *planner) error {
+	path := filepath.Join(p.appData("Code"), "User", "mcp.json")
+	if p.opts.Scope == ScopeProject {
+		path = filepath.Join(p.opts.ProjectDir, ".vscode", "mcp.json")
+	}
+	if err := p.jsonSet(path, "jsonc", []string{"servers", ServerName}, p.stdioEntry(kv{"type", "stdio"})); err != nil {
+		return err
+	}
+	p.noPreAllow("VS Code asks once per tool and remembers \"Always allow\" in its own storage; its only file setting approves every tool of every server, which Sluice never sets")
+	return nil
+}
+
+// planWindsurf: ~/.codeium/windsurf/mcp_config.json under "mcpServers"
+// (docs.windsurf.com/windsurf/cascade/mcp).
+func planWindsurf(p *planner) error {
+	path := filepath.Join(p.opts.Home, ".codeium", "windsurf", "mcp_config.json")
+	if err := p.jsonSet(path, "json", []string{"mcpServers", ServerName}, p.stdioEntry()); err != nil {
+		return err
+	}
+	p.noPreAllow("Windsurf has no per-tool allow-list in its configuration file")
+	return nil
+}
+
+// planGemini: ~/.gemini/settings.json or <project>/.gemini/settings.json
+// under "mcpServers" (geminicli.com/docs/tools/mcp-server); comments are
+// allowed there. Pre-allowing uses the policy engine: a Sluice-owned
+// policies/sluice.toml beside settings.json with an "allow" rule for the
+// named tools of this server only (docs/reference/policy-engine.md). The
+// per-server "trust" option is never set: it bypasses confirmation for
+// every tool, including workspace tools.
+func planGemini(p *planner) error {
+	dir := filepath.Join(p.opts.Home, ".gemini")
+	if p.opts.Scope == ScopeProject {
+		dir = filepath.Join(p.opts.ProjectDir, ".gemini")
+	}
+	if err := p.jsonSet(filepath.Join(dir, "settings.json"), "jsonc", []string{"mcpServers", ServerName}, p.stdioEntry()); err != nil {
+		return err
+	}
+	tools := PreAllowTools(p.opts.Toolsets)
+	var names []string
+	for _, t := range tools {
+		names = append(names, tomlString(t))
+	}
+	var b strings.Builder
+	b.WriteString("# Written by `sluice-sidecar config --client gemini-cli`; rewritten on every run.\n")
+	b.WriteString("# Sluice's read and propose tools run without a prompt: the person approves\n")
+	b.WriteString("# every change in the Sluice app. Workspace tools still ask.\n")
+	b.WriteString("[[rule]]\n")
+	fmt.Fprintf(&b, "mcpName = %s\n", tomlString(ServerName))
+	fmt.Fprintf(&b, "toolName = [%s]\n", strings.Join(names, ", "))
+	b.WriteString("decision = \"allow\"\n")
+	b.WriteString("priority = 100\n")
+	policy := filepath.Join(dir, "policies", "sluice.toml")
+	if err := p.ownFile(policy, "toml", b.String()); err != nil {
+		return err
+	}
+	for _, t := range tools {
+		p.plan.PreAllowed = append(p.plan.PreAllowed, ServerName+"/"+t)
+	}
+	p.plan.PreAllowNote = fmt.Sprintf("pre-allowed %d Sluice read and propose tools with a policy rule in %s (Gemini CLI's policy engine); \"trust\" is not set, so workspace tools still ask", len(tools), policy)
+	return nil
+}
+
+// planChatGPT: ChatGPT reaches MCP servers only over HTTPS from OpenAI's
+// side (Settings → Apps & Connectors → Advanced → Developer mode), so there
+// is no file to write: the person runs the HTTP transport and a tunnel.
+// Its connector form offers OAuth or no authentication, not a bearer
+// header, so the token goes in the connector URL's path.
+func planChatGPT(p *planner) error {
+	p.plan.TokenName = "chatgpt"
+	sets := strings.Join(p.opts.Toolsets, ",")
+	p.plan.Steps = []string{
+		"Create ChatGPT's token (shown once; `--write` does this for you):\n    " + p.opts.Command + " token create --name chatgpt",
+		"Start Sluice's HTTP transport on loopback, accepting your tunnel's host name and a token in the URL path:\n    " +
+			p.opts.Command + " http --addr 127.0.0.1:8765 --toolsets " + sets + " --allow-host YOUR-TUNNEL-HOST --allow-path-token",
+		"Run a tunnel you control from https://YOUR-TUNNEL-HOST to http://127.0.0.1:8765, for example:\n    cloudflared tunnel --url http://127.0.0.1:8765\n    ngrok http 127.0.0.1:8765",
+		"In ChatGPT: Settings → Apps & Connectors → Advanced → turn on Developer mode; then Create a connector with\n    URL: https://YOUR-TUNNEL-HOST/mcp/TOKEN   (TOKEN is the token from step 1)\n    Authentication: No authentication (the token in the URL is the authentication)",
+		"Keep that URL secret: anyone who has it can read your allowed repositories and propose changes as \"chatgpt\". Revoke it with:\n    " + p.opts.Command + " token revoke --name chatgpt",
+	}
+	p.noPreAllow("ChatGPT asks in the conversation and can remember a decision for the chat; it has no allow-list Sluice can set")
+	return nil
+}

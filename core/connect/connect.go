@@ -1,0 +1,447 @@
+package connect
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/core/config"
+)
+
+// Errors callers branch on.
+var (
+	// ErrUnknownClient: the client name is not one of Clients.
+	ErrUnknownClient = errors.New("unknown client")
+	// ErrScope: the client does not support that scope, or project scope
+	// lacks a usable directory.
+	ErrScope = errors.New("unsupported scope")
+	// ErrMalformed: an existing file does not parse; it is left untouched.
+	ErrMalformed = errors.New("malformed configuration file")
+	// ErrConflict: the file defines Sluice's entry in a form this editor
+	// does not rewrite (or a parent key is not an object); left untouched.
+	ErrConflict = errors.New("configuration conflict")
+	// ErrReadOnly: a file that needs changing is read-only.
+	ErrReadOnly = errors.New("configuration file is read-only")
+	// ErrChanged: a file changed between Plan and Apply.
+	ErrChanged = errors.New("configuration file changed since it was read")
+	// ErrBadOptions: an option is missing or invalid.
+	ErrBadOptions = errors.New("invalid options")
+)
+
+// Scope is where a client's configuration lives.
+type Scope string
+
+// Scopes.
+const (
+	ScopeUser    Scope = "user"
+	ScopeProject Scope = "project"
+)
+
+// Options choose the client and what to write.
+type Options struct {
+	Client string
+	// Scope defaults to user.
+	Scope Scope
+	// ProjectDir is required for project scope; it must exist.
+	ProjectDir string
+	// Command is the absolute path of the installed sluice-sidecar.
+	Command string
+	// Toolsets to enable; nil means config.DefaultToolsets.
+	Toolsets []string
+
+	// Home, Getenv and GOOS locate the files; they default to the real
+	// ones and exist so that tests (and the app) can point elsewhere.
+	Home   string
+	Getenv func(string) string
+	GOOS   string
+	// Now stamps backup names.
+	Now func() time.Time
+}
+
+// Edit is one thing Sluice sets in a file, for display.
+type Edit struct {
+	// Key is where, e.g. "mcpServers.sluice" or "[mcp_servers.sluice]".
+	Key string
+	// Value is what, as it will appear in the file.
+	Value string
+}
+
+// FileChange is one file that Plan read and would write.
+type FileChange struct {
+	Path   string
+	Format string // "json", "jsonc" or "toml"
+	Exists bool
+	// Changed is false when the file already says what Sluice would write.
+	Changed bool
+	Edits   []Edit
+	// ReadOnly is set when the file exists and cannot be written; Apply
+	// refuses.
+	ReadOnly bool
+
+	target string // Path with symlinks resolved: where the bytes go
+	mode   fs.FileMode
+	before []byte
+	after  []byte
+}
+
+// Content is what the file will hold after Apply.
+func (f *FileChange) Content() []byte { return slices.Clone(f.after) }
+
+// Plan is what connecting a client would do.
+type Plan struct {
+	Client   string
+	Title    string
+	Scope    Scope
+	Command  string
+	Args     []string
+	Toolsets []string
+	Files    []*FileChange
+	// PreAllowed are the tools pre-allowed in the client's own terms (for
+	// example "mcp__sluice__repo_brief"); empty when the client offers no
+	// way to do so in a file.
+	PreAllowed []string
+	// PreAllowNote says how tools were pre-allowed, or why none were.
+	PreAllowNote string
+	// Steps are what the person still has to do (ChatGPT: everything).
+	Steps []string
+	// TokenName is set when connecting needs an HTTP token (ChatGPT).
+	TokenName string
+}
+
+// Changed reports whether Apply would write anything.
+func (p *Plan) Changed() bool {
+	for _, f := range p.Files {
+		if f.Changed {
+			return true
+		}
+	}
+	return false
+}
+
+// planner builds a Plan; each client's function uses its helpers.
+type planner struct {
+	opts  Options
+	plan  *Plan
+	files map[string]*FileChange
+}
+
+// Make computes what connecting opts.Client would change, reading but never
+// writing. A malformed file is ErrMalformed with the file and position.
+func Make(opts Options) (*Plan, error) {
+	spec, ok := clientByName(opts.Client)
+	if !ok {
+		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownClient, opts.Client, strings.Join(ClientNames(), ", "))
+	}
+	if err := opts.fill(spec); err != nil {
+		return nil, err
+	}
+	p := &planner{
+		opts: opts,
+		plan: &Plan{
+			Client: spec.Name, Title: spec.Title, Scope: opts.Scope, Command: opts.Command,
+			Args: serverArgs(opts.Toolsets), Toolsets: opts.Toolsets,
+		},
+		files: map[string]*FileChange{},
+	}
+	if err := spec.plan(p); err != nil {
+		return nil, err
+	}
+	return p.plan, nil
+}
+
+func (o *Options) fill(spec Client) error {
+	if o.Scope == "" {
+		o.Scope = ScopeUser
+	}
+	if !slices.Contains(spec.Scopes, o.Scope) {
+		var s []string
+		for _, sc := range spec.Scopes {
+			s = append(s, string(sc))
+		}
+		if len(s) == 0 {
+			s = []string{"none"}
+		}
+		return fmt.Errorf("%w: %s supports scope %s, not %q", ErrScope, spec.Name, strings.Join(s, " or "), o.Scope)
+	}
+	if o.Scope == ScopeProject {
+		if o.ProjectDir == "" || !filepath.IsAbs(o.ProjectDir) {
+			return fmt.Errorf("%w: project scope needs an absolute project directory", ErrScope)
+		}
+		st, err := os.Stat(o.ProjectDir)
+		if err != nil || !st.IsDir() {
+			return fmt.Errorf("%w: project directory %s does not exist", ErrScope, o.ProjectDir)
+		}
+	}
+	if o.Command == "" || !filepath.IsAbs(o.Command) {
+		return fmt.Errorf("%w: the sidecar command must be an absolute path, got %q", ErrBadOptions, o.Command)
+	}
+	if o.Toolsets == nil {
+		o.Toolsets = slices.Clone(config.DefaultToolsets)
+	}
+	for _, t := range o.Toolsets {
+		if !slices.Contains(config.KnownToolsets, t) {
+			return fmt.Errorf("%w: unknown toolset %q (known: %s)", ErrBadOptions, t, strings.Join(config.KnownToolsets, ","))
+		}
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.GOOS == "" {
+		o.GOOS = runtime.GOOS
+	}
+	if o.Home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil || !filepath.IsAbs(h) {
+			return fmt.Errorf("%w: cannot find the home directory", ErrBadOptions)
+		}
+		o.Home = h
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return nil
+}
+
+// serverArgs are the sidecar's arguments in every client's entry.
+func serverArgs(toolsets []string) []string {
+	return []string{"stdio", "--toolsets", strings.Join(toolsets, ",")}
+}
+
+// file loads path once per plan.
+func (p *planner) file(path, format string) (*FileChange, error) {
+	if f := p.files[path]; f != nil {
+		return f, nil
+	}
+	f := &FileChange{Path: path, Format: format, target: path}
+	if p.opts.Scope == ScopeProject {
+		f.mode = 0o644
+	} else {
+		f.mode = 0o600
+	}
+	if t, err := filepath.EvalSymlinks(path); err == nil {
+		f.target = t
+	}
+	st, err := os.Stat(f.target)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", path, err)
+	case !st.Mode().IsRegular():
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrConflict, path)
+	default:
+		b, err := os.ReadFile(f.target)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		f.Exists, f.before, f.mode = true, b, st.Mode().Perm()
+		f.ReadOnly = st.Mode().Perm()&0o200 == 0
+	}
+	f.after = slices.Clone(f.before)
+	p.files[path] = f
+	p.plan.Files = append(p.plan.Files, f)
+	return f, nil
+}
+
+func (p *planner) jsonDoc(f *FileChange) (*jsonDoc, error) {
+	d, err := newJSONDoc(f.after, f.Format == "jsonc")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v (fix or move the file, then run again; it was not changed)", ErrMalformed, f.Path, err)
+	}
+	return d, nil
+}
+
+// jsonSet sets the member at key in a JSON(C) file.
+func (p *planner) jsonSet(path, format string, key []string, v any) error {
+	f, err := p.file(path, format)
+	if err != nil {
+		return err
+	}
+	d, err := p.jsonDoc(f)
+	if err != nil {
+		return err
+	}
+	changed, err := d.Set(key, v)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrConflict, f.Path, err)
+	}
+	shown, _ := d.render(v, "")
+	f.Edits = append(f.Edits, Edit{Key: strings.Join(key, "."), Value: shown})
+	return p.finish(f, d, changed)
+}
+
+// jsonAppend makes the string array at key contain values.
+func (p *planner) jsonAppend(path, format string, key []string, values []string) error {
+	f, err := p.file(path, format)
+	if err != nil {
+		return err
+	}
+	d, err := p.jsonDoc(f)
+	if err != nil {
+		return err
+	}
+	added, err := d.AppendStrings(key, values)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrConflict, f.Path, err)
+	}
+	shown, _ := d.render(values, "")
+	f.Edits = append(f.Edits, Edit{Key: strings.Join(key, ".") + " (contains)", Value: shown})
+	return p.finish(f, d, len(added) > 0)
+}
+
+// finish re-parses the edited text: an edit that produced anything but
+// valid JSON(C) is a bug, and must never reach the disk.
+func (p *planner) finish(f *FileChange, d *jsonDoc, changed bool) error {
+	if !changed {
+		return nil
+	}
+	if _, err := parseJSON(d.src, d.comments); err != nil {
+		return fmt.Errorf("connect: editing %s produced invalid JSON (%v); nothing was written", f.Path, err)
+	}
+	f.after = d.src
+	f.Changed = !bytes.Equal(f.after, f.before)
+	return nil
+}
+
+// tomlTables replaces the tables under prefix with block.
+func (p *planner) tomlTables(path string, prefix []string, block string) error {
+	f, err := p.file(path, "toml")
+	if err != nil {
+		return err
+	}
+	doc, err := parseTOML(f.after)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v (fix or move the file, then run again; it was not changed)", ErrMalformed, f.Path, err)
+	}
+	out, err := doc.ReplaceTables(prefix, block)
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.Path, err)
+	}
+	if _, err := parseTOML(out); err != nil {
+		return fmt.Errorf("connect: editing %s produced invalid TOML (%v); nothing was written", f.Path, err)
+	}
+	f.Edits = append(f.Edits, Edit{Key: "[" + strings.Join(prefix, ".") + "]", Value: strings.TrimRight(block, "\n")})
+	f.after = out
+	f.Changed = !bytes.Equal(f.after, f.before)
+	return nil
+}
+
+// ownFile sets the whole content of a file that belongs to Sluice.
+func (p *planner) ownFile(path, format, content string) error {
+	f, err := p.file(path, format)
+	if err != nil {
+		return err
+	}
+	f.Edits = append(f.Edits, Edit{Key: "(whole file)", Value: strings.TrimRight(content, "\n")})
+	f.after = []byte(content)
+	f.Changed = !bytes.Equal(f.after, f.before)
+	return nil
+}
+
+// Applied is what Apply did.
+type Applied struct {
+	Written []string
+	// Backups of the files that existed, one per written file.
+	Backups []string
+}
+
+// Apply writes the plan: for each changed file, a backup of the old content
+// next to it (<file>.sluice-backup-<time>), then the new content atomically
+// with the old file's mode. Every file is checked before any is written, so
+// a read-only or changed file leaves all of them untouched.
+func (p *Plan) Apply(now time.Time) (*Applied, error) {
+	if now.IsZero() {
+		now = time.Now()
+	}
+	for _, f := range p.Files {
+		if !f.Changed {
+			continue
+		}
+		if f.ReadOnly {
+			return nil, fmt.Errorf("%w: %s (make it writable, or add Sluice's entry by hand; nothing was written)", ErrReadOnly, f.Path)
+		}
+		cur, err := os.ReadFile(f.target)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			if f.Exists {
+				return nil, fmt.Errorf("%w: %s was removed; run again", ErrChanged, f.Path)
+			}
+		case err != nil:
+			return nil, err
+		case !f.Exists || !bytes.Equal(cur, f.before):
+			return nil, fmt.Errorf("%w: %s; run again", ErrChanged, f.Path)
+		}
+	}
+	res := &Applied{}
+	stamp := now.UTC().Format("20060102T150405Z")
+	for _, f := range p.Files {
+		if !f.Changed {
+			continue
+		}
+		dir := filepath.Dir(f.target)
+		if err := os.MkdirAll(dir, dirMode(p.Scope)); err != nil {
+			return res, fmt.Errorf("create %s: %w", dir, err)
+		}
+		if f.Exists {
+			backup, err := backupFile(f.target, stamp, f.before, f.mode)
+			if err != nil {
+				return res, fmt.Errorf("back up %s: %w (nothing was written to it)", f.Path, err)
+			}
+			res.Backups = append(res.Backups, backup)
+		}
+		if err := config.WriteFileAtomic(f.target, f.after, f.mode); err != nil {
+			return res, fmt.Errorf("write %s: %w", f.Path, err)
+		}
+		res.Written = append(res.Written, f.Path)
+	}
+	return res, nil
+}
+
+func dirMode(s Scope) fs.FileMode {
+	if s == ScopeProject {
+		return 0o755
+	}
+	return 0o700
+}
+
+// backupFile writes data to a new backup next to target; an older backup
+// with the same stamp is kept and a suffix added.
+func backupFile(target, stamp string, data []byte, mode fs.FileMode) (string, error) {
+	base := target + ".sluice-backup-" + stamp
+	for i := 1; i < 100; i++ {
+		name := base
+		if i > 1 {
+			name = fmt.Sprintf("%s-%d", base, i)
+		}
+		err := writeNew(name, data, mode)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		return name, err
+	}
+	return "", fmt.Errorf("too many backups named %s*", base)
+}
+
+// writeNew creates path exclusively (never overwriting an older backup)
+// and syncs it.
+func writeNew(path string, data []byte, mode fs.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

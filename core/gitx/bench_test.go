@@ -1,0 +1,152 @@
+package gitx
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/core/gitx/gitxtest"
+)
+
+// The benchmarks compare each inspection with the git CLI command (or,
+// for the brief, the sequence of commands) it replaces, in the same run on
+// the same generated repository (gitxtest.LargeDefault: 20,000 files,
+// 2,000 commits, 20 modified and 5 untracked files). Each reports both
+// sides per operation and their ratio.
+
+func largeRepo(b *testing.B) (*Runner, *Repo) {
+	b.Helper()
+	dir := gitxtest.LargeRepo(b, gitxtest.LargeDefault)
+	run, err := NewRunner(RunnerOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	repo, err := run.Open(context.Background(), Roots{dir}, dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return run, repo
+}
+
+// cli runs plain git, as a person or an agent with a shell would.
+func cli(b *testing.B, dir string, args ...string) []byte {
+	c := exec.Command("git", args...)
+	c.Dir = dir
+	var out bytes.Buffer
+	c.Stdout = &out
+	if err := c.Run(); err != nil {
+		b.Fatalf("git %v: %v", args, err)
+	}
+	return out.Bytes()
+}
+
+// compare times a and c alternately b.N times each and reports both and
+// their ratio (a/c).
+func compare(b *testing.B, a, c func()) {
+	b.Helper()
+	a()
+	c() // warm both
+	var ta, tc time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		a()
+		t1 := time.Now()
+		c()
+		tc += time.Since(t1)
+		ta += t1.Sub(t0)
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(ta.Microseconds())/n/1000, "sluice-ms/op")
+	b.ReportMetric(float64(tc.Microseconds())/n/1000, "git-ms/op")
+	b.ReportMetric(float64(ta)/float64(tc), "ratio")
+}
+
+func BenchmarkStatus_vs_CLI(b *testing.B) {
+	_, repo := largeRepo(b)
+	ctx := context.Background()
+	compare(b, func() {
+		if _, err := repo.Status(ctx, StatusOptions{Limit: 200}); err != nil {
+			b.Fatal(err)
+		}
+	}, func() { cli(b, repo.Root, "status", "--porcelain=v2", "--branch") })
+}
+
+func BenchmarkDiffText_Worktree_vs_CLI(b *testing.B) {
+	_, repo := largeRepo(b)
+	ctx := context.Background()
+	compare(b, func() {
+		if _, err := repo.DiffText(ctx, DiffSpec{}, 3, MaxDiffBytes); err != nil {
+			b.Fatal(err)
+		}
+	}, func() { cli(b, repo.Root, "diff") })
+}
+
+func BenchmarkDiffText_Revisions_vs_CLI(b *testing.B) {
+	_, repo := largeRepo(b)
+	ctx := context.Background()
+	compare(b, func() {
+		if _, err := repo.DiffText(ctx, DiffSpec{Base: "HEAD~200", Target: "HEAD"}, 3, MaxDiffBytes); err != nil {
+			b.Fatal(err)
+		}
+	}, func() { cli(b, repo.Root, "diff", "HEAD~200", "HEAD") })
+}
+
+func BenchmarkHistory_vs_CLI(b *testing.B) {
+	_, repo := largeRepo(b)
+	ctx := context.Background()
+	compare(b, func() {
+		if _, err := repo.History(ctx, HistoryOptions{Limit: 20}); err != nil {
+			b.Fatal(err)
+		}
+	}, func() { cli(b, repo.Root, "log", "-n", "20", "--format=%h %an %aI %s %D") })
+}
+
+// rawBriefSequence is what repo_brief replaces: the commands an agent runs
+// one after the other to learn the same things.
+var rawBriefSequence = [][]string{
+	{"status"},
+	{"log", "-n", "50", "--format=%h %an %ar %s"},
+	{"branch", "-vv"},
+	{"stash", "list"},
+	{"submodule", "status"},
+	{"rev-list", "--left-right", "--count", "@{upstream}...HEAD"},
+	{"symbolic-ref", "--short", "refs/remotes/origin/HEAD"},
+}
+
+func BenchmarkBrief_vs_RawSequence(b *testing.B) {
+	_, repo := largeRepo(b)
+	ctx := context.Background()
+	var brief *Brief
+	var raw int
+	compare(b, func() {
+		var err error
+		if brief, err = repo.Brief(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}, func() {
+		raw = 0
+		for _, args := range rawBriefSequence {
+			raw += len(cli(b, repo.Root, args...))
+		}
+	})
+	j, _ := json.Marshal(brief)
+	b.ReportMetric(float64(len(j)/4), "brief-tokens")
+	b.ReportMetric(float64(raw/4), "raw-tokens")
+	b.ReportMetric(float64(len(j))/float64(raw), "token-ratio")
+}
+
+// BenchmarkOpen_Cold measures opening a repository without the open
+// cache: the fixed cost of a first call.
+func BenchmarkOpen_Cold(b *testing.B) {
+	run, repo := largeRepo(b)
+	for i := 0; i < b.N; i++ {
+		if _, err := run.openCanonical(context.Background(), Roots{repo.Root}, repo.Root); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,204 @@
+package gitx
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"strings"
+)
+
+// Person is an author or committer.
+type Person struct {
+	Name  string `json:"name"`
+	Email string `json:"email"`
+	Date  string `json:"date" jsonschema:"RFC 3339"`
+}
+
+// FileChange is one file a commit or diff changed.
+type FileChange struct {
+	Path       string `json:"path" jsonschema:"path relative to the repository root (the new path of a rename)"`
+	OrigPath   string `json:"origPath,omitempty" jsonschema:"the old path of a rename or copy"`
+	Status     string `json:"status" jsonschema:"added, modified, deleted, renamed, copied, typechange or unmerged"`
+	Insertions int    `json:"insertions" jsonschema:"lines added (0 for binary files)"`
+	Deletions  int    `json:"deletions" jsonschema:"lines removed (0 for binary files)"`
+	Binary     bool   `json:"binary,omitempty" jsonschema:"git treats the file as binary"`
+	Submodule  bool   `json:"submodule,omitempty" jsonschema:"the path is a submodule (gitlink)"`
+}
+
+// CommitDetails is one commit in full.
+type CommitDetails struct {
+	SHA           string       `json:"sha" jsonschema:"full commit id"`
+	Parents       []string     `json:"parents" jsonschema:"full ids of the parents; empty for a root commit"`
+	Author        Person       `json:"author"`
+	Committer     Person       `json:"committer"`
+	Subject       string       `json:"subject"`
+	Body          string       `json:"body,omitempty" jsonschema:"the message after the subject line"`
+	BodyTruncated bool         `json:"bodyTruncated,omitempty" jsonschema:"the body was longer than the limit and was cut"`
+	Refs          []string     `json:"refs,omitempty" jsonschema:"branches and tags pointing at the commit"`
+	ComparedTo    string       `json:"comparedTo,omitempty" jsonschema:"the parent the file list is against (the first parent of a merge)"`
+	Files         []FileChange `json:"files" jsonschema:"files changed against comparedTo (or added, for a root commit)"`
+	FilesTotal    int          `json:"filesTotal"`
+	Insertions    int          `json:"insertions"`
+	Deletions     int          `json:"deletions"`
+	Truncated     bool         `json:"truncated,omitempty" jsonschema:"more files changed than maxFiles; totals are complete"`
+}
+
+// Commit detail limits.
+const (
+	maxBodyBytes        = 8 << 10
+	DefaultMaxFiles     = 300
+	MaxFilesLimit       = 3000
+	commitDetailsFields = 10
+)
+
+// CommitDetails describes rev: metadata, message and changed files with
+// line counts (against the first parent for a merge). Signatures are not
+// verified: that would run gpg.
+func (repo *Repo) CommitDetails(ctx context.Context, rev string, maxFiles int) (*CommitDetails, error) {
+	if maxFiles <= 0 {
+		maxFiles = DefaultMaxFiles
+	}
+	if maxFiles > MaxFilesLimit {
+		return nil, invalidArg("maxFiles must be at most %d", MaxFilesLimit)
+	}
+	sha, err := repo.ResolveCommit(ctx, "rev", rev)
+	if err != nil {
+		return nil, err
+	}
+	out, err := repo.git(ctx, &cmd{sub: []string{"show"}, opts: []string{"-s", "--decorate-refs=refs/heads", "--decorate-refs=refs/tags", "--decorate-refs=refs/remotes",
+		"--format=%H%x00%P%x00%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%D%x00%B"}, revs: []string{sha}, dashdash: true, limit: 4 << 20})
+	if err != nil {
+		return nil, err
+	}
+	f := bytes.SplitN(out.Stdout, []byte{0}, commitDetailsFields)
+	if len(f) < commitDetailsFields {
+		return nil, &Error{Code: CodeGitFailed, Msg: "unexpected output from git show"}
+	}
+	d := &CommitDetails{
+		SHA:       string(f[0]),
+		Parents:   strings.Fields(string(f[1])),
+		Author:    Person{Name: string(f[2]), Email: string(f[3]), Date: string(f[4])},
+		Committer: Person{Name: string(f[5]), Email: string(f[6]), Date: string(f[7])},
+	}
+	if d.Parents == nil {
+		d.Parents = []string{}
+	}
+	for _, r := range strings.Split(strings.TrimSpace(string(f[8])), ", ") {
+		r = strings.TrimPrefix(strings.TrimPrefix(r, "HEAD -> "), "tag: ")
+		if r != "" && r != "HEAD" {
+			d.Refs = append(d.Refs, r)
+		}
+	}
+	msg := strings.TrimRight(string(f[9]), "\n")
+	d.Subject, d.Body, _ = strings.Cut(msg, "\n")
+	d.Body = strings.TrimLeft(d.Body, "\n")
+	if len(d.Body) > maxBodyBytes {
+		d.Body = clip(d.Body, maxBodyBytes)
+		d.BodyTruncated = true
+	}
+	var revs []string
+	opts := []string{"-r", "-z", "--raw", "--numstat", "-M", "--no-commit-id", "--abbrev=40"}
+	if len(d.Parents) == 0 {
+		opts = append(opts, "--root")
+		revs = []string{sha}
+	} else {
+		d.ComparedTo = d.Parents[0]
+		revs = []string{d.Parents[0], sha}
+	}
+	changes, err := repo.diffTreeChanges(ctx, opts, revs)
+	if err != nil {
+		return nil, err
+	}
+	d.FilesTotal = len(changes)
+	for _, c := range changes {
+		d.Insertions += c.Insertions
+		d.Deletions += c.Deletions
+	}
+	if len(changes) > maxFiles {
+		changes = changes[:maxFiles]
+		d.Truncated = true
+	}
+	d.Files = changes
+	return d, nil
+}
+
+var rawStatus = map[byte]string{'A': "added", 'M': "modified", 'D': "deleted", 'R': "renamed", 'C': "copied", 'T': "typechange", 'U': "unmerged"}
+
+// diffTreeChanges runs a diff plumbing command with --raw --numstat -z and
+// joins the two sections per path.
+func (repo *Repo) diffTreeChanges(ctx context.Context, opts, revs []string) ([]FileChange, error) {
+	sub := "diff-tree"
+	if len(revs) == 0 {
+		sub = "diff-files"
+	}
+	return repo.rawNumstat(ctx, &cmd{sub: []string{sub}, opts: opts, revs: revs, dashdash: true})
+}
+
+func (repo *Repo) rawNumstat(ctx context.Context, c *cmd) ([]FileChange, error) {
+	out, err := repo.git(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return parseRawNumstat(out.Stdout), nil
+}
+
+// parseRawNumstat parses "--raw --numstat -z" output: raw records
+// (":mode mode sha sha S\0path\0[path\0]") then numstat records
+// ("a\td\tpath\0" or "a\td\t\0old\0new\0").
+func parseRawNumstat(b []byte) []FileChange {
+	recs := strings.Split(string(b), "\x00")
+	var changes []FileChange
+	index := map[string]int{}
+	for i := 0; i < len(recs); i++ {
+		r := recs[i]
+		if r == "" {
+			continue
+		}
+		if r[0] == ':' {
+			fields := strings.Fields(r[1:])
+			if len(fields) < 5 || i+1 >= len(recs) {
+				continue
+			}
+			st := fields[4]
+			c := FileChange{Status: rawStatus[st[0]]}
+			if c.Status == "" {
+				c.Status = "modified"
+			}
+			c.Submodule = fields[0] == "160000" || fields[1] == "160000"
+			i++
+			c.Path = recs[i]
+			if (st[0] == 'R' || st[0] == 'C') && i+1 < len(recs) {
+				c.OrigPath = c.Path
+				i++
+				c.Path = recs[i]
+			}
+			index[c.Path] = len(changes)
+			changes = append(changes, c)
+			continue
+		}
+		// numstat
+		parts := strings.SplitN(r, "\t", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		p := parts[2]
+		if p == "" && i+2 < len(recs) {
+			i += 2
+			p = recs[i]
+		}
+		j, ok := index[p]
+		if !ok {
+			continue
+		}
+		if parts[0] == "-" {
+			changes[j].Binary = true
+			continue
+		}
+		changes[j].Insertions, _ = strconv.Atoi(parts[0])
+		changes[j].Deletions, _ = strconv.Atoi(parts[1])
+	}
+	if changes == nil {
+		changes = []FileChange{}
+	}
+	return changes
+}

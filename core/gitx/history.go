@@ -1,0 +1,279 @@
+package gitx
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Commit is one commit in a list.
+type Commit struct {
+	SHA     string   `json:"sha" jsonschema:"abbreviated commit id (unique in this repository)"`
+	Author  string   `json:"author" jsonschema:"author name"`
+	Date    string   `json:"date" jsonschema:"author date, RFC 3339"`
+	Subject string   `json:"subject" jsonschema:"first line of the message"`
+	Merge   bool     `json:"merge,omitempty" jsonschema:"the commit has more than one parent"`
+	Refs    []string `json:"refs,omitempty" jsonschema:"branches and tags pointing at it"`
+	// Stats are set when asked for.
+	Files      *int `json:"files,omitempty" jsonschema:"files changed (with stats)"`
+	Insertions *int `json:"insertions,omitempty" jsonschema:"lines added (with stats)"`
+	Deletions  *int `json:"deletions,omitempty" jsonschema:"lines removed (with stats)"`
+}
+
+// record marker: cannot begin a field git prints for a commit.
+const logMark = "\x1e\x1d\x1c"
+
+// logFormat fields, each NUL terminated.
+const logFormat = "--format=" + "%x1e%x1d%x1c" + "%H%x00%h%x00%P%x00%an%x00%aI%x00%s%x00%D%x00"
+
+type logOpts struct {
+	opts      []string
+	revs      []string
+	paths     []string
+	withStats bool
+	limit     int64
+}
+
+// logCommits runs git log with a fixed, parseable format. Options are
+// trusted; revisions and paths were checked by the caller (and are checked
+// again by the runner).
+func (repo *Repo) logCommits(ctx context.Context, o logOpts) ([]Commit, error) {
+	c, _, err := repo.logCommitsFull(ctx, o)
+	return c, err
+}
+
+// logCommitsFull also returns the full ids, in the same order.
+func (repo *Repo) logCommitsFull(ctx context.Context, o logOpts) ([]Commit, []string, error) {
+	opts := append([]string{logFormat, "--abbrev=12", "--decorate-refs=refs/heads", "--decorate-refs=refs/tags", "--decorate-refs=refs/remotes"}, o.opts...)
+	if o.withStats {
+		opts = append(opts, "--shortstat")
+	}
+	out, err := repo.git(ctx, &cmd{sub: []string{"log"}, opts: opts, revs: o.revs, paths: o.paths, dashdash: true, limit: o.limit})
+	if err != nil {
+		return nil, nil, err
+	}
+	c, full := parseLog(out.Stdout, o.withStats)
+	return c, full, nil
+}
+
+var shortstatRe = regexp.MustCompile(`(\d+) files? changed(?:, (\d+) insertions?\(\+\))?(?:, (\d+) deletions?\(-\))?`)
+
+func parseLog(b []byte, withStats bool) ([]Commit, []string) {
+	commits := []Commit{}
+	var full []string
+	for _, rec := range bytes.Split(b, []byte(logMark)) {
+		if len(rec) == 0 {
+			continue
+		}
+		f := bytes.SplitN(rec, []byte{0}, 8)
+		if len(f) < 8 {
+			continue
+		}
+		full = append(full, string(f[0]))
+		f = f[1:]
+		c := Commit{
+			SHA:     string(f[0]),
+			Merge:   len(bytes.Fields(f[1])) > 1,
+			Author:  string(f[2]),
+			Date:    string(f[3]),
+			Subject: clip(string(f[4]), 200),
+		}
+		if d := strings.TrimSpace(string(f[5])); d != "" {
+			for _, r := range strings.Split(d, ", ") {
+				r = strings.TrimPrefix(r, "HEAD -> ")
+				r = strings.TrimPrefix(r, "tag: ")
+				if r != "HEAD" && r != "" {
+					c.Refs = append(c.Refs, r)
+				}
+			}
+		}
+		if withStats {
+			files, ins, del := 0, 0, 0
+			if m := shortstatRe.FindSubmatch(f[6]); m != nil {
+				files, _ = strconv.Atoi(string(m[1]))
+				ins, _ = strconv.Atoi(string(m[2]))
+				del, _ = strconv.Atoi(string(m[3]))
+			}
+			c.Files, c.Insertions, c.Deletions = &files, &ins, &del
+		}
+		commits = append(commits, c)
+	}
+	return commits, full
+}
+
+// clip shortens s to at most n bytes on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// HistoryOptions select commits.
+type HistoryOptions struct {
+	Rev         string
+	Paths       []string
+	Author      string
+	Grep        string
+	Since       string
+	Until       string
+	FirstParent bool
+	WithStats   bool
+	Limit       int
+	Cursor      string
+}
+
+// History is one page of commits.
+type History struct {
+	Head       string   `json:"head" jsonschema:"the full commit id the listing started from; every page of one cursor chain starts here"`
+	Commits    []Commit `json:"commits"`
+	NextCursor string   `json:"nextCursor,omitempty" jsonschema:"pass as cursor to get the next page; absent on the last page"`
+	Unborn     bool     `json:"unborn,omitempty" jsonschema:"HEAD has no commits yet"`
+}
+
+// History limits.
+const (
+	DefaultHistoryLimit = 20
+	MaxHistoryLimit     = 200
+)
+
+type historyCursor struct {
+	Head   string `json:"h"`
+	Skip   int    `json:"s"`
+	Filter string `json:"f"`
+}
+
+// History lists commits reachable from Rev (HEAD by default), newest
+// first. The first page pins the start commit in the cursor so that later
+// pages are consistent even if the branch moves meanwhile.
+func (repo *Repo) History(ctx context.Context, o HistoryOptions) (*History, error) {
+	limit := o.Limit
+	if limit <= 0 {
+		limit = DefaultHistoryLimit
+	}
+	if limit > MaxHistoryLimit {
+		return nil, invalidArg("limit must be at most %d", MaxHistoryLimit)
+	}
+	paths, err := CheckPaths("paths", o.Paths)
+	if err != nil {
+		return nil, err
+	}
+	var opts []string
+	for _, v := range []struct{ name, val, flag string }{
+		{"author", o.Author, "--author="}, {"grep", o.Grep, "--grep="},
+		{"since", o.Since, "--since="}, {"until", o.Until, "--until="},
+	} {
+		if v.val == "" {
+			continue
+		}
+		if len(v.val) > 256 || hasControl(v.val) {
+			return nil, invalidArg("%s must be at most 256 bytes without control characters", v.name)
+		}
+		// One argv element with our own prefix: the value can never become
+		// an option of its own.
+		opts = append(opts, v.flag+v.val)
+	}
+	if o.Author != "" || o.Grep != "" {
+		opts = append(opts, "--fixed-strings", "--regexp-ignore-case")
+	}
+	if o.FirstParent {
+		opts = append(opts, "--first-parent")
+	}
+	filter := filterKey(paths, opts)
+
+	var cur historyCursor
+	anchorFromLog := false
+	if o.Cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(o.Cursor)
+		if err != nil || json.Unmarshal(raw, &cur) != nil || !isHex(cur.Head) || cur.Skip < 0 {
+			return nil, invalidArg("cursor is not one this tool returned")
+		}
+		if cur.Filter != filter {
+			return nil, invalidArg("cursor belongs to a different query; repeat the original arguments with it")
+		}
+	} else {
+		rev := o.Rev
+		if rev == "" {
+			rev = "HEAD"
+		}
+		if err := CheckRev("rev", rev); err != nil {
+			return nil, err
+		}
+		cur.Filter = filter
+		filtered := len(paths) > 0 || o.Author != "" || o.Grep != "" || o.Since != "" || o.Until != ""
+		if filtered {
+			if cur.Head, err = repo.ResolveCommit(ctx, "rev", rev); err != nil {
+				if o.Rev == "" && IsCode(err, CodeInvalidArgument) {
+					if h, herr := repo.headSHA(ctx); herr == nil && h == "" {
+						return &History{Commits: []Commit{}, Unborn: true}, nil
+					}
+				}
+				return nil, err
+			}
+		} else {
+			// Unfiltered, the first commit git lists is the start itself:
+			// its id pins the cursor without a separate rev-parse.
+			cur.Head = peelCommit(rev)
+			anchorFromLog = true
+		}
+	}
+	opts = append(opts, "--skip="+strconv.Itoa(cur.Skip), "--max-count="+strconv.Itoa(limit+1))
+	commits, full, err := repo.logCommitsFull(ctx, logOpts{opts: opts, revs: []string{cur.Head}, paths: paths, withStats: o.WithStats})
+	if err != nil {
+		if anchorFromLog && o.Rev == "" && IsCode(err, CodeInvalidArgument) {
+			if h, herr := repo.headSHA(ctx); herr == nil && h == "" {
+				return &History{Commits: []Commit{}, Unborn: true}, nil
+			}
+		}
+		if anchorFromLog && IsCode(err, CodeInvalidArgument) {
+			return nil, invalidArg("rev does not name a commit in this repository")
+		}
+		return nil, err
+	}
+	if anchorFromLog {
+		cur.Head = ""
+		if len(full) > 0 {
+			cur.Head = full[0]
+		}
+	}
+	h := &History{Head: cur.Head, Commits: commits}
+	if len(commits) > limit {
+		h.Commits = commits[:limit]
+		next := historyCursor{Head: cur.Head, Skip: cur.Skip + limit, Filter: filter}
+		b, _ := json.Marshal(next)
+		h.NextCursor = base64.RawURLEncoding.EncodeToString(b)
+	}
+	return h, nil
+}
+
+func filterKey(paths, opts []string) string {
+	h := sha256.New()
+	for _, s := range append(append([]string{}, paths...), opts...) {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+func isHex(s string) bool {
+	if len(s) < 4 || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

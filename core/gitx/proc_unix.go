@@ -1,0 +1,42 @@
+//go:build unix
+
+package gitx
+
+import (
+	"io/fs"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+const gitExe = "git"
+
+// setProcessGroup puts git in a new process group so that a kill reaches
+// every child it started (a filter or helper that somehow ran, a
+// submodule's git) and none survives the call.
+func setProcessGroup(c *exec.Cmd) {
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// exec's own cancellation would kill only the leader.
+	c.Cancel = nil
+}
+
+func killProcessGroup(p *os.Process) {
+	if p == nil {
+		return
+	}
+	// Negative pid: the whole group. Fall back to the leader if the group
+	// is already gone.
+	if err := syscall.Kill(-p.Pid, syscall.SIGKILL); err != nil {
+		_ = p.Kill()
+	}
+}
+
+func isExecutable(st fs.FileInfo) bool { return st.Mode().Perm()&0o111 != 0 }
+
+// fileID identifies a file across renames and replacements.
+func fileID(st fs.FileInfo) any {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return [2]uint64{uint64(s.Dev), uint64(s.Ino)}
+	}
+	return nil
+}

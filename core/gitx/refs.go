@@ -1,0 +1,327 @@
+package gitx
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Ref is a branch, remote-tracking branch or tag.
+type Ref struct {
+	Name     string    `json:"name" jsonschema:"short name: main, origin/main, v1.2.3"`
+	Kind     string    `json:"kind" jsonschema:"branch, remote or tag"`
+	SHA      string    `json:"sha" jsonschema:"abbreviated commit id (tags are peeled to their commit)"`
+	Date     string    `json:"date,omitempty" jsonschema:"commit (or tag) date, RFC 3339"`
+	Subject  string    `json:"subject,omitempty"`
+	Current  bool      `json:"current,omitempty" jsonschema:"checked out in this worktree"`
+	Upstream *Upstream `json:"upstream,omitempty"`
+	Symref   string    `json:"symref,omitempty" jsonschema:"the ref this one points to (origin/HEAD)"`
+	Worktree string    `json:"worktree,omitempty" jsonschema:"checked out in this other worktree"`
+}
+
+// RefList is a listing of refs.
+type RefList struct {
+	Refs      []Ref `json:"refs"`
+	Total     int   `json:"total" jsonschema:"refs matching before limit"`
+	Truncated bool  `json:"truncated,omitempty"`
+}
+
+// RefsOptions select refs.
+type RefsOptions struct {
+	Kinds   []string
+	Pattern string
+	Sort    string
+	Limit   int
+}
+
+// Ref listing limits.
+const (
+	DefaultRefsLimit = 100
+	MaxRefsLimit     = 1000
+)
+
+var refKinds = map[string]string{"branches": "refs/heads/", "remotes": "refs/remotes/", "tags": "refs/tags/"}
+
+// Refs lists refs with one for-each-ref.
+func (repo *Repo) Refs(ctx context.Context, o RefsOptions) (*RefList, error) {
+	limit := o.Limit
+	if limit <= 0 {
+		limit = DefaultRefsLimit
+	}
+	if limit > MaxRefsLimit {
+		return nil, invalidArg("limit must be at most %d", MaxRefsLimit)
+	}
+	kinds := o.Kinds
+	if len(kinds) == 0 {
+		kinds = []string{"branches", "remotes", "tags"}
+	}
+	if o.Pattern != "" {
+		if err := CheckRev("pattern", o.Pattern); err != nil {
+			return nil, err
+		}
+	}
+	var patterns []string
+	for _, k := range kinds {
+		prefix, ok := refKinds[k]
+		if !ok {
+			return nil, invalidArg("kinds must be branches, remotes or tags")
+		}
+		patterns = append(patterns, prefix+o.Pattern)
+	}
+	sortKey := "--sort=-creatordate"
+	switch o.Sort {
+	case "", "recent":
+	case "name":
+		sortKey = "--sort=refname"
+	default:
+		return nil, invalidArg("sort must be recent or name")
+	}
+	format := "--format=%(refname)%00%(objectname:short=12)%00%(*objectname:short=12)%00%(creatordate:iso-strict)%00%(contents:subject)%00%(HEAD)%00%(upstream:short)%00%(upstream:track,nobracket)%00%(symref:short)%00%(worktreepath)"
+	out, err := repo.git(ctx, &cmd{sub: []string{"for-each-ref"}, opts: []string{format, sortKey}, revs: patterns, limit: 16 << 20})
+	if err != nil {
+		return nil, err
+	}
+	res := &RefList{Refs: []Ref{}}
+	for _, line := range strings.Split(string(out.Stdout), "\n") {
+		f := strings.Split(line, "\x00")
+		if len(f) < 10 {
+			continue
+		}
+		r := Ref{SHA: f[1], Date: f[3], Subject: clip(f[4], 100), Current: f[5] == "*", Symref: f[8]}
+		if f[2] != "" {
+			r.SHA = f[2]
+		}
+		switch {
+		case strings.HasPrefix(f[0], "refs/heads/"):
+			r.Kind, r.Name = "branch", strings.TrimPrefix(f[0], "refs/heads/")
+			if f[9] != "" && f[9] != repo.Root {
+				r.Worktree = f[9]
+			}
+		case strings.HasPrefix(f[0], "refs/remotes/"):
+			r.Kind, r.Name = "remote", strings.TrimPrefix(f[0], "refs/remotes/")
+		case strings.HasPrefix(f[0], "refs/tags/"):
+			r.Kind, r.Name = "tag", strings.TrimPrefix(f[0], "refs/tags/")
+		default:
+			continue
+		}
+		if f[6] != "" {
+			r.Upstream = parseTrack(f[6], f[7])
+		}
+		res.Total++
+		if len(res.Refs) >= limit {
+			res.Truncated = true
+			continue
+		}
+		res.Refs = append(res.Refs, r)
+	}
+	return res, nil
+}
+
+// parseTrack reads %(upstream:track,nobracket): "ahead 1, behind 2" or
+// "gone".
+func parseTrack(name, track string) *Upstream {
+	u := &Upstream{Name: name}
+	if track == "gone" {
+		u.Gone = true
+		return u
+	}
+	for _, part := range strings.Split(track, ", ") {
+		w, n, ok := strings.Cut(part, " ")
+		if !ok {
+			continue
+		}
+		v, _ := strconv.Atoi(n)
+		switch w {
+		case "ahead":
+			u.Ahead = v
+		case "behind":
+			u.Behind = v
+		}
+	}
+	return u
+}
+
+// StackBranch is one branch of a stack.
+type StackBranch struct {
+	Name    string `json:"name"`
+	SHA     string `json:"sha" jsonschema:"abbreviated tip"`
+	Commits int    `json:"commits" jsonschema:"commits on this branch that the branch below it (or the base) does not have"`
+	Current bool   `json:"current,omitempty"`
+}
+
+// BranchStack is the chain of local branches a branch builds on and the
+// branches that build on it.
+type BranchStack struct {
+	Base       string        `json:"base" jsonschema:"the base branch the stack grows from"`
+	Branch     string        `json:"branch" jsonschema:"the branch asked about (HEAD when detached)"`
+	MergeBase  string        `json:"mergeBase,omitempty" jsonschema:"abbreviated commit where the stack leaves the base"`
+	Stack      []StackBranch `json:"stack" jsonschema:"from the bottom (nearest the base) to the branch asked about"`
+	Above      []StackBranch `json:"above" jsonschema:"branches that contain this branch's tip, nearest first; commits counted from this branch"`
+	Forked     []string      `json:"forked,omitempty" jsonschema:"branches that forked from inside the stack but lack its tip: built on an older version, they need a restack"`
+	BehindBase int           `json:"behindBase" jsonschema:"commits on the base that the stack does not have yet"`
+	Merged     bool          `json:"merged,omitempty" jsonschema:"the branch is already contained in the base"`
+}
+
+const maxStackWalk = 2000
+
+// BranchStack works out the stack around branch (default: the current
+// branch) on base (default: the default branch).
+func (repo *Repo) BranchStack(ctx context.Context, branch, base string) (*BranchStack, error) {
+	for _, a := range []struct{ n, v string }{{"branch", branch}, {"base", base}} {
+		if a.v != "" {
+			if err := CheckRev(a.n, a.v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out, err := repo.git(ctx, &cmd{sub: []string{"for-each-ref"}, opts: []string{"--format=%(objectname)%00%(refname)%00%(HEAD)%00%(symref)"},
+		revs: []string{"refs/heads", "refs/remotes/origin/HEAD"}, limit: 16 << 20})
+	if err != nil {
+		return nil, err
+	}
+	tips := map[string][]string{} // sha -> branches
+	local := map[string]string{}  // branch -> sha
+	current, originHead := "", ""
+	for _, line := range strings.Split(string(out.Stdout), "\n") {
+		f := strings.Split(line, "\x00")
+		if len(f) < 4 {
+			continue
+		}
+		if f[1] == "refs/remotes/origin/HEAD" {
+			originHead = strings.TrimPrefix(f[3], "refs/remotes/origin/")
+			continue
+		}
+		name := strings.TrimPrefix(f[1], "refs/heads/")
+		tips[f[0]] = append(tips[f[0]], name)
+		local[name] = f[0]
+		if f[2] == "*" {
+			current = name
+		}
+	}
+	if branch == "" {
+		branch = current
+		if branch == "" {
+			branch = "HEAD"
+		}
+	}
+	if base == "" {
+		present := map[string]bool{}
+		for n := range local {
+			present[n] = true
+		}
+		base = repo.defaultBranch(originHead, present)
+		if base == "" {
+			return nil, invalidArg("no default branch found; pass base")
+		}
+	}
+	tip, err := repo.ResolveCommit(ctx, "branch", branch)
+	if err != nil {
+		return nil, err
+	}
+	baseSHA, err := repo.ResolveCommit(ctx, "base", base)
+	if err != nil {
+		return nil, err
+	}
+	st := &BranchStack{Base: base, Branch: branch, Stack: []StackBranch{}, Above: []StackBranch{}}
+	mbOut, err := repo.git(ctx, &cmd{sub: []string{"merge-base"}, revs: []string{baseSHA, tip}, okExit: []int{1}, limit: 4096})
+	if err != nil {
+		return nil, err
+	}
+	mb := strings.TrimSpace(string(mbOut.Stdout))
+	st.MergeBase = abbrev(mb)
+	if mb == tip {
+		st.Merged = true
+	}
+
+	var (
+		wg                 sync.WaitGroup
+		chainOut, aboveOut *Output
+		forkOut, behindOut *Output
+		e1, e2, e3, e4     error
+	)
+	chainRevs := []string{tip}
+	if mb != "" {
+		chainRevs = append(chainRevs, "^"+mb)
+	}
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		chainOut, e1 = repo.git(ctx, &cmd{sub: []string{"rev-list"}, opts: []string{"--first-parent", "--max-count=" + strconv.Itoa(maxStackWalk)}, revs: chainRevs, limit: 1 << 20})
+	}()
+	go func() {
+		defer wg.Done()
+		aboveOut, e2 = repo.git(ctx, &cmd{sub: []string{"for-each-ref"}, opts: []string{"--format=%(refname:short)", "--contains=" + tip}, revs: []string{"refs/heads"}, limit: 4 << 20})
+	}()
+	go func() {
+		defer wg.Done()
+		if mb == "" {
+			return
+		}
+		behindOut, e4 = repo.git(ctx, &cmd{sub: []string{"rev-list"}, opts: []string{"--count"}, revs: []string{baseSHA, "^" + mb}, limit: 4096})
+	}()
+	wg.Wait()
+	for _, e := range []error{e1, e2, e4} {
+		if e != nil {
+			return nil, e
+		}
+	}
+	if behindOut != nil {
+		st.BehindBase, _ = strconv.Atoi(strings.TrimSpace(string(behindOut.Stdout)))
+	}
+	chain := strings.Fields(string(chainOut.Stdout)) // newest first
+	// Walk from the bottom: every local branch whose tip is on the chain
+	// is a layer of the stack.
+	last := len(chain)
+	for i := len(chain) - 1; i >= 1; i-- {
+		for _, name := range tips[chain[i]] {
+			if name == base || name == branch {
+				continue
+			}
+			st.Stack = append(st.Stack, StackBranch{Name: name, SHA: abbrev(chain[i]), Commits: last - i, Current: name == current})
+			last = i
+		}
+	}
+	st.Stack = append(st.Stack, StackBranch{Name: branch, SHA: abbrev(tip), Commits: last, Current: branch == current})
+	// Branches above: they contain the tip; count their own commits.
+	var above []string
+	for _, n := range strings.Fields(string(aboveOut.Stdout)) {
+		if n != branch && n != base && local[n] != tip {
+			above = append(above, n)
+		}
+	}
+	if len(above) > 20 {
+		above = above[:20]
+	}
+	counts := make([]int, len(above))
+	for i, n := range above {
+		o, err := repo.git(ctx, &cmd{sub: []string{"rev-list"}, opts: []string{"--count"}, revs: []string{local[n], "^" + tip}, limit: 4096})
+		if err != nil {
+			return nil, err
+		}
+		counts[i], _ = strconv.Atoi(strings.TrimSpace(string(o.Stdout)))
+	}
+	for i, n := range above {
+		st.Above = append(st.Above, StackBranch{Name: n, SHA: abbrev(local[n]), Commits: counts[i], Current: n == current})
+	}
+	sort.SliceStable(st.Above, func(i, j int) bool { return st.Above[i].Commits < st.Above[j].Commits })
+	// Forked: contain the bottom of the stack but not its tip.
+	if len(chain) > 1 {
+		bottom := chain[len(chain)-1]
+		forkOut, e3 = repo.git(ctx, &cmd{sub: []string{"for-each-ref"}, opts: []string{"--format=%(refname:short)", "--contains=" + bottom, "--no-contains=" + tip}, revs: []string{"refs/heads"}, limit: 4 << 20})
+		if e3 != nil {
+			return nil, e3
+		}
+		inStack := map[string]bool{}
+		for _, s := range st.Stack {
+			inStack[s.Name] = true
+		}
+		for _, n := range strings.Fields(string(forkOut.Stdout)) {
+			if !inStack[n] && n != base {
+				st.Forked = append(st.Forked, n)
+			}
+		}
+	}
+	return st, nil
+}

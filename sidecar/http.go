@@ -1,0 +1,410 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sluicehq/sluice/core/audit"
+	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/presence"
+	"github.com/sluicehq/sluice/core/tokens"
+)
+
+// HTTPOptions configure the streamable HTTP transport.
+type HTTPOptions struct {
+	Config *config.Config
+	// Addr to listen on, "127.0.0.1:8765". A non-loopback address needs
+	// AllowRemote.
+	Addr        string
+	AllowRemote bool
+	// AllowHosts are host names (no port) accepted in the Host header
+	// besides IP literals: the public name of a tunnel, for example.
+	AllowHosts []string
+	// AllowOrigins are browser origins ("https://example.com") accepted
+	// besides the server's own.
+	AllowOrigins []string
+	// AllowPathToken also accepts the token as the last path segment,
+	// /mcp/<token>, for clients that cannot send a header (ChatGPT's
+	// connector form). Off by default: URLs end up in logs.
+	AllowPathToken bool
+	Toolsets       []string
+	Tokens         *tokens.Store
+	Ledger         *audit.Ledger
+	Presence       *presence.File
+	Logger         *slog.Logger
+
+	// insecureNoAuthForTests serves without tokens. It is unexported and set
+	// only by the conformance test, whose client cannot send a header; no
+	// flag or option reaches it.
+	insecureNoAuthForTests bool
+	// onSidecar lets tests add fixture tools to each identity's server.
+	onSidecar func(*Sidecar)
+}
+
+// Errors of the HTTP transport that the CLI reports.
+var (
+	ErrRemoteNotAllowed = errors.New("refusing to listen on a non-loopback address without --allow-remote")
+	ErrNoTokens         = errors.New("no HTTP tokens exist; create one with: sluice-sidecar token create --name NAME")
+)
+
+// HTTPServer is a running streamable HTTP transport.
+type HTTPServer struct {
+	opts    HTTPOptions
+	ln      net.Listener
+	srv     *http.Server
+	handler http.Handler
+	log     *slog.Logger
+	port    string
+
+	mu       sync.Mutex
+	sidecars map[string]*Sidecar
+}
+
+// ListenHTTP validates the options and binds the socket. The same
+// Sidecar (one MCP server) is shared by all sessions of one token; each
+// token gets its own, whose identity is the token's name.
+func ListenHTTP(opts HTTPOptions) (*HTTPServer, error) {
+	if opts.Config == nil {
+		return nil, errors.New("http: nil config")
+	}
+	host, port, err := net.SplitHostPort(opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("--addr %q: %w", opts.Addr, err)
+	}
+	ip, err := netip.ParseAddr(host)
+	loopback := err == nil && ip.IsLoopback()
+	if !loopback && !opts.AllowRemote {
+		return nil, fmt.Errorf("%w (got %s)", ErrRemoteNotAllowed, opts.Addr)
+	}
+	if !opts.insecureNoAuthForTests {
+		if opts.Tokens == nil {
+			return nil, ErrNoTokens
+		}
+		list, err := opts.Tokens.List()
+		if err != nil {
+			return nil, err
+		}
+		if len(list) == 0 {
+			return nil, ErrNoTokens
+		}
+	}
+	for _, h := range opts.AllowHosts {
+		if h == "" || strings.ContainsAny(h, ":/ ") {
+			return nil, fmt.Errorf("--allow-host %q: give a host name without scheme or port", h)
+		}
+	}
+	for _, o := range opts.AllowOrigins {
+		if u, err := url.Parse(o); err != nil || u.Scheme == "" || u.Host == "" || u.Path != "" {
+			return nil, fmt.Errorf("--allow-origin %q: give an origin like https://example.com", o)
+		}
+	}
+	if opts.Toolsets == nil {
+		opts.Toolsets = opts.Config.Toolsets
+	}
+	// Fail now, not on the first request, if the toolsets are wrong.
+	if _, err := New(Options{Config: opts.Config, Toolsets: opts.Toolsets}); err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	ln, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", opts.Addr, err)
+	}
+	_, port, _ = net.SplitHostPort(ln.Addr().String())
+	h := &HTTPServer{opts: opts, ln: ln, log: log, port: port, sidecars: map[string]*Sidecar{}}
+	mcpHandler := mcp.NewStreamableHTTPHandler(h.serverFor, &mcp.StreamableHTTPOptions{
+		Logger: log,
+		// Our own Host check below is stricter than the SDK's; the SDK's
+		// would refuse a tunnel's host name, so it is turned off only
+		// when such names are configured.
+		DisableLocalhostProtection: len(opts.AllowHosts) > 0,
+		SessionTimeout:             30 * time.Minute,
+		// Streams can be resumed after a dropped connection (a tunnel's
+		// hiccup during a proposal_wait), from a bounded in-memory log.
+		EventStore: mcp.NewMemoryEventStore(nil),
+	})
+	var inner http.Handler = mcpHandler
+	if !opts.insecureNoAuthForTests {
+		inner = h.authenticate(auth.RequireBearerToken(h.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(mcpHandler))
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", inner)
+	if opts.AllowPathToken {
+		mux.Handle("/mcp/", h.pathToken(inner))
+	}
+	h.handler = h.guard(mux)
+	h.srv = &http.Server{
+		Handler:           h.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		// No WriteTimeout: responses are event streams, and proposal_wait
+		// holds one open for up to 50 s.
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 32 << 10,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	return h, nil
+}
+
+// Addr is the bound address.
+func (h *HTTPServer) Addr() string { return h.ln.Addr().String() }
+
+// URL is the MCP endpoint.
+func (h *HTTPServer) URL() string { return "http://" + h.Addr() + "/mcp" }
+
+// Handler is the whole HTTP handler, checks included.
+func (h *HTTPServer) Handler() http.Handler { return h.handler }
+
+// Serve serves until Shutdown.
+func (h *HTTPServer) Serve() error {
+	err := h.srv.Serve(h.ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting and waits for in-flight requests up to ctx.
+func (h *HTTPServer) Shutdown(ctx context.Context) error { return h.srv.Shutdown(ctx) }
+
+// serverFor returns the MCP server of the request's token identity.
+func (h *HTTPServer) serverFor(r *http.Request) *mcp.Server {
+	identity := ""
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		identity = ti.UserID
+	}
+	if identity == "" && !h.opts.insecureNoAuthForTests {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s := h.sidecars[identity]; s != nil {
+		return s.Server()
+	}
+	s, err := New(Options{
+		Config: h.opts.Config, Toolsets: h.opts.Toolsets, Logger: h.log,
+		Identity: identity, Ledger: h.opts.Ledger, Presence: h.opts.Presence,
+	})
+	if err != nil {
+		h.log.Error("cannot build the MCP server", "err", err)
+		return nil
+	}
+	if h.opts.onSidecar != nil {
+		h.opts.onSidecar(s)
+	}
+	h.sidecars[identity] = s
+	return s.Server()
+}
+
+// verify maps a bearer token to its identity. The token's name is the
+// user ID, so the SDK refuses a session used with another token.
+func (h *HTTPServer) verify(_ context.Context, secret string, _ *http.Request) (*auth.TokenInfo, error) {
+	t, err := h.opts.Tokens.Verify(secret)
+	if err != nil {
+		if errors.Is(err, tokens.ErrInvalid) {
+			return nil, auth.ErrInvalidToken
+		}
+		h.log.Error("token store unreadable; refusing every request", "err", err)
+		return nil, fmt.Errorf("%w: token store unavailable", auth.ErrInvalidToken)
+	}
+	return &auth.TokenInfo{UserID: t.Name}, nil
+}
+
+// authenticate answers a missing or bad token with 401 and a
+// WWW-Authenticate challenge before the request reaches the SDK.
+func (h *HTTPServer) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		secret, ok := bearer(r.Header.Get("Authorization"))
+		if ok {
+			_, err := h.opts.Tokens.Verify(secret)
+			ok = err == nil
+		}
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sluice"`)
+			httpError(w, http.StatusUnauthorized, "missing, unknown or revoked bearer token")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func bearer(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+// pathToken turns /mcp/<token> into /mcp with that bearer token.
+func (h *HTTPServer) pathToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok := strings.TrimPrefix(r.URL.Path, "/mcp/")
+		if tok == "" || strings.Contains(tok, "/") {
+			http.NotFound(w, r)
+			return
+		}
+		r2 := r.Clone(r.Context())
+		r2.URL.Path, r2.URL.RawPath = "/mcp", ""
+		r2.RequestURI = "/mcp"
+		r2.Header.Set("Authorization", "Bearer "+tok)
+		next.ServeHTTP(w, r2)
+	})
+}
+
+// guard applies the checks every request passes first, in an order that
+// leaks nothing: Host (DNS rebinding: a hostile page's name resolved to
+// us), then Origin (a browser page talking to us), then the path.
+func (h *HTTPServer) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !h.hostAllowed(r.Host) {
+			httpError(w, http.StatusForbidden, "host not allowed")
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && !h.originAllowed(o) {
+			httpError(w, http.StatusForbidden, "origin not allowed")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hostAllowed accepts an IP literal with our port (a rebinding attack
+// needs a DNS name, so an IP literal cannot be one) when it is loopback or
+// remote access is allowed, and the configured names. "localhost" is a
+// name like any other: it is not accepted unless configured.
+func (h *HTTPServer) hostAllowed(hostport string) bool {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host, port = hostport, ""
+	}
+	if ip, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return port == h.port && (ip.IsLoopback() || h.opts.AllowRemote)
+	}
+	for _, name := range h.opts.AllowHosts {
+		if strings.EqualFold(host, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *HTTPServer) originAllowed(origin string) bool {
+	for _, o := range h.opts.AllowOrigins {
+		if strings.EqualFold(origin, o) {
+			return true
+		}
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return h.hostAllowed(u.Host)
+}
+
+func httpError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, "{\"error\":{\"code\":%q,\"message\":%q}}\n", strings.ToLower(strings.ReplaceAll(http.StatusText(status), " ", "_")), msg)
+}
+
+func init() {
+	addCommand(command{"http", "serve MCP over streamable HTTP with bearer tokens: http --addr 127.0.0.1:PORT", runHTTP})
+}
+
+func runHTTP(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("http", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8765", "address to listen on; a non-loopback one needs --allow-remote")
+	allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback listen address (tokens are still required)")
+	hosts := fs.String("allow-host", "", "comma-separated host names to accept in the Host header (a tunnel's public name)")
+	origins := fs.String("allow-origin", "", "comma-separated browser origins to accept (https://example.com)")
+	pathToken := fs.Bool("allow-path-token", false, "also accept the token in the URL, /mcp/<token>, for clients that cannot send headers (ChatGPT)")
+	toolsets := fs.String("toolsets", "", "comma-separated toolsets to enable (default from config)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log := newLogger(stderr)
+	cfg, err := config.Load()
+	if err != nil {
+		fmt.Fprintln(stderr, "sluice-sidecar:", err)
+		return 1
+	}
+	ledger, err := OpenLedger(cfg)
+	if err != nil {
+		// Fail closed, as stdio does: no record, no service.
+		fmt.Fprintln(stderr, "sluice-sidecar:", err)
+		return 1
+	}
+	defer ledger.Close()
+	pres := openPresence(cfg, log, presence.ClientInfo{Name: "sluice-http", Version: config.Version})
+	if pres != nil {
+		defer pres.Close()
+	}
+	opts := HTTPOptions{
+		Config: cfg, Addr: *addr, AllowRemote: *allowRemote, AllowHosts: splitComma(*hosts),
+		AllowOrigins: splitComma(*origins), AllowPathToken: *pathToken,
+		Tokens: tokens.Open(tokens.DefaultPath(cfg)), Ledger: ledger, Presence: pres, Logger: log,
+	}
+	if *toolsets != "" {
+		opts.Toolsets = splitComma(*toolsets)
+	}
+	srv, err := ListenHTTP(opts)
+	if err != nil {
+		fmt.Fprintln(stderr, "sluice-sidecar:", err)
+		if errors.Is(err, ErrRemoteNotAllowed) {
+			return 2
+		}
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve() }()
+	fmt.Fprintf(stdout, "sluice-sidecar: serving MCP at %s\n", srv.URL())
+	select {
+	case err := <-done:
+		if err != nil {
+			log.Error("http server stopped", "err", err)
+			return 1
+		}
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}
+	return 0
+}
+
+// openPresence opens this process's presence file. Presence is
+// informational, so a failure (a symlinked or shared directory) is logged
+// and the sidecar serves without it.
+func openPresence(cfg *config.Config, log *slog.Logger, client presence.ClientInfo) *presence.File {
+	f, err := presence.Open(cfg.PresenceDir(), os.Getpid(), client)
+	if err != nil {
+		log.Warn("no presence file; other agents will not see this session", "err", err)
+		return nil
+	}
+	return f
+}

@@ -1,0 +1,90 @@
+package sidecar
+
+import (
+	"context"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sluicehq/sluice/core/gitx"
+)
+
+// FleetIn chooses the repositories of a fleet call.
+type FleetIn struct {
+	RepoPaths []string `json:"repoPaths,omitempty" jsonschema:"absolute repository paths; with under, both are used; with neither, every allowed root is searched"`
+	Under     []string `json:"under,omitempty" jsonschema:"absolute directories to search for repositories"`
+	Depth     int      `json:"depth,omitempty" jsonschema:"how deep to search below each directory (default 3, max 6)"`
+	MaxRepos  int      `json:"maxRepos,omitempty" jsonschema:"most repositories to look at (default 50, max 500)"`
+}
+
+// FleetRadarOut is fleet_radar's result.
+type FleetRadarOut struct {
+	gitx.Radar
+	ErrorField
+}
+
+// FleetDigestIn adds the window.
+type FleetDigestIn struct {
+	FleetIn
+	Since string `json:"since,omitempty" jsonschema:"start of the window: RFC 3339, YYYY-MM-DD, or a duration back from now such as 36h, 7d, 2w (default 24h)"`
+}
+
+// FleetDigestOut is fleet_digest's result.
+type FleetDigestOut struct {
+	gitx.Digest
+	ErrorField
+}
+
+func (in FleetIn) options() gitx.FleetOptions {
+	return gitx.FleetOptions{RepoPaths: in.RepoPaths, Under: in.Under, Depth: in.Depth, MaxRepos: in.MaxRepos}
+}
+
+func (g *gitTools) registerFleet() {
+	addTool(g.s.server, &mcp.Tool{
+		Name:  "fleet_radar",
+		Title: "Fleet radar",
+		Description: "Across many repositories, which need attention and why, most urgent first: operations in progress, " +
+			"conflicts, diverged/behind/gone upstreams, detached HEADs, uncommitted work, submodule drift, unpushed " +
+			"commits, stashes, stale fetches. Clean repositories are listed by path. One git status per repository.",
+		Annotations: readOnly("Fleet radar"),
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in FleetIn) (FleetRadarOut, error) {
+		if err := g.checkRoots(); err != nil {
+			return FleetRadarOut{}, err
+		}
+		r, err := g.runner()
+		if err != nil {
+			return FleetRadarOut{}, err
+		}
+		rad, err := r.Radar(ctx, g.roots, in.options())
+		if err != nil {
+			return FleetRadarOut{}, err
+		}
+		return FleetRadarOut{Radar: *rad}, nil
+	})
+
+	addTool(g.s.server, &mcp.Tool{
+		Name:  "fleet_digest",
+		Title: "Fleet digest",
+		Description: "What moved across many repositories since a time, from their reflogs: per branch and remote-tracking " +
+			"branch, from → to, commits added, commits dropped by a rewrite, the last action and when; plus branch " +
+			"switches. Quiet repositories are only counted.",
+		Annotations: readOnly("Fleet digest"),
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in FleetDigestIn) (FleetDigestOut, error) {
+		since, err := gitx.ParseSince(in.Since, time.Now())
+		if err != nil {
+			return FleetDigestOut{}, err
+		}
+		if err := g.checkRoots(); err != nil {
+			return FleetDigestOut{}, err
+		}
+		r, err := g.runner()
+		if err != nil {
+			return FleetDigestOut{}, err
+		}
+		d, err := r.Digest(ctx, g.roots, in.FleetIn.options(), since)
+		if err != nil {
+			return FleetDigestOut{}, err
+		}
+		return FleetDigestOut{Digest: *d}, nil
+	})
+}

@@ -1,0 +1,202 @@
+package sidecar
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sluicehq/sluice/core/gitx/gitxtest"
+)
+
+// The sidecar benchmarks measure what an agent experiences: a real
+// sluice-sidecar process over stdio, driven by the go-sdk client, on the
+// generated repository (gitxtest.LargeDefault).
+
+var (
+	benchBinOnce sync.Once
+	benchBin     string
+	benchBinErr  error
+)
+
+// benchSidecarBinary builds the sidecar once per process (or uses
+// SLUICE_BIN_DIR's, like the tests).
+func benchSidecarBinary(b *testing.B) string {
+	b.Helper()
+	if dir := os.Getenv("SLUICE_BIN_DIR"); dir != "" {
+		p := filepath.Join(dir, "sluice-sidecar")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	benchBinOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "sluice-sidecar-bench-")
+		if err != nil {
+			benchBinErr = err
+			return
+		}
+		benchBin = filepath.Join(dir, "sluice-sidecar")
+		cmd := exec.Command("go", "build", "-o", benchBin, "./cmd/sluice-sidecar")
+		cmd.Env = append(slices.Clone(startEnv), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			benchBinErr = err
+			benchBin = string(out)
+		}
+	})
+	if benchBinErr != nil {
+		b.Fatalf("build sidecar: %v\n%s", benchBinErr, benchBin)
+	}
+	return benchBin
+}
+
+// benchEnv is an isolated environment whose allowed root is root.
+func benchEnv(b *testing.B, root string) []string {
+	b.Helper()
+	dir := b.TempDir()
+	return []string{
+		"HOME=" + dir,
+		"PATH=" + os.Getenv("PATH"),
+		"XDG_CONFIG_HOME=" + filepath.Join(dir, "config"),
+		"XDG_STATE_HOME=" + filepath.Join(dir, "state"),
+		"SLUICE_ALLOWED_ROOTS=" + root,
+	}
+}
+
+func startSidecar(b *testing.B, env []string, args ...string) (*mcp.ClientSession, *exec.Cmd) {
+	b.Helper()
+	cmd := exec.Command(benchSidecarBinary(b), args...)
+	cmd.Env = env
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cs, cmd
+}
+
+// rawBriefCommands are the git commands repo_brief replaces, run one after
+// the other as an agent with a shell would.
+var rawBriefCommands = [][]string{
+	{"status"},
+	{"log", "-n", "50", "--format=%h %an %ar %s"},
+	{"branch", "-vv"},
+	{"stash", "list"},
+	{"submodule", "status"},
+	{"rev-list", "--left-right", "--count", "@{upstream}...HEAD"},
+	{"symbolic-ref", "--short", "refs/remotes/origin/HEAD"},
+}
+
+// BenchmarkRepoBrief_Stdio_vs_RawGit: one repo_brief tools/call round trip
+// over stdio against the raw command sequence, in the same run; plus the
+// size of each in tokens (bytes/4).
+func BenchmarkRepoBrief_Stdio_vs_RawGit(b *testing.B) {
+	repo := gitxtest.LargeRepo(b, gitxtest.LargeDefault)
+	cs, _ := startSidecar(b, benchEnv(b, repo), "--toolsets", "git")
+	defer cs.Close()
+	ctx := context.Background()
+	var briefBytes, rawBytes int
+	brief := func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "repo_brief", Arguments: map[string]any{"repoPath": repo}})
+		if err != nil || res.IsError {
+			b.Fatalf("repo_brief: %v %+v", err, res)
+		}
+		j, _ := json.Marshal(res.StructuredContent)
+		briefBytes = len(j)
+	}
+	raw := func() {
+		rawBytes = 0
+		for _, args := range rawBriefCommands {
+			c := exec.Command("git", args...)
+			c.Dir = repo
+			var out bytes.Buffer
+			c.Stdout = &out
+			if err := c.Run(); err != nil {
+				b.Fatalf("git %v: %v", args, err)
+			}
+			rawBytes += out.Len()
+		}
+	}
+	brief()
+	raw()
+	var tb, tr time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		brief()
+		t1 := time.Now()
+		raw()
+		tr += time.Since(t1)
+		tb += t1.Sub(t0)
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(tb.Microseconds())/n/1000, "brief-ms/op")
+	b.ReportMetric(float64(tr.Microseconds())/n/1000, "raw-ms/op")
+	b.ReportMetric(float64(tb)/float64(tr), "time-ratio")
+	b.ReportMetric(float64(briefBytes/4), "brief-tokens")
+	b.ReportMetric(float64(rawBytes/4), "raw-tokens")
+	b.ReportMetric(float64(briefBytes)/float64(rawBytes), "token-ratio")
+}
+
+// BenchmarkSidecar_StartToInitialize: process start until the initialize
+// answer (the go-sdk client's Connect returns after it).
+func BenchmarkSidecar_StartToInitialize(b *testing.B) {
+	env := benchEnv(b, b.TempDir())
+	benchSidecarBinary(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cs, _ := startSidecar(b, env)
+		b.StopTimer()
+		cs.Close()
+		b.StartTimer()
+	}
+}
+
+// BenchmarkSidecar_IdleRSS: resident memory of an initialised sidecar
+// with every default toolset, after one repo_brief, idle for a second.
+func BenchmarkSidecar_IdleRSS(b *testing.B) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		b.Skip("needs /proc")
+	}
+	repo := gitxtest.LargeRepo(b, gitxtest.LargeDefault)
+	var total float64
+	for i := 0; i < b.N; i++ {
+		cs, cmd := startSidecar(b, benchEnv(b, repo))
+		if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "repo_brief", Arguments: map[string]any{"repoPath": repo}}); err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		total += vmRSSMiB(b, cmd.Process.Pid)
+		cs.Close()
+	}
+	b.ReportMetric(total/float64(b.N), "idle-RSS-MiB")
+}
+
+func vmRSSMiB(b *testing.B, pid int) float64 {
+	b.Helper()
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			kb, _ := strconv.ParseFloat(f[0], 64)
+			return kb / 1024
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}

@@ -1,0 +1,148 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sluicehq/sluice/core/gitx"
+)
+
+// gitTools holds what the read-only git toolset shares: the allowed roots
+// and the process-wide hardened runner.
+type gitTools struct {
+	s     *Sidecar
+	roots gitx.Roots
+	// rootsErr is set when the configured roots are invalid; every tool
+	// then fails with it rather than guessing.
+	rootsErr error
+}
+
+func init() {
+	registerToolset("git", func(s *Sidecar) {
+		g := &gitTools{s: s}
+		g.roots, g.rootsErr = gitx.NewRoots(s.cfg.AllowedRoots)
+		if g.rootsErr != nil {
+			s.log.Error("git tools: invalid allowed roots", "err", g.rootsErr)
+		}
+		g.registerRepo()
+		g.registerWorktree()
+		g.registerDiff()
+		g.registerFleet()
+	})
+	featureFlags = append(featureFlags,
+		struct {
+			name string
+			on   func(*Sidecar) bool
+		}{"gitConflictPreflight", func(*Sidecar) bool {
+			r, err := gitx.Default()
+			return err == nil && r.Version().AtLeast(gitx.Version{Major: 2, Minor: 38})
+		}},
+		struct {
+			name string
+			on   func(*Sidecar) bool
+		}{"gitSemanticDiffGo", func(*Sidecar) bool { return true }},
+	)
+}
+
+// errNoRoots explains an empty roots list, which would otherwise read as
+// a plain path_outside_roots.
+var errNoRoots = &gitx.Error{Code: gitx.CodePathOutsideRoots,
+	Msg: "no allowed roots are configured: ask the person to add the folder that holds their repositories to Sluice's allowed roots (SLUICE_ALLOWED_ROOTS or allowedRoots in config.json)"}
+
+// runner returns the hardened runner, or an unsupported error that says
+// why git cannot be used.
+func (g *gitTools) runner() (*gitx.Runner, error) {
+	r, err := gitx.Default()
+	if err != nil {
+		var ge *gitx.Error
+		if errors.As(err, &ge) {
+			return nil, err
+		}
+		return nil, &gitx.Error{Code: gitx.CodeUnsupported, Msg: fmt.Sprintf("git cannot be used: %v", err)}
+	}
+	return r, nil
+}
+
+// open confines repoPath to the roots and opens the repository; every
+// single-repository tool starts here.
+func (g *gitTools) open(ctx context.Context, repoPath string) (*gitx.Repo, error) {
+	if err := g.checkRoots(); err != nil {
+		return nil, err
+	}
+	r, err := g.runner()
+	if err != nil {
+		return nil, err
+	}
+	return r.Open(ctx, g.roots, repoPath)
+}
+
+// checkRevs validates the non-empty revision arguments, by name, before
+// anything runs.
+func checkRevs(args map[string]string) error {
+	for name, v := range args {
+		if v != "" {
+			if err := gitx.CheckRev(name, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkRoots fails when no usable roots are configured.
+func (g *gitTools) checkRoots() error {
+	switch {
+	case g.rootsErr != nil:
+		return &gitx.Error{Code: gitx.CodePathOutsideRoots, Msg: "the allowed roots configuration is invalid: " + g.rootsErr.Error()}
+	case len(g.roots) == 0:
+		return errNoRoots
+	}
+	return nil
+}
+
+// RepoIn is the input of tools that need only a repository.
+type RepoIn struct {
+	RepoPath string `json:"repoPath" jsonschema:"absolute path of the repository (or of a directory inside it)"`
+}
+
+// GitLimits are the bounds of the git toolset, reported by
+// sluice_capabilities.
+type GitLimits struct {
+	GitVersion              string `json:"gitVersion,omitempty" jsonschema:"version of the git binary the sidecar runs"`
+	TimeoutSeconds          int    `json:"timeoutSeconds" jsonschema:"longest a single git process may run before it is killed"`
+	MaxOutputBytes          int64  `json:"maxOutputBytes" jsonschema:"largest output a git process may produce before the call fails with output_limit"`
+	DiffDefaultBytes        int    `json:"diffDefaultBytes" jsonschema:"diff_text maxBytes when not given"`
+	DiffMaxBytes            int    `json:"diffMaxBytes" jsonschema:"largest diff_text maxBytes"`
+	HistoryMaxLimit         int    `json:"historyMaxLimit" jsonschema:"largest repo_history page"`
+	StatusMaxLimit          int    `json:"statusMaxLimit" jsonschema:"most paths repo_status returns"`
+	ConflictMaxBytesPerSide int    `json:"conflictMaxBytesPerSide" jsonschema:"largest conflict_read maxBytesPerSide"`
+	SemanticMaxFiles        int    `json:"semanticMaxFiles" jsonschema:"most files diff_semantic looks at"`
+	FleetMaxRepos           int    `json:"fleetMaxRepos" jsonschema:"most repositories a fleet call looks at"`
+}
+
+// gitLimits describes the git toolset's limits; nil when it is disabled.
+func gitLimits(s *Sidecar) *GitLimits {
+	enabled := false
+	for _, t := range s.toolsets {
+		enabled = enabled || t == "git"
+	}
+	if !enabled {
+		return nil
+	}
+	l := &GitLimits{
+		TimeoutSeconds:          int(gitx.DefaultTimeout.Seconds()),
+		MaxOutputBytes:          gitx.DefaultMaxOutput,
+		DiffDefaultBytes:        gitx.DefaultDiffBytes,
+		DiffMaxBytes:            gitx.MaxDiffBytes,
+		HistoryMaxLimit:         gitx.MaxHistoryLimit,
+		StatusMaxLimit:          maxStatusLimit,
+		ConflictMaxBytesPerSide: gitx.MaxConflictSideBytes,
+		SemanticMaxFiles:        gitx.MaxSemanticFiles,
+		FleetMaxRepos:           gitx.MaxFleetRepos,
+	}
+	if r, err := gitx.Default(); err == nil {
+		l.GitVersion = r.Version().String()
+	}
+	return l
+}
