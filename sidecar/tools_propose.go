@@ -230,6 +230,7 @@ type ProposalOut struct {
 	Decision     *DecisionOut      `json:"decision,omitempty"`
 	Outcome      *OutcomeOut       `json:"outcome,omitempty"`
 	Collisions   []CollisionOut    `json:"collisions,omitempty" jsonschema:"other pending proposals touching some of the same files"`
+	OtherAgents  []OtherAgent      `json:"otherAgents,omitempty" jsonschema:"informational: other agents working in this repository now, with the paths of this proposal they also proposed to change; nothing here blocks the proposal"`
 	NextAction   string            `json:"nextAction,omitempty" jsonschema:"the tool to call next"`
 	Message      string            `json:"message,omitempty"`
 	ErrorField
@@ -627,7 +628,9 @@ func (s *Sidecar) submitProposal(ctx context.Context, req *mcp.CallToolRequest, 
 	if err != nil {
 		return ProposalOut{}, gatewayToolError(err)
 	}
-	return statusOut(st), nil
+	out := statusOut(st)
+	out.OtherAgents = s.proposalPresence(req, repo, args)
+	return out, nil
 }
 
 func invalidArgument(err error) *ToolError {
