@@ -408,6 +408,19 @@ func TestGitTools_OptionInjection(t *testing.T) {
 			t.Errorf("%s exists: an injected option ran", f)
 		}
 	}
+	// Ordinary revision syntax passes the same checks and works.
+	r.Git("branch", "topic/x", "main~1")
+	r.Git("tag", "v1.2.3", "main~1")
+	r.Git("update-ref", "refs/remotes/origin/main", "main~1")
+	full := r.Git("rev-parse", "main~1")
+	for _, rev := range []string{"HEAD~1", "HEAD^{commit}", "origin/main", "refs/heads/topic/x", "v1.2.3", full, "main@{1}"} {
+		d := gitCallOK[CommitDetailsOut](t, cs, "commit_details", map[string]any{"repoPath": r.Dir, "rev": rev})
+		if d.SHA == "" {
+			t.Errorf("commit_details(%q): %+v", rev, d.CommitDetails)
+		}
+		gitCallOK[RepoHistoryOut](t, cs, "repo_history", map[string]any{"repoPath": r.Dir, "rev": rev, "limit": 1})
+		gitCallOK[DiffTextOut](t, cs, "diff_text", map[string]any{"repoPath": r.Dir, "base": rev, "target": "HEAD"})
+	}
 }
 
 // TestGitTools_HostileRepository calls every git tool through MCP on the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -273,14 +274,27 @@ type gitmodule struct {
 // semantics but without running git: the file is small and its includes
 // are not honoured by git for this file either.
 func (repo *Repo) gitmodules() []gitmodule {
-	f, err := os.Open(filepath.Join(repo.Root, ".gitmodules"))
+	if repo.Bare {
+		return nil
+	}
+	// Through an os.Root and only as a regular file: a .gitmodules that is
+	// a symlink (which git itself refuses) must not make Sluice read a
+	// file elsewhere.
+	root, err := os.OpenRoot(repo.Root)
+	if err != nil {
+		return nil
+	}
+	defer root.Close()
+	if st, err := root.Lstat(".gitmodules"); err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
+	f, err := root.Open(".gitmodules")
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	data := make([]byte, 1<<20)
-	n, _ := f.Read(data)
-	return parseGitmodules(data[:n])
+	data, _ := io.ReadAll(io.LimitReader(f, 1<<20))
+	return parseGitmodules(data)
 }
 
 var (

@@ -522,3 +522,64 @@ func TestFleet(t *testing.T) {
 		t.Fatalf("%s", mustJSON(t, dg))
 	}
 }
+
+func TestConflictRead_Binary(t *testing.T) {
+	r := gitxtest.Init(t)
+	r.WriteCommit("blob.bin", "\x00base\x00", "base")
+	r.Git("checkout", "-q", "-b", "other")
+	r.WriteCommit("blob.bin", "\x00theirs\x00", "theirs")
+	r.Git("checkout", "-q", "main")
+	r.WriteCommit("blob.bin", "\x00ours\x00", "ours")
+	if _, err := gitxtest.GitErr(t, r.Dir, "merge", "--no-edit", "other"); err == nil {
+		t.Fatal("no conflict")
+	}
+	st, err := openIn(t, newRunner(t), r.Dir).ConflictRead(ctx(t), nil, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := st.Files[0]
+	if !f.Base.Binary || !f.Ours.Binary || !f.Theirs.Binary || f.Ours.Content != "" || f.Worktree != "binary" || len(f.Markers) != 0 {
+		t.Fatalf("%s", mustJSON(t, f))
+	}
+}
+
+func TestBareRepository(t *testing.T) {
+	src := gitxtest.Basic(t, 3)
+	bare := filepath.Join(filepath.Dir(src.Dir), "bare.git")
+	gitxtest.Git(t, filepath.Dir(src.Dir), "clone", "-q", "--bare", src.Dir, bare)
+	repo := openIn(t, newRunner(t), bare)
+	if !repo.Bare || repo.Root != bare {
+		t.Fatalf("bare: %+v", repo)
+	}
+	b, err := repo.Brief(ctx(t))
+	if err != nil || !b.Bare || b.Branch != "main" || len(b.Recent) != 3 {
+		t.Fatalf("%v %s", err, mustJSON(t, b))
+	}
+	if _, err := repo.Status(ctx(t), StatusOptions{}); !IsCode(err, CodeUnsupported) {
+		t.Fatalf("status on bare: %v", err)
+	}
+	if _, err := repo.DiffText(ctx(t), DiffSpec{}, 3, 0); !IsCode(err, CodeUnsupported) {
+		t.Fatalf("worktree diff on bare: %v", err)
+	}
+	if d, err := repo.DiffText(ctx(t), DiffSpec{Base: "HEAD~1", Target: "HEAD"}, 3, 0); err != nil || d.Files != 1 {
+		t.Fatalf("%v %+v", err, d)
+	}
+	if h, err := repo.History(ctx(t), HistoryOptions{}); err != nil || len(h.Commits) != 3 {
+		t.Fatalf("%v %+v", err, h)
+	}
+}
+
+func TestGitmodules_SymlinkIgnored(t *testing.T) {
+	r := gitxtest.Basic(t, 1)
+	outside := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.WriteFile(outside, []byte("[submodule \"leak\"]\n\tpath = leak\n\turl = https://secret@example.com/x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(r.Dir, ".gitmodules")); err != nil {
+		t.Fatal(err)
+	}
+	repo := openIn(t, newRunner(t), r.Dir)
+	if mods := repo.gitmodules(); len(mods) != 0 {
+		t.Fatalf("a symlinked .gitmodules was read: %+v", mods)
+	}
+}

@@ -87,7 +87,9 @@ func (repo *Repo) Submodules(ctx context.Context) (*SubmoduleList, error) {
 }
 
 func (repo *Repo) inspectSubmodule(ctx context.Context, s *Submodule, recorded string) {
-	sub, err := repo.r.openCanonical(ctx, repo.roots, filepath.Join(repo.Root, filepath.FromSlash(s.Path)))
+	// Confined like any path an agent names: a submodule directory that is
+	// a symlink out of the roots is not followed.
+	sub, err := repo.r.Open(ctx, repo.roots, filepath.Join(repo.Root, filepath.FromSlash(s.Path)))
 	if err != nil || sub.Root == repo.Root {
 		s.State, s.Problem = "error", "the submodule's repository cannot be opened"
 		return
