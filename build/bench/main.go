@@ -30,9 +30,9 @@ type suite struct {
 var suites = []suite{
 	{"Audit ledger", "./core/audit/", ".", "2000x"},
 	{"Read-only git surface", "./core/gitx/", ".", "20x"},
-	{"Read-only git surface over MCP", "./sidecar/", "Brief|Start|Status|Diff|History", "20x"},
-	{"Proposals and the gateway", "./core/journal/", ".", "1x"},
-	{"Proposals and the gateway (HTTP)", "./core/gateway/", ".", "1x"},
+	{"Read-only git surface over MCP", "./sidecar/", "RepoBrief_Stdio|Sidecar_", "20x"},
+	{"Proposals and the gateway", "./core/journal/", "BenchmarkBoltFsyncTx|BenchmarkJournal_Submit", "2s"},
+	{"Proposals and the gateway (HTTP)", "./core/gateway/", "BenchmarkSubmit_", "2s"},
 }
 
 var benchLine = regexp.MustCompile(`^Benchmark\S+\s+\d+\s+`)
