@@ -36,6 +36,7 @@ frontend: frontend/node_modules/.sluice-stamp
 build: setup-run frontend
 	go build -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/sluice .
 	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/sluice-sidecar ./sidecar/cmd/sluice-sidecar
+	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/sluice-headless .
 	@echo "built $(BIN)/sluice and $(BIN)/sluice-sidecar ($(VERSION))"
 
 # A window when there is a display, otherwise the headless web UI (it

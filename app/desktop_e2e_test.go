@@ -28,7 +28,7 @@ func binDir(t *testing.T) string {
 	dir := os.Getenv("SLUICE_BIN_DIR")
 	ok := dir != ""
 	if ok {
-		for _, b := range []string{"sluice", "sluice-sidecar"} {
+		for _, b := range []string{"sluice", "sluice-sidecar", "sluice-headless"} {
 			if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
 				ok = false
 			}
@@ -99,13 +99,14 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 
 func TestBinaries_Version_Stamped(t *testing.T) {
 	dir := binDir(t)
-	for _, b := range []string{"sluice", "sluice-sidecar"} {
+	for _, b := range []string{"sluice", "sluice-sidecar", "sluice-headless"} {
 		out, err := exec.Command(filepath.Join(dir, b), "--version").CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s --version: %v\n%s", b, err, out)
 		}
 		f := strings.Fields(string(out))
-		if len(f) != 2 || f[0] != b || f[1] == "dev" || f[1] == "" {
+		name := strings.TrimSuffix(b, "-headless")
+		if len(f) != 2 || f[0] != name || f[1] == "dev" || f[1] == "" {
 			t.Errorf("%s --version = %q; want %q and a version stamped at build time", b, out, b+" <version>")
 		}
 	}
