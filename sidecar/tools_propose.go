@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
+
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -586,7 +586,7 @@ func (s *Sidecar) submitProposal(ctx context.Context, req *mcp.CallToolRequest, 
 	if err != nil {
 		return ProposalOut{}, err
 	}
-	g, err := newGitResolver()
+	g, err := newGitResolver(roots)
 	if err != nil {
 		return ProposalOut{}, err
 	}
@@ -895,136 +895,87 @@ func boundSchema(s *jsonschema.Schema, name string) {
 	}
 }
 
-// gitResolver runs the few read-only git commands a submit needs, hardened
-// the way every read in Sluice is: an absolute git binary, a scrubbed
-// environment, no pager, no fsmonitor, no optional locks, no prompts, no
-// system config, and revisions passed after --end-of-options so that none
-// can be read as an option.
-type gitResolver struct{ bin string }
+// gitResolver answers the few questions a submit asks of git (where the
+// repository's top is, which commit a revision names, which branch is
+// checked out, a branch's upstream) through core/gitx, hardened like every
+// read in Sluice.
+type gitResolver struct {
+	r     *gitx.Runner
+	roots gitx.Roots
+}
 
-var gitBinary = sync.OnceValues(func() (string, error) {
-	p, err := exec.LookPath("git")
-	if err != nil || !filepath.IsAbs(p) {
-		return "", &ToolError{Code: CodeUnsupported, Message: "git was not found on PATH"}
-	}
-	return p, nil
-})
-
-func newGitResolver() (*gitResolver, error) {
-	bin, err := gitBinary()
+func newGitResolver(roots gitx.Roots) (*gitResolver, error) {
+	r, err := gitx.Default()
 	if err != nil {
 		return nil, err
 	}
-	return &gitResolver{bin: bin}, nil
+	return &gitResolver{r: r, roots: roots}, nil
 }
 
-// gitTimeout bounds each git command of a submit.
-const gitTimeout = 10 * time.Second
-
-// gitError is a failed git command: its exit code and a bounded stderr.
-type gitError struct {
-	exit   int
-	stderr string
-}
-
-func (e *gitError) Error() string { return fmt.Sprintf("git exited %d: %s", e.exit, e.stderr) }
-
-func (g *gitResolver) run(ctx context.Context, dir string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, g.bin, append([]string{"--no-pager", "-c", "core.fsmonitor=false"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=" + orDefault(os.Getenv("LANG"), "C"),
-		"GIT_OPTIONAL_LOCKS=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
-	}
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &limitedWriter{w: &stdout, n: 64 << 10}, &limitedWriter{w: &stderr, n: 4 << 10}
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		return "", &ToolError{Code: CodeTimeout, Message: "git did not answer in time"}
-	}
+func (g *gitResolver) open(ctx context.Context, dir string) (*gitx.Repo, error) {
+	repo, err := g.r.Open(ctx, g.roots, dir)
 	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			ge := &gitError{exit: ee.ExitCode(), stderr: strings.TrimSpace(stderr.String())}
-			if strings.Contains(ge.stderr, "not a git repository") {
-				return "", &ToolError{Code: CodeNotARepository, Message: "repoPath is not inside a git repository"}
-			}
-			return "", ge
-		}
-		return "", &ToolError{Code: CodeGitFailed, Message: "git could not be run"}
+		return nil, err
 	}
-	return strings.TrimRight(stdout.String(), "\n"), nil
+	if repo.Bare {
+		return nil, &ToolError{Code: CodeNotARepository, Message: "repoPath is a bare repository; proposals need a working tree"}
+	}
+	return repo, nil
 }
 
 // resolve returns the commit SHA rev names in the repository at dir.
 func (g *gitResolver) resolve(ctx context.Context, dir, rev string) (string, error) {
-	if rev == "" || strings.HasPrefix(rev, "-") {
-		return "", &ToolError{Code: CodeInvalidArgument, Message: "a revision may not be empty or start with '-'"}
-	}
-	out, err := g.run(ctx, dir, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
-	var ge *gitError
-	if errors.As(err, &ge) {
-		return "", &ToolError{Code: CodeInvalidArgument, Message: fmt.Sprintf("%q does not name a commit in this repository", rev)}
-	}
+	repo, err := g.open(ctx, dir)
 	if err != nil {
 		return "", err
 	}
-	if len(out) != 40 && len(out) != 64 {
-		return "", &ToolError{Code: CodeGitFailed, Message: "git rev-parse gave an unexpected answer"}
-	}
-	return out, nil
+	return repo.ResolveCommit(ctx, strconv.Quote(rev), rev)
 }
 
 // toplevel is the canonical top-level directory of the working tree that
 // contains dir.
 func (g *gitResolver) toplevel(ctx context.Context, dir string) (string, error) {
-	out, err := g.run(ctx, dir, "rev-parse", "--show-toplevel")
-	var ge *gitError
-	if errors.As(err, &ge) || (err == nil && out == "") {
-		return "", &ToolError{Code: CodeNotARepository, Message: "repoPath is not inside a git working tree"}
-	}
+	repo, err := g.open(ctx, dir)
 	if err != nil {
 		return "", err
 	}
-	canon, err := filepath.EvalSymlinks(out)
-	if err != nil {
-		return "", &ToolError{Code: CodeNotARepository, Message: "the repository's top level cannot be resolved"}
-	}
-	return canon, nil
+	return repo.Root, nil
 }
 
-// symbolicHead is the full ref HEAD points to, or "" when detached.
+// symbolicHead is the full ref HEAD points to, or "" when detached or
+// unborn.
 func (g *gitResolver) symbolicHead(ctx context.Context, dir string) (string, error) {
-	out, err := g.run(ctx, dir, "symbolic-ref", "-q", "HEAD")
-	var ge *gitError
-	if errors.As(err, &ge) && ge.exit == 1 {
+	repo, err := g.open(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	out, err := repo.ReadGit(ctx, "rev-parse", []string{"--symbolic-full-name"}, []string{"HEAD"}, []int{128}, 4096)
+	if err != nil {
+		return "", err
+	}
+	// git 2.39's rev-parse echoes --end-of-options before its answer: the
+	// answer is the last line.
+	lines := strings.Split(strings.TrimSpace(string(out.Stdout)), "\n")
+	head := lines[len(lines)-1]
+	if out.ExitCode != 0 || !strings.HasPrefix(head, "refs/") {
 		return "", nil
 	}
-	return out, err
+	return head, nil
 }
 
 // upstream is the full name of branch's upstream ref, or "".
 func (g *gitResolver) upstream(ctx context.Context, dir, branch string) (string, error) {
-	out, err := g.run(ctx, dir, "for-each-ref", "--format=%(upstream)", "--end-of-options", proposal.BranchRef(branch))
-	if err != nil || !strings.HasPrefix(out, "refs/") || strings.ContainsAny(out, "\n ") {
+	repo, err := g.open(ctx, dir)
+	if err != nil {
 		return "", err
 	}
-	return out, nil
-}
-
-// limitedWriter keeps the first n bytes and discards the rest.
-type limitedWriter struct {
-	w interface{ WriteString(string) (int, error) }
-	n int
-}
-
-func (l *limitedWriter) Write(p []byte) (int, error) {
-	if l.n > 0 {
-		k := min(len(p), l.n)
-		l.w.WriteString(string(p[:k]))
-		l.n -= k
+	out, err := repo.ReadGit(ctx, "for-each-ref", []string{"--format=%(upstream)"}, []string{proposal.BranchRef(branch)}, nil, 4096)
+	if err != nil {
+		return "", err
 	}
-	return len(p), nil
+	up := strings.TrimSpace(string(out.Stdout))
+	if !strings.HasPrefix(up, "refs/") || strings.ContainsAny(up, "\n ") {
+		return "", nil
+	}
+	return up, nil
 }
