@@ -2,6 +2,7 @@ package app
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/core/config"
@@ -73,4 +74,21 @@ func FormatError(err error) any {
 		return UIError{Code: c.ErrorCode(), Message: err.Error()}
 	}
 	return UIError{Code: "internal", Message: err.Error()}
+}
+
+// Shown is called by the front end with the ids of the pending cards it
+// has on screen. It is logged, so that a person reading the log (and the
+// end-to-end tests) can tell a proposal reached the window.
+func (api *API) Shown(ids []string) (bool, error) {
+	if len(ids) > 1000 {
+		return false, &codedError{code: "invalid_argument", msg: "too many ids"}
+	}
+	valid := ids[:0:0]
+	for _, id := range ids {
+		if proposal.ValidID(id) {
+			valid = append(valid, id)
+		}
+	}
+	api.app.log.Info("cards shown", "ui", api.kind, "count", len(valid), "ids", strings.Join(valid, ","))
+	return true, nil
 }

@@ -297,6 +297,10 @@ func TestDesktop_Window_StartsAndServes(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("propose_commit: %v %+v", err, res)
 	}
+	pid := res.StructuredContent.(map[string]any)["proposalId"].(string)
+	waitFor(t, 20*time.Second, "the card in the window", func() bool {
+		return strings.Contains(out.String(), `msg="cards shown" ui=desktop count=1 ids=`+pid)
+	})
 	waitFor(t, 20*time.Second, "a desktop notification", func() bool {
 		return strings.Contains(notes.String(), "desktop-e2e proposes a commit on widgets")
 	})

@@ -110,6 +110,15 @@ func (w *Web) routes() http.Handler {
 	mux.HandleFunc("GET /api/audit", w.authed(jsonGet(w.api.Audit)))
 	mux.HandleFunc("GET /api/proposals", w.authed(jsonGet(w.api.Pending)))
 	mux.HandleFunc("GET /api/settings", w.authed(jsonGet(w.api.Settings)))
+	mux.HandleFunc("POST /api/shown", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
+		var body struct {
+			IDs []string `json:"ids"`
+		}
+		if !decodeBody(rw, r, &body) {
+			return
+		}
+		jsonCall(rw, func() (bool, error) { return w.api.Shown(body.IDs) })
+	})))
 	mux.HandleFunc("GET /api/connect", w.authed(jsonGet(w.api.Clients)))
 	mux.HandleFunc("POST /api/connect", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
 		var c ConnectRequest

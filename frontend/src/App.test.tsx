@@ -1,4 +1,4 @@
-import { render, screen, cleanup } from "@testing-library/react";
+import { render, screen, cleanup, fireEvent, within } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 
 const status = {
@@ -27,6 +27,7 @@ afterEach(() => {
   cleanup();
   vi.unstubAllGlobals();
   vi.resetModules();
+  window.location.hash = "";
 });
 
 // A fresh module graph per test: the API module caches the CSRF token.
@@ -40,10 +41,12 @@ describe("App", () => {
       "/api/status": { status: 200, body: status },
       "/api/session": { status: 200, body: { csrf: "c" } },
       "/api/ready": { status: 200, body: true },
+      "/api/proposals": { status: 200, body: [] },
     });
     const App = await loadApp();
     render(<App />);
     expect(await screen.findByText("No proposals waiting")).toBeTruthy();
+    expect(document.getElementById("empty-title")?.textContent).toBe("No proposals waiting");
     expect(screen.getByText(/claude mcp add sluice -- \/opt\/sluice\/sluice-sidecar/)).toBeTruthy();
     expect(screen.getByText(/No repository roots are allowed yet/)).toBeTruthy();
     await vi.waitFor(() => expect(calls).toContain("POST /api/ready"));
@@ -70,5 +73,39 @@ describe("App", () => {
     const App = await loadApp();
     render(<App />);
     await vi.waitFor(() => expect(seen["/api/ready"]).toBe("tok123"));
+  });
+
+  it("navigates between the screens from the top bar", async () => {
+    mockFetch({
+      "/api/status": { status: 200, body: status },
+      "/api/session": { status: 200, body: { csrf: "c" } },
+      "/api/ready": { status: 200, body: true },
+      "/api/proposals": { status: 200, body: [] },
+      "/api/history?limit=200": { status: 200, body: [] },
+      "/api/audit": { status: 200, body: { keyId: "", signed: false, entries: [] } },
+      "/api/workspaces": { status: 400, body: { error: { code: "unsupported", message: "not yet" } } },
+    });
+    const App = await loadApp();
+    render(<App />);
+    const nav = await screen.findByRole("navigation", { name: "Screens" });
+    expect(within(nav).getAllByRole("button").map((b) => b.textContent)).toEqual([
+      "Pending",
+      "History",
+      "Timeline",
+      "Workspaces",
+      "Audit",
+      "Settings",
+      "Connect",
+    ]);
+    fireEvent.click(within(nav).getByText("History"));
+    expect(await screen.findByRole("heading", { name: "History" })).toBeTruthy();
+    expect(within(nav).getByText("History").getAttribute("aria-current")).toBe("page");
+    fireEvent.click(within(nav).getByText("Audit"));
+    expect(await screen.findByRole("heading", { name: "Audit ledger" })).toBeTruthy();
+    expect(document.getElementById("audit-title")).toBeTruthy();
+    fireEvent.click(within(nav).getByText("Workspaces"));
+    expect(await screen.findByText("Workspaces are not available: not yet")).toBeTruthy();
+    fireEvent.click(within(nav).getByText("Pending"));
+    expect(await screen.findByText("No proposals waiting")).toBeTruthy();
   });
 });

@@ -1,7 +1,14 @@
 import { useEffect, useState } from "react";
-import { api, ApiError, detectDesktop, type Status } from "./api";
+import { api, ApiError, detectDesktop, onEvents, type Status } from "./api";
 import { AuditView } from "./AuditView";
-import { EmptyState } from "./EmptyState";
+import { ConnectView } from "./ConnectView";
+import { HistoryView } from "./HistoryView";
+import { PendingView } from "./PendingView";
+import { ProposalPage } from "./ProposalPage";
+import { href, navigate, useRoute, type Route, type Screen } from "./route";
+import { SettingsView } from "./SettingsView";
+import { TimelineView } from "./TimelineView";
+import { WorkspacesView } from "./WorkspacesView";
 
 type Load =
   | { kind: "loading" }
@@ -9,11 +16,21 @@ type Load =
   | { kind: "login" }
   | { kind: "error"; message: string };
 
-type Screen = "pending" | "audit";
+// The tabs, in the order a person needs them. The visible text is what
+// end-to-end tests click.
+const tabs: { screen: Screen; label: string }[] = [
+  { screen: "pending", label: "Pending" },
+  { screen: "history", label: "History" },
+  { screen: "timeline", label: "Timeline" },
+  { screen: "workspaces", label: "Workspaces" },
+  { screen: "audit", label: "Audit" },
+  { screen: "settings", label: "Settings" },
+  { screen: "connect", label: "Connect" },
+];
 
 export function App() {
   const [load, setLoad] = useState<Load>({ kind: "loading" });
-  const [screen, setScreen] = useState<Screen>("pending");
+  const route = useRoute();
 
   useEffect(() => {
     let cancelled = false;
@@ -36,23 +53,43 @@ export function App() {
     };
   }, []);
 
+  // A click on a desktop notification opens that proposal's card.
+  useEffect(() => {
+    if (load.kind !== "ready") return;
+    return onEvents(["ui:focus"], (_name, data) => {
+      const id = (data as { id?: string } | undefined)?.id;
+      if (id) navigate("proposal", id);
+    });
+  }, [load.kind]);
+
+  // The proposal page belongs to History.
+  const active: Screen = route.screen === "proposal" ? "history" : route.screen;
+
   return (
     <div className="shell">
+      <a className="skip" href="#main">
+        Skip to content
+      </a>
       <header className="topbar">
         <span className="brand" aria-label="Sluice">
-          <span className="brand-mark" aria-hidden="true">≋</span> Sluice
+          <span className="brand-mark" aria-hidden="true">
+            ≋
+          </span>{" "}
+          Sluice
         </span>
         {load.kind === "ready" && (
           <nav className="tabs" aria-label="Screens">
-            {(["pending", "audit"] as Screen[]).map((s) => (
+            {tabs.map((t) => (
               <button
-                key={s}
+                key={t.screen}
                 type="button"
-                className={screen === s ? "tab active" : "tab"}
-                aria-current={screen === s ? "page" : undefined}
-                onClick={() => setScreen(s)}
+                className={active === t.screen ? "tab active" : "tab"}
+                aria-current={active === t.screen ? "page" : undefined}
+                onClick={() => {
+                  window.location.hash = href(t.screen);
+                }}
               >
-                {s === "pending" ? "Pending" : "Audit"}
+                {t.label}
               </button>
             ))}
           </nav>
@@ -63,8 +100,12 @@ export function App() {
           </span>
         )}
       </header>
-      <main className="content">
-        {load.kind === "loading" && <p className="muted" role="status">Loading…</p>}
+      <main className={`content screen-${route.screen}`} id="main" tabIndex={-1}>
+        {load.kind === "loading" && (
+          <p className="muted" role="status">
+            Loading…
+          </p>
+        )}
         {load.kind === "login" && (
           <section className="panel" aria-labelledby="login-title">
             <h1 id="login-title">Sign in</h1>
@@ -80,11 +121,31 @@ export function App() {
             <p>{load.message}</p>
           </section>
         )}
-        {load.kind === "ready" && screen === "pending" && load.status.pending === 0 && (
-          <EmptyState status={load.status} />
-        )}
-        {load.kind === "ready" && screen === "audit" && <AuditView />}
+        {load.kind === "ready" && screenFor(route, load.status)}
       </main>
     </div>
   );
+}
+
+function screenFor(route: Route, status: Status) {
+  switch (route.screen) {
+    case "history":
+      return <HistoryView />;
+    case "proposal":
+      return <ProposalPage id={route.id!} />;
+    case "timeline":
+      return (
+        <TimelineView status={status} repo={route.params.get("repo") ?? ""} highlight={route.params.get("rp") ?? undefined} />
+      );
+    case "workspaces":
+      return <WorkspacesView />;
+    case "audit":
+      return <AuditView />;
+    case "settings":
+      return <SettingsView />;
+    case "connect":
+      return <ConnectView />;
+    default:
+      return <PendingView status={status} />;
+  }
 }

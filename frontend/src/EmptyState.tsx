@@ -22,6 +22,10 @@ export function EmptyState({ status }: { status: Status }) {
         <pre>
           <code>{json}</code>
         </pre>
+        <p>
+          Other clients (Codex, VS Code, Gemini CLI, ChatGPT…) and a button that writes the configuration for you are on
+          the <a href="#/connect">Connect</a> screen.
+        </p>
         {status.allowedRoots.length === 0 ? (
           <p className="note">
             No repository roots are allowed yet. Set <code>SLUICE_ALLOWED_ROOTS</code> (or{" "}

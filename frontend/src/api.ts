@@ -13,6 +13,221 @@ export interface Status {
   startedAt: string;
 }
 
+export type Risk = "low" | "medium" | "high" | "destructive";
+
+export type ProposalState =
+  | "pending"
+  | "approved"
+  | "executing"
+  | "completed"
+  | "failed"
+  | "rejected"
+  | "cancelled"
+  | "expired"
+  | "needs_reconciliation";
+
+export const proposalStates: ProposalState[] = [
+  "pending",
+  "approved",
+  "executing",
+  "completed",
+  "failed",
+  "rejected",
+  "cancelled",
+  "expired",
+  "needs_reconciliation",
+];
+
+export interface Pinned {
+  refs: Record<string, string>;
+  worktreeFingerprint?: string;
+  repos?: Record<string, Record<string, string>>;
+}
+
+export interface Collision {
+  proposalId: string;
+  agent: string;
+  files: string[];
+}
+
+export interface Decision {
+  by: string;
+  note?: string;
+  approvedDigest?: string;
+  approved: boolean;
+  auto?: boolean;
+  at: string;
+}
+
+export interface Outcome {
+  code?: string;
+  message?: string;
+  restorePoint?: string;
+  at: string;
+}
+
+export interface Step {
+  version: number;
+  from?: ProposalState;
+  to: ProposalState;
+  at: string;
+  by?: string;
+  note?: string;
+}
+
+/** Everything a person needs to decide on one proposal. */
+export interface Card {
+  id: string;
+  op: string;
+  agent: string;
+  repo: string;
+  repoName: string;
+  reason: string;
+  state: ProposalState;
+  risk: Risk;
+  destructive: boolean;
+  confirmWord?: string;
+  digest: string;
+  shortDigest: string;
+  pinned: Pinned;
+  args: Record<string, unknown> | null;
+  files: string[];
+  filesKnown: boolean;
+  collisions: Collision[];
+  createdAt: string;
+  expiresAt: string;
+  decision?: Decision;
+  outcome?: Outcome;
+  history: Step[];
+  /** What the agent policy said about this proposal, when there is a policy. */
+  policyNotes?: string[];
+}
+
+export interface HistoryQuery {
+  agent?: string;
+  repo?: string;
+  state?: string;
+  text?: string;
+  limit?: number;
+}
+
+export interface DiffChunk {
+  /** A unified diff piece that ends on a line boundary. */
+  text: string;
+  offset: number;
+  nextOffset: number;
+  totalBytes: number;
+  done: boolean;
+  /** What the diff compares, e.g. "main…feature". */
+  compared?: string;
+  /** Where the diff is incomplete and why. */
+  notices?: string[];
+}
+
+export type AuditEntry = Record<string, unknown>;
+
+export interface DecisionRequest {
+  id: string;
+  /** The digest shown on the card: the decision is bound to it. */
+  digest: string;
+  note: string;
+  /** The typed confirmation word (destructive proposals). */
+  confirm?: string;
+}
+
+export interface RestorePoint {
+  id: string;
+  proposalId?: string;
+  op?: string;
+  createdAt: string | number;
+  refs: { ref: string; sha: string }[];
+  hasWorktreeSnapshot: boolean;
+}
+
+export interface TimelineEvent {
+  time: string | number;
+  kind: "restore_point" | "ref_move" | string;
+  ref?: string;
+  from?: string;
+  to?: string;
+  message?: string;
+  restorePointId?: string;
+}
+
+export interface Timeline {
+  repo: string;
+  restorePoints: RestorePoint[];
+  events: TimelineEvent[];
+}
+
+export interface RestoreRequest {
+  repo: string;
+  restorePoint: string;
+  force: boolean;
+}
+
+export interface RestoreResult {
+  restored: { ref: string; from: string; to: string }[];
+  worktreeRestored: boolean;
+}
+
+export interface Settings {
+  allowedRoots: string[];
+  pendingExpiry: string;
+  policyFile: string;
+  toolsets: string[];
+  notifications: boolean;
+  availableToolsets: string[];
+  /** Settings that only take effect after the app restarts. */
+  restartRequired: string[];
+}
+
+export type SettingsInput = Omit<Settings, "availableToolsets" | "restartRequired">;
+
+export interface Client {
+  client: string;
+  displayName: string;
+  scopes: ("user" | "project")[];
+  /** Where the user-scope configuration goes. */
+  path: string;
+  format: "json" | "jsonc" | "toml" | "steps";
+  preview: string;
+  preAllows: string[];
+}
+
+export interface ConnectRequest {
+  client: string;
+  scope: "user" | "project";
+  project: string;
+}
+
+export interface ConnectResult {
+  client: string;
+  path: string;
+  backupPath?: string;
+  changed: boolean;
+  preAllowed: string[];
+  message: string;
+}
+
+export interface WorkspaceRun {
+  argv: string[];
+  exitCode: number;
+  oomKilled: boolean;
+  durationMs: number;
+  truncated: boolean;
+  tests?: { passed: number; failed: number; skipped: number; format: string } | null;
+}
+
+export interface Workspace {
+  id: string;
+  state: string;
+  source: string;
+  base: string;
+  leaseExpiresAt: string;
+  runs: WorkspaceRun[];
+}
+
 export class ApiError extends Error {
   constructor(
     public code: string,
@@ -86,17 +301,86 @@ async function http<T>(method: "GET" | "POST", path: string, body?: unknown): Pr
   return data as T;
 }
 
-async function call<T>(method: string, httpMethod: "GET" | "POST", path: string, body?: unknown): Promise<T> {
+interface Route {
+  method: "GET" | "POST";
+  path: string;
+  body?: unknown;
+}
+
+/**
+ * Calls the Wails binding `binding` with `args` in the desktop window, or
+ * the HTTP route in the browser. The two are described separately because
+ * they differ: a binding takes positional arguments, a route puts some of
+ * them in the path or the query.
+ */
+async function call<T>(binding: string, args: unknown[], route: Route): Promise<T> {
   const b = bound();
   if (b) {
     try {
-      return (await b[method](...(body === undefined ? [] : [body]))) as T;
+      return (await b[binding](...args)) as T;
     } catch (e) {
       throw toApiError(e);
     }
   }
-  return http<T>(httpMethod, path, body);
+  return http<T>(route.method, route.path, route.body);
 }
+
+const get = (path: string): Route => ({ method: "GET", path });
+const post = (path: string, body?: unknown): Route => ({ method: "POST", path, body });
+const seg = encodeURIComponent;
+
+/** The query string of a history search; empty filters are left out. */
+export function historyQueryString(q: HistoryQuery): string {
+  const p = new URLSearchParams();
+  for (const k of ["agent", "repo", "state", "text"] as const) {
+    const v = q[k]?.trim();
+    if (v) p.set(k, v);
+  }
+  if (q.limit && q.limit > 0) p.set("limit", String(q.limit));
+  const s = p.toString();
+  return s ? `?${s}` : "";
+}
+
+export const api = {
+  status: () => call<Status>("Status", [], get("/api/status")),
+  ready: () => call<boolean>("Ready", [], post("/api/ready")),
+  /** Tells the app which pending cards are on screen now. */
+  shown: (ids: string[]) => call<boolean>("Shown", [ids], post("/api/shown", { ids })),
+
+  pending: () => call<Card[]>("Pending", [], get("/api/proposals")),
+  history: (q: HistoryQuery) =>
+    call<Card[]>("History", [{ agent: "", repo: "", state: "", text: "", limit: 0, ...q }], get(`/api/history${historyQueryString(q)}`)),
+  proposal: (id: string) => call<Card>("Proposal", [id], get(`/api/proposals/${seg(id)}`)),
+  proposalDiff: (id: string, offset: number) =>
+    call<DiffChunk>("ProposalDiff", [id, offset], get(`/api/proposals/${seg(id)}/diff?offset=${offset}`)),
+  proposalAudit: (id: string) => call<AuditEntry[]>("ProposalAudit", [id], get(`/api/proposals/${seg(id)}/audit`)),
+  approve: (d: DecisionRequest) =>
+    call<Card>(
+      "Approve",
+      [{ id: d.id, digest: d.digest, note: d.note, confirm: d.confirm ?? "" }],
+      post(`/api/proposals/${seg(d.id)}/approve`, { digest: d.digest, note: d.note, confirm: d.confirm ?? "" }),
+    ),
+  reject: (d: DecisionRequest) =>
+    call<Card>(
+      "Reject",
+      [{ id: d.id, digest: d.digest, note: d.note }],
+      post(`/api/proposals/${seg(d.id)}/reject`, { digest: d.digest, note: d.note }),
+    ),
+
+  audit: () => call<AuditView>("Audit", [], get("/api/audit")),
+  verifyAudit: () => call<AuditReport>("VerifyAudit", [], post("/api/audit/verify")),
+
+  timeline: (repo: string) => call<Timeline>("Timeline", [repo], get(`/api/timeline?repo=${seg(repo)}`)),
+  restore: (r: RestoreRequest) => call<RestoreResult>("Restore", [r], post("/api/restore", r)),
+
+  settings: () => call<Settings>("Settings", [], get("/api/settings")),
+  saveSettings: (s: SettingsInput) => call<Settings>("SaveSettings", [s], post("/api/settings", s)),
+
+  clients: () => call<Client[]>("Clients", [], get("/api/connect")),
+  connect: (c: ConnectRequest) => call<ConnectResult>("Connect", [c], post("/api/connect", c)),
+
+  workspaces: () => call<Workspace[]>("Workspaces", [], get("/api/workspaces")),
+};
 
 export interface AuditView {
   keyId: string;
@@ -118,14 +402,12 @@ export interface AuditReport {
   checkpointUsed: string;
 }
 
-export const api = {
-  status: () => call<Status>("Status", "GET", "/api/status"),
-  ready: () => call<boolean>("Ready", "POST", "/api/ready"),
-  audit: () => call<AuditView>("Audit", "GET", "/api/audit"),
-  verifyAudit: () => call<AuditReport>("VerifyAudit", "POST", "/api/audit/verify"),
-};
-
-/** Subscribes to the app's live events; returns an unsubscribe function. */
+/**
+ * Subscribes to the app's live events; returns an unsubscribe function.
+ * In the browser the stream reconnects by itself after a drop; events sent
+ * while it was down are lost, so a reconnect is reported as
+ * "proposals:resync" (when subscribed) for the screen to re-read.
+ */
 export function onEvents(names: string[], cb: (name: string, data: unknown) => void): () => void {
   const rt = (window as unknown as WailsWindow).runtime;
   if (bound() && rt) {
@@ -145,5 +427,15 @@ export function onEvents(names: string[], cb: (name: string, data: unknown) => v
       cb(n, data);
     });
   }
+  let opened = false;
+  let dropped = false;
+  es.onopen = () => {
+    if (opened && dropped && names.includes("proposals:resync")) cb("proposals:resync", undefined);
+    opened = true;
+    dropped = false;
+  };
+  es.onerror = () => {
+    dropped = true;
+  };
   return () => es.close();
 }

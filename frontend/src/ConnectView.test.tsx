@@ -1,0 +1,105 @@
+import { cleanup, fireEvent, render, screen, within } from "@testing-library/react";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { Client } from "./api";
+import { findEl, stubFetch } from "./testing";
+
+afterEach(() => {
+  cleanup();
+  vi.unstubAllGlobals();
+  vi.resetModules();
+});
+
+const clients: Client[] = [
+  {
+    client: "claude-code",
+    displayName: "Claude Code",
+    scopes: ["user", "project"],
+    path: "/home/me/.claude.json",
+    format: "json",
+    preview: '{\n  "mcpServers": {\n    "sluice": { "command": "/opt/sluice/sluice-sidecar", "args": [] }\n  }\n}',
+    preAllows: ["mcp__sluice__repo_brief", "mcp__sluice__repo_status"],
+  },
+  {
+    client: "codex",
+    displayName: "Codex",
+    scopes: ["user"],
+    path: "/home/me/.codex/config.toml",
+    format: "toml",
+    preview: '[mcp_servers.sluice]\ncommand = "/opt/sluice/sluice-sidecar"',
+    preAllows: [],
+  },
+  {
+    client: "chatgpt",
+    displayName: "ChatGPT",
+    scopes: ["user"],
+    path: "",
+    format: "steps",
+    preview: "1. Run sluice-sidecar --http\n2. Add a connector",
+    preAllows: [],
+  },
+];
+
+describe("ConnectView", () => {
+  it("shows each client's configuration and where it goes, and writes it", async () => {
+    const calls = stubFetch({
+      "GET /api/connect": { body: clients },
+      "POST /api/connect": {
+        body: {
+          client: "claude-code",
+          path: "/home/me/src/shop/.mcp.json",
+          backupPath: "/home/me/src/shop/.mcp.json.sluice-backup",
+          changed: true,
+          preAllowed: ["mcp__sluice__repo_brief", "mcp__sluice__repo_status"],
+          message: "added the sluice server",
+        },
+      },
+    });
+    const { ConnectView } = await import("./ConnectView");
+    render(<ConnectView />);
+    const panel = await screen.findByRole("tabpanel", { name: "Claude Code" });
+    expect(within(panel).getByText("/home/me/.claude.json")).toBeTruthy();
+    expect(within(panel).getByText(/"command": "\/opt\/sluice\/sluice-sidecar"/)).toBeTruthy();
+    expect(within(panel).getByText("mcp__sluice__repo_brief")).toBeTruthy();
+
+    fireEvent.click(within(panel).getByLabelText("For one project"));
+    const write = within(panel).getByRole("button", { name: "Write configuration" }) as HTMLButtonElement;
+    expect(write.disabled).toBe(true);
+    fireEvent.change(within(panel).getByLabelText("Project folder"), { target: { value: " /home/me/src/shop " } });
+    fireEvent.click(write);
+
+    const result = await findEl(".connect-result", panel);
+    expect(result.textContent).toMatch(/Configuration written\. added the sluice server/);
+    expect(within(result).getByText("/home/me/src/shop/.mcp.json")).toBeTruthy();
+    expect(within(result).getByText("/home/me/src/shop/.mcp.json.sluice-backup")).toBeTruthy();
+    expect(within(result).getByText("mcp__sluice__repo_brief, mcp__sluice__repo_status")).toBeTruthy();
+    expect(calls.find((c) => c.method === "POST")!.body).toEqual({
+      client: "claude-code",
+      scope: "project",
+      project: "/home/me/src/shop",
+    });
+  });
+
+  it("says when nothing changed, and offers no button for clients set up by hand", async () => {
+    const calls = stubFetch({
+      "GET /api/connect": { body: clients },
+      "POST /api/connect": {
+        body: { client: "codex", path: "/home/me/.codex/config.toml", changed: false, preAllowed: [], message: "" },
+      },
+    });
+    const { ConnectView } = await import("./ConnectView");
+    render(<ConnectView />);
+    fireEvent.click(await screen.findByRole("tab", { name: "Codex" }));
+    const panel = screen.getByRole("tabpanel", { name: "Codex" });
+    expect(within(panel).queryByLabelText("For one project")).toBeNull();
+    fireEvent.click(within(panel).getByRole("button", { name: "Write configuration" }));
+    const result = await findEl(".connect-result", panel);
+    expect(result.getAttribute("role")).toBe("status");
+    expect(result.textContent).toMatch(/Already configured; nothing changed/);
+    expect(calls.find((c) => c.method === "POST")!.body).toEqual({ client: "codex", scope: "user", project: "" });
+
+    fireEvent.click(screen.getByRole("tab", { name: "ChatGPT" }));
+    const manual = screen.getByRole("tabpanel", { name: "ChatGPT" });
+    expect(within(manual).getByText(/Follow these steps/)).toBeTruthy();
+    expect(within(manual).queryByRole("button", { name: "Write configuration" })).toBeNull();
+  });
+});

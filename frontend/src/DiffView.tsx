@@ -1,0 +1,211 @@
+// A proposal's whole diff, never cut without saying so. The API hands it
+// out in chunks; the first loads when the viewer comes into view, the rest
+// with "Load more" or by themselves when the reader scrolls near the end.
+// The count of what is loaded and what is left is always on screen.
+import { useCallback, useEffect, useRef, useState } from "react";
+import { api, type DiffChunk } from "./api";
+import { errorMessage } from "./bits";
+import type { DiffFormat, DiffRenderer } from "./diffRender";
+import { kb } from "./format";
+
+const formatKey = "sluice.diffFormat";
+
+function storedFormat(): DiffFormat {
+  try {
+    const v = localStorage.getItem(formatKey);
+    if (v === "side-by-side" || v === "line-by-line") return v;
+  } catch {
+    // storage can be unavailable; the default is fine
+  }
+  return "side-by-side";
+}
+
+/** Whether the element is (near) the viewport; `unobservable` where that cannot be known. */
+function useInView(
+  ref: React.RefObject<HTMLElement | null>,
+  margin: string,
+  unobservable: boolean,
+  enabled = true,
+): React.RefObject<boolean> {
+  const inView = useRef(typeof IntersectionObserver === "undefined" ? unobservable : false);
+  const [, bump] = useState(0);
+  useEffect(() => {
+    const el = ref.current;
+    if (!el || !enabled || typeof IntersectionObserver === "undefined") return;
+    const io = new IntersectionObserver(
+      (entries) => {
+        const v = entries.some((e) => e.isIntersecting);
+        if (v !== inView.current) {
+          inView.current = v;
+          bump((n) => n + 1);
+        }
+      },
+      { rootMargin: margin },
+    );
+    io.observe(el);
+    return () => io.disconnect();
+  }, [ref, margin, enabled]);
+  return inView;
+}
+
+interface Progress {
+  loaded: number;
+  total: number;
+  done: boolean;
+  files: number;
+}
+
+export function DiffView({ proposalId }: { proposalId: string }) {
+  const root = useRef<HTMLDivElement>(null);
+  const listEl = useRef<HTMLDivElement>(null);
+  const bodyEl = useRef<HTMLDivElement>(null);
+  const endEl = useRef<HTMLDivElement>(null);
+  const renderer = useRef<Promise<DiffRenderer> | null>(null);
+  const offset = useRef(0);
+  const busy = useRef(false);
+  const rawText = useRef("");
+
+  const [format, setFormat] = useState<DiffFormat>(storedFormat);
+  const formatNow = useRef(format);
+  const [progress, setProgress] = useState<Progress | null>(null);
+  const [meta, setMeta] = useState<Pick<DiffChunk, "compared" | "notices">>({});
+  const [loading, setLoading] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const [renderError, setRenderError] = useState<string | null>(null);
+  const [rawShown, setRawShown] = useState("");
+
+  // Without an IntersectionObserver the first chunk still loads, and the
+  // rest wait for the button.
+  const visible = useInView(root, "200px", true);
+  const nearEnd = useInView(endEl, "600px", false, !!progress && !progress.done);
+
+  const getRenderer = useCallback(() => {
+    if (!renderer.current) {
+      renderer.current = import("./diffRender").then(
+        (m) => new m.DiffRenderer(listEl.current!, bodyEl.current!, formatNow.current),
+      );
+    }
+    return renderer.current;
+  }, []);
+
+  const loadNext = useCallback(async () => {
+    if (busy.current) return;
+    busy.current = true;
+    setLoading(true);
+    setError(null);
+    try {
+      const chunk = await api.proposalDiff(proposalId, offset.current);
+      rawText.current += chunk.text;
+      let files = 0;
+      try {
+        const r = await getRenderer();
+        r.append(chunk.text, chunk.done);
+        files = r.fileCount();
+      } catch (e) {
+        // Show the text itself rather than nothing: the person must be
+        // able to read every line they approve.
+        setRenderError(errorMessage(e));
+      }
+      offset.current = chunk.nextOffset;
+      setMeta({ compared: chunk.compared, notices: chunk.notices });
+      setProgress({ loaded: chunk.nextOffset, total: chunk.totalBytes, done: chunk.done, files });
+    } catch (e) {
+      setError(errorMessage(e));
+    } finally {
+      busy.current = false;
+      setLoading(false);
+    }
+  }, [proposalId, getRenderer]);
+
+  // The first chunk, once the viewer is (nearly) on screen.
+  useEffect(() => {
+    if (visible.current && !progress && !busy.current && !error) void loadNext();
+  });
+
+  // The next chunks, while the end of what is loaded is near the viewport.
+  useEffect(() => {
+    if (progress && !progress.done && nearEnd.current && !loading && !error) void loadNext();
+  });
+
+  useEffect(() => {
+    if (renderError) setRawShown(rawText.current);
+  }, [renderError, progress]);
+
+  function changeFormat(f: DiffFormat) {
+    setFormat(f);
+    formatNow.current = f;
+    try {
+      localStorage.setItem(formatKey, f);
+    } catch {
+      // not remembered, still applied
+    }
+    void renderer.current?.then((r) => r.setFormat(f));
+  }
+
+  const left = progress ? progress.total - progress.loaded : 0;
+  const empty = progress?.done && progress.total === 0;
+
+  return (
+    <section className="diff-view" ref={root} aria-label="Diff" aria-busy={loading}>
+      <div className="diff-toolbar">
+        <span className="diff-progress" role="status">
+          {!progress && (loading ? "Loading diff…" : "Diff not loaded yet")}
+          {progress &&
+            !empty &&
+            `${kb(progress.loaded)} of ${kb(progress.total)} KB loaded${progress.done ? "" : ` — ${kb(left)} KB not shown yet`}`}
+          {empty && "No file changes"}
+        </span>
+        {meta.compared && <span className="muted diff-compared">{meta.compared}</span>}
+        <span className="segmented" role="group" aria-label="Diff layout">
+          <button
+            type="button"
+            aria-pressed={format === "side-by-side"}
+            className={format === "side-by-side" ? "on" : ""}
+            onClick={() => changeFormat("side-by-side")}
+          >
+            Side by side
+          </button>
+          <button
+            type="button"
+            aria-pressed={format === "line-by-line"}
+            className={format === "line-by-line" ? "on" : ""}
+            onClick={() => changeFormat("line-by-line")}
+          >
+            Line by line
+          </button>
+        </span>
+      </div>
+      {meta.notices && meta.notices.length > 0 && (
+        <ul className="diff-notices">
+          {meta.notices.map((n, i) => (
+            <li key={i}>{n}</li>
+          ))}
+        </ul>
+      )}
+      <div ref={listEl} className="diff-files" />
+      <div ref={bodyEl} className="diff-body" hidden={!!renderError} />
+      {renderError && (
+        <div className="diff-raw">
+          <p className="note">The diff viewer could not draw this diff ({renderError}); here it is as text.</p>
+          <pre>
+            <code>{rawShown}</code>
+          </pre>
+        </div>
+      )}
+      <div ref={endEl} className="diff-end" />
+      {error && (
+        <div className="panel error" role="alert">
+          Could not load the diff: {error}{" "}
+          <button type="button" className="link" onClick={() => void loadNext()}>
+            Try again
+          </button>
+        </div>
+      )}
+      {progress && !progress.done && (
+        <button type="button" className="diff-more" onClick={() => void loadNext()} disabled={loading}>
+          {loading ? "Loading…" : `Load more (${kb(left)} KB left)`}
+        </button>
+      )}
+    </section>
+  );
+}

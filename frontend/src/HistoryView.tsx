@@ -1,0 +1,158 @@
+// Every proposal, newest first, with what became of it. The search runs on
+// the Go side (text, agent, repository, state); a row opens the
+// proposal's page.
+import { useEffect, useRef, useState } from "react";
+import { api, proposalStates, type Card, type HistoryQuery } from "./api";
+import { ErrorBox, RiskBadge, StateBadge, Time, errorMessage } from "./bits";
+import { opLabel, stateLabel } from "./format";
+import { href, navigate } from "./route";
+
+export const historyLimit = 200;
+
+export function HistoryView() {
+  const [text, setText] = useState("");
+  const [agent, setAgent] = useState("");
+  const [repo, setRepo] = useState("");
+  const [state, setState] = useState("");
+  const [query, setQuery] = useState<HistoryQuery>({ limit: historyLimit });
+  const [rows, setRows] = useState<Card[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [loading, setLoading] = useState(false);
+  // Filter choices seen so far; a filtered answer must not shrink them.
+  const [agents, setAgents] = useState<string[]>([]);
+  const [repos, setRepos] = useState<Record<string, string>>({});
+  const seq = useRef(0);
+
+  // Text waits for a pause in typing; the selects apply at once.
+  useEffect(() => {
+    const t = setTimeout(() => setQuery({ agent, repo, state, text, limit: historyLimit }), text === query.text ? 0 : 300);
+    return () => clearTimeout(t);
+  }, [agent, repo, state, text]);
+
+  useEffect(() => {
+    const n = ++seq.current;
+    setLoading(true);
+    api.history(query).then(
+      (cards) => {
+        if (n !== seq.current) return;
+        setRows(cards);
+        setError(null);
+        setLoading(false);
+        setAgents((a) => [...new Set([...a, ...cards.map((c) => c.agent)])].sort());
+        setRepos((r) => ({ ...r, ...Object.fromEntries(cards.map((c) => [c.repo, c.repoName])) }));
+      },
+      (e) => {
+        if (n !== seq.current) return;
+        setError(errorMessage(e));
+        setLoading(false);
+      },
+    );
+  }, [query]);
+
+  const filtered = !!(query.agent || query.repo || query.state || query.text);
+
+  return (
+    <section aria-labelledby="history-title">
+      <h1 id="history-title">History</h1>
+      <form className="filters" role="search" onSubmit={(e) => e.preventDefault()}>
+        <label className="field grow">
+          <span>Search</span>
+          <input
+            type="search"
+            className="history-search"
+            placeholder="reason, agent, repository, operation or id"
+            value={text}
+            onChange={(e) => setText(e.target.value)}
+          />
+        </label>
+        <label className="field">
+          <span>Agent</span>
+          <select value={agent} onChange={(e) => setAgent(e.target.value)} className="history-agent">
+            <option value="">All agents</option>
+            {agents.map((a) => (
+              <option key={a} value={a}>
+                {a}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label className="field">
+          <span>Repository</span>
+          <select value={repo} onChange={(e) => setRepo(e.target.value)} className="history-repo">
+            <option value="">All repositories</option>
+            {Object.entries(repos)
+              .sort((a, b) => a[1].localeCompare(b[1]))
+              .map(([path, name]) => (
+                <option key={path} value={path} title={path}>
+                  {name} — {path}
+                </option>
+              ))}
+          </select>
+        </label>
+        <label className="field">
+          <span>State</span>
+          <select value={state} onChange={(e) => setState(e.target.value)} className="history-state">
+            <option value="">All states</option>
+            {proposalStates.map((s) => (
+              <option key={s} value={s}>
+                {stateLabel(s)}
+              </option>
+            ))}
+          </select>
+        </label>
+      </form>
+      {error && <ErrorBox>{error}</ErrorBox>}
+      {rows && (
+        <p className="muted" role="status" aria-live="polite">
+          {loading
+            ? "Searching…"
+            : `${rows.length}${rows.length === historyLimit ? "+" : ""} proposal${rows.length === 1 ? "" : "s"}${filtered ? " match" : ""}`}
+        </p>
+      )}
+      {rows && rows.length === 0 && !loading && (
+        <p className="panel muted">{filtered ? "Nothing matches these filters." : "No proposals yet."}</p>
+      )}
+      {rows && rows.length > 0 && (
+        <table className="entries history">
+          <thead>
+            <tr>
+              <th scope="col">When</th>
+              <th scope="col">Change</th>
+              <th scope="col">Agent</th>
+              <th scope="col">Repository</th>
+              <th scope="col">Risk</th>
+              <th scope="col">State</th>
+              <th scope="col">Outcome</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((c) => (
+              <tr key={c.id} id={`history-${c.id}`} className="clickable" onClick={() => navigate("proposal", c.id)}>
+                <td className="nowrap">
+                  <Time at={c.createdAt} />
+                </td>
+                <td>
+                  <a href={href("proposal", c.id)} onClick={(e) => e.stopPropagation()}>
+                    {opLabel(c.op)}
+                  </a>
+                  <div className="muted clamp">{c.reason}</div>
+                </td>
+                <td>{c.agent}</td>
+                <td title={c.repo}>{c.repoName}</td>
+                <td>
+                  <RiskBadge risk={c.risk} />
+                </td>
+                <td>
+                  <StateBadge state={c.state} />
+                </td>
+                <td className="clamp">
+                  {c.outcome?.code && <code>{c.outcome.code}</code>} {c.outcome?.message}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,267 @@
+import { act, cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { Card } from "./api";
+import { FakeEventSource, card, diffRoutes, sampleDiff, status, stubEventSource, stubFetch } from "./testing";
+
+beforeEach(() => stubEventSource());
+
+afterEach(() => {
+  cleanup();
+  vi.unstubAllGlobals();
+  vi.resetModules();
+});
+
+// A fresh module graph per test: the API module caches the CSRF token.
+async function renderPending() {
+  const { PendingView } = await import("./PendingView");
+  return render(<PendingView status={status} />);
+}
+
+function cardEl(id: string): HTMLElement {
+  const el = document.getElementById(`card-${id}`);
+  if (!el) throw new Error(`no card ${id}`);
+  return el;
+}
+
+const destructive = card({
+  id: "p9",
+  op: "reset",
+  risk: "destructive",
+  destructive: true,
+  confirmWord: "main",
+  reason: "Drop the broken commits",
+  args: { mode: "hard", target: "HEAD~2", branch: "main" },
+  pinned: { refs: { "refs/heads/main": "3333333333333333333333333333333333333333" } },
+});
+
+describe("PendingView", () => {
+  it("renders every field of a card", async () => {
+    const c = card({
+      collisions: [{ proposalId: "p7", agent: "cursor", files: ["src/cart.go"] }],
+      policyNotes: ["claude-code may merge into main"],
+      pinned: {
+        refs: { "refs/heads/main": "1111111111111111111111111111111111111111" },
+        worktreeFingerprint: "wt:abcdefabcdefabcdef",
+      },
+    });
+    stubFetch({ "GET /api/proposals": { body: [c] }, ...diffRoutes("p1", [sampleDiff]) });
+    await renderPending();
+
+    const el = await screen.findByRole("article", { name: /merge in shop/i });
+    expect(el.id).toBe("card-p1");
+    expect(el.dataset.state).toBe("pending");
+    const q = within(el);
+    expect(q.getByText("claude-code")).toBeTruthy();
+    expect(q.getByText("shop").getAttribute("title")).toBe("/home/me/src/shop");
+    expect(q.getByText("merge", { selector: ".op" })).toBeTruthy();
+    expect(q.getByText("medium").closest(".badge")?.textContent).toBe("Risk: medium");
+    expect(q.getByText("Merge the checkout fix into main")).toBeTruthy();
+    const sha = q.getByText("1111111111");
+    expect(sha.getAttribute("title")).toBe("1111111111111111111111111111111111111111");
+    expect(q.getByRole("button", { name: "Copy full SHA of refs/heads/main" })).toBeTruthy();
+    expect(q.getByText("wt:abcdefa")).toBeTruthy();
+    expect(q.getByText("0123456789ab").getAttribute("title")).toBe(c.digest);
+    expect(q.getByText("src/checkout.go")).toBeTruthy();
+    expect(q.getByText(/from/, { selector: "li" }).textContent).toMatch(/p7 from cursor, also touching src\/cart\.go/);
+    expect(q.getByText("claude-code may merge into main")).toBeTruthy();
+    expect(q.getByText(/^expires in 1[34]m/)).toBeTruthy();
+    expect(q.getByText("source")).toBeTruthy();
+    // The diff is there, drawn by diff2html.
+    await waitFor(() => expect(el.querySelector(".diff-view .d2h-file-wrapper")).toBeTruthy());
+    expect(el.querySelector(".approve")).toBeTruthy();
+    expect(el.querySelector(".reject")).toBeTruthy();
+    expect(el.querySelector(".note-input")).toBeTruthy();
+    expect(el.querySelector(".confirm-input")).toBeNull();
+    expect(document.title).toBe("(1) Sluice");
+  });
+
+  it("says files are unknown until executed when the op cannot know them", async () => {
+    stubFetch({ "GET /api/proposals": { body: [card({ files: [], filesKnown: false })] }, ...diffRoutes("p1", []) });
+    await renderPending();
+    expect(await screen.findByText("unknown until executed")).toBeTruthy();
+  });
+
+  it("shows the teaching empty state when nothing waits", async () => {
+    stubFetch({ "GET /api/proposals": { body: [] } });
+    await renderPending();
+    expect((await screen.findByRole("heading", { level: 1 })).id).toBe("empty-title");
+  });
+
+  it("keeps Approve disabled on a destructive card until the confirmation word is typed, and sends it", async () => {
+    const calls = stubFetch({
+      "GET /api/proposals": { body: [destructive] },
+      ...diffRoutes("p9", [sampleDiff]),
+      "POST /api/proposals/p9/approve": { body: { ...destructive, state: "approved" } },
+    });
+    await renderPending();
+    const el = await waitFor(() => cardEl("p9"));
+    const approve = el.querySelector<HTMLButtonElement>(".approve")!;
+    const input = el.querySelector<HTMLInputElement>(".confirm-input")!;
+    expect(within(el).getByText("main", { selector: "code.confirm-word" })).toBeTruthy();
+    expect(approve.disabled).toBe(true);
+
+    fireEvent.change(input, { target: { value: "mai" } });
+    expect(approve.disabled).toBe(true);
+    fireEvent.change(input, { target: { value: "main " } });
+    expect(approve.disabled).toBe(true);
+    fireEvent.change(input, { target: { value: "main" } });
+    expect(approve.disabled).toBe(false);
+    fireEvent.change(el.querySelector(".note-input")!, { target: { value: "ok, drop them" } });
+    fireEvent.click(approve);
+
+    const decision = (c: { method: string; url: string }) => c.method === "POST" && c.url !== "/api/shown";
+    await waitFor(() => expect(calls.some(decision)).toBe(true));
+    const post = calls.find(decision)!;
+    expect(post.url).toBe("/api/proposals/p9/approve");
+    expect(post.body).toEqual({ digest: destructive.digest, note: "ok, drop them", confirm: "main" });
+    expect(post.headers.get("X-Sluice-CSRF")).toBe("csrf-token");
+    await waitFor(() => expect(cardEl("p9").dataset.state).toBe("approved"));
+  });
+
+  it("moves with j/k, approves with a, rejects with r and the typed note", async () => {
+    const a = card({ id: "a1", createdAt: "2026-01-01T10:00:00.000Z", reason: "first" });
+    const b = card({ id: "b2", createdAt: "2026-01-01T11:00:00.000Z", reason: "second" });
+    const c = { ...destructive, id: "c3", createdAt: "2026-01-01T12:00:00.000Z" };
+    const decided = new Set<string>();
+    const calls = stubFetch({
+      "GET /api/proposals": () => ({ body: [a, b, c].filter((x) => !decided.has(x.id)) }),
+      ...diffRoutes("a1", []),
+      ...diffRoutes("b2", []),
+      ...diffRoutes("c3", []),
+      "POST /api/proposals/a1/approve": () => (decided.add("a1"), { body: { ...a, state: "approved" } }),
+      "POST /api/proposals/b2/reject": () => (decided.add("b2"), { body: { ...b, state: "rejected" } }),
+      "GET /api/proposals/a1": { body: { ...a, state: "approved" } },
+      "GET /api/proposals/b2": { body: { ...b, state: "rejected" } },
+    });
+    await renderPending();
+    await waitFor(() => expect(cardEl("a1").classList).toContain("selected"));
+
+    fireEvent.keyDown(document.body, { key: "j" });
+    expect(cardEl("b2").classList).toContain("selected");
+    fireEvent.keyDown(document.body, { key: "j" });
+    expect(cardEl("c3").classList).toContain("selected");
+    fireEvent.keyDown(document.body, { key: "j" });
+    expect(cardEl("c3").classList).toContain("selected");
+
+    // On a destructive card, a only focuses the confirmation input.
+    fireEvent.keyDown(document.body, { key: "a" });
+    expect(document.activeElement).toBe(cardEl("c3").querySelector(".confirm-input"));
+    // Keys typed into an input are text, not shortcuts.
+    fireEvent.keyDown(document.activeElement!, { key: "k" });
+    expect(cardEl("c3").classList).toContain("selected");
+    expect(calls.filter((x) => x.method === "POST" && x.url !== "/api/shown")).toHaveLength(0);
+
+    fireEvent.keyDown(document.body, { key: "k" });
+    fireEvent.keyDown(document.body, { key: "k" });
+    expect(cardEl("a1").classList).toContain("selected");
+    fireEvent.keyDown(document.body, { key: "a" });
+    await waitFor(() => expect(calls.some((x) => x.url === "/api/proposals/a1/approve")).toBe(true));
+
+    // The approved card moves down to the decided ones and the next
+    // waiting card is selected.
+    await waitFor(() => expect(cardEl("b2").classList).toContain("selected"));
+    expect(cardEl("a1").closest(".settled")).toBeTruthy();
+    fireEvent.change(cardEl("b2").querySelector(".note-input")!, { target: { value: "not now" } });
+    fireEvent.keyDown(document.body, { key: "r" });
+    await waitFor(() => expect(calls.some((x) => x.url === "/api/proposals/b2/reject")).toBe(true));
+    expect(calls.find((x) => x.url === "/api/proposals/b2/reject")!.body).toEqual({ digest: b.digest, note: "not now" });
+    await waitFor(() => expect(cardEl("b2").dataset.state).toBe("rejected"));
+  });
+
+  it("shows a new proposal live when the app announces it", async () => {
+    let list: Card[] = [];
+    const calls = stubFetch({ "GET /api/proposals": () => ({ body: list }), ...diffRoutes("p1", [sampleDiff]) });
+    await renderPending();
+    expect(await screen.findByText("No proposals waiting")).toBeTruthy();
+    expect(FakeEventSource.instances[0].url).toBe("/api/events");
+
+    list = [card()];
+    act(() => FakeEventSource.emit("proposal:created", { id: "p1", agent: "claude-code", op: "merge", state: "pending", version: 1 }));
+    await waitFor(() => expect(document.getElementById("card-p1")).toBeTruthy());
+    expect(calls.filter((c) => c.url === "/api/proposals")).toHaveLength(2);
+  });
+
+  it("follows a decided card to its final state through events", async () => {
+    const c = card();
+    let state = "approved";
+    stubFetch({
+      "GET /api/proposals": () => ({ body: state === "pending" ? [c] : [] }),
+      ...diffRoutes("p1", [sampleDiff]),
+      "POST /api/proposals/p1/approve": { body: { ...c, state: "approved" } },
+      "GET /api/proposals/p1": () => ({
+        body: {
+          ...c,
+          state,
+          outcome: state === "completed" ? { message: "merged into main", restorePoint: "rp1", at: c.createdAt } : undefined,
+        },
+      }),
+    });
+    state = "pending";
+    await renderPending();
+    fireEvent.click(await waitFor(() => cardEl("p1").querySelector<HTMLButtonElement>(".approve")!));
+    state = "approved";
+    await waitFor(() => expect(cardEl("p1").dataset.state).toBe("approved"));
+    // Nothing waits any more, and the page says so above the decided card.
+    expect(document.getElementById("empty-title")?.textContent).toBe("No proposals waiting");
+
+    state = "executing";
+    act(() => FakeEventSource.emit("proposal:updated", { id: "p1", state: "executing", version: 3 }));
+    await waitFor(() => expect(cardEl("p1").dataset.state).toBe("executing"));
+    state = "completed";
+    act(() => FakeEventSource.emit("proposal:updated", { id: "p1", state: "completed", version: 4 }));
+    await waitFor(() => expect(cardEl("p1").dataset.state).toBe("completed"));
+    expect(within(cardEl("p1")).getByText(/merged into main/)).toBeTruthy();
+    expect(within(cardEl("p1")).getByRole("link", { name: "restore point rp1" })).toBeTruthy();
+    expect(cardEl("p1").querySelector(".approve")).toBeNull();
+
+    fireEvent.click(within(cardEl("p1")).getByRole("button", { name: "Dismiss" }));
+    expect(await screen.findByText("No proposals waiting")).toBeTruthy();
+  });
+
+  it("marks a card stale when approving it fails with digest_mismatch", async () => {
+    stubFetch({
+      "GET /api/proposals": { body: [card()] },
+      ...diffRoutes("p1", [sampleDiff]),
+      "POST /api/proposals/p1/approve": {
+        status: 409,
+        body: { error: { code: "digest_mismatch", message: "the proposal is not the one shown on the card; reload and decide again" } },
+      },
+    });
+    await renderPending();
+    fireEvent.click(await waitFor(() => cardEl("p1").querySelector<HTMLButtonElement>(".approve")!));
+    const banner = await waitFor(() => {
+      const b = cardEl("p1").querySelector(".stale");
+      if (!b) throw new Error("no stale banner");
+      return b;
+    });
+    expect(banner.textContent).toMatch(/not the one shown on the card/);
+    expect(cardEl("p1").dataset.stale).toBe("true");
+    expect(cardEl("p1").querySelector<HTMLButtonElement>(".approve")!.disabled).toBe(true);
+    expect(cardEl("p1").querySelector<HTMLButtonElement>(".reject")!.disabled).toBe(false);
+  });
+
+  it("shows a proposal whose base moved as stale", async () => {
+    const c = card({ outcome: { code: "stale_base", message: "refs/heads/main moved to 9999999", at: "2026-01-01T00:00:00.000Z" } });
+    stubFetch({ "GET /api/proposals": { body: [c] }, ...diffRoutes("p1", [sampleDiff]) });
+    await renderPending();
+    await waitFor(() => expect(cardEl("p1").querySelector(".stale")?.textContent).toMatch(/main moved to 9999999/));
+    expect(cardEl("p1").querySelector<HTMLButtonElement>(".approve")!.disabled).toBe(true);
+  });
+
+  it("asks for the confirmation word again when the server requires it", async () => {
+    stubFetch({
+      "GET /api/proposals": { body: [destructive] },
+      ...diffRoutes("p9", []),
+      "POST /api/proposals/p9/approve": {
+        status: 400,
+        body: { error: { code: "confirmation_required", message: "type the confirmation word to approve it" } },
+      },
+    });
+    await renderPending();
+    const el = await waitFor(() => cardEl("p9"));
+    fireEvent.change(el.querySelector(".confirm-input")!, { target: { value: "main" } });
+    fireEvent.click(el.querySelector(".approve")!);
+    expect(await within(el).findByText(/type the confirmation word/)).toBeTruthy();
+    expect(document.activeElement).toBe(el.querySelector(".confirm-input"));
+  });
+});

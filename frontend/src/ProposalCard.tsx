@@ -1,0 +1,379 @@
+// One proposal as a card: what would change, where, who asked and why,
+// what it was pinned to, and the whole diff, with approve and reject. A
+// decision is bound to the digest shown here; destructive changes need
+// the confirmation word typed first.
+import { useImperativeHandle, useRef, useState, type Ref } from "react";
+import { api, ApiError, type Card } from "./api";
+import { Countdown, ErrorBox, RiskBadge, Sha, StateBadge, Time, errorMessage } from "./bits";
+import { DiffView } from "./DiffView";
+import { opLabel, shortRef } from "./format";
+import { href } from "./route";
+
+/** What the Pending screen's keyboard shortcuts do to the selected card. */
+export interface CardActions {
+  /** Approves, or for a destructive card focuses the confirmation input. */
+  approveShortcut(): void;
+  /** Rejects with the note typed so far. */
+  rejectShortcut(): void;
+  focus(): void;
+}
+
+interface Props {
+  card: Card;
+  selected?: boolean;
+  onSelect?: () => void;
+  /** Called with the card the server returned after a decision. */
+  onDecided?: (card: Card) => void;
+  /** Asks the owner to re-read the card (it changed under us). */
+  onReload?: () => void;
+  onDismiss?: () => void;
+  ref?: Ref<CardActions>;
+}
+
+const staleCodes = new Set(["digest_mismatch", "stale_base"]);
+
+export function ProposalCard({ card, selected, onSelect, onDecided, onReload, onDismiss, ref }: Props) {
+  const rootEl = useRef<HTMLElement>(null);
+  const noteEl = useRef<HTMLTextAreaElement>(null);
+  const confirmEl = useRef<HTMLInputElement>(null);
+  const [note, setNote] = useState("");
+  const [confirm, setConfirm] = useState("");
+  const [busy, setBusy] = useState<"" | "approve" | "reject">("");
+  const [error, setError] = useState<string | null>(null);
+  const [staleError, setStaleError] = useState<string | null>(null);
+
+  const pending = card.state === "pending";
+  const outcomeStale = card.outcome?.code === "stale_base";
+  const staleMessage = staleError ?? (outcomeStale ? card.outcome?.message || "The branch moved since this was proposed." : null);
+  const confirmed = !card.destructive || confirm === card.confirmWord;
+  const canApprove = pending && !busy && !staleMessage && confirmed;
+  const canReject = pending && !busy;
+  const titleId = `card-${card.id}-title`;
+
+  function fail(e: unknown) {
+    if (e instanceof ApiError && staleCodes.has(e.code)) {
+      setStaleError(e.message);
+      return;
+    }
+    setError(errorMessage(e));
+    if (e instanceof ApiError && e.code === "confirmation_required") confirmEl.current?.focus();
+    if (e instanceof ApiError && (e.code === "proposal_terminal" || e.code === "proposal_not_found")) onReload?.();
+  }
+
+  async function approve() {
+    if (!canApprove) return;
+    setBusy("approve");
+    setError(null);
+    try {
+      const c = await api.approve({ id: card.id, digest: card.digest, note, confirm: card.destructive ? confirm : "" });
+      onDecided?.(c);
+    } catch (e) {
+      fail(e);
+    } finally {
+      setBusy("");
+    }
+  }
+
+  async function reject() {
+    if (!canReject) return;
+    setBusy("reject");
+    setError(null);
+    try {
+      const c = await api.reject({ id: card.id, digest: card.digest, note });
+      onDecided?.(c);
+    } catch (e) {
+      fail(e);
+    } finally {
+      setBusy("");
+    }
+  }
+
+  useImperativeHandle(ref, () => ({
+    approveShortcut() {
+      if (!pending) return;
+      if (card.destructive) {
+        confirmEl.current?.focus();
+        return;
+      }
+      void approve();
+    },
+    rejectShortcut() {
+      void reject();
+    },
+    focus() {
+      rootEl.current?.focus({ preventScroll: true });
+      rootEl.current?.scrollIntoView?.({ block: "start", behavior: "smooth" });
+    },
+  }));
+
+  const refs = Object.entries(card.pinned?.refs ?? {});
+  const otherRepos = Object.entries(card.pinned?.repos ?? {});
+
+  return (
+    <article
+      id={`card-${card.id}`}
+      ref={rootEl}
+      className={`card${selected ? " selected" : ""}${card.destructive ? " destructive" : ""}${staleMessage ? " is-stale" : ""}`}
+      data-state={card.state}
+      data-stale={staleMessage ? "true" : undefined}
+      aria-labelledby={titleId}
+      aria-current={selected ? "true" : undefined}
+      tabIndex={-1}
+      onFocus={onSelect}
+      onMouseDown={onSelect}
+    >
+      <header className="card-head">
+        <h2 id={titleId}>
+          <span className="op">{opLabel(card.op)}</span> <span className="muted">in</span>{" "}
+          <span className="repo" title={card.repo}>
+            {card.repoName}
+          </span>
+        </h2>
+        <div className="card-badges">
+          <RiskBadge risk={card.risk} />
+          <StateBadge state={card.state} />
+          {pending && <Countdown until={card.expiresAt} />}
+        </div>
+      </header>
+      <p className="byline">
+        Proposed by <strong className="agent">{card.agent}</strong> · <Time at={card.createdAt} /> ·{" "}
+        <a href={href("proposal", card.id)} className="muted">
+          {card.id}
+        </a>
+      </p>
+      <blockquote className="reason">{card.reason}</blockquote>
+
+      {staleMessage && (
+        <div className="stale" role="alert">
+          <strong>Stale:</strong> {staleMessage}
+          {staleError && onReload && (
+            <>
+              {" "}
+              <button
+                type="button"
+                className="link"
+                onClick={() => {
+                  setStaleError(null);
+                  onReload();
+                }}
+              >
+                Reload card
+              </button>
+            </>
+          )}
+        </div>
+      )}
+
+      <dl className="facts">
+        <dt>Change</dt>
+        <dd>
+          <ArgsSummary op={card.op} args={card.args} />
+        </dd>
+        <dt>Pinned</dt>
+        <dd>
+          {refs.length === 0 && <span className="muted">no refs</span>}
+          <ul className="plain">
+            {refs.map(([ref, sha]) => (
+              <li key={ref}>
+                <span title={ref}>{shortRef(ref)}</span> at <Sha value={sha} what={`SHA of ${ref}`} />
+              </li>
+            ))}
+            {card.pinned?.worktreeFingerprint && (
+              <li>
+                working tree <Sha value={card.pinned.worktreeFingerprint} what="working tree fingerprint" />
+              </li>
+            )}
+            {otherRepos.map(([repo, rs]) => (
+              <li key={repo}>
+                <span title={repo}>{repo.split("/").pop()}</span>:{" "}
+                {Object.entries(rs).map(([ref, sha]) => (
+                  <span key={ref} className="nowrap">
+                    {shortRef(ref)} <Sha value={sha} what={`SHA of ${ref}`} />{" "}
+                  </span>
+                ))}
+              </li>
+            ))}
+          </ul>
+        </dd>
+        <dt>Digest</dt>
+        <dd>
+          <Sha value={card.digest} short={card.shortDigest} what="digest" />
+        </dd>
+        <dt>Files</dt>
+        <dd>
+          <FileList files={card.files} known={card.filesKnown} />
+        </dd>
+        {card.collisions?.length > 0 && (
+          <>
+            <dt>Collides with</dt>
+            <dd>
+              <ul className="plain collisions">
+                {card.collisions.map((c) => (
+                  <li key={c.proposalId}>
+                    <a href={href("proposal", c.proposalId)}>{c.proposalId}</a> from <strong>{c.agent}</strong>, also
+                    touching {c.files.join(", ")}
+                  </li>
+                ))}
+              </ul>
+            </dd>
+          </>
+        )}
+        {card.policyNotes && card.policyNotes.length > 0 && (
+          <>
+            <dt>Policy</dt>
+            <dd>
+              <ul className="plain">
+                {card.policyNotes.map((n, i) => (
+                  <li key={i}>{n}</li>
+                ))}
+              </ul>
+            </dd>
+          </>
+        )}
+        {card.decision && (
+          <>
+            <dt>Decision</dt>
+            <dd className="decision">
+              {card.decision.approved ? "Approved" : "Rejected"}
+              {card.decision.auto ? " automatically by policy" : ""} by {card.decision.by} · <Time at={card.decision.at} />
+              {card.decision.note && <q className="note-text">{card.decision.note}</q>}
+            </dd>
+          </>
+        )}
+        {card.outcome && !outcomeStale && (
+          <>
+            <dt>Outcome</dt>
+            <dd className={`outcome${card.outcome.code ? " failed" : ""}`}>
+              {card.outcome.code && <code>{card.outcome.code}</code>} {card.outcome.message}{" "}
+              {card.outcome.restorePoint && (
+                <a href={href("timeline", undefined, { repo: card.repo, rp: card.outcome.restorePoint })}>
+                  restore point {card.outcome.restorePoint}
+                </a>
+              )}
+            </dd>
+          </>
+        )}
+      </dl>
+
+      <DiffView proposalId={card.id} />
+
+      {pending && (
+        <form
+          className="decide"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void approve();
+          }}
+        >
+          <label className="field">
+            <span>Note (optional, sent to the agent)</span>
+            <textarea
+              ref={noteEl}
+              className="note-input"
+              rows={2}
+              maxLength={2000}
+              value={note}
+              onChange={(e) => setNote(e.target.value)}
+            />
+          </label>
+          {card.destructive && (
+            <label className="field confirm">
+              <span>
+                This can lose work. Type <code className="confirm-word">{card.confirmWord}</code> to approve.
+              </span>
+              <input
+                ref={confirmEl}
+                className="confirm-input"
+                autoComplete="off"
+                spellCheck={false}
+                value={confirm}
+                aria-invalid={confirm !== "" && !confirmed}
+                onChange={(e) => setConfirm(e.target.value)}
+              />
+            </label>
+          )}
+          {error && <ErrorBox>{error}</ErrorBox>}
+          <div className="actions">
+            <button type="submit" className={`approve primary${card.destructive ? " danger" : ""}`} disabled={!canApprove}>
+              {busy === "approve" ? "Approving…" : card.destructive ? "Approve destructive change" : "Approve"}
+            </button>
+            <button type="button" className="reject" disabled={!canReject} onClick={() => void reject()}>
+              {busy === "reject" ? "Rejecting…" : "Reject"}
+            </button>
+          </div>
+        </form>
+      )}
+      {!pending && onDismiss && (
+        <div className="actions">
+          <button type="button" className="dismiss" onClick={onDismiss}>
+            Dismiss
+          </button>
+        </div>
+      )}
+    </article>
+  );
+}
+
+const fileListLimit = 25;
+
+function FileList({ files, known }: { files: string[]; known: boolean }) {
+  const [all, setAll] = useState(false);
+  if (!known) {
+    return (
+      <span className="muted">
+        {files.length > 0 ? `${files.join(", ")}; the rest ` : ""}unknown until executed
+      </span>
+    );
+  }
+  if (files.length === 0) return <span className="muted">none</span>;
+  const shown = all ? files : files.slice(0, fileListLimit);
+  return (
+    <>
+      <ul className="plain files">
+        {shown.map((f) => (
+          <li key={f}>
+            <code>{f}</code>
+          </li>
+        ))}
+      </ul>
+      {files.length > shown.length && (
+        <button type="button" className="link" onClick={() => setAll(true)}>
+          Show all {files.length} files
+        </button>
+      )}
+    </>
+  );
+}
+
+// The op's arguments in words. Patches are in the diff; plans list their
+// steps.
+function ArgsSummary({ op, args }: { op: string; args: Record<string, unknown> | null }) {
+  if (!args) return <span className="muted">{opLabel(op)}</span>;
+  if (Array.isArray(args.steps)) {
+    return (
+      <ol className="steps">
+        {(args.steps as { op: string; args: Record<string, unknown> }[]).map((s, i) => (
+          <li key={i}>
+            <strong>{opLabel(s.op)}</strong> <ArgsSummary op={s.op} args={s.args} />
+          </li>
+        ))}
+      </ol>
+    );
+  }
+  const entries = Object.entries(args).filter(([k, v]) => k !== "patch" && v !== "" && v !== false && v != null);
+  if (entries.length === 0) return <span className="muted">{opLabel(op)}</span>;
+  return (
+    <span className="args">
+      {entries.map(([k, v]) => (
+        <span key={k} className="arg">
+          <span className="muted">{k}</span>{" "}
+          {typeof v === "string" && v.includes("\n") ? (
+            <pre className="message">{v}</pre>
+          ) : (
+            <code>{v === true ? "yes" : Array.isArray(v) ? v.join(", ") : typeof v === "object" ? JSON.stringify(v) : String(v)}</code>
+          )}
+        </span>
+      ))}
+    </span>
+  );
+}

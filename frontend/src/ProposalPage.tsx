@@ -1,0 +1,112 @@
+// One proposal's whole story: the card, every lifecycle step with who and
+// when, the decision and outcome, and the audit ledger's entries about it.
+import { useCallback, useEffect, useState } from "react";
+import { api, onEvents, type AuditEntry, type Card } from "./api";
+import { ErrorBox, StateBadge, Time, errorMessage } from "./bits";
+import { ProposalCard } from "./ProposalCard";
+import { href } from "./route";
+
+export function ProposalPage({ id }: { id: string }) {
+  const [card, setCard] = useState<Card | null>(null);
+  const [audit, setAudit] = useState<AuditEntry[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [auditError, setAuditError] = useState<string | null>(null);
+
+  const load = useCallback(async () => {
+    try {
+      setCard(await api.proposal(id));
+      setError(null);
+    } catch (e) {
+      setError(errorMessage(e));
+    }
+    try {
+      setAudit(await api.proposalAudit(id));
+      setAuditError(null);
+    } catch (e) {
+      setAuditError(errorMessage(e));
+    }
+  }, [id]);
+
+  useEffect(() => {
+    setCard(null);
+    setAudit(null);
+    void load();
+    const off = onEvents(["proposal:updated", "proposals:resync"], (name, data) => {
+      if (name === "proposals:resync" || (data as { id?: string } | undefined)?.id === id) void load();
+    });
+    return off;
+  }, [id, load]);
+
+  return (
+    <section aria-labelledby="proposal-title" className="proposal-page">
+      <p>
+        <a href={href("history")}>← History</a>
+      </p>
+      <h1 id="proposal-title">
+        Proposal <code>{id}</code>
+      </h1>
+      {error && <ErrorBox>{error}</ErrorBox>}
+      {!card && !error && (
+        <p className="muted" role="status">
+          Loading…
+        </p>
+      )}
+      {card && <ProposalCard card={card} onDecided={setCard} onReload={() => void load()} />}
+      {card && (
+        <div className="panel">
+          <h2>Lifecycle</h2>
+          <ol className="lifecycle">
+            {card.history.map((s) => (
+              <li key={s.version}>
+                <Time at={s.at} /> — {s.from ? <StateBadge state={s.from} /> : "submitted"} → <StateBadge state={s.to} />
+                {s.by && <span className="muted"> by {s.by}</span>}
+                {s.note && <q className="note-text">{s.note}</q>}
+              </li>
+            ))}
+          </ol>
+        </div>
+      )}
+      <div className="panel">
+        <h2>Audit entries</h2>
+        {auditError && <ErrorBox>{auditError}</ErrorBox>}
+        {audit && audit.length === 0 && <p className="muted">The ledger's recent part has no entries about this proposal.</p>}
+        {audit && audit.length > 0 && (
+          <table className="entries">
+            <thead>
+              <tr>
+                <th scope="col">#</th>
+                <th scope="col">time</th>
+                <th scope="col">what</th>
+                <th scope="col">by</th>
+                <th scope="col">result</th>
+                <th scope="col">details</th>
+              </tr>
+            </thead>
+            <tbody>
+              {audit.map((e, i) => (
+                <tr key={String(e.id ?? i)}>
+                  <td>{String(e.sequence ?? "")}</td>
+                  <td>
+                    <Time at={typeof e.timestamp === "number" ? e.timestamp : undefined} />
+                  </td>
+                  <td>{String(e.event_type ?? e.tool ?? "")}</td>
+                  <td>{String(e.approval ?? e.session_id ?? "")}</td>
+                  <td>{String(e.result ?? "")}</td>
+                  <td className="muted">{details(e.data)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </div>
+    </section>
+  );
+}
+
+function details(data: unknown): string {
+  if (!data || typeof data !== "object") return "";
+  return Object.entries(data as Record<string, unknown>)
+    .filter(([, v]) => v !== "" && v != null)
+    .map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : String(v)}`)
+    .join(" · ");
+}

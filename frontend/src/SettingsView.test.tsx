@@ -1,0 +1,72 @@
+import { cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { Settings } from "./api";
+import { stubFetch } from "./testing";
+
+afterEach(() => {
+  cleanup();
+  vi.unstubAllGlobals();
+  vi.resetModules();
+});
+
+const settings: Settings = {
+  allowedRoots: ["/home/me/src"],
+  pendingExpiry: "15m",
+  policyFile: "",
+  toolsets: ["git", "propose"],
+  notifications: true,
+  availableToolsets: ["git", "propose", "workspace"],
+  restartRequired: [],
+};
+
+describe("SettingsView", () => {
+  it("saves the form and says which settings need a restart", async () => {
+    const calls = stubFetch({
+      "GET /api/settings": { body: settings },
+      "POST /api/settings": (c) => ({
+        body: { ...(c.body as object), availableToolsets: settings.availableToolsets, restartRequired: ["allowedRoots", "toolsets"] },
+      }),
+    });
+    const { SettingsView } = await import("./SettingsView");
+    render(<SettingsView />);
+    const roots = (await screen.findByLabelText(/Allowed roots/)) as HTMLTextAreaElement;
+    expect(roots.value).toBe("/home/me/src");
+    const save = screen.getByRole("button", { name: "Save" }) as HTMLButtonElement;
+    expect(save.disabled).toBe(true);
+
+    fireEvent.change(roots, { target: { value: "/home/me/src\n /work \n\n" } });
+    fireEvent.change(screen.getByLabelText(/Pending expiry/), { target: { value: "forever" } });
+    expect(save.disabled).toBe(true);
+    fireEvent.change(screen.getByLabelText(/Pending expiry/), { target: { value: "30m" } });
+    fireEvent.change(screen.getByLabelText(/Policy file/), { target: { value: "/home/me/.config/sluice/policy.json" } });
+    fireEvent.click(screen.getByLabelText("workspace"));
+    fireEvent.click(screen.getByLabelText(/Desktop notification/));
+    expect(save.disabled).toBe(false);
+    fireEvent.click(save);
+
+    expect(await screen.findByText(/Restart Sluice for these to take effect: Allowed roots, Toolsets/)).toBeTruthy();
+    const post = calls.find((c) => c.method === "POST")!;
+    expect(post.url).toBe("/api/settings");
+    expect(post.body).toEqual({
+      allowedRoots: ["/home/me/src", "/work"],
+      pendingExpiry: "30m",
+      policyFile: "/home/me/.config/sluice/policy.json",
+      toolsets: ["git", "propose", "workspace"],
+      notifications: false,
+    });
+    expect(screen.getAllByText("restart needed")).toHaveLength(2);
+    await waitFor(() => expect((screen.getByRole("button", { name: "Save" }) as HTMLButtonElement).disabled).toBe(true));
+  });
+
+  it("shows the server's reason when a setting is refused", async () => {
+    stubFetch({
+      "GET /api/settings": { body: settings },
+      "POST /api/settings": { status: 400, body: { error: { code: "invalid_argument", message: "allowedRoots: /nope does not exist" } } },
+    });
+    const { SettingsView } = await import("./SettingsView");
+    render(<SettingsView />);
+    fireEvent.change(await screen.findByLabelText(/Allowed roots/), { target: { value: "/nope" } });
+    fireEvent.click(screen.getByRole("button", { name: "Save" }));
+    expect((await screen.findByRole("alert")).textContent).toMatch(/\/nope does not exist/);
+  });
+});

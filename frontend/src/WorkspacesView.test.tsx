@@ -1,0 +1,48 @@
+import { cleanup, render, screen, within } from "@testing-library/react";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { stubFetch } from "./testing";
+
+afterEach(() => {
+  cleanup();
+  vi.unstubAllGlobals();
+  vi.resetModules();
+});
+
+describe("WorkspacesView", () => {
+  it("says honestly when workspaces are not available", async () => {
+    stubFetch({
+      "GET /api/workspaces": { status: 400, body: { error: { code: "unsupported", message: "Docker is not running" } } },
+    });
+    const { WorkspacesView } = await import("./WorkspacesView");
+    render(<WorkspacesView />);
+    expect(await screen.findByText("Workspaces are not available: Docker is not running")).toBeTruthy();
+  });
+
+  it("lists workspaces with their runs and evidence", async () => {
+    stubFetch({
+      "GET /api/workspaces": {
+        body: [
+          {
+            id: "ws1",
+            state: "running",
+            source: "/home/me/src/shop",
+            base: "1111111111111111111111111111111111111111",
+            leaseExpiresAt: new Date(Date.now() + 30 * 60_000).toISOString(),
+            runs: [
+              { argv: ["go", "test", "./..."], exitCode: 1, oomKilled: false, durationMs: 4200, truncated: true, tests: { passed: 41, failed: 2, skipped: 1, format: "go-test-json" } },
+              { argv: ["make", "lint"], exitCode: 137, oomKilled: true, durationMs: 350, truncated: false, tests: null },
+            ],
+          },
+        ],
+      },
+    });
+    const { WorkspacesView } = await import("./WorkspacesView");
+    render(<WorkspacesView />);
+    const ws = await screen.findByRole("article");
+    expect(within(ws).getByText("ws1")).toBeTruthy();
+    expect(within(ws).getByText(/lease ends in (29|30)m/)).toBeTruthy();
+    const rows = within(ws).getAllByRole("row").slice(1);
+    expect(rows[0].textContent).toMatch(/go test \.\/\.\.\.14\.2 s41 passed, 2 failed, 1 skipped \(go-test-json\)truncated/);
+    expect(rows[1].textContent).toMatch(/137 out of memory350 msnone parsedcomplete/);
+  });
+});

@@ -1,0 +1,147 @@
+// diff2html and highlight.js, loaded only when a diff is shown (they are
+// most of the front end's weight). DiffView feeds a proposal's diff in
+// chunks; this module renders it progressively: files that are complete
+// are drawn once, and only the file still arriving is redrawn, so loading
+// a large diff costs about as much as drawing it once.
+import { parse } from "diff2html";
+import type { DiffFile, OutputFormatType } from "diff2html/lib-esm/types";
+import { Diff2HtmlUI, type Diff2HtmlUIConfig } from "diff2html/lib-esm/ui/js/diff2html-ui-slim";
+import "diff2html/bundles/css/diff2html.min.css";
+import "./diff.css";
+
+export type DiffFormat = "side-by-side" | "line-by-line";
+
+function config(format: DiffFormat, drawFileList: boolean): Diff2HtmlUIConfig {
+  return {
+    outputFormat: format as OutputFormatType,
+    drawFileList,
+    matching: "lines",
+    // Follows prefers-color-scheme through diff2html's own stylesheet.
+    colorScheme: "auto" as Diff2HtmlUIConfig["colorScheme"],
+    highlight: true,
+    synchronisedScroll: true,
+    fileListToggle: true,
+    fileListStartVisible: true,
+    fileContentToggle: true,
+    stickyFileHeaders: false,
+    // The card needs every line: no "diff too big" placeholders.
+    renderNothingWhenEmpty: false,
+  };
+}
+
+// Where a chunk can be cut without splitting a file: the start of the last
+// file header in it.
+function lastFileStart(text: string, from: number): number {
+  const i = text.lastIndexOf("\ndiff --git ");
+  return i >= from ? i + 1 : from;
+}
+
+/** Longer file lists start folded. */
+const fileListOpenMax = 12;
+
+interface Segment {
+  el: HTMLElement;
+  files: DiffFile[];
+}
+
+export class DiffRenderer {
+  private text = "";
+  /** text[0:cut] is drawn in finished segments. */
+  private cut = 0;
+  private segments: Segment[] = [];
+  private tail: Segment | null = null;
+
+  constructor(
+    private readonly list: HTMLElement,
+    private readonly body: HTMLElement,
+    private format: DiffFormat,
+  ) {
+    // The file list links to "#d2h-…" anchors; the app's screens live in
+    // the hash, so follow the link by scrolling within this diff instead.
+    list.addEventListener("click", (ev) => {
+      const a = (ev.target as Element).closest?.("a[href^='#d2h-']");
+      if (!a) return;
+      ev.preventDefault();
+      const id = a.getAttribute("href")!.slice(1);
+      const target = Array.from(this.body.querySelectorAll<HTMLElement>(".d2h-file-wrapper")).find((w) => w.id === id);
+      target?.scrollIntoView?.({ block: "start", behavior: "smooth" });
+    });
+  }
+
+  /** Adds the next chunk (which ends on a line boundary). */
+  append(chunk: string, done: boolean) {
+    this.text += chunk;
+    const cut = done ? this.text.length : lastFileStart(this.text, this.cut);
+    if (cut > this.cut) {
+      const files = parse(this.text.slice(this.cut, cut), { matching: "lines" });
+      const el = document.createElement("div");
+      el.className = "diff-segment";
+      this.draw(el, files);
+      this.body.insertBefore(el, this.tail?.el ?? null);
+      this.segments.push({ el, files });
+      this.cut = cut;
+    }
+    this.tail?.el.remove();
+    this.tail = null;
+    if (this.cut < this.text.length) {
+      const files = parse(this.text.slice(this.cut), { matching: "lines" });
+      const el = document.createElement("div");
+      el.className = "diff-segment diff-tail";
+      this.draw(el, files);
+      this.body.appendChild(el);
+      this.tail = { el, files };
+    }
+    this.drawList();
+  }
+
+  setFormat(format: DiffFormat) {
+    if (format === this.format) return;
+    this.format = format;
+    for (const s of this.segments) this.draw(s.el, s.files);
+    if (this.tail) this.draw(this.tail.el, this.tail.files);
+  }
+
+  /** How many files have been read so far. */
+  fileCount(): number {
+    return this.segments.reduce((n, s) => n + s.files.length, 0) + (this.tail?.files.length ?? 0);
+  }
+
+  private draw(el: HTMLElement, files: DiffFile[]) {
+    new Diff2HtmlUI(el, files, config(this.format, false)).draw();
+  }
+
+  // The file list covers every file read so far; drawing it with empty
+  // hunks keeps it cheap however large the diff is.
+  private drawList() {
+    const files = [...this.segments.flatMap((s) => s.files), ...(this.tail?.files ?? [])];
+    if (files.length === 0) {
+      this.list.replaceChildren();
+      return;
+    }
+    // A long list starts folded; after that it stays as the reader left it.
+    const old = this.list.querySelector<HTMLElement>(".d2h-file-list");
+    const visible = old ? old.style.display !== "none" : files.length <= fileListOpenMax;
+    const scratch = document.createElement("div");
+    const headers = files.map((f) => ({ ...f, blocks: [] }));
+    new Diff2HtmlUI(scratch, headers, {
+      ...config("line-by-line", true),
+      highlight: false,
+      fileListStartVisible: visible,
+    }).draw();
+    scratch.querySelectorAll(".d2h-wrapper").forEach((w) => w.remove());
+    // diff2html's show/hide switches are bare <a> elements: make them
+    // reachable and usable from the keyboard.
+    scratch.querySelectorAll<HTMLElement>(".d2h-file-switch").forEach((a) => {
+      a.tabIndex = 0;
+      a.setAttribute("role", "button");
+      a.setAttribute("aria-label", `${a.textContent} the list of files`);
+      a.addEventListener("keydown", (ev) => {
+        if (ev.key === "Enter" || ev.key === " ") {
+          ev.preventDefault();
+          a.click();
+        }
+      });
+    });
+    this.list.replaceChildren(...Array.from(scratch.childNodes));
+  }
+}
