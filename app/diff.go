@@ -171,6 +171,12 @@ func diffSpecFor(p proposal.Proposal) (gitx.DiffSpec, bool) {
 	case *proposal.RebaseArgs:
 		return gitx.DiffSpec{Base: pin(p, a.Onto), Target: pin(p, a.Branch), MergeBase: true}, true
 	case *proposal.ResetArgs:
+		if a.Mode == proposal.ResetHard {
+			// A hard reset makes the working tree equal the target: the
+			// diff from the target to the working tree is exactly what it
+			// throws away, uncommitted changes included.
+			return gitx.DiffSpec{Base: pin(p, a.Target)}, true
+		}
 		// What the branch loses (or gains) by moving to the target.
 		branch := a.Branch
 		if branch == "" {

@@ -1,0 +1,147 @@
+package app
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// webFlow is an app serving the built UI, a logged-in headless Chromium on
+// it, and the environment for real sidecar processes.
+type webFlow struct {
+	app  *App
+	repo string
+	env  []string
+	ctx  context.Context
+	base string
+}
+
+func startWebFlow(t *testing.T) *webFlow {
+	t.Helper()
+	assets := distFS(t)
+	a, repo, env := flowEnv(t)
+	w, token, err := NewWeb(a, assets, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go w.Serve()
+	t.Cleanup(func() { w.Shutdown(context.Background()) })
+	ctx := newBrowser(t)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(w.LoginURL(token)),
+		chromedp.WaitVisible(chromedp.ID("empty-title")),
+	); err != nil {
+		t.Fatalf("login: %v", err)
+	}
+	return &webFlow{app: a, repo: repo, env: env, ctx: ctx, base: "http://" + w.Addr()}
+}
+
+func (f *webFlow) shot(t *testing.T, name string) {
+	t.Helper()
+	b, err := chromedp.Run(f.ctx, chromedp.FullScreenshot(90))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(artifactDir(t), name), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func cardSel(id string) string { return "#card-" + id }
+
+// TestBrowser_ProposeReject_Live: a proposal from a real sidecar appears on
+// the open page without a reload; rejecting it with a note reaches the
+// agent as a rejected, error result.
+func TestBrowser_ProposeReject_Live(t *testing.T) {
+	f := startWebFlow(t)
+	os.WriteFile(filepath.Join(f.repo, "README.md"), []byte("hello\nworld\n"), 0o644)
+	cs := agentSession(t, f.env, "claude-code")
+	out, isErr := callTool(t, cs, "propose_commit", map[string]any{
+		"repoPath": f.repo, "reason": "Greet the world", "message": "Greet the world", "paths": []string{"README.md"},
+	})
+	if isErr {
+		t.Fatalf("propose_commit: %v", out)
+	}
+	id := out["proposalId"].(string)
+	card := cardSel(id)
+	if err := chromedp.Do(f.ctx,
+		chromedp.WaitVisible(chromedp.CSS(card)),
+		chromedp.WaitVisible(chromedp.CSS(card+" .diff-view .d2h-file-wrapper")),
+	); err != nil {
+		t.Fatalf("the card did not appear live with its diff: %v", err)
+	}
+	text, err := chromedp.Run(f.ctx, chromedp.Text(chromedp.CSS(card)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"claude-code", "widgets", "Greet the world", "README.md", "world"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("card lacks %q", want)
+		}
+	}
+	f.shot(t, "web-card.png")
+	if err := chromedp.Do(f.ctx,
+		chromedp.SendKeys(chromedp.CSS(card+" .note-input"), "not this week"),
+		chromedp.Click(chromedp.CSS(card+" .reject")),
+		chromedp.WaitVisible(chromedp.CSS(card+`[data-state="rejected"]`)),
+	); err != nil {
+		t.Fatalf("reject: %v", err)
+	}
+	out, isErr = callTool(t, cs, "proposal_wait", map[string]any{"proposalId": id, "timeoutSeconds": 5})
+	if !isErr || out["status"] != "rejected" {
+		t.Fatalf("agent sees: isError=%v %v", isErr, out)
+	}
+	dec, _ := out["decision"].(map[string]any)
+	if dec == nil || dec["note"] != "not this week" {
+		t.Errorf("the note did not reach the agent: %v", out["decision"])
+	}
+}
+
+// TestBrowser_Destructive_NeedsTypedWord: a hard reset's Approve stays
+// disabled until the branch name is typed.
+func TestBrowser_Destructive_NeedsTypedWord(t *testing.T) {
+	f := startWebFlow(t)
+	cs := agentSession(t, f.env, "codex")
+	out, isErr := callTool(t, cs, "propose_reset", map[string]any{
+		"repoPath": f.repo, "reason": "Start over", "mode": "hard", "target": "HEAD", "branch": "main",
+	})
+	if isErr {
+		t.Fatalf("propose_reset: %v", out)
+	}
+	card := cardSel(out["proposalId"].(string))
+	disabled := func() bool {
+		v, err := chromedp.Run(f.ctx, chromedp.Evaluate[bool](`document.querySelector("`+card+` .approve").disabled`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if err := chromedp.Do(f.ctx, chromedp.WaitVisible(chromedp.CSS(card+" .confirm-input"))); err != nil {
+		t.Fatalf("no confirmation field on a hard reset: %v", err)
+	}
+	if !disabled() {
+		t.Fatal("Approve is enabled before the word is typed")
+	}
+	if err := chromedp.Do(f.ctx, chromedp.SendKeys(chromedp.CSS(card+" .confirm-input"), "mai")); err != nil {
+		t.Fatal(err)
+	}
+	if !disabled() {
+		t.Fatal("Approve is enabled with a partial word")
+	}
+	f.shot(t, "web-destructive.png")
+	if err := chromedp.Do(f.ctx, chromedp.SendKeys(chromedp.CSS(card+" .confirm-input"), "n")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for disabled() {
+		if time.Now().After(deadline) {
+			t.Fatal("Approve stays disabled after the word is typed")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
