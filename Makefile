@@ -16,7 +16,7 @@ TOOLS     := $(CURDIR)/build/tools
 E2E_ENV := SLUICE_REQUIRE_E2E=1 SLUICE_BIN_DIR=$(BIN) SLUICE_TOOLS_DIR=$(TOOLS) \
 	SLUICE_ARTIFACTS=$(ARTIFACTS) SLUICE_NODE_BIN=$(TOOLS)/node_modules/.bin
 
-.PHONY: all run test build bench lint fuzz frontend frontend-test setup-run setup-test clean
+.PHONY: all run test build bench lint fuzz screenshots frontend frontend-test setup-run setup-test clean
 
 all: build
 
@@ -68,6 +68,12 @@ fuzz:
 bench: setup-test build
 	mkdir -p $(ARTIFACTS)
 	$(E2E_ENV) go run ./build/bench -out docs/benchmarks.md
+
+# Re-render the screenshots the README and docs show (review them, then
+# commit docs/screenshots).
+screenshots: build
+	mkdir -p docs/screenshots
+	SLUICE_SCREENSHOTS=$(CURDIR)/docs/screenshots $(E2E_ENV) go test -count=1 -run TestScreenshots_ForDocs ./app/
 
 clean:
 	rm -rf build/bin $(ARTIFACTS) frontend/dist/assets frontend/dist/index.html
