@@ -171,8 +171,8 @@ type Decision struct {
 	Confirm string `json:"confirm"`
 }
 
-// Approve records the person's approval of exactly the digest they saw
-// and starts execution.
+// Approve records the person's approval of exactly the digest they saw;
+// the executor then runs it (see bridgeJournal).
 func (api *API) Approve(d Decision) (Card, error) {
 	a := api.app
 	rec, err := a.decisionTarget(d)
@@ -186,7 +186,6 @@ func (api *API) Approve(d Decision) (Card, error) {
 	if err != nil {
 		return Card{}, decisionError(err)
 	}
-	a.afterApprove(rec)
 	return a.cardFor(rec, false), nil
 }
 
@@ -237,6 +236,3 @@ func decisionError(err error) error {
 	}
 	return err
 }
-
-// afterApprove hands an approved proposal to the executor.
-func (a *App) afterApprove(rec journal.Record) {}

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicehq/sluice/core/apply"
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/gateway"
@@ -37,7 +38,10 @@ type App struct {
 	auditPub ed25519.PublicKey
 	journal  *journal.Journal
 	policy   *policy.Policy
-	diffs    diffCache
+	executor *apply.Executor
+	// runCtx bounds executions; it ends when the app closes.
+	runCtx context.Context
+	diffs  diffCache
 	// notifications can be paused from the tray and the settings.
 	notifications atomic.Bool
 	notifier      atomic.Pointer[notifierBox]
@@ -95,7 +99,22 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	cleanup = append(cleanup, func() { j.Close() })
-	rec, err := j.Recover(nil)
+	roots := gitx.Roots(cfg.AllowedRoots)
+	// With no allowed roots nothing can be proposed, so there is nothing
+	// to execute; the UI explains how to allow a folder.
+	var exec *apply.Executor
+	revalidate := func(journal.Record) error {
+		return &codedError{code: "stale_base", msg: "no repository roots are allowed any more"}
+	}
+	if len(roots) > 0 {
+		if exec, err = apply.New(apply.Options{Journal: j, Roots: roots, Logger: log}); err != nil {
+			return nil, fmt.Errorf("executor: %w", err)
+		}
+		revalidate = exec.Revalidate
+	}
+	// Recovery before anything runs: interrupted executions are never
+	// re-run blindly; approved ones run only if their pins still hold.
+	rec, err := j.Recover(revalidate)
 	if err != nil {
 		return nil, fmt.Errorf("journal recovery: %w", err)
 	}
@@ -110,14 +129,16 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 		Token:      token,
 		AppVersion: config.Version,
 		Logger:     log,
-		Backend:    gateway.NewJournalBackend(j, gateway.BackendOptions{Roots: gitx.Roots(cfg.AllowedRoots), Policy: pol, Logger: log}),
+		Backend: gateway.NewJournalBackend(j, gateway.BackendOptions{Roots: roots, Policy: pol, Logger: log,
+			RestorePoints: restoreLister(exec)}),
 	})
 	if err != nil {
 		return nil, err
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	a := &App{cfg: cfg, log: log, gw: gw, gwDone: make(chan error, 1), events: NewBus(), started: time.Now(),
-		ready: make(chan struct{}), ledger: ledger, auditPub: pub, journal: j, policy: pol, stop: stop}
+		ready: make(chan struct{}), ledger: ledger, auditPub: pub, journal: j, policy: pol, stop: stop,
+		executor: exec, runCtx: ctx}
 	a.notifications.Store(cfg.Notifications)
 	go func() { a.gwDone <- gw.Serve() }()
 	a.bgDone.Add(2)
@@ -129,6 +150,10 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 		defer a.bgDone.Done()
 		a.bridgeJournal(ctx)
 	}()
+	// Approved before the restart and still valid: they run now.
+	for _, id := range rec.Revalidated {
+		a.execute(id)
+	}
 	ep := gateway.Endpoint{Addr: gw.Addr(), Token: token, PID: os.Getpid(), AppVersion: config.Version}
 	if err := gateway.WriteEndpoint(cfg.GatewayFile(), ep); err != nil {
 		stop()
@@ -242,3 +267,31 @@ func (a *App) pendingCount() int {
 	}
 	return len(recs)
 }
+
+// execute runs an approved proposal in the background. The journal
+// records how it ends (completed or failed, with the restore point); a
+// crash leaves it executing, and the next start-up marks it
+// needs_reconciliation.
+func (a *App) execute(id string) {
+	if a.executor == nil {
+		return
+	}
+	a.bgDone.Add(1)
+	go func() {
+		defer a.bgDone.Done()
+		if _, err := a.executor.Execute(a.runCtx, id); err != nil {
+			a.log.Warn("execution did not complete", "proposal", id, "err", err)
+		}
+	}()
+}
+
+// restoreLister avoids handing the gateway a typed nil.
+func restoreLister(e *apply.Executor) gateway.RestorePointLister {
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
+// errNoRoots answers safety requests when no roots are allowed.
+var errNoRoots = &codedError{code: "path_outside_roots", msg: "no repository roots are allowed yet; add one in Settings"}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/journal"
+	"github.com/sluicehq/sluice/core/proposal"
 )
 
 // journalRecorder writes one ledger entry per journal transition. The
@@ -64,6 +65,7 @@ func (a *App) bridgeJournal(ctx context.Context) {
 			}
 			if last != 0 && c.Seq != last+1 {
 				a.events.Publish(Event{Name: "proposals:resync"})
+				a.executeApproved()
 			}
 			last = c.Seq
 			name := "proposal:updated"
@@ -71,9 +73,28 @@ func (a *App) bridgeJournal(ctx context.Context) {
 				name = "proposal:created"
 				a.notifyCreated(c.ID)
 			}
+			// Every approval, by a person or by an auto-approve rule,
+			// reaches the executor through here, exactly once.
+			if c.To == proposal.Approved {
+				a.execute(c.ID)
+			}
 			a.events.Publish(Event{Name: name, Data: map[string]any{
 				"id": c.ID, "agent": c.Agent, "op": c.Op, "state": c.To, "version": c.Version,
 			}})
 		}
+	}
+}
+
+// executeApproved hands every approved record to the executor: after a gap
+// in the change stream an approval may have gone unseen. Running one twice
+// is harmless: only the first moves it to executing.
+func (a *App) executeApproved() {
+	recs, err := a.journal.List(journal.Filter{States: []proposal.State{proposal.Approved}})
+	if err != nil {
+		a.log.Error("list approved proposals", "err", err)
+		return
+	}
+	for _, r := range recs {
+		a.execute(r.Proposal.ID)
 	}
 }

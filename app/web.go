@@ -110,6 +110,16 @@ func (w *Web) routes() http.Handler {
 	mux.HandleFunc("GET /api/audit", w.authed(jsonGet(w.api.Audit)))
 	mux.HandleFunc("GET /api/proposals", w.authed(jsonGet(w.api.Pending)))
 	mux.HandleFunc("GET /api/settings", w.authed(jsonGet(w.api.Settings)))
+	mux.HandleFunc("GET /api/timeline", w.authed(func(rw http.ResponseWriter, r *http.Request) {
+		jsonCall(rw, func() (TimelineView, error) { return w.api.Timeline(r.URL.Query().Get("repo")) })
+	}))
+	mux.HandleFunc("POST /api/restore", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
+		var req RestoreRequest
+		if !decodeBody(rw, r, &req) {
+			return
+		}
+		jsonCall(rw, func() (RestoreView, error) { return w.api.Restore(req) })
+	})))
 	mux.HandleFunc("POST /api/shown", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
 		var body struct {
 			IDs []string `json:"ids"`
@@ -331,7 +341,7 @@ func statusFor(code string) int {
 	switch code {
 	case "proposal_not_found":
 		return http.StatusNotFound
-	case "proposal_terminal", "digest_mismatch":
+	case "proposal_terminal", "digest_mismatch", "restore_conflict", "stale_base":
 		return http.StatusConflict
 	case "internal", "audit_failed":
 		return http.StatusInternalServerError

@@ -1,7 +1,119 @@
 // Package apply owns execution: one compare-and-swap executor per proposal
-// operation, the restore point taken before each one, and reconciliation of
-// executions interrupted by a crash.
+// operation, the restore point taken before each one, restoring, and what
+// start-up needs to reconcile executions interrupted by a crash.
 //
 // It is the only code in Sluice that writes to a person's repository, and it
 // runs only proposals whose digest matches the human decision.
+//
+// # API
+//
+//	e, err := apply.New(apply.Options{Journal: j, Roots: roots})
+//	rec, err := e.Execute(ctx, id)               // an approved proposal
+//	recovery, err := j.Recover(e.Revalidate)      // at start-up, before any Execute
+//	res, err := e.Restore(ctx, repo, rpID, force) // a human action; audit res
+//	list, err := e.ListRestorePoints(ctx, repo)   // also a gateway.RestorePointLister
+//	d, err := e.RestorePointDetails(ctx, repo, rpID)
+//
+// ListRestorePoints, RestorePointDetails, SafetyTimeline and SafetyEvent
+// also exist as functions of an opened *gitx.Repo, for the sidecar's
+// read-only safety tools; they write nothing to the repository.
+//
+// Failures are *Error values with a stable code (ErrorCode) and structured
+// details (ErrorData): stale_base carries {ref: current SHA} ("" for a ref
+// that is gone), merge_conflict the conflicting files, restore_conflict the
+// changes a restore would overwrite, hook_failed the hook's output. The
+// sentinels (ErrStaleBase, …) match any *Error with their code.
+//
+// # What Execute guarantees
+//
+// Before anything is written: the record is approved, the stored proposal
+// is exactly what was approved (its digest verifies and equals the approved
+// digest; otherwise it fails with digest_mismatch), MarkExecuting moves it
+// to executing, every pinned revision still names the pinned commit
+// (otherwise stale_base with the current SHAs), and the operation's
+// preconditions hold (a clean checkout where one must move, no merge or
+// rebase in progress, …). A refusal at any of these points changes not one
+// byte of the repository.
+//
+// Then a restore point is taken under refs/sluice/restore/<proposal id>/:
+// the refs the operation may change as they were, and for every working
+// tree it may change its HEAD, index and files (untracked included) as a
+// stash-shaped commit. Only then does the operation run. Every ref moves
+// with git update-ref <ref> <new> <old>, so a ref that moved in the
+// meantime fails the compare-and-swap (stale_base) and nothing moves; an
+// operation that fails before it changed anything drops its restore point.
+// When it ends, the state it left behind is recorded beside the restore
+// point, and the record is completed or failed with Outcome.RestorePoint.
+// Once executing, a record always ends completed or failed, unless the
+// process dies; journal.Recover then makes it needs_reconciliation. The
+// named steps at which tests kill the process (see beforeStep) all lie
+// between git commands, where the repository is wholly before or after the
+// operation; a kill inside a git command that rewrites files (a checkout
+// update, git apply, a discard) can leave that command's files half
+// written, and the restore point puts them back.
+//
+// # Operations
+//
+//   - merge: computed with git merge-tree --write-tree, never in a checkout;
+//     a fast-forward when possible with strategy merge, else a merge or
+//     squash commit with the person's identity and signing. Conflicts fail
+//     with the files and change nothing. Custom merge drivers are refused.
+//   - rebase: replayed in a temporary detached worktree outside the
+//     repository (hooks off, the person's signing on), then the branch moves
+//     by compare-and-swap.
+//   - For both: a branch that is checked out moves only when that checkout
+//     has no staged or unstaged changes, and its checkout follows with a
+//     two-tree read-tree (untracked files are kept; one in the way refuses
+//     the move before anything changes). A checkout outside the allowed roots
+//     is never written: branch_checked_out.
+//   - discard: git restore of the paths from HEAD (index and files), and git
+//     clean of them with Untracked (ignored files stay).
+//   - reset: the branch (or detached HEAD) moves by compare-and-swap; mixed
+//     then reads the target into the index, hard into index and files.
+//   - patch: git apply to the files or (index) with --cached; all or nothing.
+//   - plan: the steps in order with one restore point for the whole plan;
+//     each step sees the refs as the earlier steps left them, and the first
+//     failure stops the plan (its error names the step).
+//   - worktree: the new branch is created by compare-and-swap, then git
+//     worktree add; a restore removes the worktree and the branch.
+//   - commit: git add and git commit with the person's own git (identity,
+//     hooks, signing); a failing hook fails the proposal with its output and
+//     the index is put back. The commit must land on the pinned HEAD, else it
+//     is taken off again (stale_base).
+//   - push: the pinned commit, with the person's credentials and pre-push
+//     hook; a forced push is --force-with-lease=<ref>:<pinned SHA>, never a
+//     bare force. A restore cannot take back what reached the remote.
+//   - branch: created by compare-and-swap against "must not exist".
+//   - branch_delete: only branches unmoved since the proposal, checked out
+//     nowhere, whose tip HEAD or their upstream contains; the rest are kept
+//     and reported in the outcome. Each repository gets its own restore
+//     point (same id), which also holds the branches' configuration.
+//   - submodule_pointer: record commits only the gitlink (a commit like the
+//     commit operation's); return checks the submodule out, detached, at the
+//     commit the superproject's index records. Its restore point lives in the
+//     submodule's repository.
+//
+// Commit messages Sluice writes carry the trailers Sluice-Proposal: <id>
+// and Sluice-Approved-Digest: <short digest>. Reflog entries of Sluice's ref
+// updates start with "sluice:".
+//
+// # Which git runs
+//
+// Everything runs the hardened git of core/gitx (absolute binary, scrubbed
+// environment, no hooks, no filters, no transport, no prompts) with a few
+// settings for writing, except where the code says otherwise: merge, squash
+// and rebased commits honour the person's signing configuration; approved
+// commits and pushes run the person's own git, because the person approved
+// exactly that commit or push. Because filters are off, a checkout Sluice
+// updates gets the blobs as stored (Git LFS pointers stay pointers).
+//
+// # Restoring
+//
+// Restore compares the present with the state the operation left behind
+// and refuses (restore_conflict) to overwrite later work unless the person
+// confirms (force); an operation that never recorded its end (the process
+// died) always needs that confirmation. A branch that would move under a
+// checkout the restore point did not record is refused even then. Before
+// changing anything, Restore takes a restore point of the present
+// (RestoreResult.UndoPoint), so a restore can be undone the same way.
 package apply

@@ -6,8 +6,10 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"sort"
 	"time"
 
+	"github.com/sluicehq/sluice/core/apply"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/policy"
@@ -27,6 +29,16 @@ type BackendOptions struct {
 	// app's clock. Zero means two minutes.
 	MaxClockSkew time.Duration
 	Logger       *slog.Logger
+	// RestorePoints lists restore points for GET /v1/restore-points; nil
+	// answers that this app takes none.
+	RestorePoints RestorePointLister
+}
+
+// RestorePointLister lists the restore points of one repository (a
+// canonical working-tree root inside the allowed roots), newest first.
+// *apply.Executor implements it.
+type RestorePointLister interface {
+	ListRestorePoints(ctx context.Context, repo string) ([]apply.RestorePoint, error)
 }
 
 // JournalBackend is the Backend over a *journal.Journal. It re-checks
@@ -190,14 +202,67 @@ func (b *JournalBackend) Cancel(_ context.Context, agent, id string) (ProposalSt
 	return StatusFromRecord(rec), nil
 }
 
-// RestorePoints implements Backend. The journal holds no restore points:
-// they are taken by the executor, which this backend does not include.
-func (b *JournalBackend) RestorePoints(context.Context, string, string) (RestorePoints, error) {
-	return RestorePoints{
-		Supported:     false,
-		RestorePoints: []RestorePoint{},
-		Message:       "this Sluice app does not take restore points yet, so there are none to list",
-	}, nil
+// maxRestoreRepos bounds how many repositories one listing without a
+// repository looks into.
+const maxRestoreRepos = 20
+
+// RestorePoints implements Backend: the restore points of repo, or, with
+// no repo, of the repositories the journal has proposals for. It reads
+// only.
+func (b *JournalBackend) RestorePoints(ctx context.Context, _ string, repo string) (RestorePoints, error) {
+	if b.opts.RestorePoints == nil {
+		return RestorePoints{
+			Supported:     false,
+			RestorePoints: []RestorePoint{},
+			Message:       "this Sluice app does not take restore points yet, so there are none to list",
+		}, nil
+	}
+	var repos []string
+	if repo != "" {
+		canon, err := b.opts.Roots.Confine(repo)
+		if err != nil {
+			var ge *gitx.Error
+			if errors.As(err, &ge) && ge.Code == CodePathOutsideRoots {
+				return RestorePoints{}, &Error{Status: http.StatusForbidden, Code: CodePathOutsideRoots, Message: ge.Msg}
+			}
+			return RestorePoints{}, badRequest("the repository path cannot be used: " + err.Error())
+		}
+		repos = []string{canon}
+	} else {
+		recs, err := b.j.List(journal.Filter{})
+		if err != nil {
+			return RestorePoints{}, journalError(err)
+		}
+		seen := map[string]bool{}
+		for _, r := range recs {
+			if p := r.Proposal.Repo; !seen[p] && len(repos) < maxRestoreRepos {
+				seen[p] = true
+				repos = append(repos, p)
+			}
+		}
+	}
+	out := RestorePoints{Supported: true, RestorePoints: []RestorePoint{}}
+	for _, r := range repos {
+		list, err := b.opts.RestorePoints.ListRestorePoints(ctx, r)
+		if err != nil {
+			if repo == "" {
+				// A repository that was moved or deleted since its
+				// proposals does not hide the others.
+				continue
+			}
+			return RestorePoints{}, badRequest("restore points cannot be listed: " + err.Error())
+		}
+		for _, rp := range list {
+			refs := map[string]string{}
+			for _, ref := range rp.Refs {
+				refs[ref.Ref] = ref.SHA
+			}
+			out.RestorePoints = append(out.RestorePoints, RestorePoint{ID: rp.ID, ProposalID: rp.ProposalID, Repo: rp.Repo,
+				CreatedAt: proposal.At(rp.CreatedAt).String(), Refs: refs})
+		}
+	}
+	sort.SliceStable(out.RestorePoints, func(i, j int) bool { return out.RestorePoints[i].CreatedAt > out.RestorePoints[j].CreatedAt })
+	return out, nil
 }
 
 // journalError maps journal and proposal errors to gateway answers.

@@ -1,0 +1,144 @@
+package app
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Ada", "GIT_AUTHOR_EMAIL=ada@example.com",
+		"GIT_COMMITTER_NAME=Ada", "GIT_COMMITTER_EMAIL=ada@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestBrowser_Approve_CommitLands_AndRestores is the whole loop in a real
+// browser: an agent proposes a commit through the real sidecar, the card
+// appears live, the person approves, the commit lands with its trailers,
+// the agent's wait reports it done, the ledger verifies with signatures
+// required, and the restore point on the timeline puts the branch back.
+func TestBrowser_Approve_CommitLands_AndRestores(t *testing.T) {
+	f := startWebFlow(t)
+	before := gitOut(t, f.repo, "rev-parse", "HEAD")
+	os.WriteFile(filepath.Join(f.repo, "README.md"), []byte("hello\nworld\n"), 0o644)
+	cs := agentSession(t, f.env, "claude-code")
+	out, isErr := callTool(t, cs, "propose_commit", map[string]any{
+		"repoPath": f.repo, "reason": "Greet the world", "message": "Greet the world", "paths": []string{"README.md"},
+	})
+	if isErr {
+		t.Fatalf("propose_commit: %v", out)
+	}
+	id := out["proposalId"].(string)
+	card := cardSel(id)
+	if err := chromedp.Do(f.ctx,
+		chromedp.WaitVisible(chromedp.CSS(card+" .diff-view .d2h-file-wrapper")),
+		chromedp.Click(chromedp.CSS(card+" .approve")),
+		chromedp.WaitVisible(chromedp.CSS(card+`[data-state="completed"]`)),
+	); err != nil {
+		t.Fatalf("approve: %v", err)
+	}
+	msg := gitOut(t, f.repo, "log", "-1", "--format=%B")
+	short := proposal.ShortDigest(out["digest"].(string))
+	if !strings.Contains(msg, "Greet the world") || !strings.Contains(msg, "Sluice-Proposal: "+id) || !strings.Contains(msg, "Sluice-Approved-Digest: "+short) {
+		t.Fatalf("commit message:\n%s", msg)
+	}
+	if got := gitOut(t, f.repo, "status", "--porcelain"); got != "" {
+		t.Errorf("working tree after the commit: %q", got)
+	}
+	done, isErr := callTool(t, cs, "proposal_wait", map[string]any{"proposalId": id, "timeoutSeconds": 5})
+	if isErr || done["status"] != "completed" || done["done"] != true {
+		t.Fatalf("the agent's wait: isError=%v %v", isErr, done)
+	}
+	rep, err := (&API{app: f.app, kind: "web"}).VerifyAudit()
+	if err != nil || !rep.OK || rep.Unsigned != 0 || rep.Signed < 4 {
+		t.Fatalf("ledger after the loop: %+v %v", rep, err)
+	}
+
+	// The restore point of that commit, from the timeline.
+	rec, err := f.app.journal.Get(id)
+	if err != nil || rec.Outcome == nil || rec.Outcome.RestorePoint == "" {
+		t.Fatalf("no restore point recorded: %+v %v", rec.Outcome, err)
+	}
+	rp := rec.Outcome.RestorePoint
+	if err := chromedp.Do(f.ctx,
+		chromedp.Navigate(f.base+"/#/timeline?repo="+f.repo),
+		chromedp.WaitVisible(chromedp.CSS("#rp-"+rp+" .restore")),
+		chromedp.Click(chromedp.CSS("#rp-"+rp+" .restore")),
+		chromedp.WaitVisible(chromedp.CSS(".confirm-restore")),
+	); err != nil {
+		t.Fatalf("timeline: %v", err)
+	}
+	f.shot(t, "web-timeline.png")
+	if err := chromedp.Do(f.ctx, chromedp.Click(chromedp.CSS(".confirm-restore"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, "the branch to be restored", func() bool {
+		return gitOut(t, f.repo, "rev-parse", "HEAD") == before
+	})
+	entries, err := (&API{app: f.app, kind: "web"}).Audit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var restored bool
+	for _, e := range entries.Entries {
+		if e["event_type"] == "restore_completed" {
+			restored = true
+		}
+	}
+	if !restored {
+		t.Error("the restore is not in the ledger")
+	}
+}
+
+// TestBrowser_StaleProposal_ShownStale: the branch moves after the
+// proposal was made; approving it changes nothing and the card says stale.
+func TestBrowser_StaleProposal_ShownStale(t *testing.T) {
+	f := startWebFlow(t)
+	os.WriteFile(filepath.Join(f.repo, "README.md"), []byte("hello\nworld\n"), 0o644)
+	cs := agentSession(t, f.env, "claude-code")
+	out, isErr := callTool(t, cs, "propose_commit", map[string]any{
+		"repoPath": f.repo, "reason": "Greet the world", "message": "Greet the world", "paths": []string{"README.md"},
+	})
+	if isErr {
+		t.Fatalf("propose_commit: %v", out)
+	}
+	// The person commits something else first.
+	os.WriteFile(filepath.Join(f.repo, "NOTES.md"), []byte("notes\n"), 0o644)
+	gitOut(t, f.repo, "add", "NOTES.md")
+	gitOut(t, f.repo, "commit", "-q", "-m", "Notes")
+	head := gitOut(t, f.repo, "rev-parse", "HEAD")
+
+	card := cardSel(out["proposalId"].(string))
+	if err := chromedp.Do(f.ctx,
+		chromedp.WaitVisible(chromedp.CSS(card+" .approve")),
+		chromedp.Click(chromedp.CSS(card+" .approve")),
+		chromedp.WaitVisible(chromedp.CSS(card+" .stale")),
+	); err != nil {
+		t.Fatalf("stale display: %v", err)
+	}
+	f.shot(t, "web-stale.png")
+	if got := gitOut(t, f.repo, "rev-parse", "HEAD"); got != head {
+		t.Fatalf("HEAD moved from %s to %s", head, got)
+	}
+	if got := gitOut(t, f.repo, "status", "--porcelain"); got != "M README.md" {
+		t.Errorf("working tree changed: %q", got)
+	}
+	rec, _ := f.app.journal.Get(out["proposalId"].(string))
+	if rec.State != proposal.Failed || rec.Outcome == nil || rec.Outcome.Code != "stale_base" {
+		t.Fatalf("record: %s %+v", rec.State, rec.Outcome)
+	}
+}

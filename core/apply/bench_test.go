@@ -1,0 +1,225 @@
+package apply
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/core/gitx/gitxtest"
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// The benchmarks compare an approved proposal, executed with everything
+// Sluice adds (digest and pin checks, journal transitions, restore point
+// before and end state after, compare-and-swap), with a person doing the
+// same by hand with the git CLI, in the same run on the same disk.
+//
+//	go test -run '^$' -bench 'Patch1000|Merge500' -benchtime 20x ./core/apply/
+
+const benchFiles = 1000
+
+// benchFixture is a fixture whose repository has benchFiles files of 20
+// lines on main, built with git fast-import.
+func benchFixture(b *testing.B, featureCommits int) *fixture {
+	b.Helper()
+	root, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := gitxtest.InitAt(b, filepath.Join(root, "repo"))
+	var in bytes.Buffer
+	when := 1_700_000_000
+	commit := func(ref, msg string, from string, files map[string]string) {
+		when += 60
+		fmt.Fprintf(&in, "commit %s\ncommitter Pat Person <pat@example.com> %d +0000\ndata %d\n%s\n", ref, when, len(msg), msg)
+		if from != "" {
+			fmt.Fprintf(&in, "from %s\n", from)
+		}
+		for p, c := range files {
+			fmt.Fprintf(&in, "M 100644 inline %s\ndata %d\n%s\n", p, len(c), c)
+		}
+	}
+	base := map[string]string{}
+	for i := range benchFiles {
+		base[benchPath(i)] = benchContent(i, "")
+	}
+	commit("refs/heads/main", "base", "", base)
+	fmt.Fprintf(&in, "reset refs/tags/base\nfrom refs/heads/main\n\n")
+	if featureCommits > 0 {
+		fmt.Fprintf(&in, "reset refs/heads/feature\nfrom refs/tags/base\n\n")
+		for i := range featureCommits {
+			commit("refs/heads/feature", fmt.Sprintf("feature step %d", i), "", map[string]string{
+				fmt.Sprintf("feature/f%03d.txt", i): fmt.Sprintf("feature file %d\n", i),
+				benchPath(i * 2 % benchFiles):       benchContent(i*2%benchFiles, fmt.Sprintf("feature %d", i)),
+			})
+		}
+		commit("refs/heads/main", "main moves on", "", map[string]string{"main-only.txt": "main\n"})
+	}
+	in.WriteString("done\n")
+	cmd := exec.Command("git", "fast-import", "--quiet", "--done")
+	cmd.Dir = r.Dir
+	cmd.Stdin = &in
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("fast-import: %v: %s", err, out)
+	}
+	r.Git("reset", "-q", "--hard", "main")
+	f := &fixture{t: b, root: root, repo: r}
+	f.open(filepath.Join(b.TempDir(), "journal.db"), filepath.Join(b.TempDir(), "audit.jsonl"))
+	return f
+}
+
+func benchPath(i int) string { return fmt.Sprintf("src/pkg%02d/file%04d.txt", i%50, i) }
+
+func benchContent(i int, changed string) string {
+	var s strings.Builder
+	for l := range 20 {
+		if l == 10 && changed != "" {
+			s.WriteString(changed + "\n")
+			continue
+		}
+		fmt.Fprintf(&s, "file %d line %d\n", i, l)
+	}
+	return s.String()
+}
+
+// patch1000 changes one line in every file. Each round's content is new
+// (round numbers are never reused), so that neither side finds its blobs
+// already written.
+func patch1000(iter int) string {
+	var p strings.Builder
+	for i := range benchFiles {
+		path := benchPath(i)
+		fmt.Fprintf(&p, "diff --git a/%s b/%s\n--- a/%s\n+++ b/%s\n@@ -9,5 +9,5 @@\n", path, path, path, path)
+		for l := 8; l < 13; l++ {
+			if l == 10 {
+				fmt.Fprintf(&p, "-file %d line %d\n+patched %d in round %d\n", i, l, i, iter)
+				continue
+			}
+			fmt.Fprintf(&p, " file %d line %d\n", i, l)
+		}
+	}
+	return p.String()
+}
+
+// resetBench puts the repository back at its start between iterations
+// (not measured): main at start, a clean checkout, no restore points.
+func resetBench(b *testing.B, f *fixture, start string) {
+	b.Helper()
+	f.git("reset", "-q", "--hard", start)
+	f.git("clean", "-q", "-fd")
+	refs := f.git("for-each-ref", "--format=delete %(refname)", "refs/sluice/")
+	if refs != "" {
+		cmd := exec.Command("git", "update-ref", "--stdin")
+		cmd.Dir = f.repo.Dir
+		cmd.Stdin = strings.NewReader(refs + "\n")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
+}
+
+// personGit runs git as the person would at their terminal: their own
+// configuration (the test HOME), nothing else.
+func personGit(b *testing.B, dir string, stdin []byte, args ...string) {
+	b.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+personHome)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("git %v: %v: %s", args, err, out)
+	}
+}
+
+// BenchmarkApply_Patch1000: an approved 1,000-file patch, then an approved
+// commit of it.
+func BenchmarkApply_Patch1000(b *testing.B) {
+	f := benchFixture(b, 0)
+	start := f.git("rev-parse", "main")
+	round := func(i int) {
+		b.StopTimer()
+		resetBench(b, f, start)
+		apply := f.propose(&proposal.PatchArgs{Patch: patch1000(i), Target: proposal.PatchWorktree})
+		b.StartTimer()
+		f.mustComplete(apply)
+		b.StopTimer()
+		commit := f.propose(&proposal.CommitArgs{Message: "Apply the patch", StageAll: true})
+		b.StartTimer()
+		f.mustComplete(commit)
+	}
+	warmUp(b, round)
+	for i := range b.N {
+		round(i)
+	}
+}
+
+// warmUp runs rounds that are not measured: the first rounds on a fresh
+// repository pay for its object directories and a cold page cache, the
+// same for both sides.
+func warmUp(b *testing.B, round func(int)) {
+	b.Helper()
+	for i := range 3 {
+		round(-1 - i)
+	}
+	b.ResetTimer()
+}
+
+// BenchmarkGitCLI_Patch1000: the same by hand: git apply, git add -A, git
+// commit.
+func BenchmarkGitCLI_Patch1000(b *testing.B) {
+	f := benchFixture(b, 0)
+	start := f.git("rev-parse", "main")
+	round := func(i int) {
+		b.StopTimer()
+		resetBench(b, f, start)
+		patch := []byte(patch1000(i))
+		b.StartTimer()
+		personGit(b, f.repo.Dir, patch, "apply")
+		personGit(b, f.repo.Dir, nil, "add", "-A")
+		personGit(b, f.repo.Dir, nil, "commit", "-q", "-m", "Apply the patch")
+	}
+	warmUp(b, round)
+	for i := range b.N {
+		round(i)
+	}
+}
+
+// BenchmarkApply_Merge500: an approved merge of a 500-commit branch into
+// the checked-out main (a real merge: both sides moved).
+func BenchmarkApply_Merge500(b *testing.B) {
+	f := benchFixture(b, 500)
+	start := f.git("rev-parse", "main")
+	round := func(int) {
+		b.StopTimer()
+		resetBench(b, f, start)
+		rec := f.propose(&proposal.MergeArgs{Source: "feature", Target: "main", Strategy: proposal.MergeCommit})
+		b.StartTimer()
+		f.mustComplete(rec)
+	}
+	warmUp(b, round)
+	for i := range b.N {
+		round(i)
+	}
+}
+
+// BenchmarkGitCLI_Merge500: the same by hand: git merge in the checkout.
+func BenchmarkGitCLI_Merge500(b *testing.B) {
+	f := benchFixture(b, 500)
+	start := f.git("rev-parse", "main")
+	round := func(int) {
+		b.StopTimer()
+		resetBench(b, f, start)
+		b.StartTimer()
+		personGit(b, f.repo.Dir, nil, "merge", "-q", "--no-edit", "feature")
+	}
+	warmUp(b, round)
+	for i := range b.N {
+		round(i)
+	}
+}

@@ -1,0 +1,665 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/journal"
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// DefaultGitTimeout bounds one git process of an execution. Executions
+// are not cancellable once they started (a half-written checkout is worse
+// than a slow one), so this is the only thing that stops a stuck git.
+const DefaultGitTimeout = 10 * time.Minute
+
+// by is who the journal records for execution transitions.
+const by = "executor"
+
+// Options configure an Executor.
+type Options struct {
+	// Journal holds the proposals; required.
+	Journal *journal.Journal
+	// Roots confine every repository and worktree the executor touches;
+	// required.
+	Roots gitx.Roots
+	// Runner is the hardened git of core/gitx; nil means gitx.Default().
+	Runner *gitx.Runner
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+	// GitTimeout bounds each git process; zero means DefaultGitTimeout.
+	GitTimeout time.Duration
+}
+
+// Executor runs approved proposals. It is safe for concurrent use:
+// executions and restores that involve the same repository run one at a
+// time.
+type Executor struct {
+	j       *journal.Journal
+	roots   gitx.Roots
+	runner  *gitx.Runner
+	now     func() time.Time
+	log     *slog.Logger
+	timeout time.Duration
+
+	mu sync.Mutex
+	// locks holds one single-slot semaphore per repository.
+	locks map[string]chan struct{}
+
+	// beforeStep, when set, is called at named points of an execution,
+	// each a point where the repository is wholly in its state before or
+	// after the operation (never inside a git command that writes). Tests
+	// use it to stop a real process there.
+	beforeStep func(step string)
+}
+
+// New returns an Executor.
+func New(opts Options) (*Executor, error) {
+	if opts.Journal == nil {
+		return nil, errors.New("apply: a journal is required")
+	}
+	if len(opts.Roots) == 0 {
+		return nil, errors.New("apply: allowed roots are required")
+	}
+	r := opts.Runner
+	if r == nil {
+		var err error
+		if r, err = gitx.Default(); err != nil {
+			return nil, fmt.Errorf("apply: %w", err)
+		}
+	}
+	if !r.Version().AtLeast(minVersion) {
+		return nil, fmt.Errorf("apply: git %s is too old; executing proposals needs git %s or newer", r.Version(), minVersion)
+	}
+	e := &Executor{j: opts.Journal, roots: opts.Roots, runner: r, now: opts.Now, log: opts.Logger,
+		timeout: opts.GitTimeout, locks: map[string]chan struct{}{}}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	if e.timeout <= 0 {
+		e.timeout = DefaultGitTimeout
+	}
+	return e, nil
+}
+
+// minVersion: merge-tree --write-tree (2.38) computes merges away from
+// the person's checkout.
+var minVersion = gitx.Version{Major: 2, Minor: 38}
+
+func (e *Executor) step(name string) {
+	if e.beforeStep != nil {
+		e.beforeStep(name)
+	}
+}
+
+// lock takes the locks of every repository in paths, in a fixed order so
+// that two executions naming the same repositories cannot deadlock. It
+// gives up when ctx ends.
+func (e *Executor) lock(ctx context.Context, paths []string) (func(), error) {
+	paths = slices.Clone(paths)
+	sort.Strings(paths)
+	paths = slices.Compact(paths)
+	var held []chan struct{}
+	unlock := func() {
+		for i := len(held) - 1; i >= 0; i-- {
+			<-held[i]
+		}
+	}
+	for _, p := range paths {
+		e.mu.Lock()
+		m := e.locks[p]
+		if m == nil {
+			m = make(chan struct{}, 1)
+			e.locks[p] = m
+		}
+		e.mu.Unlock()
+		select {
+		case m <- struct{}{}:
+			held = append(held, m)
+		case <-ctx.Done():
+			unlock()
+			return nil, ctx.Err()
+		}
+	}
+	return unlock, nil
+}
+
+// reposOf lists every repository a proposal touches.
+func reposOf(p proposal.Proposal) []string {
+	out := []string{p.Repo}
+	for r := range p.Pinned.Repos {
+		out = append(out, r)
+	}
+	if a, ok := p.Args.(*proposal.BranchDeleteArgs); ok {
+		for _, r := range a.OtherRepos {
+			out = append(out, r.Repo)
+		}
+	}
+	return out
+}
+
+// checkDigest verifies that the stored proposal is exactly what was
+// approved.
+func checkDigest(rec journal.Record) error {
+	p := rec.Proposal
+	d := rec.Decision
+	if d == nil || !d.Approved || d.ApprovedDigest == "" {
+		return &Error{Code: CodeDigestMismatch, Msg: "the proposal has no approved digest"}
+	}
+	if d.ApprovedDigest != p.Digest {
+		return &Error{Code: CodeDigestMismatch, Msg: fmt.Sprintf("the approved digest %s is not the proposal's digest %s; nothing was run",
+			proposal.ShortDigest(d.ApprovedDigest), proposal.ShortDigest(p.Digest))}
+	}
+	if err := p.VerifyDigest(); err != nil {
+		return &Error{Code: CodeDigestMismatch, Msg: "the stored proposal no longer matches its digest; nothing was run", Err: err}
+	}
+	if err := p.Validate(); err != nil {
+		return &Error{Code: CodeDigestMismatch, Msg: "the stored proposal is not valid; nothing was run", Err: err}
+	}
+	return nil
+}
+
+// Execute runs the approved proposal id and returns its final record.
+//
+// Before anything runs, the proposal's digest must equal the approved
+// digest and every pinned ref must still hold (otherwise the record fails
+// with stale_base and the current SHAs, and nothing changes). Then the
+// refs and working trees the operation touches are saved as a restore
+// point (id = proposal id), the operation runs with compare-and-swap ref
+// updates, and the record is completed or failed with Outcome.RestorePoint
+// set (empty when the operation failed before it changed anything).
+//
+// The error is nil only when the proposal completed. A failure of the
+// operation is a *Error whose code is also the outcome's code. Once the
+// record is executing, it always ends completed or failed unless the
+// process dies, and then Recover makes it needs_reconciliation. The
+// context bounds the wait for the repository; once the proposal is
+// executing it runs to the end whatever happens to ctx.
+func (e *Executor) Execute(ctx context.Context, id string) (journal.Record, error) {
+	rec, err := e.j.Get(id)
+	if err != nil {
+		return rec, err
+	}
+	if rec.State != proposal.Approved {
+		return rec, newErr(CodeNotApproved, "proposal %s is %s, not approved", id, rec.State)
+	}
+	if derr := checkDigest(rec); derr != nil {
+		failed, ferr := e.j.Fail(id, by, journal.Outcome{Code: CodeDigestMismatch, Message: derr.Error()})
+		if ferr != nil {
+			return rec, errors.Join(derr, ferr)
+		}
+		return failed, derr
+	}
+	p := rec.Proposal
+	unlock, err := e.lock(ctx, reposOf(p))
+	if err != nil {
+		return rec, err
+	}
+	defer unlock()
+	rec, err = e.j.MarkExecuting(id, rec.Decision.ApprovedDigest)
+	if err != nil {
+		if errors.Is(err, journal.ErrDigestMismatch) {
+			return rec, &Error{Code: CodeDigestMismatch, Msg: "the proposal changed after it was approved; nothing was run", Err: err}
+		}
+		return rec, err
+	}
+	// From here on the record must end completed or failed.
+	ctx = context.WithoutCancel(ctx)
+	start := e.now()
+	r := &run{e: e, p: p}
+	rpID, summary, opErr := r.execute(ctx)
+	out := journal.Outcome{RestorePoint: rpID}
+	if opErr == nil {
+		out.Message = summary
+		final, jerr := e.j.Complete(id, by, out)
+		if jerr != nil {
+			e.log.Error("apply: the proposal ran but its completion could not be recorded", "proposal", id, "err", jerr)
+			return final, jerr
+		}
+		e.log.Info("apply: proposal completed", "proposal", id, "op", p.Op, "restorePoint", rpID, "duration", e.now().Sub(start))
+		return final, nil
+	}
+	out.Code = CodeOf(opErr)
+	out.Message = clip(opErr.Error(), 6000)
+	if summary != "" {
+		out.Message = clip(summary+"; then: "+opErr.Error(), 6000)
+	}
+	final, jerr := e.j.Fail(id, by, out)
+	if jerr != nil {
+		e.log.Error("apply: the proposal failed and the failure could not be recorded", "proposal", id, "err", jerr, "cause", opErr)
+		return final, errors.Join(opErr, jerr)
+	}
+	e.log.Info("apply: proposal failed", "proposal", id, "op", p.Op, "code", out.Code, "restorePoint", rpID)
+	return final, opErr
+}
+
+// Revalidate checks, for journal.Recover at start-up, that an approved
+// proposal may still run: its repositories are inside the roots and every
+// pinned ref still holds. It changes nothing.
+func (e *Executor) Revalidate(rec journal.Record) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := &run{e: e, p: rec.Proposal}
+	if err := r.open(ctx); err != nil {
+		return err
+	}
+	if r.p.Pinned.WorktreeFingerprint != "" {
+		return errFingerprint
+	}
+	if _, ok := r.p.Args.(*proposal.BranchDeleteArgs); ok {
+		return r.revalidateBranchDelete(ctx)
+	}
+	return r.checkPins(ctx)
+}
+
+var errFingerprint = &Error{Code: CodeUnsupported, Msg: "the proposal pins a worktree fingerprint, which this executor cannot verify; nothing was run"}
+
+// Restore puts the restore point id of repo back: the refs it recorded,
+// the HEAD, index and files of the working trees it recorded, branch
+// configuration, and removes a worktree the operation added. Unless force
+// is set it refuses (restore_conflict, with the changes in the error's
+// data) when anything changed after the operation ended, or when the
+// operation never recorded its end. A restore point of the present is
+// taken first (RestoreResult.UndoPoint), so a restore can be undone.
+// Restoring is a human action: the caller audits it with the result.
+func (e *Executor) Restore(ctx context.Context, repo, restorePointID string, force bool) (*RestoreResult, error) {
+	rc, err := e.openRepo(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := e.lock(ctx, []string{rc.path})
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	rp, err := findRestorePoint(ctx, rc.repo, restorePointID)
+	if err != nil {
+		return nil, err
+	}
+	paths := []string{rp.NewWorktree}
+	for _, w := range rp.Worktrees {
+		paths = append(paths, w.Path)
+	}
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if _, err := e.roots.Confine(filepath.Dir(p)); err != nil {
+			return nil, newErr(CodeInvalidArgument, "the restore point names a working tree outside the allowed roots")
+		}
+	}
+	return rc.restore(context.WithoutCancel(ctx), rp, force, e.now(), e.step)
+}
+
+// ListRestorePoints lists the restore points of the repository at path
+// (confined to the roots), newest first.
+func (e *Executor) ListRestorePoints(ctx context.Context, path string) ([]RestorePoint, error) {
+	rc, err := e.openRepo(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return ListRestorePoints(ctx, rc.repo)
+}
+
+// RestorePointDetails describes one restore point of the repository at
+// path and what restoring it would overwrite.
+func (e *Executor) RestorePointDetails(ctx context.Context, path, id string) (*Details, error) {
+	rc, err := e.openRepo(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return RestorePointDetails(ctx, rc.repo, id)
+}
+
+// openRepo confines path and opens the repository whose working tree
+// root it is.
+func (e *Executor) openRepo(ctx context.Context, path string) (*repoCtx, error) {
+	repo, err := e.runner.Open(ctx, e.roots, path)
+	if err != nil {
+		return nil, err
+	}
+	if repo.Bare {
+		return nil, newErr(CodeUnsupported, "the repository is bare; Sluice executes proposals in working trees")
+	}
+	if repo.Root != path {
+		return nil, newErr(CodeInvalidArgument, "the repository path must be the canonical top level of a working tree")
+	}
+	return &repoCtx{path: repo.Root, repo: repo, g: newGitEnv(e.runner, repo, e.timeout), e: e}, nil
+}
+
+// repoCtx is one repository an execution or restore works in.
+type repoCtx struct {
+	e    *Executor
+	path string
+	repo *gitx.Repo
+	g    *gitEnv
+	// touched is what the operation may change here.
+	touched touchSet
+	// taken is the restore point taken here, if any.
+	taken *taken
+}
+
+func (rc *repoCtx) objectsDir() string { return filepath.Join(rc.repo.CommonDir, "objects") }
+
+// main is the repository's own working tree.
+func (rc *repoCtx) main() worktree { return worktree{path: rc.path, gitDir: rc.repo.GitDir} }
+
+// worktreeAt opens another working tree of the repository (or of a
+// submodule) by path; os.ErrNotExist when it is gone.
+func (rc *repoCtx) worktreeAt(ctx context.Context, path string) (worktree, error) {
+	if path == rc.path {
+		return rc.main(), nil
+	}
+	if _, err := os.Lstat(path); err != nil {
+		return worktree{}, err
+	}
+	repo, err := rc.repo.Runner().Open(ctx, rc.repo.Roots(), path)
+	if err != nil {
+		return worktree{}, err
+	}
+	return worktree{path: repo.Root, gitDir: repo.GitDir}, nil
+}
+
+// run is one execution.
+type run struct {
+	e    *Executor
+	p    proposal.Proposal
+	main *repoCtx
+	// others are the other repositories the proposal names, by path.
+	others map[string]*repoCtx
+	// expect is what every pinned revision names now, as far as this
+	// execution knows: the pins at first, then what earlier steps of a
+	// plan moved.
+	expect map[string]string
+	// changed is set once anything in a repository may have changed;
+	// until then a failure drops the restore point.
+	changed bool
+	notes   []string
+}
+
+func (r *run) note(format string, a ...any) { r.notes = append(r.notes, fmt.Sprintf(format, a...)) }
+
+// open opens every repository the proposal names.
+func (r *run) open(ctx context.Context) error {
+	rc, err := r.e.openRepo(ctx, r.p.Repo)
+	if err != nil {
+		return fmt.Errorf("%w", asInvalid(err))
+	}
+	r.main = rc
+	r.others = map[string]*repoCtx{}
+	for _, path := range reposOf(r.p)[1:] {
+		if r.others[path] != nil || path == r.p.Repo {
+			continue
+		}
+		o, err := r.e.openRepo(ctx, path)
+		if err != nil {
+			return asInvalid(err)
+		}
+		r.others[path] = o
+	}
+	r.expect = map[string]string{}
+	for k, v := range r.p.Pinned.Refs {
+		r.expect[k] = v
+	}
+	return nil
+}
+
+// asInvalid keeps coded errors and turns anything else into
+// invalid_argument: a repository that cannot be opened is not a bug.
+func asInvalid(err error) error {
+	var c interface{ ErrorCode() string }
+	if errors.As(err, &c) {
+		return &Error{Code: c.ErrorCode(), Msg: err.Error(), Err: err}
+	}
+	return &Error{Code: CodeInvalidArgument, Msg: err.Error(), Err: err}
+}
+
+// execute runs the proposal and returns the restore point id (empty when
+// nothing changed) and a summary.
+func (r *run) execute(ctx context.Context) (string, string, error) {
+	if err := r.open(ctx); err != nil {
+		return "", "", err
+	}
+	if r.p.Pinned.WorktreeFingerprint != "" {
+		return "", "", errFingerprint
+	}
+	ops := stepsOf(r.p.Args)
+	if _, ok := r.p.Args.(*proposal.BranchDeleteArgs); !ok {
+		if err := r.checkPins(ctx); err != nil {
+			return "", "", err
+		}
+	}
+	r.e.step("pins-checked")
+	for _, s := range ops {
+		if err := s.touch(ctx, r); err != nil {
+			return "", "", err
+		}
+	}
+	if err := ops[0].check(ctx, r); err != nil {
+		return "", "", err
+	}
+	if err := r.takeRestorePoints(ctx); err != nil {
+		return "", "", err
+	}
+	defer r.cleanup()
+	r.e.step("restore-point")
+	var opErr error
+	for i, s := range ops {
+		if i > 0 {
+			opErr = s.check(ctx, r)
+		}
+		if opErr == nil {
+			opErr = s.do(ctx, r)
+		}
+		if opErr != nil {
+			if len(ops) > 1 {
+				opErr = planStepError(i, len(ops), s, opErr)
+			}
+			break
+		}
+	}
+	r.e.step("applied")
+	summary := strings.Join(r.notes, "; ")
+	if opErr != nil && !r.changed {
+		for _, rc := range r.repos() {
+			if rc.taken != nil {
+				if err := rc.dropRestorePoint(ctx, r.p.ID); err != nil {
+					r.e.log.Warn("apply: could not drop an unused restore point", "proposal", r.p.ID, "err", err)
+				}
+			}
+		}
+		return "", summary, opErr
+	}
+	outcome := EndCompleted
+	if opErr != nil {
+		outcome = EndFailed
+	}
+	for _, rc := range r.repos() {
+		if rc.taken != nil {
+			if err := rc.endRestorePoint(ctx, rc.taken, outcome, r.e.now()); err != nil {
+				r.e.log.Error("apply: could not record the end of a restore point", "proposal", r.p.ID, "err", err)
+				if opErr == nil {
+					opErr = fmt.Errorf("the operation ran, but its restore point could not be completed: %w", err)
+				}
+			}
+		}
+	}
+	r.e.step("ended")
+	return r.p.ID, summary, opErr
+}
+
+// repos lists the main repository and then the others, sorted.
+func (r *run) repos() []*repoCtx {
+	out := []*repoCtx{r.main}
+	keys := make([]string, 0, len(r.others))
+	for k := range r.others {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, r.others[k])
+	}
+	return out
+}
+
+// repoAt is the context of the repository at path (the main one or one
+// of the others).
+func (r *run) repoAt(path string) *repoCtx {
+	if path == r.main.path {
+		return r.main
+	}
+	return r.others[path]
+}
+
+// takeRestorePoints records, in every repository with something to
+// touch, what the operation may change.
+func (r *run) takeRestorePoints(ctx context.Context) error {
+	for _, rc := range r.repos() {
+		if rc.touched.empty() {
+			continue
+		}
+		rp := &RestorePoint{ID: r.p.ID, Kind: KindProposal, ProposalID: r.p.ID, Op: string(r.p.Op), Digest: r.p.Digest,
+			CreatedAt: r.e.now().UTC().Truncate(time.Millisecond)}
+		tk, err := rc.takeRestorePoint(ctx, rp)
+		if err != nil {
+			// Points taken in other repositories so far are dropped: the
+			// operation does not run.
+			for _, o := range r.repos() {
+				if o.taken != nil {
+					_ = o.dropRestorePoint(ctx, r.p.ID)
+					o.taken.cleanup()
+					o.taken = nil
+				}
+			}
+			return err
+		}
+		rc.taken = tk
+	}
+	return nil
+}
+
+func (r *run) cleanup() {
+	for _, rc := range r.repos() {
+		if rc.taken != nil {
+			rc.taken.cleanup()
+		}
+	}
+}
+
+// checkPins resolves every pinned revision in every repository and fails
+// with stale_base, naming the current SHAs, when one no longer holds.
+func (r *run) checkPins(ctx context.Context) error {
+	moved := map[string]string{}
+	expected := map[string]string{}
+	check := func(rc *repoCtx, pins map[string]string, prefix string) error {
+		keys := make([]string, 0, len(pins))
+		for k := range pins {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		now, err := rc.resolve(ctx, keys)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if now[k] != pins[k] {
+				moved[prefix+k] = now[k]
+				expected[prefix+k] = pins[k]
+			}
+		}
+		return nil
+	}
+	if err := check(r.main, r.p.Pinned.Refs, ""); err != nil {
+		return err
+	}
+	for path, pins := range r.p.Pinned.Repos {
+		rc := r.others[path]
+		if rc == nil {
+			return newErr(CodeInvalidArgument, "a pinned repository could not be opened")
+		}
+		if err := check(rc, pins, path+":"); err != nil {
+			return err
+		}
+	}
+	if len(moved) > 0 {
+		return staleBase(moved, expected)
+	}
+	return nil
+}
+
+// resolve returns the commit each revision names now ("" when it names
+// none). All of them are resolved by one git process when they all exist.
+func (rc *repoCtx) resolve(ctx context.Context, revs []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(revs) == 0 {
+		return out, nil
+	}
+	args := []string{"rev-parse"}
+	for _, rev := range revs {
+		if err := gitx.CheckRev("pinned revision", rev); err != nil {
+			return nil, err
+		}
+		args = append(args, rev+"^{commit}")
+	}
+	// The trailing "--" makes every argument a revision, never a path.
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: append(args, "--"), ok: []int{128}})
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(res.text(), "\n")
+	if res.exit == 0 && len(lines) == len(revs)+1 {
+		for i, rev := range revs {
+			if !hexSHA.MatchString(lines[i]) {
+				return nil, newErr(CodeGitFailed, "git rev-parse gave an unexpected answer")
+			}
+			out[rev] = lines[i]
+		}
+		return out, nil
+	}
+	// Some revision is gone; find which, one at a time.
+	for _, rev := range revs {
+		res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}"}, ok: []int{1, 128}})
+		if err != nil {
+			return nil, err
+		}
+		if res.exit == 0 && hexSHA.MatchString(res.text()) {
+			out[rev] = res.text()
+		} else {
+			out[rev] = ""
+		}
+	}
+	return out, nil
+}
+
+// moved records that a step moved ref to sha, so that later steps of a
+// plan expect it there. The short branch name moves with it, and HEAD
+// when the step moved the main worktree's HEAD.
+func (r *run) moved(rc *repoCtx, ref, sha string, headMoved bool) {
+	if rc != r.main {
+		return
+	}
+	r.expect[ref] = sha
+	if b, ok := strings.CutPrefix(ref, "refs/heads/"); ok {
+		if _, pinned := r.expect[b]; pinned {
+			r.expect[b] = sha
+		}
+	}
+	if headMoved || ref == "HEAD" {
+		r.expect["HEAD"] = sha
+	}
+}

@@ -1,0 +1,383 @@
+package apply
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// step is one operation. An execution asks every step what it may touch
+// (for the restore point), then for each in order checks it without
+// changing anything, then runs it.
+type step interface {
+	name() proposal.Op
+	// touch adds what the step may change to the repositories' touch sets.
+	touch(ctx context.Context, r *run) error
+	// check refuses, changing nothing, a step that cannot run now.
+	check(ctx context.Context, r *run) error
+	// do runs the step. It sets r.changed before its first write that
+	// may leave a trace.
+	do(ctx context.Context, r *run) error
+}
+
+func stepsOf(a proposal.Args) []step {
+	switch x := a.(type) {
+	case *proposal.PlanArgs:
+		var out []step
+		for _, s := range x.Steps {
+			out = append(out, stepsOf(s.Args)...)
+		}
+		return out
+	case *proposal.MergeArgs:
+		return []step{&mergeStep{a: x}}
+	case *proposal.RebaseArgs:
+		return []step{&rebaseStep{a: x}}
+	case *proposal.DiscardArgs:
+		return []step{&discardStep{a: x}}
+	case *proposal.ResetArgs:
+		return []step{&resetStep{a: x}}
+	case *proposal.PatchArgs:
+		return []step{&patchStep{a: x}}
+	case *proposal.WorktreeArgs:
+		return []step{&worktreeStep{a: x}}
+	case *proposal.CommitArgs:
+		return []step{&commitStep{a: x}}
+	case *proposal.PushArgs:
+		return []step{&pushStep{a: x}}
+	case *proposal.BranchArgs:
+		return []step{&branchStep{a: x}}
+	case *proposal.BranchDeleteArgs:
+		return []step{&branchDeleteStep{a: x}}
+	case *proposal.SubmodulePointerArgs:
+		return []step{&submoduleStep{a: x}}
+	}
+	return []step{unknownStep{}}
+}
+
+type unknownStep struct{}
+
+func (unknownStep) name() proposal.Op { return "" }
+func (unknownStep) touch(context.Context, *run) error {
+	return newErr(CodeUnsupported, "this executor does not know the operation")
+}
+func (unknownStep) check(context.Context, *run) error { return nil }
+func (unknownStep) do(context.Context, *run) error    { return nil }
+
+// planStepError names the step of a plan that failed; the code stays.
+func planStepError(i, n int, s step, err error) error {
+	e := &Error{Code: CodeOf(err), Err: err, Msg: fmt.Sprintf("step %d of %d (%s) failed: %v", i+1, n, s.name(), err)}
+	if d, ok := err.(interface{ ErrorData() any }); ok {
+		e.Data = d.ErrorData()
+	}
+	return e
+}
+
+// ---------------------------------------------------------------------
+// Helpers shared by the steps.
+
+// headOf is the HEAD of the main working tree.
+func (r *run) head(ctx context.Context) (head, error) { return r.main.g.headOf(ctx, r.main.path) }
+
+// requireOnBranch refuses when the main working tree is not on branch
+// (when the proposal names one).
+func (r *run) requireOnBranch(ctx context.Context, branch string) error {
+	if branch == "" {
+		return nil
+	}
+	h, err := r.head(ctx)
+	if err != nil {
+		return err
+	}
+	if h.sym != proposal.BranchRef(branch) {
+		on := strings.TrimPrefix(h.sym, "refs/heads/")
+		if on == "" {
+			on = "a detached HEAD"
+		}
+		return &Error{Code: CodeStaleBase, Data: map[string]string{"HEAD": h.sha},
+			Msg: fmt.Sprintf("the working tree is on %s, not on branch %s as the proposal expects; nothing was changed", on, branch)}
+	}
+	return nil
+}
+
+// operationFiles are the state files of a multi-step git operation.
+var operationFiles = map[string]string{
+	"rebase-merge": "a rebase", "rebase-apply": "a rebase or am", "MERGE_HEAD": "a merge",
+	"CHERRY_PICK_HEAD": "a cherry-pick", "REVERT_HEAD": "a revert", "BISECT_LOG": "a bisect",
+}
+
+// requireNoOperation refuses a worktree in the middle of a merge, rebase,
+// cherry-pick, revert or bisect: the operation would be mixed into it.
+func requireNoOperation(wt worktree) error {
+	for f, what := range operationFiles {
+		if _, err := os.Lstat(filepath.Join(wt.gitDir, f)); err == nil {
+			return newErr(CodeOperationInProgress, "%s is in progress in %s; finish or abort it first", what, wt.path)
+		}
+	}
+	return nil
+}
+
+// requireClean refuses a worktree with staged or unstaged changes to
+// tracked files (untracked files are fine unless they are in the way,
+// which the checkout update itself detects).
+func (r *run) requireClean(ctx context.Context, rc *repoCtx, wt worktree, what string) error {
+	if err := requireNoOperation(wt); err != nil {
+		return err
+	}
+	dirty, err := rc.g.dirtyTracked(ctx, wt)
+	if err != nil {
+		return err
+	}
+	if len(dirty) > 0 {
+		return &Error{Code: CodeDirtyWorktree, Data: map[string]any{"worktree": wt.path, "files": dirty},
+			Msg: fmt.Sprintf("%s is checked out in %s, which has uncommitted changes (%s); commit or stash them, then approve again. Nothing was changed",
+				what, wt.path, strings.Join(dirty, ", "))}
+	}
+	return nil
+}
+
+// checkedOut returns the worktree that has ref checked out, if any. A
+// checkout outside the allowed roots is refused: Sluice writes only where
+// it may.
+func (r *run) checkedOut(ctx context.Context, rc *repoCtx, ref string) (*worktree, error) {
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"worktree", "list", "--porcelain", "-z"}})
+	if err != nil {
+		return nil, err
+	}
+	path := ""
+	for _, rec := range strings.Split(string(res.out), "\x00") {
+		k, v, _ := strings.Cut(rec, " ")
+		switch k {
+		case "worktree":
+			path = v
+		case "branch":
+			if v == ref {
+				canon, err := filepath.EvalSymlinks(path)
+				if err != nil {
+					// A worktree whose directory is gone holds the
+					// branch in git's eyes only.
+					return nil, newErr(CodeCheckedOut, "%s is checked out in a worktree whose directory is missing; run git worktree prune", ref)
+				}
+				if canon == rc.path {
+					wt := rc.main()
+					return &wt, nil
+				}
+				if _, err := r.e.roots.Confine(canon); err != nil {
+					return nil, newErr(CodeCheckedOut, "%s is checked out in a worktree outside the allowed roots, which Sluice does not change", ref)
+				}
+				wt, err := rc.worktreeAt(ctx, canon)
+				if err != nil {
+					return nil, asInvalid(err)
+				}
+				return &wt, nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+// cas moves ref from old to new with git update-ref's compare-and-swap:
+// new "" deletes, old "" means the ref must not exist. A ref that is not
+// at old is stale_base (or ref_exists for a creation), and nothing moved.
+func (r *run) cas(ctx context.Context, rc *repoCtx, ref, new, old, msg string) error {
+	args := []string{"update-ref", "-m", msg}
+	if ref == "HEAD" {
+		args = append(args, "--no-deref")
+	}
+	o := old
+	if o == "" {
+		o = rc.g.zero
+	}
+	if new == "" {
+		args = append(args, "-d", ref, o)
+	} else {
+		args = append(args, ref, new, o)
+	}
+	if _, err := rc.g.run(ctx, call{dir: rc.path, args: args}); err != nil {
+		return rc.casFailed(ctx, err, ref, old)
+	}
+	return nil
+}
+
+func (rc *repoCtx) casFailed(ctx context.Context, err error, ref, old string) error {
+	s := stderrOf(err)
+	if !strings.Contains(s, "but expected") && !strings.Contains(s, "already exists") && !strings.Contains(s, "missing") &&
+		!strings.Contains(s, "unable to resolve") {
+		return err
+	}
+	if old == "" {
+		return &Error{Code: CodeRefExists, Msg: fmt.Sprintf("%s already exists; nothing was changed", ref), Err: err}
+	}
+	cur, rerr := rc.resolve(ctx, []string{ref})
+	if rerr != nil {
+		return err
+	}
+	return staleBase(map[string]string{ref: cur[ref]}, map[string]string{ref: old})
+}
+
+// moveCheckout moves ref from old to new. When ref is checked out in wt
+// (which requireClean has vetted), the checkout follows with a two-tree
+// read-tree, which keeps untracked files and refuses to overwrite them;
+// a dry run first makes sure it can, before the ref moves.
+func (r *run) moveCheckout(ctx context.Context, rc *repoCtx, ref, old, new string, wt *worktree, msg string) error {
+	if wt == nil {
+		if err := r.cas(ctx, rc, ref, new, old, msg); err != nil {
+			return err
+		}
+		r.changed = true
+		return nil
+	}
+	if _, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"read-tree", "-m", "-u", "-n", old, new}}); err != nil {
+		return checkoutBlocked(err, wt)
+	}
+	if err := r.cas(ctx, rc, ref, new, old, msg); err != nil {
+		return err
+	}
+	r.changed = true
+	if _, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"read-tree", "-m", "-u", old, new}}); err != nil {
+		// The checkout could not follow: put the ref back, so that the
+		// worktree and its branch agree again.
+		if rerr := r.cas(ctx, rc, ref, old, new, msg+" (undone)"); rerr != nil {
+			r.e.log.Error("apply: could not move a ref back after a failed checkout", "ref", ref, "err", rerr)
+		}
+		return checkoutBlocked(err, wt)
+	}
+	return nil
+}
+
+func checkoutBlocked(err error, wt *worktree) error {
+	s := stderrOf(err)
+	if strings.Contains(s, "would be overwritten") || strings.Contains(s, "would be removed") || strings.Contains(s, "not uptodate") {
+		return &Error{Code: CodeDirtyWorktree, Err: err, Data: map[string]any{"worktree": wt.path},
+			Msg: fmt.Sprintf("the checkout in %s cannot follow without overwriting files there: %s; nothing was changed", wt.path, clip(s, 1500))}
+	}
+	return err
+}
+
+// mergeBase is the best common ancestor of a and b, or "".
+func (rc *repoCtx) mergeBase(ctx context.Context, a, b string) (string, error) {
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"merge-base", a, b}, ok: []int{1}})
+	if err != nil {
+		return "", err
+	}
+	return res.text(), nil
+}
+
+// mergeTree merges b into a without a worktree or index: git merge-tree
+// writes the result's objects and prints its tree, or the conflicting
+// paths.
+func (rc *repoCtx) mergeTree(ctx context.Context, a, b string) (string, []string, error) {
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", a, b}, ok: []int{1}})
+	if err != nil {
+		return "", nil, err
+	}
+	fields := strings.Split(string(res.out), "\x00")
+	tree := fields[0]
+	if res.exit == 0 {
+		return tree, nil, nil
+	}
+	var files []string
+	for _, f := range fields[1:] {
+		if f == "" {
+			break
+		}
+		if len(files) == 0 || files[len(files)-1] != f {
+			files = append(files, f)
+		}
+	}
+	return tree, files, nil
+}
+
+// personCommit makes a commit that is the person's, computed away from
+// any checkout (a merge or squash): their identity from their
+// configuration, and signed when they sign their commits. This is the
+// signing exception to the hardening, and the only one commit-tree gets.
+func (r *run) personCommit(ctx context.Context, rc *repoCtx, tree string, parents []string, msg string) (string, error) {
+	args := []string{"commit-tree"}
+	if v, _ := rc.repo.Config("commit.gpgsign"); configTrue(v) {
+		args = append(args, "-S")
+	}
+	for _, p := range parents {
+		args = append(args, "-p", p)
+	}
+	args = append(args, tree)
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: args, stdin: []byte(msg), mode: signing})
+	if err != nil {
+		return "", err
+	}
+	return res.text(), nil
+}
+
+func configTrue(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true", "yes", "on", "1":
+		return true
+	}
+	return false
+}
+
+var trailerLine = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*: `)
+
+// withTrailers adds Sluice-Proposal and Sluice-Approved-Digest to a
+// commit message: to its trailer block when it ends with one, else as a
+// new paragraph.
+func withTrailers(msg string, p proposal.Proposal) string {
+	msg = strings.TrimRight(msg, " \t\r\n")
+	add := "Sluice-Proposal: " + p.ID + "\nSluice-Approved-Digest: " + proposal.ShortDigest(p.Digest)
+	paras := strings.Split(msg, "\n\n")
+	if len(paras) > 1 {
+		last := strings.Split(strings.TrimSpace(paras[len(paras)-1]), "\n")
+		all := true
+		for _, l := range last {
+			all = all && trailerLine.MatchString(l)
+		}
+		if all {
+			return msg + "\n" + add + "\n"
+		}
+	}
+	return msg + "\n\n" + add + "\n"
+}
+
+// shortlog lists the subjects of base..tip for a squash message.
+func (rc *repoCtx) shortlog(ctx context.Context, base, tip string) string {
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"log", "--no-ext-diff", "--no-textconv", "--format=* %s", "--max-count=100", base + ".." + tip, "--"}})
+	if err != nil {
+		return ""
+	}
+	return res.text()
+}
+
+// hasCommitHooks reports whether a commit runs any of the person's hooks.
+// core.hooksPath is read with the person's git: the hardened one
+// overrides it.
+func (rc *repoCtx) hasCommitHooks(ctx context.Context) bool {
+	dir := filepath.Join(rc.repo.CommonDir, "hooks")
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"config", "--path", "--get", "core.hooksPath"}, mode: personal, ok: []int{1}})
+	if p := res.text(); err == nil && res.exit == 0 && p != "" {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(rc.path, p)
+		}
+		dir = p
+	}
+	for _, h := range []string{"pre-commit", "prepare-commit-msg", "commit-msg"} {
+		if st, err := os.Stat(filepath.Join(dir, h)); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// writeLines joins lines for git's --stdin protocols.
+func writeLines(lines ...string) []byte {
+	var b bytes.Buffer
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}

@@ -1,0 +1,280 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// commitStep commits paths (or everything) on the checked-out branch with
+// the person's own git: identity, hooks and signing, because they
+// approved exactly this commit. It never amends.
+type commitStep struct {
+	a   *proposal.CommitArgs
+	sym string
+}
+
+func (s *commitStep) name() proposal.Op { return proposal.OpCommit }
+
+func (s *commitStep) touch(ctx context.Context, r *run) error {
+	h, err := r.head(ctx)
+	if err != nil {
+		return err
+	}
+	s.sym = h.sym
+	if h.sym != "" {
+		r.main.touched.addRef(h.sym)
+	}
+	r.main.touched.addWorktree(r.main.main(), true)
+	return nil
+}
+
+func (s *commitStep) check(ctx context.Context, r *run) error {
+	if err := r.requireOnBranch(ctx, s.a.Branch); err != nil {
+		return err
+	}
+	// A commit in the middle of a merge would conclude that merge.
+	return requireNoOperation(r.main.main())
+}
+
+func (s *commitStep) do(ctx context.Context, r *run) error {
+	var paths []string
+	if !s.a.StageAll {
+		paths = s.a.Paths
+	}
+	sha, err := r.commit(ctx, s.sym, withTrailers(s.a.Message, r.p), paths)
+	if err != nil {
+		return err
+	}
+	what := "every change"
+	if !s.a.StageAll {
+		what = fmt.Sprintf("%d path(s)", len(paths))
+	}
+	r.note("committed %s on %s: %s", what, branchName(s.sym), short(sha))
+	return nil
+}
+
+func branchName(sym string) string {
+	if sym == "" {
+		return "a detached HEAD"
+	}
+	return strings.TrimPrefix(sym, "refs/heads/")
+}
+
+// commit stages paths (all changes when nil) and commits them with the
+// person's git. The commit must land on the expected HEAD: if HEAD moved
+// in the instant between the check and git's own lock, the commit is
+// taken off again and the result is stale_base. When the commit fails
+// (a hook refused it), the index is put back as it was.
+func (r *run) commit(ctx context.Context, sym, msg string, paths []string) (string, error) {
+	rc := r.main
+	old := r.expect["HEAD"]
+	add := []string{"add", "--all"}
+	commit := []string{"commit", "--quiet", "--file=-"}
+	if paths != nil {
+		add = append(append(add, "--"), paths...)
+		commit = append(append(commit, "--only", "--"), paths...)
+	}
+	r.changed = true
+	if _, err := rc.g.run(ctx, call{dir: rc.path, args: add, mode: personal}); err != nil {
+		r.rollbackIndex(ctx)
+		return "", err
+	}
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: commit, stdin: []byte(msg), mode: personal, ok: []int{1}})
+	if err == nil && res.exit != 0 {
+		err = r.commitFailed(ctx, res)
+	}
+	if err != nil {
+		r.rollbackIndex(ctx)
+		return "", err
+	}
+	r.e.step("committed")
+	lines, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "HEAD", "HEAD^", "--"}})
+	if err != nil {
+		return "", err
+	}
+	shas := strings.Split(lines.text(), "\n")
+	if len(shas) < 2 {
+		return "", newErr(CodeGitFailed, "git rev-parse gave an unexpected answer after the commit")
+	}
+	sha, parent := shas[0], shas[1]
+	ref := sym
+	if ref == "" {
+		ref = "HEAD"
+	}
+	if parent != old {
+		// Someone moved the branch between the check and the commit:
+		// take the commit off again (by compare-and-swap, so nothing
+		// newer is lost) and report the base as stale.
+		if err := r.cas(ctx, rc, ref, parent, sha, "sluice: undo a commit made on a moved base"); err != nil {
+			return "", err
+		}
+		return "", staleBase(map[string]string{"HEAD": parent}, map[string]string{"HEAD": old})
+	}
+	r.moved(rc, ref, sha, true)
+	return sha, nil
+}
+
+// commitFailed classifies a failed git commit.
+func (r *run) commitFailed(ctx context.Context, res result) error {
+	hooks := r.main.hasCommitHooks(ctx)
+	out := strings.TrimSpace(strings.TrimSpace(string(res.out)) + "\n" + strings.TrimSpace(res.stderr))
+	low := strings.ToLower(out)
+	switch {
+	case strings.Contains(low, "nothing to commit") || strings.Contains(low, "nothing added to commit") || strings.Contains(low, "no changes added to commit"):
+		return &Error{Code: CodeNothingToCommit, Msg: "there is nothing to commit: " + clip(out, 500)}
+	case strings.Contains(low, "failed to sign") || strings.Contains(low, "signing failed"):
+		return &Error{Code: CodeGitFailed, Data: GitFailure{Command: "commit", ExitCode: res.exit, Stderr: clip(out, 4096)},
+			Msg: "the commit could not be signed with the person's signing configuration: " + clip(out, 2000)}
+	case strings.Contains(low, "fatal:") && !hooks:
+		return gitFailed([]string{"commit"}, res)
+	case hooks:
+		return &Error{Code: CodeHookFailed, Data: map[string]any{"output": clip(out, 8000)},
+			Msg: "a commit hook refused the commit; nothing was committed. Hook output:\n" + clip(out, 4000)}
+	}
+	return gitFailed([]string{"commit"}, res)
+}
+
+// rollbackIndex puts the index back as the restore point recorded it, after
+// a commit that did not happen.
+func (r *run) rollbackIndex(ctx context.Context) {
+	rc := r.main
+	if rc.taken == nil {
+		return
+	}
+	for _, w := range rc.taken.rp.Worktrees {
+		if w.Path != rc.path || !w.Files {
+			continue
+		}
+		if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"read-tree", w.Index}}); err != nil {
+			r.e.log.Error("apply: could not put the index back after a failed commit", "err", err)
+			return
+		}
+		_, _ = rc.g.run(ctx, call{dir: rc.path, args: []string{"update-index", "-q", "--refresh"}, ok: []int{1}})
+		if len(stepsOf(r.p.Args)) == 1 {
+			// The index was the only thing changed, and it is back.
+			r.changed = false
+		}
+	}
+}
+
+// submoduleStep records a submodule's checked-out commit as the
+// superproject's pointer (a commit of the gitlink only, made like any
+// approved commit), or returns the submodule's checkout, detached, to the
+// commit the superproject records.
+type submoduleStep struct {
+	a   *proposal.SubmodulePointerArgs
+	sub *repoCtx
+	sym string
+}
+
+func (s *submoduleStep) name() proposal.Op { return proposal.OpSubmodulePointer }
+
+func (s *submoduleStep) touch(ctx context.Context, r *run) error {
+	want, err := filepath.EvalSymlinks(filepath.Join(r.main.path, filepath.FromSlash(s.a.Path)))
+	if err != nil {
+		return newErr(CodeInvalidArgument, "%s is not a checked-out submodule", s.a.Path)
+	}
+	s.sub = r.others[want]
+	if s.sub == nil || len(r.p.Pinned.Repos) != 1 {
+		return newErr(CodeInvalidArgument, "the proposal does not pin the submodule at %s", s.a.Path)
+	}
+	if s.a.Action == proposal.SubmoduleReturn {
+		s.sub.touched.addWorktree(s.sub.main(), true)
+		return nil
+	}
+	h, err := r.head(ctx)
+	if err != nil {
+		return err
+	}
+	s.sym = h.sym
+	if h.sym != "" {
+		r.main.touched.addRef(h.sym)
+	}
+	r.main.touched.addWorktree(r.main.main(), true)
+	return nil
+}
+
+func (s *submoduleStep) check(ctx context.Context, r *run) error {
+	if s.a.Action == proposal.SubmoduleReturn {
+		return r.requireClean(ctx, s.sub, s.sub.main(), "the submodule "+s.a.Path)
+	}
+	return requireNoOperation(r.main.main())
+}
+
+func (s *submoduleStep) do(ctx context.Context, r *run) error {
+	subHead := r.p.Pinned.Repos[s.sub.path]["HEAD"]
+	if s.a.Action == proposal.SubmoduleReturn {
+		return s.returnTo(ctx, r, subHead)
+	}
+	msg := fmt.Sprintf("Update submodule %s to %s", s.a.Path, short(subHead))
+	sha, err := r.commit(ctx, s.sym, withTrailers(msg, r.p), []string{s.a.Path})
+	if err != nil {
+		return err
+	}
+	// The commit took the submodule's HEAD as it was when git ran; it
+	// must be the approved one.
+	res, err := r.main.g.run(ctx, call{dir: r.main.path, args: []string{"ls-tree", "-z", sha, "--", s.a.Path}})
+	if err != nil {
+		return err
+	}
+	if got := gitlinkOf(string(res.out)); got != subHead {
+		ref := s.sym
+		if ref == "" {
+			ref = "HEAD"
+		}
+		if err := r.cas(ctx, r.main, ref, r.p.Pinned.Refs["HEAD"], sha, "sluice: undo a submodule pointer that moved"); err != nil {
+			return err
+		}
+		return staleBase(map[string]string{s.sub.path + ":HEAD": got}, map[string]string{s.sub.path + ":HEAD": subHead})
+	}
+	r.note("recorded submodule %s at %s: commit %s on %s", s.a.Path, short(subHead), short(sha), branchName(s.sym))
+	return nil
+}
+
+// returnTo checks the submodule out, detached, at the commit the
+// superproject's index records.
+func (s *submoduleStep) returnTo(ctx context.Context, r *run, subHead string) error {
+	res, err := r.main.g.run(ctx, call{dir: r.main.path, args: []string{"ls-files", "-s", "-z", "--", s.a.Path}})
+	if err != nil {
+		return err
+	}
+	recorded := ""
+	if f := strings.Fields(strings.TrimRight(string(res.out), "\x00")); len(f) >= 2 && f[0] == "160000" {
+		recorded = f[1]
+	}
+	if recorded == "" {
+		return newErr(CodeInvalidArgument, "%s is not a submodule in the superproject's index", s.a.Path)
+	}
+	wt := s.sub.main()
+	h, err := s.sub.g.headOf(ctx, wt.path)
+	if err != nil {
+		return err
+	}
+	if recorded == subHead && h.sym == "" {
+		r.note("submodule %s is already at the recorded commit %s", s.a.Path, short(recorded))
+		return nil
+	}
+	msg := fmt.Sprintf("sluice: return submodule to the recorded commit (proposal %s)", r.p.ID)
+	if err := r.moveCheckout(ctx, s.sub, "HEAD", subHead, recorded, &wt, msg); err != nil {
+		if strings.Contains(stderrOf(err), "unpack") || strings.Contains(stderrOf(err), "not a tree") {
+			return newErr(CodeGitFailed, "the recorded commit %s is not in the submodule's repository; fetch it there first", short(recorded))
+		}
+		return err
+	}
+	r.note("returned submodule %s to the recorded commit %s (detached; it was at %s)", s.a.Path, short(recorded), short(subHead))
+	return nil
+}
+
+// gitlinkOf reads the object id of a gitlink from ls-tree -z output.
+func gitlinkOf(out string) string {
+	meta, _, _ := strings.Cut(out, "\t")
+	f := strings.Fields(meta)
+	if len(f) == 3 && f[0] == "160000" {
+		return f[2]
+	}
+	return ""
+}

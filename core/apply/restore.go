@@ -1,0 +1,871 @@
+package apply
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/core/gitx"
+)
+
+// RestorePrefix is where restore points live. Everything of one restore
+// point is under RestorePrefix + id + "/":
+//
+//	meta              a commit by Sluice whose message holds the record (JSON)
+//	end               the same for the state the operation left behind
+//	ref/<full ref>    each ref the operation touches, as it was
+//	worktree/<n>      each working tree it touches, as a stash-shaped commit
+//
+// The refs keep every recorded object alive through gc; nothing outside
+// refs/sluice/ is written to take a restore point.
+const RestorePrefix = "refs/sluice/restore/"
+
+// Restore point kinds.
+const (
+	// KindProposal is taken before an approved proposal runs. Its id is
+	// the proposal's id.
+	KindProposal = "proposal"
+	// KindRestore is taken before a restore, so that a restore can itself
+	// be undone.
+	KindRestore = "restore"
+)
+
+// End outcomes.
+const (
+	EndCompleted = "completed"
+	EndFailed    = "failed"
+	EndRestored  = "restored"
+)
+
+// RestorePoint is what was recorded before an operation, and, once it
+// ended, what it left behind.
+type RestorePoint struct {
+	ID   string `json:"id"`
+	Kind string `json:"kind" jsonschema:"proposal (taken before an approved proposal ran) or restore (taken before a restore)"`
+	// ProposalID and Digest name the proposal this was taken for.
+	ProposalID string    `json:"proposalId,omitempty"`
+	Op         string    `json:"op,omitempty"`
+	Digest     string    `json:"digest,omitempty"`
+	Repo       string    `json:"repo"`
+	CreatedAt  time.Time `json:"createdAt"`
+	// Restores names the restore point a KindRestore point was taken for.
+	Restores string `json:"restores,omitempty"`
+	// Refs are the refs the operation could change, as they were (SHA ""
+	// for a ref that did not exist).
+	Refs []RefState `json:"refs"`
+	// Worktrees are the working trees it could change.
+	Worktrees []WorktreeState `json:"worktrees,omitempty"`
+	// Config holds branch configuration sections it could change.
+	Config []ConfigSection `json:"config,omitempty"`
+	// NewWorktree is a worktree the operation adds; restoring removes it.
+	NewWorktree string `json:"newWorktree,omitempty"`
+	// Note says what a restore cannot bring back (a push reached a
+	// remote).
+	Note string `json:"note,omitempty"`
+	// End is the state the operation left behind; nil while it runs, and
+	// for an operation interrupted by a crash.
+	End *EndState `json:"end,omitempty"`
+}
+
+// EndState is the state an operation left behind, which a restore
+// compares with the present to find work done since.
+type EndState struct {
+	At        time.Time       `json:"at"`
+	Outcome   string          `json:"outcome" jsonschema:"completed, failed or restored"`
+	Refs      []RefState      `json:"refs"`
+	Worktrees []WorktreeState `json:"worktrees,omitempty"`
+	Config    []ConfigSection `json:"config,omitempty"`
+}
+
+// RefState is a ref at one moment.
+type RefState struct {
+	Ref string `json:"ref"`
+	// SHA is "" when the ref did not exist.
+	SHA string `json:"sha,omitempty"`
+}
+
+// ConfigSection is the configuration of one branch (branch.<name>.*).
+type ConfigSection struct {
+	Branch  string     `json:"branch"`
+	Entries []ConfigKV `json:"entries,omitempty"`
+}
+
+// ConfigKV is one configuration value.
+type ConfigKV struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+func (rp *RestorePoint) ref(name string) (RefState, bool) {
+	for _, r := range rp.Refs {
+		if r.Ref == name {
+			return r, true
+		}
+	}
+	return RefState{}, false
+}
+
+// touchSet is what an operation may change in one repository.
+type touchSet struct {
+	refs []string
+	// worktrees maps a worktree to whether its index and files may
+	// change (false: only its HEAD).
+	worktrees map[worktree]bool
+	// config lists branches whose configuration section may change.
+	config      []string
+	newWorktree string
+	note        string
+}
+
+func (t *touchSet) empty() bool {
+	return len(t.refs) == 0 && len(t.worktrees) == 0 && len(t.config) == 0 && t.newWorktree == ""
+}
+
+func (t *touchSet) addRef(ref string) {
+	if !slices.Contains(t.refs, ref) {
+		t.refs = append(t.refs, ref)
+	}
+}
+
+func (t *touchSet) addWorktree(wt worktree, files bool) {
+	if t.worktrees == nil {
+		t.worktrees = map[worktree]bool{}
+	}
+	t.worktrees[wt] = t.worktrees[wt] || files
+}
+
+func (t *touchSet) addConfig(branch string) {
+	if !slices.Contains(t.config, branch) {
+		t.config = append(t.config, branch)
+	}
+}
+
+func (t *touchSet) sortedWorktrees() []worktree {
+	wts := make([]worktree, 0, len(t.worktrees))
+	for w := range t.worktrees {
+		wts = append(wts, w)
+	}
+	sort.Slice(wts, func(i, j int) bool { return wts[i].path < wts[j].path })
+	return wts
+}
+
+var emptyTrees = map[string]string{
+	"sha1":   "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+	"sha256": "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321",
+}
+
+func emptyTree(repo *gitx.Repo) string {
+	if t, ok := emptyTrees[repo.ObjectFormat]; ok {
+		return t
+	}
+	return emptyTrees["sha1"]
+}
+
+// taken is a restore point written to a repository, with what a restore
+// needs from the moment it was taken.
+type taken struct {
+	rp   *RestorePoint
+	meta string
+	// current maps a worktree path to its trees, index file kept, for a
+	// worktree that was not clean.
+	current map[string]trees
+}
+
+func (tk *taken) cleanup() {
+	for _, t := range tk.current {
+		if t.tmpIndex != "" {
+			os.RemoveAll(filepath.Dir(t.tmpIndex))
+		}
+	}
+}
+
+// takeRestorePoint records rc.touched under RestorePrefix+rp.ID. Every
+// ref is created in one transaction that fails if any already exists.
+func (rc *repoCtx) takeRestorePoint(ctx context.Context, rp *RestorePoint) (*taken, error) {
+	t := rc.touched
+	tk := &taken{rp: rp, current: map[string]trees{}}
+	rp.Repo, rp.Note = rc.path, t.note
+	var err error
+	if rp.Refs, err = rc.refStates(ctx, t.refs); err != nil {
+		return nil, err
+	}
+	for _, wt := range t.sortedWorktrees() {
+		st, tr, err := rc.g.stateOf(ctx, wt, t.worktrees[wt], rc.objectsDir(), keepSnapshot, "sluice restore point "+rp.ID)
+		if err != nil {
+			tk.cleanup()
+			return nil, err
+		}
+		if tr.tmpIndex != "" {
+			tk.current[wt.path] = tr
+		}
+		rp.Worktrees = append(rp.Worktrees, st)
+	}
+	if rp.Config, err = rc.configSections(ctx, t.config); err != nil {
+		tk.cleanup()
+		return nil, err
+	}
+	rp.NewWorktree = t.newWorktree
+	js, err := json.Marshal(rp)
+	if err != nil {
+		tk.cleanup()
+		return nil, err
+	}
+	meta, err := rc.g.commitTree(ctx, rc.path, emptyTree(rc.repo), nil, "Sluice restore point "+rp.ID+"\n\n"+string(js))
+	if err != nil {
+		tk.cleanup()
+		return nil, err
+	}
+	tk.meta = meta
+	base := RestorePrefix + rp.ID + "/"
+	var in bytes.Buffer
+	fmt.Fprintf(&in, "create %smeta %s\n", base, meta)
+	for _, r := range rp.Refs {
+		if r.SHA != "" {
+			fmt.Fprintf(&in, "create %sref/%s %s\n", base, r.Ref, r.SHA)
+		}
+	}
+	for i, w := range rp.Worktrees {
+		snap := w.Snapshot
+		if snap == "" {
+			snap = w.HeadSHA
+		}
+		fmt.Fprintf(&in, "create %sworktree/%d %s\n", base, i, snap)
+	}
+	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "--stdin"}, stdin: in.Bytes()}); err != nil {
+		tk.cleanup()
+		if strings.Contains(stderrOf(err), "exists") {
+			return nil, newErr(CodeInvalidArgument, "a restore point named %s already exists", rp.ID)
+		}
+		return nil, err
+	}
+	return tk, nil
+}
+
+// endRestorePoint records the state the operation left behind.
+func (rc *repoCtx) endRestorePoint(ctx context.Context, tk *taken, outcome string, now time.Time) error {
+	end, err := rc.endState(ctx, tk.rp, outcome, now, keepObjects)
+	if err != nil {
+		return err
+	}
+	js, err := json.Marshal(end)
+	if err != nil {
+		return err
+	}
+	c, err := rc.g.commitTree(ctx, rc.path, emptyTree(rc.repo), []string{tk.meta}, "Sluice restore point "+tk.rp.ID+" end\n\n"+string(js))
+	if err != nil {
+		return err
+	}
+	_, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", RestorePrefix + tk.rp.ID + "/end", c, rc.g.zero}})
+	if err == nil {
+		tk.rp.End = end
+	}
+	return err
+}
+
+// endState reads the state of what rp covers.
+//
+// The executor passes keepObjects: the files it just changed are hashed
+// into the repository, where the next step (a commit of them, say) finds
+// them instead of hashing and writing them again.
+func (rc *repoCtx) endState(ctx context.Context, rp *RestorePoint, outcome string, now time.Time, how keep) (*EndState, error) {
+	end := &EndState{At: now.UTC().Truncate(time.Millisecond), Outcome: outcome}
+	refs := make([]string, 0, len(rp.Refs))
+	for _, r := range rp.Refs {
+		refs = append(refs, r.Ref)
+	}
+	var err error
+	if end.Refs, err = rc.refStates(ctx, refs); err != nil {
+		return nil, err
+	}
+	for _, w := range rp.Worktrees {
+		wt, err := rc.worktreeAt(ctx, w.Path)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return nil, err
+		}
+		st, _, err := rc.g.stateOf(ctx, wt, w.Files, rc.objectsDir(), how, "")
+		if err != nil {
+			return nil, err
+		}
+		end.Worktrees = append(end.Worktrees, st)
+	}
+	branches := make([]string, 0, len(rp.Config))
+	for _, c := range rp.Config {
+		branches = append(branches, c.Branch)
+	}
+	if end.Config, err = rc.configSections(ctx, branches); err != nil {
+		return nil, err
+	}
+	return end, nil
+}
+
+// dropRestorePoint deletes every ref of a restore point, for an
+// operation that failed before it changed anything.
+func (rc *repoCtx) dropRestorePoint(ctx context.Context, id string) error {
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"for-each-ref", "--format=%(refname) %(objectname)", RestorePrefix + id + "/"}})
+	if err != nil {
+		return err
+	}
+	var in bytes.Buffer
+	for _, line := range strings.Split(res.text(), "\n") {
+		if ref, sha, ok := strings.Cut(line, " "); ok {
+			fmt.Fprintf(&in, "delete %s %s\n", ref, sha)
+		}
+	}
+	if in.Len() == 0 {
+		return nil
+	}
+	_, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "--stdin"}, stdin: in.Bytes()})
+	return err
+}
+
+// refStates reads the named refs in one process; a missing ref has SHA "".
+func (rc *repoCtx) refStates(ctx context.Context, refs []string) ([]RefState, error) {
+	out := make([]RefState, 0, len(refs))
+	if len(refs) == 0 {
+		return out, nil
+	}
+	args := append([]string{"for-each-ref", "--format=%(refname) %(objectname)"}, refs...)
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: args})
+	if err != nil {
+		return nil, err
+	}
+	have := map[string]string{}
+	for _, line := range strings.Split(res.text(), "\n") {
+		if ref, sha, ok := strings.Cut(line, " "); ok {
+			have[ref] = sha
+		}
+	}
+	for _, r := range refs {
+		out = append(out, RefState{Ref: r, SHA: have[r]})
+	}
+	return out, nil
+}
+
+// configSections reads branch.<name>.* for each branch.
+func (rc *repoCtx) configSections(ctx context.Context, branches []string) ([]ConfigSection, error) {
+	var out []ConfigSection
+	for _, b := range branches {
+		res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"config", "--local", "-z", "--get-regexp", `^branch\.` + regexp.QuoteMeta(b) + `\.`}, ok: []int{1}})
+		if err != nil {
+			return nil, err
+		}
+		sec := ConfigSection{Branch: b}
+		for _, rec := range strings.Split(string(res.out), "\x00") {
+			if k, v, ok := strings.Cut(rec, "\n"); ok {
+				sec.Entries = append(sec.Entries, ConfigKV{Key: k, Value: v})
+			} else if rec != "" {
+				sec.Entries = append(sec.Entries, ConfigKV{Key: rec})
+			}
+		}
+		out = append(out, sec)
+	}
+	return out, nil
+}
+
+// restoreConfig puts a branch's configuration section back as recorded.
+func (rc *repoCtx) restoreConfig(ctx context.Context, sec ConfigSection) error {
+	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"config", "--local", "--remove-section", "branch." + sec.Branch}, ok: []int{128}}); err != nil {
+		return err
+	}
+	for _, kv := range sec.Entries {
+		if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"config", "--local", "--add", kv.Key, kv.Value}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ---------------------------------------------------------------------
+// Reading restore points (read-only; usable from the sidecar).
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// ListRestorePoints lists the restore points of repo, newest first. It
+// writes nothing.
+func ListRestorePoints(ctx context.Context, repo *gitx.Repo) ([]RestorePoint, error) {
+	out, err := repo.ReadGit(ctx, "for-each-ref", []string{"--format=%(refname)%00%(contents)%1e",
+		RestorePrefix + "*/meta", RestorePrefix + "*/end"}, nil, nil, 0)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]*RestorePoint{}
+	ends := map[string]*EndState{}
+	for _, rec := range bytes.Split(out.Stdout, []byte{0x1e}) {
+		name, contents, ok := bytes.Cut(bytes.TrimLeft(rec, "\n"), []byte{0})
+		if !ok {
+			continue
+		}
+		rest, found := strings.CutPrefix(string(name), RestorePrefix)
+		if !found {
+			continue
+		}
+		id, part, _ := strings.Cut(rest, "/")
+		if !idPattern.MatchString(id) {
+			continue
+		}
+		body := messageBody(contents)
+		switch part {
+		case "meta":
+			var rp RestorePoint
+			if json.Unmarshal(body, &rp) == nil && rp.ID == id && validRestorePoint(&rp) {
+				byID[id] = &rp
+			}
+		case "end":
+			var end EndState
+			if json.Unmarshal(body, &end) == nil {
+				ends[id] = &end
+			}
+		}
+	}
+	list := make([]RestorePoint, 0, len(byID))
+	for id, rp := range byID {
+		rp.End = ends[id]
+		list = append(list, *rp)
+	}
+	sort.Slice(list, func(i, j int) bool {
+		if !list[i].CreatedAt.Equal(list[j].CreatedAt) {
+			return list[i].CreatedAt.After(list[j].CreatedAt)
+		}
+		return list[i].ID < list[j].ID
+	})
+	return list, nil
+}
+
+// messageBody is what follows the subject line of a commit message.
+func messageBody(contents []byte) []byte {
+	if _, body, ok := bytes.Cut(contents, []byte("\n\n")); ok {
+		return bytes.TrimSpace(body)
+	}
+	return nil
+}
+
+var hexSHA = regexp.MustCompile(`^(?:[0-9a-f]{40}|[0-9a-f]{64})$`)
+
+// validRestorePoint refuses a record that names anything a restore must
+// not touch: refs outside refs/, malformed ids, relative paths.
+func validRestorePoint(rp *RestorePoint) bool {
+	okSHA := func(s string, empty bool) bool { return (empty && s == "") || hexSHA.MatchString(s) }
+	for _, r := range rp.Refs {
+		if !strings.HasPrefix(r.Ref, "refs/") || strings.HasPrefix(r.Ref, "refs/sluice/") || gitx.CheckRev("ref", r.Ref) != nil ||
+			strings.Contains(r.Ref, "..") || !okSHA(r.SHA, true) {
+			return false
+		}
+	}
+	for _, w := range rp.Worktrees {
+		if !filepath.IsAbs(w.Path) || filepath.Clean(w.Path) != w.Path || !okSHA(w.HeadSHA, false) ||
+			(w.Head != "" && !strings.HasPrefix(w.Head, "refs/heads/")) {
+			return false
+		}
+		if w.Files && (!okSHA(w.Index, false) || !okSHA(w.Tree, false)) {
+			return false
+		}
+	}
+	for _, c := range rp.Config {
+		if gitx.CheckRev("branch", c.Branch) != nil {
+			return false
+		}
+		for _, kv := range c.Entries {
+			if !strings.HasPrefix(kv.Key, "branch."+c.Branch+".") || strings.ContainsAny(kv.Key, "\n\x00") {
+				return false
+			}
+		}
+	}
+	if rp.NewWorktree != "" && (!filepath.IsAbs(rp.NewWorktree) || filepath.Clean(rp.NewWorktree) != rp.NewWorktree) {
+		return false
+	}
+	return true
+}
+
+// findRestorePoint returns the restore point id of repo.
+func findRestorePoint(ctx context.Context, repo *gitx.Repo, id string) (*RestorePoint, error) {
+	if !idPattern.MatchString(id) {
+		return nil, newErr(CodeInvalidArgument, "a restore point id matches ^[A-Za-z0-9_-]{1,128}$")
+	}
+	list, err := ListRestorePoints(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	for i := range list {
+		if list[i].ID == id {
+			return &list[i], nil
+		}
+	}
+	return nil, &Error{Code: CodeRestorePointNotFound, Msg: "no restore point " + id + " in this repository"}
+}
+
+// Conflict is a change made after a restore point that a restore would
+// overwrite.
+type Conflict struct {
+	Kind string `json:"kind" jsonschema:"ref, head, index, files, config, worktree or incomplete"`
+	// Ref or Path names what changed.
+	Ref  string `json:"ref,omitempty"`
+	Path string `json:"path,omitempty"`
+	// Expected is what the operation left behind; Current is what is
+	// there now ("" for gone).
+	Expected string `json:"expected,omitempty"`
+	Current  string `json:"current,omitempty"`
+	Message  string `json:"message"`
+}
+
+// Details is a restore point with how the repository differs from the
+// state the operation left behind.
+type Details struct {
+	RestorePoint
+	// Current are the refs as they are now.
+	Current []RefState `json:"current"`
+	// Conflicts are changes made since the operation ended; a restore
+	// refuses to overwrite them unless the person confirms.
+	Conflicts []Conflict `json:"conflicts"`
+	// Restorable is false when nothing recorded can be restored any more.
+	Restorable bool `json:"restorable"`
+}
+
+// RestorePointDetails describes one restore point of repo and what
+// restoring it would overwrite. It writes nothing to the repository:
+// the working tree is compared through a temporary index and object
+// directory.
+func RestorePointDetails(ctx context.Context, repo *gitx.Repo, id string) (*Details, error) {
+	rp, err := findRestorePoint(ctx, repo, id)
+	if err != nil {
+		return nil, err
+	}
+	rc := readOnlyCtx(repo)
+	d := &Details{RestorePoint: *rp, Conflicts: []Conflict{}, Restorable: true}
+	refs := make([]string, 0, len(rp.Refs))
+	for _, r := range rp.Refs {
+		refs = append(refs, r.Ref)
+	}
+	if d.Current, err = rc.refStates(ctx, refs); err != nil {
+		return nil, err
+	}
+	if d.Conflicts, err = rc.conflicts(ctx, rp); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// readOnlyCtx is a repository context for reads only; the caller already
+// confined and opened repo.
+func readOnlyCtx(repo *gitx.Repo) *repoCtx {
+	return &repoCtx{path: repo.Root, repo: repo, g: newGitEnv(repo.Runner(), repo, gitx.DefaultTimeout)}
+}
+
+// conflicts compares the present with the state the operation left
+// behind. It writes nothing.
+func (rc *repoCtx) conflicts(ctx context.Context, rp *RestorePoint) ([]Conflict, error) {
+	out := []Conflict{}
+	if rp.End == nil {
+		return append(out, Conflict{Kind: "incomplete",
+			Message: "the operation never recorded how it ended (the app stopped while it ran): changes made since cannot be told apart from its own; restoring needs confirmation"}), nil
+	}
+	end := rp.End
+	refs := make([]string, 0, len(end.Refs))
+	for _, r := range end.Refs {
+		refs = append(refs, r.Ref)
+	}
+	now, err := rc.refStates(ctx, refs)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range end.Refs {
+		if now[i].SHA != r.SHA {
+			out = append(out, Conflict{Kind: "ref", Ref: r.Ref, Expected: r.SHA, Current: now[i].SHA,
+				Message: fmt.Sprintf("%s moved after the operation (%s → %s)", r.Ref, orGone(r.SHA), orGone(now[i].SHA))})
+		}
+	}
+	for _, w := range end.Worktrees {
+		wt, err := rc.worktreeAt(ctx, w.Path)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				out = append(out, Conflict{Kind: "worktree", Path: w.Path, Message: "the working tree no longer exists"})
+				continue
+			}
+			return nil, err
+		}
+		st, _, err := rc.g.stateOf(ctx, wt, w.Files, rc.objectsDir(), keepNothing, "")
+		if errors.Is(err, &Error{Code: CodeOperationInProgress}) {
+			out = append(out, Conflict{Kind: "index", Path: w.Path, Message: err.Error()})
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if st.Head != w.Head || st.HeadSHA != w.HeadSHA {
+			out = append(out, Conflict{Kind: "head", Path: w.Path, Expected: headName(w), Current: headName(st),
+				Message: fmt.Sprintf("HEAD of %s moved after the operation", w.Path)})
+		}
+		if w.Files && st.Index != w.Index {
+			out = append(out, Conflict{Kind: "index", Path: w.Path, Expected: w.Index, Current: st.Index,
+				Message: fmt.Sprintf("the index of %s changed after the operation", w.Path)})
+		}
+		if w.Files && st.Tree != w.Tree {
+			out = append(out, Conflict{Kind: "files", Path: w.Path, Expected: w.Tree, Current: st.Tree,
+				Message: fmt.Sprintf("files in %s changed after the operation", w.Path)})
+		}
+	}
+	branches := make([]string, 0, len(end.Config))
+	for _, c := range end.Config {
+		branches = append(branches, c.Branch)
+	}
+	cfg, err := rc.configSections(ctx, branches)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range end.Config {
+		if !slices.Equal(cfg[i].Entries, c.Entries) {
+			out = append(out, Conflict{Kind: "config", Ref: "branch." + c.Branch,
+				Message: fmt.Sprintf("the configuration of branch %s changed after the operation", c.Branch)})
+		}
+	}
+	if p := rp.NewWorktree; p != "" {
+		if wt, err := rc.worktreeAt(ctx, p); err == nil {
+			if clean, err := rc.g.clean(ctx, wt); err != nil {
+				return nil, err
+			} else if !clean {
+				out = append(out, Conflict{Kind: "worktree", Path: p, Message: "the worktree the operation added has changes; restoring removes it"})
+			}
+		}
+	}
+	return out, nil
+}
+
+func orGone(sha string) string {
+	if sha == "" {
+		return "gone"
+	}
+	return short(sha)
+}
+
+func headName(w WorktreeState) string {
+	if w.Head != "" {
+		return w.Head + "@" + short(w.HeadSHA)
+	}
+	return "detached@" + short(w.HeadSHA)
+}
+
+// ---------------------------------------------------------------------
+// Restoring.
+
+// RefChange is one ref a restore moved.
+type RefChange struct {
+	Ref string `json:"ref"`
+	// From and To are SHAs; "" is an absent ref.
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+}
+
+// RestoreResult is what a restore changed: enough for the app to audit it.
+type RestoreResult struct {
+	Repo         string `json:"repo"`
+	RestorePoint string `json:"restorePoint"`
+	ProposalID   string `json:"proposalId,omitempty"`
+	// UndoPoint is the restore point taken just before, which undoes
+	// this restore.
+	UndoPoint string `json:"undoPoint"`
+	Forced    bool   `json:"forced"`
+	// Conflicts were overwritten because the person confirmed (Forced).
+	Conflicts []Conflict  `json:"conflicts,omitempty"`
+	Refs      []RefChange `json:"refs"`
+	// Worktrees lists working trees whose HEAD, index or files were put
+	// back.
+	Worktrees       []string `json:"worktrees,omitempty"`
+	RemovedWorktree string   `json:"removedWorktree,omitempty"`
+	Config          []string `json:"config,omitempty"`
+	Note            string   `json:"note,omitempty"`
+}
+
+// restore puts rp back. The caller holds the repository lock.
+func (rc *repoCtx) restore(ctx context.Context, rp *RestorePoint, force bool, now time.Time, hook func(string)) (*RestoreResult, error) {
+	conflicts, err := rc.conflicts(ctx, rp)
+	if err != nil {
+		return nil, err
+	}
+	if len(conflicts) > 0 && !force {
+		msgs := make([]string, 0, len(conflicts))
+		for _, c := range conflicts {
+			msgs = append(msgs, c.Message)
+		}
+		return nil, &Error{Code: CodeRestoreConflict, Data: conflicts,
+			Msg: "work was done after the restore point, and restoring would overwrite it: " + clip(strings.Join(msgs, "; "), 2000)}
+	}
+	// Moving a branch under a checkout that the restore point did not
+	// record would leave that checkout out of step with its branch.
+	if err := rc.refuseCheckedOut(ctx, rp); err != nil {
+		return nil, err
+	}
+	// What the restore touches, recorded first so that it can be undone.
+	rc.touched = touchSet{}
+	for _, r := range rp.Refs {
+		rc.touched.addRef(r.Ref)
+	}
+	var wts []worktree
+	for _, w := range rp.Worktrees {
+		wt, err := rc.worktreeAt(ctx, w.Path)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				wts = append(wts, worktree{})
+				continue
+			}
+			return nil, err
+		}
+		wts = append(wts, wt)
+		rc.touched.addWorktree(wt, w.Files)
+	}
+	for _, c := range rp.Config {
+		rc.touched.addConfig(c.Branch)
+	}
+	undo := &RestorePoint{ID: undoID(now), Kind: KindRestore, Restores: rp.ID, ProposalID: rp.ProposalID,
+		Op: rp.Op, CreatedAt: now.UTC().Truncate(time.Millisecond)}
+	tk, err := rc.takeRestorePoint(ctx, undo)
+	if err != nil {
+		return nil, err
+	}
+	defer tk.cleanup()
+	res := &RestoreResult{Repo: rc.path, RestorePoint: rp.ID, ProposalID: rp.ProposalID, UndoPoint: undo.ID, Forced: force,
+		Refs: []RefChange{}, Note: rp.Note}
+	if force {
+		res.Conflicts = conflicts
+	}
+	hook("restore-undo-point")
+
+	// A worktree the operation added goes first: its branch may be among
+	// the refs to delete.
+	if p := rp.NewWorktree; p != "" {
+		if _, err := os.Lstat(p); err == nil {
+			args := []string{"worktree", "remove"}
+			if force {
+				args = append(args, "--force")
+			}
+			if _, err := rc.g.run(ctx, call{dir: rc.path, args: append(args, "--", p)}); err != nil {
+				return res, err
+			}
+			res.RemovedWorktree = p
+		}
+	}
+	var in bytes.Buffer
+	for _, want := range rp.Refs {
+		cur, _ := undo.ref(want.Ref)
+		if cur.SHA == want.SHA {
+			continue
+		}
+		old := cur.SHA
+		if old == "" {
+			old = rc.g.zero
+		}
+		if want.SHA == "" {
+			fmt.Fprintf(&in, "delete %s %s\n", want.Ref, old)
+		} else {
+			fmt.Fprintf(&in, "update %s %s %s\n", want.Ref, want.SHA, old)
+		}
+		res.Refs = append(res.Refs, RefChange{Ref: want.Ref, From: cur.SHA, To: want.SHA})
+	}
+	if in.Len() > 0 {
+		if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-m", "sluice: restore " + rp.ID, "--stdin"}, stdin: in.Bytes()}); err != nil {
+			return res, restoreRaced(err)
+		}
+	}
+	for i, want := range rp.Worktrees {
+		wt := wts[i]
+		if wt.path == "" {
+			continue
+		}
+		cur := undo.Worktrees[slices.IndexFunc(undo.Worktrees, func(w WorktreeState) bool { return w.Path == wt.path })]
+		if want.Head != "" && cur.Head != want.Head {
+			if _, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"symbolic-ref", "-m", "sluice: restore " + rp.ID, "HEAD", want.Head}}); err != nil {
+				return res, err
+			}
+		} else if want.Head == "" && (cur.Head != "" || cur.HeadSHA != want.HeadSHA) {
+			if _, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"update-ref", "--no-deref", "-m", "sluice: restore " + rp.ID, "HEAD", want.HeadSHA}}); err != nil {
+				return res, err
+			}
+		}
+		if want.Files {
+			if err := rc.g.restoreFiles(ctx, wt, want, tk.current[wt.path]); err != nil {
+				return res, err
+			}
+		}
+		res.Worktrees = append(res.Worktrees, wt.path)
+	}
+	for _, sec := range rp.Config {
+		if err := rc.restoreConfig(ctx, sec); err != nil {
+			return res, err
+		}
+		res.Config = append(res.Config, "branch."+sec.Branch)
+	}
+	if err := rc.endRestorePoint(ctx, tk, EndRestored, now); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+func restoreRaced(err error) error {
+	if s := stderrOf(err); strings.Contains(s, "but expected") || strings.Contains(s, "reference already exists") {
+		return &Error{Code: CodeRestoreConflict, Msg: "a ref moved while restoring; nothing of it was restored, try again", Err: err}
+	}
+	return err
+}
+
+func undoID(now time.Time) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("restore-%d-%s", now.UnixMilli(), hex.EncodeToString(b))
+}
+
+// refuseCheckedOut fails when a ref the restore would move is checked out
+// in a worktree whose state the restore point does not hold.
+func (rc *repoCtx) refuseCheckedOut(ctx context.Context, rp *RestorePoint) error {
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"worktree", "list", "--porcelain", "-z"}})
+	if err != nil {
+		return err
+	}
+	recorded := map[string]bool{}
+	for _, w := range rp.Worktrees {
+		recorded[w.Path] = true
+	}
+	refs := make([]string, 0, len(rp.Refs))
+	for _, r := range rp.Refs {
+		refs = append(refs, r.Ref)
+	}
+	now, err := rc.refStates(ctx, refs)
+	if err != nil {
+		return err
+	}
+	moving := map[string]bool{}
+	for i, r := range rp.Refs {
+		if now[i].SHA != r.SHA {
+			moving[r.Ref] = true
+		}
+	}
+	path := ""
+	for _, rec := range strings.Split(string(res.out), "\x00") {
+		k, v, _ := strings.Cut(rec, " ")
+		switch k {
+		case "worktree":
+			path = v
+			if c, err := filepath.EvalSymlinks(v); err == nil {
+				path = c
+			}
+		case "branch":
+			if moving[v] && !recorded[path] && path != rp.NewWorktree {
+				return &Error{Code: CodeRestoreConflict, Data: []Conflict{{Kind: "worktree", Ref: v, Path: path,
+					Message: fmt.Sprintf("%s is checked out in %s now; restoring would move it under that checkout", v, path)}},
+					Msg: fmt.Sprintf("%s is checked out in %s now, which the restore point did not record; check out another branch there first", v, path)}
+			}
+		}
+	}
+	return nil
+}

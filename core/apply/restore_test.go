@@ -1,0 +1,236 @@
+package apply
+
+import (
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/gitx/gitxtest"
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+func TestRestore_RefMovedAfter_RefusedUnlessForced(t *testing.T) {
+	f := newFixture(t)
+	f.diverge()
+	before, mainBefore := repoState(t, f.repo.Dir), f.git("rev-parse", "main")
+	done := f.mustComplete(f.propose(&proposal.MergeArgs{Source: "feature", Target: "main", Strategy: proposal.MergeCommit}))
+	f.repo.WriteCommit("later.txt", "later\n", "the person's work after the merge")
+	later := repoState(t, f.repo.Dir)
+
+	_, err := f.e.Restore(testCtx(t), f.repo.Dir, done.Outcome.RestorePoint, false)
+	if !errors.Is(err, ErrRestoreConflict) {
+		t.Fatalf("err %v: want restore_conflict", err)
+	}
+	conflicts, _ := dataOf(err).([]Conflict)
+	if len(conflicts) == 0 || conflicts[0].Kind != "ref" || conflicts[0].Ref != "refs/heads/main" {
+		t.Errorf("conflicts %+v: want main named", conflicts)
+	}
+	if now := repoState(t, f.repo.Dir); now != later {
+		t.Errorf("a refused restore changed the repository:\n%s", diffState(later, now))
+	}
+
+	res, err := f.e.Restore(testCtx(t), f.repo.Dir, done.Outcome.RestorePoint, true)
+	if err != nil {
+		t.Fatalf("forced restore: %v", err)
+	}
+	if !res.Forced || len(res.Conflicts) == 0 || len(res.Refs) != 1 || res.Refs[0].Ref != "refs/heads/main" || res.Refs[0].To != mainBefore {
+		t.Errorf("result %+v", res)
+	}
+	if now := repoState(t, f.repo.Dir); now != before {
+		t.Errorf("forced restore did not bring back the state before the merge:\n%s", diffState(before, now))
+	}
+
+	// The restore took its own restore point: undoing it brings back the
+	// person's later work.
+	if _, err := f.e.Restore(testCtx(t), f.repo.Dir, res.UndoPoint, false); err != nil {
+		t.Fatalf("undo the restore: %v", err)
+	}
+	if now := repoState(t, f.repo.Dir); now != later {
+		t.Errorf("undoing the restore did not bring back the later work:\n%s", diffState(later, now))
+	}
+}
+
+func TestRestore_FilesChangedAfter_RefusedUnlessForced(t *testing.T) {
+	f := newFixture(t)
+	before := repoState(t, f.repo.Dir)
+	done := f.mustComplete(f.propose(&proposal.PatchArgs{Patch: addNewPatch, Target: proposal.PatchWorktree}))
+	f.repo.Write("src/new.txt", "the person edited it\n")
+	f.repo.Write("notes.txt", "new untracked notes\n")
+	later := repoState(t, f.repo.Dir)
+
+	_, err := f.e.Restore(testCtx(t), f.repo.Dir, done.Outcome.RestorePoint, false)
+	conflicts, _ := dataOf(err).([]Conflict)
+	if !errors.Is(err, ErrRestoreConflict) || !slices.ContainsFunc(conflicts, func(c Conflict) bool { return c.Kind == "files" }) {
+		t.Fatalf("err %v conflicts %+v: want a files conflict", err, conflicts)
+	}
+	if now := repoState(t, f.repo.Dir); now != later {
+		t.Errorf("a refused restore changed the repository:\n%s", diffState(later, now))
+	}
+	res, err := f.e.Restore(testCtx(t), f.repo.Dir, done.Outcome.RestorePoint, true)
+	if err != nil {
+		t.Fatalf("forced restore: %v", err)
+	}
+	if now := repoState(t, f.repo.Dir); now != before {
+		t.Errorf("forced restore:\n%s", diffState(before, now))
+	}
+	if _, err := f.e.Restore(testCtx(t), f.repo.Dir, res.UndoPoint, false); err != nil {
+		t.Fatalf("undo the restore: %v", err)
+	}
+	if now := repoState(t, f.repo.Dir); now != later {
+		t.Errorf("undoing the restore lost the person's edits:\n%s", diffState(later, now))
+	}
+}
+
+func TestRestore_UnknownPoint(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.e.Restore(testCtx(t), f.repo.Dir, "no-such-point", false); CodeOf(err) != CodeRestorePointNotFound {
+		t.Fatalf("err %v: want restore_point_not_found", err)
+	}
+	if _, err := f.e.Restore(testCtx(t), f.repo.Dir, "../../etc", false); CodeOf(err) != CodeInvalidArgument {
+		t.Fatalf("err %v: want invalid_argument", err)
+	}
+	outside, _ := filepath.EvalSymlinks(t.TempDir())
+	if _, err := f.e.Restore(testCtx(t), outside, "x", false); CodeOf(err) != gitx.CodePathOutsideRoots {
+		t.Fatalf("err %v: want path_outside_roots", err)
+	}
+}
+
+func TestRestorePoints_ListAndDetails(t *testing.T) {
+	f := newFixture(t)
+	first := f.mustComplete(f.propose(&proposal.BranchArgs{Name: "one", StartPoint: "main"}))
+	f.repo.Write("src/a.txt", "edited\n")
+	second := f.mustComplete(f.propose(&proposal.CommitArgs{Message: "edit a", StageAll: true}))
+	list, err := f.e.ListRestorePoints(testCtx(t), f.repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].ID != second.Proposal.ID || list[1].ID != first.Proposal.ID {
+		t.Fatalf("list %+v: want the commit's then the branch's, newest first", list)
+	}
+	rp := list[0]
+	if rp.Kind != KindProposal || rp.Op != "commit" || rp.Digest != second.Proposal.Digest || rp.End == nil || rp.End.Outcome != EndCompleted {
+		t.Errorf("restore point %+v", rp)
+	}
+	if len(rp.Worktrees) != 1 || !rp.Worktrees[0].Files || rp.Worktrees[0].Clean || rp.Worktrees[0].Snapshot == "" {
+		t.Errorf("worktree snapshot %+v", rp.Worktrees)
+	}
+	// The snapshot is shaped like a stash entry: parents HEAD and the
+	// index commit, and git stash can show it.
+	snap := rp.Worktrees[0].Snapshot
+	if parents := strings.Fields(f.git("rev-list", "--parents", "-n1", snap)); len(parents) != 3 || parents[1] != rp.Worktrees[0].HeadSHA {
+		t.Errorf("snapshot parents %v", parents)
+	}
+	if got := f.git("stash", "show", "--name-only", snap); got != "src/a.txt" {
+		t.Errorf("git stash show of the snapshot: %q", got)
+	}
+
+	before := gitxtest.Snapshot(t, f.root)
+	d, err := f.e.RestorePointDetails(testCtx(t), f.repo.Dir, rp.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Conflicts) != 0 || len(d.Current) != 1 || d.Current[0].SHA != f.git("rev-parse", "main") {
+		t.Errorf("details %+v", d)
+	}
+	f.repo.Write("src/b.txt", "later\n")
+	before = gitxtest.Snapshot(t, f.root)
+	if d, err = f.e.RestorePointDetails(testCtx(t), f.repo.Dir, rp.ID); err != nil || len(d.Conflicts) != 1 || d.Conflicts[0].Kind != "files" {
+		t.Fatalf("details after an edit: %+v, %v", d, err)
+	}
+	requireSame(t, before, gitxtest.Snapshot(t, f.root))
+}
+
+func TestBranchDelete_KeepsUnsafeBranches_AcrossRepos(t *testing.T) {
+	f := newFixture(t)
+	f.git("branch", "merged")
+	f.git("checkout", "-q", "-b", "unmerged")
+	f.repo.WriteCommit("u.txt", "u\n", "unmerged work")
+	f.git("checkout", "-q", "main")
+	f.git("branch", "busy")
+	f.git("worktree", "add", "-q", filepath.Join(f.root, "busy-wt"), "busy")
+
+	other := gitxtest.InitAt(t, filepath.Join(f.root, "other"))
+	other.WriteCommit("o.txt", "o\n", "other base")
+	bare := filepath.Join(f.root, "other-remote.git")
+	gitxtest.Git(t, f.root, "init", "-q", "--bare", bare)
+	other.Git("remote", "add", "origin", "file://"+bare)
+	other.Git("checkout", "-q", "-b", "pushed")
+	other.WriteCommit("p.txt", "p\n", "pushed work")
+	other.Git("push", "-q", "-u", "origin", "pushed")
+	other.Git("checkout", "-q", "main")
+	other.Git("branch", "also-merged")
+
+	rec := f.propose(&proposal.BranchDeleteArgs{Branches: []string{"merged", "unmerged", "busy"},
+		OtherRepos: []proposal.RepoBranches{{Repo: other.Dir, Branches: []string{"pushed", "also-merged"}}}})
+	done := f.mustComplete(rec)
+	msg := done.Outcome.Message
+	for _, want := range []string{"deleted merged, " + other.Dir + ":also-merged, " + other.Dir + ":pushed", "unmerged (its commits are not in HEAD and it has no upstream)", "busy (it is checked out in "} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("outcome %q lacks %q", msg, want)
+		}
+	}
+	for _, gone := range []string{"refs/heads/merged"} {
+		if _, err := gitxtest.GitErr(t, f.repo.Dir, "rev-parse", "--verify", "-q", gone); err == nil {
+			t.Errorf("%s still exists", gone)
+		}
+	}
+	for _, kept := range []string{"unmerged", "busy"} {
+		f.git("rev-parse", "--verify", "-q", "refs/heads/"+kept)
+	}
+	if refs := other.Git("for-each-ref", "--format=%(refname)", "refs/heads/"); refs != "refs/heads/main" {
+		t.Errorf("other repository's branches: %q", refs)
+	}
+	// Each repository has its own restore point under the proposal's id,
+	// and each restores its branches and their configuration.
+	if _, err := f.e.Restore(testCtx(t), other.Dir, rec.Proposal.ID, false); err != nil {
+		t.Fatalf("restore in the other repository: %v", err)
+	}
+	if other.Git("config", "branch.pushed.remote") != "origin" || other.Git("rev-parse", "pushed") == "" {
+		t.Errorf("pushed was not restored with its upstream")
+	}
+}
+
+func TestRevalidate_MovedBase_RecoverFails(t *testing.T) {
+	f := newFixture(t)
+	stale := f.propose(&proposal.BranchArgs{Name: "topic", StartPoint: "main"})
+	moveMain(f)
+	f.git("tag", "keep", "HEAD")
+	if err := f.e.Revalidate(stale); !errors.Is(err, ErrStaleBase) {
+		t.Fatalf("Revalidate: %v, want stale_base", err)
+	}
+	ok := f.propose(&proposal.BranchArgs{Name: "third", StartPoint: "keep"})
+	rec, err := f.j.Recover(f.e.Revalidate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(rec.Invalidated, stale.Proposal.ID) || !slices.Contains(rec.Revalidated, ok.Proposal.ID) {
+		t.Fatalf("recovery %+v", rec)
+	}
+	got, _ := f.j.Get(stale.Proposal.ID)
+	if got.State != proposal.Failed || outcomeCode(got) != CodeStaleBase {
+		t.Errorf("stale proposal after recovery: %s %s", got.State, outcomeCode(got))
+	}
+}
+
+// A branch the restore would move is checked out now in a worktree the
+// restore point never saw: the restore refuses, even when forced, rather
+// than pull the branch from under that checkout.
+func TestRestore_BranchNowCheckedOutElsewhere_Refused(t *testing.T) {
+	f := newFixture(t)
+	f.diverge()
+	f.git("branch", "release", "main")
+	done := f.mustComplete(f.propose(&proposal.MergeArgs{Source: "feature", Target: "release", Strategy: proposal.MergeCommit}))
+	f.git("worktree", "add", "-q", filepath.Join(f.root, "later-wt"), "release")
+	later := repoState(t, f.repo.Dir)
+	for _, force := range []bool{false, true} {
+		if _, err := f.e.Restore(testCtx(t), f.repo.Dir, done.Outcome.RestorePoint, force); !errors.Is(err, ErrRestoreConflict) {
+			t.Fatalf("force=%v: err %v, want restore_conflict", force, err)
+		}
+	}
+	if now := repoState(t, f.repo.Dir); now != later {
+		t.Errorf("a refused restore changed the repository:\n%s", diffState(later, now))
+	}
+}

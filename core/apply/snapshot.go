@@ -1,0 +1,275 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// head is where a worktree's HEAD is.
+type head struct {
+	// sym is the branch HEAD points to ("refs/heads/main"), or "" when
+	// HEAD is detached.
+	sym  string
+	sha  string
+	tree string
+}
+
+// headOf reads the HEAD of the worktree at dir in one process.
+func (g *gitEnv) headOf(ctx context.Context, dir string) (head, error) {
+	res, err := g.run(ctx, call{dir: dir, args: []string{"rev-parse", "HEAD", "HEAD^{tree}", "--symbolic-full-name", "HEAD", "--"}})
+	if err != nil {
+		return head{}, err
+	}
+	lines := strings.Split(res.text(), "\n")
+	if len(lines) < 3 {
+		return head{}, newErr(CodeGitFailed, "git rev-parse HEAD gave an unexpected answer")
+	}
+	h := head{sha: lines[0], tree: lines[1]}
+	if lines[2] != "HEAD" {
+		h.sym = lines[2]
+	}
+	return h, nil
+}
+
+// worktree is one working tree the executor reads or changes.
+type worktree struct {
+	path   string
+	gitDir string
+}
+
+// clean reports whether the worktree has no staged, unstaged or untracked
+// changes (ignored files do not count; dirty submodule contents do not
+// either, since no snapshot can hold them). It never writes: status runs
+// without optional locks.
+func (g *gitEnv) clean(ctx context.Context, wt worktree) (bool, error) {
+	res, err := g.run(ctx, call{dir: wt.path, args: []string{"status", "--porcelain=v1", "-z", "--untracked-files=normal", "--ignore-submodules=dirty"}})
+	if err != nil {
+		return false, err
+	}
+	return len(res.out) == 0, nil
+}
+
+// dirtyTracked lists tracked paths with staged or unstaged changes
+// (untracked files are allowed), capped at 20.
+func (g *gitEnv) dirtyTracked(ctx context.Context, wt worktree) ([]string, error) {
+	res, err := g.run(ctx, call{dir: wt.path, args: []string{"status", "--porcelain=v1", "-z", "--untracked-files=no", "--ignore-submodules=dirty"}})
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	recs := strings.Split(string(res.out), "\x00")
+	for i := 0; i < len(recs); i++ {
+		rec := recs[i]
+		if len(rec) < 4 {
+			continue
+		}
+		paths = append(paths, rec[3:])
+		if rec[0] == 'R' || rec[0] == 'C' {
+			i++ // the rename's source follows
+		}
+		if len(paths) == 20 {
+			break
+		}
+	}
+	return paths, nil
+}
+
+// trees is the content of a worktree's index and of its working tree
+// (untracked files included, ignored files not) as tree ids.
+type trees struct {
+	index, files string
+	// tmpIndex, when kept, is an index file describing the working tree;
+	// the caller removes its directory.
+	tmpIndex string
+}
+
+// treesOf records the index and the working tree as trees, on a copy of
+// the index so that the person's index is never written. With persist
+// the objects go to the repository (a restore point needs them); without
+// it they go to a temporary object directory that is deleted, which
+// leaves the repository exactly as it was.
+func (g *gitEnv) treesOf(ctx context.Context, wt worktree, objectsDir string, persist, keepIndex bool) (trees, error) {
+	tmp, err := os.MkdirTemp("", "sluice-snapshot-")
+	if err != nil {
+		return trees{}, err
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			os.RemoveAll(tmp)
+		}
+	}()
+	idx := filepath.Join(tmp, "index")
+	if err := copyFile(filepath.Join(wt.gitDir, "index"), idx); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return trees{}, err
+	}
+	env := []string{"GIT_INDEX_FILE=" + idx}
+	if !persist {
+		objs := filepath.Join(tmp, "objects")
+		if err := os.Mkdir(objs, 0o700); err != nil {
+			return trees{}, err
+		}
+		env = append(env, "GIT_OBJECT_DIRECTORY="+objs, "GIT_ALTERNATE_OBJECT_DIRECTORIES="+objectsDir)
+	}
+	var t trees
+	res, err := g.run(ctx, call{dir: wt.path, args: []string{"write-tree"}, env: env})
+	if err != nil {
+		if strings.Contains(stderrOf(err), "unmerged") {
+			return trees{}, newErr(CodeOperationInProgress, "the index of %s has unresolved conflicts; resolve or abort them first", wt.path)
+		}
+		return trees{}, err
+	}
+	t.index = res.text()
+	if _, err := g.run(ctx, call{dir: wt.path, args: []string{"add", "--all"}, env: env}); err != nil {
+		return trees{}, err
+	}
+	if res, err = g.run(ctx, call{dir: wt.path, args: []string{"write-tree"}, env: env}); err != nil {
+		return trees{}, err
+	}
+	t.files = res.text()
+	if keepIndex {
+		keep = true
+		t.tmpIndex = idx
+	}
+	return t, nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// WorktreeState is the state of one working tree: where its HEAD was and,
+// when the operation could change files, its index and files.
+type WorktreeState struct {
+	Path string `json:"path"`
+	// Head is the branch HEAD pointed to, or "" when it was detached.
+	Head    string `json:"head,omitempty"`
+	HeadSHA string `json:"headSha"`
+	// Files is set when index and working tree were recorded.
+	Files bool `json:"files,omitempty"`
+	// Index and Tree are tree ids of the index and of the working tree
+	// (untracked files included, ignored files not).
+	Index string `json:"index,omitempty"`
+	Tree  string `json:"tree,omitempty"`
+	// Clean: index and working tree matched HEAD exactly.
+	Clean bool `json:"clean,omitempty"`
+	// Snapshot is the commit that keeps the recorded content: shaped like
+	// a git stash entry (parents HEAD and the index commit, tree the
+	// working tree), or HEAD itself for a clean worktree.
+	Snapshot string `json:"snapshot,omitempty"`
+}
+
+// keep is how much of a recorded worktree state stays in the repository.
+type keep int
+
+const (
+	// keepNothing: the objects go to a temporary object directory that is
+	// deleted; the repository is left exactly as it was. Reads use it.
+	keepNothing keep = iota
+	// keepObjects: the objects go to the repository (where the next git
+	// command that hashes the same files finds them), but nothing refers
+	// to them. The executor records end states this way.
+	keepObjects
+	// keepSnapshot: objects and a stash-shaped commit, and the temporary
+	// index describing the files is kept for a restore.
+	keepSnapshot
+)
+
+// stateOf records the worktree: its HEAD and, with files, its index and
+// files as trees.
+func (g *gitEnv) stateOf(ctx context.Context, wt worktree, files bool, objectsDir string, how keep, label string) (WorktreeState, trees, error) {
+	h, err := g.headOf(ctx, wt.path)
+	if err != nil {
+		return WorktreeState{}, trees{}, err
+	}
+	st := WorktreeState{Path: wt.path, Head: h.sym, HeadSHA: h.sha, Files: files}
+	if !files {
+		return st, trees{}, nil
+	}
+	clean, err := g.clean(ctx, wt)
+	if err != nil {
+		return WorktreeState{}, trees{}, err
+	}
+	if clean {
+		st.Index, st.Tree, st.Clean = h.tree, h.tree, true
+		if how == keepSnapshot {
+			st.Snapshot = h.sha
+		}
+		return st, trees{}, nil
+	}
+	t, err := g.treesOf(ctx, wt, objectsDir, how != keepNothing, how == keepSnapshot)
+	if err != nil {
+		return WorktreeState{}, trees{}, err
+	}
+	st.Index, st.Tree = t.index, t.files
+	if how != keepSnapshot {
+		return st, t, nil
+	}
+	on := "(no branch)"
+	if h.sym != "" {
+		on = strings.TrimPrefix(h.sym, "refs/heads/")
+	}
+	ic, err := g.commitTree(ctx, wt.path, t.index, []string{h.sha}, "index on "+on+": "+label)
+	if err != nil {
+		return WorktreeState{}, t, err
+	}
+	wc, err := g.commitTree(ctx, wt.path, t.files, []string{h.sha, ic}, "WIP on "+on+": "+label)
+	if err != nil {
+		return WorktreeState{}, t, err
+	}
+	st.Snapshot = wc
+	return st, t, nil
+}
+
+// commitTree makes one of Sluice's own bookkeeping commits: Sluice's
+// identity, never signed.
+func (g *gitEnv) commitTree(ctx context.Context, dir, tree string, parents []string, msg string) (string, error) {
+	args := []string{"commit-tree", "--no-gpg-sign"}
+	for _, p := range parents {
+		args = append(args, "-p", p)
+	}
+	args = append(args, tree)
+	res, err := g.run(ctx, call{dir: dir, args: args, stdin: []byte(msg + "\n"), env: sluiceIdentity})
+	if err != nil {
+		return "", err
+	}
+	return res.text(), nil
+}
+
+// restoreFiles makes the worktree's files and index those recorded in
+// want. cur describes the worktree as it is now, with its index file kept
+// (see treesOf); for a clean worktree it is empty and the real index is
+// used, which then matches the files.
+func (g *gitEnv) restoreFiles(ctx context.Context, wt worktree, want WorktreeState, cur trees) error {
+	var env []string
+	if cur.tmpIndex != "" {
+		env = []string{"GIT_INDEX_FILE=" + cur.tmpIndex}
+	}
+	// --reset -u: every file of the current state that the recorded tree
+	// lacks is removed, every other one is written as recorded.
+	if _, err := g.run(ctx, call{dir: wt.path, args: []string{"read-tree", "--reset", "-u", want.Tree}, env: env}); err != nil {
+		return err
+	}
+	if _, err := g.run(ctx, call{dir: wt.path, args: []string{"read-tree", want.Index}}); err != nil {
+		return err
+	}
+	_, err := g.run(ctx, call{dir: wt.path, args: []string{"update-index", "-q", "--refresh"}, ok: []int{1}})
+	return err
+}
