@@ -1,0 +1,355 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// CreateRequest asks for a new workspace.
+type CreateRequest struct {
+	// ID names the workspace; empty generates one.
+	ID     string
+	Source Source
+	// Lease overrides the default idle lease.
+	Lease time.Duration
+	// Agent is attribution (the MCP client name).
+	Agent string
+}
+
+// Create imports a source into a new workspace. Nothing runs in a
+// container yet; the tree is handed to the container user.
+func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Workspace, error) {
+	id := req.ID
+	if id == "" {
+		id = strings.ReplaceAll(uuid.NewString(), "-", "")
+	}
+	if !ValidID(id) {
+		return nil, ErrInvalidID
+	}
+	if req.Lease < 0 || req.Lease > 7*24*time.Hour {
+		return nil, invalidArg("lease must be between 0 and 168h")
+	}
+	src := req.Source
+	switch src.Kind {
+	case SourceRepo, SourceSnapshot:
+		canon, err := m.confineSource(src.Path)
+		if err != nil {
+			return nil, err
+		}
+		src.Path = canon
+	case SourceFresh:
+		if src.Path != "" || src.Commit != "" {
+			return nil, invalidArg("a fresh workspace takes no path or commit")
+		}
+	default:
+		return nil, invalidArg("source kind must be repo, snapshot or fresh")
+	}
+	if src.Kind != SourceRepo && (src.Commit != "" || src.Depth != 0) {
+		return nil, invalidArg("commit and depth apply to repo sources only")
+	}
+	if src.Depth < 0 || src.Depth > 1_000_000 {
+		return nil, invalidArg("depth must be between 0 and 1000000")
+	}
+	if err := checkRevision(src.Commit); err != nil {
+		return nil, err
+	}
+
+	dir := m.dir(id)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil, invalidArg("a workspace with this id already exists")
+		}
+		return nil, internal(err, "cannot create the workspace directory")
+	}
+	lockFile, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE|os.O_EXCL|noFollowFlag, 0o600)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, internal(err, "cannot create the workspace lock")
+	}
+	lockFile.Close()
+	unlock, err := m.lockWS(id, true)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	defer unlock()
+
+	now := m.now()
+	lease := req.Lease
+	if lease == 0 {
+		lease = m.opts.Lease
+	}
+	w := &Workspace{
+		ID:         id,
+		State:      StateCreating,
+		Source:     src,
+		GitVisible: src.Kind == SourceRepo || src.GitInit,
+		Agent:      sanitizeAgent(req.Agent),
+		CreatedAt:  now,
+		LastUsedAt: now,
+		Lease:      lease,
+	}
+	if err := m.writeMeta(w); err != nil {
+		m.removeWorkspaceDir(id)
+		return nil, err
+	}
+	if err := m.populate(ctx, w); err != nil {
+		m.removeWorkspaceDir(id)
+		return nil, err
+	}
+	w.State = StateReady
+	w.Head = w.Base
+	w.LastUsedAt = m.now()
+	if err := m.writeMeta(w); err != nil {
+		m.removeWorkspaceDir(id)
+		return nil, err
+	}
+	m.log.Info("workspace: created", "workspace", id, "source", string(src.Kind), "base", w.Base)
+	return w, nil
+}
+
+func (m *Manager) populate(ctx context.Context, w *Workspace) error {
+	tree, gitDir := m.treeDir(w.ID), m.gitDir(w.ID)
+	if err := os.Mkdir(tree, 0o755); err != nil {
+		return internal(err, "cannot create the workspace tree")
+	}
+	// --template= keeps the sample hooks and other template files out.
+	if _, err := m.git.run(ctx, gitCall{args: []string{"init", "-q", "--bare", "--template=", gitDir}}); err != nil {
+		return err
+	}
+	if _, err := m.git.run(ctx, gitCall{gitDir: gitDir, args: []string{"config", "core.bare", "false"}}); err != nil {
+		return err
+	}
+	switch w.Source.Kind {
+	case SourceRepo:
+		if err := m.importRepo(ctx, w, tree, gitDir); err != nil {
+			return err
+		}
+	case SourceSnapshot:
+		files, size, skipped, err := m.copySnapshot(w.Source.Path, tree)
+		if err != nil {
+			return err
+		}
+		w.Files, w.Bytes, w.Skipped = files, size, skipped
+		// The snapshot becomes the base commit so that Diff shows exactly
+		// what changed since the import. -f takes ignored files too: they
+		// were imported, so they are part of the base.
+		if _, err := m.git.run(ctx, gitCall{gitDir: gitDir, workTree: tree, args: []string{"add", "-A", "-f"}}); err != nil {
+			return err
+		}
+		if _, err := m.git.run(ctx, gitCall{gitDir: gitDir, workTree: tree, args: []string{"commit", "-q", "--no-verify", "--allow-empty", "-m", "Snapshot import"}}); err != nil {
+			return err
+		}
+		out, err := m.git.run(ctx, gitCall{gitDir: gitDir, args: []string{"rev-parse", "--verify", "HEAD^{commit}"}})
+		if err != nil {
+			return err
+		}
+		w.Base = strings.TrimSpace(string(out))
+	case SourceFresh:
+	}
+	if w.GitVisible {
+		// Mount point of the read-only repository inside the container.
+		if err := os.Mkdir(filepath.Join(tree, ".git"), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return internal(err, "cannot create the repository mount point")
+		}
+	}
+	return m.handOver(tree, gitDir, w.Source.Kind == SourceRepo)
+}
+
+// importRepo fetches exactly the base commit (and its history) from the
+// person's repository into the workspace repository and checks it out,
+// detached. Only objects reachable from that commit are copied: no other
+// branch, no stash, no unreachable object, no remote, no config and no
+// hook of the person's repository comes along. The objects are copied,
+// never hard-linked, so nothing in the workspace shares an inode with the
+// person's repository.
+func (m *Manager) importRepo(ctx context.Context, w *Workspace, tree, gitDir string) error {
+	src := w.Source.Path
+	out, err := m.git.run(ctx, gitCall{dir: src, args: []string{"rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"}, safeDirs: []string{src}})
+	if err != nil {
+		return &Error{Code: CodeNotARepository, Msg: "the source path is not a git repository", Err: err}
+	}
+	dirs := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(dirs) != 2 {
+		return &Error{Code: CodeNotARepository, Msg: "the source path is not a git repository"}
+	}
+	srcGit, srcCommon := dirs[0], dirs[1]
+	rev := w.Source.Commit
+	if rev == "" {
+		rev = "HEAD"
+	}
+	out, err = m.git.run(ctx, gitCall{gitDir: srcGit, safeDirs: []string{srcGit}, args: []string{"rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}"}})
+	if err != nil {
+		return invalidArg("the commit %q does not exist in the repository", w.Source.Commit)
+	}
+	sha := strings.TrimSpace(string(out))
+	w.Base = sha
+	checkout := gitCall{gitDir: gitDir, workTree: tree, args: []string{"checkout", "-q", "--detach", sha, "--"}}
+	_, err = os.Stat(filepath.Join(srcCommon, "shallow"))
+	srcShallow := err == nil
+	if w.Source.Depth > 0 || srcShallow {
+		// A real fetch: it records where shallow history ends, which a
+		// bare pack copy would not.
+		fetch := []string{"fetch", "-q", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules"}
+		if w.Source.Depth > 0 {
+			fetch = append(fetch, "--depth="+strconv.Itoa(w.Source.Depth))
+		} else {
+			// Take over the source's own shallow boundary.
+			fetch = append(fetch, "--update-shallow")
+		}
+		fetch = append(fetch, "--", srcGit, sha)
+		if _, err := m.git.run(ctx, gitCall{gitDir: gitDir, args: fetch, allowFile: true, safeDirs: []string{srcGit}}); err != nil {
+			return err
+		}
+		if _, err := m.git.run(ctx, checkout); err != nil {
+			return err
+		}
+		return m.handOverTree(tree)
+	}
+	// The copy of the objects and the checkout run side by side: the pack
+	// of everything reachable from the base streams from the person's
+	// repository into the workspace's (what a fetch would do, without its
+	// negotiation), while the checkout reads the same objects from the
+	// person's object store, given to that one process as a read-only
+	// alternate. The workspace repository itself never gets an alternates
+	// file, so it ends self-contained.
+	var wg sync.WaitGroup
+	var packErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		packErr = m.git.pipe(ctx,
+			gitCall{gitDir: srcGit, stdin: strings.NewReader(sha + "\n"), args: []string{"pack-objects", "--revs", "--stdout", "-q", "--delta-base-offset"}},
+			gitCall{gitDir: gitDir, args: []string{"index-pack", "--stdin"}})
+	}()
+	checkout.env = []string{"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(srcCommon, "objects")}
+	_, coErr := m.git.run(ctx, checkout)
+	if coErr == nil {
+		// The tree is complete: hand it over while the objects may still
+		// be copying.
+		coErr = m.handOverTree(tree)
+	}
+	wg.Wait()
+	if packErr != nil {
+		return packErr
+	}
+	if coErr != nil {
+		return coErr
+	}
+	// The commit and its tree must now be in the workspace's own store.
+	if _, err := m.git.run(ctx, gitCall{gitDir: gitDir, args: []string{"cat-file", "-e", sha + "^{tree}"}}); err != nil {
+		return internal(err, "the workspace repository is incomplete after the import")
+	}
+	return nil
+}
+
+// handOver gives the tree's top and the repository to the container user
+// when Sluice runs as root (git inside the container refuses a repository
+// or work tree owned by someone else). What is inside the tree was handed
+// over as it was made: per file for a snapshot, by a walk right after a
+// checkout. Only Sluice has written these paths so far, so plain path calls
+// are race-free here.
+func (m *Manager) handOver(tree, gitDir string, walkGit bool) error {
+	if !m.own.chown {
+		return nil
+	}
+	for _, p := range []string{tree, filepath.Join(tree, ".git"), gitDir} {
+		if err := os.Lchown(p, m.own.uid, m.own.gid); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return internal(err, "cannot hand the workspace to the container user")
+		}
+	}
+	if walkGit {
+		if err := chownTree(gitDir, m.own.uid, m.own.gid); err != nil {
+			return internal(err, "cannot hand the workspace to the container user")
+		}
+	}
+	return nil
+}
+
+// handOverTree walks a fresh checkout.
+func (m *Manager) handOverTree(tree string) error {
+	if !m.own.chown {
+		return nil
+	}
+	if err := chownTree(tree, m.own.uid, m.own.gid); err != nil {
+		return internal(err, "cannot hand the workspace to the container user")
+	}
+	return nil
+}
+
+// confineSource canonicalises a source path and applies AllowedRoots.
+func (m *Manager) confineSource(p string) (string, error) {
+	if p == "" || !filepath.IsAbs(p) || strings.ContainsRune(p, 0) {
+		return "", invalidArg("the source path must be absolute")
+	}
+	if m.opts.AllowedRoots != nil {
+		canon, err := m.opts.AllowedRoots.Confine(p)
+		if err != nil {
+			return "", &Error{Code: CodeOf(err), Msg: err.Error(), Err: err}
+		}
+		return canon, nil
+	}
+	canon, err := filepath.EvalSymlinks(filepath.Clean(p))
+	if err != nil {
+		return "", invalidArg("the source path does not exist")
+	}
+	st, err := os.Stat(canon)
+	if err != nil || !st.IsDir() {
+		return "", invalidArg("the source path is not a directory")
+	}
+	return canon, nil
+}
+
+// checkRevision keeps a revision from being read as an option or from
+// carrying bytes git would misread.
+func checkRevision(rev string) error {
+	if rev == "" {
+		return nil
+	}
+	if len(rev) > 256 || strings.HasPrefix(rev, "-") || strings.ContainsAny(rev, "\x00\n\r ") {
+		return invalidArg("commit must be a revision (a SHA, branch or tag name)")
+	}
+	return nil
+}
+
+func sanitizeAgent(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if b.Len() >= 128 {
+			break
+		}
+		if r < 0x80 && (r == '.' || r == '_' || r == ':' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// removeWorkspaceDir deletes a workspace directory. Files the container
+// made read-only (a directory without write permission) would stop
+// os.RemoveAll for a non-root Sluice, so permissions are opened first.
+func (m *Manager) removeWorkspaceDir(id string) error {
+	dir := m.dir(id)
+	if err := os.RemoveAll(dir); err == nil {
+		return nil
+	}
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Type()&fs.ModeSymlink == 0 {
+			_ = os.Chmod(path, 0o700)
+		}
+		return nil
+	})
+	if err := os.RemoveAll(dir); err != nil {
+		return internal(err, "cannot remove the workspace directory")
+	}
+	return nil
+}

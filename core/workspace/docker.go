@@ -1,0 +1,376 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+)
+
+// killGrace is how long a killed container has to exit.
+const killGrace = 20 * time.Second
+
+// Docker is the Runtime backed by the local Docker Engine API.
+type Docker struct {
+	cli *client.Client
+
+	netMu sync.Mutex
+	net   *EgressNetwork
+}
+
+// NewDocker connects to the Engine named by the environment (DOCKER_HOST
+// or the default socket), negotiating the API version, and checks that it
+// answers.
+func NewDocker(ctx context.Context) (*Docker, error) {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, &Error{Code: CodeUnsupported, Msg: "the Docker client cannot be configured", Err: err}
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(pctx); err != nil {
+		cli.Close()
+		return nil, &Error{Code: CodeUnsupported, Msg: "the Docker Engine is not reachable; install docker and start it to run commands in workspaces", Err: err}
+	}
+	return &Docker{cli: cli}, nil
+}
+
+// Client is the Engine API client (for diagnostics and tests).
+func (d *Docker) Client() *client.Client { return d.cli }
+
+// Close releases the client.
+func (d *Docker) Close() error { return d.cli.Close() }
+
+// Name implements Runtime.
+func (d *Docker) Name() string { return "docker" }
+
+// CheckImage implements Runtime: the image must be present under exactly
+// this ID. Nothing is pulled: a workspace image is built or loaded by a
+// human, and a registry is not trusted to serve the same bytes.
+func (d *Docker) CheckImage(ctx context.Context, imageID string) error {
+	if !imageIDRe.MatchString(imageID) {
+		return invalidArg("the image must be given by ID (sha256:…)")
+	}
+	ins, err := d.cli.ImageInspect(ctx, imageID)
+	if err != nil {
+		if client.IsErrNotFound(err) {
+			return &Error{Code: CodeUnsupported, Msg: "the configured workspace image is not present in the Docker Engine", Err: err}
+		}
+		return &Error{Code: CodeInternal, Msg: "the Docker Engine cannot inspect the workspace image", Err: err}
+	}
+	if ins.ID != imageID {
+		return &Error{Code: CodeInvalidArgument, Msg: fmt.Sprintf("the workspace image has ID %s, not the configured %s", ins.ID, imageID)}
+	}
+	return nil
+}
+
+// config turns a spec into Engine API configuration. Everything the
+// hardening needs is set here, explicitly, and ValidateContainerConfig
+// checks it again.
+func (d *Docker) config(spec ContainerSpec) (*container.Config, *container.HostConfig, *network.NetworkingConfig) {
+	cfg := &container.Config{
+		Image:      spec.Image,
+		Cmd:        append([]string(nil), spec.Argv...),
+		Entrypoint: []string{""},
+		Env:        append([]string(nil), spec.Env...),
+		User:       spec.User,
+		WorkingDir: WorkspaceMount,
+		Hostname:   "workspace",
+		Labels: map[string]string{
+			LabelWorkspace: spec.WorkspaceID,
+			LabelStore:     spec.StoreKey,
+			LabelRun:       spec.RunID,
+		},
+		AttachStdout: true,
+		AttachStderr: true,
+		// A run that is stopped gets SIGKILL at once: there is nothing to
+		// shut down gracefully, and waiting only holds resources.
+		StopTimeout: new(int),
+	}
+	mounts := []mount.Mount{{
+		Type:        mount.TypeBind,
+		Source:      spec.TreePath,
+		Target:      WorkspaceMount,
+		BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
+	}}
+	if spec.GitDirPath != "" {
+		mounts = append(mounts, mount.Mount{
+			Type:        mount.TypeBind,
+			Source:      spec.GitDirPath,
+			Target:      GitMount,
+			ReadOnly:    true,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
+		})
+	}
+	pids := spec.Limits.PIDs
+	cpus := spec.Limits.CPUs
+	if n := float64(runtime.NumCPU()); cpus > n {
+		cpus = n
+	}
+	netMode := "none"
+	var nc *network.NetworkingConfig
+	if spec.Network != "" {
+		netMode = spec.Network
+		nc = &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{spec.Network: {}}}
+	}
+	hc := &container.HostConfig{
+		NetworkMode:    container.NetworkMode(netMode),
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		ReadonlyRootfs: true,
+		Privileged:     false,
+		IpcMode:        "private",
+		PidMode:        "",
+		CgroupnsMode:   "private",
+		Tmpfs:          map[string]string{"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", spec.Limits.TmpfsBytes)},
+		Mounts:         mounts,
+		LogConfig:      container.LogConfig{Type: "none"},
+		Runtime:        spec.RuntimeName,
+		ShmSize:        64 << 20,
+		Resources: container.Resources{
+			Memory:     spec.Limits.MemoryBytes,
+			MemorySwap: spec.Limits.MemoryBytes,
+			NanoCPUs:   int64(cpus * 1e9),
+			PidsLimit:  &pids,
+			Ulimits:    []*container.Ulimit{{Name: "core", Soft: 0, Hard: 0}},
+		},
+	}
+	return cfg, hc, nc
+}
+
+// Run implements Runtime. One container per run: created, attached before
+// it starts (so no output is missed), waited for, inspected for the OOM
+// flag, then force-removed and checked gone.
+func (d *Docker) Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.Writer) (st ExitStatus, err error) {
+	cfg, hc, nc := d.config(spec)
+	allow := AllowedMounts{Tree: spec.TreePath, GitDir: spec.GitDirPath, RuntimeName: spec.RuntimeName}
+	if spec.Network != "" {
+		allow.EgressNetwork = spec.Network
+	}
+	if err := ValidateContainerConfig(cfg, hc, nc, allow); err != nil {
+		return st, err
+	}
+	created, err := d.cli.ContainerCreate(ctx, cfg, hc, nc, nil, "")
+	if err != nil {
+		return st, &Error{Code: CodeInternal, Msg: "the Docker Engine refused to create the run's container", Err: err}
+	}
+	st.ContainerID = created.ID
+	// Cleanup must happen even when ctx is cancelled (a destroyed
+	// workspace, a client that went away).
+	bg := context.WithoutCancel(ctx)
+	defer func() {
+		rctx, cancel := context.WithTimeout(bg, 30*time.Second)
+		defer cancel()
+		if rerr := d.Remove(rctx, created.ID); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+
+	attach, err := d.cli.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return st, &Error{Code: CodeInternal, Msg: "cannot attach to the run's container", Err: err}
+	}
+	defer attach.Close()
+	waitCtx, cancelWait := context.WithCancel(bg)
+	defer cancelWait()
+	waitC, waitErrC := d.cli.ContainerWait(waitCtx, created.ID, container.WaitConditionNextExit)
+	if err := d.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		return st, &Error{Code: CodeInternal, Msg: "the Docker Engine could not start the run's container", Err: err}
+	}
+	copyErrC := make(chan error, 1)
+	go func() {
+		_, err := stdcopy.StdCopy(stdout, stderr, attach.Reader)
+		copyErrC <- err
+	}()
+
+	timer := time.NewTimer(spec.Limits.Timeout)
+	defer timer.Stop()
+	// Once a kill was sent, the container gets killGrace to be gone before
+	// it is force-removed; a run never outlives its limits by much.
+	var killC <-chan time.Time
+	kill := func() {
+		if killC != nil {
+			return
+		}
+		killC = time.After(killGrace)
+		for attempt := 0; attempt < 2; attempt++ {
+			kctx, cancel := context.WithTimeout(bg, 5*time.Second)
+			err := d.cli.ContainerKill(kctx, created.ID, "KILL")
+			cancel()
+			if err == nil || client.IsErrNotFound(err) || isNotRunning(err) {
+				return
+			}
+			// The Engine does not process a kill while it is blocked
+			// writing output nobody reads (a stalled OnOutput): cut the
+			// stream and try again, then fall back to removal.
+			attach.Close()
+		}
+		rctx, cancel := context.WithTimeout(bg, 10*time.Second)
+		defer cancel()
+		_ = d.cli.ContainerRemove(rctx, created.ID, container.RemoveOptions{Force: true})
+	}
+	copyDone := false
+	var cancelled error
+	exited := false
+	for !exited {
+		select {
+		case w := <-waitC:
+			exited = true
+			st.ExitCode = int(w.StatusCode)
+		case err := <-waitErrC:
+			return st, &Error{Code: CodeInternal, Msg: "lost track of the run's container", Err: err}
+		case <-timer.C:
+			st.TimedOut = true
+			kill()
+		case <-ctx.Done():
+			if cancelled == nil {
+				cancelled = ctx.Err()
+				kill()
+			}
+		case <-killC:
+			return st, &Error{Code: CodeInternal, Msg: "the run's container did not stop after it was killed"}
+		case err := <-copyErrC:
+			copyDone = true
+			copyErrC = nil
+			if errors.Is(err, errStopOutput) {
+				st.OutputStopped = true
+				// Nobody reads the stream any more: close it first, or the
+				// Engine blocks writing to it and does not process the kill.
+				attach.Close()
+				kill()
+			}
+		}
+	}
+	if !copyDone {
+		// The attach stream ends when the container's stdio closes; a
+		// process that left a child holding them open is cut off.
+		select {
+		case <-copyErrC:
+		case <-time.After(5 * time.Second):
+			attach.Close()
+			<-copyErrC
+		}
+	}
+	ictx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	if ins, err := d.cli.ContainerInspect(ictx, created.ID); err == nil && ins.State != nil {
+		st.OOMKilled = ins.State.OOMKilled
+		if !st.TimedOut && !st.OutputStopped {
+			st.ExitCode = ins.State.ExitCode
+		}
+	}
+	if cancelled != nil {
+		return st, &Error{Code: CodeTimeout, Msg: "the run was cancelled", Err: cancelled}
+	}
+	return st, nil
+}
+
+// isNotRunning: killing a container that already exited is a conflict;
+// there is nothing left to do.
+func isNotRunning(err error) bool { return cerrdefs.IsConflict(err) }
+
+// Remove implements Runtime: force-remove, then prove it with an inspect
+// that answers not found.
+func (d *Docker) Remove(ctx context.Context, containerID string) error {
+	err := d.cli.ContainerRemove(ctx, containerID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !client.IsErrNotFound(err) {
+		return &Error{Code: CodeInternal, Msg: "the Docker Engine could not remove a workspace container", Err: err}
+	}
+	for i := 0; ; i++ {
+		_, err := d.cli.ContainerInspect(ctx, containerID)
+		if client.IsErrNotFound(err) {
+			return nil
+		}
+		if i >= 50 {
+			return &Error{Code: CodeInternal, Msg: "a workspace container is still present after removal", Err: err}
+		}
+		// Removal of a container that is being removed is in progress.
+		select {
+		case <-ctx.Done():
+			return &Error{Code: CodeInternal, Msg: "a workspace container is still present after removal", Err: ctx.Err()}
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Containers implements Runtime.
+func (d *Docker) Containers(ctx context.Context, storeKey string) ([]ContainerInfo, error) {
+	f := filters.NewArgs(filters.Arg("label", LabelWorkspace))
+	if storeKey != "" {
+		f.Add("label", LabelStore+"="+storeKey)
+	}
+	list, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, &Error{Code: CodeInternal, Msg: "the Docker Engine cannot list workspace containers", Err: err}
+	}
+	out := make([]ContainerInfo, 0, len(list))
+	for _, c := range list {
+		out = append(out, ContainerInfo{ID: c.ID, WorkspaceID: c.Labels[LabelWorkspace], RunID: c.Labels[LabelRun], State: string(c.State)})
+	}
+	return out, nil
+}
+
+// EgressNetwork implements Runtime. The network is internal (Docker gives
+// it no route out and drops forwarding to other interfaces), labelled, and
+// has a fixed bridge name so that host firewall rules can name it. Its
+// gateway address is the host's, where the egress proxy listens.
+func (d *Docker) EgressNetwork(ctx context.Context) (EgressNetwork, error) {
+	d.netMu.Lock()
+	defer d.netMu.Unlock()
+	if d.net != nil {
+		return *d.net, nil
+	}
+	ins, err := d.cli.NetworkInspect(ctx, egressNetName, network.InspectOptions{})
+	if client.IsErrNotFound(err) {
+		_, cerr := d.cli.NetworkCreate(ctx, egressNetName, network.CreateOptions{
+			Driver:   "bridge",
+			Internal: true,
+			Labels:   map[string]string{LabelEgress: "1"},
+			Options: map[string]string{
+				"com.docker.network.bridge.name":                 egressBridgeName,
+				"com.docker.network.bridge.enable_icc":           "false",
+				"com.docker.network.bridge.enable_ip_masquerade": "false",
+			},
+		})
+		if cerr != nil && !isConflict(cerr) {
+			return EgressNetwork{}, &Error{Code: CodeInternal, Msg: "the Docker Engine cannot create the egress network", Err: cerr}
+		}
+		ins, err = d.cli.NetworkInspect(ctx, egressNetName, network.InspectOptions{})
+	}
+	if err != nil {
+		return EgressNetwork{}, &Error{Code: CodeInternal, Msg: "the Docker Engine cannot inspect the egress network", Err: err}
+	}
+	if !ins.Internal || ins.Labels[LabelEgress] != "1" {
+		return EgressNetwork{}, &Error{Code: CodeInternal, Msg: "a network named " + egressNetName + " exists but is not Sluice's internal egress network"}
+	}
+	var gw string
+	for _, c := range ins.IPAM.Config {
+		if ip := net.ParseIP(c.Gateway); ip != nil && ip.To4() != nil {
+			gw = c.Gateway
+			break
+		}
+	}
+	if gw == "" {
+		return EgressNetwork{}, &Error{Code: CodeInternal, Msg: "the egress network has no IPv4 gateway"}
+	}
+	bridge := ins.Options["com.docker.network.bridge.name"]
+	if bridge == "" {
+		bridge = "br-" + ins.ID[:12]
+	}
+	d.net = &EgressNetwork{Name: egressNetName, Gateway: gw, Bridge: bridge}
+	return *d.net, nil
+}
+
+func isConflict(err error) bool { return cerrdefs.IsConflict(err) }

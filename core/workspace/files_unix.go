@@ -1,0 +1,533 @@
+//go:build unix
+
+package workspace
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// ReadFile reads a bounded part of one file.
+func (m *Manager) ReadFile(ctx context.Context, id, p string, opt ReadOptions) (*FileContent, error) {
+	comps, err := splitRel(p)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Offset < 0 || opt.Limit < 0 {
+		return nil, invalidArg("offset and limit must not be negative")
+	}
+	limit := opt.Limit
+	if limit == 0 {
+		limit = DefaultReadBytes
+	}
+	if limit > MaxReadBytes {
+		return nil, &Error{Code: CodeInvalidArgument, Msg: "limit is larger than allowed", Data: LimitData{Limit: "readBytes", Max: MaxReadBytes}}
+	}
+	w, unlock, err := m.open(id, false, false)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	defer m.touch(w, false)
+	root, err := openDirPath(m.treeDir(id))
+	if err != nil {
+		return nil, internal(err, "cannot open the workspace tree")
+	}
+	defer closeFD(root)
+	fd, err := openBeneath(root, comps, false)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "file")
+	defer f.Close()
+	st, err := fstatFD(fd)
+	if err != nil {
+		return nil, internal(err, "cannot stat %s", joinRel(comps))
+	}
+	if st.isDir() {
+		return nil, invalidArg("%s is a directory; use workspace_file_list", joinRel(comps))
+	}
+	if !st.isRegular() {
+		return nil, invalidArg("%s is not a regular file", joinRel(comps))
+	}
+	buf := make([]byte, min(limit, max(st.size-opt.Offset, 0))+1)
+	n, err := f.ReadAt(buf, opt.Offset)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, internal(err, "cannot read %s", joinRel(comps))
+	}
+	truncated := int64(n) > limit
+	if truncated {
+		n = int(limit)
+	}
+	data := buf[:n]
+	return &FileContent{
+		Path:      joinRel(comps),
+		Content:   string(data),
+		Offset:    opt.Offset,
+		Size:      st.size,
+		Truncated: truncated || opt.Offset+int64(n) < st.size,
+		Binary:    isBinary(data),
+	}, nil
+}
+
+// WriteFile replaces (or creates) one file atomically, creating missing
+// parent directories. perm 0 keeps an existing file's mode (0644 for a new
+// one); only permission bits are honoured.
+func (m *Manager) WriteFile(ctx context.Context, id, p string, content []byte, perm os.FileMode) (*WriteResult, error) {
+	comps, err := splitRel(p)
+	if err != nil {
+		return nil, err
+	}
+	if len(content) > MaxWriteBytes {
+		return nil, &Error{Code: CodeInvalidArgument, Msg: "the content is larger than allowed", Data: LimitData{Limit: "writeBytes", Max: MaxWriteBytes}}
+	}
+	w, unlock, err := m.open(id, true, true)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	defer m.touch(w, false)
+	root, err := openDirPath(m.treeDir(id))
+	if err != nil {
+		return nil, internal(err, "cannot open the workspace tree")
+	}
+	defer closeFD(root)
+	dir, base, err := openParent(root, comps, true, m.own)
+	if err != nil {
+		return nil, err
+	}
+	defer closeFD(dir)
+	created, err := writeAtomicAt(dir, base, content, perm.Perm(), m.own, joinRel(comps))
+	if err != nil {
+		return nil, err
+	}
+	return &WriteResult{Path: joinRel(comps), Bytes: len(content), Created: created}, nil
+}
+
+// EditFile applies an exact-string replacement atomically.
+func (m *Manager) EditFile(ctx context.Context, id string, req EditRequest) (*WriteResult, error) {
+	comps, err := splitRel(req.Path)
+	if err != nil {
+		return nil, err
+	}
+	if req.Old == "" {
+		return nil, invalidArg("old must not be empty")
+	}
+	want := req.Count
+	if want == 0 {
+		want = 1
+	}
+	if want < 0 {
+		return nil, invalidArg("count must be positive")
+	}
+	w, unlock, err := m.open(id, true, true)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	defer m.touch(w, false)
+	root, err := openDirPath(m.treeDir(id))
+	if err != nil {
+		return nil, internal(err, "cannot open the workspace tree")
+	}
+	defer closeFD(root)
+	dir, base, err := openParent(root, comps, false, m.own)
+	if err != nil {
+		return nil, err
+	}
+	defer closeFD(dir)
+	fd, err := openChild(dir, base, false)
+	if err != nil {
+		return nil, mapResolveErr(err, comps)
+	}
+	f := os.NewFile(uintptr(fd), base)
+	st, err := fstatFD(fd)
+	if err != nil || !st.isRegular() {
+		f.Close()
+		return nil, invalidArg("%s is not a regular file", joinRel(comps))
+	}
+	if st.size > MaxWriteBytes {
+		f.Close()
+		return nil, &Error{Code: CodeInvalidArgument, Msg: "the file is larger than the edit tool allows", Data: LimitData{Limit: "writeBytes", Max: MaxWriteBytes}}
+	}
+	old, err := io.ReadAll(io.LimitReader(f, MaxWriteBytes+1))
+	f.Close()
+	if err != nil {
+		return nil, internal(err, "cannot read %s", joinRel(comps))
+	}
+	found := strings.Count(string(old), req.Old)
+	if found != want {
+		return nil, &Error{
+			Code: CodeInvalidArgument,
+			Msg:  "old text occurs a different number of times than expected; nothing was changed",
+			Data: map[string]int{"expected": want, "found": found},
+		}
+	}
+	updated := strings.ReplaceAll(string(old), req.Old, req.New)
+	if len(updated) > MaxWriteBytes {
+		return nil, &Error{Code: CodeInvalidArgument, Msg: "the edited file would be larger than allowed", Data: LimitData{Limit: "writeBytes", Max: MaxWriteBytes}}
+	}
+	if _, err := writeAtomicAt(dir, base, []byte(updated), st.mode.Perm(), m.own, joinRel(comps)); err != nil {
+		return nil, err
+	}
+	return &WriteResult{Path: joinRel(comps), Bytes: len(updated), Replaced: found}, nil
+}
+
+// ListFiles lists a directory, optionally recursively. Symlinked
+// directories are listed as symlinks and never entered.
+func (m *Manager) ListFiles(ctx context.Context, id, dir string, opt ListOptions) (*Listing, error) {
+	comps, err := splitRel(dir)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := boundedCount(opt.Max, DefaultListMax, MaxListEntries, "entries")
+	if err != nil {
+		return nil, err
+	}
+	w, unlock, err := m.open(id, false, false)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	defer m.touch(w, false)
+	out := &Listing{Entries: []Entry{}}
+	err = m.walk(ctx, id, comps, func(e walkEntry) (walkAction, error) {
+		if len(out.Entries) >= limit {
+			out.Truncated = true
+			return walkStop, nil
+		}
+		out.Entries = append(out.Entries, e.entry())
+		if !opt.Recursive {
+			return walkSkipDir, nil
+		}
+		return walkContinue, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Glob lists the entries whose path (relative to the workspace root)
+// matches pattern: path.Match syntax per segment, plus "**" for any number
+// of directories.
+func (m *Manager) Glob(ctx context.Context, id, pattern string, maxEntries int) (*Listing, error) {
+	segs, err := splitPattern(pattern)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := boundedCount(maxEntries, DefaultListMax, MaxListEntries, "entries")
+	if err != nil {
+		return nil, err
+	}
+	w, unlock, err := m.open(id, false, false)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	defer m.touch(w, false)
+	out := &Listing{Entries: []Entry{}}
+	err = m.walk(ctx, id, nil, func(e walkEntry) (walkAction, error) {
+		parts := strings.Split(e.rel, "/")
+		if globMatch(segs, parts) {
+			if len(out.Entries) >= limit {
+				out.Truncated = true
+				return walkStop, nil
+			}
+			out.Entries = append(out.Entries, e.entry())
+		}
+		if e.info.isDir() && !globCanDescend(segs, parts) {
+			return walkSkipDir, nil
+		}
+		return walkContinue, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Grep searches text files. Binary files and files over 4 MiB are
+// skipped; lines are cut at 512 bytes.
+func (m *Manager) Grep(ctx context.Context, id string, req GrepRequest) (*GrepResult, error) {
+	if req.Pattern == "" {
+		return nil, invalidArg("pattern must not be empty")
+	}
+	expr := req.Pattern
+	if req.IgnoreCase {
+		expr = "(?i)" + expr
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, invalidArg("pattern is not a valid regular expression: %v", err)
+	}
+	var segs []string
+	if req.Glob != "" {
+		if segs, err = splitPattern(req.Glob); err != nil {
+			return nil, err
+		}
+	}
+	comps, err := splitRel(req.Path)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := boundedCount(req.MaxMatches, DefaultGrepMax, MaxGrepMatches, "matches")
+	if err != nil {
+		return nil, err
+	}
+	w, unlock, err := m.open(id, false, false)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	defer m.touch(w, false)
+	out := &GrepResult{Matches: []GrepMatch{}}
+	var scanned int64
+	err = m.walk(ctx, id, comps, func(e walkEntry) (walkAction, error) {
+		if !e.info.isRegular() || e.info.size > maxGrepFileBytes {
+			return walkContinue, nil
+		}
+		if segs != nil && !globMatch(segs, strings.Split(e.rel, "/")) {
+			return walkContinue, nil
+		}
+		if scanned += e.info.size; scanned > maxGrepTotalBytes {
+			out.Truncated = true
+			return walkStop, nil
+		}
+		fd, err := openChild(e.dir, e.name, false)
+		if err != nil {
+			return walkContinue, nil // replaced or removed meanwhile
+		}
+		f := os.NewFile(uintptr(fd), e.name)
+		defer f.Close()
+		if st, err := fstatFD(fd); err != nil || !st.isRegular() {
+			return walkContinue, nil
+		}
+		out.FilesScanned++
+		full, err := grepFile(f, e.rel, re, limit-len(out.Matches), &out.Matches)
+		if err != nil {
+			return walkContinue, nil
+		}
+		if full {
+			out.Truncated = true
+			return walkStop, nil
+		}
+		return walkContinue, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// grepFile appends up to room matches of re in f; full reports that room
+// ran out while the file still had matches.
+func grepFile(f *os.File, rel string, re *regexp.Regexp, room int, out *[]GrepMatch) (full bool, err error) {
+	r := bufio.NewReaderSize(io.LimitReader(f, maxGrepFileBytes), 64<<10)
+	head, _ := r.Peek(8 << 10)
+	if bytes.IndexByte(head, 0) >= 0 {
+		return false, nil
+	}
+	line := 0
+	for {
+		text, err := readLine(r)
+		if len(text) > 0 || err == nil {
+			line++
+			if re.Match(text) {
+				if room <= 0 {
+					return true, nil
+				}
+				if len(text) > maxGrepLineBytes {
+					text = trimPartialRune(text[:maxGrepLineBytes])
+				}
+				*out = append(*out, GrepMatch{Path: rel, Line: line, Text: strings.ToValidUTF8(string(text), "\uFFFD")})
+				room--
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return false, nil
+			}
+			return false, err
+		}
+	}
+}
+
+// readLine returns one line without its newline. A line longer than the
+// reader's buffer is cut there and its rest skipped.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	b, err := r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		line := append([]byte(nil), b...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			_, err = r.ReadSlice('\n')
+		}
+		return line, err
+	}
+	return bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r")), err
+}
+
+// walk visits the entries below start in sorted order, depth first,
+// entering directories through O_NOFOLLOW opens of their parent's fd:
+// symlinked directories are reported, never entered. The top-level .git
+// (the repository's mount point) is skipped.
+func (m *Manager) walk(ctx context.Context, id string, start []string, visit func(walkEntry) (walkAction, error)) error {
+	root, err := openDirPath(m.treeDir(id))
+	if err != nil {
+		return internal(err, "cannot open the workspace tree")
+	}
+	defer closeFD(root)
+	fd, err := openBeneath(root, start, false)
+	if err != nil {
+		return err
+	}
+	st, err := fstatFD(fd)
+	if err != nil {
+		closeFD(fd)
+		return internal(err, "cannot stat %s", joinRel(start))
+	}
+	if !st.isDir() {
+		// A single file: visit it alone, through its parent.
+		closeFD(fd)
+		if len(start) == 0 {
+			return invalidArg("the workspace root is not a directory")
+		}
+		dir, base, err := openParent(root, start, false, m.own)
+		if err != nil {
+			return err
+		}
+		defer closeFD(dir)
+		info, err := lstatAt(dir, base)
+		if err != nil {
+			return mapResolveErr(err, start)
+		}
+		_, err = visit(walkEntry{rel: joinRel(start), name: base, dir: dir, info: info})
+		return err
+	}
+	defer closeFD(fd)
+	seen := 0
+	err = walkDir(ctx, fd, strings.Join(start, "/"), 0, &seen, visit)
+	if errors.Is(err, errWalkStop) {
+		return nil
+	}
+	return err
+}
+
+func walkDir(ctx context.Context, dir int, rel string, depth int, seen *int, visit func(walkEntry) (walkAction, error)) error {
+	if depth > maxDepth {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return &Error{Code: CodeTimeout, Msg: "the operation was cancelled", Err: err}
+	}
+	names, err := readDirNames(dir)
+	if err != nil {
+		return nil // vanished or unreadable: nothing to report from it
+	}
+	for _, name := range names {
+		if rel == "" && name == ".git" {
+			continue
+		}
+		if *seen++; *seen > maxWalkEntries {
+			return errWalkStop
+		}
+		info, err := lstatAt(dir, name)
+		if err != nil {
+			continue
+		}
+		e := walkEntry{rel: path.Join(rel, name), name: name, dir: dir, info: info}
+		if info.isSymlink() {
+			e.target, _ = readlinkAt(dir, name)
+		}
+		act, err := visit(e)
+		if err != nil {
+			return err
+		}
+		switch act {
+		case walkStop:
+			return errWalkStop
+		case walkSkipDir:
+			continue
+		}
+		if !info.isDir() {
+			continue
+		}
+		sub, err := openChild(dir, name, true)
+		if err != nil {
+			continue // swapped for a symlink or removed: not entered
+		}
+		err = walkDir(ctx, sub, e.rel, depth+1, seen, visit)
+		closeFD(sub)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type walkAction int
+
+const (
+	walkContinue walkAction = iota
+	walkSkipDir
+	walkStop
+)
+
+type walkEntry struct {
+	rel  string // relative to the workspace root
+	name string
+	dir  int // fd of the directory holding the entry
+	info fileInfo
+	// target is set for symlinks.
+	target string
+}
+
+func (e walkEntry) entry() Entry {
+	out := Entry{Path: e.rel, Mode: fmt.Sprintf("%04o", uint32(e.info.mode.Perm()))}
+	switch {
+	case e.info.isDir():
+		out.Type = "dir"
+	case e.info.isSymlink():
+		out.Type, out.Target, out.Mode = "symlink", e.target, ""
+	case e.info.isRegular():
+		out.Type, out.Size = "file", e.info.size
+	default:
+		out.Type = "other"
+	}
+	return out
+}
+
+var errWalkStop = errors.New("walk stopped")
+
+func (m *Manager) readReport(id string, comps []string) ([]byte, error) {
+	root, err := openDirPath(m.treeDir(id))
+	if err != nil {
+		return nil, internal(err, "cannot open the workspace tree")
+	}
+	defer closeFD(root)
+	fd, err := openBeneath(root, comps, false)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "report")
+	defer f.Close()
+	if st, err := fstatFD(fd); err != nil || !st.isRegular() {
+		return nil, invalidArg("the report is not a regular file")
+	}
+	var b bytes.Buffer
+	if _, err := b.ReadFrom(io.LimitReader(f, maxReportBytes+1)); err != nil {
+		return nil, internal(err, "cannot read the report")
+	}
+	if b.Len() > maxReportBytes {
+		return nil, &Error{Code: CodeOutputLimit, Msg: "the report is larger than allowed", Data: LimitData{Limit: "reportBytes", Max: maxReportBytes}}
+	}
+	return b.Bytes(), nil
+}

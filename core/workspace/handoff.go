@@ -1,0 +1,298 @@
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// Handoff checks look at base..head of a workspace for changes that would
+// act on the person's machine once the commits land in their repository,
+// rather than being code they review: attributes that select filter
+// drivers, submodule URLs, hook locations, newly executable files and
+// symlinks that leave the tree. "refuse" findings stop a seal; "flag"
+// findings are shown to the human on the card.
+
+// Finding severities.
+const (
+	SeverityRefuse = "refuse"
+	SeverityFlag   = "flag"
+)
+
+// Finding is one handoff check result.
+type Finding struct {
+	Severity string `json:"severity"`
+	Rule     string `json:"rule"`
+	Path     string `json:"path"`
+	Detail   string `json:"detail"`
+}
+
+// Refused reports whether any finding refuses the handoff.
+func Refused(fs []Finding) bool {
+	for _, f := range fs {
+		if f.Severity == SeverityRefuse {
+			return true
+		}
+	}
+	return false
+}
+
+const maxCheckedBlob = 1 << 20
+
+// HandoffChecks checks base..head in the workspace repository. Empty base
+// and head mean the workspace's base and head.
+func (m *Manager) HandoffChecks(ctx context.Context, id, base, head string) ([]Finding, error) {
+	if err := checkRevision(base); err != nil {
+		return nil, err
+	}
+	if err := checkRevision(head); err != nil {
+		return nil, err
+	}
+	w, unlock, err := m.open(id, false, false)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return m.handoffLocked(ctx, w, base, head)
+}
+
+type rawChange struct {
+	oldMode, newMode string
+	oldSHA, newSHA   string
+	status           string
+	path             string
+}
+
+func (m *Manager) handoffLocked(ctx context.Context, w *Workspace, base, head string) ([]Finding, error) {
+	var err error
+	if base == "" {
+		if base, err = m.baseTree(ctx, w); err != nil {
+			return nil, err
+		}
+	}
+	if head == "" {
+		head = w.Head
+	}
+	if head == "" {
+		return []Finding{}, nil
+	}
+	gitDir := m.gitDir(w.ID)
+	out, err := m.git.run(ctx, gitCall{gitDir: gitDir, args: []string{"diff-tree", "-r", "-z", "--no-renames", "--raw", "--no-commit-id", "--end-of-options", base, head}})
+	if err != nil {
+		return nil, err
+	}
+	changes := parseRawDiff(out)
+	c := &checker{m: m, ctx: ctx, gitDir: gitDir, out: []Finding{}}
+	for _, ch := range changes {
+		c.check(ch)
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	return c.out, nil
+}
+
+func parseRawDiff(b []byte) []rawChange {
+	var out []rawChange
+	parts := bytes.Split(bytes.TrimSuffix(b, []byte{0}), []byte{0})
+	for i := 0; i+1 < len(parts); i += 2 {
+		meta := strings.Fields(strings.TrimPrefix(string(parts[i]), ":"))
+		if len(meta) < 5 {
+			continue
+		}
+		out = append(out, rawChange{oldMode: meta[0], newMode: meta[1], oldSHA: meta[2], newSHA: meta[3], status: meta[4][:1], path: string(parts[i+1])})
+	}
+	return out
+}
+
+type checker struct {
+	m      *Manager
+	ctx    context.Context
+	gitDir string
+	out    []Finding
+	err    error
+}
+
+func (c *checker) add(sev, rule, p, detail string) {
+	c.out = append(c.out, Finding{Severity: sev, Rule: rule, Path: p, Detail: detail})
+}
+
+func (c *checker) blob(sha string) string {
+	if c.err != nil || strings.Trim(sha, "0") == "" {
+		return ""
+	}
+	b, err := c.m.git.run(c.ctx, gitCall{gitDir: c.gitDir, limit: maxCheckedBlob, truncated: new(bool), args: []string{"cat-file", "blob", sha}})
+	if err != nil {
+		c.err = err
+		return ""
+	}
+	return string(b)
+}
+
+var (
+	hooksDirs      = []string{".githooks", ".husky"}
+	gitConfigNames = regexp.MustCompile(`(?i)(^|/)(\.?gitconfig|[^/]*\.gitconfig|\.lfsconfig|\.config/git/config)$`)
+	hooksPathRe    = regexp.MustCompile(`(?im)^\s*hookspath\s*=`)
+	execConfigRe   = regexp.MustCompile(`(?im)^\s*(fsmonitor|sshcommand|pager|editor|askpass|helper|textconv|command|driver|clean|smudge|process|program|path)\s*=`)
+	attrDriverRe   = regexp.MustCompile(`(?:^|\s)(filter|diff|merge)=(\S+)`)
+	// Drivers git implements itself: naming them runs nothing.
+	builtinDrivers = map[string]bool{
+		"diff=ada": true, "diff=bash": true, "diff=bibtex": true, "diff=cpp": true, "diff=csharp": true, "diff=css": true,
+		"diff=dts": true, "diff=elixir": true, "diff=fortran": true, "diff=fountain": true, "diff=golang": true,
+		"diff=html": true, "diff=java": true, "diff=kotlin": true, "diff=markdown": true, "diff=matlab": true,
+		"diff=objc": true, "diff=pascal": true, "diff=perl": true, "diff=php": true, "diff=python": true,
+		"diff=ruby": true, "diff=rust": true, "diff=scheme": true, "diff=tex": true,
+		"merge=text": true, "merge=binary": true, "merge=union": true,
+	}
+)
+
+func (c *checker) check(ch rawChange) {
+	p := ch.path
+	if hasGitComponent(p) {
+		c.add(SeverityRefuse, "git-path", p, "the path names repository metadata (.git)")
+		return
+	}
+	switch ch.newMode {
+	case "000000", "100644", "100755", "120000", "160000":
+	default:
+		c.add(SeverityRefuse, "file-mode", p, "unexpected file mode "+ch.newMode)
+	}
+	deleted := ch.status == "D"
+	base := path.Base(p)
+
+	for _, comp := range strings.Split(p, "/") {
+		for _, d := range hooksDirs {
+			if strings.EqualFold(comp, d) {
+				c.add(SeverityRefuse, "hooks", p, "a change under "+d+"/: hook scripts run on the person's machine")
+			}
+		}
+	}
+	if !deleted && base == ".gitattributes" {
+		oldDrivers := attrDrivers(c.blob(ch.oldSHA))
+		for _, d := range sortedKeys(attrDrivers(c.blob(ch.newSHA))) {
+			if oldDrivers[d] {
+				continue
+			}
+			switch {
+			case strings.HasPrefix(d, "filter="):
+				c.add(SeverityRefuse, "gitattributes-filter", p, "adds "+d+": a filter driver runs a program on checkout and commit")
+			case !builtinDrivers[d]:
+				c.add(SeverityFlag, "gitattributes-driver", p, "adds "+d+": a diff or merge driver may run a program")
+			}
+		}
+	}
+	if !deleted && base == ".gitmodules" {
+		c.checkGitmodules(ch)
+	}
+	if !deleted && gitConfigNames.MatchString(p) {
+		content := c.blob(ch.newSHA)
+		switch {
+		case hooksPathRe.MatchString(content):
+			c.add(SeverityRefuse, "hooks-path", p, "sets core.hooksPath in a committed git config file")
+		case execConfigRe.MatchString(content):
+			c.add(SeverityFlag, "git-config", p, "a committed git config file sets a key that can run a program")
+		default:
+			c.add(SeverityFlag, "git-config", p, "a committed git config file changed")
+		}
+	}
+	if ch.newMode == "100755" && ch.oldMode != "100755" {
+		c.add(SeverityFlag, "executable", p, "the file is newly executable")
+	}
+	if ch.newMode == "120000" {
+		target := c.blob(ch.newSHA)
+		if reason := symlinkEscapes(p, target); reason != "" {
+			c.add(SeverityRefuse, "symlink-escape", p, reason+" ("+truncateStr(target, 200)+")")
+		} else {
+			c.add(SeverityFlag, "symlink", p, "a symlink to "+truncateStr(target, 200))
+		}
+	}
+	if ch.newMode == "160000" {
+		c.add(SeverityFlag, "submodule-pointer", p, "a submodule commit pointer changed")
+	}
+}
+
+func (c *checker) checkGitmodules(ch rawChange) {
+	oldURLs := gitmoduleValues(c, ch.oldSHA)
+	newVals := gitmoduleValues(c, ch.newSHA)
+	for _, k := range sortedKeys(newVals) {
+		v := newVals[k]
+		switch {
+		case strings.HasSuffix(k, ".url"):
+			lv := strings.ToLower(v)
+			if strings.HasPrefix(v, "-") || strings.Contains(lv, "ext::") || strings.Contains(lv, "fd::") || strings.HasPrefix(lv, "file:") || strings.HasPrefix(v, "/") || strings.HasPrefix(v, ".") {
+				c.add(SeverityRefuse, "gitmodules-url", ch.path, k+" is a local, option-like or command transport URL: "+truncateStr(v, 200))
+			} else if oldURLs[k] != v {
+				c.add(SeverityFlag, "gitmodules-url", ch.path, k+" is now "+truncateStr(v, 200))
+			}
+		case strings.HasSuffix(k, ".update"):
+			if strings.HasPrefix(strings.TrimSpace(v), "!") {
+				c.add(SeverityRefuse, "gitmodules-update", ch.path, k+" runs a command")
+			}
+		case strings.HasSuffix(k, ".path"):
+			if strings.HasPrefix(v, "-") || strings.HasPrefix(v, "/") || hasGitComponent(v) || strings.Contains("/"+v+"/", "/../") {
+				c.add(SeverityRefuse, "gitmodules-path", ch.path, k+" is not a path inside the tree")
+			}
+		}
+	}
+}
+
+// gitmoduleValues reads submodule.*.{url,update,path} of a .gitmodules
+// blob with git's own config parser (blobs never follow includes).
+func gitmoduleValues(c *checker, sha string) map[string]string {
+	out := map[string]string{}
+	if c.err != nil || strings.Trim(sha, "0") == "" {
+		return out
+	}
+	b, err := c.m.git.run(c.ctx, gitCall{gitDir: c.gitDir, limit: maxCheckedBlob, args: []string{"config", "--blob", sha, "-z", "--get-regexp", `^submodule\..*\.(url|update|path)$`}})
+	if err != nil && gitExitCode(err) != 1 { // 1: no such key
+		if IsCode(err, CodeGitFailed) {
+			c.add(SeverityRefuse, "gitmodules", "", ".gitmodules cannot be parsed")
+			return out
+		}
+		c.err = err
+		return out
+	}
+	for _, rec := range bytes.Split(bytes.TrimSuffix(b, []byte{0}), []byte{0}) {
+		k, v, _ := strings.Cut(string(rec), "\n")
+		if k != "" {
+			out[strings.ToLower(k)] = v
+		}
+	}
+	return out
+}
+
+func attrDrivers(content string) map[string]bool {
+	out := map[string]bool{}
+	for _, line := range strings.Split(content, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		for _, m := range attrDriverRe.FindAllStringSubmatch(line, -1) {
+			out[m[1]+"="+m[2]] = true
+		}
+	}
+	return out
+}
+
+// hasGitComponent reports a path component that git (on any file system)
+// would take for .git: case variants, trailing dots or spaces, and the
+// NTFS short name.
+func hasGitComponent(p string) bool {
+	for _, comp := range strings.Split(p, "/") {
+		c := strings.ToLower(strings.TrimRight(comp, ". "))
+		if c == ".git" || c == "git~1" {
+			return true
+		}
+	}
+	return false
+}
+
+func truncateStr(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,250 @@
+//go:build unix
+
+package workspace
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
+)
+
+// testImageRef is the image the Docker tests run: busybox (Debian's static
+// build) on an otherwise empty root file system, imported locally because
+// no registry is reachable.
+const testImageRef = "sluice-test/busybox:1"
+
+var (
+	dockerOnce sync.Once
+	dockerRT   *Docker
+	dockerErr  error
+	imageOnce  sync.Once
+	imageID    string
+	imageErr   error
+)
+
+// needDocker returns the shared Docker runtime, skipping the test when the
+// Engine is unreachable unless SLUICE_REQUIRE_E2E=1 demands it.
+func needDocker(t testing.TB) *Docker {
+	t.Helper()
+	dockerOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		dockerRT, dockerErr = NewDocker(ctx)
+	})
+	if dockerErr != nil {
+		if os.Getenv("SLUICE_REQUIRE_E2E") == "1" {
+			t.Fatalf("Docker Engine required (SLUICE_REQUIRE_E2E=1) but unreachable: %v (%v)", dockerErr, dockerErr.(*Error).Err)
+		}
+		t.Skipf("Docker Engine unreachable: %v", dockerErr)
+	}
+	return dockerRT
+}
+
+// needImage imports the test image once (if it is not present yet) and
+// returns its ID.
+func needImage(t testing.TB, d *Docker) string {
+	t.Helper()
+	imageOnce.Do(func() { imageID, imageErr = ensureTestImage(d.Client()) })
+	if imageErr != nil {
+		t.Fatalf("test image: %v", imageErr)
+	}
+	return imageID
+}
+
+func ensureTestImage(cli *client.Client) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if ins, err := cli.ImageInspect(ctx, testImageRef); err == nil {
+		return ins.ID, nil
+	} else if !client.IsErrNotFound(err) {
+		return "", err
+	}
+	rootfs, err := busyboxRootfs()
+	if err != nil {
+		return "", err
+	}
+	rc, err := cli.ImageImport(ctx, image.ImportSource{Source: rootfs, SourceName: "-"}, testImageRef, image.ImportOptions{})
+	if err != nil {
+		return "", err
+	}
+	io.Copy(io.Discard, rc)
+	rc.Close()
+	ins, err := cli.ImageInspect(ctx, testImageRef)
+	if err != nil {
+		return "", err
+	}
+	return ins.ID, nil
+}
+
+// busyboxRootfs is a tar of: /bin/busybox, one symlink per applet, /etc
+// with root and nobody, and empty /tmp and /workspace.
+func busyboxRootfs() (io.Reader, error) {
+	bb, err := os.ReadFile("/bin/busybox")
+	if err != nil {
+		return nil, err
+	}
+	list, err := exec.Command("/bin/busybox", "--list").Output()
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	dir := func(name string, mode int64) {
+		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: mode, ModTime: time.Unix(0, 0)})
+	}
+	file := func(name string, mode int64, data []byte) {
+		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(data)), ModTime: time.Unix(0, 0)})
+		tw.Write(data)
+	}
+	dir("bin", 0o755)
+	dir("etc", 0o755)
+	dir("tmp", 0o1777)
+	dir("workspace", 0o755)
+	file("bin/busybox", 0o755, bb)
+	for _, a := range strings.Fields(string(list)) {
+		if a == "busybox" {
+			continue
+		}
+		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: "bin/" + a, Linkname: "busybox", Mode: 0o777, ModTime: time.Unix(0, 0)})
+	}
+	file("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"))
+	file("etc/group", 0o644, []byte("root:x:0:\nnogroup:x:65534:\n"))
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return &buf, nil
+}
+
+type managerOption func(*Options)
+
+// newManager opens a Manager on fresh directories. With Docker, it runs
+// the test image; every workspace left at the end is destroyed, which also
+// proves no container outlives its test.
+func newManager(t testing.TB, withDocker bool, opts ...managerOption) *Manager {
+	t.Helper()
+	base := t.TempDir()
+	o := Options{
+		StateDir:  filepath.Join(base, "state"),
+		ConfigDir: filepath.Join(base, "config"),
+		Limits:    Limits{Timeout: time.Minute, MemoryBytes: 256 << 20, OutputBytes: 1 << 20, CPUs: 1, PIDs: 128, TmpfsBytes: 64 << 20},
+	}
+	if withDocker {
+		d := needDocker(t)
+		o.Runtime = d
+		o.Image = needImage(t, d)
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	m, err := Open(o)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		list, _ := m.List()
+		for _, w := range list {
+			if _, err := m.Destroy(ctx, w.ID); err != nil {
+				t.Errorf("cleanup: destroy %s: %v", w.ID, err)
+			}
+		}
+		if o.Runtime != nil {
+			left, err := o.Runtime.Containers(ctx, m.StoreKey())
+			if err != nil || len(left) != 0 {
+				t.Errorf("cleanup: containers left behind: %v %v", left, err)
+			}
+		}
+		m.Close()
+	})
+	return m
+}
+
+// gitEnv is a scrubbed environment for the test's own git commands.
+func gitEnv(home string) []string {
+	return []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C", "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=Person", "GIT_AUTHOR_EMAIL=person@example.invalid",
+		"GIT_COMMITTER_NAME=Person", "GIT_COMMITTER_EMAIL=person@example.invalid",
+	}
+}
+
+// git runs git in dir for a test and returns trimmed stdout.
+func git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "init.defaultBranch=main", "-c", "core.hooksPath=/dev/null"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv(filepath.Dir(dir))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// makeRepo creates a person's repository with a few files and two
+// commits; it returns its path and the head commit.
+func makeRepo(t testing.TB) (string, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "repo")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "init", "-q")
+	writeFile(t, filepath.Join(dir, "README.md"), "hello\n")
+	writeFile(t, filepath.Join(dir, "src", "main.go"), "package main\n\nfunc main() {}\n")
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "first")
+	writeFile(t, filepath.Join(dir, "src", "util.go"), "package main\n\nfunc util() int { return 1 }\n")
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "second")
+	// A remote, a hook and a credential helper that must not follow the
+	// clone into a workspace.
+	git(t, dir, "remote", "add", "origin", "https://token-in-url@example.invalid/repo.git")
+	git(t, dir, "config", "credential.helper", "store --file=/nonexistent")
+	writeFile(t, filepath.Join(dir, ".git", "hooks", "post-checkout"), "#!/bin/sh\ntouch /tmp/sluice-hook-ran\n")
+	os.Chmod(filepath.Join(dir, ".git", "hooks", "post-checkout"), 0o755)
+	return dir, git(t, dir, "rev-parse", "HEAD")
+}
+
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func createRepoWS(t testing.TB, m *Manager) (*Workspace, string) {
+	t.Helper()
+	repo, _ := makeRepo(t)
+	w, err := m.Create(context.Background(), CreateRequest{Source: Source{Kind: SourceRepo, Path: repo}})
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	return w, repo
+}
+
+func mustRun(t testing.TB, m *Manager, id string, req RunRequest) *RunResult {
+	t.Helper()
+	res, err := m.Run(context.Background(), id, req)
+	if err != nil {
+		t.Fatalf("Run %q: %v", req.Argv, err)
+	}
+	return res
+}

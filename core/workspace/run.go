@@ -1,0 +1,420 @@
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// RunRequest is one command to run in a workspace's container.
+type RunRequest struct {
+	// Argv is the command and its arguments, passed to the container as an
+	// array. Nothing on the host parses it; to use a shell, pass
+	// ["sh", "-c", "…"], which runs inside the container.
+	Argv []string
+	// Env adds variables to the run's environment (not PATH, HOME, LANG,
+	// proxy variables or granted secret names).
+	Env map[string]string
+	// Limits lower the workspace defaults; zero fields keep them.
+	Limits Limits
+	// ReportPath is a test report inside the workspace (JUnit XML, TAP or
+	// go test -json) read after the run.
+	ReportPath string
+	// ReportFormat is junit, tap or gotest; empty guesses.
+	ReportFormat string
+	// StdoutFormat, gotest or tap, parses stdout as the test report.
+	StdoutFormat string
+	// OnOutput streams output as it arrives (stream is "stdout" or
+	// "stderr"), redacted and within the output limit.
+	OnOutput func(stream string, chunk []byte)
+}
+
+// RunResult is the evidence of one run.
+type RunResult struct {
+	ID          string    `json:"id"`
+	WorkspaceID string    `json:"workspaceId"`
+	Argv        []string  `json:"argv"`
+	StartedAt   time.Time `json:"startedAt"`
+	DurationMS  int64     `json:"durationMs"`
+	ExitCode    int       `json:"exitCode"`
+	OOMKilled   bool      `json:"oomKilled"`
+	TimedOut    bool      `json:"timedOut"`
+	// OutputStopped: the run was stopped for producing far more output
+	// than the limit.
+	OutputStopped bool   `json:"outputStopped,omitempty"`
+	ImageID       string `json:"imageId"`
+	Runtime       string `json:"runtime"`
+	// ContainerID is the (removed) container the run used.
+	ContainerID string `json:"containerId"`
+	Stdout      string `json:"stdout"`
+	Stderr      string `json:"stderr"`
+	// Truncated is set when output went past the limit; OutputBytes
+	// counts all of it.
+	Truncated     bool        `json:"truncated"`
+	OutputBytes   int64       `json:"outputBytes"`
+	Limits        Limits      `json:"limits"`
+	Egress        []string    `json:"egress,omitempty"`
+	EgressDenials []Denial    `json:"egressDenials,omitempty"`
+	Tests         *TestReport `json:"tests,omitempty"`
+	// ReportError says why a requested report could not be read.
+	ReportError string `json:"reportError,omitempty"`
+}
+
+const (
+	maxArgs      = 1024
+	maxArgvBytes = 1 << 20
+	maxEnvVars   = 64
+	// A run producing this many times its output limit (and at least
+	// outputStopFloor) is stopped: it is flooding, and what it says past
+	// that is never kept anyway.
+	outputStopFactor = 16
+	outputStopFloor  = 32 << 20
+)
+
+var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+// Run runs argv in a fresh hardened container on the workspace tree and
+// returns its evidence. A non-zero exit, a timeout or an OOM kill is
+// evidence, not an error; errors are for runs that could not happen.
+func (m *Manager) Run(ctx context.Context, id string, req RunRequest) (*RunResult, error) {
+	if err := checkArgv(req.Argv); err != nil {
+		return nil, err
+	}
+	if len(req.Env) > maxEnvVars {
+		return nil, invalidArg("at most %d environment variables may be set", maxEnvVars)
+	}
+	for k, v := range req.Env {
+		if !envNameRe.MatchString(k) || slices.Contains(reservedEnv, k) || strings.HasPrefix(k, "LD_") || strings.ContainsRune(v, 0) {
+			return nil, invalidArg("environment variable %q cannot be set", k)
+		}
+	}
+	switch req.StdoutFormat {
+	case "", FormatGoTest, FormatTAP:
+	default:
+		return nil, invalidArg("stdoutFormat must be gotest or tap")
+	}
+	switch req.ReportFormat {
+	case "", FormatJUnit, FormatTAP, FormatGoTest:
+	default:
+		return nil, invalidArg("reportFormat must be junit, tap or gotest")
+	}
+	var reportComps []string
+	if req.ReportPath != "" {
+		var err error
+		if reportComps, err = splitRel(req.ReportPath); err != nil {
+			return nil, err
+		}
+	}
+	limits, err := req.Limits.withDefaults(m.opts.Limits)
+	if err != nil {
+		return nil, err
+	}
+	if err := limits.within(m.opts.Limits); err != nil {
+		return nil, err
+	}
+	if m.opts.Runtime == nil {
+		return nil, ErrNoRuntime
+	}
+	if m.opts.Image == "" {
+		return nil, &Error{Code: CodeUnsupported, Msg: "no workspace image is configured"}
+	}
+
+	w, unlock, err := m.open(id, true, true)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := m.checkImage(ctx); err != nil {
+		return nil, err
+	}
+	secrets, err := m.secretValues(id)
+	if err != nil {
+		return nil, err
+	}
+	for k := range req.Env {
+		if _, ok := secrets[k]; ok {
+			return nil, invalidArg("environment variable %q is a granted secret and cannot be overridden", k)
+		}
+	}
+
+	runID := uuid.NewString()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	m.mu.Lock()
+	m.active[id] = cancel
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		delete(m.active, id)
+		m.mu.Unlock()
+	}()
+
+	// The environment is built from nothing: no variable of the host
+	// process reaches the container.
+	env := []string{"PATH=" + containerPath, "HOME=" + containerHome, "LANG=" + containerLang}
+	for _, k := range sortedKeys(req.Env) {
+		env = append(env, k+"="+req.Env[k])
+	}
+	for _, k := range sortedKeys(secrets) {
+		env = append(env, k+"="+secrets[k])
+	}
+	spec := ContainerSpec{
+		WorkspaceID: id,
+		RunID:       runID,
+		StoreKey:    m.storeKey,
+		Image:       m.opts.Image,
+		Argv:        append([]string(nil), req.Argv...),
+		User:        m.ContainerUser(),
+		TreePath:    m.treeDir(id),
+		Limits:      limits,
+		RuntimeName: m.opts.RuntimeName,
+	}
+	if w.GitVisible {
+		spec.GitDirPath = m.gitDir(id)
+	}
+	var grant *ProxyGrant
+	if len(w.Egress) > 0 {
+		eh, err := m.ensureEgress(ctx)
+		if err != nil {
+			return nil, err
+		}
+		grant, err = eh.proxy.Register(id, runID, w.Egress)
+		if err != nil {
+			return nil, err
+		}
+		defer grant.Revoke()
+		user, pass := grant.Credentials()
+		proxyURL := (&url.URL{Scheme: "http", User: url.UserPassword(user, pass), Host: net.JoinHostPort(eh.net.Gateway, fmt.Sprint(eh.port))}).String()
+		for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+			env = append(env, k+"="+proxyURL)
+		}
+		spec.Network = eh.net.Name
+	}
+	spec.Env = env
+
+	capture := newCapture(limits.OutputBytes, req.OnOutput)
+	var stdoutTee *capBuffer
+	if req.StdoutFormat != "" {
+		stdoutTee = &capBuffer{max: maxReportBytes, truncate: true}
+	}
+	stdoutW := newRedactor(secrets, capture.stream("stdout", stdoutTee))
+	stderrW := newRedactor(secrets, capture.stream("stderr", nil))
+
+	res := &RunResult{
+		ID:          runID,
+		WorkspaceID: id,
+		Argv:        redactArgv(secrets, req.Argv),
+		StartedAt:   m.now().UTC(),
+		ImageID:     m.opts.Image,
+		Runtime:     m.opts.Runtime.Name(),
+		Limits:      limits,
+		Egress:      w.Egress,
+	}
+	start := time.Now()
+	st, runErr := m.opts.Runtime.Run(ctx, spec, stdoutW, stderrW)
+	res.DurationMS = time.Since(start).Milliseconds()
+	stdoutW.Flush()
+	stderrW.Flush()
+	if grant != nil {
+		res.EgressDenials = grant.Denials()
+	}
+	if runErr != nil {
+		return nil, runErr
+	}
+	res.ExitCode, res.OOMKilled, res.TimedOut, res.OutputStopped = st.ExitCode, st.OOMKilled, st.TimedOut, st.OutputStopped
+	res.ContainerID = st.ContainerID
+	res.Stdout, res.Stderr, res.Truncated, res.OutputBytes = capture.result()
+
+	switch {
+	case req.ReportPath != "":
+		data, err := m.readReport(id, reportComps)
+		if err == nil {
+			res.Tests, err = ParseReport(req.ReportFormat, req.ReportPath, data)
+		}
+		if err != nil {
+			res.ReportError = err.Error()
+		}
+	case req.StdoutFormat != "":
+		rep, err := ParseReport(req.StdoutFormat, "", stdoutTee.Bytes())
+		if err != nil {
+			res.ReportError = err.Error()
+		}
+		res.Tests = rep
+	}
+	if res.Tests != nil {
+		for i := range res.Tests.Cases {
+			c := &res.Tests.Cases[i]
+			c.Suite, c.Name, c.Message = redactString(secrets, c.Suite), redactString(secrets, c.Name), redactString(secrets, c.Message)
+		}
+	}
+
+	w.Runs++
+	m.touch(w, true)
+	if err := m.saveRun(res); err != nil {
+		m.log.Warn("workspace: cannot store run evidence", "workspace", id, "run", runID, "err", err)
+	}
+	return res, nil
+}
+
+func checkArgv(argv []string) error {
+	if len(argv) == 0 {
+		return invalidArg("argv must name a command")
+	}
+	if len(argv) > maxArgs {
+		return invalidArg("argv has more than %d elements", maxArgs)
+	}
+	total := 0
+	for _, a := range argv {
+		total += len(a)
+		if strings.ContainsRune(a, 0) {
+			return invalidArg("argv must not contain NUL bytes")
+		}
+	}
+	if argv[0] == "" {
+		return invalidArg("argv must name a command")
+	}
+	if total > maxArgvBytes {
+		return invalidArg("argv is longer than %d bytes", maxArgvBytes)
+	}
+	return nil
+}
+
+// redactArgv keeps secrets out of the stored command line too, should an
+// agent have pasted one into it.
+func redactArgv(secrets map[string]string, argv []string) []string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = redactString(secrets, a)
+	}
+	return out
+}
+
+// checkImage verifies the configured image once per Manager.
+func (m *Manager) checkImage(ctx context.Context) error {
+	m.imageMu.Lock()
+	defer m.imageMu.Unlock()
+	if m.imageChecked == m.opts.Image {
+		return nil
+	}
+	if err := m.opts.Runtime.CheckImage(ctx, m.opts.Image); err != nil {
+		return err
+	}
+	m.imageChecked = m.opts.Image
+	return nil
+}
+
+func (m *Manager) saveRun(res *RunResult) error {
+	dir := m.runsDir(res.WorkspaceID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	return replaceFile(filepath.Join(dir, res.ID+".json"), b, 0o600)
+}
+
+// Runs returns the stored evidence of a workspace's runs, oldest first.
+func (m *Manager) Runs(id string) ([]RunResult, error) {
+	w, unlock, err := m.open(id, false, false)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	ents, err := os.ReadDir(m.runsDir(w.ID))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, internal(err, "cannot list runs")
+	}
+	var out []RunResult
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(m.runsDir(w.ID), e.Name()))
+		if err != nil {
+			continue
+		}
+		var r RunResult
+		if json.Unmarshal(b, &r) == nil {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].StartedAt.Before(out[j].StartedAt) })
+	return out, nil
+}
+
+// capture keeps the first limit bytes of a run's output (both streams
+// together), counts the rest, and tells the streaming callback.
+type capture struct {
+	mu        sync.Mutex
+	limit     int64
+	stopAt    int64
+	total     int64
+	stdout    bytes.Buffer
+	stderr    bytes.Buffer
+	truncated bool
+	onOutput  func(string, []byte)
+}
+
+func newCapture(limit int64, on func(string, []byte)) *capture {
+	return &capture{limit: limit, stopAt: max(limit*outputStopFactor, outputStopFloor), onOutput: on}
+}
+
+type captureStream struct {
+	c    *capture
+	name string
+	tee  *capBuffer
+}
+
+func (c *capture) stream(name string, tee *capBuffer) *captureStream {
+	return &captureStream{c: c, name: name, tee: tee}
+}
+
+func (s *captureStream) Write(p []byte) (int, error) {
+	c := s.c
+	if s.tee != nil {
+		s.tee.Write(p)
+	}
+	c.mu.Lock()
+	c.total += int64(len(p))
+	room := c.limit - int64(c.stdout.Len()+c.stderr.Len())
+	kept := p
+	if int64(len(kept)) > room {
+		kept = kept[:max(room, 0)]
+		c.truncated = true
+	}
+	buf := &c.stdout
+	if s.name == "stderr" {
+		buf = &c.stderr
+	}
+	buf.Write(kept)
+	stop := c.total > c.stopAt
+	c.mu.Unlock()
+	if len(kept) > 0 && c.onOutput != nil {
+		c.onOutput(s.name, append([]byte(nil), kept...))
+	}
+	if stop {
+		return 0, errStopOutput
+	}
+	return len(p), nil
+}
+
+func (c *capture) result() (stdout, stderr string, truncated bool, total int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.ToValidUTF8(c.stdout.String(), "\uFFFD"), strings.ToValidUTF8(c.stderr.String(), "\uFFFD"), c.truncated, c.total
+}
