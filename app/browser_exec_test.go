@@ -34,14 +34,7 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 func TestBrowser_Approve_CommitLands_AndRestores(t *testing.T) {
 	f := startWebFlow(t)
 	before := gitOut(t, f.repo, "rev-parse", "HEAD")
-	os.WriteFile(filepath.Join(f.repo, "README.md"), []byte("hello\nworld\n"), 0o644)
-	cs := agentSession(t, f.env, "claude-code")
-	out, isErr := callTool(t, cs, "propose_commit", map[string]any{
-		"repoPath": f.repo, "reason": "Greet the world", "message": "Greet the world", "paths": []string{"README.md"},
-	})
-	if isErr {
-		t.Fatalf("propose_commit: %v", out)
-	}
+	cs, out := f.proposeGreeting(t, "claude-code")
 	id := out["proposalId"].(string)
 	card := cardSel(id)
 	if err := chromedp.Do(f.ctx,
@@ -108,14 +101,7 @@ func TestBrowser_Approve_CommitLands_AndRestores(t *testing.T) {
 // proposal was made; approving it changes nothing and the card says stale.
 func TestBrowser_StaleProposal_ShownStale(t *testing.T) {
 	f := startWebFlow(t)
-	os.WriteFile(filepath.Join(f.repo, "README.md"), []byte("hello\nworld\n"), 0o644)
-	cs := agentSession(t, f.env, "claude-code")
-	out, isErr := callTool(t, cs, "propose_commit", map[string]any{
-		"repoPath": f.repo, "reason": "Greet the world", "message": "Greet the world", "paths": []string{"README.md"},
-	})
-	if isErr {
-		t.Fatalf("propose_commit: %v", out)
-	}
+	_, out := f.proposeGreeting(t, "claude-code")
 	// The person commits something else first.
 	os.WriteFile(filepath.Join(f.repo, "NOTES.md"), []byte("notes\n"), 0o644)
 	gitOut(t, f.repo, "add", "NOTES.md")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // webFlow is an app serving the built UI, a logged-in headless Chromium on
@@ -23,14 +24,8 @@ type webFlow struct {
 
 func startWebFlow(t *testing.T) *webFlow {
 	t.Helper()
-	assets := distFS(t)
 	a, repo, env := flowEnv(t)
-	w, token, err := NewWeb(a, assets, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go w.Serve()
-	t.Cleanup(func() { w.Shutdown(context.Background()) })
+	w, token := serveUI(t, a)
 	ctx := newBrowser(t)
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(w.LoginURL(token)),
@@ -54,19 +49,27 @@ func (f *webFlow) shot(t *testing.T, name string) {
 
 func cardSel(id string) string { return "#card-" + id }
 
-// TestBrowser_ProposeReject_Live: a proposal from a real sidecar appears on
-// the open page without a reload; rejecting it with a note reaches the
-// agent as a rejected, error result.
-func TestBrowser_ProposeReject_Live(t *testing.T) {
-	f := startWebFlow(t)
+// proposeGreeting changes README.md in the repository and has agent
+// propose committing it through a real sidecar.
+func (f *webFlow) proposeGreeting(t *testing.T, agent string) (*mcp.ClientSession, map[string]any) {
+	t.Helper()
 	os.WriteFile(filepath.Join(f.repo, "README.md"), []byte("hello\nworld\n"), 0o644)
-	cs := agentSession(t, f.env, "claude-code")
+	cs := agentSession(t, f.env, agent)
 	out, isErr := callTool(t, cs, "propose_commit", map[string]any{
 		"repoPath": f.repo, "reason": "Greet the world", "message": "Greet the world", "paths": []string{"README.md"},
 	})
 	if isErr {
 		t.Fatalf("propose_commit: %v", out)
 	}
+	return cs, out
+}
+
+// TestBrowser_ProposeReject_Live: a proposal from a real sidecar appears on
+// the open page without a reload; rejecting it with a note reaches the
+// agent as a rejected, error result.
+func TestBrowser_ProposeReject_Live(t *testing.T) {
+	f := startWebFlow(t)
+	cs, out := f.proposeGreeting(t, "claude-code")
 	id := out["proposalId"].(string)
 	card := cardSel(id)
 	if err := chromedp.Do(f.ctx,
@@ -92,7 +95,7 @@ func TestBrowser_ProposeReject_Live(t *testing.T) {
 	); err != nil {
 		t.Fatalf("reject: %v", err)
 	}
-	out, isErr = callTool(t, cs, "proposal_wait", map[string]any{"proposalId": id, "timeoutSeconds": 5})
+	out, isErr := callTool(t, cs, "proposal_wait", map[string]any{"proposalId": id, "timeoutSeconds": 5})
 	if !isErr || out["status"] != "rejected" {
 		t.Fatalf("agent sees: isError=%v %v", isErr, out)
 	}

@@ -50,16 +50,22 @@ func newBrowser(t *testing.T) context.Context {
 	return ctx
 }
 
-func TestBrowser_EmptyState_Renders(t *testing.T) {
-	assets := distFS(t)
-	a := startApp(t)
-	w, token, err := NewWeb(a, assets, "127.0.0.1:0")
+// serveUI serves the built front end for a and returns the server and
+// its single-use login token.
+func serveUI(t *testing.T, a *App) (*Web, string) {
+	t.Helper()
+	w, token, err := NewWeb(a, distFS(t), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go w.Serve()
 	t.Cleanup(func() { w.Shutdown(context.Background()) })
+	return w, token
+}
 
+func TestBrowser_EmptyState_Renders(t *testing.T) {
+	a := startApp(t)
+	w, token := serveUI(t, a)
 	ctx := newBrowser(t)
 	// Before login the UI asks for the login link.
 	if err := chromedp.Do(ctx,
@@ -106,15 +112,8 @@ func TestBrowser_EmptyState_Renders(t *testing.T) {
 }
 
 func TestBrowser_Audit_VerifyShowsCounts(t *testing.T) {
-	assets := distFS(t)
 	a := startApp(t)
-	w, token, err := NewWeb(a, assets, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go w.Serve()
-	t.Cleanup(func() { w.Shutdown(context.Background()) })
-
+	w, token := serveUI(t, a)
 	ctx := newBrowser(t)
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(w.LoginURL(token)),

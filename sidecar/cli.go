@@ -82,6 +82,39 @@ func newLogger(stderr io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
+// serving is what every transport opens before it serves: the
+// configuration, the audit ledger and this process's presence file.
+type serving struct {
+	log      *slog.Logger
+	cfg      *config.Config
+	ledger   *audit.Ledger
+	presence *presence.File
+}
+
+// openServing fails closed: a sidecar that cannot keep the record does not
+// serve.
+func openServing(stderr io.Writer, client presence.ClientInfo) (*serving, bool) {
+	s := &serving{log: newLogger(stderr)}
+	var err error
+	if s.cfg, err = config.Load(); err != nil {
+		fmt.Fprintln(stderr, "sluice-sidecar:", err)
+		return nil, false
+	}
+	if s.ledger, err = OpenLedger(s.cfg); err != nil {
+		fmt.Fprintln(stderr, "sluice-sidecar:", err)
+		return nil, false
+	}
+	s.presence = openPresence(s.cfg, s.log, client)
+	return s, true
+}
+
+func (s *serving) close() {
+	if s.presence != nil {
+		s.presence.Close()
+	}
+	s.ledger.Close()
+}
+
 func runStdio(args []string, _ io.Writer, stderr io.Writer) int {
 	fs := flag.NewFlagSet("stdio", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -89,24 +122,13 @@ func runStdio(args []string, _ io.Writer, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	log := newLogger(stderr)
-	cfg, err := config.Load()
-	if err != nil {
-		fmt.Fprintln(stderr, "sluice-sidecar:", err)
+	env, ok := openServing(stderr, presence.ClientInfo{})
+	if !ok {
 		return 1
 	}
-	ledger, err := OpenLedger(cfg)
-	if err != nil {
-		// Fail closed: a sidecar that cannot keep the record does not serve.
-		fmt.Fprintln(stderr, "sluice-sidecar:", err)
-		return 1
-	}
-	defer ledger.Close()
-	pres := openPresence(cfg, log, presence.ClientInfo{})
-	if pres != nil {
-		defer pres.Close()
-	}
-	opts := Options{Config: cfg, Logger: log, Ledger: ledger, Presence: pres}
+	defer env.close()
+	log, cfg := env.log, env.cfg
+	opts := Options{Config: cfg, Logger: log, Ledger: env.ledger, Presence: env.presence}
 	if *toolsets != "" {
 		opts.Toolsets = splitComma(*toolsets)
 	}

@@ -345,23 +345,12 @@ func runHTTP(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	log := newLogger(stderr)
-	cfg, err := config.Load()
-	if err != nil {
-		fmt.Fprintln(stderr, "sluice-sidecar:", err)
+	env, ok := openServing(stderr, presence.ClientInfo{Name: "sluice-http", Version: config.Version})
+	if !ok {
 		return 1
 	}
-	ledger, err := OpenLedger(cfg)
-	if err != nil {
-		// Fail closed, as stdio does: no record, no service.
-		fmt.Fprintln(stderr, "sluice-sidecar:", err)
-		return 1
-	}
-	defer ledger.Close()
-	pres := openPresence(cfg, log, presence.ClientInfo{Name: "sluice-http", Version: config.Version})
-	if pres != nil {
-		defer pres.Close()
-	}
+	defer env.close()
+	log, cfg, ledger, pres := env.log, env.cfg, env.ledger, env.presence
 	opts := HTTPOptions{
 		Config: cfg, Addr: *addr, AllowRemote: *allowRemote, AllowHosts: splitComma(*hosts),
 		AllowOrigins: splitComma(*origins), AllowPathToken: *pathToken,
