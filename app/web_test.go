@@ -2,10 +2,14 @@ package app
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -112,6 +116,16 @@ func TestWeb_StateChange_RequiresCSRF(t *testing.T) {
 	c := newBrowserClient(t)
 	get(t, c, w.LoginURL(token), nil)
 
+	// Every state change, with a session but without the CSRF header.
+	for _, route := range apiRoutes(t) {
+		if route.method != http.MethodPost {
+			continue
+		}
+		resp, _ := do(t, c, route.method, base+route.path, nil)
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s %s without CSRF header: got %d, want 403", route.method, route.path, resp.StatusCode)
+		}
+	}
 	resp, _ := do(t, c, http.MethodPost, base+"/api/ready", nil)
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("POST without CSRF header: got %d, want 403", resp.StatusCode)
@@ -131,6 +145,41 @@ func TestWeb_StateChange_RequiresCSRF(t *testing.T) {
 	}
 }
 
+// apiRoutes lists every "METHOD /api/…" pattern that web.go registers,
+// read from its source so that a new route cannot be forgotten here.
+func apiRoutes(t *testing.T) []struct{ method, path string } {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "web.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []struct{ method, path string }
+	ast.Inspect(f, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok || len(call.Args) == 0 {
+			return true
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok || sel.Sel.Name != "HandleFunc" {
+			return true
+		}
+		lit, ok := call.Args[0].(*ast.BasicLit)
+		if !ok {
+			return true
+		}
+		pattern, _ := strconv.Unquote(lit.Value)
+		method, path, found := strings.Cut(pattern, " ")
+		if found && strings.HasPrefix(path, "/api/") {
+			out = append(out, struct{ method, path string }{method, strings.ReplaceAll(path, "{id}", "00000000-0000-4000-8000-000000000000")})
+		}
+		return true
+	})
+	if len(out) < 15 {
+		t.Fatalf("found only %d API routes in web.go; the parser is looking in the wrong place", len(out))
+	}
+	return out
+}
+
 func TestWeb_GatewayToken_OpensNothing(t *testing.T) {
 	a, w, _ := startWeb(t)
 	ep, err := gateway.ReadEndpoint(a.cfg.GatewayFile())
@@ -139,9 +188,7 @@ func TestWeb_GatewayToken_OpensNothing(t *testing.T) {
 	}
 	base := "http://" + w.Addr()
 	c := &http.Client{}
-	for _, route := range []struct{ method, path string }{
-		{"GET", "/api/status"}, {"GET", "/api/session"}, {"GET", "/api/events"}, {"POST", "/api/ready"},
-	} {
+	for _, route := range apiRoutes(t) {
 		resp, _ := do(t, c, route.method, base+route.path, map[string]string{
 			"Authorization": "Bearer " + ep.Token,
 			"Cookie":        sessionCookie + "=" + ep.Token,
