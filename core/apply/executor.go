@@ -398,7 +398,7 @@ func (r *run) note(format string, a ...any) { r.notes = append(r.notes, fmt.Spri
 func (r *run) open(ctx context.Context) error {
 	rc, err := r.e.openRepo(ctx, r.p.Repo)
 	if err != nil {
-		return fmt.Errorf("%w", asInvalid(err))
+		return asInvalid(err)
 	}
 	r.main = rc
 	r.others = map[string]*repoCtx{}
@@ -474,7 +474,6 @@ func (r *run) execute(ctx context.Context) (string, string, error) {
 		}
 	}
 	r.e.step("applied")
-	summary := strings.Join(r.notes, "; ")
 	if opErr != nil && !r.changed {
 		for _, rc := range r.repos() {
 			if rc.taken != nil {
@@ -483,7 +482,7 @@ func (r *run) execute(ctx context.Context) (string, string, error) {
 				}
 			}
 		}
-		return "", summary, opErr
+		return "", strings.Join(r.notes, "; "), opErr
 	}
 	outcome := EndCompleted
 	if opErr != nil {
@@ -492,15 +491,15 @@ func (r *run) execute(ctx context.Context) (string, string, error) {
 	for _, rc := range r.repos() {
 		if rc.taken != nil {
 			if err := rc.endRestorePoint(ctx, rc.taken, outcome, r.e.now()); err != nil {
+				// The operation happened all the same; without its end
+				// state a restore only needs the person's confirmation.
 				r.e.log.Error("apply: could not record the end of a restore point", "proposal", r.p.ID, "err", err)
-				if opErr == nil {
-					opErr = fmt.Errorf("the operation ran, but its restore point could not be completed: %w", err)
-				}
+				r.note("the end state of restore point %s could not be recorded, so restoring it will ask for confirmation", r.p.ID)
 			}
 		}
 	}
 	r.e.step("ended")
-	return r.p.ID, summary, opErr
+	return r.p.ID, strings.Join(r.notes, "; "), opErr
 }
 
 // repos lists the main repository and then the others, sorted.
@@ -515,15 +514,6 @@ func (r *run) repos() []*repoCtx {
 		out = append(out, r.others[k])
 	}
 	return out
-}
-
-// repoAt is the context of the repository at path (the main one or one
-// of the others).
-func (r *run) repoAt(path string) *repoCtx {
-	if path == r.main.path {
-		return r.main
-	}
-	return r.others[path]
 }
 
 // takeRestorePoints records, in every repository with something to

@@ -1,7 +1,6 @@
 package apply
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -370,14 +369,4 @@ func (rc *repoCtx) hasCommitHooks(ctx context.Context) bool {
 		}
 	}
 	return false
-}
-
-// writeLines joins lines for git's --stdin protocols.
-func writeLines(lines ...string) []byte {
-	var b bytes.Buffer
-	for _, l := range lines {
-		b.WriteString(l)
-		b.WriteByte('\n')
-	}
-	return b.Bytes()
 }
