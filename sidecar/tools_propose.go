@@ -154,6 +154,7 @@ type ProposeBranchIn struct {
 	ProposeCommon
 	Name       string `json:"name" jsonschema:"the new branch's name"`
 	StartPoint string `json:"startPoint,omitempty" jsonschema:"where it starts (default HEAD)"`
+	Checkout   bool   `json:"checkout,omitempty" jsonschema:"also switch the working tree to the new branch (it must have no uncommitted changes)"`
 }
 
 // RepoBranchesIn names branches in another repository.
@@ -315,7 +316,7 @@ func (s *Sidecar) registerPropose() {
 			if start == "" {
 				start = "HEAD"
 			}
-			return in.ProposeCommon, &proposal.BranchArgs{Name: in.Name, StartPoint: start}
+			return in.ProposeCommon, &proposal.BranchArgs{Name: in.Name, StartPoint: start, Checkout: in.Checkout}
 		})
 	addProposeTool(s, proposeTool{"propose_branch_delete", "Propose deleting branches",
 		"Propose deleting branches in repoPath and, optionally, in other repositories. The app decides at execution " +

@@ -14,26 +14,65 @@ import (
 )
 
 // branchStep creates a branch at the pinned start point; a branch of that
-// name that already exists is left alone (ref_exists).
+// name that already exists is left alone (ref_exists). With Checkout the
+// main working tree then switches to it, which needs a clean checkout.
 type branchStep struct{ a *proposal.BranchArgs }
 
 func (s *branchStep) name() proposal.Op { return proposal.OpBranch }
 
 func (s *branchStep) touch(_ context.Context, r *run) error {
 	r.main.touched.addRef(proposal.BranchRef(s.a.Name))
+	if s.a.Checkout {
+		r.main.touched.addWorktree(r.main.main(), true)
+	}
 	return nil
 }
 
-func (s *branchStep) check(context.Context, *run) error { return nil }
+func (s *branchStep) check(ctx context.Context, r *run) error {
+	if !s.a.Checkout {
+		return nil
+	}
+	return r.requireClean(ctx, r.main, r.main.main(), "the working tree")
+}
 
 func (s *branchStep) do(ctx context.Context, r *run) error {
 	ref, start := proposal.BranchRef(s.a.Name), r.expect[s.a.StartPoint]
-	if err := r.cas(ctx, r.main, ref, start, "", fmt.Sprintf("sluice: branch %s at %s (proposal %s)", s.a.Name, s.a.StartPoint, r.p.ID)); err != nil {
+	msg := fmt.Sprintf("sluice: branch %s at %s (proposal %s)", s.a.Name, s.a.StartPoint, r.p.ID)
+	if err := r.cas(ctx, r.main, ref, start, "", msg); err != nil {
 		return err
 	}
 	r.changed = true
 	r.moved(r.main, ref, start, false)
 	r.note("created branch %s at %s", s.a.Name, short(start))
+	if !s.a.Checkout {
+		return nil
+	}
+	return s.switchTo(ctx, r, ref, start, msg)
+}
+
+// switchTo moves the main working tree onto the new branch: its files
+// follow with a two-tree read-tree (a dry run first, so that nothing is
+// half done when untracked files are in the way), then HEAD is pointed at
+// the branch.
+func (s *branchStep) switchTo(ctx context.Context, r *run, ref, start, msg string) error {
+	wt := r.main.main()
+	h, err := r.head(ctx)
+	if err != nil {
+		return err
+	}
+	if h.sha != "" && h.sha != start {
+		if _, err := r.main.g.run(ctx, call{dir: wt.path, args: []string{"read-tree", "-m", "-u", "-n", h.sha, start}}); err != nil {
+			return checkoutBlocked(err, &wt)
+		}
+		if _, err := r.main.g.run(ctx, call{dir: wt.path, args: []string{"read-tree", "-m", "-u", h.sha, start}}); err != nil {
+			return checkoutBlocked(err, &wt)
+		}
+	}
+	if _, err := r.main.g.run(ctx, call{dir: wt.path, args: []string{"symbolic-ref", "-m", msg + " (checkout)", "HEAD", ref}}); err != nil {
+		return err
+	}
+	r.moved(r.main, ref, start, true)
+	r.note("checked out %s", s.a.Name)
 	return nil
 }
 

@@ -545,6 +545,9 @@ func (a *PushArgs) risk(Pinned) Risk {
 type BranchArgs struct {
 	Name       string `json:"name"`
 	StartPoint string `json:"startPoint"`
+	// Checkout switches the main working tree to the new branch, which
+	// needs a clean working tree.
+	Checkout bool `json:"checkout,omitempty"`
 }
 
 func (*BranchArgs) Op() Op { return OpBranch }
@@ -562,7 +565,12 @@ func (a *BranchArgs) Validate() error {
 func (a *BranchArgs) Pins() []string                 { return []string{a.StartPoint} }
 func (a *BranchArgs) WrittenRefs() []string          { return []string{BranchRef(a.Name)} }
 func (a *BranchArgs) FilesTouched() ([]string, bool) { return nil, true }
-func (a *BranchArgs) risk(Pinned) Risk               { return RiskLow }
+func (a *BranchArgs) risk(Pinned) Risk {
+	if a.Checkout {
+		return RiskMedium
+	}
+	return RiskLow
+}
 
 // RepoBranches names branches in one more repository.
 type RepoBranches struct {
