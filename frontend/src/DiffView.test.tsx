@@ -30,7 +30,8 @@ describe("DiffView", () => {
     fireEvent.click(more);
 
     await waitFor(() => expect(container.querySelectorAll(".diff-body .d2h-file-wrapper")).toHaveLength(2));
-    expect(container.querySelector(".diff-more")).toBeNull();
+    // The file is drawn before the loading flag clears: wait for both.
+    await waitFor(() => expect(container.querySelector(".diff-more")).toBeNull());
     expect(screen.getByRole("status").textContent).toBe("0.4 of 0.4 KB loaded");
     expect(container.querySelector(".d2h-file-list")?.textContent).toContain("src/cart.go");
     expect(diffRequests(calls)).toEqual([
@@ -58,7 +59,7 @@ describe("DiffView", () => {
 
     await waitFor(() => expect(screen.getByRole("status").textContent).toMatch(/^0\.\d of 0\.\d KB loaded$/));
     expect(diffRequests(calls)).toHaveLength(3);
-    expect(container.querySelector(".diff-more")).toBeNull();
+    await waitFor(() => expect(container.querySelector(".diff-more")).toBeNull());
     // Each file drawn once, whole.
     const files = container.querySelectorAll(".diff-body .d2h-file-wrapper");
     expect(files).toHaveLength(2);
