@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/policy"
 	"github.com/sluicehq/sluice/core/proposal"
+	"github.com/sluicehq/sluice/core/workspace"
 )
 
 // App is one running instance of Sluice: configuration, the gateway that
@@ -39,6 +40,8 @@ type App struct {
 	journal  *journal.Journal
 	policy   *policy.Policy
 	executor *apply.Executor
+	// workspaces is nil when no workspace image is configured.
+	workspaces *workspace.Manager
 	// runCtx bounds executions; it ends when the app closes.
 	runCtx context.Context
 	diffs  diffCache
@@ -125,12 +128,19 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
+	wsm := openWorkspaces(cfg, log)
+	var handoff gateway.WorkspaceHandoff
+	if wsm != nil {
+		cleanup = append(cleanup, func() { wsm.Close() })
+		handoff = workspaceHandoff{wsm}
+	}
 	gw, err := gateway.Listen(gateway.Options{
 		Token:      token,
 		AppVersion: config.Version,
 		Logger:     log,
 		Backend: gateway.NewJournalBackend(j, gateway.BackendOptions{Roots: roots, Policy: pol, Logger: log,
 			RestorePoints: restoreLister(exec)}),
+		Handoff: handoff,
 	})
 	if err != nil {
 		return nil, err
@@ -138,7 +148,7 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 	ctx, stop := context.WithCancel(context.Background())
 	a := &App{cfg: cfg, log: log, gw: gw, gwDone: make(chan error, 1), events: NewBus(), started: time.Now(),
 		ready: make(chan struct{}), ledger: ledger, auditPub: pub, journal: j, policy: pol, stop: stop,
-		executor: exec, runCtx: ctx}
+		executor: exec, workspaces: wsm, runCtx: ctx}
 	a.notifications.Store(cfg.Notifications)
 	go func() { a.gwDone <- gw.Serve() }()
 	a.bgDone.Add(2)
@@ -150,6 +160,13 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 		defer a.bgDone.Done()
 		a.bridgeJournal(ctx)
 	}()
+	if wsm != nil {
+		a.bgDone.Add(1)
+		go func() {
+			defer a.bgDone.Done()
+			a.reconcileWorkspaces(ctx)
+		}()
+	}
 	// Approved before the restart and still valid: they run now.
 	for _, id := range rec.Revalidated {
 		a.execute(id)
@@ -180,6 +197,9 @@ func (a *App) Close() error {
 		a.stop()
 		a.bgDone.Wait()
 		err = errors.Join(err, a.journal.Close())
+		if a.workspaces != nil {
+			err = errors.Join(err, a.workspaces.Close())
+		}
 		a.events.Close()
 		if _, aerr := a.ledger.Append(audit.Entry{EventType: "app_stopped", Result: "ok"}); aerr != nil {
 			err = errors.Join(err, aerr)

@@ -110,6 +110,7 @@ func (w *Web) routes() http.Handler {
 	mux.HandleFunc("GET /api/audit", w.authed(jsonGet(w.api.Audit)))
 	mux.HandleFunc("GET /api/proposals", w.authed(jsonGet(w.api.Pending)))
 	mux.HandleFunc("GET /api/settings", w.authed(jsonGet(w.api.Settings)))
+	mux.HandleFunc("GET /api/workspaces", w.authed(jsonGet(w.api.Workspaces)))
 	mux.HandleFunc("GET /api/timeline", w.authed(func(rw http.ResponseWriter, r *http.Request) {
 		jsonCall(rw, func() (TimelineView, error) { return w.api.Timeline(r.URL.Query().Get("repo")) })
 	}))
@@ -345,6 +346,8 @@ func statusFor(code string) int {
 		return http.StatusConflict
 	case "internal", "audit_failed":
 		return http.StatusInternalServerError
+	case "unsupported":
+		return http.StatusNotImplemented
 	}
 	return http.StatusBadRequest
 }

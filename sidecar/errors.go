@@ -25,6 +25,7 @@ const (
 	CodeOutputLimit        = "output_limit"
 	CodeTimeout            = "timeout"
 	CodeWorkspaceLocked    = "workspace_locked"
+	CodeWorkspaceNotFound  = "workspace_not_found"
 	CodeEgressDenied       = "egress_denied"
 	CodeUnsupported        = "unsupported"
 	CodeInternal           = "internal"

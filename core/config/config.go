@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -61,6 +62,10 @@ type Config struct {
 	AuditSigning bool `json:"-"`
 	// Retention of terminal proposals in the journal.
 	Retention time.Duration `json:"-"`
+	// WorkspaceImage is the image ID ("sha256:<64 hex>") that workspace
+	// runs use. An ID rather than a tag, so that what runs is exactly what
+	// the person chose; empty means workspaces are unsupported.
+	WorkspaceImage string `json:"workspaceImage"`
 }
 
 // fileConfig is the on-disk shape of config.json. Durations are strings
@@ -74,6 +79,8 @@ type fileConfig struct {
 	AuditKeyFile  string   `json:"auditKeyFile,omitempty"`
 	AuditSigning  *bool    `json:"auditSigning,omitempty"`
 	Retention     string   `json:"retention,omitempty"`
+	// WorkspaceImage is set by hand (or SLUICE_WORKSPACE_IMAGE).
+	WorkspaceImage string `json:"workspaceImage,omitempty"`
 }
 
 // Defaults.
@@ -181,6 +188,9 @@ func (c *Config) applyFile(path string) error {
 	if f.AuditSigning != nil {
 		c.AuditSigning = *f.AuditSigning
 	}
+	if f.WorkspaceImage != "" {
+		c.WorkspaceImage = f.WorkspaceImage
+	}
 	return nil
 }
 
@@ -217,6 +227,9 @@ func (c *Config) applyEnv() error {
 			return fmt.Errorf("%w: SLUICE_AUDIT_SIGNING: %v", ErrInvalid, err)
 		}
 		c.AuditSigning = b
+	}
+	if v, ok := os.LookupEnv("SLUICE_WORKSPACE_IMAGE"); ok {
+		c.WorkspaceImage = strings.TrimSpace(v)
 	}
 	return nil
 }
@@ -265,6 +278,9 @@ func (c *Config) validate() error {
 	if c.PolicyFile != "" && !filepath.IsAbs(c.PolicyFile) {
 		return fmt.Errorf("%w: policyFile: %q is not an absolute path", ErrInvalid, c.PolicyFile)
 	}
+	if c.WorkspaceImage != "" && !workspaceImageRe.MatchString(c.WorkspaceImage) {
+		return fmt.Errorf("%w: workspaceImage: %q is not an image ID (sha256:<64 hex digits>); a tag could change under Sluice, an ID cannot (docker image inspect --format '{{.Id}}' IMAGE)", ErrInvalid, c.WorkspaceImage)
+	}
 	c.AuditKeyConfigured = c.AuditKeyFile != ""
 	if c.AuditKeyFile == "" {
 		c.AuditKeyFile = filepath.Join(c.ConfigDir, "audit-key.pem")
@@ -295,6 +311,13 @@ func (c *Config) AuditLog() string { return filepath.Join(c.StateDir, "audit", "
 
 // JournalFile is the app's bbolt journal.
 func (c *Config) JournalFile() string { return filepath.Join(c.StateDir, "journal.db") }
+
+// WorkspaceDir holds the workspaces' trees, repositories and metadata,
+// shared by the app and every sidecar.
+func (c *Config) WorkspaceDir() string { return filepath.Join(c.StateDir, "workspaces") }
+
+// workspaceImageRe is the only accepted form of WorkspaceImage.
+var workspaceImageRe = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // PresenceDir holds one presence file per running sidecar.
 func (c *Config) PresenceDir() string { return filepath.Join(c.StateDir, "presence") }

@@ -14,7 +14,7 @@ func isolate(t *testing.T) (cfgDir string) {
 	dir := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
-	for _, k := range []string{"SLUICE_ALLOWED_ROOTS", "SLUICE_PENDING_EXPIRY", "SLUICE_POLICY_FILE", "SLUICE_TOOLSETS", "SLUICE_NOTIFICATIONS", "SLUICE_AUDIT_KEY", "SLUICE_AUDIT_SIGNING"} {
+	for _, k := range []string{"SLUICE_ALLOWED_ROOTS", "SLUICE_PENDING_EXPIRY", "SLUICE_POLICY_FILE", "SLUICE_TOOLSETS", "SLUICE_NOTIFICATIONS", "SLUICE_AUDIT_KEY", "SLUICE_AUDIT_SIGNING", "SLUICE_WORKSPACE_IMAGE"} {
 		os.Unsetenv(k)
 	}
 	return filepath.Join(dir, "config", "sluice")
@@ -155,5 +155,49 @@ func TestWriteFileAtomic_ReplacesWholeFile(t *testing.T) {
 	entries, _ := os.ReadDir(filepath.Dir(p))
 	if len(entries) != 1 {
 		t.Fatalf("temporary files left behind: %v", entries)
+	}
+}
+
+func TestLoad_WorkspaceImage(t *testing.T) {
+	good := "sha256:" + strings.Repeat("ab", 32)
+	other := "sha256:" + strings.Repeat("cd", 32)
+	cases := []struct {
+		name, file, env string
+		want            string
+		wantErr         bool
+	}{
+		{name: "unset", want: ""},
+		{name: "file", file: `{"workspaceImage":"` + good + `"}`, want: good},
+		{name: "env overrides file", file: `{"workspaceImage":"` + good + `"}`, env: other, want: other},
+		{name: "tag refused", file: `{"workspaceImage":"busybox:latest"}`, wantErr: true},
+		{name: "short id refused", env: "sha256:abcd", wantErr: true},
+		{name: "upper-case hex refused", env: "sha256:" + strings.Repeat("AB", 32), wantErr: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := isolate(t)
+			if tc.file != "" {
+				writeConfig(t, dir, tc.file)
+			}
+			if tc.env != "" {
+				t.Setenv("SLUICE_WORKSPACE_IMAGE", tc.env)
+			}
+			c, err := Load()
+			if tc.wantErr {
+				if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "workspaceImage") {
+					t.Fatalf("want an invalid workspaceImage error, got %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.WorkspaceImage != tc.want {
+				t.Errorf("WorkspaceImage = %q, want %q", c.WorkspaceImage, tc.want)
+			}
+			if c.WorkspaceDir() != filepath.Join(c.StateDir, "workspaces") {
+				t.Errorf("WorkspaceDir = %s", c.WorkspaceDir())
+			}
+		})
 	}
 }

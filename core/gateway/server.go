@@ -86,6 +86,9 @@ type Options struct {
 	// Backend, when set, serves the proposal routes. It can only submit,
 	// read, wait for and cancel proposals: deciding is not part of it.
 	Backend Backend
+	// Handoff, when set, serves the workspace handoff route; without it
+	// the route answers unsupported.
+	Handoff WorkspaceHandoff
 }
 
 // Listen binds the gateway's socket. Routes are registered with Handle
@@ -113,6 +116,7 @@ func Listen(opts Options) (*Server, error) {
 	s.Handle("GET /v1/health", s.health)
 	if opts.Backend != nil {
 		s.handleProposals(opts.Backend)
+		s.handleWorkspaces(opts.Handoff)
 	}
 	// Unknown paths answer in the gateway's JSON error shape too.
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -249,7 +249,7 @@ func TestRun_ImageIsVerified(t *testing.T) {
 	if err := needDocker(t).CheckImage(context.Background(), "busybox:latest"); !IsCode(err, CodeInvalidArgument) {
 		t.Fatalf("an image by tag: %v", err)
 	}
-	if _, err := Open(Options{StateDir: t.TempDir() + "/s", ConfigDir: t.TempDir() + "/c", Image: testImageRef}); !IsCode(err, CodeInvalidArgument) {
+	if _, err := Open(Options{StateDir: t.TempDir() + "/s", ConfigDir: t.TempDir() + "/c", Image: TestImageRef}); !IsCode(err, CodeInvalidArgument) {
 		t.Fatalf("Open with an image tag: %v", err)
 	}
 }

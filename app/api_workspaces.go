@@ -1,0 +1,193 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/gateway"
+	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/workspace"
+)
+
+// errWorkspacesOff answers workspace requests when no image is configured.
+var errWorkspacesOff = &codedError{code: workspace.CodeUnsupported,
+	msg: "workspaces are not configured: set workspaceImage in config.json (or SLUICE_WORKSPACE_IMAGE) to a local image ID (sha256:…) and restart Sluice"}
+
+// openWorkspaces opens the app's workspace Manager on the directory the
+// sidecars share. Workspaces are optional: without an image, or when the
+// container runtime is unreachable, Sluice starts without them and says
+// why. Runtime problems only disable runs; seals (and so handoffs) still
+// work on files.
+func openWorkspaces(cfg *config.Config, log interface {
+	Warn(string, ...any)
+}) *workspace.Manager {
+	if cfg.WorkspaceImage == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var rt workspace.Runtime
+	if d, err := workspace.NewDocker(ctx); err != nil {
+		log.Warn("workspaces: container runtime unavailable; runs are disabled", "err", err)
+	} else {
+		rt = d
+	}
+	m, err := workspace.Open(workspace.Options{
+		StateDir:     cfg.StateDir, // the store keeps its own workspaces/ folder there
+		ConfigDir:    cfg.ConfigDir,
+		Runtime:      rt,
+		Image:        cfg.WorkspaceImage,
+		AllowedRoots: gitx.Roots(cfg.AllowedRoots),
+	})
+	if err != nil {
+		log.Warn("workspaces: cannot open the workspace store; workspaces are disabled", "err", err)
+		return nil
+	}
+	return m
+}
+
+// reconcileWorkspaces removes what a crash left behind (half-created or
+// half-destroyed workspaces, containers with no workspace) and expires
+// idle ones. It runs in the background: start-up does not wait on Docker.
+func (a *App) reconcileWorkspaces(ctx context.Context) {
+	rep, err := a.workspaces.Reconcile(ctx)
+	if err != nil {
+		a.log.Warn("workspaces: reconcile failed", "err", err)
+	} else {
+		a.log.Info("workspaces: reconciled", "report", rep)
+	}
+	if ids, err := a.workspaces.Expire(ctx); err != nil {
+		a.log.Warn("workspaces: expiring idle workspaces failed", "err", err)
+	} else if len(ids) > 0 {
+		a.log.Info("workspaces: expired idle workspaces", "ids", ids)
+	}
+}
+
+// WorkspaceRunView is one run's evidence as the workspaces screen shows it.
+type WorkspaceRunView struct {
+	Argv       []string           `json:"argv"`
+	ExitCode   int                `json:"exitCode"`
+	OOMKilled  bool               `json:"oomKilled"`
+	DurationMS int64              `json:"durationMs"`
+	Truncated  bool               `json:"truncated"`
+	Tests      *WorkspaceTestView `json:"tests"`
+}
+
+// WorkspaceTestView summarises a run's tests.
+type WorkspaceTestView struct {
+	Passed  int    `json:"passed"`
+	Failed  int    `json:"failed"`
+	Skipped int    `json:"skipped"`
+	Format  string `json:"format"`
+}
+
+// WorkspaceView is one workspace on the workspaces screen.
+type WorkspaceView struct {
+	ID             string             `json:"id"`
+	State          string             `json:"state"`
+	Source         string             `json:"source"`
+	Base           string             `json:"base"`
+	LeaseExpiresAt string             `json:"leaseExpiresAt"`
+	Runs           []WorkspaceRunView `json:"runs"`
+}
+
+// maxRunsShown bounds the runs listed per workspace (the latest ones).
+const maxRunsShown = 20
+
+// Workspaces lists the workspaces with their run evidence, newest first.
+func (api *API) Workspaces() ([]WorkspaceView, error) {
+	m := api.app.workspaces
+	if m == nil {
+		return nil, errWorkspacesOff
+	}
+	list, err := m.List()
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(list, func(i, j int) bool { return list[i].CreatedAt.After(list[j].CreatedAt) })
+	out := make([]WorkspaceView, 0, len(list))
+	for _, w := range list {
+		v := WorkspaceView{ID: w.ID, State: string(w.State), Source: sourceLabel(w.Source), Base: w.Base,
+			LeaseExpiresAt: w.ExpiresAt().UTC().Format(time.RFC3339), Runs: []WorkspaceRunView{}}
+		runs, err := m.Runs(w.ID)
+		if err != nil && !errors.Is(err, workspace.ErrNotFound) {
+			api.app.log.Warn("workspaces: cannot read runs", "workspace", w.ID, "err", err)
+		}
+		if len(runs) > maxRunsShown {
+			runs = runs[len(runs)-maxRunsShown:]
+		}
+		for _, r := range runs {
+			rv := WorkspaceRunView{Argv: r.Argv, ExitCode: r.ExitCode, OOMKilled: r.OOMKilled, DurationMS: r.DurationMS, Truncated: r.Truncated}
+			if t := r.Tests; t != nil {
+				rv.Tests = &WorkspaceTestView{Passed: t.Passed, Failed: t.Failed + t.Errors, Skipped: t.Skipped, Format: t.Format}
+			}
+			v.Runs = append(v.Runs, rv)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func sourceLabel(s workspace.Source) string {
+	switch s.Kind {
+	case workspace.SourceFresh:
+		return "fresh"
+	case workspace.SourceRepo:
+		if s.Commit != "" {
+			return "repo " + s.Path + " @ " + s.Commit
+		}
+		return "repo " + s.Path
+	}
+	return string(s.Kind) + " " + s.Path
+}
+
+// workspaceHandoff is the app's side of the gateway's handoff route: it
+// fetches a sealed workspace's commits into the repository the workspace
+// came from, under refs/sluice/proposals/<id>. It decides nothing; the
+// proposal that names the ref is decided on its card.
+type workspaceHandoff struct{ m *workspace.Manager }
+
+func (h workspaceHandoff) Handoff(ctx context.Context, agent, id, repo string) (gateway.HandoffResult, error) {
+	ws, err := h.m.Get(id)
+	if err != nil {
+		return gateway.HandoffResult{}, handoffError(err)
+	}
+	switch {
+	case ws.Agent != "" && ws.Agent != agent:
+		return gateway.HandoffResult{}, &gateway.Error{Status: http.StatusForbidden, Code: gateway.CodeForbidden, Message: "the workspace belongs to another agent"}
+	case ws.State != workspace.StateSealed:
+		return gateway.HandoffResult{}, &gateway.Error{Status: http.StatusConflict, Code: gateway.CodeInvalidArgument, Message: "only a sealed workspace can be handed off; call workspace_seal"}
+	case ws.Source.Kind != workspace.SourceRepo || ws.Source.Path != repo:
+		return gateway.HandoffResult{}, &gateway.Error{Status: http.StatusBadRequest, Code: gateway.CodeInvalidArgument, Message: "a workspace is handed off only into the repository it was created from"}
+	}
+	ref := "refs/sluice/proposals/" + id
+	sha, err := h.m.FetchInto(ctx, id, repo, ref)
+	if err != nil {
+		return gateway.HandoffResult{}, handoffError(err)
+	}
+	return gateway.HandoffResult{Ref: ref, SHA: sha}, nil
+}
+
+// handoffError keeps the workspace's stable codes on the wire.
+func handoffError(err error) error {
+	var we *workspace.Error
+	if !errors.As(err, &we) {
+		return err
+	}
+	status := http.StatusBadRequest
+	switch we.Code {
+	case workspace.CodeNotFound:
+		status = http.StatusNotFound
+	case workspace.CodeLocked:
+		status = http.StatusConflict
+	case workspace.CodePathOutsideRoots:
+		status = http.StatusForbidden
+	case workspace.CodeInternal:
+		return err
+	}
+	return &gateway.Error{Status: status, Code: we.Code, Message: we.Msg, Data: we.Data}
+}

@@ -1,0 +1,122 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"time"
+)
+
+// CodeUnsupported: the app has no workspace support configured.
+const CodeUnsupported = "unsupported"
+
+// HandoffResult says where a sealed workspace's commits now are in the
+// person's repository.
+type HandoffResult struct {
+	// Ref is refs/sluice/proposals/<workspace id>.
+	Ref string `json:"ref"`
+	// SHA is the workspace's head commit, which Ref points at.
+	SHA string `json:"sha"`
+}
+
+// WorkspaceHandoff moves a sealed workspace's commits into the person's
+// repository under a refs/sluice/ ref. The sidecar never writes to a
+// repository, so it asks the app to. Nothing about a proposal is decided
+// here: the ref is only the source a later proposal names, and the
+// person's branches, index and working tree are untouched.
+type WorkspaceHandoff interface {
+	Handoff(ctx context.Context, agent, workspaceID, repo string) (HandoffResult, error)
+}
+
+// HandoffRequest is the body of POST /v1/workspaces/{id}/handoff.
+type HandoffRequest struct {
+	// Repo is the repository the workspace was created from (absolute).
+	Repo string `json:"repo"`
+}
+
+// WorkspaceRoutes are the workspace routes, for documentation and for the
+// test that proves none of them decides.
+var WorkspaceRoutes = []string{
+	"POST /v1/workspaces/{id}/handoff",
+}
+
+var workspaceIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// ValidWorkspaceID reports whether id may name a workspace (the same rule
+// as core/workspace, repeated so that the gateway stays independent of it).
+func ValidWorkspaceID(id string) bool { return workspaceIDRe.MatchString(id) }
+
+func (s *Server) handleWorkspaces(h WorkspaceHandoff) {
+	s.Handle(WorkspaceRoutes[0], func(w http.ResponseWriter, r *http.Request) {
+		agent, ok := agentOf(w, r)
+		if !ok {
+			return
+		}
+		id := r.PathValue("id")
+		if !ValidWorkspaceID(id) {
+			WriteError(w, http.StatusBadRequest, CodeInvalidArgument, "workspace id must match ^[A-Za-z0-9_-]{1,128}$", nil)
+			return
+		}
+		var req HandoffRequest
+		dec := json.NewDecoder(r.Body)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			WriteError(w, http.StatusBadRequest, CodeInvalidArgument, "malformed handoff request: "+err.Error(), nil)
+			return
+		}
+		if _, err := dec.Token(); err != io.EOF {
+			WriteError(w, http.StatusBadRequest, CodeInvalidArgument, "trailing data after the request", nil)
+			return
+		}
+		if req.Repo == "" {
+			WriteError(w, http.StatusBadRequest, CodeInvalidArgument, "repo is required", nil)
+			return
+		}
+		if h == nil {
+			WriteError(w, http.StatusNotImplemented, CodeUnsupported,
+				"workspaces are not configured in the Sluice app: set workspaceImage in config.json (or SLUICE_WORKSPACE_IMAGE) to an image ID and restart it", nil)
+			return
+		}
+		res, err := h.Handoff(r.Context(), agent, id, req.Repo)
+		if err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				WriteError(w, e.Status, e.Code, e.Message, e.Data)
+				return
+			}
+			s.log.Error("gateway: workspace handoff failed", "err", err)
+			WriteError(w, http.StatusInternalServerError, CodeInternal, "internal error", nil)
+			return
+		}
+		WriteJSON(w, http.StatusOK, res)
+	})
+}
+
+// handoffTimeout bounds a handoff: a fetch of the workspace's objects into
+// the person's repository, checked object by object.
+const handoffTimeout = 60 * time.Second
+
+// WorkspaceHandoff asks the app to fetch a sealed workspace's commits
+// into repo under refs/sluice/proposals/<id>.
+func (c *Client) WorkspaceHandoff(ctx context.Context, agent, workspaceID, repo string) (HandoffResult, error) {
+	if err := checkAgent(agent); err != nil {
+		return HandoffResult{}, err
+	}
+	if !ValidWorkspaceID(workspaceID) {
+		return HandoffResult{}, badArgument("workspace id must match ^[A-Za-z0-9_-]{1,128}$")
+	}
+	body, err := json.Marshal(HandoffRequest{Repo: repo})
+	if err != nil {
+		return HandoffResult{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, handoffTimeout)
+	defer cancel()
+	var res HandoffResult
+	err = c.do(ctx, agent, http.MethodPost, "/v1/workspaces/"+url.PathEscape(workspaceID)+"/handoff", bytes.NewReader(body), &res)
+	return res, err
+}

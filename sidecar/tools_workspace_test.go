@@ -1,0 +1,229 @@
+package sidecar
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sluicehq/sluice/core/workspace"
+)
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func callJSON(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (*mcp.CallToolResult, map[string]any) {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: protocol error: %v", tool, err)
+	}
+	var out map[string]any
+	if res.StructuredContent != nil {
+		out = decode[map[string]any](t, res)
+	}
+	return res, out
+}
+
+func errCode(out map[string]any) string {
+	e, _ := out["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+func TestWorkspaceTools_NoImage_Unsupported(t *testing.T) {
+	_, cfg := testEnv(t, t.TempDir())
+	cfg.WorkspaceImage = ""
+	s, err := New(Options{Config: cfg, Toolsets: []string{"workspace"}, Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := connectInMemory(t, s)
+	for tool, args := range map[string]map[string]any{
+		"workspace_create": {"kind": "fresh"},
+		"workspace_status": {"workspaceId": "x"},
+		"workspace_run":    {"workspaceId": "x", "argv": []string{"true"}},
+		"workspace_seal":   {"workspaceId": "x", "reason": "r"},
+	} {
+		res, out := callJSON(t, cs, tool, args)
+		e, _ := out["error"].(map[string]any)
+		if msg, _ := e["message"].(string); !res.IsError || errCode(out) != CodeUnsupported || !strings.Contains(msg, "SLUICE_WORKSPACE_IMAGE") {
+			t.Errorf("%s without an image = %v (isError %v)", tool, out, res.IsError)
+		}
+	}
+}
+
+func TestWorkspaceTools_Annotations(t *testing.T) {
+	_, cfg := testEnv(t)
+	s, err := New(Options{Config: cfg, Toolsets: []string{"workspace"}, Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := connectInMemory(t, s).ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := map[string]bool{"workspace_status": true, "workspace_file_read": true, "workspace_file_list": true,
+		"workspace_file_glob": true, "workspace_file_grep": true, "workspace_diff": true}
+	seen := 0
+	for _, tl := range res.Tools {
+		if !strings.HasPrefix(tl.Name, "workspace_") {
+			continue
+		}
+		seen++
+		a := tl.Annotations
+		destructive := a.DestructiveHint != nil && *a.DestructiveHint
+		switch {
+		case reads[tl.Name]:
+			if !a.ReadOnlyHint || destructive {
+				t.Errorf("%s: want read-only, got %+v", tl.Name, a)
+			}
+		case tl.Name == "workspace_destroy":
+			if a.ReadOnlyHint || !destructive || a.IdempotentHint {
+				t.Errorf("%s: want destructive, got %+v", tl.Name, a)
+			}
+		default:
+			if a.ReadOnlyHint || a.DestructiveHint == nil || destructive || a.IdempotentHint {
+				t.Errorf("%s: want a non-destructive write, got %+v", tl.Name, a)
+			}
+		}
+		if strings.Contains(tl.Name, "grant") || strings.Contains(tl.Name, "egress") || strings.Contains(tl.Name, "secret") {
+			t.Errorf("%s: granting egress or secrets is a human action, never a tool", tl.Name)
+		}
+	}
+	if seen != 12 {
+		t.Fatalf("%d workspace tools, want 12", seen)
+	}
+}
+
+// needWorkspaceImage returns the test image's ID, skipping when the Docker
+// Engine is unreachable unless SLUICE_REQUIRE_E2E=1.
+func needWorkspaceImage(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	d, err := workspace.NewDocker(ctx)
+	if err != nil {
+		needOrSkip(t, false, "Docker Engine reachable: "+err.Error())
+	}
+	defer d.Close()
+	id, err := workspace.EnsureTestImage(t.Context(), d.Client())
+	if err != nil {
+		t.Fatalf("test image: %v", err)
+	}
+	return id
+}
+
+func TestWorkspaceTools_FilesRunDestroy(t *testing.T) {
+	image := needWorkspaceImage(t)
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, cfg := testEnv(t, root)
+	cfg.WorkspaceImage = image
+	repo := filepath.Join(root, "repo")
+	g := git(t)
+	os.Mkdir(repo, 0o755)
+	g(repo, "init", "-q", "-b", "main")
+	writeFile(t, filepath.Join(repo, "AGENTS.md"), "Run ./test.sh before sealing.\n")
+	g(repo, "add", ".")
+	g(repo, "commit", "-q", "-m", "init")
+
+	s, err := New(Options{Config: cfg, Toolsets: []string{"workspace"}, Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var progress []string
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.Server().Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "ws-agent", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			progress = append(progress, req.Params.Message)
+		},
+	}).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+
+	res, out := callJSON(t, cs, "workspace_create", map[string]any{"kind": "repo", "repoPath": repo})
+	if res.IsError {
+		t.Fatalf("workspace_create: %v", out)
+	}
+	id, _ := out["workspaceId"].(string)
+	if out["state"] != "ready" || out["commit"] != "refs/heads/main" || out["base"] != g(repo, "rev-parse", "HEAD") {
+		t.Fatalf("workspace_create = %v", out)
+	}
+	t.Cleanup(func() {
+		cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "workspace_destroy", Arguments: map[string]any{"workspaceId": id}})
+	})
+
+	_, out = callJSON(t, cs, "workspace_status", map[string]any{"workspaceId": id})
+	ai, _ := out["agentInstructions"].(map[string]any)
+	files, _ := ai["files"].([]any)
+	if len(files) != 1 || !strings.Contains(files[0].(map[string]any)["content"].(string), "Run ./test.sh") || ai["notice"] == "" {
+		t.Fatalf("workspace_status agentInstructions = %v", out["agentInstructions"])
+	}
+
+	if res, out = callJSON(t, cs, "workspace_file_write", map[string]any{"workspaceId": id, "path": "test.sh",
+		"content": "#!/bin/sh\necho line-one\necho line-two >&2\nexit 3\n", "executable": true}); res.IsError {
+		t.Fatalf("workspace_file_write: %v", out)
+	}
+	if res, out = callJSON(t, cs, "workspace_file_edit", map[string]any{"workspaceId": id, "path": "test.sh", "old": "exit 3", "new": "exit 0"}); res.IsError {
+		t.Fatalf("workspace_file_edit: %v", out)
+	}
+	if _, out = callJSON(t, cs, "workspace_file_grep", map[string]any{"workspaceId": id, "pattern": "line-(one|two)"}); len(out["matches"].([]any)) != 2 {
+		t.Fatalf("workspace_file_grep = %v", out)
+	}
+	if _, out = callJSON(t, cs, "workspace_file_glob", map[string]any{"workspaceId": id, "pattern": "*.sh"}); len(out["entries"].([]any)) != 1 {
+		t.Fatalf("workspace_file_glob = %v", out)
+	}
+	if _, out = callJSON(t, cs, "workspace_file_read", map[string]any{"workspaceId": id, "path": "../outside"}); errCode(out) != CodePathOutsideRoots {
+		t.Fatalf("read outside = %v", out)
+	}
+
+	params := &mcp.CallToolParams{Name: "workspace_run", Arguments: map[string]any{"workspaceId": id, "argv": []string{"./test.sh"}, "timeoutSeconds": 30}}
+	params.SetProgressToken("run-1")
+	res, err = cs.CallTool(t.Context(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := decode[WorkspaceRunOut](t, res)
+	if res.IsError || run.ExitCode != 0 || !strings.Contains(run.Stdout, "line-one") || !strings.Contains(run.Stderr, "line-two") || run.ImageID != image {
+		t.Fatalf("workspace_run = %+v", run)
+	}
+	mu.Lock()
+	streamed := strings.Join(progress, "")
+	mu.Unlock()
+	if !strings.Contains(streamed, "line-one") {
+		t.Errorf("run output was not streamed as progress: %q", streamed)
+	}
+	// A call can lower a limit, never raise it past the configured one.
+	if _, out = callJSON(t, cs, "workspace_run", map[string]any{"workspaceId": id, "argv": []string{"true"}, "timeoutSeconds": 100000}); errCode(out) != CodeInvalidArgument {
+		t.Fatalf("raised limit = %v", out)
+	}
+
+	if _, out = callJSON(t, cs, "workspace_diff", map[string]any{"workspaceId": id}); !strings.Contains(out["patch"].(string), "test.sh") {
+		t.Fatalf("workspace_diff = %v", out)
+	}
+	if res, out = callJSON(t, cs, "workspace_destroy", map[string]any{"workspaceId": id}); res.IsError || out["containersGone"] != true || out["treeRemoved"] != true {
+		t.Fatalf("workspace_destroy = %v", out)
+	}
+	if _, out = callJSON(t, cs, "workspace_status", map[string]any{"workspaceId": id}); errCode(out) != CodeWorkspaceNotFound {
+		t.Fatalf("status after destroy = %v", out)
+	}
+}
