@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/gitx"
@@ -50,9 +51,13 @@ func openWorkspaces(cfg *config.Config, log interface {
 	return m
 }
 
+// workspaceSweep is how often idle workspaces are looked for.
+const workspaceSweep = time.Minute
+
 // reconcileWorkspaces removes what a crash left behind (half-created or
-// half-destroyed workspaces, containers with no workspace) and expires
-// idle ones. It runs in the background: start-up does not wait on Docker.
+// half-destroyed workspaces, containers with no workspace), then expires
+// idle workspaces every minute until the app stops. It runs in the
+// background: start-up does not wait on Docker.
 func (a *App) reconcileWorkspaces(ctx context.Context) {
 	rep, err := a.workspaces.Reconcile(ctx)
 	if err != nil {
@@ -60,11 +65,86 @@ func (a *App) reconcileWorkspaces(ctx context.Context) {
 	} else {
 		a.log.Info("workspaces: reconciled", "report", rep)
 	}
-	if ids, err := a.workspaces.Expire(ctx); err != nil {
-		a.log.Warn("workspaces: expiring idle workspaces failed", "err", err)
-	} else if len(ids) > 0 {
-		a.log.Info("workspaces: expired idle workspaces", "ids", ids)
+	tick := time.NewTicker(workspaceSweep)
+	defer tick.Stop()
+	for {
+		if ids, err := a.workspaces.Expire(ctx); err != nil {
+			a.log.Warn("workspaces: expiring idle workspaces failed", "err", err)
+		} else if len(ids) > 0 {
+			a.log.Info("workspaces: expired idle workspaces", "ids", ids)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
 	}
+}
+
+// GrantRequest is a person's grant to one workspace: a secret (injected
+// into its runs' environment, redacted from their output) and/or the
+// hosts its runs may reach through Sluice's allowlisting proxy. Agents
+// have no way to ask for this; it happens in the app or in a terminal.
+type GrantRequest struct {
+	ID           string   `json:"id"`
+	SecretName   string   `json:"secretName,omitempty"`
+	SecretValue  string   `json:"secretValue,omitempty"`
+	RevokeSecret string   `json:"revokeSecret,omitempty"`
+	// Egress replaces the workspace's allowed hosts when not nil; an
+	// empty list takes network access away again.
+	Egress []string `json:"egress,omitempty"`
+}
+
+// GrantWorkspace applies a grant, audited before it happens (names and
+// hosts only, never the secret's value): if the entry cannot be written,
+// nothing is granted.
+func (api *API) GrantWorkspace(g GrantRequest) (bool, error) {
+	return true, grantWorkspace(api.app.workspaces, api.app.ledger, "owner:"+api.kind, g)
+}
+
+func grantWorkspace(m *workspace.Manager, ledger *audit.Ledger, by string, g GrantRequest) error {
+	if m == nil {
+		return errWorkspacesOff
+	}
+	if !gateway.ValidWorkspaceID(g.ID) {
+		return &codedError{code: "invalid_argument", msg: "invalid workspace id"}
+	}
+	if g.SecretName == "" && g.RevokeSecret == "" && g.Egress == nil {
+		return &codedError{code: "invalid_argument", msg: "nothing to grant: give a secret, a secret to revoke, or egress hosts"}
+	}
+	data := map[string]any{"workspace": g.ID}
+	if g.SecretName != "" {
+		data["secret"] = g.SecretName
+	}
+	if g.RevokeSecret != "" {
+		data["revoke_secret"] = g.RevokeSecret
+	}
+	if g.Egress != nil {
+		hosts, err := workspace.NormalizeEgress(g.Egress)
+		if err != nil {
+			return err
+		}
+		data["egress_hosts"] = int64(len(hosts))
+	}
+	if _, err := ledger.Append(audit.Entry{EventType: "workspace_grant", Approval: by, Result: "ok", Data: data}); err != nil {
+		return &codedError{code: "audit_failed", msg: "nothing was granted because the audit ledger could not be written"}
+	}
+	if g.SecretName != "" {
+		if err := m.Grant(g.ID, g.SecretName, g.SecretValue); err != nil {
+			return err
+		}
+	}
+	if g.RevokeSecret != "" {
+		if err := m.RevokeSecret(g.ID, g.RevokeSecret); err != nil {
+			return err
+		}
+	}
+	if g.Egress != nil {
+		if err := m.GrantEgress(g.ID, g.Egress); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // WorkspaceRunView is one run's evidence as the workspaces screen shows it.

@@ -41,6 +41,8 @@ func Main(args []string, assets fs.FS, stdout, stderr io.Writer) int {
 		return runServe(args, assets, stdout, stderr)
 	case "doctor":
 		return runDoctor(args, stdout, stderr)
+	case "workspace":
+		return runWorkspace(args, os.Stdin, stdout, stderr)
 	case "version", "--version", "-version", "-v":
 		fmt.Fprintln(stdout, "sluice", config.Version)
 		return 0
@@ -61,6 +63,9 @@ func usage(w io.Writer) {
   desktop   open the desktop window
   serve     serve the web UI on loopback: sluice serve [--addr 127.0.0.1:PORT]
   doctor    check the installation
+  workspace grant a workspace a secret or network hosts:
+            sluice workspace grant --id WS [--secret NAME] [--egress host,host] [--revoke-secret NAME]
+            (the secret's value is read from standard input, never from the command line)
   version   print the version
 `)
 }

@@ -110,6 +110,14 @@ func (w *Web) routes() http.Handler {
 	mux.HandleFunc("GET /api/audit", w.authed(jsonGet(w.api.Audit)))
 	mux.HandleFunc("GET /api/proposals", w.authed(jsonGet(w.api.Pending)))
 	mux.HandleFunc("GET /api/settings", w.authed(jsonGet(w.api.Settings)))
+	mux.HandleFunc("POST /api/workspaces/{id}/grants", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
+		var g GrantRequest
+		if !decodeBody(rw, r, &g) {
+			return
+		}
+		g.ID = r.PathValue("id")
+		jsonCall(rw, func() (bool, error) { return w.api.GrantWorkspace(g) })
+	})))
 	mux.HandleFunc("GET /api/workspaces", w.authed(jsonGet(w.api.Workspaces)))
 	mux.HandleFunc("GET /api/timeline", w.authed(func(rw http.ResponseWriter, r *http.Request) {
 		jsonCall(rw, func() (TimelineView, error) { return w.api.Timeline(r.URL.Query().Get("repo")) })

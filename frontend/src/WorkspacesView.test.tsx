@@ -1,4 +1,4 @@
-import { cleanup, render, screen, within } from "@testing-library/react";
+import { cleanup, fireEvent, render, screen, within } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { stubFetch } from "./testing";
 
@@ -44,5 +44,27 @@ describe("WorkspacesView", () => {
     const rows = within(ws).getAllByRole("row").slice(1);
     expect(rows[0].textContent).toMatch(/go test \.\/\.\.\.14\.2 s41 passed, 2 failed, 1 skipped \(go-test-json\)truncated/);
     expect(rows[1].textContent).toMatch(/137 out of memory350 msnone parsedcomplete/);
+  });
+});
+
+describe("WorkspacesView grants", () => {
+  it("sends a secret grant to the workspace's grants route with the CSRF header", async () => {
+    const calls = stubFetch({
+      "GET /api/workspaces": {
+        body: [{ id: "ws1", state: "ready", source: "/src/widgets", base: "a".repeat(40), leaseExpiresAt: "", runs: [] }],
+      },
+      "POST /api/workspaces/ws1/grants": { body: true },
+    });
+    const { WorkspacesView } = await import("./WorkspacesView");
+    render(<WorkspacesView />);
+    fireEvent.click(await screen.findByText("Grant access…"));
+    fireEvent.change(screen.getByPlaceholderText("DEPLOY_TOKEN"), { target: { value: "DEPLOY_TOKEN" } });
+    fireEvent.change(screen.getByLabelText("Value"), { target: { value: "hunter2-long-value" } });
+    fireEvent.click(screen.getByRole("button", { name: "Grant secret" }));
+    expect(await screen.findByText("Secret DEPLOY_TOKEN granted.")).toBeTruthy();
+    const post = calls.find((c) => c.method === "POST")!;
+    expect(post.url).toBe("/api/workspaces/ws1/grants");
+    expect(post.body).toEqual({ secretName: "DEPLOY_TOKEN", secretValue: "hunter2-long-value" });
+    expect(post.headers.get("X-Sluice-CSRF")).toBe("csrf-token");
   });
 });

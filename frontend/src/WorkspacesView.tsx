@@ -2,7 +2,7 @@
 // its evidence (exit code, duration, parsed test results, whether output
 // was cut).
 import { useCallback, useEffect, useState } from "react";
-import { api, ApiError, type Workspace } from "./api";
+import { api, ApiError, type GrantRequest, type Workspace } from "./api";
 import { Countdown, ErrorBox, Sha, StateBadge, errorMessage } from "./bits";
 import { formatRunDuration } from "./format";
 
@@ -65,6 +65,7 @@ export function WorkspacesView() {
               <dt>Base</dt>
               <dd>{w.base ? <Sha value={w.base} what="base commit" /> : <span className="muted">none</span>}</dd>
             </dl>
+            <GrantForm id={w.id} />
             {w.runs.length === 0 ? (
               <p className="muted">No runs yet.</p>
             ) : (
@@ -108,5 +109,69 @@ export function WorkspacesView() {
           </article>
         ))}
     </section>
+  );
+}
+
+// GrantForm is the person's side of what agents cannot ask for: a secret
+// for this workspace's runs (sent once, never shown again) and the hosts
+// its runs may reach through Sluice's proxy.
+function GrantForm({ id }: { id: string }) {
+  const [name, setName] = useState("");
+  const [value, setValue] = useState("");
+  const [hosts, setHosts] = useState("");
+  const [message, setMessage] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+
+  async function send(g: GrantRequest, done: string) {
+    setError(null);
+    setMessage(null);
+    try {
+      await api.grantWorkspace(g);
+      setMessage(done);
+      setValue("");
+    } catch (e) {
+      setError(errorMessage(e));
+    }
+  }
+
+  return (
+    <details className="grants">
+      <summary>Grant access…</summary>
+      <form
+        className="grant-secret"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void send({ id, secretName: name.trim(), secretValue: value }, `Secret ${name.trim()} granted.`);
+        }}
+      >
+        <label className="field">
+          Secret name
+          <input value={name} onChange={(e) => setName(e.target.value)} placeholder="DEPLOY_TOKEN" autoComplete="off" />
+        </label>
+        <label className="field">
+          Value
+          <input type="password" value={value} onChange={(e) => setValue(e.target.value)} autoComplete="off" />
+        </label>
+        <button type="submit" disabled={!name.trim() || !value}>
+          Grant secret
+        </button>
+      </form>
+      <form
+        className="grant-egress"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const list = hosts.split(",").map((h) => h.trim()).filter(Boolean);
+          void send({ id, egress: list }, list.length ? `Network access to ${list.join(", ")}.` : "Network access removed.");
+        }}
+      >
+        <label className="field">
+          Hosts its runs may reach (comma-separated; empty for none)
+          <input value={hosts} onChange={(e) => setHosts(e.target.value)} placeholder="proxy.golang.org, registry.npmjs.org" />
+        </label>
+        <button type="submit">Save network access</button>
+      </form>
+      {message && <p role="status">{message}</p>}
+      {error && <ErrorBox>{error}</ErrorBox>}
+    </details>
   );
 }

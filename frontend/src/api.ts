@@ -341,6 +341,14 @@ export function historyQueryString(q: HistoryQuery): string {
   return s ? `?${s}` : "";
 }
 
+export interface GrantRequest {
+  id: string;
+  secretName?: string;
+  secretValue?: string;
+  revokeSecret?: string;
+  egress?: string[];
+}
+
 export const api = {
   status: () => call<Status>("Status", [], get("/api/status")),
   ready: () => call<boolean>("Ready", [], post("/api/ready")),
@@ -380,6 +388,9 @@ export const api = {
   connect: (c: ConnectRequest) => call<ConnectResult>("Connect", [c], post("/api/connect", c)),
 
   workspaces: () => call<Workspace[]>("Workspaces", [], get("/api/workspaces")),
+  /** A person's grant: a secret for the workspace's runs, or the hosts they may reach. */
+  grantWorkspace: (g: GrantRequest) =>
+    call<boolean>("GrantWorkspace", [g], post(`/api/workspaces/${encodeURIComponent(g.id)}/grants`, { ...g, id: undefined })),
 };
 
 export interface AuditView {
