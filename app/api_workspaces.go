@@ -86,10 +86,10 @@ func (a *App) reconcileWorkspaces(ctx context.Context) {
 // hosts its runs may reach through Sluice's allowlisting proxy. Agents
 // have no way to ask for this; it happens in the app or in a terminal.
 type GrantRequest struct {
-	ID           string   `json:"id"`
-	SecretName   string   `json:"secretName,omitempty"`
-	SecretValue  string   `json:"secretValue,omitempty"`
-	RevokeSecret string   `json:"revokeSecret,omitempty"`
+	ID           string `json:"id"`
+	SecretName   string `json:"secretName,omitempty"`
+	SecretValue  string `json:"secretValue,omitempty"`
+	RevokeSecret string `json:"revokeSecret,omitempty"`
 	// Egress replaces the workspace's allowed hosts when not nil; an
 	// empty list takes network access away again.
 	Egress []string `json:"egress,omitempty"`
