@@ -64,6 +64,15 @@ export function DiffView({ proposalId }: { proposalId: string }) {
   const offset = useRef(0);
   const busy = useRef(false);
   const rawText = useRef("");
+  // A chunk can arrive after the card is gone (decided, navigated away):
+  // its result is then dropped instead of updating an unmounted view.
+  const mounted = useRef(true);
+  useEffect(() => {
+    mounted.current = true;
+    return () => {
+      mounted.current = false;
+    };
+  }, []);
 
   const [format, setFormat] = useState<DiffFormat>(storedFormat);
   const formatNow = useRef(format);
@@ -95,10 +104,12 @@ export function DiffView({ proposalId }: { proposalId: string }) {
     setError(null);
     try {
       const chunk = await api.proposalDiff(proposalId, offset.current);
+      if (!mounted.current) return;
       rawText.current += chunk.text;
       let files = 0;
       try {
         const r = await getRenderer();
+        if (!mounted.current) return;
         r.append(chunk.text, chunk.done);
         files = r.fileCount();
       } catch (e) {
@@ -110,10 +121,10 @@ export function DiffView({ proposalId }: { proposalId: string }) {
       setMeta({ compared: chunk.compared, notices: chunk.notices });
       setProgress({ loaded: chunk.nextOffset, total: chunk.totalBytes, done: chunk.done, files });
     } catch (e) {
-      setError(errorMessage(e));
+      if (mounted.current) setError(errorMessage(e));
     } finally {
       busy.current = false;
-      setLoading(false);
+      if (mounted.current) setLoading(false);
     }
   }, [proposalId, getRenderer]);
 
