@@ -33,6 +33,9 @@ var suites = []suite{
 	{"Read-only git surface over MCP", "./sidecar/", "RepoBrief_Stdio|Sidecar_", "20x"},
 	{"Proposals and the gateway", "./core/journal/", "BenchmarkBoltFsyncTx|BenchmarkJournal_Submit", "2s"},
 	{"Proposals and the gateway (HTTP)", "./core/gateway/", "BenchmarkSubmit_", "2s"},
+	{"Execution", "./core/apply/", "Patch1000|Merge500", "20x"},
+	{"Workspaces: runs", "./core/workspace/", "Run_Trivial|DockerCLIRunRm", "20x"},
+	{"Workspaces: create", "./core/workspace/", "Create_Repo20k|GitClone20k", "10x"},
 }
 
 var benchLine = regexp.MustCompile(`^Benchmark\S+\s+\d+\s+`)
