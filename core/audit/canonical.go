@@ -209,36 +209,16 @@ func (e *encoder) number(lit []byte) error {
 
 const hexDigits = "0123456789abcdef"
 
-func (e *encoder) str(s string) error {
-	e.buf = append(e.buf, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				return fmt.Errorf("%w: string is not valid UTF-8", ErrInvalidJSON)
-			}
-			i += size
-			continue
-		}
-		e.buf = append(e.buf, s[start:i]...)
-		e.buf = appendEscape(e.buf, c)
-		i++
-		start = i
-	}
-	e.buf = append(e.buf, s[start:]...)
-	e.buf = append(e.buf, '"')
-	return nil
-}
+func (e *encoder) str(s string) error { return appendQuoted(e, s, utf8.DecodeRuneInString) }
 
-// strBytes is str for a byte slice; kept separate so the verifier's hot path
-// does not convert every string it re-encodes.
-func (e *encoder) strBytes(s []byte) error {
+// strBytes is str for a byte slice, so that the verifier's hot path does
+// not convert every string it re-encodes.
+func (e *encoder) strBytes(s []byte) error { return appendQuoted(e, s, utf8.DecodeRune) }
+
+// appendQuoted writes s as a JSON string: control characters, '"' and '\\'
+// escaped, everything else (HTML characters, U+2028/U+2029, non-ASCII)
+// as itself; invalid UTF-8 is an error.
+func appendQuoted[T string | []byte](e *encoder, s T, decode func(T) (rune, int)) error {
 	e.buf = append(e.buf, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -248,7 +228,7 @@ func (e *encoder) strBytes(s []byte) error {
 			continue
 		}
 		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRune(s[i:])
+			r, size := decode(s[i:])
 			if r == utf8.RuneError && size == 1 {
 				return fmt.Errorf("%w: string is not valid UTF-8", ErrInvalidJSON)
 			}
