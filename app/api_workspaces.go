@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/core/audit"
@@ -155,6 +156,25 @@ type WorkspaceRunView struct {
 	DurationMS int64              `json:"durationMs"`
 	Truncated  bool               `json:"truncated"`
 	Tests      *WorkspaceTestView `json:"tests"`
+	// Stdout and Stderr are the end of the run's captured output (secrets
+	// already redacted), at most runOutputShown bytes each.
+	Stdout string `json:"stdout"`
+	Stderr string `json:"stderr"`
+}
+
+// runOutputShown bounds the output the screen shows per stream.
+const runOutputShown = 16 << 10
+
+// tail keeps the last n bytes of s, starting on a line when it can.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	if i := strings.IndexByte(s, '\n'); i >= 0 && i < len(s)-1 {
+		s = s[i+1:]
+	}
+	return "…\n" + strings.ToValidUTF8(s, "")
 }
 
 // WorkspaceTestView summarises a run's tests.
@@ -201,7 +221,8 @@ func (api *API) Workspaces() ([]WorkspaceView, error) {
 			runs = runs[len(runs)-maxRunsShown:]
 		}
 		for _, r := range runs {
-			rv := WorkspaceRunView{Argv: r.Argv, ExitCode: r.ExitCode, OOMKilled: r.OOMKilled, DurationMS: r.DurationMS, Truncated: r.Truncated}
+			rv := WorkspaceRunView{Argv: r.Argv, ExitCode: r.ExitCode, OOMKilled: r.OOMKilled, DurationMS: r.DurationMS, Truncated: r.Truncated,
+				Stdout: tail(r.Stdout, runOutputShown), Stderr: tail(r.Stderr, runOutputShown)}
 			if t := r.Tests; t != nil {
 				rv.Tests = &WorkspaceTestView{Passed: t.Passed, Failed: t.Failed + t.Errors, Skipped: t.Skipped, Format: t.Format}
 			}

@@ -126,6 +126,9 @@ func TestFlow_Workspace_FullLoop(t *testing.T) {
 	if err != nil || len(views) != 1 || views[0].ID != id || len(views[0].Runs) != 2 || views[0].Runs[1].Tests == nil || views[0].Runs[1].Tests.Passed != 1 {
 		t.Fatalf("Workspaces() = %+v, %v", views, err)
 	}
+	if !strings.Contains(views[0].Runs[0].Stdout, "add 2 3 = -1") || !strings.Contains(views[0].Runs[1].Stdout, "add 2 3 = 5") {
+		t.Fatalf("the runs' output is not on the workspaces screen: %q / %q", views[0].Runs[0].Stdout, views[0].Runs[1].Stdout)
+	}
 
 	out, isErr = callTool(t, cs, "workspace_seal", map[string]any{"workspaceId": id, "reason": "Fix add: it subtracted", "message": "Fix add"})
 	if isErr || out["status"] != "pending" || out["nextAction"] != "proposal_wait" || out["op"] != "merge" {

@@ -30,7 +30,7 @@ describe("WorkspacesView", () => {
             leaseExpiresAt: new Date(Date.now() + 30 * 60_000).toISOString(),
             runs: [
               { argv: ["go", "test", "./..."], exitCode: 1, oomKilled: false, durationMs: 4200, truncated: true, tests: { passed: 41, failed: 2, skipped: 1, format: "go-test-json" } },
-              { argv: ["make", "lint"], exitCode: 137, oomKilled: true, durationMs: 350, truncated: false, tests: null },
+              { argv: ["make", "lint"], exitCode: 137, oomKilled: true, durationMs: 350, truncated: false, tests: null, stdout: "lint: out of memory\n", stderr: "" },
             ],
           },
         ],
@@ -44,6 +44,9 @@ describe("WorkspacesView", () => {
     const rows = within(ws).getAllByRole("row").slice(1);
     expect(rows[0].textContent).toMatch(/go test \.\/\.\.\.14\.2 s41 passed, 2 failed, 1 skipped \(go-test-json\)truncated/);
     expect(rows[1].textContent).toMatch(/137 out of memory350 msnone parsedcomplete/);
+    // The run's output is there to read.
+    expect(within(rows[1]).getByLabelText("standard output").textContent).toBe("lint: out of memory\n");
+    expect(within(rows[0]).queryByText("output")).toBeNull();
   });
 });
 

@@ -100,7 +100,16 @@ export function WorkspacesView() {
                           <span className="muted">none parsed</span>
                         )}
                       </td>
-                      <td>{r.truncated ? <span className="badge warn">truncated</span> : <span className="muted">complete</span>}</td>
+                      <td>
+                        {r.truncated ? <span className="badge warn">truncated</span> : <span className="muted">complete</span>}
+                        {(r.stdout || r.stderr) && (
+                          <details className="run-output">
+                            <summary>output</summary>
+                            {r.stdout && <pre aria-label="standard output">{r.stdout}</pre>}
+                            {r.stderr && <pre aria-label="standard error">{r.stderr}</pre>}
+                          </details>
+                        )}
+                      </td>
                     </tr>
                   ))}
                 </tbody>

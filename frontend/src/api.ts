@@ -216,6 +216,9 @@ export interface WorkspaceRun {
   oomKilled: boolean;
   durationMs: number;
   truncated: boolean;
+  /** The end of the run's output, secrets redacted. */
+  stdout?: string;
+  stderr?: string;
   tests?: { passed: number; failed: number; skipped: number; format: string } | null;
 }
 
