@@ -43,6 +43,7 @@ func openWorkspaces(cfg *config.Config, log interface {
 		ConfigDir:    cfg.ConfigDir,
 		Runtime:      rt,
 		Image:        cfg.WorkspaceImage,
+		RuntimeName:  cfg.WorkspaceRuntime,
 		AllowedRoots: gitx.Roots(cfg.AllowedRoots),
 	})
 	if err != nil {

@@ -66,6 +66,7 @@ func (w *wsTools) manager(ctx context.Context) (*workspace.Manager, error) {
 		ConfigDir:    cfg.ConfigDir,
 		Runtime:      rt,
 		Image:        cfg.WorkspaceImage,
+		RuntimeName:  cfg.WorkspaceRuntime,
 		AllowedRoots: gitx.Roots(cfg.AllowedRoots),
 		Logger:       w.s.log,
 	})

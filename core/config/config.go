@@ -66,6 +66,10 @@ type Config struct {
 	// runs use. An ID rather than a tag, so that what runs is exactly what
 	// the person chose; empty means workspaces are unsupported.
 	WorkspaceImage string `json:"workspaceImage"`
+	// WorkspaceRuntime is the container runtime for workspace runs; empty
+	// means the Engine's default (runc). "runsc" selects gVisor, which the
+	// Engine must have configured.
+	WorkspaceRuntime string `json:"workspaceRuntime"`
 }
 
 // fileConfig is the on-disk shape of config.json. Durations are strings
@@ -81,6 +85,8 @@ type fileConfig struct {
 	Retention     string   `json:"retention,omitempty"`
 	// WorkspaceImage is set by hand (or SLUICE_WORKSPACE_IMAGE).
 	WorkspaceImage string `json:"workspaceImage,omitempty"`
+	// WorkspaceRuntime is set by hand (or SLUICE_WORKSPACE_RUNTIME).
+	WorkspaceRuntime string `json:"workspaceRuntime,omitempty"`
 }
 
 // Defaults.
@@ -188,6 +194,9 @@ func (c *Config) applyFile(path string) error {
 	if f.AuditSigning != nil {
 		c.AuditSigning = *f.AuditSigning
 	}
+	if f.WorkspaceRuntime != "" {
+		c.WorkspaceRuntime = f.WorkspaceRuntime
+	}
 	if f.WorkspaceImage != "" {
 		c.WorkspaceImage = f.WorkspaceImage
 	}
@@ -230,6 +239,9 @@ func (c *Config) applyEnv() error {
 	}
 	if v, ok := os.LookupEnv("SLUICE_WORKSPACE_IMAGE"); ok {
 		c.WorkspaceImage = strings.TrimSpace(v)
+	}
+	if v, ok := os.LookupEnv("SLUICE_WORKSPACE_RUNTIME"); ok {
+		c.WorkspaceRuntime = strings.TrimSpace(v)
 	}
 	return nil
 }
@@ -278,6 +290,9 @@ func (c *Config) validate() error {
 	if c.PolicyFile != "" && !filepath.IsAbs(c.PolicyFile) {
 		return fmt.Errorf("%w: policyFile: %q is not an absolute path", ErrInvalid, c.PolicyFile)
 	}
+	if c.WorkspaceRuntime != "" && !workspaceRuntimeRe.MatchString(c.WorkspaceRuntime) {
+		return fmt.Errorf("%w: workspaceRuntime: %q is not a runtime name (for gVisor: runsc)", ErrInvalid, c.WorkspaceRuntime)
+	}
 	if c.WorkspaceImage != "" && !workspaceImageRe.MatchString(c.WorkspaceImage) {
 		return fmt.Errorf("%w: workspaceImage: %q is not an image ID (sha256:<64 hex digits>); a tag could change under Sluice, an ID cannot (docker image inspect --format '{{.Id}}' IMAGE)", ErrInvalid, c.WorkspaceImage)
 	}
@@ -315,6 +330,9 @@ func (c *Config) JournalFile() string { return filepath.Join(c.StateDir, "journa
 // WorkspaceDir holds the workspaces' trees, repositories and metadata,
 // shared by the app and every sidecar.
 func (c *Config) WorkspaceDir() string { return filepath.Join(c.StateDir, "workspaces") }
+
+// workspaceRuntimeRe bounds a runtime name to what the Engine accepts.
+var workspaceRuntimeRe = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,63}$`)
 
 // workspaceImageRe is the only accepted form of WorkspaceImage.
 var workspaceImageRe = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)

@@ -201,3 +201,20 @@ func TestLoad_WorkspaceImage(t *testing.T) {
 		})
 	}
 }
+
+func TestLoad_WorkspaceRuntime(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		ok    bool
+	}{{"", true}, {"runsc", true}, {"runc", true}, {"RUNSC", false}, {"runsc --network=host", false}, {"../x", false}} {
+		isolate(t)
+		t.Setenv("SLUICE_WORKSPACE_RUNTIME", tc.value)
+		c, err := Load()
+		if tc.ok && (err != nil || c.WorkspaceRuntime != tc.value) {
+			t.Errorf("%q: %v %+v", tc.value, err, c)
+		}
+		if !tc.ok && !errors.Is(err, ErrInvalid) {
+			t.Errorf("%q: got %v, want ErrInvalid", tc.value, err)
+		}
+	}
+}
