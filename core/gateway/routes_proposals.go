@@ -200,7 +200,10 @@ func (h proposalHandlers) submit(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, code, st)
 }
 
-func (h proposalHandlers) get(w http.ResponseWriter, r *http.Request) {
+// onProposal runs fn for the agent and proposal id a request names, and
+// answers with the status it returns; the id and the agent are checked
+// first.
+func (h proposalHandlers) onProposal(w http.ResponseWriter, r *http.Request, fn func(agent, id string) (ProposalStatus, error)) {
 	agent, ok := agentOf(w, r)
 	if !ok {
 		return
@@ -209,7 +212,7 @@ func (h proposalHandlers) get(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	st, err := h.b.Get(r.Context(), agent, id)
+	st, err := fn(agent, id)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -217,26 +220,17 @@ func (h proposalHandlers) get(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, st)
 }
 
+func (h proposalHandlers) get(w http.ResponseWriter, r *http.Request) {
+	h.onProposal(w, r, func(agent, id string) (ProposalStatus, error) { return h.b.Get(r.Context(), agent, id) })
+}
+
 func (h proposalHandlers) wait(w http.ResponseWriter, r *http.Request) {
-	agent, ok := agentOf(w, r)
-	if !ok {
-		return
-	}
-	id, ok := idOf(w, r)
-	if !ok {
-		return
-	}
 	timeout, err := ParseWaitTimeout(r.URL.Query().Get("timeout"))
 	if err != nil {
 		WriteError(w, http.StatusBadRequest, CodeInvalidArgument, err.Error(), nil)
 		return
 	}
-	st, err := h.b.Wait(r.Context(), agent, id, timeout)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, st)
+	h.onProposal(w, r, func(agent, id string) (ProposalStatus, error) { return h.b.Wait(r.Context(), agent, id, timeout) })
 }
 
 // ParseWaitTimeout reads the wait route's timeout: whole seconds ("30") or
@@ -261,20 +255,7 @@ func ParseWaitTimeout(v string) (time.Duration, error) {
 }
 
 func (h proposalHandlers) cancel(w http.ResponseWriter, r *http.Request) {
-	agent, ok := agentOf(w, r)
-	if !ok {
-		return
-	}
-	id, ok := idOf(w, r)
-	if !ok {
-		return
-	}
-	st, err := h.b.Cancel(r.Context(), agent, id)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, st)
+	h.onProposal(w, r, func(agent, id string) (ProposalStatus, error) { return h.b.Cancel(r.Context(), agent, id) })
 }
 
 func (h proposalHandlers) restorePoints(w http.ResponseWriter, r *http.Request) {
