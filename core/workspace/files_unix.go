@@ -89,27 +89,46 @@ func (m *Manager) WriteFile(ctx context.Context, id, p string, content []byte, p
 	if len(content) > MaxWriteBytes {
 		return nil, &Error{Code: CodeInvalidArgument, Msg: "the content is larger than allowed", Data: LimitData{Limit: "writeBytes", Max: MaxWriteBytes}}
 	}
-	w, unlock, err := m.open(id, true, true)
+	dir, base, done, err := m.openParentForWrite(id, comps, true)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
-	defer m.touch(w, false)
-	root, err := openDirPath(m.treeDir(id))
-	if err != nil {
-		return nil, internal(err, "cannot open the workspace tree")
-	}
-	defer closeFD(root)
-	dir, base, err := openParent(root, comps, true, m.own)
-	if err != nil {
-		return nil, err
-	}
-	defer closeFD(dir)
+	defer done()
 	created, err := writeAtomicAt(dir, base, content, perm.Perm(), m.own, joinRel(comps))
 	if err != nil {
 		return nil, err
 	}
 	return &WriteResult{Path: joinRel(comps), Bytes: len(content), Created: created}, nil
+}
+
+// openParentForWrite takes the workspace's exclusive lock and opens, inside
+// its tree, the directory that holds comps' last element (creating missing
+// directories when mkdirs), for WriteFile and EditFile. done releases all
+// of it and records the use.
+func (m *Manager) openParentForWrite(id string, comps []string, mkdirs bool) (dir int, base string, done func(), err error) {
+	w, unlock, err := m.open(id, true, true)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	release := func() {
+		m.touch(w, false)
+		unlock()
+	}
+	root, err := openDirPath(m.treeDir(id))
+	if err != nil {
+		release()
+		return 0, "", nil, internal(err, "cannot open the workspace tree")
+	}
+	dir, base, err = openParent(root, comps, mkdirs, m.own)
+	closeFD(root)
+	if err != nil {
+		release()
+		return 0, "", nil, err
+	}
+	return dir, base, func() {
+		closeFD(dir)
+		release()
+	}, nil
 }
 
 // EditFile applies an exact-string replacement atomically.
@@ -128,22 +147,11 @@ func (m *Manager) EditFile(ctx context.Context, id string, req EditRequest) (*Wr
 	if want < 0 {
 		return nil, invalidArg("count must be positive")
 	}
-	w, unlock, err := m.open(id, true, true)
+	dir, base, done, err := m.openParentForWrite(id, comps, false)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
-	defer m.touch(w, false)
-	root, err := openDirPath(m.treeDir(id))
-	if err != nil {
-		return nil, internal(err, "cannot open the workspace tree")
-	}
-	defer closeFD(root)
-	dir, base, err := openParent(root, comps, false, m.own)
-	if err != nil {
-		return nil, err
-	}
-	defer closeFD(dir)
+	defer done()
 	fd, err := openChild(dir, base, false)
 	if err != nil {
 		return nil, mapResolveErr(err, comps)
