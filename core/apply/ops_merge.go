@@ -14,30 +14,45 @@ import (
 // by git merge-tree, never in a checkout; the branch moves by
 // compare-and-swap, and its checkout (if any) follows only when clean.
 type mergeStep struct {
-	a  *proposal.MergeArgs
-	wt *worktree
+	a *proposal.MergeArgs
+	branchMove
 }
 
-func (s *mergeStep) name() proposal.Op { return proposal.OpMerge }
+// branchMove is what merge and rebase share: the branch they move, and
+// the worktree where it is checked out, if any, which must be clean and
+// follows the branch.
+type branchMove struct{ wt *worktree }
 
-func (s *mergeStep) touch(ctx context.Context, r *run) error {
-	ref := proposal.BranchRef(s.a.Target)
+// touchBranch records the branch and its checkout in the touch set.
+func (b *branchMove) touchBranch(ctx context.Context, r *run, branch string) error {
+	ref := proposal.BranchRef(branch)
 	r.main.touched.addRef(ref)
 	wt, err := r.checkedOut(ctx, r.main, ref)
 	if err != nil {
 		return err
 	}
-	if s.wt = wt; wt != nil {
+	if b.wt = wt; wt != nil {
 		r.main.touched.addWorktree(*wt, true)
 	}
 	return nil
 }
 
-func (s *mergeStep) check(ctx context.Context, r *run) error {
-	if s.wt == nil {
+// checkBranch refuses a dirty checkout of the branch.
+func (b *branchMove) checkBranch(ctx context.Context, r *run, what string) error {
+	if b.wt == nil {
 		return nil
 	}
-	return r.requireClean(ctx, r.main, *s.wt, "the target branch "+s.a.Target)
+	return r.requireClean(ctx, r.main, *b.wt, what)
+}
+
+func (s *mergeStep) name() proposal.Op { return proposal.OpMerge }
+
+func (s *mergeStep) touch(ctx context.Context, r *run) error {
+	return s.touchBranch(ctx, r, s.a.Target)
+}
+
+func (s *mergeStep) check(ctx context.Context, r *run) error {
+	return s.checkBranch(ctx, r, "the target branch "+s.a.Target)
 }
 
 func (s *mergeStep) do(ctx context.Context, r *run) error {
@@ -111,30 +126,18 @@ func limitList(s []string, n int) []string {
 // never in the person's checkout, then moves the branch by
 // compare-and-swap.
 type rebaseStep struct {
-	a  *proposal.RebaseArgs
-	wt *worktree
+	a *proposal.RebaseArgs
+	branchMove
 }
 
 func (s *rebaseStep) name() proposal.Op { return proposal.OpRebase }
 
 func (s *rebaseStep) touch(ctx context.Context, r *run) error {
-	ref := proposal.BranchRef(s.a.Branch)
-	r.main.touched.addRef(ref)
-	wt, err := r.checkedOut(ctx, r.main, ref)
-	if err != nil {
-		return err
-	}
-	if s.wt = wt; wt != nil {
-		r.main.touched.addWorktree(*wt, true)
-	}
-	return nil
+	return s.touchBranch(ctx, r, s.a.Branch)
 }
 
 func (s *rebaseStep) check(ctx context.Context, r *run) error {
-	if s.wt == nil {
-		return nil
-	}
-	return r.requireClean(ctx, r.main, *s.wt, "the branch "+s.a.Branch)
+	return s.checkBranch(ctx, r, "the branch "+s.a.Branch)
 }
 
 func (s *rebaseStep) do(ctx context.Context, r *run) error {
