@@ -265,6 +265,8 @@ func detailsOut(d *apply.Details) RestorePointDetailsOut {
 			line += "; clean"
 		case w.Files:
 			line += "; index and files recorded in snapshot " + w.Snapshot
+		case w.Index != "":
+			line += "; index recorded in snapshot " + w.Snapshot
 		}
 		out.Worktrees = append(out.Worktrees, line)
 	}

@@ -37,8 +37,11 @@
 //
 // Then a restore point is taken under refs/sluice/restore/<proposal id>/:
 // the refs the operation may change as they were, and for every working
-// tree it may change its HEAD, index and files (untracked included) as a
-// stash-shaped commit. Only then does the operation run. Every ref moves
+// tree it may change as much as it may change: its HEAD, index and files
+// (untracked included) as a stash-shaped commit; the index alone, as a
+// commit on HEAD, for a commit that runs none of the person's hooks or a
+// mixed reset; HEAD alone for a soft reset. Only then does the operation
+// run. Every ref moves
 // with git update-ref <ref> <new> <old>, so a ref that moved in the
 // meantime fails the compare-and-swap (stale_base) and nothing moves; an
 // operation that fails before it changed anything drops its restore point.

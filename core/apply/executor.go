@@ -352,6 +352,8 @@ type repoCtx struct {
 	touched touchSet
 	// taken is the restore point taken here, if any.
 	taken *taken
+	// before caches reads until the operation starts (see readCache).
+	before *readCache
 }
 
 func (rc *repoCtx) objectsDir() string { return filepath.Join(rc.repo.CommonDir, "objects") }
@@ -401,6 +403,7 @@ func (r *run) open(ctx context.Context) error {
 		return asInvalid(err)
 	}
 	r.main = rc
+	rc.before = newReadCache()
 	r.others = map[string]*repoCtx{}
 	for _, path := range reposOf(r.p)[1:] {
 		if r.others[path] != nil || path == r.p.Repo {
@@ -410,6 +413,7 @@ func (r *run) open(ctx context.Context) error {
 		if err != nil {
 			return asInvalid(err)
 		}
+		o.before = newReadCache()
 		r.others[path] = o
 	}
 	r.expect = map[string]string{}
@@ -457,6 +461,10 @@ func (r *run) execute(ctx context.Context) (string, string, error) {
 		return "", "", err
 	}
 	defer r.cleanup()
+	// From here on the operation writes: nothing read before holds.
+	for _, rc := range r.repos() {
+		rc.before = nil
+	}
 	r.e.step("restore-point")
 	var opErr error
 	for i, s := range ops {
@@ -606,18 +614,36 @@ func (rc *repoCtx) resolve(ctx context.Context, revs []string) (map[string]strin
 		}
 		args = append(args, rev+"^{commit}")
 	}
+	// Before the operation, the same process reads HEAD for the cache:
+	// the checks and the restore point ask for it next.
+	_, cached := rc.before.headOf(rc.path)
+	withHead := rc.before != nil && !cached
+	if withHead {
+		args = append(args, "HEAD", "HEAD^{tree}", "--symbolic-full-name", "HEAD")
+	}
 	// The trailing "--" makes every argument a revision, never a path.
 	res, err := rc.g.run(ctx, call{dir: rc.path, args: append(args, "--"), ok: []int{128}})
 	if err != nil {
 		return nil, err
 	}
 	lines := strings.Split(res.text(), "\n")
-	if res.exit == 0 && len(lines) == len(revs)+1 {
+	want := len(revs) + 1
+	if withHead {
+		want += 3
+	}
+	if res.exit == 0 && len(lines) == want {
 		for i, rev := range revs {
 			if !hexSHA.MatchString(lines[i]) {
 				return nil, newErr(CodeGitFailed, "git rev-parse gave an unexpected answer")
 			}
 			out[rev] = lines[i]
+		}
+		if withHead {
+			h, err := parseHead(lines[len(revs):])
+			if err != nil {
+				return nil, err
+			}
+			rc.before.putHead(rc.path, h)
 		}
 		return out, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/sluicehq/sluice/core/proposal"
@@ -81,7 +82,7 @@ func planStepError(i, n int, s step, err error) error {
 // Helpers shared by the steps.
 
 // headOf is the HEAD of the main working tree.
-func (r *run) head(ctx context.Context) (head, error) { return r.main.g.headOf(ctx, r.main.path) }
+func (r *run) head(ctx context.Context) (head, error) { return r.main.headOf(ctx, r.main.path) }
 
 // requireOnBranch refuses when the main working tree is not on branch
 // (when the proposal names one).
@@ -128,7 +129,7 @@ func (r *run) requireClean(ctx context.Context, rc *repoCtx, wt worktree, what s
 	if err := requireNoOperation(wt); err != nil {
 		return err
 	}
-	dirty, err := rc.g.dirtyTracked(ctx, wt)
+	dirty, err := rc.dirtyTracked(ctx, wt)
 	if err != nil {
 		return err
 	}
@@ -351,10 +352,18 @@ func (rc *repoCtx) shortlog(ctx context.Context, base, tip string) string {
 	return res.text()
 }
 
-// hasCommitHooks reports whether a commit runs any of the person's hooks.
-// core.hooksPath is read with the person's git: the hardened one
-// overrides it.
-func (rc *repoCtx) hasCommitHooks(ctx context.Context) bool {
+// refusingHooks are the hooks that can refuse a commit.
+var refusingHooks = []string{"pre-commit", "prepare-commit-msg", "commit-msg"}
+
+// commitHooks are every hook a commit can run (reference-transaction
+// because the commit moves a ref, post-index-change because it writes
+// the index); any of them could change files.
+var commitHooks = append(slices.Clone(refusingHooks), "post-commit", "post-index-change", "reference-transaction")
+
+// hasHooks reports whether any of the named hooks of the person's is
+// installed. core.hooksPath is read with the person's git: the hardened
+// one overrides it.
+func (rc *repoCtx) hasHooks(ctx context.Context, names []string) bool {
 	dir := filepath.Join(rc.repo.CommonDir, "hooks")
 	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"config", "--path", "--get", "core.hooksPath"}, mode: personal, ok: []int{1}})
 	if p := res.text(); err == nil && res.exit == 0 && p != "" {
@@ -363,10 +372,20 @@ func (rc *repoCtx) hasCommitHooks(ctx context.Context) bool {
 		}
 		dir = p
 	}
-	for _, h := range []string{"pre-commit", "prepare-commit-msg", "commit-msg"} {
+	for _, h := range names {
 		if st, err := os.Stat(filepath.Join(dir, h)); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// commitDepth is how much of the main worktree an approved commit may
+// change: the index, and files only when a hook of the person's runs (a
+// formatter in pre-commit, say). A commit by itself never writes files.
+func (rc *repoCtx) commitDepth(ctx context.Context) depth {
+	if rc.hasHooks(ctx, commitHooks) {
+		return depthFiles
+	}
+	return depthIndex
 }

@@ -28,7 +28,7 @@ func (s *commitStep) touch(ctx context.Context, r *run) error {
 	if h.sym != "" {
 		r.main.touched.addRef(h.sym)
 	}
-	r.main.touched.addWorktree(r.main.main(), true)
+	r.main.touched.addWorktree(r.main.main(), r.main.commitDepth(ctx))
 	return nil
 }
 
@@ -120,7 +120,7 @@ func (r *run) commit(ctx context.Context, sym, msg string, paths []string) (stri
 
 // commitFailed classifies a failed git commit.
 func (r *run) commitFailed(ctx context.Context, res result) error {
-	hooks := r.main.hasCommitHooks(ctx)
+	hooks := r.main.hasHooks(ctx, refusingHooks)
 	out := strings.TrimSpace(strings.TrimSpace(string(res.out)) + "\n" + strings.TrimSpace(res.stderr))
 	low := strings.ToLower(out)
 	switch {
@@ -146,7 +146,7 @@ func (r *run) rollbackIndex(ctx context.Context) {
 		return
 	}
 	for _, w := range rc.taken.rp.Worktrees {
-		if w.Path != rc.path || !w.Files {
+		if w.Path != rc.path || w.Index == "" {
 			continue
 		}
 		if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"read-tree", w.Index}}); err != nil {
@@ -183,7 +183,7 @@ func (s *submoduleStep) touch(ctx context.Context, r *run) error {
 		return newErr(CodeInvalidArgument, "the proposal does not pin the submodule at %s", s.a.Path)
 	}
 	if s.a.Action == proposal.SubmoduleReturn {
-		s.sub.touched.addWorktree(s.sub.main(), true)
+		s.sub.touched.addWorktree(s.sub.main(), depthFiles)
 		return nil
 	}
 	h, err := r.head(ctx)
@@ -194,7 +194,7 @@ func (s *submoduleStep) touch(ctx context.Context, r *run) error {
 	if h.sym != "" {
 		r.main.touched.addRef(h.sym)
 	}
-	r.main.touched.addWorktree(r.main.main(), true)
+	r.main.touched.addWorktree(r.main.main(), r.main.commitDepth(ctx))
 	return nil
 }
 

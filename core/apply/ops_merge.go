@@ -32,7 +32,7 @@ func (b *branchMove) touchBranch(ctx context.Context, r *run, branch string) err
 		return err
 	}
 	if b.wt = wt; wt != nil {
-		r.main.touched.addWorktree(*wt, true)
+		r.main.touched.addWorktree(*wt, depthFiles)
 	}
 	return nil
 }

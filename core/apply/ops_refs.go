@@ -23,7 +23,7 @@ func (s *branchStep) name() proposal.Op { return proposal.OpBranch }
 func (s *branchStep) touch(_ context.Context, r *run) error {
 	r.main.touched.addRef(proposal.BranchRef(s.a.Name))
 	if s.a.Checkout {
-		r.main.touched.addWorktree(r.main.main(), true)
+		r.main.touched.addWorktree(r.main.main(), depthFiles)
 	}
 	return nil
 }

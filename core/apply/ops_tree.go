@@ -16,7 +16,7 @@ type discardStep struct{ a *proposal.DiscardArgs }
 func (s *discardStep) name() proposal.Op { return proposal.OpDiscard }
 
 func (s *discardStep) touch(_ context.Context, r *run) error {
-	r.main.touched.addWorktree(r.main.main(), true)
+	r.main.touched.addWorktree(r.main.main(), depthFiles)
 	return nil
 }
 
@@ -76,7 +76,12 @@ func (s *resetStep) touch(ctx context.Context, r *run) error {
 	if h.sym != "" {
 		r.main.touched.addRef(h.sym)
 	}
-	r.main.touched.addWorktree(r.main.main(), s.a.Mode != proposal.ResetSoft)
+	// soft moves only HEAD, mixed the index too, hard the files too.
+	d := map[proposal.ResetMode]depth{proposal.ResetSoft: depthHead, proposal.ResetMixed: depthIndex}[s.a.Mode]
+	if s.a.Mode == proposal.ResetHard {
+		d = depthFiles
+	}
+	r.main.touched.addWorktree(r.main.main(), d)
 	return nil
 }
 
@@ -125,7 +130,7 @@ type patchStep struct{ a *proposal.PatchArgs }
 func (s *patchStep) name() proposal.Op { return proposal.OpPatch }
 
 func (s *patchStep) touch(_ context.Context, r *run) error {
-	r.main.touched.addWorktree(r.main.main(), true)
+	r.main.touched.addWorktree(r.main.main(), depthFiles)
 	return nil
 }
 

@@ -119,9 +119,8 @@ func (rp *RestorePoint) ref(name string) (RefState, bool) {
 // touchSet is what an operation may change in one repository.
 type touchSet struct {
 	refs []string
-	// worktrees maps a worktree to whether its index and files may
-	// change (false: only its HEAD).
-	worktrees map[worktree]bool
+	// worktrees maps a worktree to how much of it may change.
+	worktrees map[worktree]depth
 	// config lists branches whose configuration section may change.
 	config      []string
 	newWorktree string
@@ -138,11 +137,11 @@ func (t *touchSet) addRef(ref string) {
 	}
 }
 
-func (t *touchSet) addWorktree(wt worktree, files bool) {
+func (t *touchSet) addWorktree(wt worktree, d depth) {
 	if t.worktrees == nil {
-		t.worktrees = map[worktree]bool{}
+		t.worktrees = map[worktree]depth{}
 	}
-	t.worktrees[wt] = t.worktrees[wt] || files
+	t.worktrees[wt] = max(t.worktrees[wt], d)
 }
 
 func (t *touchSet) addConfig(branch string) {
@@ -201,7 +200,7 @@ func (rc *repoCtx) takeRestorePoint(ctx context.Context, rp *RestorePoint) (*tak
 		return nil, err
 	}
 	for _, wt := range t.sortedWorktrees() {
-		st, tr, err := rc.g.stateOf(ctx, wt, t.worktrees[wt], rc.objectsDir(), keepSnapshot, "sluice restore point "+rp.ID)
+		st, tr, err := rc.stateOf(ctx, wt, t.worktrees[wt], keepSnapshot, "sluice restore point "+rp.ID)
 		if err != nil {
 			tk.cleanup()
 			return nil, err
@@ -280,13 +279,11 @@ func (rc *repoCtx) endRestorePoint(ctx context.Context, tk *taken, outcome strin
 // them instead of hashing and writing them again.
 func (rc *repoCtx) endState(ctx context.Context, rp *RestorePoint, outcome string, now time.Time, how keep) (*EndState, error) {
 	end := &EndState{At: now.UTC().Truncate(time.Millisecond), Outcome: outcome}
-	refs := make([]string, 0, len(rp.Refs))
-	for _, r := range rp.Refs {
-		refs = append(refs, r.Ref)
-	}
-	var err error
-	if end.Refs, err = rc.refStates(ctx, refs); err != nil {
-		return nil, err
+	// The end state is one moment: the worktrees are read first, and the
+	// branch checked out in the main one is not read twice.
+	if rc.before == nil {
+		rc.before = newReadCache()
+		defer func() { rc.before = nil }()
 	}
 	for _, w := range rp.Worktrees {
 		wt, err := rc.worktreeAt(ctx, w.Path)
@@ -296,11 +293,19 @@ func (rc *repoCtx) endState(ctx context.Context, rp *RestorePoint, outcome strin
 			}
 			return nil, err
 		}
-		st, _, err := rc.g.stateOf(ctx, wt, w.Files, rc.objectsDir(), how, "")
+		st, _, err := rc.stateOf(ctx, wt, w.depth(), how, "")
 		if err != nil {
 			return nil, err
 		}
 		end.Worktrees = append(end.Worktrees, st)
+	}
+	refs := make([]string, 0, len(rp.Refs))
+	for _, r := range rp.Refs {
+		refs = append(refs, r.Ref)
+	}
+	var err error
+	if end.Refs, err = rc.refStates(ctx, refs); err != nil {
+		return nil, err
 	}
 	branches := make([]string, 0, len(rp.Config))
 	for _, c := range rp.Config {
@@ -333,20 +338,30 @@ func (rc *repoCtx) dropRestorePoint(ctx context.Context, id string) error {
 }
 
 // refStates reads the named refs in one process; a missing ref has SHA "".
+// The branch checked out in the main worktree is taken from its cached
+// HEAD when there is one (see readCache).
 func (rc *repoCtx) refStates(ctx context.Context, refs []string) ([]RefState, error) {
 	out := make([]RefState, 0, len(refs))
-	if len(refs) == 0 {
-		return out, nil
-	}
-	args := append([]string{"for-each-ref", "--format=%(refname) %(objectname)"}, refs...)
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: args})
-	if err != nil {
-		return nil, err
-	}
 	have := map[string]string{}
-	for _, line := range strings.Split(res.text(), "\n") {
-		if ref, sha, ok := strings.Cut(line, " "); ok {
-			have[ref] = sha
+	if h, ok := rc.before.headOf(rc.path); ok && h.sym != "" {
+		have[h.sym] = h.sha
+	}
+	var ask []string
+	for _, r := range refs {
+		if _, ok := have[r]; !ok {
+			ask = append(ask, r)
+		}
+	}
+	if len(ask) > 0 {
+		args := append([]string{"for-each-ref", "--format=%(refname) %(objectname)"}, ask...)
+		res, err := rc.g.run(ctx, call{dir: rc.path, args: args})
+		if err != nil {
+			return nil, err
+		}
+		for _, line := range strings.Split(res.text(), "\n") {
+			if ref, sha, ok := strings.Cut(line, " "); ok && slices.Contains(ask, ref) {
+				have[ref] = sha
+			}
 		}
 	}
 	for _, r := range refs {
@@ -473,6 +488,9 @@ func validRestorePoint(rp *RestorePoint) bool {
 		if w.Files && (!okSHA(w.Index, false) || !okSHA(w.Tree, false)) {
 			return false
 		}
+		if !w.Files && (!okSHA(w.Index, true) || w.Tree != "" || w.Clean) {
+			return false
+		}
 	}
 	for _, c := range rp.Config {
 		if gitx.CheckRev("branch", c.Branch) != nil {
@@ -596,7 +614,7 @@ func (rc *repoCtx) conflicts(ctx context.Context, rp *RestorePoint) ([]Conflict,
 			}
 			return nil, err
 		}
-		st, _, err := rc.g.stateOf(ctx, wt, w.Files, rc.objectsDir(), keepNothing, "")
+		st, _, err := rc.stateOf(ctx, wt, w.depth(), keepNothing, "")
 		if errors.Is(err, &Error{Code: CodeOperationInProgress}) {
 			out = append(out, Conflict{Kind: "index", Path: w.Path, Message: err.Error()})
 			continue
@@ -608,7 +626,7 @@ func (rc *repoCtx) conflicts(ctx context.Context, rp *RestorePoint) ([]Conflict,
 			out = append(out, Conflict{Kind: "head", Path: w.Path, Expected: headName(w), Current: headName(st),
 				Message: fmt.Sprintf("HEAD of %s moved after the operation", w.Path)})
 		}
-		if w.Files && st.Index != w.Index {
+		if w.Index != "" && st.Index != w.Index {
 			out = append(out, Conflict{Kind: "index", Path: w.Path, Expected: w.Index, Current: st.Index,
 				Message: fmt.Sprintf("the index of %s changed after the operation", w.Path)})
 		}
@@ -633,7 +651,7 @@ func (rc *repoCtx) conflicts(ctx context.Context, rp *RestorePoint) ([]Conflict,
 	}
 	if p := rp.NewWorktree; p != "" {
 		if wt, err := rc.worktreeAt(ctx, p); err == nil {
-			if clean, err := rc.g.clean(ctx, wt); err != nil {
+			if clean, err := rc.clean(ctx, wt); err != nil {
 				return nil, err
 			} else if !clean {
 				out = append(out, Conflict{Kind: "worktree", Path: p, Message: "the worktree the operation added has changes; restoring removes it"})
@@ -723,7 +741,7 @@ func (rc *repoCtx) restore(ctx context.Context, rp *RestorePoint, force bool, no
 			return nil, err
 		}
 		wts = append(wts, wt)
-		rc.touched.addWorktree(wt, w.Files)
+		rc.touched.addWorktree(wt, w.depth())
 	}
 	for _, c := range rp.Config {
 		rc.touched.addConfig(c.Branch)
@@ -793,8 +811,13 @@ func (rc *repoCtx) restore(ctx context.Context, rp *RestorePoint, force bool, no
 				return res, err
 			}
 		}
-		if want.Files {
+		switch want.depth() {
+		case depthFiles:
 			if err := rc.g.restoreFiles(ctx, wt, want, tk.current[wt.path]); err != nil {
+				return res, err
+			}
+		case depthIndex:
+			if err := rc.g.restoreIndex(ctx, wt, want.Index); err != nil {
 				return res, err
 			}
 		}

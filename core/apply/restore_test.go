@@ -102,6 +102,9 @@ func TestRestorePoints_ListAndDetails(t *testing.T) {
 	f := newFixture(t)
 	first := f.mustComplete(f.propose(&proposal.BranchArgs{Name: "one", StartPoint: "main"}))
 	f.repo.Write("src/a.txt", "edited\n")
+	// A pre-commit hook could change files, so the commit's restore point
+	// records index and files.
+	f.hook("pre-commit", "exit 0")
 	second := f.mustComplete(f.propose(&proposal.CommitArgs{Message: "edit a", StageAll: true}))
 	list, err := f.e.ListRestorePoints(testCtx(t), f.repo.Dir)
 	if err != nil {
@@ -141,6 +144,70 @@ func TestRestorePoints_ListAndDetails(t *testing.T) {
 		t.Fatalf("details after an edit: %+v, %v", d, err)
 	}
 	requireSame(t, before, gitxtest.Snapshot(t, f.root))
+}
+
+// Without a hook of the person's, a commit changes only the branch and
+// the index, and that is what its restore point records and restores;
+// later edits to files are not the restore's business.
+func TestRestore_CommitWithoutHooks_RecordsIndexOnly(t *testing.T) {
+	f := newFixture(t)
+	f.repo.Write("src/a.txt", "staged\n")
+	f.git("add", "src/a.txt")
+	f.repo.Write("src/a.txt", "staged, then edited\n")
+	f.repo.Write("src/new.txt", "new\n")
+	indexBefore := f.git("write-tree")
+	headBefore := f.git("rev-parse", "HEAD")
+	done := f.mustComplete(f.propose(&proposal.CommitArgs{Message: "commit a", Paths: []string{"src/a.txt"}}))
+
+	list, err := f.e.ListRestorePoints(testCtx(t), f.repo.Dir)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("restore points %+v, %v", list, err)
+	}
+	w := list[0].Worktrees
+	if len(w) != 1 || w[0].Files || w[0].Tree != "" || w[0].Index != indexBefore || w[0].HeadSHA != headBefore {
+		t.Fatalf("worktree record %+v: want the index %s and HEAD %s only", w, indexBefore, headBefore)
+	}
+	// The snapshot is a commit of the index on top of HEAD.
+	if got := f.git("rev-parse", w[0].Snapshot+"^{tree}", w[0].Snapshot+"^"); got != indexBefore+"\n"+headBefore {
+		t.Errorf("snapshot %s: tree and parent %q", w[0].Snapshot, got)
+	}
+	if end := list[0].End; end == nil || len(end.Worktrees) != 1 || end.Worktrees[0].Index != f.git("write-tree") || end.Worktrees[0].Files {
+		t.Errorf("end state %+v", list[0].End)
+	}
+
+	// Files edited after the commit do not stand in the restore's way,
+	// and the restore leaves them alone.
+	f.repo.Write("src/new.txt", "edited after the commit\n")
+	res, err := f.e.Restore(testCtx(t), f.repo.Dir, done.Outcome.RestorePoint, false)
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	if res.Forced || len(res.Conflicts) != 0 {
+		t.Errorf("restore result %+v", res)
+	}
+	if got := f.git("rev-parse", "HEAD"); got != headBefore {
+		t.Errorf("HEAD %s after the restore, want %s", got, headBefore)
+	}
+	if got := f.git("write-tree"); got != indexBefore {
+		t.Errorf("index %s after the restore, want %s", got, indexBefore)
+	}
+	if got := f.repo.Read("src/a.txt"); got != "staged, then edited\n" {
+		t.Errorf("src/a.txt is %q after the restore", got)
+	}
+	if got := f.repo.Read("src/new.txt"); got != "edited after the commit\n" {
+		t.Errorf("src/new.txt is %q after the restore", got)
+	}
+	if st := f.git("status", "--porcelain"); st != "MM src/a.txt\n?? src/new.txt" {
+		t.Errorf("status after the restore:\n%s", st)
+	}
+
+	// A change to the index after the commit is a conflict.
+	again := f.mustComplete(f.propose(&proposal.CommitArgs{Message: "commit a again", Paths: []string{"src/a.txt"}}))
+	f.git("add", "src/new.txt")
+	d, err := f.e.RestorePointDetails(testCtx(t), f.repo.Dir, again.Outcome.RestorePoint)
+	if err != nil || len(d.Conflicts) != 1 || d.Conflicts[0].Kind != "index" {
+		t.Fatalf("details after staging: %+v, %v", d, err)
+	}
 }
 
 func TestBranchDelete_KeepsUnsafeBranches_AcrossRepos(t *testing.T) {

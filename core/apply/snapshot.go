@@ -24,8 +24,13 @@ func (g *gitEnv) headOf(ctx context.Context, dir string) (head, error) {
 	if err != nil {
 		return head{}, err
 	}
-	lines := strings.Split(res.text(), "\n")
-	if len(lines) < 3 {
+	return parseHead(strings.Split(res.text(), "\n"))
+}
+
+// parseHead reads the answer of `git rev-parse HEAD HEAD^{tree}
+// --symbolic-full-name HEAD`.
+func parseHead(lines []string) (head, error) {
+	if len(lines) < 3 || !hexSHA.MatchString(lines[0]) || !hexSHA.MatchString(lines[1]) {
 		return head{}, newErr(CodeGitFailed, "git rev-parse HEAD gave an unexpected answer")
 	}
 	h := head{sha: lines[0], tree: lines[1]}
@@ -41,30 +46,42 @@ type worktree struct {
 	gitDir string
 }
 
-// clean reports whether the worktree has no staged, unstaged or untracked
-// changes (ignored files do not count; dirty submodule contents do not
-// either, since no snapshot can hold them). It never writes: status runs
-// without optional locks.
-func (g *gitEnv) clean(ctx context.Context, wt worktree) (bool, error) {
-	res, err := g.run(ctx, call{dir: wt.path, args: []string{"status", "--porcelain=v1", "-z", "--untracked-files=normal", "--ignore-submodules=dirty"}})
-	if err != nil {
-		return false, err
+// status is `git status --porcelain=v1 -z` of the worktree, untracked
+// files included (ignored files do not count; dirty submodule contents do
+// not either, since no snapshot can hold them). It never writes: status
+// runs without optional locks. Before the operation changes anything, the
+// answer is cached (see readCache).
+func (rc *repoCtx) status(ctx context.Context, wt worktree) ([]byte, error) {
+	if out, ok := rc.before.statusOf(wt.path); ok {
+		return out, nil
 	}
-	return len(res.out) == 0, nil
+	res, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"status", "--porcelain=v1", "-z", "--untracked-files=normal", "--ignore-submodules=dirty"}})
+	if err != nil {
+		return nil, err
+	}
+	rc.before.putStatus(wt.path, res.out)
+	return res.out, nil
+}
+
+// clean reports whether the worktree has no staged, unstaged or untracked
+// changes.
+func (rc *repoCtx) clean(ctx context.Context, wt worktree) (bool, error) {
+	out, err := rc.status(ctx, wt)
+	return len(out) == 0, err
 }
 
 // dirtyTracked lists tracked paths with staged or unstaged changes
 // (untracked files are allowed), capped at 20.
-func (g *gitEnv) dirtyTracked(ctx context.Context, wt worktree) ([]string, error) {
-	res, err := g.run(ctx, call{dir: wt.path, args: []string{"status", "--porcelain=v1", "-z", "--untracked-files=no", "--ignore-submodules=dirty"}})
+func (rc *repoCtx) dirtyTracked(ctx context.Context, wt worktree) ([]string, error) {
+	out, err := rc.status(ctx, wt)
 	if err != nil {
 		return nil, err
 	}
 	var paths []string
-	recs := strings.Split(string(res.out), "\x00")
+	recs := strings.Split(string(out), "\x00")
 	for i := 0; i < len(recs); i++ {
 		rec := recs[i]
-		if len(rec) < 4 {
+		if len(rec) < 4 || strings.HasPrefix(rec, "?? ") {
 			continue
 		}
 		paths = append(paths, rec[3:])
@@ -78,6 +95,60 @@ func (g *gitEnv) dirtyTracked(ctx context.Context, wt worktree) ([]string, error
 	return paths, nil
 }
 
+// headOf reads the HEAD of the worktree at dir, cached like status.
+func (rc *repoCtx) headOf(ctx context.Context, dir string) (head, error) {
+	if h, ok := rc.before.headOf(dir); ok {
+		return h, nil
+	}
+	h, err := rc.g.headOf(ctx, dir)
+	if err == nil {
+		rc.before.putHead(dir, h)
+	}
+	return h, err
+}
+
+// readCache holds what the worktrees of a repository looked like before
+// an operation changed anything. Checking the pins, the checks and the
+// restore point all look at that one moment, so they share one git
+// process per question. The executor drops the cache before the
+// operation's first write; a nil cache caches nothing.
+type readCache struct {
+	heads  map[string]head
+	status map[string][]byte
+}
+
+func newReadCache() *readCache {
+	return &readCache{heads: map[string]head{}, status: map[string][]byte{}}
+}
+
+func (c *readCache) headOf(dir string) (head, bool) {
+	if c == nil {
+		return head{}, false
+	}
+	h, ok := c.heads[dir]
+	return h, ok
+}
+
+func (c *readCache) putHead(dir string, h head) {
+	if c != nil {
+		c.heads[dir] = h
+	}
+}
+
+func (c *readCache) statusOf(dir string) ([]byte, bool) {
+	if c == nil {
+		return nil, false
+	}
+	out, ok := c.status[dir]
+	return out, ok
+}
+
+func (c *readCache) putStatus(dir string, out []byte) {
+	if c != nil {
+		c.status[dir] = out
+	}
+}
+
 // trees is the content of a worktree's index and of its working tree
 // (untracked files included, ignored files not) as tree ids.
 type trees struct {
@@ -87,12 +158,12 @@ type trees struct {
 	tmpIndex string
 }
 
-// treesOf records the index and the working tree as trees, on a copy of
-// the index so that the person's index is never written. With persist
-// the objects go to the repository (a restore point needs them); without
-// it they go to a temporary object directory that is deleted, which
-// leaves the repository exactly as it was.
-func (g *gitEnv) treesOf(ctx context.Context, wt worktree, objectsDir string, persist, keepIndex bool) (trees, error) {
+// treesOf records the index and, with files, the working tree as trees,
+// on a copy of the index so that the person's index is never written.
+// With persist the objects go to the repository (a restore point needs
+// them); without it they go to a temporary object directory that is
+// deleted, which leaves the repository exactly as it was.
+func (g *gitEnv) treesOf(ctx context.Context, wt worktree, objectsDir string, files, persist, keepIndex bool) (trees, error) {
 	tmp, err := os.MkdirTemp("", "sluice-snapshot-")
 	if err != nil {
 		return trees{}, err
@@ -124,6 +195,9 @@ func (g *gitEnv) treesOf(ctx context.Context, wt worktree, objectsDir string, pe
 		return trees{}, err
 	}
 	t.index = res.text()
+	if !files {
+		return t, nil
+	}
 	if _, err := g.run(ctx, call{dir: wt.path, args: []string{"add", "--all"}, env: env}); err != nil {
 		return trees{}, err
 	}
@@ -155,8 +229,9 @@ func copyFile(src, dst string) error {
 	return out.Close()
 }
 
-// WorktreeState is the state of one working tree: where its HEAD was and,
-// when the operation could change files, its index and files.
+// WorktreeState is the state of one working tree: where its HEAD was,
+// when the operation could change the index, the index, and when it could
+// change files, index and files.
 type WorktreeState struct {
 	Path string `json:"path"`
 	// Head is the branch HEAD pointed to, or "" when it was detached.
@@ -165,15 +240,44 @@ type WorktreeState struct {
 	// Files is set when index and working tree were recorded.
 	Files bool `json:"files,omitempty"`
 	// Index and Tree are tree ids of the index and of the working tree
-	// (untracked files included, ignored files not).
+	// (untracked files included, ignored files not). Index alone is set
+	// when only the index was recorded.
 	Index string `json:"index,omitempty"`
 	Tree  string `json:"tree,omitempty"`
-	// Clean: index and working tree matched HEAD exactly.
+	// Clean: index and working tree matched HEAD exactly (set only when
+	// files were recorded).
 	Clean bool `json:"clean,omitempty"`
 	// Snapshot is the commit that keeps the recorded content: shaped like
 	// a git stash entry (parents HEAD and the index commit, tree the
-	// working tree), or HEAD itself for a clean worktree.
+	// working tree), or HEAD itself for a clean worktree. When only the
+	// index was recorded, it is a commit of the index whose parent is
+	// HEAD, or HEAD itself when the index matched it.
 	Snapshot string `json:"snapshot,omitempty"`
+}
+
+// depth is how much of a working tree an operation may change, and so
+// how much of it a restore point records.
+type depth int
+
+const (
+	// depthHead: HEAD only (a branch moved under a checkout by ref).
+	depthHead depth = iota
+	// depthIndex: HEAD and the index (a commit without hooks that could
+	// touch files).
+	depthIndex
+	// depthFiles: HEAD, index and files, untracked files included.
+	depthFiles
+)
+
+// depth is how much of the worktree the state recorded.
+func (w WorktreeState) depth() depth {
+	switch {
+	case w.Files:
+		return depthFiles
+	case w.Index != "":
+		return depthIndex
+	}
+	return depthHead
 }
 
 // keep is how much of a recorded worktree state stays in the repository.
@@ -192,18 +296,39 @@ const (
 	keepSnapshot
 )
 
-// stateOf records the worktree: its HEAD and, with files, its index and
+// stateOf records the worktree: its HEAD and, to depth, its index and
 // files as trees.
-func (g *gitEnv) stateOf(ctx context.Context, wt worktree, files bool, objectsDir string, how keep, label string) (WorktreeState, trees, error) {
-	h, err := g.headOf(ctx, wt.path)
+func (rc *repoCtx) stateOf(ctx context.Context, wt worktree, d depth, how keep, label string) (WorktreeState, trees, error) {
+	g := rc.g
+	h, err := rc.headOf(ctx, wt.path)
 	if err != nil {
 		return WorktreeState{}, trees{}, err
 	}
-	st := WorktreeState{Path: wt.path, Head: h.sym, HeadSHA: h.sha, Files: files}
-	if !files {
+	st := WorktreeState{Path: wt.path, Head: h.sym, HeadSHA: h.sha, Files: d == depthFiles}
+	if d == depthHead {
 		return st, trees{}, nil
 	}
-	clean, err := g.clean(ctx, wt)
+	on := "(no branch)"
+	if h.sym != "" {
+		on = strings.TrimPrefix(h.sym, "refs/heads/")
+	}
+	if d == depthIndex {
+		t, err := g.treesOf(ctx, wt, rc.objectsDir(), false, how != keepNothing, false)
+		if err != nil {
+			return WorktreeState{}, trees{}, err
+		}
+		st.Index = t.index
+		if how == keepSnapshot {
+			st.Snapshot = h.sha
+			if t.index != h.tree {
+				if st.Snapshot, err = g.commitTree(ctx, wt.path, t.index, []string{h.sha}, "index on "+on+": "+label); err != nil {
+					return WorktreeState{}, trees{}, err
+				}
+			}
+		}
+		return st, trees{}, nil
+	}
+	clean, err := rc.clean(ctx, wt)
 	if err != nil {
 		return WorktreeState{}, trees{}, err
 	}
@@ -214,17 +339,13 @@ func (g *gitEnv) stateOf(ctx context.Context, wt worktree, files bool, objectsDi
 		}
 		return st, trees{}, nil
 	}
-	t, err := g.treesOf(ctx, wt, objectsDir, how != keepNothing, how == keepSnapshot)
+	t, err := g.treesOf(ctx, wt, rc.objectsDir(), true, how != keepNothing, how == keepSnapshot)
 	if err != nil {
 		return WorktreeState{}, trees{}, err
 	}
 	st.Index, st.Tree = t.index, t.files
 	if how != keepSnapshot {
 		return st, t, nil
-	}
-	on := "(no branch)"
-	if h.sym != "" {
-		on = strings.TrimPrefix(h.sym, "refs/heads/")
 	}
 	ic, err := g.commitTree(ctx, wt.path, t.index, []string{h.sha}, "index on "+on+": "+label)
 	if err != nil {
@@ -267,7 +388,13 @@ func (g *gitEnv) restoreFiles(ctx context.Context, wt worktree, want WorktreeSta
 	if _, err := g.run(ctx, call{dir: wt.path, args: []string{"read-tree", "--reset", "-u", want.Tree}, env: env}); err != nil {
 		return err
 	}
-	if _, err := g.run(ctx, call{dir: wt.path, args: []string{"read-tree", want.Index}}); err != nil {
+	return g.restoreIndex(ctx, wt, want.Index)
+}
+
+// restoreIndex makes the worktree's index the tree index, leaving its
+// files as they are.
+func (g *gitEnv) restoreIndex(ctx context.Context, wt worktree, index string) error {
+	if _, err := g.run(ctx, call{dir: wt.path, args: []string{"read-tree", index}}); err != nil {
 		return err
 	}
 	_, err := g.run(ctx, call{dir: wt.path, args: []string{"update-index", "-q", "--refresh"}, ok: []int{1}})

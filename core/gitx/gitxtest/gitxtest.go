@@ -114,6 +114,17 @@ func (r *Repo) Write(path, content string) {
 	}
 }
 
+// Read returns a file's content ("" with a test failure when it cannot
+// be read).
+func (r *Repo) Read(path string) string {
+	r.t.Helper()
+	b, err := os.ReadFile(filepath.Join(r.Dir, filepath.FromSlash(path)))
+	if err != nil {
+		r.t.Error(err)
+	}
+	return string(b)
+}
+
 // Commit stages everything and commits; it returns the full commit id.
 func (r *Repo) Commit(msg string) string {
 	r.t.Helper()
