@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-git/go-git/v5/storage/filesystem"
+
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -354,6 +356,11 @@ type repoCtx struct {
 	taken *taken
 	// before caches reads until the operation starts (see readCache).
 	before *readCache
+	// objects writes bookkeeping commits (see commitTree); nil until the
+	// first.
+	objects *filesystem.ObjectStorage
+	// emptyTreeStored: the empty tree is in the object directory.
+	emptyTreeStored bool
 }
 
 func (rc *repoCtx) objectsDir() string { return filepath.Join(rc.repo.CommonDir, "objects") }

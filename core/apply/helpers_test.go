@@ -121,13 +121,13 @@ func (r *fileRecorder) types(t testing.TB) []string {
 
 // newFixture makes a repository with one commit on main (README.md,
 // src/a.txt, src/b.txt) inside a fresh allowed root.
-func newFixture(t testing.TB) *fixture {
+func newFixture(t testing.TB, initArgs ...string) *fixture {
 	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := gitxtest.InitAt(t, filepath.Join(root, "repo"))
+	r := gitxtest.InitAt(t, filepath.Join(root, "repo"), initArgs...)
 	r.Write("README.md", "# demo\n")
 	r.Write("src/a.txt", "a1\na2\na3\n")
 	r.Write("src/b.txt", "b1\nb2\nb3\n")

@@ -220,7 +220,12 @@ func (rc *repoCtx) takeRestorePoint(ctx context.Context, rp *RestorePoint) (*tak
 		tk.cleanup()
 		return nil, err
 	}
-	meta, err := rc.g.commitTree(ctx, rc.path, emptyTree(rc.repo), nil, "Sluice restore point "+rp.ID+"\n\n"+string(js))
+	empty, err := rc.emptyTree(ctx)
+	if err != nil {
+		tk.cleanup()
+		return nil, err
+	}
+	meta, err := rc.commitTree(ctx, empty, nil, "Sluice restore point "+rp.ID+"\n\n"+string(js))
 	if err != nil {
 		tk.cleanup()
 		return nil, err
@@ -261,7 +266,11 @@ func (rc *repoCtx) endRestorePoint(ctx context.Context, tk *taken, outcome strin
 	if err != nil {
 		return err
 	}
-	c, err := rc.g.commitTree(ctx, rc.path, emptyTree(rc.repo), []string{tk.meta}, "Sluice restore point "+tk.rp.ID+" end\n\n"+string(js))
+	empty, err := rc.emptyTree(ctx)
+	if err != nil {
+		return err
+	}
+	c, err := rc.commitTree(ctx, empty, []string{tk.meta}, "Sluice restore point "+tk.rp.ID+" end\n\n"+string(js))
 	if err != nil {
 		return err
 	}

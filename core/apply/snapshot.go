@@ -321,7 +321,7 @@ func (rc *repoCtx) stateOf(ctx context.Context, wt worktree, d depth, how keep, 
 		if how == keepSnapshot {
 			st.Snapshot = h.sha
 			if t.index != h.tree {
-				if st.Snapshot, err = g.commitTree(ctx, wt.path, t.index, []string{h.sha}, "index on "+on+": "+label); err != nil {
+				if st.Snapshot, err = rc.commitTree(ctx, t.index, []string{h.sha}, "index on "+on+": "+label); err != nil {
 					return WorktreeState{}, trees{}, err
 				}
 			}
@@ -347,11 +347,11 @@ func (rc *repoCtx) stateOf(ctx context.Context, wt worktree, d depth, how keep, 
 	if how != keepSnapshot {
 		return st, t, nil
 	}
-	ic, err := g.commitTree(ctx, wt.path, t.index, []string{h.sha}, "index on "+on+": "+label)
+	ic, err := rc.commitTree(ctx, t.index, []string{h.sha}, "index on "+on+": "+label)
 	if err != nil {
 		return WorktreeState{}, t, err
 	}
-	wc, err := g.commitTree(ctx, wt.path, t.files, []string{h.sha, ic}, "WIP on "+on+": "+label)
+	wc, err := rc.commitTree(ctx, t.files, []string{h.sha, ic}, "WIP on "+on+": "+label)
 	if err != nil {
 		return WorktreeState{}, t, err
 	}

@@ -87,12 +87,12 @@ func Init(t testing.TB) *Repo {
 }
 
 // InitAt creates an empty repository in dir.
-func InitAt(t testing.TB, dir string) *Repo {
+func InitAt(t testing.TB, dir string, initArgs ...string) *Repo {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	Git(t, dir, "init", "-q")
+	Git(t, dir, append([]string{"init", "-q"}, initArgs...)...)
 	return &Repo{t: t, Dir: dir}
 }
 
