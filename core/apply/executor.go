@@ -356,6 +356,14 @@ type repoCtx struct {
 	taken *taken
 	// before caches reads until the operation starts (see readCache).
 	before *readCache
+	// pristine holds the worktrees that had no change at all, untracked
+	// files included, when a single-step operation started; settled
+	// those the operation left exactly at their new HEAD (a checkout
+	// update of a pristine worktree). The end state records a settled
+	// worktree as clean without hashing it again: if anything changed
+	// meanwhile, a restore sees it as a change made after the operation
+	// and asks for confirmation.
+	pristine, settled map[string]bool
 	// objects writes bookkeeping commits (see commitTree); nil until the
 	// first.
 	objects *filesystem.ObjectStorage
@@ -470,6 +478,12 @@ func (r *run) execute(ctx context.Context) (string, string, error) {
 	defer r.cleanup()
 	// From here on the operation writes: nothing read before holds.
 	for _, rc := range r.repos() {
+		rc.pristine, rc.settled = map[string]bool{}, map[string]bool{}
+		if len(ops) == 1 && rc.before != nil {
+			for path, out := range rc.before.status {
+				rc.pristine[path] = len(out) == 0
+			}
+		}
 		rc.before = nil
 	}
 	r.e.step("restore-point")

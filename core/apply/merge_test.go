@@ -79,6 +79,71 @@ func TestMerge_UntrackedInTheWay_RefusedNothingMoved(t *testing.T) {
 	}
 }
 
+// An ignored file (a .env, say) where the merge brings a tracked one: git
+// read-tree would overwrite it, and no restore point holds ignored files,
+// so the merge is refused and nothing moves.
+func TestMerge_IgnoredInTheWay_RefusedNothingMoved(t *testing.T) {
+	f := newFixture(t)
+	f.repo.WriteCommit(".gitignore", ".env\n", "ignore .env")
+	f.git("checkout", "-q", "-b", "feature")
+	f.repo.Write(".gitignore", "")
+	f.repo.Write(".env", "TOKEN=from-the-branch\n")
+	f.git("add", "-f", ".gitignore", ".env")
+	f.repo.Commit("track .env")
+	f.git("checkout", "-q", "main")
+	f.repo.Write(".env", "TOKEN=the-person's-own\n")
+	if st := f.git("status", "--porcelain"); st != "" {
+		t.Fatalf("status %q: want a checkout with no change but the ignored file", st)
+	}
+	rec := f.propose(&proposal.MergeArgs{Source: "feature", Target: "main", Strategy: proposal.MergeCommit})
+	before := repoState(t, f.repo.Dir)
+	out, err := f.execute(rec)
+	if !errors.Is(err, ErrDirtyWorktree) || out.State != proposal.Failed {
+		t.Fatalf("state %s err %v: want failed with dirty_worktree", out.State, err)
+	}
+	data, _ := dataOf(err).(map[string]any)
+	if files, _ := data["files"].([]string); !slices.Equal(files, []string{".env"}) {
+		t.Errorf("data %#v: want the ignored file", data)
+	}
+	if after := repoState(t, f.repo.Dir); after != before {
+		t.Errorf("the repository changed:\n%s", diffState(before, after))
+	}
+	if out.Outcome.RestorePoint != "" || f.git("for-each-ref", "refs/sluice/") != "" {
+		t.Errorf("nothing changed, yet restore point %q was kept", out.Outcome.RestorePoint)
+	}
+	if got := f.repo.Read(".env"); got != "TOKEN=the-person's-own\n" {
+		t.Errorf(".env is %q", got)
+	}
+}
+
+// A merge into a checkout with no change at all records its end state as
+// clean without reading the files again; a later edit still shows as a
+// change made after the operation.
+func TestMerge_PristineCheckout_EndStateClean(t *testing.T) {
+	f := newFixture(t)
+	f.diverge()
+	done := f.mustComplete(f.propose(&proposal.MergeArgs{Source: "feature", Target: "main", Strategy: proposal.MergeCommit}))
+	if st := f.git("status", "--porcelain"); st != "" {
+		t.Fatalf("status after the merge: %q", st)
+	}
+	list, err := f.e.ListRestorePoints(testCtx(t), f.repo.Dir)
+	if err != nil || len(list) != 1 || list[0].End == nil || len(list[0].End.Worktrees) != 1 {
+		t.Fatalf("restore points %+v, %v", list, err)
+	}
+	w := list[0].End.Worktrees[0]
+	tree := f.git("rev-parse", "HEAD^{tree}")
+	if !w.Clean || w.Index != tree || w.Tree != tree || w.HeadSHA != f.git("rev-parse", "HEAD") {
+		t.Errorf("end state %+v: want clean at HEAD's tree %s", w, tree)
+	}
+	if d, err := f.e.RestorePointDetails(testCtx(t), f.repo.Dir, done.Outcome.RestorePoint); err != nil || len(d.Conflicts) != 0 {
+		t.Fatalf("details right after: %+v, %v", d, err)
+	}
+	f.repo.Write("src/a.txt", "edited after the merge\n")
+	if d, err := f.e.RestorePointDetails(testCtx(t), f.repo.Dir, done.Outcome.RestorePoint); err != nil || len(d.Conflicts) != 1 || d.Conflicts[0].Kind != "files" {
+		t.Fatalf("details after an edit: %+v, %v", d, err)
+	}
+}
+
 // TestExecute_Race_TenApprovedAtOnce: ten merges against the same base are
 // approved and executed at once; exactly one applies and the other nine
 // fail with stale_base.

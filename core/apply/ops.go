@@ -2,12 +2,14 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -232,22 +234,56 @@ func (r *run) moveCheckout(ctx context.Context, rc *repoCtx, ref, old, new strin
 		r.changed = true
 		return nil
 	}
-	if _, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"read-tree", "-m", "-u", "-n", old, new}}); err != nil {
-		return checkoutBlocked(err, wt)
+	if err := rc.requireNothingInTheWay(ctx, *wt, old, new); err != nil {
+		return err
 	}
 	if err := r.cas(ctx, rc, ref, new, old, msg); err != nil {
 		return err
 	}
+	was := r.changed
 	r.changed = true
 	if _, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"read-tree", "-m", "-u", old, new}}); err != nil {
-		// The checkout could not follow: put the ref back, so that the
-		// worktree and its branch agree again.
+		// The checkout could not follow (it checks everything before it
+		// writes a file): put the ref back, so that the worktree and its
+		// branch agree again, as they were.
 		if rerr := r.cas(ctx, rc, ref, old, new, msg+" (undone)"); rerr != nil {
 			r.e.log.Error("apply: could not move a ref back after a failed checkout", "ref", ref, "err", rerr)
+		} else {
+			r.changed = was
 		}
 		return checkoutBlocked(err, wt)
 	}
+	rc.settled[wt.path] = rc.pristine[wt.path]
 	return nil
+}
+
+// requireNothingInTheWay refuses, before anything moves, a checkout
+// update from old to new that would write where the worktree has a file
+// git does not track: an untracked one, which git read-tree would refuse
+// only once the branch had moved, or an ignored one, which it would
+// overwrite, and which no restore point holds (a .env, say). One git
+// process lists the paths the update adds; the rest is lstat.
+func (rc *repoCtx) requireNothingInTheWay(ctx context.Context, wt worktree, old, new string) error {
+	res, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"diff-tree", "-r", "-z", "--name-only", "--no-renames", "--diff-filter=A", old, new}})
+	if err != nil {
+		return err
+	}
+	var in []string
+	for _, p := range strings.Split(string(res.out), "\x00") {
+		if p == "" {
+			continue
+		}
+		// ENOTDIR: a file stands where the path needs a directory.
+		if _, err := os.Lstat(filepath.Join(wt.path, filepath.FromSlash(p))); err == nil || errors.Is(err, syscall.ENOTDIR) {
+			in = append(in, p)
+		}
+	}
+	if len(in) == 0 {
+		return nil
+	}
+	return &Error{Code: CodeDirtyWorktree, Data: map[string]any{"worktree": wt.path, "files": limitList(in, 50)},
+		Msg: fmt.Sprintf("the checkout in %s cannot follow without overwriting files git does not track there (untracked or ignored): %s; move them away, then approve again. Nothing was changed",
+			wt.path, strings.Join(limitList(in, 20), ", "))}
 }
 
 func checkoutBlocked(err error, wt *worktree) error {

@@ -51,9 +51,8 @@ func (s *branchStep) do(ctx context.Context, r *run) error {
 }
 
 // switchTo moves the main working tree onto the new branch: its files
-// follow with a two-tree read-tree (a dry run first, so that nothing is
-// half done when untracked files are in the way), then HEAD is pointed at
-// the branch.
+// follow with a two-tree read-tree (refused first when an untracked or
+// ignored file is in the way), then HEAD is pointed at the branch.
 func (s *branchStep) switchTo(ctx context.Context, r *run, ref, start, msg string) error {
 	wt := r.main.main()
 	h, err := r.head(ctx)
@@ -61,8 +60,8 @@ func (s *branchStep) switchTo(ctx context.Context, r *run, ref, start, msg strin
 		return err
 	}
 	if h.sha != "" && h.sha != start {
-		if _, err := r.main.g.run(ctx, call{dir: wt.path, args: []string{"read-tree", "-m", "-u", "-n", h.sha, start}}); err != nil {
-			return checkoutBlocked(err, &wt)
+		if err := r.main.requireNothingInTheWay(ctx, wt, h.sha, start); err != nil {
+			return err
 		}
 		if _, err := r.main.g.run(ctx, call{dir: wt.path, args: []string{"read-tree", "-m", "-u", h.sha, start}}); err != nil {
 			return checkoutBlocked(err, &wt)

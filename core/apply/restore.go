@@ -294,6 +294,11 @@ func (rc *repoCtx) endState(ctx context.Context, rp *RestorePoint, outcome strin
 		rc.before = newReadCache()
 		defer func() { rc.before = nil }()
 	}
+	for path, ok := range rc.settled {
+		if ok {
+			rc.before.putStatus(path, []byte{})
+		}
+	}
 	for _, w := range rp.Worktrees {
 		wt, err := rc.worktreeAt(ctx, w.Path)
 		if err != nil {
