@@ -6,8 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -16,9 +19,14 @@ import (
 // The benchmarks compare an approved proposal, executed with everything
 // Sluice adds (digest and pin checks, journal transitions, restore point
 // before and end state after, compare-and-swap), with a person doing the
-// same by hand with the git CLI, in the same run on the same disk.
+// same by hand with the git CLI, in the same run on the same disk: each
+// round runs both sides, in alternating order, so that whatever the
+// shared disk does at a moment weighs on both alike.
 //
 //	go test -run '^$' -bench 'Patch1000|Merge500' -benchtime 20x ./core/apply/
+//
+// ns/op is Sluice's mean; git-ns/op the person's; x-git the ratio of the
+// two, and x-git-p50 the ratio of the medians.
 
 const benchFiles = 1000
 
@@ -106,7 +114,9 @@ func patch1000(iter int) string {
 }
 
 // resetBench puts the repository back at its start between iterations
-// (not measured): main at start, a clean checkout, no restore points.
+// (not measured): main at start, a clean checkout, no restore points; then
+// it flushes the files it wrote to disk, so that each side starts its
+// round on a settled disk rather than paying for the reset's writeback.
 func resetBench(b *testing.B, f *fixture, start string) {
 	b.Helper()
 	f.git("reset", "-q", "--hard", start)
@@ -120,6 +130,7 @@ func resetBench(b *testing.B, f *fixture, start string) {
 			b.Fatalf("%v: %s", err, out)
 		}
 	}
+	syscall.Sync()
 }
 
 // personGit runs git as the person would at their terminal: their own
@@ -137,89 +148,93 @@ func personGit(b *testing.B, dir string, stdin []byte, args ...string) {
 	}
 }
 
-// BenchmarkApply_Patch1000: an approved 1,000-file patch, then an approved
-// commit of it.
-func BenchmarkApply_Patch1000(b *testing.B) {
-	f := benchFixture(b, 0)
-	start := f.git("rev-parse", "main")
-	round := func(i int) {
-		b.StopTimer()
-		resetBench(b, f, start)
-		apply := f.propose(&proposal.PatchArgs{Patch: patch1000(i), Target: proposal.PatchWorktree})
-		b.StartTimer()
-		f.mustComplete(apply)
-		b.StopTimer()
-		commit := f.propose(&proposal.CommitArgs{Message: "Apply the patch", StageAll: true})
-		b.StartTimer()
-		f.mustComplete(commit)
+// BenchmarkVsGit_Patch1000: an approved 1,000-file patch, then an
+// approved commit of it, against git apply, git add -A and git commit.
+func BenchmarkVsGit_Patch1000(b *testing.B) {
+	sl, cli := benchFixture(b, 0), benchFixture(b, 0)
+	slStart, cliStart := sl.git("rev-parse", "main"), cli.git("rev-parse", "main")
+	sluice := func(i int) time.Duration {
+		resetBench(b, sl, slStart)
+		apply := sl.propose(&proposal.PatchArgs{Patch: patch1000(i), Target: proposal.PatchWorktree})
+		start := time.Now()
+		sl.mustComplete(apply)
+		took := time.Since(start)
+		commit := sl.propose(&proposal.CommitArgs{Message: "Apply the patch", StageAll: true})
+		start = time.Now()
+		sl.mustComplete(commit)
+		return took + time.Since(start)
 	}
-	warmUp(b, round)
-	for i := range b.N {
-		round(i)
-	}
-}
-
-// warmUp runs rounds that are not measured: the first rounds on a fresh
-// repository pay for its object directories and a cold page cache, the
-// same for both sides.
-func warmUp(b *testing.B, round func(int)) {
-	b.Helper()
-	for i := range 3 {
-		round(-1 - i)
-	}
-	b.ResetTimer()
-}
-
-// BenchmarkGitCLI_Patch1000: the same by hand: git apply, git add -A, git
-// commit.
-func BenchmarkGitCLI_Patch1000(b *testing.B) {
-	f := benchFixture(b, 0)
-	start := f.git("rev-parse", "main")
-	round := func(i int) {
-		b.StopTimer()
-		resetBench(b, f, start)
+	person := func(i int) time.Duration {
+		resetBench(b, cli, cliStart)
 		patch := []byte(patch1000(i))
-		b.StartTimer()
-		personGit(b, f.repo.Dir, patch, "apply")
-		personGit(b, f.repo.Dir, nil, "add", "-A")
-		personGit(b, f.repo.Dir, nil, "commit", "-q", "-m", "Apply the patch")
+		start := time.Now()
+		personGit(b, cli.repo.Dir, patch, "apply")
+		personGit(b, cli.repo.Dir, nil, "add", "-A")
+		personGit(b, cli.repo.Dir, nil, "commit", "-q", "-m", "Apply the patch")
+		return time.Since(start)
 	}
-	warmUp(b, round)
-	for i := range b.N {
-		round(i)
-	}
+	pairRounds(b, sluice, person)
 }
 
-// BenchmarkApply_Merge500: an approved merge of a 500-commit branch into
-// the checked-out main (a real merge: both sides moved).
-func BenchmarkApply_Merge500(b *testing.B) {
-	f := benchFixture(b, 500)
-	start := f.git("rev-parse", "main")
-	round := func(int) {
-		b.StopTimer()
-		resetBench(b, f, start)
-		rec := f.propose(&proposal.MergeArgs{Source: "feature", Target: "main", Strategy: proposal.MergeCommit})
-		b.StartTimer()
-		f.mustComplete(rec)
+// BenchmarkVsGit_Merge500: an approved merge of a 500-commit branch into
+// the checked-out main (a real merge: both sides moved), against git
+// merge in the checkout.
+func BenchmarkVsGit_Merge500(b *testing.B) {
+	sl, cli := benchFixture(b, 500), benchFixture(b, 500)
+	slStart, cliStart := sl.git("rev-parse", "main"), cli.git("rev-parse", "main")
+	sluice := func(int) time.Duration {
+		resetBench(b, sl, slStart)
+		rec := sl.propose(&proposal.MergeArgs{Source: "feature", Target: "main", Strategy: proposal.MergeCommit})
+		start := time.Now()
+		sl.mustComplete(rec)
+		return time.Since(start)
 	}
-	warmUp(b, round)
-	for i := range b.N {
-		round(i)
+	person := func(int) time.Duration {
+		resetBench(b, cli, cliStart)
+		start := time.Now()
+		personGit(b, cli.repo.Dir, nil, "merge", "-q", "--no-edit", "feature")
+		return time.Since(start)
 	}
+	pairRounds(b, sluice, person)
 }
 
-// BenchmarkGitCLI_Merge500: the same by hand: git merge in the checkout.
-func BenchmarkGitCLI_Merge500(b *testing.B) {
-	f := benchFixture(b, 500)
-	start := f.git("rev-parse", "main")
-	round := func(int) {
-		b.StopTimer()
-		resetBench(b, f, start)
-		b.StartTimer()
-		personGit(b, f.repo.Dir, nil, "merge", "-q", "--no-edit", "feature")
+// pairRounds runs b.N rounds of both sides, alternating which goes first,
+// after three unmeasured warm-up rounds (the first rounds on a fresh
+// repository pay for its object directories and a cold page cache), and
+// reports both sides and their ratio. Each side times only its own work:
+// resetting the repository and submitting the proposal are not measured.
+func pairRounds(b *testing.B, sluice, person func(round int) time.Duration) {
+	b.StopTimer()
+	for i := range 3 {
+		sluice(-1 - i)
+		person(-1 - i)
 	}
-	warmUp(b, round)
+	s := make([]time.Duration, 0, b.N)
+	p := make([]time.Duration, 0, b.N)
 	for i := range b.N {
-		round(i)
+		if i%2 == 0 {
+			s = append(s, sluice(i))
+			p = append(p, person(i))
+		} else {
+			p = append(p, person(i))
+			s = append(s, sluice(i))
+		}
 	}
+	sum := func(d []time.Duration) float64 {
+		var t time.Duration
+		for _, x := range d {
+			t += x
+		}
+		return float64(t)
+	}
+	median := func(d []time.Duration) float64 {
+		d = slices.Clone(d)
+		slices.Sort(d)
+		return float64(d[len(d)/2])
+	}
+	n := float64(b.N)
+	b.ReportMetric(sum(s)/n, "ns/op")
+	b.ReportMetric(sum(p)/n, "git-ns/op")
+	b.ReportMetric(sum(s)/sum(p), "x-git")
+	b.ReportMetric(median(s)/median(p), "x-git-p50")
 }
