@@ -96,6 +96,7 @@ type Journal struct {
 	opts   Options
 	hub    hub
 	closed atomic.Bool
+	cache  proposalCache
 }
 
 // Open opens (creating if needed, mode 0600) the journal at path. The
@@ -187,7 +188,7 @@ func (j *Journal) Submit(p proposal.Proposal) (rec Record, replayed bool, err er
 		if p.IdempotencyKey != "" {
 			idemKey = joinKey(p.Agent, string(p.Op), p.IdempotencyKey)
 			if id := idem.Get(idemKey); id != nil {
-				stored, err := getRecord(props, string(id))
+				stored, err := j.getRecord(props, string(id))
 				if err != nil {
 					return err
 				}
@@ -267,7 +268,7 @@ func (j *Journal) Get(id string) (Record, error) {
 	var rec Record
 	err := j.db.View(func(tx *bolt.Tx) error {
 		var err error
-		rec, err = getRecord(tx.Bucket(bucketProposals), id)
+		rec, err = j.getRecord(tx.Bucket(bucketProposals), id)
 		return err
 	})
 	if errors.Is(err, bolt.ErrDatabaseNotOpen) {
@@ -296,9 +297,9 @@ func (j *Journal) List(f Filter) ([]Record, error) {
 	var out []Record
 	err := j.db.View(func(tx *bolt.Tx) error {
 		props := tx.Bucket(bucketProposals)
-		consider := func(v []byte) error {
-			var rec Record
-			if err := json.Unmarshal(v, &rec); err != nil {
+		consider := func(k, v []byte) error {
+			rec, err := j.cache.decodeRecord(string(k), v)
+			if err != nil {
 				return err
 			}
 			if len(f.States) > 0 && !slices.Contains(f.States, rec.State) {
@@ -319,10 +320,10 @@ func (j *Journal) List(f Filter) ([]Record, error) {
 				if v == nil {
 					return fmt.Errorf("open index names %s, which is missing", k)
 				}
-				return consider(v)
+				return consider(k, v)
 			})
 		}
-		return props.ForEach(func(_, v []byte) error { return consider(v) })
+		return props.ForEach(consider)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("journal: list: %w", err)
@@ -514,7 +515,7 @@ func (j *Journal) update(id string, fn func(rec *Record, now time.Time) (proposa
 	var out Record
 	err := j.db.Update(func(tx *bolt.Tx) error {
 		props := tx.Bucket(bucketProposals)
-		rec, err := getRecord(props, id)
+		rec, err := j.getRecord(props, id)
 		if err != nil {
 			return err
 		}
@@ -770,7 +771,7 @@ func (j *Journal) Collisions(p proposal.Proposal) ([]Collision, error) {
 			if string(id) == p.ID {
 				return nil
 			}
-			rec, err := getRecord(props, string(id))
+			rec, err := j.getRecord(props, string(id))
 			if err != nil || rec.Proposal.Repo != p.Repo || rec.State != proposal.Pending {
 				return err
 			}
@@ -860,16 +861,12 @@ func (j *Journal) Maintain(ctx context.Context, every time.Duration, onErr func(
 	}
 }
 
-func getRecord(b *bolt.Bucket, id string) (Record, error) {
+func (j *Journal) getRecord(b *bolt.Bucket, id string) (Record, error) {
 	v := b.Get([]byte(id))
 	if v == nil {
 		return Record{}, ErrNotFound
 	}
-	var rec Record
-	if err := json.Unmarshal(v, &rec); err != nil {
-		return Record{}, fmt.Errorf("record %s is unreadable: %w", id, err)
-	}
-	return rec, nil
+	return j.cache.decodeRecord(id, v)
 }
 
 func putRecord(b *bolt.Bucket, rec Record) error {
