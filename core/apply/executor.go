@@ -364,6 +364,10 @@ type repoCtx struct {
 	// meanwhile, a restore sees it as a change made after the operation
 	// and asks for confirmation.
 	pristine, settled map[string]bool
+	// dirtied holds the worktrees the operation left with changes for
+	// certain (a patch applied to the files): their end state goes
+	// straight to hashing, without a status first.
+	dirtied map[string]bool
 	// objects writes bookkeeping commits (see commitTree); nil until the
 	// first.
 	objects *filesystem.ObjectStorage
@@ -478,7 +482,7 @@ func (r *run) execute(ctx context.Context) (string, string, error) {
 	defer r.cleanup()
 	// From here on the operation writes: nothing read before holds.
 	for _, rc := range r.repos() {
-		rc.pristine, rc.settled = map[string]bool{}, map[string]bool{}
+		rc.pristine, rc.settled, rc.dirtied = map[string]bool{}, map[string]bool{}, map[string]bool{}
 		if len(ops) == 1 && rc.before != nil {
 			for path, out := range rc.before.status {
 				rc.pristine[path] = len(out) == 0

@@ -159,6 +159,9 @@ func (s *patchStep) do(ctx context.Context, r *run) error {
 		return err
 	}
 	r.changed = true
+	if s.a.Target != proposal.PatchIndex {
+		r.main.dirtied[r.main.path] = true
+	}
 	files, _ := s.a.FilesTouched()
 	r.note("applied a patch to %s (%d file(s))", where, len(files))
 	return nil

@@ -328,9 +328,11 @@ func (rc *repoCtx) stateOf(ctx context.Context, wt worktree, d depth, how keep, 
 		}
 		return st, trees{}, nil
 	}
-	clean, err := rc.clean(ctx, wt)
-	if err != nil {
-		return WorktreeState{}, trees{}, err
+	clean := false
+	if !rc.dirtied[wt.path] {
+		if clean, err = rc.clean(ctx, wt); err != nil {
+			return WorktreeState{}, trees{}, err
+		}
 	}
 	if clean {
 		st.Index, st.Tree, st.Clean = h.tree, h.tree, true
@@ -344,6 +346,10 @@ func (rc *repoCtx) stateOf(ctx context.Context, wt worktree, d depth, how keep, 
 		return WorktreeState{}, trees{}, err
 	}
 	st.Index, st.Tree = t.index, t.files
+	if rc.dirtied[wt.path] {
+		// No status said so: the trees tell whether it is clean after all.
+		st.Clean = t.index == h.tree && t.files == h.tree
+	}
 	if how != keepSnapshot {
 		return st, t, nil
 	}
