@@ -2,10 +2,12 @@ package apply
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
@@ -299,5 +301,39 @@ func TestRestore_BranchNowCheckedOutElsewhere_Refused(t *testing.T) {
 	}
 	if now := repoState(t, f.repo.Dir); now != later {
 		t.Errorf("a refused restore changed the repository:\n%s", diffState(later, now))
+	}
+}
+
+// A file rewritten with the same size within the index's last second
+// looks unchanged by its stat data; only git's racy-entry check, which
+// compares the file's time with the index's, finds the change. The
+// snapshot works on a copy of the index, which must keep the index's
+// time for that check to hold.
+func TestRestorePoint_RacilyCleanFileIsRecorded(t *testing.T) {
+	f := newFixture(t)
+	f.git("config", "core.trustctime", "false")
+	past := time.Now().Add(-time.Hour).Truncate(time.Second)
+	path := filepath.Join(f.repo.Dir, "src", "b.txt")
+	if err := os.Chtimes(path, past, past); err != nil {
+		t.Fatal(err)
+	}
+	f.git("add", "src/b.txt")
+	if err := os.Chtimes(filepath.Join(f.repo.Dir, ".git", "index"), past, past); err != nil {
+		t.Fatal(err)
+	}
+	f.repo.Write("src/b.txt", "B1\nB2\nB3\n") // the same size as before
+	if err := os.Chtimes(path, past, past); err != nil {
+		t.Fatal(err)
+	}
+	// Without optional locks status does not write the index (which
+	// would mark the entry as changed for good).
+	if st := f.git("--no-optional-locks", "status", "--porcelain"); st != "M src/b.txt" {
+		t.Fatalf("status %q: the fixture should see the change", st)
+	}
+	patch := "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-# demo\n+# patched\n"
+	done := f.mustComplete(f.propose(&proposal.PatchArgs{Patch: patch, Target: proposal.PatchWorktree}))
+	snap := f.git("rev-parse", RestorePrefix+done.Outcome.RestorePoint+"/worktree/0")
+	if got := f.git("show", snap+":src/b.txt"); got != "B1\nB2\nB3" {
+		t.Errorf("the snapshot holds src/b.txt as %q, not the rewritten file", got)
 	}
 }

@@ -175,7 +175,7 @@ func (g *gitEnv) treesOf(ctx context.Context, wt worktree, objectsDir string, fi
 		}
 	}()
 	idx := filepath.Join(tmp, "index")
-	if err := copyFile(filepath.Join(wt.gitDir, "index"), idx); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := copyIndex(filepath.Join(wt.gitDir, "index"), idx); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return trees{}, err
 	}
 	env := []string{"GIT_INDEX_FILE=" + idx}
@@ -212,12 +212,20 @@ func (g *gitEnv) treesOf(ctx context.Context, wt worktree, objectsDir string, fi
 	return t, nil
 }
 
-func copyFile(src, dst string) error {
+// copyIndex copies an index file, keeping its modification time: git
+// trusts the stat data of an entry only when the file is older than the
+// index, so a copy with a newer time would take a file changed within
+// the index's last second (same size, same second) for unchanged.
+func copyIndex(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	st, err := in.Stat()
+	if err != nil {
+		return err
+	}
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
@@ -226,7 +234,10 @@ func copyFile(src, dst string) error {
 		out.Close()
 		return err
 	}
-	return out.Close()
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Chtimes(dst, st.ModTime(), st.ModTime())
 }
 
 // WorktreeState is the state of one working tree: where its HEAD was,
