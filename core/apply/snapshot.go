@@ -3,10 +3,11 @@ package apply
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/sluicehq/sluice/core/gitx"
 )
 
 // head is where a worktree's HEAD is.
@@ -175,7 +176,7 @@ func (g *gitEnv) treesOf(ctx context.Context, wt worktree, objectsDir string, fi
 		}
 	}()
 	idx := filepath.Join(tmp, "index")
-	if err := copyIndex(filepath.Join(wt.gitDir, "index"), idx); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := gitx.CopyIndex(filepath.Join(wt.gitDir, "index"), idx); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return trees{}, err
 	}
 	env := []string{"GIT_INDEX_FILE=" + idx}
@@ -210,34 +211,6 @@ func (g *gitEnv) treesOf(ctx context.Context, wt worktree, objectsDir string, fi
 		t.tmpIndex = idx
 	}
 	return t, nil
-}
-
-// copyIndex copies an index file, keeping its modification time: git
-// trusts the stat data of an entry only when the file is older than the
-// index, so a copy with a newer time would take a file changed within
-// the index's last second (same size, same second) for unchanged.
-func copyIndex(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	st, err := in.Stat()
-	if err != nil {
-		return err
-	}
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	return os.Chtimes(dst, st.ModTime(), st.ModTime())
 }
 
 // WorktreeState is the state of one working tree: where its HEAD was,

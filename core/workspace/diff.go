@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/sluicehq/sluice/core/gitx"
 )
 
 // Limits of Diff.
@@ -95,28 +96,22 @@ func (m *Manager) Diff(ctx context.Context, id string, opt DiffOptions) (*DiffRe
 }
 
 // scratchIndex copies the repository's index to a temporary file (so git
-// can reuse its stat data) and returns its path.
+// can reuse its stat data, which the copy's kept time keeps trustworthy)
+// and returns its path.
 func (m *Manager) scratchIndex(gitDir string) (string, func(), error) {
-	f, err := os.CreateTemp(gitDir, "index-scratch-*")
+	dir, err := os.MkdirTemp(gitDir, "index-scratch-")
 	if err != nil {
 		return "", nil, internal(err, "cannot create a scratch index")
 	}
-	cleanup := func() { os.Remove(f.Name()) }
-	src, err := os.Open(filepath.Join(gitDir, "index"))
-	if err != nil {
-		// No index yet (nothing committed): git starts an empty one at
-		// this path, which must not exist as an empty file.
-		f.Close()
-		cleanup()
-		return f.Name(), cleanup, nil
-	}
-	_, cerr := io.Copy(f, src)
-	src.Close()
-	if err := errors.Join(cerr, f.Close()); err != nil {
+	cleanup := func() { os.RemoveAll(dir) }
+	path := filepath.Join(dir, "index")
+	// No index yet (nothing committed): git starts an empty one at the
+	// path, which must not exist as an empty file.
+	if err := gitx.CopyIndex(filepath.Join(gitDir, "index"), path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		cleanup()
 		return "", nil, internal(err, "cannot create a scratch index")
 	}
-	return f.Name(), cleanup, nil
+	return path, cleanup, nil
 }
 
 // baseTree is what diffs compare against: the base commit, or the empty

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDiffCommitFetchInto(t *testing.T) {
@@ -205,5 +206,47 @@ func TestSeal_RefusesThenSealsAndRevokes(t *testing.T) {
 	}
 	if _, err := m.ReadFile(ctx, w.ID, "README.md", ReadOptions{}); err != nil {
 		t.Fatalf("read after seal: %v", err)
+	}
+}
+
+// A file rewritten with the same size within the index's last second
+// looks unchanged by its stat data; git finds the change only by
+// comparing the file's time with the index's. Diff works on a copy of
+// the index, which must keep that time, or the change is left out of
+// the diff that becomes the proposal.
+func TestDiff_RacilyCleanFileIsIncluded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := newManager(t, false)
+	w, _ := createRepoWS(t, m)
+	gitDir, tree := m.gitDir(w.ID), m.treeDir(w.ID)
+	run := func(args ...string) {
+		t.Helper()
+		if _, err := m.git.run(ctx, gitCall{gitDir: gitDir, workTree: tree, args: args}); err != nil {
+			t.Fatalf("git %v: %v", args, err)
+		}
+	}
+	run("config", "core.trustctime", "false")
+	past := time.Now().Add(-time.Hour).Truncate(time.Second)
+	readme := filepath.Join(tree, "README.md")
+	if err := os.Chtimes(readme, past, past); err != nil {
+		t.Fatal(err)
+	}
+	run("update-index", "--refresh")
+	if err := os.Chtimes(filepath.Join(gitDir, "index"), past, past); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(readme, []byte("HELLO\n"), 0o644); err != nil { // the same size
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(readme, past, past); err != nil {
+		t.Fatal(err)
+	}
+	d, err := m.Diff(ctx, w.ID, DiffOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Files) != 1 || d.Files[0].Path != "README.md" || !strings.Contains(d.Patch, "+HELLO") {
+		t.Fatalf("Diff left out the rewritten file: %+v\n%s", d.Files, d.Patch)
 	}
 }
