@@ -411,6 +411,19 @@ type run struct {
 	// until then a failure drops the restore point.
 	changed bool
 	notes   []string
+	// pending counts work started in the background (see background).
+	pending sync.WaitGroup
+}
+
+// background runs f alongside the execution. Such work only reads the
+// repository or writes objects nothing refers to; the execution waits for
+// it before it ends, whatever happened.
+func (r *run) background(f func()) {
+	r.pending.Add(1)
+	go func() {
+		defer r.pending.Done()
+		f()
+	}()
 }
 
 func (r *run) note(format string, a ...any) { r.notes = append(r.notes, fmt.Sprintf(format, a...)) }
@@ -455,6 +468,7 @@ func asInvalid(err error) error {
 // execute runs the proposal and returns the restore point id (empty when
 // nothing changed) and a summary.
 func (r *run) execute(ctx context.Context) (string, string, error) {
+	defer r.pending.Wait()
 	if err := r.open(ctx); err != nil {
 		return "", "", err
 	}

@@ -224,9 +224,10 @@ func (rc *repoCtx) casFailed(ctx context.Context, err error, ref, old string) er
 
 // moveCheckout moves ref from old to new. When ref is checked out in wt
 // (which requireClean has vetted), the checkout follows with a two-tree
-// read-tree, which keeps untracked files and refuses to overwrite them;
-// a dry run first makes sure it can, before the ref moves.
-func (r *run) moveCheckout(ctx context.Context, rc *repoCtx, ref, old, new string, wt *worktree, msg string) error {
+// read-tree, once requireNothingInTheWay made sure it writes over nothing
+// git does not track. added, when not nil, lists the paths the update
+// adds (see addedPaths), computed ahead.
+func (r *run) moveCheckout(ctx context.Context, rc *repoCtx, ref, old, new string, wt *worktree, msg string, added []string) error {
 	if wt == nil {
 		if err := r.cas(ctx, rc, ref, new, old, msg); err != nil {
 			return err
@@ -234,7 +235,13 @@ func (r *run) moveCheckout(ctx context.Context, rc *repoCtx, ref, old, new strin
 		r.changed = true
 		return nil
 	}
-	if err := rc.requireNothingInTheWay(ctx, *wt, old, new); err != nil {
+	if added == nil {
+		var err error
+		if added, err = rc.addedPaths(ctx, old, new); err != nil {
+			return err
+		}
+	}
+	if err := requireNothingInTheWay(*wt, added); err != nil {
 		return err
 	}
 	if err := r.cas(ctx, rc, ref, new, old, msg); err != nil {
@@ -257,22 +264,30 @@ func (r *run) moveCheckout(ctx context.Context, rc *repoCtx, ref, old, new strin
 	return nil
 }
 
-// requireNothingInTheWay refuses, before anything moves, a checkout
-// update from old to new that would write where the worktree has a file
-// git does not track: an untracked one, which git read-tree would refuse
-// only once the branch had moved, or an ignored one, which it would
-// overwrite, and which no restore point holds (a .env, say). One git
-// process lists the paths the update adds; the rest is lstat.
-func (rc *repoCtx) requireNothingInTheWay(ctx context.Context, wt worktree, old, new string) error {
-	res, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"diff-tree", "-r", "-z", "--name-only", "--no-renames", "--diff-filter=A", old, new}})
+// addedPaths lists the paths a checkout update from old to new adds (old
+// and new are commits or trees): one git process.
+func (rc *repoCtx) addedPaths(ctx context.Context, old, new string) ([]string, error) {
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"diff-tree", "-r", "-z", "--name-only", "--no-renames", "--diff-filter=A", old, new}})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var in []string
+	added := []string{}
 	for _, p := range strings.Split(string(res.out), "\x00") {
-		if p == "" {
-			continue
+		if p != "" {
+			added = append(added, p)
 		}
+	}
+	return added, nil
+}
+
+// requireNothingInTheWay refuses, before anything moves, a checkout
+// update that adds paths where the worktree has a file git does not
+// track: an untracked one, which git read-tree would refuse only once the
+// branch had moved, or an ignored one, which it would overwrite, and
+// which no restore point holds (a .env, say).
+func requireNothingInTheWay(wt worktree, added []string) error {
+	var in []string
+	for _, p := range added {
 		// ENOTDIR: a file stands where the path needs a directory.
 		if _, err := os.Lstat(filepath.Join(wt.path, filepath.FromSlash(p))); err == nil || errors.Is(err, syscall.ENOTDIR) {
 			in = append(in, p)

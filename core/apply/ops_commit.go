@@ -259,7 +259,7 @@ func (s *submoduleStep) returnTo(ctx context.Context, r *run, subHead string) er
 		return nil
 	}
 	msg := fmt.Sprintf("sluice: return submodule to the recorded commit (proposal %s)", r.p.ID)
-	if err := r.moveCheckout(ctx, s.sub, "HEAD", subHead, recorded, &wt, msg); err != nil {
+	if err := r.moveCheckout(ctx, s.sub, "HEAD", subHead, recorded, &wt, msg, nil); err != nil {
 		if strings.Contains(stderrOf(err), "unpack") || strings.Contains(stderrOf(err), "not a tree") {
 			return newErr(CodeGitFailed, "the recorded commit %s is not in the submodule's repository; fetch it there first", short(recorded))
 		}

@@ -16,6 +16,20 @@ import (
 type mergeStep struct {
 	a *proposal.MergeArgs
 	branchMove
+	// plan is what reading tells of the merge, read while the checks and
+	// the restore point run (see start).
+	plan chan mergePlan
+}
+
+// mergePlan is what a merge will do, as far as reading tells: the merge
+// base, and for a fast-forward the paths the checkout update adds. It is
+// computed without writing anything, so that a merge refused by the
+// checks leaves the repository exactly as it was.
+type mergePlan struct {
+	base string
+	// added lists the paths a fast-forward of the checkout adds.
+	added []string
+	err   error
 }
 
 // branchMove is what merge and rebase share: the branch they move, and
@@ -52,31 +66,58 @@ func (s *mergeStep) touch(ctx context.Context, r *run) error {
 }
 
 func (s *mergeStep) check(ctx context.Context, r *run) error {
+	s.start(ctx, r)
 	return s.checkBranch(ctx, r, "the target branch "+s.a.Target)
+}
+
+// start reads what the merge needs alongside the checks and the restore
+// point.
+func (s *mergeStep) start(ctx context.Context, r *run) {
+	if s.plan != nil {
+		return
+	}
+	s.plan = make(chan mergePlan, 1)
+	ref := proposal.BranchRef(s.a.Target)
+	old, src := r.expect[ref], r.expect[s.a.Source]
+	r.background(func() { s.plan <- s.read(ctx, r.main, old, src) })
+}
+
+func (s *mergeStep) read(ctx context.Context, rc *repoCtx, old, src string) (p mergePlan) {
+	if p.err = rc.repo.RefuseMergeDrivers(ctx, old, src); p.err != nil {
+		p.err = asInvalid(p.err)
+		return p
+	}
+	if p.base, p.err = rc.mergeBase(ctx, old, src); p.err != nil {
+		return p
+	}
+	if s.fastForward(p.base, old, src) && s.wt != nil {
+		p.added, p.err = rc.addedPaths(ctx, old, src)
+	}
+	return p
+}
+
+func (s *mergeStep) fastForward(base, old, src string) bool {
+	return base == old && base != src && s.a.Strategy == proposal.MergeCommit
 }
 
 func (s *mergeStep) do(ctx context.Context, r *run) error {
 	rc := r.main
 	ref := proposal.BranchRef(s.a.Target)
 	old, src := r.expect[ref], r.expect[s.a.Source]
-	if err := rc.repo.RefuseMergeDrivers(ctx, old, src); err != nil {
-		return asInvalid(err)
-	}
-	base, err := rc.mergeBase(ctx, old, src)
-	if err != nil {
-		return err
+	s.start(ctx, r)
+	p := <-s.plan
+	if p.err != nil {
+		return p.err
 	}
 	switch {
-	case base == "":
+	case p.base == "":
 		return newErr(CodeUnrelatedHistories, "%s and %s share no history; nothing was changed", s.a.Source, s.a.Target)
-	case base == src:
+	case p.base == src:
 		r.note("%s already contains %s; nothing to merge", s.a.Target, s.a.Source)
 		return nil
 	}
-	var next, how string
-	if base == old && s.a.Strategy == proposal.MergeCommit {
-		next, how = src, "fast-forward"
-	} else {
+	next, how, added := src, "fast-forward", p.added
+	if !s.fastForward(p.base, old, src) {
 		tree, conflicts, err := rc.mergeTree(ctx, old, src)
 		if err != nil {
 			return err
@@ -101,13 +142,31 @@ func (s *mergeStep) do(ctx context.Context, r *run) error {
 			msg = fmt.Sprintf("Merge %s into %s", s.a.Source, s.a.Target)
 		}
 		r.e.step("merge-computed")
-		if next, err = r.personCommit(ctx, rc, tree, parents, withTrailers(msg, r.p)); err != nil {
+		// The paths the checkout update adds are read while the person's
+		// git makes the commit (with their signing, which may take a
+		// while).
+		var addErr error
+		if s.wt != nil {
+			done := make(chan struct{})
+			r.background(func() {
+				defer close(done)
+				added, addErr = rc.addedPaths(ctx, old, tree)
+			})
+			next, err = r.personCommit(ctx, rc, tree, parents, withTrailers(msg, r.p))
+			<-done
+		} else {
+			next, err = r.personCommit(ctx, rc, tree, parents, withTrailers(msg, r.p))
+		}
+		if err != nil {
 			return err
+		}
+		if addErr != nil {
+			return addErr
 		}
 	}
 	r.e.step("before-ref-update")
 	msg := fmt.Sprintf("sluice: merge %s into %s (proposal %s)", s.a.Source, s.a.Target, r.p.ID)
-	if err := r.moveCheckout(ctx, rc, ref, old, next, s.wt, msg); err != nil {
+	if err := r.moveCheckout(ctx, rc, ref, old, next, s.wt, msg, added); err != nil {
 		return err
 	}
 	r.moved(rc, ref, next, s.wt != nil && s.wt.path == rc.path)
@@ -168,7 +227,7 @@ func (s *rebaseStep) do(ctx context.Context, r *run) error {
 	}
 	r.e.step("before-ref-update")
 	msg := fmt.Sprintf("sluice: rebase %s onto %s (proposal %s)", s.a.Branch, s.a.Onto, r.p.ID)
-	if err := r.moveCheckout(ctx, rc, ref, old, next, s.wt, msg); err != nil {
+	if err := r.moveCheckout(ctx, rc, ref, old, next, s.wt, msg, nil); err != nil {
 		return err
 	}
 	r.moved(rc, ref, next, s.wt != nil && s.wt.path == rc.path)

@@ -60,7 +60,11 @@ func (s *branchStep) switchTo(ctx context.Context, r *run, ref, start, msg strin
 		return err
 	}
 	if h.sha != "" && h.sha != start {
-		if err := r.main.requireNothingInTheWay(ctx, wt, h.sha, start); err != nil {
+		added, err := r.main.addedPaths(ctx, h.sha, start)
+		if err != nil {
+			return err
+		}
+		if err := requireNothingInTheWay(wt, added); err != nil {
 			return err
 		}
 		if _, err := r.main.g.run(ctx, call{dir: wt.path, args: []string{"read-tree", "-m", "-u", h.sha, start}}); err != nil {
