@@ -364,6 +364,10 @@ type repoCtx struct {
 	// meanwhile, a restore sees it as a change made after the operation
 	// and asks for confirmation.
 	pristine, settled map[string]bool
+	// moved holds the HEAD the operation left in worktrees whose branch
+	// it moved, as it knows it: the end state records that rather than
+	// read it again (a change made meanwhile then shows, as for settled).
+	movedHeads map[string]head
 	// dirtied holds the worktrees the operation left with changes for
 	// certain (a patch applied to the files): their end state goes
 	// straight to hashing, without a status first.
@@ -497,6 +501,7 @@ func (r *run) execute(ctx context.Context) (string, string, error) {
 	// From here on the operation writes: nothing read before holds.
 	for _, rc := range r.repos() {
 		rc.pristine, rc.settled, rc.dirtied = map[string]bool{}, map[string]bool{}, map[string]bool{}
+		rc.movedHeads = map[string]head{}
 		if len(ops) == 1 && rc.before != nil {
 			for path, out := range rc.before.status {
 				rc.pristine[path] = len(out) == 0

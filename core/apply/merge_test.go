@@ -117,30 +117,45 @@ func TestMerge_IgnoredInTheWay_RefusedNothingMoved(t *testing.T) {
 }
 
 // A merge into a checkout with no change at all records its end state as
-// clean without reading the files again; a later edit still shows as a
-// change made after the operation.
+// clean at the HEAD it left, without reading the files or HEAD again; a
+// later edit still shows as a change made after the operation. Both a
+// merge commit and a fast-forward.
 func TestMerge_PristineCheckout_EndStateClean(t *testing.T) {
-	f := newFixture(t)
-	f.diverge()
-	done := f.mustComplete(f.propose(&proposal.MergeArgs{Source: "feature", Target: "main", Strategy: proposal.MergeCommit}))
-	if st := f.git("status", "--porcelain"); st != "" {
-		t.Fatalf("status after the merge: %q", st)
-	}
-	list, err := f.e.ListRestorePoints(testCtx(t), f.repo.Dir)
-	if err != nil || len(list) != 1 || list[0].End == nil || len(list[0].End.Worktrees) != 1 {
-		t.Fatalf("restore points %+v, %v", list, err)
-	}
-	w := list[0].End.Worktrees[0]
-	tree := f.git("rev-parse", "HEAD^{tree}")
-	if !w.Clean || w.Index != tree || w.Tree != tree || w.HeadSHA != f.git("rev-parse", "HEAD") {
-		t.Errorf("end state %+v: want clean at HEAD's tree %s", w, tree)
-	}
-	if d, err := f.e.RestorePointDetails(testCtx(t), f.repo.Dir, done.Outcome.RestorePoint); err != nil || len(d.Conflicts) != 0 {
-		t.Fatalf("details right after: %+v, %v", d, err)
-	}
-	f.repo.Write("src/a.txt", "edited after the merge\n")
-	if d, err := f.e.RestorePointDetails(testCtx(t), f.repo.Dir, done.Outcome.RestorePoint); err != nil || len(d.Conflicts) != 1 || d.Conflicts[0].Kind != "files" {
-		t.Fatalf("details after an edit: %+v, %v", d, err)
+	for name, setup := range map[string]func(*fixture){
+		"merge commit": func(f *fixture) { f.diverge() },
+		"fast-forward": func(f *fixture) {
+			f.git("checkout", "-q", "-b", "feature")
+			f.repo.WriteCommit("feature.txt", "feature\n", "feat: add feature.txt")
+			f.git("checkout", "-q", "main")
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			setup(f)
+			done := f.mustComplete(f.propose(&proposal.MergeArgs{Source: "feature", Target: "main", Strategy: proposal.MergeCommit}))
+			if st := f.git("status", "--porcelain"); st != "" {
+				t.Fatalf("status after the merge: %q", st)
+			}
+			if ff := f.git("rev-parse", "HEAD") == f.git("rev-parse", "feature"); ff != (name == "fast-forward") {
+				t.Fatalf("fast-forward %v: the fixture is not a %s", ff, name)
+			}
+			list, err := f.e.ListRestorePoints(testCtx(t), f.repo.Dir)
+			if err != nil || len(list) != 1 || list[0].End == nil || len(list[0].End.Worktrees) != 1 {
+				t.Fatalf("restore points %+v, %v", list, err)
+			}
+			w := list[0].End.Worktrees[0]
+			tree := f.git("rev-parse", "HEAD^{tree}")
+			if !w.Clean || w.Index != tree || w.Tree != tree || w.HeadSHA != f.git("rev-parse", "HEAD") || w.Head != "refs/heads/main" {
+				t.Errorf("end state %+v: want clean on main at HEAD's tree %s", w, tree)
+			}
+			if d, err := f.e.RestorePointDetails(testCtx(t), f.repo.Dir, done.Outcome.RestorePoint); err != nil || len(d.Conflicts) != 0 {
+				t.Fatalf("details right after: %+v, %v", d, err)
+			}
+			f.repo.Write("src/a.txt", "edited after the merge\n")
+			if d, err := f.e.RestorePointDetails(testCtx(t), f.repo.Dir, done.Outcome.RestorePoint); err != nil || len(d.Conflicts) != 1 || d.Conflicts[0].Kind != "files" {
+				t.Fatalf("details after an edit: %+v, %v", d, err)
+			}
+		})
 	}
 }
 

@@ -310,6 +310,30 @@ func checkoutBlocked(err error, wt *worktree) error {
 	return err
 }
 
+// resolveTrees returns the tree of each commit.
+func (rc *repoCtx) resolveTrees(ctx context.Context, commits ...string) (map[string]string, error) {
+	args := []string{"rev-parse"}
+	for _, c := range commits {
+		args = append(args, c+"^{tree}")
+	}
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: append(args, "--")})
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(res.text(), "\n")
+	if len(lines) != len(commits)+1 {
+		return nil, newErr(CodeGitFailed, "git rev-parse gave an unexpected answer")
+	}
+	out := map[string]string{}
+	for i, c := range commits {
+		if !hexSHA.MatchString(lines[i]) {
+			return nil, newErr(CodeGitFailed, "git rev-parse gave an unexpected answer")
+		}
+		out[c] = lines[i]
+	}
+	return out, nil
+}
+
 // mergeBase is the best common ancestor of a and b, or "".
 func (rc *repoCtx) mergeBase(ctx context.Context, a, b string) (string, error) {
 	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"merge-base", a, b}, ok: []int{1}})

@@ -27,9 +27,11 @@ type mergeStep struct {
 // checks leaves the repository exactly as it was.
 type mergePlan struct {
 	base string
-	// added lists the paths a fast-forward of the checkout adds.
-	added []string
-	err   error
+	// added lists the paths a fast-forward of the checkout adds, and
+	// srcTree is the tree it checks out.
+	added   []string
+	srcTree string
+	err     error
 }
 
 // branchMove is what merge and rebase share: the branch they move, and
@@ -91,7 +93,13 @@ func (s *mergeStep) read(ctx context.Context, rc *repoCtx, old, src string) (p m
 		return p
 	}
 	if s.fastForward(p.base, old, src) && s.wt != nil {
-		p.added, p.err = rc.addedPaths(ctx, old, src)
+		if p.added, p.err = rc.addedPaths(ctx, old, src); p.err != nil {
+			return p
+		}
+		var res map[string]string
+		if res, p.err = rc.resolveTrees(ctx, src); p.err == nil {
+			p.srcTree = res[src]
+		}
 	}
 	return p
 }
@@ -116,10 +124,11 @@ func (s *mergeStep) do(ctx context.Context, r *run) error {
 		r.note("%s already contains %s; nothing to merge", s.a.Target, s.a.Source)
 		return nil
 	}
-	next, how, added := src, "fast-forward", p.added
+	next, how, added, tree := src, "fast-forward", p.added, p.srcTree
 	if !s.fastForward(p.base, old, src) {
-		tree, conflicts, err := rc.mergeTree(ctx, old, src)
-		if err != nil {
+		var conflicts []string
+		var err error
+		if tree, conflicts, err = rc.mergeTree(ctx, old, src); err != nil {
 			return err
 		}
 		if len(conflicts) > 0 {
@@ -168,6 +177,9 @@ func (s *mergeStep) do(ctx context.Context, r *run) error {
 	msg := fmt.Sprintf("sluice: merge %s into %s (proposal %s)", s.a.Source, s.a.Target, r.p.ID)
 	if err := r.moveCheckout(ctx, rc, ref, old, next, s.wt, msg, added); err != nil {
 		return err
+	}
+	if s.wt != nil && tree != "" {
+		rc.movedHeads[s.wt.path] = head{sym: ref, sha: next, tree: tree}
 	}
 	r.moved(rc, ref, next, s.wt != nil && s.wt.path == rc.path)
 	r.note("merged %s into %s (%s): %s → %s", s.a.Source, s.a.Target, how, short(old), short(next))

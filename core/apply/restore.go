@@ -299,6 +299,9 @@ func (rc *repoCtx) endState(ctx context.Context, rp *RestorePoint, outcome strin
 			rc.before.putStatus(path, []byte{})
 		}
 	}
+	for path, h := range rc.movedHeads {
+		rc.before.putHead(path, h)
+	}
 	for _, w := range rp.Worktrees {
 		wt, err := rc.worktreeAt(ctx, w.Path)
 		if err != nil {
