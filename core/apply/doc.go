@@ -66,9 +66,11 @@
 //     by compare-and-swap.
 //   - For both: a branch that is checked out moves only when that checkout
 //     has no staged or unstaged changes, and its checkout follows with a
-//     two-tree read-tree (untracked files are kept; one in the way refuses
-//     the move before anything changes). A checkout outside the allowed roots
-//     is never written: branch_checked_out.
+//     two-tree read-tree (untracked files are kept; an untracked or ignored
+//     file where the update brings a tracked one refuses the move before
+//     anything changes, since git would overwrite an ignored file and no
+//     restore point holds it). A checkout outside the allowed roots is never
+//     written: branch_checked_out.
 //   - discard: git restore of the paths from HEAD (index and files), and git
 //     clean of them with Untracked (ignored files stay).
 //   - reset: the branch (or detached HEAD) moves by compare-and-swap; mixed
