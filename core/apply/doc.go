@@ -74,7 +74,8 @@
 //   - discard: git restore of the paths from HEAD (index and files), and git
 //     clean of them with Untracked (ignored files stay).
 //   - reset: the branch (or detached HEAD) moves by compare-and-swap; mixed
-//     then reads the target into the index, hard into index and files.
+//     then reads the target into the index, hard into index and files. A
+//     hard reset that would overwrite an ignored file is refused first.
 //   - patch: git apply to the files or (index) with --cached; all or nothing.
 //   - plan: the steps in order with one restore point for the whole plan;
 //     each step sees the refs as the earlier steps left them, and the first

@@ -288,9 +288,8 @@ func (rc *repoCtx) addedPaths(ctx context.Context, old, new string) ([]string, e
 func requireNothingInTheWay(wt worktree, added []string) error {
 	var in []string
 	for _, p := range added {
-		// ENOTDIR: a file stands where the path needs a directory.
-		if _, err := os.Lstat(filepath.Join(wt.path, filepath.FromSlash(p))); err == nil || errors.Is(err, syscall.ENOTDIR) {
-			in = append(in, p)
+		if at := standing(wt, p); at != "" && !slices.Contains(in, at) {
+			in = append(in, at)
 		}
 	}
 	if len(in) == 0 {
@@ -299,6 +298,59 @@ func requireNothingInTheWay(wt worktree, added []string) error {
 	return &Error{Code: CodeDirtyWorktree, Data: map[string]any{"worktree": wt.path, "files": limitList(in, 50)},
 		Msg: fmt.Sprintf("the checkout in %s cannot follow without overwriting files git does not track there (untracked or ignored): %s; move them away, then approve again. Nothing was changed",
 			wt.path, strings.Join(limitList(in, 20), ", "))}
+}
+
+// requireNoIgnoredInTheWay refuses an update from old to new that would
+// overwrite an ignored file: one where new has a file that old does not.
+func (rc *repoCtx) requireNoIgnoredInTheWay(ctx context.Context, wt worktree, old, new string) error {
+	added, err := rc.addedPaths(ctx, old, new)
+	if err != nil {
+		return err
+	}
+	var present []string
+	for _, p := range added {
+		if at := standing(wt, p); at != "" && !slices.Contains(present, at) {
+			present = append(present, at)
+		}
+	}
+	if len(present) == 0 {
+		return nil
+	}
+	res, err := rc.g.run(ctx, call{dir: wt.path, args: append([]string{"ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory", "--"}, present...)})
+	if err != nil {
+		return err
+	}
+	var ignored []string
+	for _, p := range strings.Split(string(res.out), "\x00") {
+		if p != "" {
+			ignored = append(ignored, strings.TrimSuffix(p, "/"))
+		}
+	}
+	if len(ignored) == 0 {
+		return nil
+	}
+	return &Error{Code: CodeDirtyWorktree, Data: map[string]any{"worktree": wt.path, "files": limitList(ignored, 50)},
+		Msg: fmt.Sprintf("the reset would overwrite ignored files in %s, which no restore point can bring back: %s; move them away, then approve again. Nothing was changed",
+			wt.path, strings.Join(limitList(ignored, 20), ", "))}
+}
+
+// standing returns what stands in the worktree where path would go: path
+// itself when it exists, or the first of its parents that is not a
+// directory; "" when nothing does.
+func standing(wt worktree, path string) string {
+	if _, err := os.Lstat(filepath.Join(wt.path, filepath.FromSlash(path))); err == nil {
+		return path
+	} else if !errors.Is(err, syscall.ENOTDIR) {
+		return ""
+	}
+	parts := strings.Split(path, "/")
+	for i := 1; i < len(parts); i++ {
+		p := strings.Join(parts[:i], "/")
+		if st, err := os.Lstat(filepath.Join(wt.path, filepath.FromSlash(p))); err == nil && !st.IsDir() {
+			return p
+		}
+	}
+	return ""
 }
 
 func checkoutBlocked(err error, wt *worktree) error {

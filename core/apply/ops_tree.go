@@ -89,7 +89,16 @@ func (s *resetStep) check(ctx context.Context, r *run) error {
 	if err := r.requireOnBranch(ctx, s.a.Branch); err != nil {
 		return err
 	}
-	return requireNoOperation(r.main.main())
+	if err := requireNoOperation(r.main.main()); err != nil {
+		return err
+	}
+	if s.a.Mode != proposal.ResetHard {
+		return nil
+	}
+	// A hard reset overwrites what stands where the target has a file;
+	// the restore point holds tracked and untracked files, not ignored
+	// ones.
+	return r.main.requireNoIgnoredInTheWay(ctx, r.main.main(), r.expect["HEAD"], r.expect[s.a.Target])
 }
 
 func (s *resetStep) do(ctx context.Context, r *run) error {
