@@ -103,6 +103,26 @@ func TestBrowser_ProposeReject_Live(t *testing.T) {
 	if dec == nil || dec["note"] != "not this week" {
 		t.Errorf("the note did not reach the agent: %v", out["decision"])
 	}
+
+	// History lists it, every column of its row in line.
+	row := "#history-" + id
+	if err := chromedp.Do(f.ctx, chromedp.Navigate(f.base+"/#/history"), chromedp.WaitVisible(chromedp.CSS(row))); err != nil {
+		t.Fatalf("history: %v", err)
+	}
+	layout, err := chromedp.Run(f.ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll("`+row+` > td")).map(td => getComputedStyle(td).display + "@" + td.getBoundingClientRect().top).join(" ")`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := strings.Fields(layout)
+	if len(cells) != 7 {
+		t.Fatalf("history row cells: %q", layout)
+	}
+	for _, c := range cells {
+		if c != cells[0] || !strings.HasPrefix(c, "table-cell@") {
+			t.Errorf("history row cells out of line: %q", layout)
+			break
+		}
+	}
 }
 
 // TestBrowser_Destructive_NeedsTypedWord: a hard reset's Approve stays

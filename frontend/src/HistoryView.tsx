@@ -145,8 +145,12 @@ export function HistoryView() {
                 <td>
                   <StateBadge state={c.state} />
                 </td>
-                <td className="clamp">
-                  {c.outcome?.code && <code>{c.outcome.code}</code>} {c.outcome?.message}
+                <td>
+                  {/* The clamp goes on a block inside: on the cell itself it
+                      would stop being a table cell and fall out of line. */}
+                  <div className="clamp">
+                    {c.outcome?.code && <code>{c.outcome.code}</code>} {c.outcome?.message}
+                  </div>
                 </td>
               </tr>
             ))}
