@@ -22,7 +22,10 @@ import (
 // to them until the one update-ref transaction that creates the restore
 // point's refs; a crash before it leaves an unreferenced object, which is
 // what git itself leaves. Repositories whose objects are not SHA-1 go
-// through git commit-tree, which go-git cannot hash for.
+// through git commit-tree, which go-git cannot hash for, and so do
+// repositories shared between accounts (core.sharedRepository: git gives
+// the object directories group permissions go-git does not) or keeping
+// objects in a second format (extensions.compatObjectFormat).
 
 // sluiceSig is the identity of the bookkeeping commits, as in
 // sluiceIdentity.
@@ -34,7 +37,7 @@ func sluiceSig(now time.Time) object.Signature {
 // identity, never signed, written in process when the repository's
 // objects are SHA-1.
 func (rc *repoCtx) commitTree(ctx context.Context, tree string, parents []string, msg string) (string, error) {
-	if rc.repo.ObjectFormat == "" || rc.repo.ObjectFormat == "sha1" {
+	if rc.inProcessObjects() {
 		id, err := rc.writeCommit(tree, parents, msg)
 		if err == nil {
 			return id, nil
@@ -58,7 +61,8 @@ func (rc *repoCtx) emptyTree(ctx context.Context) (string, error) {
 		return id, nil
 	}
 	var err error
-	if rc.repo.ObjectFormat == "" || rc.repo.ObjectFormat == "sha1" {
+	inProcess := rc.inProcessObjects()
+	if inProcess {
 		obj := rc.objectStorage().NewEncodedObject()
 		obj.SetType(plumbing.TreeObject)
 		var h plumbing.Hash
@@ -66,7 +70,7 @@ func (rc *repoCtx) emptyTree(ctx context.Context) (string, error) {
 			err = fmt.Errorf("the empty tree hashed to %s", h)
 		}
 	}
-	if err != nil || (rc.repo.ObjectFormat != "" && rc.repo.ObjectFormat != "sha1") {
+	if err != nil || !inProcess {
 		var res result
 		if res, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"mktree"}, stdin: []byte{}}); err != nil {
 			return "", err
@@ -77,6 +81,22 @@ func (rc *repoCtx) emptyTree(ctx context.Context) (string, error) {
 	}
 	rc.emptyTreeStored = true
 	return id, nil
+}
+
+// inProcessObjects reports whether go-git may write the repository's
+// objects (see the top of this file).
+func (rc *repoCtx) inProcessObjects() bool {
+	if f := rc.repo.ObjectFormat; f != "" && f != "sha1" {
+		return false
+	}
+	if _, ok := rc.repo.Config("extensions.compatObjectFormat"); ok {
+		return false
+	}
+	switch v, _ := rc.repo.Config("core.sharedRepository"); strings.ToLower(v) {
+	case "", "false", "umask", "0", "no", "off":
+		return true
+	}
+	return false
 }
 
 func (rc *repoCtx) objectStorage() *filesystem.ObjectStorage {

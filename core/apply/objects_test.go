@@ -1,6 +1,9 @@
 package apply
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
@@ -13,11 +16,19 @@ import (
 // its own: fsck --strict finds nothing, git stash reads the snapshot, and
 // the restore point restores.
 func TestRestorePoint_BookkeepingObjects(t *testing.T) {
-	for _, format := range []string{"sha1", "sha256"} {
-		t.Run(format, func(t *testing.T) {
-			f := newFixture(t, "--object-format="+format)
-			if got := f.git("rev-parse", "--show-object-format"); got != format {
-				t.Fatalf("object format %q, want %q", got, format)
+	for name, init := range map[string][]string{
+		"sha1":   {"--object-format=sha1"},
+		"sha256": {"--object-format=sha256"},
+		// git writes the objects of a shared repository itself, with
+		// group permissions.
+		"shared": {"--shared=group"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, init...)
+			if format := strings.TrimPrefix(init[0], "--object-format="); format != init[0] {
+				if got := f.git("rev-parse", "--show-object-format"); got != format {
+					t.Fatalf("object format %q, want %q", got, format)
+				}
 			}
 			// Staged, unstaged and untracked work: the snapshot needs an
 			// index commit and a files commit.
@@ -53,6 +64,14 @@ func TestRestorePoint_BookkeepingObjects(t *testing.T) {
 				t.Errorf("the snapshot's index commit has src/a.txt as %q", got)
 			}
 
+			if name == "shared" {
+				// Every directory git made for the restore point's
+				// objects can be written by the group.
+				dir := filepath.Join(f.repo.Dir, ".git", "objects", meta[:2])
+				if st, err := os.Stat(dir); err != nil || st.Mode().Perm()&0o070 != 0o070 {
+					t.Errorf("%s: %v %v, want group read, write and search", dir, st.Mode(), err)
+				}
+			}
 			if _, err := f.e.Restore(testCtx(t), f.repo.Dir, id, false); err != nil {
 				t.Fatalf("restore: %v", err)
 			}
