@@ -364,7 +364,7 @@ type repoCtx struct {
 	// meanwhile, a restore sees it as a change made after the operation
 	// and asks for confirmation.
 	pristine, settled map[string]bool
-	// moved holds the HEAD the operation left in worktrees whose branch
+	// movedHeads holds the HEAD the operation left in worktrees whose branch
 	// it moved, as it knows it: the end state records that rather than
 	// read it again (a change made meanwhile then shows, as for settled).
 	movedHeads map[string]head
