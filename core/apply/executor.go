@@ -526,6 +526,12 @@ func (r *run) execute(ctx context.Context) (string, string, error) {
 		}
 	}
 	r.e.step("applied")
+	if len(ops) > 1 {
+		// What a step knew of the HEAD it left, a later one may have moved.
+		for _, rc := range r.repos() {
+			clear(rc.movedHeads)
+		}
+	}
 	if opErr != nil && !r.changed {
 		for _, rc := range r.repos() {
 			if rc.taken != nil {

@@ -92,15 +92,20 @@ func (r *run) commit(ctx context.Context, sym, msg string, paths []string) (stri
 		return "", err
 	}
 	r.e.step("committed")
-	lines, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "HEAD", "HEAD^", "--"}})
+	// The same process reads what the end state records of HEAD.
+	lines, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "HEAD^", "HEAD", "HEAD^{tree}", "--symbolic-full-name", "HEAD", "--"}})
 	if err != nil {
 		return "", err
 	}
 	shas := strings.Split(lines.text(), "\n")
-	if len(shas) < 2 {
+	if len(shas) < 4 || !hexSHA.MatchString(shas[0]) {
 		return "", newErr(CodeGitFailed, "git rev-parse gave an unexpected answer after the commit")
 	}
-	sha, parent := shas[0], shas[1]
+	h, err := parseHead(shas[1:])
+	if err != nil {
+		return "", err
+	}
+	sha, parent := h.sha, shas[0]
 	ref := sym
 	if ref == "" {
 		ref = "HEAD"
@@ -114,6 +119,7 @@ func (r *run) commit(ctx context.Context, sym, msg string, paths []string) (stri
 		}
 		return "", staleBase(map[string]string{"HEAD": parent}, map[string]string{"HEAD": old})
 	}
+	rc.movedHeads[rc.path] = h
 	r.moved(rc, ref, sha, true)
 	return sha, nil
 }

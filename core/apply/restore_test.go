@@ -337,3 +337,23 @@ func TestRestorePoint_RacilyCleanFileIsRecorded(t *testing.T) {
 		t.Errorf("the snapshot holds src/b.txt as %q, not the rewritten file", got)
 	}
 }
+
+// In a plan, the end state is read after the last step, not taken from
+// what an earlier step knew: a merge that moves the checkout and then a
+// reset that moves the branch elsewhere end where the reset left HEAD.
+func TestRestorePoint_PlanEndStateAfterLastStep(t *testing.T) {
+	f := newFixture(t)
+	f.diverge()
+	want := f.git("rev-parse", "main~1")
+	done := f.mustComplete(f.propose(&proposal.PlanArgs{Steps: []proposal.PlanStep{
+		{Op: proposal.OpMerge, Args: &proposal.MergeArgs{Source: "feature", Target: "main", Strategy: proposal.MergeCommit}},
+		{Op: proposal.OpReset, Args: &proposal.ResetArgs{Mode: proposal.ResetSoft, Target: "main~1", Branch: "main"}},
+	}}))
+	if got := f.git("rev-parse", "HEAD"); got != want {
+		t.Fatalf("HEAD %s after the plan, want %s", got, want)
+	}
+	d, err := f.e.RestorePointDetails(testCtx(t), f.repo.Dir, done.Outcome.RestorePoint)
+	if err != nil || len(d.Conflicts) != 0 {
+		t.Fatalf("details right after the plan: %+v, %v", d, err)
+	}
+}
