@@ -3,12 +3,14 @@ package apply
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -247,6 +249,25 @@ func (f *fixture) mustComplete(rec journal.Record) journal.Record {
 			msg = out.Outcome.Code + ": " + out.Outcome.Message
 		}
 		f.t.Fatalf("execute %s: state %s, err %v (%s)", rec.Proposal.Op, out.State, err, msg)
+	}
+	return out
+}
+
+// mustRefuseUnchanged executes rec and fails the test unless it failed
+// with want, naming files in its data, and left the repository as it was.
+func (f *fixture) mustRefuseUnchanged(rec journal.Record, want error, files ...string) journal.Record {
+	f.t.Helper()
+	before := repoState(f.t, f.repo.Dir)
+	out, err := f.execute(rec)
+	if !errors.Is(err, want) || out.State != proposal.Failed {
+		f.t.Fatalf("state %s err %v: want failed with %v", out.State, err, want)
+	}
+	data, _ := dataOf(err).(map[string]any)
+	if got, _ := data["files"].([]string); !slices.Equal(got, files) {
+		f.t.Errorf("data %#v: want files %q", data, files)
+	}
+	if after := repoState(f.t, f.repo.Dir); after != before {
+		f.t.Errorf("the repository changed:\n%s", diffState(before, after))
 	}
 	return out
 }

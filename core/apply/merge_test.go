@@ -95,19 +95,8 @@ func TestMerge_IgnoredInTheWay_RefusedNothingMoved(t *testing.T) {
 	if st := f.git("status", "--porcelain"); st != "" {
 		t.Fatalf("status %q: want a checkout with no change but the ignored file", st)
 	}
-	rec := f.propose(&proposal.MergeArgs{Source: "feature", Target: "main", Strategy: proposal.MergeCommit})
-	before := repoState(t, f.repo.Dir)
-	out, err := f.execute(rec)
-	if !errors.Is(err, ErrDirtyWorktree) || out.State != proposal.Failed {
-		t.Fatalf("state %s err %v: want failed with dirty_worktree", out.State, err)
-	}
-	data, _ := dataOf(err).(map[string]any)
-	if files, _ := data["files"].([]string); !slices.Equal(files, []string{".env"}) {
-		t.Errorf("data %#v: want the ignored file", data)
-	}
-	if after := repoState(t, f.repo.Dir); after != before {
-		t.Errorf("the repository changed:\n%s", diffState(before, after))
-	}
+	out := f.mustRefuseUnchanged(f.propose(&proposal.MergeArgs{Source: "feature", Target: "main", Strategy: proposal.MergeCommit}),
+		ErrDirtyWorktree, ".env")
 	if out.Outcome.RestorePoint != "" || f.git("for-each-ref", "refs/sluice/") != "" {
 		t.Errorf("nothing changed, yet restore point %q was kept", out.Outcome.RestorePoint)
 	}

@@ -286,12 +286,7 @@ func (rc *repoCtx) addedPaths(ctx context.Context, old, new string) ([]string, e
 // branch had moved, or an ignored one, which it would overwrite, and
 // which no restore point holds (a .env, say).
 func requireNothingInTheWay(wt worktree, added []string) error {
-	var in []string
-	for _, p := range added {
-		if at := standing(wt, p); at != "" && !slices.Contains(in, at) {
-			in = append(in, at)
-		}
-	}
+	in := inTheWay(wt, added)
 	if len(in) == 0 {
 		return nil
 	}
@@ -307,12 +302,7 @@ func (rc *repoCtx) requireNoIgnoredInTheWay(ctx context.Context, wt worktree, ol
 	if err != nil {
 		return err
 	}
-	var present []string
-	for _, p := range added {
-		if at := standing(wt, p); at != "" && !slices.Contains(present, at) {
-			present = append(present, at)
-		}
-	}
+	present := inTheWay(wt, added)
 	if len(present) == 0 {
 		return nil
 	}
@@ -332,6 +322,18 @@ func (rc *repoCtx) requireNoIgnoredInTheWay(ctx context.Context, wt worktree, ol
 	return &Error{Code: CodeDirtyWorktree, Data: map[string]any{"worktree": wt.path, "files": limitList(ignored, 50)},
 		Msg: fmt.Sprintf("the reset would overwrite ignored files in %s, which no restore point can bring back: %s; move them away, then approve again. Nothing was changed",
 			wt.path, strings.Join(limitList(ignored, 20), ", "))}
+}
+
+// inTheWay lists what stands in the worktree where the added paths would
+// go (see standing), each once.
+func inTheWay(wt worktree, added []string) []string {
+	var in []string
+	for _, p := range added {
+		if at := standing(wt, p); at != "" && !slices.Contains(in, at) {
+			in = append(in, at)
+		}
+	}
+	return in
 }
 
 // standing returns what stands in the worktree where path would go: path

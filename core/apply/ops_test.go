@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -570,26 +569,14 @@ func TestReset_Hard_IgnoredInTheWay_Refused(t *testing.T) {
 	f.git("rm", "-q", "--cached", ".env")
 	f.repo.WriteCommit(".gitignore", ".env\n", "ignore .env")
 	f.repo.Write(".env", "TOKEN=the-person's-own\n")
-	rec := f.propose(&proposal.ResetArgs{Mode: proposal.ResetHard, Target: "HEAD~1", Branch: "main"})
-	before := repoState(t, f.repo.Dir)
-	out, err := f.execute(rec)
-	if !errors.Is(err, ErrDirtyWorktree) || out.State != proposal.Failed {
-		t.Fatalf("state %s err %v: want failed with dirty_worktree", out.State, err)
-	}
-	data, _ := dataOf(err).(map[string]any)
-	if files, _ := data["files"].([]string); !slices.Equal(files, []string{".env"}) {
-		t.Errorf("data %#v: want the ignored file", data)
-	}
-	if after := repoState(t, f.repo.Dir); after != before {
-		t.Errorf("the repository changed:\n%s", diffState(before, after))
-	}
+	f.mustRefuseUnchanged(f.propose(&proposal.ResetArgs{Mode: proposal.ResetHard, Target: "HEAD~1", Branch: "main"}),
+		ErrDirtyWorktree, ".env")
 
 	// Not ignored any more: the reset runs, and restoring brings the
 	// person's file back from the restore point.
 	f.git("rm", "-q", ".gitignore")
 	f.git("commit", "-q", "-m", "stop ignoring .env")
-	rec = f.propose(&proposal.ResetArgs{Mode: proposal.ResetHard, Target: "HEAD~2", Branch: "main"})
-	done := f.mustComplete(rec)
+	done := f.mustComplete(f.propose(&proposal.ResetArgs{Mode: proposal.ResetHard, Target: "HEAD~2", Branch: "main"}))
 	if got := f.read(".env"); got != "TOKEN=committed\n" {
 		t.Fatalf(".env after the reset: %q", got)
 	}
