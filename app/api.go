@@ -76,10 +76,15 @@ func FormatError(err error) any {
 	return UIError{Code: "internal", Message: err.Error()}
 }
 
-// Shown is called by the front end with the ids of the pending cards it
-// has on screen. It is logged, so that a person reading the log (and the
-// end-to-end tests) can tell a proposal reached the window.
-func (api *API) Shown(ids []string) (bool, error) {
+// Shown is called by the front end with the ids of the cards it has on
+// screen, and which screen: "pending" (the cards waiting for a decision)
+// or "proposal" (one proposal's page, where a notification's click leads).
+// It is logged, so that a person reading the log (and the end-to-end
+// tests) can tell a proposal reached the window.
+func (api *API) Shown(screen string, ids []string) (bool, error) {
+	if screen != "pending" && screen != "proposal" {
+		return false, &codedError{code: "invalid_argument", msg: "screen is pending or proposal"}
+	}
 	if len(ids) > 1000 {
 		return false, &codedError{code: "invalid_argument", msg: "too many ids"}
 	}
@@ -89,6 +94,6 @@ func (api *API) Shown(ids []string) (bool, error) {
 			valid = append(valid, id)
 		}
 	}
-	api.app.log.Info("cards shown", "ui", api.kind, "count", len(valid), "ids", strings.Join(valid, ","))
+	api.app.log.Info("cards shown", "ui", api.kind, "screen", screen, "count", len(valid), "ids", strings.Join(valid, ","))
 	return true, nil
 }

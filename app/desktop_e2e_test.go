@@ -161,7 +161,7 @@ func startBackground(t *testing.T, env []string, out io.Writer, name string, arg
 // ready"); a screenshot is kept; the gateway answers; a real sidecar sees
 // the app; the tray icon registers on the bus; and a proposal from the
 // sidecar raises a notification that names the agent and the operation and
-// carries no diff text.
+// carries no diff text, and clicking it opens the proposal's page.
 func TestDesktop_Window_StartsAndServes(t *testing.T) {
 	dir := binDir(t)
 	importBin, err := exec.LookPath("import")
@@ -299,7 +299,7 @@ func TestDesktop_Window_StartsAndServes(t *testing.T) {
 	}
 	pid := res.StructuredContent.(map[string]any)["proposalId"].(string)
 	waitFor(t, 20*time.Second, "the card in the window", func() bool {
-		return strings.Contains(out.String(), `msg="cards shown" ui=desktop count=1 ids=`+pid)
+		return strings.Contains(out.String(), `msg="cards shown" ui=desktop screen=pending count=1 ids=`+pid)
 	})
 	waitFor(t, 20*time.Second, "a desktop notification", func() bool {
 		return strings.Contains(notes.String(), "desktop-e2e proposes a commit on widgets")
@@ -307,6 +307,16 @@ func TestDesktop_Window_StartsAndServes(t *testing.T) {
 	if strings.Contains(notes.String(), secret) || strings.Contains(notes.String(), "README.md") {
 		t.Fatalf("the notification carries file contents or paths:\n%s", notes.String())
 	}
+	// Clicking it (the notification server's default action) opens that
+	// proposal's page in the window.
+	dunstctl := exec.Command("dunstctl", "action", "0")
+	dunstctl.Env = env
+	if b, err := dunstctl.CombinedOutput(); err != nil {
+		t.Fatalf("dunstctl action: %v\n%s", err, b)
+	}
+	waitFor(t, 20*time.Second, "the notification's click to open the proposal's page", func() bool {
+		return strings.Contains(out.String(), `msg="cards shown" ui=desktop screen=proposal count=1 ids=`+pid)
+	})
 	waitFor(t, 10*time.Second, "the tray to count the pending proposal", func() bool {
 		return strings.Contains(trayTitle(), "Sluice (1)")
 	})

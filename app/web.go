@@ -131,12 +131,13 @@ func (w *Web) routes() http.Handler {
 	})))
 	mux.HandleFunc("POST /api/shown", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
 		var body struct {
-			IDs []string `json:"ids"`
+			Screen string   `json:"screen"`
+			IDs    []string `json:"ids"`
 		}
 		if !decodeBody(rw, r, &body) {
 			return
 		}
-		jsonCall(rw, func() (bool, error) { return w.api.Shown(body.IDs) })
+		jsonCall(rw, func() (bool, error) { return w.api.Shown(body.Screen, body.IDs) })
 	})))
 	mux.HandleFunc("GET /api/connect", w.authed(jsonGet(w.api.Clients)))
 	mux.HandleFunc("POST /api/connect", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {

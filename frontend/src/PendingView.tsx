@@ -100,7 +100,7 @@ export function PendingView({ status }: { status: Status }) {
   // tray and the end-to-end tests rely on it); failures change nothing.
   const waitingIds = waiting.map((c) => c.id).join(",");
   useEffect(() => {
-    if (waitingIds) api.shown(waitingIds.split(",")).catch(() => {});
+    if (waitingIds) api.shown("pending", waitingIds.split(",")).catch(() => {});
   }, [waitingIds]);
 
   useEffect(() => {

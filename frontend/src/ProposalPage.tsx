@@ -27,6 +27,13 @@ export function ProposalPage({ id }: { id: string }) {
     }
   }, [id]);
 
+  // Let the app know the card is on screen (a notification's click leads
+  // here; the end-to-end tests rely on it); failures change nothing.
+  const shownId = card?.id;
+  useEffect(() => {
+    if (shownId) api.shown("proposal", [shownId]).catch(() => {});
+  }, [shownId]);
+
   useEffect(() => {
     setCard(null);
     setAudit(null);

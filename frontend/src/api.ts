@@ -356,7 +356,8 @@ export const api = {
   status: () => call<Status>("Status", [], get("/api/status")),
   ready: () => call<boolean>("Ready", [], post("/api/ready")),
   /** Tells the app which pending cards are on screen now. */
-  shown: (ids: string[]) => call<boolean>("Shown", [ids], post("/api/shown", { ids })),
+  shown: (screen: "pending" | "proposal", ids: string[]) =>
+    call<boolean>("Shown", [screen, ids], post("/api/shown", { screen, ids })),
 
   pending: () => call<Card[]>("Pending", [], get("/api/proposals")),
   history: (q: HistoryQuery) =>
