@@ -161,7 +161,9 @@ func startBackground(t *testing.T, env []string, out io.Writer, name string, arg
 // ready"); a screenshot is kept; the gateway answers; a real sidecar sees
 // the app; the tray icon registers on the bus; and a proposal from the
 // sidecar raises a notification that names the agent and the operation and
-// carries no diff text, and clicking it opens the proposal's page.
+// carries no diff text; closing the window hides it and leaves the app,
+// its gateway and its tray running; and clicking the notification shows
+// the window again on the proposal's page.
 func TestDesktop_Window_StartsAndServes(t *testing.T) {
 	dir := binDir(t)
 	importBin, err := exec.LookPath("import")
@@ -307,8 +309,30 @@ func TestDesktop_Window_StartsAndServes(t *testing.T) {
 	if strings.Contains(notes.String(), secret) || strings.Contains(notes.String(), "README.md") {
 		t.Fatalf("the notification carries file contents or paths:\n%s", notes.String())
 	}
-	// Clicking it (the notification server's default action) opens that
-	// proposal's page in the window.
+	// Closing the window hides it; the app, its gateway and its tray stay.
+	windows := func() []string {
+		c := exec.Command("xdotool", "search", "--onlyvisible", "--name", "^Sluice$")
+		c.Env = env
+		b, _ := c.Output()
+		return strings.Fields(string(b))
+	}
+	shown := windows()
+	if len(shown) == 0 {
+		t.Fatalf("no visible window named Sluice")
+	}
+	for _, w := range shown {
+		closeWindow(t, env, w)
+	}
+	waitFor(t, 10*time.Second, "the closed window to hide", func() bool { return len(windows()) == 0 })
+	if h, err := c.Health(context.Background()); err != nil || h.Status != "ok" {
+		t.Fatalf("gateway health after the window closed: %+v %v", h, err)
+	}
+	if got := trayTitle(); !strings.Contains(got, "Sluice") {
+		t.Fatalf("tray after the window closed: %s", got)
+	}
+
+	// Clicking the notification (the server's default action) shows the
+	// window again, on that proposal's page.
 	dunstctl := exec.Command("dunstctl", "action", "0")
 	dunstctl.Env = env
 	if b, err := dunstctl.CombinedOutput(); err != nil {
@@ -317,6 +341,7 @@ func TestDesktop_Window_StartsAndServes(t *testing.T) {
 	waitFor(t, 20*time.Second, "the notification's click to open the proposal's page", func() bool {
 		return strings.Contains(out.String(), `msg="cards shown" ui=desktop screen=proposal count=1 ids=`+pid)
 	})
+	waitFor(t, 10*time.Second, "the window to show again", func() bool { return len(windows()) > 0 })
 	waitFor(t, 10*time.Second, "the tray to count the pending proposal", func() bool {
 		return strings.Contains(trayTitle(), "Sluice (1)")
 	})
@@ -340,4 +365,46 @@ func TestDesktop_Window_StartsAndServes(t *testing.T) {
 		t.Errorf("gateway.json left behind after exit: %v", err)
 	}
 	fmt.Fprintf(os.Stderr, "desktop screenshot: %s\n", shot)
+}
+
+// closeWindow asks the X window id to close, as a window manager does when
+// its close button is clicked: a WM_DELETE_WINDOW client message (through
+// libX11, from Python's ctypes; xdotool's windowclose destroys the window
+// instead).
+func closeWindow(t *testing.T, env []string, id string) {
+	t.Helper()
+	const script = `
+import ctypes, sys
+x = ctypes.cdll.LoadLibrary("libX11.so.6")
+x.XOpenDisplay.restype = ctypes.c_void_p
+x.XOpenDisplay.argtypes = [ctypes.c_char_p]
+x.XInternAtom.restype = ctypes.c_ulong
+x.XInternAtom.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+class ClientMessage(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("serial", ctypes.c_ulong), ("send_event", ctypes.c_int),
+                ("display", ctypes.c_void_p), ("window", ctypes.c_ulong), ("message_type", ctypes.c_ulong),
+                ("format", ctypes.c_int), ("l", ctypes.c_long * 5)]
+class Event(ctypes.Union):
+    _fields_ = [("xclient", ClientMessage), ("pad", ctypes.c_long * 24)]
+x.XSendEvent.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_int, ctypes.c_long, ctypes.POINTER(Event)]
+x.XSync.argtypes = [ctypes.c_void_p, ctypes.c_int]
+d = x.XOpenDisplay(None)
+if not d:
+    sys.exit("cannot open the display")
+w = int(sys.argv[1])
+ev = Event()
+ev.xclient.type = 33  # ClientMessage
+ev.xclient.window = w
+ev.xclient.message_type = x.XInternAtom(d, b"WM_PROTOCOLS", 0)
+ev.xclient.format = 32
+ev.xclient.l[0] = x.XInternAtom(d, b"WM_DELETE_WINDOW", 0)
+if not x.XSendEvent(d, w, 0, 0, ctypes.byref(ev)):
+    sys.exit("XSendEvent failed")
+x.XSync(d, 0)
+`
+	c := exec.Command("python3", "-c", script, id)
+	c.Env = env
+	if b, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("close window %s: %v\n%s", id, err, b)
+	}
 }
