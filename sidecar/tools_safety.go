@@ -33,14 +33,20 @@ type RestorePointsIn struct {
 	Limit    int    `json:"limit,omitempty" jsonschema:"default 50, max 500"`
 }
 
-// RestorePointSummary is one restore point.
-type RestorePointSummary struct {
+// RestorePointHead is what names a restore point, in the list and in
+// its details.
+type RestorePointHead struct {
 	ID         string `json:"id"`
 	Kind       string `json:"kind"`
 	ProposalID string `json:"proposalId,omitempty"`
 	Op         string `json:"op,omitempty"`
 	CreatedAt  string `json:"createdAt"`
 	Outcome    string `json:"outcome"`
+}
+
+// RestorePointSummary is one restore point.
+type RestorePointSummary struct {
+	RestorePointHead
 	// Refs maps each ref the operation could change to its SHA before it
 	// ("" when it did not exist).
 	Refs map[string]string `json:"refs,omitempty"`
@@ -61,12 +67,7 @@ type RestorePointIn struct {
 
 // RestorePointDetailsOut is restore_point_details's result.
 type RestorePointDetailsOut struct {
-	ID         string `json:"id"`
-	Kind       string `json:"kind"`
-	ProposalID string `json:"proposalId,omitempty"`
-	Op         string `json:"op,omitempty"`
-	CreatedAt  string `json:"createdAt"`
-	Outcome    string `json:"outcome"`
+	RestorePointHead
 	// Refs: one line per ref, "<ref>: <before> → <after>, now <current>".
 	Refs []string `json:"refs"`
 	// Worktrees: one line per recorded working tree.
@@ -84,7 +85,7 @@ type SafetyTimelineIn struct {
 	Limit    int    `json:"limit,omitempty" jsonschema:"default 50, max 300"`
 }
 
-// SafetyEventOut is one timeline event.
+// TimelineEventOut is one timeline event.
 type TimelineEventOut struct {
 	ID       string `json:"id"`
 	At       string `json:"at"`
@@ -212,7 +213,7 @@ func (g *gitTools) registerSafety() {
 		}
 		out := SafetyEventOut{TimelineEventOut: eventOut(d.Event)}
 		if d.RestorePoint != nil {
-			out.ChangedSince = detailsOut(d.RestorePoint).ChangedSince
+			out.ChangedSince = changedSince(d.RestorePoint)
 		}
 		for _, r := range d.Recoverable {
 			out.Recoverable = append(out.Recoverable, fmt.Sprintf("%s %s (%d commits; %s)", r.SHA, r.Subject, r.Commits, r.Selector))
@@ -229,9 +230,7 @@ func eventOut(e apply.TimelineEvent) TimelineEventOut {
 }
 
 func detailsOut(d *apply.Details) RestorePointDetailsOut {
-	sum := summarize(d.RestorePoint)
-	out := RestorePointDetailsOut{ID: sum.ID, Kind: sum.Kind, ProposalID: sum.ProposalID, Op: sum.Op, CreatedAt: sum.CreatedAt,
-		Outcome: sum.Outcome, Refs: []string{}, ChangedSince: []string{}, Note: d.Note}
+	out := RestorePointDetailsOut{RestorePointHead: headOf(d.RestorePoint), Refs: []string{}, ChangedSince: changedSince(d), Note: d.Note}
 	sha := func(s string) string {
 		if s == "" {
 			return "(none)"
@@ -273,18 +272,30 @@ func detailsOut(d *apply.Details) RestorePointDetailsOut {
 	if d.NewWorktree != "" {
 		out.Worktrees = append(out.Worktrees, d.NewWorktree+": added by the operation; a restore removes it")
 	}
+	return out
+}
+
+// changedSince is the work done after the operation that a restore would
+// overwrite.
+func changedSince(d *apply.Details) []string {
+	out := []string{}
 	for _, c := range d.Conflicts {
-		out.ChangedSince = append(out.ChangedSince, c.Message)
+		out = append(out, c.Message)
 	}
 	return out
 }
 
-func summarize(rp apply.RestorePoint) RestorePointSummary {
-	s := RestorePointSummary{ID: rp.ID, Kind: rp.Kind, ProposalID: rp.ProposalID, Op: rp.Op,
+func headOf(rp apply.RestorePoint) RestorePointHead {
+	h := RestorePointHead{ID: rp.ID, Kind: rp.Kind, ProposalID: rp.ProposalID, Op: rp.Op,
 		CreatedAt: rp.CreatedAt.UTC().Format(stamp), Outcome: "unfinished"}
 	if rp.End != nil {
-		s.Outcome = rp.End.Outcome
+		h.Outcome = rp.End.Outcome
 	}
+	return h
+}
+
+func summarize(rp apply.RestorePoint) RestorePointSummary {
+	s := RestorePointSummary{RestorePointHead: headOf(rp)}
 	if len(rp.Refs) > 0 {
 		s.Refs = map[string]string{}
 		for _, r := range rp.Refs {
