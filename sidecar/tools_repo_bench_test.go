@@ -128,23 +128,11 @@ func BenchmarkRepoBrief_Stdio_vs_RawGit(b *testing.B) {
 			rawBytes += out.Len()
 		}
 	}
-	brief()
-	raw()
-	var tb, tr time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		brief()
-		t1 := time.Now()
-		raw()
-		tr += time.Since(t1)
-		tb += t1.Sub(t0)
-	}
-	b.StopTimer()
-	n := float64(b.N)
-	b.ReportMetric(float64(tb.Microseconds())/n/1000, "brief-ms/op")
-	b.ReportMetric(float64(tr.Microseconds())/n/1000, "raw-ms/op")
-	b.ReportMetric(float64(tb)/float64(tr), "time-ratio")
+	tb, tr := gitxtest.Pair(b, 1, gitxtest.Timed(brief), gitxtest.Timed(raw))
+	b.ReportMetric(float64(tb.Mean()), "ns/op")
+	b.ReportMetric(gitxtest.Ms(tb.Mean()), "brief-ms/op")
+	b.ReportMetric(gitxtest.Ms(tr.Mean()), "raw-ms/op")
+	b.ReportMetric(gitxtest.Ratio(tb, tr), "time-ratio")
 	b.ReportMetric(float64(briefBytes/4), "brief-tokens")
 	b.ReportMetric(float64(rawBytes/4), "raw-tokens")
 	b.ReportMetric(float64(briefBytes)/float64(rawBytes), "token-ratio")

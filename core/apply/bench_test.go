@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -198,43 +197,16 @@ func BenchmarkVsGit_Merge500(b *testing.B) {
 	pairRounds(b, sluice, person)
 }
 
-// pairRounds runs b.N rounds of both sides, alternating which goes first,
-// after three unmeasured warm-up rounds (the first rounds on a fresh
-// repository pay for its object directories and a cold page cache), and
-// reports both sides and their ratio. Each side times only its own work:
-// resetting the repository and submitting the proposal are not measured.
+// pairRounds runs both sides in alternating rounds after three unmeasured
+// warm-up rounds each (the first rounds on a fresh repository pay for its
+// object directories and a cold page cache), and reports Sluice's mean as
+// ns/op, the person's as git-ns/op, and the ratios of the means and of the
+// medians. Each side times only its own work: resetting the repository
+// and submitting the proposal are not measured.
 func pairRounds(b *testing.B, sluice, person func(round int) time.Duration) {
-	b.StopTimer()
-	for i := range 3 {
-		sluice(-1 - i)
-		person(-1 - i)
-	}
-	s := make([]time.Duration, 0, b.N)
-	p := make([]time.Duration, 0, b.N)
-	for i := range b.N {
-		if i%2 == 0 {
-			s = append(s, sluice(i))
-			p = append(p, person(i))
-		} else {
-			p = append(p, person(i))
-			s = append(s, sluice(i))
-		}
-	}
-	sum := func(d []time.Duration) float64 {
-		var t time.Duration
-		for _, x := range d {
-			t += x
-		}
-		return float64(t)
-	}
-	median := func(d []time.Duration) float64 {
-		d = slices.Clone(d)
-		slices.Sort(d)
-		return float64(d[len(d)/2])
-	}
-	n := float64(b.N)
-	b.ReportMetric(sum(s)/n, "ns/op")
-	b.ReportMetric(sum(p)/n, "git-ns/op")
-	b.ReportMetric(sum(s)/sum(p), "x-git")
-	b.ReportMetric(median(s)/median(p), "x-git-p50")
+	s, p := gitxtest.Pair(b, 3, sluice, person)
+	b.ReportMetric(float64(s.Mean()), "ns/op")
+	b.ReportMetric(float64(p.Mean()), "git-ns/op")
+	b.ReportMetric(gitxtest.Ratio(s, p), "x-git")
+	b.ReportMetric(float64(s.Median())/float64(p.Median()), "x-git-p50")
 }

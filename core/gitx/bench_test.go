@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"os/exec"
 	"testing"
-	"time"
 
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 )
@@ -43,27 +42,16 @@ func cli(b *testing.B, dir string, args ...string) []byte {
 	return out.Bytes()
 }
 
-// compare times a and c alternately b.N times each and reports both and
-// their ratio (a/c).
+// compare times a and c in alternating rounds, b.N each (see
+// gitxtest.Pair), and reports both (ns/op is a's mean) and their ratio
+// (a/c).
 func compare(b *testing.B, a, c func()) {
 	b.Helper()
-	a()
-	c() // warm both
-	var ta, tc time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		a()
-		t1 := time.Now()
-		c()
-		tc += time.Since(t1)
-		ta += t1.Sub(t0)
-	}
-	b.StopTimer()
-	n := float64(b.N)
-	b.ReportMetric(float64(ta.Microseconds())/n/1000, "sluice-ms/op")
-	b.ReportMetric(float64(tc.Microseconds())/n/1000, "git-ms/op")
-	b.ReportMetric(float64(ta)/float64(tc), "ratio")
+	ta, tc := gitxtest.Pair(b, 1, gitxtest.Timed(a), gitxtest.Timed(c))
+	b.ReportMetric(float64(ta.Mean()), "ns/op")
+	b.ReportMetric(gitxtest.Ms(ta.Mean()), "sluice-ms/op")
+	b.ReportMetric(gitxtest.Ms(tc.Mean()), "git-ms/op")
+	b.ReportMetric(gitxtest.Ratio(ta, tc), "ratio")
 }
 
 func BenchmarkStatus_vs_CLI(b *testing.B) {
