@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/core/config"
-	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
@@ -35,7 +34,7 @@ type Status struct {
 func (api *API) Status() (Status, error) {
 	a := api.app
 	roots := append([]string{}, a.cfg.AllowedRoots...)
-	pending, err := a.journal.List(journal.Filter{States: []proposal.State{proposal.Pending}})
+	pending, err := a.countPending()
 	if err != nil {
 		return Status{}, err
 	}
@@ -43,7 +42,7 @@ func (api *API) Status() (Status, error) {
 		Version:      config.Version,
 		UI:           api.kind,
 		GatewayAddr:  a.GatewayAddr(),
-		Pending:      len(pending),
+		Pending:      pending,
 		AllowedRoots: roots,
 		SidecarPath:  sidecarPath(),
 		StartedAt:    a.started.UTC().Format(time.RFC3339),

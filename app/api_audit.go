@@ -79,7 +79,7 @@ func (api *API) VerifyAudit() (AuditReport, error) {
 // ProposalAudit returns the ledger entries about one proposal, oldest
 // first, from the newest part of the ledger.
 func (api *API) ProposalAudit(id string) ([]map[string]any, error) {
-	if _, err := api.Proposal(id); err != nil {
+	if _, err := api.app.record(id); err != nil {
 		return nil, err
 	}
 	entries, err := audit.Tail(api.app.cfg.AuditLog(), audit.MaxTail)

@@ -148,17 +148,24 @@ func (api *API) History(q HistoryQuery) ([]Card, error) {
 
 // Proposal returns one card.
 func (api *API) Proposal(id string) (Card, error) {
-	if !proposal.ValidID(id) {
-		return Card{}, &codedError{code: "invalid_argument", msg: "invalid proposal id"}
-	}
-	rec, err := api.app.journal.Get(id)
-	if errors.Is(err, journal.ErrNotFound) {
-		return Card{}, &codedError{code: "proposal_not_found", msg: "no such proposal"}
-	}
+	rec, err := api.app.record(id)
 	if err != nil {
 		return Card{}, err
 	}
 	return api.app.cardFor(rec, true), nil
+}
+
+// record reads the record of id, with the errors the UI knows: an id that
+// is not one is invalid_argument, a missing record proposal_not_found.
+func (a *App) record(id string) (journal.Record, error) {
+	if !proposal.ValidID(id) {
+		return journal.Record{}, &codedError{code: "invalid_argument", msg: "invalid proposal id"}
+	}
+	rec, err := a.journal.Get(id)
+	if errors.Is(err, journal.ErrNotFound) {
+		return rec, &codedError{code: "proposal_not_found", msg: "no such proposal"}
+	}
+	return rec, err
 }
 
 // Decision is what the person sends from a card.
@@ -203,16 +210,10 @@ func (api *API) Reject(d Decision) (Card, error) {
 }
 
 func (a *App) decisionTarget(d Decision) (journal.Record, error) {
-	if !proposal.ValidID(d.ID) {
-		return journal.Record{}, &codedError{code: "invalid_argument", msg: "invalid proposal id"}
-	}
 	if len(d.Note) > 2000 {
 		return journal.Record{}, &codedError{code: "invalid_argument", msg: "the note is longer than 2000 bytes"}
 	}
-	rec, err := a.journal.Get(d.ID)
-	if errors.Is(err, journal.ErrNotFound) {
-		return rec, &codedError{code: "proposal_not_found", msg: "no such proposal"}
-	}
+	rec, err := a.record(d.ID)
 	if err != nil {
 		return rec, err
 	}

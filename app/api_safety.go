@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/sluicehq/sluice/core/apply"
@@ -136,7 +135,7 @@ func (api *API) restore(r RestoreRequest) (*apply.RestoreResult, error) {
 	done := audit.Entry{EventType: "restore_completed", RepoScope: audit.RepoScope(repo), Approval: "owner:" + api.kind,
 		Result: "ok", Data: map[string]any{"restore_point": r.RestorePoint, "force": r.Force}}
 	if rerr != nil {
-		done.EventType, done.Result = "restore_failed", "error:"+codeOf(rerr)
+		done.EventType, done.Result = "restore_failed", "error:"+apply.CodeOf(rerr)
 	} else {
 		done.Data["undo_point"] = res.UndoPoint
 		done.Data["refs"] = int64(len(res.Refs))
@@ -149,12 +148,4 @@ func (api *API) restore(r RestoreRequest) (*apply.RestoreResult, error) {
 	}
 	a.events.Publish(Event{Name: "timeline:changed", Data: map[string]string{"repo": repo}})
 	return res, nil
-}
-
-func codeOf(err error) string {
-	var c coded
-	if errors.As(err, &c) {
-		return c.ErrorCode()
-	}
-	return "internal"
 }

@@ -280,12 +280,16 @@ func (a *App) SetNotifier(n Notifier) { a.notifier.Store(&notifierBox{n}) }
 // pendingCount is the number of proposals waiting. A failed count shows as
 // zero in the tray and is logged.
 func (a *App) pendingCount() int {
-	recs, err := a.journal.List(journal.Filter{States: []proposal.State{proposal.Pending}})
+	n, err := a.countPending()
 	if err != nil {
 		a.log.Warn("count pending proposals", "err", err)
-		return 0
 	}
-	return len(recs)
+	return n
+}
+
+func (a *App) countPending() (int, error) {
+	recs, err := a.journal.List(journal.Filter{States: []proposal.State{proposal.Pending}})
+	return len(recs), err
 }
 
 // execute runs an approved proposal in the background. The journal

@@ -74,13 +74,15 @@ func (c *diffCache) put(id string, d *proposalDiff) {
 // ProposalDiff returns the chunk of a proposal's diff that starts at
 // offset.
 func (api *API) ProposalDiff(id string, offset int) (DiffChunk, error) {
-	if _, err := api.Proposal(id); err != nil {
-		return DiffChunk{}, err
+	if !proposal.ValidID(id) {
+		return DiffChunk{}, &codedError{code: "invalid_argument", msg: "invalid proposal id"}
 	}
 	a := api.app
+	// A diff is cached only once its record was read: the chunks after the
+	// first read nothing else.
 	d := a.diffs.get(id)
 	if d == nil {
-		rec, err := a.journal.Get(id)
+		rec, err := a.record(id)
 		if err != nil {
 			return DiffChunk{}, err
 		}
