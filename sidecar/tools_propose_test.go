@@ -515,7 +515,7 @@ func TestPropose_Refusals(t *testing.T) {
 		{"plan step mismatch", "propose_plan", withCommon(e, map[string]any{"steps": []map[string]any{
 			{"op": "reset", "merge": map[string]any{"source": "a", "target": "main", "strategy": "merge"}}}}), CodeInvalidArgument},
 		{"too many plan steps", "propose_plan", withCommon(e, map[string]any{"steps": slices.Repeat([]map[string]any{
-			{"op": "reset", "reset": map[string]any{"mode": "soft", "target": "HEAD"}}}, 11)}), ""},
+			{"op": "reset", "reset": map[string]any{"mode": "soft", "target": "HEAD"}}}, 11)}), CodeInvalidArgument},
 		{"lease without tracking ref", "propose_push", withCommon(e, map[string]any{"branch": "agent/x", "forceWithLease": true}), CodeInvalidArgument},
 		{"worktree exists", "propose_worktree", withCommon(e, map[string]any{"path": e.repo, "branch": "main"}), CodeInvalidArgument},
 		{"not a submodule", "propose_submodule_pointer", withCommon(e, map[string]any{"path": "src", "action": "record"}), CodeInvalidArgument},
@@ -528,7 +528,12 @@ func TestPropose_Refusals(t *testing.T) {
 				t.Fatalf("accepted: %+v", out)
 			}
 			if c.code == "" {
-				return // the SDK refused the arguments against the schema
+				// The SDK refused the arguments against the schema, before
+				// the handler (which would answer with a coded error).
+				if out.Error != nil || !strings.Contains(resultText(res), "validating \"arguments\"") {
+					t.Fatalf("want a schema refusal, got error %+v: %s", out.Error, resultText(res))
+				}
+				return
 			}
 			if out.Error == nil || out.Error.Code != c.code {
 				t.Fatalf("error = %+v (%s), want %s", out.Error, resultText(res), c.code)

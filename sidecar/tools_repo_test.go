@@ -368,8 +368,27 @@ func TestGitTools_OptionInjection(t *testing.T) {
 		{"diff_semantic", "base", false, nil}, {"diff_semantic", "target", false, map[string]any{"base": "main"}}, {"diff_semantic", "paths", true, nil},
 	}
 	for _, tool := range []string{"repo_brief", "repo_scope", "repo_status", "repo_refs", "repo_branch_stack", "repo_history", "repo_reflog",
-		"repo_conflict_preflight", "conflict_read", "commit_details", "worktree_changes", "worktree_list", "submodule_status", "diff_text", "diff_semantic"} {
+		"repo_conflict_preflight", "conflict_read", "commit_details", "worktree_changes", "worktree_list", "submodule_status", "diff_text", "diff_semantic",
+		"restore_points", "safety_timeline", "agents_presence"} {
 		args = append(args, arg{tool, "repoPath", false, nil})
+	}
+	args = append(args, arg{"restore_point_details", "repoPath", false, map[string]any{"restorePointId": "p1"}},
+		arg{"safety_event", "repoPath", false, map[string]any{"eventId": "rp:p1"}})
+	// Every tool with a repository argument is in the list.
+	listed := map[string]bool{}
+	for _, a := range args {
+		listed[a.tool] = true
+	}
+	tools, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools.Tools {
+		if props, _ := tool.InputSchema.(map[string]any)["properties"].(map[string]any); props != nil {
+			if _, ok := props["repoPath"]; ok && !listed[tool.Name] {
+				t.Errorf("%s takes a repoPath but is not exercised", tool.Name)
+			}
+		}
 	}
 	args = append(args, arg{"fleet_radar", "repoPaths", true, nil}, arg{"fleet_radar", "under", true, nil},
 		arg{"fleet_digest", "repoPaths", true, nil}, arg{"fleet_digest", "under", true, nil})

@@ -232,10 +232,13 @@ func TestMerge_CustomMergeDriver_Refused(t *testing.T) {
 	f.diverge()
 	f.git("branch", "release", "main")
 	f.git("config", "merge.mine.driver", "touch "+f.root+"/driver-ran")
-	rec := f.propose(&proposal.MergeArgs{Source: "feature", Target: "release", Strategy: proposal.MergeCommit})
-	_, err := f.execute(rec)
-	if CodeOf(err) != CodeUnsupported {
-		t.Fatalf("err %v: want unsupported", err)
+	out := f.mustRefuseUnchanged(f.propose(&proposal.MergeArgs{Source: "feature", Target: "release", Strategy: proposal.MergeCommit}),
+		&Error{Code: CodeUnsupported})
+	if _, err := os.Stat(filepath.Join(f.root, "driver-ran")); !os.IsNotExist(err) {
+		t.Errorf("the merge driver ran: %v", err)
+	}
+	if out.Outcome.RestorePoint != "" || f.git("for-each-ref", "refs/sluice/") != "" {
+		t.Errorf("nothing changed, yet restore point %q was kept", out.Outcome.RestorePoint)
 	}
 }
 

@@ -140,6 +140,7 @@ func TestRestorePoints_ListAndDetails(t *testing.T) {
 	if len(d.Conflicts) != 0 || len(d.Current) != 1 || d.Current[0].SHA != f.git("rev-parse", "main") {
 		t.Errorf("details %+v", d)
 	}
+	requireSame(t, before, gitxtest.Snapshot(t, f.root))
 	f.repo.Write("src/b.txt", "later\n")
 	before = gitxtest.Snapshot(t, f.root)
 	if d, err = f.e.RestorePointDetails(testCtx(t), f.repo.Dir, rp.ID); err != nil || len(d.Conflicts) != 1 || d.Conflicts[0].Kind != "files" {

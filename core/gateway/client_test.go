@@ -107,16 +107,26 @@ func TestClient_GatewayDown_IsUnavailable(t *testing.T) {
 	}
 }
 
+// The client refuses a bad id or agent itself: it points at a port
+// nothing listens on, so anything it sent would come back unavailable.
 func TestClient_ValidatesIDsBeforeSending(t *testing.T) {
-	e := newEnv(t, envOptions{})
-	for _, id := range []string{"../x", "a/b", "a?b", "a b", ""} {
-		_, err := e.client.GetProposal(t.Context(), "agent-a", id)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c, err := NewClient(addr, "token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ agent, id string }{
+		{"agent-a", "../x"}, {"agent-a", "a/b"}, {"agent-a", "a?b"}, {"agent-a", "a b"}, {"agent-a", ""}, {"bad agent", "p1"},
+	} {
+		_, err := c.GetProposal(t.Context(), tc.agent, tc.id)
 		var apiErr *APIError
 		if !errors.As(err, &apiErr) || apiErr.ErrorCode() != CodeInvalidArgument {
-			t.Errorf("GetProposal(%q) = %v, want invalid_argument", id, err)
+			t.Errorf("GetProposal(%q, %q) = %v, want invalid_argument without a request", tc.agent, tc.id, err)
 		}
-	}
-	if _, err := e.client.GetProposal(t.Context(), "bad agent", "p1"); err == nil {
-		t.Errorf("an invalid agent name was sent")
 	}
 }

@@ -3,6 +3,7 @@ package gitx
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -156,10 +157,17 @@ func TestHistory_Paging(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// src/file1.txt changes in commits 1, 6, 11, 16 and 21; of those only
+	// the even ones are "add step" commits.
+	var subjects []string
 	for _, c := range h.Commits {
-		if !strings.Contains(c.Subject, "step") || c.Files == nil || *c.Files != 1 {
-			t.Fatalf("%s", mustJSON(t, h))
+		subjects = append(subjects, c.Subject)
+		if c.Files == nil || *c.Files != 1 {
+			t.Fatalf("stats: %s", mustJSON(t, h))
 		}
+	}
+	if want := []string{"feat(core): add step 16", "feat(core): add step 6"}; !slices.Equal(subjects, want) {
+		t.Fatalf("history of src/file1.txt matching STEP: %q, want %q", subjects, want)
 	}
 	if _, err := repo.History(ctx(t), HistoryOptions{Cursor: cursor, Grep: "x"}); !IsCode(err, CodeInvalidArgument) {
 		t.Fatalf("cursor with other filters: %v", err)

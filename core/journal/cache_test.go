@@ -30,6 +30,10 @@ func TestProposalCache_RewrittenRecordIsDecodedAfresh(t *testing.T) {
 	if err != nil || again.Proposal.Reason != first.Proposal.Reason || again.Proposal.Digest != p.Digest {
 		t.Fatalf("second read %+v, %v", again.Proposal, err)
 	}
+	// A hit hands back the decoded proposal itself: the same arguments.
+	if again.Proposal.Args != first.Proposal.Args {
+		t.Fatalf("the second read decoded the proposal again")
+	}
 	// Rewrite the stored reason without going through the journal.
 	err = j.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketProposals)
@@ -47,7 +51,7 @@ func TestProposalCache_RewrittenRecordIsDecodedAfresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if now.Proposal.Reason != "rewritten on disk" {
+	if now.Proposal.Reason != "rewritten on disk" || now.Proposal.Args == first.Proposal.Args {
 		t.Fatalf("reason %q: the cache hid a record changed on disk", now.Proposal.Reason)
 	}
 	if err := now.Proposal.VerifyDigest(); err == nil {

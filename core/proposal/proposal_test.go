@@ -143,21 +143,20 @@ func TestProposal_Validate_DetectsTampering(t *testing.T) {
 
 func TestProposal_Validate_Refuses(t *testing.T) {
 	cases := map[string]func(*Proposal){
-		"id with slash":      func(p *Proposal) { p.ID = "a/b" },
-		"id dots":            func(p *Proposal) { p.ID = "../x" },
-		"relative repo":      func(p *Proposal) { p.Repo = "repo" },
-		"unclean repo":       func(p *Proposal) { p.Repo = "/r/../etc" },
-		"empty reason":       func(p *Proposal) { p.Reason = "  " },
-		"long reason":        func(p *Proposal) { p.Reason = strings.Repeat("x", MaxReasonBytes+1) },
-		"bad agent":          func(p *Proposal) { p.Agent = "a b" },
-		"bad key":            func(p *Proposal) { p.IdempotencyKey = "a/b" },
-		"unpinned":           func(p *Proposal) { delete(p.Pinned.Refs, "main") },
-		"short sha":          func(p *Proposal) { p.Pinned.Refs["main"] = "abc123" },
-		"upper sha":          func(p *Proposal) { p.Pinned.Refs["main"] = "ABCDEF" + sha1[6:] },
-		"expiry before":      func(p *Proposal) { p.ExpiresAt = p.CreatedAt },
-		"foreign repo pins":  func(p *Proposal) { p.Pinned.Repos = map[string]map[string]string{"/x": {"HEAD": sha1}} },
-		"op/args mismatch":   func(p *Proposal) { p.Op = OpMerge },
-		"option-like source": func(p *Proposal) { p.Args = &BranchArgs{Name: "x", StartPoint: "--upload-pack=evil"} },
+		"id with slash":     func(p *Proposal) { p.ID = "a/b" },
+		"id dots":           func(p *Proposal) { p.ID = "../x" },
+		"relative repo":     func(p *Proposal) { p.Repo = "repo" },
+		"unclean repo":      func(p *Proposal) { p.Repo = "/r/../etc" },
+		"empty reason":      func(p *Proposal) { p.Reason = "  " },
+		"long reason":       func(p *Proposal) { p.Reason = strings.Repeat("x", MaxReasonBytes+1) },
+		"bad agent":         func(p *Proposal) { p.Agent = "a b" },
+		"bad key":           func(p *Proposal) { p.IdempotencyKey = "a/b" },
+		"unpinned":          func(p *Proposal) { delete(p.Pinned.Refs, "main") },
+		"short sha":         func(p *Proposal) { p.Pinned.Refs["main"] = "abc123" },
+		"upper sha":         func(p *Proposal) { p.Pinned.Refs["main"] = "ABCDEF" + sha1[6:] },
+		"expiry before":     func(p *Proposal) { p.ExpiresAt = p.CreatedAt },
+		"foreign repo pins": func(p *Proposal) { p.Pinned.Repos = map[string]map[string]string{"/x": {"HEAD": sha1}} },
+		"op/args mismatch":  func(p *Proposal) { p.Op = OpMerge },
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -175,6 +174,10 @@ func TestArgs_Validate_Refuses(t *testing.T) {
 	big := strings.Repeat("+x\n", MaxPatchBytes/3+1)
 	cases := map[string]Args{
 		"merge strategy":          &MergeArgs{Source: "a", Target: "main", Strategy: "octopus"},
+		"branch start option":     &BranchArgs{Name: "x", StartPoint: "--upload-pack=evil"},
+		"merge source option":     &MergeArgs{Source: "--upload-pack=evil", Target: "main", Strategy: MergeCommit},
+		"rebase onto option":      &RebaseArgs{Branch: "x", Onto: "-x"},
+		"reset target option":     &ResetArgs{Mode: ResetHard, Target: "--hard"},
 		"merge target full ref":   &MergeArgs{Source: "a", Target: "refs/heads/main", Strategy: MergeCommit},
 		"merge range":             &MergeArgs{Source: "a..b", Target: "main", Strategy: MergeCommit},
 		"merge path lookup":       &MergeArgs{Source: "HEAD:secret", Target: "main", Strategy: MergeCommit},

@@ -42,15 +42,27 @@ func TestSecrets_SealedAtRestAndBound(t *testing.T) {
 	if err != nil || got["GH_TOKEN"] != value {
 		t.Fatalf("secretValues: %v %v", got, err)
 	}
-	// A sealed value copied to another workspace (or renamed) does not open.
+	// A sealed value copied to another workspace does not open, nor one
+	// renamed within its own.
 	var doc secretsDoc
-	json.Unmarshal(raw, &doc)
-	doc.Secrets["OTHER"] = doc.Secrets["GH_TOKEN"]
-	if err := m.writeSecrets(b.ID, &doc); err != nil {
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	sealed := doc.Secrets["GH_TOKEN"]
+	if err := m.writeSecrets(b.ID, &secretsDoc{Version: doc.Version, Secrets: map[string]sealedSecret{"GH_TOKEN": sealed}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.secretValues(b.ID); err == nil {
 		t.Fatalf("a secret sealed for another workspace opened")
+	}
+	if err := m.writeSecrets(a.ID, &secretsDoc{Version: doc.Version, Secrets: map[string]sealedSecret{"OTHER": sealed}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.secretValues(a.ID); err == nil {
+		t.Fatalf("a secret renamed within its workspace opened")
+	}
+	if err := m.writeSecrets(a.ID, &doc); err != nil {
+		t.Fatal(err)
 	}
 	// A second Manager on the same directories reads the same key.
 	m2, err := Open(m.opts)
