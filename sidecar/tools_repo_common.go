@@ -29,6 +29,7 @@ func init() {
 		g.registerWorktree()
 		g.registerDiff()
 		g.registerFleet()
+		g.registerSafety()
 	})
 	featureFlags = append(featureFlags,
 		struct {

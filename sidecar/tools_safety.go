@@ -17,13 +17,6 @@ import (
 // Restoring is the person's action in the app; no tool here changes
 // anything.
 
-func init() {
-	registerToolset("git", func(s *Sidecar) {
-		g := &gitTools{s: s, roots: gitx.Roots(s.cfg.AllowedRoots)}
-		g.registerSafety()
-	})
-}
-
 // The outputs are flat on purpose: the git toolset's tools/list has a
 // token budget, and strings a model reads well beat nested schemas.
 
