@@ -173,19 +173,7 @@ func (h proposalHandlers) submit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var p proposal.Proposal
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			WriteError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, "request body too large", nil)
-			return
-		}
-		WriteError(w, http.StatusBadRequest, CodeInvalidArgument, "malformed proposal: "+err.Error(), nil)
-		return
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		WriteError(w, http.StatusBadRequest, CodeInvalidArgument, "trailing data after the proposal", nil)
+	if !decodeBody(w, r, &p, "proposal") {
 		return
 	}
 	st, err := h.b.Submit(r.Context(), agent, p)
@@ -274,12 +262,38 @@ func (h proposalHandlers) restorePoints(w http.ResponseWriter, r *http.Request) 
 	WriteJSON(w, http.StatusOK, rp)
 }
 
-func (h proposalHandlers) fail(w http.ResponseWriter, err error) {
+func (h proposalHandlers) fail(w http.ResponseWriter, err error) { h.s.fail(w, err) }
+
+// fail writes a backend error: its own status and code when it has them,
+// else a logged internal error.
+func (s *Server) fail(w http.ResponseWriter, err error) {
 	var e *Error
 	if errors.As(err, &e) {
 		WriteError(w, e.Status, e.Code, e.Message, e.Data)
 		return
 	}
-	h.s.log.Error("gateway: backend failed", "err", err)
+	s.log.Error("gateway: backend failed", "err", err)
 	WriteError(w, http.StatusInternalServerError, CodeInternal, "internal error", nil)
+}
+
+// decodeBody decodes exactly one JSON value of the request into v,
+// refusing unknown fields and trailing data, and writes the error (413 for
+// a body over the limit) when it cannot.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, what string) bool {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			WriteError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, "request body too large", nil)
+			return false
+		}
+		WriteError(w, http.StatusBadRequest, CodeInvalidArgument, "malformed "+what+": "+err.Error(), nil)
+		return false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		WriteError(w, http.StatusBadRequest, CodeInvalidArgument, "trailing data after the "+what, nil)
+		return false
+	}
+	return true
 }

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -63,14 +61,7 @@ func (s *Server) handleWorkspaces(h WorkspaceHandoff) {
 			return
 		}
 		var req HandoffRequest
-		dec := json.NewDecoder(r.Body)
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			WriteError(w, http.StatusBadRequest, CodeInvalidArgument, "malformed handoff request: "+err.Error(), nil)
-			return
-		}
-		if _, err := dec.Token(); err != io.EOF {
-			WriteError(w, http.StatusBadRequest, CodeInvalidArgument, "trailing data after the request", nil)
+		if !decodeBody(w, r, &req, "handoff request") {
 			return
 		}
 		if req.Repo == "" {
@@ -84,13 +75,7 @@ func (s *Server) handleWorkspaces(h WorkspaceHandoff) {
 		}
 		res, err := h.Handoff(r.Context(), agent, id, req.Repo)
 		if err != nil {
-			var e *Error
-			if errors.As(err, &e) {
-				WriteError(w, e.Status, e.Code, e.Message, e.Data)
-				return
-			}
-			s.log.Error("gateway: workspace handoff failed", "err", err)
-			WriteError(w, http.StatusInternalServerError, CodeInternal, "internal error", nil)
+			s.fail(w, err)
 			return
 		}
 		WriteJSON(w, http.StatusOK, res)

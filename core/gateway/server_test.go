@@ -61,18 +61,21 @@ func TestServer_RefusesAttacks(t *testing.T) {
 
 func TestServer_OversizedChunkedBody(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	// No Content-Length: the cap has to hold while the body streams in.
-	chunk := strings.Repeat("x", 1<<20)
-	var b strings.Builder
-	b.WriteString(e.req("POST", "/v1/proposals", "Transfer-Encoding: chunked", "Content-Type: application/json"))
-	b.WriteString(fmt.Sprintf("%x\r\n\"", len(chunk)+1) + chunk + "\r\n")
-	for range 10 {
-		b.WriteString(fmt.Sprintf("%x\r\n%s\r\n", len(chunk), chunk))
-	}
-	b.WriteString("0\r\n\r\n")
-	status, body := raw(t, e.srv.Addr(), b.String())
-	if status != 413 || !strings.Contains(body, CodeTooLarge) {
-		t.Fatalf("got %d %s, want 413 too_large", status, body)
+	// No Content-Length: the cap has to hold while the body streams in,
+	// on every route that takes a body.
+	for _, path := range []string{"/v1/proposals", "/v1/workspaces/w1/handoff"} {
+		chunk := strings.Repeat("x", 1<<20)
+		var b strings.Builder
+		b.WriteString(e.req("POST", path, "Transfer-Encoding: chunked", "Content-Type: application/json"))
+		b.WriteString(fmt.Sprintf("%x\r\n\"", len(chunk)+1) + chunk + "\r\n")
+		for range 10 {
+			b.WriteString(fmt.Sprintf("%x\r\n%s\r\n", len(chunk), chunk))
+		}
+		b.WriteString("0\r\n\r\n")
+		status, body := raw(t, e.srv.Addr(), b.String())
+		if status != 413 || !strings.Contains(body, CodeTooLarge) {
+			t.Errorf("%s: got %d %s, want 413 too_large", path, status, body)
+		}
 	}
 }
 
