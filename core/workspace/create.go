@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/sluicehq/sluice/core/gitx"
 )
 
 // CreateRequest asks for a new workspace.
@@ -310,13 +312,14 @@ func (m *Manager) confineSource(p string) (string, error) {
 }
 
 // checkRevision keeps a revision from being read as an option or from
-// carrying bytes git would misread.
+// carrying bytes git would misread (gitx.CheckRev); empty means the
+// default.
 func checkRevision(rev string) error {
 	if rev == "" {
 		return nil
 	}
-	if len(rev) > 256 || strings.HasPrefix(rev, "-") || strings.ContainsAny(rev, "\x00\n\r ") {
-		return invalidArg("commit must be a revision (a SHA, branch or tag name)")
+	if err := gitx.CheckRev("commit", rev); err != nil {
+		return &Error{Code: CodeOf(err), Msg: err.Error(), Err: err}
 	}
 	return nil
 }

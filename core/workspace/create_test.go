@@ -98,6 +98,13 @@ func TestCreate_RepoIsSelfContainedAtTheCommit(t *testing.T) {
 	if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceRepo, Path: repo, Commit: "--upload-pack=touch /tmp/x"}}); !IsCode(err, CodeInvalidArgument) {
 		t.Fatalf("option-like commit: %v", err)
 	}
+	// Refused as a revision before git runs, without echoing it.
+	for bad, why := range map[string]string{"main\tx": "control characters", "main\x1b[2J": "control characters", "main\xff": "UTF-8"} {
+		_, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceRepo, Path: repo, Commit: bad}})
+		if !IsCode(err, CodeInvalidArgument) || !strings.Contains(err.Error(), why) || strings.Contains(err.Error(), bad) {
+			t.Fatalf("commit %q: %v", bad, err)
+		}
+	}
 	if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceRepo, Path: t.TempDir()}}); !IsCode(err, CodeNotARepository) {
 		t.Fatalf("not a repository: %v", err)
 	}
