@@ -699,11 +699,24 @@ func (j *Journal) Recover(revalidate func(Record) error) (Recovery, error) {
 func (j *Journal) Prune() (int, error) {
 	cutoff := j.now().Add(-j.opts.Retention)
 	n := 0
+	// Only what pruning needs is decoded: not the proposals' arguments,
+	// which strict decoding of every record would parse (patches of
+	// megabytes) while the write lock holds every transition back.
+	type pruned struct {
+		State     proposal.State     `json:"state"`
+		UpdatedAt proposal.Timestamp `json:"updatedAt"`
+		Proposal  struct {
+			ID             string      `json:"id"`
+			Op             proposal.Op `json:"op"`
+			Agent          string      `json:"agent"`
+			IdempotencyKey string      `json:"idempotencyKey"`
+		} `json:"proposal"`
+	}
 	err := j.db.Update(func(tx *bolt.Tx) error {
 		props, idem := tx.Bucket(bucketProposals), tx.Bucket(bucketIdem)
-		var doomed []Record
+		var doomed []pruned
 		err := props.ForEach(func(_, v []byte) error {
-			var rec Record
+			var rec pruned
 			if err := json.Unmarshal(v, &rec); err != nil {
 				return err
 			}
