@@ -147,38 +147,32 @@ func (r *run) requireClean(ctx context.Context, rc *repoCtx, wt worktree, what s
 // checkout outside the allowed roots is refused: Sluice writes only where
 // it may.
 func (r *run) checkedOut(ctx context.Context, rc *repoCtx, ref string) (*worktree, error) {
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"worktree", "list", "--porcelain", "-z"}})
+	list, err := rc.repo.Worktrees(ctx)
 	if err != nil {
 		return nil, err
 	}
-	path := ""
-	for _, rec := range strings.Split(string(res.out), "\x00") {
-		k, v, _ := strings.Cut(rec, " ")
-		switch k {
-		case "worktree":
-			path = v
-		case "branch":
-			if v == ref {
-				canon, err := filepath.EvalSymlinks(path)
-				if err != nil {
-					// A worktree whose directory is gone holds the
-					// branch in git's eyes only.
-					return nil, newErr(CodeCheckedOut, "%s is checked out in a worktree whose directory is missing; run git worktree prune", ref)
-				}
-				if canon == rc.path {
-					wt := rc.main()
-					return &wt, nil
-				}
-				if _, err := r.e.roots.Confine(canon); err != nil {
-					return nil, newErr(CodeCheckedOut, "%s is checked out in a worktree outside the allowed roots, which Sluice does not change", ref)
-				}
-				wt, err := rc.worktreeAt(ctx, canon)
-				if err != nil {
-					return nil, asInvalid(err)
-				}
-				return &wt, nil
-			}
+	for _, w := range list.Worktrees {
+		if w.Branch == "" || proposal.BranchRef(w.Branch) != ref {
+			continue
 		}
+		canon, err := filepath.EvalSymlinks(w.Path)
+		if err != nil {
+			// A worktree whose directory is gone holds the branch in
+			// git's eyes only.
+			return nil, newErr(CodeCheckedOut, "%s is checked out in a worktree whose directory is missing; run git worktree prune", ref)
+		}
+		if canon == rc.path {
+			wt := rc.main()
+			return &wt, nil
+		}
+		if _, err := r.e.roots.Confine(canon); err != nil {
+			return nil, newErr(CodeCheckedOut, "%s is checked out in a worktree outside the allowed roots, which Sluice does not change", ref)
+		}
+		wt, err := rc.worktreeAt(ctx, canon)
+		if err != nil {
+			return nil, asInvalid(err)
+		}
+		return &wt, nil
 	}
 	return nil, nil
 }

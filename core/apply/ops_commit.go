@@ -135,8 +135,6 @@ func (r *run) commitFailed(ctx context.Context, res result) error {
 	case strings.Contains(low, "failed to sign") || strings.Contains(low, "signing failed"):
 		return &Error{Code: CodeGitFailed, Data: GitFailure{Command: "commit", ExitCode: res.exit, Stderr: clip(out, 4096)},
 			Msg: "the commit could not be signed with the person's signing configuration: " + clip(out, 2000)}
-	case strings.Contains(low, "fatal:") && !hooks:
-		return gitFailed([]string{"commit"}, res)
 	case hooks:
 		return &Error{Code: CodeHookFailed, Data: map[string]any{"output": clip(out, 8000)},
 			Msg: "a commit hook refused the commit; nothing was committed. Hook output:\n" + clip(out, 4000)}
@@ -155,15 +153,13 @@ func (r *run) rollbackIndex(ctx context.Context) {
 		if w.Path != rc.path || w.Index == "" {
 			continue
 		}
-		if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"read-tree", w.Index}}); err != nil {
+		if err := rc.g.restoreIndex(ctx, rc.main(), w.Index); err != nil {
 			r.e.log.Error("apply: could not put the index back after a failed commit", "err", err)
 			return
 		}
-		_, _ = rc.g.run(ctx, call{dir: rc.path, args: []string{"update-index", "-q", "--refresh"}, ok: []int{1}})
-		if len(stepsOf(r.p.Args)) == 1 {
-			// The index was the only thing changed, and it is back.
-			r.changed = false
-		}
+		// The index was the only thing changed, and it is back (a commit is
+		// never a step of a plan).
+		r.changed = false
 	}
 }
 

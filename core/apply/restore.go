@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/proposal"
 )
 
 // RestorePrefix is where restore points live. Everything of one restore
@@ -424,8 +425,6 @@ func (rc *repoCtx) restoreConfig(ctx context.Context, sec ConfigSection) error {
 // ---------------------------------------------------------------------
 // Reading restore points (read-only; usable from the sidecar).
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
-
 // ListRestorePoints lists the restore points of repo, newest first. It
 // writes nothing.
 func ListRestorePoints(ctx context.Context, repo *gitx.Repo) ([]RestorePoint, error) {
@@ -446,7 +445,7 @@ func ListRestorePoints(ctx context.Context, repo *gitx.Repo) ([]RestorePoint, er
 			continue
 		}
 		id, part, _ := strings.Cut(rest, "/")
-		if !idPattern.MatchString(id) {
+		if !proposal.ValidID(id) {
 			continue
 		}
 		body := messageBody(contents)
@@ -527,7 +526,7 @@ func validRestorePoint(rp *RestorePoint) bool {
 
 // findRestorePoint returns the restore point id of repo.
 func findRestorePoint(ctx context.Context, repo *gitx.Repo, id string) (*RestorePoint, error) {
-	if !idPattern.MatchString(id) {
+	if !proposal.ValidID(id) {
 		return nil, newErr(CodeInvalidArgument, "a restore point id matches ^[A-Za-z0-9_-]{1,128}$")
 	}
 	list, err := ListRestorePoints(ctx, repo)
@@ -725,6 +724,10 @@ type RestoreResult struct {
 
 // restore puts rp back. The caller holds the repository lock.
 func (rc *repoCtx) restore(ctx context.Context, rp *RestorePoint, force bool, now time.Time, hook func(string)) (*RestoreResult, error) {
+	// The checks and the undo point look at one moment (see readCache),
+	// until the restore writes.
+	rc.before = newReadCache()
+	defer func() { rc.before = nil }()
 	conflicts, err := rc.conflicts(ctx, rp)
 	if err != nil {
 		return nil, err
@@ -770,6 +773,7 @@ func (rc *repoCtx) restore(ctx context.Context, rp *RestorePoint, force bool, no
 		return nil, err
 	}
 	defer tk.cleanup()
+	rc.before = nil
 	res := &RestoreResult{Repo: rc.path, RestorePoint: rp.ID, ProposalID: rp.ProposalID, UndoPoint: undo.ID, Forced: force,
 		Refs: []RefChange{}, Note: rp.Note}
 	if force {
@@ -868,7 +872,7 @@ func undoID(now time.Time) string {
 // refuseCheckedOut fails when a ref the restore would move is checked out
 // in a worktree whose state the restore point does not hold.
 func (rc *repoCtx) refuseCheckedOut(ctx context.Context, rp *RestorePoint) error {
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"worktree", "list", "--porcelain", "-z"}})
+	list, err := rc.repo.Worktrees(ctx)
 	if err != nil {
 		return err
 	}
@@ -890,21 +894,18 @@ func (rc *repoCtx) refuseCheckedOut(ctx context.Context, rp *RestorePoint) error
 			moving[r.Ref] = true
 		}
 	}
-	path := ""
-	for _, rec := range strings.Split(string(res.out), "\x00") {
-		k, v, _ := strings.Cut(rec, " ")
-		switch k {
-		case "worktree":
-			path = v
-			if c, err := filepath.EvalSymlinks(v); err == nil {
-				path = c
-			}
-		case "branch":
-			if moving[v] && !recorded[path] && path != rp.NewWorktree {
-				return &Error{Code: CodeRestoreConflict, Data: []Conflict{{Kind: "worktree", Ref: v, Path: path,
-					Message: fmt.Sprintf("%s is checked out in %s now; restoring would move it under that checkout", v, path)}},
-					Msg: fmt.Sprintf("%s is checked out in %s now, which the restore point did not record; check out another branch there first", v, path)}
-			}
+	for _, w := range list.Worktrees {
+		if w.Branch == "" {
+			continue
+		}
+		ref, path := proposal.BranchRef(w.Branch), w.Path
+		if c, err := filepath.EvalSymlinks(path); err == nil {
+			path = c
+		}
+		if moving[ref] && !recorded[path] && path != rp.NewWorktree {
+			return &Error{Code: CodeRestoreConflict, Data: []Conflict{{Kind: "worktree", Ref: ref, Path: path,
+				Message: fmt.Sprintf("%s is checked out in %s now; restoring would move it under that checkout", ref, path)}},
+				Msg: fmt.Sprintf("%s is checked out in %s now, which the restore point did not record; check out another branch there first", ref, path)}
 		}
 	}
 	return nil

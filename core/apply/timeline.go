@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -84,7 +85,7 @@ func timelineEvents(ctx context.Context, repo *gitx.Repo, perRef int) ([]Timelin
 	for _, rp := range rps {
 		events = append(events, restorePointEvent(rp))
 		for _, r := range rp.Refs {
-			if len(refs) < timelineRefs+1 && !contains(refs, r.Ref) && (strings.HasPrefix(r.Ref, "refs/heads/") || strings.HasPrefix(r.Ref, "refs/remotes/")) {
+			if len(refs) < timelineRefs+1 && !slices.Contains(refs, r.Ref) && (strings.HasPrefix(r.Ref, "refs/heads/") || strings.HasPrefix(r.Ref, "refs/remotes/")) {
 				refs = append(refs, r.Ref)
 			}
 		}
@@ -130,15 +131,6 @@ func restorePointEvent(rp RestorePoint) TimelineEvent {
 
 func reflogEventID(ref, sha string, at time.Time) string {
 	return fmt.Sprintf("reflog:%s:%s:%d", ref, sha, at.Unix())
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // SafetyEventDetails is one timeline event in full.
