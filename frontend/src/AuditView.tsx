@@ -1,9 +1,6 @@
 import { useEffect, useState } from "react";
 import { api, type AuditReport, type AuditView as View } from "./api";
-
-function when(ms: unknown): string {
-  return typeof ms === "number" ? new Date(ms).toLocaleString() : "";
-}
+import { ErrorBox, Time, errorMessage } from "./bits";
 
 // The ledger as the person sees it: newest entries, the signing key, and a
 // Verify button that runs the same verifier as `sluice-sidecar verify-audit`.
@@ -14,7 +11,7 @@ export function AuditView() {
   const [error, setError] = useState<string | null>(null);
 
   useEffect(() => {
-    api.audit().then(setView, (e: Error) => setError(e.message));
+    api.audit().then(setView, (e: unknown) => setError(errorMessage(e)));
   }, []);
 
   async function verify() {
@@ -23,7 +20,7 @@ export function AuditView() {
     try {
       setReport(await api.verifyAudit());
     } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
+      setError(errorMessage(e));
     } finally {
       setBusy(false);
     }
@@ -40,11 +37,7 @@ export function AuditView() {
       <p className="muted">
         Every tool call, decision and execution, hash-chained{view?.signed ? ` and signed with key ${view.keyId}` : ""}.
       </p>
-      {error && (
-        <p className="panel error" role="alert">
-          {error}
-        </p>
-      )}
+      {error && <ErrorBox>{error}</ErrorBox>}
       {report && (
         <div className={`panel ${report.ok ? "ok" : "error"}`} role="status" id="verify-result">
           <strong>{report.ok ? "Intact" : "Verification failed"}</strong>
@@ -86,7 +79,9 @@ export function AuditView() {
             {view.entries.map((e) => (
               <tr key={String(e.id)}>
                 <td>{String(e.sequence ?? "")}</td>
-                <td>{when(e.timestamp)}</td>
+                <td>
+                  <Time at={typeof e.timestamp === "number" ? e.timestamp : undefined} />
+                </td>
                 <td>{String(e.tool ?? e.event_type ?? "")}</td>
                 <td>{String(e.session_id ?? "")}</td>
                 <td>{String(e.result ?? "")}</td>

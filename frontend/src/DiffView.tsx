@@ -52,7 +52,6 @@ interface Progress {
   loaded: number;
   total: number;
   done: boolean;
-  files: number;
 }
 
 export function DiffView({ proposalId }: { proposalId: string }) {
@@ -81,7 +80,6 @@ export function DiffView({ proposalId }: { proposalId: string }) {
   const [loading, setLoading] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [renderError, setRenderError] = useState<string | null>(null);
-  const [rawShown, setRawShown] = useState("");
 
   // Without an IntersectionObserver the first chunk still loads, and the
   // rest wait for the button.
@@ -106,12 +104,10 @@ export function DiffView({ proposalId }: { proposalId: string }) {
       const chunk = await api.proposalDiff(proposalId, offset.current);
       if (!mounted.current) return;
       rawText.current += chunk.text;
-      let files = 0;
       try {
         const r = await getRenderer();
         if (!mounted.current) return;
         r.append(chunk.text, chunk.done);
-        files = r.fileCount();
       } catch (e) {
         // Show the text itself rather than nothing: the person must be
         // able to read every line they approve.
@@ -119,7 +115,7 @@ export function DiffView({ proposalId }: { proposalId: string }) {
       }
       offset.current = chunk.nextOffset;
       setMeta({ compared: chunk.compared, notices: chunk.notices });
-      setProgress({ loaded: chunk.nextOffset, total: chunk.totalBytes, done: chunk.done, files });
+      setProgress({ loaded: chunk.nextOffset, total: chunk.totalBytes, done: chunk.done });
     } catch (e) {
       if (mounted.current) setError(errorMessage(e));
     } finally {
@@ -137,10 +133,6 @@ export function DiffView({ proposalId }: { proposalId: string }) {
   useEffect(() => {
     if (progress && !progress.done && nearEnd.current && !loading && !error) void loadNext();
   });
-
-  useEffect(() => {
-    if (renderError) setRawShown(rawText.current);
-  }, [renderError, progress]);
 
   function changeFormat(f: DiffFormat) {
     setFormat(f);
@@ -199,7 +191,8 @@ export function DiffView({ proposalId }: { proposalId: string }) {
         <div className="diff-raw">
           <p className="note">The diff viewer could not draw this diff ({renderError}); here it is as text.</p>
           <pre>
-            <code>{rawShown}</code>
+            {/* Read at render: every chunk's setProgress renders again. */}
+            <code>{rawText.current}</code>
           </pre>
         </div>
       )}

@@ -38,7 +38,6 @@ describe("PendingView", () => {
   it("renders every field of a card", async () => {
     const c = card({
       collisions: [{ proposalId: "p7", agent: "cursor", files: ["src/cart.go"] }],
-      policyNotes: ["claude-code may merge into main"],
       pinned: {
         refs: { "refs/heads/main": "1111111111111111111111111111111111111111" },
         worktreeFingerprint: "wt:abcdefabcdefabcdef",
@@ -63,7 +62,6 @@ describe("PendingView", () => {
     expect(q.getByText("0123456789ab").getAttribute("title")).toBe(c.digest);
     expect(q.getByText("src/checkout.go")).toBeTruthy();
     expect(q.getByText(/from/, { selector: "li" }).textContent).toMatch(/p7 from cursor, also touching src\/cart\.go/);
-    expect(q.getByText("claude-code may merge into main")).toBeTruthy();
     expect(q.getByText(/^expires in 1[34]m/)).toBeTruthy();
     expect(q.getByText("source")).toBeTruthy();
     // The diff is there, drawn by diff2html.

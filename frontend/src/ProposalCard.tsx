@@ -34,7 +34,6 @@ const staleCodes = new Set(["digest_mismatch", "stale_base"]);
 
 export function ProposalCard({ card, selected, onSelect, onDecided, onReload, onDismiss, ref }: Props) {
   const rootEl = useRef<HTMLElement>(null);
-  const noteEl = useRef<HTMLTextAreaElement>(null);
   const confirmEl = useRef<HTMLInputElement>(null);
   const [note, setNote] = useState("");
   const [confirm, setConfirm] = useState("");
@@ -218,18 +217,6 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
             </dd>
           </>
         )}
-        {card.policyNotes && card.policyNotes.length > 0 && (
-          <>
-            <dt>Policy</dt>
-            <dd>
-              <ul className="plain">
-                {card.policyNotes.map((n, i) => (
-                  <li key={i}>{n}</li>
-                ))}
-              </ul>
-            </dd>
-          </>
-        )}
         {card.decision && (
           <>
             <dt>Decision</dt>
@@ -268,7 +255,6 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
           <label className="field">
             <span>Note (optional, sent to the agent)</span>
             <textarea
-              ref={noteEl}
               className="note-input"
               rows={2}
               maxLength={2000}

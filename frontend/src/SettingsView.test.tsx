@@ -24,7 +24,7 @@ describe("SettingsView", () => {
     const calls = stubFetch({
       "GET /api/settings": { body: settings },
       "POST /api/settings": (c) => ({
-        body: { ...(c.body as object), availableToolsets: settings.availableToolsets, restartRequired: ["allowedRoots", "toolsets"] },
+        body: { ...(c.body as object), availableToolsets: settings.availableToolsets, restartRequired: ["allowedRoots", "pendingExpiry"] },
       }),
     });
     const { SettingsView } = await import("./SettingsView");
@@ -44,7 +44,7 @@ describe("SettingsView", () => {
     expect(save.disabled).toBe(false);
     fireEvent.click(save);
 
-    expect(await screen.findByText(/Restart Sluice for these to take effect: Allowed roots, Toolsets/)).toBeTruthy();
+    expect(await screen.findByText(/Restart Sluice for these to take effect: Allowed roots, Pending expiry/)).toBeTruthy();
     const post = calls.find((c) => c.method === "POST")!;
     expect(post.url).toBe("/api/settings");
     expect(post.body).toEqual({

@@ -163,7 +163,7 @@ export function SettingsView() {
         </label>
         <fieldset className="field">
           <legend>
-            {labels.toolsets} {needsRestart("toolsets")}
+            {labels.toolsets}
           </legend>
           <div className="checks">
             {settings.availableToolsets.map((t) => (
@@ -194,7 +194,7 @@ export function SettingsView() {
             checked={form.notifications}
             onChange={(e) => set({ notifications: e.target.checked })}
           />
-          Desktop notification for each new proposal {needsRestart("notifications")}
+          Desktop notification for each new proposal
         </label>
         {error && <ErrorBox>{error}</ErrorBox>}
         <div className="actions">

@@ -7,7 +7,7 @@ import { useCallback, useEffect, useMemo, useState } from "react";
 import { api, ApiError, type RestorePoint, type RestoreResult, type Status, type Timeline, type TimelineEvent } from "./api";
 import { ConfirmDialog } from "./ConfirmDialog";
 import { ErrorBox, Sha, Time, errorMessage } from "./bits";
-import { opLabel, shortRef, toDate } from "./format";
+import { opLabel, shortRef, shortSha, toDate } from "./format";
 import { href, navigate } from "./route";
 
 // One row: a restore point (with its event when there is one) or another
@@ -258,7 +258,7 @@ export function TimelineView({ status, repo, highlight }: { status: Status; repo
           <ul className="plain">
             {dialog.rp.refs.map((r) => (
               <li key={r.ref}>
-                {shortRef(r.ref)} → <code title={r.sha}>{r.sha.slice(0, 10)}</code>
+                {shortRef(r.ref)} → <code title={r.sha}>{shortSha(r.sha)}</code>
               </li>
             ))}
             {dialog.rp.hasWorktreeSnapshot && <li>and the index and working tree from the snapshot</li>}

@@ -100,7 +100,6 @@ export interface Card {
   outcome?: Outcome;
   history: Step[];
   /** What the agent policy said about this proposal, when there is a policy. */
-  policyNotes?: string[];
 }
 
 export interface HistoryQuery {
@@ -423,15 +422,20 @@ export interface AuditReport {
  * while it was down are lost, so a reconnect is reported as
  * "proposals:resync" (when subscribed) for the screen to re-read.
  */
+// Events only the desktop app emits (through Wails, never on
+// /api/events): in a browser, listening for them opens no stream.
+const desktopOnlyEvents = new Set(["ui:focus"]);
+
 export function onEvents(names: string[], cb: (name: string, data: unknown) => void): () => void {
   const rt = (window as unknown as WailsWindow).runtime;
   if (bound() && rt) {
     const offs = names.map((n) => rt.EventsOn(n, (d) => cb(n, d)));
     return () => offs.forEach((off) => off());
   }
-  if (typeof EventSource === "undefined") return () => {};
+  const streamed = names.filter((n) => !desktopOnlyEvents.has(n));
+  if (streamed.length === 0 || typeof EventSource === "undefined") return () => {};
   const es = new EventSource("/api/events");
-  for (const n of names) {
+  for (const n of streamed) {
     es.addEventListener(n, (ev) => {
       let data: unknown;
       try {

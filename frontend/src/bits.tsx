@@ -1,7 +1,7 @@
 // Small pieces the screens share: badges, SHAs that copy, countdowns.
 import { useEffect, useState, type ReactNode } from "react";
 import type { Risk } from "./api";
-import { formatDuration, formatTime, isoTime, stateLabel, toDate, type When } from "./format";
+import { formatDuration, formatTime, isoTime, shortSha, stateLabel, toDate, type When } from "./format";
 
 const riskHelp: Record<Risk, string> = {
   low: "Low risk: adds without moving anything that exists",
@@ -94,7 +94,7 @@ export function Sha({ value, short, what = "SHA" }: { value: string; short?: str
   if (!value) return <span className="muted">none</span>;
   return (
     <span className="sha">
-      <code title={value}>{short ?? value.slice(0, 10)}</code>
+      <code title={value}>{short ?? shortSha(value)}</code>
       <CopyButton text={value} label={`Copy full ${what}`} />
     </span>
   );

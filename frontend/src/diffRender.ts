@@ -101,11 +101,6 @@ export class DiffRenderer {
     if (this.tail) this.draw(this.tail.el, this.tail.files);
   }
 
-  /** How many files have been read so far. */
-  fileCount(): number {
-    return this.segments.reduce((n, s) => n + s.files.length, 0) + (this.tail?.files.length ?? 0);
-  }
-
   private draw(el: HTMLElement, files: DiffFile[]) {
     new Diff2HtmlUI(el, files, config(this.format, false)).draw();
   }
