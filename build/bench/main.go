@@ -31,8 +31,8 @@ var suites = []suite{
 	{"Audit ledger", "./core/audit/", ".", "2000x"},
 	{"Read-only git surface", "./core/gitx/", ".", "20x"},
 	{"Read-only git surface over MCP", "./sidecar/", "RepoBrief_Stdio|Sidecar_", "20x"},
-	{"Proposals and the gateway", "./core/journal/", "BenchmarkBoltFsyncTx|BenchmarkJournal_Submit", "2s"},
-	{"Proposals and the gateway (HTTP)", "./core/gateway/", "BenchmarkSubmit_", "2s"},
+	{"Proposals and the gateway", "./core/journal/", "BenchmarkJournal_Submit", "2s"},
+	{"Proposals and the gateway (HTTP)", "./core/gateway/", "BenchmarkSubmit_|BenchmarkBoltFsyncTx", "2s"},
 	{"Execution", "./core/apply/", "Patch1000|Merge500", "20x"},
 	{"Workspaces: runs", "./core/workspace/", "Run_Trivial|DockerCLIRunRm", "20x"},
 	{"Workspaces: create", "./core/workspace/", "Create_Repo20k|GitClone20k", "10x"},
@@ -53,9 +53,6 @@ func main() {
 		if *only != "" && !strings.Contains(s.title, *only) {
 			continue
 		}
-		if !hasBenchmarks(s.pkg) {
-			continue
-		}
 		fmt.Fprintf(os.Stderr, "== %s (%s)\n", s.title, s.pkg)
 		args := []string{"test", "-run", "^$", "-bench", s.bench, "-benchmem", "-benchtime", s.benchtime, "-count", "1", s.pkg}
 		cmd := exec.Command("go", args...)
@@ -65,13 +62,18 @@ func main() {
 		err := cmd.Run()
 		os.Stderr.Write(buf.Bytes())
 		fmt.Fprintf(&report, "### %s\n\n`go %s`\n\n```\n", s.title, strings.Join(args, " "))
+		var lines []string
 		sc := bufio.NewScanner(&buf)
 		for sc.Scan() {
 			if benchLine.MatchString(sc.Text()) {
+				lines = append(lines, sc.Text())
 				report.WriteString(sc.Text() + "\n")
 			}
 		}
 		report.WriteString("```\n\n")
+		if err == nil {
+			err = missing(s.bench, lines)
+		}
 		if err != nil {
 			failed = true
 			fmt.Fprintf(&report, "**This suite failed: %v**\n\n", err)
@@ -87,10 +89,31 @@ func main() {
 	}
 }
 
-// hasBenchmarks skips packages that have no benchmark functions yet.
-func hasBenchmarks(pkg string) bool {
-	out, err := exec.Command("go", "test", "-list", "^Benchmark", pkg).Output()
-	return err == nil && bytes.Contains(out, []byte("Benchmark"))
+// missing reports each alternative of a suite's -bench pattern that no
+// benchmark line matched: a benchmark renamed or moved to another package
+// would otherwise drop out of the figures unnoticed.
+func missing(pattern string, lines []string) error {
+	var gone []string
+	for _, alt := range strings.Split(pattern, "|") {
+		re, err := regexp.Compile(alt)
+		if err != nil {
+			return err
+		}
+		found := false
+		for _, l := range lines {
+			if re.MatchString(strings.Fields(l)[0]) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			gone = append(gone, alt)
+		}
+	}
+	if len(gone) > 0 {
+		return fmt.Errorf("no benchmark matched %s", strings.Join(gone, ", "))
+	}
+	return nil
 }
 
 const begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
