@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/sluicehq/sluice/core/config"
 )
 
 // File-safety sentinels. Open, Append and the key loaders wrap these, so a
@@ -73,7 +75,7 @@ func checkOpened(path string, f *os.File) error {
 	if n > 1 {
 		return fmt.Errorf("%s: %w", path, ErrHardLink)
 	}
-	if privateModeEnforced && fi.Mode().Perm()&0o077 != 0 {
+	if config.PrivateModeEnforced && fi.Mode().Perm()&0o077 != 0 {
 		return fmt.Errorf("%s: mode %#o: %w", path, fi.Mode().Perm(), ErrPermissions)
 	}
 	if !ownedByUs(fi) {
@@ -131,7 +133,7 @@ func ensureDir(dir string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("audit: %s is not a directory", dir)
 	}
-	if privateModeEnforced && fi.Mode().Perm()&0o077 != 0 {
+	if config.PrivateModeEnforced && fi.Mode().Perm()&0o077 != 0 {
 		return fmt.Errorf("%s: mode %#o: %w", dir, fi.Mode().Perm(), ErrPermissions)
 	}
 	if !ownedByUs(fi) {

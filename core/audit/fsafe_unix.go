@@ -12,9 +12,6 @@ import (
 const (
 	oNoFollow = syscall.O_NOFOLLOW
 	oNonBlock = syscall.O_NONBLOCK
-
-	// privateModeEnforced is true where mode bits mean what they say.
-	privateModeEnforced = true
 )
 
 func isSymlinkErr(err error) bool {

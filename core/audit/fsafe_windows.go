@@ -12,10 +12,6 @@ import (
 const (
 	oNoFollow = 0
 	oNonBlock = 0
-
-	// Windows reports synthetic mode bits; access is governed by ACLs on
-	// the per-user state directory instead.
-	privateModeEnforced = false
 )
 
 func isSymlinkErr(error) bool { return false }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/sluicehq/sluice/core/config"
 )
 
 // Key errors. Every refusal by the key functions wraps exactly one of these;
@@ -263,7 +265,7 @@ func readKeyFile(path string, private bool) ([]byte, error) {
 	flag := os.O_RDONLY
 	if private {
 		flag |= oNoFollow
-		if privateModeEnforced && fi.Mode().Perm()&0o077 != 0 {
+		if config.PrivateModeEnforced && fi.Mode().Perm()&0o077 != 0 {
 			return nil, fmt.Errorf("%s %s: mode %#o: %w", what, path, fi.Mode().Perm(), ErrKeyPermissions)
 		}
 		if !ownedByUs(fi) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -364,8 +365,13 @@ func EnsurePrivateDir(dir string) error {
 	return CheckPrivateDir(dir)
 }
 
+// PrivateModeEnforced is true where mode bits mean what they say. Windows
+// reports synthetic ones (0777 for any directory); access there is
+// governed by the ACLs of the per-user directories instead.
+const PrivateModeEnforced = runtime.GOOS != "windows"
+
 // CheckPrivateDir reports whether dir is a real directory with mode 0700 or
-// stricter.
+// stricter (where modes are enforced).
 func CheckPrivateDir(dir string) error {
 	st, err := os.Lstat(dir)
 	if err != nil {
@@ -377,7 +383,7 @@ func CheckPrivateDir(dir string) error {
 	if !st.IsDir() {
 		return fmt.Errorf("%w: %s is not a directory", ErrUnsafeDir, dir)
 	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+	if perm := st.Mode().Perm(); PrivateModeEnforced && perm&0o077 != 0 {
 		return fmt.Errorf("%w: %s has mode %04o; it must not be accessible to other users (chmod 700 %s)", ErrUnsafeDir, dir, perm, dir)
 	}
 	return nil

@@ -9,9 +9,6 @@ import (
 	"syscall"
 )
 
-// privateModeEnforced is true where mode bits mean what they say.
-const privateModeEnforced = true
-
 func inode(fi fs.FileInfo) uint64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return uint64(st.Ino)

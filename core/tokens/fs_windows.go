@@ -7,10 +7,6 @@ import (
 	"os"
 )
 
-// Windows reports synthetic mode bits; access is governed by the ACLs of
-// the per-user config directory instead.
-const privateModeEnforced = false
-
 func inode(fs.FileInfo) uint64 { return 0 }
 
 // lockPath creates path exclusively as a lock; a concurrent writer fails

@@ -216,7 +216,7 @@ func (s *Store) read() ([]Token, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("token file %s is not a regular file", s.path)
 	}
-	if privateModeEnforced && fi.Mode().Perm()&0o077 != 0 {
+	if config.PrivateModeEnforced && fi.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("token file %s has mode %04o; it must be 0600 (chmod 600 %s)", s.path, fi.Mode().Perm(), s.path)
 	}
 	if fi.Size() > maxFileBytes {
