@@ -37,7 +37,7 @@ func init() {
 			on   func(*Sidecar) bool
 		}{"gitConflictPreflight", func(*Sidecar) bool {
 			r, err := gitx.Default()
-			return err == nil && r.Version().AtLeast(gitx.Version{Major: 2, Minor: 38})
+			return err == nil && r.Version().AtLeast(gitx.MinMergeTree)
 		}},
 		struct {
 			name string

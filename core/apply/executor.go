@@ -101,7 +101,7 @@ func New(opts Options) (*Executor, error) {
 
 // minVersion: merge-tree --write-tree (2.38) computes merges away from
 // the person's checkout.
-var minVersion = gitx.Version{Major: 2, Minor: 38}
+var minVersion = gitx.MinMergeTree
 
 func (e *Executor) step(name string) {
 	if e.beforeStep != nil {

@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"strings"
 	"time"
 
 	"github.com/docker/docker/client"
 
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/gateway"
+	"github.com/sluicehq/sluice/core/gitx"
 )
 
 // Status of one check.
@@ -48,7 +47,7 @@ type Options struct {
 // Run performs every check in order.
 func Run(ctx context.Context, cfg *config.Config, opts Options) []Result {
 	var out []Result
-	out = append(out, checkGit(ctx))
+	out = append(out, checkGit())
 	out = append(out, checkDir("config directory", cfg.ConfigDir))
 	out = append(out, checkDir("state directory", cfg.StateDir))
 	out = append(out, checkGateway(ctx, cfg, opts.GatewayRequired))
@@ -72,37 +71,22 @@ func Print(w io.Writer, results []Result) (failed bool) {
 	return failed
 }
 
-func checkGit(ctx context.Context) Result {
+// checkGit finds git as Sluice runs it (gitx: the first absolute PATH
+// entry, symlinks resolved, its version read once).
+func checkGit() Result {
 	r := Result{Name: "git"}
-	path, err := exec.LookPath("git")
+	run, err := gitx.NewRunner(gitx.RunnerOptions{Timeout: 5 * time.Second})
 	if err != nil {
-		r.Status, r.Detail, r.Hint = Fail, "git not found on PATH", "install git 2.38 or newer"
+		r.Status, r.Detail, r.Hint = Fail, err.Error(), fmt.Sprintf("install git %s or newer", gitx.MinMergeTree)
 		return r
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "--version")
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C"}
-	b, err := cmd.Output()
-	if err != nil {
-		r.Status, r.Detail, r.Hint = Fail, "git --version failed: "+err.Error(), "reinstall git"
+	detail := fmt.Sprintf("git %s at %s", run.Version(), run.Path())
+	if !run.Version().AtLeast(gitx.MinMergeTree) {
+		r.Status, r.Detail, r.Hint = Fail, detail, fmt.Sprintf("git %s or newer is needed for merge-tree --write-tree", gitx.MinMergeTree)
 		return r
 	}
-	v := strings.TrimSpace(string(b))
-	maj, min := parseGitVersion(v)
-	// merge-tree --write-tree (conflict preflight) arrived in git 2.38.
-	if maj < 2 || (maj == 2 && min < 38) {
-		r.Status, r.Detail, r.Hint = Fail, v+" at "+path, "git 2.38 or newer is needed for merge-tree --write-tree"
-		return r
-	}
-	r.Status, r.Detail = OK, v+" at "+path
+	r.Status, r.Detail = OK, detail
 	return r
-}
-
-func parseGitVersion(s string) (major, minor int) {
-	s = strings.TrimPrefix(s, "git version ")
-	fmt.Sscanf(s, "%d.%d", &major, &minor)
-	return major, minor
 }
 
 func checkDir(name, dir string) Result {

@@ -103,17 +103,3 @@ func TestRun_GatewayRunning_OK(t *testing.T) {
 		t.Fatalf("gateway: %+v", r)
 	}
 }
-
-func TestParseGitVersion_Table(t *testing.T) {
-	for in, want := range map[string][2]int{
-		"git version 2.39.5":                 {2, 39},
-		"git version 2.38.0.windows.1":       {2, 38},
-		"git version 2.37.1 (Apple Git-137)": {2, 37},
-		"something else":                     {0, 0},
-	} {
-		maj, min := parseGitVersion(in)
-		if maj != want[0] || min != want[1] {
-			t.Errorf("parseGitVersion(%q) = %d.%d, want %d.%d", in, maj, min, want[0], want[1])
-		}
-	}
-}

@@ -43,7 +43,9 @@ type Preflight struct {
 	Untouched    string              `json:"untouched" jsonschema:"what this call did not change"`
 }
 
-var minMergeTree = Version{2, 38, 0}
+// MinMergeTree is the oldest git with merge-tree --write-tree, which the
+// conflict preflight reads and the executor computes merges with.
+var MinMergeTree = Version{2, 38, 0}
 
 // ConflictPreflight predicts merging theirs into ours (or rebasing ours
 // onto theirs) with git merge-tree --write-tree. The objects merge-tree
@@ -52,8 +54,8 @@ var minMergeTree = Version{2, 38, 0}
 // were. Custom merge drivers are never run: if the repository selects one,
 // the prediction is refused.
 func (repo *Repo) ConflictPreflight(ctx context.Context, ours, theirs, operation string) (*Preflight, error) {
-	if !repo.r.version.AtLeast(minMergeTree) {
-		return nil, unsupported("repo_conflict_preflight needs git %s or newer (found %s)", minMergeTree, repo.r.version)
+	if !repo.r.version.AtLeast(MinMergeTree) {
+		return nil, unsupported("repo_conflict_preflight needs git %s or newer (found %s)", MinMergeTree, repo.r.version)
 	}
 	switch operation {
 	case "":

@@ -254,3 +254,19 @@ func TestRunner_OutputLimit(t *testing.T) {
 		t.Fatalf("%v %+v", err, out)
 	}
 }
+
+func TestParseVersion_Table(t *testing.T) {
+	for in, want := range map[string]Version{
+		"git version 2.39.5\n":               {2, 39, 5},
+		"git version 2.38.0.windows.1":       {2, 38, 0},
+		"git version 2.37.1 (Apple Git-137)": {2, 37, 1},
+		"git version 2.40":                   {2, 40, 0},
+	} {
+		if got, ok := parseVersion(in); !ok || got != want {
+			t.Errorf("parseVersion(%q) = %v, %v; want %v", in, got, ok, want)
+		}
+	}
+	if _, ok := parseVersion("something else"); ok {
+		t.Errorf("parseVersion accepted something else")
+	}
+}
