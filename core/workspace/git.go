@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/core/gitx"
 )
 
 // The workspace's own git runner. It differs from gitx's read-only runner:
@@ -65,26 +67,22 @@ type gitRunner struct {
 	home string
 }
 
+// newGitRunner finds git as gitx does (an absolute PATH entry, symlinks
+// resolved) and holds it to gitx's minimum version.
 func newGitRunner(path, home string) (*gitRunner, error) {
-	if path == "" {
-		for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
-			if !filepath.IsAbs(dir) {
-				continue
-			}
-			cand := filepath.Join(dir, "git")
-			if st, err := os.Stat(cand); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-				path = cand
-				break
-			}
-		}
-		if path == "" {
-			return nil, &Error{Code: CodeUnsupported, Msg: "git was not found on PATH; workspaces need git 2.32 or newer"}
-		}
-	}
-	if !filepath.IsAbs(path) {
+	if path != "" && !filepath.IsAbs(path) {
 		return nil, invalidArg("the git path must be absolute")
 	}
-	return &gitRunner{path: path, home: home}, nil
+	// The process-wide runner when git is found on PATH: its version is
+	// read once for every package.
+	r, err := gitx.Default()
+	if path != "" {
+		r, err = gitx.NewRunner(gitx.RunnerOptions{GitPath: path})
+	}
+	if err != nil {
+		return nil, &Error{Code: CodeUnsupported, Msg: "workspaces cannot use git: " + err.Error(), Err: err}
+	}
+	return &gitRunner{path: r.Path(), home: home}, nil
 }
 
 // gitCall is one git invocation.
