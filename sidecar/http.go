@@ -215,27 +215,46 @@ func (h *HTTPServer) serverFor(r *http.Request) *mcp.Server {
 	return s.Server()
 }
 
-// verify maps a bearer token to its identity. The token's name is the
-// user ID, so the SDK refuses a session used with another token.
-func (h *HTTPServer) verify(_ context.Context, secret string, _ *http.Request) (*auth.TokenInfo, error) {
-	t, err := h.opts.Tokens.Verify(secret)
-	if err != nil {
-		if errors.Is(err, tokens.ErrInvalid) {
-			return nil, auth.ErrInvalidToken
+// verifiedToken is the context key of the token authenticate verified.
+type verifiedToken struct{}
+
+// verify maps a bearer token to its identity, as authenticate verified it
+// for this request. The token's name is the user ID, so the SDK refuses a
+// session used with another token.
+func (h *HTTPServer) verify(_ context.Context, secret string, r *http.Request) (*auth.TokenInfo, error) {
+	t, ok := r.Context().Value(verifiedToken{}).(tokens.Token)
+	if !ok {
+		var err error
+		if t, err = h.check(secret); err != nil {
+			return nil, err
 		}
-		h.log.Error("token store unreadable; refusing every request", "err", err)
-		return nil, fmt.Errorf("%w: token store unavailable", auth.ErrInvalidToken)
 	}
 	return &auth.TokenInfo{UserID: t.Name}, nil
 }
 
+// check verifies a bearer token against the store.
+func (h *HTTPServer) check(secret string) (tokens.Token, error) {
+	t, err := h.opts.Tokens.Verify(secret)
+	if err != nil {
+		if errors.Is(err, tokens.ErrInvalid) {
+			return t, auth.ErrInvalidToken
+		}
+		h.log.Error("token store unreadable; refusing every request", "err", err)
+		return t, fmt.Errorf("%w: token store unavailable", auth.ErrInvalidToken)
+	}
+	return t, nil
+}
+
 // authenticate answers a missing or bad token with 401 and a
-// WWW-Authenticate challenge before the request reaches the SDK.
+// WWW-Authenticate challenge before the request reaches the SDK, and hands
+// the verified token on, so that the SDK's check does not verify again.
 func (h *HTTPServer) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		secret, ok := bearer(r.Header.Get("Authorization"))
+		var t tokens.Token
 		if ok {
-			_, err := h.opts.Tokens.Verify(secret)
+			var err error
+			t, err = h.check(secret)
 			ok = err == nil
 		}
 		if !ok {
@@ -243,7 +262,7 @@ func (h *HTTPServer) authenticate(next http.Handler) http.Handler {
 			httpError(w, http.StatusUnauthorized, "missing, unknown or revoked bearer token")
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), verifiedToken{}, t)))
 	})
 }
 

@@ -682,10 +682,13 @@ func pin(ctx context.Context, g *gitResolver, roots gitx.Roots, repo string, arg
 		}
 		pinned.Refs[ref] = sha
 	}
-	for _, b := range checkedOutBranches(args) {
-		head, err := g.symbolicHead(ctx, repo)
-		if err != nil {
-			return pinned, err
+	var head string
+	for i, b := range checkedOutBranches(args) {
+		if i == 0 {
+			var err error
+			if head, err = g.symbolicHead(ctx, repo); err != nil {
+				return pinned, err
+			}
 		}
 		if head != proposal.BranchRef(b) {
 			return pinned, &ToolError{Code: CodeStaleBase,
