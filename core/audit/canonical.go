@@ -294,20 +294,20 @@ func (e *encoder) value(v *jvalue, depth int) error {
 		}
 		e.buf = append(e.buf, ']')
 	case jObject:
-		return e.object(v.obj, depth, "", "")
+		return e.object(v.obj, depth, "")
 	}
 	return nil
 }
 
-// object encodes sorted members, leaving out up to two keys. Leaving keys out
-// here is how the hash and signature inputs are produced from a parsed line
-// without copying it.
-func (e *encoder) object(members []jmember, depth int, skip1, skip2 string) error {
+// object encodes sorted members, leaving out the key skip (when not
+// empty). Leaving a key out here is how the signature input is produced
+// from a parsed line without copying it.
+func (e *encoder) object(members []jmember, depth int, skip string) error {
 	e.buf = append(e.buf, '{')
 	first := true
 	for i := range members {
 		m := &members[i]
-		if (skip1 != "" && string(m.key) == skip1) || (skip2 != "" && string(m.key) == skip2) {
+		if skip != "" && string(m.key) == skip {
 			continue
 		}
 		if !first {

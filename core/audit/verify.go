@@ -386,7 +386,7 @@ func parseCheckpoint(data []byte, c *lineChecker) (checkpointDoc, string) {
 		return cp, reasonSigMalformed
 	}
 	c.enc.buf = c.enc.buf[:0]
-	if err := c.enc.object(m, 0, "signature", ""); err != nil {
+	if err := c.enc.object(m, 0, "signature"); err != nil {
 		return cp, reasonCanonical
 	}
 	if !ed25519.Verify(c.pub, c.enc.buf, raw[:]) {

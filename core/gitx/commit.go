@@ -105,7 +105,7 @@ func (repo *Repo) CommitDetails(ctx context.Context, rev string, maxFiles int) (
 		d.ComparedTo = d.Parents[0]
 		revs = []string{d.Parents[0], sha}
 	}
-	changes, err := repo.diffTreeChanges(ctx, opts, revs)
+	changes, err := repo.rawNumstat(ctx, &cmd{sub: []string{"diff-tree"}, opts: opts, revs: revs, dashdash: true})
 	if err != nil {
 		return nil, err
 	}
@@ -124,16 +124,23 @@ func (repo *Repo) CommitDetails(ctx context.Context, rev string, maxFiles int) (
 
 var rawStatus = map[byte]string{'A': "added", 'M': "modified", 'D': "deleted", 'R': "renamed", 'C': "copied", 'T': "typechange", 'U': "unmerged"}
 
-// diffTreeChanges runs a diff plumbing command with --raw --numstat -z and
-// joins the two sections per path.
-func (repo *Repo) diffTreeChanges(ctx context.Context, opts, revs []string) ([]FileChange, error) {
-	sub := "diff-tree"
-	if len(revs) == 0 {
-		sub = "diff-files"
+// subjects maps each commit id to its subject, in one git process.
+func (repo *Repo) subjects(ctx context.Context, ids []string) (map[string]string, error) {
+	out, err := repo.git(ctx, &cmd{sub: []string{"log"}, opts: []string{"--no-walk=unsorted", "--format=%H%x00%s"}, revs: ids, dashdash: true, limit: 1 << 20})
+	if err != nil {
+		return nil, err
 	}
-	return repo.rawNumstat(ctx, &cmd{sub: []string{sub}, opts: opts, revs: revs, dashdash: true})
+	subjects := map[string]string{}
+	for _, line := range strings.Split(string(out.Stdout), "\n") {
+		if h, s, ok := strings.Cut(line, "\x00"); ok {
+			subjects[h] = s
+		}
+	}
+	return subjects, nil
 }
 
+// rawNumstat runs a diff plumbing command with --raw --numstat -z and
+// joins the two sections per path.
 func (repo *Repo) rawNumstat(ctx context.Context, c *cmd) ([]FileChange, error) {
 	out, err := repo.git(ctx, c)
 	if err != nil {

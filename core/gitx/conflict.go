@@ -196,12 +196,8 @@ func (repo *Repo) describeSides(ctx context.Context, st *ConflictState) {
 	}
 	subjects := map[string]string{}
 	if len(ids) > 0 {
-		if out, err := repo.git(ctx, &cmd{sub: []string{"log"}, opts: []string{"--no-walk=unsorted", "--format=%H%x00%s"}, revs: ids, dashdash: true, limit: 1 << 20}); err == nil {
-			for _, line := range strings.Split(string(out.Stdout), "\n") {
-				if h, s, ok := strings.Cut(line, "\x00"); ok {
-					subjects[h] = s
-				}
-			}
+		if s, err := repo.subjects(ctx, ids); err == nil {
+			subjects = s
 		}
 	}
 	if head != "" {

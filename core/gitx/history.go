@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Commit is one commit in a list.
@@ -37,7 +38,6 @@ type logOpts struct {
 	revs      []string
 	paths     []string
 	withStats bool
-	limit     int64
 }
 
 // logCommits runs git log with a fixed, parseable format. Options are
@@ -54,7 +54,7 @@ func (repo *Repo) logCommitsFull(ctx context.Context, o logOpts) ([]Commit, []st
 	if o.withStats {
 		opts = append(opts, "--shortstat")
 	}
-	out, err := repo.git(ctx, &cmd{sub: []string{"log"}, opts: opts, revs: o.revs, paths: o.paths, dashdash: true, limit: o.limit})
+	out, err := repo.git(ctx, &cmd{sub: []string{"log"}, opts: opts, revs: o.revs, paths: o.paths, dashdash: true})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -112,13 +112,11 @@ func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !utf8RuneStart(s[n]) {
+	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
 	return s[:n] + "…"
 }
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // HistoryOptions select commits.
 type HistoryOptions struct {

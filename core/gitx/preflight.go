@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -89,20 +90,11 @@ func (repo *Repo) ConflictPreflight(ctx context.Context, ours, theirs, operation
 	if err := repo.refuseMergeDrivers(ctx, oursSHA, theirsSHA); err != nil {
 		return nil, err
 	}
-	subj, err := repo.git(ctx, &cmd{sub: []string{"log"}, opts: []string{"--no-walk=unsorted", "--format=%H%x00%s"}, revs: []string{oursSHA, theirsSHA}, dashdash: true, limit: 1 << 20})
+	subjects, err := repo.subjects(ctx, []string{oursSHA, theirsSHA})
 	if err != nil {
 		return nil, err
 	}
-	for _, line := range strings.Split(string(subj.Stdout), "\n") {
-		if h, s, ok := strings.Cut(line, "\x00"); ok {
-			if h == oursSHA {
-				p.Ours.Subject = clip(s, 120)
-			}
-			if h == theirsSHA {
-				p.Theirs.Subject = clip(s, 120)
-			}
-		}
-	}
+	p.Ours.Subject, p.Theirs.Subject = clip(subjects[oursSHA], 120), clip(subjects[theirsSHA], 120)
 	mb, err := repo.git(ctx, &cmd{sub: []string{"merge-base"}, revs: []string{oursSHA, theirsSHA}, okExit: []int{1}, limit: 4096})
 	if err != nil {
 		return nil, err
@@ -220,7 +212,7 @@ func parseMergeTree(b []byte) (string, []PreflightConflict) {
 			// A message may name a path git did not list as unmerged (the
 			// other side of a rename): report it all the same.
 			c := add(p)
-			if !containsStr(c.Kinds, m[1]) {
+			if !slices.Contains(c.Kinds, m[1]) {
 				c.Kinds = append(c.Kinds, m[1])
 			}
 			if len(c.Messages) < 3 {
@@ -233,15 +225,6 @@ func parseMergeTree(b []byte) (string, []PreflightConflict) {
 		out = append(out, *byPath[p])
 	}
 	return tree, out
-}
-
-func containsStr(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // rebaseForecast lists the commits a rebase of ours onto theirs would

@@ -127,22 +127,13 @@ func (repo *Repo) Reflog(ctx context.Context, ref string, limit int) (*Reflog, e
 		res.Hints = append(res.Hints, fmt.Sprintf("%s %q is on no branch (left by %q, %s); propose_branch with startPoint %s keeps it.",
 			abbrev(r.SHA), clip(r.Subject, 60), clip(r.LostBy, 60), r.Selector, abbrev(r.SHA)))
 	}
-	for _, e := range res.Entries {
+	for i, e := range res.Entries {
 		if e.Action == "reset" && e.Previous != "" && len(res.Hints) < 3 {
-			res.Hints = append(res.Hints, fmt.Sprintf("Before %q (%s) the ref was at %s; %s@{%d} names it.", clip(e.Message, 60), e.Selector, e.Previous, short, indexOf(res.Entries, e)+1))
+			res.Hints = append(res.Hints, fmt.Sprintf("Before %q (%s) the ref was at %s; %s@{%d} names it.", clip(e.Message, 60), e.Selector, e.Previous, short, i+1))
 			break
 		}
 	}
 	return res, nil
-}
-
-func indexOf(es []ReflogEntry, e ReflogEntry) int {
-	for i := range es {
-		if es[i].Selector == e.Selector {
-			return i
-		}
-	}
-	return 0
 }
 
 func isZero(sha string) bool { return strings.Trim(sha, "0") == "" }
@@ -223,15 +214,9 @@ func (repo *Repo) findRecoverable(ctx context.Context, res *Reflog, lines []refl
 	if len(tips) > 10 {
 		tips = tips[:10]
 	}
-	subj, err := repo.git(ctx, &cmd{sub: []string{"log"}, opts: []string{"--no-walk=unsorted", "--format=%H%x00%s"}, revs: tips, dashdash: true, limit: 1 << 20})
+	subjects, err := repo.subjects(ctx, tips)
 	if err != nil {
 		return err
-	}
-	subjects := map[string]string{}
-	for _, line := range strings.Split(string(subj.Stdout), "\n") {
-		if h, s, ok := strings.Cut(line, "\x00"); ok {
-			subjects[h] = s
-		}
 	}
 	counts := map[string]int{}
 	for _, t := range tips {

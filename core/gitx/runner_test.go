@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +52,7 @@ func TestRunner_ScrubsEnvironment(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1"} {
-		if !containsStr(run.env, want) {
+		if !slices.Contains(run.env, want) {
 			t.Fatalf("%s missing", want)
 		}
 	}

@@ -130,11 +130,6 @@ func (repo *Repo) DiffSemantic(ctx context.Context, spec DiffSpec, maxFiles int)
 			wants = append(wants, want{i, 1})
 		}
 	}
-	for _, s := range specs {
-		if strings.ContainsAny(s, "\n\x00") {
-			return nil, invalidArg("a path contains a newline")
-		}
-	}
 	blobs, err := repo.readBlobs(ctx, specs, maxSemanticFileBytes)
 	if err != nil {
 		return nil, err
