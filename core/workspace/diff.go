@@ -157,8 +157,12 @@ func (m *Manager) Commit(ctx context.Context, id, message string) (*CommitResult
 		return nil, err
 	}
 	defer unlock()
-	defer m.touch(w, true)
-	return m.commitLocked(ctx, w, message)
+	res, err := m.commitLocked(ctx, w, message)
+	if err != nil || !res.Changed {
+		// A new commit renewed the lease with its record already.
+		m.touch(w, true)
+	}
+	return res, err
 }
 
 func (m *Manager) commitLocked(ctx context.Context, w *Workspace, message string) (*CommitResult, error) {
@@ -186,7 +190,9 @@ func (m *Manager) commitLocked(ctx context.Context, w *Workspace, message string
 	if err != nil {
 		return nil, err
 	}
-	w.Head = strings.TrimSpace(string(out))
+	// The new head is recorded at once (and the lease renewed with it): a
+	// crash must not leave the record behind the repository.
+	w.Head, w.LastUsedAt = strings.TrimSpace(string(out)), m.now()
 	if err := m.writeMeta(w); err != nil {
 		return nil, err
 	}

@@ -209,7 +209,9 @@ func (d *Docker) Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.
 			kctx, cancel := context.WithTimeout(bg, 5*time.Second)
 			err := d.cli.ContainerKill(kctx, created.ID, "KILL")
 			cancel()
-			if err == nil || client.IsErrNotFound(err) || isNotRunning(err) {
+			// Killing a container that already exited is a conflict:
+			// nothing is left to do.
+			if err == nil || client.IsErrNotFound(err) || cerrdefs.IsConflict(err) {
 				return
 			}
 			// The Engine does not process a kill while it is blocked
@@ -277,10 +279,6 @@ func (d *Docker) Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.
 	return st, nil
 }
 
-// isNotRunning: killing a container that already exited is a conflict;
-// there is nothing left to do.
-func isNotRunning(err error) bool { return cerrdefs.IsConflict(err) }
-
 // Remove implements Runtime: force-remove, then prove it with an inspect
 // that answers not found.
 func (d *Docker) Remove(ctx context.Context, containerID string) error {
@@ -344,7 +342,8 @@ func (d *Docker) EgressNetwork(ctx context.Context) (EgressNetwork, error) {
 				"com.docker.network.bridge.enable_ip_masquerade": "false",
 			},
 		})
-		if cerr != nil && !isConflict(cerr) {
+		// A conflict: another process created it meanwhile.
+		if cerr != nil && !cerrdefs.IsConflict(cerr) {
 			return EgressNetwork{}, &Error{Code: CodeInternal, Msg: "the Docker Engine cannot create the egress network", Err: cerr}
 		}
 		ins, err = d.cli.NetworkInspect(ctx, egressNetName, network.InspectOptions{})
@@ -372,5 +371,3 @@ func (d *Docker) EgressNetwork(ctx context.Context) (EgressNetwork, error) {
 	d.net = &EgressNetwork{Name: egressNetName, Gateway: gw, Bridge: bridge}
 	return *d.net, nil
 }
-
-func isConflict(err error) bool { return cerrdefs.IsConflict(err) }

@@ -32,7 +32,6 @@ type egressHost struct {
 	net      EgressNetwork
 	proxy    *Proxy
 	srv      *http.Server
-	ln       net.Listener
 	port     int
 	firewall *firewall
 }
@@ -79,7 +78,7 @@ func (m *Manager) ensureEgress(ctx context.Context) (*egressHost, error) {
 	})
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
-	m.egress = &egressHost{net: en, proxy: p, srv: srv, ln: ln, port: port, firewall: fw}
+	m.egress = &egressHost{net: en, proxy: p, srv: srv, port: port, firewall: fw}
 	return m.egress, nil
 }
 

@@ -76,7 +76,7 @@ echo "mounts=$(grep -c ' /workspace' /proc/self/mountinfo)"
 func TestRun_PIDLimit(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, true)
-	w := freshWSDocker(t, m)
+	w := freshWS(t, m)
 	res := mustRun(t, m, w.ID, RunRequest{
 		Argv:   []string{"sh", "-c", "for i in $(seq 1 200); do sleep 30 & done; echo all-started"},
 		Limits: Limits{PIDs: 32},
@@ -90,7 +90,7 @@ func TestRun_PIDLimit(t *testing.T) {
 func TestRun_MemoryLimitOOM(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, true)
-	w := freshWSDocker(t, m)
+	w := freshWS(t, m)
 	res := mustRun(t, m, w.ID, RunRequest{
 		Argv:   []string{"sh", "-c", `x=$(head -c 200000000 /dev/zero | tr "\0" a); echo ${#x}`},
 		Limits: Limits{MemoryBytes: 64 << 20},
@@ -108,7 +108,7 @@ func TestRun_MemoryLimitOOM(t *testing.T) {
 func TestRun_TimeoutOutputLimitAndStreaming(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, true)
-	w := freshWSDocker(t, m)
+	w := freshWS(t, m)
 
 	start := time.Now()
 	res := mustRun(t, m, w.ID, RunRequest{Argv: []string{"sleep", "60"}, Limits: Limits{Timeout: time.Second}})
@@ -160,7 +160,7 @@ func TestRun_TestEvidence(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	m := newManager(t, true)
-	w := freshWSDocker(t, m)
+	w := freshWS(t, m)
 	for _, f := range []string{"junit_fail.xml", "gotest_pass.json", "tap_fail.tap"} {
 		b, _ := os.ReadFile(filepath.Join("testdata", f))
 		if _, err := m.WriteFile(ctx, w.ID, "fixtures/"+f, b, 0); err != nil {
@@ -195,7 +195,7 @@ func TestRun_RefusesBadRequests(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	m := newManager(t, true)
-	w := freshWSDocker(t, m)
+	w := freshWS(t, m)
 	for _, req := range []RunRequest{
 		{},
 		{Argv: []string{""}},
@@ -242,7 +242,7 @@ func TestRun_RefusesBadRequests(t *testing.T) {
 func TestRun_ImageIsVerified(t *testing.T) {
 	t.Parallel()
 	missing := newManager(t, true, func(o *Options) { o.Image = "sha256:" + strings.Repeat("0", 64) })
-	w := freshWSDocker(t, missing)
+	w := freshWS(t, missing)
 	if _, err := missing.Run(context.Background(), w.ID, RunRequest{Argv: []string{"true"}}); !IsCode(err, CodeUnsupported) {
 		t.Fatalf("run with an image that is not present: %v", err)
 	}
@@ -252,15 +252,6 @@ func TestRun_ImageIsVerified(t *testing.T) {
 	if _, err := Open(Options{StateDir: t.TempDir() + "/s", ConfigDir: t.TempDir() + "/c", Image: TestImageRef}); !IsCode(err, CodeInvalidArgument) {
 		t.Fatalf("Open with an image tag: %v", err)
 	}
-}
-
-func freshWSDocker(t *testing.T, m *Manager) *Workspace {
-	t.Helper()
-	w, err := m.Create(context.Background(), CreateRequest{Source: Source{Kind: SourceFresh}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w
 }
 
 // TestRun_DecoyHostLeaksNothing gives the host process every kind of
@@ -349,7 +340,7 @@ echo "scan-done"`
 func TestRun_SecretNeverInHostCmdline(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, true)
-	w := freshWSDocker(t, m)
+	w := freshWS(t, m)
 	secret := fmt.Sprintf("sk-live-%d-abcdef", time.Now().UnixNano())
 	if err := m.Grant(w.ID, "SECRET", secret); err != nil {
 		t.Fatal(err)
@@ -445,7 +436,7 @@ func TestEgress_NoneByDefaultGrantedThroughProxy(t *testing.T) {
 		o.EgressFirewall = true
 		o.OnEgressDenied = func(d Denial) { dmu.Lock(); denials = append(denials, d); dmu.Unlock() }
 	})
-	w := freshWSDocker(t, m)
+	w := freshWS(t, m)
 	allowed := upstream(t, "allowed")
 	other := upstream(t, "other")
 	direct := serveAll(t, "direct-host-service")

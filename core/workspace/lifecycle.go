@@ -31,7 +31,8 @@ func (m *Manager) Seal(ctx context.Context, id, message string) (*SealResult, er
 	if message == "" {
 		message = "Workspace changes"
 	}
-	if _, err := m.commitLocked(ctx, w, message); err != nil {
+	cr, err := m.commitLocked(ctx, w, message)
+	if err != nil {
 		return nil, err
 	}
 	res := &SealResult{Base: w.Base, Head: w.Head, Changed: w.Head != w.Base}
@@ -40,7 +41,9 @@ func (m *Manager) Seal(ctx context.Context, id, message string) (*SealResult, er
 	}
 	res.Refused = Refused(res.Findings)
 	if res.Refused {
-		m.touch(w, true)
+		if !cr.Changed {
+			m.touch(w, true)
+		}
 		return res, nil
 	}
 	if err := m.revokeAllLocked(w); err != nil {
