@@ -61,8 +61,6 @@ type Options struct {
 	Home   string
 	Getenv func(string) string
 	GOOS   string
-	// Now stamps backup names.
-	Now func() time.Time
 }
 
 // Edit is one thing Sluice sets in a file, for display.
@@ -202,9 +200,6 @@ func (o *Options) fill(spec Client) error {
 			return fmt.Errorf("%w: cannot find the home directory", ErrBadOptions)
 		}
 		o.Home = h
-	}
-	if o.Now == nil {
-		o.Now = time.Now
 	}
 	return nil
 }

@@ -150,9 +150,8 @@ func (p *jparser) object(depth int) (*jnode, error) {
 			return nil, p.fail("unterminated object")
 		}
 		if p.src[p.pos] == '}' {
-			if len(n.members) > 0 && !p.comments && p.src[p.lastSignificant()] == ',' {
-				return nil, p.fail("trailing comma")
-			}
+			// A trailing comma was refused (or, with comments, allowed)
+			// where it was read, below.
 			p.pos++
 			n.end = p.pos
 			return n, nil
@@ -202,15 +201,6 @@ func (p *jparser) object(depth int) (*jnode, error) {
 			break
 		}
 	}
-}
-
-// lastSignificant is the index of the last non-space byte before pos.
-func (p *jparser) lastSignificant() int {
-	i := p.pos - 1
-	for i > 0 && strings.IndexByte(" \t\r\n", p.src[i]) >= 0 {
-		i--
-	}
-	return i
 }
 
 func (p *jparser) array(depth int) (*jnode, error) {
@@ -396,6 +386,8 @@ type jsonDoc struct {
 	comments bool
 	nl       string
 	unit     string
+	// tree is src parsed, until the next splice.
+	tree *jnode
 }
 
 func newJSONDoc(src []byte, comments bool) (*jsonDoc, error) {
@@ -407,6 +399,7 @@ func newJSONDoc(src []byte, comments bool) (*jsonDoc, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.tree = root
 	if root != nil && root.kind != 'o' {
 		return nil, fmt.Errorf("the top level is not a JSON object")
 	}
@@ -418,6 +411,9 @@ func (d *jsonDoc) parse() (*jnode, error) { return parseJSON(d.src, d.comments) 
 
 // root parses the document, starting an empty one as {}.
 func (d *jsonDoc) root() (*jnode, error) {
+	if d.tree != nil {
+		return d.tree, nil
+	}
 	n, err := d.parse()
 	if err != nil {
 		return nil, err
@@ -490,6 +486,7 @@ func (d *jsonDoc) render(v any, indent string) (string, error) {
 }
 
 func (d *jsonDoc) splice(start, end int, text string) {
+	d.tree = nil
 	d.src = append(append(append([]byte{}, d.src[:start]...), text...), d.src[end:]...)
 }
 
