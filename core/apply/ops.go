@@ -229,13 +229,7 @@ func (r *run) moveCheckout(ctx context.Context, rc *repoCtx, ref, old, new strin
 		r.changed = true
 		return nil
 	}
-	if added == nil {
-		var err error
-		if added, err = rc.addedPaths(ctx, old, new); err != nil {
-			return err
-		}
-	}
-	if err := requireNothingInTheWay(*wt, added); err != nil {
+	if err := rc.followable(ctx, *wt, old, new, added); err != nil {
 		return err
 	}
 	if err := r.cas(ctx, rc, ref, new, old, msg); err != nil {
@@ -243,7 +237,7 @@ func (r *run) moveCheckout(ctx context.Context, rc *repoCtx, ref, old, new strin
 	}
 	was := r.changed
 	r.changed = true
-	if _, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"read-tree", "-m", "-u", old, new}}); err != nil {
+	if err := rc.follow(ctx, *wt, old, new); err != nil {
 		// The checkout could not follow (it checks everything before it
 		// writes a file): put the ref back, so that the worktree and its
 		// branch agree again, as they were.
@@ -252,7 +246,30 @@ func (r *run) moveCheckout(ctx context.Context, rc *repoCtx, ref, old, new strin
 		} else {
 			r.changed = was
 		}
-		return checkoutBlocked(err, wt)
+		return err
+	}
+	return nil
+}
+
+// followable refuses, before anything moves, a checkout update of wt from
+// old to new that would write over a file git does not track there.
+// added, when not nil, lists the paths the update adds, computed ahead.
+func (rc *repoCtx) followable(ctx context.Context, wt worktree, old, new string, added []string) error {
+	if added == nil {
+		var err error
+		if added, err = rc.addedPaths(ctx, old, new); err != nil {
+			return err
+		}
+	}
+	return requireNothingInTheWay(wt, added)
+}
+
+// follow updates wt's index and files from old to new with a two-tree
+// read-tree, which checks everything before it writes a file; a worktree
+// that had no change at all is left exactly at new (settled).
+func (rc *repoCtx) follow(ctx context.Context, wt worktree, old, new string) error {
+	if _, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"read-tree", "-m", "-u", old, new}}); err != nil {
+		return checkoutBlocked(err, &wt)
 	}
 	rc.settled[wt.path] = rc.pristine[wt.path]
 	return nil

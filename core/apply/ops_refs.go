@@ -59,16 +59,12 @@ func (s *branchStep) switchTo(ctx context.Context, r *run, ref, start, msg strin
 	if err != nil {
 		return err
 	}
-	if h.sha != "" && h.sha != start {
-		added, err := r.main.addedPaths(ctx, h.sha, start)
-		if err != nil {
+	if h.sha != start {
+		if err := r.main.followable(ctx, wt, h.sha, start, nil); err != nil {
 			return err
 		}
-		if err := requireNothingInTheWay(wt, added); err != nil {
+		if err := r.main.follow(ctx, wt, h.sha, start); err != nil {
 			return err
-		}
-		if _, err := r.main.g.run(ctx, call{dir: wt.path, args: []string{"read-tree", "-m", "-u", h.sha, start}}); err != nil {
-			return checkoutBlocked(err, &wt)
 		}
 	}
 	if _, err := r.main.g.run(ctx, call{dir: wt.path, args: []string{"symbolic-ref", "-m", msg + " (checkout)", "HEAD", ref}}); err != nil {

@@ -99,12 +99,7 @@ func timelineEvents(ctx context.Context, repo *gitx.Repo, perRef int) ([]Timelin
 			return nil, nil, err
 		}
 		for _, e := range log.Entries {
-			at, _ := time.Parse(time.RFC3339, e.Date)
-			events = append(events, TimelineEvent{
-				ID: reflogEventID(log.Ref, e.SHA, at), Kind: EventRefMoved, At: at, Ref: log.Ref,
-				From: e.Previous, To: e.SHA, Action: e.Action, Message: e.Message,
-				BySluice: e.Action == "sluice" || strings.HasPrefix(e.Message, "sluice:"),
-			})
+			events = append(events, reflogEvent(log.Ref, e))
 		}
 	}
 	sort.SliceStable(events, func(i, j int) bool { return events[i].At.After(events[j].At) })
@@ -127,6 +122,14 @@ func restorePointEvent(rp RestorePoint) TimelineEvent {
 	}
 	return TimelineEvent{ID: "rp:" + rp.ID, Kind: EventRestorePoint, At: rp.CreatedAt, Message: msg, BySluice: true,
 		RestorePoint: rp.ID, ProposalID: rp.ProposalID}
+}
+
+// reflogEvent is the timeline event of one reflog entry of ref.
+func reflogEvent(ref string, e gitx.ReflogEntry) TimelineEvent {
+	at, _ := time.Parse(time.RFC3339, e.Date)
+	return TimelineEvent{ID: reflogEventID(ref, e.SHA, at), Kind: EventRefMoved, At: at, Ref: ref,
+		From: e.Previous, To: e.SHA, Action: e.Action, Message: e.Message,
+		BySluice: e.Action == "sluice" || strings.HasPrefix(e.Message, "sluice:")}
 }
 
 func reflogEventID(ref, sha string, at time.Time) string {
@@ -172,12 +175,11 @@ func SafetyEvent(ctx context.Context, repo *gitx.Repo, id string) (*SafetyEventD
 		return nil, err
 	}
 	for _, e := range log.Entries {
-		at, _ := time.Parse(time.RFC3339, e.Date)
-		if reflogEventID(log.Ref, e.SHA, at) != id {
+		ev := reflogEvent(log.Ref, e)
+		if ev.ID != id {
 			continue
 		}
-		d := &SafetyEventDetails{Event: TimelineEvent{ID: id, Kind: EventRefMoved, At: at, Ref: log.Ref, From: e.Previous, To: e.SHA,
-			Action: e.Action, Message: e.Message, BySluice: e.Action == "sluice" || strings.HasPrefix(e.Message, "sluice:")}}
+		d := &SafetyEventDetails{Event: ev}
 		for _, rec := range log.Recoverable {
 			if e.Previous != "" && strings.HasPrefix(rec.SHA, e.Previous) {
 				d.Recoverable = append(d.Recoverable, rec)
