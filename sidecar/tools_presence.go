@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -84,7 +82,7 @@ func (s *Sidecar) otherAgents(repo, self string) []presence.Agent {
 	if s.presence != nil {
 		rec := s.presence.Snapshot()
 		for _, r := range rec.Repos {
-			if r.Agent == "" || r.Agent == self || !(pathWithin(r.Path, repo) || pathWithin(repo, r.Path)) {
+			if r.Agent == "" || r.Agent == self || !presence.Related(r.Path, repo) {
 				continue
 			}
 			last := r.LastCall
@@ -96,17 +94,6 @@ func (s *Sidecar) otherAgents(repo, self string) []presence.Agent {
 		}
 	}
 	return agents
-}
-
-// pathWithin reports whether p is dir or below it (both canonical).
-func pathWithin(p, dir string) bool {
-	if p == dir {
-		return true
-	}
-	if !strings.HasSuffix(dir, string(filepath.Separator)) {
-		dir += string(filepath.Separator)
-	}
-	return strings.HasPrefix(p, dir)
 }
 
 // OtherAgent is the informational hint a proposal carries about other

@@ -167,7 +167,7 @@ func Detect(opts DetectOptions) ([]Agent, error) {
 			continue
 		}
 		for _, r := range e.Repos {
-			if !related(r.Path, opts.Repo) {
+			if !Related(r.Path, opts.Repo) {
 				continue
 			}
 			last := r.LastCall
@@ -230,9 +230,9 @@ func stateRank(s string) int {
 	return 2
 }
 
-// related reports whether two canonical paths are the same or one contains
+// Related reports whether two canonical paths are the same or one contains
 // the other (a repository and a directory inside it).
-func related(a, b string) bool { return within(a, b) || within(b, a) }
+func Related(a, b string) bool { return within(a, b) || within(b, a) }
 
 // within reports whether p is dir or below it.
 func within(p, dir string) bool {
