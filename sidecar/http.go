@@ -119,7 +119,7 @@ func ListenHTTP(opts HTTPOptions) (*HTTPServer, error) {
 		opts.Toolsets = opts.Config.Toolsets
 	}
 	// Fail now, not on the first request, if the toolsets are wrong.
-	if _, err := New(Options{Config: opts.Config, Toolsets: opts.Toolsets}); err != nil {
+	if err := checkToolsets(opts.Toolsets); err != nil {
 		return nil, err
 	}
 	log := opts.Logger

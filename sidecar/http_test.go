@@ -317,9 +317,6 @@ func TestHTTP_TokenIdentity_LedgerAndPresence(t *testing.T) {
 // app (a real gateway and journal, found through gateway.json as in
 // production) attributed to the token's name, and so does its ledger entry.
 func TestHTTP_TokenIdentity_OnProposal(t *testing.T) {
-	if toolsets["propose"] == nil {
-		needOrSkip(t, false, "the propose toolset is not built into this sidecar")
-	}
 	env, secrets := startHTTP(t, nil, "build-bot")
 	repo := makeRepo(t, env.repo)
 	j, err := journal.Open(filepath.Join(t.TempDir(), "journal.db"), journal.Options{Recorder: &recorder{}, PendingExpiry: env.cfg.PendingExpiry})
@@ -440,7 +437,7 @@ func inspectorRepoBrief(t *testing.T, env []string, target []string, repo string
 	for _, tl := range list.Tools {
 		names[tl.Name] = true
 	}
-	if !names["sluice_capabilities"] || !names["agents_presence"] {
+	if !names["sluice_capabilities"] || !names["agents_presence"] || !names["repo_brief"] {
 		t.Fatalf("tools/list: %s", out)
 	}
 	// agents_presence proves that the repository (and so the allowed
@@ -453,19 +450,14 @@ func inspectorRepoBrief(t *testing.T, env []string, target []string, repo string
 	if err := json.Unmarshal(out, &pres); err != nil || pres.IsError || pres.StructuredContent.Repo != repo {
 		t.Fatalf("tools/call agents_presence: %v\n%s", err, out)
 	}
-	tool, args := "repo_brief", []string{"--tool-arg", "repoPath=" + repo}
-	if !names["repo_brief"] {
-		tool, args = "sluice_capabilities", nil
-	}
-	out = runInspector(t, env, append(append(target, "--method", "tools/call", "--tool-name", tool), args...)...)
+	out = runInspector(t, env, append(target, "--method", "tools/call", "--tool-name", "repo_brief", "--tool-arg", "repoPath="+repo)...)
 	var call struct {
 		IsError           bool           `json:"isError"`
 		StructuredContent map[string]any `json:"structuredContent"`
 	}
 	if err := json.Unmarshal(out, &call); err != nil || call.IsError || len(call.StructuredContent) == 0 {
-		t.Fatalf("tools/call %s: %v\n%s", tool, err, out)
+		t.Fatalf("tools/call repo_brief: %v\n%s", err, out)
 	}
-	needOrSkip(t, names["repo_brief"], "repo_brief is not registered in this sidecar, so the Inspector could only call sluice_capabilities")
 }
 
 func TestInspector_Stdio_RepoBrief(t *testing.T) {

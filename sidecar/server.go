@@ -80,10 +80,8 @@ func New(opts Options) (*Sidecar, error) {
 	if sets == nil {
 		sets = opts.Config.Toolsets
 	}
-	for _, t := range sets {
-		if !slices.Contains(config.KnownToolsets, t) {
-			return nil, fmt.Errorf("sidecar: unknown toolset %q (known: %s)", t, strings.Join(config.KnownToolsets, ","))
-		}
+	if err := checkToolsets(sets); err != nil {
+		return nil, err
 	}
 	log := opts.Logger
 	if log == nil {
@@ -180,4 +178,14 @@ func boolPtr(b bool) *bool { return &b }
 // readOnly annotations for tools that change nothing.
 func readOnly(title string) *mcp.ToolAnnotations {
 	return &mcp.ToolAnnotations{Title: title, ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)}
+}
+
+// checkToolsets refuses a toolset name Sluice does not know.
+func checkToolsets(sets []string) error {
+	for _, t := range sets {
+		if !slices.Contains(config.KnownToolsets, t) {
+			return fmt.Errorf("sidecar: unknown toolset %q (known: %s)", t, strings.Join(config.KnownToolsets, ","))
+		}
+	}
+	return nil
 }

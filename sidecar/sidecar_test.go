@@ -68,7 +68,7 @@ var (
 
 // sidecarBinary is the real sluice-sidecar: the one `make build` made when
 // SLUICE_BIN_DIR is set, else a fresh build of this tree.
-func sidecarBinary(t *testing.T) string {
+func sidecarBinary(t testing.TB) string {
 	t.Helper()
 	if dir := os.Getenv("SLUICE_BIN_DIR"); dir != "" {
 		p := filepath.Join(dir, "sluice-sidecar")

@@ -7,10 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,42 +20,6 @@ import (
 // The sidecar benchmarks measure what an agent experiences: a real
 // sluice-sidecar process over stdio, driven by the go-sdk client, on the
 // generated repository (gitxtest.LargeDefault).
-
-var (
-	benchBinOnce sync.Once
-	benchBin     string
-	benchBinErr  error
-)
-
-// benchSidecarBinary builds the sidecar once per process (or uses
-// SLUICE_BIN_DIR's, like the tests).
-func benchSidecarBinary(b *testing.B) string {
-	b.Helper()
-	if dir := os.Getenv("SLUICE_BIN_DIR"); dir != "" {
-		p := filepath.Join(dir, "sluice-sidecar")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	benchBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "sluice-sidecar-bench-")
-		if err != nil {
-			benchBinErr = err
-			return
-		}
-		benchBin = filepath.Join(dir, "sluice-sidecar")
-		cmd := exec.Command("go", "build", "-o", benchBin, "./cmd/sluice-sidecar")
-		cmd.Env = append(slices.Clone(startEnv), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			benchBinErr = err
-			benchBin = string(out)
-		}
-	})
-	if benchBinErr != nil {
-		b.Fatalf("build sidecar: %v\n%s", benchBinErr, benchBin)
-	}
-	return benchBin
-}
 
 // benchEnv is an isolated environment whose allowed root is root.
 func benchEnv(b *testing.B, root string) []string {
@@ -74,7 +36,7 @@ func benchEnv(b *testing.B, root string) []string {
 
 func startSidecar(b *testing.B, env []string, args ...string) (*mcp.ClientSession, *exec.Cmd) {
 	b.Helper()
-	cmd := exec.Command(benchSidecarBinary(b), args...)
+	cmd := exec.Command(sidecarBinary(b), args...)
 	cmd.Env = env
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -142,7 +104,7 @@ func BenchmarkRepoBrief_Stdio_vs_RawGit(b *testing.B) {
 // answer (the go-sdk client's Connect returns after it).
 func BenchmarkSidecar_StartToInitialize(b *testing.B) {
 	env := benchEnv(b, b.TempDir())
-	benchSidecarBinary(b)
+	sidecarBinary(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		cs, _ := startSidecar(b, env)
