@@ -118,9 +118,9 @@ func (api *API) Connect(r ConnectRequest) (ConnectResult, error) {
 			res.Message = "Token (shown only this once): " + secret + ". " + strings.Join(plan.Steps, " ")
 		}
 	case !res.Changed:
-		res.Message = "Nothing to change: the configuration is already in place."
+		res.Message = "Already configured; nothing changed."
 	default:
-		res.Message = "Restart " + plan.Title + " to pick up Sluice."
+		res.Message = "Configuration written. Restart " + plan.Title + " (or reload its MCP servers) to pick up Sluice."
 	}
 	return res, nil
 }

@@ -40,7 +40,8 @@ func TestConnect_ClaudeCode_WritesOnceAndPreAllows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Changed || res.Path != filepath.Join(home, ".claude.json") || len(res.PreAllowed) == 0 {
+	if !res.Changed || res.Path != filepath.Join(home, ".claude.json") || len(res.PreAllowed) == 0 ||
+		res.Message != "Configuration written. Restart Claude Code (or reload its MCP servers) to pick up Sluice." {
 		t.Fatalf("first connect: %+v", res)
 	}
 	var cfg struct {
@@ -58,7 +59,7 @@ func TestConnect_ClaudeCode_WritesOnceAndPreAllows(t *testing.T) {
 		}
 	}
 	again, err := api.Connect(ConnectRequest{Client: "claude-code", Scope: "user"})
-	if err != nil || again.Changed {
+	if err != nil || again.Changed || again.Message != "Already configured; nothing changed." {
 		t.Fatalf("second connect changed something: %+v %v", again, err)
 	}
 	if _, err := api.Connect(ConnectRequest{Client: "notepad"}); err == nil {

@@ -50,7 +50,7 @@ describe("ConnectView", () => {
           backupPath: "/home/me/src/shop/.mcp.json.sluice-backup",
           changed: true,
           preAllowed: ["mcp__sluice__repo_brief", "mcp__sluice__repo_status"],
-          message: "added the sluice server",
+          message: "Configuration written. Restart Claude Code (or reload its MCP servers) to pick up Sluice.",
         },
       },
     });
@@ -68,7 +68,10 @@ describe("ConnectView", () => {
     fireEvent.click(write);
 
     const result = await findEl(".connect-result", panel);
-    expect(result.textContent).toMatch(/Configuration written\. added the sluice server/);
+    expect(result.querySelector(".connect-message")!.textContent).toBe(
+      "Configuration written. Restart Claude Code (or reload its MCP servers) to pick up Sluice.",
+    );
+    expect(result.textContent!.match(/Restart/g)).toHaveLength(1);
     expect(within(result).getByText("/home/me/src/shop/.mcp.json")).toBeTruthy();
     expect(within(result).getByText("/home/me/src/shop/.mcp.json.sluice-backup")).toBeTruthy();
     expect(within(result).getByText("mcp__sluice__repo_brief, mcp__sluice__repo_status")).toBeTruthy();
@@ -83,7 +86,13 @@ describe("ConnectView", () => {
     const calls = stubFetch({
       "GET /api/connect": { body: clients },
       "POST /api/connect": {
-        body: { client: "codex", path: "/home/me/.codex/config.toml", changed: false, preAllowed: [], message: "" },
+        body: {
+          client: "codex",
+          path: "/home/me/.codex/config.toml",
+          changed: false,
+          preAllowed: [],
+          message: "Already configured; nothing changed.",
+        },
       },
     });
     const { ConnectView } = await import("./ConnectView");
@@ -94,7 +103,8 @@ describe("ConnectView", () => {
     fireEvent.click(within(panel).getByRole("button", { name: "Write configuration" }));
     const result = await findEl(".connect-result", panel);
     expect(result.getAttribute("role")).toBe("status");
-    expect(result.textContent).toMatch(/Already configured; nothing changed/);
+    expect(result.querySelector(".connect-message")!.textContent).toBe("Already configured; nothing changed.");
+    expect(result.textContent).not.toMatch(/Restart/);
     expect(calls.find((c) => c.method === "POST")!.body).toEqual({ client: "codex", scope: "user", project: "" });
 
     fireEvent.click(screen.getByRole("tab", { name: "ChatGPT" }));

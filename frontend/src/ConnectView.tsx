@@ -168,10 +168,8 @@ function ClientPanel({ client }: { client: Client }) {
       {error && <ErrorBox>{error}</ErrorBox>}
       {result && (
         <div className="panel ok connect-result" role="status">
-          <p>
-            <strong>{result.changed ? "Configuration written." : "Already configured; nothing changed."}</strong>{" "}
-            {result.message}
-          </p>
+          {/* The app words the result (and what to do next) itself. */}
+          <p className="connect-message">{result.message}</p>
           <dl className="counts">
             <dt>file</dt>
             <dd>
@@ -188,7 +186,6 @@ function ClientPanel({ client }: { client: Client }) {
             <dt>pre-allowed</dt>
             <dd>{result.preAllowed.length > 0 ? result.preAllowed.join(", ") : "nothing"}</dd>
           </dl>
-          <p className="note">Restart {client.displayName} (or reload its MCP servers) to pick it up.</p>
         </div>
       )}
     </div>
