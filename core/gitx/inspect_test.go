@@ -463,16 +463,27 @@ func TestWorktreesAndSubmodules(t *testing.T) {
 	if !repo.Linked {
 		t.Fatal("linked worktree not recognised")
 	}
-	sm, err := openIn(t, r, gitxtest.Submodules(t).Dir).Submodules(ctx(t))
+	super := gitxtest.Submodules(t)
+	// A tracked file of one submodule changes: it is dirty, the others not.
+	if err := os.WriteFile(filepath.Join(super.Dir, "mods", "clean", "lib.txt"), []byte("edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sm, err := openIn(t, r, super.Dir).Submodules(ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	states := map[string]string{}
+	states, dirty := map[string]string{}, map[string]bool{}
 	for _, s := range sm.Submodules {
-		states[s.Name] = s.State
+		states[s.Name], dirty[s.Name] = s.State, s.Dirty
+		if s.State != "uninitialized" && s.CheckedOut == "" {
+			t.Errorf("%s: no checked-out commit", s.Name)
+		}
 	}
 	if states["mods/clean"] != "clean" || states["mods/drifted"] != "drifted" || states["mods/uninit"] != "uninitialized" {
 		t.Fatalf("%s", mustJSON(t, sm))
+	}
+	if !dirty["mods/clean"] || dirty["mods/drifted"] || dirty["mods/uninit"] {
+		t.Fatalf("dirty: %v", dirty)
 	}
 	for _, s := range sm.Submodules {
 		if s.Name == "mods/drifted" && (s.Behind == nil || *s.Behind != 1) {

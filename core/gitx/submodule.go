@@ -94,17 +94,25 @@ func (repo *Repo) inspectSubmodule(ctx context.Context, s *Submodule, recorded s
 		s.State, s.Problem = "error", "the submodule's repository cannot be opened"
 		return
 	}
-	head, err := sub.headSHA(ctx)
-	if err != nil || head == "" {
-		s.State, s.Problem = "error", "the submodule has no HEAD commit"
+	// One status gives the HEAD commit (its branch header comes first,
+	// whatever the truncation) and whether tracked files changed.
+	st, err := sub.git(ctx, &cmd{sub: []string{"status"}, opts: []string{"--porcelain=v2", "-z", "--branch", "--untracked-files=no", "--ignore-submodules=all"}, limit: 1 << 20, truncate: true})
+	head := ""
+	if err == nil {
+		for _, rec := range bytes.Split(st.Stdout, []byte{0}) {
+			if oid, ok := bytes.CutPrefix(rec, []byte("# branch.oid ")); ok {
+				head = string(oid)
+			} else if len(rec) > 0 && !bytes.HasPrefix(rec, []byte("# ")) {
+				s.Dirty = true
+			}
+		}
+	}
+	if !isHex(head) {
+		s.State, s.Problem, s.Dirty = "error", "the submodule has no HEAD commit", false
 		return
 	}
 	s.CheckedOut = abbrev(head)
 	s.State = "clean"
-	st, err := sub.git(ctx, &cmd{sub: []string{"status"}, opts: []string{"--porcelain=v2", "-z", "--untracked-files=no", "--ignore-submodules=all"}, limit: 1 << 20, truncate: true})
-	if err == nil && st.TotalBytes > 0 {
-		s.Dirty = true
-	}
 	if head == recorded {
 		return
 	}
