@@ -2,7 +2,6 @@ package app
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,21 +9,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/proposal"
 )
-
-func gitOut(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Ada", "GIT_AUTHOR_EMAIL=ada@example.com",
-		"GIT_COMMITTER_NAME=Ada", "GIT_COMMITTER_EMAIL=ada@example.com")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 // TestBrowser_Approve_CommitLands_AndRestores is the whole loop in a real
 // browser: an agent proposes a commit through the real sidecar, the card
@@ -33,7 +20,7 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 // required, and the restore point on the timeline puts the branch back.
 func TestBrowser_Approve_CommitLands_AndRestores(t *testing.T) {
 	f := startWebFlow(t)
-	before := gitOut(t, f.repo, "rev-parse", "HEAD")
+	before := gitxtest.Git(t, f.repo, "rev-parse", "HEAD")
 	cs, out := f.proposeGreeting(t, "claude-code")
 	id := out["proposalId"].(string)
 	card := cardSel(id)
@@ -44,12 +31,12 @@ func TestBrowser_Approve_CommitLands_AndRestores(t *testing.T) {
 	); err != nil {
 		t.Fatalf("approve: %v", err)
 	}
-	msg := gitOut(t, f.repo, "log", "-1", "--format=%B")
+	msg := gitxtest.Git(t, f.repo, "log", "-1", "--format=%B")
 	short := proposal.ShortDigest(out["digest"].(string))
 	if !strings.Contains(msg, "Greet the world") || !strings.Contains(msg, "Sluice-Proposal: "+id) || !strings.Contains(msg, "Sluice-Approved-Digest: "+short) {
 		t.Fatalf("commit message:\n%s", msg)
 	}
-	if got := gitOut(t, f.repo, "status", "--porcelain"); got != "" {
+	if got := gitxtest.Git(t, f.repo, "status", "--porcelain"); got != "" {
 		t.Errorf("working tree after the commit: %q", got)
 	}
 	done, isErr := callTool(t, cs, "proposal_wait", map[string]any{"proposalId": id, "timeoutSeconds": 5})
@@ -80,7 +67,7 @@ func TestBrowser_Approve_CommitLands_AndRestores(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 15*time.Second, "the branch to be restored", func() bool {
-		return gitOut(t, f.repo, "rev-parse", "HEAD") == before
+		return gitxtest.Git(t, f.repo, "rev-parse", "HEAD") == before
 	})
 	entries, err := (&API{app: f.app, kind: "web"}).Audit()
 	if err != nil {
@@ -104,9 +91,9 @@ func TestBrowser_StaleProposal_ShownStale(t *testing.T) {
 	_, out := f.proposeGreeting(t, "claude-code")
 	// The person commits something else first.
 	os.WriteFile(filepath.Join(f.repo, "NOTES.md"), []byte("notes\n"), 0o644)
-	gitOut(t, f.repo, "add", "NOTES.md")
-	gitOut(t, f.repo, "commit", "-q", "-m", "Notes")
-	head := gitOut(t, f.repo, "rev-parse", "HEAD")
+	gitxtest.Git(t, f.repo, "add", "NOTES.md")
+	gitxtest.Git(t, f.repo, "commit", "-q", "-m", "Notes")
+	head := gitxtest.Git(t, f.repo, "rev-parse", "HEAD")
 
 	card := cardSel(out["proposalId"].(string))
 	if err := chromedp.Do(f.ctx,
@@ -117,10 +104,10 @@ func TestBrowser_StaleProposal_ShownStale(t *testing.T) {
 		t.Fatalf("stale display: %v", err)
 	}
 	f.shot(t, "web-stale.png")
-	if got := gitOut(t, f.repo, "rev-parse", "HEAD"); got != head {
+	if got := gitxtest.Git(t, f.repo, "rev-parse", "HEAD"); got != head {
 		t.Fatalf("HEAD moved from %s to %s", head, got)
 	}
-	if got := gitOut(t, f.repo, "status", "--porcelain"); got != "M README.md" {
+	if got := gitxtest.Git(t, f.repo, "status", "--porcelain"); got != "M README.md" {
 		t.Errorf("working tree changed: %q", got)
 	}
 	rec, _ := f.app.journal.Get(out["proposalId"].(string))

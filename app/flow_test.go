@@ -15,32 +15,18 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 )
 
 // gitRepo makes a real repository with one commit under root.
 func gitRepo(t *testing.T, root, name string) string {
 	t.Helper()
-	dir := filepath.Join(root, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	run := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Ada", "GIT_AUTHOR_EMAIL=ada@example.com",
-			"GIT_COMMITTER_NAME=Ada", "GIT_COMMITTER_EMAIL=ada@example.com", "GIT_CONFIG_NOSYSTEM=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	run("init", "-q", "-b", "main")
-	run("config", "user.name", "Ada")
-	run("config", "user.email", "ada@example.com")
-	os.WriteFile(filepath.Join(dir, "README.md"), []byte("hello\n"), 0o644)
-	run("add", "README.md")
-	run("commit", "-q", "-m", "first")
-	return dir
+	r := gitxtest.InitAt(t, filepath.Join(root, name))
+	// The person's identity, which approved commits use.
+	r.Git("config", "user.name", "Ada")
+	r.Git("config", "user.email", "ada@example.com")
+	r.WriteCommit("README.md", "hello\n", "first")
+	return r.Dir
 }
 
 // agentSession connects the real sidecar binary to the app of env.

@@ -2,11 +2,12 @@ package app
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 )
 
 // TestScreenshots_ForDocs renders the screens the README and docs show,
@@ -19,16 +20,7 @@ func TestScreenshots_ForDocs(t *testing.T) {
 		t.Skip("set SLUICE_SCREENSHOTS (make screenshots) to render the documentation's screenshots")
 	}
 	f := startWebFlow(t)
-	git := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = f.repo
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Ada", "GIT_AUTHOR_EMAIL=ada@example.com",
-			"GIT_COMMITTER_NAME=Ada", "GIT_COMMITTER_EMAIL=ada@example.com")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	git := func(args ...string) { t.Helper(); gitxtest.Git(t, f.repo, args...) }
 	os.WriteFile(filepath.Join(f.repo, "main.go"), []byte("package main\n\nfunc main() {\n\tprintln(\"hello\")\n}\n"), 0o644)
 	git("add", "main.go")
 	git("commit", "-q", "-m", "Add main")

@@ -11,6 +11,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 
+	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/workspace"
 )
 
@@ -76,7 +77,7 @@ func TestFlow_Workspace_FullLoop(t *testing.T) {
 		env = append(env, "DOCKER_HOST="+h)
 	}
 	cs := agentSession(t, env, "claude-code")
-	base := gitOut(t, f.repo, "rev-parse", "main")
+	base := gitxtest.Git(t, f.repo, "rev-parse", "main")
 
 	out, isErr := callTool(t, cs, "workspace_create", map[string]any{"kind": "repo", "repoPath": f.repo})
 	if isErr || out["state"] != "ready" || out["base"] != base || out["commit"] != "refs/heads/main" {
@@ -136,14 +137,14 @@ func TestFlow_Workspace_FullLoop(t *testing.T) {
 	}
 	proposalID := out["proposalId"].(string)
 	ref := "refs/sluice/proposals/" + id
-	head := gitOut(t, f.repo, "rev-parse", ref)
+	head := gitxtest.Git(t, f.repo, "rev-parse", ref)
 	if pinned, _ := out["pinned"].(map[string]any); pinned[ref] != head || pinned["refs/heads/main"] != base {
 		t.Fatalf("pins = %v, want %s→%s and main→%s", out["pinned"], ref, head, base)
 	}
-	if gitOut(t, f.repo, "rev-parse", "main") != base {
+	if gitxtest.Git(t, f.repo, "rev-parse", "main") != base {
 		t.Fatal("sealing changed the person's branch")
 	}
-	if files := gitOut(t, f.repo, "diff-tree", "--no-commit-id", "--name-only", "-r", base, head); files != ".gitignore\ncalc.sh\njunit.sh\ntest.sh" {
+	if files := gitxtest.Git(t, f.repo, "diff-tree", "--no-commit-id", "--name-only", "-r", base, head); files != ".gitignore\ncalc.sh\njunit.sh\ntest.sh" {
 		t.Fatalf("handed-off commit changes %q", files)
 	}
 
@@ -172,10 +173,10 @@ func TestFlow_Workspace_FullLoop(t *testing.T) {
 		t.Fatalf("proposal_wait: %v", out)
 	}
 	// A fast-forward: main is now exactly the workspace's commit.
-	if got := gitOut(t, f.repo, "rev-parse", "main"); got != head {
+	if got := gitxtest.Git(t, f.repo, "rev-parse", "main"); got != head {
 		t.Fatalf("main = %s, want the workspace commit %s (fast-forward)", got, head)
 	}
-	if parent := gitOut(t, f.repo, "rev-parse", "main^"); parent != base {
+	if parent := gitxtest.Git(t, f.repo, "rev-parse", "main^"); parent != base {
 		t.Fatalf("main^ = %s, want the base %s", parent, base)
 	}
 
