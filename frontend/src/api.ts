@@ -446,15 +446,11 @@ export function onEvents(names: string[], cb: (name: string, data: unknown) => v
       cb(n, data);
     });
   }
-  let opened = false;
-  let dropped = false;
+  // Whatever changed before the stream opened (the screen read its data
+  // first) or while it was down never reaches it: each open asks for a
+  // resync.
   es.onopen = () => {
-    if (opened && dropped && names.includes("proposals:resync")) cb("proposals:resync", undefined);
-    opened = true;
-    dropped = false;
-  };
-  es.onerror = () => {
-    dropped = true;
+    if (names.includes("proposals:resync")) cb("proposals:resync", undefined);
   };
   return () => es.close();
 }
