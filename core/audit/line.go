@@ -155,19 +155,55 @@ func (c *lineChecker) fields(line []byte) (lineInfo, []jmember, string) {
 		return info, nil, reasonEntryHash
 	}
 	info.entryHash = eh.str
+	signed, reason := sigFields(m)
+	if reason != "" {
+		return info, nil, reason
+	}
+	info.signed = signed
+	return info, m, ""
+}
+
+// sigFields checks that a line's (or a checkpoint's) signature fields come
+// together and are well formed, and reports whether it is signed.
+func sigFields(m []jmember) (signed bool, reason string) {
 	_, hasSig := lookup(m, "signature")
 	kid, hasKid := lookup(m, "signatureKeyId")
 	sv, hasSV := lookup(m, "signatureVersion")
 	switch {
-	case hasSig && (!hasKid || kid.kind != jString || len(kid.str) != 16):
-		return info, nil, reasonSigKeyID
-	case hasSig && (!hasSV || !isSmallInt(sv, signatureVersion)):
-		return info, nil, reasonSigVersion
 	case !hasSig && (hasKid || hasSV):
-		return info, nil, reasonSigFields
+		return false, reasonSigFields
+	case !hasSig:
+		return false, ""
+	case !hasKid || kid.kind != jString || len(kid.str) != 16:
+		return true, reasonSigKeyID
+	case !hasSV || !isSmallInt(sv, signatureVersion):
+		return true, reasonSigVersion
 	}
-	info.signed = hasSig
-	return info, m, ""
+	return true, ""
+}
+
+// signature decodes the signature of a signed m for verification with
+// c.pub. verify is false, with no reason, for a signature by another key
+// that the checker accepts unverified (foreignKeysOK).
+func (c *lineChecker) signature(m []jmember) (raw [ed25519.SignatureSize]byte, verify bool, reason string) {
+	kid, _ := lookup(m, "signatureKeyId")
+	if c.pub == nil || string(kid.str) != c.keyID {
+		switch {
+		case c.foreignKeysOK:
+			return raw, false, ""
+		case c.pub == nil:
+			return raw, false, reasonNoPublicKey
+		}
+		return raw, false, reasonKeyIDMismatch
+	}
+	sig, _ := lookup(m, "signature")
+	if sig.kind != jString || len(sig.str) != sigEncoding.EncodedLen(len(raw)) {
+		return raw, false, reasonSigMalformed
+	}
+	if n, err := sigEncoding.Decode(raw[:], sig.str); err != nil || n != len(raw) {
+		return raw, false, reasonSigMalformed
+	}
+	return raw, true, ""
 }
 
 // check is fields plus the entry hash and, for a signed entry, the
@@ -218,23 +254,9 @@ func (c *lineChecker) check(line []byte) (lineInfo, string) {
 	if !info.signed {
 		return info, ""
 	}
-	kid, _ := lookup(m, "signatureKeyId")
-	if c.pub == nil || string(kid.str) != c.keyID {
-		if c.foreignKeysOK {
-			return info, ""
-		}
-		if c.pub == nil {
-			return info, reasonNoPublicKey
-		}
-		return info, reasonKeyIDMismatch
-	}
-	sig, _ := lookup(m, "signature")
-	var raw [ed25519.SignatureSize]byte
-	if sig.kind != jString || len(sig.str) != sigEncoding.EncodedLen(len(raw)) {
-		return info, reasonSigMalformed
-	}
-	if n, err := sigEncoding.Decode(raw[:], sig.str); err != nil || n != len(raw) {
-		return info, reasonSigMalformed
+	raw, verify, reason := c.signature(m)
+	if !verify {
+		return info, reason
 	}
 	// entryHash passed isDigest, so its JSON form needs no escaping, and
 	// auditChainVersion always sorts before it, so it always takes a comma.

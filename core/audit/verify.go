@@ -355,35 +355,14 @@ func parseCheckpoint(data []byte, c *lineChecker) (checkpointDoc, string) {
 		}
 		cp.segmentID = string(seg.str)
 	}
-	sig, hasSig := lookup(m, "signature")
-	kid, hasKid := lookup(m, "signatureKeyId")
-	sv, hasSV := lookup(m, "signatureVersion")
-	switch {
-	case !hasSig && (hasKid || hasSV):
-		return cp, reasonSigFields
-	case !hasSig:
-		return cp, ""
-	case !hasKid || kid.kind != jString || len(kid.str) != 16:
-		return cp, reasonSigKeyID
-	case !hasSV || !isSmallInt(sv, signatureVersion):
-		return cp, reasonSigVersion
+	signed, reason := sigFields(m)
+	if reason != "" || !signed {
+		return cp, reason
 	}
 	cp.signed = true
-	if c.pub == nil || string(kid.str) != c.keyID {
-		if c.foreignKeysOK {
-			return cp, ""
-		}
-		if c.pub == nil {
-			return cp, reasonNoPublicKey
-		}
-		return cp, reasonKeyIDMismatch
-	}
-	var raw [ed25519.SignatureSize]byte
-	if sig.kind != jString || len(sig.str) != sigEncoding.EncodedLen(len(raw)) {
-		return cp, reasonSigMalformed
-	}
-	if n, err := sigEncoding.Decode(raw[:], sig.str); err != nil || n != len(raw) {
-		return cp, reasonSigMalformed
+	raw, verify, reason := c.signature(m)
+	if !verify {
+		return cp, reason
 	}
 	c.enc.buf = c.enc.buf[:0]
 	if err := c.enc.object(m, 0, "signature"); err != nil {
