@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/gateway"
+	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/presence"
 )
 
@@ -51,6 +52,11 @@ type Sidecar struct {
 	identity string
 	ledger   *audit.Ledger
 	presence *presence.File
+	// roots are the allowed roots, checked once; rootsErr is set when the
+	// configured ones are invalid, and every tool that needs them then
+	// fails with it rather than guessing (see checkRoots).
+	roots    gitx.Roots
+	rootsErr error
 	// auditDegraded is set once an audit append has failed.
 	auditDegraded atomic.Bool
 }
@@ -88,6 +94,9 @@ func New(opts Options) (*Sidecar, error) {
 		log = slog.Default()
 	}
 	s := &Sidecar{cfg: opts.Config, toolsets: slices.Clone(sets), log: log, gateway: opts.Gateway, identity: opts.Identity, ledger: opts.Ledger, presence: opts.Presence}
+	if s.roots, s.rootsErr = gitx.NewRoots(opts.Config.AllowedRoots); s.rootsErr != nil {
+		log.Error("invalid allowed roots", "err", s.rootsErr)
+	}
 	if s.gateway == nil {
 		path := opts.Config.GatewayFile()
 		s.gateway = func() (*gateway.Client, error) { return gateway.NewClientFromEndpoint(path) }

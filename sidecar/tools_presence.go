@@ -8,7 +8,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/presence"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -56,7 +55,10 @@ func (s *Sidecar) registerPresence() {
 }
 
 func (s *Sidecar) agentsPresence(_ context.Context, req *mcp.CallToolRequest, in PresenceIn) (PresenceOut, error) {
-	repo, err := gitx.Roots(s.cfg.AllowedRoots).Confine(in.RepoPath)
+	if err := s.checkRoots(); err != nil {
+		return PresenceOut{}, err
+	}
+	repo, err := s.roots.Confine(in.RepoPath)
 	if err != nil {
 		return PresenceOut{}, err
 	}
@@ -164,7 +166,7 @@ func (s *Sidecar) presenceMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if len(call.Params.Arguments) == 0 || json.Unmarshal(call.Params.Arguments, &args) != nil || args.RepoPath == "" {
 			return res, err
 		}
-		repo, cerr := gitx.Roots(s.cfg.AllowedRoots).Confine(args.RepoPath)
+		repo, cerr := s.roots.Confine(args.RepoPath)
 		if cerr != nil {
 			return res, err
 		}

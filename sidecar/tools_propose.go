@@ -582,7 +582,10 @@ func statusOut(st gateway.ProposalStatus) ProposalOut {
 // every revision to a SHA, seals the proposal and sends it to the app,
 // which checks all of it again.
 func (s *Sidecar) submitProposal(ctx context.Context, req *mcp.CallToolRequest, common ProposeCommon, args proposal.Args) (ProposalOut, error) {
-	roots := gitx.Roots(s.cfg.AllowedRoots)
+	if err := s.checkRoots(); err != nil {
+		return ProposalOut{}, err
+	}
+	roots := s.roots
 	dir, err := roots.Confine(common.RepoPath)
 	if err != nil {
 		return ProposalOut{}, err

@@ -644,3 +644,24 @@ func TestProposeTools_Annotations(t *testing.T) {
 		}
 	}
 }
+
+// With no allowed roots, a proposal says how to add one, as the read tools
+// do, rather than only that the path is outside them.
+func TestPropose_NoRoots_SaysHow(t *testing.T) {
+	_, cfg := testEnv(t)
+	cfg.AllowedRoots = nil
+	s, err := New(Options{Config: cfg, Toolsets: []string{"propose", "git"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := connectInMemory(t, s)
+	for tool, args := range map[string]map[string]any{
+		"propose_branch":  {"repoPath": t.TempDir(), "reason": "r", "name": "x"},
+		"agents_presence": {"repoPath": t.TempDir()},
+	} {
+		e := gitCallErr(t, cs, tool, args)
+		if e.Code != CodePathOutsideRoots || !strings.Contains(e.Message, "SLUICE_ALLOWED_ROOTS") {
+			t.Errorf("%s: %+v", tool, e)
+		}
+	}
+}

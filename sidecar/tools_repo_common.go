@@ -8,23 +8,15 @@ import (
 	"github.com/sluicehq/sluice/core/gitx"
 )
 
-// gitTools holds what the read-only git toolset shares: the allowed roots
-// and the process-wide hardened runner.
+// gitTools is the read-only git toolset; the allowed roots are the
+// sidecar's, and the runner is gitx's process-wide one.
 type gitTools struct {
-	s     *Sidecar
-	roots gitx.Roots
-	// rootsErr is set when the configured roots are invalid; every tool
-	// then fails with it rather than guessing.
-	rootsErr error
+	s *Sidecar
 }
 
 func init() {
 	registerToolset("git", func(s *Sidecar) {
 		g := &gitTools{s: s}
-		g.roots, g.rootsErr = gitx.NewRoots(s.cfg.AllowedRoots)
-		if g.rootsErr != nil {
-			s.log.Error("git tools: invalid allowed roots", "err", g.rootsErr)
-		}
 		g.registerRepo()
 		g.registerWorktree()
 		g.registerDiff()
@@ -75,7 +67,7 @@ func (g *gitTools) open(ctx context.Context, repoPath string) (*gitx.Repo, error
 	if err != nil {
 		return nil, err
 	}
-	return r.Open(ctx, g.roots, repoPath)
+	return r.Open(ctx, g.s.roots, repoPath)
 }
 
 // checkRevs validates the non-empty revision arguments, by name, before
@@ -91,12 +83,14 @@ func checkRevs(args map[string]string) error {
 	return nil
 }
 
+func (g *gitTools) checkRoots() error { return g.s.checkRoots() }
+
 // checkRoots fails when no usable roots are configured.
-func (g *gitTools) checkRoots() error {
+func (s *Sidecar) checkRoots() error {
 	switch {
-	case g.rootsErr != nil:
-		return &gitx.Error{Code: gitx.CodePathOutsideRoots, Msg: "the allowed roots configuration is invalid: " + g.rootsErr.Error()}
-	case len(g.roots) == 0:
+	case s.rootsErr != nil:
+		return &gitx.Error{Code: gitx.CodePathOutsideRoots, Msg: "the allowed roots configuration is invalid: " + s.rootsErr.Error()}
+	case len(s.roots) == 0:
 		return errNoRoots
 	}
 	return nil

@@ -67,7 +67,7 @@ func (w *wsTools) manager(ctx context.Context) (*workspace.Manager, error) {
 		Runtime:      rt,
 		Image:        cfg.WorkspaceImage,
 		RuntimeName:  cfg.WorkspaceRuntime,
-		AllowedRoots: gitx.Roots(cfg.AllowedRoots),
+		AllowedRoots: w.s.roots,
 		Logger:       w.s.log,
 	})
 	if err != nil {
@@ -337,11 +337,10 @@ func (w *wsTools) create(ctx context.Context, req *mcp.CallToolRequest, in Works
 				return WorkspaceOut{}, err
 			}
 		}
-		roots := gitx.Roots(w.s.cfg.AllowedRoots)
-		if len(roots) == 0 {
-			return WorkspaceOut{}, errNoRoots
+		if err := w.s.checkRoots(); err != nil {
+			return WorkspaceOut{}, err
 		}
-		g, err := newGitResolver(roots)
+		g, err := newGitResolver(w.s.roots)
 		if err != nil {
 			return WorkspaceOut{}, err
 		}
@@ -675,8 +674,7 @@ func (w *wsTools) targetBranch(ctx context.Context, ws *workspace.Workspace, ask
 		return b, nil
 	}
 	if ws.Source.Commit != "" {
-		roots := gitx.Roots(w.s.cfg.AllowedRoots)
-		if g, err := newGitResolver(roots); err == nil {
+		if g, err := newGitResolver(w.s.roots); err == nil {
 			if _, err := g.resolve(ctx, ws.Source.Path, "refs/heads/"+ws.Source.Commit); err == nil {
 				return ws.Source.Commit, nil
 			}
