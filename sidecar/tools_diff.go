@@ -37,12 +37,8 @@ type DiffSemanticOut struct {
 
 // checkSpec validates every revision and path before anything runs.
 func checkSpec(s gitx.DiffSpec) error {
-	for _, r := range []struct{ n, v string }{{"base", s.Base}, {"target", s.Target}} {
-		if r.v != "" {
-			if err := gitx.CheckRev(r.n, r.v); err != nil {
-				return err
-			}
-		}
+	if err := checkRevs("base", s.Base, "target", s.Target); err != nil {
+		return err
 	}
 	_, err := gitx.CheckPaths("paths", s.Paths)
 	return err

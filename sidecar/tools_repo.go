@@ -189,10 +189,8 @@ func (g *gitTools) registerRepo() {
 			"with their upstream and ahead/behind (as of the last fetch) and the worktree that has them checked out.",
 		Annotations: readOnly("Branches, remotes and tags"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RepoRefsIn) (RepoRefsOut, error) {
-		if in.Pattern != "" {
-			if err := gitx.CheckRev("pattern", in.Pattern); err != nil {
-				return RepoRefsOut{}, err
-			}
+		if err := checkRevs("pattern", in.Pattern); err != nil {
+			return RepoRefsOut{}, err
 		}
 		repo, err := g.open(ctx, in.RepoPath)
 		if err != nil {
@@ -213,7 +211,7 @@ func (g *gitTools) registerRepo() {
 			"stack (they need a restack), and how far the base has moved ahead.",
 		Annotations: readOnly("Branch stack"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RepoBranchStackIn) (RepoBranchStackOut, error) {
-		if err := checkRevs(map[string]string{"branch": in.Branch, "base": in.Base}); err != nil {
+		if err := checkRevs("branch", in.Branch, "base", in.Base); err != nil {
 			return RepoBranchStackOut{}, err
 		}
 		repo, err := g.open(ctx, in.RepoPath)
@@ -235,7 +233,7 @@ func (g *gitTools) registerRepo() {
 			"back (with the same filters) for the next page; pages stay consistent even if the branch moves.",
 		Annotations: readOnly("Commit history"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RepoHistoryIn) (RepoHistoryOut, error) {
-		if err := checkRevs(map[string]string{"rev": in.Rev}); err != nil {
+		if err := checkRevs("rev", in.Rev); err != nil {
 			return RepoHistoryOut{}, err
 		}
 		if _, err := gitx.CheckPaths("paths", in.Paths); err != nil {
@@ -261,7 +259,7 @@ func (g *gitTools) registerRepo() {
 			"or a detached HEAD) with how to keep them. Use it after something went missing.",
 		Annotations: readOnly("Reflog and recovery"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RepoReflogIn) (RepoReflogOut, error) {
-		if err := checkRevs(map[string]string{"ref": in.Ref}); err != nil {
+		if err := checkRevs("ref", in.Ref); err != nil {
 			return RepoReflogOut{}, err
 		}
 		repo, err := g.open(ctx, in.RepoPath)

@@ -70,12 +70,12 @@ func (g *gitTools) open(ctx context.Context, repoPath string) (*gitx.Repo, error
 	return r.Open(ctx, g.s.roots, repoPath)
 }
 
-// checkRevs validates the non-empty revision arguments, by name, before
-// anything runs.
-func checkRevs(args map[string]string) error {
-	for name, v := range args {
-		if v != "" {
-			if err := gitx.CheckRev(name, v); err != nil {
+// checkRevs validates the non-empty revision arguments, given as name,
+// value pairs, in order, before anything runs.
+func checkRevs(nameValue ...string) error {
+	for i := 0; i+1 < len(nameValue); i += 2 {
+		if v := nameValue[i+1]; v != "" {
+			if err := gitx.CheckRev(nameValue[i], v); err != nil {
 				return err
 			}
 		}

@@ -136,10 +136,8 @@ func (g *gitTools) registerWorktree() {
 		if err := gitx.CheckRev("theirs", in.Theirs); err != nil {
 			return ConflictPreflightOut{}, err
 		}
-		if in.Ours != "" {
-			if err := gitx.CheckRev("ours", in.Ours); err != nil {
-				return ConflictPreflightOut{}, err
-			}
+		if err := checkRevs("ours", in.Ours); err != nil {
+			return ConflictPreflightOut{}, err
 		}
 		repo, err := g.open(ctx, in.RepoPath)
 		if err != nil {

@@ -13,7 +13,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sluicehq/sluice/core/gateway"
-	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
 	"github.com/sluicehq/sluice/core/workspace"
 )
@@ -332,10 +331,8 @@ func (w *wsTools) create(ctx context.Context, req *mcp.CallToolRequest, in Works
 	}
 	src := workspace.Source{Kind: workspace.SourceKind(in.Kind), Path: in.RepoPath, Commit: in.Commit, GitInit: in.GitInit}
 	if src.Kind == workspace.SourceRepo {
-		if in.Commit != "" {
-			if err := gitx.CheckRev("commit", in.Commit); err != nil {
-				return WorkspaceOut{}, err
-			}
+		if err := checkRevs("commit", in.Commit); err != nil {
+			return WorkspaceOut{}, err
 		}
 		if err := w.s.checkRoots(); err != nil {
 			return WorkspaceOut{}, err
