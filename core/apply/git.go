@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/core/gitx"
@@ -181,11 +180,11 @@ func (g *gitEnv) run(ctx context.Context, c call) (result, error) {
 		cmd.Stdin = bytes.NewReader(c.stdin)
 	}
 	var stdout bytes.Buffer
-	stderr := &capped{max: stderrCap}
+	stderr := &gitx.Capped{Max: stderrCap}
 	cmd.Stdout = &limited{w: &stdout, n: stdoutCap}
 	cmd.Stderr = stderr
 	cmd.WaitDelay = 2 * time.Second
-	setProcessGroup(cmd)
+	gitx.SetProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		return result{}, fmt.Errorf("apply: start git: %w", err)
 	}
@@ -193,7 +192,7 @@ func (g *gitEnv) run(ctx context.Context, c call) (result, error) {
 	go func() {
 		select {
 		case <-ctx.Done():
-			killProcessGroup(cmd.Process)
+			gitx.KillProcessGroup(cmd.Process)
 		case <-done:
 		}
 	}()
@@ -246,28 +245,6 @@ func stderrOf(err error) string {
 		}
 	}
 	return ""
-}
-
-// capped keeps the first max bytes written to it.
-type capped struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
-}
-
-func (w *capped) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if room := w.max - w.buf.Len(); room > 0 {
-		w.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (w *capped) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
 }
 
 // limited passes the first n bytes on and fails after that, which stops

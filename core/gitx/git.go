@@ -368,10 +368,10 @@ func (r *Runner) run(ctx context.Context, c *cmd) (*Output, error) {
 	ex.Dir = c.dir
 	ex.Env = append(append([]string(nil), r.env...), c.env...)
 	ex.Stdin = c.stdin
-	stderr := &capped{max: stderrCap}
+	stderr := &Capped{Max: stderrCap}
 	ex.Stderr = stderr
 	ex.WaitDelay = 2 * time.Second
-	setProcessGroup(ex)
+	SetProcessGroup(ex)
 	stdout, err := ex.StdoutPipe()
 	if err != nil {
 		return nil, fmt.Errorf("gitx: stdout pipe: %w", err)
@@ -384,7 +384,7 @@ func (r *Runner) run(ctx context.Context, c *cmd) (*Output, error) {
 	var killed atomic.Bool
 	kill := func() {
 		if killed.CompareAndSwap(false, true) {
-			killProcessGroup(ex.Process)
+			KillProcessGroup(ex.Process)
 		}
 	}
 	watchDone := make(chan struct{})
@@ -520,17 +520,18 @@ func firstLine(s string, max int) string {
 	return s
 }
 
-// capped is a writer that keeps at most max bytes.
-type capped struct {
+// Capped is a writer that keeps the first Max bytes written to it (a
+// process's stderr, say) and takes the rest without keeping it.
+type Capped struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
-	max int
+	Max int
 }
 
-func (w *capped) Write(p []byte) (int, error) {
+func (w *Capped) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if room := w.max - w.buf.Len(); room > 0 {
+	if room := w.Max - w.buf.Len(); room > 0 {
 		if len(p) > room {
 			w.buf.Write(p[:room])
 		} else {
@@ -540,7 +541,7 @@ func (w *capped) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (w *capped) String() string {
+func (w *Capped) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.buf.String()

@@ -10,11 +10,13 @@ import (
 
 const gitExe = "git.exe"
 
-// setProcessGroup has no process-group equivalent here; the leader is
-// killed and exec's WaitDelay bounds the pipes held by children.
-func setProcessGroup(c *exec.Cmd) {}
+// SetProcessGroup has no process-group equivalent here; the leader is
+// killed (KillProcessGroup) and exec's WaitDelay bounds the pipes held by
+// children.
+func SetProcessGroup(c *exec.Cmd) {}
 
-func killProcessGroup(p *os.Process) {
+// KillProcessGroup kills p.
+func KillProcessGroup(p *os.Process) {
 	if p != nil {
 		_ = p.Kill()
 	}

@@ -11,16 +11,17 @@ import (
 
 const gitExe = "git"
 
-// setProcessGroup puts git in a new process group so that a kill reaches
-// every child it started (a filter or helper that somehow ran, a
-// submodule's git) and none survives the call.
-func setProcessGroup(c *exec.Cmd) {
+// SetProcessGroup puts a git process in a new process group so that a
+// kill (KillProcessGroup) reaches every child it started (a filter, hook
+// or helper, a submodule's git) and none survives it.
+func SetProcessGroup(c *exec.Cmd) {
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// exec's own cancellation would kill only the leader.
 	c.Cancel = nil
 }
 
-func killProcessGroup(p *os.Process) {
+// KillProcessGroup kills the process group p leads.
+func KillProcessGroup(p *os.Process) {
 	if p == nil {
 		return
 	}
