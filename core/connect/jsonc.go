@@ -45,9 +45,10 @@ func (e *syntaxError) Error() string {
 	return fmt.Sprintf("line %d, column %d: %s", e.line, e.col, e.msg)
 }
 
-func (p *jparser) fail(msg string) error {
+// syntaxErrorAt is msg at byte offset pos of src, as a line and column.
+func syntaxErrorAt(src []byte, pos int, msg string) error {
 	line, col := 1, 1
-	for _, c := range p.src[:min(p.pos, len(p.src))] {
+	for _, c := range src[:min(pos, len(src))] {
 		if c == '\n' {
 			line++
 			col = 1
@@ -57,6 +58,8 @@ func (p *jparser) fail(msg string) error {
 	}
 	return &syntaxError{line, col, msg}
 }
+
+func (p *jparser) fail(msg string) error { return syntaxErrorAt(p.src, p.pos, msg) }
 
 // parseJSON parses src (JSONC when comments is true). An empty or
 // whitespace-only document yields nil and no error.

@@ -34,18 +34,7 @@ type tomlScanner struct {
 	pos int
 }
 
-func (s *tomlScanner) fail(msg string) error {
-	line, col := 1, 1
-	for _, c := range s.src[:min(s.pos, len(s.src))] {
-		if c == '\n' {
-			line++
-			col = 1
-		} else {
-			col++
-		}
-	}
-	return &syntaxError{line, col, msg}
-}
+func (s *tomlScanner) fail(msg string) error { return syntaxErrorAt(s.src, s.pos, msg) }
 
 func (s *tomlScanner) eof() bool { return s.pos >= len(s.src) }
 

@@ -118,17 +118,23 @@ func (b *JournalBackend) Submit(_ context.Context, agent string, p proposal.Prop
 	return st, nil
 }
 
+// confineError is a path the roots refused: 403 when it is outside them,
+// 400 when it cannot be used at all.
+func confineError(err error) error {
+	var ge *gitx.Error
+	if errors.As(err, &ge) && ge.Code == CodePathOutsideRoots {
+		return &Error{Status: http.StatusForbidden, Code: CodePathOutsideRoots, Message: ge.Msg}
+	}
+	return badRequest("a repository path cannot be used: " + err.Error())
+}
+
 // confine re-checks every repository path in p against the allowed roots:
 // each must already be canonical and inside them.
 func (b *JournalBackend) confine(p proposal.Proposal) error {
 	check := func(path string) error {
 		canon, err := b.opts.Roots.Confine(path)
 		if err != nil {
-			var ge *gitx.Error
-			if errors.As(err, &ge) && ge.Code == CodePathOutsideRoots {
-				return &Error{Status: http.StatusForbidden, Code: CodePathOutsideRoots, Message: ge.Msg}
-			}
-			return badRequest("a repository path cannot be used: " + err.Error())
+			return confineError(err)
 		}
 		if canon != path {
 			return badRequest("repository paths must be canonical (symlinks resolved)")
@@ -221,11 +227,7 @@ func (b *JournalBackend) RestorePoints(ctx context.Context, _ string, repo strin
 	if repo != "" {
 		canon, err := b.opts.Roots.Confine(repo)
 		if err != nil {
-			var ge *gitx.Error
-			if errors.As(err, &ge) && ge.Code == CodePathOutsideRoots {
-				return RestorePoints{}, &Error{Status: http.StatusForbidden, Code: CodePathOutsideRoots, Message: ge.Msg}
-			}
-			return RestorePoints{}, badRequest("the repository path cannot be used: " + err.Error())
+			return RestorePoints{}, confineError(err)
 		}
 		repos = []string{canon}
 	} else {
