@@ -1,6 +1,7 @@
 import { useEffect, useState } from "react";
 import { api, type AuditReport, type AuditView as View } from "./api";
-import { ErrorBox, Time, errorMessage } from "./bits";
+import { AuditEntries } from "./AuditEntries";
+import { ErrorBox, errorMessage } from "./bits";
 
 // The ledger as the person sees it: newest entries, the signing key, and a
 // Verify button that runs the same verifier as `sluice-sidecar verify-audit`.
@@ -64,32 +65,7 @@ export function AuditView() {
           </dl>
         </div>
       )}
-      {view && (
-        <table className="entries">
-          <thead>
-            <tr>
-              <th scope="col">#</th>
-              <th scope="col">time</th>
-              <th scope="col">what</th>
-              <th scope="col">agent</th>
-              <th scope="col">result</th>
-            </tr>
-          </thead>
-          <tbody>
-            {view.entries.map((e) => (
-              <tr key={String(e.id)}>
-                <td>{String(e.sequence ?? "")}</td>
-                <td>
-                  <Time at={typeof e.timestamp === "number" ? e.timestamp : undefined} />
-                </td>
-                <td>{String(e.tool ?? e.event_type ?? "")}</td>
-                <td>{String(e.session_id ?? "")}</td>
-                <td>{String(e.result ?? "")}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      {view && <AuditEntries entries={view.entries} />}
     </section>
   );
 }

@@ -3,6 +3,7 @@
 import { useCallback, useEffect, useState } from "react";
 import { api, onEvents, type AuditEntry, type Card } from "./api";
 import { ErrorBox, StateBadge, Time, errorMessage } from "./bits";
+import { AuditEntries } from "./AuditEntries";
 import { ProposalCard } from "./ProposalCard";
 import { href } from "./route";
 
@@ -77,43 +78,8 @@ export function ProposalPage({ id }: { id: string }) {
         <h2>Audit entries</h2>
         {auditError && <ErrorBox>{auditError}</ErrorBox>}
         {audit && audit.length === 0 && <p className="muted">The ledger's recent part has no entries about this proposal.</p>}
-        {audit && audit.length > 0 && (
-          <table className="entries">
-            <thead>
-              <tr>
-                <th scope="col">#</th>
-                <th scope="col">time</th>
-                <th scope="col">what</th>
-                <th scope="col">by</th>
-                <th scope="col">result</th>
-                <th scope="col">details</th>
-              </tr>
-            </thead>
-            <tbody>
-              {audit.map((e, i) => (
-                <tr key={String(e.id ?? i)}>
-                  <td>{String(e.sequence ?? "")}</td>
-                  <td>
-                    <Time at={typeof e.timestamp === "number" ? e.timestamp : undefined} />
-                  </td>
-                  <td>{String(e.event_type ?? e.tool ?? "")}</td>
-                  <td>{String(e.approval ?? e.session_id ?? "")}</td>
-                  <td>{String(e.result ?? "")}</td>
-                  <td className="muted">{details(e.data)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
+        {audit && audit.length > 0 && <AuditEntries entries={audit} withDetails />}
       </div>
     </section>
   );
-}
-
-function details(data: unknown): string {
-  if (!data || typeof data !== "object") return "";
-  return Object.entries(data as Record<string, unknown>)
-    .filter(([, v]) => v !== "" && v != null)
-    .map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : String(v)}`)
-    .join(" · ");
 }
