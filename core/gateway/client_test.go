@@ -88,7 +88,9 @@ func TestClient_NeverFollowsRedirects(t *testing.T) {
 	}
 }
 
-func TestClient_GatewayDown_IsUnavailable(t *testing.T) {
+// clientOfNothing is a client for a loopback port nothing listens on.
+func clientOfNothing(t *testing.T) *Client {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +101,11 @@ func TestClient_GatewayDown_IsUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+func TestClient_GatewayDown_IsUnavailable(t *testing.T) {
+	c := clientOfNothing(t)
 	if _, err := c.GetProposal(t.Context(), "agent-a", "p1"); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("GetProposal with the app down = %v, want ErrUnavailable", err)
 	}
@@ -110,16 +117,7 @@ func TestClient_GatewayDown_IsUnavailable(t *testing.T) {
 // The client refuses a bad id or agent itself: it points at a port
 // nothing listens on, so anything it sent would come back unavailable.
 func TestClient_ValidatesIDsBeforeSending(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	c, err := NewClient(addr, "token")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clientOfNothing(t)
 	for _, tc := range []struct{ agent, id string }{
 		{"agent-a", "../x"}, {"agent-a", "a/b"}, {"agent-a", "a?b"}, {"agent-a", "a b"}, {"agent-a", ""}, {"bad agent", "p1"},
 	} {
