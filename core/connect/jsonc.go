@@ -588,39 +588,36 @@ func (d *jsonDoc) AppendStrings(path []string, values []string) ([]string, error
 		return nil, nil
 	}
 	arr := m.value
+	items := make([]string, len(add))
+	for i, v := range add {
+		s, _ := marshal(v)
+		items[i] = string(s)
+	}
 	if len(arr.elems) == 0 {
-		ind := lineIndent(d.src, m.keyStart)
-		var b strings.Builder
-		b.WriteString("[")
-		for i, v := range add {
-			s, _ := marshal(v)
-			b.WriteString(d.nl + ind + d.unit + string(s))
-			if i < len(add)-1 {
-				b.WriteString(",")
+		// One item a line, one step in from ind.
+		lines := func(ind string) string {
+			var b strings.Builder
+			for i, s := range items {
+				b.WriteString(d.nl + ind + d.unit + s)
+				if i < len(items)-1 {
+					b.WriteString(",")
+				}
 			}
+			return b.String()
 		}
-		b.WriteString(d.nl + ind + "]")
 		if d.interiorBlank(arr) {
-			d.splice(arr.start, arr.end, b.String())
+			ind := lineIndent(d.src, m.keyStart)
+			d.splice(arr.start, arr.end, "["+lines(ind)+d.nl+ind+"]")
 			return add, nil
 		}
-	}
-	var items []string
-	for _, v := range add {
-		s, _ := marshal(v)
-		items = append(items, string(s))
-	}
-	if len(arr.elems) == 0 {
-		// Only comments inside: keep them, add before the bracket.
+		// Only comments inside: keep them, and put the items after them,
+		// in place of the blank run before the bracket.
 		ind := lineIndent(d.src, arr.start)
-		text := ""
-		for i, s := range items {
-			text += d.nl + ind + d.unit + s
-			if i < len(items)-1 {
-				text += ","
-			}
+		q := arr.end - 1
+		for q > arr.start+1 && strings.IndexByte(" \t\r\n", d.src[q-1]) >= 0 {
+			q--
 		}
-		d.splice(arr.end-1, arr.end-1, text+d.nl+ind)
+		d.splice(q, arr.end-1, lines(ind)+d.nl+ind)
 		return add, nil
 	}
 	last := arr.elems[len(arr.elems)-1]

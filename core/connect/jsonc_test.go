@@ -105,3 +105,21 @@ func TestParseJSON_Malformed_Table(t *testing.T) {
 		t.Error("a top-level array: want an error")
 	}
 }
+
+// An array holding only a comment keeps it; the items follow it, one a
+// line, with no blank line left before them.
+func TestJSONDoc_AppendStrings_CommentOnlyArray(t *testing.T) {
+	in := "{\n  \"permissions\": {\n    \"allow\": [\n      // none yet\n    ]\n  }\n}"
+	want := "{\n  \"permissions\": {\n    \"allow\": [\n      // none yet\n      \"a\",\n      \"b\"\n    ]\n  }\n}"
+	d, err := newJSONDoc([]byte(in), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	added, err := d.AppendStrings([]string{"permissions", "allow"}, []string{"a", "b"})
+	if err != nil || len(added) != 2 {
+		t.Fatalf("AppendStrings = %v, %v", added, err)
+	}
+	if got := string(d.src); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+}
