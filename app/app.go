@@ -139,7 +139,7 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 		AppVersion: config.Version,
 		Logger:     log,
 		Backend: gateway.NewJournalBackend(j, gateway.BackendOptions{Roots: roots, Policy: pol, Logger: log,
-			RestorePoints: restoreLister(exec)}),
+			RestorePoints: restoreLister(exec), Sealer: sealer(exec)}),
 		Handoff: handoff,
 	})
 	if err != nil {
@@ -311,6 +311,14 @@ func (a *App) execute(id string) {
 
 // restoreLister avoids handing the gateway a typed nil.
 func restoreLister(e *apply.Executor) gateway.RestorePointLister {
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
+// sealer avoids handing the gateway a typed nil.
+func sealer(e *apply.Executor) gateway.Sealer {
 	if e == nil {
 		return nil
 	}

@@ -529,6 +529,9 @@ func gatewayToolError(err error) error {
 	te := &ToolError{Code: d.Code, Message: d.Message, Data: d.Data}
 	switch d.Code {
 	case CodeInvalidArgument, CodePathOutsideRoots, CodePolicyDenied, CodeProposalNotFound, CodeProposalTerminal:
+	case CodeMergeConflict, CodePatchDoesNotApply, CodeNothingToCommit, CodeUnrelatedHistories,
+		CodeDirtyWorktree, CodeOperationInProgress, CodeNothingDeleted, CodeStaleBase, CodeUnsupported:
+		// The outcome could not be sealed: the reason is the model's to act on.
 	case gateway.CodeTooManyPending:
 		te.Code, te.Data = CodeProposalRefused, map[string]string{"reason": d.Code}
 	case gateway.CodeForbidden, gateway.CodeConflict:

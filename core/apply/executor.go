@@ -415,6 +415,8 @@ type run struct {
 	// until then a failure drops the restore point.
 	changed bool
 	notes   []string
+	// stepIndex is the plan step running now (0 for a single operation).
+	stepIndex int
 	// pending counts work started in the background (see background).
 	pending sync.WaitGroup
 }
@@ -480,6 +482,9 @@ func (r *run) execute(ctx context.Context) (string, string, error) {
 		return "", "", errFingerprint
 	}
 	ops := stepsOf(r.p.Args)
+	if err := r.checkSealed(ctx); err != nil {
+		return "", "", err
+	}
 	if _, ok := r.p.Args.(*proposal.BranchDeleteArgs); !ok {
 		if err := r.checkPins(ctx); err != nil {
 			return "", "", err
@@ -512,6 +517,7 @@ func (r *run) execute(ctx context.Context) (string, string, error) {
 	r.e.step("restore-point")
 	var opErr error
 	for i, s := range ops {
+		r.stepIndex = i
 		if i > 0 {
 			opErr = s.check(ctx, r)
 		}

@@ -59,3 +59,50 @@ func (r *Risk) UnmarshalText(b []byte) error {
 	*r = v
 	return nil
 }
+
+// opRiskWhy says in one line why an operation has the risk its arguments
+// give it, before the sealed outcome adds what it knows.
+func opRiskWhy(p Proposal) string {
+	switch a := p.Args.(type) {
+	case *MergeArgs:
+		return fmt.Sprintf("merges %s into %s", a.Source, a.Target)
+	case *RebaseArgs:
+		if a.risk(p.Pinned) == RiskDestructive {
+			return "rewrites the history of " + a.Branch + ", which has been pushed"
+		}
+		return "rewrites the history of " + a.Branch
+	case *DiscardArgs:
+		return "throws away uncommitted changes"
+	case *ResetArgs:
+		if a.Mode == ResetHard {
+			return "moves the checked-out branch and makes the working tree match " + a.Target
+		}
+		return "moves the checked-out branch to " + a.Target + "; files stay as they are"
+	case *PatchArgs:
+		return "changes files in the " + string(a.Target)
+	case *PlanArgs:
+		return fmt.Sprintf("runs %d steps as one unit", len(a.Steps))
+	case *WorktreeArgs:
+		return "adds a working tree; nothing existing changes"
+	case *CommitArgs:
+		return "adds one commit on top of the checked-out branch; nothing is rewritten"
+	case *PushArgs:
+		if a.ForceWithLease {
+			return "overwrites " + a.Remote + "/" + a.RemoteName() + " on the remote"
+		}
+		return "publishes commits to " + a.Remote + "/" + a.RemoteName()
+	case *BranchArgs:
+		if a.Checkout {
+			return "creates " + a.Name + " and switches the working tree to it"
+		}
+		return "creates the branch " + a.Name
+	case *BranchDeleteArgs:
+		return fmt.Sprintf("deletes %d branch(es)", len(a.WrittenRefs()))
+	case *SubmodulePointerArgs:
+		if a.Action == SubmoduleReturn {
+			return "checks the submodule " + a.Path + " out at the recorded commit"
+		}
+		return "records the submodule " + a.Path + " at its checked-out commit"
+	}
+	return "unknown operation"
+}
