@@ -139,4 +139,3 @@ func (p *Preflight) Describe() string {
 	}
 	return strings.Join(parts, "; ")
 }
-

@@ -214,7 +214,7 @@ func (s *sealing) keep(ctx context.Context, out *proposal.Sealed) error {
 	for i, t := range slices.Compact(trees) {
 		fmt.Fprintf(&in, "040000 tree %s\tt%02d\n", t, i)
 	}
-	res, err := s.run(ctx, call{ args: []string{"mktree"}, stdin: in.Bytes()})
+	res, err := s.run(ctx, call{args: []string{"mktree"}, stdin: in.Bytes()})
 	if err != nil {
 		return err
 	}
@@ -224,7 +224,7 @@ func (s *sealing) keep(ctx context.Context, out *proposal.Sealed) error {
 		return err
 	}
 	ref := proposal.SealedRef(s.r.p.ID)
-	if _, err := s.run(ctx, call{ args: []string{"update-ref", "-m", "sluice: seal", ref, c, s.rc.g.zero}}); err != nil {
+	if _, err := s.run(ctx, call{args: []string{"update-ref", "-m", "sluice: seal", ref, c, s.rc.g.zero}}); err != nil {
 		return err
 	}
 	out.Ref = ref
@@ -279,7 +279,7 @@ func (s *sealing) index(ctx context.Context, tree string, copyOf *worktree) ([]s
 		return env, path, nil
 	}
 	if tree != "" {
-		if _, err := s.run(ctx, call{ args: []string{"read-tree", tree}, env: env}); err != nil {
+		if _, err := s.run(ctx, call{args: []string{"read-tree", tree}, env: env}); err != nil {
 			return nil, "", err
 		}
 	}
@@ -298,7 +298,7 @@ func (s *sealing) copyIndexFile(from string) ([]string, error) {
 
 // writeTree writes the tree of a temporary index.
 func (s *sealing) writeTree(ctx context.Context, env []string) (string, error) {
-	res, err := s.run(ctx, call{ args: []string{"write-tree"}, env: env})
+	res, err := s.run(ctx, call{args: []string{"write-tree"}, env: env})
 	if err != nil {
 		if strings.Contains(stderrOf(err), "unmerged") {
 			return "", newErr(CodeOperationInProgress, "the index has unresolved conflicts; resolve or abort them first")
@@ -317,7 +317,7 @@ func (s *sealing) addPaths(ctx context.Context, env []string, paths []string, ex
 	}
 	args := append([]string{"add", "--all"}, extra...)
 	args = append(args, "--pathspec-from-file=-", "--pathspec-file-nul")
-	_, err := s.run(ctx, call{ args: args, env: env, stdin: nulList(paths)})
+	_, err := s.run(ctx, call{args: args, env: env, stdin: nulList(paths)})
 	if err != nil {
 		if st := stderrOf(err); strings.Contains(st, "did not match") || strings.Contains(st, "ignored by one of your .gitignore") {
 			return &Error{Code: CodeInvalidArgument, Err: err, Msg: "a path cannot be committed: " + clip(strings.TrimSpace(st), 500)}
@@ -338,7 +338,7 @@ func nulList(paths []string) []byte {
 
 // listPaths runs a git command that prints NUL-separated paths.
 func (s *sealing) listPaths(ctx context.Context, env []string, args ...string) ([]string, error) {
-	res, err := s.run(ctx, call{ args: args, env: env})
+	res, err := s.run(ctx, call{args: args, env: env})
 	if err != nil {
 		return nil, err
 	}
@@ -503,7 +503,7 @@ func (s *sealing) refuseFilters(ctx context.Context, files []proposal.FileChange
 	if len(paths) == 0 {
 		return nil
 	}
-	res, err := s.run(ctx, call{ args: []string{"check-attr", "--stdin", "-z", "filter"}, stdin: nulList(paths)})
+	res, err := s.run(ctx, call{args: []string{"check-attr", "--stdin", "-z", "filter"}, stdin: nulList(paths)})
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func (s *commitStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, er
 		if env, _, err = sl.index(ctx, "", &wt); err != nil {
 			return proposal.Sealed{}, err
 		}
-		if _, err := sl.run(ctx, call{ args: []string{"add", "--all"}, env: env}); err != nil {
+		if _, err := sl.run(ctx, call{args: []string{"add", "--all"}, env: env}); err != nil {
 			return proposal.Sealed{}, err
 		}
 	} else {
@@ -319,7 +319,7 @@ func (s *resetStep) state(ctx context.Context, sl *sealing, target string) (stri
 	if err != nil {
 		return "", nil, err
 	}
-	if _, err := sl.run(ctx, call{ args: []string{"add", "--update"}, env: env}); err != nil {
+	if _, err := sl.run(ctx, call{args: []string{"add", "--update"}, env: env}); err != nil {
 		return "", nil, err
 	}
 	untracked, err := sl.listPaths(ctx, env, "ls-files", "-z", "--others", "--exclude-standard")
@@ -373,7 +373,7 @@ func (s *patchStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, err
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
-	if _, err := sl.run(ctx, call{ args: []string{"apply", "--cached", "--whitespace=nowarn"}, env: env, stdin: []byte(s.a.Patch)}); err != nil {
+	if _, err := sl.run(ctx, call{args: []string{"apply", "--cached", "--whitespace=nowarn"}, env: env, stdin: []byte(s.a.Patch)}); err != nil {
 		if st := stderrOf(err); st != "" {
 			return proposal.Sealed{}, &Error{Code: CodePatchDoesNotApply, Err: err, Data: GitFailure{Command: "apply", Stderr: st},
 				Msg: "the patch does not apply to the " + string(s.a.Target) + " as it is now: " + clip(strings.TrimSpace(st), 2000)}
@@ -560,7 +560,7 @@ func (s *submoduleStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed,
 		return proposal.Sealed{}, err
 	}
 	if s.a.Action == proposal.SubmoduleReturn {
-		res, err := sl.run(ctx, call{ args: []string{"ls-files", "-s", "-z", "--", s.a.Path}})
+		res, err := sl.run(ctx, call{args: []string{"ls-files", "-s", "-z", "--", s.a.Path}})
 		if err != nil {
 			return proposal.Sealed{}, err
 		}
@@ -574,7 +574,7 @@ func (s *submoduleStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed,
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
-	if _, err := sl.run(ctx, call{ args: []string{"update-index", "--add", "--cacheinfo", proposal.ModeGitlink + "," + subHead + "," + s.a.Path}, env: env}); err != nil {
+	if _, err := sl.run(ctx, call{args: []string{"update-index", "--add", "--cacheinfo", proposal.ModeGitlink + "," + subHead + "," + s.a.Path}, env: env}); err != nil {
 		return proposal.Sealed{}, err
 	}
 	after, err := sl.writeTree(ctx, env)
