@@ -491,6 +491,11 @@ func outcomeError(out ProposalOut) *ToolError {
 	switch proposal.State(out.Status) {
 	case proposal.Rejected:
 		code, msg = CodeProposalRefused, "the person rejected the proposal"
+		if o := out.Outcome; o != nil && o.Code == CodeStaleBase {
+			// Sent back because the card went stale: propose again against
+			// the current state.
+			code, msg = CodeStaleBase, o.Message+"; read the repository again and propose against its current state"
+		}
 		if out.Decision != nil && out.Decision.Note != "" {
 			msg += ": " + out.Decision.Note
 		}

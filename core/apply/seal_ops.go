@@ -522,7 +522,7 @@ func (s *branchDeleteStep) seal(ctx context.Context, sl *sealing) (proposal.Seal
 		}
 		for _, b := range del {
 			ref := proposal.BranchRef(b)
-			out.Moves = append(out.Moves, proposal.RefMove{Ref: ref, From: set.pins[ref], Repo: repo})
+			out.Moves = append(out.Moves, proposal.RefMove{Ref: ref, From: set.pins[ref], Repo: repo, Delete: true})
 		}
 		for _, k := range keep {
 			out.Keeps = append(out.Keeps, k.name(sl.r)+" ("+k.why+")")

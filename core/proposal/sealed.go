@@ -119,12 +119,14 @@ type CommitRef struct {
 	Subject string `json:"subject"`
 }
 
-// RefMove is one ref the operation changes; From or To is empty when the
-// ref is created or deleted.
+// RefMove is one ref the operation changes. From is empty when the ref is
+// created; To is empty when it is deleted (Delete) or moves to a commit
+// the executor makes (a commit, a merge commit, rebased commits).
 type RefMove struct {
-	Ref  string `json:"ref"`
-	From string `json:"from,omitempty"`
-	To   string `json:"to,omitempty"`
+	Ref    string `json:"ref"`
+	From   string `json:"from,omitempty"`
+	To     string `json:"to,omitempty"`
+	Delete bool   `json:"delete,omitempty"`
 	// Repo is set when the ref is in another repository than the proposal's.
 	Repo string `json:"repo,omitempty"`
 }
