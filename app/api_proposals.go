@@ -16,35 +16,35 @@ import (
 
 // Card is everything a person needs to decide on one proposal.
 type Card struct {
-	ID          string         `json:"id"`
-	Op          proposal.Op    `json:"op"`
-	Agent       string         `json:"agent"`
-	Repo        string         `json:"repo"`
-	RepoName    string         `json:"repoName"`
-	Reason      string         `json:"reason"`
-	State       proposal.State `json:"state"`
-	Risk        proposal.Risk  `json:"risk"`
+	ID       string         `json:"id"`
+	Op       proposal.Op    `json:"op"`
+	Agent    string         `json:"agent"`
+	Repo     string         `json:"repo"`
+	RepoName string         `json:"repoName"`
+	Reason   string         `json:"reason"`
+	State    proposal.State `json:"state"`
+	Risk     proposal.Risk  `json:"risk"`
 	// RiskWhy says in one line why the risk is what it is.
 	RiskWhy     string `json:"riskWhy"`
 	Destructive bool   `json:"destructive"`
 	// ConfirmWord is what the person must type to approve a destructive
 	// proposal: the branch it rewrites, or the operation's name.
-	ConfirmWord string              `json:"confirmWord,omitempty"`
-	Digest      string              `json:"digest"`
-	ShortDigest string              `json:"shortDigest"`
-	Pinned      proposal.Pinned     `json:"pinned"`
-	Args        proposal.Args       `json:"args"`
+	ConfirmWord string          `json:"confirmWord,omitempty"`
+	Digest      string          `json:"digest"`
+	ShortDigest string          `json:"shortDigest"`
+	Pinned      proposal.Pinned `json:"pinned"`
+	Args        proposal.Args   `json:"args"`
 	// Sealed is the exact outcome approving produces (nil only for
 	// proposals stored before outcomes were sealed).
-	Sealed      *proposal.Sealed    `json:"sealed,omitempty"`
-	Files       []string            `json:"files"`
-	FilesKnown  bool                `json:"filesKnown"`
-	Collisions  []journal.Collision `json:"collisions"`
-	CreatedAt   proposal.Timestamp  `json:"createdAt"`
-	ExpiresAt   proposal.Timestamp  `json:"expiresAt"`
-	Decision    *journal.Decision   `json:"decision,omitempty"`
-	Outcome     *journal.Outcome    `json:"outcome,omitempty"`
-	History     []journal.Step      `json:"history"`
+	Sealed     *proposal.Sealed    `json:"sealed,omitempty"`
+	Files      []string            `json:"files"`
+	FilesKnown bool                `json:"filesKnown"`
+	Collisions []journal.Collision `json:"collisions"`
+	CreatedAt  proposal.Timestamp  `json:"createdAt"`
+	ExpiresAt  proposal.Timestamp  `json:"expiresAt"`
+	Decision   *journal.Decision   `json:"decision,omitempty"`
+	Outcome    *journal.Outcome    `json:"outcome,omitempty"`
+	History    []journal.Step      `json:"history"`
 }
 
 // ErrConfirmation is returned when a destructive proposal is approved
