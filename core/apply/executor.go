@@ -43,6 +43,10 @@ type Options struct {
 	Logger *slog.Logger
 	// GitTimeout bounds each git process; zero means DefaultGitTimeout.
 	GitTimeout time.Duration
+	// OnStep, when set, is called at the named points of sealing and
+	// execution (see Executor.beforeStep). Crash tests stop a real process
+	// there; nothing else sets it.
+	OnStep func(step string)
 }
 
 // Executor runs approved proposals. It is safe for concurrent use:
@@ -86,7 +90,7 @@ func New(opts Options) (*Executor, error) {
 		return nil, fmt.Errorf("apply: git %s is too old; executing proposals needs git %s or newer", r.Version(), minVersion)
 	}
 	e := &Executor{j: opts.Journal, roots: opts.Roots, runner: r, now: opts.Now, log: opts.Logger,
-		timeout: opts.GitTimeout, locks: map[string]chan struct{}{}}
+		timeout: opts.GitTimeout, locks: map[string]chan struct{}{}, beforeStep: opts.OnStep}
 	if e.now == nil {
 		e.now = time.Now
 	}

@@ -267,6 +267,9 @@ func (f *fixture) proposeIn(dir string, args proposal.Args, mutate ...func(*prop
 	if _, _, err := f.j.Submit(p); err != nil {
 		f.t.Fatalf("submit: %v", err)
 	}
+	if err := f.e.Keep(testCtx(f.t), p); err != nil {
+		f.t.Fatalf("keep: %v", err)
+	}
 	rec, err := f.j.Approve(p.ID, p.Digest, "pat", "")
 	if err != nil {
 		f.t.Fatalf("approve: %v", err)

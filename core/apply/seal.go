@@ -36,9 +36,6 @@ type sealing struct {
 	// tmp holds temporary index files; removed when sealing ends.
 	tmp string
 	n   int
-	// trees and commits are objects the sealed ref keeps reachable.
-	trees   []string
-	commits []string
 	// worktree, in a plan, is the tree the main working tree holds after
 	// the steps sealed so far moved its checkout ("" while it is what is
 	// on disk); worktreeUnknown is set once a step changed some of its
@@ -111,11 +108,8 @@ func (e *Executor) Seal(ctx context.Context, p proposal.Proposal) (*proposal.Sea
 			return nil, err
 		}
 	}
+	out.Ref = proposal.SealedRef(p.ID)
 	e.step("seal-computed")
-	if err := s.keep(ctx, &out); err != nil {
-		return nil, err
-	}
-	e.step("seal-kept")
 	return &out, nil
 }
 
@@ -193,41 +187,55 @@ func readsWorktree(st step) bool {
 	return false
 }
 
-// keep makes the sealed objects reachable: a commit whose tree holds
-// every sealed tree and whose parents are the sealed commits, under
-// refs/sluice/sealed/<id>. The ref is created, never moved.
-func (s *sealing) keep(ctx context.Context, out *proposal.Sealed) error {
+// Keep makes the objects of p's sealed outcome reachable: a commit whose
+// tree holds every sealed tree, under refs/sluice/sealed/<id>. Until then
+// they are objects nothing refers to, so a proposal that is never stored
+// leaves nothing behind that git's own gc does not clean. Keep is called
+// once the proposal is stored, and again at start-up for every proposal
+// still open (a crash may have come in between); a ref that exists is
+// left as it is.
+func (e *Executor) Keep(ctx context.Context, p proposal.Proposal) error {
+	if p.Sealed == nil {
+		return nil
+	}
+	e.step("seal-keep")
+	rc, err := e.openRepo(ctx, p.Repo)
+	if err != nil {
+		return err
+	}
+	ref := proposal.SealedRef(p.ID)
+	if res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "--verify", "--quiet", ref}, ok: []int{1}}); err != nil {
+		return err
+	} else if res.exit == 0 {
+		return nil
+	}
 	var trees []string
-	collect := func(x *proposal.Sealed) {
+	for _, x := range append([]proposal.Sealed{*p.Sealed}, p.Sealed.Steps...) {
 		for _, t := range []string{x.Before, x.After} {
 			if t != "" && !slices.Contains(trees, t) {
 				trees = append(trees, t)
 			}
 		}
 	}
-	collect(out)
-	for i := range out.Steps {
-		collect(&out.Steps[i])
-	}
-	trees = append(trees, s.trees...)
 	var in bytes.Buffer
-	for i, t := range slices.Compact(trees) {
+	for i, t := range trees {
 		fmt.Fprintf(&in, "040000 tree %s\tt%02d\n", t, i)
 	}
-	res, err := s.run(ctx, call{args: []string{"mktree"}, stdin: in.Bytes()})
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"mktree"}, stdin: in.Bytes()})
+	if err != nil {
+		if strings.Contains(stderrOf(err), "bad") || strings.Contains(stderrOf(err), "missing") {
+			return newErr(CodeStaleBase, "the sealed outcome's objects are no longer in the repository; the proposal cannot run")
+		}
+		return err
+	}
+	c, err := rc.commitTree(ctx, res.text(), nil, "sluice: sealed outcome of proposal "+p.ID)
 	if err != nil {
 		return err
 	}
-	parents := slices.Compact(slices.Clone(s.commits))
-	c, err := s.rc.commitTree(ctx, res.text(), parents, "sluice: sealed outcome of proposal "+s.r.p.ID)
-	if err != nil {
+	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-m", "sluice: seal", ref, c, rc.g.zero}}); err != nil {
 		return err
 	}
-	ref := proposal.SealedRef(s.r.p.ID)
-	if _, err := s.run(ctx, call{args: []string{"update-ref", "-m", "sluice: seal", ref, c, s.rc.g.zero}}); err != nil {
-		return err
-	}
-	out.Ref = ref
+	e.step("seal-kept")
 	return nil
 }
 

@@ -150,7 +150,6 @@ func (s *rebaseStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, er
 		if next, err = sl.r.rebaseAway(ctx, rc, old, onto, s.a, hardened); err != nil {
 			return out, err
 		}
-		sl.commits = append(sl.commits, next)
 		if out.Commits, err = rc.commitList(ctx, old, onto); err != nil {
 			return out, err
 		}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -41,7 +42,7 @@ type BackendOptions struct {
 // Sealer seals proposals' outcomes. *apply.Executor implements it.
 type Sealer interface {
 	Seal(ctx context.Context, p proposal.Proposal) (*proposal.Sealed, error)
-	Unseal(ctx context.Context, repo, id string) error
+	Keep(ctx context.Context, p proposal.Proposal) error
 }
 
 // RestorePointLister lists the restore points of one repository (a
@@ -99,31 +100,49 @@ func (b *JournalBackend) Submit(ctx context.Context, agent string, p proposal.Pr
 	if p.Sealed != nil {
 		return ProposalStatus{}, badRequest("a proposal's outcome is sealed by the Sluice app; it cannot come with the proposal")
 	}
-	sealed := false
-	if b.opts.Sealer != nil {
-		out, err := b.opts.Sealer.Seal(ctx, p)
-		if err != nil {
-			return ProposalStatus{}, sealError(err)
-		}
-		p.Sealed = out
-		if err := p.Seal(); err != nil {
-			b.unseal(ctx, p)
-			return ProposalStatus{}, journalError(err)
-		}
-		sealed = true
+	if b.opts.Sealer == nil {
+		return b.store(p)
+	}
+	out, err := b.opts.Sealer.Seal(ctx, p)
+	if err != nil {
+		return ProposalStatus{}, sealError(err)
+	}
+	p.Sealed = out
+	if err := p.Seal(); err != nil {
+		return ProposalStatus{}, journalError(err)
 	}
 	st, err := b.store(p)
-	if sealed && (err != nil || st.Replayed) {
-		// Only a stored proposal keeps its sealed objects.
-		b.unseal(ctx, p)
+	if err != nil || st.Replayed {
+		// Only a stored proposal keeps its sealed objects; the others are
+		// objects nothing refers to.
+		return st, err
 	}
-	return st, err
+	if err := b.opts.Sealer.Keep(context.WithoutCancel(ctx), p); err != nil {
+		// The record holds the whole outcome and its objects exist; the
+		// ref that keeps them is made again at the next start.
+		b.opts.Logger.Error("gateway: could not keep a proposal's sealed objects", "proposal", p.ID, "err", err)
+	}
+	return st, nil
 }
 
-func (b *JournalBackend) unseal(ctx context.Context, p proposal.Proposal) {
-	if err := b.opts.Sealer.Unseal(context.WithoutCancel(ctx), p.Repo, p.ID); err != nil {
-		b.opts.Logger.Warn("gateway: could not drop the sealed objects of a proposal that was not stored", "proposal", p.ID, "err", err)
+// KeepSealed makes sure every open proposal's sealed objects are kept
+// (a crash between storing a proposal and keeping its objects leaves them
+// unreferenced). The app calls it at start-up.
+func (b *JournalBackend) KeepSealed(ctx context.Context) error {
+	if b.opts.Sealer == nil {
+		return nil
 	}
+	recs, err := b.j.List(journal.Filter{States: []proposal.State{proposal.Pending, proposal.Approved, proposal.Executing, proposal.NeedsReconciliation}})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, rec := range recs {
+		if err := b.opts.Sealer.Keep(ctx, rec.Proposal); err != nil {
+			errs = append(errs, fmt.Errorf("proposal %s: %w", rec.Proposal.ID, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // sealError is a proposal whose outcome cannot be produced: 422 with the
