@@ -141,7 +141,7 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 		AppVersion: config.Version,
 		Logger:     log,
 		Backend:    backend,
-		Handoff: handoff,
+		Handoff:    handoff,
 	})
 	if err != nil {
 		return nil, err
