@@ -225,6 +225,8 @@ func (s *Sealed) riskReasons() []riskReason {
 				out = append(out, riskReason{RiskMedium, "adds a symbolic link (" + f.Path + ")"})
 			case f.Binary && f.Size >= BinaryLargeBytes:
 				out = append(out, riskReason{RiskMedium, fmt.Sprintf("adds a %s binary (%s)", HumanBytes(f.Size), f.Path)})
+			case f.Size >= BinaryLargeBytes:
+				out = append(out, riskReason{RiskMedium, fmt.Sprintf("adds a %s file (%s)", HumanBytes(f.Size), f.Path)})
 			}
 		}
 	}
