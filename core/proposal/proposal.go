@@ -210,8 +210,7 @@ func (p Proposal) RiskWhy() (Risk, string) {
 	if p.Args == nil {
 		return RiskHigh, "the proposal has no arguments"
 	}
-	r := p.Args.risk(p.Pinned)
-	why := opRiskWhy(p)
+	r, why := p.Args.risk(p.Pinned), p.Args.why(p.Pinned)
 	if reasons := p.Sealed.riskReasons(); len(reasons) > 0 && reasons[0].level >= r {
 		r, why = reasons[0].level, reasons[0].why
 		if n := len(reasons) - 1; n > 0 {
