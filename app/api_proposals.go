@@ -36,7 +36,10 @@ type Card struct {
 	Args        proposal.Args   `json:"args"`
 	// Sealed is the exact outcome approving produces (nil only for
 	// proposals stored before outcomes were sealed).
-	Sealed     *proposal.Sealed    `json:"sealed,omitempty"`
+	Sealed *proposal.Sealed `json:"sealed,omitempty"`
+	// Evidence is Sluice's record of the workspace runs behind a
+	// workspace's proposal.
+	Evidence   *CardEvidence       `json:"evidence,omitempty"`
 	Files      []string            `json:"files"`
 	FilesKnown bool                `json:"filesKnown"`
 	Collisions []journal.Collision `json:"collisions"`
@@ -76,6 +79,7 @@ func (a *App) cardFor(rec journal.Record, withCollisions bool) Card {
 	if c.Files == nil {
 		c.Files = []string{}
 	}
+	c.Evidence = a.evidenceFor(p)
 	if c.Destructive {
 		c.ConfirmWord = confirmWord(p)
 	}

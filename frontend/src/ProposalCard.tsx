@@ -8,7 +8,7 @@ import { Countdown, ErrorBox, RiskBadge, Sha, StateBadge, Time, errorMessage } f
 import { DiffView } from "./DiffView";
 import { opLabel, shortRef } from "./format";
 import { href } from "./route";
-import { SealedOutcome } from "./SealedOutcome";
+import { EvidenceBlock, SealedOutcome } from "./SealedOutcome";
 
 /** How often a pending card re-checks what it was sealed against. */
 const preflightEveryMs = 4000;
@@ -255,6 +255,8 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
           ))}
         </ul>
       )}
+
+      {card.evidence && <EvidenceBlock evidence={card.evidence} />}
 
       {card.sealed && (
         <section className="outcome-block" aria-label="Sealed outcome">

@@ -119,6 +119,42 @@ describe("SealedOutcome", () => {
     await waitFor(() => expect(calls.some((c) => c.method === "POST" && c.url === "/api/proposals/c1/send-back")).toBe(true));
   });
 
+  it("shows workspace evidence apart from the agent's words, red when the last run failed", async () => {
+    const ws = card({
+      id: "w1",
+      reason: "All tests pass, trust me",
+      evidence: {
+        workspaceId: "ws1",
+        failed: true,
+        failedRuns: 1,
+        runs: [
+          {
+            argv: ["sh", "test.sh"],
+            exitCode: 1,
+            oomKilled: false,
+            durationMs: 1200,
+            truncated: false,
+            stdout: "FAIL add",
+            tests: { passed: 0, failed: 1, skipped: 0, format: "junit" },
+          },
+        ],
+      },
+    });
+    stubFetch({
+      "GET /api/proposals": { body: [ws] },
+      "GET /api/proposals/w1/preflight": { body: { stale: false, moved: [], changed: [], notes: [] } },
+      ...diffRoutes("w1", [sampleDiff]),
+    });
+    await renderPending();
+    const el = await screen.findByRole("article", { name: /merge in shop/i });
+    const ev = within(el).getByRole("region", { name: "Workspace evidence" });
+    expect(ev.dataset.failed).toBe("true");
+    expect(ev.textContent).toContain("Recorded by Sluice");
+    expect(ev.textContent).toContain("tests: 0 passed, 1 failed, 0 skipped (junit)");
+    expect(ev.textContent).not.toContain("trust me");
+    expect(ev.querySelector("details pre")?.textContent).toBe("FAIL add");
+  });
+
   it("says when a committed file was edited after the proposal, without blocking", async () => {
     stubFetch({
       "GET /api/proposals": { body: [commit] },

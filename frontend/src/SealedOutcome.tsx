@@ -2,7 +2,7 @@
 // lands or is sent, which refs move, and every file with its status, mode
 // and size. The diff below it is the same outcome line by line.
 import { useState } from "react";
-import type { CommitList, FileChange, RefMove, Sealed } from "./api";
+import type { CommitList, Evidence, FileChange, RefMove, Sealed, WorkspaceRun } from "./api";
 import { Sha } from "./bits";
 import { shortRef } from "./format";
 
@@ -197,5 +197,56 @@ function Files({ files, loses }: { files: FileChange[]; loses: boolean }) {
         </button>
       )}
     </>
+  );
+}
+
+function runFailed(r: WorkspaceRun): boolean {
+  return r.exitCode !== 0 || r.oomKilled || (r.tests?.failed ?? 0) > 0;
+}
+
+/**
+ * The runs of the workspace behind a proposal, as Sluice recorded them:
+ * apart from the agent's words, red when the last run failed, each run's
+ * output one click away.
+ */
+export function EvidenceBlock({ evidence }: { evidence: Evidence }) {
+  const last = evidence.runs[evidence.runs.length - 1];
+  return (
+    <section
+      className={`evidence${evidence.failed ? " failed" : ""}`}
+      aria-label="Workspace evidence"
+      data-failed={evidence.failed ? "true" : undefined}
+    >
+      <h3>Recorded by Sluice: workspace {evidence.workspaceId}</h3>
+      {evidence.runs.length === 0 && <p>No command was run in the workspace.</p>}
+      {last && (
+        <p className="evidence-summary">
+          {evidence.runs.length} run(s); the last {runFailed(last) ? "failed" : "passed"}
+          {evidence.failedRuns > 0 ? ` (${evidence.failedRuns} failed in all)` : ""}.
+        </p>
+      )}
+      <ol className="runs">
+        {evidence.runs.map((r, i) => (
+          <li key={i} className={runFailed(r) ? "run failed" : "run"}>
+            <code>{r.argv.join(" ")}</code> exited {r.exitCode} in {(r.durationMs / 1000).toFixed(1)}s
+            {r.oomKilled && " (killed: out of memory)"}
+            {r.tests && (
+              <span className="tests">
+                {" "}
+                · tests: {r.tests.passed} passed, {r.tests.failed} failed, {r.tests.skipped} skipped ({r.tests.format})
+              </span>
+            )}
+            {r.truncated && <span className="muted"> · output cut at the limit</span>}
+            {(r.stdout || r.stderr) && (
+              <details>
+                <summary>Output</summary>
+                {r.stdout && <pre className="run-output">{r.stdout}</pre>}
+                {r.stderr && <pre className="run-output stderr">{r.stderr}</pre>}
+              </details>
+            )}
+          </li>
+        ))}
+      </ol>
+    </section>
   );
 }

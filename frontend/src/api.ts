@@ -129,6 +129,15 @@ export interface Preflight {
   notes: string[];
 }
 
+/** Sluice's own record of the workspace runs behind a proposal. */
+export interface Evidence {
+  workspaceId: string;
+  runs: WorkspaceRun[];
+  /** The last run failed. */
+  failed: boolean;
+  failedRuns: number;
+}
+
 /** Everything a person needs to decide on one proposal. */
 export interface Card {
   id: string;
@@ -144,6 +153,7 @@ export interface Card {
   destructive: boolean;
   confirmWord?: string;
   sealed?: Sealed;
+  evidence?: Evidence;
   digest: string;
   shortDigest: string;
   pinned: Pinned;
