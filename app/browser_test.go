@@ -25,7 +25,13 @@ func chromiumPath() string {
 
 // newBrowser starts a real headless Chromium with a fresh profile and no
 // background networking (this machine has no network but loopback).
-func newBrowser(t *testing.T) context.Context {
+func newBrowser(t testing.TB) context.Context {
+	t.Helper()
+	return browserWithin(t, 60*time.Second)
+}
+
+// browserWithin is newBrowser with its own bound on the whole session.
+func browserWithin(t testing.TB, limit time.Duration) context.Context {
 	t.Helper()
 	path := chromiumPath()
 	needOrSkip(t, path != "", "chromium (apt install chromium)")
@@ -41,7 +47,7 @@ func newBrowser(t *testing.T) context.Context {
 	)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancelTimeout := context.WithTimeout(ctx, limit)
 	t.Cleanup(func() {
 		cancelTimeout()
 		cancelCtx()
@@ -52,7 +58,7 @@ func newBrowser(t *testing.T) context.Context {
 
 // serveUI serves the built front end for a and returns the server and
 // its single-use login token.
-func serveUI(t *testing.T, a *App) (*Web, string) {
+func serveUI(t testing.TB, a *App) (*Web, string) {
 	t.Helper()
 	w, token, err := NewWeb(a, distFS(t), "127.0.0.1:0")
 	if err != nil {

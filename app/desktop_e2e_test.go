@@ -23,7 +23,7 @@ import (
 )
 
 // binDir holds the binaries that `make build` produced.
-func binDir(t *testing.T) string {
+func binDir(t testing.TB) string {
 	t.Helper()
 	dir := os.Getenv("SLUICE_BIN_DIR")
 	ok := dir != ""

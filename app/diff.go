@@ -27,8 +27,13 @@ type DiffChunk struct {
 	Notices []string `json:"notices"`
 }
 
-// diffChunkBytes is the size of one chunk sent to the UI.
-const diffChunkBytes = 256 << 10
+// diffChunkBytes is the size of one chunk sent to the UI; the first is
+// smaller, so that a card's diff paints its first files at once however
+// large the whole is (the rest loads as the reader scrolls).
+const (
+	diffChunkBytes      = 256 << 10
+	diffFirstChunkBytes = 24 << 10
+)
 
 // maxProposalDiffBytes bounds the diff kept in memory per proposal.
 const maxProposalDiffBytes = 32 << 20
@@ -102,7 +107,11 @@ func chunkOf(d *proposalDiff, offset int) (DiffChunk, error) {
 	if offset < 0 || offset > total {
 		return DiffChunk{}, &codedError{code: "invalid_argument", msg: fmt.Sprintf("offset %d is outside the diff (0..%d)", offset, total)}
 	}
-	end := offset + diffChunkBytes
+	size := diffChunkBytes
+	if offset == 0 {
+		size = diffFirstChunkBytes
+	}
+	end := offset + size
 	if end >= total {
 		end = total
 	} else if i := strings.LastIndexByte(d.text[offset:end], '\n'); i >= 0 {

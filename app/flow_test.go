@@ -21,7 +21,7 @@ import (
 )
 
 // gitRepo makes a real repository with one commit under root.
-func gitRepo(t *testing.T, root, name string) string {
+func gitRepo(t testing.TB, root, name string) string {
 	t.Helper()
 	r := gitxtest.InitAt(t, filepath.Join(root, name))
 	// The person's identity, which approved commits use.
@@ -32,7 +32,7 @@ func gitRepo(t *testing.T, root, name string) string {
 }
 
 // agentSession connects the real sidecar binary to the app of env.
-func agentSession(t *testing.T, env []string, name string) *mcp.ClientSession {
+func agentSession(t testing.TB, env []string, name string) *mcp.ClientSession {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir(t), "sluice-sidecar"))
 	cmd.Env = env
@@ -48,7 +48,7 @@ func agentSession(t *testing.T, env []string, name string) *mcp.ClientSession {
 
 // flowEnv starts an app whose allowed root holds one repository, and
 // returns the app, the repository and the environment for sidecars.
-func flowEnv(t *testing.T) (*App, string, []string) {
+func flowEnv(t testing.TB) (*App, string, []string) {
 	t.Helper()
 	home := t.TempDir()
 	root := filepath.Join(home, "src")
@@ -77,7 +77,7 @@ func flowEnv(t *testing.T) (*App, string, []string) {
 	return a, repo, env
 }
 
-func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (map[string]any, bool) {
+func callTool(t testing.TB, cs *mcp.ClientSession, name string, args map[string]any) (map[string]any, bool) {
 	t.Helper()
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {

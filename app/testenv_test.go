@@ -16,7 +16,7 @@ import (
 func requireE2E() bool { return os.Getenv("SLUICE_REQUIRE_E2E") == "1" }
 
 // needOrSkip fails or skips when a prerequisite is missing.
-func needOrSkip(t *testing.T, ok bool, what string) {
+func needOrSkip(t testing.TB, ok bool, what string) {
 	t.Helper()
 	if ok {
 		return
@@ -55,7 +55,7 @@ func startApp(t *testing.T) *App {
 
 // distFS is the built front end; tests that render it need `make build`
 // (or `npm run build` in frontend/) first.
-func distFS(t *testing.T) fs.FS {
+func distFS(t testing.TB) fs.FS {
 	t.Helper()
 	dir, err := filepath.Abs("../frontend/dist")
 	if err != nil {

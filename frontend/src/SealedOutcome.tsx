@@ -6,7 +6,7 @@ import type { CommitList, Evidence, FileChange, RefMove, Sealed, WorkspaceRun } 
 import { Sha } from "./bits";
 import { shortRef } from "./format";
 
-const fileLimit = 50;
+const fileLimit = 20;
 
 export function SealedOutcome({ sealed, op }: { sealed: Sealed; op: string }) {
   if (sealed.steps && sealed.steps.length > 0) {
