@@ -386,6 +386,8 @@ export const api = {
 
   settings: () => call<Settings>("Settings", [], get("/api/settings")),
   saveSettings: (s: SettingsInput) => call<Settings>("SaveSettings", [s], post("/api/settings", s)),
+  /** Allows agents to name repositories under dir (saved in config.json). */
+  addRoot: (dir: string) => call<Settings>("AddRoot", [dir], post("/api/roots", { dir })),
 
   clients: () => call<Client[]>("Clients", [], get("/api/connect")),
   connect: (c: ConnectRequest) => call<ConnectResult>("Connect", [c], post("/api/connect", c)),
