@@ -53,6 +53,13 @@ func runConfig(args []string, stdout, stderr io.Writer) int {
 		}
 		opts.Command = exe
 	}
+	if opts.Scope != connect.ScopeProject && *project != "" {
+		// User scope: the project whose entries are reconciled (Claude
+		// Code's .mcp.json there loses its Sluice entry).
+		if abs, err := filepath.Abs(*project); err == nil {
+			opts.ProjectDir = abs
+		}
+	}
 	if opts.Scope == connect.ScopeProject {
 		dir := *project
 		if dir == "" {
