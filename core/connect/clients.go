@@ -344,7 +344,7 @@ func planCopilot(p *planner) error {
 	}
 	var allow []string
 	for _, t := range PreAllowTools(p.opts.Toolsets) {
-		allow = append(allow, "--allow-tool="+ServerName+"("+t+")")
+		allow = append(allow, "--allow-tool='"+ServerName+"("+t+")'")
 	}
 	p.noPreAllow("Copilot CLI takes tool approvals at its prompt or as --allow-tool flags for one session, never from a file; to skip its prompts for Sluice's read and propose tools, start it with:\n    copilot " + strings.Join(allow, " "))
 	p.plan.Steps = append(p.plan.Steps, "Copilot CLI asks once whether you trust the folder you start it in (it remembers the answer in "+filepath.Join(dir, "config.json")+", \"trusted_folders\"); it loads MCP servers only in a trusted folder.")
