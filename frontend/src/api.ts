@@ -192,6 +192,8 @@ export interface Client {
   format: "json" | "jsonc" | "toml" | "steps";
   preview: string;
   preAllows: string[];
+  /** What pre-allowing means for this client, or why nothing was, in words that are true. */
+  preAllowNote: string;
 }
 
 export interface ConnectRequest {
