@@ -1,0 +1,220 @@
+package sidecar
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/core/config"
+)
+
+// The agents people use, as the real programs from npm (pinned in
+// build/tools): `sluice-sidecar config --client X --write` in an isolated
+// HOME, then the agent's own listing command must show Sluice (connected,
+// where the agent checks), and a real tool call through the agent, driven
+// by a fake model on 127.0.0.1, must reach the sidecar for a pre-allowed
+// tool without a prompt and be held for one that is not pre-allowed.
+
+// agentBinDir is build/tools' node_modules/.bin and the PATH to run its
+// programs with (Node 22 first).
+func agentBinDir(t *testing.T) (string, string) {
+	t.Helper()
+	dir := os.Getenv("SLUICE_TOOLS_DIR")
+	bin := filepath.Join(dir, "node_modules", ".bin")
+	_, err := os.Stat(filepath.Join(bin, "claude"))
+	needOrSkip(t, dir != "" && err == nil, "the agent CLIs in SLUICE_TOOLS_DIR (make test installs them from build/tools)")
+	path := bin + string(os.PathListSeparator) + os.Getenv("PATH")
+	if nb := os.Getenv("SLUICE_NODE_BIN"); nb != "" {
+		path = nb + string(os.PathListSeparator) + path
+	}
+	return bin, path
+}
+
+// agentHome is one isolated person: a HOME with an allowed root holding a
+// repository, and nothing else.
+type agentHome struct {
+	home, root, repo string
+	bin, path        string
+	sidecar          string
+}
+
+func newAgentHome(t *testing.T) *agentHome {
+	t.Helper()
+	bin, path := agentBinDir(t)
+	home := t.TempDir()
+	h := &agentHome{home: home, root: filepath.Join(home, "src"), bin: bin, path: path, sidecar: sidecarBinary(t)}
+	h.repo = filepath.Join(h.root, "widgets")
+	if err := os.MkdirAll(h.repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitRepo(t, h.repo)
+	// The roots go where the app keeps them; the agents pass the sidecar
+	// no SLUICE_* variable.
+	c := &config.Config{ConfigDir: filepath.Join(home, ".config", "sluice")}
+	if _, err := c.AddRoot(h.root); err != nil {
+		t.Fatal(err)
+	}
+	if canon, err := filepath.EvalSymlinks(h.repo); err == nil {
+		h.repo = canon
+	}
+	return h
+}
+
+// env is what every agent runs with: HOME, PATH and no XDG or SLUICE_*
+// variables, so that all files are found from HOME as on a person's
+// machine.
+func (h *agentHome) env(extra ...string) []string {
+	return append([]string{"HOME=" + h.home, "PATH=" + h.path, "TERM=dumb", "NO_COLOR=1", "LANG=C.UTF-8",
+		"DISABLE_AUTOUPDATER=1", "CI=1"}, extra...)
+}
+
+// run runs an agent program in dir. The deadline only guards against a
+// hang; nothing is asserted on how long it takes.
+func (h *agentHome) run(t *testing.T, dir string, env []string, name string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(h.bin, name), args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.Stdin = nil
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("%s %v did not finish (hang guard):\n%s", name, args, out.String())
+	}
+	return out.String(), err
+}
+
+// connect writes the client's configuration with the real sidecar binary.
+func (h *agentHome) connect(t *testing.T, client string, extra ...string) string {
+	t.Helper()
+	args := append([]string{"config", "--client", client, "--write", "--command", h.sidecar}, extra...)
+	cmd := exec.Command(h.sidecar, args...)
+	cmd.Dir = h.repo
+	cmd.Env = h.env()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("config --client %s --write: %v\n%s", client, err, out)
+	}
+	again := exec.Command(h.sidecar, args...)
+	again.Dir = h.repo
+	again.Env = h.env()
+	out2, err := again.CombinedOutput()
+	if err != nil || !strings.Contains(string(out2), "Nothing to change") {
+		t.Fatalf("a second --write for %s changed something (%v):\n%s", client, err, out2)
+	}
+	return string(out)
+}
+
+// writeJSON writes v as a person's settings file would be.
+func writeJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.MarshalIndent(v, "", "  ")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ledgerTools lists the tools the sidecar recorded in its audit ledger:
+// the proof that a call reached it.
+func (h *agentHome) ledgerTools(t *testing.T) []string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(h.home, ".local", "state", "sluice", "audit", "audit.jsonl"))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var tools []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var e struct {
+			Tool string `json:"tool"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Tool != "" {
+			tools = append(tools, e.Tool)
+		}
+	}
+	return tools
+}
+
+// checkHeldAndRan asserts the outcome of the two-call script: the
+// pre-allowed repo_brief reached the sidecar and answered with the real
+// repository; the workspace tool, not pre-allowed, never reached it.
+func (h *agentHome) checkHeldAndRan(t *testing.T, m *fakeModel, out string) {
+	t.Helper()
+	tools := h.ledgerTools(t)
+	if !slices.Contains(tools, "repo_brief") {
+		t.Errorf("repo_brief never reached the sidecar (ledger: %v)\nagent output:\n%s\nmodel log:\n%s", tools, out, m.Log())
+	}
+	if slices.Contains(tools, "workspace_status") {
+		t.Errorf("workspace_status, which is not pre-allowed, ran without a person's approval (ledger: %v)", tools)
+	}
+	res := m.Results()
+	for i, r := range res {
+		t.Logf("tool result %d the agent sent its model: %.160q", i+1, r)
+	}
+	t.Logf("ledger: %v", tools)
+	if len(res) < 2 {
+		t.Fatalf("the model got %d tool results, want 2: %q\nagent output:\n%s\nmodel log:\n%s", len(res), res, out, m.Log())
+	}
+	if !strings.Contains(res[0], `"branch":"main"`) && !strings.Contains(res[0], `"branch": "main"`) {
+		t.Errorf("repo_brief's result is not the repository's brief: %.400s", res[0])
+	}
+	if strings.Contains(res[1], "workspace") && strings.Contains(res[1], `"error"`) && strings.Contains(res[1], "unsupported") {
+		t.Errorf("workspace_status ran (its own error came back): %.400s", res[1])
+	}
+}
+
+func TestAgents_ClaudeCode(t *testing.T) {
+	t.Parallel()
+	h := newAgentHome(t)
+	// A local-scope entry left by `claude mcp add` (the old README) is
+	// reconciled: one sluice.
+	writeJSON(t, filepath.Join(h.home, ".claude.json"), map[string]any{
+		"projects": map[string]any{h.repo: map[string]any{"mcpServers": map[string]any{"sluice": map[string]any{"type": "stdio", "command": h.sidecar, "args": []string{}}}}},
+	})
+	h.connect(t, "claude-code")
+	out, err := h.run(t, h.repo, h.env(), "claude", "mcp", "list")
+	if err != nil || !strings.Contains(out, "sluice: "+h.sidecar) || !strings.Contains(out, "Connected") || strings.Contains(out, "onflicting") {
+		t.Fatalf("claude mcp list (%v):\n%s", err, out)
+	}
+	if n := strings.Count(out, "sluice:"); n != 1 {
+		t.Errorf("claude mcp list shows %d sluice entries:\n%s", n, out)
+	}
+
+	m := &fakeModel{mark: "repo_brief", calls: []scriptedCall{
+		{Tool: "mcp__sluice__repo_brief", Args: map[string]any{"repoPath": h.repo}},
+		{Tool: "mcp__sluice__workspace_status", Args: map[string]any{"workspaceId": "ws-1"}},
+	}}
+	url := startFakeModel(t, m, anthropicHandler)
+	out, err = h.run(t, h.repo, h.env("ANTHROPIC_BASE_URL="+url, "ANTHROPIC_API_KEY=sk-ant-test", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		// Every tool in the request, as the scripted model calls tools by
+		// name without searching for them first.
+		"ENABLE_TOOL_SEARCH=false"),
+		"claude", "-p", "Brief me on this repository with Sluice.", "--model", "claude-sonnet-4-5")
+	if err != nil || !strings.Contains(out, closingText) {
+		t.Fatalf("claude -p (%v):\n%s\nmodel log:\n%s", err, out, m.Log())
+	}
+	h.checkHeldAndRan(t, m, out)
+	if res := m.Results(); len(res) >= 2 && !strings.Contains(strings.ToLower(res[1]), "permission") {
+		t.Errorf("workspace_status was not held for permission: %.400s", res[1])
+	}
+}

@@ -1,0 +1,232 @@
+package sidecar
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// A fake model on 127.0.0.1 that speaks a provider's HTTP API and plays a
+// script: one tool call per turn, in order, then a line of text. Which turn
+// it is comes from the conversation the agent sends back (how many tool
+// results it holds), so the agent's own retries and side requests (titles,
+// summaries: requests that offer no tools) never move the script on.
+
+// scriptedCall is one tool call, named as the agent names the tool.
+type scriptedCall struct {
+	Tool string
+	Args map[string]any
+}
+
+type fakeModel struct {
+	calls []scriptedCall
+	// mark is a tool-name fragment present only in the requests of the
+	// agent's main loop (e.g. "repo_brief").
+	mark string
+
+	mu sync.Mutex
+	// results are the tool results the agent sent back, in order.
+	results []string
+	log     []string
+}
+
+// turn returns the call to make next, or nil for the closing text.
+func (m *fakeModel) turn(toolsOffered bool, results []string) *scriptedCall {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(results) > len(m.results) {
+		m.results = append([]string(nil), results...)
+	}
+	if !toolsOffered || len(results) >= len(m.calls) {
+		return nil
+	}
+	return &m.calls[len(results)]
+}
+
+func (m *fakeModel) note(format string, a ...any) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.log = append(m.log, fmt.Sprintf(format, a...))
+}
+
+// Results returns the tool results the agent reported, in order.
+func (m *fakeModel) Results() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.results...)
+}
+
+func (m *fakeModel) Log() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return strings.Join(m.log, "\n")
+}
+
+const closingText = "Done: Sluice answered."
+
+// textOf flattens a JSON value's strings (tool result content comes in
+// many shapes).
+func textOf(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	var b strings.Builder
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			b.WriteString(x)
+			b.WriteByte('\n')
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return b.String()
+}
+
+func sse(w http.ResponseWriter, events [][2]string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	for _, e := range events {
+		if e[0] != "" {
+			fmt.Fprintf(w, "event: %s\n", e[0])
+		}
+		fmt.Fprintf(w, "data: %s\n\n", e[1])
+	}
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// startFakeModel serves m with handler on 127.0.0.1.
+func startFakeModel(t *testing.T, m *fakeModel, handler func(*fakeModel, http.ResponseWriter, *http.Request, []byte)) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		m.note("%s %s %d bytes", r.Method, r.URL.Path, len(body))
+		handler(m, w, r, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// anthropicHandler speaks the Messages API (POST /v1/messages), streamed
+// or not.
+func anthropicHandler(m *fakeModel, w http.ResponseWriter, r *http.Request, body []byte) {
+	if !strings.HasSuffix(r.URL.Path, "/v1/messages") {
+		if strings.Contains(r.URL.Path, "count_tokens") {
+			io.WriteString(w, `{"input_tokens": 10}`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{}`)
+		return
+	}
+	var req struct {
+		Model    string `json:"model"`
+		Stream   bool   `json:"stream"`
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	_ = json.Unmarshal(body, &req)
+	offered := false
+	var names []string
+	for _, tl := range req.Tools {
+		names = append(names, tl.Name)
+		if strings.Contains(tl.Name, m.mark) {
+			offered = true
+		}
+	}
+	m.note("tools offered: %v", names)
+	if !offered && strings.Contains(string(body), m.mark) {
+		m.note("the mark appears outside the tool list: %s", excerpt(string(body), m.mark))
+	}
+	var results []string
+	for _, msg := range req.Messages {
+		var blocks []struct {
+			Type    string          `json:"type"`
+			Content json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(msg.Content, &blocks) != nil {
+			continue
+		}
+		for _, b := range blocks {
+			if b.Type == "tool_result" {
+				results = append(results, textOf(b.Content))
+			}
+		}
+	}
+	call := m.turn(offered, results)
+	id := fmt.Sprintf("msg_%d", len(results))
+	usage := map[string]int{"input_tokens": 10, "output_tokens": 5}
+	var content []any
+	stop := "end_turn"
+	if call != nil {
+		content = []any{map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", len(results)), "name": call.Tool, "input": call.Args}}
+		stop = "tool_use"
+	} else {
+		content = []any{map[string]any{"type": "text", "text": closingText}}
+	}
+	if !req.Stream {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, mustJSON(map[string]any{"id": id, "type": "message", "role": "assistant", "model": req.Model,
+			"content": content, "stop_reason": stop, "stop_sequence": nil, "usage": usage}))
+		return
+	}
+	ev := [][2]string{{"message_start", mustJSON(map[string]any{"type": "message_start", "message": map[string]any{
+		"id": id, "type": "message", "role": "assistant", "model": req.Model, "content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": usage}})}}
+	if call != nil {
+		ev = append(ev,
+			[2]string{"content_block_start", mustJSON(map[string]any{"type": "content_block_start", "index": 0,
+				"content_block": map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", len(results)), "name": call.Tool, "input": map[string]any{}}})},
+			[2]string{"content_block_delta", mustJSON(map[string]any{"type": "content_block_delta", "index": 0,
+				"delta": map[string]any{"type": "input_json_delta", "partial_json": mustJSON(call.Args)}})})
+	} else {
+		ev = append(ev,
+			[2]string{"content_block_start", mustJSON(map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})},
+			[2]string{"content_block_delta", mustJSON(map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": closingText}})})
+	}
+	ev = append(ev,
+		[2]string{"content_block_stop", `{"type":"content_block_stop","index":0}`},
+		[2]string{"message_delta", mustJSON(map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]int{"output_tokens": 5}})},
+		[2]string{"message_stop", `{"type":"message_stop"}`})
+	sse(w, ev)
+}
+
+func excerpt(s, mark string) string {
+	i := strings.Index(s, mark)
+	if i < 0 {
+		return ""
+	}
+	return s[max(0, i-300):min(len(s), i+300)]
+}
