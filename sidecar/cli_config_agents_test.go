@@ -218,3 +218,64 @@ func TestAgents_ClaudeCode(t *testing.T) {
 		t.Errorf("workspace_status was not held for permission: %.400s", res[1])
 	}
 }
+
+// Gemini CLI adds wait_for_previous to every call (Sluice ignores it) and
+// starts no MCP server in a folder the person has not trusted: the test
+// trusts the repository's folder the way Gemini CLI records a person's
+// answer.
+func TestAgents_GeminiCLI(t *testing.T) {
+	t.Parallel()
+	h := newAgentHome(t)
+	// The person chose API-key sign-in; the writer merges into that file.
+	writeJSON(t, filepath.Join(h.home, ".gemini", "settings.json"), map[string]any{"security": map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}}})
+	h.connect(t, "gemini-cli")
+	writeJSON(t, filepath.Join(h.home, ".gemini", "trustedFolders.json"), map[string]string{h.repo: "TRUST_FOLDER"})
+	out, err := h.run(t, h.repo, h.env(), "gemini", "mcp", "list")
+	if err != nil || !strings.Contains(out, "sluice: "+h.sidecar) || !strings.Contains(out, "Connected") {
+		t.Fatalf("gemini mcp list (%v):\n%s", err, out)
+	}
+	m := &fakeModel{mark: "repo_brief"}
+	url := startFakeModel(t, m, geminiHandler)
+	env := h.env("GOOGLE_GEMINI_BASE_URL="+url, "GEMINI_API_KEY=test-key")
+	m.calls = []scriptedCall{
+		{Tool: "mcp_sluice_repo_brief", Args: map[string]any{"repoPath": h.repo, "wait_for_previous": false}},
+		{Tool: "mcp_sluice_workspace_status", Args: map[string]any{"workspaceId": "ws-1", "wait_for_previous": true}},
+	}
+	out, err = h.run(t, h.repo, env, "gemini", "-p", "Brief me on this repository with Sluice.", "-m", "gemini-2.5-flash")
+	if err != nil || !strings.Contains(out, closingText) {
+		t.Fatalf("gemini -p (%v):\n%s\nmodel log:\n%s", err, out, m.Log())
+	}
+	h.checkHeldAndRan(t, m, out)
+}
+
+// Qwen Code, on an OpenAI-compatible provider that is the fake model.
+func TestAgents_QwenCode(t *testing.T) {
+	t.Parallel()
+	h := newAgentHome(t)
+	// The person's own settings: an OpenAI-compatible provider, and every
+	// tool in the request (the scripted model calls tools by name, without
+	// Qwen Code's tool_search bridge).
+	writeJSON(t, filepath.Join(h.home, ".qwen", "settings.json"), map[string]any{
+		"security": map[string]any{"auth": map[string]any{"selectedType": "openai"}},
+		"tools":    map[string]any{"toolSearch": map[string]any{"enabled": false}},
+	})
+	h.connect(t, "qwen-code")
+	// Qwen Code asks whether to trust a folder when its folder trust is
+	// on; this is where it records a person's "Trust folder".
+	writeJSON(t, filepath.Join(h.home, ".qwen", "trustedFolders.json"), map[string]string{h.repo: "TRUST_FOLDER"})
+	out, err := h.run(t, h.repo, h.env(), "qwen", "mcp", "list")
+	if err != nil || !strings.Contains(out, "sluice: "+h.sidecar) || !strings.Contains(out, "Connected") {
+		t.Fatalf("qwen mcp list (%v):\n%s", err, out)
+	}
+	m := &fakeModel{mark: "repo_brief", calls: []scriptedCall{
+		{Tool: "mcp__sluice__repo_brief", Args: map[string]any{"repoPath": h.repo}},
+		{Tool: "mcp__sluice__workspace_status", Args: map[string]any{"workspaceId": "ws-1"}},
+	}}
+	url := startFakeModel(t, m, openAIChatHandler)
+	env := h.env("OPENAI_BASE_URL="+url+"/v1", "OPENAI_API_KEY=sk-test", "OPENAI_MODEL=fake-model")
+	out, err = h.run(t, h.repo, env, "qwen", "-p", "Brief me on this repository with Sluice.")
+	if err != nil || !strings.Contains(out, closingText) {
+		t.Fatalf("qwen -p (%v):\n%s\nmodel log:\n%s", err, out, m.Log())
+	}
+	h.checkHeldAndRan(t, m, out)
+}

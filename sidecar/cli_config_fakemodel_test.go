@@ -230,3 +230,151 @@ func excerpt(s, mark string) string {
 	}
 	return s[max(0, i-300):min(len(s), i+300)]
 }
+
+// geminiHandler speaks the Gemini API (models/*:generateContent and
+// :streamGenerateContent with alt=sse).
+func geminiHandler(m *fakeModel, w http.ResponseWriter, r *http.Request, body []byte) {
+	stream := strings.Contains(r.URL.Path, ":streamGenerateContent")
+	if !stream && !strings.Contains(r.URL.Path, ":generateContent") {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.Contains(r.URL.Path, ":countTokens") {
+			io.WriteString(w, `{"totalTokens": 10}`)
+			return
+		}
+		io.WriteString(w, `{}`)
+		return
+	}
+	var req struct {
+		Contents []struct {
+			Role  string `json:"role"`
+			Parts []struct {
+				FunctionResponse *struct {
+					Name     string          `json:"name"`
+					Response json.RawMessage `json:"response"`
+				} `json:"functionResponse"`
+			} `json:"parts"`
+		} `json:"contents"`
+		Tools []struct {
+			FunctionDeclarations []struct {
+				Name string `json:"name"`
+			} `json:"functionDeclarations"`
+		} `json:"tools"`
+	}
+	_ = json.Unmarshal(body, &req)
+	offered := false
+	var names []string
+	for _, tl := range req.Tools {
+		for _, f := range tl.FunctionDeclarations {
+			names = append(names, f.Name)
+			if strings.Contains(f.Name, m.mark) {
+				offered = true
+			}
+		}
+	}
+	m.note("tools offered: %v", names)
+	var results []string
+	for _, c := range req.Contents {
+		for _, p := range c.Parts {
+			if p.FunctionResponse != nil {
+				results = append(results, textOf(p.FunctionResponse.Response))
+			}
+		}
+	}
+	call := m.turn(offered, results)
+	part := map[string]any{"text": closingText}
+	if call != nil {
+		part = map[string]any{"functionCall": map[string]any{"name": call.Tool, "args": call.Args}}
+	}
+	resp := mustJSON(map[string]any{
+		"candidates":    []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{part}}, "finishReason": "STOP", "index": 0}},
+		"usageMetadata": map[string]int{"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+		"modelVersion":  "gemini-2.5-flash",
+	})
+	if !stream {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, resp)
+		return
+	}
+	sse(w, [][2]string{{"", resp}})
+}
+
+// openAIChatHandler speaks OpenAI's Chat Completions API (POST
+// …/chat/completions, streamed or not), which Qwen Code and opencode use
+// for OpenAI-compatible providers.
+func openAIChatHandler(m *fakeModel, w http.ResponseWriter, r *http.Request, body []byte) {
+	if !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/models") {
+			io.WriteString(w, `{"object":"list","data":[{"id":"fake-model","object":"model","owned_by":"sluice-test"}]}`)
+			return
+		}
+		io.WriteString(w, `{}`)
+		return
+	}
+	var req struct {
+		Model    string `json:"model"`
+		Stream   bool   `json:"stream"`
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+		Tools []struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tools"`
+	}
+	_ = json.Unmarshal(body, &req)
+	offered := false
+	var names []string
+	for _, tl := range req.Tools {
+		names = append(names, tl.Function.Name)
+		if strings.Contains(tl.Function.Name, m.mark) {
+			offered = true
+		}
+	}
+	m.note("tools offered: %v", names)
+	var results []string
+	for _, msg := range req.Messages {
+		if msg.Role == "tool" {
+			results = append(results, textOf(msg.Content))
+		}
+	}
+	call := m.turn(offered, results)
+	id := fmt.Sprintf("chatcmpl-%d", len(results))
+	usage := map[string]int{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+	if !req.Stream {
+		msg := map[string]any{"role": "assistant", "content": closingText}
+		finish := "stop"
+		if call != nil {
+			msg = map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+				"id": fmt.Sprintf("call_%d", len(results)), "type": "function",
+				"function": map[string]any{"name": call.Tool, "arguments": mustJSON(call.Args)}}}}
+			finish = "tool_calls"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, mustJSON(map[string]any{"id": id, "object": "chat.completion", "created": 1, "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}}, "usage": usage}))
+		return
+	}
+	chunk := func(delta map[string]any, finish any, withUsage bool) [2]string {
+		c := map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1, "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
+		if withUsage {
+			c["usage"] = usage
+		}
+		return [2]string{"", mustJSON(c)}
+	}
+	var ev [][2]string
+	if call != nil {
+		ev = append(ev,
+			chunk(map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"index": 0,
+				"id": fmt.Sprintf("call_%d", len(results)), "type": "function",
+				"function": map[string]any{"name": call.Tool, "arguments": mustJSON(call.Args)}}}}, nil, false),
+			chunk(map[string]any{}, "tool_calls", true))
+	} else {
+		ev = append(ev, chunk(map[string]any{"role": "assistant", "content": closingText}, nil, false), chunk(map[string]any{}, "stop", true))
+	}
+	ev = append(ev, [2]string{"", "[DONE]"})
+	sse(w, ev)
+}
