@@ -157,29 +157,42 @@ func (h *agentHome) ledgerTools(t *testing.T) []string {
 
 // checkHeldAndRan asserts the outcome of the two-call script: the
 // pre-allowed repo_brief reached the sidecar and answered with the real
-// repository; the workspace tool, not pre-allowed, never reached it.
+// repository; the workspace tool, not pre-allowed, never reached it, and
+// the agent told its model so (unless it stops the run there: opencode).
 func (h *agentHome) checkHeldAndRan(t *testing.T, m *fakeModel, out string) {
 	t.Helper()
+	h.checkRan(t, m, out)
+	res := m.Results()
+	if len(res) < 2 {
+		t.Fatalf("the model got %d tool results, want 2: %q\nagent output:\n%s\nmodel log:\n%s", len(res), res, out, m.Log())
+	}
+	if strings.Contains(res[1], "workspace") && strings.Contains(res[1], `"error"`) && strings.Contains(res[1], "unsupported") {
+		t.Errorf("workspace_status ran (its own error came back): %.400s", res[1])
+	}
+}
+
+// checkRan asserts that repo_brief reached the sidecar and its real
+// answer reached the model, and that workspace_status never reached the
+// sidecar.
+func (h *agentHome) checkRan(t *testing.T, m *fakeModel, out string) {
+	t.Helper()
 	tools := h.ledgerTools(t)
+	res := m.Results()
+	for i, r := range res {
+		t.Logf("tool result %d the agent sent its model: %.160q", i+1, r)
+	}
+	t.Logf("ledger: %v", tools)
 	if !slices.Contains(tools, "repo_brief") {
 		t.Errorf("repo_brief never reached the sidecar (ledger: %v)\nagent output:\n%s\nmodel log:\n%s", tools, out, m.Log())
 	}
 	if slices.Contains(tools, "workspace_status") {
 		t.Errorf("workspace_status, which is not pre-allowed, ran without a person's approval (ledger: %v)", tools)
 	}
-	res := m.Results()
-	for i, r := range res {
-		t.Logf("tool result %d the agent sent its model: %.160q", i+1, r)
-	}
-	t.Logf("ledger: %v", tools)
-	if len(res) < 2 {
-		t.Fatalf("the model got %d tool results, want 2: %q\nagent output:\n%s\nmodel log:\n%s", len(res), res, out, m.Log())
+	if len(res) == 0 {
+		t.Fatalf("the model got no tool result\nagent output:\n%s\nmodel log:\n%s", out, m.Log())
 	}
 	if !strings.Contains(res[0], `"branch":"main"`) && !strings.Contains(res[0], `"branch": "main"`) {
 		t.Errorf("repo_brief's result is not the repository's brief: %.400s", res[0])
-	}
-	if strings.Contains(res[1], "workspace") && strings.Contains(res[1], `"error"`) && strings.Contains(res[1], "unsupported") {
-		t.Errorf("workspace_status ran (its own error came back): %.400s", res[1])
 	}
 }
 
@@ -278,4 +291,42 @@ func TestAgents_QwenCode(t *testing.T) {
 		t.Fatalf("qwen -p (%v):\n%s\nmodel log:\n%s", err, out, m.Log())
 	}
 	h.checkHeldAndRan(t, m, out)
+}
+
+// opencode, with an OpenAI-compatible provider that is the fake model. It
+// runs tools without asking unless told to ask: the writer tells it to ask
+// for Sluice's workspace tools.
+func TestAgents_Opencode(t *testing.T) {
+	t.Parallel()
+	h := newAgentHome(t)
+	m := &fakeModel{mark: "repo_brief", calls: []scriptedCall{
+		{Tool: "sluice_repo_brief", Args: map[string]any{"repoPath": h.repo}},
+		{Tool: "sluice_workspace_status", Args: map[string]any{"workspaceId": "ws-1"}},
+	}}
+	url := startFakeModel(t, m, openAIChatHandler)
+	writeJSON(t, filepath.Join(h.home, ".config", "opencode", "opencode.json"), map[string]any{
+		"$schema": "https://opencode.ai/config.json",
+		"model":   "fake/fake-model",
+		"provider": map[string]any{"fake": map[string]any{
+			"npm": "@ai-sdk/openai-compatible", "name": "Fake",
+			"options": map[string]any{"baseURL": url + "/v1", "apiKey": "sk-test"},
+			"models":  map[string]any{"fake-model": map[string]any{"name": "Fake model", "tool_call": true}},
+		}},
+		"autoupdate": false, "share": "disabled",
+	})
+	h.connect(t, "opencode")
+	out, err := h.run(t, h.repo, h.env(), "opencode", "mcp", "list")
+	if err != nil || !strings.Contains(out, "sluice") || !strings.Contains(out, "connected") {
+		t.Fatalf("opencode mcp list (%v):\n%s", err, out)
+	}
+	out, _ = h.run(t, h.repo, h.env(), "opencode", "run", "Brief me on this repository with Sluice.")
+	h.checkRan(t, m, out)
+	// `opencode run` cannot ask a person: it rejects the held call and
+	// ends the run there, saying so.
+	if !strings.Contains(out, "permission requested: sluice_workspace_status") || !strings.Contains(out, "auto-rejecting") {
+		t.Errorf("opencode did not hold workspace_status for permission:\n%s", out)
+	}
+	if strings.Contains(out, "permission requested: sluice_repo_brief") {
+		t.Errorf("opencode asked before repo_brief, which is pre-allowed:\n%s", out)
+	}
 }
