@@ -330,3 +330,29 @@ func TestAgents_Opencode(t *testing.T) {
 		t.Errorf("opencode asked before repo_brief, which is pre-allowed:\n%s", out)
 	}
 }
+
+// Codex starts the sidecar with a cleaned environment: the roots reach it
+// through config.json alone. `codex exec` runs on a provider that is the
+// fake model.
+func TestAgents_Codex(t *testing.T) {
+	t.Parallel()
+	h := newAgentHome(t)
+	h.connect(t, "codex")
+	out, err := h.run(t, h.repo, h.env(), "codex", "mcp", "list")
+	if err != nil || !strings.Contains(out, "sluice") || !strings.Contains(out, h.sidecar) || !strings.Contains(out, "enabled") {
+		t.Fatalf("codex mcp list (%v):\n%s", err, out)
+	}
+	m := &fakeModel{mark: "repo_brief", calls: []scriptedCall{
+		{Tool: "mcp__sluice/repo_brief", Args: map[string]any{"repoPath": h.repo}},
+		{Tool: "mcp__sluice/workspace_status", Args: map[string]any{"workspaceId": "ws-1"}},
+	}}
+	url := startFakeModel(t, m, openAIResponsesHandler)
+	out, err = h.run(t, h.repo, h.env("FAKE_MODEL_KEY=sk-test"), "codex", "exec", "--skip-git-repo-check",
+		"-c", "model_provider=fake",
+		"-c", `model_providers.fake={name="fake",base_url="`+url+`/v1",wire_api="responses",env_key="FAKE_MODEL_KEY"}`,
+		"-m", "fake-model", "Brief me on this repository with Sluice.")
+	if err != nil || !strings.Contains(out, closingText) {
+		t.Fatalf("codex exec (%v):\n%s\nmodel log:\n%s", err, out, m.Log())
+	}
+	h.checkHeldAndRan(t, m, out)
+}

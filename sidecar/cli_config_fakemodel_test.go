@@ -378,3 +378,78 @@ func openAIChatHandler(m *fakeModel, w http.ResponseWriter, r *http.Request, bod
 	ev = append(ev, [2]string{"", "[DONE]"})
 	sse(w, ev)
 }
+
+// openAIResponsesHandler speaks OpenAI's Responses API (POST …/responses,
+// streamed), which Codex uses.
+func openAIResponsesHandler(m *fakeModel, w http.ResponseWriter, r *http.Request, body []byte) {
+	if !strings.HasSuffix(r.URL.Path, "/responses") {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/models") {
+			io.WriteString(w, `{"object":"list","data":[{"id":"fake-model","object":"model","owned_by":"sluice-test"}],"models":[]}`)
+			return
+		}
+		io.WriteString(w, `{}`)
+		return
+	}
+	var req struct {
+		Model string            `json:"model"`
+		Input []json.RawMessage `json:"input"`
+		Tools []json.RawMessage `json:"tools"`
+	}
+	_ = json.Unmarshal(body, &req)
+	offered := false
+	var names []string
+	for _, raw := range req.Tools {
+		var tl struct {
+			Name  string `json:"name"`
+			Type  string `json:"type"`
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		}
+		_ = json.Unmarshal(raw, &tl)
+		names = append(names, tl.Name)
+		for _, sub := range tl.Tools {
+			names = append(names, tl.Name+"/"+sub.Name)
+		}
+		if strings.Contains(string(raw), m.mark) {
+			offered = true
+		}
+	}
+	m.note("tools offered: %v", names)
+	var results []string
+	for _, raw := range req.Input {
+		var it struct {
+			Type   string          `json:"type"`
+			Output json.RawMessage `json:"output"`
+		}
+		if json.Unmarshal(raw, &it) == nil && it.Type == "function_call_output" {
+			results = append(results, textOf(it.Output))
+		}
+	}
+	call := m.turn(offered, results)
+	id := fmt.Sprintf("resp_%d", len(results))
+	var item map[string]any
+	if call != nil {
+		item = map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", len(results)), "call_id": fmt.Sprintf("call_%d", len(results)),
+			"name": call.Tool, "arguments": mustJSON(call.Args), "status": "completed"}
+		// A tool offered inside a namespace ({"type": "namespace", "name":
+		// "mcp__sluice", "tools": […]}) is called by its short name with
+		// the namespace beside it.
+		if ns, short, ok := strings.Cut(call.Tool, "/"); ok {
+			item["namespace"], item["name"] = ns, short
+		}
+	} else {
+		item = map[string]any{"type": "message", "id": fmt.Sprintf("msg_%d", len(results)), "role": "assistant", "status": "completed",
+			"content": []any{map[string]any{"type": "output_text", "text": closingText, "annotations": []any{}}}}
+	}
+	usage := map[string]any{"input_tokens": 10, "input_tokens_details": map[string]int{"cached_tokens": 0},
+		"output_tokens": 5, "output_tokens_details": map[string]int{"reasoning_tokens": 0}, "total_tokens": 15}
+	ev := [][2]string{
+		{"response.created", mustJSON(map[string]any{"type": "response.created", "response": map[string]any{"id": id, "object": "response", "status": "in_progress", "model": req.Model, "output": []any{}}})},
+		{"response.output_item.added", mustJSON(map[string]any{"type": "response.output_item.added", "output_index": 0, "item": item})},
+		{"response.output_item.done", mustJSON(map[string]any{"type": "response.output_item.done", "output_index": 0, "item": item})},
+		{"response.completed", mustJSON(map[string]any{"type": "response.completed", "response": map[string]any{"id": id, "object": "response", "status": "completed", "model": req.Model, "output": []any{item}, "usage": usage}})},
+	}
+	sse(w, ev)
+}

@@ -200,6 +200,7 @@ var codexEnvVars = []string{"XDG_CONFIG_HOME", "XDG_STATE_HOME"}
 // planCodex: $CODEX_HOME/config.toml (default ~/.codex/config.toml), table
 // [mcp_servers.<name>] with command and args, and per-tool
 // tools.<tool>.approval_mode, where "approve" runs the tool without asking
+// and default_tools_approval_mode = "prompt" makes every other tool ask
 // (developers.openai.com/codex/mcp; codex-rs/config mcp_types.rs), and
 // env_vars, the variables Codex lets through to the server.
 func planCodex(p *planner) error {
@@ -222,6 +223,9 @@ func planCodex(p *planner) error {
 		names = append(names, tomlString(v))
 	}
 	fmt.Fprintf(&b, "env_vars = [%s]\n", strings.Join(names, ", "))
+	b.WriteString("# Every Sluice tool not approved below asks first, whatever approval_policy\n")
+	b.WriteString("# says (Codex's own default, \"auto\", can run them without asking).\n")
+	b.WriteString("default_tools_approval_mode = \"prompt\"\n")
 	tools := PreAllowTools(p.opts.Toolsets)
 	b.WriteString("# Read tools change nothing; propose tools only propose, and every change\n")
 	b.WriteString("# waits for a person's approval in Sluice. Workspace tools still ask.\n")
