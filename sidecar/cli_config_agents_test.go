@@ -356,3 +356,40 @@ func TestAgents_Codex(t *testing.T) {
 	}
 	h.checkHeldAndRan(t, m, out)
 }
+
+// Copilot CLI, on its bring-your-own-provider variables pointed at the
+// fake model, in a folder trusted the way Copilot CLI records a person's
+// answer. It keeps no tool approvals in a file: the pre-allowed tools come
+// from the --allow-tool flags the writer prints. It runs tools annotated
+// read-only on its own (workspace_status among them, which the writer
+// says), so the held tool here is workspace_create.
+func TestAgents_CopilotCLI(t *testing.T) {
+	t.Parallel()
+	h := newAgentHome(t)
+	out := h.connect(t, "copilot-cli")
+	writeJSON(t, filepath.Join(h.home, ".copilot", "config.json"), map[string]any{"trusted_folders": []string{h.repo}})
+	list, err := h.run(t, h.repo, h.env(), "copilot", "mcp", "list")
+	if err != nil || !strings.Contains(list, "sluice") {
+		t.Fatalf("copilot mcp list (%v):\n%s", err, list)
+	}
+	var allow []string
+	for _, f := range strings.Fields(out) {
+		if v, ok := strings.CutPrefix(f, "--allow-tool='"); ok {
+			allow = append(allow, "--allow-tool="+strings.TrimSuffix(v, "'"))
+		}
+	}
+	if len(allow) == 0 || slices.ContainsFunc(allow, func(a string) bool { return strings.Contains(a, "workspace_") }) {
+		t.Fatalf("the writer's --allow-tool flags: %v\n%s", allow, out)
+	}
+	m := &fakeModel{mark: "repo_brief", calls: []scriptedCall{
+		{Tool: "sluice-repo_brief", Args: map[string]any{"repoPath": h.repo}},
+		{Tool: "sluice-workspace_create", Args: map[string]any{"kind": "fresh"}},
+	}}
+	url := startFakeModel(t, m, openAIChatHandler)
+	env := h.env("COPILOT_PROVIDER_BASE_URL="+url+"/v1", "COPILOT_PROVIDER_TYPE=openai", "COPILOT_PROVIDER_API_KEY=sk-test", "COPILOT_MODEL=fake-model")
+	out, err = h.run(t, h.repo, env, "copilot", append([]string{"-p", "Brief me on this repository with Sluice."}, allow...)...)
+	if err != nil || !strings.Contains(out, closingText) {
+		t.Fatalf("copilot -p (%v):\n%s\nmodel log:\n%s", err, out, m.Log())
+	}
+	h.checkHeldAndRan(t, m, out)
+}

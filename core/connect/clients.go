@@ -336,7 +336,8 @@ func planChatGPT(p *planner) error {
 // the tools it may offer ("*": all), exactly what `copilot mcp add`
 // writes (docs.github.com/copilot, "Configure Copilot CLI"; checked against
 // the real binary). Tool approvals are given per session, at the prompt or
-// with --allow-tool; there is no file for them.
+// with --allow-tool; there is no file for them, and Copilot CLI runs tools
+// annotated read-only without asking (checked: cli_config_agents_test.go).
 func planCopilot(p *planner) error {
 	dir := filepath.Join(p.opts.Home, ".copilot")
 	if v := p.opts.Getenv("COPILOT_HOME"); v != "" && filepath.IsAbs(v) {
@@ -350,7 +351,9 @@ func planCopilot(p *planner) error {
 	for _, t := range PreAllowTools(p.opts.Toolsets) {
 		allow = append(allow, "--allow-tool='"+ServerName+"("+t+")'")
 	}
-	p.noPreAllow("Copilot CLI takes tool approvals at its prompt or as --allow-tool flags for one session, never from a file; to skip its prompts for Sluice's read and propose tools, start it with:\n    copilot " + strings.Join(allow, " "))
+	p.noPreAllow("Copilot CLI takes tool approvals at its prompt or as --allow-tool flags for one session, never from a file. " +
+		"It runs every tool that Sluice annotates read-only without asking (the read tools, and the workspace tools that only read); " +
+		"it asks before every other one. To skip its prompts for Sluice's propose tools too, start it with:\n    copilot " + strings.Join(allow, " "))
 	p.plan.Steps = append(p.plan.Steps, "Copilot CLI asks once whether you trust the folder you start it in (it remembers the answer in "+filepath.Join(dir, "config.json")+", \"trusted_folders\"); it loads MCP servers only in a trusted folder.")
 	return nil
 }
