@@ -1,6 +1,7 @@
 package connect
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -124,4 +125,54 @@ func TestMake_MalformedSideFile_NothingWritten(t *testing.T) {
 	if read(t, settings) != bad {
 		t.Error("the malformed file changed")
 	}
+}
+
+// Clients with no Linux command-line program are checked against the
+// entry their documentation shows, key for key: what Sluice writes must
+// have exactly that shape, at that place.
+func TestDesktopClients_DocumentedFormat(t *testing.T) {
+	args := []any{"stdio", "--toolsets", "git,propose"}
+	for _, c := range []struct {
+		client, file string
+		key          []string
+		want         map[string]any
+		doc          string
+	}{
+		{"cursor", ".cursor/mcp.json", []string{"mcpServers", "sluice"}, map[string]any{"command": testCommand, "args": args},
+			"cursor.com/docs/context/mcp: {\"mcpServers\": {\"name\": {\"command\": …, \"args\": […]}}}"},
+		{"vscode", ".config/Code/User/mcp.json", []string{"servers", "sluice"}, map[string]any{"type": "stdio", "command": testCommand, "args": args},
+			"code.visualstudio.com/docs/copilot/customization/mcp-servers: {\"servers\": {\"name\": {\"type\": \"stdio\", \"command\": …, \"args\": […]}}}"},
+		{"windsurf", ".codeium/windsurf/mcp_config.json", []string{"mcpServers", "sluice"}, map[string]any{"command": testCommand, "args": args},
+			"docs.windsurf.com/windsurf/cascade/mcp: {\"mcpServers\": {\"name\": {\"command\": …, \"args\": […]}}}"},
+		{"claude-desktop", ".config/Claude/claude_desktop_config.json", []string{"mcpServers", "sluice"}, map[string]any{"command": testCommand, "args": args},
+			"modelcontextprotocol.io/docs/develop/connect-local-servers: {\"mcpServers\": {\"name\": {\"command\": …, \"args\": […]}}}"},
+	} {
+		t.Run(c.client, func(t *testing.T) {
+			home := t.TempDir()
+			p, err := Make(Options{Client: c.client, Command: testCommand, Toolsets: []string{"git", "propose"}, Home: home, GOOS: "linux", Getenv: func(string) string { return "" }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.Apply(time.Time{}); err != nil {
+				t.Fatal(err)
+			}
+			root, err := parseJSON([]byte(read(t, filepath.Join(home, c.file))), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := valueAt(root, c.key).(map[string]any)
+			if !reflectEqual(got, c.want) {
+				t.Errorf("%s entry = %v, want %v (%s)", c.client, got, c.want, c.doc)
+			}
+			if len(p.PreAllowed) != 0 || !strings.HasPrefix(p.PreAllowNote, "nothing was pre-allowed: ") {
+				t.Errorf("%s claims a pre-allow it has no file for: %v %q", c.client, p.PreAllowed, p.PreAllowNote)
+			}
+		})
+	}
+}
+
+func reflectEqual(a, b map[string]any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
 }
