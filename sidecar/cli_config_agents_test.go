@@ -230,6 +230,32 @@ func TestAgents_ClaudeCode(t *testing.T) {
 	if res := m.Results(); len(res) >= 2 && !strings.Contains(strings.ToLower(res[1]), "permission") {
 		t.Errorf("workspace_status was not held for permission: %.400s", res[1])
 	}
+
+	// Project scope instead: .mcp.json, approved where Claude Code reads
+	// the approval, the user-scope entry reconciled away. The person
+	// answers the folder-trust question (recorded in ~/.claude.json).
+	h.connect(t, "claude-code", "--scope", "project", "--project", h.repo)
+	var cj map[string]any
+	raw, err := os.ReadFile(filepath.Join(h.home, ".claude.json"))
+	if err != nil || json.Unmarshal(raw, &cj) != nil {
+		t.Fatalf("~/.claude.json: %v", err)
+	}
+	projects, _ := cj["projects"].(map[string]any)
+	entry, _ := projects[h.repo].(map[string]any)
+	if entry == nil {
+		entry = map[string]any{}
+		if projects == nil {
+			projects = map[string]any{}
+			cj["projects"] = projects
+		}
+		projects[h.repo] = entry
+	}
+	entry["hasTrustDialogAccepted"] = true
+	writeJSON(t, filepath.Join(h.home, ".claude.json"), cj)
+	out, err = h.run(t, h.repo, h.env(), "claude", "mcp", "list")
+	if err != nil || strings.Count(out, "sluice:") != 1 || !strings.Contains(out, "Connected") || strings.Contains(out, "onflicting") || strings.Contains(out, "Pending") {
+		t.Fatalf("claude mcp list with --scope project (%v):\n%s", err, out)
+	}
 }
 
 // Gemini CLI adds wait_for_previous to every call (Sluice ignores it) and
