@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // The app is the authority on the allowed roots and the workspace image:
@@ -126,7 +127,10 @@ func (c *Config) PersistEnvOverrides() ([]string, error) {
 		changed = append(changed, key)
 		return nil
 	}
-	if _, ok := os.LookupEnv("SLUICE_ALLOWED_ROOTS"); ok {
+	// An empty SLUICE_ALLOWED_ROOTS overrides for this process only: it is
+	// far more often an unset-by-accident variable than a wish to forget
+	// every saved root.
+	if v, ok := os.LookupEnv("SLUICE_ALLOWED_ROOTS"); ok && strings.TrimSpace(v) != "" {
 		if err := set("allowedRoots", append([]string{}, c.AllowedRoots...)); err != nil {
 			return changed, err
 		}

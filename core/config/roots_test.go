@@ -107,3 +107,21 @@ func TestPersistEnvOverrides_RootsAndImage(t *testing.T) {
 		t.Fatalf("without the environment: roots %v image %q toolsets %v", got.AllowedRoots, got.WorkspaceImage, got.Toolsets)
 	}
 }
+
+// An empty SLUICE_ALLOWED_ROOTS does not wipe the saved roots.
+func TestPersistEnvOverrides_EmptyRootsKeepsFile(t *testing.T) {
+	dir := isolate(t)
+	root := t.TempDir()
+	writeConfig(t, dir, `{"allowedRoots": ["`+root+`"]}`)
+	t.Setenv("SLUICE_ALLOWED_ROOTS", "")
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := c.PersistEnvOverrides(); err != nil || len(changed) != 0 {
+		t.Fatalf("persist with an empty variable changed %v (%v)", changed, err)
+	}
+	if roots, _ := c.FileRoots(); !slices.Equal(roots, []string{root}) {
+		t.Fatalf("saved roots now %v", roots)
+	}
+}
