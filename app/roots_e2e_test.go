@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -132,5 +133,36 @@ func TestRoots_AppEnvironment_ReachesEmptyEnvSidecar(t *testing.T) {
 	caps, _ = callJSON[capsView](t, emptyEnvSidecar(t, home), "sluice_capabilities", nil)
 	if !slices.Equal(caps.AllowedRoots, []string{canonOther}) {
 		t.Fatalf("after roots add/remove a new sidecar sees %v, want [%s]", caps.AllowedRoots, canonOther)
+	}
+}
+
+// The first screen, in a real browser, asks where the repositories are
+// when no root is set, and the answer lands in config.json.
+func TestBrowser_FirstScreen_AsksForRoot(t *testing.T) {
+	a := startApp(t)
+	w, token := serveUI(t, a)
+	ctx := newBrowser(t)
+	dir := t.TempDir()
+	form := `form[aria-labelledby="roots-title"]`
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(w.LoginURL(token)),
+		chromedp.WaitVisible(chromedp.CSS(form)),
+		chromedp.SendKeys(chromedp.CSS(form+" input"), dir),
+		chromedp.Click(chromedp.CSS(form+` button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.empty div[role="status"]`)),
+	); err != nil {
+		t.Fatalf("first screen: %v", err)
+	}
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`.empty div[role="status"]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	canon, _ := filepath.EvalSymlinks(dir)
+	if !strings.Contains(text, canon) || !strings.Contains(text, "Restart Sluice") {
+		t.Errorf("after allowing a root the screen says %q", text)
+	}
+	roots, err := a.cfg.FileRoots()
+	if err != nil || !slices.Equal(roots, []string{canon}) {
+		t.Fatalf("config.json roots %v (%v), want [%s]", roots, err, canon)
 	}
 }

@@ -44,6 +44,7 @@ export function EmptyState({ status }: { status: Status }) {
 function RootQuestion() {
   const [dir, setDir] = useState("");
   const [saved, setSaved] = useState<string[] | null>(null);
+  const [envOverride, setEnvOverride] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
 
@@ -54,6 +55,7 @@ function RootQuestion() {
     try {
       const s = await api.addRoot(dir.trim());
       setSaved(s.allowedRoots);
+      setEnvOverride((s.overriddenByEnv ?? []).includes("allowedRoots"));
     } catch (err) {
       setError(errorMessage(err));
     } finally {
@@ -72,6 +74,12 @@ function RootQuestion() {
           Saved in <code>config.json</code>: agents can read there from their next call. Restart Sluice so that it
           accepts their proposals there too.
         </p>
+        {envOverride && (
+          <p className="note">
+            This Sluice was started with <code>SLUICE_ALLOWED_ROOTS</code> set, which overrides the file for it until
+            the variable is unset.
+          </p>
+        )}
       </div>
     );
   }

@@ -179,9 +179,11 @@ export interface Settings {
   availableToolsets: string[];
   /** Settings that only take effect after the app restarts. */
   restartRequired: string[];
+  /** Settings an environment variable overrides for the running app. */
+  overriddenByEnv?: string[];
 }
 
-export type SettingsInput = Omit<Settings, "availableToolsets" | "restartRequired">;
+export type SettingsInput = Omit<Settings, "availableToolsets" | "restartRequired" | "overriddenByEnv">;
 
 export interface Client {
   client: string;
