@@ -285,6 +285,11 @@ func TestAgents_GeminiCLI(t *testing.T) {
 		t.Fatalf("gemini -p (%v):\n%s\nmodel log:\n%s", err, out, m.Log())
 	}
 	h.checkHeldAndRan(t, m, out)
+	// Gemini CLI itself added the argument to Sluice's schemas, and the call
+	// that carried it ran.
+	if !strings.Contains(m.Log(), "the tool declarations carry wait_for_previous") {
+		t.Errorf("Gemini CLI no longer adds wait_for_previous; review sidecar.InjectedArguments")
+	}
 }
 
 // Qwen Code, on an OpenAI-compatible provider that is the fake model.

@@ -272,6 +272,9 @@ func geminiHandler(m *fakeModel, w http.ResponseWriter, r *http.Request, body []
 		}
 	}
 	m.note("tools offered: %v", names)
+	if strings.Contains(string(body), `"wait_for_previous"`) {
+		m.note("the tool declarations carry wait_for_previous")
+	}
 	var results []string
 	for _, c := range req.Contents {
 		for _, p := range c.Parts {
