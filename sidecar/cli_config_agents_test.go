@@ -72,8 +72,10 @@ func newAgentHome(t *testing.T) *agentHome {
 // variables, so that all files are found from HOME as on a person's
 // machine.
 func (h *agentHome) env(extra ...string) []string {
+	// No update checks or usage reports: this machine reaches no service
+	// of the agents' makers, and the tests must not try.
 	return append([]string{"HOME=" + h.home, "PATH=" + h.path, "TERM=dumb", "NO_COLOR=1", "LANG=C.UTF-8",
-		"DISABLE_AUTOUPDATER=1", "CI=1"}, extra...)
+		"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "CI=1"}, extra...)
 }
 
 // run runs an agent program in dir. The deadline only guards against a
@@ -266,7 +268,10 @@ func TestAgents_GeminiCLI(t *testing.T) {
 	t.Parallel()
 	h := newAgentHome(t)
 	// The person chose API-key sign-in; the writer merges into that file.
-	writeJSON(t, filepath.Join(h.home, ".gemini", "settings.json"), map[string]any{"security": map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}}})
+	writeJSON(t, filepath.Join(h.home, ".gemini", "settings.json"), map[string]any{
+		"security": map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
+		"privacy":  map[string]any{"usageStatisticsEnabled": false},
+	})
 	h.connect(t, "gemini-cli")
 	writeJSON(t, filepath.Join(h.home, ".gemini", "trustedFolders.json"), map[string]string{h.repo: "TRUST_FOLDER"})
 	out, err := h.run(t, h.repo, h.env(), "gemini", "mcp", "list")
@@ -302,6 +307,7 @@ func TestAgents_QwenCode(t *testing.T) {
 	writeJSON(t, filepath.Join(h.home, ".qwen", "settings.json"), map[string]any{
 		"security": map[string]any{"auth": map[string]any{"selectedType": "openai"}},
 		"tools":    map[string]any{"toolSearch": map[string]any{"enabled": false}},
+		"privacy":  map[string]any{"usageStatisticsEnabled": false},
 	})
 	h.connect(t, "qwen-code")
 	// Qwen Code asks whether to trust a folder when its folder trust is
