@@ -109,17 +109,23 @@ func planClaudeCode(p *planner) error {
 		settingsDir = dir
 	}
 	entry := p.stdioEntry(kv{"type", "stdio"})
+	// The file that gets the entry is planned first: it is the one a
+	// person (and the Connect screen) is shown first.
+	mainPath := claudeJSON
+	if p.opts.Scope == ScopeProject {
+		mainPath = filepath.Join(p.opts.ProjectDir, ".mcp.json")
+	}
+	if err := p.jsonSet(mainPath, "json", []string{"mcpServers", ServerName}, entry); err != nil {
+		return err
+	}
 	projects, err := p.jsonKeys(claudeJSON, "json", []string{"projects"})
 	if err != nil {
 		return err
 	}
 	var settingsPath string
 	if p.opts.Scope == ScopeProject {
-		mcpPath := filepath.Join(p.opts.ProjectDir, ".mcp.json")
+		mcpPath := mainPath
 		settingsPath = filepath.Join(p.opts.ProjectDir, ".claude", "settings.json")
-		if err := p.jsonSet(mcpPath, "json", []string{"mcpServers", ServerName}, entry); err != nil {
-			return err
-		}
 		if err := p.jsonAppend(filepath.Join(p.opts.ProjectDir, ".claude", "settings.local.json"), "json", []string{"enabledMcpjsonServers"}, []string{ServerName}); err != nil {
 			return err
 		}
@@ -135,9 +141,6 @@ func planClaudeCode(p *planner) error {
 		}
 	} else {
 		settingsPath = filepath.Join(settingsDir, "settings.json")
-		if err := p.jsonSet(claudeJSON, "json", []string{"mcpServers", ServerName}, entry); err != nil {
-			return err
-		}
 		for _, dir := range projects {
 			if err := p.jsonDelete(claudeJSON, "json", []string{"projects", dir, "mcpServers", ServerName}, "local scope of "+dir+": replaced by the user-scope entry"); err != nil {
 				return err
