@@ -396,7 +396,7 @@ func TestAgents_Codex(t *testing.T) {
 
 // Copilot CLI, on its bring-your-own-provider variables pointed at the
 // fake model, in a folder trusted the way Copilot CLI records a person's
-// answer. It keeps no tool approvals in a file: the pre-allowed tools come
+// answer (an interactive session asks; -p does not). It keeps no tool approvals in a file: the pre-allowed tools come
 // from the --allow-tool flags the writer prints. It runs tools annotated
 // read-only on its own (workspace_status among them, which the writer
 // says), so the held tool here is workspace_create.
