@@ -357,7 +357,7 @@ func planCopilot(p *planner) error {
 	p.noPreAllow("Copilot CLI takes tool approvals at its prompt or as --allow-tool flags for one session, never from a file. " +
 		"It runs every tool that Sluice annotates read-only without asking (the read tools, and the workspace tools that only read); " +
 		"it asks before every other one. To skip its prompts for Sluice's propose tools too, start it with:\n    copilot " + strings.Join(allow, " "))
-	p.plan.Steps = append(p.plan.Steps, "Copilot CLI asks once whether you trust the folder you start it in (it remembers the answer in "+filepath.Join(dir, "config.json")+", \"trusted_folders\") before an interactive session starts.")
+	p.plan.Steps = append(p.plan.Steps, "Before an interactive session, Copilot CLI asks once whether you trust the folder you start it in (it remembers the answer in "+filepath.Join(dir, "config.json")+", \"trusted_folders\").")
 	return nil
 }
 
