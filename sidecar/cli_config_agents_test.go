@@ -278,13 +278,12 @@ func TestAgents_GeminiCLI(t *testing.T) {
 	if err != nil || !strings.Contains(out, "sluice: "+h.sidecar) || !strings.Contains(out, "Connected") {
 		t.Fatalf("gemini mcp list (%v):\n%s", err, out)
 	}
-	m := &fakeModel{mark: "repo_brief"}
-	url := startFakeModel(t, m, geminiHandler)
-	env := h.env("GOOGLE_GEMINI_BASE_URL="+url, "GEMINI_API_KEY=test-key")
-	m.calls = []scriptedCall{
+	m := &fakeModel{mark: "repo_brief", calls: []scriptedCall{
 		{Tool: "mcp_sluice_repo_brief", Args: map[string]any{"repoPath": h.repo, "wait_for_previous": false}},
 		{Tool: "mcp_sluice_workspace_status", Args: map[string]any{"workspaceId": "ws-1", "wait_for_previous": true}},
-	}
+	}}
+	url := startFakeModel(t, m, geminiHandler)
+	env := h.env("GOOGLE_GEMINI_BASE_URL="+url, "GEMINI_API_KEY=test-key")
 	out, err = h.run(t, h.repo, env, "gemini", "-p", "Brief me on this repository with Sluice.", "-m", "gemini-2.5-flash")
 	if err != nil || !strings.Contains(out, closingText) {
 		t.Fatalf("gemini -p (%v):\n%s\nmodel log:\n%s", err, out, m.Log())
