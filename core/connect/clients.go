@@ -96,11 +96,13 @@ func (p *planner) noPreAllow(why string) {
 // ~/.claude/settings.json or <project>/.claude/settings.json under
 // "permissions.allow", where an MCP tool is "mcp__<server>__<tool>"
 // (code.claude.com/docs/en/settings, docs/en/iam). A server from .mcp.json
-// waits for approval until "enabledMcpjsonServers" names it; Claude Code
-// ignores that key in the project's shared settings (a repository cannot
-// approve its own servers) and reads it from the person's
-// <project>/.claude/settings.local.json once they trust the folder
-// (checked against the real binary: cli_agents_test.go).
+// waits for approval ("Pending approval") until "enabledMcpjsonServers"
+// names it, and Claude Code reads that key from a project's settings only
+// once the person has trusted the folder. Sluice writes it to the person's
+// own <project>/.claude/settings.local.json, never to the shared
+// settings.json, which would approve the server for everyone who clones the
+// repository (checked against the real binary:
+// sidecar/cli_config_agents_test.go).
 func planClaudeCode(p *planner) error {
 	claudeJSON := filepath.Join(p.opts.Home, ".claude.json")
 	settingsDir := filepath.Join(p.opts.Home, ".claude")
