@@ -22,7 +22,10 @@ type ClientInfo struct {
 	// prints for the user scope.
 	Preview   string   `json:"preview"`
 	PreAllows []string `json:"preAllows"`
-	Problem   string   `json:"problem,omitempty"`
+	// PreAllowNote says what the pre-allowed tools can do, or why nothing
+	// could be pre-allowed (the plan's own words).
+	PreAllowNote string `json:"preAllowNote"`
+	Problem      string `json:"problem,omitempty"`
 }
 
 // ConnectRequest asks to write one client's configuration.
@@ -72,6 +75,7 @@ func (api *API) Clients() ([]ClientInfo, error) {
 		if plan.PreAllowed != nil {
 			info.PreAllows = plan.PreAllowed
 		}
+		info.PreAllowNote = plan.PreAllowNote
 		out = append(out, info)
 	}
 	return out, nil

@@ -97,7 +97,7 @@ func TestBrowser_EmptyState_Renders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Connect an agent", "claude mcp add sluice", "SLUICE_ALLOWED_ROOTS"} {
+	for _, want := range []string{"Connect an agent", "config --client claude-code --write", "Where are your repositories?", "SLUICE_ALLOWED_ROOTS"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("empty state lacks %q", want)
 		}

@@ -30,7 +30,7 @@ func TestConnect_ClaudeCode_WritesOnceAndPreAllows(t *testing.T) {
 			t.Errorf("%s: %s", c.Client, c.Problem)
 		}
 	}
-	for _, want := range []string{"claude-code", "claude-desktop", "cursor", "codex", "vscode", "windsurf", "gemini-cli", "chatgpt"} {
+	for _, want := range []string{"claude-code", "claude-desktop", "cursor", "codex", "vscode", "windsurf", "gemini-cli", "copilot-cli", "opencode", "qwen-code", "chatgpt"} {
 		if !strings.Contains(strings.Join(names, ","), want) {
 			t.Errorf("client %s missing from %v", want, names)
 		}

@@ -26,6 +26,7 @@ func runDesktop(assets fs.FS, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sluice:", err)
 		return 1
 	}
+	persistEnvOverrides(cfg, log)
 	a, err := Start(cfg, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "sluice:", err)

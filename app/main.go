@@ -43,6 +43,8 @@ func Main(args []string, assets fs.FS, stdout, stderr io.Writer) int {
 		return runDoctor(args, stdout, stderr)
 	case "workspace":
 		return runWorkspace(args, os.Stdin, stdout, stderr)
+	case "roots":
+		return runRoots(args, stdout, stderr)
 	case "version", "--version", "-version", "-v":
 		fmt.Fprintln(stdout, "sluice", config.Version)
 		return 0
@@ -66,6 +68,8 @@ func usage(w io.Writer) {
   workspace grant a workspace a secret or network hosts:
             sluice workspace grant --id WS [--secret NAME] [--egress host,host] [--revoke-secret NAME]
             (the secret's value is read from standard input, never from the command line)
+  roots     the directories agents may name repositories under (in config.json):
+            sluice roots list | add DIR... | remove DIR...
   version   print the version
 `)
 }
@@ -92,6 +96,7 @@ func runServe(args []string, assets fs.FS, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sluice:", err)
 		return 1
 	}
+	persistEnvOverrides(cfg, log)
 	a, err := Start(cfg, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "sluice:", err)

@@ -155,6 +155,15 @@ func (w *Web) routes() http.Handler {
 		}
 		jsonCall(rw, func() (SettingsView, error) { return w.api.SaveSettings(s) })
 	})))
+	mux.HandleFunc("POST /api/roots", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Dir string `json:"dir"`
+		}
+		if !decodeBody(rw, r, &body) {
+			return
+		}
+		jsonCall(rw, func() (SettingsView, error) { return w.api.AddRoot(body.Dir) })
+	})))
 	mux.HandleFunc("GET /api/history", w.authed(w.history))
 	mux.HandleFunc("GET /api/proposals/{id}", w.authed(func(rw http.ResponseWriter, r *http.Request) {
 		jsonCall(rw, func() (Card, error) { return w.api.Proposal(r.PathValue("id")) })

@@ -24,7 +24,7 @@ func runConfig(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	client := fs.String("client", "", "the client: "+strings.Join(connect.ClientNames(), ", "))
 	scope := fs.String("scope", "user", "user or project")
-	project := fs.String("project", "", "the project directory for --scope project (default: the current directory)")
+	project := fs.String("project", "", "the project directory for --scope project (default: the current directory); with user scope, a project whose own Sluice entry is removed so that one remains (Claude Code's .mcp.json)")
 	write := fs.Bool("write", false, "write the configuration (without it, only print what would be written)")
 	toolsets := fs.String("toolsets", "", "comma-separated toolsets the client gets (default from config)")
 	command := fs.String("command", "", "absolute path of sluice-sidecar to run (default: this executable)")
@@ -52,6 +52,13 @@ func runConfig(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		opts.Command = exe
+	}
+	if opts.Scope != connect.ScopeProject && *project != "" {
+		// User scope: the project whose entries are reconciled (Claude
+		// Code's .mcp.json there loses its Sluice entry).
+		if abs, err := filepath.Abs(*project); err == nil {
+			opts.ProjectDir = abs
+		}
 	}
 	if opts.Scope == connect.ScopeProject {
 		dir := *project

@@ -109,7 +109,7 @@ func New(opts Options) (*Sidecar, error) {
 		Instructions: serverInstructions,
 		Logger:       log,
 	})
-	s.server.AddReceivingMiddleware(s.auditMiddleware, s.presenceMiddleware)
+	s.server.AddReceivingMiddleware(s.injectedArgsMiddleware, s.auditMiddleware, s.presenceMiddleware)
 	s.registerCapabilities()
 	enabled := []string{}
 	for _, name := range config.KnownToolsets {

@@ -41,7 +41,7 @@ func init() {
 // errNoRoots explains an empty roots list, which would otherwise read as
 // a plain path_outside_roots.
 var errNoRoots = &gitx.Error{Code: gitx.CodePathOutsideRoots,
-	Msg: "no allowed roots are configured: ask the person to add the folder that holds their repositories to Sluice's allowed roots (SLUICE_ALLOWED_ROOTS or allowedRoots in config.json)"}
+	Msg: "no allowed roots are configured: ask the person to add the folder that holds their repositories to Sluice's allowed roots (`sluice roots add DIR`, the Sluice app's first screen, or allowedRoots in config.json; SLUICE_ALLOWED_ROOTS given to the app is saved there too)"}
 
 // runner returns the hardened runner, or an unsupported error that says
 // why git cannot be used.

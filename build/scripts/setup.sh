@@ -57,8 +57,13 @@ ensure_test_tools() {
   local want
   want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)"
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then return 0; fi
-  say "installing test tools (npm ci in build/tools)"
-  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  say "installing test tools (npm install from build/tools' lock file)"
+  # Not `npm ci`: Qwen Code lists optional packages for other platforms
+  # that the registry does not serve (@teddyzhu/clipboard-darwin-*, …), so
+  # the lock file cannot name them and `npm ci` refuses it as out of sync.
+  # `npm install --no-save` installs exactly the locked versions and skips
+  # the missing optional ones; the lock file stays as committed.
+  (cd "$dir" && npm install --no-save --no-audit --no-fund --loglevel=error >/dev/null)
   echo "$want" >"$stamp"
 }
 

@@ -3,6 +3,7 @@ package connect
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -24,6 +25,9 @@ var clients = []Client{
 	{"vscode", "VS Code", []Scope{ScopeUser, ScopeProject}, planVSCode},
 	{"windsurf", "Windsurf", []Scope{ScopeUser}, planWindsurf},
 	{"gemini-cli", "Gemini CLI", []Scope{ScopeUser, ScopeProject}, planGemini},
+	{"copilot-cli", "Copilot CLI", []Scope{ScopeUser}, planCopilot},
+	{"opencode", "opencode", []Scope{ScopeUser, ScopeProject}, planOpencode},
+	{"qwen-code", "Qwen Code", []Scope{ScopeUser, ScopeProject}, planQwen},
 	{"chatgpt", "ChatGPT", []Scope{ScopeUser}, planChatGPT},
 }
 
@@ -82,26 +86,74 @@ func (p *planner) noPreAllow(why string) {
 }
 
 // planClaudeCode: Claude Code keeps user-scope servers in ~/.claude.json
-// under "mcpServers" and project-scope servers in <project>/.mcp.json
-// (code.claude.com/docs/en/mcp, "MCP installation scopes"); both move with
-// CLAUDE_CONFIG_DIR. Permissions are in ~/.claude/settings.json or
-// <project>/.claude/settings.json under "permissions.allow", where an MCP
-// tool is "mcp__<server>__<tool>" (code.claude.com/docs/en/settings and
-// docs/en/iam, "Tool-specific permission rules").
+// under "mcpServers", local-scope ones (its default for `claude mcp add`)
+// in the same file under "projects.<dir>.mcpServers", and project-scope
+// ones in <project>/.mcp.json (code.claude.com/docs/en/mcp, "MCP
+// installation scopes"); ~/.claude.json and ~/.claude move with
+// CLAUDE_CONFIG_DIR. A name defined in more than one scope is reported by
+// `claude mcp list` as "Conflicting scopes", so Sluice's entry is removed
+// from every scope but the chosen one. Permissions are in
+// ~/.claude/settings.json or <project>/.claude/settings.json under
+// "permissions.allow", where an MCP tool is "mcp__<server>__<tool>"
+// (code.claude.com/docs/en/settings, docs/en/iam). A server from .mcp.json
+// waits for approval ("Pending approval") until "enabledMcpjsonServers"
+// names it, and Claude Code reads that key from a project's settings only
+// once the person has trusted the folder. Sluice writes it to the person's
+// own <project>/.claude/settings.local.json, never to the shared
+// settings.json, which would approve the server for everyone who clones the
+// repository (checked against the real binary:
+// sidecar/cli_config_agents_test.go).
 func planClaudeCode(p *planner) error {
-	var mcpPath, settingsPath string
-	if p.opts.Scope == ScopeProject {
-		mcpPath = filepath.Join(p.opts.ProjectDir, ".mcp.json")
-		settingsPath = filepath.Join(p.opts.ProjectDir, ".claude", "settings.json")
-	} else if dir := p.opts.Getenv("CLAUDE_CONFIG_DIR"); dir != "" && filepath.IsAbs(dir) {
-		mcpPath = filepath.Join(dir, ".claude.json")
-		settingsPath = filepath.Join(dir, "settings.json")
-	} else {
-		mcpPath = filepath.Join(p.opts.Home, ".claude.json")
-		settingsPath = filepath.Join(p.opts.Home, ".claude", "settings.json")
+	claudeJSON := filepath.Join(p.opts.Home, ".claude.json")
+	settingsDir := filepath.Join(p.opts.Home, ".claude")
+	if dir := p.opts.Getenv("CLAUDE_CONFIG_DIR"); dir != "" && filepath.IsAbs(dir) {
+		claudeJSON = filepath.Join(dir, ".claude.json")
+		settingsDir = dir
 	}
-	if err := p.jsonSet(mcpPath, "json", []string{"mcpServers", ServerName}, p.stdioEntry(kv{"type", "stdio"})); err != nil {
+	entry := p.stdioEntry(kv{"type", "stdio"})
+	// The file that gets the entry is planned first: it is the one a
+	// person (and the Connect screen) is shown first.
+	mainPath := claudeJSON
+	if p.opts.Scope == ScopeProject {
+		mainPath = filepath.Join(p.opts.ProjectDir, ".mcp.json")
+	}
+	if err := p.jsonSet(mainPath, "json", []string{"mcpServers", ServerName}, entry); err != nil {
 		return err
+	}
+	projects, err := p.jsonKeys(claudeJSON, "json", []string{"projects"})
+	if err != nil {
+		return err
+	}
+	var settingsPath string
+	if p.opts.Scope == ScopeProject {
+		mcpPath := mainPath
+		settingsPath = filepath.Join(p.opts.ProjectDir, ".claude", "settings.json")
+		if err := p.jsonAppend(filepath.Join(p.opts.ProjectDir, ".claude", "settings.local.json"), "json", []string{"enabledMcpjsonServers"}, []string{ServerName}); err != nil {
+			return err
+		}
+		if err := p.jsonDelete(claudeJSON, "json", []string{"mcpServers", ServerName}, "user scope: Sluice now comes from "+mcpPath+" here (one entry; `--scope user` brings it back everywhere)"); err != nil {
+			return err
+		}
+		for _, dir := range projects {
+			if filepath.Clean(dir) == filepath.Clean(p.opts.ProjectDir) {
+				if err := p.jsonDelete(claudeJSON, "json", []string{"projects", dir, "mcpServers", ServerName}, "local scope: replaced by "+mcpPath); err != nil {
+					return err
+				}
+			}
+		}
+	} else {
+		settingsPath = filepath.Join(settingsDir, "settings.json")
+		for _, dir := range projects {
+			if err := p.jsonDelete(claudeJSON, "json", []string{"projects", dir, "mcpServers", ServerName}, "local scope of "+dir+": replaced by the user-scope entry"); err != nil {
+				return err
+			}
+		}
+		if p.opts.ProjectDir != "" {
+			mcpPath := filepath.Join(p.opts.ProjectDir, ".mcp.json")
+			if err := p.jsonDelete(mcpPath, "json", []string{"mcpServers", ServerName}, "project scope: replaced by the user-scope entry"); err != nil {
+				return err
+			}
+		}
 	}
 	var allow []string
 	for _, t := range PreAllowTools(p.opts.Toolsets) {
@@ -111,7 +163,10 @@ func planClaudeCode(p *planner) error {
 		return err
 	}
 	p.plan.PreAllowed = allow
-	p.plan.PreAllowNote = fmt.Sprintf("pre-allowed %d Sluice read and propose tools in %s (permissions.allow); workspace tools still ask", len(allow), settingsPath)
+	p.plan.PreAllowNote = fmt.Sprintf("pre-allowed %d Sluice tools in %s (permissions.allow): %s", len(allow), settingsPath, preAllowWords(p.opts.Toolsets))
+	if p.opts.Scope == ScopeProject {
+		p.plan.Steps = append(p.plan.Steps, "Start `claude` once in "+p.opts.ProjectDir+" and answer its folder-trust question: until the folder is trusted, Claude Code keeps project servers waiting (\"Pending approval\").")
+	}
 	return nil
 }
 
@@ -138,14 +193,21 @@ func planCursor(p *planner) error {
 	if err := p.jsonSet(path, "json", []string{"mcpServers", ServerName}, p.stdioEntry()); err != nil {
 		return err
 	}
-	p.noPreAllow("Cursor keeps its tool auto-run list in the editor's settings, not in a file it documents")
+	p.noPreAllow("Cursor's only file for this, ~/.cursor/permissions.json (\"mcpAllowlist\"), replaces the allow-list you keep in Cursor's settings rather than adding to it, so Sluice leaves it to you (cursor.com/docs/reference/permissions)")
 	return nil
 }
+
+// codexEnvVars are passed through Codex's cleaned environment: where the
+// app keeps config.json, the ledger and presence files when they are not
+// in the default places under HOME (which Codex keeps).
+var codexEnvVars = []string{"XDG_CONFIG_HOME", "XDG_STATE_HOME"}
 
 // planCodex: $CODEX_HOME/config.toml (default ~/.codex/config.toml), table
 // [mcp_servers.<name>] with command and args, and per-tool
 // tools.<tool>.approval_mode, where "approve" runs the tool without asking
-// (developers.openai.com/codex/mcp; codex-rs/config mcp_types.rs).
+// and default_tools_approval_mode = "prompt" makes every other tool ask
+// (developers.openai.com/codex/mcp; codex-rs/config mcp_types.rs), and
+// env_vars, the variables Codex lets through to the server.
 func planCodex(p *planner) error {
 	home := filepath.Join(p.opts.Home, ".codex")
 	if v := p.opts.Getenv("CODEX_HOME"); v != "" && filepath.IsAbs(v) {
@@ -159,9 +221,19 @@ func planCodex(p *planner) error {
 		args = append(args, tomlString(a))
 	}
 	fmt.Fprintf(&b, "args = [%s]\n", strings.Join(args, ", "))
+	b.WriteString("# Codex starts MCP servers with a cleaned environment; these let the sidecar\n")
+	b.WriteString("# find the same Sluice configuration as the app when they are set.\n")
+	var names []string
+	for _, v := range codexEnvVars {
+		names = append(names, tomlString(v))
+	}
+	fmt.Fprintf(&b, "env_vars = [%s]\n", strings.Join(names, ", "))
+	b.WriteString("# Every Sluice tool not approved below asks first, whatever approval_policy\n")
+	b.WriteString("# says (Codex's own default, \"auto\", can run them without asking).\n")
+	b.WriteString("default_tools_approval_mode = \"prompt\"\n")
 	tools := PreAllowTools(p.opts.Toolsets)
-	b.WriteString("# Sluice's read and propose tools run without a prompt here: the person\n")
-	b.WriteString("# approves every change in the Sluice app. Workspace tools still ask.\n")
+	b.WriteString("# Read tools change nothing; propose tools only propose, and every change\n")
+	b.WriteString("# waits for a person's approval in Sluice. Workspace tools still ask.\n")
 	for _, t := range tools {
 		fmt.Fprintf(&b, "tools.%s = { approval_mode = \"approve\" }\n", tomlKey(t))
 	}
@@ -171,7 +243,7 @@ func planCodex(p *planner) error {
 	for _, t := range tools {
 		p.plan.PreAllowed = append(p.plan.PreAllowed, "mcp_servers."+ServerName+".tools."+t)
 	}
-	p.plan.PreAllowNote = fmt.Sprintf("pre-allowed %d Sluice read and propose tools (approval_mode = \"approve\"); workspace tools still ask", len(tools))
+	p.plan.PreAllowNote = fmt.Sprintf("pre-allowed %d Sluice tools (approval_mode = \"approve\"): %s", len(tools), preAllowWords(p.opts.Toolsets))
 	return nil
 }
 
@@ -224,8 +296,8 @@ func planGemini(p *planner) error {
 	}
 	var b strings.Builder
 	b.WriteString("# Written by `sluice-sidecar config --client gemini-cli`; rewritten on every run.\n")
-	b.WriteString("# Sluice's read and propose tools run without a prompt: the person approves\n")
-	b.WriteString("# every change in the Sluice app. Workspace tools still ask.\n")
+	b.WriteString("# Read tools change nothing; propose tools only propose, and every change\n")
+	b.WriteString("# waits for a person's approval in Sluice. Workspace tools still ask.\n")
 	b.WriteString("[[rule]]\n")
 	fmt.Fprintf(&b, "mcpName = %s\n", tomlString(ServerName))
 	fmt.Fprintf(&b, "toolName = [%s]\n", strings.Join(names, ", "))
@@ -238,7 +310,8 @@ func planGemini(p *planner) error {
 	for _, t := range tools {
 		p.plan.PreAllowed = append(p.plan.PreAllowed, ServerName+"/"+t)
 	}
-	p.plan.PreAllowNote = fmt.Sprintf("pre-allowed %d Sluice read and propose tools with a policy rule in %s (Gemini CLI's policy engine); \"trust\" is not set, so workspace tools still ask", len(tools), policy)
+	p.plan.PreAllowNote = fmt.Sprintf("pre-allowed %d Sluice tools with a policy rule in %s (Gemini CLI's policy engine; \"trust\" is never set): %s", len(tools), policy, preAllowWords(p.opts.Toolsets))
+	p.plan.Steps = append(p.plan.Steps, "Gemini CLI asks once whether you trust the folder you start it in (saved in ~/.gemini/trustedFolders.json); in an untrusted folder it starts no MCP server at all.")
 	return nil
 }
 
@@ -259,5 +332,93 @@ func planChatGPT(p *planner) error {
 		"Keep that URL secret: anyone who has it can read your allowed repositories and propose changes as \"chatgpt\". Revoke it with:\n    " + p.opts.Command + " token revoke --name chatgpt",
 	}
 	p.noPreAllow("ChatGPT asks in the conversation and can remember a decision for the chat; it has no allow-list Sluice can set")
+	return nil
+}
+
+// planCopilot: GitHub Copilot CLI keeps its servers in
+// $COPILOT_HOME/mcp-config.json (default ~/.copilot) under "mcpServers",
+// each {"type": "local", "command", "args", "tools"} where "tools" lists
+// the tools it may offer ("*": all), exactly what `copilot mcp add`
+// writes (docs.github.com/copilot, "Configure Copilot CLI"; checked against
+// the real binary). Tool approvals are given per session, at the prompt or
+// with --allow-tool; there is no file for them, and Copilot CLI runs tools
+// annotated read-only without asking (checked: cli_config_agents_test.go).
+func planCopilot(p *planner) error {
+	dir := filepath.Join(p.opts.Home, ".copilot")
+	if v := p.opts.Getenv("COPILOT_HOME"); v != "" && filepath.IsAbs(v) {
+		dir = v
+	}
+	entry := ordered{{"type", "local"}, {"command", p.opts.Command}, {"args", p.plan.Args}, {"tools", []string{"*"}}}
+	if err := p.jsonSet(filepath.Join(dir, "mcp-config.json"), "json", []string{"mcpServers", ServerName}, entry); err != nil {
+		return err
+	}
+	var allow []string
+	for _, t := range PreAllowTools(p.opts.Toolsets) {
+		allow = append(allow, "--allow-tool='"+ServerName+"("+t+")'")
+	}
+	p.noPreAllow("Copilot CLI takes tool approvals at its prompt or as --allow-tool flags for one session, never from a file. " +
+		"It runs every tool that Sluice annotates read-only without asking (the read tools, and the workspace tools that only read); " +
+		"it asks before every other one. To skip its prompts for Sluice's propose tools too, start it with:\n    copilot " + strings.Join(allow, " "))
+	p.plan.Steps = append(p.plan.Steps, "Before an interactive session, Copilot CLI asks once whether you trust the folder you start it in (it remembers the answer in "+filepath.Join(dir, "config.json")+", \"trusted_folders\").")
+	return nil
+}
+
+// planOpencode: opencode reads $XDG_CONFIG_HOME/opencode/opencode.json (or
+// <project>/opencode.json), JSON with comments, with servers under "mcp":
+// {"type": "local", "command": [program, args...], "enabled": true}
+// (opencode.ai/docs/mcp-servers). Its tools are named <server>_<tool>, and
+// opencode runs tools without asking unless "permission" says "ask"
+// (opencode.ai/docs/permissions): Sluice sets "ask" for its workspace
+// tools, which leaves exactly the read and propose tools pre-allowed.
+func planOpencode(p *planner) error {
+	path := filepath.Join(p.configHome(), "opencode", "opencode.json")
+	if p.opts.Scope == ScopeProject {
+		path = filepath.Join(p.opts.ProjectDir, "opencode.json")
+	}
+	cmd := append([]string{p.opts.Command}, p.plan.Args...)
+	entry := ordered{{"type", "local"}, {"command", cmd}, {"enabled", true}}
+	if err := p.jsonSet(path, "jsonc", []string{"mcp", ServerName}, entry); err != nil {
+		return err
+	}
+	if slices.Contains(p.opts.Toolsets, "workspace") {
+		if err := p.jsonSet(path, "jsonc", []string{"permission", ServerName + "_workspace_*"}, "ask"); err != nil {
+			return err
+		}
+	}
+	for _, t := range PreAllowTools(p.opts.Toolsets) {
+		p.plan.PreAllowed = append(p.plan.PreAllowed, ServerName+"_"+t)
+	}
+	p.plan.PreAllowNote = fmt.Sprintf("opencode runs tools without asking unless told to ask; %d Sluice tools run so: %s", len(p.plan.PreAllowed), preAllowWords(p.opts.Toolsets))
+	if slices.Contains(p.opts.Toolsets, "workspace") {
+		p.plan.PreAllowNote += " (\"permission\": {\"" + ServerName + "_workspace_*\": \"ask\"})"
+	}
+	return nil
+}
+
+// planQwen: Qwen Code keeps servers in ~/.qwen/settings.json or
+// <project>/.qwen/settings.json under "mcpServers" ({"command", "args"}, as
+// `qwen mcp add` writes), and auto-approved tools in the same file under
+// "permissions.allow", where an MCP tool is "mcp__<server>__<tool>"
+// (Qwen Code's docs/configuration/settings.md, "permissions"). The
+// per-server "trust" option is never set: it would approve every tool.
+func planQwen(p *planner) error {
+	dir := filepath.Join(p.opts.Home, ".qwen")
+	if p.opts.Scope == ScopeProject {
+		dir = filepath.Join(p.opts.ProjectDir, ".qwen")
+	}
+	path := filepath.Join(dir, "settings.json")
+	if err := p.jsonSet(path, "jsonc", []string{"mcpServers", ServerName}, p.stdioEntry()); err != nil {
+		return err
+	}
+	var allow []string
+	for _, t := range PreAllowTools(p.opts.Toolsets) {
+		allow = append(allow, "mcp__"+ServerName+"__"+t)
+	}
+	if err := p.jsonAppend(path, "jsonc", []string{"permissions", "allow"}, allow); err != nil {
+		return err
+	}
+	p.plan.PreAllowed = allow
+	p.plan.PreAllowNote = fmt.Sprintf("pre-allowed %d Sluice tools in %s (permissions.allow): %s", len(allow), path, preAllowWords(p.opts.Toolsets))
+	p.plan.Steps = append(p.plan.Steps, "When Qwen Code's folder trust is on, it asks once whether you trust the folder you start it in (saved in ~/.qwen/trustedFolders.json); in an untrusted folder it asks before every tool, pre-allowed or not.")
 	return nil
 }

@@ -290,6 +290,73 @@ func (p *planner) jsonAppend(path, format string, key []string, values []string)
 	return p.finish(f, d, len(added) > 0)
 }
 
+// jsonDelete removes the member at key from a JSON(C) file, if the file
+// exists and has it.
+func (p *planner) jsonDelete(path, format string, key []string, why string) error {
+	if !p.known(path) {
+		return nil
+	}
+	f, err := p.file(path, format)
+	if err != nil {
+		return err
+	}
+	if !f.Exists {
+		return nil
+	}
+	d, err := p.jsonDoc(f)
+	if err != nil {
+		return err
+	}
+	removed, err := d.Delete(key)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrConflict, f.Path, err)
+	}
+	if !removed {
+		return nil
+	}
+	f.Edits = append(f.Edits, Edit{Key: strings.Join(key, ".") + " (removed)", Value: why})
+	return p.finish(f, d, true)
+}
+
+// known reports whether path is part of the plan already or exists, so
+// that a file Sluice only looks into is not listed when it is absent.
+func (p *planner) known(path string) bool {
+	if p.files[path] != nil {
+		return true
+	}
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// jsonKeys returns the member names of the object at key in a JSON(C)
+// file; none when the file or the object does not exist.
+func (p *planner) jsonKeys(path, format string, key []string) ([]string, error) {
+	if !p.known(path) {
+		return nil, nil
+	}
+	f, err := p.file(path, format)
+	if err != nil || !f.Exists {
+		return nil, err
+	}
+	d, err := p.jsonDoc(f)
+	if err != nil {
+		return nil, err
+	}
+	root, err := d.root()
+	if err != nil {
+		return nil, err
+	}
+	obj, missing, err := d.walkTo(root, key)
+	if err != nil || missing < len(key) {
+		return nil, nil
+	}
+	var out []string
+	for _, m := range obj.members {
+		out = append(out, m.key)
+	}
+	return out, nil
+}
+
 // finish re-parses the edited text: an edit that produced anything but
 // valid JSON(C) is a bug, and must never reach the disk.
 func (p *planner) finish(f *FileChange, d *jsonDoc, changed bool) error {

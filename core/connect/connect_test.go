@@ -26,6 +26,8 @@ type clientCase struct {
 	malformed string
 	// extra files written next to the main one, relative like file.
 	extra []string
+	// commandArray: the entry's "command" is [program, args...] (opencode).
+	commandArray bool
 }
 
 var clientCases = []clientCase{
@@ -97,6 +99,35 @@ var clientCases = []clientCase{
 		existing:  "{}",
 		malformed: "{\"mcpServers\": {\"x\": {}}} trailing",
 		extra:     []string{".gemini/policies/sluice.toml"},
+	},
+	{
+		client: "copilot-cli", scope: ScopeUser, file: ".copilot/mcp-config.json", format: "json", key: []string{"mcpServers", "sluice"},
+		existing:  "{\n  \"mcpServers\": {\n    \"playwright\": {\n      \"type\": \"local\",\n      \"command\": \"npx\",\n      \"args\": [\"@playwright/mcp\"],\n      \"tools\": [\"*\"]\n    }\n  }\n}\n",
+		keep:      []string{"\"playwright\": {\n      \"type\": \"local\",\n      \"command\": \"npx\",\n      \"args\": [\"@playwright/mcp\"],\n      \"tools\": [\"*\"]\n    }"},
+		malformed: "{\"mcpServers\": {\"a\": {\"tools\": [\"*\",]}}}",
+	},
+	{
+		client: "opencode", scope: ScopeUser, file: ".config/opencode/opencode.json", format: "jsonc", key: []string{"mcp", "sluice"}, commandArray: true,
+		existing:  "{\n  \"$schema\": \"https://opencode.ai/config.json\",\n  // my model\n  \"model\": \"anthropic/claude-sonnet-4-5\",\n  \"mcp\": {\n    \"context7\": {\"type\": \"remote\", \"url\": \"https://mcp.context7.com/mcp\"},\n  },\n}\n",
+		keep:      []string{"// my model\n  \"model\": \"anthropic/claude-sonnet-4-5\",", "\"context7\": {\"type\": \"remote\", \"url\": \"https://mcp.context7.com/mcp\"},"},
+		malformed: "{\n  \"mcp\": {\n    \"x\": {\"type\": \"local\" \"command\": []}\n  }\n}\n",
+	},
+	{
+		client: "opencode", scope: ScopeProject, file: "opencode.json", format: "jsonc", key: []string{"mcp", "sluice"}, commandArray: true,
+		existing:  "{\"$schema\": \"https://opencode.ai/config.json\"}",
+		keep:      []string{"\"$schema\": \"https://opencode.ai/config.json\""},
+		malformed: "{\"mcp\": }",
+	},
+	{
+		client: "qwen-code", scope: ScopeUser, file: ".qwen/settings.json", format: "jsonc", key: []string{"mcpServers", "sluice"},
+		existing:  "{\n  \"security\": {\"auth\": {\"selectedType\": \"openai\"}},\n  \"permissions\": {\"allow\": [\"Bash(git status)\"]}\n}\n",
+		keep:      []string{"\"security\": {\"auth\": {\"selectedType\": \"openai\"}},", "\"Bash(git status)\""},
+		malformed: "{\"permissions\": {\"allow\": [\"Bash\"}}",
+	},
+	{
+		client: "qwen-code", scope: ScopeProject, file: ".qwen/settings.json", format: "jsonc", key: []string{"mcpServers", "sluice"},
+		existing:  "{}\n",
+		malformed: "{\n\n  \"mcpServers\": {{}}\n}",
 	},
 }
 
@@ -171,6 +202,13 @@ func checkEntry(t *testing.T, c clientCase, content string) {
 		t.Fatalf("written file does not parse: %v\n%s", err, content)
 	}
 	entry, _ := valueAt(root, c.key).(map[string]any)
+	if c.commandArray {
+		cmd, _ := json.Marshal(entry["command"])
+		if string(cmd) != `["`+testCommand+`","stdio","--toolsets","git,propose,workspace"]` {
+			t.Fatalf("%s: command %s:\n%s", c.file, cmd, content)
+		}
+		return
+	}
 	if entry == nil || entry["command"] != testCommand {
 		t.Fatalf("%s: no sluice entry at %v:\n%s", c.file, c.key, content)
 	}

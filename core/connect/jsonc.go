@@ -753,3 +753,55 @@ func valueAt(root *jnode, path []string) any {
 	}
 	return n.toAny()
 }
+
+// Delete removes the member at path, with the separator it needs, and
+// reports whether it was there. Comments inside the removed member go with
+// it; every other byte stays.
+func (d *jsonDoc) Delete(path []string) (bool, error) {
+	root, err := d.root()
+	if err != nil {
+		return false, err
+	}
+	parent, missing, err := d.walkTo(root, path[:len(path)-1])
+	if err != nil || missing < len(path)-1 {
+		return false, err
+	}
+	key := path[len(path)-1]
+	i := -1
+	for j := len(parent.members) - 1; j >= 0; j-- {
+		if parent.members[j].key == key {
+			i = j
+			break
+		}
+	}
+	if i < 0 {
+		return false, nil
+	}
+	m := parent.members[i]
+	switch {
+	case i+1 < len(parent.members):
+		// "key": value, <space> next → next
+		d.splice(lineStartOr(d.src, m.keyStart), lineStartOr(d.src, parent.members[i+1].keyStart), "")
+	case i > 0:
+		// prev<, "key": value> → prev
+		d.splice(parent.members[i-1].value.end, m.value.end, "")
+		// A comma that followed the removed member (JSONC) would now
+		// follow prev; that is still valid JSONC and nothing else.
+	default:
+		d.splice(parent.start+1, parent.end-1, "")
+	}
+	return true, nil
+}
+
+// lineStartOr is the start of pos's line when only blanks precede pos on
+// it (so that a removed member takes its indentation along), else pos.
+func lineStartOr(src []byte, pos int) int {
+	p := pos
+	for p > 0 && (src[p-1] == ' ' || src[p-1] == '\t') {
+		p--
+	}
+	if p == 0 || src[p-1] == '\n' {
+		return p
+	}
+	return pos
+}

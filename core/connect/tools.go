@@ -1,6 +1,9 @@
 package connect
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // The one list of what may be pre-allowed. Read tools (the git toolset)
 // change nothing; propose tools only ask: the person decides in Sluice. A
@@ -44,4 +47,23 @@ func PreAllowTools(toolsets []string) []string {
 		out = append(out, ProposeTools...)
 	}
 	return out
+}
+
+// preAllowWords says, in words that are true for these toolsets, what the
+// pre-allowed tools can do and what still asks.
+func preAllowWords(toolsets []string) string {
+	var parts []string
+	if slices.Contains(toolsets, "git") {
+		parts = append(parts, "the read tools, which change nothing")
+	} else {
+		parts = append(parts, "sluice_capabilities, which changes nothing")
+	}
+	if slices.Contains(toolsets, "propose") {
+		parts = append(parts, "the propose tools, which only propose: every change, propose_reset and propose_discard included, still waits for a person's approval in Sluice")
+	}
+	s := strings.Join(parts, ", and ")
+	if slices.Contains(toolsets, "workspace") {
+		s += "; workspace tools still ask"
+	}
+	return s
 }

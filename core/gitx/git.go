@@ -184,7 +184,7 @@ func NewRunner(o RunnerOptions) (*Runner, error) {
 	p := o.GitPath
 	if p == "" {
 		var err error
-		if p, err = findGit(os.Getenv("PATH")); err != nil {
+		if p, err = findGit(searchPath()); err != nil {
 			return nil, err
 		}
 	}
@@ -233,6 +233,14 @@ func (r *Runner) Timeout() time.Duration { return r.timeout }
 // MaxOutput is the per-process output cap.
 func (r *Runner) MaxOutput() int64 { return r.maxOutput }
 
+// searchPath is PATH, or defaultPath when PATH is unset or empty.
+func searchPath() string {
+	if p := os.Getenv("PATH"); p != "" {
+		return p
+	}
+	return defaultPath
+}
+
 func findGit(pathEnv string) (string, error) {
 	for _, dir := range filepath.SplitList(pathEnv) {
 		if !filepath.IsAbs(dir) {
@@ -256,7 +264,7 @@ func buildEnv() []string {
 		}
 	}
 	var path []string
-	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+	for _, dir := range filepath.SplitList(searchPath()) {
 		if filepath.IsAbs(dir) {
 			path = append(path, dir)
 		}

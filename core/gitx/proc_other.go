@@ -10,6 +10,9 @@ import (
 
 const gitExe = "git.exe"
 
+// defaultPath: no fallback where there is no conventional location.
+const defaultPath = ""
+
 // SetProcessGroup has no process-group equivalent here; the leader is
 // killed (KillProcessGroup) and exec's WaitDelay bounds the pipes held by
 // children.

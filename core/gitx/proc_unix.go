@@ -11,6 +11,11 @@ import (
 
 const gitExe = "git"
 
+// defaultPath is searched when PATH is unset or empty, as a shell would
+// (execvp's default): an agent may start the sidecar with an environment
+// emptied of everything, PATH included.
+const defaultPath = "/usr/local/bin:/usr/bin:/bin"
+
 // SetProcessGroup puts a git process in a new process group so that a
 // kill (KillProcessGroup) reaches every child it started (a filter, hook
 // or helper, a submodule's git) and none survives it.

@@ -47,8 +47,10 @@ describe("App", () => {
     render(<App />);
     expect(await screen.findByText("No proposals waiting")).toBeTruthy();
     expect(document.getElementById("empty-title")?.textContent).toBe("No proposals waiting");
-    expect(screen.getByText(/claude mcp add sluice -- \/opt\/sluice\/sluice-sidecar/)).toBeTruthy();
+    expect(screen.getByText("/opt/sluice/sluice-sidecar config --client claude-code --write")).toBeTruthy();
+    expect(screen.queryByText(/claude mcp add/)).toBeNull();
     expect(screen.getByText(/No repository roots are allowed yet/)).toBeTruthy();
+    expect(screen.getByLabelText("Folder that holds your repositories")).toBeTruthy();
     await vi.waitFor(() => expect(calls).toContain("POST /api/ready"));
   });
 

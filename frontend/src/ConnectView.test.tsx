@@ -17,7 +17,9 @@ const clients: Client[] = [
     path: "/home/me/.claude.json",
     format: "json",
     preview: '{\n  "mcpServers": {\n    "sluice": { "command": "/opt/sluice/sluice-sidecar", "args": [] }\n  }\n}',
-    preAllows: ["mcp__sluice__repo_brief", "mcp__sluice__repo_status"],
+    preAllows: ["mcp__sluice__repo_brief", "mcp__sluice__propose_reset"],
+    preAllowNote:
+      "pre-allowed 2 Sluice tools in /home/me/.claude/settings.json (permissions.allow): the read tools, which change nothing, and the propose tools, which only propose: every change, propose_reset and propose_discard included, still waits for a person's approval in Sluice",
   },
   {
     client: "codex",
@@ -27,6 +29,7 @@ const clients: Client[] = [
     format: "toml",
     preview: '[mcp_servers.sluice]\ncommand = "/opt/sluice/sluice-sidecar"',
     preAllows: [],
+    preAllowNote: "nothing was pre-allowed: it asks",
   },
   {
     client: "chatgpt",
@@ -36,6 +39,7 @@ const clients: Client[] = [
     format: "steps",
     preview: "1. Run sluice-sidecar --http\n2. Add a connector",
     preAllows: [],
+    preAllowNote: "nothing was pre-allowed: it asks",
   },
 ];
 
@@ -60,6 +64,10 @@ describe("ConnectView", () => {
     expect(within(panel).getByText("/home/me/.claude.json")).toBeTruthy();
     expect(within(panel).getByText(/"command": "\/opt\/sluice\/sluice-sidecar"/)).toBeTruthy();
     expect(within(panel).getByText("mcp__sluice__repo_brief")).toBeTruthy();
+    // Proposal tools are pre-allowed because they only propose; the
+    // screen says so and never calls them read-only.
+    expect(within(panel).getByText(/the propose tools, which only propose/)).toBeTruthy();
+    expect(panel.textContent).not.toMatch(/read-only/);
 
     fireEvent.click(within(panel).getByLabelText("For one project"));
     const write = within(panel).getByRole("button", { name: "Write configuration" }) as HTMLButtonElement;

@@ -105,16 +105,21 @@ function ClientPanel({ client }: { client: Client }) {
         </pre>
         <CopyButton text={client.preview} label={`Copy the ${client.displayName} configuration`} />
       </div>
-      {client.preAllows.length > 0 && (
+      {client.preAllowNote && (
         <p className="note">
-          Writing it also pre-allows Sluice's read-only tools, so the agent does not ask before every read:{" "}
-          {client.preAllows.map((p, i) => (
-            <span key={p}>
-              {i > 0 && ", "}
-              <code>{p}</code>
-            </span>
-          ))}
-          .
+          <strong>Pre-allowed:</strong> {client.preAllowNote}
+          {client.preAllows.length > 0 && (
+            <>
+              :{" "}
+              {client.preAllows.map((p, i) => (
+                <span key={p}>
+                  {i > 0 && ", "}
+                  <code>{p}</code>
+                </span>
+              ))}
+              .
+            </>
+          )}
         </p>
       )}
       {!manual && (

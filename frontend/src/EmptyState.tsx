@@ -1,10 +1,12 @@
-import type { Status } from "./api";
+import { useState, type FormEvent } from "react";
+import { api, type Status } from "./api";
+import { errorMessage } from "./bits";
 
-// The first thing a person sees: what Sluice is, and how to connect an
-// agent, with the sidecar path this app was built with.
+// The first thing a person sees: what Sluice is, where agents may work (and
+// a question when nowhere is allowed yet), and how to connect an agent with
+// the one command that writes its configuration.
 export function EmptyState({ status }: { status: Status }) {
   const sidecar = status.sidecarPath;
-  const json = JSON.stringify({ mcpServers: { sluice: { command: sidecar, args: [] } } }, null, 2);
   return (
     <section className="empty" aria-labelledby="empty-title">
       <h1 id="empty-title">No proposals waiting</h1>
@@ -12,31 +14,94 @@ export function EmptyState({ status }: { status: Status }) {
         Sluice lets coding agents read your git repositories freely and change them only with your approval. When an
         agent proposes a change, it appears here as a card for you to approve or reject.
       </p>
+      {status.allowedRoots.length === 0 ? (
+        <RootQuestion />
+      ) : (
+        <p className="note">
+          Agents may work in: <code>{status.allowedRoots.join(", ")}</code>
+        </p>
+      )}
       <div className="panel">
         <h2>Connect an agent</h2>
-        <p>Add Sluice as an MCP server in your agent. For Claude Code:</p>
+        <p>
+          One command writes your agent&apos;s configuration (Claude Code, Codex, Gemini CLI, Copilot CLI, opencode, Qwen
+          Code, Cursor, VS Code, Windsurf, Claude Desktop); without <code>--write</code> it only shows what it would
+          change:
+        </p>
         <pre>
-          <code>claude mcp add sluice -- {sidecar}</code>
-        </pre>
-        <p>For clients configured with JSON (Claude Desktop, Cursor, Windsurf):</p>
-        <pre>
-          <code>{json}</code>
+          <code>{sidecar} config --client claude-code --write</code>
         </pre>
         <p>
-          Other clients (Codex, VS Code, Gemini CLI, ChatGPT…) and a button that writes the configuration for you are on
-          the <a href="#/connect">Connect</a> screen.
+          The <a href="#/connect">Connect</a> screen does the same with a button, for every client.
         </p>
-        {status.allowedRoots.length === 0 ? (
+      </div>
+    </section>
+  );
+}
+
+// RootQuestion asks for the folder that holds the person's repositories and
+// saves it in config.json, where every sidecar reads it.
+function RootQuestion() {
+  const [dir, setDir] = useState("");
+  const [saved, setSaved] = useState<string[] | null>(null);
+  const [envOverride, setEnvOverride] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  async function submit(e: FormEvent) {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const s = await api.addRoot(dir.trim());
+      setSaved(s.allowedRoots);
+      setEnvOverride((s.overriddenByEnv ?? []).includes("allowedRoots"));
+    } catch (err) {
+      setError(errorMessage(err));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  if (saved) {
+    return (
+      <div className="panel" role="status">
+        <h2>Agents may work in</h2>
+        <p>
+          <code>{saved.join(", ")}</code>
+        </p>
+        <p className="note">
+          Saved in <code>config.json</code>: agents can read there from their next call. Restart Sluice so that it
+          accepts their proposals there too.
+        </p>
+        {envOverride && (
           <p className="note">
-            No repository roots are allowed yet. Set <code>SLUICE_ALLOWED_ROOTS</code> (or{" "}
-            <code>allowedRoots</code> in <code>config.json</code>) to the folders that hold your repositories.
-          </p>
-        ) : (
-          <p className="note">
-            Agents may work in: <code>{status.allowedRoots.join(", ")}</code>
+            This Sluice was started with <code>SLUICE_ALLOWED_ROOTS</code> set, which overrides the file for it until
+            the variable is unset.
           </p>
         )}
       </div>
-    </section>
+    );
+  }
+  return (
+    <form className="panel" onSubmit={submit} aria-labelledby="roots-title">
+      <h2 id="roots-title">Where are your repositories?</h2>
+      <p>
+        No repository roots are allowed yet, so agents can name no repository. Choose the folder that holds them;
+        agents can never name a path outside it.
+      </p>
+      <label>
+        Folder that holds your repositories
+        <input value={dir} onChange={(e) => setDir(e.target.value)} placeholder="/home/you/src" spellCheck={false} />
+      </label>
+      <button type="submit" disabled={busy || dir.trim() === ""}>
+        Allow agents here
+      </button>
+      {error && <p className="error">{error}</p>}
+      <p className="note">
+        The same from a terminal: <code>sluice roots add DIR</code>. Starting Sluice with{" "}
+        <code>SLUICE_ALLOWED_ROOTS</code> saves those roots too.
+      </p>
+    </form>
   );
 }

@@ -246,9 +246,11 @@ export interface Settings {
   availableToolsets: string[];
   /** Settings that only take effect after the app restarts. */
   restartRequired: string[];
+  /** Settings an environment variable overrides for the running app. */
+  overriddenByEnv?: string[];
 }
 
-export type SettingsInput = Omit<Settings, "availableToolsets" | "restartRequired">;
+export type SettingsInput = Omit<Settings, "availableToolsets" | "restartRequired" | "overriddenByEnv">;
 
 export interface Client {
   client: string;
@@ -259,6 +261,8 @@ export interface Client {
   format: "json" | "jsonc" | "toml" | "steps";
   preview: string;
   preAllows: string[];
+  /** What pre-allowing means for this client, or why nothing was, in words that are true. */
+  preAllowNote: string;
 }
 
 export interface ConnectRequest {
@@ -460,6 +464,8 @@ export const api = {
 
   settings: () => call<Settings>("Settings", [], get("/api/settings")),
   saveSettings: (s: SettingsInput) => call<Settings>("SaveSettings", [s], post("/api/settings", s)),
+  /** Allows agents to name repositories under dir (saved in config.json). */
+  addRoot: (dir: string) => call<Settings>("AddRoot", [dir], post("/api/roots", { dir })),
 
   clients: () => call<Client[]>("Clients", [], get("/api/connect")),
   connect: (c: ConnectRequest) => call<ConnectResult>("Connect", [c], post("/api/connect", c)),
