@@ -36,6 +36,7 @@ var suites = []suite{
 	{"Execution", "./core/apply/", "Patch1000|Merge500", "20x"},
 	{"Sealed outcomes", "./core/apply/", "Seal1000", "10x"},
 	{"Sealed outcomes (submit → card)", "./core/gateway/", "BenchmarkSubmit_Sealed1000", "20x"},
+	{"Sealed outcomes in the browser", "./app/", "Browser_SubmitToCard|Browser_FirstDiffPaint1000", "10x"},
 	{"Workspaces: runs", "./core/workspace/", "Run_Trivial|DockerCLIRunRm", "20x"},
 	{"Workspaces: create", "./core/workspace/", "Create_Repo20k|GitClone20k", "10x"},
 }
