@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -540,36 +541,66 @@ func (r *run) headMove(ctx context.Context, to string) (proposal.RefMove, error)
 // worktreeState is the state of the given paths of the working tree as a
 // tree: HEAD's tree with each path replaced by what is on disk (absent
 // when it is gone), and the temporary index that holds it. Untracked
-// files are included only when listed.
+// files are included only when listed. The files are hashed on a copy of
+// the person's index, whose stat data spares rehashing what did not
+// change; the entries for the paths are then carried over onto HEAD's
+// tree, so nothing else the person staged comes along.
 func (s *sealing) worktreeState(ctx context.Context, headTree string, paths []string) (string, string, error) {
+	wt := s.rc.main()
+	scan, _, err := s.index(ctx, "", &wt)
+	if err != nil {
+		return "", "", err
+	}
 	env, idx, err := s.index(ctx, headTree, nil)
 	if err != nil {
 		return "", "", err
 	}
-	inHead, err := s.listPaths(ctx, env, append([]string{"ls-files", "-z", "--"}, paths...)...)
-	if err != nil {
-		return "", "", err
+	if len(paths) == 0 {
+		t, err := s.writeTree(ctx, env)
+		return t, idx, err
+	}
+	known := map[string]bool{}
+	for _, which := range [][]string{scan, env} {
+		entries, err := s.listPaths(ctx, which, append([]string{"ls-files", "-z", "--"}, paths...)...)
+		if err != nil {
+			return "", "", err
+		}
+		for _, e := range entries {
+			for d := e; d != "." && d != "/" && d != ""; d = path.Dir(d) {
+				if known[d] {
+					break
+				}
+				known[d] = true
+			}
+		}
 	}
 	var add []string
 	for _, p := range paths {
-		if _, err := os.Lstat(filepath.Join(s.rc.path, filepath.FromSlash(p))); err == nil || slices.Contains(inHead, p) || hasPrefixIn(inHead, p) {
+		if known[p] {
+			add = append(add, p)
+		} else if _, err := os.Lstat(filepath.Join(s.rc.path, filepath.FromSlash(p))); err == nil {
 			add = append(add, p)
 		}
 	}
-	if err := s.addPaths(ctx, env, add); err != nil {
+	if err := s.addPaths(ctx, scan, add); err != nil {
 		return "", "", err
+	}
+	// HEAD's entries under the paths go; the scanned ones take their place.
+	if _, err := s.run(ctx, call{args: []string{"rm", "--cached", "-r", "-q", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"},
+		env: env, stdin: nulList(paths)}); err != nil {
+		return "", "", err
+	}
+	res, err := s.run(ctx, call{args: append([]string{"ls-files", "-s", "-z", "--"}, paths...), env: scan})
+	if err != nil {
+		return "", "", err
+	}
+	if len(res.out) > 0 {
+		if _, err := s.run(ctx, call{args: []string{"update-index", "-z", "--index-info"}, env: env, stdin: res.out}); err != nil {
+			return "", "", err
+		}
 	}
 	t, err := s.writeTree(ctx, env)
 	return t, idx, err
-}
-
-func hasPrefixIn(list []string, dir string) bool {
-	for _, p := range list {
-		if strings.HasPrefix(p, dir+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 // checkSealed refuses to run a proposal whose outcome was never sealed
