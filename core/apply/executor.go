@@ -625,22 +625,12 @@ func (r *run) checkPins(ctx context.Context) error {
 	moved := map[string]string{}
 	expected := map[string]string{}
 	check := func(rc *repoCtx, pins map[string]string, prefix string) error {
-		keys := make([]string, 0, len(pins))
-		for k := range pins {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		now, err := rc.resolve(ctx, keys)
-		if err != nil {
-			return err
-		}
+		keys, now, err := rc.movedPins(ctx, pins)
 		for _, k := range keys {
-			if now[k] != pins[k] {
-				moved[prefix+k] = now[k]
-				expected[prefix+k] = pins[k]
-			}
+			moved[prefix+k] = now[k]
+			expected[prefix+k] = pins[k]
 		}
-		return nil
+		return err
 	}
 	if err := check(r.main, r.p.Pinned.Refs, ""); err != nil {
 		return err
@@ -658,6 +648,27 @@ func (r *run) checkPins(ctx context.Context) error {
 		return staleBase(moved, expected)
 	}
 	return nil
+}
+
+// movedPins resolves every pin and returns, sorted, the keys of those that
+// name another commit now, with what they name ("" when gone).
+func (rc *repoCtx) movedPins(ctx context.Context, pins map[string]string) ([]string, map[string]string, error) {
+	keys := make([]string, 0, len(pins))
+	for k := range pins {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	now, err := rc.resolve(ctx, keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	var moved []string
+	for _, k := range keys {
+		if now[k] != pins[k] {
+			moved = append(moved, k)
+		}
+	}
+	return moved, now, nil
 }
 
 // resolve returns the commit each revision names now ("" when it names

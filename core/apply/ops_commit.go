@@ -82,20 +82,11 @@ func (r *run) commitSealed(ctx context.Context, sym, msg string, sealed *proposa
 		return "", err
 	}
 	r.changed = true
-	lines, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "HEAD^", "HEAD", "HEAD^{tree}", "--symbolic-full-name", "HEAD", "--"}})
+	h, parent, err := rc.afterCommit(ctx)
 	if err != nil {
 		return "", err
 	}
-	shas := strings.Split(lines.text(), "\n")
-	if len(shas) < 4 || !hexSHA.MatchString(shas[0]) {
-		return "", newErr(CodeGitFailed, "git rev-parse gave an unexpected answer after the commit")
-	}
-	h, err := parseHead(shas[1:])
-	if err != nil {
-		return "", err
-	}
-	sha, parent := h.sha, shas[0]
-	ref := sym
+	sha, ref := h.sha, sym
 	if ref == "" {
 		ref = "HEAD"
 	}
@@ -166,20 +157,11 @@ func (r *run) commit(ctx context.Context, sym, msg string, paths []string) (stri
 	}
 	r.e.step("committed")
 	// The same process reads what the end state records of HEAD.
-	lines, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "HEAD^", "HEAD", "HEAD^{tree}", "--symbolic-full-name", "HEAD", "--"}})
+	h, parent, err := rc.afterCommit(ctx)
 	if err != nil {
 		return "", err
 	}
-	shas := strings.Split(lines.text(), "\n")
-	if len(shas) < 4 || !hexSHA.MatchString(shas[0]) {
-		return "", newErr(CodeGitFailed, "git rev-parse gave an unexpected answer after the commit")
-	}
-	h, err := parseHead(shas[1:])
-	if err != nil {
-		return "", err
-	}
-	sha, parent := h.sha, shas[0]
-	ref := sym
+	sha, ref := h.sha, sym
 	if ref == "" {
 		ref = "HEAD"
 	}
@@ -195,6 +177,21 @@ func (r *run) commit(ctx context.Context, sym, msg string, paths []string) (stri
 	rc.movedHeads[rc.path] = h
 	r.moved(rc, ref, sha, true)
 	return sha, nil
+}
+
+// afterCommit reads, in one git process, the HEAD a commit left and its
+// parent.
+func (rc *repoCtx) afterCommit(ctx context.Context) (head, string, error) {
+	lines, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "HEAD^", "HEAD", "HEAD^{tree}", "--symbolic-full-name", "HEAD", "--"}})
+	if err != nil {
+		return head{}, "", err
+	}
+	shas := strings.Split(lines.text(), "\n")
+	if len(shas) < 4 || !hexSHA.MatchString(shas[0]) {
+		return head{}, "", newErr(CodeGitFailed, "git rev-parse gave an unexpected answer after the commit")
+	}
+	h, err := parseHead(shas[1:])
+	return h, shas[0], err
 }
 
 // commitFailed classifies a failed git commit.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/sluicehq/sluice/core/proposal"
@@ -35,21 +34,11 @@ func (e *Executor) Preflight(ctx context.Context, p proposal.Proposal) (*Preflig
 		return nil, err
 	}
 	check := func(rc *repoCtx, pins map[string]string, repo string) error {
-		keys := make([]string, 0, len(pins))
-		for k := range pins {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		now, err := rc.resolve(ctx, keys)
-		if err != nil {
-			return err
-		}
+		keys, now, err := rc.movedPins(ctx, pins)
 		for _, k := range keys {
-			if now[k] != pins[k] {
-				out.Moved = append(out.Moved, proposal.RefMove{Ref: k, From: pins[k], To: now[k], Repo: repo})
-			}
+			out.Moved = append(out.Moved, proposal.RefMove{Ref: k, From: pins[k], To: now[k], Repo: repo})
 		}
-		return nil
+		return err
 	}
 	if err := check(r.main, p.Pinned.Refs, ""); err != nil {
 		return nil, err

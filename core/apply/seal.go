@@ -381,62 +381,24 @@ func (s *sealing) changes(ctx context.Context, a, b string) ([]proposal.FileChan
 	if err != nil {
 		return nil, err
 	}
-	recs := strings.Split(string(res.out), "\x00")
-	index := map[string]int{}
-	for i := 0; i < len(recs); i++ {
-		rec := recs[i]
-		if rec == "" {
-			continue
+	status := map[byte]string{'A': proposal.FileAdded, 'D': proposal.FileDeleted, 'R': proposal.FileRenamed, 'T': proposal.FileTypeChanged}
+	for _, r := range gitx.ParseRawNumstat(res.out) {
+		c := proposal.FileChange{Status: status[r.Status], Path: r.Path, OldPath: r.OrigPath,
+			OldMode: r.OldMode, Mode: r.Mode, OldBlob: r.OldBlob, Blob: r.Blob, Binary: r.Binary}
+		if c.Status == "" {
+			c.Status = proposal.FileModified
 		}
-		if rec[0] == ':' {
-			f := strings.Fields(rec[1:])
-			if len(f) < 5 || i+1 >= len(recs) {
-				continue
+		for _, p := range []*string{&c.OldMode, &c.Mode} {
+			if *p == "000000" {
+				*p = ""
 			}
-			c := proposal.FileChange{OldMode: f[0], Mode: f[1], OldBlob: f[2], Blob: f[3]}
-			i++
-			c.Path = recs[i]
-			switch f[4][0] {
-			case 'A':
-				c.Status = proposal.FileAdded
-			case 'D':
-				c.Status = proposal.FileDeleted
-			case 'R':
-				c.Status = proposal.FileRenamed
-				c.OldPath = c.Path
-				i++
-				c.Path = recs[i]
-			case 'T':
-				c.Status = proposal.FileTypeChanged
-			default:
-				c.Status = proposal.FileModified
+		}
+		for _, p := range []*string{&c.OldBlob, &c.Blob} {
+			if strings.Trim(*p, "0") == "" {
+				*p = ""
 			}
-			for _, p := range []*string{&c.OldMode, &c.Mode} {
-				if *p == "000000" {
-					*p = ""
-				}
-			}
-			for _, p := range []*string{&c.OldBlob, &c.Blob} {
-				if strings.Trim(*p, "0") == "" {
-					*p = ""
-				}
-			}
-			index[c.Path] = len(out)
-			out = append(out, c)
-			continue
 		}
-		parts := strings.SplitN(rec, "\t", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		p := parts[2]
-		if p == "" && i+2 < len(recs) {
-			i += 2
-			p = recs[i]
-		}
-		if j, ok := index[p]; ok && parts[0] == "-" {
-			out[j].Binary = true
-		}
+		out = append(out, c)
 	}
 	// Sizes, in one process.
 	var in bytes.Buffer

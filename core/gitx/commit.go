@@ -149,12 +149,24 @@ func (repo *Repo) rawNumstat(ctx context.Context, c *cmd) ([]FileChange, error) 
 	return parseRawNumstat(out.Stdout), nil
 }
 
-// parseRawNumstat parses "--raw --numstat -z" output: raw records
+// RawChange is one record of "--raw --numstat -z" output: what git's
+// plumbing says of a path, modes and object ids included.
+type RawChange struct {
+	// Status is git's letter: A, M, D, R, C, T or U.
+	Status                byte
+	OldMode, Mode         string
+	OldBlob, Blob         string
+	Path, OrigPath        string
+	Insertions, Deletions int
+	Binary                bool
+}
+
+// ParseRawNumstat parses "--raw --numstat -z" output: raw records
 // (":mode mode sha sha S\0path\0[path\0]") then numstat records
-// ("a\td\tpath\0" or "a\td\t\0old\0new\0").
-func parseRawNumstat(b []byte) []FileChange {
+// ("a\td\tpath\0" or "a\td\t\0old\0new\0"), joined per path.
+func ParseRawNumstat(b []byte) []RawChange {
 	recs := strings.Split(string(b), "\x00")
-	var changes []FileChange
+	var changes []RawChange
 	index := map[string]int{}
 	for i := 0; i < len(recs); i++ {
 		r := recs[i]
@@ -167,11 +179,7 @@ func parseRawNumstat(b []byte) []FileChange {
 				continue
 			}
 			st := fields[4]
-			c := FileChange{Status: rawStatus[st[0]]}
-			if c.Status == "" {
-				c.Status = "modified"
-			}
-			c.Submodule = fields[0] == "160000" || fields[1] == "160000"
+			c := RawChange{Status: st[0], OldMode: fields[0], Mode: fields[1], OldBlob: fields[2], Blob: fields[3]}
 			i++
 			c.Path = recs[i]
 			if (st[0] == 'R' || st[0] == 'C') && i+1 < len(recs) {
@@ -204,8 +212,20 @@ func parseRawNumstat(b []byte) []FileChange {
 		changes[j].Insertions, _ = strconv.Atoi(parts[0])
 		changes[j].Deletions, _ = strconv.Atoi(parts[1])
 	}
-	if changes == nil {
-		changes = []FileChange{}
+	return changes
+}
+
+// parseRawNumstat is ParseRawNumstat as the tools report it.
+func parseRawNumstat(b []byte) []FileChange {
+	changes := []FileChange{}
+	for _, r := range ParseRawNumstat(b) {
+		c := FileChange{Status: rawStatus[r.Status], Path: r.Path, OrigPath: r.OrigPath,
+			Insertions: r.Insertions, Deletions: r.Deletions, Binary: r.Binary,
+			Submodule: r.OldMode == "160000" || r.Mode == "160000"}
+		if c.Status == "" {
+			c.Status = "modified"
+		}
+		changes = append(changes, c)
 	}
 	return changes
 }

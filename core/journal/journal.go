@@ -385,30 +385,20 @@ func (j *Journal) Reject(id, by, note string) (Record, error) {
 // carries stale_base and what moved, so the agent can propose again
 // against the current state.
 func (j *Journal) SendBack(id, by, note, stale string) (Record, error) {
-	if strings.TrimSpace(by) == "" {
-		return Record{}, errors.New("journal: a decision needs who made it")
-	}
-	var expired bool
-	rec, err := j.update(id, func(rec *Record, now time.Time) (proposal.State, Details, error) {
-		if rec.State != proposal.Pending {
-			return "", Details{}, fmt.Errorf("%w: it is %s", ErrNotPending, rec.State)
-		}
-		if !now.Before(rec.Proposal.ExpiresAt.Time) {
-			expired = true
-			return expireDetails(now)
-		}
+	return j.decideWith(id, "", by, note, false, false, func(d *Details, now time.Time) {
 		msg := "sent back because the repository moved since it was proposed: " + stale
-		return proposal.Rejected, Details{By: by, Note: note, Code: "stale_base",
-			Decision: &Decision{By: by, Note: note, At: proposal.At(now)},
-			Outcome:  &Outcome{Code: "stale_base", Message: msg, At: proposal.At(now)}}, nil
+		d.Code = "stale_base"
+		d.Outcome = &Outcome{Code: "stale_base", Message: msg, At: proposal.At(now)}
 	})
-	if err == nil && expired {
-		return rec, ErrExpired
-	}
-	return rec, err
 }
 
 func (j *Journal) decide(id, digest, by, note string, approve, auto bool) (Record, error) {
+	return j.decideWith(id, digest, by, note, approve, auto, nil)
+}
+
+// decideWith records a decision; extra, when set, adds to what the
+// transition records.
+func (j *Journal) decideWith(id, digest, by, note string, approve, auto bool, extra func(*Details, time.Time)) (Record, error) {
 	if strings.TrimSpace(by) == "" {
 		return Record{}, errors.New("journal: a decision needs who made it")
 	}
@@ -422,6 +412,9 @@ func (j *Journal) decide(id, digest, by, note string, approve, auto bool) (Recor
 			return expireDetails(now)
 		}
 		d := Details{By: by, Note: note, Decision: &Decision{By: by, Note: note, Approved: approve, Auto: auto, At: proposal.At(now)}}
+		if extra != nil {
+			extra(&d, now)
+		}
 		if !approve {
 			return proposal.Rejected, d, nil
 		}

@@ -272,6 +272,25 @@ func TestJournal_ApproveAuto_RecordsRule(t *testing.T) {
 	}
 }
 
+// TestJournal_SendBack_RejectsWithStaleBase: a stale card sent back is a
+// rejection whose outcome says stale_base and what moved, on record.
+func TestJournal_SendBack_RejectsWithStaleBase(t *testing.T) {
+	j, rec, clk, _ := setup(t)
+	p := newProposal(t, clk.Now(), "a")
+	j.Submit(p)
+	got, err := j.SendBack(p.ID, "owner:web", "", "main moved from 1111 to 2222")
+	if err != nil || got.State != proposal.Rejected || got.Outcome == nil || got.Outcome.Code != "stale_base" ||
+		!strings.Contains(got.Outcome.Message, "main moved from 1111 to 2222") || got.Decision == nil || got.Decision.Approved {
+		t.Fatalf("SendBack = %+v %+v, %v", got.State, got.Outcome, err)
+	}
+	if ev := rec.events[len(rec.events)-1]; ev.Type != EventRejected || ev.Code != "stale_base" {
+		t.Fatalf("event = %+v", ev)
+	}
+	if _, err := j.SendBack(p.ID, "owner:web", "", "again"); !errors.Is(err, ErrNotPending) {
+		t.Fatalf("a second send back: %v", err)
+	}
+}
+
 func TestJournal_Cancel_OwnerOnlyWhilePending(t *testing.T) {
 	j, _, clk, _ := setup(t)
 	p := newProposal(t, clk.Now(), "owner")
