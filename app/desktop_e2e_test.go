@@ -286,9 +286,11 @@ func TestDesktop_Window_StartsAndServes(t *testing.T) {
 		return dbusCmd("--dest="+item, "/StatusNotifierItem", "org.freedesktop.DBus.Properties.Get",
 			"string:org.kde.StatusNotifierItem", "string:Title")
 	}
-	if got := trayTitle(); !strings.Contains(got, `"Sluice"`) {
-		t.Fatalf("tray title before any proposal: %s", got)
-	}
+	// The item can register before its properties are set: wait for the
+	// title rather than read it once.
+	waitFor(t, 20*time.Second, `the tray title "Sluice" before any proposal`, func() bool {
+		return strings.Contains(trayTitle(), `"Sluice"`)
+	})
 
 	// A proposal raises one notification: agent and operation, no diff.
 	secret := "line-that-must-not-leak-7f3a"
