@@ -39,10 +39,11 @@ type sealing struct {
 	n   int
 	// worktree, in a plan, is the tree the main working tree holds after
 	// the steps sealed so far moved its checkout ("" while it is what is
-	// on disk); worktreeUnknown is set once a step changed some of its
-	// files in a way later steps cannot see without running it.
-	worktree        string
-	worktreeUnknown bool
+	// on disk). overlay is a tree that holds, for the files in overlaid,
+	// what earlier steps (a patch, a discard) leave in them.
+	worktree string
+	overlay  string
+	overlaid map[string]bool
 	// env is added to every git process: a scratch object directory when
 	// what is computed is only compared, never kept.
 	env []string
@@ -123,17 +124,18 @@ func sealStep(ctx context.Context, s *sealing, st step) (proposal.Sealed, error)
 }
 
 // sealPlan seals each step of a plan on the state the steps before it
-// leave: the refs they move and, when a step moves the checkout (a merge
-// or rebase of the checked-out branch, a hard reset) or patches it, the
-// working tree it leaves. A step that reads files an earlier step changed
-// in a way that cannot be computed without running it (a discard, or a
-// patch on files read from disk) refuses the plan with that reason.
+// leave: the refs they move; when a step moves the checkout (a merge or
+// rebase of the checked-out branch, a hard reset), the tree it leaves;
+// when it changes files (a patch, a discard), those files as it leaves
+// them. A hard reset after a step that changed files, or a discard after
+// the checkout moved, refuses the plan with that reason.
 func (s *sealing) sealPlan(ctx context.Context, steps []step) (proposal.Sealed, error) {
 	out := proposal.Sealed{}
 	for i, st := range steps {
 		_, isDiscard := st.(*discardStep)
-		if readsWorktree(st) && (s.worktreeUnknown || (isDiscard && s.worktree != "")) {
-			return out, newErr(CodeUnsupported, "plan step %d (%s) works on files an earlier step changes; its outcome cannot be shown before the earlier step runs: propose the steps one at a time", i+1, st.name())
+		reset, isReset := st.(*resetStep)
+		if (isReset && reset.a.Mode == proposal.ResetHard && s.overlay != "") || (isDiscard && s.worktree != "") {
+			return out, newErr(CodeUnsupported, "plan step %d (%s) works on files an earlier step changes in a way its outcome cannot be computed from: propose the steps one at a time", i+1, st.name())
 		}
 		h, err := s.r.head(ctx)
 		if err != nil {
@@ -147,26 +149,29 @@ func (s *sealing) sealPlan(ctx context.Context, steps []step) (proposal.Sealed, 
 		switch x := st.(type) {
 		case *mergeStep:
 			if h.sym == proposal.BranchRef(x.a.Target) {
-				s.worktree = sub.After
+				s.worktree, s.overlay, s.overlaid = sub.After, "", nil
 			}
 		case *rebaseStep:
 			if h.sym == proposal.BranchRef(x.a.Branch) {
-				s.worktree = sub.After
+				s.worktree, s.overlay, s.overlaid = sub.After, "", nil
 			}
 		case *resetStep:
 			if x.a.Mode == proposal.ResetHard {
-				s.worktree, s.worktreeUnknown = sub.After, false
+				s.worktree, s.overlay, s.overlaid = sub.After, "", nil
 			}
 		case *patchStep:
-			if x.a.Target == proposal.PatchWorktree {
-				if s.worktree != "" {
-					s.worktree = sub.After
-				} else {
-					s.worktreeUnknown = true
-				}
+			if x.a.Target != proposal.PatchWorktree {
+				break
+			}
+			if s.worktree != "" {
+				s.worktree = sub.After
+			} else if err := s.addOverlay(ctx, sub.After, sub.SealedPaths()); err != nil {
+				return out, err
 			}
 		case *discardStep:
-			s.worktreeUnknown = true
+			if err := s.addOverlay(ctx, sub.After, sub.SealedPaths()); err != nil {
+				return out, err
+			}
 		}
 		// A later step sees the refs this one moves.
 		for _, m := range sub.Moves {
@@ -176,6 +181,59 @@ func (s *sealing) sealPlan(ctx context.Context, steps []step) (proposal.Sealed, 
 		}
 	}
 	return out, nil
+}
+
+// addOverlay records that files hold what tree has for them after a
+// step; what earlier steps left in other files stays.
+func (s *sealing) addOverlay(ctx context.Context, tree string, files []string) error {
+	env, _, err := s.index(ctx, tree, nil)
+	if err != nil {
+		return err
+	}
+	var keep []string
+	for f := range s.overlaid {
+		if !slices.Contains(files, f) {
+			keep = append(keep, f)
+		}
+	}
+	slices.Sort(keep)
+	if err := s.applyOverlay(ctx, env, keep); err != nil {
+		return err
+	}
+	if s.overlay, err = s.writeTree(ctx, env); err != nil {
+		return err
+	}
+	if s.overlaid == nil {
+		s.overlaid = map[string]bool{}
+	}
+	for _, f := range files {
+		s.overlaid[f] = true
+	}
+	return nil
+}
+
+// applyOverlay replaces, in the index of env, the entries of files by the
+// overlay's (removing those the overlay does not have).
+func (s *sealing) applyOverlay(ctx context.Context, env []string, files []string) error {
+	if len(files) == 0 || s.overlay == "" {
+		return nil
+	}
+	if _, err := s.run(ctx, call{args: []string{"rm", "--cached", "-r", "-q", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"},
+		env: env, stdin: nulList(files)}); err != nil {
+		return err
+	}
+	over, _, err := s.index(ctx, s.overlay, nil)
+	if err != nil {
+		return err
+	}
+	res, err := s.run(ctx, call{args: append([]string{"ls-files", "-s", "-z", "--"}, files...), env: over})
+	if err != nil {
+		return err
+	}
+	if len(res.out) > 0 {
+		_, err = s.run(ctx, call{args: []string{"update-index", "-z", "--index-info"}, env: env, stdin: res.out})
+	}
+	return err
 }
 
 func readsWorktree(st step) bool {
@@ -560,6 +618,20 @@ func (s *sealing) worktreeState(ctx context.Context, headTree string, paths []st
 		if _, err := s.run(ctx, call{args: []string{"update-index", "-z", "--index-info"}, env: env, stdin: res.out}); err != nil {
 			return "", "", err
 		}
+	}
+	// In a plan, files an earlier step changed hold what it leaves.
+	var over []string
+	for f := range s.overlaid {
+		for _, p := range paths {
+			if f == p || strings.HasPrefix(f, p+"/") || p == "." {
+				over = append(over, f)
+				break
+			}
+		}
+	}
+	slices.Sort(over)
+	if err := s.applyOverlay(ctx, env, over); err != nil {
+		return "", "", err
 	}
 	t, err := s.writeTree(ctx, env)
 	return t, idx, err

@@ -465,3 +465,33 @@ func TestSeal_Keep_RefHoldsTheTrees(t *testing.T) {
 		t.Errorf("keeping again: %v", err)
 	}
 }
+
+// TestSeal_Plan_StepsOnEarlierSteps: a plan's later step is sealed on
+// the files the earlier one leaves: two patches to the same file, then a
+// discard of another; the card's outcome of each step is exactly what
+// each does, and the plan lands.
+func TestSeal_Plan_StepsOnEarlierSteps(t *testing.T) {
+	f := newFixture(t)
+	f.repo.Write("src/b.txt", "b1\nmine, to be discarded\n")
+	first := "--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1,3 +1,3 @@\n a1\n-a2\n+a2 once\n a3\n"
+	second := "--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1,3 +1,3 @@\n a1\n-a2 once\n+a2 twice\n a3\n"
+	rec := f.propose(&proposal.PlanArgs{Steps: []proposal.PlanStep{
+		{Op: proposal.OpPatch, Args: &proposal.PatchArgs{Patch: first, Target: proposal.PatchWorktree}},
+		{Op: proposal.OpPatch, Args: &proposal.PatchArgs{Patch: second, Target: proposal.PatchWorktree}},
+		{Op: proposal.OpDiscard, Args: &proposal.DiscardArgs{Paths: []string{"src/b.txt"}}},
+	}})
+	steps := rec.Proposal.Sealed.Steps
+	if len(steps) != 3 || steps[1].Before != steps[0].After {
+		t.Fatalf("the second patch is not sealed on the first's result: %+v", steps)
+	}
+	if got := paths(steps[2].Files); !slices.Equal(got, []string{"src/b.txt"}) || steps[2].Effect != proposal.EffectLoses {
+		t.Errorf("the discard loses %q", got)
+	}
+	f.mustComplete(rec)
+	if got := f.read("src/a.txt"); got != "a1\na2 twice\na3\n" {
+		t.Errorf("a = %q", got)
+	}
+	if got := f.read("src/b.txt"); got != "b1\nb2\nb3\n" {
+		t.Errorf("b = %q", got)
+	}
+}
