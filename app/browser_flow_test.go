@@ -150,14 +150,17 @@ func TestBrowser_Destructive_NeedsTypedWord(t *testing.T) {
 	if !disabled() {
 		t.Fatal("Approve is enabled before the word is typed")
 	}
-	if err := chromedp.Do(f.ctx, chromedp.SendKeys(chromedp.CSS(card+" .confirm-input"), "mai")); err != nil {
+	// Typed into the focused field key by key: chromedp's SendKeys reads
+	// the field's attributes while the page changes them (its own data
+	// race under -race).
+	if err := chromedp.Do(f.ctx, chromedp.Focus(chromedp.CSS(card+" .confirm-input")), chromedp.KeyEvent("mai")); err != nil {
 		t.Fatal(err)
 	}
 	if !disabled() {
 		t.Fatal("Approve is enabled with a partial word")
 	}
 	f.shot(t, "web-destructive.png")
-	if err := chromedp.Do(f.ctx, chromedp.SendKeys(chromedp.CSS(card+" .confirm-input"), "n")); err != nil {
+	if err := chromedp.Do(f.ctx, chromedp.Focus(chromedp.CSS(card+" .confirm-input")), chromedp.KeyEvent("n")); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
