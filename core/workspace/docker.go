@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -74,6 +76,42 @@ func (d *Docker) CheckImage(ctx context.Context, imageID string) error {
 		return &Error{Code: CodeInvalidArgument, Msg: fmt.Sprintf("the workspace image has ID %s, not the configured %s", ins.ID, imageID)}
 	}
 	return nil
+}
+
+// CheckRuntime implements Runtime with the Engine's own list of runtimes
+// (its daemon configuration). The check happens before a container is
+// created, so that a runtime the Engine lacks is named in the error rather
+// than buried in a create failure.
+func (d *Docker) CheckRuntime(ctx context.Context, name string) (RuntimeInfo, error) {
+	info, err := d.cli.Info(ctx)
+	if err != nil {
+		return RuntimeInfo{}, &Error{Code: CodeInternal, Msg: "the Docker Engine cannot list its runtimes", Err: err}
+	}
+	if name == "" {
+		name = info.DefaultRuntime
+		if name == "" {
+			name = "runc"
+		}
+	}
+	rt, ok := info.Runtimes[name]
+	if !ok {
+		have := make([]string, 0, len(info.Runtimes))
+		for n := range info.Runtimes {
+			have = append(have, n)
+		}
+		sort.Strings(have)
+		return RuntimeInfo{}, &Error{Code: CodeUnsupported, Data: map[string]any{"runtime": name, "engineRuntimes": have},
+			Msg: fmt.Sprintf("the configured workspace runtime %q is not a runtime of the Docker Engine (it has: %s); "+
+				"register it in the Engine's daemon configuration (/etc/docker/daemon.json) and reload the Engine, "+
+				"or change workspaceRuntime; Sluice never runs a workspace under another runtime instead", name, strings.Join(have, ", "))}
+	}
+	noNet := false
+	for i, a := range rt.Args {
+		if a == "--network=none" || (a == "--network" && i+1 < len(rt.Args) && rt.Args[i+1] == "none") {
+			noNet = true
+		}
+	}
+	return RuntimeInfo{Name: name, NoNetwork: noNet}, nil
 }
 
 // config turns a spec into Engine API configuration. Everything the

@@ -57,6 +57,9 @@ type RunResult struct {
 	OutputStopped bool   `json:"outputStopped,omitempty"`
 	ImageID       string `json:"imageId"`
 	Runtime       string `json:"runtime"`
+	// OCIRuntime is the runtime the container ran under: runc, or runsc
+	// for gVisor.
+	OCIRuntime string `json:"ociRuntime,omitempty"`
 	// ContainerID is the (removed) container the run used.
 	ContainerID string `json:"containerId"`
 	Stdout      string `json:"stdout"`
@@ -140,6 +143,13 @@ func (m *Manager) Run(ctx context.Context, id string, req RunRequest) (*RunResul
 	if err := m.checkImage(ctx); err != nil {
 		return nil, err
 	}
+	rtInfo, err := m.checkRuntime(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(w.Egress) > 0 && rtInfo.NoNetwork {
+		return nil, errEgressNoNetwork(rtInfo.Name)
+	}
 	secrets, err := m.secretValues(id)
 	if err != nil {
 		return nil, err
@@ -220,6 +230,7 @@ func (m *Manager) Run(ctx context.Context, id string, req RunRequest) (*RunResul
 		StartedAt:   m.now().UTC(),
 		ImageID:     m.opts.Image,
 		Runtime:     m.opts.Runtime.Name(),
+		OCIRuntime:  rtInfo.Name,
 		Limits:      limits,
 		Egress:      w.Egress,
 	}
@@ -314,6 +325,29 @@ func (m *Manager) checkImage(ctx context.Context) error {
 	}
 	m.imageChecked = m.opts.Image
 	return nil
+}
+
+// checkRuntime verifies the configured OCI runtime once per Manager: a
+// runtime the Engine does not have fails every run, naming it.
+func (m *Manager) checkRuntime(ctx context.Context) (RuntimeInfo, error) {
+	m.imageMu.Lock()
+	defer m.imageMu.Unlock()
+	if m.runtimeInfo != nil {
+		return *m.runtimeInfo, nil
+	}
+	info, err := m.opts.Runtime.CheckRuntime(ctx, m.opts.RuntimeName)
+	if err != nil {
+		return RuntimeInfo{}, err
+	}
+	m.runtimeInfo = &info
+	return info, nil
+}
+
+// errEgressNoNetwork refuses egress under a runtime without a network.
+func errEgressNoNetwork(runtime string) error {
+	return &Error{Code: CodeUnsupported, Data: map[string]any{"runtime": runtime},
+		Msg: "workspaces run under " + runtime + ", which gives containers no network at all (--network=none), " +
+			"so a run cannot reach granted hosts; revoke the egress grant, or run workspaces under runc to use egress"}
 }
 
 func (m *Manager) saveRun(res *RunResult) error {
