@@ -31,7 +31,7 @@ type ImageSummary struct {
 	// Digests are the registry digests it was pulled or pushed by
 	// (repo@sha256:…).
 	Digests []string `json:"digests"`
-	Size int64 `json:"size"`
+	Size    int64    `json:"size"`
 	// Created is a Unix time (set by ListImages).
 	Created int64 `json:"created,omitempty"`
 }

@@ -77,7 +77,9 @@ func TestImage_PullByDigestFromARealRegistry(t *testing.T) {
 		t.Fatalf("the image is still present locally; the pull would prove nothing")
 	}
 	repo := reg.Addr + "/sluice-test/pull"
-	t.Cleanup(func() { d.Client().ImageRemove(context.Background(), id, image.RemoveOptions{Force: true, PruneChildren: true}) })
+	t.Cleanup(func() {
+		d.Client().ImageRemove(context.Background(), id, image.RemoveOptions{Force: true, PruneChildren: true})
+	})
 
 	if _, err := d.PullImage(ctx, repo+":1", nil); !errors.Is(err, ErrDigestRequired) {
 		t.Fatalf("pull by tag: %v, want ErrDigestRequired", err)
