@@ -17,7 +17,7 @@ import (
 
 // errWorkspacesOff answers workspace requests when no image is configured.
 var errWorkspacesOff = &codedError{code: workspace.CodeUnsupported,
-	msg: "workspaces are not configured: set workspaceImage in config.json (or SLUICE_WORKSPACE_IMAGE) to a local image ID (sha256:…) and restart Sluice"}
+	msg: "workspaces are not configured: choose an image with `sluice workspace image use NAME[:TAG]` (or in Settings) and restart Sluice"}
 
 // openWorkspaces opens the app's workspace Manager on the directory the
 // sidecars share. Workspaces are optional: without an image, or when the

@@ -40,8 +40,9 @@ func init() {
 
 // errNoImage says how to turn workspaces on.
 var errNoImage = &ToolError{Code: CodeUnsupported,
-	Message: "workspaces are not configured: ask the person to set workspaceImage in Sluice's config.json (or SLUICE_WORKSPACE_IMAGE) " +
-		"to the ID of a local container image (sha256:<64 hex digits>, from docker image inspect --format '{{.Id}}' IMAGE), then restart Sluice and this MCP server"}
+	Message: "workspaces are not configured: ask the person to choose a container image with `sluice workspace image use NAME[:TAG]` " +
+		"(it pins the image's ID in Sluice's config.json, where this MCP server finds it; SLUICE_WORKSPACE_IMAGE reaches only processes started with it), " +
+		"then restart Sluice and this MCP server"}
 
 // manager opens the workspace Manager on the state directory the app
 // shares. A runtime that cannot be reached is not remembered, so that

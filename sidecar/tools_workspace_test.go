@@ -53,7 +53,7 @@ func TestWorkspaceTools_NoImage_Unsupported(t *testing.T) {
 	} {
 		res, out := callJSON(t, cs, tool, args)
 		e, _ := out["error"].(map[string]any)
-		if msg, _ := e["message"].(string); !res.IsError || errCode(out) != CodeUnsupported || !strings.Contains(msg, "SLUICE_WORKSPACE_IMAGE") {
+		if msg, _ := e["message"].(string); !res.IsError || errCode(out) != CodeUnsupported || !strings.Contains(msg, "SLUICE_WORKSPACE_IMAGE") || !strings.Contains(msg, "sluice workspace image use") {
 			t.Errorf("%s without an image = %v (isError %v)", tool, out, res.IsError)
 		}
 	}
