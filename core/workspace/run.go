@@ -40,6 +40,11 @@ type RunRequest struct {
 	// OnOutput streams output as it arrives (stream is "stdout" or
 	// "stderr"), redacted and within the output limit.
 	OnOutput func(stream string, chunk []byte)
+	// OnProgress is told, while the run goes on, how long it has run and
+	// the end of its output so far: soon after output arrives, at least
+	// every second without, and once more before Run returns if output
+	// came after the last report. Calls come from one goroutine.
+	OnProgress func(RunProgress)
 }
 
 // RunResult is the evidence of one run.
@@ -74,6 +79,12 @@ type RunResult struct {
 	Tests         *TestReport `json:"tests,omitempty"`
 	// ReportError says why a requested report could not be read.
 	ReportError string `json:"reportError,omitempty"`
+	// Running marks the record of a run still going on: its duration and
+	// output are those so far (see live.go).
+	Running bool `json:"running,omitempty"`
+	// Interrupted marks a record left running by a process that ended
+	// before its run did (a crash): there is no result.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 const (
@@ -235,14 +246,17 @@ func (m *Manager) Run(ctx context.Context, id string, req RunRequest) (*RunResul
 		Egress:      w.Egress,
 	}
 	start := time.Now()
+	live := m.startLive(*res, capture, start, req.OnProgress)
 	st, runErr := m.opts.Runtime.Run(ctx, spec, stdoutW, stderrW)
 	res.DurationMS = time.Since(start).Milliseconds()
 	stdoutW.Flush()
 	stderrW.Flush()
+	live.finish()
 	if grant != nil {
 		res.EgressDenials = grant.Denials()
 	}
 	if runErr != nil {
+		live.discard()
 		return nil, runErr
 	}
 	res.ExitCode, res.OOMKilled, res.TimedOut, res.OutputStopped = st.ExitCode, st.OOMKilled, st.TimedOut, st.OutputStopped
@@ -362,13 +376,19 @@ func (m *Manager) saveRun(res *RunResult) error {
 	return replaceFile(filepath.Join(dir, res.ID+".json"), b, 0o600)
 }
 
-// Runs returns the stored evidence of a workspace's runs, oldest first.
+// Runs returns the stored evidence of a workspace's runs, oldest first,
+// a run still going on included (marked Running). It takes no lock, so it
+// answers while a run holds the workspace: evidence files are replaced
+// atomically. A record left running by a process that ended mid-run is
+// reported Interrupted.
 func (m *Manager) Runs(id string) ([]RunResult, error) {
-	w, unlock, err := m.open(id, false, false)
+	w, err := m.readMeta(id)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
+	if w.State == StateCreating || w.State == StateDestroying {
+		return nil, ErrNotFound
+	}
 	ents, err := os.ReadDir(m.runsDir(w.ID))
 	if err != nil && !os.IsNotExist(err) {
 		return nil, internal(err, "cannot list runs")
@@ -388,6 +408,17 @@ func (m *Manager) Runs(id string) ([]RunResult, error) {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].StartedAt.Before(out[j].StartedAt) })
+	for i := range out {
+		if !out[i].Running {
+			continue
+		}
+		// A run holds the workspace's lock from start to end: if the lock
+		// is free, no process is running this one any more.
+		if unlock, err := m.lockWS(w.ID, false); err == nil {
+			unlock()
+			out[i].Running, out[i].Interrupted, out[i].ExitCode = false, true, -1
+		}
+	}
 	return out, nil
 }
 
@@ -402,6 +433,28 @@ type capture struct {
 	stderr    bytes.Buffer
 	truncated bool
 	onOutput  func(string, []byte)
+	// ver counts writes; kick, when set, is told of each (live.go).
+	ver  int64
+	kick func()
+}
+
+func (c *capture) setKick(f func()) {
+	c.mu.Lock()
+	c.kick = f
+	c.mu.Unlock()
+}
+
+func (c *capture) version() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ver
+}
+
+// tail is the output kept so far, the last n bytes of each stream.
+func (c *capture) tail(n int) (stdout, stderr string, truncated bool, total, ver int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return tailString(strings.ToValidUTF8(c.stdout.String(), "\uFFFD"), n), tailString(strings.ToValidUTF8(c.stderr.String(), "\uFFFD"), n), c.truncated, c.total, c.ver
 }
 
 func newCapture(limit int64, on func(string, []byte)) *capture {
@@ -437,7 +490,12 @@ func (s *captureStream) Write(p []byte) (int, error) {
 	}
 	buf.Write(kept)
 	stop := c.total > c.stopAt
+	c.ver++
+	kick := c.kick
 	c.mu.Unlock()
+	if kick != nil {
+		kick()
+	}
 	if len(kept) > 0 && c.onOutput != nil {
 		c.onOutput(s.name, append([]byte(nil), kept...))
 	}
