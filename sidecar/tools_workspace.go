@@ -226,9 +226,11 @@ type RunTestsOut struct {
 // WorkspaceRunOut is the evidence of one run.
 type WorkspaceRunOut struct {
 	RunID         string       `json:"runId,omitempty"`
+	Verdict       string       `json:"verdict,omitempty" jsonschema:"how the run ended in one line, naming the limit it hit (time limit, output cap, memory)"`
 	ExitCode      int          `json:"exitCode"`
 	OOMKilled     bool         `json:"oomKilled"`
-	TimedOut      bool         `json:"timedOut"`
+	TimedOut      bool         `json:"timedOut" jsonschema:"the run was killed at its time limit"`
+	OutputStopped bool         `json:"outputStopped,omitempty" jsonschema:"the run was stopped for producing far more output than its cap"`
 	DurationMS    int64        `json:"durationMs"`
 	ImageID       string       `json:"imageId,omitempty"`
 	Stdout        string       `json:"stdout"`
@@ -312,8 +314,8 @@ func (w *wsTools) register() {
 	addTool(s, wsTool("workspace_run", "Run in a workspace",
 		"Run a command (argv array, no host shell) in a fresh hardened container on the workspace: no network, no "+
 			"credentials, limited time, memory and output. Returns evidence: exit code, OOM and timeout flags, duration, "+
-			"output, and test results from a JUnit, TAP or go test -json report. Output streams as progress notifications "+
-			"when the request has a progress token.", false, false), w.run)
+			"output, and test results from a JUnit, TAP or go test -json report. When the request has a progress token, "+
+			"progress notifications report the time elapsed and the end of the output so far while the run goes on.", false, false), w.run)
 	addTool(s, wsTool("workspace_diff", "Workspace diff",
 		"Show the workspace's changes against its base commit as a unified diff (bounded).", true, false), w.diff)
 	addStatusTool(w.s, wsTool("workspace_seal", "Seal a workspace into a proposal",
@@ -494,14 +496,11 @@ func (w *wsTools) run(ctx context.Context, req *mcp.CallToolRequest, in Workspac
 	}
 	if req != nil && req.Params != nil && req.Session != nil {
 		if token := req.Params.GetProgressToken(); token != nil {
-			var mu sync.Mutex
-			n := 0
-			rr.OnOutput = func(stream string, chunk []byte) {
-				mu.Lock()
-				defer mu.Unlock()
-				n++
+			// Progress is the seconds elapsed (it only grows); the message
+			// carries the end of the output so far, bounded per stream.
+			rr.OnProgress = func(p workspace.RunProgress) {
 				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-					ProgressToken: token, Progress: float64(n), Message: stream + ": " + string(chunk),
+					ProgressToken: token, Progress: p.Elapsed.Seconds(), Message: progressMessage(p),
 				})
 			}
 		}
@@ -511,7 +510,8 @@ func (w *wsTools) run(ctx context.Context, req *mcp.CallToolRequest, in Workspac
 		return WorkspaceRunOut{}, err
 	}
 	out := WorkspaceRunOut{
-		RunID: res.ID, ExitCode: res.ExitCode, OOMKilled: res.OOMKilled, TimedOut: res.TimedOut, DurationMS: res.DurationMS,
+		RunID: res.ID, Verdict: res.Verdict(), ExitCode: res.ExitCode, OOMKilled: res.OOMKilled, TimedOut: res.TimedOut,
+		OutputStopped: res.OutputStopped, DurationMS: res.DurationMS,
 		ImageID: res.ImageID, Truncated: res.Truncated, OutputBytes: res.OutputBytes, ReportError: res.ReportError,
 		EgressDenials: len(res.EgressDenials),
 	}
@@ -529,6 +529,23 @@ func (w *wsTools) run(ctx context.Context, req *mcp.CallToolRequest, in Workspac
 		}
 	}
 	return out, nil
+}
+
+// progressMessage is one progress notification's text: the time so far,
+// how much output, and the end of each stream.
+func progressMessage(p workspace.RunProgress) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "running for %s, %d bytes of output so far", p.Elapsed.Round(100*time.Millisecond), p.OutputBytes)
+	if p.Truncated {
+		b.WriteString(" (past the output cap: the rest is not kept)")
+	}
+	if p.Stdout != "" {
+		b.WriteString("\n--- stdout (the end so far) ---\n" + p.Stdout)
+	}
+	if p.Stderr != "" {
+		b.WriteString("\n--- stderr (the end so far) ---\n" + p.Stderr)
+	}
+	return b.String()
 }
 
 // tail keeps the last max bytes of s (the end of a run's output is where

@@ -131,16 +131,25 @@ func TestRun_TimeoutOutputLimitAndStreaming(t *testing.T) {
 	if !res.TimedOut || time.Since(start) > 15*time.Second {
 		t.Fatalf("timeout: %+v after %v", res, time.Since(start))
 	}
+	if v := res.Verdict(); !strings.Contains(v, "killed at its time limit (1s)") {
+		t.Fatalf("timeout verdict: %q", v)
+	}
 
 	res = mustRun(t, m, w.ID, RunRequest{Argv: []string{"sh", "-c", "yes | head -c 100000; echo err >&2"}, Limits: Limits{OutputBytes: 1024}})
 	if !res.Truncated || len(res.Stdout)+len(res.Stderr) > 1024 || res.OutputBytes != 100004 || res.ExitCode != 0 {
 		t.Fatalf("output limit: truncated %v, kept %d, total %d, exit %d", res.Truncated, len(res.Stdout)+len(res.Stderr), res.OutputBytes, res.ExitCode)
+	}
+	if v := res.Verdict(); !strings.HasPrefix(v, "exited 0") || !strings.Contains(v, "past the 1024-byte cap: 100004 bytes in all") {
+		t.Fatalf("output cap verdict: %q", v)
 	}
 
 	// A run that floods far past the limit is stopped.
 	res = mustRun(t, m, w.ID, RunRequest{Argv: []string{"yes"}, Limits: Limits{OutputBytes: 1024, Timeout: 30 * time.Second}})
 	if !res.OutputStopped || res.TimedOut {
 		t.Fatalf("flood: %+v", res)
+	}
+	if v := res.Verdict(); !strings.Contains(v, "stopped for flooding output") || !strings.Contains(v, "cap") {
+		t.Fatalf("flood verdict: %q", v)
 	}
 
 	var mu sync.Mutex

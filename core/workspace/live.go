@@ -3,6 +3,7 @@ package workspace
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -151,4 +152,30 @@ func tailString(s string, n int) string {
 		}
 	}
 	return strings.ToValidUTF8(s, "")
+}
+
+// Verdict says in one line how a run ended, the limit it hit first: what
+// a person or a model reads before the output.
+func (r *RunResult) Verdict() string {
+	d := time.Duration(r.DurationMS) * time.Millisecond
+	var s string
+	switch {
+	case r.Running:
+		s = "running for " + d.Round(100*time.Millisecond).String()
+	case r.Interrupted:
+		s = "interrupted: the process running it ended before the run did; there is no result"
+	case r.TimedOut:
+		s = "killed at its time limit (" + r.Limits.Timeout.String() + ") after " + d.Round(100*time.Millisecond).String()
+	case r.OutputStopped:
+		s = "stopped for flooding output: far more than its output cap after " + d.Round(100*time.Millisecond).String()
+	case r.OOMKilled:
+		s = "killed for using more than its memory limit after " + d.Round(100*time.Millisecond).String()
+	default:
+		s = "exited " + strconv.Itoa(r.ExitCode) + " after " + d.Round(100*time.Millisecond).String()
+	}
+	if r.Truncated {
+		s += "; output went past the " + strconv.FormatInt(r.Limits.OutputBytes, 10) + "-byte cap: " +
+			strconv.FormatInt(r.OutputBytes, 10) + " bytes in all, the first " + strconv.FormatInt(r.Limits.OutputBytes, 10) + " kept"
+	}
+	return s
 }
