@@ -151,12 +151,22 @@ func grantWorkspace(m *workspace.Manager, ledger *audit.Ledger, by string, g Gra
 
 // WorkspaceRunView is one run's evidence as the workspaces screen shows it.
 type WorkspaceRunView struct {
+	ID         string             `json:"id"`
 	Argv       []string           `json:"argv"`
 	ExitCode   int                `json:"exitCode"`
 	OOMKilled  bool               `json:"oomKilled"`
 	DurationMS int64              `json:"durationMs"`
 	Truncated  bool               `json:"truncated"`
 	Tests      *WorkspaceTestView `json:"tests"`
+	// Running: the run goes on (in a sidecar, say); duration and output
+	// are those so far, and the screen refreshes until it ends.
+	Running       bool `json:"running"`
+	Interrupted   bool `json:"interrupted"`
+	TimedOut      bool `json:"timedOut"`
+	OutputStopped bool `json:"outputStopped"`
+	// Verdict is how the run ended, naming the limit it hit.
+	Verdict    string `json:"verdict"`
+	OCIRuntime string `json:"ociRuntime"`
 	// Stdout and Stderr are the end of the run's captured output (secrets
 	// already redacted), at most runOutputShown bytes each.
 	Stdout string `json:"stdout"`
@@ -222,7 +232,9 @@ func (api *API) Workspaces() ([]WorkspaceView, error) {
 			runs = runs[len(runs)-maxRunsShown:]
 		}
 		for _, r := range runs {
-			rv := WorkspaceRunView{Argv: r.Argv, ExitCode: r.ExitCode, OOMKilled: r.OOMKilled, DurationMS: r.DurationMS, Truncated: r.Truncated,
+			rv := WorkspaceRunView{ID: r.ID, Argv: r.Argv, ExitCode: r.ExitCode, OOMKilled: r.OOMKilled, DurationMS: r.DurationMS, Truncated: r.Truncated,
+				Running: r.Running, Interrupted: r.Interrupted, TimedOut: r.TimedOut, OutputStopped: r.OutputStopped,
+				Verdict: r.Verdict(), OCIRuntime: r.OCIRuntime,
 				Stdout: tail(r.Stdout, runOutputShown), Stderr: tail(r.Stderr, runOutputShown)}
 			if t := r.Tests; t != nil {
 				rv.Tests = &WorkspaceTestView{Passed: t.Passed, Failed: t.Failed + t.Errors, Skipped: t.Skipped, Format: t.Format}

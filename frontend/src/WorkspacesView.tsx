@@ -24,6 +24,15 @@ export function WorkspacesView() {
     void refresh();
   }, [refresh]);
 
+  // While a run goes on (in an agent's sidecar), its record grows: look
+  // again every second until none is running.
+  const running = load.kind === "ready" && load.list.some((w) => w.runs.some((r) => r.running));
+  useEffect(() => {
+    if (!running) return;
+    const t = setInterval(() => void refresh(), 1000);
+    return () => clearInterval(t);
+  }, [running, refresh]);
+
   return (
     <section aria-labelledby="workspaces-title">
       <div className="row">
@@ -81,13 +90,25 @@ export function WorkspacesView() {
                 </thead>
                 <tbody>
                   {w.runs.map((r, i) => (
-                    <tr key={i} className={r.exitCode === 0 && !r.oomKilled ? "" : "run-failed"}>
+                    <tr
+                      key={r.id ?? i}
+                      title={r.verdict}
+                      className={r.running ? "run-running" : r.exitCode === 0 && !r.oomKilled && !r.timedOut && !r.interrupted ? "" : "run-failed"}
+                    >
                       <td>
                         <code>{r.argv.join(" ")}</code>
                       </td>
                       <td>
-                        {r.exitCode}
+                        {r.running ? (
+                          <span className="badge" role="status">running</span>
+                        ) : r.interrupted ? (
+                          <span className="badge warn">interrupted</span>
+                        ) : (
+                          r.exitCode
+                        )}
                         {r.oomKilled && <span className="badge risk-destructive"> out of memory</span>}
+                        {r.timedOut && <span className="badge risk-destructive"> time limit</span>}
+                        {r.outputStopped && <span className="badge risk-destructive"> output flood</span>}
                       </td>
                       <td className="nowrap">{formatRunDuration(r.durationMs)}</td>
                       <td>
@@ -103,7 +124,7 @@ export function WorkspacesView() {
                       <td>
                         {r.truncated ? <span className="badge warn">truncated</span> : <span className="muted">complete</span>}
                         {(r.stdout || r.stderr) && (
-                          <details className="run-output">
+                          <details className="run-output" open={r.running || undefined}>
                             <summary>output</summary>
                             {r.stdout && <pre aria-label="standard output">{r.stdout}</pre>}
                             {r.stderr && <pre aria-label="standard error">{r.stderr}</pre>}
