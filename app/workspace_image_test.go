@@ -133,7 +133,9 @@ func TestWorkspace_ImagePull_ByDigestFromARealRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatalf("push: %v", err)
 	}
-	t.Cleanup(func() { d.Client().ImageRemove(context.Background(), id, image.RemoveOptions{Force: true, PruneChildren: true}) })
+	t.Cleanup(func() {
+		d.Client().ImageRemove(context.Background(), id, image.RemoveOptions{Force: true, PruneChildren: true})
+	})
 	repo := reg.Addr + "/sluice-test/cli-pull"
 	env, configDir := imageEnv(t)
 
