@@ -24,14 +24,16 @@ export function WorkspacesView() {
     void refresh();
   }, [refresh]);
 
-  // While a run goes on (in an agent's sidecar), its record grows: look
-  // again every second until none is running.
+  // Runs happen in agents' sidecars, which send the app no events: look
+  // again every few seconds for new runs, and every second while one goes
+  // on and its record grows.
   const running = load.kind === "ready" && load.list.some((w) => w.runs.some((r) => r.running));
+  const watching = load.kind === "ready";
   useEffect(() => {
-    if (!running) return;
-    const t = setInterval(() => void refresh(), 1000);
+    if (!watching) return;
+    const t = setInterval(() => void refresh(), running ? 1000 : 5000);
     return () => clearInterval(t);
-  }, [running, refresh]);
+  }, [watching, running, refresh]);
 
   return (
     <section aria-labelledby="workspaces-title">
@@ -122,7 +124,11 @@ export function WorkspacesView() {
                         )}
                       </td>
                       <td>
-                        {r.truncated ? <span className="badge warn">truncated</span> : <span className="muted">complete</span>}
+                        {r.truncated ? (
+                          <span className="badge warn">truncated</span>
+                        ) : (
+                          <span className="muted">{r.running ? "so far" : "complete"}</span>
+                        )}
                         {(r.stdout || r.stderr) && (
                           <details className="run-output" open={r.running || undefined}>
                             <summary>output</summary>
