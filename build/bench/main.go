@@ -35,7 +35,7 @@ var suites = []suite{
 	{"Proposals and the gateway (HTTP)", "./core/gateway/", "BenchmarkSubmit_|BenchmarkBoltFsyncTx", "2s"},
 	{"Execution", "./core/apply/", "Patch1000|Merge500", "20x"},
 	{"Workspaces: runs", "./core/workspace/", "Run_Trivial|DockerCLIRunRm", "20x"},
-	{"Workspaces: create", "./core/workspace/", "Create_Repo20k|GitClone20k", "10x"},
+	{"Workspaces: create and seal", "./core/workspace/", "Create_Repo20k|Seal_Repo20k|GitClone20k", "10x"},
 }
 
 var benchLine = regexp.MustCompile(`^Benchmark\S+\s+\d+\s+`)
