@@ -202,7 +202,7 @@ func (d *Docker) Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.
 	}
 	created, err := d.cli.ContainerCreate(ctx, cfg, hc, nc, nil, "")
 	if err != nil {
-		return st, &Error{Code: CodeInternal, Msg: "the Docker Engine refused to create the run's container", Err: err}
+		return st, cancelledOr(ctx, &Error{Code: CodeInternal, Msg: "the Docker Engine refused to create the run's container", Err: err})
 	}
 	st.ContainerID = created.ID
 	// Cleanup must happen even when ctx is cancelled (a destroyed
@@ -218,14 +218,14 @@ func (d *Docker) Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.
 
 	attach, err := d.cli.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
 	if err != nil {
-		return st, &Error{Code: CodeInternal, Msg: "cannot attach to the run's container", Err: err}
+		return st, cancelledOr(ctx, &Error{Code: CodeInternal, Msg: "cannot attach to the run's container", Err: err})
 	}
 	defer attach.Close()
 	waitCtx, cancelWait := context.WithCancel(bg)
 	defer cancelWait()
 	waitC, waitErrC := d.cli.ContainerWait(waitCtx, created.ID, container.WaitConditionNextExit)
 	if err := d.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
-		return st, &Error{Code: CodeInternal, Msg: "the Docker Engine could not start the run's container", Err: err}
+		return st, cancelledOr(ctx, &Error{Code: CodeInternal, Msg: "the Docker Engine could not start the run's container", Err: err})
 	}
 	copyErrC := make(chan error, 1)
 	go func() {
@@ -315,6 +315,15 @@ func (d *Docker) Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.
 		return st, &Error{Code: CodeTimeout, Msg: "the run was cancelled", Err: cancelled}
 	}
 	return st, nil
+}
+
+// cancelledOr reports a run whose context ended while the Engine was
+// still preparing it as cancelled, not as an Engine failure.
+func cancelledOr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return &Error{Code: CodeTimeout, Msg: "the run was cancelled", Err: ctx.Err()}
+	}
+	return err
 }
 
 // Remove implements Runtime: force-remove, then prove it with an inspect

@@ -135,13 +135,12 @@ func TestRun_ErrorLeavesNoRunningRecord(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := m.Run(ctx, w.ID, RunRequest{Argv: []string{"sleep", "60"}})
+		_, err := m.Run(ctx, w.ID, RunRequest{Argv: []string{"sh", "-c", "echo started; sleep 60"}})
 		done <- err
 	}()
-	waitFor(t, "the running record and its container", func() bool {
+	waitFor(t, "the running record with the run's first output", func() bool {
 		runs, _ := m.Runs(w.ID)
-		cs, _ := m.opts.Runtime.Containers(context.Background(), m.StoreKey())
-		return len(runs) == 1 && runs[0].Running && len(cs) == 1 && cs[0].State == "running"
+		return len(runs) == 1 && runs[0].Running && runs[0].Stdout == "started\n"
 	})
 	cancel()
 	if err := <-done; !IsCode(err, CodeTimeout) {
