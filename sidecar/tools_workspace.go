@@ -735,10 +735,14 @@ func evidenceSummary(runs []workspace.RunResult) string {
 	}
 	s := fmt.Sprintf("%d run(s); the last exited %d in %.1fs", len(runs), last.ExitCode, float64(last.DurationMS)/1000)
 	switch {
+	case last.Interrupted:
+		s = fmt.Sprintf("%d run(s); the last was interrupted (no result)", len(runs))
 	case last.OOMKilled:
 		s += " (killed: out of memory)"
 	case last.TimedOut:
 		s += " (timed out)"
+	case last.OutputStopped:
+		s += " (stopped: output flood)"
 	}
 	if t := last.Tests; t != nil {
 		s += fmt.Sprintf("; tests: %d passed, %d failed, %d skipped (%s)", t.Passed, t.Failed+t.Errors, t.Skipped, t.Format)
