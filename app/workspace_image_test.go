@@ -161,3 +161,54 @@ func TestWorkspace_ImagePull_ByDigestFromARealRegistry(t *testing.T) {
 	}
 	t.Logf("pulled %s@%s and pinned %s", repo, digest, id)
 }
+
+// TestAPI_WorkspaceImages_SettingsChoice is the settings screen's side:
+// the list marks nothing, then the chosen image; a bad choice changes
+// nothing; the choice is in the ledger, and the running app says it needs
+// a restart to use it.
+func TestAPI_WorkspaceImages_SettingsChoice(t *testing.T) {
+	_, id := needWorkspaceDocker(t)
+	t.Setenv("SLUICE_WORKSPACE_IMAGE", "")
+	os.Unsetenv("SLUICE_WORKSPACE_IMAGE")
+	a := startApp(t)
+	api := &API{app: a, kind: "web"}
+	v, err := api.WorkspaceImages()
+	if err != nil || v.Pinned != "" || v.RestartRequired || v.OverriddenByEnv {
+		t.Fatalf("WorkspaceImages before a choice: %+v %v", v, err)
+	}
+	if _, err := api.UseWorkspaceImage("sluice-test/no-such-image:1"); err == nil {
+		t.Fatal("an absent image was accepted")
+	}
+	if got := pinnedImage(t, filepath.Dir(a.cfg.ConfigDir)); got != "" {
+		t.Fatalf("a refused choice pinned %q", got)
+	}
+	v, err = api.UseWorkspaceImage(workspace.TestImageRef)
+	if err != nil || v.Pinned != id || v.Running != "" || !v.RestartRequired {
+		t.Fatalf("UseWorkspaceImage: %+v %v", v, err)
+	}
+	marked := 0
+	for _, im := range v.Images {
+		if im.InUse {
+			marked++
+			if im.ID != id {
+				t.Errorf("marked in use: %+v", im)
+			}
+		}
+	}
+	if marked != 1 {
+		t.Fatalf("%d images marked in use: %+v", marked, v.Images)
+	}
+	entries, err := api.Audit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range entries.Entries {
+		if e["event_type"] == "workspace_image_pinned" && e["approval"] == "owner:web" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("the choice is not in the ledger: %v", entries.Entries)
+	}
+}
