@@ -69,6 +69,12 @@ func TestRun_UnderGVisor(t *testing.T) {
 	}
 	t.Logf("gvisor: kernel log inside the workspace: %q", firstLine(res.Stdout))
 
+	// A PID limit too low for the sandbox to start is refused up front,
+	// with a reason, instead of failing as an unexplained start error.
+	if _, err := m.Run(context.Background(), w.ID, RunRequest{Argv: []string{"true"}, Limits: Limits{PIDs: 32}}); !IsCode(err, CodeInvalidArgument) || !strings.Contains(err.Error(), "runsc") {
+		t.Fatalf("a 32-PID limit under runsc: %v", err)
+	}
+
 	// The same command under the Engine's default runtime shows the host's
 	// kernel, or nothing (dmesg is restricted): never gVisor's banner. So
 	// the check above tells the two apart.

@@ -98,6 +98,9 @@ const (
 	outputStopFloor  = 32 << 20
 )
 
+// minPIDsRunsc is the lowest PID limit a run under runsc is given.
+const minPIDsRunsc = 64
+
 var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 
 // Run runs argv in a fresh hardened container on the workspace tree and
@@ -160,6 +163,13 @@ func (m *Manager) Run(ctx context.Context, id string, req RunRequest) (*RunResul
 	}
 	if len(w.Egress) > 0 && rtInfo.NoNetwork {
 		return nil, errEgressNoNetwork(rtInfo.Name)
+	}
+	// gVisor's own threads count against the PID limit: below about 48
+	// the sandbox cannot even start, which the Engine reports only as a
+	// failed start.
+	if rtInfo.Name == "runsc" && limits.PIDs < minPIDsRunsc {
+		return nil, &Error{Code: CodeInvalidArgument, Data: map[string]any{"limit": "pids", "min": minPIDsRunsc, "runtime": "runsc"},
+			Msg: fmt.Sprintf("under runsc (gVisor) a run needs a PID limit of at least %d: the sandbox's own threads count against it", minPIDsRunsc)}
 	}
 	secrets, err := m.secretValues(id)
 	if err != nil {
