@@ -233,6 +233,7 @@ type WorkspaceRunOut struct {
 	OutputStopped bool         `json:"outputStopped,omitempty" jsonschema:"the run was stopped for producing far more output than its cap"`
 	DurationMS    int64        `json:"durationMs"`
 	ImageID       string       `json:"imageId,omitempty"`
+	OCIRuntime    string       `json:"ociRuntime,omitempty" jsonschema:"the container runtime the run used: runc, or runsc for gVisor"`
 	Stdout        string       `json:"stdout"`
 	Stderr        string       `json:"stderr"`
 	Truncated     bool         `json:"truncated" jsonschema:"output went past the limit; outputBytes counts all of it"`
@@ -512,7 +513,7 @@ func (w *wsTools) run(ctx context.Context, req *mcp.CallToolRequest, in Workspac
 	out := WorkspaceRunOut{
 		RunID: res.ID, Verdict: res.Verdict(), ExitCode: res.ExitCode, OOMKilled: res.OOMKilled, TimedOut: res.TimedOut,
 		OutputStopped: res.OutputStopped, DurationMS: res.DurationMS,
-		ImageID: res.ImageID, Truncated: res.Truncated, OutputBytes: res.OutputBytes, ReportError: res.ReportError,
+		ImageID: res.ImageID, OCIRuntime: res.OCIRuntime, Truncated: res.Truncated, OutputBytes: res.OutputBytes, ReportError: res.ReportError,
 		EgressDenials: len(res.EgressDenials),
 	}
 	var cut bool

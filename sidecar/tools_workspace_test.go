@@ -203,7 +203,7 @@ func TestWorkspaceTools_FilesRunDestroy(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := decode[WorkspaceRunOut](t, res)
-	if res.IsError || run.ExitCode != 0 || !strings.Contains(run.Stdout, "line-one") || !strings.Contains(run.Stderr, "line-two") || run.ImageID != image {
+	if res.IsError || run.ExitCode != 0 || !strings.Contains(run.Stdout, "line-one") || !strings.Contains(run.Stderr, "line-two") || run.ImageID != image || run.OCIRuntime != "runc" {
 		t.Fatalf("workspace_run = %+v", run)
 	}
 	mu.Lock()
