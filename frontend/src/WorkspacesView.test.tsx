@@ -84,7 +84,7 @@ describe("WorkspacesView live runs", () => {
         return {
           body: ws([
             { id: "r1", argv: ["make", "test"], exitCode: 0, oomKilled: false, durationMs: 2400, truncated: false, verdict: "exited 0 after 2.4s", stdout: "first\nsecond\n" },
-            { id: "r2", argv: ["sleep", "60"], exitCode: 137, oomKilled: false, durationMs: 1000, truncated: false, timedOut: true, verdict: "killed at its time limit (1s) after 1s" },
+            { id: "r2", argv: ["sleep", "60"], exitCode: 137, oomKilled: false, durationMs: 1000, truncated: false, timedOut: true, verdict: "killed at its time limit (1s) after 1s", ociRuntime: "runsc" },
           ]),
         };
       },
@@ -101,5 +101,7 @@ describe("WorkspacesView live runs", () => {
     expect(calls.filter((c) => c.url === "/api/workspaces").length).toBeGreaterThanOrEqual(2);
     const rows = within(article).getAllByRole("row").slice(1);
     expect(within(rows[0]).getByLabelText("standard output").textContent).toBe("first\nsecond\n");
+    expect(within(rows[0]).queryByText(/gVisor/)).toBeNull();
+    expect(within(rows[1]).getByTitle("ran under gVisor (runsc)")).toBeTruthy();
   });
 });

@@ -99,6 +99,12 @@ export function WorkspacesView() {
                     >
                       <td>
                         <code>{r.argv.join(" ")}</code>
+                        {r.ociRuntime === "runsc" && (
+                          <span className="badge" title="ran under gVisor (runsc)">
+                            {" "}
+                            gVisor
+                          </span>
+                        )}
                       </td>
                       <td>
                         {r.running ? (
