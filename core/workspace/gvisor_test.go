@@ -47,6 +47,11 @@ func TestSuite_UnderGVisor(t *testing.T) {
 	if err != nil || !strings.Contains(out.String(), "\nPASS\n") {
 		t.Fatalf("the workspace suite under runsc failed (%v):\n%s", err, out.String())
 	}
+	// A child that ran next to nothing (a broken -test.skip, say) proves
+	// nothing either.
+	if !strings.Contains(out.String(), "--- PASS: TestRun_HardeningObservedInside") || passed < 40 {
+		t.Fatalf("the re-run under runsc ran only %d tests:\n%s", passed, out.String())
+	}
 	for _, line := range strings.Split(out.String(), "\n") {
 		if strings.Contains(line, "--- SKIP") || strings.Contains(line, "gvisor:") {
 			t.Log(strings.TrimSpace(line))
