@@ -1,42 +1,53 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
+	"github.com/sluicehq/sluice/core/apply"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
 // Card is everything a person needs to decide on one proposal.
 type Card struct {
-	ID          string         `json:"id"`
-	Op          proposal.Op    `json:"op"`
-	Agent       string         `json:"agent"`
-	Repo        string         `json:"repo"`
-	RepoName    string         `json:"repoName"`
-	Reason      string         `json:"reason"`
-	State       proposal.State `json:"state"`
-	Risk        proposal.Risk  `json:"risk"`
-	Destructive bool           `json:"destructive"`
+	ID       string         `json:"id"`
+	Op       proposal.Op    `json:"op"`
+	Agent    string         `json:"agent"`
+	Repo     string         `json:"repo"`
+	RepoName string         `json:"repoName"`
+	Reason   string         `json:"reason"`
+	State    proposal.State `json:"state"`
+	Risk     proposal.Risk  `json:"risk"`
+	// RiskWhy says in one line why the risk is what it is.
+	RiskWhy     string `json:"riskWhy"`
+	Destructive bool   `json:"destructive"`
 	// ConfirmWord is what the person must type to approve a destructive
 	// proposal: the branch it rewrites, or the operation's name.
-	ConfirmWord string              `json:"confirmWord,omitempty"`
-	Digest      string              `json:"digest"`
-	ShortDigest string              `json:"shortDigest"`
-	Pinned      proposal.Pinned     `json:"pinned"`
-	Args        proposal.Args       `json:"args"`
-	Files       []string            `json:"files"`
-	FilesKnown  bool                `json:"filesKnown"`
-	Collisions  []journal.Collision `json:"collisions"`
-	CreatedAt   proposal.Timestamp  `json:"createdAt"`
-	ExpiresAt   proposal.Timestamp  `json:"expiresAt"`
-	Decision    *journal.Decision   `json:"decision,omitempty"`
-	Outcome     *journal.Outcome    `json:"outcome,omitempty"`
-	History     []journal.Step      `json:"history"`
+	ConfirmWord string          `json:"confirmWord,omitempty"`
+	Digest      string          `json:"digest"`
+	ShortDigest string          `json:"shortDigest"`
+	Pinned      proposal.Pinned `json:"pinned"`
+	Args        proposal.Args   `json:"args"`
+	// Sealed is the exact outcome approving produces (nil only for
+	// proposals stored before outcomes were sealed).
+	Sealed *proposal.Sealed `json:"sealed,omitempty"`
+	// Evidence is Sluice's record of the workspace runs behind a
+	// workspace's proposal.
+	Evidence   *CardEvidence       `json:"evidence,omitempty"`
+	Files      []string            `json:"files"`
+	FilesKnown bool                `json:"filesKnown"`
+	Collisions []journal.Collision `json:"collisions"`
+	CreatedAt  proposal.Timestamp  `json:"createdAt"`
+	ExpiresAt  proposal.Timestamp  `json:"expiresAt"`
+	Decision   *journal.Decision   `json:"decision,omitempty"`
+	Outcome    *journal.Outcome    `json:"outcome,omitempty"`
+	History    []journal.Step      `json:"history"`
 }
 
 // ErrConfirmation is returned when a destructive proposal is approved
@@ -56,9 +67,10 @@ func (e *codedError) ErrorCode() string { return e.code }
 func (a *App) cardFor(rec journal.Record, withCollisions bool) Card {
 	p := rec.Proposal
 	files, known := p.FilesTouched()
+	risk, why := p.RiskWhy()
 	c := Card{
 		ID: p.ID, Op: p.Op, Agent: p.Agent, Repo: p.Repo, RepoName: filepath.Base(p.Repo),
-		Reason: p.Reason, State: rec.State, Risk: p.Risk(), Destructive: p.Destructive(),
+		Reason: p.Reason, State: rec.State, Risk: risk, RiskWhy: why, Destructive: p.Destructive(), Sealed: p.Sealed,
 		Digest: p.Digest, ShortDigest: proposal.ShortDigest(p.Digest), Pinned: p.Pinned, Args: p.Args,
 		Files: files, FilesKnown: known, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
 		Decision: rec.Decision, Outcome: rec.Outcome, History: rec.History,
@@ -67,6 +79,7 @@ func (a *App) cardFor(rec journal.Record, withCollisions bool) Card {
 	if c.Files == nil {
 		c.Files = []string{}
 	}
+	c.Evidence = a.evidenceFor(p)
 	if c.Destructive {
 		c.ConfirmWord = confirmWord(p)
 	}
@@ -189,6 +202,16 @@ func (api *API) Approve(d Decision) (Card, error) {
 	if rec.Proposal.Destructive() && strings.TrimSpace(d.Confirm) != confirmWord(rec.Proposal) {
 		return Card{}, ErrConfirmation
 	}
+	// A card whose pins moved or whose sealed inputs changed is not what
+	// would land: it cannot be approved as if it were fresh.
+	if a.executor != nil {
+		ctx, cancel := context.WithTimeout(a.runCtx, 30*time.Second)
+		pf, err := a.executor.Preflight(ctx, rec.Proposal)
+		cancel()
+		if err == nil && pf.Stale {
+			return Card{}, &codedError{code: "stale_base", msg: "the repository moved since this was proposed: " + pf.Describe() + "; send it back so the agent can propose again"}
+		}
+	}
 	rec, err = a.journal.Approve(d.ID, d.Digest, "owner:"+api.kind, d.Note)
 	if err != nil {
 		return Card{}, decisionError(err)
@@ -203,6 +226,54 @@ func (api *API) Reject(d Decision) (Card, error) {
 		return Card{}, err
 	}
 	rec, err := a.journal.Reject(d.ID, "owner:"+api.kind, d.Note)
+	if err != nil {
+		return Card{}, decisionError(err)
+	}
+	return a.cardFor(rec, false), nil
+}
+
+// Preflight checks whether a pending proposal's card is still what would
+// land: its pinned refs and the working-tree content its outcome was
+// sealed from. It changes nothing.
+func (api *API) Preflight(id string) (apply.Preflight, error) {
+	a := api.app
+	rec, err := a.record(id)
+	if err != nil {
+		return apply.Preflight{}, err
+	}
+	if a.executor == nil {
+		return apply.Preflight{}, errNoRoots
+	}
+	ctx, cancel := context.WithTimeout(a.runCtx, 30*time.Second)
+	defer cancel()
+	pf, err := a.executor.Preflight(ctx, rec.Proposal)
+	if err != nil {
+		return apply.Preflight{}, err
+	}
+	return *pf, nil
+}
+
+// SendBack rejects a stale pending proposal so that the agent's
+// proposal_wait gets stale_base with what moved, and can propose again.
+func (api *API) SendBack(d Decision) (Card, error) {
+	a := api.app
+	rec, err := a.decisionTarget(d)
+	if err != nil {
+		return Card{}, err
+	}
+	if a.executor == nil {
+		return Card{}, errNoRoots
+	}
+	ctx, cancel := context.WithTimeout(a.runCtx, 30*time.Second)
+	defer cancel()
+	pf, err := a.executor.Preflight(ctx, rec.Proposal)
+	if err != nil {
+		return Card{}, err
+	}
+	if !pf.Stale {
+		return Card{}, &codedError{code: "invalid_argument", msg: "the proposal is not stale: nothing it depends on changed; approve or reject it"}
+	}
+	rec, err = a.journal.SendBack(d.ID, "owner:"+api.kind, d.Note, pf.Describe())
 	if err != nil {
 		return Card{}, decisionError(err)
 	}

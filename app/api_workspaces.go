@@ -232,18 +232,23 @@ func (api *API) Workspaces() ([]WorkspaceView, error) {
 			runs = runs[len(runs)-maxRunsShown:]
 		}
 		for _, r := range runs {
-			rv := WorkspaceRunView{ID: r.ID, Argv: r.Argv, ExitCode: r.ExitCode, OOMKilled: r.OOMKilled, DurationMS: r.DurationMS, Truncated: r.Truncated,
-				Running: r.Running, Interrupted: r.Interrupted, TimedOut: r.TimedOut, OutputStopped: r.OutputStopped,
-				Verdict: r.Verdict(), OCIRuntime: r.OCIRuntime,
-				Stdout: tail(r.Stdout, runOutputShown), Stderr: tail(r.Stderr, runOutputShown)}
-			if t := r.Tests; t != nil {
-				rv.Tests = &WorkspaceTestView{Passed: t.Passed, Failed: t.Failed + t.Errors, Skipped: t.Skipped, Format: t.Format}
-			}
-			v.Runs = append(v.Runs, rv)
+			v.Runs = append(v.Runs, runView(r))
 		}
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// runView is a run's evidence as the UI shows it.
+func runView(r workspace.RunResult) WorkspaceRunView {
+	rv := WorkspaceRunView{ID: r.ID, Argv: r.Argv, ExitCode: r.ExitCode, OOMKilled: r.OOMKilled, DurationMS: r.DurationMS, Truncated: r.Truncated,
+		Running: r.Running, Interrupted: r.Interrupted, TimedOut: r.TimedOut, OutputStopped: r.OutputStopped,
+		Verdict: r.Verdict(), OCIRuntime: r.OCIRuntime,
+		Stdout: tail(r.Stdout, runOutputShown), Stderr: tail(r.Stderr, runOutputShown)}
+	if t := r.Tests; t != nil {
+		rv.Tests = &WorkspaceTestView{Passed: t.Passed, Failed: t.Failed + t.Errors, Skipped: t.Skipped, Format: t.Format}
+	}
+	return rv
 }
 
 func sourceLabel(s workspace.Source) string {

@@ -134,13 +134,14 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 		cleanup = append(cleanup, func() { wsm.Close() })
 		handoff = workspaceHandoff{wsm}
 	}
+	backend := gateway.NewJournalBackend(j, gateway.BackendOptions{Roots: roots, Policy: pol, Logger: log,
+		RestorePoints: restoreLister(exec), Sealer: sealer(exec)})
 	gw, err := gateway.Listen(gateway.Options{
 		Token:      token,
 		AppVersion: config.Version,
 		Logger:     log,
-		Backend: gateway.NewJournalBackend(j, gateway.BackendOptions{Roots: roots, Policy: pol, Logger: log,
-			RestorePoints: restoreLister(exec)}),
-		Handoff: handoff,
+		Backend:    backend,
+		Handoff:    handoff,
 	})
 	if err != nil {
 		return nil, err
@@ -151,10 +152,14 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 		executor: exec, workspaces: wsm, runCtx: ctx}
 	a.notifications.Store(cfg.Notifications)
 	go func() { a.gwDone <- gw.Serve() }()
-	a.bgDone.Add(2)
+	a.bgDone.Add(3)
 	go func() {
 		defer a.bgDone.Done()
 		j.Maintain(ctx, 5*time.Second, func(err error) { log.Error("journal maintenance", "err", err) })
+	}()
+	go func() {
+		defer a.bgDone.Done()
+		a.tendSealed(ctx, backend)
 	}()
 	go func() {
 		defer a.bgDone.Done()
@@ -311,6 +316,14 @@ func (a *App) execute(id string) {
 
 // restoreLister avoids handing the gateway a typed nil.
 func restoreLister(e *apply.Executor) gateway.RestorePointLister {
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
+// sealer avoids handing the gateway a typed nil.
+func sealer(e *apply.Executor) gateway.Sealer {
 	if e == nil {
 		return nil
 	}

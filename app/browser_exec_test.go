@@ -86,33 +86,88 @@ func TestBrowser_Approve_CommitLands_AndRestores(t *testing.T) {
 }
 
 // TestBrowser_StaleProposal_ShownStale: the branch moves after the
-// proposal was made; approving it changes nothing and the card says stale.
+// proposal was made. The card says so before anyone decides, with what
+// moved; Approve is disabled; sending it back reaches the agent's wait as
+// stale_base with the new SHA, and nothing in the repository changed.
 func TestBrowser_StaleProposal_ShownStale(t *testing.T) {
 	f := startWebFlow(t)
-	_, out := f.proposeGreeting(t, "claude-code")
+	cs, out := f.proposeGreeting(t, "claude-code")
+	id := out["proposalId"].(string)
+	card := cardSel(id)
+	if err := chromedp.Do(f.ctx, chromedp.WaitVisible(chromedp.CSS(card+" .outcome-block .sealed-files"))); err != nil {
+		t.Fatalf("the card did not show its sealed outcome: %v", err)
+	}
 	// The person commits something else first.
 	os.WriteFile(filepath.Join(f.repo, "NOTES.md"), []byte("notes\n"), 0o644)
 	gitxtest.Git(t, f.repo, "add", "NOTES.md")
 	gitxtest.Git(t, f.repo, "commit", "-q", "-m", "Notes")
 	head := gitxtest.Git(t, f.repo, "rev-parse", "HEAD")
 
-	card := cardSel(out["proposalId"].(string))
 	if err := chromedp.Do(f.ctx,
-		chromedp.WaitVisible(chromedp.CSS(card+" .approve")),
-		chromedp.Click(chromedp.CSS(card+" .approve")),
-		chromedp.WaitVisible(chromedp.CSS(card+" .stale")),
+		chromedp.WaitVisible(chromedp.CSS(card+" .stale .send-back")),
+		chromedp.WaitVisible(chromedp.CSS(card+" .approve[disabled]")),
 	); err != nil {
 		t.Fatalf("stale display: %v", err)
 	}
+	text, err := chromedp.Run(f.ctx, chromedp.Text(chromedp.CSS(card+" .stale")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "HEAD moved from") || !strings.Contains(text, head[:12]) {
+		t.Errorf("the stale notice does not say what moved: %q", text)
+	}
 	f.shot(t, "web-stale.png")
+	if err := chromedp.Do(f.ctx,
+		chromedp.Click(chromedp.CSS(card+" .stale .send-back")),
+		chromedp.WaitVisible(chromedp.CSS(card+`[data-state="rejected"]`)),
+	); err != nil {
+		t.Fatalf("send back: %v", err)
+	}
 	if got := gitxtest.Git(t, f.repo, "rev-parse", "HEAD"); got != head {
 		t.Fatalf("HEAD moved from %s to %s", head, got)
 	}
 	if got := gitxtest.Git(t, f.repo, "status", "--porcelain"); got != "M README.md" {
 		t.Errorf("working tree changed: %q", got)
 	}
-	rec, _ := f.app.journal.Get(out["proposalId"].(string))
-	if rec.State != proposal.Failed || rec.Outcome == nil || rec.Outcome.Code != "stale_base" {
+	rec, _ := f.app.journal.Get(id)
+	if rec.State != proposal.Rejected || rec.Outcome == nil || rec.Outcome.Code != "stale_base" {
 		t.Fatalf("record: %s %+v", rec.State, rec.Outcome)
+	}
+	done, isErr := callTool(t, cs, "proposal_wait", map[string]any{"proposalId": id, "timeoutSeconds": 5})
+	e, _ := done["error"].(map[string]any)
+	if !isErr || e["code"] != "stale_base" || !strings.Contains(e["message"].(string), head[:12]) {
+		t.Fatalf("the agent's wait: isError=%v %v", isErr, done)
+	}
+}
+
+// TestBrowser_EditAfterProposal_SealedContentLands: the person edits a
+// file of a pending commit. The card says so (without blocking); the
+// approved commit holds exactly the content the card showed, and the
+// person's later edit is still in the working tree, uncommitted.
+func TestBrowser_EditAfterProposal_SealedContentLands(t *testing.T) {
+	f := startWebFlow(t)
+	_, out := f.proposeGreeting(t, "claude-code")
+	id := out["proposalId"].(string)
+	card := cardSel(id)
+	if err := chromedp.Do(f.ctx, chromedp.WaitVisible(chromedp.CSS(card+" .diff-view .d2h-file-wrapper"))); err != nil {
+		t.Fatal(err)
+	}
+	later := "hello\nworld\nand a line the person added later\n"
+	os.WriteFile(filepath.Join(f.repo, "README.md"), []byte(later), 0o644)
+	if err := chromedp.Do(f.ctx,
+		chromedp.WaitVisible(chromedp.CSS(card+" .preflight-note")),
+		chromedp.Click(chromedp.CSS(card+" .approve")),
+		chromedp.WaitVisible(chromedp.CSS(card+`[data-state="completed"]`)),
+	); err != nil {
+		t.Fatalf("approve after an edit: %v", err)
+	}
+	if got := gitxtest.Git(t, f.repo, "show", "HEAD:README.md"); got != "hello\nworld" {
+		t.Errorf("the commit holds %q, not the content the card showed", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(f.repo, "README.md")); string(got) != later {
+		t.Errorf("the person's later edit is gone: %q", got)
+	}
+	if got := gitxtest.Git(t, f.repo, "status", "--porcelain"); got != "M README.md" {
+		t.Errorf("status after the commit: %q, want the later edit unstaged", got)
 	}
 }

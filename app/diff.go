@@ -116,10 +116,17 @@ func chunkOf(d *proposalDiff, offset int) (DiffChunk, error) {
 	return c, nil
 }
 
-// computeDiff builds the diff a person reviews: for a patch, the patch
-// itself; for operations on commits, git's diff between the pinned SHAs;
-// for working-tree operations, the working tree against HEAD.
+// computeDiff builds the diff a person reviews. For a sealed proposal it
+// is the diff between the sealed trees, which never change: what lands
+// (or, for a discard or hard reset, the work as it is now against what
+// remains: red lines are what is lost). The same diff stays in History
+// after the proposal ran, whatever happened to the branch since.
+// Proposals stored before outcomes were sealed fall back to the pinned
+// SHAs.
 func (a *App) computeDiff(ctx context.Context, p proposal.Proposal) (*proposalDiff, error) {
+	if p.Sealed != nil {
+		return a.sealedDiff(ctx, p)
+	}
 	if pa, ok := p.Args.(*proposal.PatchArgs); ok {
 		return &proposalDiff{text: pa.Patch, compared: "patch → " + string(pa.Target)}, nil
 	}
@@ -152,6 +159,67 @@ func (a *App) computeDiff(ctx context.Context, p proposal.Proposal) (*proposalDi
 		return nil, err
 	}
 	return pagedDiff(ctx, repo, spec)
+}
+
+// sealedDiff is the diff of a sealed outcome, step by step for a plan.
+func (a *App) sealedDiff(ctx context.Context, p proposal.Proposal) (*proposalDiff, error) {
+	outcomes := []proposal.Sealed{*p.Sealed}
+	if len(p.Sealed.Steps) > 0 {
+		outcomes = p.Sealed.Steps
+	}
+	var repo *gitx.Repo
+	out := &proposalDiff{}
+	for i, s := range outcomes {
+		spec, compared, ok := sealedSpec(s)
+		if len(outcomes) > 1 {
+			compared = fmt.Sprintf("step %d: %s", i+1, compared)
+		}
+		if !ok {
+			out.notices = append(out.notices, compared)
+			continue
+		}
+		if repo == nil {
+			r, err := gitx.Default()
+			if err != nil {
+				return nil, err
+			}
+			if repo, err = r.Open(ctx, gitx.Roots(a.cfg.AllowedRoots), p.Repo); err != nil {
+				return nil, err
+			}
+		}
+		d, err := pagedDiff(ctx, repo, spec)
+		if err != nil {
+			return nil, err
+		}
+		out.text += d.text
+		out.notices = append(out.notices, d.notices...)
+		if len(outcomes) > 1 {
+			out.notices = append(out.notices, compared)
+		} else {
+			out.compared = compared
+		}
+	}
+	if len(outcomes) > 1 {
+		out.compared = fmt.Sprintf("plan of %d steps", len(outcomes))
+	}
+	if out.compared == "" && len(out.notices) > 0 && len(outcomes) == 1 {
+		out.compared, out.notices = out.notices[0], nil
+	}
+	return out, nil
+}
+
+// sealedSpec says which sealed trees to compare and how to describe it.
+func sealedSpec(s proposal.Sealed) (gitx.DiffSpec, string, bool) {
+	switch {
+	case s.Effect == proposal.EffectLoses:
+		return gitx.DiffSpec{Base: s.Before, Target: s.After}, "your work as it is now → after approval: red lines are lost", true
+	case len(s.Kept) > 0:
+		// A soft or mixed reset: the branch's changes stay, uncommitted.
+		return gitx.DiffSpec{Base: s.After, Target: s.Before}, "these changes leave the branch and stay in the working tree, uncommitted", true
+	case s.Before != "" && s.After != "" && s.Before != s.After:
+		return gitx.DiffSpec{Base: s.Before, Target: s.After}, "the sealed outcome: exactly what lands", true
+	}
+	return gitx.DiffSpec{}, "no file changes: only refs move", false
 }
 
 // pin returns the SHA a proposal pinned for rev, or rev itself.

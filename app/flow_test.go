@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
+	"github.com/sluicehq/sluice/core/proposal"
 )
 
 // gitRepo makes a real repository with one commit under root.
@@ -190,5 +192,83 @@ func TestFlow_Destructive_NeedsConfirmation(t *testing.T) {
 	c, err := api.Approve(Decision{ID: card.ID, Digest: card.Digest, Confirm: "main"})
 	if err != nil || c.Decision == nil || !c.Decision.Approved {
 		t.Fatalf("approve with the word: %+v %v", c, err)
+	}
+}
+
+// TestFlow_SealedCommit_CardAndHistory: a commit of new files (a small
+// CHANGELOG.md, a 3.5 MB catalog.json) shows both files with their
+// content and sizes and says why its risk is raised; once approved, its
+// page in History keeps the executed diff after the branch moved on.
+func TestFlow_SealedCommit_CardAndHistory(t *testing.T) {
+	a, repo, env := flowEnv(t)
+	os.WriteFile(filepath.Join(repo, "CHANGELOG.md"), []byte("# Changes\n\n- first release\n"), 0o644)
+	var catalog bytes.Buffer
+	catalog.WriteString("[\n")
+	for i := 0; catalog.Len() < 3_500_000; i++ {
+		fmt.Fprintf(&catalog, "  {\"sku\": \"item-%07d\", \"price\": %d},\n", i, i%997)
+	}
+	catalog.WriteString("  {}\n]\n")
+	os.WriteFile(filepath.Join(repo, "catalog.json"), catalog.Bytes(), 0o644)
+	cs := agentSession(t, env, "claude-code")
+	out, isErr := callTool(t, cs, "propose_commit", map[string]any{
+		"repoPath": repo, "reason": "Add the changelog and the catalog", "message": "Add changelog and catalog",
+		"paths": []string{"CHANGELOG.md", "catalog.json"},
+	})
+	if isErr {
+		t.Fatalf("propose_commit: %v", out)
+	}
+	id := out["proposalId"].(string)
+	api := &API{app: a, kind: "web"}
+	card, err := api.Proposal(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if card.Sealed == nil || len(card.Sealed.Files) != 2 {
+		t.Fatalf("sealed outcome on the card: %+v", card.Sealed)
+	}
+	for _, f := range card.Sealed.Files {
+		if f.Status != proposal.FileAdded {
+			t.Errorf("%s is %s, want added", f.Path, f.Status)
+		}
+		if f.Path == "catalog.json" && f.Size != int64(catalog.Len()) {
+			t.Errorf("catalog.json sealed at %d bytes, it has %d", f.Size, catalog.Len())
+		}
+	}
+	if card.Risk != proposal.RiskMedium || !strings.Contains(card.RiskWhy, "adds a 3.3 MB file (catalog.json)") {
+		t.Errorf("risk %s: %q", card.Risk, card.RiskWhy)
+	}
+	diff := wholeDiff(t, api, id)
+	if !strings.Contains(diff, "+- first release") || !strings.Contains(diff, "item-0000000") {
+		t.Fatalf("the card's diff does not show the new files' content (%d bytes)", len(diff))
+	}
+	if _, err := api.Approve(Decision{ID: id, Digest: card.Digest}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the commit to complete", func() bool {
+		c, _ := api.Proposal(id)
+		return c.State == proposal.Completed
+	})
+	// The person moves the branch back; History still shows what ran.
+	gitxtest.Git(t, repo, "reset", "-q", "--hard", "HEAD~1")
+	a.diffs = diffCache{}
+	if again := wholeDiff(t, api, id); again != diff {
+		t.Errorf("the executed diff changed after the branch moved (%d bytes, was %d)", len(again), len(diff))
+	}
+}
+
+// wholeDiff reads every chunk of a proposal's diff.
+func wholeDiff(t *testing.T, api *API, id string) string {
+	t.Helper()
+	var b strings.Builder
+	for off := 0; ; {
+		c, err := api.ProposalDiff(id, off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(c.Text)
+		if c.Done {
+			return b.String()
+		}
+		off = c.NextOffset
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/core/apply"
 	"github.com/sluicehq/sluice/core/config"
 )
 
@@ -183,6 +184,10 @@ func (w *Web) routes() http.Handler {
 	}))
 	mux.HandleFunc("POST /api/proposals/{id}/approve", w.authed(w.csrf(w.decide(w.api.Approve))))
 	mux.HandleFunc("POST /api/proposals/{id}/reject", w.authed(w.csrf(w.decide(w.api.Reject))))
+	mux.HandleFunc("POST /api/proposals/{id}/send-back", w.authed(w.csrf(w.decide(w.api.SendBack))))
+	mux.HandleFunc("GET /api/proposals/{id}/preflight", w.authed(func(rw http.ResponseWriter, r *http.Request) {
+		jsonCall(rw, func() (apply.Preflight, error) { return w.api.Preflight(r.PathValue("id")) })
+	}))
 	mux.HandleFunc("POST /api/audit/verify", w.authed(w.csrf(jsonGet(w.api.VerifyAudit))))
 	mux.HandleFunc("GET /api/events", w.authed(w.eventStream))
 	mux.HandleFunc("/api/", func(rw http.ResponseWriter, r *http.Request) {

@@ -152,6 +152,15 @@ func TestFlow_Workspace_FullLoop(t *testing.T) {
 	if err := chromedp.Do(f.ctx, chromedp.WaitVisible(chromedp.CSS(card))); err != nil {
 		t.Fatalf("the workspace's proposal card did not appear: %v", err)
 	}
+	// The runs are Sluice's own record, in their own block apart from the
+	// agent's reason: the first run failed, the last one passed.
+	evidence, err := chromedp.Run(f.ctx, chromedp.Text(chromedp.CSS(card+` .evidence[aria-label="Workspace evidence"]:not(.failed)`)))
+	if err != nil {
+		t.Fatalf("the evidence block: %v", err)
+	}
+	if !strings.Contains(evidence, "Recorded by Sluice") || !strings.Contains(evidence, "2 run(s); the last passed (1 failed in all)") {
+		t.Errorf("evidence block: %q", evidence)
+	}
 	text, err := chromedp.Run(f.ctx, chromedp.Text(chromedp.CSS(card)))
 	if err != nil {
 		t.Fatal(err)

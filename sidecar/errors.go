@@ -29,6 +29,15 @@ const (
 	CodeEgressDenied       = "egress_denied"
 	CodeUnsupported        = "unsupported"
 	CodeInternal           = "internal"
+	// The outcome of a proposal is sealed when it arrives; one that cannot
+	// be produced is refused with one of these before any card opens.
+	CodeMergeConflict       = "merge_conflict"
+	CodePatchDoesNotApply   = "patch_does_not_apply"
+	CodeNothingToCommit     = "nothing_to_commit"
+	CodeUnrelatedHistories  = "unrelated_histories"
+	CodeDirtyWorktree       = "dirty_worktree"
+	CodeOperationInProgress = "operation_in_progress"
+	CodeNothingDeleted      = "nothing_deleted"
 )
 
 // ToolError is the structured error of a failed tool call.

@@ -247,7 +247,8 @@ func (s *Sidecar) registerPropose() {
 	addProposeTool(s, proposeTool{"propose_merge", "Propose a merge",
 		"Propose merging source into the branch target, as a merge commit (strategy merge) or one squashed commit " +
 			"(strategy squash). Nothing changes until the person approves it in the Sluice app. The merge is computed " +
-			"outside their checkout. Returns a proposalId at once; then call proposal_wait.", false},
+			"outside their checkout when it arrives: one that would conflict is refused at once with the files " +
+			"(merge_conflict). Returns a proposalId at once; then call proposal_wait.", false},
 		func(in ProposeMergeIn) (ProposeCommon, proposal.Args) {
 			return in.ProposeCommon, mergeArgs(in.MergeStep)
 		})
@@ -271,8 +272,8 @@ func (s *Sidecar) registerPropose() {
 		})
 	addProposeTool(s, proposeTool{"propose_patch", "Propose a patch",
 		"Propose applying a unified diff (at most 4 MiB) to the working tree or to the index only. Paths must stay " +
-			"inside the working tree and out of .git. The result lists other pending proposals touching the same files. " +
-			"Returns a proposalId; then call proposal_wait.", false},
+			"inside the working tree and out of .git. A patch that does not apply to the files as they are is refused " +
+			"at once with git's reason (patch_does_not_apply). Returns a proposalId; then call proposal_wait.", false},
 		func(in ProposePatchIn) (ProposeCommon, proposal.Args) {
 			return in.ProposeCommon, patchArgs(in.PatchStep)
 		})
@@ -293,7 +294,8 @@ func (s *Sidecar) registerPropose() {
 		})
 	addProposeTool(s, proposeTool{"propose_commit", "Propose a commit",
 		"Propose committing paths (or every change, with stageAll) on the checked-out branch. It never amends. The " +
-			"commit is made with the person's own identity, hooks and signing. Returns a proposalId; then call proposal_wait.", false},
+			"files are sealed as they are when you propose: edits made after that are not committed. The commit is made " +
+			"with the person's own identity, hooks and signing. Returns a proposalId; then call proposal_wait.", false},
 		func(in ProposeCommitIn) (ProposeCommon, proposal.Args) {
 			return in.ProposeCommon, &proposal.CommitArgs{Message: in.Message, Paths: in.Paths, StageAll: in.StageAll, Branch: in.Branch}
 		})
@@ -319,8 +321,8 @@ func (s *Sidecar) registerPropose() {
 			return in.ProposeCommon, &proposal.BranchArgs{Name: in.Name, StartPoint: start, Checkout: in.Checkout}
 		})
 	addProposeTool(s, proposeTool{"propose_branch_delete", "Propose deleting branches",
-		"Propose deleting branches in repoPath and, optionally, in other repositories. The app decides at execution " +
-			"which are safely deletable (merged, not checked out) and reports the rest. Returns a proposalId; then call proposal_wait.", false},
+		"Propose deleting branches in repoPath and, optionally, in other repositories. Only branches that are safely " +
+			"deletable (merged, not checked out) go; the card names which stay and why. Returns a proposalId; then call proposal_wait.", false},
 		func(in ProposeBranchDeleteIn) (ProposeCommon, proposal.Args) {
 			a := &proposal.BranchDeleteArgs{Branches: in.Branches}
 			for _, r := range in.OtherRepos {
@@ -491,6 +493,11 @@ func outcomeError(out ProposalOut) *ToolError {
 	switch proposal.State(out.Status) {
 	case proposal.Rejected:
 		code, msg = CodeProposalRefused, "the person rejected the proposal"
+		if o := out.Outcome; o != nil && o.Code == CodeStaleBase {
+			// Sent back because the card went stale: propose again against
+			// the current state.
+			code, msg = CodeStaleBase, o.Message+"; read the repository again and propose against its current state"
+		}
 		if out.Decision != nil && out.Decision.Note != "" {
 			msg += ": " + out.Decision.Note
 		}
@@ -529,6 +536,9 @@ func gatewayToolError(err error) error {
 	te := &ToolError{Code: d.Code, Message: d.Message, Data: d.Data}
 	switch d.Code {
 	case CodeInvalidArgument, CodePathOutsideRoots, CodePolicyDenied, CodeProposalNotFound, CodeProposalTerminal:
+	case CodeMergeConflict, CodePatchDoesNotApply, CodeNothingToCommit, CodeUnrelatedHistories,
+		CodeDirtyWorktree, CodeOperationInProgress, CodeNothingDeleted, CodeStaleBase, CodeUnsupported:
+		// The outcome could not be sealed: the reason is the model's to act on.
 	case gateway.CodeTooManyPending:
 		te.Code, te.Data = CodeProposalRefused, map[string]string{"reason": d.Code}
 	case gateway.CodeForbidden, gateway.CodeConflict:

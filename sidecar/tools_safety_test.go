@@ -49,6 +49,12 @@ func newSafetyRepo(t *testing.T) safetyRepo {
 		now := time.Now()
 		p := proposal.Proposal{ID: id, Op: args.Op(), Repo: r.Dir, Args: args, Pinned: proposal.Pinned{Refs: pins},
 			Reason: "test", Agent: "agent", CreatedAt: proposal.At(now), ExpiresAt: proposal.At(now.Add(10 * time.Minute))}
+		// As the app does when a proposal arrives.
+		sealed, err := e.Seal(context.Background(), p)
+		if err != nil {
+			t.Fatalf("seal %s: %v", id, err)
+		}
+		p.Sealed = sealed
 		if err := p.Seal(); err != nil {
 			t.Fatal(err)
 		}

@@ -665,14 +665,15 @@ func (w *wsTools) seal(ctx context.Context, req *mcp.CallToolRequest, in Workspa
 		msg = "Merge workspace " + ws.ID
 	}
 	args := &proposal.MergeArgs{Source: hr.Ref, Target: branch, Strategy: proposal.MergeCommit, Message: msg}
-	out, err := w.s.submitProposal(ctx, req, ProposeCommon{RepoPath: ws.Source.Path, Reason: sealReason(in.Reason, ws, runs, findings), IdempotencyKey: key}, args)
+	out, err := w.s.submitProposal(ctx, req, ProposeCommon{RepoPath: ws.Source.Path, Reason: sealReason(in.Reason, ws, findings), IdempotencyKey: key}, args)
 	if err != nil {
 		return ProposalOut{}, err
 	}
 	if out.Pinned != nil && out.Pinned[hr.Ref] != "" && out.Pinned[hr.Ref] != hr.SHA {
 		return ProposalOut{}, &ToolError{Code: CodeInternal, Message: "the proposal pinned a different commit than the workspace's head"}
 	}
-	note := fmt.Sprintf("workspace %s sealed at %s and proposed for %s", ws.ID, shortSHA(hr.SHA), branch)
+	note := fmt.Sprintf("workspace %s sealed at %s and proposed for %s; the card shows Sluice's record of its runs: %s",
+		ws.ID, shortSHA(hr.SHA), branch, evidenceSummary(runs))
 	if n := len(findings); n > 0 {
 		note += fmt.Sprintf("; %d handoff finding(s) are shown to the person", n)
 	}
@@ -700,13 +701,14 @@ func (w *wsTools) targetBranch(ctx context.Context, ws *workspace.Workspace, ask
 		Message: "the workspace was not created from a branch; give branch, the branch its changes should be merged into"}
 }
 
-// sealReason is the agent's reason followed, as plain text, by what the
-// person deciding should know: the run evidence and the handoff findings.
-// It stays within the proposal's reason limit by dropping detail first.
-func sealReason(reason string, ws *workspace.Workspace, runs []workspace.RunResult, findings []workspace.Finding) string {
+// sealReason is the agent's reason followed, as plain text, by the
+// handoff findings the person deciding should know. The run evidence is
+// not in it: the app shows its own record of the runs on the card, apart
+// from the agent's words. It stays within the proposal's reason limit by
+// dropping detail first.
+func sealReason(reason string, ws *workspace.Workspace, findings []workspace.Finding) string {
 	reason = strings.TrimSpace(reason)
-	var extra []string
-	extra = append(extra, "Workspace "+ws.ID+": "+evidenceSummary(runs))
+	extra := []string{"Workspace " + ws.ID}
 	for _, f := range findings {
 		if f.Severity == workspace.SeverityFlag {
 			extra = append(extra, fmt.Sprintf("Flagged (%s): %s: %s", f.Rule, f.Path, f.Detail))

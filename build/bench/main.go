@@ -34,6 +34,8 @@ var suites = []suite{
 	{"Proposals and the gateway", "./core/journal/", "BenchmarkJournal_Submit", "2s"},
 	{"Proposals and the gateway (HTTP)", "./core/gateway/", "BenchmarkSubmit_|BenchmarkBoltFsyncTx", "2s"},
 	{"Execution", "./core/apply/", "Patch1000|Merge500", "20x"},
+	{"Sealed outcomes", "./core/apply/", "Seal1000", "10x"},
+	{"Sealed outcomes (submit → card)", "./core/gateway/", "BenchmarkSubmit_Sealed1000", "20x"},
 	{"Workspaces: runs", "./core/workspace/", "Run_Trivial|DockerCLIRunRm", "20x"},
 	{"Workspaces: create and seal", "./core/workspace/", "Create_Repo20k|Seal_Repo20k|GitClone20k", "10x"},
 }

@@ -110,11 +110,9 @@ func TestCommit_Signing_Honoured(t *testing.T) {
 
 func TestCommit_NothingToCommit(t *testing.T) {
 	f := newFixture(t)
-	rec := f.propose(&proposal.CommitArgs{Message: "Nothing", StageAll: true})
-	out, err := f.execute(rec)
-	if CodeOf(err) != CodeNothingToCommit || out.State != proposal.Failed {
-		t.Fatalf("state %s err %v: want nothing_to_commit", out.State, err)
-	}
+	// An empty commit is refused when it is proposed, before any card.
+	f.refuseAtSeal(&proposal.CommitArgs{Message: "Nothing", StageAll: true}, &Error{Code: CodeNothingToCommit})
+	f.refuseAtSeal(&proposal.CommitArgs{Message: "Nothing", Paths: []string{"src/a.txt"}}, &Error{Code: CodeNothingToCommit})
 }
 
 // TestCommit_MidMerge_Refused: a commit while a merge is in progress would
@@ -128,6 +126,7 @@ func TestCommit_MidMerge_Refused(t *testing.T) {
 	if _, err := gitxtest.GitErr(t, f.repo.Dir, "merge", "feature"); err == nil {
 		t.Fatal("the fixture merge did not conflict")
 	}
+	f.repo.Write("src/b.txt", "changed while merging\n")
 	rec := f.propose(&proposal.CommitArgs{Message: "x", Paths: []string{"src/b.txt"}})
 	if _, err := f.execute(rec); CodeOf(err) != CodeOperationInProgress {
 		t.Fatalf("err %v: want operation_in_progress", err)

@@ -43,6 +43,10 @@ type Options struct {
 	Logger *slog.Logger
 	// GitTimeout bounds each git process; zero means DefaultGitTimeout.
 	GitTimeout time.Duration
+	// OnStep, when set, is called at the named points of sealing and
+	// execution (see Executor.beforeStep). Crash tests stop a real process
+	// there; nothing else sets it.
+	OnStep func(step string)
 }
 
 // Executor runs approved proposals. It is safe for concurrent use:
@@ -86,7 +90,7 @@ func New(opts Options) (*Executor, error) {
 		return nil, fmt.Errorf("apply: git %s is too old; executing proposals needs git %s or newer", r.Version(), minVersion)
 	}
 	e := &Executor{j: opts.Journal, roots: opts.Roots, runner: r, now: opts.Now, log: opts.Logger,
-		timeout: opts.GitTimeout, locks: map[string]chan struct{}{}}
+		timeout: opts.GitTimeout, locks: map[string]chan struct{}{}, beforeStep: opts.OnStep}
 	if e.now == nil {
 		e.now = time.Now
 	}
@@ -415,6 +419,8 @@ type run struct {
 	// until then a failure drops the restore point.
 	changed bool
 	notes   []string
+	// stepIndex is the plan step running now (0 for a single operation).
+	stepIndex int
 	// pending counts work started in the background (see background).
 	pending sync.WaitGroup
 }
@@ -480,6 +486,9 @@ func (r *run) execute(ctx context.Context) (string, string, error) {
 		return "", "", errFingerprint
 	}
 	ops := stepsOf(r.p.Args)
+	if err := r.checkSealed(ctx); err != nil {
+		return "", "", err
+	}
 	if _, ok := r.p.Args.(*proposal.BranchDeleteArgs); !ok {
 		if err := r.checkPins(ctx); err != nil {
 			return "", "", err
@@ -512,6 +521,7 @@ func (r *run) execute(ctx context.Context) (string, string, error) {
 	r.e.step("restore-point")
 	var opErr error
 	for i, s := range ops {
+		r.stepIndex = i
 		if i > 0 {
 			opErr = s.check(ctx, r)
 		}

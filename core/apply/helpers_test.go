@@ -210,22 +210,65 @@ func (f *fixture) propose(args proposal.Args, mutate ...func(*proposal.Proposal)
 	return f.proposeIn(f.repo.Dir, args, mutate...)
 }
 
-func (f *fixture) proposeIn(dir string, args proposal.Args, mutate ...func(*proposal.Proposal)) journal.Record {
+// newProposal is a proposal for args in dir, pinned as the sidecar pins.
+func (f *fixture) newProposal(dir string, args proposal.Args) proposal.Proposal {
 	f.t.Helper()
 	now := time.Now()
-	p := proposal.Proposal{
+	return proposal.Proposal{
 		ID: fmt.Sprintf("p%d-%d", time.Now().UnixNano()%1e9, proposalSeq.Add(1)), Op: args.Op(), Repo: dir,
 		Pinned: pinFor(f.t, dir, args), Args: args, Reason: "the test asks for it", Agent: "test-agent",
 		CreatedAt: proposal.At(now), ExpiresAt: proposal.At(now.Add(10 * time.Minute)),
 	}
+}
+
+// refuseAtSeal seals a proposal for args as the app does on receipt and
+// fails the test unless sealing refused it with want, naming files in its
+// data, and left the repository exactly as it was, Sluice's refs included.
+func (f *fixture) refuseAtSeal(args proposal.Args, want error, files ...string) error {
+	f.t.Helper()
+	p := f.newProposal(f.repo.Dir, args)
+	before := repoState(f.t, f.repo.Dir)
+	refs := f.git("for-each-ref", "refs/sluice/")
+	sealed, err := f.e.Seal(testCtx(f.t), p)
+	if !errors.Is(err, want) || sealed != nil {
+		f.t.Fatalf("seal: %v (outcome %v): want it refused with %v", err, sealed, want)
+	}
+	if files != nil {
+		data, _ := dataOf(err).(map[string]any)
+		if got, _ := data["files"].([]string); !slices.Equal(got, files) {
+			f.t.Errorf("data %#v: want files %q", data, files)
+		}
+	}
+	if after := repoState(f.t, f.repo.Dir); after != before {
+		f.t.Errorf("the repository changed:\n%s", diffState(before, after))
+	}
+	if after := f.git("for-each-ref", "refs/sluice/"); after != refs {
+		f.t.Errorf("Sluice's refs changed from %q to %q", refs, after)
+	}
+	return err
+}
+
+func (f *fixture) proposeIn(dir string, args proposal.Args, mutate ...func(*proposal.Proposal)) journal.Record {
+	f.t.Helper()
+	p := f.newProposal(dir, args)
 	for _, m := range mutate {
 		m(&p)
 	}
+	// As the app does on receipt: the outcome is sealed before anything
+	// else sees the proposal.
+	sealed, err := f.e.Seal(testCtx(f.t), p)
+	if err != nil {
+		f.t.Fatalf("seal %s: %v", p.Op, err)
+	}
+	p.Sealed = sealed
 	if err := p.Seal(); err != nil {
 		f.t.Fatal(err)
 	}
 	if _, _, err := f.j.Submit(p); err != nil {
 		f.t.Fatalf("submit: %v", err)
+	}
+	if err := f.e.Keep(testCtx(f.t), p); err != nil {
+		f.t.Fatalf("keep: %v", err)
 	}
 	rec, err := f.j.Approve(p.ID, p.Digest, "pat", "")
 	if err != nil {

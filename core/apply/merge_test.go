@@ -24,22 +24,10 @@ func TestMerge_Conflict_FailsWithFilesCheckoutUntouched(t *testing.T) {
 	f.repo.WriteCommit("src/a.txt", "main\n", "main changes a")
 	f.repo.WriteCommit("src/b.txt", "main\n", "main changes b")
 	f.repo.Write("untracked.txt", "mine\n")
-	rec := f.propose(&proposal.MergeArgs{Source: "feature", Target: "main", Strategy: proposal.MergeCommit})
-	before := repoState(t, f.repo.Dir)
-	out, err := f.execute(rec)
-	if !errors.Is(err, ErrMergeConflict) || out.State != proposal.Failed || outcomeCode(out) != CodeMergeConflict {
-		t.Fatalf("state %s code %s err %v: want failed with merge_conflict", out.State, outcomeCode(out), err)
-	}
-	data, _ := dataOf(err).(map[string]any)
-	if files, _ := data["files"].([]string); !slices.Equal(files, []string{"src/a.txt", "src/b.txt"}) {
-		t.Errorf("conflicting files %#v", data)
-	}
-	if out.Outcome.RestorePoint != "" {
-		t.Errorf("a conflict changed nothing, yet a restore point was kept")
-	}
-	if after := repoState(t, f.repo.Dir); after != before {
-		t.Errorf("the person's checkout changed:\n%s", diffState(before, after))
-	}
+	// The conflict is known when the proposal arrives: it never becomes a
+	// card, and the agent is told which files conflict.
+	f.refuseAtSeal(&proposal.MergeArgs{Source: "feature", Target: "main", Strategy: proposal.MergeCommit},
+		ErrMergeConflict, "src/a.txt", "src/b.txt")
 	if op := f.git("status", "--porcelain", "--untracked-files=no"); op != "" {
 		t.Errorf("status %q", op)
 	}
@@ -97,7 +85,7 @@ func TestMerge_IgnoredInTheWay_RefusedNothingMoved(t *testing.T) {
 	}
 	out := f.mustRefuseUnchanged(f.propose(&proposal.MergeArgs{Source: "feature", Target: "main", Strategy: proposal.MergeCommit}),
 		ErrDirtyWorktree, ".env")
-	if out.Outcome.RestorePoint != "" || f.git("for-each-ref", "refs/sluice/") != "" {
+	if out.Outcome.RestorePoint != "" || f.git("for-each-ref", RestorePrefix) != "" {
 		t.Errorf("nothing changed, yet restore point %q was kept", out.Outcome.RestorePoint)
 	}
 	if got := f.repo.Read(".env"); got != "TOKEN=the-person's-own\n" {
@@ -220,7 +208,7 @@ func TestExecute_CASLost_StaleBase(t *testing.T) {
 	if got := f.git("rev-parse", "release"); got != moved {
 		t.Errorf("release moved to %s", got)
 	}
-	if refs := f.git("for-each-ref", "refs/sluice/"); refs != "" || out.Outcome.RestorePoint != "" {
+	if refs := f.git("for-each-ref", RestorePrefix); refs != "" || out.Outcome.RestorePoint != "" {
 		t.Errorf("the unused restore point was kept: %q", refs)
 	}
 }
@@ -232,13 +220,10 @@ func TestMerge_CustomMergeDriver_Refused(t *testing.T) {
 	f.diverge()
 	f.git("branch", "release", "main")
 	f.git("config", "merge.mine.driver", "touch "+f.root+"/driver-ran")
-	out := f.mustRefuseUnchanged(f.propose(&proposal.MergeArgs{Source: "feature", Target: "release", Strategy: proposal.MergeCommit}),
+	f.refuseAtSeal(&proposal.MergeArgs{Source: "feature", Target: "release", Strategy: proposal.MergeCommit},
 		&Error{Code: CodeUnsupported})
 	if _, err := os.Stat(filepath.Join(f.root, "driver-ran")); !os.IsNotExist(err) {
 		t.Errorf("the merge driver ran: %v", err)
-	}
-	if out.Outcome.RestorePoint != "" || f.git("for-each-ref", "refs/sluice/") != "" {
-		t.Errorf("nothing changed, yet restore point %q was kept", out.Outcome.RestorePoint)
 	}
 }
 
@@ -248,16 +233,9 @@ func TestRebase_Conflict_Fails(t *testing.T) {
 	f.repo.WriteCommit("src/a.txt", "feature\n", "feature changes a")
 	f.git("checkout", "-q", "main")
 	f.repo.WriteCommit("src/a.txt", "main\n", "main changes a")
-	rec := f.propose(&proposal.RebaseArgs{Branch: "feature", Onto: "main"})
-	before := repoState(t, f.repo.Dir)
-	_, err := f.execute(rec)
-	data, _ := dataOf(err).(map[string]any)
-	if !errors.Is(err, ErrMergeConflict) || !slices.Equal(data["files"].([]string), []string{"src/a.txt"}) {
-		t.Fatalf("err %v data %#v: want merge_conflict in src/a.txt", err, data)
-	}
-	if after := repoState(t, f.repo.Dir); after != before {
-		t.Errorf("the repository changed:\n%s", diffState(before, after))
-	}
+	// The rebase is computed when the proposal arrives, away from the
+	// checkout: the conflict is known before any card.
+	f.refuseAtSeal(&proposal.RebaseArgs{Branch: "feature", Onto: "main"}, ErrMergeConflict, "src/a.txt")
 	if wts := f.git("worktree", "list"); len(splitLines(wts)) != 1 {
 		t.Errorf("the temporary worktree was left behind: %s", wts)
 	}

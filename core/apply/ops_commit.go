@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -41,20 +42,92 @@ func (s *commitStep) check(ctx context.Context, r *run) error {
 }
 
 func (s *commitStep) do(ctx context.Context, r *run) error {
-	var paths []string
-	if !s.a.StageAll {
-		paths = s.a.Paths
+	sealed := r.sealedStep()
+	if sealed == nil {
+		return newErr(CodeUnsupported, "the commit has no sealed outcome; nothing was run")
 	}
-	sha, err := r.commit(ctx, s.sym, withTrailers(s.a.Message, r.p), paths)
+	sha, err := r.commitSealed(ctx, s.sym, withTrailers(s.a.Message, r.p), sealed)
 	if err != nil {
 		return err
 	}
-	what := "every change"
-	if !s.a.StageAll {
-		what = fmt.Sprintf("%d path(s)", len(paths))
-	}
-	r.note("committed %s on %s: %s", what, branchName(s.sym), short(sha))
+	r.note("committed the sealed %d file(s) on %s: %s", len(sealed.Files), branchName(s.sym), short(sha))
 	return nil
+}
+
+// commitSealed commits exactly the sealed tree with the person's git:
+// their identity, hooks and signing. The commit is made from a temporary
+// index that holds the sealed tree, so nothing on disk now (an edit made
+// after the proposal) can slip in; the person's own index is then updated
+// for the committed paths only, and the working tree is never touched, so
+// a later edit stays there, uncommitted. When a hook changes what is
+// committed, the commit is taken off again: what lands is what was shown.
+func (r *run) commitSealed(ctx context.Context, sym, msg string, sealed *proposal.Sealed) (string, error) {
+	rc := r.main
+	old := r.expect["HEAD"]
+	tmp, err := os.MkdirTemp("", "sluice-commit-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
+	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"read-tree", sealed.After}, env: env}); err != nil {
+		return "", err
+	}
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"commit", "--quiet", "--allow-empty-message", "--file=-"}, env: env,
+		stdin: []byte(msg), mode: personal, ok: []int{1}})
+	if err == nil && res.exit != 0 {
+		err = r.commitFailed(ctx, res)
+	}
+	if err != nil {
+		return "", err
+	}
+	r.changed = true
+	lines, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "HEAD^", "HEAD", "HEAD^{tree}", "--symbolic-full-name", "HEAD", "--"}})
+	if err != nil {
+		return "", err
+	}
+	shas := strings.Split(lines.text(), "\n")
+	if len(shas) < 4 || !hexSHA.MatchString(shas[0]) {
+		return "", newErr(CodeGitFailed, "git rev-parse gave an unexpected answer after the commit")
+	}
+	h, err := parseHead(shas[1:])
+	if err != nil {
+		return "", err
+	}
+	sha, parent := h.sha, shas[0]
+	ref := sym
+	if ref == "" {
+		ref = "HEAD"
+	}
+	if parent != old || h.tree != sealed.After {
+		// Someone moved the branch between the check and the commit, or a
+		// hook changed the content: take the commit off again (by
+		// compare-and-swap, so nothing newer is lost).
+		if err := r.cas(ctx, rc, ref, parent, sha, "sluice: undo a commit that is not the sealed one"); err != nil {
+			return "", err
+		}
+		r.changed = false
+		if parent != old {
+			return "", staleBase(map[string]string{"HEAD": parent}, map[string]string{"HEAD": old})
+		}
+		return "", &Error{Code: CodeHookFailed, Data: map[string]any{"sealed": sealed.After, "got": h.tree},
+			Msg: "a commit hook changed what was committed, so the commit was taken back and nothing was committed: the card showed tree " +
+				short(sealed.After) + ", the hook's commit had " + short(h.tree)}
+	}
+	rc.movedHeads[rc.path] = h
+	r.moved(rc, ref, sha, true)
+	// The person's index: the committed paths now match the new HEAD;
+	// every other entry (their own staged work) stays as it was.
+	paths := sealed.SealedPaths()
+	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"reset", "--quiet", "--no-refresh", sha, "--pathspec-from-file=-", "--pathspec-file-nul"},
+		stdin: nulList(paths)}); err != nil {
+		r.note("the commit landed, but the index could not be updated for its paths (%v): run git reset -- %s", err, strings.Join(limitList(paths, 10), " "))
+	}
+	// Between the commit and the index update a crash leaves an
+	// execution that reconciliation shows with its restore point; from
+	// here on the repository is wholly in its state after the commit.
+	r.e.step("committed")
+	return sha, nil
 }
 
 func branchName(sym string) string {

@@ -136,6 +136,9 @@ func (s *mergeStep) do(ctx context.Context, r *run) error {
 				Msg: fmt.Sprintf("merging %s into %s conflicts in %d file(s): %s; nothing was changed",
 					s.a.Source, s.a.Target, len(conflicts), strings.Join(limitList(conflicts, 50), ", "))}
 		}
+		if err := r.verifyTree(r.sealedStep(), tree, "the merge"); err != nil {
+			return err
+		}
 		msg := s.a.Message
 		parents := []string{old, src}
 		how = "merge commit"
@@ -232,10 +235,17 @@ func (s *rebaseStep) do(ctx context.Context, r *run) error {
 	case base == old:
 		next, how = onto, "fast-forward"
 	default:
-		if next, err = r.rebaseAway(ctx, rc, old, onto, s.a); err != nil {
+		if next, err = r.rebaseAway(ctx, rc, old, onto, s.a, signing); err != nil {
 			return err
 		}
 		how = "replayed"
+		trees, err := rc.resolveTrees(ctx, next)
+		if err != nil {
+			return err
+		}
+		if err := r.verifyTree(r.sealedStep(), trees[next], "the rebase"); err != nil {
+			return err
+		}
 	}
 	r.e.step("before-ref-update")
 	msg := fmt.Sprintf("sluice: rebase %s onto %s (proposal %s)", s.a.Branch, s.a.Onto, r.p.ID)
@@ -251,7 +261,7 @@ func (s *rebaseStep) do(ctx context.Context, r *run) error {
 // repository and returns the rebased tip. Hooks stay off; the person's
 // signing applies to the replayed commits, as it would to their own
 // rebase.
-func (r *run) rebaseAway(ctx context.Context, rc *repoCtx, old, onto string, a *proposal.RebaseArgs) (string, error) {
+func (r *run) rebaseAway(ctx context.Context, rc *repoCtx, old, onto string, a *proposal.RebaseArgs, how mode) (string, error) {
 	tmp, err := os.MkdirTemp("", "sluice-rebase-")
 	if err != nil {
 		return "", err
@@ -266,7 +276,7 @@ func (r *run) rebaseAway(ctx context.Context, rc *repoCtx, old, onto string, a *
 			r.e.log.Warn("apply: could not remove a temporary rebase worktree", "path", wt, "err", err)
 		}
 	}()
-	res, err := rc.g.run(ctx, call{dir: wt, mode: signing, args: []string{"rebase", "--quiet", "--no-autostash", "--no-update-refs", onto}, ok: []int{1}})
+	res, err := rc.g.run(ctx, call{dir: wt, mode: how, args: []string{"rebase", "--quiet", "--no-autostash", "--no-update-refs", onto}, ok: []int{1}})
 	if err != nil {
 		return "", err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -265,7 +266,7 @@ func (s *branchDeleteStep) check(ctx context.Context, r *run) error {
 		}
 	}
 	if len(s.del) > 0 {
-		return nil
+		return s.checkSealed(r)
 	}
 	var why []string
 	moved, expected, allMoved := map[string]string{}, map[string]string{}, len(s.keep) > 0
@@ -284,6 +285,34 @@ func (s *branchDeleteStep) check(ctx context.Context, r *run) error {
 		return e
 	}
 	return &Error{Code: CodeNothingDeleted, Msg: "no branch was safe to delete: " + strings.Join(why, ", ")}
+}
+
+// checkSealed: the branches that go are exactly the ones the card named.
+func (s *branchDeleteStep) checkSealed(r *run) error {
+	sealed := r.sealedStep()
+	if sealed == nil {
+		return nil
+	}
+	var want, got []string
+	for _, m := range sealed.Moves {
+		want = append(want, m.Repo+":"+m.Ref)
+	}
+	for _, set := range s.branchSets(r) {
+		repo := ""
+		if set.rc != r.main {
+			repo = set.rc.path
+		}
+		for _, b := range s.del[set.rc] {
+			got = append(got, repo+":"+proposal.BranchRef(b))
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(want, got) {
+		return &Error{Code: CodeStaleBase, Data: map[string]any{"sealed": want, "now": got},
+			Msg: "the branches that are safe to delete are not the ones the card named any more; nothing was deleted"}
+	}
+	return nil
 }
 
 // kept is a branch that was not deleted.

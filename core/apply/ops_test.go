@@ -569,8 +569,7 @@ func TestReset_Hard_IgnoredInTheWay_Refused(t *testing.T) {
 	f.git("rm", "-q", "--cached", ".env")
 	f.repo.WriteCommit(".gitignore", ".env\n", "ignore .env")
 	f.repo.Write(".env", "TOKEN=the-person's-own\n")
-	f.mustRefuseUnchanged(f.propose(&proposal.ResetArgs{Mode: proposal.ResetHard, Target: "HEAD~1", Branch: "main"}),
-		ErrDirtyWorktree, ".env")
+	f.refuseAtSeal(&proposal.ResetArgs{Mode: proposal.ResetHard, Target: "HEAD~1", Branch: "main"}, ErrDirtyWorktree, ".env")
 
 	// Not ignored any more: the reset runs, and restoring brings the
 	// person's file back from the restore point.

@@ -24,7 +24,10 @@ func (s *discardStep) check(ctx context.Context, r *run) error {
 	if err := r.requireOnBranch(ctx, s.a.Branch); err != nil {
 		return err
 	}
-	return requireNoOperation(r.main.main())
+	if err := requireNoOperation(r.main.main()); err != nil {
+		return err
+	}
+	return s.verify(ctx, r)
 }
 
 func (s *discardStep) do(ctx context.Context, r *run) error {
@@ -98,7 +101,10 @@ func (s *resetStep) check(ctx context.Context, r *run) error {
 	// A hard reset overwrites what stands where the target has a file;
 	// the restore point holds tracked and untracked files, not ignored
 	// ones.
-	return r.main.requireNoIgnoredInTheWay(ctx, r.main.main(), r.expect["HEAD"], r.expect[s.a.Target])
+	if err := r.main.requireNoIgnoredInTheWay(ctx, r.main.main(), r.expect["HEAD"], r.expect[s.a.Target]); err != nil {
+		return err
+	}
+	return s.verify(ctx, r)
 }
 
 func (s *resetStep) do(ctx context.Context, r *run) error {
@@ -148,9 +154,11 @@ func (s *patchStep) check(ctx context.Context, r *run) error {
 		return err
 	}
 	if s.a.Target == proposal.PatchIndex {
-		return requireNoOperation(r.main.main())
+		if err := requireNoOperation(r.main.main()); err != nil {
+			return err
+		}
 	}
-	return nil
+	return s.verify(ctx, r)
 }
 
 func (s *patchStep) do(ctx context.Context, r *run) error {
@@ -170,6 +178,9 @@ func (s *patchStep) do(ctx context.Context, r *run) error {
 	r.changed = true
 	if s.a.Target != proposal.PatchIndex {
 		r.main.dirtied[r.main.path] = true
+	}
+	if err := s.verifyAfter(ctx, r); err != nil {
+		return err
 	}
 	files, _ := s.a.FilesTouched()
 	r.note("applied a patch to %s (%d file(s))", where, len(files))

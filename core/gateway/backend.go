@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -32,6 +33,16 @@ type BackendOptions struct {
 	// RestorePoints lists restore points for GET /v1/restore-points; nil
 	// answers that this app takes none.
 	RestorePoints RestorePointLister
+	// Sealer computes every proposal's outcome before it is stored; with
+	// none, proposals are stored unsealed (and the executor refuses those
+	// that read the working tree).
+	Sealer Sealer
+}
+
+// Sealer seals proposals' outcomes. *apply.Executor implements it.
+type Sealer interface {
+	Seal(ctx context.Context, p proposal.Proposal) (*proposal.Sealed, error)
+	Keep(ctx context.Context, p proposal.Proposal) error
 }
 
 // RestorePointLister lists the restore points of one repository (a
@@ -68,8 +79,11 @@ func badRequest(msg string) *Error {
 	return &Error{Status: http.StatusBadRequest, Code: CodeInvalidArgument, Message: msg}
 }
 
-// Submit implements Backend.
-func (b *JournalBackend) Submit(_ context.Context, agent string, p proposal.Proposal) (ProposalStatus, error) {
+// Submit implements Backend. The proposal as the sidecar made it is
+// checked first (its digest included); then the app seals its outcome and
+// the digest is computed again over the proposal with its outcome, which
+// is what a card shows and an approval binds to.
+func (b *JournalBackend) Submit(ctx context.Context, agent string, p proposal.Proposal) (ProposalStatus, error) {
 	if p.Agent != agent {
 		return ProposalStatus{}, badRequest("the proposal's agent does not match " + AgentHeader)
 	}
@@ -83,6 +97,75 @@ func (b *JournalBackend) Submit(_ context.Context, agent string, p proposal.Prop
 	if d := p.CreatedAt.Sub(now); d > b.opts.MaxClockSkew || d < -b.opts.MaxClockSkew {
 		return ProposalStatus{}, badRequest("createdAt is too far from the app's clock")
 	}
+	if p.Sealed != nil {
+		return ProposalStatus{}, badRequest("a proposal's outcome is sealed by the Sluice app; it cannot come with the proposal")
+	}
+	if b.opts.Sealer == nil {
+		return b.store(p)
+	}
+	out, err := b.opts.Sealer.Seal(ctx, p)
+	if err != nil {
+		return ProposalStatus{}, sealError(err)
+	}
+	p.Sealed = out
+	if err := p.Seal(); err != nil {
+		return ProposalStatus{}, journalError(err)
+	}
+	st, err := b.store(p)
+	if err != nil || st.Replayed {
+		// Only a stored proposal keeps its sealed objects; the others are
+		// objects nothing refers to.
+		return st, err
+	}
+	if err := b.opts.Sealer.Keep(context.WithoutCancel(ctx), p); err != nil {
+		// The record holds the whole outcome and its objects exist; the
+		// ref that keeps them is made again at the next start.
+		b.opts.Logger.Error("gateway: could not keep a proposal's sealed objects", "proposal", p.ID, "err", err)
+	}
+	return st, nil
+}
+
+// KeepSealed makes sure every open proposal's sealed objects are kept
+// (a crash between storing a proposal and keeping its objects leaves them
+// unreferenced). The app calls it at start-up.
+func (b *JournalBackend) KeepSealed(ctx context.Context) error {
+	if b.opts.Sealer == nil {
+		return nil
+	}
+	recs, err := b.j.List(journal.Filter{States: []proposal.State{proposal.Pending, proposal.Approved, proposal.Executing, proposal.NeedsReconciliation}})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, rec := range recs {
+		if err := b.opts.Sealer.Keep(ctx, rec.Proposal); err != nil {
+			errs = append(errs, fmt.Errorf("proposal %s: %w", rec.Proposal.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sealError is a proposal whose outcome cannot be produced: 422 with the
+// executor's code and data (the conflicting files, the failing hunk), so
+// the agent can act on it.
+func sealError(err error) error {
+	var ae *apply.Error
+	if errors.As(err, &ae) {
+		status := http.StatusUnprocessableEntity
+		if ae.Code == apply.CodeInternal || ae.Code == apply.CodeGitFailed {
+			status = http.StatusInternalServerError
+		}
+		return &Error{Status: status, Code: ae.Code, Message: ae.Msg, Data: ae.Data}
+	}
+	var ge *gitx.Error
+	if errors.As(err, &ge) {
+		return confineError(err)
+	}
+	return err
+}
+
+// store applies the policy and stores a checked, sealed proposal.
+func (b *JournalBackend) store(p proposal.Proposal) (ProposalStatus, error) {
 	verdict := b.opts.Policy.Evaluate(p)
 	if !verdict.Allowed {
 		if err := b.j.Deny(p, verdict.Denial); err != nil {

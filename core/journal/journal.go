@@ -381,6 +381,33 @@ func (j *Journal) Reject(id, by, note string) (Record, error) {
 	return j.decide(id, "", by, note, false, false)
 }
 
+// SendBack rejects a pending proposal whose card went stale: the outcome
+// carries stale_base and what moved, so the agent can propose again
+// against the current state.
+func (j *Journal) SendBack(id, by, note, stale string) (Record, error) {
+	if strings.TrimSpace(by) == "" {
+		return Record{}, errors.New("journal: a decision needs who made it")
+	}
+	var expired bool
+	rec, err := j.update(id, func(rec *Record, now time.Time) (proposal.State, Details, error) {
+		if rec.State != proposal.Pending {
+			return "", Details{}, fmt.Errorf("%w: it is %s", ErrNotPending, rec.State)
+		}
+		if !now.Before(rec.Proposal.ExpiresAt.Time) {
+			expired = true
+			return expireDetails(now)
+		}
+		msg := "sent back because the repository moved since it was proposed: " + stale
+		return proposal.Rejected, Details{By: by, Note: note, Code: "stale_base",
+			Decision: &Decision{By: by, Note: note, At: proposal.At(now)},
+			Outcome:  &Outcome{Code: "stale_base", Message: msg, At: proposal.At(now)}}, nil
+	})
+	if err == nil && expired {
+		return rec, ErrExpired
+	}
+	return rec, err
+}
+
 func (j *Journal) decide(id, digest, by, note string, approve, auto bool) (Record, error) {
 	if strings.TrimSpace(by) == "" {
 		return Record{}, errors.New("journal: a decision needs who made it")

@@ -27,20 +27,61 @@ const (
 	OpSubmodulePointer Op = "submodule_pointer"
 )
 
-var allOps = []Op{OpMerge, OpRebase, OpDiscard, OpReset, OpPatch, OpPlan, OpWorktree, OpCommit,
-	OpPush, OpBranch, OpBranchDelete, OpSubmodulePointer}
+// opDef is everything this package knows of one operation: its arguments
+// type (whose methods say how they are validated, what they pin, what
+// they write, their risk and why) and whether it can be a plan step. How
+// an operation is sealed and executed is its step in core/apply; its tool
+// is in sidecar/tools_propose.go.
+type opDef struct {
+	op       Op
+	newArgs  func() Args
+	planStep bool
+}
 
-// planOps may appear as steps of a plan.
-var planOps = []Op{OpMerge, OpRebase, OpDiscard, OpReset, OpPatch}
+var opDefs = []opDef{
+	{OpMerge, func() Args { return &MergeArgs{} }, true},
+	{OpRebase, func() Args { return &RebaseArgs{} }, true},
+	{OpDiscard, func() Args { return &DiscardArgs{} }, true},
+	{OpReset, func() Args { return &ResetArgs{} }, true},
+	{OpPatch, func() Args { return &PatchArgs{} }, true},
+	{OpPlan, func() Args { return &PlanArgs{} }, false},
+	{OpWorktree, func() Args { return &WorktreeArgs{} }, false},
+	{OpCommit, func() Args { return &CommitArgs{} }, false},
+	{OpPush, func() Args { return &PushArgs{} }, false},
+	{OpBranch, func() Args { return &BranchArgs{} }, false},
+	{OpBranchDelete, func() Args { return &BranchDeleteArgs{} }, false},
+	{OpSubmodulePointer, func() Args { return &SubmodulePointerArgs{} }, false},
+}
+
+func defOf(o Op) (opDef, bool) {
+	for _, d := range opDefs {
+		if d.op == o {
+			return d, true
+		}
+	}
+	return opDef{}, false
+}
 
 // Ops lists every operation.
-func Ops() []Op { return slices.Clone(allOps) }
-
-// PlanOps lists the operations a plan may contain.
-func PlanOps() []Op { return slices.Clone(planOps) }
+func Ops() []Op {
+	out := make([]Op, len(opDefs))
+	for i, d := range opDefs {
+		out[i] = d.op
+	}
+	return out
+}
 
 // Valid reports whether o is a known operation.
-func (o Op) Valid() bool { return slices.Contains(allOps, o) }
+func (o Op) Valid() bool {
+	_, ok := defOf(o)
+	return ok
+}
+
+// PlanStep reports whether o may be a step of a plan.
+func (o Op) PlanStep() bool {
+	d, ok := defOf(o)
+	return ok && d.planStep
+}
 
 // Args are the operation-specific arguments of a proposal. The concrete
 // types are the *XxxArgs structs of this package.
@@ -60,6 +101,8 @@ type Args interface {
 	FilesTouched() ([]string, bool)
 
 	risk(Pinned) Risk
+	// why says in one line why the operation has the risk it has.
+	why(Pinned) string
 }
 
 // repoPinner is implemented by args that pin refs in other repositories
@@ -70,31 +113,8 @@ type repoPinner interface {
 
 // newArgs returns a zero *XxxArgs for op.
 func newArgs(op Op) (Args, error) {
-	switch op {
-	case OpMerge:
-		return &MergeArgs{}, nil
-	case OpRebase:
-		return &RebaseArgs{}, nil
-	case OpDiscard:
-		return &DiscardArgs{}, nil
-	case OpReset:
-		return &ResetArgs{}, nil
-	case OpPatch:
-		return &PatchArgs{}, nil
-	case OpPlan:
-		return &PlanArgs{}, nil
-	case OpWorktree:
-		return &WorktreeArgs{}, nil
-	case OpCommit:
-		return &CommitArgs{}, nil
-	case OpPush:
-		return &PushArgs{}, nil
-	case OpBranch:
-		return &BranchArgs{}, nil
-	case OpBranchDelete:
-		return &BranchDeleteArgs{}, nil
-	case OpSubmodulePointer:
-		return &SubmodulePointerArgs{}, nil
+	if d, ok := defOf(op); ok {
+		return d.newArgs(), nil
 	}
 	return nil, invalid("op", "unknown operation %q", op)
 }
@@ -151,6 +171,7 @@ func (a *MergeArgs) Pins() []string                 { return []string{a.Source, 
 func (a *MergeArgs) WrittenRefs() []string          { return []string{BranchRef(a.Target)} }
 func (a *MergeArgs) FilesTouched() ([]string, bool) { return nil, false }
 func (a *MergeArgs) risk(Pinned) Risk               { return RiskMedium }
+func (a *MergeArgs) why(Pinned) string              { return fmt.Sprintf("merges %s into %s", a.Source, a.Target) }
 
 // RebaseArgs replays Branch onto Onto. Never interactive: there is no way
 // to ask for it.
@@ -186,6 +207,12 @@ func (a *RebaseArgs) risk(p Pinned) Risk {
 	}
 	return RiskHigh
 }
+func (a *RebaseArgs) why(p Pinned) string {
+	if a.risk(p) == RiskDestructive {
+		return "rewrites the history of " + a.Branch + ", which has been pushed"
+	}
+	return "rewrites the history of " + a.Branch
+}
 
 // DiscardArgs throws away uncommitted changes to Paths ("." for all).
 type DiscardArgs struct {
@@ -210,7 +237,8 @@ func (a *DiscardArgs) WrittenRefs() []string { return nil }
 func (a *DiscardArgs) FilesTouched() ([]string, bool) {
 	return slices.Clone(a.Paths), true
 }
-func (a *DiscardArgs) risk(Pinned) Risk { return RiskDestructive }
+func (a *DiscardArgs) risk(Pinned) Risk  { return RiskDestructive }
+func (a *DiscardArgs) why(Pinned) string { return "throws away uncommitted changes" }
 
 // ResetMode is git reset's mode.
 type ResetMode string
@@ -254,6 +282,12 @@ func (a *ResetArgs) risk(Pinned) Risk {
 		return RiskDestructive
 	}
 	return RiskHigh
+}
+func (a *ResetArgs) why(Pinned) string {
+	if a.Mode == ResetHard {
+		return "moves the checked-out branch and makes the working tree match " + a.Target
+	}
+	return "moves the checked-out branch to " + a.Target + "; files stay as they are"
 }
 
 // PatchTarget is where a patch is applied.
@@ -299,7 +333,8 @@ func (a *PatchArgs) FilesTouched() ([]string, bool) {
 	files, err := patchFiles(a.Patch)
 	return files, err == nil
 }
-func (a *PatchArgs) risk(Pinned) Risk { return RiskMedium }
+func (a *PatchArgs) risk(Pinned) Risk  { return RiskMedium }
+func (a *PatchArgs) why(Pinned) string { return "changes files in the " + string(a.Target) }
 
 // PlanStep is one operation of a plan.
 type PlanStep struct {
@@ -316,7 +351,7 @@ func (s *PlanStep) UnmarshalJSON(b []byte) error {
 	if err := decodeStrict(b, &w); err != nil {
 		return err
 	}
-	if !slices.Contains(planOps, w.Op) {
+	if !w.Op.PlanStep() {
 		return invalid("steps", "op %q cannot be a plan step", w.Op)
 	}
 	a, err := DecodeArgs(w.Op, w.Args)
@@ -341,7 +376,7 @@ func (a *PlanArgs) Validate() error {
 	}
 	patchBytes := 0
 	for i, s := range a.Steps {
-		if s.Args == nil || !slices.Contains(planOps, s.Op) || s.Args.Op() != s.Op {
+		if s.Args == nil || !s.Op.PlanStep() || s.Args.Op() != s.Op {
 			return invalid(fmt.Sprintf("steps[%d]", i), "op must be one of merge, rebase, discard, reset, patch, with its args")
 		}
 		if err := s.Args.Validate(); err != nil {
@@ -401,6 +436,15 @@ func (a *PlanArgs) risk(p Pinned) Risk {
 	}
 	return r
 }
+func (a *PlanArgs) why(p Pinned) string {
+	r, why := RiskLow, ""
+	for _, s := range a.Steps {
+		if s.Args != nil && s.Args.risk(p) >= r {
+			r, why = s.Args.risk(p), s.Args.why(p)
+		}
+	}
+	return fmt.Sprintf("runs %d steps as one unit; the riskiest %s", len(a.Steps), why)
+}
 
 // WorktreeArgs adds a linked worktree at Path with Branch checked out,
 // creating Branch from StartPoint when NewBranch is set.
@@ -445,6 +489,7 @@ func (a *WorktreeArgs) WrittenRefs() []string {
 }
 func (a *WorktreeArgs) FilesTouched() ([]string, bool) { return nil, true }
 func (a *WorktreeArgs) risk(Pinned) Risk               { return RiskLow }
+func (a *WorktreeArgs) why(Pinned) string              { return "adds a working tree; nothing existing changes" }
 
 // CommitArgs commits Paths (or everything, with StageAll) on the checked-out
 // branch. There is no amend.
@@ -486,6 +531,9 @@ func (a *CommitArgs) FilesTouched() ([]string, bool) {
 	return slices.Clone(a.Paths), true
 }
 func (a *CommitArgs) risk(Pinned) Risk { return RiskLow }
+func (a *CommitArgs) why(Pinned) string {
+	return "adds one commit on top of the checked-out branch; nothing is rewritten"
+}
 
 // PushArgs pushes Branch to Remote (as RemoteBranch, default the same
 // name). A forced push is only ever --force-with-lease against the pinned
@@ -540,6 +588,12 @@ func (a *PushArgs) risk(Pinned) Risk {
 	}
 	return RiskMedium
 }
+func (a *PushArgs) why(Pinned) string {
+	if a.ForceWithLease {
+		return "overwrites " + a.Remote + "/" + a.RemoteName() + " on the remote"
+	}
+	return "publishes commits to " + a.Remote + "/" + a.RemoteName()
+}
 
 // BranchArgs creates the branch Name at StartPoint.
 type BranchArgs struct {
@@ -570,6 +624,12 @@ func (a *BranchArgs) risk(Pinned) Risk {
 		return RiskMedium
 	}
 	return RiskLow
+}
+func (a *BranchArgs) why(Pinned) string {
+	if a.Checkout {
+		return "creates " + a.Name + " and switches the working tree to it"
+	}
+	return "creates the branch " + a.Name
 }
 
 // RepoBranches names branches in one more repository.
@@ -633,6 +693,9 @@ func (a *BranchDeleteArgs) WrittenRefs() []string {
 }
 func (a *BranchDeleteArgs) FilesTouched() ([]string, bool) { return nil, true }
 func (a *BranchDeleteArgs) risk(Pinned) Risk               { return RiskDestructive }
+func (a *BranchDeleteArgs) why(Pinned) string {
+	return fmt.Sprintf("deletes %d branch(es)", len(a.WrittenRefs()))
+}
 
 func (a *BranchDeleteArgs) checkRepoPins(p Pinned) error {
 	if len(p.Repos) != len(a.OtherRepos) {
@@ -688,6 +751,12 @@ func (a *SubmodulePointerArgs) risk(Pinned) Risk {
 		return RiskHigh
 	}
 	return RiskMedium
+}
+func (a *SubmodulePointerArgs) why(Pinned) string {
+	if a.Action == SubmoduleReturn {
+		return "checks the submodule " + a.Path + " out at the recorded commit"
+	}
+	return "records the submodule " + a.Path + " at its checked-out commit"
 }
 
 // checkRepoPins: the submodule's own HEAD is pinned under its canonical

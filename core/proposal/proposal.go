@@ -75,6 +75,9 @@ type Proposal struct {
 	IdempotencyKey string    `json:"idempotencyKey,omitempty"`
 	CreatedAt      Timestamp `json:"createdAt"`
 	ExpiresAt      Timestamp `json:"expiresAt"`
+	// Sealed is the outcome the app computed when the proposal arrived;
+	// an agent never sets it. The digest covers it.
+	Sealed *Sealed `json:"sealed,omitempty"`
 	// Digest is "sha256:" + hex of the canonical JSON of everything else.
 	Digest string `json:"digest,omitempty"`
 }
@@ -105,6 +108,7 @@ type wireProposal struct {
 	IdempotencyKey string          `json:"idempotencyKey,omitempty"`
 	CreatedAt      Timestamp       `json:"createdAt"`
 	ExpiresAt      Timestamp       `json:"expiresAt"`
+	Sealed         *Sealed         `json:"sealed,omitempty"`
 	Digest         string          `json:"digest,omitempty"`
 }
 
@@ -122,7 +126,7 @@ func (p *Proposal) UnmarshalJSON(b []byte) error {
 	*p = Proposal{
 		ID: w.ID, Op: w.Op, Repo: w.Repo, Pinned: w.Pinned, Args: args, Reason: w.Reason,
 		Agent: w.Agent, IdempotencyKey: w.IdempotencyKey, CreatedAt: w.CreatedAt, ExpiresAt: w.ExpiresAt,
-		Digest: w.Digest,
+		Sealed: w.Sealed, Digest: w.Digest,
 	}
 	return nil
 }
@@ -193,12 +197,27 @@ func ShortDigest(digest string) string {
 	return h
 }
 
-// Risk classifies p; see Risk.
+// Risk classifies p; see Risk. The sealed outcome can raise what the
+// operation alone would be: an executable file, a large binary, CI
+// configuration, work that is lost.
 func (p Proposal) Risk() Risk {
+	r, _ := p.RiskWhy()
+	return r
+}
+
+// RiskWhy is p's risk and one line saying why it is that.
+func (p Proposal) RiskWhy() (Risk, string) {
 	if p.Args == nil {
-		return RiskHigh
+		return RiskHigh, "the proposal has no arguments"
 	}
-	return p.Args.risk(p.Pinned)
+	r, why := p.Args.risk(p.Pinned), p.Args.why(p.Pinned)
+	if reasons := p.Sealed.riskReasons(); len(reasons) > 0 && reasons[0].level >= r {
+		r, why = reasons[0].level, reasons[0].why
+		if n := len(reasons) - 1; n > 0 {
+			why += fmt.Sprintf(" and %d more", n)
+		}
+	}
+	return r, why
 }
 
 // Destructive reports whether approving p can lose work: hard reset,
@@ -211,6 +230,9 @@ func (p Proposal) Destructive() bool { return p.Risk() == RiskDestructive }
 func (p Proposal) FilesTouched() ([]string, bool) {
 	if p.Args == nil {
 		return nil, false
+	}
+	if p.Sealed != nil && p.Sealed.Files != nil {
+		return p.Sealed.SealedPaths(), true
 	}
 	return p.Args.FilesTouched()
 }
@@ -276,6 +298,9 @@ func (p Proposal) Validate() error {
 		}
 	} else if len(p.Pinned.Repos) > 0 {
 		return invalid("pinned.repos", "this operation pins nothing in other repositories")
+	}
+	if err := p.Sealed.validate(p.ID); err != nil {
+		return err
 	}
 	if p.Digest == "" {
 		return invalid("digest", "missing")

@@ -2,12 +2,62 @@
 // what it was pinned to, and the whole diff, with approve and reject. A
 // decision is bound to the digest shown here; destructive changes need
 // the confirmation word typed first.
-import { useImperativeHandle, useRef, useState, type Ref } from "react";
-import { api, ApiError, type Card } from "./api";
+import { useEffect, useImperativeHandle, useRef, useState, type Ref } from "react";
+import { api, ApiError, type Card, type Preflight } from "./api";
 import { Countdown, ErrorBox, RiskBadge, Sha, StateBadge, Time, errorMessage } from "./bits";
 import { DiffView } from "./DiffView";
 import { opLabel, shortRef } from "./format";
 import { href } from "./route";
+import { EvidenceBlock, SealedOutcome } from "./SealedOutcome";
+
+/** How often a pending card re-checks what it was sealed against. */
+const preflightEveryMs = 4000;
+
+/**
+ * Re-checks a pending card's pins and sealed inputs: when it opens, when
+ * the window regains focus, and every few seconds while it is pending.
+ */
+function usePreflight(card: Card): Preflight | null {
+  const [pf, setPf] = useState<Preflight | null>(null);
+  const pending = card.state === "pending";
+  useEffect(() => {
+    if (!pending) return;
+    let live = true;
+    let inFlight = false;
+    const check = async () => {
+      if (inFlight) return;
+      inFlight = true;
+      try {
+        const r = await api.preflight(card.id);
+        if (live) setPf(r);
+      } catch {
+        // A failed check says nothing about staleness; the next one runs.
+      } finally {
+        inFlight = false;
+      }
+    };
+    void check();
+    const t = setInterval(() => void check(), preflightEveryMs);
+    const onFocus = () => void check();
+    window.addEventListener("focus", onFocus);
+    return () => {
+      live = false;
+      clearInterval(t);
+      window.removeEventListener("focus", onFocus);
+    };
+  }, [card.id, pending]);
+  return pf;
+}
+
+function describePreflight(pf: Preflight): string {
+  const parts: string[] = [];
+  for (const m of pf.moved) {
+    const name = m.ref.replace(/^refs\/(heads|remotes)\//, "");
+    parts.push(m.to ? `${name} moved from ${m.from?.slice(0, 12)} to ${m.to.slice(0, 12)}` : `${name} is gone`);
+  }
+  for (const c of pf.changed) parts.push(`${c} changed since it was proposed`);
+  return parts.join("; ");
+}
 
 /** What the Pending screen's keyboard shortcuts do to the selected card. */
 export interface CardActions {
@@ -40,10 +90,13 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
   const [busy, setBusy] = useState<"" | "approve" | "reject">("");
   const [error, setError] = useState<string | null>(null);
   const [staleError, setStaleError] = useState<string | null>(null);
+  const preflight = usePreflight(card);
 
   const pending = card.state === "pending";
   const outcomeStale = card.outcome?.code === "stale_base";
-  const staleMessage = staleError ?? (outcomeStale ? card.outcome?.message || "The branch moved since this was proposed." : null);
+  const liveStale = pending && preflight?.stale ? describePreflight(preflight) : null;
+  const staleMessage =
+    liveStale ?? staleError ?? (outcomeStale ? card.outcome?.message || "The branch moved since this was proposed." : null);
   const confirmed = !card.destructive || confirm === card.confirmWord;
   const canApprove = pending && !busy && !staleMessage && confirmed;
   const canReject = pending && !busy;
@@ -68,6 +121,20 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
       onDecided?.(c);
     } catch (e) {
       fail(e);
+    } finally {
+      setBusy("");
+    }
+  }
+
+  async function sendBack() {
+    if (!pending || busy) return;
+    setBusy("reject");
+    setError(null);
+    try {
+      const c = await api.sendBack({ id: card.id, digest: card.digest, note });
+      onDecided?.(c);
+    } catch (e) {
+      setError(errorMessage(e));
     } finally {
       setBusy("");
     }
@@ -140,12 +207,28 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
           {card.id}
         </a>
       </p>
-      <blockquote className="reason">{card.reason}</blockquote>
+      {card.riskWhy && (
+        <p className={`risk-why risk-${card.risk}`}>
+          <span className="muted">Risk {card.risk}:</span> {card.riskWhy}
+        </p>
+      )}
+      <blockquote className="reason">
+        <span className="reason-label muted">The agent says:</span> {card.reason}
+      </blockquote>
 
       {staleMessage && (
         <div className="stale" role="alert">
           <strong>Stale:</strong> {staleMessage}
-          {staleError && onReload && (
+          {liveStale && (
+            <>
+              {" "}
+              This card can no longer be approved as shown.{" "}
+              <button type="button" className="send-back" disabled={!!busy} onClick={() => void sendBack()}>
+                Send back to the agent
+              </button>
+            </>
+          )}
+          {!liveStale && staleError && onReload && (
             <>
               {" "}
               <button
@@ -161,6 +244,24 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
             </>
           )}
         </div>
+      )}
+
+      {pending && preflight && preflight.notes.length > 0 && (
+        <ul className="plain preflight-notes">
+          {preflight.notes.map((n) => (
+            <li key={n} className="preflight-note">
+              {n}
+            </li>
+          ))}
+        </ul>
+      )}
+
+      {card.evidence && <EvidenceBlock evidence={card.evidence} />}
+
+      {card.sealed && (
+        <section className="outcome-block" aria-label="Sealed outcome">
+          <SealedOutcome sealed={card.sealed} op={card.op} />
+        </section>
       )}
 
       <dl className="facts">
@@ -198,10 +299,14 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
         <dd>
           <Sha value={card.digest} short={card.shortDigest} what="digest" />
         </dd>
-        <dt>Files</dt>
-        <dd>
-          <FileList files={card.files} known={card.filesKnown} />
-        </dd>
+        {!card.sealed && (
+          <>
+            <dt>Files</dt>
+            <dd>
+              <FileList files={card.files} known={card.filesKnown} />
+            </dd>
+          </>
+        )}
         {card.collisions?.length > 0 && (
           <>
             <dt>Collides with</dt>

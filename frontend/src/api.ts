@@ -75,6 +75,69 @@ export interface Step {
   note?: string;
 }
 
+/** One path's change between two sealed trees. */
+export interface FileChange {
+  status: "added" | "modified" | "deleted" | "renamed" | "type_changed";
+  path: string;
+  oldPath?: string;
+  oldMode?: string;
+  mode?: string;
+  oldBlob?: string;
+  blob?: string;
+  size: number;
+  binary?: boolean;
+}
+
+export interface CommitList {
+  count: number;
+  commits: { sha: string; subject: string }[];
+}
+
+export interface RefMove {
+  ref: string;
+  from?: string;
+  to?: string;
+  delete?: boolean;
+  repo?: string;
+}
+
+/** The exact outcome approving a proposal produces, sealed when it arrived. */
+export interface Sealed {
+  ref?: string;
+  base?: string;
+  before?: string;
+  after?: string;
+  files?: FileChange[];
+  /** "loses": files are uncommitted work that is thrown away. */
+  effect?: "lands" | "loses";
+  kept?: FileChange[];
+  commits?: CommitList;
+  lost?: CommitList;
+  moves?: RefMove[];
+  fastForward?: boolean;
+  untracked?: string[];
+  uncommitted?: string[];
+  keeps?: string[];
+  steps?: Sealed[];
+}
+
+/** What changed since a pending proposal was sealed. */
+export interface Preflight {
+  stale: boolean;
+  moved: RefMove[];
+  changed: string[];
+  notes: string[];
+}
+
+/** Sluice's own record of the workspace runs behind a proposal. */
+export interface Evidence {
+  workspaceId: string;
+  runs: WorkspaceRun[];
+  /** The last run failed. */
+  failed: boolean;
+  failedRuns: number;
+}
+
 /** Everything a person needs to decide on one proposal. */
 export interface Card {
   id: string;
@@ -85,8 +148,12 @@ export interface Card {
   reason: string;
   state: ProposalState;
   risk: Risk;
+  /** One line saying why the risk is what it is. */
+  riskWhy: string;
   destructive: boolean;
   confirmWord?: string;
+  sealed?: Sealed;
+  evidence?: Evidence;
   digest: string;
   shortDigest: string;
   pinned: Pinned;
@@ -398,6 +465,13 @@ export const api = {
       "Approve",
       [{ id: d.id, digest: d.digest, note: d.note, confirm: d.confirm ?? "" }],
       post(`/api/proposals/${seg(d.id)}/approve`, { digest: d.digest, note: d.note, confirm: d.confirm ?? "" }),
+    ),
+  preflight: (id: string) => call<Preflight>("Preflight", [id], get(`/api/proposals/${seg(id)}/preflight`)),
+  sendBack: (d: DecisionRequest) =>
+    call<Card>(
+      "SendBack",
+      [{ id: d.id, digest: d.digest, note: d.note, confirm: "" }],
+      post(`/api/proposals/${seg(d.id)}/send-back`, { digest: d.digest, note: d.note }),
     ),
   reject: (d: DecisionRequest) =>
     call<Card>(

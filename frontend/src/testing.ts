@@ -95,6 +95,7 @@ export function card(over: Partial<Card> = {}): Card {
     reason: "Merge the checkout fix into main",
     state: "pending",
     risk: "medium",
+    riskWhy: "merges fix into main",
     destructive: false,
     digest: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
     shortDigest: "0123456789ab",

@@ -1,0 +1,52 @@
+package app
+
+import (
+	"strings"
+
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// CardEvidence is Sluice's own record of the workspace runs behind a
+// proposal: read by the app from the workspace it manages, never taken
+// from the agent's words, and shown apart from them.
+type CardEvidence struct {
+	WorkspaceID string             `json:"workspaceId"`
+	Runs        []WorkspaceRunView `json:"runs"`
+	// Failed: the last run failed (a non-zero exit, out of memory, a time
+	// limit, a failed test); FailedRuns counts every run that did.
+	Failed     bool `json:"failed"`
+	FailedRuns int  `json:"failedRuns"`
+}
+
+// workspaceRef is where a sealed workspace's commits are handed off.
+const workspaceRef = "refs/sluice/proposals/"
+
+// evidenceFor is the run evidence of the workspace a proposal merges, or
+// nil when it merges none (or the workspace is gone).
+func (a *App) evidenceFor(p proposal.Proposal) *CardEvidence {
+	m, ok := p.Args.(*proposal.MergeArgs)
+	if !ok || a.workspaces == nil {
+		return nil
+	}
+	id, ok := strings.CutPrefix(m.Source, workspaceRef)
+	if !ok || !proposal.ValidID(id) {
+		return nil
+	}
+	runs, err := a.workspaces.Runs(id)
+	if err != nil {
+		return nil
+	}
+	ev := &CardEvidence{WorkspaceID: id, Runs: []WorkspaceRunView{}}
+	if len(runs) > maxRunsShown {
+		runs = runs[len(runs)-maxRunsShown:]
+	}
+	for i, r := range runs {
+		failed := r.ExitCode != 0 || r.OOMKilled || r.TimedOut || (r.Tests != nil && r.Tests.Failed+r.Tests.Errors > 0)
+		if failed {
+			ev.FailedRuns++
+		}
+		ev.Failed = failed && i == len(runs)-1
+		ev.Runs = append(ev.Runs, runView(r))
+	}
+	return ev
+}

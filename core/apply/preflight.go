@@ -1,0 +1,141 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// Preflight is what changed, since a pending proposal was sealed, in what
+// its outcome depends on. The card shows it before anyone decides.
+type Preflight struct {
+	// Stale: approving now would fail and change nothing. Moved or Changed
+	// say why.
+	Stale bool `json:"stale"`
+	// Moved are pinned refs that point elsewhere now (To "" when gone).
+	Moved []proposal.RefMove `json:"moved"`
+	// Changed are working-tree inputs of the sealed outcome that changed.
+	Changed []string `json:"changed"`
+	// Notes are changes that do not block: a file of a commit edited
+	// after the proposal (the commit lands the sealed content, the edit
+	// stays uncommitted).
+	Notes []string `json:"notes"`
+}
+
+// Preflight checks, changing nothing in the repository, whether p's pins
+// still hold and its sealed working-tree inputs are unchanged.
+func (e *Executor) Preflight(ctx context.Context, p proposal.Proposal) (*Preflight, error) {
+	out := &Preflight{Moved: []proposal.RefMove{}, Changed: []string{}, Notes: []string{}}
+	r := &run{e: e, p: p}
+	if err := r.open(ctx); err != nil {
+		return nil, err
+	}
+	check := func(rc *repoCtx, pins map[string]string, repo string) error {
+		keys := make([]string, 0, len(pins))
+		for k := range pins {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		now, err := rc.resolve(ctx, keys)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if now[k] != pins[k] {
+				out.Moved = append(out.Moved, proposal.RefMove{Ref: k, From: pins[k], To: now[k], Repo: repo})
+			}
+		}
+		return nil
+	}
+	if err := check(r.main, p.Pinned.Refs, ""); err != nil {
+		return nil, err
+	}
+	for path, pins := range p.Pinned.Repos {
+		if rc := r.others[path]; rc != nil {
+			if err := check(rc, pins, path); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(out.Moved) > 0 {
+		out.Stale = true
+		return out, nil
+	}
+	if p.Sealed == nil {
+		return out, nil
+	}
+	steps := stepsOf(p.Args)
+	st, sealed := steps[0], p.Sealed
+	if len(p.Sealed.Steps) > 0 {
+		sealed = &p.Sealed.Steps[0]
+	}
+	var want string
+	var state func(ctx context.Context, sl *sealing, headTree string) (string, error)
+	switch s := st.(type) {
+	case *discardStep:
+		want = sealed.Before
+		state = func(ctx context.Context, sl *sealing, headTree string) (string, error) {
+			t, _, err := s.state(ctx, sl, r.expect["HEAD"], headTree)
+			return t, err
+		}
+	case *resetStep:
+		if s.a.Mode == proposal.ResetHard {
+			want = sealed.Before
+			state = func(ctx context.Context, sl *sealing, _ string) (string, error) {
+				t, _, err := s.state(ctx, sl, r.expect[s.a.Target])
+				return t, err
+			}
+		}
+	case *patchStep:
+		want, state = sealed.Before, s.stateNow
+	case *commitStep:
+		// What is on disk now at the committed paths, against what the
+		// commit records.
+		paths := sealed.SealedPaths()
+		_, changed, err := r.compareState(ctx, sealed.After, func(ctx context.Context, sl *sealing, headTree string) (string, error) {
+			t, _, err := sl.worktreeState(ctx, headTree, paths)
+			return t, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range changed {
+			if slices.Contains(paths, c) {
+				out.Notes = append(out.Notes, fmt.Sprintf("%s changed on disk since it was proposed: approving commits the version shown here, and the later edit stays in the working tree, uncommitted", c))
+			}
+		}
+		return out, nil
+	}
+	if state == nil {
+		return out, nil
+	}
+	_, changed, err := r.compareState(ctx, want, state)
+	if err != nil {
+		return nil, err
+	}
+	if len(changed) > 0 {
+		out.Stale, out.Changed = true, changed
+	}
+	return out, nil
+}
+
+// Describe says in one line what moved and what changed.
+func (p *Preflight) Describe() string {
+	var parts []string
+	for _, m := range p.Moved {
+		name := strings.TrimPrefix(strings.TrimPrefix(m.Ref, "refs/heads/"), "refs/remotes/")
+		if m.To == "" {
+			parts = append(parts, name+" is gone (it was at "+short(m.From)+")")
+		} else {
+			parts = append(parts, fmt.Sprintf("%s moved from %s to %s", name, short(m.From), short(m.To)))
+		}
+	}
+	for _, c := range limitList(p.Changed, 10) {
+		parts = append(parts, c+" changed since it was proposed")
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,613 @@
+package apply
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// A sealed outcome is computed by the app when a proposal arrives, before
+// its card opens (see proposal.Sealed). Each operation's step says how it
+// seals (sealer) and checks, when it runs, that it produces exactly that
+// outcome. Sealing writes only git objects and the one ref that keeps them
+// (refs/sluice/sealed/<id>); it never touches the person's index, working
+// tree or branches, and runs no hook, filter or driver the repository
+// configures.
+
+// sealer is implemented by every step: it computes the step's outcome on
+// the state the sealing has reached.
+type sealer interface {
+	seal(ctx context.Context, s *sealing) (proposal.Sealed, error)
+}
+
+// sealing is one proposal being sealed.
+type sealing struct {
+	r  *run
+	rc *repoCtx
+	// tmp holds temporary index files; removed when sealing ends.
+	tmp string
+	n   int
+	// worktree, in a plan, is the tree the main working tree holds after
+	// the steps sealed so far moved its checkout ("" while it is what is
+	// on disk); worktreeUnknown is set once a step changed some of its
+	// files in a way later steps cannot see without running it.
+	worktree        string
+	worktreeUnknown bool
+	// env is added to every git process: a scratch object directory when
+	// what is computed is only compared, never kept.
+	env []string
+}
+
+// run runs git in the repository with the sealing's environment.
+func (s *sealing) run(ctx context.Context, c call) (result, error) {
+	c.dir = s.rc.path
+	c.env = append(slices.Clone(s.env), c.env...)
+	return s.rc.g.run(ctx, c)
+}
+
+// scratch makes the sealing write its objects to a temporary object
+// directory inside its scratch directory, so the repository stays
+// exactly as it was.
+func (s *sealing) scratch() error {
+	objs := filepath.Join(s.tmp, "objects")
+	if err := os.Mkdir(objs, 0o700); err != nil {
+		return err
+	}
+	s.env = []string{"GIT_OBJECT_DIRECTORY=" + objs, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + s.rc.objectsDir()}
+	return nil
+}
+
+// Seal computes proposal p's outcome, writes the objects it names into
+// the repository and keeps them under proposal.SealedRef(p.ID). The
+// proposal must not carry an outcome already: only the app seals. A
+// proposal whose outcome cannot be produced (a patch that does not apply,
+// a merge that conflicts, nothing to commit) is refused with the reason,
+// and nothing stays behind but unreferenced objects.
+func (e *Executor) Seal(ctx context.Context, p proposal.Proposal) (*proposal.Sealed, error) {
+	if p.Sealed != nil {
+		return nil, newErr(CodeInvalidArgument, "a proposal's outcome is sealed by the Sluice app; it cannot come with the proposal")
+	}
+	r := &run{e: e, p: p}
+	if err := r.open(ctx); err != nil {
+		return nil, err
+	}
+	unlock, err := e.lock(ctx, reposOf(p))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if _, ok := p.Args.(*proposal.BranchDeleteArgs); !ok {
+		if err := r.checkPins(ctx); err != nil {
+			return nil, err
+		}
+	}
+	tmp, err := os.MkdirTemp("", "sluice-seal-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	s := &sealing{r: r, rc: r.main, tmp: tmp}
+	e.step("seal-start")
+	var out proposal.Sealed
+	steps := stepsOf(p.Args)
+	if len(steps) == 1 {
+		if out, err = sealStep(ctx, s, steps[0]); err != nil {
+			return nil, err
+		}
+	} else {
+		if out, err = s.sealPlan(ctx, steps); err != nil {
+			return nil, err
+		}
+	}
+	out.Ref = proposal.SealedRef(p.ID)
+	e.step("seal-computed")
+	return &out, nil
+}
+
+func sealStep(ctx context.Context, s *sealing, st step) (proposal.Sealed, error) {
+	sl, ok := st.(sealer)
+	if !ok {
+		return proposal.Sealed{}, newErr(CodeUnsupported, "%s cannot be sealed", st.name())
+	}
+	return sl.seal(ctx, s)
+}
+
+// sealPlan seals each step of a plan on the state the steps before it
+// leave: the refs they move and, when a step moves the checkout (a merge
+// or rebase of the checked-out branch, a hard reset) or patches it, the
+// working tree it leaves. A step that reads files an earlier step changed
+// in a way that cannot be computed without running it (a discard, or a
+// patch on files read from disk) refuses the plan with that reason.
+func (s *sealing) sealPlan(ctx context.Context, steps []step) (proposal.Sealed, error) {
+	out := proposal.Sealed{}
+	for i, st := range steps {
+		_, isDiscard := st.(*discardStep)
+		if readsWorktree(st) && (s.worktreeUnknown || (isDiscard && s.worktree != "")) {
+			return out, newErr(CodeUnsupported, "plan step %d (%s) works on files an earlier step changes; its outcome cannot be shown before the earlier step runs: propose the steps one at a time", i+1, st.name())
+		}
+		h, err := s.r.head(ctx)
+		if err != nil {
+			return out, err
+		}
+		sub, err := sealStep(ctx, s, st)
+		if err != nil {
+			return out, planStepError(i, len(steps), st, err)
+		}
+		out.Steps = append(out.Steps, sub)
+		switch x := st.(type) {
+		case *mergeStep:
+			if h.sym == proposal.BranchRef(x.a.Target) {
+				s.worktree = sub.After
+			}
+		case *rebaseStep:
+			if h.sym == proposal.BranchRef(x.a.Branch) {
+				s.worktree = sub.After
+			}
+		case *resetStep:
+			if x.a.Mode == proposal.ResetHard {
+				s.worktree, s.worktreeUnknown = sub.After, false
+			}
+		case *patchStep:
+			if x.a.Target == proposal.PatchWorktree {
+				if s.worktree != "" {
+					s.worktree = sub.After
+				} else {
+					s.worktreeUnknown = true
+				}
+			}
+		case *discardStep:
+			s.worktreeUnknown = true
+		}
+		// A later step sees the refs this one moves.
+		for _, m := range sub.Moves {
+			if m.Repo == "" && m.To != "" {
+				s.r.moved(s.rc, m.Ref, m.To, m.Ref == "HEAD" || m.Ref == h.sym)
+			}
+		}
+	}
+	return out, nil
+}
+
+func readsWorktree(st step) bool {
+	switch x := st.(type) {
+	case *discardStep, *patchStep:
+		return true
+	case *resetStep:
+		return x.a.Mode == proposal.ResetHard
+	}
+	return false
+}
+
+// Keep makes the objects of p's sealed outcome reachable: a commit whose
+// tree holds every sealed tree, under refs/sluice/sealed/<id>. Until then
+// they are objects nothing refers to, so a proposal that is never stored
+// leaves nothing behind that git's own gc does not clean. Keep is called
+// once the proposal is stored, and again at start-up for every proposal
+// still open (a crash may have come in between); a ref that exists is
+// left as it is.
+func (e *Executor) Keep(ctx context.Context, p proposal.Proposal) error {
+	if p.Sealed == nil {
+		return nil
+	}
+	e.step("seal-keep")
+	rc, err := e.openRepo(ctx, p.Repo)
+	if err != nil {
+		return err
+	}
+	ref := proposal.SealedRef(p.ID)
+	if res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "--verify", "--quiet", ref}, ok: []int{1}}); err != nil {
+		return err
+	} else if res.exit == 0 {
+		return nil
+	}
+	var trees []string
+	for _, x := range append([]proposal.Sealed{*p.Sealed}, p.Sealed.Steps...) {
+		for _, t := range []string{x.Before, x.After} {
+			if t != "" && !slices.Contains(trees, t) {
+				trees = append(trees, t)
+			}
+		}
+	}
+	var in bytes.Buffer
+	for i, t := range trees {
+		fmt.Fprintf(&in, "040000 tree %s\tt%02d\n", t, i)
+	}
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"mktree"}, stdin: in.Bytes()})
+	if err != nil {
+		if strings.Contains(stderrOf(err), "bad") || strings.Contains(stderrOf(err), "missing") {
+			return newErr(CodeStaleBase, "the sealed outcome's objects are no longer in the repository; the proposal cannot run")
+		}
+		return err
+	}
+	c, err := rc.commitTree(ctx, res.text(), nil, "sluice: sealed outcome of proposal "+p.ID)
+	if err != nil {
+		return err
+	}
+	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-m", "sluice: seal", ref, c, rc.g.zero}}); err != nil {
+		return err
+	}
+	e.step("seal-kept")
+	return nil
+}
+
+// Unseal drops the ref that keeps proposal id's sealed objects in repo
+// (when the proposal was never stored, or its retention ended). A ref
+// that is already gone is not an error.
+func (e *Executor) Unseal(ctx context.Context, repo, id string) error {
+	if !proposal.ValidID(id) {
+		return newErr(CodeInvalidArgument, "invalid proposal id")
+	}
+	rc, err := e.openRepo(ctx, repo)
+	if err != nil {
+		return err
+	}
+	_, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-d", proposal.SealedRef(id)}})
+	return err
+}
+
+// SealedIDs lists the proposal ids that have sealed objects in repo.
+func (e *Executor) SealedIDs(ctx context.Context, repo string) ([]string, error) {
+	rc, err := e.openRepo(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"for-each-ref", "--format=%(refname)", proposal.SealedRefPrefix}})
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, l := range strings.Split(res.text(), "\n") {
+		if id, ok := strings.CutPrefix(l, proposal.SealedRefPrefix); ok && proposal.ValidID(id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// index returns the environment of a new temporary index file, filled
+// from tree ("" leaves it empty), or from a copy of the worktree's own
+// index when copyOf is set.
+func (s *sealing) index(ctx context.Context, tree string, copyOf *worktree) ([]string, string, error) {
+	s.n++
+	path := filepath.Join(s.tmp, "index"+strconv.Itoa(s.n))
+	env := []string{"GIT_INDEX_FILE=" + path}
+	if copyOf != nil {
+		if err := gitx.CopyIndex(filepath.Join(copyOf.gitDir, "index"), path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, "", err
+		}
+		return env, path, nil
+	}
+	if tree != "" {
+		if _, err := s.run(ctx, call{args: []string{"read-tree", tree}, env: env}); err != nil {
+			return nil, "", err
+		}
+	}
+	return env, path, nil
+}
+
+// copyIndexFile copies a temporary index to a new one.
+func (s *sealing) copyIndexFile(from string) ([]string, error) {
+	s.n++
+	path := filepath.Join(s.tmp, "index"+strconv.Itoa(s.n))
+	if err := gitx.CopyIndex(from, path); err != nil {
+		return nil, err
+	}
+	return []string{"GIT_INDEX_FILE=" + path}, nil
+}
+
+// writeTree writes the tree of a temporary index.
+func (s *sealing) writeTree(ctx context.Context, env []string) (string, error) {
+	res, err := s.run(ctx, call{args: []string{"write-tree"}, env: env})
+	if err != nil {
+		if strings.Contains(stderrOf(err), "unmerged") {
+			return "", newErr(CodeOperationInProgress, "the index has unresolved conflicts; resolve or abort them first")
+		}
+		return "", err
+	}
+	return res.text(), nil
+}
+
+// addPaths stages paths (NUL-separated on stdin, so any path is literal)
+// into a temporary index from the working tree, with every change:
+// modifications, deletions, new files and modes.
+func (s *sealing) addPaths(ctx context.Context, env []string, paths []string, extra ...string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	args := append([]string{"add", "--all"}, extra...)
+	args = append(args, "--pathspec-from-file=-", "--pathspec-file-nul")
+	_, err := s.run(ctx, call{args: args, env: env, stdin: nulList(paths)})
+	if err != nil {
+		if st := stderrOf(err); strings.Contains(st, "did not match") || strings.Contains(st, "ignored by one of your .gitignore") {
+			return &Error{Code: CodeInvalidArgument, Err: err, Msg: "a path cannot be committed: " + clip(strings.TrimSpace(st), 500)}
+		}
+		return err
+	}
+	return nil
+}
+
+func nulList(paths []string) []byte {
+	var b bytes.Buffer
+	for _, p := range paths {
+		b.WriteString(p)
+		b.WriteByte(0)
+	}
+	return b.Bytes()
+}
+
+// listPaths runs a git command that prints NUL-separated paths.
+func (s *sealing) listPaths(ctx context.Context, env []string, args ...string) ([]string, error) {
+	res, err := s.run(ctx, call{args: args, env: env})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range strings.Split(string(res.out), "\x00") {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// tree is the tree of a commit.
+func (s *sealing) tree(ctx context.Context, commit string) (string, error) {
+	t, err := s.rc.resolveTrees(ctx, commit)
+	if err != nil {
+		return "", err
+	}
+	return t[commit], nil
+}
+
+// changes lists the changes from tree a to tree b with their modes,
+// blobs, sizes and whether git treats them as binary. Renames are
+// detected as git's diff would show them.
+func (s *sealing) changes(ctx context.Context, a, b string) ([]proposal.FileChange, error) {
+	out := []proposal.FileChange{}
+	if a == b {
+		return out, nil
+	}
+	res, err := s.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "-M", "--raw", "--numstat", "--no-commit-id", "--abbrev=40", a, b, "--"}})
+	if err != nil {
+		return nil, err
+	}
+	recs := strings.Split(string(res.out), "\x00")
+	index := map[string]int{}
+	for i := 0; i < len(recs); i++ {
+		rec := recs[i]
+		if rec == "" {
+			continue
+		}
+		if rec[0] == ':' {
+			f := strings.Fields(rec[1:])
+			if len(f) < 5 || i+1 >= len(recs) {
+				continue
+			}
+			c := proposal.FileChange{OldMode: f[0], Mode: f[1], OldBlob: f[2], Blob: f[3]}
+			i++
+			c.Path = recs[i]
+			switch f[4][0] {
+			case 'A':
+				c.Status = proposal.FileAdded
+			case 'D':
+				c.Status = proposal.FileDeleted
+			case 'R':
+				c.Status = proposal.FileRenamed
+				c.OldPath = c.Path
+				i++
+				c.Path = recs[i]
+			case 'T':
+				c.Status = proposal.FileTypeChanged
+			default:
+				c.Status = proposal.FileModified
+			}
+			for _, p := range []*string{&c.OldMode, &c.Mode} {
+				if *p == "000000" {
+					*p = ""
+				}
+			}
+			for _, p := range []*string{&c.OldBlob, &c.Blob} {
+				if strings.Trim(*p, "0") == "" {
+					*p = ""
+				}
+			}
+			index[c.Path] = len(out)
+			out = append(out, c)
+			continue
+		}
+		parts := strings.SplitN(rec, "\t", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		p := parts[2]
+		if p == "" && i+2 < len(recs) {
+			i += 2
+			p = recs[i]
+		}
+		if j, ok := index[p]; ok && parts[0] == "-" {
+			out[j].Binary = true
+		}
+	}
+	// Sizes, in one process.
+	var in bytes.Buffer
+	for _, c := range out {
+		blob := c.Blob
+		if blob == "" {
+			blob = c.OldBlob
+		}
+		in.WriteString(blob + "\n")
+	}
+	if len(out) > 0 {
+		res, err := s.run(ctx, call{args: []string{"cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"}, stdin: in.Bytes()})
+		if err != nil {
+			return nil, err
+		}
+		lines := strings.Split(res.text(), "\n")
+		for i := range out {
+			if i < len(lines) {
+				if f := strings.Fields(lines[i]); len(f) == 3 && f[1] == "blob" {
+					out[i].Size, _ = strconv.ParseInt(f[2], 10, 64)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// commitList lists the commits reachable from include and from none of
+// exclude: the first proposal.MaxListedCommits with their subjects, and
+// the count.
+func (rc *repoCtx) commitList(ctx context.Context, include string, exclude ...string) (*proposal.CommitList, error) {
+	revs := []string{include}
+	if len(exclude) > 0 {
+		revs = append(append(revs, "--not"), exclude...)
+	}
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: append(append([]string{"rev-list", "--count"}, revs...), "--")})
+	if err != nil {
+		return nil, err
+	}
+	n, err := strconv.Atoi(res.text())
+	if err != nil {
+		return nil, newErr(CodeGitFailed, "git rev-list gave an unexpected count")
+	}
+	out := &proposal.CommitList{Count: n, Commits: []proposal.CommitRef{}}
+	if n == 0 {
+		return out, nil
+	}
+	res, err = rc.g.run(ctx, call{dir: rc.path, args: append(append([]string{"log", "--no-decorate", "--format=%H%x00%s", "-n", strconv.Itoa(proposal.MaxListedCommits)}, revs...), "--")})
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range strings.Split(res.text(), "\n") {
+		if h, subj, ok := strings.Cut(l, "\x00"); ok {
+			out.Commits = append(out.Commits, proposal.CommitRef{SHA: h, Subject: subj})
+		}
+	}
+	return out, nil
+}
+
+// refuseFilters refuses paths that a git filter (Git LFS, git-crypt, …)
+// would transform on commit: Sluice commits the exact bytes it sealed
+// and runs no filter before a person approved.
+func (s *sealing) refuseFilters(ctx context.Context, files []proposal.FileChange) error {
+	if len(files) == 0 {
+		return nil
+	}
+	var paths []string
+	for _, f := range files {
+		if f.Status != proposal.FileDeleted {
+			paths = append(paths, f.Path)
+		}
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	res, err := s.run(ctx, call{args: []string{"check-attr", "--stdin", "-z", "filter"}, stdin: nulList(paths)})
+	if err != nil {
+		return err
+	}
+	f := strings.Split(string(res.out), "\x00")
+	for i := 0; i+2 < len(f); i += 3 {
+		if v := f[i+2]; v != "unspecified" && v != "unset" && v != "" {
+			return newErr(CodeUnsupported, "%s uses the git filter %q; Sluice commits exactly the bytes shown on the card and runs no filter before approval, so commit this path yourself", f[i], v)
+		}
+	}
+	return nil
+}
+
+// headMove is the move of the checked-out branch (or a detached HEAD).
+func (r *run) headMove(ctx context.Context, to string) (proposal.RefMove, error) {
+	h, err := r.head(ctx)
+	if err != nil {
+		return proposal.RefMove{}, err
+	}
+	ref := h.sym
+	if ref == "" {
+		ref = "HEAD"
+	}
+	return proposal.RefMove{Ref: ref, From: r.expect["HEAD"], To: to}, nil
+}
+
+// worktreeState is the state of the given paths of the working tree as a
+// tree: HEAD's tree with each path replaced by what is on disk (absent
+// when it is gone), and the temporary index that holds it. Untracked
+// files are included only when listed.
+func (s *sealing) worktreeState(ctx context.Context, headTree string, paths []string) (string, string, error) {
+	env, idx, err := s.index(ctx, headTree, nil)
+	if err != nil {
+		return "", "", err
+	}
+	inHead, err := s.listPaths(ctx, env, append([]string{"ls-files", "-z", "--"}, paths...)...)
+	if err != nil {
+		return "", "", err
+	}
+	var add []string
+	for _, p := range paths {
+		if _, err := os.Lstat(filepath.Join(s.rc.path, filepath.FromSlash(p))); err == nil || slices.Contains(inHead, p) || hasPrefixIn(inHead, p) {
+			add = append(add, p)
+		}
+	}
+	if err := s.addPaths(ctx, env, add); err != nil {
+		return "", "", err
+	}
+	t, err := s.writeTree(ctx, env)
+	return t, idx, err
+}
+
+func hasPrefixIn(list []string, dir string) bool {
+	for _, p := range list {
+		if strings.HasPrefix(p, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// checkSealed refuses to run a proposal whose outcome was never sealed
+// when the operation reads the working tree (what would land could not
+// be shown), and one whose sealed objects are gone.
+func (r *run) checkSealed(ctx context.Context) error {
+	s := r.p.Sealed
+	if s == nil {
+		for _, st := range stepsOf(r.p.Args) {
+			if readsWorktree(st) || st.name() == proposal.OpCommit {
+				return newErr(CodeUnsupported, "the proposal has no sealed outcome, so what it would change was never shown; nothing was run. Propose it again")
+			}
+		}
+		return nil
+	}
+	var trees []string
+	for _, x := range append([]proposal.Sealed{*s}, s.Steps...) {
+		for _, t := range []string{x.Before, x.After} {
+			if t != "" {
+				trees = append(trees, t)
+			}
+		}
+	}
+	if len(trees) == 0 {
+		return nil
+	}
+	var in bytes.Buffer
+	for _, t := range trees {
+		in.WriteString(t + "\n")
+	}
+	res, err := r.main.g.run(ctx, call{dir: r.main.path, args: []string{"cat-file", "--batch-check=%(objecttype)"}, stdin: in.Bytes()})
+	if err != nil {
+		return err
+	}
+	for _, l := range strings.Split(res.text(), "\n") {
+		if l != "tree" {
+			return newErr(CodeStaleBase, "the sealed outcome's objects are no longer in the repository (%s); nothing was run. Propose it again", proposal.SealedRef(r.p.ID))
+		}
+	}
+	return nil
+}

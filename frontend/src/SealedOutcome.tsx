@@ -1,0 +1,252 @@
+// A proposal's sealed outcome in words: what is lost (first, in red), what
+// lands or is sent, which refs move, and every file with its status, mode
+// and size. The diff below it is the same outcome line by line.
+import { useState } from "react";
+import type { CommitList, Evidence, FileChange, RefMove, Sealed, WorkspaceRun } from "./api";
+import { Sha } from "./bits";
+import { shortRef } from "./format";
+
+const fileLimit = 50;
+
+export function SealedOutcome({ sealed, op }: { sealed: Sealed; op: string }) {
+  if (sealed.steps && sealed.steps.length > 0) {
+    return (
+      <ol className="sealed-steps">
+        {sealed.steps.map((s, i) => (
+          <li key={i}>
+            <SealedOutcome sealed={s} op={op} />
+          </li>
+        ))}
+      </ol>
+    );
+  }
+  const loses = sealed.effect === "loses";
+  const losses = loses || (sealed.lost?.count ?? 0) > 0;
+  return (
+    <div className="sealed">
+      {losses && (
+        <section className="losses" aria-label="What is lost">
+          <h3>Lost if approved</h3>
+          {sealed.lost && sealed.lost.count > 0 && (
+            <Commits list={sealed.lost} what="commit(s) become unreachable from the branch" className="lost-commits" />
+          )}
+          {sealed.uncommitted && sealed.uncommitted.length > 0 && (
+            <p className="lost-uncommitted">
+              Uncommitted changes thrown away in {sealed.uncommitted.length} file(s): <Paths paths={sealed.uncommitted} />
+            </p>
+          )}
+          {sealed.untracked && sealed.untracked.length > 0 && (
+            <p className="lost-untracked">
+              Untracked files deleted or overwritten: <Paths paths={sealed.untracked} />
+            </p>
+          )}
+        </section>
+      )}
+      {sealed.commits && sealed.commits.count > 0 && (
+        <Commits list={sealed.commits} what={commitsWhat(op)} className="incoming-commits" />
+      )}
+      {sealed.kept && sealed.kept.length > 0 && (
+        <p className="kept">
+          {sealed.kept.length} file(s) leave the branch and stay in the working tree, uncommitted:{" "}
+          <Paths paths={sealed.kept.map((f) => f.path)} />
+        </p>
+      )}
+      {sealed.fastForward && <p className="ff">Fast-forward: no new commit is made.</p>}
+      {sealed.moves && sealed.moves.length > 0 && <Moves moves={sealed.moves} />}
+      {sealed.keeps && sealed.keeps.length > 0 && (
+        <p className="keeps">
+          Left alone: <Paths paths={sealed.keeps} />
+        </p>
+      )}
+      {sealed.files && sealed.files.length > 0 && <Files files={sealed.files} loses={loses} />}
+      {sealed.after && (
+        <p className="muted sealed-ids">
+          Sealed tree <Sha value={sealed.after} what="sealed tree" />
+          {sealed.before && (
+            <>
+              {" "}
+              from <Sha value={sealed.before} what="tree before" />
+            </>
+          )}
+        </p>
+      )}
+    </div>
+  );
+}
+
+function commitsWhat(op: string): string {
+  switch (op) {
+    case "push":
+      return "commit(s) the remote receives";
+    case "rebase":
+      return "commit(s) replayed onto the new base";
+    default:
+      return "commit(s) brought in";
+  }
+}
+
+function Commits({ list, what, className }: { list: CommitList; what: string; className: string }) {
+  return (
+    <div className={className}>
+      <p>
+        <strong>{list.count}</strong> {what}
+        {list.count > list.commits.length ? ` (the first ${list.commits.length} are listed)` : ""}:
+      </p>
+      <ul className="plain commits">
+        {list.commits.map((c) => (
+          <li key={c.sha}>
+            <Sha value={c.sha} what="commit" /> {c.subject}
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+function Moves({ moves }: { moves: RefMove[] }) {
+  return (
+    <ul className="plain moves">
+      {moves.map((m, i) => (
+        <li key={i}>
+          {m.repo && <span className="muted">{m.repo.split("/").pop()} </span>}
+          <span title={m.ref}>{shortRef(m.ref)}</span>:{" "}
+          {m.from ? <Sha value={m.from} what={`${m.ref} before`} /> : <span className="muted">new</span>} →{" "}
+          {m.to ? (
+            <Sha value={m.to} what={`${m.ref} after`} />
+          ) : m.delete ? (
+            <span className="deleted">deleted</span>
+          ) : (
+            <span className="muted">the commit made on approval</span>
+          )}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+function Paths({ paths }: { paths: string[] }) {
+  const [all, setAll] = useState(false);
+  const shown = all ? paths : paths.slice(0, 20);
+  return (
+    <>
+      {shown.map((p, i) => (
+        <span key={p}>
+          {i > 0 && ", "}
+          <code>{p}</code>
+        </span>
+      ))}
+      {paths.length > shown.length && (
+        <>
+          {" "}
+          <button type="button" className="link" onClick={() => setAll(true)}>
+            and {paths.length - shown.length} more
+          </button>
+        </>
+      )}
+    </>
+  );
+}
+
+const statusWord: Record<FileChange["status"], string> = {
+  added: "new",
+  modified: "changed",
+  deleted: "deleted",
+  renamed: "renamed",
+  type_changed: "type changed",
+};
+
+export function humanBytes(n: number): string {
+  if (n >= 1 << 20) return `${(n / (1 << 20)).toFixed(1)} MB`;
+  if (n >= 1 << 10) return `${(n / (1 << 10)).toFixed(1)} KB`;
+  return `${n} B`;
+}
+
+function Files({ files, loses }: { files: FileChange[]; loses: boolean }) {
+  const [all, setAll] = useState(false);
+  const shown = all ? files : files.slice(0, fileLimit);
+  return (
+    <>
+      <table className={`sealed-files${loses ? " loses" : ""}`}>
+        <tbody>
+          {shown.map((f) => (
+            <tr key={f.path} className={`file-${f.status}`} data-path={f.path}>
+              <td className="status">{loses && f.status === "deleted" ? "lost" : statusWord[f.status]}</td>
+              <td className="path">
+                <code>{f.path}</code>
+                {f.oldPath && (
+                  <span className="muted">
+                    {" "}
+                    from <code>{f.oldPath}</code>
+                  </span>
+                )}
+              </td>
+              <td className="flags">
+                {f.mode === "100755" && f.oldMode !== "100755" && <span className="flag exec">executable</span>}
+                {f.mode === "120000" && <span className="flag symlink">symlink</span>}
+                {f.mode === "160000" && <span className="flag gitlink">submodule</span>}
+                {f.binary && <span className="flag binary">binary {humanBytes(f.size)}</span>}
+              </td>
+              <td className="size muted">{!f.binary && f.status !== "deleted" ? humanBytes(f.size) : ""}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {files.length > shown.length && (
+        <button type="button" className="link" onClick={() => setAll(true)}>
+          Show all {files.length} files
+        </button>
+      )}
+    </>
+  );
+}
+
+function runFailed(r: WorkspaceRun): boolean {
+  return r.exitCode !== 0 || r.oomKilled || (r.tests?.failed ?? 0) > 0;
+}
+
+/**
+ * The runs of the workspace behind a proposal, as Sluice recorded them:
+ * apart from the agent's words, red when the last run failed, each run's
+ * output one click away.
+ */
+export function EvidenceBlock({ evidence }: { evidence: Evidence }) {
+  const last = evidence.runs[evidence.runs.length - 1];
+  return (
+    <section
+      className={`evidence${evidence.failed ? " failed" : ""}`}
+      aria-label="Workspace evidence"
+      data-failed={evidence.failed ? "true" : undefined}
+    >
+      <h3>Recorded by Sluice: workspace {evidence.workspaceId}</h3>
+      {evidence.runs.length === 0 && <p>No command was run in the workspace.</p>}
+      {last && (
+        <p className="evidence-summary">
+          {evidence.runs.length} run(s); the last {runFailed(last) ? "failed" : "passed"}
+          {evidence.failedRuns > 0 ? ` (${evidence.failedRuns} failed in all)` : ""}.
+        </p>
+      )}
+      <ol className="runs">
+        {evidence.runs.map((r, i) => (
+          <li key={i} className={runFailed(r) ? "run failed" : "run"}>
+            <code>{r.argv.join(" ")}</code> exited {r.exitCode} in {(r.durationMs / 1000).toFixed(1)}s
+            {r.oomKilled && " (killed: out of memory)"}
+            {r.tests && (
+              <span className="tests">
+                {" "}
+                · tests: {r.tests.passed} passed, {r.tests.failed} failed, {r.tests.skipped} skipped ({r.tests.format})
+              </span>
+            )}
+            {r.truncated && <span className="muted"> · output cut at the limit</span>}
+            {(r.stdout || r.stderr) && (
+              <details>
+                <summary>Output</summary>
+                {r.stdout && <pre className="run-output">{r.stdout}</pre>}
+                {r.stderr && <pre className="run-output stderr">{r.stderr}</pre>}
+              </details>
+            )}
+          </li>
+        ))}
+      </ol>
+    </section>
+  );
+}
