@@ -17,7 +17,7 @@ import (
 
 // errWorkspacesOff answers workspace requests when no image is configured.
 var errWorkspacesOff = &codedError{code: workspace.CodeUnsupported,
-	msg: "workspaces are not configured: set workspaceImage in config.json (or SLUICE_WORKSPACE_IMAGE) to a local image ID (sha256:…) and restart Sluice"}
+	msg: "workspaces are not configured: choose an image with `sluice workspace image use NAME[:TAG]` (or in Settings) and restart Sluice"}
 
 // openWorkspaces opens the app's workspace Manager on the directory the
 // sidecars share. Workspaces are optional: without an image, or when the
@@ -151,12 +151,22 @@ func grantWorkspace(m *workspace.Manager, ledger *audit.Ledger, by string, g Gra
 
 // WorkspaceRunView is one run's evidence as the workspaces screen shows it.
 type WorkspaceRunView struct {
+	ID         string             `json:"id"`
 	Argv       []string           `json:"argv"`
 	ExitCode   int                `json:"exitCode"`
 	OOMKilled  bool               `json:"oomKilled"`
 	DurationMS int64              `json:"durationMs"`
 	Truncated  bool               `json:"truncated"`
 	Tests      *WorkspaceTestView `json:"tests"`
+	// Running: the run goes on (in a sidecar, say); duration and output
+	// are those so far, and the screen refreshes until it ends.
+	Running       bool `json:"running"`
+	Interrupted   bool `json:"interrupted"`
+	TimedOut      bool `json:"timedOut"`
+	OutputStopped bool `json:"outputStopped"`
+	// Verdict is how the run ended, naming the limit it hit.
+	Verdict    string `json:"verdict"`
+	OCIRuntime string `json:"ociRuntime"`
 	// Stdout and Stderr are the end of the run's captured output (secrets
 	// already redacted), at most runOutputShown bytes each.
 	Stdout string `json:"stdout"`
@@ -231,7 +241,9 @@ func (api *API) Workspaces() ([]WorkspaceView, error) {
 
 // runView is a run's evidence as the UI shows it.
 func runView(r workspace.RunResult) WorkspaceRunView {
-	rv := WorkspaceRunView{Argv: r.Argv, ExitCode: r.ExitCode, OOMKilled: r.OOMKilled, DurationMS: r.DurationMS, Truncated: r.Truncated,
+	rv := WorkspaceRunView{ID: r.ID, Argv: r.Argv, ExitCode: r.ExitCode, OOMKilled: r.OOMKilled, DurationMS: r.DurationMS, Truncated: r.Truncated,
+		Running: r.Running, Interrupted: r.Interrupted, TimedOut: r.TimedOut, OutputStopped: r.OutputStopped,
+		Verdict: r.Verdict(), OCIRuntime: r.OCIRuntime,
 		Stdout: tail(r.Stdout, runOutputShown), Stderr: tail(r.Stderr, runOutputShown)}
 	if t := r.Tests; t != nil {
 		rv.Tests = &WorkspaceTestView{Passed: t.Passed, Failed: t.Failed + t.Errors, Skipped: t.Skipped, Format: t.Format}

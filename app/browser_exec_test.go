@@ -69,19 +69,20 @@ func TestBrowser_Approve_CommitLands_AndRestores(t *testing.T) {
 	waitFor(t, 15*time.Second, "the branch to be restored", func() bool {
 		return gitxtest.Git(t, f.repo, "rev-parse", "HEAD") == before
 	})
-	entries, err := (&API{app: f.app, kind: "web"}).Audit()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var restored bool
-	for _, e := range entries.Entries {
-		if e["event_type"] == "restore_completed" {
-			restored = true
+	// The ledger entry of a finished restore is appended after the refs
+	// moved: wait for it rather than race it.
+	waitFor(t, 15*time.Second, "the restore in the ledger", func() bool {
+		entries, err := (&API{app: f.app, kind: "web"}).Audit()
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !restored {
-		t.Error("the restore is not in the ledger")
-	}
+		for _, e := range entries.Entries {
+			if e["event_type"] == "restore_completed" {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // TestBrowser_StaleProposal_ShownStale: the branch moves after the

@@ -68,6 +68,8 @@ func usage(w io.Writer) {
   workspace grant a workspace a secret or network hosts:
             sluice workspace grant --id WS [--secret NAME] [--egress host,host] [--revoke-secret NAME]
             (the secret's value is read from standard input, never from the command line)
+            choose the image workspaces run on (pinned by ID in config.json):
+            sluice workspace image list | use NAME[:TAG] | pull NAME@sha256:DIGEST
   roots     the directories agents may name repositories under (in config.json):
             sluice roots list | add DIR... | remove DIR...
   version   print the version

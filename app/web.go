@@ -120,6 +120,16 @@ func (w *Web) routes() http.Handler {
 		jsonCall(rw, func() (bool, error) { return w.api.GrantWorkspace(g) })
 	})))
 	mux.HandleFunc("GET /api/workspaces", w.authed(jsonGet(w.api.Workspaces)))
+	mux.HandleFunc("GET /api/workspace-images", w.authed(jsonGet(w.api.WorkspaceImages)))
+	mux.HandleFunc("POST /api/workspace-images", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Ref string `json:"ref"`
+		}
+		if !decodeBody(rw, r, &body) {
+			return
+		}
+		jsonCall(rw, func() (WorkspaceImagesView, error) { return w.api.UseWorkspaceImage(body.Ref) })
+	})))
 	mux.HandleFunc("GET /api/timeline", w.authed(func(rw http.ResponseWriter, r *http.Request) {
 		jsonCall(rw, func() (TimelineView, error) { return w.api.Timeline(r.URL.Query().Get("repo")) })
 	}))

@@ -40,8 +40,9 @@ func init() {
 
 // errNoImage says how to turn workspaces on.
 var errNoImage = &ToolError{Code: CodeUnsupported,
-	Message: "workspaces are not configured: ask the person to set workspaceImage in Sluice's config.json (or SLUICE_WORKSPACE_IMAGE) " +
-		"to the ID of a local container image (sha256:<64 hex digits>, from docker image inspect --format '{{.Id}}' IMAGE), then restart Sluice and this MCP server"}
+	Message: "workspaces are not configured: ask the person to choose a container image with `sluice workspace image use NAME[:TAG]` " +
+		"(it pins the image's ID in Sluice's config.json, where this MCP server finds it; SLUICE_WORKSPACE_IMAGE reaches only processes started with it), " +
+		"then restart Sluice and this MCP server"}
 
 // manager opens the workspace Manager on the state directory the app
 // shares. A runtime that cannot be reached is not remembered, so that
@@ -225,11 +226,14 @@ type RunTestsOut struct {
 // WorkspaceRunOut is the evidence of one run.
 type WorkspaceRunOut struct {
 	RunID         string       `json:"runId,omitempty"`
+	Verdict       string       `json:"verdict,omitempty" jsonschema:"how the run ended in one line, naming the limit it hit (time limit, output cap, memory)"`
 	ExitCode      int          `json:"exitCode"`
 	OOMKilled     bool         `json:"oomKilled"`
-	TimedOut      bool         `json:"timedOut"`
+	TimedOut      bool         `json:"timedOut" jsonschema:"the run was killed at its time limit"`
+	OutputStopped bool         `json:"outputStopped,omitempty" jsonschema:"the run was stopped for producing far more output than its cap"`
 	DurationMS    int64        `json:"durationMs"`
 	ImageID       string       `json:"imageId,omitempty"`
+	OCIRuntime    string       `json:"ociRuntime,omitempty" jsonschema:"the container runtime the run used: runc, or runsc for gVisor"`
 	Stdout        string       `json:"stdout"`
 	Stderr        string       `json:"stderr"`
 	Truncated     bool         `json:"truncated" jsonschema:"output went past the limit; outputBytes counts all of it"`
@@ -311,8 +315,8 @@ func (w *wsTools) register() {
 	addTool(s, wsTool("workspace_run", "Run in a workspace",
 		"Run a command (argv array, no host shell) in a fresh hardened container on the workspace: no network, no "+
 			"credentials, limited time, memory and output. Returns evidence: exit code, OOM and timeout flags, duration, "+
-			"output, and test results from a JUnit, TAP or go test -json report. Output streams as progress notifications "+
-			"when the request has a progress token.", false, false), w.run)
+			"output, and test results from a JUnit, TAP or go test -json report. When the request has a progress token, "+
+			"progress notifications report the time elapsed and the end of the output so far while the run goes on.", false, false), w.run)
 	addTool(s, wsTool("workspace_diff", "Workspace diff",
 		"Show the workspace's changes against its base commit as a unified diff (bounded).", true, false), w.diff)
 	addStatusTool(w.s, wsTool("workspace_seal", "Seal a workspace into a proposal",
@@ -493,14 +497,11 @@ func (w *wsTools) run(ctx context.Context, req *mcp.CallToolRequest, in Workspac
 	}
 	if req != nil && req.Params != nil && req.Session != nil {
 		if token := req.Params.GetProgressToken(); token != nil {
-			var mu sync.Mutex
-			n := 0
-			rr.OnOutput = func(stream string, chunk []byte) {
-				mu.Lock()
-				defer mu.Unlock()
-				n++
+			// Progress is the seconds elapsed (it only grows); the message
+			// carries the end of the output so far, bounded per stream.
+			rr.OnProgress = func(p workspace.RunProgress) {
 				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-					ProgressToken: token, Progress: float64(n), Message: stream + ": " + string(chunk),
+					ProgressToken: token, Progress: p.Elapsed.Seconds(), Message: progressMessage(p),
 				})
 			}
 		}
@@ -510,8 +511,9 @@ func (w *wsTools) run(ctx context.Context, req *mcp.CallToolRequest, in Workspac
 		return WorkspaceRunOut{}, err
 	}
 	out := WorkspaceRunOut{
-		RunID: res.ID, ExitCode: res.ExitCode, OOMKilled: res.OOMKilled, TimedOut: res.TimedOut, DurationMS: res.DurationMS,
-		ImageID: res.ImageID, Truncated: res.Truncated, OutputBytes: res.OutputBytes, ReportError: res.ReportError,
+		RunID: res.ID, Verdict: res.Verdict(), ExitCode: res.ExitCode, OOMKilled: res.OOMKilled, TimedOut: res.TimedOut,
+		OutputStopped: res.OutputStopped, DurationMS: res.DurationMS,
+		ImageID: res.ImageID, OCIRuntime: res.OCIRuntime, Truncated: res.Truncated, OutputBytes: res.OutputBytes, ReportError: res.ReportError,
 		EgressDenials: len(res.EgressDenials),
 	}
 	var cut bool
@@ -528,6 +530,23 @@ func (w *wsTools) run(ctx context.Context, req *mcp.CallToolRequest, in Workspac
 		}
 	}
 	return out, nil
+}
+
+// progressMessage is one progress notification's text: the time so far,
+// how much output, and the end of each stream.
+func progressMessage(p workspace.RunProgress) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "running for %s, %d bytes of output so far", p.Elapsed.Round(100*time.Millisecond), p.OutputBytes)
+	if p.Truncated {
+		b.WriteString(" (past the output cap: the rest is not kept)")
+	}
+	if p.Stdout != "" {
+		b.WriteString("\n--- stdout (the end so far) ---\n" + p.Stdout)
+	}
+	if p.Stderr != "" {
+		b.WriteString("\n--- stderr (the end so far) ---\n" + p.Stderr)
+	}
+	return b.String()
 }
 
 // tail keeps the last max bytes of s (the end of a run's output is where
@@ -719,10 +738,14 @@ func evidenceSummary(runs []workspace.RunResult) string {
 	}
 	s := fmt.Sprintf("%d run(s); the last exited %d in %.1fs", len(runs), last.ExitCode, float64(last.DurationMS)/1000)
 	switch {
+	case last.Interrupted:
+		s = fmt.Sprintf("%d run(s); the last was interrupted (no result)", len(runs))
 	case last.OOMKilled:
 		s += " (killed: out of memory)"
 	case last.TimedOut:
 		s += " (timed out)"
+	case last.OutputStopped:
+		s += " (stopped: output flood)"
 	}
 	if t := last.Tests; t != nil {
 		s += fmt.Sprintf("; tests: %d passed, %d failed, %d skipped (%s)", t.Passed, t.Failed+t.Errors, t.Skipped, t.Format)

@@ -53,7 +53,7 @@ func TestWorkspaceTools_NoImage_Unsupported(t *testing.T) {
 	} {
 		res, out := callJSON(t, cs, tool, args)
 		e, _ := out["error"].(map[string]any)
-		if msg, _ := e["message"].(string); !res.IsError || errCode(out) != CodeUnsupported || !strings.Contains(msg, "SLUICE_WORKSPACE_IMAGE") {
+		if msg, _ := e["message"].(string); !res.IsError || errCode(out) != CodeUnsupported || !strings.Contains(msg, "SLUICE_WORKSPACE_IMAGE") || !strings.Contains(msg, "sluice workspace image use") {
 			t.Errorf("%s without an image = %v (isError %v)", tool, out, res.IsError)
 		}
 	}
@@ -203,7 +203,7 @@ func TestWorkspaceTools_FilesRunDestroy(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := decode[WorkspaceRunOut](t, res)
-	if res.IsError || run.ExitCode != 0 || !strings.Contains(run.Stdout, "line-one") || !strings.Contains(run.Stderr, "line-two") || run.ImageID != image {
+	if res.IsError || run.ExitCode != 0 || !strings.Contains(run.Stdout, "line-one") || !strings.Contains(run.Stderr, "line-two") || run.ImageID != image || run.OCIRuntime != "runc" {
 		t.Fatalf("workspace_run = %+v", run)
 	}
 	mu.Lock()
@@ -227,3 +227,108 @@ func TestWorkspaceTools_FilesRunDestroy(t *testing.T) {
 		t.Fatalf("status after destroy = %v", out)
 	}
 }
+
+// TestWorkspaceTools_RunStreamsProgress: a run that waits for a file the
+// test creates only after the agent has seen, in a progress notification,
+// the output so far and the time elapsed. Then a run that hits its time
+// limit says so.
+func TestWorkspaceTools_RunStreamsProgress(t *testing.T) {
+	image := needWorkspaceImage(t)
+	_, cfg := testEnv(t, t.TempDir())
+	cfg.WorkspaceImage = image
+	s, err := New(Options{Config: cfg, Toolsets: []string{"workspace"}, Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var progress []*mcp.ProgressNotificationParams
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.Server().Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "ws-agent", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			progress = append(progress, req.Params)
+		},
+	}).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	_, out := callJSON(t, cs, "workspace_create", map[string]any{"kind": "fresh"})
+	id, _ := out["workspaceId"].(string)
+	if id == "" {
+		t.Fatalf("workspace_create = %v", out)
+	}
+	t.Cleanup(func() {
+		cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "workspace_destroy", Arguments: map[string]any{"workspaceId": id}})
+	})
+
+	params := &mcp.CallToolParams{Name: "workspace_run", Arguments: map[string]any{"workspaceId": id,
+		"argv": []string{"sh", "-c", "echo first; while [ ! -f stop ]; do sleep 0.1; done; echo second"}}}
+	params.SetProgressToken("live-1")
+	type result struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := cs.CallTool(t.Context(), params)
+		done <- result{res, err}
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	var seen *mcp.ProgressNotificationParams
+	for seen == nil {
+		mu.Lock()
+		for _, p := range progress {
+			if strings.Contains(p.Message, "first") && strings.Contains(p.Message, "running for") && p.ProgressToken == "live-1" {
+				seen = p
+			}
+		}
+		mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatalf("no progress notification with the output so far: %v", progress)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("the run ended before it was told to: %+v %v", r.res, r.err)
+	default:
+	}
+	if strings.Contains(seen.Message, "second") {
+		t.Fatalf("a progress notification before the stop file holds later output: %q", seen.Message)
+	}
+	writeFile(t, filepath.Join(cfg.StateDir, "workspaces", id, "tree", "stop"), "")
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	run := decode[WorkspaceRunOut](t, r.res)
+	if r.res.IsError || run.Stdout != "first\nsecond\n" || !strings.HasPrefix(run.Verdict, "exited 0") {
+		t.Fatalf("workspace_run = %+v", run)
+	}
+	mu.Lock()
+	for i := 1; i < len(progress); i++ {
+		if progress[i].Progress < progress[i-1].Progress {
+			t.Errorf("progress went down: %v then %v", progress[i-1].Progress, progress[i].Progress)
+		}
+	}
+	t.Logf("%d progress notifications; one seen mid-run: %q", len(progress), seen.Message)
+	mu.Unlock()
+
+	res, out := callJSON(t, cs, "workspace_run", map[string]any{"workspaceId": id, "argv": []string{"sleep", "30"}, "timeoutSeconds": 1})
+	if res.IsError || out["timedOut"] != true || !strings.Contains(toStr(out["verdict"]), "time limit") {
+		t.Fatalf("a run past its time limit = %v", out)
+	}
+	res, out = callJSON(t, cs, "workspace_run", map[string]any{"workspaceId": id, "argv": []string{"sh", "-c", "yes | head -c 5000"}, "outputBytes": 100})
+	if res.IsError || out["truncated"] != true || !strings.Contains(toStr(out["verdict"]), "100-byte cap: 5000 bytes in all") {
+		t.Fatalf("a run past its output cap = %v", out)
+	}
+}
+
+func toStr(v any) string { s, _ := v.(string); return s }

@@ -38,7 +38,7 @@ var suites = []suite{
 	{"Sealed outcomes (submit → card)", "./core/gateway/", "BenchmarkSubmit_Sealed1000", "20x"},
 	{"Sealed outcomes in the browser", "./app/", "Browser_SubmitToCard|Browser_FirstDiffPaint1000", "10x"},
 	{"Workspaces: runs", "./core/workspace/", "Run_Trivial|DockerCLIRunRm", "20x"},
-	{"Workspaces: create", "./core/workspace/", "Create_Repo20k|GitClone20k", "10x"},
+	{"Workspaces: create and seal", "./core/workspace/", "Create_Repo20k|Seal_Repo20k|GitClone20k", "10x"},
 }
 
 var benchLine = regexp.MustCompile(`^Benchmark\S+\s+\d+\s+`)
@@ -49,8 +49,12 @@ func main() {
 	flag.Parse()
 
 	var report strings.Builder
-	fmt.Fprintf(&report, "Run on %s · %s · %d CPUs · %s/%s\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"),
+	stamp := fmt.Sprintf("Run on %s · %s · %d CPUs · %s/%s", time.Now().UTC().Format("2006-01-02 15:04 MST"),
 		runtime.Version(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(&report, "%s\n\n", stamp)
+	// With -only, each suite's section replaces its earlier one and says
+	// when it was run; the other suites' figures stay.
+	sections := map[string]string{}
 	failed := false
 	for _, s := range suites {
 		if *only != "" && !strings.Contains(s.title, *only) {
@@ -64,7 +68,12 @@ func main() {
 		cmd.Stderr = os.Stderr
 		err := cmd.Run()
 		os.Stderr.Write(buf.Bytes())
-		fmt.Fprintf(&report, "### %s\n\n`go %s`\n\n```\n", s.title, strings.Join(args, " "))
+		start := report.Len()
+		fmt.Fprintf(&report, "### %s\n\n", s.title)
+		if *only != "" {
+			fmt.Fprintf(&report, "%s (this suite alone)\n\n", stamp)
+		}
+		fmt.Fprintf(&report, "`go %s`\n\n```\n", strings.Join(args, " "))
 		var lines []string
 		sc := bufio.NewScanner(&buf)
 		for sc.Scan() {
@@ -81,8 +90,15 @@ func main() {
 			failed = true
 			fmt.Fprintf(&report, "**This suite failed: %v**\n\n", err)
 		}
+		sections[s.title] = report.String()[start:]
 	}
-	if err := splice(*out, report.String()); err != nil {
+	var err error
+	if *only != "" {
+		err = spliceSections(*out, sections)
+	} else {
+		err = splice(*out, report.String())
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -134,5 +150,43 @@ func splice(path, body string) error {
 		return fmt.Errorf("%s lacks the %s … %s markers", path, begin, end)
 	}
 	s = s[:i+len(begin)] + "\n" + body + s[j:]
+	return os.WriteFile(path, []byte(s), 0o644)
+}
+
+// spliceSections replaces, between the markers, the "### title" section of
+// each suite that ran (up to the next section or the end marker), or adds
+// it before the end marker.
+func spliceSections(path string, sections map[string]string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s := string(b)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s lacks the %s … %s markers", path, begin, end)
+	}
+	block := s[i+len(begin) : j]
+	for _, su := range suites {
+		body, ok := sections[su.title]
+		if !ok {
+			continue
+		}
+		head := "### " + su.title + "\n"
+		k := strings.Index(block, head)
+		if k < 0 {
+			block += body
+			continue
+		}
+		rest := block[k+len(head):]
+		n := strings.Index(rest, "\n### ")
+		if n < 0 {
+			n = len(rest)
+		} else {
+			n++
+		}
+		block = block[:k] + body + rest[n:]
+	}
+	s = s[:i+len(begin)] + block + s[j:]
 	return os.WriteFile(path, []byte(s), 0o644)
 }

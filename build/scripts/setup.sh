@@ -18,7 +18,8 @@ say() { printf '==> %s\n' "$*" >&2; }
 
 run_pkgs=(gcc pkg-config libgtk-3-dev libwebkit2gtk-4.1-dev git ca-certificates)
 test_pkgs=(xvfb xauth dbus dbus-x11 dunst libnotify-bin imagemagick xdotool python3
-  chromium docker.io busybox-static iptables haskell-status-notifier-item-utils)
+  chromium docker.io busybox-static iptables haskell-status-notifier-item-utils
+  runsc docker-registry)
 
 apt_ensure() {
   local missing=()
@@ -87,6 +88,63 @@ ensure_docker() {
   exit 1
 }
 
+# gVisor (runsc) as a runtime of the Docker Engine, so that workspaces can
+# run under it (workspaceRuntime: runsc) and the tests prove it. The entry
+# is merged into /etc/docker/daemon.json, keeping whatever else is there;
+# a running Engine reloads its runtimes on SIGHUP. runsc gets
+# --network=none: without it, gVisor on these machines refuses to start a
+# container in the host's network namespace, and a workspace has no
+# network anyway (a runsc workspace cannot take an egress grant).
+ensure_runsc_runtime() {
+  local conf=/etc/docker/daemon.json runsc
+  runsc="$(command -v runsc || true)"
+  if [ -z "$runsc" ]; then
+    say "runsc is not installed"
+    exit 1
+  fi
+  local changed
+  changed="$($SUDO python3 - "$conf" "$runsc" <<'PY'
+import json, os, sys
+conf, path = sys.argv[1], sys.argv[2]
+want = {"path": path, "runtimeArgs": ["--network=none"]}
+cur = {}
+if os.path.exists(conf):
+    with open(conf) as f:
+        text = f.read().strip()
+    cur = json.loads(text) if text else {}
+if cur.get("runtimes", {}).get("runsc") == want:
+    print("no")
+    sys.exit(0)
+cur.setdefault("runtimes", {})["runsc"] = want
+os.makedirs(os.path.dirname(conf), exist_ok=True)
+tmp = conf + ".sluice-tmp"
+with open(tmp, "w") as f:
+    json.dump(cur, f, indent=2)
+    f.write("\n")
+os.replace(tmp, conf)
+print("yes")
+PY
+)"
+  if [ "$changed" = yes ]; then say "registered runsc with the Docker Engine ($conf)"; fi
+  # An Engine that was running before the entry existed reloads it.
+  if docker info >/dev/null 2>&1 && ! docker info --format '{{json .Runtimes}}' | grep -q '"runsc"'; then
+    local pid
+    pid="$(cat /var/run/docker.pid 2>/dev/null || pidof dockerd || true)"
+    if [ -z "$pid" ]; then
+      say "the Docker Engine runs but its pid is unknown: restart it to load the runsc runtime"
+      exit 1
+    fi
+    say "reloading the Docker Engine's runtimes (SIGHUP $pid)"
+    $SUDO kill -HUP "$pid"
+    for _ in $(seq 1 30); do
+      if docker info --format '{{json .Runtimes}}' | grep -q '"runsc"'; then return 0; fi
+      sleep 1
+    done
+    say "the Docker Engine did not load the runsc runtime; see $conf"
+    exit 1
+  fi
+}
+
 case "$mode" in
 run)
   apt_ensure "${run_pkgs[@]}"
@@ -99,6 +157,7 @@ test)
   ensure_node
   ensure_test_tools
   ensure_docker
+  ensure_runsc_runtime
   ;;
 *)
   echo "usage: setup.sh run|test" >&2

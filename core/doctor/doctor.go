@@ -52,6 +52,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) []Result {
 	out = append(out, checkDir("state directory", cfg.StateDir))
 	out = append(out, checkGateway(ctx, cfg, opts.GatewayRequired))
 	out = append(out, checkDocker(ctx))
+	out = append(out, checkWorkspace(ctx, cfg)...)
 	out = append(out, checkKey(cfg, opts.KeyCheck))
 	return out
 }

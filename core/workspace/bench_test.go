@@ -15,52 +15,76 @@ import (
 
 // Benchmarks. Run them with:
 //
-//	go test -run '^$' -bench 'Run_Trivial|DockerCLIRunRm|Create_Repo20k|GitClone20k' -benchtime 20x ./core/workspace/
+//	go test -run '^$' -bench 'Run_Trivial|DockerCLIRunRm|Create_Repo20k|Seal_Repo20k|GitClone20k' -benchtime 20x ./core/workspace/
 //
-// Targets: a Sluice run beats `docker run --rm` with the same hardening;
+// Targets: a Sluice run beats `docker run --rm` with the same hardening,
+// under runc and under runsc;
 // creating a workspace from a 20,000-file repository costs at most 1.3×
 // a plain `git clone` of it.
 
 // BenchmarkRun_Trivial is one hardened run of `true`: create, attach,
-// start, wait, inspect, remove and verify removal.
+// start, wait, inspect, remove and verify removal; under the Engine's
+// default runtime (runc) and under gVisor (runsc).
 func BenchmarkRun_Trivial(b *testing.B) {
-	m := newManager(b, true)
-	w, err := m.Create(context.Background(), CreateRequest{Source: Source{Kind: SourceFresh}})
-	if err != nil {
-		b.Fatal(err)
+	for _, rt := range []string{"runc", "runsc"} {
+		b.Run(rt, func(b *testing.B) {
+			needBenchRuntime(b, rt)
+			m := newManager(b, true, func(o *Options) { o.RuntimeName = rt })
+			w, err := m.Create(context.Background(), CreateRequest{Source: Source{Kind: SourceFresh}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				res, err := m.Run(ctx, w.ID, RunRequest{Argv: []string{"true"}})
+				if err != nil || res.ExitCode != 0 || res.OCIRuntime != rt {
+					b.Fatalf("run: %+v %v", res, err)
+				}
+			}
+		})
 	}
-	ctx := context.Background()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		res, err := m.Run(ctx, w.ID, RunRequest{Argv: []string{"true"}})
-		if err != nil || res.ExitCode != 0 {
-			b.Fatalf("run: %+v %v", res, err)
+}
+
+// needBenchRuntime skips a runtime the Engine lacks (fails with
+// SLUICE_REQUIRE_E2E=1).
+func needBenchRuntime(b *testing.B, rt string) {
+	if _, err := needDocker(b).CheckRuntime(context.Background(), rt); err != nil {
+		if os.Getenv("SLUICE_REQUIRE_E2E") == "1" {
+			b.Fatal(err)
 		}
+		b.Skip(err)
 	}
 }
 
 // BenchmarkDockerCLIRunRm is the same container started the usual way:
-// the docker CLI with the same hardening flags and --rm.
+// the docker CLI with the same hardening flags and --rm, under each
+// runtime.
 func BenchmarkDockerCLIRunRm(b *testing.B) {
-	m := newManager(b, true)
-	w, err := m.Create(context.Background(), CreateRequest{Source: Source{Kind: SourceFresh}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	docker, err := exec.LookPath("docker")
-	if err != nil {
-		b.Skip("the docker CLI is not installed")
-	}
-	args := []string{"run", "--rm", "--network", "none", "--read-only", "--cap-drop", "ALL",
-		"--security-opt", "no-new-privileges", "--user", m.ContainerUser(), "--memory", "256m", "--memory-swap", "256m",
-		"--pids-limit", "128", "--cpus", "1", "--log-driver", "none", "--tmpfs", "/tmp:size=64m",
-		"--mount", "type=bind,source=" + m.treeDir(w.ID) + ",target=/workspace", "-w", "/workspace",
-		m.opts.Image, "true"}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if out, err := exec.Command(docker, args...).CombinedOutput(); err != nil {
-			b.Fatalf("docker run: %v: %s", err, out)
-		}
+	for _, rt := range []string{"runc", "runsc"} {
+		b.Run(rt, func(b *testing.B) {
+			needBenchRuntime(b, rt)
+			m := newManager(b, true)
+			w, err := m.Create(context.Background(), CreateRequest{Source: Source{Kind: SourceFresh}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			docker, err := exec.LookPath("docker")
+			if err != nil {
+				b.Skip("the docker CLI is not installed")
+			}
+			args := []string{"run", "--rm", "--runtime", rt, "--network", "none", "--read-only", "--cap-drop", "ALL",
+				"--security-opt", "no-new-privileges", "--user", m.ContainerUser(), "--memory", "256m", "--memory-swap", "256m",
+				"--pids-limit", "128", "--cpus", "1", "--log-driver", "none", "--tmpfs", "/tmp:size=64m",
+				"--mount", "type=bind,source=" + m.treeDir(w.ID) + ",target=/workspace", "-w", "/workspace",
+				m.opts.Image, "true"}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if out, err := exec.Command(docker, args...).CombinedOutput(); err != nil {
+					b.Fatalf("docker run: %v: %s", err, out)
+				}
+			}
+		})
 	}
 }
 
@@ -111,6 +135,36 @@ func BenchmarkCreate_Repo20k(b *testing.B) {
 		w, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceRepo, Path: src}})
 		if err != nil {
 			b.Fatal(err)
+		}
+		b.StopTimer()
+		if _, err := m.Destroy(ctx, w.ID); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}
+
+// BenchmarkSeal_Repo20k is workspace_seal of a one-file change in a
+// workspace of the 20k-file repository: commit what is left (git add -A
+// over the whole tree), run the handoff checks, close the workspace.
+// Creating and editing the workspace is not timed.
+func BenchmarkSeal_Repo20k(b *testing.B) {
+	src := repo20k(b)
+	m := newManager(b, false)
+	ctx := context.Background()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		w, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceRepo, Path: src}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := m.WriteFile(ctx, w.ID, "pkg000/sub0/file00000.go", []byte("changed\n"), 0); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		res, err := m.Seal(ctx, w.ID, "bench")
+		if err != nil || res.Refused || !res.Changed {
+			b.Fatalf("seal: %+v %v", res, err)
 		}
 		b.StopTimer()
 		if _, err := m.Destroy(ctx, w.ID); err != nil {

@@ -43,7 +43,13 @@
 // host paths other than the workspace, or Docker socket; read-only root,
 // no-new-privileges, memory, CPU and PID limits, no network (or only the
 // egress network), no log driver. The image is pinned by ID and checked
-// with ImageInspect before the first run.
+// with ImageInspect before the first run; the configured OCI runtime (runsc
+// for gVisor) is checked against the Engine's list, and a runtime it lacks
+// fails every run rather than falling back to the default.
+//
+// While a run goes on its evidence file is a record marked running, with
+// the output so far, which other processes sharing the store read (see
+// live.go).
 //
 // Egress is off by default. A human may grant exact host[:port] entries;
 // granted runs join an internal Docker network whose only exit is Sluice's

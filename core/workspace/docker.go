@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -74,6 +76,42 @@ func (d *Docker) CheckImage(ctx context.Context, imageID string) error {
 		return &Error{Code: CodeInvalidArgument, Msg: fmt.Sprintf("the workspace image has ID %s, not the configured %s", ins.ID, imageID)}
 	}
 	return nil
+}
+
+// CheckRuntime implements Runtime with the Engine's own list of runtimes
+// (its daemon configuration). The check happens before a container is
+// created, so that a runtime the Engine lacks is named in the error rather
+// than buried in a create failure.
+func (d *Docker) CheckRuntime(ctx context.Context, name string) (RuntimeInfo, error) {
+	info, err := d.cli.Info(ctx)
+	if err != nil {
+		return RuntimeInfo{}, &Error{Code: CodeInternal, Msg: "the Docker Engine cannot list its runtimes", Err: err}
+	}
+	if name == "" {
+		name = info.DefaultRuntime
+		if name == "" {
+			name = "runc"
+		}
+	}
+	rt, ok := info.Runtimes[name]
+	if !ok {
+		have := make([]string, 0, len(info.Runtimes))
+		for n := range info.Runtimes {
+			have = append(have, n)
+		}
+		sort.Strings(have)
+		return RuntimeInfo{}, &Error{Code: CodeUnsupported, Data: map[string]any{"runtime": name, "engineRuntimes": have},
+			Msg: fmt.Sprintf("the configured workspace runtime %q is not a runtime of the Docker Engine (it has: %s); "+
+				"register it in the Engine's daemon configuration (/etc/docker/daemon.json) and reload the Engine, "+
+				"or change workspaceRuntime; Sluice never runs a workspace under another runtime instead", name, strings.Join(have, ", "))}
+	}
+	noNet := false
+	for i, a := range rt.Args {
+		if a == "--network=none" || (a == "--network" && i+1 < len(rt.Args) && rt.Args[i+1] == "none") {
+			noNet = true
+		}
+	}
+	return RuntimeInfo{Name: name, NoNetwork: noNet}, nil
 }
 
 // config turns a spec into Engine API configuration. Everything the
@@ -164,7 +202,7 @@ func (d *Docker) Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.
 	}
 	created, err := d.cli.ContainerCreate(ctx, cfg, hc, nc, nil, "")
 	if err != nil {
-		return st, &Error{Code: CodeInternal, Msg: "the Docker Engine refused to create the run's container", Err: err}
+		return st, cancelledOr(ctx, &Error{Code: CodeInternal, Msg: "the Docker Engine refused to create the run's container", Err: err})
 	}
 	st.ContainerID = created.ID
 	// Cleanup must happen even when ctx is cancelled (a destroyed
@@ -180,14 +218,14 @@ func (d *Docker) Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.
 
 	attach, err := d.cli.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
 	if err != nil {
-		return st, &Error{Code: CodeInternal, Msg: "cannot attach to the run's container", Err: err}
+		return st, cancelledOr(ctx, &Error{Code: CodeInternal, Msg: "cannot attach to the run's container", Err: err})
 	}
 	defer attach.Close()
 	waitCtx, cancelWait := context.WithCancel(bg)
 	defer cancelWait()
 	waitC, waitErrC := d.cli.ContainerWait(waitCtx, created.ID, container.WaitConditionNextExit)
 	if err := d.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
-		return st, &Error{Code: CodeInternal, Msg: "the Docker Engine could not start the run's container", Err: err}
+		return st, cancelledOr(ctx, &Error{Code: CodeInternal, Msg: "the Docker Engine could not start the run's container", Err: err})
 	}
 	copyErrC := make(chan error, 1)
 	go func() {
@@ -277,6 +315,15 @@ func (d *Docker) Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.
 		return st, &Error{Code: CodeTimeout, Msg: "the run was cancelled", Err: cancelled}
 	}
 	return st, nil
+}
+
+// cancelledOr reports a run whose context ended while the Engine was
+// still preparing it as cancelled, not as an Engine failure.
+func cancelledOr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return &Error{Code: CodeTimeout, Msg: "the run was cancelled", Err: ctx.Err()}
+	}
+	return err
 }
 
 // Remove implements Runtime: force-remove, then prove it with an inspect

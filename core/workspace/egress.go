@@ -90,6 +90,11 @@ func (m *Manager) GrantEgress(id string, hosts []string) error {
 	if err != nil {
 		return err
 	}
+	if len(norm) > 0 {
+		if err := m.egressPossible(); err != nil {
+			return err
+		}
+	}
 	w, unlock, err := m.open(id, true, len(norm) > 0)
 	if err != nil {
 		return err
@@ -98,6 +103,29 @@ func (m *Manager) GrantEgress(id string, hosts []string) error {
 	w.Egress = norm
 	w.LastUsedAt = m.now()
 	return m.writeMeta(w)
+}
+
+// egressPossible refuses a grant that no run could use: under a runtime
+// without a network (gVisor registered with --network=none) a granted run
+// would fail, so the grant fails now, where the person makes it. Without
+// a reachable runtime the configured name decides: runsc is refused.
+func (m *Manager) egressPossible() error {
+	if m.opts.Runtime == nil {
+		if m.opts.RuntimeName == "runsc" {
+			return errEgressNoNetwork("runsc")
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := m.checkRuntime(ctx)
+	if err != nil {
+		return err
+	}
+	if info.NoNetwork {
+		return errEgressNoNetwork(info.Name)
+	}
+	return nil
 }
 
 // firewall is the pair of INPUT rules that confine the egress bridge to

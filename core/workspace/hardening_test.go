@@ -60,6 +60,14 @@ echo "mounts=$(grep -c ' /workspace' /proc/self/mountinfo)"
 		if m.own.uid != nobodyID && strings.HasPrefix(want, "uid=") {
 			want = fmt.Sprintf("uid=%d gid=%d", m.own.uid, m.own.gid)
 		}
+		// gVisor's /proc/self/status has no NoNewPrivs line (runsc applies
+		// the flag all the same); under it the line must not say 0.
+		if testRuntime == "runsc" && strings.HasPrefix(want, "NoNewPrivs:") {
+			if strings.Contains(out, "NoNewPrivs:\t0") {
+				t.Errorf("inside the container: no_new_privs is off:\n%s", out)
+			}
+			continue
+		}
 		if !strings.Contains(out+"\n", want) {
 			t.Errorf("inside the container: want %q in:\n%s", want, out)
 		}
@@ -77,14 +85,22 @@ func TestRun_PIDLimit(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, true)
 	w := freshWS(t, m)
+	limit, forkMsg := int64(32), "can't fork"
+	if testRuntime == "runsc" {
+		// Under gVisor the limit also counts the sandbox's own threads:
+		// below about 48 it cannot start at all. A fork loop that reaches
+		// the limit takes the whole sandbox down (exit 2), so no shell
+		// is left to say it could not fork.
+		limit, forkMsg = 64, ""
+	}
 	res := mustRun(t, m, w.ID, RunRequest{
 		Argv:   []string{"sh", "-c", "for i in $(seq 1 200); do sleep 30 & done; echo all-started"},
-		Limits: Limits{PIDs: 32},
+		Limits: Limits{PIDs: limit},
 	})
-	if strings.Contains(res.Stdout, "all-started") || res.ExitCode == 0 || !strings.Contains(res.Stderr, "can't fork") {
+	if strings.Contains(res.Stdout, "all-started") || res.ExitCode == 0 || !strings.Contains(res.Stderr, forkMsg) {
 		t.Fatalf("a fork loop under a 32-PID limit: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
 	}
-	t.Logf("fork loop: exit %d, stderr %q", res.ExitCode, strings.TrimSpace(res.Stderr))
+	t.Logf("fork loop under a %d-PID limit: exit %d, stderr %q", limit, res.ExitCode, strings.TrimSpace(res.Stderr))
 }
 
 func TestRun_MemoryLimitOOM(t *testing.T) {
@@ -115,16 +131,25 @@ func TestRun_TimeoutOutputLimitAndStreaming(t *testing.T) {
 	if !res.TimedOut || time.Since(start) > 15*time.Second {
 		t.Fatalf("timeout: %+v after %v", res, time.Since(start))
 	}
+	if v := res.Verdict(); !strings.Contains(v, "killed at its time limit (1s)") {
+		t.Fatalf("timeout verdict: %q", v)
+	}
 
 	res = mustRun(t, m, w.ID, RunRequest{Argv: []string{"sh", "-c", "yes | head -c 100000; echo err >&2"}, Limits: Limits{OutputBytes: 1024}})
 	if !res.Truncated || len(res.Stdout)+len(res.Stderr) > 1024 || res.OutputBytes != 100004 || res.ExitCode != 0 {
 		t.Fatalf("output limit: truncated %v, kept %d, total %d, exit %d", res.Truncated, len(res.Stdout)+len(res.Stderr), res.OutputBytes, res.ExitCode)
+	}
+	if v := res.Verdict(); !strings.HasPrefix(v, "exited 0") || !strings.Contains(v, "past the 1024-byte cap: 100004 bytes in all") {
+		t.Fatalf("output cap verdict: %q", v)
 	}
 
 	// A run that floods far past the limit is stopped.
 	res = mustRun(t, m, w.ID, RunRequest{Argv: []string{"yes"}, Limits: Limits{OutputBytes: 1024, Timeout: 30 * time.Second}})
 	if !res.OutputStopped || res.TimedOut {
 		t.Fatalf("flood: %+v", res)
+	}
+	if v := res.Verdict(); !strings.Contains(v, "stopped for flooding output") || !strings.Contains(v, "cap") {
+		t.Fatalf("flood verdict: %q", v)
 	}
 
 	var mu sync.Mutex
@@ -450,6 +475,14 @@ func TestEgress_NoneByDefaultGrantedThroughProxy(t *testing.T) {
 	}
 	t.Logf("without a grant: %q", strings.TrimSpace(res.Stderr))
 
+	if testRuntime == "runsc" {
+		// runsc is registered with --network=none: a grant is refused
+		// (TestEgress_RefusedUnderGVisor has the details).
+		if err := m.GrantEgress(w.ID, []string{allowed}); !IsCode(err, CodeUnsupported) {
+			t.Fatalf("an egress grant under runsc: %v", err)
+		}
+		return
+	}
 	if err := m.GrantEgress(w.ID, []string{allowed}); err != nil {
 		t.Fatal(err)
 	}

@@ -52,6 +52,11 @@ func needImage(t testing.TB, d *Docker) string {
 	return imageID
 }
 
+// testRuntime is the OCI runtime the suite's Docker tests run under: the
+// Engine's default unless SLUICE_TEST_WORKSPACE_RUNTIME names another.
+// TestSuite_UnderGVisor re-runs this package's tests with it set to runsc.
+var testRuntime = os.Getenv("SLUICE_TEST_WORKSPACE_RUNTIME")
+
 type managerOption func(*Options)
 
 // newManager opens a Manager on fresh directories. With Docker, it runs
@@ -69,6 +74,7 @@ func newManager(t testing.TB, withDocker bool, opts ...managerOption) *Manager {
 		d := needDocker(t)
 		o.Runtime = d
 		o.Image = needImage(t, d)
+		o.RuntimeName = testRuntime
 	}
 	for _, f := range opts {
 		f(&o)

@@ -40,6 +40,11 @@ type RunRequest struct {
 	// OnOutput streams output as it arrives (stream is "stdout" or
 	// "stderr"), redacted and within the output limit.
 	OnOutput func(stream string, chunk []byte)
+	// OnProgress is told, while the run goes on, how long it has run and
+	// the end of its output so far: soon after output arrives, at least
+	// every second without, and once more before Run returns if output
+	// came after the last report. Calls come from one goroutine.
+	OnProgress func(RunProgress)
 }
 
 // RunResult is the evidence of one run.
@@ -57,6 +62,9 @@ type RunResult struct {
 	OutputStopped bool   `json:"outputStopped,omitempty"`
 	ImageID       string `json:"imageId"`
 	Runtime       string `json:"runtime"`
+	// OCIRuntime is the runtime the container ran under: runc, or runsc
+	// for gVisor.
+	OCIRuntime string `json:"ociRuntime,omitempty"`
 	// ContainerID is the (removed) container the run used.
 	ContainerID string `json:"containerId"`
 	Stdout      string `json:"stdout"`
@@ -71,6 +79,12 @@ type RunResult struct {
 	Tests         *TestReport `json:"tests,omitempty"`
 	// ReportError says why a requested report could not be read.
 	ReportError string `json:"reportError,omitempty"`
+	// Running marks the record of a run still going on: its duration and
+	// output are those so far (see live.go).
+	Running bool `json:"running,omitempty"`
+	// Interrupted marks a record left running by a process that ended
+	// before its run did (a crash): there is no result.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 const (
@@ -83,6 +97,9 @@ const (
 	outputStopFactor = 16
 	outputStopFloor  = 32 << 20
 )
+
+// minPIDsRunsc is the lowest PID limit a run under runsc is given.
+const minPIDsRunsc = 64
 
 var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 
@@ -139,6 +156,20 @@ func (m *Manager) Run(ctx context.Context, id string, req RunRequest) (*RunResul
 	defer unlock()
 	if err := m.checkImage(ctx); err != nil {
 		return nil, err
+	}
+	rtInfo, err := m.checkRuntime(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(w.Egress) > 0 && rtInfo.NoNetwork {
+		return nil, errEgressNoNetwork(rtInfo.Name)
+	}
+	// gVisor's own threads count against the PID limit: below about 48
+	// the sandbox cannot even start, which the Engine reports only as a
+	// failed start.
+	if rtInfo.Name == "runsc" && limits.PIDs < minPIDsRunsc {
+		return nil, &Error{Code: CodeInvalidArgument, Data: map[string]any{"limit": "pids", "min": minPIDsRunsc, "runtime": "runsc"},
+			Msg: fmt.Sprintf("under runsc (gVisor) a run needs a PID limit of at least %d: the sandbox's own threads count against it", minPIDsRunsc)}
 	}
 	secrets, err := m.secretValues(id)
 	if err != nil {
@@ -220,18 +251,22 @@ func (m *Manager) Run(ctx context.Context, id string, req RunRequest) (*RunResul
 		StartedAt:   m.now().UTC(),
 		ImageID:     m.opts.Image,
 		Runtime:     m.opts.Runtime.Name(),
+		OCIRuntime:  rtInfo.Name,
 		Limits:      limits,
 		Egress:      w.Egress,
 	}
 	start := time.Now()
+	live := m.startLive(*res, capture, start, req.OnProgress)
 	st, runErr := m.opts.Runtime.Run(ctx, spec, stdoutW, stderrW)
 	res.DurationMS = time.Since(start).Milliseconds()
 	stdoutW.Flush()
 	stderrW.Flush()
+	live.finish()
 	if grant != nil {
 		res.EgressDenials = grant.Denials()
 	}
 	if runErr != nil {
+		live.discard()
 		return nil, runErr
 	}
 	res.ExitCode, res.OOMKilled, res.TimedOut, res.OutputStopped = st.ExitCode, st.OOMKilled, st.TimedOut, st.OutputStopped
@@ -316,6 +351,29 @@ func (m *Manager) checkImage(ctx context.Context) error {
 	return nil
 }
 
+// checkRuntime verifies the configured OCI runtime once per Manager: a
+// runtime the Engine does not have fails every run, naming it.
+func (m *Manager) checkRuntime(ctx context.Context) (RuntimeInfo, error) {
+	m.imageMu.Lock()
+	defer m.imageMu.Unlock()
+	if m.runtimeInfo != nil {
+		return *m.runtimeInfo, nil
+	}
+	info, err := m.opts.Runtime.CheckRuntime(ctx, m.opts.RuntimeName)
+	if err != nil {
+		return RuntimeInfo{}, err
+	}
+	m.runtimeInfo = &info
+	return info, nil
+}
+
+// errEgressNoNetwork refuses egress under a runtime without a network.
+func errEgressNoNetwork(runtime string) error {
+	return &Error{Code: CodeUnsupported, Data: map[string]any{"runtime": runtime},
+		Msg: "workspaces run under " + runtime + ", which gives containers no network at all (--network=none), " +
+			"so a run cannot reach granted hosts; revoke the egress grant, or run workspaces under runc to use egress"}
+}
+
 func (m *Manager) saveRun(res *RunResult) error {
 	dir := m.runsDir(res.WorkspaceID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -328,13 +386,19 @@ func (m *Manager) saveRun(res *RunResult) error {
 	return replaceFile(filepath.Join(dir, res.ID+".json"), b, 0o600)
 }
 
-// Runs returns the stored evidence of a workspace's runs, oldest first.
+// Runs returns the stored evidence of a workspace's runs, oldest first,
+// a run still going on included (marked Running). It takes no lock, so it
+// answers while a run holds the workspace: evidence files are replaced
+// atomically. A record left running by a process that ended mid-run is
+// reported Interrupted.
 func (m *Manager) Runs(id string) ([]RunResult, error) {
-	w, unlock, err := m.open(id, false, false)
+	w, err := m.readMeta(id)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
+	if w.State == StateCreating || w.State == StateDestroying {
+		return nil, ErrNotFound
+	}
 	ents, err := os.ReadDir(m.runsDir(w.ID))
 	if err != nil && !os.IsNotExist(err) {
 		return nil, internal(err, "cannot list runs")
@@ -354,6 +418,17 @@ func (m *Manager) Runs(id string) ([]RunResult, error) {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].StartedAt.Before(out[j].StartedAt) })
+	for i := range out {
+		if !out[i].Running {
+			continue
+		}
+		// A run holds the workspace's lock from start to end: if the lock
+		// is free, no process is running this one any more.
+		if unlock, err := m.lockWS(w.ID, false); err == nil {
+			unlock()
+			out[i].Running, out[i].Interrupted, out[i].ExitCode = false, true, -1
+		}
+	}
 	return out, nil
 }
 
@@ -368,6 +443,28 @@ type capture struct {
 	stderr    bytes.Buffer
 	truncated bool
 	onOutput  func(string, []byte)
+	// ver counts writes; kick, when set, is told of each (live.go).
+	ver  int64
+	kick func()
+}
+
+func (c *capture) setKick(f func()) {
+	c.mu.Lock()
+	c.kick = f
+	c.mu.Unlock()
+}
+
+func (c *capture) version() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ver
+}
+
+// tail is the output kept so far, the last n bytes of each stream.
+func (c *capture) tail(n int) (stdout, stderr string, truncated bool, total, ver int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return tailString(strings.ToValidUTF8(c.stdout.String(), "\uFFFD"), n), tailString(strings.ToValidUTF8(c.stderr.String(), "\uFFFD"), n), c.truncated, c.total, c.ver
 }
 
 func newCapture(limit int64, on func(string, []byte)) *capture {
@@ -403,7 +500,12 @@ func (s *captureStream) Write(p []byte) (int, error) {
 	}
 	buf.Write(kept)
 	stop := c.total > c.stopAt
+	c.ver++
+	kick := c.kick
 	c.mu.Unlock()
+	if kick != nil {
+		kick()
+	}
 	if len(kept) > 0 && c.onOutput != nil {
 		c.onOutput(s.name, append([]byte(nil), kept...))
 	}

@@ -24,6 +24,10 @@ type Runtime interface {
 	// (errStopOutput) stops the container. The container is removed, and
 	// its removal verified, before Run returns, whatever happened.
 	Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.Writer) (ExitStatus, error)
+	// CheckRuntime verifies that the OCI runtime name ("" for the Engine's
+	// default) is one the Engine has, and describes it. A runtime it does
+	// not have is an error naming it: never a silent fall back to another.
+	CheckRuntime(ctx context.Context, name string) (RuntimeInfo, error)
 	// Containers lists every container labelled as belonging to the store.
 	Containers(ctx context.Context, storeKey string) ([]ContainerInfo, error)
 	// Remove force-removes a container and verifies that it is gone.
@@ -69,6 +73,17 @@ type ExitStatus struct {
 	// output than can be kept.
 	OutputStopped bool
 	ContainerID   string
+}
+
+// RuntimeInfo describes the OCI runtime runs use.
+type RuntimeInfo struct {
+	// Name is the runtime's name ("runc", "runsc"), the Engine's default
+	// resolved.
+	Name string
+	// NoNetwork is set when the runtime gives containers no network at
+	// all (runsc registered with --network=none): such a runtime cannot
+	// carry a run with an egress grant.
+	NoNetwork bool
 }
 
 // ContainerInfo is a labelled container found by Containers.

@@ -177,6 +177,7 @@ type Manager struct {
 
 	imageMu      sync.Mutex
 	imageChecked string
+	runtimeInfo  *RuntimeInfo
 
 	egressMu sync.Mutex
 	egress   *egressHost

@@ -3,6 +3,7 @@
 import { useEffect, useState } from "react";
 import { api, type Settings, type SettingsInput } from "./api";
 import { ErrorBox, errorMessage } from "./bits";
+import { WorkspaceImagePicker } from "./WorkspaceImagePicker";
 
 const labels: Record<string, string> = {
   allowedRoots: "Allowed roots",
@@ -224,6 +225,7 @@ export function SettingsView() {
           </p>
         )}
       </form>
+      <WorkspaceImagePicker />
     </section>
   );
 }

@@ -71,3 +71,37 @@ describe("WorkspacesView grants", () => {
     expect(post.headers.get("X-Sluice-CSRF")).toBe("csrf-token");
   });
 });
+
+describe("WorkspacesView live runs", () => {
+  it("shows a running run with its output, refreshes until it ends, and names a limit a run hit", async () => {
+    let n = 0;
+    const ws = (runs: unknown[]) => [{ id: "ws1", state: "ready", source: "fresh", base: "", leaseExpiresAt: "", runs }];
+    const calls = stubFetch({
+      "GET /api/workspaces": () => {
+        n++;
+        if (n === 1)
+          return { body: ws([{ id: "r1", argv: ["make", "test"], exitCode: 0, oomKilled: false, durationMs: 1200, truncated: false, running: true, verdict: "running for 1.2s", stdout: "first\n" }]) };
+        return {
+          body: ws([
+            { id: "r1", argv: ["make", "test"], exitCode: 0, oomKilled: false, durationMs: 2400, truncated: false, verdict: "exited 0 after 2.4s", stdout: "first\nsecond\n" },
+            { id: "r2", argv: ["sleep", "60"], exitCode: 137, oomKilled: false, durationMs: 1000, truncated: false, timedOut: true, verdict: "killed at its time limit (1s) after 1s", ociRuntime: "runsc" },
+          ]),
+        };
+      },
+    });
+    const { WorkspacesView } = await import("./WorkspacesView");
+    render(<WorkspacesView />);
+    const article = await screen.findByRole("article");
+    expect(within(article).getByText("running")).toBeTruthy();
+    expect(within(article).getByLabelText("standard output").textContent).toBe("first\n");
+    // The page looks again by itself while the run goes on.
+    const second = await within(article).findByText("time limit", {}, { timeout: 5000 });
+    expect(second.closest("tr")?.getAttribute("title")).toBe("killed at its time limit (1s) after 1s");
+    expect(within(article).queryByText("running")).toBeNull();
+    expect(calls.filter((c) => c.url === "/api/workspaces").length).toBeGreaterThanOrEqual(2);
+    const rows = within(article).getAllByRole("row").slice(1);
+    expect(within(rows[0]).getByLabelText("standard output").textContent).toBe("first\nsecond\n");
+    expect(within(rows[0]).queryByText(/gVisor/)).toBeNull();
+    expect(within(rows[1]).getByTitle("ran under gVisor (runsc)")).toBeTruthy();
+  });
+});

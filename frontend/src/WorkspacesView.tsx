@@ -24,6 +24,17 @@ export function WorkspacesView() {
     void refresh();
   }, [refresh]);
 
+  // Runs happen in agents' sidecars, which send the app no events: look
+  // again every few seconds for new runs, and every second while one goes
+  // on and its record grows.
+  const running = load.kind === "ready" && load.list.some((w) => w.runs.some((r) => r.running));
+  const watching = load.kind === "ready";
+  useEffect(() => {
+    if (!watching) return;
+    const t = setInterval(() => void refresh(), running ? 1000 : 5000);
+    return () => clearInterval(t);
+  }, [watching, running, refresh]);
+
   return (
     <section aria-labelledby="workspaces-title">
       <div className="row">
@@ -81,13 +92,31 @@ export function WorkspacesView() {
                 </thead>
                 <tbody>
                   {w.runs.map((r, i) => (
-                    <tr key={i} className={r.exitCode === 0 && !r.oomKilled ? "" : "run-failed"}>
+                    <tr
+                      key={r.id ?? i}
+                      title={r.verdict}
+                      className={r.running ? "run-running" : r.exitCode === 0 && !r.oomKilled && !r.timedOut && !r.interrupted ? "" : "run-failed"}
+                    >
                       <td>
                         <code>{r.argv.join(" ")}</code>
+                        {r.ociRuntime === "runsc" && (
+                          <span className="badge" title="ran under gVisor (runsc)">
+                            {" "}
+                            gVisor
+                          </span>
+                        )}
                       </td>
                       <td>
-                        {r.exitCode}
+                        {r.running ? (
+                          <span className="badge" role="status">running</span>
+                        ) : r.interrupted ? (
+                          <span className="badge warn">interrupted</span>
+                        ) : (
+                          r.exitCode
+                        )}
                         {r.oomKilled && <span className="badge risk-destructive"> out of memory</span>}
+                        {r.timedOut && <span className="badge risk-destructive"> time limit</span>}
+                        {r.outputStopped && <span className="badge risk-destructive"> output flood</span>}
                       </td>
                       <td className="nowrap">{formatRunDuration(r.durationMs)}</td>
                       <td>
@@ -101,9 +130,13 @@ export function WorkspacesView() {
                         )}
                       </td>
                       <td>
-                        {r.truncated ? <span className="badge warn">truncated</span> : <span className="muted">complete</span>}
+                        {r.truncated ? (
+                          <span className="badge warn">truncated</span>
+                        ) : (
+                          <span className="muted">{r.running ? "so far" : "complete"}</span>
+                        )}
                         {(r.stdout || r.stderr) && (
-                          <details className="run-output">
+                          <details className="run-output" open={r.running || undefined}>
                             <summary>output</summary>
                             {r.stdout && <pre aria-label="standard output">{r.stdout}</pre>}
                             {r.stderr && <pre aria-label="standard error">{r.stderr}</pre>}

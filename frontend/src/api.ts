@@ -281,11 +281,21 @@ export interface ConnectResult {
 }
 
 export interface WorkspaceRun {
+  id?: string;
   argv: string[];
   exitCode: number;
   oomKilled: boolean;
   durationMs: number;
   truncated: boolean;
+  /** The run goes on: duration and output are those so far. */
+  running?: boolean;
+  /** Left running by a process that ended first: there is no result. */
+  interrupted?: boolean;
+  timedOut?: boolean;
+  outputStopped?: boolean;
+  /** How the run ended, naming the limit it hit. */
+  verdict?: string;
+  ociRuntime?: string;
   /** The end of the run's output, secrets redacted. */
   stdout?: string;
   stderr?: string;
@@ -299,6 +309,24 @@ export interface Workspace {
   base: string;
   leaseExpiresAt: string;
   runs: WorkspaceRun[];
+}
+
+export interface WorkspaceImage {
+  id: string;
+  tags: string[];
+  digests: string[];
+  size: number;
+  inUse: boolean;
+}
+
+export interface WorkspaceImages {
+  images: WorkspaceImage[];
+  /** The image ID pinned in config.json ("" for none). */
+  pinned: string;
+  /** The image this app runs workspaces on. */
+  running: string;
+  restartRequired: boolean;
+  overriddenByEnv: boolean;
 }
 
 export class ApiError extends Error {
@@ -471,6 +499,10 @@ export const api = {
   connect: (c: ConnectRequest) => call<ConnectResult>("Connect", [c], post("/api/connect", c)),
 
   workspaces: () => call<Workspace[]>("Workspaces", [], get("/api/workspaces")),
+  workspaceImages: () => call<WorkspaceImages>("WorkspaceImages", [], get("/api/workspace-images")),
+  /** Pins a local image (by name or ID) in config.json for every sidecar. */
+  useWorkspaceImage: (ref: string) =>
+    call<WorkspaceImages>("UseWorkspaceImage", [ref], post("/api/workspace-images", { ref })),
   /** A person's grant: a secret for the workspace's runs, or the hosts they may reach. */
   grantWorkspace: (g: GrantRequest) =>
     call<boolean>("GrantWorkspace", [g], post(`/api/workspaces/${encodeURIComponent(g.id)}/grants`, { ...g, id: undefined })),
