@@ -10,10 +10,26 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/workspace"
 )
+
+// startWorkspaceFlow is startWebFlow with workspaces on the test image, and
+// an agent connected through a real sidecar that finds the same Engine; env
+// is that sidecar's environment.
+func startWorkspaceFlow(t *testing.T) (f *webFlow, cs *mcp.ClientSession, env []string) {
+	t.Helper()
+	_, image := needWorkspaceDocker(t)
+	t.Setenv("SLUICE_WORKSPACE_IMAGE", image)
+	f = startWebFlow(t)
+	env = append(f.env, "SLUICE_WORKSPACE_IMAGE="+image)
+	if h := os.Getenv("DOCKER_HOST"); h != "" {
+		env = append(env, "DOCKER_HOST="+h)
+	}
+	return f, agentSession(t, env, "claude-code"), env
+}
 
 // needWorkspaceDocker returns a Docker runtime and the local test image's
 // ID, skipping when the Engine is unreachable unless SLUICE_REQUIRE_E2E=1.

@@ -15,14 +15,7 @@ import (
 // records the grant by name only; the secret never appears on a command
 // line or in the ledger. The agent has no tool for this.
 func TestWorkspace_Grant_HumanOnly(t *testing.T) {
-	_, image := needWorkspaceDocker(t)
-	t.Setenv("SLUICE_WORKSPACE_IMAGE", image)
-	f := startWebFlow(t)
-	env := append(f.env, "SLUICE_WORKSPACE_IMAGE="+image)
-	if h := os.Getenv("DOCKER_HOST"); h != "" {
-		env = append(env, "DOCKER_HOST="+h)
-	}
-	cs := agentSession(t, env, "claude-code")
+	f, cs, env := startWorkspaceFlow(t)
 	tools, err := cs.ListTools(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)

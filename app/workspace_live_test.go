@@ -15,14 +15,7 @@ import (
 // output and all; it ends only when the test, having seen that, creates
 // the file the run waits for; the screen then shows the rest by itself.
 func TestFlow_Workspace_LiveRunInTheBrowser(t *testing.T) {
-	_, image := needWorkspaceDocker(t)
-	t.Setenv("SLUICE_WORKSPACE_IMAGE", image)
-	f := startWebFlow(t)
-	env := append(f.env, "SLUICE_WORKSPACE_IMAGE="+image)
-	if h := os.Getenv("DOCKER_HOST"); h != "" {
-		env = append(env, "DOCKER_HOST="+h)
-	}
-	cs := agentSession(t, env, "claude-code")
+	f, cs, _ := startWorkspaceFlow(t)
 	out, isErr := callTool(t, cs, "workspace_create", map[string]any{"kind": "fresh"})
 	if isErr {
 		t.Fatalf("workspace_create: %v", out)

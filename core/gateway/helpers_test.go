@@ -85,10 +85,18 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	token, _ := NewToken()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	backend := NewJournalBackend(j, BackendOptions{Roots: gitx.Roots{root}, Policy: o.policy, Logger: quiet})
-	srv, err := Listen(Options{Token: token, AppVersion: "test", Backend: backend, Logger: quiet})
+	srv, client, token := serve(t, backend, j, dbPath)
+	return &env{j: j, rec: mem, srv: srv, client: client, token: token, root: root, repo: repo}
+}
+
+// serve runs a real gateway over backend on loopback with a client for
+// it; on cleanup the server stops, j closes and its file is checked.
+func serve(t testing.TB, backend Backend, j *journal.Journal, dbPath string) (*Server, *Client, string) {
+	t.Helper()
+	token, _ := NewToken()
+	srv, err := Listen(Options{Token: token, AppVersion: "test", Backend: backend, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +112,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 		j.Close()
 		checkDB(t, dbPath)
 	})
-	return &env{j: j, rec: mem, srv: srv, client: client, token: token, root: root, repo: repo}
+	return srv, client, token
 }
 
 func checkDB(t testing.TB, path string) {

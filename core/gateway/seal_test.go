@@ -65,23 +65,7 @@ func newSealEnv(t testing.TB) *sealEnv {
 	r.WriteCommit("a.txt", "one\n", "base")
 	db := filepath.Join(t.TempDir(), "journal.db")
 	j, e, b := openSealBackend(t, root, db, nil)
-	token, _ := NewToken()
-	srv, err := Listen(Options{Token: token, AppVersion: "test", Backend: b, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve()
-	client, err := NewClient(srv.Addr(), token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		j.Close()
-		checkDB(t, db)
-	})
+	_, client, _ := serve(t, b, j, db)
 	return &sealEnv{j: j, e: e, b: b, client: client, root: root, repo: r, db: db}
 }
 
