@@ -143,20 +143,21 @@ func TestProposal_Validate_DetectsTampering(t *testing.T) {
 
 func TestProposal_Validate_Refuses(t *testing.T) {
 	cases := map[string]func(*Proposal){
-		"id with slash":     func(p *Proposal) { p.ID = "a/b" },
-		"id dots":           func(p *Proposal) { p.ID = "../x" },
-		"relative repo":     func(p *Proposal) { p.Repo = "repo" },
-		"unclean repo":      func(p *Proposal) { p.Repo = "/r/../etc" },
-		"empty reason":      func(p *Proposal) { p.Reason = "  " },
-		"long reason":       func(p *Proposal) { p.Reason = strings.Repeat("x", MaxReasonBytes+1) },
-		"bad agent":         func(p *Proposal) { p.Agent = "a b" },
-		"bad key":           func(p *Proposal) { p.IdempotencyKey = "a/b" },
-		"unpinned":          func(p *Proposal) { delete(p.Pinned.Refs, "main") },
-		"short sha":         func(p *Proposal) { p.Pinned.Refs["main"] = "abc123" },
-		"upper sha":         func(p *Proposal) { p.Pinned.Refs["main"] = "ABCDEF" + sha1[6:] },
-		"expiry before":     func(p *Proposal) { p.ExpiresAt = p.CreatedAt },
-		"foreign repo pins": func(p *Proposal) { p.Pinned.Repos = map[string]map[string]string{"/x": {"HEAD": sha1}} },
-		"op/args mismatch":  func(p *Proposal) { p.Op = OpMerge },
+		"id with slash":          func(p *Proposal) { p.ID = "a/b" },
+		"id dots":                func(p *Proposal) { p.ID = "../x" },
+		"relative repo":          func(p *Proposal) { p.Repo = "repo" },
+		"unclean repo":           func(p *Proposal) { p.Repo = "/r/../etc" },
+		"empty reason":           func(p *Proposal) { p.Reason = "  " },
+		"long reason":            func(p *Proposal) { p.Reason = strings.Repeat("x", MaxReasonBytes+1) },
+		"bad agent":              func(p *Proposal) { p.Agent = "a b" },
+		"bad key":                func(p *Proposal) { p.IdempotencyKey = "a/b" },
+		"unpinned":               func(p *Proposal) { delete(p.Pinned.Refs, "main") },
+		"short sha":              func(p *Proposal) { p.Pinned.Refs["main"] = "abc123" },
+		"upper sha":              func(p *Proposal) { p.Pinned.Refs["main"] = "ABCDEF" + sha1[6:] },
+		"expiry before":          func(p *Proposal) { p.ExpiresAt = p.CreatedAt },
+		"foreign repo pins":      func(p *Proposal) { p.Pinned.Repos = map[string]map[string]string{"/x": {"HEAD": sha1}} },
+		"op/args mismatch":       func(p *Proposal) { p.Op = OpMerge },
+		"nested, not a worktree": func(p *Proposal) { p.Pinned.WorktreeNestedIn = "/repo" },
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -257,6 +258,7 @@ func TestProposal_Risk(t *testing.T) {
 		{&BranchArgs{Name: "a", StartPoint: "b"}, Pinned{}, RiskLow},
 		{&CommitArgs{Message: "m", StageAll: true}, Pinned{}, RiskLow},
 		{&WorktreeArgs{Path: "/w", Branch: "b"}, Pinned{}, RiskLow},
+		{&WorktreeArgs{Path: "/repo/w", Branch: "b"}, Pinned{WorktreeNestedIn: "/repo"}, RiskHigh},
 		{&MergeArgs{Source: "a", Target: "b", Strategy: MergeCommit}, Pinned{}, RiskMedium},
 		{&PatchArgs{Patch: samplePatch, Target: PatchIndex}, Pinned{}, RiskMedium},
 		{&PushArgs{Remote: "o", Branch: "b"}, Pinned{}, RiskMedium},
