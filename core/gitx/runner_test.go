@@ -211,7 +211,7 @@ func TestPaths(t *testing.T) {
 		t.Fatalf("discovery climbed above the root: %v", err)
 	}
 	// CheckPath.
-	for _, bad := range []string{"../x", "a/../../x", "/etc/passwd", "-x", ".git/config", "a\x00b", ""} {
+	for _, bad := range []string{"../x", "a/../../x", "/etc/passwd", "-x", ".git/config", ".GIT/config", "sub/.git/HEAD", "GIT~1/config", "a\x00b", ""} {
 		if _, err := CheckPath("path", bad); err == nil {
 			t.Errorf("CheckPath(%q) accepted", bad)
 		}

@@ -194,6 +194,9 @@ func TestCreate_SnapshotIsDefended(t *testing.T) {
 	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(src, "abs-link"))
 	os.Symlink("../../../../../../etc/passwd", filepath.Join(src, "sub", "escape-link"))
 	writeFile(t, filepath.Join(src, ".git", "config"), "[core]\n\thooksPath = /tmp\n")
+	// Names git takes for .git on other file systems, at any depth.
+	writeFile(t, filepath.Join(src, "sub", ".GIT", "config"), "[core]\n\thooksPath = /tmp\n")
+	writeFile(t, filepath.Join(src, ".git.", "config"), "[core]\n\thooksPath = /tmp\n")
 
 	w, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceSnapshot, Path: src}})
 	if err != nil {
@@ -204,7 +207,7 @@ func TestCreate_SnapshotIsDefended(t *testing.T) {
 	for _, s := range w.Skipped {
 		skipped[s.Path] = true
 	}
-	for _, p := range []string{"abs-link", "sub/escape-link", ".git"} {
+	for _, p := range []string{"abs-link", "sub/escape-link", ".git", "sub/.GIT", ".git."} {
 		if !skipped[p] {
 			t.Errorf("%s not reported as skipped: %+v", p, w.Skipped)
 		}
