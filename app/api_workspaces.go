@@ -198,8 +198,11 @@ type WorkspaceTestView struct {
 
 // WorkspaceView is one workspace on the workspaces screen.
 type WorkspaceView struct {
-	ID             string             `json:"id"`
-	State          string             `json:"state"`
+	ID    string `json:"id"`
+	State string `json:"state"`
+	// Owner is the agent that created the workspace: the only one whose
+	// workspace_* calls it answers.
+	Owner          string             `json:"owner"`
 	Source         string             `json:"source"`
 	Base           string             `json:"base"`
 	LeaseExpiresAt string             `json:"leaseExpiresAt"`
@@ -222,7 +225,7 @@ func (api *API) Workspaces() ([]WorkspaceView, error) {
 	sort.SliceStable(list, func(i, j int) bool { return list[i].CreatedAt.After(list[j].CreatedAt) })
 	out := make([]WorkspaceView, 0, len(list))
 	for _, w := range list {
-		v := WorkspaceView{ID: w.ID, State: string(w.State), Source: sourceLabel(w.Source), Base: w.Base,
+		v := WorkspaceView{ID: w.ID, State: string(w.State), Owner: w.Agent, Source: sourceLabel(w.Source), Base: w.Base,
 			LeaseExpiresAt: w.ExpiresAt().UTC().Format(time.RFC3339), Runs: []WorkspaceRunView{}}
 		runs, err := m.Runs(w.ID)
 		if err != nil && !errors.Is(err, workspace.ErrNotFound) {
@@ -276,7 +279,9 @@ func (h workspaceHandoff) Handoff(ctx context.Context, agent, id, repo string) (
 		return gateway.HandoffResult{}, handoffError(err)
 	}
 	switch {
-	case ws.Agent != "" && ws.Agent != agent:
+	case ws.Agent == "" || ws.Agent != agent:
+		// The rule every workspace_* tool follows: only the agent that
+		// created a workspace may use it.
 		return gateway.HandoffResult{}, &gateway.Error{Status: http.StatusForbidden, Code: gateway.CodeForbidden, Message: "the workspace belongs to another agent"}
 	case ws.State != workspace.StateSealed:
 		return gateway.HandoffResult{}, &gateway.Error{Status: http.StatusConflict, Code: gateway.CodeInvalidArgument, Message: "only a sealed workspace can be handed off; call workspace_seal"}

@@ -667,12 +667,14 @@ func canonicalizeArgs(roots gitx.Roots, args proposal.Args) error {
 		if !filepath.IsAbs(a.Path) {
 			return &ToolError{Code: CodeInvalidArgument, Message: "path must be an absolute path"}
 		}
-		clean := filepath.Clean(a.Path)
-		parent, err := roots.Confine(filepath.Dir(clean))
+		// Not in any git directory (.git in any case, a bare repository, a
+		// common directory), not under a tree whose git directory is
+		// outside the roots; the nesting is pinned by pin.
+		canon, _, err := roots.WorktreePlace(a.Path)
 		if err != nil {
 			return err
 		}
-		a.Path = filepath.Join(parent, filepath.Base(clean))
+		a.Path = canon
 		if _, err := os.Lstat(a.Path); err == nil {
 			return &ToolError{Code: CodeInvalidArgument, Message: "path already exists; a worktree needs a new directory"}
 		}
@@ -720,6 +722,14 @@ func pin(ctx context.Context, g *gitResolver, roots gitx.Roots, repo string, arg
 		}
 	})
 	switch a := args.(type) {
+	case *proposal.WorktreeArgs:
+		// A worktree inside another working tree is pinned as such: its
+		// card is high risk, and the app checks the claim.
+		_, nested, err := roots.WorktreePlace(a.Path)
+		if err != nil {
+			return pinned, err
+		}
+		pinned.WorktreeNestedIn = nested
 	case *proposal.BranchDeleteArgs:
 		pinned.Repos = map[string]map[string]string{}
 		for _, r := range a.OtherRepos {

@@ -491,6 +491,12 @@ func TestPropose_Collisions(t *testing.T) {
 func TestPropose_Refusals(t *testing.T) {
 	e := newProposeEnv(t, envOpt{})
 	outside := t.TempDir()
+	// A directory inside the roots whose .git file names a repository
+	// outside them.
+	e.git(outside, "init", "-q")
+	e.git(outside, "commit", "-q", "--allow-empty", "-m", "outside")
+	pointsOut := filepath.Join(e.root, "points-out")
+	writeFile(t, filepath.Join(pointsOut, ".git"), "gitdir: "+filepath.Join(outside, ".git")+"\n")
 	cases := []struct {
 		name string
 		tool string
@@ -518,6 +524,12 @@ func TestPropose_Refusals(t *testing.T) {
 			{"op": "reset", "reset": map[string]any{"mode": "soft", "target": "HEAD"}}}, 11)}), CodeInvalidArgument},
 		{"lease without tracking ref", "propose_push", withCommon(e, map[string]any{"branch": "agent/x", "forceWithLease": true}), CodeInvalidArgument},
 		{"worktree exists", "propose_worktree", withCommon(e, map[string]any{"path": e.repo, "branch": "main"}), CodeInvalidArgument},
+		{"worktree in .git", "propose_worktree", withCommon(e, map[string]any{"path": filepath.Join(e.repo, ".git", "wt"), "branch": "agent/wt", "newBranch": true}), CodeInvalidArgument},
+		{"worktree in .git through ..", "propose_worktree", withCommon(e, map[string]any{"path": e.repo + "/src/../.git/wt", "branch": "agent/wt", "newBranch": true}), CodeInvalidArgument},
+		{"worktree in a bare repository", "propose_worktree", withCommon(e, map[string]any{"path": filepath.Join(e.root, "remote.git", "wt"), "branch": "agent/wt", "newBranch": true}), CodeInvalidArgument},
+		{"worktree in a submodule's git dir", "propose_worktree", withCommon(e, map[string]any{"path": filepath.Join(e.repo, ".git", "modules", "vendor", "lib", "wt"), "branch": "agent/wt", "newBranch": true}), CodeInvalidArgument},
+		{"git file points outside", "propose_branch", map[string]any{"repoPath": pointsOut, "reason": "r", "name": "x"}, CodePathOutsideRoots},
+		{"worktree under a tree whose git dir is outside", "propose_worktree", withCommon(e, map[string]any{"path": filepath.Join(pointsOut, "wt"), "branch": "agent/wt", "newBranch": true}), CodePathOutsideRoots},
 		{"not a submodule", "propose_submodule_pointer", withCommon(e, map[string]any{"path": "src", "action": "record"}), CodeInvalidArgument},
 		{"bad idempotency key", "propose_branch", withCommon(e, map[string]any{"name": "x", "idempotencyKey": "a b"}), ""},
 	}
@@ -663,5 +675,19 @@ func TestPropose_NoRoots_SaysHow(t *testing.T) {
 		if e.Code != CodePathOutsideRoots || !strings.Contains(e.Message, "SLUICE_ALLOWED_ROOTS") {
 			t.Errorf("%s: %+v", tool, e)
 		}
+	}
+}
+
+// TestPropose_NestedWorktree_IsHighRisk: a worktree inside another
+// working tree is pinned as nested and its card is high risk.
+func TestPropose_NestedWorktree_IsHighRisk(t *testing.T) {
+	e := newProposeEnv(t, envOpt{})
+	out := e.mustPropose(t, "propose_worktree", withCommon(e, map[string]any{"path": filepath.Join(e.repo, "src", "wt"), "branch": "agent/wt", "newBranch": true}))
+	rec, err := e.j.Get(out.ProposalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Proposal.Pinned.WorktreeNestedIn != e.repo || rec.Proposal.Risk() != proposal.RiskHigh || out.Risk != "high" {
+		t.Fatalf("nested worktree: pinned %+v, risk %s / %s", rec.Proposal.Pinned, rec.Proposal.Risk(), out.Risk)
 	}
 }

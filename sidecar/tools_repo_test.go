@@ -327,6 +327,18 @@ func TestGitTools_PathErrors(t *testing.T) {
 	if e = gitCallErr(t, cs, "diff_text", map[string]any{"repoPath": inside.Dir, "paths": []string{"../../secret-outside/b"}}); e.Code != CodeInvalidArgument {
 		t.Errorf("path escape: %+v", e)
 	}
+	// A .git file, or a linked worktree's common directory, that leads
+	// out of the roots: every read refuses it and says nothing of it.
+	po := gitxtest.NewPointsOutside(t)
+	out := gitSession(t, po.Root)
+	for _, tool := range []string{"repo_brief", "repo_history", "repo_refs", "worktree_list"} {
+		for _, p := range []string{po.GitFile, filepath.Join(po.GitFile, "sub"), po.Worktree} {
+			res := gitCall(t, out, tool, map[string]any{"repoPath": p})
+			if gitErrorCode(res) != CodePathOutsideRoots || strings.Contains(gitResultText(res), "outside commit") || strings.Contains(gitResultText(res), po.Outside.Dir) {
+				t.Errorf("%s(%s) through a .git file: %s", tool, p, gitResultText(res))
+			}
+		}
+	}
 	// Fleet: an outside path is reported by index, never echoed.
 	radar := gitCallOK[FleetRadarOut](t, cs, "fleet_radar", map[string]any{"repoPaths": []string{inside.Dir, outside.Dir}})
 	if radar.Scanned != 1 || len(radar.Errors) != 1 || radar.Errors[0].Path != "repoPaths[1]" || radar.Errors[0].Code != CodePathOutsideRoots {

@@ -373,12 +373,31 @@ func wsOut(ws *workspace.Workspace) WorkspaceOut {
 	}
 }
 
-func (w *wsTools) status(ctx context.Context, _ *mcp.CallToolRequest, in WorkspaceIDIn) (WorkspaceOut, error) {
+// errNotOwner answers a call about a workspace another agent created. It
+// says nothing about whether the workspace exists.
+var errNotOwner = &ToolError{Code: CodeWorkspaceNotFound,
+	Message: "no workspace with this id belongs to this agent: a workspace is used only by the agent that created it"}
+
+// owned opens the manager and the workspace id names, and checks that the
+// caller is the agent that created it, by the rule proposals follow: the
+// sanitized client name, or the identity the HTTP bearer token carries.
+func (w *wsTools) owned(ctx context.Context, req *mcp.CallToolRequest, id string) (*workspace.Manager, *workspace.Workspace, error) {
 	m, err := w.manager(ctx)
 	if err != nil {
-		return WorkspaceOut{}, err
+		return nil, nil, err
 	}
-	ws, err := m.Get(in.WorkspaceID)
+	ws, err := m.Get(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ws.Agent == "" || ws.Agent != w.s.agentName(req) {
+		return nil, nil, errNotOwner
+	}
+	return m, ws, nil
+}
+
+func (w *wsTools) status(ctx context.Context, req *mcp.CallToolRequest, in WorkspaceIDIn) (WorkspaceOut, error) {
+	m, ws, err := w.owned(ctx, req, in.WorkspaceID)
 	if err != nil {
 		return WorkspaceOut{}, err
 	}
@@ -409,8 +428,8 @@ func (w *wsTools) status(ctx context.Context, _ *mcp.CallToolRequest, in Workspa
 	return out, nil
 }
 
-func (w *wsTools) read(ctx context.Context, _ *mcp.CallToolRequest, in WorkspaceFileReadIn) (WorkspaceFileOut, error) {
-	m, err := w.manager(ctx)
+func (w *wsTools) read(ctx context.Context, req *mcp.CallToolRequest, in WorkspaceFileReadIn) (WorkspaceFileOut, error) {
+	m, _, err := w.owned(ctx, req, in.WorkspaceID)
 	if err != nil {
 		return WorkspaceFileOut{}, err
 	}
@@ -421,8 +440,8 @@ func (w *wsTools) read(ctx context.Context, _ *mcp.CallToolRequest, in Workspace
 	return WorkspaceFileOut{FileContent: *fc}, nil
 }
 
-func (w *wsTools) write(ctx context.Context, _ *mcp.CallToolRequest, in WorkspaceFileWriteIn) (WorkspaceWriteOut, error) {
-	m, err := w.manager(ctx)
+func (w *wsTools) write(ctx context.Context, req *mcp.CallToolRequest, in WorkspaceFileWriteIn) (WorkspaceWriteOut, error) {
+	m, _, err := w.owned(ctx, req, in.WorkspaceID)
 	if err != nil {
 		return WorkspaceWriteOut{}, err
 	}
@@ -434,8 +453,8 @@ func (w *wsTools) write(ctx context.Context, _ *mcp.CallToolRequest, in Workspac
 	return WorkspaceWriteOut{WriteResult: *res}, nil
 }
 
-func (w *wsTools) edit(ctx context.Context, _ *mcp.CallToolRequest, in WorkspaceFileEditIn) (WorkspaceWriteOut, error) {
-	m, err := w.manager(ctx)
+func (w *wsTools) edit(ctx context.Context, req *mcp.CallToolRequest, in WorkspaceFileEditIn) (WorkspaceWriteOut, error) {
+	m, _, err := w.owned(ctx, req, in.WorkspaceID)
 	if err != nil {
 		return WorkspaceWriteOut{}, err
 	}
@@ -446,8 +465,8 @@ func (w *wsTools) edit(ctx context.Context, _ *mcp.CallToolRequest, in Workspace
 	return WorkspaceWriteOut{WriteResult: *res}, nil
 }
 
-func (w *wsTools) list(ctx context.Context, _ *mcp.CallToolRequest, in WorkspaceFileListIn) (WorkspaceListingOut, error) {
-	m, err := w.manager(ctx)
+func (w *wsTools) list(ctx context.Context, req *mcp.CallToolRequest, in WorkspaceFileListIn) (WorkspaceListingOut, error) {
+	m, _, err := w.owned(ctx, req, in.WorkspaceID)
 	if err != nil {
 		return WorkspaceListingOut{}, err
 	}
@@ -458,8 +477,8 @@ func (w *wsTools) list(ctx context.Context, _ *mcp.CallToolRequest, in Workspace
 	return WorkspaceListingOut{Listing: *l}, nil
 }
 
-func (w *wsTools) glob(ctx context.Context, _ *mcp.CallToolRequest, in WorkspaceFileGlobIn) (WorkspaceListingOut, error) {
-	m, err := w.manager(ctx)
+func (w *wsTools) glob(ctx context.Context, req *mcp.CallToolRequest, in WorkspaceFileGlobIn) (WorkspaceListingOut, error) {
+	m, _, err := w.owned(ctx, req, in.WorkspaceID)
 	if err != nil {
 		return WorkspaceListingOut{}, err
 	}
@@ -470,8 +489,8 @@ func (w *wsTools) glob(ctx context.Context, _ *mcp.CallToolRequest, in Workspace
 	return WorkspaceListingOut{Listing: *l}, nil
 }
 
-func (w *wsTools) grep(ctx context.Context, _ *mcp.CallToolRequest, in WorkspaceFileGrepIn) (WorkspaceGrepOut, error) {
-	m, err := w.manager(ctx)
+func (w *wsTools) grep(ctx context.Context, req *mcp.CallToolRequest, in WorkspaceFileGrepIn) (WorkspaceGrepOut, error) {
+	m, _, err := w.owned(ctx, req, in.WorkspaceID)
 	if err != nil {
 		return WorkspaceGrepOut{}, err
 	}
@@ -487,7 +506,7 @@ func (w *wsTools) run(ctx context.Context, req *mcp.CallToolRequest, in Workspac
 	if in.TimeoutSeconds < 0 || in.MemoryMB < 0 || in.OutputBytes < 0 {
 		return WorkspaceRunOut{}, &ToolError{Code: CodeInvalidArgument, Message: "limits must not be negative"}
 	}
-	m, err := w.manager(ctx)
+	m, _, err := w.owned(ctx, req, in.WorkspaceID)
 	if err != nil {
 		return WorkspaceRunOut{}, err
 	}
@@ -564,8 +583,8 @@ func tail(s string, max int) (string, bool) {
 	return s, true
 }
 
-func (w *wsTools) diff(ctx context.Context, _ *mcp.CallToolRequest, in WorkspaceDiffIn) (WorkspaceDiffOut, error) {
-	m, err := w.manager(ctx)
+func (w *wsTools) diff(ctx context.Context, req *mcp.CallToolRequest, in WorkspaceDiffIn) (WorkspaceDiffOut, error) {
+	m, _, err := w.owned(ctx, req, in.WorkspaceID)
 	if err != nil {
 		return WorkspaceDiffOut{}, err
 	}
@@ -576,8 +595,8 @@ func (w *wsTools) diff(ctx context.Context, _ *mcp.CallToolRequest, in Workspace
 	return WorkspaceDiffOut{DiffResult: *d}, nil
 }
 
-func (w *wsTools) destroy(ctx context.Context, _ *mcp.CallToolRequest, in WorkspaceIDIn) (WorkspaceDestroyOut, error) {
-	m, err := w.manager(ctx)
+func (w *wsTools) destroy(ctx context.Context, req *mcp.CallToolRequest, in WorkspaceIDIn) (WorkspaceDestroyOut, error) {
+	m, _, err := w.owned(ctx, req, in.WorkspaceID)
 	if err != nil {
 		return WorkspaceDestroyOut{}, err
 	}
@@ -596,11 +615,7 @@ func (w *wsTools) seal(ctx context.Context, req *mcp.CallToolRequest, in Workspa
 	if strings.TrimSpace(in.Reason) == "" {
 		return ProposalOut{}, &ToolError{Code: CodeInvalidArgument, Message: "reason is required: say why, for the person who decides"}
 	}
-	m, err := w.manager(ctx)
-	if err != nil {
-		return ProposalOut{}, err
-	}
-	ws, err := m.Get(in.WorkspaceID)
+	m, ws, err := w.owned(ctx, req, in.WorkspaceID)
 	if err != nil {
 		return ProposalOut{}, err
 	}

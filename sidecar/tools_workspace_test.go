@@ -332,3 +332,86 @@ func TestWorkspaceTools_RunStreamsProgress(t *testing.T) {
 }
 
 func toStr(v any) string { s, _ := v.(string); return s }
+
+// TestWorkspaceTools_OwnerOnly: every workspace tool refuses a caller that
+// is not the agent that created the workspace (another client name over
+// stdio, another bearer identity over HTTP) and changes nothing; the
+// creator goes on working.
+func TestWorkspaceTools_OwnerOnly(t *testing.T) {
+	image := needWorkspaceImage(t)
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, cfg := testEnv(t, root)
+	cfg.WorkspaceImage = image
+	repo := filepath.Join(root, "repo")
+	g := git(t)
+	os.Mkdir(repo, 0o755)
+	g(repo, "init", "-q", "-b", "main")
+	writeFile(t, filepath.Join(repo, "a.txt"), "a\n")
+	g(repo, "add", ".")
+	g(repo, "commit", "-q", "-m", "init")
+
+	session := func(identity, client string) *mcp.ClientSession {
+		s, err := New(Options{Config: cfg, Toolsets: []string{"workspace"}, Logger: quietLog(), Identity: identity})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, ct := mcp.NewInMemoryTransports()
+		ss, err := s.Server().Connect(t.Context(), st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ss.Close() })
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: client, Version: "1"}, nil).Connect(t.Context(), ct, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	owner := session("", "owner-agent")
+	res, out := callJSON(t, owner, "workspace_create", map[string]any{"kind": "repo", "repoPath": repo})
+	if res.IsError {
+		t.Fatalf("workspace_create: %v", out)
+	}
+	id, _ := out["workspaceId"].(string)
+	t.Cleanup(func() {
+		owner.CallTool(context.Background(), &mcp.CallToolParams{Name: "workspace_destroy", Arguments: map[string]any{"workspaceId": id}})
+	})
+
+	calls := map[string]map[string]any{
+		"workspace_status":     {"workspaceId": id},
+		"workspace_file_read":  {"workspaceId": id, "path": "a.txt"},
+		"workspace_file_write": {"workspaceId": id, "path": "a.txt", "content": "stolen\n"},
+		"workspace_file_edit":  {"workspaceId": id, "path": "a.txt", "old": "a", "new": "b"},
+		"workspace_file_list":  {"workspaceId": id},
+		"workspace_file_glob":  {"workspaceId": id, "pattern": "*"},
+		"workspace_file_grep":  {"workspaceId": id, "pattern": "a"},
+		"workspace_run":        {"workspaceId": id, "argv": []string{"true"}},
+		"workspace_diff":       {"workspaceId": id},
+		"workspace_seal":       {"workspaceId": id, "reason": "take it over"},
+		"workspace_destroy":    {"workspaceId": id},
+	}
+	for _, other := range []struct{ name, identity, client string }{
+		{"another client name", "", "other-agent"},
+		{"another bearer identity", "http-bob", "owner-agent"},
+	} {
+		cs := session(other.identity, other.client)
+		for tool, args := range calls {
+			res, out := callJSON(t, cs, tool, args)
+			if !res.IsError || errCode(out) != CodeWorkspaceNotFound || !strings.Contains(resultText(res), "agent that created it") {
+				t.Errorf("%s: %s = %v", other.name, tool, out)
+			}
+		}
+	}
+	// Nothing changed, and the owner still works.
+	res, out = callJSON(t, owner, "workspace_file_read", map[string]any{"workspaceId": id, "path": "a.txt"})
+	if res.IsError || out["content"] != "a\n" {
+		t.Fatalf("owner read after refusals = %v", out)
+	}
+	if _, out = callJSON(t, owner, "workspace_status", map[string]any{"workspaceId": id}); out["state"] != "ready" {
+		t.Fatalf("owner status = %v", out)
+	}
+}

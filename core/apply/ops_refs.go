@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
@@ -97,6 +98,9 @@ func (s *worktreeStep) check(ctx context.Context, r *run) error {
 	if err != nil || canon != parent {
 		return newErr(CodeInvalidArgument, "the new worktree's parent directory must be a canonical directory inside the allowed roots")
 	}
+	if err := s.checkPlace(r); err != nil {
+		return err
+	}
 	if _, err := os.Lstat(s.a.Path); err == nil {
 		return newErr(CodeInvalidArgument, "%s already exists; a worktree needs a new directory", s.a.Path)
 	}
@@ -108,6 +112,25 @@ func (s *worktreeStep) check(ctx context.Context, r *run) error {
 		if wt != nil || err != nil {
 			return newErr(CodeCheckedOut, "branch %s is already checked out in another worktree", s.a.Branch)
 		}
+	}
+	return nil
+}
+
+// checkPlace applies the rule the sidecar and the gateway applied, to the
+// files as they are now (at seal and again before the worktree is added):
+// never inside a git directory, never under a tree whose git directory is
+// outside the roots, and nested exactly where the proposal says.
+func (s *worktreeStep) checkPlace(r *run) error {
+	place, nested, err := r.e.roots.WorktreePlace(s.a.Path)
+	if err != nil {
+		var ge *gitx.Error
+		if errors.As(err, &ge) {
+			return &Error{Code: ge.Code, Msg: ge.Msg, Err: err}
+		}
+		return err
+	}
+	if place != s.a.Path || nested != r.p.Pinned.WorktreeNestedIn {
+		return newErr(CodeInvalidArgument, "the new worktree would not be where the proposal says (its nesting in another working tree changed)")
 	}
 	return nil
 }

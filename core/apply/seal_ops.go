@@ -535,6 +535,9 @@ func (s *branchDeleteStep) seal(ctx context.Context, sl *sealing) (proposal.Seal
 
 // seal: a new branch, when one is created, and the new working tree.
 func (s *worktreeStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, error) {
+	if err := s.checkPlace(sl.r); err != nil {
+		return proposal.Sealed{}, err
+	}
 	out := proposal.Sealed{}
 	if s.a.NewBranch {
 		start := sl.r.expect[s.a.StartPoint]

@@ -208,6 +208,9 @@ func confineError(err error) error {
 	if errors.As(err, &ge) && ge.Code == CodePathOutsideRoots {
 		return &Error{Status: http.StatusForbidden, Code: CodePathOutsideRoots, Message: ge.Msg}
 	}
+	if errors.Is(err, gitx.ErrWorktreeInGitDir) {
+		return badRequest(ge.Msg)
+	}
 	return badRequest("a repository path cannot be used: " + err.Error())
 }
 
@@ -221,6 +224,11 @@ func (b *JournalBackend) confine(p proposal.Proposal) error {
 		}
 		if canon != path {
 			return badRequest("repository paths must be canonical (symlinks resolved)")
+		}
+		// The working tree is not enough: its .git file or commondir
+		// must not lead out of the roots either.
+		if err := b.opts.Roots.ConfineGitDirs(canon); err != nil {
+			return confineError(err)
 		}
 		return nil
 	}
@@ -243,6 +251,18 @@ func (b *JournalBackend) confine(p proposal.Proposal) error {
 		// The worktree does not exist yet: its parent must.
 		if err := check(filepath.Dir(a.Path)); err != nil {
 			return err
+		}
+		// Not inside any git directory, and nested exactly where the
+		// proposal (and so its card and digest) says.
+		canon, nested, err := b.opts.Roots.WorktreePlace(a.Path)
+		if err != nil {
+			return confineError(err)
+		}
+		if canon != a.Path {
+			return badRequest("the worktree path must be canonical (symlinks resolved)")
+		}
+		if nested != p.Pinned.WorktreeNestedIn {
+			return badRequest("pinned.worktreeNestedIn does not say which working tree the new worktree is inside")
 		}
 	}
 	return nil

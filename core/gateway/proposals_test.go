@@ -116,6 +116,22 @@ func TestProposals_Submit_Refuses(t *testing.T) {
 	if err := os.Symlink(e.repo, link); err != nil {
 		t.Fatal(err)
 	}
+	// A directory whose .git file leads out of the roots, a .git
+	// directory and a bare repository inside them.
+	pointsOut := filepath.Join(e.root, "points-out")
+	mkdirs(t, pointsOut, filepath.Join(e.repo, ".git", "objects"), filepath.Join(e.repo, ".git", "refs"),
+		filepath.Join(e.root, "bare.git", "objects"), filepath.Join(e.root, "bare.git", "refs"))
+	writeTestFile(t, filepath.Join(pointsOut, ".git"), "gitdir: "+filepath.Join(outside, ".git")+"\n")
+	writeTestFile(t, filepath.Join(e.repo, ".git", "HEAD"), "ref: refs/heads/main\n")
+	writeTestFile(t, filepath.Join(e.root, "bare.git", "HEAD"), "ref: refs/heads/main\n")
+	worktree := func(path, nested string) func(*proposal.Proposal) {
+		return func(p *proposal.Proposal) {
+			*p = e.proposal(t, "agent-a", &proposal.WorktreeArgs{Path: path, Branch: "agent/wt", NewBranch: true, StartPoint: "main"}, func(p *proposal.Proposal) {
+				p.Pinned.Refs["main"] = sha
+				p.Pinned.WorktreeNestedIn = nested
+			})
+		}
+	}
 	cases := []struct {
 		name   string
 		agent  string
@@ -123,6 +139,12 @@ func TestProposals_Submit_Refuses(t *testing.T) {
 		status int
 		code   string
 	}{
+		{"git file points outside the roots", "agent-a", func(p *proposal.Proposal) { p.Repo = pointsOut; reseal(t, p) }, 403, CodePathOutsideRoots},
+		{"worktree under a tree whose git dir is outside", "agent-a", worktree(filepath.Join(pointsOut, "wt"), pointsOut), 403, CodePathOutsideRoots},
+		{"worktree in .git/hooks", "agent-a", worktree(filepath.Join(e.repo, ".git", "hooks"), e.repo), 400, CodeInvalidArgument},
+		{"worktree in a bare repository", "agent-a", worktree(filepath.Join(e.root, "bare.git", "hooks"), ""), 400, CodeInvalidArgument},
+		{"nested worktree that does not say so", "agent-a", worktree(filepath.Join(e.repo, "wt"), ""), 400, CodeInvalidArgument},
+		{"worktree that claims a nesting it has not", "agent-a", worktree(filepath.Join(e.root, "wt"), e.repo), 400, CodeInvalidArgument},
 		{"tampered after sealing", "agent-a", func(p *proposal.Proposal) {
 			p.Reason = "changed"
 			p.Digest = strings.Replace(p.Digest, p.Digest[10:14], "0000", 1)
@@ -383,5 +405,39 @@ func TestRoutes_NoneDecides(t *testing.T) {
 				t.Fatalf("Backend has a deciding method %s", bt.Method(i).Name)
 			}
 		}
+	}
+}
+
+func mkdirs(t testing.TB, dirs ...string) {
+	t.Helper()
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func writeTestFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestProposals_Submit_NestedWorktree: a worktree inside another working
+// tree is accepted when the proposal says so, and its card is high risk.
+func TestProposals_Submit_NestedWorktree(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	mkdirs(t, filepath.Join(e.repo, ".git"))
+	p := e.proposal(t, "agent-a", &proposal.WorktreeArgs{Path: filepath.Join(e.repo, "wt"), Branch: "agent/wt", NewBranch: true, StartPoint: "main"}, func(p *proposal.Proposal) {
+		p.Pinned.Refs["main"] = sha
+		p.Pinned.WorktreeNestedIn = e.repo
+	})
+	st, err := e.client.SubmitProposal(t.Context(), "agent-a", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Risk != "high" {
+		t.Fatalf("risk = %s, want high", st.Risk)
 	}
 }

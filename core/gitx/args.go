@@ -4,6 +4,8 @@ import (
 	"path"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/sluicehq/sluice/core/gitpath"
 )
 
 // maxArgLen bounds any revision or path an agent passes.
@@ -54,8 +56,8 @@ func CheckPath(name, v string) (string, error) {
 	if clean == ".." || strings.HasPrefix(clean, "../") {
 		return "", invalidArg("%s must stay inside the repository (no '..' above the root)", name)
 	}
-	if clean == ".git" || strings.HasPrefix(clean, ".git/") {
-		return "", invalidArg("%s must not name the .git directory", name)
+	if gitpath.NamesMetadata(clean) {
+		return "", invalidArg("%s must not name git metadata (.git, in any case or at any depth)", name)
 	}
 	if strings.HasPrefix(clean, "-") {
 		// The agent wrote "./-name": a real file that starts with a dash.

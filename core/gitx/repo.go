@@ -61,6 +61,12 @@ func (r *Runner) Open(ctx context.Context, roots Roots, repoPath string) (*Repo,
 	if testHookAfterConfine != nil {
 		testHookAfterConfine()
 	}
+	// Nothing outside the roots is read by git on an agent's behalf: a
+	// .git file or commondir that points out is refused before git runs,
+	// and what git discovered is checked again below.
+	if err := roots.ConfineGitDirs(canon); err != nil {
+		return nil, err
+	}
 	key := canon + "\x00" + roots.String()
 	if repo := r.cache.get(key); repo != nil {
 		return repo, nil
@@ -130,9 +136,18 @@ func (r *Runner) openCanonical(ctx context.Context, roots Roots, canon string) (
 		}
 	}
 	for _, p := range []*string{&repo.Root, &repo.GitDir, &repo.CommonDir} {
-		if c, err := filepath.EvalSymlinks(*p); err == nil {
-			*p = c
+		c, err := filepath.EvalSymlinks(*p)
+		if err != nil {
+			return nil, ErrNotARepository
 		}
+		*p = c
+	}
+	// The working tree, the git directory and the common directory are
+	// all confined: a working tree inside the roots whose history lives
+	// outside them would let reads and approved proposals reach a
+	// repository nobody allowed.
+	if !roots.lexicallyInside(repo.GitDir) || !roots.lexicallyInside(repo.CommonDir) {
+		return nil, ErrGitDirOutsideRoots
 	}
 	repo.Linked = !repo.Bare && repo.GitDir != repo.CommonDir
 	// GIT_CEILING_DIRECTORIES already kept discovery below the root; this

@@ -122,3 +122,89 @@ func NewRoots(paths []string) (Roots, error) {
 	}
 	return out, nil
 }
+
+// ConfineGitDirs checks what a working tree inside the roots points at: a
+// ".git" file ("gitdir: /elsewhere/.git", as linked worktrees and
+// submodules have), a ".git" symlink, and a git directory's "commondir"
+// file can all name a repository outside the roots, whose history reads
+// would then return and whose refs an approved proposal would move. canon
+// must be a canonical path inside the roots; the check walks from it up to
+// the root that allows it and stops at the first ".git" it finds, which is
+// the repository git's own discovery would open. It reads a few small
+// files and runs nothing, so the app's gateway can apply it to a path that
+// does not have to be a repository.
+func (r Roots) ConfineGitDirs(canon string) error {
+	for d := canon; r.lexicallyInside(d); d = filepath.Dir(d) {
+		// A git directory itself (a bare repository, or a linked
+		// worktree's private directory) may name its common directory.
+		if err := r.confineCommonDir(d); err != nil {
+			return err
+		}
+		dotGit := filepath.Join(d, ".git")
+		st, err := os.Lstat(dotGit)
+		if err != nil {
+			if d == filepath.Dir(d) {
+				return nil
+			}
+			continue
+		}
+		gitDir := dotGit
+		switch {
+		case st.Mode()&os.ModeSymlink != 0:
+			gitDir, err = filepath.EvalSymlinks(dotGit)
+			if err != nil {
+				return nil // a dangling .git: no repository there for git either
+			}
+		case st.Mode().IsRegular():
+			target, ok := readGitLink(dotGit)
+			if !ok {
+				return nil // git refuses an unreadable .git file as well
+			}
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(d, target)
+			}
+			if gitDir, err = filepath.EvalSymlinks(target); err != nil {
+				gitDir = filepath.Clean(target)
+			}
+		}
+		if !r.lexicallyInside(gitDir) {
+			return ErrGitDirOutsideRoots
+		}
+		return r.confineCommonDir(gitDir)
+	}
+	return nil
+}
+
+// ErrGitDirOutsideRoots: the working tree is inside the roots but its git
+// directory or common directory is not. Like every confinement error it
+// names no path.
+var ErrGitDirOutsideRoots = &Error{Code: CodePathOutsideRoots, Msg: "the repository's git directory is outside the allowed roots (its .git file or commondir points elsewhere)"}
+
+// confineCommonDir checks gitDir's "commondir" file, if it has one.
+func (r Roots) confineCommonDir(gitDir string) error {
+	c := readSmall(filepath.Join(gitDir, "commondir"))
+	if c == "" {
+		return nil
+	}
+	if !filepath.IsAbs(c) {
+		c = filepath.Join(gitDir, c)
+	}
+	if canon, err := filepath.EvalSymlinks(c); err == nil {
+		c = canon
+	}
+	if !r.lexicallyInside(filepath.Clean(c)) {
+		return ErrGitDirOutsideRoots
+	}
+	return nil
+}
+
+// readGitLink reads the target of a ".git" file ("gitdir: <path>").
+func readGitLink(p string) (string, bool) {
+	s := readSmall(p)
+	target, ok := strings.CutPrefix(s, "gitdir:")
+	if !ok {
+		return "", false
+	}
+	target = strings.TrimSpace(target)
+	return target, target != ""
+}

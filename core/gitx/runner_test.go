@@ -211,7 +211,7 @@ func TestPaths(t *testing.T) {
 		t.Fatalf("discovery climbed above the root: %v", err)
 	}
 	// CheckPath.
-	for _, bad := range []string{"../x", "a/../../x", "/etc/passwd", "-x", ".git/config", "a\x00b", ""} {
+	for _, bad := range []string{"../x", "a/../../x", "/etc/passwd", "-x", ".git/config", ".GIT/config", "sub/.git/HEAD", "GIT~1/config", "a\x00b", ""} {
 		if _, err := CheckPath("path", bad); err == nil {
 			t.Errorf("CheckPath(%q) accepted", bad)
 		}
@@ -269,5 +269,29 @@ func TestParseVersion_Table(t *testing.T) {
 	}
 	if _, ok := parseVersion("something else"); ok {
 		t.Errorf("parseVersion accepted something else")
+	}
+}
+
+// TestOpen_GitDirOutsideRoots: a working tree inside the roots whose .git
+// file (or linked worktree's common directory) is outside them is refused
+// with path_outside_roots, from the tree and from below it, and the error
+// names no path.
+func TestOpen_GitDirOutsideRoots(t *testing.T) {
+	f := gitxtest.NewPointsOutside(t)
+	roots := Roots{f.Root}
+	run := newRunner(t)
+	for _, p := range []string{f.GitFile, filepath.Join(f.GitFile, "sub"), f.Worktree} {
+		_, err := run.Open(ctx(t), roots, p)
+		wantCode(t, err, CodePathOutsideRoots)
+		if strings.Contains(err.Error(), f.Outside.Dir) {
+			t.Fatalf("error names the outside path: %v", err)
+		}
+		if err := roots.ConfineGitDirs(p); !IsCode(err, CodePathOutsideRoots) {
+			t.Fatalf("ConfineGitDirs(%s) = %v", p, err)
+		}
+	}
+	// The same repository is fine where its git directory is allowed.
+	if _, err := run.Open(ctx(t), Roots{filepath.Dir(f.Root)}, f.Worktree); err != nil {
+		t.Fatalf("open with the git directory inside the roots: %v", err)
 	}
 }

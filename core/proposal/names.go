@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/sluicehq/sluice/core/gitpath"
 )
 
 // validRevision accepts what an agent may name as a commit: a ref name,
@@ -54,7 +56,8 @@ func validRemoteName(s string) bool {
 }
 
 // validRelPath accepts a clean repository-relative path that stays inside
-// the working tree and does not reach into a .git directory. "." (the
+// the working tree and does not reach into a .git directory (by the one
+// rule of core/gitpath, at any depth). "." (the
 // whole tree) is accepted only where allowDot says so.
 func validRelPath(s string, allowDot bool) bool {
 	if s == "" || len(s) > MaxPathBytes || !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
@@ -67,11 +70,11 @@ func validRelPath(s string, allowDot bool) bool {
 		return false
 	}
 	for _, c := range strings.Split(s, "/") {
-		if c == ".." || c == "." || strings.EqualFold(c, ".git") {
+		if c == ".." || c == "." {
 			return false
 		}
 	}
-	return true
+	return !gitpath.NamesMetadata(s)
 }
 
 // BranchRef is the full ref name of a short branch name.

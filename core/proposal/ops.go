@@ -500,8 +500,18 @@ func (a *WorktreeArgs) WrittenRefs() []string {
 	return nil
 }
 func (a *WorktreeArgs) FilesTouched() ([]string, bool) { return nil, true }
-func (a *WorktreeArgs) risk(Pinned) Risk               { return RiskLow }
-func (a *WorktreeArgs) why(Pinned) string              { return "adds a working tree; nothing existing changes" }
+func (a *WorktreeArgs) risk(p Pinned) Risk {
+	if p.WorktreeNestedIn != "" {
+		return RiskHigh
+	}
+	return RiskLow
+}
+func (a *WorktreeArgs) why(p Pinned) string {
+	if p.WorktreeNestedIn != "" {
+		return "adds a working tree inside another working tree, whose tools and commands will see its files"
+	}
+	return "adds a working tree; nothing existing changes"
+}
 
 // CommitArgs commits Paths (or everything, with StageAll) on the checked-out
 // branch. There is no amend.

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/core/gitpath"
 )
 
 // patchFiles lists the paths a unified diff (git or plain, -p1 style)
@@ -209,8 +211,8 @@ func closingQuote(s string) int {
 	return -1
 }
 
-// unquoteC undoes git's quoting of unusual path names: a double-quoted
-// string with \" \\ \a \b \f \n \r \t \v and three-digit octal escapes.
+// unquoteC undoes git's quoting of an unusual path name at the start of s
+// (the one reading, core/gitpath's, that decides whether it names .git).
 func unquoteC(s string) (string, error) {
 	if len(s) < 2 || s[0] != '"' {
 		return "", errors.New("not quoted")
@@ -219,46 +221,9 @@ func unquoteC(s string) (string, error) {
 	if end < 0 {
 		return "", errors.New("unterminated quote")
 	}
-	s = s[1:end]
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' {
-			b.WriteByte(c)
-			continue
-		}
-		i++
-		if i >= len(s) {
-			return "", errors.New("dangling escape")
-		}
-		switch e := s[i]; e {
-		case '"', '\\':
-			b.WriteByte(e)
-		case 'a':
-			b.WriteByte('\a')
-		case 'b':
-			b.WriteByte('\b')
-		case 'f':
-			b.WriteByte('\f')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'v':
-			b.WriteByte('\v')
-		default:
-			if i+3 > len(s) {
-				return "", errors.New("short octal escape")
-			}
-			n, err := strconv.ParseUint(s[i:i+3], 8, 8)
-			if err != nil {
-				return "", errors.New("bad escape")
-			}
-			b.WriteByte(byte(n))
-			i += 2
-		}
+	u, ok := gitpath.Unquote(s[:end+1])
+	if !ok {
+		return "", errors.New("bad escape")
 	}
-	return b.String(), nil
+	return u, nil
 }

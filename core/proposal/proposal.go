@@ -93,6 +93,13 @@ type Pinned struct {
 	// Repos pins refs in repositories other than Repo (branch deletion
 	// across repositories, a submodule's checkout), keyed by canonical path.
 	Repos map[string]map[string]string `json:"repos,omitempty"`
+	// WorktreeNestedIn, for a worktree proposal, is the canonical working
+	// tree the new worktree would be created inside ("" when it is inside
+	// none). Files checked out there become part of that tree (and of
+	// whatever runs in it), so the card rates it high. The sidecar computes
+	// it and the app and the executor compute it again; the digest covers
+	// it, so an approval is bound to what the card said.
+	WorktreeNestedIn string `json:"worktreeNestedIn,omitempty"`
 }
 
 // wireProposal is Proposal with undecoded args, so that args can be decoded
@@ -298,6 +305,14 @@ func (p Proposal) Validate() error {
 		}
 	} else if len(p.Pinned.Repos) > 0 {
 		return invalid("pinned.repos", "this operation pins nothing in other repositories")
+	}
+	if n := p.Pinned.WorktreeNestedIn; n != "" {
+		if p.Op != OpWorktree {
+			return invalid("pinned.worktreeNestedIn", "only a worktree proposal is nested in a working tree")
+		}
+		if err := validAbsPath("pinned.worktreeNestedIn", n); err != nil {
+			return err
+		}
 	}
 	if err := p.Sealed.validate(p.ID); err != nil {
 		return err

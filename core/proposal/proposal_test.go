@@ -157,6 +157,7 @@ func TestProposal_Validate_Refuses(t *testing.T) {
 		"expiry before":     func(p *Proposal) { p.ExpiresAt = p.CreatedAt },
 		"foreign repo pins": func(p *Proposal) { p.Pinned.Repos = map[string]map[string]string{"/x": {"HEAD": sha1}} },
 		"op/args mismatch":  func(p *Proposal) { p.Op = OpMerge },
+		"nested branch":     func(p *Proposal) { p.Pinned.WorktreeNestedIn = "/repo" },
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -186,6 +187,10 @@ func TestArgs_Validate_Refuses(t *testing.T) {
 		"discard dotdot":          &DiscardArgs{Paths: []string{"../x"}},
 		"discard abs":             &DiscardArgs{Paths: []string{"/etc/passwd"}},
 		"discard git dir":         &DiscardArgs{Paths: []string{"sub/.GIT/config"}},
+		"discard .git. dot":       &DiscardArgs{Paths: []string{".git./config"}},
+		"commit git stream":       &CommitArgs{Message: "m", Paths: []string{"sub/.Git::$INDEX_ALLOCATION/hooks"}},
+		"commit git short name":   &CommitArgs{Message: "m", Paths: []string{"GIT~1/config"}},
+		"patch quoted .GIT space": &PatchArgs{Target: PatchWorktree, Patch: "--- \"a/.GIT /config\"\n+++ \"b/.GIT /config\"\n@@ -1 +1 @@\n-a\n+b\n"},
 		"discard dup":             &DiscardArgs{Paths: []string{"a", "a"}},
 		"reset mode":              &ResetArgs{Mode: "keep", Target: "HEAD"},
 		"patch empty":             &PatchArgs{Target: PatchWorktree},
@@ -253,6 +258,7 @@ func TestProposal_Risk(t *testing.T) {
 		{&BranchArgs{Name: "a", StartPoint: "b"}, Pinned{}, RiskLow},
 		{&CommitArgs{Message: "m", StageAll: true}, Pinned{}, RiskLow},
 		{&WorktreeArgs{Path: "/w", Branch: "b"}, Pinned{}, RiskLow},
+		{&WorktreeArgs{Path: "/repo/w", Branch: "b"}, Pinned{WorktreeNestedIn: "/repo"}, RiskHigh},
 		{&MergeArgs{Source: "a", Target: "b", Strategy: MergeCommit}, Pinned{}, RiskMedium},
 		{&PatchArgs{Patch: samplePatch, Target: PatchIndex}, Pinned{}, RiskMedium},
 		{&PushArgs{Remote: "o", Branch: "b"}, Pinned{}, RiskMedium},

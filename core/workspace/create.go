@@ -295,6 +295,11 @@ func (m *Manager) confineSource(p string) (string, error) {
 	}
 	if m.opts.AllowedRoots != nil {
 		canon, err := m.opts.AllowedRoots.Confine(p)
+		if err == nil {
+			// Its git directory and common directory are confined too: a
+			// .git file inside the roots may name a repository outside.
+			err = m.opts.AllowedRoots.ConfineGitDirs(canon)
+		}
 		if err != nil {
 			return "", &Error{Code: CodeOf(err), Msg: err.Error(), Err: err}
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 )
 
 func TestCreate_RepoIsSelfContainedAtTheCommit(t *testing.T) {
@@ -193,6 +194,9 @@ func TestCreate_SnapshotIsDefended(t *testing.T) {
 	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(src, "abs-link"))
 	os.Symlink("../../../../../../etc/passwd", filepath.Join(src, "sub", "escape-link"))
 	writeFile(t, filepath.Join(src, ".git", "config"), "[core]\n\thooksPath = /tmp\n")
+	// Names git takes for .git on other file systems, at any depth.
+	writeFile(t, filepath.Join(src, "sub", ".GIT", "config"), "[core]\n\thooksPath = /tmp\n")
+	writeFile(t, filepath.Join(src, ".git.", "config"), "[core]\n\thooksPath = /tmp\n")
 
 	w, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceSnapshot, Path: src}})
 	if err != nil {
@@ -203,7 +207,7 @@ func TestCreate_SnapshotIsDefended(t *testing.T) {
 	for _, s := range w.Skipped {
 		skipped[s.Path] = true
 	}
-	for _, p := range []string{"abs-link", "sub/escape-link", ".git"} {
+	for _, p := range []string{"abs-link", "sub/escape-link", ".git", "sub/.GIT", ".git."} {
 		if !skipped[p] {
 			t.Errorf("%s not reported as skipped: %+v", p, w.Skipped)
 		}
@@ -277,5 +281,33 @@ func TestCreate_Fresh(t *testing.T) {
 	}
 	if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: "url"}}); !IsCode(err, CodeInvalidArgument) {
 		t.Fatalf("unknown kind: %v", err)
+	}
+}
+
+// TestCreate_GitDirOutsideRoots: a repository source inside the roots
+// whose .git file (or a linked worktree's common directory) leads outside
+// them is refused with path_outside_roots, and so is a handoff into it.
+func TestCreate_GitDirOutsideRoots(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	po := gitxtest.NewPointsOutside(t)
+	m := newManager(t, false, func(o *Options) { o.AllowedRoots = gitx.Roots{po.Root} })
+	for _, p := range []string{po.GitFile, po.Worktree} {
+		if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceRepo, Path: p}}); !IsCode(err, CodePathOutsideRoots) {
+			t.Fatalf("create from %s: %v", p, err)
+		}
+		if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceSnapshot, Path: p}}); !IsCode(err, CodePathOutsideRoots) {
+			t.Fatalf("snapshot of %s: %v", p, err)
+		}
+	}
+	w, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceFresh}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.FetchInto(ctx, w.ID, po.GitFile, "refs/sluice/proposals/"+w.ID); !IsCode(err, CodePathOutsideRoots) {
+		t.Fatalf("fetch into a tree whose git directory is outside: %v", err)
+	}
+	if refs := po.Outside.Git("for-each-ref", "refs/sluice/"); refs != "" {
+		t.Fatalf("the outside repository gained refs: %s", refs)
 	}
 }

@@ -344,3 +344,32 @@ func TestStore_IDsAndMetadata(t *testing.T) {
 		t.Fatalf("Get unknown: %v", err)
 	}
 }
+
+// TestFiles_GitMetadataPathsAreRefused: the file tools refuse every path
+// that core/gitpath says names git metadata, as proposals do, and write
+// nothing.
+func TestFiles_GitMetadataPathsAreRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := newManager(t, false)
+	w := freshWS(t, m)
+	tree := m.treeDir(w.ID)
+	for _, p := range []string{".GIT/config", ".Git/hooks/pre-commit", "sub/.git/config", "a/.GIT/HEAD", ".git./config", "GIT~1/config", "x/.git::$INDEX_ALLOCATION/y"} {
+		if _, err := m.WriteFile(ctx, w.ID, p, []byte("[core]\n\thooksPath = /tmp\n"), 0); !IsCode(err, CodeInvalidArgument) {
+			t.Errorf("WriteFile(%q): %v; want invalid_argument", p, err)
+		}
+		if _, err := m.EditFile(ctx, w.ID, EditRequest{Path: p, Old: "a", New: "b"}); !IsCode(err, CodeInvalidArgument) {
+			t.Errorf("EditFile(%q): %v; want invalid_argument", p, err)
+		}
+		if _, err := m.ReadFile(ctx, w.ID, p, ReadOptions{}); !IsCode(err, CodeInvalidArgument) {
+			t.Errorf("ReadFile(%q): %v; want invalid_argument", p, err)
+		}
+		first := strings.Split(p, "/")[0]
+		if _, err := os.Lstat(filepath.Join(tree, first)); err == nil {
+			t.Errorf("WriteFile(%q) left %s in the tree", p, first)
+		}
+	}
+	if _, err := m.WriteFile(ctx, w.ID, ".github/x.yml", []byte("ok\n"), 0); err != nil {
+		t.Errorf("a .github path is not git metadata: %v", err)
+	}
+}

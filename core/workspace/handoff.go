@@ -6,6 +6,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/sluicehq/sluice/core/gitpath"
 )
 
 // Handoff checks look at base..head of a workspace for changes that would
@@ -150,7 +152,7 @@ var (
 
 func (c *checker) check(ch rawChange) {
 	p := ch.path
-	if hasGitComponent(p) {
+	if gitpath.NamesMetadata(p) {
 		c.add(SeverityRefuse, "git-path", p, "the path names repository metadata (.git)")
 		return
 	}
@@ -231,7 +233,7 @@ func (c *checker) checkGitmodules(ch rawChange) {
 				c.add(SeverityRefuse, "gitmodules-update", ch.path, k+" runs a command")
 			}
 		case strings.HasSuffix(k, ".path"):
-			if strings.HasPrefix(v, "-") || strings.HasPrefix(v, "/") || hasGitComponent(v) || strings.Contains("/"+v+"/", "/../") {
+			if strings.HasPrefix(v, "-") || strings.HasPrefix(v, "/") || gitpath.NamesMetadata(v) || strings.Contains("/"+v+"/", "/../") {
 				c.add(SeverityRefuse, "gitmodules-path", ch.path, k+" is not a path inside the tree")
 			}
 		}
@@ -275,19 +277,6 @@ func attrDrivers(content string) map[string]bool {
 		}
 	}
 	return out
-}
-
-// hasGitComponent reports a path component that git (on any file system)
-// would take for .git: case variants, trailing dots or spaces, and the
-// NTFS short name.
-func hasGitComponent(p string) bool {
-	for _, comp := range strings.Split(p, "/") {
-		c := strings.ToLower(strings.TrimRight(comp, ". "))
-		if c == ".git" || c == "git~1" {
-			return true
-		}
-	}
-	return false
 }
 
 func truncateStr(s string, n int) string {

@@ -250,3 +250,46 @@ func TestDiff_RacilyCleanFileIsIncluded(t *testing.T) {
 		t.Fatalf("Diff left out the rewritten file: %+v\n%s", d.Files, d.Patch)
 	}
 }
+
+// TestHandoffChecks_GitMetadataNames: a commit whose tree holds a name
+// that git on another file system takes for .git (here an NTFS stream
+// name, which git add refuses but a hand-made tree can carry) is refused
+// by the same rule the file tools and proposals use.
+func TestHandoffChecks_GitMetadataNames(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := newManager(t, false)
+	for _, name := range []string{".git::$INDEX_ALLOCATION", ".GIT.", "git~1"} {
+		t.Run(name, func(t *testing.T) {
+			w, _ := createRepoWS(t, m)
+			gitDir := m.gitDir(w.ID)
+			run := func(stdin string, args ...string) string {
+				t.Helper()
+				out, err := m.git.run(ctx, gitCall{gitDir: gitDir, stdin: strings.NewReader(stdin), args: args})
+				if err != nil {
+					t.Fatalf("git %v: %v", args, err)
+				}
+				return strings.TrimSpace(string(out))
+			}
+			blob := run("[core]\n\thooksPath = /tmp/x\n", "hash-object", "-w", "--stdin")
+			inner := run("100644 blob "+blob+"\tconfig\n", "mktree")
+			base := run("", "rev-parse", w.Base+"^{tree}")
+			entries := run("", "ls-tree", base)
+			tree := run(entries+"\n040000 tree "+inner+"\t"+name+"\n", "mktree", "--missing")
+			head := run("", "commit-tree", "-p", w.Base, "-m", "x", tree)
+			fs, err := m.HandoffChecks(ctx, w.ID, w.Base, head)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, f := range fs {
+				if f.Rule == "git-path" && f.Severity == SeverityRefuse {
+					found = true
+				}
+			}
+			if !found || !Refused(fs) {
+				t.Fatalf("want a git-path refusal, got %+v", fs)
+			}
+		})
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path"
 	"strings"
+
+	"github.com/sluicehq/sluice/core/gitpath"
 )
 
 // Path confinement. A path from an agent is checked twice: lexically here
@@ -38,10 +40,15 @@ func splitRel(p string) ([]string, error) {
 		}
 		comps = append(comps, c)
 	}
-	if len(comps) > 0 && comps[0] == ".git" {
+	if len(comps) > 0 && gitpath.IsGitName(comps[0]) {
 		// The repository lives outside the tree (mounted read-only in the
 		// container); tree/.git is only its mount point.
 		return nil, invalidArg("the .git directory is not part of the workspace files; use workspace_diff to see changes")
+	}
+	if gitpath.NamesMetadata(p) {
+		// A nested .git (any case) would be a repository inside the tree
+		// that the seal refuses anyway: refuse it before it is written.
+		return nil, invalidArg("the path names git metadata (.git, in any case or at any depth); such files cannot be part of a workspace's changes")
 	}
 	return comps, nil
 }
@@ -75,7 +82,7 @@ func symlinkEscapes(rel, target string) string {
 	if j == ".." || strings.HasPrefix(j, "../") {
 		return "the symlink points outside the directory"
 	}
-	if j == ".git" || strings.HasPrefix(j, ".git/") {
+	if gitpath.NamesMetadata(j) {
 		return "the symlink points into repository metadata"
 	}
 	return ""

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path"
 	"sort"
+
+	"github.com/sluicehq/sluice/core/gitpath"
 )
 
 // maxDepth bounds directory nesting in a snapshot (and any tree walk).
@@ -55,7 +57,7 @@ func (c *snapshotCopy) dir(sfd, dfd int, rel string, depth int) error {
 	}
 	for _, name := range names {
 		r := path.Join(rel, name)
-		if name == ".git" {
+		if gitpath.IsGitName(name) {
 			c.skipped = append(c.skipped, Skipped{Path: r, Reason: "repository metadata is not copied"})
 			continue
 		}

@@ -80,7 +80,11 @@ type Workspace struct {
 	// GitVisible is set when the repository is mounted (read-only) at
 	// /workspace/.git inside the container.
 	GitVisible bool `json:"gitVisible"`
-	// Agent is attribution only (the MCP client name), never identity.
+	// Agent is the agent that created the workspace, by the rule
+	// proposals follow (the sanitized MCP client name, or the HTTP bearer
+	// identity). The sidecar's workspace tools answer only that agent, and
+	// the app hands off only its workspaces; as for proposals, a client
+	// name over stdio is attribution rather than authentication.
 	Agent      string    `json:"agent,omitempty"`
 	CreatedAt  time.Time `json:"createdAt"`
 	LastUsedAt time.Time `json:"lastUsedAt"`

@@ -50,6 +50,24 @@ describe("WorkspacesView", () => {
   });
 });
 
+describe("WorkspacesView owner", () => {
+  it("names the agent that owns each workspace, and says when none does", async () => {
+    stubFetch({
+      "GET /api/workspaces": {
+        body: [
+          { id: "ws1", state: "ready", owner: "claude-code", source: "/src/widgets", base: "", leaseExpiresAt: "", runs: [] },
+          { id: "ws2", state: "ready", owner: "", source: "", base: "", leaseExpiresAt: "", runs: [] },
+        ],
+      },
+    });
+    const { WorkspacesView } = await import("./WorkspacesView");
+    render(<WorkspacesView />);
+    const [first, second] = await screen.findAllByRole("article");
+    expect(first.querySelector(".workspace-owner")?.textContent).toBe("claude-code");
+    expect(second.querySelector(".workspace-owner")?.textContent).toMatch(/unknown \(no agent can use it\)/);
+  });
+});
+
 describe("WorkspacesView grants", () => {
   it("sends a secret grant to the workspace's grants route with the CSRF header", async () => {
     const calls = stubFetch({

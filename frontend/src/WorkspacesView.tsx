@@ -71,6 +71,10 @@ export function WorkspacesView() {
               </div>
             </header>
             <dl className="facts">
+              <dt>Owner</dt>
+              <dd className="workspace-owner" title="only this agent can use the workspace">
+                {w.owner ? <code>{w.owner}</code> : <span className="muted">unknown (no agent can use it)</span>}
+              </dd>
               <dt>Source</dt>
               <dd>{w.source || <span className="muted">empty scaffold</span>}</dd>
               <dt>Base</dt>

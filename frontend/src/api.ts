@@ -306,6 +306,8 @@ export interface WorkspaceRun {
 export interface Workspace {
   id: string;
   state: string;
+  /** The agent that created it: the only one whose workspace tools it answers. */
+  owner: string;
   source: string;
   base: string;
   leaseExpiresAt: string;

@@ -359,3 +359,34 @@ func DiffSnapshots(before, after map[string]string) []string {
 	sort.Strings(d)
 	return d
 }
+
+// PointsOutside is a fixture for git-directory confinement: Root is the
+// allowed root; Outside is a repository next to it, outside the root;
+// GitFile is a directory inside the root whose .git file says
+// "gitdir: <Outside>/.git"; Worktree is a linked worktree of Outside that
+// was added inside the root (its .git file points out as well).
+type PointsOutside struct {
+	Root, GitFile, Worktree string
+	Outside                 *Repo
+}
+
+// NewPointsOutside builds a PointsOutside fixture.
+func NewPointsOutside(t testing.TB) PointsOutside {
+	t.Helper()
+	parent, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := PointsOutside{Root: filepath.Join(parent, "root"), Outside: InitAt(t, filepath.Join(parent, "outside"))}
+	f.Outside.WriteCommit("secret.txt", "outside history\n", "outside commit")
+	f.GitFile = filepath.Join(f.Root, "looks-local")
+	if err := os.MkdirAll(filepath.Join(f.GitFile, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.GitFile, ".git"), []byte("gitdir: "+filepath.Join(f.Outside.Dir, ".git")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.Worktree = filepath.Join(f.Root, "linked")
+	f.Outside.Git("worktree", "add", "-q", "-b", "linked", f.Worktree)
+	return f
+}
