@@ -62,6 +62,11 @@ func newAgentHome(t *testing.T) *agentHome {
 	if _, err := c.AddRoot(h.root); err != nil {
 		t.Fatal(err)
 	}
+	// Workspaces are configured, so that their tools are listed and the
+	// agents must hold one for permission; no workspace is ever started.
+	if err := c.SaveWorkspaceImage("sha256:" + strings.Repeat("0", 64)); err != nil {
+		t.Fatal(err)
+	}
 	if canon, err := filepath.EvalSymlinks(h.repo); err == nil {
 		h.repo = canon
 	}

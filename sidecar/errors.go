@@ -108,6 +108,10 @@ type handlerFunc[In, Out any] func(ctx context.Context, req *mcp.CallToolRequest
 // structured error, and whose protocol faults (a *jsonrpc.Error) stay
 // JSON-RPC errors.
 func addTool[In, Out any, P errorSetter[Out]](s *mcp.Server, t *mcp.Tool, h handlerFunc[In, Out]) {
+	if t.OutputSchema == nil {
+		t.OutputSchema = compactOutputSchema[Out](t.Name)
+	}
+	noteTool(s, t.Name)
 	mcp.AddTool(s, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 		out, err := h(ctx, req, in)
 		if err == nil {
