@@ -12,10 +12,12 @@ import (
 type CardEvidence struct {
 	WorkspaceID string             `json:"workspaceId"`
 	Runs        []WorkspaceRunView `json:"runs"`
-	// Failed: the last run failed (a non-zero exit, out of memory, a time
-	// limit, a failed test); FailedRuns counts every run that did.
+	// Failed: a run failed (a non-zero exit, out of memory, a time limit,
+	// a failed test); FailedRuns counts them and LastFailed says whether
+	// the last one did.
 	Failed     bool `json:"failed"`
 	FailedRuns int  `json:"failedRuns"`
+	LastFailed bool `json:"lastFailed"`
 }
 
 // workspaceRef is where a sealed workspace's commits are handed off.
@@ -45,8 +47,9 @@ func (a *App) evidenceFor(p proposal.Proposal) *CardEvidence {
 		if failed {
 			ev.FailedRuns++
 		}
-		ev.Failed = failed && i == len(runs)-1
+		ev.LastFailed = failed && i == len(runs)-1
 		ev.Runs = append(ev.Runs, runView(r))
 	}
+	ev.Failed = ev.FailedRuns > 0
 	return ev
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"github.com/sluicehq/sluice/core/journal"
-	"github.com/sluicehq/sluice/core/proposal"
 )
 
 // Notifier shows desktop notifications. onClick receives the proposal id
@@ -24,42 +23,12 @@ type Notifier interface {
 // text: notifications are visible on a locked screen and in history.
 func noteText(rec journal.Record) (title, body string) {
 	p := rec.Proposal
-	title = fmt.Sprintf("%s proposes %s on %s", p.Agent, opPhrase(p.Op), filepath.Base(p.Repo))
+	title = fmt.Sprintf("%s proposes %s on %s", p.Agent, p.Op.Phrase(), filepath.Base(p.Repo))
 	body = "Open Sluice to review and decide."
 	if p.Destructive() {
 		body = "This change can lose work. Open Sluice to review and decide."
 	}
 	return title, body
-}
-
-func opPhrase(op proposal.Op) string {
-	switch op {
-	case proposal.OpMerge:
-		return "a merge"
-	case proposal.OpRebase:
-		return "a rebase"
-	case proposal.OpDiscard:
-		return "discarding changes"
-	case proposal.OpReset:
-		return "a reset"
-	case proposal.OpPatch:
-		return "a patch"
-	case proposal.OpPlan:
-		return "a plan"
-	case proposal.OpWorktree:
-		return "a worktree"
-	case proposal.OpCommit:
-		return "a commit"
-	case proposal.OpPush:
-		return "a push"
-	case proposal.OpBranch:
-		return "a branch"
-	case proposal.OpBranchDelete:
-		return "deleting branches"
-	case proposal.OpSubmodulePointer:
-		return "a submodule update"
-	}
-	return string(op)
 }
 
 // dbusNotifier talks to org.freedesktop.Notifications on the session bus,

@@ -169,8 +169,9 @@ func TestFlow_Workspace_FullLoop(t *testing.T) {
 		t.Fatalf("the workspace's proposal card did not appear: %v", err)
 	}
 	// The runs are Sluice's own record, in their own block apart from the
-	// agent's reason: the first run failed, the last one passed.
-	evidence, err := chromedp.Run(f.ctx, chromedp.Text(chromedp.CSS(card+` .evidence[aria-label="Workspace evidence"]:not(.failed)`)))
+	// agent's reason, red because a run failed: the first one did, the
+	// last one passed.
+	evidence, err := chromedp.Run(f.ctx, chromedp.Text(chromedp.CSS(card+` .evidence.failed[aria-label="Workspace evidence"]`)))
 	if err != nil {
 		t.Fatalf("the evidence block: %v", err)
 	}

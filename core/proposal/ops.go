@@ -36,21 +36,33 @@ type opDef struct {
 	op       Op
 	newArgs  func() Args
 	planStep bool
+	// phrase names the operation in a sentence ("claude-code proposes a
+	// merge on shop"): notifications use it.
+	phrase string
 }
 
 var opDefs = []opDef{
-	{OpMerge, func() Args { return &MergeArgs{} }, true},
-	{OpRebase, func() Args { return &RebaseArgs{} }, true},
-	{OpDiscard, func() Args { return &DiscardArgs{} }, true},
-	{OpReset, func() Args { return &ResetArgs{} }, true},
-	{OpPatch, func() Args { return &PatchArgs{} }, true},
-	{OpPlan, func() Args { return &PlanArgs{} }, false},
-	{OpWorktree, func() Args { return &WorktreeArgs{} }, false},
-	{OpCommit, func() Args { return &CommitArgs{} }, false},
-	{OpPush, func() Args { return &PushArgs{} }, false},
-	{OpBranch, func() Args { return &BranchArgs{} }, false},
-	{OpBranchDelete, func() Args { return &BranchDeleteArgs{} }, false},
-	{OpSubmodulePointer, func() Args { return &SubmodulePointerArgs{} }, false},
+	{OpMerge, func() Args { return &MergeArgs{} }, true, "a merge"},
+	{OpRebase, func() Args { return &RebaseArgs{} }, true, "a rebase"},
+	{OpDiscard, func() Args { return &DiscardArgs{} }, true, "discarding changes"},
+	{OpReset, func() Args { return &ResetArgs{} }, true, "a reset"},
+	{OpPatch, func() Args { return &PatchArgs{} }, true, "a patch"},
+	{OpPlan, func() Args { return &PlanArgs{} }, false, "a plan"},
+	{OpWorktree, func() Args { return &WorktreeArgs{} }, false, "a worktree"},
+	{OpCommit, func() Args { return &CommitArgs{} }, false, "a commit"},
+	{OpPush, func() Args { return &PushArgs{} }, false, "a push"},
+	{OpBranch, func() Args { return &BranchArgs{} }, false, "a branch"},
+	{OpBranchDelete, func() Args { return &BranchDeleteArgs{} }, false, "deleting branches"},
+	{OpSubmodulePointer, func() Args { return &SubmodulePointerArgs{} }, false, "a submodule update"},
+}
+
+// Phrase names the operation in a sentence: "a merge", "discarding
+// changes".
+func (o Op) Phrase() string {
+	if d, ok := defOf(o); ok {
+		return d.phrase
+	}
+	return string(o)
 }
 
 func defOf(o Op) (opDef, bool) {

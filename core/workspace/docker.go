@@ -153,6 +153,14 @@ func (d *Docker) config(spec ContainerSpec) (*container.Config, *container.HostC
 		})
 	}
 	pids := spec.Limits.PIDs
+	if spec.RuntimeName == "runsc" {
+		// Under gVisor the Engine's PID limit counts the sandbox's own
+		// host threads as well as the workload's processes, and the
+		// sandbox's grow with blocking system calls on a loaded machine.
+		// Headroom for them keeps a busy machine from killing a run that
+		// stays within its limit; a fork loop still meets it.
+		pids = min(pids+runscThreadHeadroom, HardLimits.PIDs)
+	}
 	cpus := spec.Limits.CPUs
 	if n := float64(runtime.NumCPU()); cpus > n {
 		cpus = n
@@ -326,6 +334,14 @@ func cancelledOr(ctx context.Context, err error) error {
 	return err
 }
 
+// runscThreadHeadroom is added to a run's PID limit under runsc (see
+// config).
+const runscThreadHeadroom = 64
+
+// removeWait bounds how long Remove waits for the Engine to finish a
+// removal it accepted; a loaded Engine can take seconds.
+const removeWait = 60 * time.Second
+
 // Remove implements Runtime: force-remove, then prove it with an inspect
 // that answers not found.
 func (d *Docker) Remove(ctx context.Context, containerID string) error {
@@ -333,12 +349,13 @@ func (d *Docker) Remove(ctx context.Context, containerID string) error {
 	if err != nil && !client.IsErrNotFound(err) {
 		return &Error{Code: CodeInternal, Msg: "the Docker Engine could not remove a workspace container", Err: err}
 	}
-	for i := 0; ; i++ {
+	deadline := time.Now().Add(removeWait)
+	for {
 		_, err := d.cli.ContainerInspect(ctx, containerID)
 		if client.IsErrNotFound(err) {
 			return nil
 		}
-		if i >= 50 {
+		if time.Now().After(deadline) {
 			return &Error{Code: CodeInternal, Msg: "a workspace container is still present after removal", Err: err}
 		}
 		// Removal of a container that is being removed is in progress.

@@ -119,7 +119,7 @@ describe("SealedOutcome", () => {
     await waitFor(() => expect(calls.some((c) => c.method === "POST" && c.url === "/api/proposals/c1/send-back")).toBe(true));
   });
 
-  it("shows workspace evidence apart from the agent's words, red when the last run failed", async () => {
+  it("shows workspace evidence apart from the agent's words, red when a run failed", async () => {
     const ws = card({
       id: "w1",
       reason: "All tests pass, trust me",
@@ -127,6 +127,7 @@ describe("SealedOutcome", () => {
         workspaceId: "ws1",
         failed: true,
         failedRuns: 1,
+        lastFailed: true,
         runs: [
           {
             argv: ["sh", "test.sh"],

@@ -206,7 +206,7 @@ function runFailed(r: WorkspaceRun): boolean {
 
 /**
  * The runs of the workspace behind a proposal, as Sluice recorded them:
- * apart from the agent's words, red when the last run failed, each run's
+ * apart from the agent's words, red when any run failed, each run's
  * output one click away.
  */
 export function EvidenceBlock({ evidence }: { evidence: Evidence }) {

@@ -133,9 +133,10 @@ export interface Preflight {
 export interface Evidence {
   workspaceId: string;
   runs: WorkspaceRun[];
-  /** The last run failed. */
+  /** A run failed; lastFailed says whether the last one did. */
   failed: boolean;
   failedRuns: number;
+  lastFailed: boolean;
 }
 
 /** Everything a person needs to decide on one proposal. */
