@@ -125,7 +125,7 @@ func (s *Sidecar) capabilities(ctx context.Context, _ *mcp.CallToolRequest, _ Ca
 			MaxProposalWaitSeconds: 50,
 			PendingExpirySeconds:   int(s.cfg.PendingExpiry / time.Second),
 			MaxPatchBytes:          4 << 20,
-			Git:                    gitLimits(s),
+			Git:                    gitLimits(enabled),
 		},
 		Features:      map[string]bool{},
 		AuditDegraded: s.ledger == nil || s.auditDegraded.Load(),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/sluicehq/sluice/core/gitx"
 )
@@ -120,13 +121,10 @@ type GitLimits struct {
 	FleetMaxRepos           int    `json:"fleetMaxRepos" jsonschema:"most repositories a fleet call looks at"`
 }
 
-// gitLimits describes the git toolset's limits; nil when it is disabled.
-func gitLimits(s *Sidecar) *GitLimits {
-	enabled := false
-	for _, t := range s.toolsets {
-		enabled = enabled || t == "git"
-	}
-	if !enabled {
+// gitLimits describes the git toolset's limits; nil when it is not among
+// the enabled toolsets.
+func gitLimits(enabled []string) *GitLimits {
+	if !slices.Contains(enabled, "git") {
 		return nil
 	}
 	l := &GitLimits{
