@@ -112,7 +112,18 @@ func TestToolsetEnable_Unknown_NamesTheChoices(t *testing.T) {
 
 // toolsBeforeTheBudget are the 50 tools served before the context budget
 // (issue 16) split the defaults; every one must stay reachable.
-var toolsBeforeTheBudget = strings.Fields(`agents_presence commit_details conflict_read diff_semantic diff_text fleet_digest fleet_radar proposal_cancel proposal_status proposal_wait propose_branch propose_branch_delete propose_commit propose_discard propose_merge propose_patch propose_plan propose_push propose_rebase propose_reset propose_submodule_pointer propose_worktree repo_branch_stack repo_brief repo_conflict_preflight repo_history repo_reflog repo_refs repo_scope repo_status restore_point_details restore_points safety_event safety_timeline sluice_capabilities submodule_status workspace_create workspace_destroy workspace_diff workspace_file_edit workspace_file_glob workspace_file_grep workspace_file_list workspace_file_read workspace_file_write workspace_run workspace_seal workspace_status worktree_changes worktree_list `)
+var toolsBeforeTheBudget = strings.Fields(`
+	agents_presence commit_details conflict_read diff_semantic diff_text fleet_digest
+	fleet_radar proposal_cancel proposal_status proposal_wait propose_branch
+	propose_branch_delete propose_commit propose_discard propose_merge propose_patch
+	propose_plan propose_push propose_rebase propose_reset propose_submodule_pointer
+	propose_worktree repo_branch_stack repo_brief repo_conflict_preflight repo_history
+	repo_reflog repo_refs repo_scope repo_status restore_point_details restore_points
+	safety_event safety_timeline sluice_capabilities submodule_status workspace_create
+	workspace_destroy workspace_diff workspace_file_edit workspace_file_glob
+	workspace_file_grep workspace_file_list workspace_file_read workspace_file_write
+	workspace_run workspace_seal workspace_status worktree_changes worktree_list
+`)
 
 // TestToolsets_EveryToolReachable: each of those tools is served by a
 // toolset that toolset_enable can switch on, or is always present.
