@@ -118,7 +118,7 @@ func (s *serving) close() {
 func runStdio(args []string, _ io.Writer, stderr io.Writer) int {
 	fs := flag.NewFlagSet("stdio", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	toolsets := fs.String("toolsets", "", "comma-separated toolsets to enable (default from config: git,propose,workspace)")
+	toolsets := fs.String("toolsets", "", "comma-separated toolsets to enable (default from config: git,propose,workspace); workspace only when a workspace image is configured")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -131,6 +131,11 @@ func runStdio(args []string, _ io.Writer, stderr io.Writer) int {
 	opts := Options{Config: cfg, Logger: log, Ledger: env.ledger, Presence: env.presence}
 	if *toolsets != "" {
 		opts.Toolsets = splitComma(*toolsets)
+		if err := checkToolsets(opts.Toolsets); err != nil {
+			fmt.Fprintln(stderr, "sluice-sidecar:", err)
+			return 2
+		}
+		opts.Toolsets = fitToolsets(cfg, opts.Toolsets)
 	}
 	s, err := New(opts)
 	if err != nil {

@@ -62,6 +62,11 @@ func newAgentHome(t *testing.T) *agentHome {
 	if _, err := c.AddRoot(h.root); err != nil {
 		t.Fatal(err)
 	}
+	// Workspaces are configured, so that their tools are listed and the
+	// agents must hold one for permission; no workspace is ever started.
+	if err := c.SaveWorkspaceImage("sha256:" + strings.Repeat("0", 64)); err != nil {
+		t.Fatal(err)
+	}
 	if canon, err := filepath.EvalSymlinks(h.repo); err == nil {
 		h.repo = canon
 	}
@@ -428,4 +433,54 @@ func TestAgents_CopilotCLI(t *testing.T) {
 		t.Fatalf("copilot -p (%v):\n%s\nmodel log:\n%s", err, out, m.Log())
 	}
 	h.checkHeldAndRan(t, m, out)
+}
+
+// TestAgents_ClaudeCode_ToolsetEnable: Claude Code, driven by the fake
+// model, enables the fleet toolset at run time and then calls fleet_radar,
+// which was not listed when the session began. It reaches the sidecar only
+// if Claude Code acted on notifications/tools/list_changed and listed the
+// tools again, without a restart.
+func TestAgents_ClaudeCode_ToolsetEnable(t *testing.T) {
+	t.Parallel()
+	h := newAgentHome(t)
+	h.connect(t, "claude-code")
+	env := func(url string) []string {
+		return h.env("ANTHROPIC_BASE_URL="+url, "ANTHROPIC_API_KEY=sk-ant-test", "ENABLE_TOOL_SEARCH=false")
+	}
+
+	// Without enabling, Claude Code refuses a tool the server did not
+	// list: the second run below proves the list changed, not that any
+	// name gets through.
+	direct := &fakeModel{mark: "repo_brief", calls: []scriptedCall{
+		{Tool: "mcp__sluice__fleet_radar", Args: map[string]any{"repoPaths": []string{h.repo}}},
+	}}
+	out, err := h.run(t, h.repo, env(startFakeModel(t, direct, anthropicHandler)), "claude", "-p", "Which of my repositories need attention?", "--model", "claude-sonnet-4-5")
+	if err != nil || !strings.Contains(out, closingText) {
+		t.Fatalf("claude -p (%v):\n%s\nmodel log:\n%s", err, out, direct.Log())
+	}
+	if tools := h.ledgerTools(t); slices.Contains(tools, "fleet_radar") {
+		t.Fatalf("fleet_radar reached the sidecar before its toolset was enabled (ledger %v)", tools)
+	}
+
+	m := &fakeModel{mark: "repo_brief", calls: []scriptedCall{
+		{Tool: "mcp__sluice__toolset_enable", Args: map[string]any{"toolset": "fleet"}},
+		{Tool: "mcp__sluice__fleet_radar", Args: map[string]any{"repoPaths": []string{h.repo}}},
+	}}
+	// The person allows toolset_enable for this run; fleet_radar is a
+	// pre-allowed read tool.
+	out, err = h.run(t, h.repo, env(startFakeModel(t, m, anthropicHandler)),
+		"claude", "-p", "Which of my repositories need attention?", "--model", "claude-sonnet-4-5",
+		"--allowedTools", "mcp__sluice__toolset_enable")
+	if err != nil || !strings.Contains(out, closingText) {
+		t.Fatalf("claude -p (%v):\n%s\nmodel log:\n%s", err, out, m.Log())
+	}
+	tools := h.ledgerTools(t)
+	res := m.Results()
+	t.Logf("ledger: %v; results: %.300q", tools, res)
+	if !slices.Contains(tools, "toolset_enable") || !slices.Contains(tools, "fleet_radar") {
+		t.Fatalf("ledger %v: want toolset_enable then fleet_radar\nagent output:\n%s\nmodel log:\n%s", tools, out, m.Log())
+	}
+	if len(res) < 2 || !strings.Contains(res[1], `"scanned":1`) {
+		t.Errorf("fleet_radar's answer did not reach the model: %q", res)
+	}
 }

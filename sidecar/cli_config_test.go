@@ -191,7 +191,7 @@ func TestConnect_PreAllowLists_MatchRegisteredTools(t *testing.T) {
 	for _, c := range []struct {
 		set  string
 		list []string
-	}{{"git", connect.ReadTools}, {"propose", connect.ProposeTools}} {
+	}{{"git", connect.ReadTools}, {"fleet", connect.ReadTools}, {"safety", connect.ReadTools}, {"propose", connect.ProposeTools}} {
 		if toolsets[c.set] == nil {
 			continue
 		}
@@ -204,13 +204,13 @@ func TestConnect_PreAllowLists_MatchRegisteredTools(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, tool := range res.Tools {
-			if tool.Name == "sluice_capabilities" {
+			if tool.Name == "sluice_capabilities" || tool.Name == "toolset_enable" {
 				continue
 			}
 			if !slices.Contains(c.list, tool.Name) {
 				t.Errorf("%s tool %s is not in core/connect's %s list", c.set, tool.Name, c.set)
 			}
-			if c.set == "git" && (tool.Annotations == nil || !tool.Annotations.ReadOnlyHint) {
+			if c.set != "propose" && (tool.Annotations == nil || !tool.Annotations.ReadOnlyHint) {
 				t.Errorf("pre-allowed read tool %s is not annotated read-only", tool.Name)
 			}
 		}

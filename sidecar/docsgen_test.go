@@ -48,7 +48,32 @@ func renderToolsDoc(t *testing.T, tools []listedTool) []byte {
 	w("protocol faults stay JSON-RPC errors. Repository paths are absolute, canonicalised (symlinks resolved) and confined to the ")
 	w("allowed roots; a path outside them fails with `path_outside_roots` and is not echoed back. Revisions, refs and paths ")
 	w("that begin with `-` are refused with `invalid_argument` before git runs.\n\n")
-	w("Toolsets are switched on with `--toolsets` (default: %s). `sluice_capabilities` is always present.\n\n", strings.Join(config.DefaultToolsets, ","))
+	w("Toolsets are switched on with `--toolsets` (default: %s; `workspace` only when a workspace image is configured). ", strings.Join(config.DefaultToolsets, ","))
+	w("`sluice_capabilities` and `toolset_enable` are always present: the first lists every toolset and how many tools it brings, ")
+	w("the second adds one to the session while it runs (the client is sent `notifications/tools/list_changed` and lists the new tools; no restart).\n\n")
+	w("## Context budget\n\n")
+	w("An agent pays for every tool definition on every turn, whether it calls the tool or not, so the definitions are written to a budget ")
+	w("that `TestContextBudget` (sidecar/budget_test.go) holds with a real o200k tokenizer (the `gpt-tokenizer` package pinned in build/tools) ")
+	w("and prints per tool (`go test ./sidecar -run TestContextBudget -v`; figures in docs/benchmarks.md):\n\n")
+	w("| what | budget |\n|---|---|\n")
+	w("| what a client sends its model for the default toolsets (name, description, input schema of each tool) | %d tokens |\n", modelVisibleBudget)
+	w("| the whole default `tools/list` on the wire, output schemas included | %d tokens |\n", wireBudget)
+	w("| `repo_brief` on an ordinary repository | %d tokens |\n\n", repoBriefBudget)
+	w("How the definitions keep to it:\n\n")
+	w("- **Said once, not per tool.** What every tool shares is in the server instructions (sent once, at `initialize`): start with `repo_brief`; ")
+	w("`repoPath` is absolute and inside the allowed roots; `propose_*` tools are asynchronous, need a reason, return a `proposalId` at once, and ")
+	w("`proposal_wait` gives the outcome; a failure is `error {code, message}` whose message names the next step; more tools are one `toolset_enable` away.\n")
+	w("- **Descriptions for a model.** One or two sentences: what the tool does, then a sentence of its own saying when to reach for it (\"Use it …\"). ")
+	w("`TestToolSchemas_Invariants` fails a tool whose description does not say when to use it. Argument descriptions say only what the name and type do not ")
+	w("(a default and a maximum, an accepted form); every argument still has one.\n")
+	w("- **Compact output schemas.** Output schemas describe `structuredContent` for clients that validate it; few show them to a model, yet they were two ")
+	w("thirds of `tools/list` (the proposal result alone was 2.9 KB, repeated on 16 tools). On the wire each keeps the top level of the result exactly (every field, ")
+	w("its type, whether it is required, its description) and names only the type of what is nested; the SDK still validates every result against it. ")
+	w("The full schemas, nested fields and all, are what this reference shows under each tool.\n")
+	w("- **Default toolsets that fit the installation.** `workspace` is served only when a workspace image is configured (without one its tools can only fail). ")
+	w("`fleet` (many repositories) and `safety` (restore points and reflog movements) are read-only tools a session needs now and then; they are off by default. ")
+	w("Nothing is lost: every tool is one `toolset_enable` away, and `sluice_capabilities` says which toolsets exist.\n")
+	w("- **A small first read.** `repo_brief` carries the last three commits dated to the day; `repo_history` has the rest.\n\n")
 
 	groups := map[string][]listedTool{}
 	for _, lt := range tools {
@@ -126,7 +151,14 @@ func renderTool(t *testing.T, w func(string, ...any), lt listedTool) {
 		w("\n")
 	}
 	if tl.OutputSchema != nil {
-		out := schemaMap(t, tl.OutputSchema)
+		// The reference shows the full result; the wire carries its
+		// compact form (see "Context budget").
+		var out map[string]any
+		if full := fullOutputSchema(tl.Name); full != nil {
+			out = schemaMap(t, full)
+		} else {
+			out = schemaMap(t, tl.OutputSchema)
+		}
 		w("Result (`structuredContent`):\n\n| field | type | description |\n|---|---|---|\n")
 		for _, r := range schemaRows(out, "", 0, 3) {
 			if r.name == "error" || strings.HasPrefix(r.name, "error.") {

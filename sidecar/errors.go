@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"regexp"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -49,7 +51,7 @@ type ToolError struct {
 
 func (e *ToolError) Error() string { return e.Code + ": " + e.Message }
 
-// ErrorCode lets ToolError pass through asToolError unchanged.
+// ErrorCode lets ToolError keep its code through asToolError.
 func (e *ToolError) ErrorCode() string { return e.Code }
 
 // ErrorField is embedded in every tool's Out type. It is set only when the
@@ -73,10 +75,61 @@ type coded interface{ ErrorCode() string }
 // (for example the current SHAs of a stale_base).
 type dataCarrier interface{ ErrorData() any }
 
-// asToolError maps any error to a ToolError. Errors without a code are
-// internal: their message is kept generic so that nothing unexpected (a
-// path, a token) leaks to the model.
+// nextSteps name, per code, what a model can do next. A message that does
+// not already say it gets it appended (withNextStep), so that every error a
+// model can act on ends in an action rather than a dead end; the cue is
+// short because it is read only when the call failed.
+var nextSteps = map[string]string{
+	CodeInvalidArgument:     "correct it and call again",
+	CodePathOutsideRoots:    "sluice_capabilities lists the allowed roots; ask the person to add a folder outside them",
+	CodeNotARepository:      "name a folder inside a git repository (fleet_radar finds them)",
+	CodeGatewayUnavailable:  "ask the person to start Sluice, then retry",
+	CodeProposalNotFound:    "use a proposalId that a propose_* tool returned in this session",
+	CodeProposalRefused:     "change what the message names and propose again",
+	CodeProposalTerminal:    "proposal_status shows how it ended; propose again if the change is still wanted",
+	CodeStaleBase:           "read the repository again and propose against its current state",
+	CodePolicyDenied:        "propose a change the policy allows, or ask the person",
+	CodeGitFailed:           "repo_brief shows the repository's state; check the arguments against it",
+	CodeOutputLimit:         "narrow the request (paths, limit or maxBytes) and call again",
+	CodeTimeout:             "narrow the request and call again",
+	CodeWorkspaceLocked:     "workspace_status shows what holds it; call again when it is done",
+	CodeWorkspaceNotFound:   "workspace_create makes a new one",
+	CodeEgressDenied:        "workspace runs have no network; ask the person if the command needs one",
+	CodeUnsupported:         "sluice_capabilities says what this installation supports",
+	CodeMergeConflict:       "repo_conflict_preflight shows the conflicts; resolve them on a branch and propose again",
+	CodePatchDoesNotApply:   "read the files again (diff_text) and make the patch against them",
+	CodeNothingToCommit:     "worktree_changes shows what is uncommitted",
+	CodeUnrelatedHistories:  "the two share no commit: choose another source",
+	CodeDirtyWorktree:       "worktree_changes lists the uncommitted changes; commit or discard them first",
+	CodeOperationInProgress: "conflict_read shows the operation in progress; it must be finished or aborted first",
+	CodeNothingDeleted:      "repo_refs shows which branches are merged and where they are checked out",
+}
+
+// nextStepCue recognises a message that already names what to do: a Sluice
+// tool, the person, or a retry.
+var nextStepCue = regexp.MustCompile(`ask the person|retry|again|\b(repo|diff|worktree|commit|conflict|submodule|fleet|agents|safety|restore|propose|proposal|workspace|sluice|toolset)_[a-z_]+`)
+
+// withNextStep returns te with its code's next step appended when the
+// message does not name one. te itself is not changed (some are shared).
+func withNextStep(te *ToolError) *ToolError {
+	step, ok := nextSteps[te.Code]
+	if !ok || nextStepCue.MatchString(te.Message) {
+		return te
+	}
+	c := *te
+	c.Message = strings.TrimRight(c.Message, ". ") + "; " + step
+	return &c
+}
+
+// asToolError maps any error to a ToolError whose message names the next
+// step (withNextStep). Errors without a code are internal: their message
+// is kept generic so that nothing unexpected (a path, a token) leaks to
+// the model.
 func asToolError(err error) *ToolError {
+	return withNextStep(codedToolError(err))
+}
+
+func codedToolError(err error) *ToolError {
 	var te *ToolError
 	if errors.As(err, &te) {
 		return te
@@ -108,6 +161,10 @@ type handlerFunc[In, Out any] func(ctx context.Context, req *mcp.CallToolRequest
 // structured error, and whose protocol faults (a *jsonrpc.Error) stay
 // JSON-RPC errors.
 func addTool[In, Out any, P errorSetter[Out]](s *mcp.Server, t *mcp.Tool, h handlerFunc[In, Out]) {
+	if t.OutputSchema == nil {
+		t.OutputSchema = compactOutputSchema[Out](t.Name)
+	}
+	noteTool(s, t.Name)
 	mcp.AddTool(s, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 		out, err := h(ctx, req, in)
 		if err == nil {

@@ -122,6 +122,7 @@ func ListenHTTP(opts HTTPOptions) (*HTTPServer, error) {
 	if err := checkToolsets(opts.Toolsets); err != nil {
 		return nil, err
 	}
+	opts.Toolsets = fitToolsets(opts.Config, opts.Toolsets)
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()

@@ -64,7 +64,7 @@ func runInspectorCLI(t *testing.T, env []string, sidecarEnv []string, sidecar st
 	for _, kv := range sidecarEnv {
 		full = append(full, "-e", kv)
 	}
-	full = append(append(full, sidecar, "--toolsets", "git"), args...)
+	full = append(append(full, sidecar, "--toolsets", "git,fleet"), args...)
 	name := bin
 	if name == "" {
 		name = "npx"

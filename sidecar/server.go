@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -57,6 +58,9 @@ type Sidecar struct {
 	// fails with it rather than guessing (see checkRoots).
 	roots    gitx.Roots
 	rootsErr error
+	// mu guards toolsets, which toolset_enable extends while the session
+	// runs.
+	mu sync.Mutex
 	// auditDegraded is set once an audit append has failed.
 	auditDegraded atomic.Bool
 }
@@ -84,7 +88,7 @@ func New(opts Options) (*Sidecar, error) {
 	}
 	sets := opts.Toolsets
 	if sets == nil {
-		sets = opts.Config.Toolsets
+		sets = fitToolsets(opts.Config, opts.Config.Toolsets)
 	}
 	if err := checkToolsets(sets); err != nil {
 		return nil, err
@@ -127,6 +131,23 @@ func New(opts Options) (*Sidecar, error) {
 	return s, nil
 }
 
+// fitToolsets fits the toolsets asked for (by --toolsets or the
+// configuration) to the installation: the workspace toolset only when a
+// workspace image is configured, since without one its tools can only fail
+// and a model would still pay for their definitions on every turn. It
+// stays one toolset_enable away. Options.Toolsets, given in process, is
+// taken as it is.
+func fitToolsets(cfg *config.Config, sets []string) []string {
+	out := []string{}
+	for _, t := range sets {
+		if t == "workspace" && cfg.WorkspaceImage == "" {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
 // availableToolsets are the toolsets built into this sidecar.
 func availableToolsets() []string {
 	var out []string
@@ -141,9 +162,13 @@ func availableToolsets() []string {
 // Server is the underlying MCP server, for transports and tests.
 func (s *Sidecar) Server() *mcp.Server { return s.server }
 
-const serverInstructions = `Sluice gives you read access to the person's git repositories and lets you ` +
-	`propose changes that the person approves in the Sluice app. Nothing you propose runs until they approve it. ` +
-	`Start with repo_brief on a repository; use propose_* tools to change anything, then proposal_wait for the decision.`
+// serverInstructions are sent once per session (initialize), so what
+// every tool shares is said here rather than in each description.
+const serverInstructions = `Sluice reads the person's git repositories and lets you propose changes that they approve in the Sluice app; ` +
+	`nothing you propose runs until they do. Start with repo_brief. repoPath is an absolute path inside the allowed roots. ` +
+	`propose_* tools are asynchronous: each needs a reason (shown to the person) and returns a proposalId at once; ` +
+	`then call proposal_wait for the outcome. A failed call returns error {code, message}; the message names the next step. ` +
+	`More tools (such as workspaces) are one toolset_enable away; sluice_capabilities lists them.`
 
 // agentName is the attribution of a request: the HTTP token's name when
 // there is one, else the sanitized clientInfo.name. It is attribution, not

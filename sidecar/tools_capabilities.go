@@ -2,8 +2,12 @@ package sidecar
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sluicehq/sluice/core/config"
@@ -32,7 +36,8 @@ type GatewayStatus struct {
 type CapabilitiesOut struct {
 	Version           string          `json:"version" jsonschema:"sidecar version"`
 	Toolsets          []string        `json:"toolsets" jsonschema:"toolsets enabled in this session"`
-	AvailableToolsets []string        `json:"availableToolsets" jsonschema:"every toolset this sidecar knows"`
+	AvailableToolsets []string        `json:"availableToolsets" jsonschema:"every toolset this sidecar knows; toolset_enable adds one to this session"`
+	ToolsetTools      map[string]int  `json:"toolsetTools" jsonschema:"how many tools each available toolset brings"`
 	AllowedRoots      []string        `json:"allowedRoots" jsonschema:"directories under which repositories may be named; empty means none are configured"`
 	Limits            Limits          `json:"limits"`
 	Gateway           GatewayStatus   `json:"gateway"`
@@ -45,30 +50,91 @@ func (s *Sidecar) registerCapabilities() {
 	addTool(s.server, &mcp.Tool{
 		Name:  "sluice_capabilities",
 		Title: "Sluice capabilities",
-		Description: "Describe this Sluice sidecar: version, enabled toolsets, limits, allowed repository roots, " +
-			"and whether the Sluice app is reachable (proposals need it; reads do not). Call it when a proposal " +
-			"fails with gateway_unavailable or to learn the limits before large requests.",
+		Description: "Version, toolsets (enabled and available), limits, allowed roots, and whether the Sluice app is " +
+			"reachable (proposals need it; reads do not). Use it when a proposal fails with gateway_unavailable, " +
+			"before large requests, or to find a toolset to enable.",
 		Annotations: readOnly("Sluice capabilities"),
 	}, s.capabilities)
+	addTool(s.server, &mcp.Tool{
+		Name:  "toolset_enable",
+		Title: "Enable a toolset",
+		Description: "Add a toolset's tools to this session at once (fleet: many repositories; safety: restore points " +
+			"and reflog; workspace: isolated containers). Use it when a tool you need is not listed.",
+		InputSchema: toolsetEnableSchema(),
+		Annotations: &mcp.ToolAnnotations{Title: "Enable a toolset", IdempotentHint: true, DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
+	}, s.toolsetEnable)
+}
+
+// ToolsetEnableIn names the toolset to add.
+type ToolsetEnableIn struct {
+	Toolset string `json:"toolset" jsonschema:"see sluice_capabilities"`
+}
+
+// ToolsetEnableOut is the session's toolsets after the call.
+type ToolsetEnableOut struct {
+	Toolsets []string `json:"toolsets" jsonschema:"toolsets enabled in this session now"`
+	Added    []string `json:"added" jsonschema:"the tools this call added (empty when the toolset was already on)"`
+	ErrorField
+}
+
+func toolsetEnableSchema() *jsonschema.Schema {
+	s, err := jsonschema.For[ToolsetEnableIn](nil)
+	if err != nil {
+		panic(err)
+	}
+	for _, t := range availableToolsets() {
+		s.Properties["toolset"].Enum = append(s.Properties["toolset"].Enum, t)
+	}
+	return s
+}
+
+// toolsetEnable registers a toolset on this session's server. The SDK
+// then sends notifications/tools/list_changed, so a client lists the new
+// tools without a restart. Each session has its own Sidecar (stdio: the
+// process; HTTP: one per session), so one agent's choice never widens
+// another's tools.
+func (s *Sidecar) toolsetEnable(_ context.Context, _ *mcp.CallToolRequest, in ToolsetEnableIn) (ToolsetEnableOut, error) {
+	fn := toolsets[in.Toolset]
+	if fn == nil {
+		return ToolsetEnableOut{}, &ToolError{Code: CodeInvalidArgument, Message: fmt.Sprintf("unknown toolset %q", in.Toolset) +
+			"; choose one of " + strings.Join(availableToolsets(), ", ") + " (sluice_capabilities lists them)"}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := ToolsetEnableOut{Added: []string{}}
+	if !slices.Contains(s.toolsets, in.Toolset) {
+		fn(s)
+		s.toolsets = append(s.toolsets, in.Toolset)
+		out.Added = append(out.Added, toolsetToolNames(in.Toolset)...)
+	}
+	out.Toolsets = slices.Clone(s.toolsets)
+	return out, nil
 }
 
 func (s *Sidecar) capabilities(ctx context.Context, _ *mcp.CallToolRequest, _ CapabilitiesIn) (CapabilitiesOut, error) {
+	s.mu.Lock()
+	enabled := slices.Clone(s.toolsets)
+	s.mu.Unlock()
 	out := CapabilitiesOut{
 		Version:           config.Version,
-		Toolsets:          s.toolsets,
+		Toolsets:          enabled,
+		ToolsetTools:      map[string]int{},
 		AvailableToolsets: append([]string{}, availableToolsets()...),
 		AllowedRoots:      append([]string{}, s.cfg.AllowedRoots...),
 		Limits: Limits{
 			MaxProposalWaitSeconds: 50,
 			PendingExpirySeconds:   int(s.cfg.PendingExpiry / time.Second),
 			MaxPatchBytes:          4 << 20,
-			Git:                    gitLimits(s),
+			Git:                    gitLimits(enabled),
 		},
 		Features:      map[string]bool{},
 		AuditDegraded: s.ledger == nil || s.auditDegraded.Load(),
 	}
 	if out.Toolsets == nil {
 		out.Toolsets = []string{}
+	}
+	for _, t := range availableToolsets() {
+		out.ToolsetTools[t] = len(toolsetToolNames(t))
 	}
 	for _, f := range featureFlags {
 		out.Features[f.name] = f.on(s)

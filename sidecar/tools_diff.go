@@ -3,6 +3,7 @@ package sidecar
 import (
 	"context"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sluicehq/sluice/core/gitx"
@@ -10,10 +11,10 @@ import (
 
 // DiffTextIn says what to compare and how much to return.
 type DiffTextIn struct {
-	RepoPath string `json:"repoPath" jsonschema:"absolute path of the repository (or of a directory inside it)"`
+	RepoPath string `json:"repoPath" jsonschema:"the repository or a folder in it"`
 	gitx.DiffSpec
-	ContextLines *int `json:"contextLines,omitempty" jsonschema:"lines of context around each change (default 3, max 100)"`
-	MaxBytes     int  `json:"maxBytes,omitempty" jsonschema:"most bytes of diff to return (default 32768, max 1048576); the cut is on a line boundary and reported"`
+	ContextLines *int `json:"contextLines,omitempty" jsonschema:"default 3, max 100"`
+	MaxBytes     int  `json:"maxBytes,omitempty" jsonschema:"default 32768, max 1048576; cut on a line boundary"`
 }
 
 // DiffTextOut is diff_text's result.
@@ -24,9 +25,9 @@ type DiffTextOut struct {
 
 // DiffSemanticIn says what to compare.
 type DiffSemanticIn struct {
-	RepoPath string `json:"repoPath" jsonschema:"absolute path of the repository (or of a directory inside it)"`
+	RepoPath string `json:"repoPath" jsonschema:"the repository or a folder in it"`
 	gitx.DiffSpec
-	MaxFiles int `json:"maxFiles,omitempty" jsonschema:"most files to look at (default 50, max 300)"`
+	MaxFiles int `json:"maxFiles,omitempty" jsonschema:"default 50, max 300"`
 }
 
 // DiffSemanticOut is diff_semantic's result.
@@ -44,14 +45,33 @@ func checkSpec(s gitx.DiffSpec) error {
 	return err
 }
 
+// diffSchema is the input schema of a diff tool with the comparison's
+// arguments described for a model: the tools' descriptions already say
+// which combination compares what, so each argument needs only a word.
+func diffSchema[In any]() *jsonschema.Schema {
+	s, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(err)
+	}
+	for name, d := range map[string]string{
+		"base":      "old side, a revision (branch, tag, SHA, HEAD~2)",
+		"target":    "new side, a revision; needs base",
+		"staged":    "compare with the index",
+		"mergeBase": "compare from where target forked from base",
+		"paths":     "files or folders, relative to the root",
+	} {
+		s.Properties[name].Description = d
+	}
+	return s
+}
+
 func (g *gitTools) registerDiff() {
 	addTool(g.s.server, &mcp.Tool{
 		Name:  "diff_text",
 		Title: "Text diff",
-		Description: "A unified diff, bounded: by default unstaged changes (index → working tree); staged for HEAD → index; " +
-			"base alone for base → working tree; base and target for two revisions; mergeBase for what target added " +
-			"since it forked from base. Cut on a line boundary at maxBytes, with truncated, totalBytes, totalLines and " +
-			"the files left out. Binary files show as 'Binary files … differ'; no textconv or external diff runs.",
+		Description: "A bounded unified diff: unstaged by default; staged; base against the working tree or target; " +
+			"mergeBase for what target added since it forked. Use it to read the changes themselves.",
+		InputSchema: diffSchema[DiffTextIn](),
 		Annotations: readOnly("Text diff"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in DiffTextIn) (DiffTextOut, error) {
 		if err := checkSpec(in.DiffSpec); err != nil {
@@ -75,10 +95,9 @@ func (g *gitTools) registerDiff() {
 	addTool(g.s.server, &mcp.Tool{
 		Name:  "diff_semantic",
 		Title: "Structural diff",
-		Description: "What changed, declaration by declaration, for Go files (parsed with go/parser): functions, methods, " +
-			"types, vars, consts and imports added, removed, modified (with signature changes flagged) or only " +
-			"reformatted, with line ranges. Every other file, and any Go file that does not parse, is marked " +
-			"fallbackToText with the reason and ready diff_text arguments. Same comparison arguments as diff_text.",
+		Description: "Go changes declaration by declaration: added, removed, modified (signature changes flagged) or only " +
+			"reformatted; other files come back with diff_text arguments. Use it to review Go changes quickly.",
+		InputSchema: diffSchema[DiffSemanticIn](),
 		Annotations: readOnly("Structural diff"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in DiffSemanticIn) (DiffSemanticOut, error) {
 		if err := checkSpec(in.DiffSpec); err != nil {

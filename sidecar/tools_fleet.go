@@ -11,10 +11,10 @@ import (
 
 // FleetIn chooses the repositories of a fleet call.
 type FleetIn struct {
-	RepoPaths []string `json:"repoPaths,omitempty" jsonschema:"absolute repository paths; with under, both are used; with neither, every allowed root is searched"`
-	Under     []string `json:"under,omitempty" jsonschema:"absolute directories to search for repositories"`
-	Depth     int      `json:"depth,omitempty" jsonschema:"how deep to search below each directory (default 3, max 6)"`
-	MaxRepos  int      `json:"maxRepos,omitempty" jsonschema:"most repositories to look at (default 50, max 500)"`
+	RepoPaths []string `json:"repoPaths,omitempty" jsonschema:"repositories; with neither this nor under, every allowed root is searched"`
+	Under     []string `json:"under,omitempty" jsonschema:"directories to search"`
+	Depth     int      `json:"depth,omitempty" jsonschema:"below each directory (default 3, max 6)"`
+	MaxRepos  int      `json:"maxRepos,omitempty" jsonschema:"default 50, max 500"`
 }
 
 // FleetRadarOut is fleet_radar's result.
@@ -26,7 +26,7 @@ type FleetRadarOut struct {
 // FleetDigestIn adds the window.
 type FleetDigestIn struct {
 	FleetIn
-	Since string `json:"since,omitempty" jsonschema:"start of the window: RFC 3339, YYYY-MM-DD, or a duration back from now such as 36h, 7d, 2w (default 24h)"`
+	Since string `json:"since,omitempty" jsonschema:"a date, or a duration back such as 36h or 7d (default 24h)"`
 }
 
 // FleetDigestOut is fleet_digest's result.
@@ -43,9 +43,8 @@ func (g *gitTools) registerFleet() {
 	addTool(g.s.server, &mcp.Tool{
 		Name:  "fleet_radar",
 		Title: "Fleet radar",
-		Description: "Across many repositories, which need attention and why, most urgent first: operations in progress, " +
-			"conflicts, diverged/behind/gone upstreams, detached HEADs, uncommitted work, submodule drift, unpushed " +
-			"commits, stashes, stale fetches. Clean repositories are listed by path. One git status per repository.",
+		Description: "Across many repositories, which need attention and why, most urgent first: conflicts, diverged or " +
+			"gone upstreams, uncommitted or unpushed work. Use it to choose where to work.",
 		Annotations: readOnly("Fleet radar"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in FleetIn) (FleetRadarOut, error) {
 		if err := g.checkRoots(); err != nil {
@@ -65,9 +64,8 @@ func (g *gitTools) registerFleet() {
 	addTool(g.s.server, &mcp.Tool{
 		Name:  "fleet_digest",
 		Title: "Fleet digest",
-		Description: "What moved across many repositories since a time, from their reflogs: per branch and remote-tracking " +
-			"branch, from → to, commits added, commits dropped by a rewrite, the last action and when; plus branch " +
-			"switches. Quiet repositories are only counted.",
+		Description: "What moved across many repositories since a time, from their reflogs: branches advanced or " +
+			"rewritten, branch switches. Use it to catch up after time away.",
 		Annotations: readOnly("Fleet digest"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in FleetDigestIn) (FleetDigestOut, error) {
 		since, err := gitx.ParseSince(in.Since, time.Now())

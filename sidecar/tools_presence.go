@@ -18,7 +18,7 @@ func init() {
 
 // PresenceIn names the repository.
 type PresenceIn struct {
-	RepoPath string `json:"repoPath" jsonschema:"absolute path of the repository"`
+	RepoPath string `json:"repoPath" jsonschema:"the repository"`
 }
 
 // PresenceAgent is another agent working in the repository.
@@ -46,10 +46,8 @@ func (s *Sidecar) registerPresence() {
 	addTool(s.server, &mcp.Tool{
 		Name:  "agents_presence",
 		Title: "Other agents in a repository",
-		Description: "List the other coding agents working in a repository right now or recently: other Sluice sessions " +
-			"(with their last tool and the paths they last proposed) and, on Linux, agent processes such as claude, codex, " +
-			"cursor-agent, gemini or aider running inside it. Use it before proposing changes to avoid stepping on " +
-			"another agent's work. It is informational: nothing here blocks a proposal.",
+		Description: "Other agents working in a repository now or recently, with the paths they proposed to change. Use it " +
+			"before proposing, to keep clear of another agent's work; it blocks nothing.",
 		Annotations: readOnly("Other agents in a repository"),
 	}, s.agentsPresence)
 }

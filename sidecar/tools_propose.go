@@ -34,45 +34,45 @@ var progressInterval = 5 * time.Second
 
 // ProposeCommon are the fields every propose_* tool takes.
 type ProposeCommon struct {
-	RepoPath       string `json:"repoPath" jsonschema:"absolute path of the repository; it must be inside the allowed roots (see sluice_capabilities)"`
-	Reason         string `json:"reason" jsonschema:"why this change is wanted, in a sentence or two; the person deciding reads it on the approval card"`
-	IdempotencyKey string `json:"idempotencyKey,omitempty" jsonschema:"optional; retrying with the same key returns the proposal made the first time instead of a new one"`
+	RepoPath       string `json:"repoPath" jsonschema:"the repository"`
+	Reason         string `json:"reason" jsonschema:"a sentence or two, shown on the approval card"`
+	IdempotencyKey string `json:"idempotencyKey,omitempty" jsonschema:"a retry with it returns the first proposal"`
 }
 
 // MergeStep merges one revision into a branch.
 type MergeStep struct {
-	Source   string `json:"source" jsonschema:"what to merge: a branch, tag or commit"`
-	Target   string `json:"target" jsonschema:"the branch to merge into (short name, e.g. main)"`
-	Strategy string `json:"strategy" jsonschema:"merge (a merge commit, or a fast-forward when possible) or squash (one new commit)"`
-	Message  string `json:"message,omitempty" jsonschema:"commit message for the merge or squash commit"`
+	Source   string `json:"source" jsonschema:"branch, tag or commit"`
+	Target   string `json:"target" jsonschema:"the branch to merge into"`
+	Strategy string `json:"strategy" jsonschema:"merge (fast-forward when possible) or squash (one new commit)"`
+	Message  string `json:"message,omitempty" jsonschema:"commit message"`
 }
 
 // RebaseStep replays a branch onto another revision. It is never
 // interactive.
 type RebaseStep struct {
-	Branch string `json:"branch" jsonschema:"the branch to rebase (short name)"`
-	Onto   string `json:"onto" jsonschema:"the revision to replay it onto"`
+	Branch string `json:"branch" jsonschema:"the branch to rebase"`
+	Onto   string `json:"onto" jsonschema:"revision"`
 }
 
 // DiscardStep throws away uncommitted changes.
 type DiscardStep struct {
-	Paths     []string `json:"paths" jsonschema:"repository-relative paths whose uncommitted changes are discarded; \".\" for all"`
-	Untracked bool     `json:"untracked,omitempty" jsonschema:"also delete untracked files under these paths"`
-	Branch    string   `json:"branch,omitempty" jsonschema:"the branch the working tree is expected to be on"`
+	Paths     []string `json:"paths" jsonschema:"repository-relative; \".\" for all"`
+	Untracked bool     `json:"untracked,omitempty" jsonschema:"also delete untracked files there"`
+	Branch    string   `json:"branch,omitempty" jsonschema:"the branch expected to be checked out"`
 }
 
 // ResetStep moves the checked-out branch.
 type ResetStep struct {
-	Mode   string `json:"mode" jsonschema:"soft (keep index and files), mixed (keep files) or hard (discard all uncommitted changes)"`
-	Target string `json:"target" jsonschema:"the revision to reset to, e.g. HEAD~1 or a commit SHA"`
-	Branch string `json:"branch,omitempty" jsonschema:"the branch the working tree is expected to be on"`
+	Mode   string `json:"mode" jsonschema:"soft, mixed or hard"`
+	Target string `json:"target" jsonschema:"revision, e.g. HEAD~1"`
+	Branch string `json:"branch,omitempty" jsonschema:"the branch expected to be checked out"`
 }
 
 // PatchStep applies a unified diff.
 type PatchStep struct {
-	Patch   string `json:"patch" jsonschema:"a unified diff (git diff format, paths with a/ and b/ prefixes), at most 4 MiB"`
-	ApplyTo string `json:"applyTo" jsonschema:"worktree (change the files) or index (stage the change only)"`
-	Branch  string `json:"branch,omitempty" jsonschema:"the branch the working tree is expected to be on"`
+	Patch   string `json:"patch" jsonschema:"git diff format, at most 4 MiB"`
+	ApplyTo string `json:"applyTo" jsonschema:"worktree or index (stage only)"`
+	Branch  string `json:"branch,omitempty" jsonschema:"the branch expected to be checked out"`
 }
 
 // ProposeMergeIn is the input of propose_merge.
@@ -107,85 +107,85 @@ type ProposePatchIn struct {
 
 // PlanStepIn is one step of a plan: set op and the field of the same name.
 type PlanStepIn struct {
-	Op      string      `json:"op" jsonschema:"merge, rebase, discard, reset or patch"`
-	Merge   MergeStep   `json:"merge,omitzero" jsonschema:"arguments when op is merge"`
-	Rebase  RebaseStep  `json:"rebase,omitzero" jsonschema:"arguments when op is rebase"`
-	Discard DiscardStep `json:"discard,omitzero" jsonschema:"arguments when op is discard"`
-	Reset   ResetStep   `json:"reset,omitzero" jsonschema:"arguments when op is reset"`
-	Patch   PatchStep   `json:"patch,omitzero" jsonschema:"arguments when op is patch"`
+	Op      string      `json:"op" jsonschema:"the kind of step"`
+	Merge   MergeStep   `json:"merge,omitzero" jsonschema:"when op is merge"`
+	Rebase  RebaseStep  `json:"rebase,omitzero" jsonschema:"when op is rebase"`
+	Discard DiscardStep `json:"discard,omitzero" jsonschema:"when op is discard"`
+	Reset   ResetStep   `json:"reset,omitzero" jsonschema:"when op is reset"`
+	Patch   PatchStep   `json:"patch,omitzero" jsonschema:"when op is patch"`
 }
 
 // ProposePlanIn is the input of propose_plan.
 type ProposePlanIn struct {
 	ProposeCommon
-	Steps []PlanStepIn `json:"steps" jsonschema:"1 to 10 steps, run in order; execution stops at the first step that fails"`
+	Steps []PlanStepIn `json:"steps" jsonschema:"1 to 10, run in order"`
 }
 
 // ProposeWorktreeIn is the input of propose_worktree.
 type ProposeWorktreeIn struct {
 	ProposeCommon
-	Path       string `json:"path" jsonschema:"absolute path for the new worktree; it must not exist and its parent must be inside the allowed roots"`
-	Branch     string `json:"branch" jsonschema:"the branch to check out there"`
-	NewBranch  bool   `json:"newBranch,omitempty" jsonschema:"create branch first (from startPoint)"`
-	StartPoint string `json:"startPoint,omitempty" jsonschema:"where a new branch starts (default HEAD); only with newBranch"`
+	Path       string `json:"path" jsonschema:"absolute; must not exist yet"`
+	Branch     string `json:"branch" jsonschema:"checked out there"`
+	NewBranch  bool   `json:"newBranch,omitempty" jsonschema:"create branch from startPoint"`
+	StartPoint string `json:"startPoint,omitempty" jsonschema:"default HEAD; with newBranch"`
 }
 
 // ProposeCommitIn is the input of propose_commit.
 type ProposeCommitIn struct {
 	ProposeCommon
 	Message  string   `json:"message" jsonschema:"the commit message"`
-	Paths    []string `json:"paths,omitempty" jsonschema:"repository-relative paths to commit; give these or stageAll"`
-	StageAll bool     `json:"stageAll,omitempty" jsonschema:"commit every change in the working tree, new files included"`
-	Branch   string   `json:"branch,omitempty" jsonschema:"the branch the commit lands on (must be checked out); needed when a policy restricts branches"`
+	Paths    []string `json:"paths,omitempty" jsonschema:"these or stageAll"`
+	StageAll bool     `json:"stageAll,omitempty" jsonschema:"every change, new files included"`
+	Branch   string   `json:"branch,omitempty" jsonschema:"the checked-out branch; needed when a policy restricts branches"`
 }
 
 // ProposePushIn is the input of propose_push.
 type ProposePushIn struct {
 	ProposeCommon
-	Remote         string `json:"remote,omitempty" jsonschema:"remote name (default origin)"`
+	Remote         string `json:"remote,omitempty" jsonschema:"default origin"`
 	Branch         string `json:"branch" jsonschema:"local branch to push"`
-	RemoteBranch   string `json:"remoteBranch,omitempty" jsonschema:"branch name on the remote (default: the same name)"`
-	SetUpstream    bool   `json:"setUpstream,omitempty" jsonschema:"make the remote branch the local branch's upstream"`
-	ForceWithLease bool   `json:"forceWithLease,omitempty" jsonschema:"overwrite the remote branch, but only if it is still where the local remote-tracking ref says (fetch first)"`
+	RemoteBranch   string `json:"remoteBranch,omitempty" jsonschema:"default: the same name"`
+	SetUpstream    bool   `json:"setUpstream,omitempty" jsonschema:"make it the upstream"`
+	ForceWithLease bool   `json:"forceWithLease,omitempty" jsonschema:"overwrite only if the remote is where its tracking ref says"`
 }
 
 // ProposeBranchIn is the input of propose_branch.
 type ProposeBranchIn struct {
 	ProposeCommon
-	Name       string `json:"name" jsonschema:"the new branch's name"`
-	StartPoint string `json:"startPoint,omitempty" jsonschema:"where it starts (default HEAD)"`
-	Checkout   bool   `json:"checkout,omitempty" jsonschema:"also switch the working tree to the new branch (it must have no uncommitted changes)"`
+	Name       string `json:"name" jsonschema:"branch name"`
+	StartPoint string `json:"startPoint,omitempty" jsonschema:"default HEAD"`
+	Checkout   bool   `json:"checkout,omitempty" jsonschema:"also switch to it (no uncommitted changes)"`
 }
 
 // RepoBranchesIn names branches in another repository.
 type RepoBranchesIn struct {
-	RepoPath string   `json:"repoPath" jsonschema:"absolute path of the repository"`
-	Branches []string `json:"branches" jsonschema:"branches to delete there"`
+	RepoPath string   `json:"repoPath" jsonschema:"the repository"`
+	Branches []string `json:"branches" jsonschema:"to delete there"`
 }
 
 // ProposeBranchDeleteIn is the input of propose_branch_delete.
 type ProposeBranchDeleteIn struct {
 	ProposeCommon
-	Branches   []string         `json:"branches" jsonschema:"branches to delete in repoPath"`
-	OtherRepos []RepoBranchesIn `json:"otherRepos,omitempty" jsonschema:"more repositories and their branches, for a cleanup across several repositories"`
+	Branches   []string         `json:"branches" jsonschema:"in repoPath"`
+	OtherRepos []RepoBranchesIn `json:"otherRepos,omitempty" jsonschema:"branches in more repositories"`
 }
 
 // ProposeSubmodulePointerIn is the input of propose_submodule_pointer.
 type ProposeSubmodulePointerIn struct {
 	ProposeCommon
-	Path   string `json:"path" jsonschema:"the submodule's path in the repository"`
-	Action string `json:"action" jsonschema:"record (stage the submodule's current commit as the new pointer) or return (check the submodule out at the recorded pointer)"`
+	Path   string `json:"path" jsonschema:"the submodule's path"`
+	Action string `json:"action" jsonschema:"record or return"`
 }
 
 // ProposalIDIn names a proposal.
 type ProposalIDIn struct {
-	ProposalID string `json:"proposalId" jsonschema:"the proposalId a propose_* tool returned"`
+	ProposalID string `json:"proposalId" jsonschema:"from a propose_* tool"`
 }
 
 // ProposalWaitIn is the input of proposal_wait.
 type ProposalWaitIn struct {
-	ProposalID     string `json:"proposalId" jsonschema:"the proposalId a propose_* tool returned"`
-	TimeoutSeconds int    `json:"timeoutSeconds,omitempty" jsonschema:"how long to wait, 1 to 50 seconds (default 50)"`
+	ProposalID     string `json:"proposalId" jsonschema:"from a propose_* tool"`
+	TimeoutSeconds int    `json:"timeoutSeconds,omitempty" jsonschema:"1 to 50 (default 50)"`
 }
 
 // DecisionOut is who decided a proposal.
@@ -245,46 +245,43 @@ type proposeTool struct {
 
 func (s *Sidecar) registerPropose() {
 	addProposeTool(s, proposeTool{"propose_merge", "Propose a merge",
-		"Propose merging source into the branch target, as a merge commit (strategy merge) or one squashed commit " +
-			"(strategy squash). Nothing changes until the person approves it in the Sluice app. The merge is computed " +
-			"outside their checkout when it arrives: one that would conflict is refused at once with the files " +
-			"(merge_conflict). Returns a proposalId at once; then call proposal_wait.", false},
+		"Propose merging source into target, as a merge commit or one squashed commit. Use it to integrate a " +
+			"branch; a conflicting merge is refused at once with the files.", false},
 		func(in ProposeMergeIn) (ProposeCommon, proposal.Args) {
 			return in.ProposeCommon, mergeArgs(in.MergeStep)
 		})
 	addProposeTool(s, proposeTool{"propose_rebase", "Propose a rebase",
-		"Propose replaying branch onto another revision (never interactive). Rebasing a branch that has been pushed " +
-			"rewrites shared history and is marked destructive. Returns a proposalId at once; then call proposal_wait.", false},
+		"Propose replaying branch onto another revision (never interactive; rewriting a pushed branch is " +
+			"destructive). Use it to bring a branch up to date.", false},
 		func(in ProposeRebaseIn) (ProposeCommon, proposal.Args) {
 			return in.ProposeCommon, &proposal.RebaseArgs{Branch: in.Branch, Onto: in.Onto}
 		})
 	addProposeTool(s, proposeTool{"propose_discard", "Propose discarding changes",
-		"Propose throwing away uncommitted changes to paths (\".\" for everything), optionally deleting untracked " +
-			"files there too. Destructive: the person is asked to confirm. Returns a proposalId; then call proposal_wait.", true},
+		"Propose throwing away uncommitted changes to paths, untracked files too with untracked " +
+			"(destructive). Use it to drop edits that are not wanted.", true},
 		func(in ProposeDiscardIn) (ProposeCommon, proposal.Args) {
 			return in.ProposeCommon, discardArgs(in.DiscardStep)
 		})
 	addProposeTool(s, proposeTool{"propose_reset", "Propose a reset",
-		"Propose moving the checked-out branch to target: soft keeps index and files, mixed keeps files, hard discards " +
-			"every uncommitted change (destructive). Returns a proposalId; then call proposal_wait.", true},
+		"Propose moving the checked-out branch to target: soft, mixed, or hard, which discards uncommitted " +
+			"changes (destructive). Use it to undo commits.", true},
 		func(in ProposeResetIn) (ProposeCommon, proposal.Args) {
 			return in.ProposeCommon, resetArgs(in.ResetStep)
 		})
 	addProposeTool(s, proposeTool{"propose_patch", "Propose a patch",
-		"Propose applying a unified diff (at most 4 MiB) to the working tree or to the index only. Paths must stay " +
-			"inside the working tree and out of .git. A patch that does not apply to the files as they are is refused " +
-			"at once with git's reason (patch_does_not_apply). Returns a proposalId; then call proposal_wait.", false},
+		"Propose applying a unified diff to the working tree or only to the index. Use it to change files; a " +
+			"patch that does not apply is refused at once with git's reason.", false},
 		func(in ProposePatchIn) (ProposeCommon, proposal.Args) {
 			return in.ProposeCommon, patchArgs(in.PatchStep)
 		})
 	addProposeTool(s, proposeTool{"propose_plan", "Propose a plan",
-		"Propose 1 to 10 steps (merge, rebase, discard, reset, patch) that the person approves as one unit; they run " +
-			"in order and execution stops at the first failure. Each step sets op and the object of the same name. " +
-			"Returns a proposalId; then call proposal_wait.", false},
+		"Propose 1 to 10 steps (merge, rebase, discard, reset, patch) approved as one unit and run in order " +
+			"until one fails. Use it when steps only make sense together; each sets op and the object of that " +
+			"name.", false},
 		func(in ProposePlanIn) (ProposeCommon, proposal.Args) { return in.ProposeCommon, planArgs(in.Steps) })
 	addProposeTool(s, proposeTool{"propose_worktree", "Propose a worktree",
-		"Propose adding a linked worktree at path with branch checked out (created from startPoint with newBranch). " +
-			"Returns a proposalId; then call proposal_wait.", false},
+		"Propose a linked worktree at path with branch checked out (newBranch creates it from startPoint). " +
+			"Use it to work on a second branch side by side.", false},
 		func(in ProposeWorktreeIn) (ProposeCommon, proposal.Args) {
 			a := &proposal.WorktreeArgs{Path: in.Path, Branch: in.Branch, NewBranch: in.NewBranch, StartPoint: in.StartPoint}
 			if a.NewBranch && a.StartPoint == "" {
@@ -293,16 +290,15 @@ func (s *Sidecar) registerPropose() {
 			return in.ProposeCommon, a
 		})
 	addProposeTool(s, proposeTool{"propose_commit", "Propose a commit",
-		"Propose committing paths (or every change, with stageAll) on the checked-out branch. It never amends. The " +
-			"files are sealed as they are when you propose: edits made after that are not committed. The commit is made " +
-			"with the person's own identity, hooks and signing. Returns a proposalId; then call proposal_wait.", false},
+		"Propose committing paths, or every change with stageAll, on the checked-out branch as the files are " +
+			"now, with the person's identity, hooks and signing; it never amends. Use it when your edits are " +
+			"ready.", false},
 		func(in ProposeCommitIn) (ProposeCommon, proposal.Args) {
 			return in.ProposeCommon, &proposal.CommitArgs{Message: in.Message, Paths: in.Paths, StageAll: in.StageAll, Branch: in.Branch}
 		})
 	addProposeTool(s, proposeTool{"propose_push", "Propose a push",
-		"Propose pushing a local branch to a remote, optionally setting its upstream. A forced push is only ever " +
-			"--force-with-lease against the remote-tracking ref as it is now (destructive). Returns a proposalId; " +
-			"then call proposal_wait.", false},
+		"Propose pushing a branch to a remote, optionally setting its upstream; forcing is only " +
+			"--force-with-lease (destructive). Use it to publish commits.", false},
 		func(in ProposePushIn) (ProposeCommon, proposal.Args) {
 			remote := in.Remote
 			if remote == "" {
@@ -312,7 +308,8 @@ func (s *Sidecar) registerPropose() {
 				SetUpstream: in.SetUpstream, ForceWithLease: in.ForceWithLease}
 		})
 	addProposeTool(s, proposeTool{"propose_branch", "Propose a branch",
-		"Propose creating branch name at startPoint (default HEAD). Returns a proposalId; then call proposal_wait.", false},
+		"Propose creating a branch at startPoint (default HEAD), optionally checking it out. Use it before " +
+			"work that should not land on the current branch.", false},
 		func(in ProposeBranchIn) (ProposeCommon, proposal.Args) {
 			start := in.StartPoint
 			if start == "" {
@@ -321,8 +318,8 @@ func (s *Sidecar) registerPropose() {
 			return in.ProposeCommon, &proposal.BranchArgs{Name: in.Name, StartPoint: start, Checkout: in.Checkout}
 		})
 	addProposeTool(s, proposeTool{"propose_branch_delete", "Propose deleting branches",
-		"Propose deleting branches in repoPath and, optionally, in other repositories. Only branches that are safely " +
-			"deletable (merged, not checked out) go; the card names which stay and why. Returns a proposalId; then call proposal_wait.", false},
+		"Propose deleting branches here and in other repositories; only merged branches that are not checked " +
+			"out go. Use it to clean up.", false},
 		func(in ProposeBranchDeleteIn) (ProposeCommon, proposal.Args) {
 			a := &proposal.BranchDeleteArgs{Branches: in.Branches}
 			for _, r := range in.OtherRepos {
@@ -332,8 +329,8 @@ func (s *Sidecar) registerPropose() {
 			return in.ProposeCommon, a
 		})
 	addProposeTool(s, proposeTool{"propose_submodule_pointer", "Propose a submodule pointer change",
-		"Propose recording the submodule's current commit as the superproject's pointer (record), or checking the " +
-			"submodule out at the commit the superproject records (return). Returns a proposalId; then call proposal_wait.", false},
+		"Propose recording a submodule's checked-out commit as the superproject's pointer (record), or " +
+			"checking out the recorded one (return). Use it when submodule_status shows drift.", false},
 		func(in ProposeSubmodulePointerIn) (ProposeCommon, proposal.Args) {
 			return in.ProposeCommon, &proposal.SubmodulePointerArgs{Path: in.Path, Action: proposal.SubmoduleAction(in.Action)}
 		})
@@ -341,8 +338,8 @@ func (s *Sidecar) registerPropose() {
 	addStatusTool(s, &mcp.Tool{
 		Name:  "proposal_status",
 		Title: "Proposal status",
-		Description: "Return a proposal's current status without waiting. A proposal that ended without completing " +
-			"(rejected, cancelled, expired, failed, needs_reconciliation) comes back with isError and the outcome.",
+		Description: "A proposal's status now, without waiting; one that ended other than completed is an isError result " +
+			"with the outcome. Use it to check without blocking.",
 		Annotations: readOnly("Proposal status"),
 	}, true, func(ctx context.Context, req *mcp.CallToolRequest, in ProposalIDIn) (ProposalOut, error) {
 		c, err := s.gateway()
@@ -358,16 +355,16 @@ func (s *Sidecar) registerPropose() {
 	addStatusTool(s, &mcp.Tool{
 		Name:  "proposal_wait",
 		Title: "Wait for a decision",
-		Description: "Wait up to timeoutSeconds (at most 50) for a proposal to be decided and carried out, with " +
-			"progress notifications while waiting. Returns the final result, or the current status when time runs " +
-			"out (then call proposal_wait again). done is true only when the change was carried out; a proposal that " +
-			"ended otherwise comes back with isError and the outcome.",
+		Description: "Wait up to timeoutSeconds (at most 50) for a proposal's outcome; call it again when time runs out. " +
+			"done is true only when it completed; any other end is an isError result. Use it after every " +
+			"propose_* call.",
 		Annotations: readOnly("Wait for a decision"),
 	}, true, s.proposalWait)
 	addStatusTool(s, &mcp.Tool{
-		Name:        "proposal_cancel",
-		Title:       "Cancel a proposal",
-		Description: "Withdraw one of your own proposals while it is still pending. Decided proposals cannot be cancelled.",
+		Name:  "proposal_cancel",
+		Title: "Cancel a proposal",
+		Description: "Withdraw your own proposal while it is pending. Use it when the change is no longer wanted; a " +
+			"decided proposal cannot be cancelled.",
 		Annotations: &mcp.ToolAnnotations{Title: "Cancel a proposal", DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 	}, false, func(ctx context.Context, req *mcp.CallToolRequest, in ProposalIDIn) (ProposalOut, error) {
 		c, err := s.gateway()
@@ -442,7 +439,7 @@ func addProposeTool[In any](s *Sidecar, t proposeTool, convert func(In) (Propose
 	tool := &mcp.Tool{
 		Name:        t.name,
 		Title:       t.title,
-		Description: t.description + " Every proposal needs a reason.",
+		Description: t.description,
 		InputSchema: boundedSchema[In](),
 		Annotations: &mcp.ToolAnnotations{
 			Title:           t.title,
@@ -467,6 +464,10 @@ func addStatusTool[In any](s *Sidecar, t *mcp.Tool, outcomeIsError bool, h handl
 	if t.InputSchema == nil {
 		t.InputSchema = boundedSchema[In]()
 	}
+	if t.OutputSchema == nil {
+		t.OutputSchema = compactOutputSchema[ProposalOut](t.Name)
+	}
+	noteTool(s.server, t.Name)
 	mcp.AddTool(s.server, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, ProposalOut, error) {
 		out, err := h(ctx, req, in)
 		if err != nil {

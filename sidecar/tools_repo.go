@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"context"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -14,7 +15,35 @@ import (
 // RepoBriefOut is repo_brief's result.
 type RepoBriefOut struct {
 	gitx.Brief
+	// Recent shadows Brief's own: the brief is read first on every
+	// repository, so it carries the last few commits, dated to the day;
+	// repo_history has the rest.
+	Recent []BriefCommit `json:"recent" jsonschema:"the last commits on HEAD, newest first (repo_history has more)"`
 	ErrorField
+}
+
+// BriefCommit is one recent commit as repo_brief gives it.
+type BriefCommit struct {
+	SHA     string   `json:"sha"`
+	Author  string   `json:"author"`
+	Date    string   `json:"date" jsonschema:"author date, YYYY-MM-DD"`
+	Subject string   `json:"subject"`
+	Refs    []string `json:"refs,omitempty"`
+}
+
+// briefCommits is how many recent commits repo_brief returns.
+const briefCommits = 3
+
+func briefOut(b *gitx.Brief) RepoBriefOut {
+	out := RepoBriefOut{Brief: *b, Recent: []BriefCommit{}}
+	for i, c := range b.Recent {
+		if i == briefCommits {
+			break
+		}
+		day, _, _ := strings.Cut(c.Date, "T")
+		out.Recent = append(out.Recent, BriefCommit{SHA: c.SHA, Author: c.Author, Date: day, Subject: c.Subject, Refs: c.Refs})
+	}
+	return out
 }
 
 // RepoScopeOut is repo_scope's result.
@@ -25,9 +54,9 @@ type RepoScopeOut struct {
 
 // RepoStatusIn selects what repo_status reports.
 type RepoStatusIn struct {
-	RepoPath  string `json:"repoPath" jsonschema:"absolute path of the repository (or of a directory inside it)"`
-	Untracked string `json:"untracked,omitempty" jsonschema:"untracked files: no, normal (directories collapsed; default) or all"`
-	Limit     int    `json:"limit,omitempty" jsonschema:"most paths to return (default 200, max 5000); counts are always complete"`
+	RepoPath  string `json:"repoPath" jsonschema:"the repository or a folder in it"`
+	Untracked string `json:"untracked,omitempty" jsonschema:"no, normal (default) or all"`
+	Limit     int    `json:"limit,omitempty" jsonschema:"default 200, max 5000"`
 }
 
 // RepoStatusOut is repo_status's result.
@@ -43,11 +72,11 @@ const (
 
 // RepoRefsIn selects refs.
 type RepoRefsIn struct {
-	RepoPath string   `json:"repoPath" jsonschema:"absolute path of the repository (or of a directory inside it)"`
-	Kinds    []string `json:"kinds,omitempty" jsonschema:"any of branches, remotes, tags (default all)"`
-	Pattern  string   `json:"pattern,omitempty" jsonschema:"only refs under this prefix, e.g. feature/ or origin/ (matched by whole path components or a glob)"`
-	Sort     string   `json:"sort,omitempty" jsonschema:"recent (newest commit first; default) or name"`
-	Limit    int      `json:"limit,omitempty" jsonschema:"most refs to return (default 100, max 1000)"`
+	RepoPath string   `json:"repoPath" jsonschema:"the repository or a folder in it"`
+	Kinds    []string `json:"kinds,omitempty" jsonschema:"branches, remotes, tags (default all)"`
+	Pattern  string   `json:"pattern,omitempty" jsonschema:"prefix or glob, e.g. feature/ or origin/"`
+	Sort     string   `json:"sort,omitempty" jsonschema:"recent (default) or name"`
+	Limit    int      `json:"limit,omitempty" jsonschema:"default 100, max 1000"`
 }
 
 // RepoRefsOut is repo_refs's result.
@@ -58,9 +87,9 @@ type RepoRefsOut struct {
 
 // RepoBranchStackIn names the branch and base of a stack.
 type RepoBranchStackIn struct {
-	RepoPath string `json:"repoPath" jsonschema:"absolute path of the repository (or of a directory inside it)"`
-	Branch   string `json:"branch,omitempty" jsonschema:"the branch to place in its stack (default: the checked-out branch)"`
-	Base     string `json:"base,omitempty" jsonschema:"the branch stacks grow from (default: the default branch)"`
+	RepoPath string `json:"repoPath" jsonschema:"the repository or a folder in it"`
+	Branch   string `json:"branch,omitempty" jsonschema:"default: the checked-out branch"`
+	Base     string `json:"base,omitempty" jsonschema:"default: the default branch"`
 }
 
 // RepoBranchStackOut is repo_branch_stack's result.
@@ -71,17 +100,17 @@ type RepoBranchStackOut struct {
 
 // RepoHistoryIn selects commits.
 type RepoHistoryIn struct {
-	RepoPath    string   `json:"repoPath" jsonschema:"absolute path of the repository (or of a directory inside it)"`
-	Rev         string   `json:"rev,omitempty" jsonschema:"where to start: a branch, tag, SHA or expression like HEAD~3 (default HEAD)"`
-	Paths       []string `json:"paths,omitempty" jsonschema:"only commits touching these paths (relative to the repository root)"`
-	Author      string   `json:"author,omitempty" jsonschema:"only commits whose author name or email contains this text"`
-	Grep        string   `json:"grep,omitempty" jsonschema:"only commits whose message contains this text (case-insensitive)"`
-	Since       string   `json:"since,omitempty" jsonschema:"only commits after this date (2024-05-01, 2 weeks ago, …)"`
-	Until       string   `json:"until,omitempty" jsonschema:"only commits before this date"`
-	FirstParent bool     `json:"firstParent,omitempty" jsonschema:"follow only the first parent of merges (the mainline)"`
-	WithStats   bool     `json:"withStats,omitempty" jsonschema:"add files changed, insertions and deletions per commit"`
-	Limit       int      `json:"limit,omitempty" jsonschema:"commits per page (default 20, max 200)"`
-	Cursor      string   `json:"cursor,omitempty" jsonschema:"nextCursor from the previous page; repeat the same filters with it"`
+	RepoPath    string   `json:"repoPath" jsonschema:"the repository or a folder in it"`
+	Rev         string   `json:"rev,omitempty" jsonschema:"default HEAD"`
+	Paths       []string `json:"paths,omitempty" jsonschema:"only commits touching these"`
+	Author      string   `json:"author,omitempty" jsonschema:"name or email contains this"`
+	Grep        string   `json:"grep,omitempty" jsonschema:"message contains this (case-insensitive)"`
+	Since       string   `json:"since,omitempty" jsonschema:"date, e.g. 2024-05-01 or 2 weeks ago"`
+	Until       string   `json:"until,omitempty" jsonschema:"date"`
+	FirstParent bool     `json:"firstParent,omitempty" jsonschema:"mainline only"`
+	WithStats   bool     `json:"withStats,omitempty" jsonschema:"add per-commit file and line counts"`
+	Limit       int      `json:"limit,omitempty" jsonschema:"per page (default 20, max 200)"`
+	Cursor      string   `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page, same filters"`
 }
 
 // RepoHistoryOut is repo_history's result.
@@ -92,9 +121,9 @@ type RepoHistoryOut struct {
 
 // RepoReflogIn names a ref.
 type RepoReflogIn struct {
-	RepoPath string `json:"repoPath" jsonschema:"absolute path of the repository (or of a directory inside it)"`
-	Ref      string `json:"ref,omitempty" jsonschema:"HEAD (default), a branch, or a remote-tracking branch"`
-	Limit    int    `json:"limit,omitempty" jsonschema:"most entries to return, newest first (default 30, max 500)"`
+	RepoPath string `json:"repoPath" jsonschema:"the repository or a folder in it"`
+	Ref      string `json:"ref,omitempty" jsonschema:"HEAD (default), a branch or a remote-tracking branch"`
+	Limit    int    `json:"limit,omitempty" jsonschema:"default 30, max 500"`
 }
 
 // RepoReflogOut is repo_reflog's result.
@@ -105,9 +134,9 @@ type RepoReflogOut struct {
 
 // CommitDetailsIn names a commit.
 type CommitDetailsIn struct {
-	RepoPath string `json:"repoPath" jsonschema:"absolute path of the repository (or of a directory inside it)"`
-	Rev      string `json:"rev" jsonschema:"the commit: SHA, branch, tag or expression like HEAD~2"`
-	MaxFiles int    `json:"maxFiles,omitempty" jsonschema:"most changed files to list (default 300, max 3000)"`
+	RepoPath string `json:"repoPath" jsonschema:"the repository or a folder in it"`
+	Rev      string `json:"rev" jsonschema:"SHA, branch, tag or expression like HEAD~2"`
+	MaxFiles int    `json:"maxFiles,omitempty" jsonschema:"default 300, max 3000"`
 }
 
 // CommitDetailsOut is commit_details's result.
@@ -120,10 +149,8 @@ func (g *gitTools) registerRepo() {
 	addTool(g.s.server, &mcp.Tool{
 		Name:  "repo_brief",
 		Title: "Repository brief",
-		Description: "Start here: one call for situational awareness of a repository. Branch and HEAD, upstream ahead/behind, " +
-			"a merge/rebase/cherry-pick in progress, working-tree counts, stashes, submodule drift, the latest commits, " +
-			"conventions (default branch, share of Conventional Commits) and up to three suggested next steps. " +
-			"Read-only: changes nothing and runs nothing the repository configures.",
+		Description: "Start here on any repository: branch, upstream, an operation in progress, working-tree counts, " +
+			"recent commits, conventions and suggested next steps, in one small answer.",
 		Annotations: readOnly("Repository brief"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RepoIn) (RepoBriefOut, error) {
 		repo, err := g.open(ctx, in.RepoPath)
@@ -134,15 +161,15 @@ func (g *gitTools) registerRepo() {
 		if err != nil {
 			return RepoBriefOut{}, err
 		}
-		return RepoBriefOut{Brief: *b}, nil
+		return briefOut(b), nil
 	})
 
 	addTool(g.s.server, &mcp.Tool{
 		Name:  "repo_scope",
 		Title: "Repository scope",
-		Description: "What a repository is and what you may do with it: canonical root and the allowed root that contains it, " +
-			"git directory, linked worktree / submodule / bare / shallow, remotes (credentials removed), tracked file count, " +
-			"top-level layout, languages, and any filters Sluice does not run.",
+		Description: "What a repository is: its root and allowed root, git directory, kind (worktree, submodule, bare, " +
+			"shallow), remotes, size, layout and languages. Use it when you need the repository's shape rather " +
+			"than its state.",
 		Annotations: readOnly("Repository scope"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RepoIn) (RepoScopeOut, error) {
 		repo, err := g.open(ctx, in.RepoPath)
@@ -159,9 +186,8 @@ func (g *gitTools) registerRepo() {
 	addTool(g.s.server, &mcp.Tool{
 		Name:  "repo_status",
 		Title: "Repository status",
-		Description: "git status as data: branch, upstream ahead/behind, stash count, counts, and every staged, unstaged, " +
-			"untracked or unmerged path (up to limit). Submodules are compared by commit. For line counts use " +
-			"worktree_changes; for content, diff_text.",
+		Description: "git status as data: every staged, unstaged, untracked or unmerged path. Use it when repo_brief's " +
+			"counts are not enough; worktree_changes adds line counts.",
 		Annotations: readOnly("Repository status"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RepoStatusIn) (RepoStatusOut, error) {
 		limit := in.Limit
@@ -185,8 +211,8 @@ func (g *gitTools) registerRepo() {
 	addTool(g.s.server, &mcp.Tool{
 		Name:  "repo_refs",
 		Title: "Branches, remotes and tags",
-		Description: "List branches, remote-tracking branches and tags with their commit, date and subject; local branches " +
-			"with their upstream and ahead/behind (as of the last fetch) and the worktree that has them checked out.",
+		Description: "Branches, remote-tracking branches and tags with their commit, upstream, ahead/behind and worktree. " +
+			"Use it to pick a branch or to see what is pushed.",
 		Annotations: readOnly("Branches, remotes and tags"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RepoRefsIn) (RepoRefsOut, error) {
 		if err := checkRevs("pattern", in.Pattern); err != nil {
@@ -206,9 +232,8 @@ func (g *gitTools) registerRepo() {
 	addTool(g.s.server, &mcp.Tool{
 		Name:  "repo_branch_stack",
 		Title: "Branch stack",
-		Description: "Place a branch in its stack of dependent branches: the local branches it builds on from the base " +
-			"(with commits per layer), the branches built on top of it, branches forked from an older version of the " +
-			"stack (they need a restack), and how far the base has moved ahead.",
+		Description: "A branch's stack of dependent branches: what it builds on, what builds on it, and which need a " +
+			"restack. Use it before rebasing stacked branches.",
 		Annotations: readOnly("Branch stack"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RepoBranchStackIn) (RepoBranchStackOut, error) {
 		if err := checkRevs("branch", in.Branch, "base", in.Base); err != nil {
@@ -228,9 +253,8 @@ func (g *gitTools) registerRepo() {
 	addTool(g.s.server, &mcp.Tool{
 		Name:  "repo_history",
 		Title: "Commit history",
-		Description: "Commits reachable from a revision, newest first, one page at a time: abbreviated id, author, date, " +
-			"subject, refs; optionally per-commit stats. Filter by paths, author, message text or dates. Pass nextCursor " +
-			"back (with the same filters) for the next page; pages stay consistent even if the branch moves.",
+		Description: "Commits from a revision, newest first, paged with nextCursor; filter by paths, author, message or " +
+			"dates. Use it to find when or why something changed.",
 		Annotations: readOnly("Commit history"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RepoHistoryIn) (RepoHistoryOut, error) {
 		if err := checkRevs("rev", in.Rev); err != nil {
@@ -254,9 +278,8 @@ func (g *gitTools) registerRepo() {
 	addTool(g.s.server, &mcp.Tool{
 		Name:  "repo_reflog",
 		Title: "Reflog and recovery",
-		Description: "Where a ref (HEAD by default) has been: every checkout, commit, reset, rebase and merge, newest first, " +
-			"as selectors like HEAD@{2}. Lists commits that no branch or tag contains any more (lost by a reset, a rebase " +
-			"or a detached HEAD) with how to keep them. Use it after something went missing.",
+		Description: "Where a ref has been (checkouts, commits, resets, rebases) and the commits no branch holds any more, " +
+			"with how to keep them. Use it after something went missing.",
 		Annotations: readOnly("Reflog and recovery"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RepoReflogIn) (RepoReflogOut, error) {
 		if err := checkRevs("ref", in.Ref); err != nil {
@@ -276,9 +299,8 @@ func (g *gitTools) registerRepo() {
 	addTool(g.s.server, &mcp.Tool{
 		Name:  "commit_details",
 		Title: "Commit details",
-		Description: "One commit in full: id, parents, author and committer, message, refs, and every changed file with " +
-			"status and line counts (a merge is compared with its first parent). For the patch itself use diff_text " +
-			"with base <sha>^ and target <sha>.",
+		Description: "One commit in full: message, parents, refs and each changed file with line counts. Use it to inspect " +
+			"a commit; diff_text with base <sha>^ and target <sha> gives its patch.",
 		Annotations: readOnly("Commit details"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in CommitDetailsIn) (CommitDetailsOut, error) {
 		if err := gitx.CheckRev("rev", in.Rev); err != nil {

@@ -65,7 +65,7 @@ var rawBriefCommands = [][]string{
 // size of each in tokens (bytes/4).
 func BenchmarkRepoBrief_Stdio_vs_RawGit(b *testing.B) {
 	repo := gitxtest.LargeRepo(b, gitxtest.LargeDefault)
-	cs, _ := startSidecar(b, benchEnv(b, repo), "--toolsets", "git")
+	cs, _ := startSidecar(b, benchEnv(b, repo), "--toolsets", "git,fleet,safety")
 	defer cs.Close()
 	ctx := context.Background()
 	var briefBytes, rawBytes int

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/sluicehq/sluice/core/gitx"
 )
@@ -20,9 +21,13 @@ func init() {
 		g.registerRepo()
 		g.registerWorktree()
 		g.registerDiff()
-		g.registerFleet()
-		g.registerSafety()
 	})
+	// Read-only like git, but needed less often: across many repositories,
+	// and when something has to be undone. They are off by default and one
+	// toolset_enable away, so that a session pays for them only when it
+	// uses them.
+	registerToolset("fleet", func(s *Sidecar) { (&gitTools{s: s}).registerFleet() })
+	registerToolset("safety", func(s *Sidecar) { (&gitTools{s: s}).registerSafety() })
 	featureFlags = append(featureFlags,
 		struct {
 			name string
@@ -98,7 +103,7 @@ func (s *Sidecar) checkRoots() error {
 
 // RepoIn is the input of tools that need only a repository.
 type RepoIn struct {
-	RepoPath string `json:"repoPath" jsonschema:"absolute path of the repository (or of a directory inside it)"`
+	RepoPath string `json:"repoPath" jsonschema:"the repository or a folder in it"`
 }
 
 // GitLimits are the bounds of the git toolset, reported by
@@ -116,13 +121,10 @@ type GitLimits struct {
 	FleetMaxRepos           int    `json:"fleetMaxRepos" jsonschema:"most repositories a fleet call looks at"`
 }
 
-// gitLimits describes the git toolset's limits; nil when it is disabled.
-func gitLimits(s *Sidecar) *GitLimits {
-	enabled := false
-	for _, t := range s.toolsets {
-		enabled = enabled || t == "git"
-	}
-	if !enabled {
+// gitLimits describes the git toolset's limits; nil when it is not among
+// the enabled toolsets.
+func gitLimits(enabled []string) *GitLimits {
+	if !slices.Contains(enabled, "git") {
 		return nil
 	}
 	l := &GitLimits{

@@ -18,10 +18,14 @@ import (
 
 // gitSession runs an in-process sidecar with only the git toolset and the
 // given allowed roots, behind the go-sdk client.
+// readToolsets are every read-only toolset: git, and the fleet and safety
+// tools that sessions enable when they need them.
+var readToolsets = []string{"git", "fleet", "safety"}
+
 func gitSession(t *testing.T, roots ...string) *mcp.ClientSession {
 	t.Helper()
 	_, cfg := testEnv(t, roots...)
-	s, err := New(Options{Config: cfg, Toolsets: []string{"git"}})
+	s, err := New(Options{Config: cfg, Toolsets: readToolsets})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -559,7 +563,7 @@ func TestStdio_Subprocess_RepoBrief(t *testing.T) {
 		t.Fatalf("repo_brief: %v %s", err, gitResultText(res))
 	}
 	b := decode[RepoBriefOut](t, res)
-	if b.Branch != "main" || b.Worktree.Unstaged != 1 || len(b.Recent) != 5 {
+	if b.Branch != "main" || b.Worktree.Unstaged != 1 || len(b.Recent) != briefCommits {
 		t.Fatalf("repo_brief over stdio: %+v", b.Brief)
 	}
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "diff_text", Arguments: map[string]any{"repoPath": r.Dir}})
@@ -590,7 +594,7 @@ func TestStdio_InvalidRoots_FailsStartup(t *testing.T) {
 	// Roots handed to New directly are checked the same way.
 	_, cfg := testEnv(t)
 	cfg.AllowedRoots = []string{"relative/root"}
-	s, err := New(Options{Config: cfg, Toolsets: []string{"git"}})
+	s, err := New(Options{Config: cfg, Toolsets: readToolsets})
 	if err != nil {
 		t.Fatal(err)
 	}

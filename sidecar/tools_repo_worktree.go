@@ -12,10 +12,10 @@ import (
 
 // WorktreeChangesIn selects uncommitted changes.
 type WorktreeChangesIn struct {
-	RepoPath         string   `json:"repoPath" jsonschema:"absolute path of the repository (or of a directory inside it)"`
-	Paths            []string `json:"paths,omitempty" jsonschema:"only these paths (relative to the repository root)"`
+	RepoPath         string   `json:"repoPath" jsonschema:"the repository or a folder in it"`
+	Paths            []string `json:"paths,omitempty" jsonschema:"relative to the repository root"`
 	ExcludeUntracked bool     `json:"excludeUntracked,omitempty" jsonschema:"leave untracked files out"`
-	Limit            int      `json:"limit,omitempty" jsonschema:"most paths to return (default 300, max 3000); totals are always complete"`
+	Limit            int      `json:"limit,omitempty" jsonschema:"default 300, max 3000"`
 }
 
 // WorktreeChangesOut is worktree_changes's result.
@@ -38,9 +38,9 @@ type SubmoduleStatusOut struct {
 
 // ConflictPreflightIn names the two sides.
 type ConflictPreflightIn struct {
-	RepoPath  string `json:"repoPath" jsonschema:"absolute path of the repository (or of a directory inside it)"`
-	Theirs    string `json:"theirs" jsonschema:"merge: the branch or commit to merge in; rebase: the branch or commit to rebase onto"`
-	Ours      string `json:"ours,omitempty" jsonschema:"the branch that would change (default HEAD)"`
+	RepoPath  string `json:"repoPath" jsonschema:"the repository or a folder in it"`
+	Theirs    string `json:"theirs" jsonschema:"merge: what to merge in; rebase: what to rebase onto"`
+	Ours      string `json:"ours,omitempty" jsonschema:"default HEAD"`
 	Operation string `json:"operation,omitempty" jsonschema:"merge (default) or rebase"`
 }
 
@@ -52,10 +52,10 @@ type ConflictPreflightOut struct {
 
 // ConflictReadIn selects conflicted paths.
 type ConflictReadIn struct {
-	RepoPath        string   `json:"repoPath" jsonschema:"absolute path of the repository (or of a directory inside it)"`
+	RepoPath        string   `json:"repoPath" jsonschema:"the repository or a folder in it"`
 	Paths           []string `json:"paths,omitempty" jsonschema:"only these unmerged paths"`
-	MaxBytesPerSide int      `json:"maxBytesPerSide,omitempty" jsonschema:"most bytes of base, ours and theirs each (default 4096, max 65536), cut on a line boundary"`
-	Limit           int      `json:"limit,omitempty" jsonschema:"most files (default 20, max 200)"`
+	MaxBytesPerSide int      `json:"maxBytesPerSide,omitempty" jsonschema:"per side (default 4096, max 65536)"`
+	Limit           int      `json:"limit,omitempty" jsonschema:"default 20, max 200"`
 }
 
 // ConflictReadOut is conflict_read's result.
@@ -68,9 +68,8 @@ func (g *gitTools) registerWorktree() {
 	addTool(g.s.server, &mcp.Tool{
 		Name:  "worktree_changes",
 		Title: "Uncommitted changes",
-		Description: "Uncommitted changes with line counts: for each path, what is staged (HEAD → index) and what is " +
-			"unstaged (index → working tree), plus untracked files, with totals. Follow up with diff_text on the paths " +
-			"that matter.",
+		Description: "Uncommitted changes with line counts: staged and unstaged per path, untracked files, totals. Use it " +
+			"before propose_commit to choose paths.",
 		Annotations: readOnly("Uncommitted changes"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in WorktreeChangesIn) (WorktreeChangesOut, error) {
 		if _, err := gitx.CheckPaths("paths", in.Paths); err != nil {
@@ -90,8 +89,8 @@ func (g *gitTools) registerWorktree() {
 	addTool(g.s.server, &mcp.Tool{
 		Name:  "worktree_list",
 		Title: "Worktrees",
-		Description: "Every working tree of the repository (git worktree): path, branch or detached commit, locked and " +
-			"prunable state, which one repoPath names, and whether each lies inside the allowed roots.",
+		Description: "Every working tree of the repository with its branch, state and whether it lies inside the allowed " +
+			"roots. Use it when a branch is checked out elsewhere or before propose_worktree.",
 		Annotations: readOnly("Worktrees"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RepoIn) (WorktreeListOut, error) {
 		repo, err := g.open(ctx, in.RepoPath)
@@ -108,9 +107,8 @@ func (g *gitTools) registerWorktree() {
 	addTool(g.s.server, &mcp.Tool{
 		Name:  "submodule_status",
 		Title: "Submodules",
-		Description: "Every submodule in .gitmodules: path, URL (credentials removed), the commit the superproject records, " +
-			"the commit checked out, and a state: clean, drifted (with ahead/behind), uninitialized, missing; plus " +
-			"uncommitted changes inside it.",
+		Description: "Every submodule: the commit recorded and the one checked out, drift, uninitialized or missing, local " +
+			"changes. Use it before propose_submodule_pointer.",
 		Annotations: readOnly("Submodules"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RepoIn) (SubmoduleStatusOut, error) {
 		repo, err := g.open(ctx, in.RepoPath)
@@ -127,10 +125,8 @@ func (g *gitTools) registerWorktree() {
 	addTool(g.s.server, &mcp.Tool{
 		Name:  "repo_conflict_preflight",
 		Title: "Merge/rebase preflight",
-		Description: "Predict a merge of theirs into ours, or a rebase of ours onto theirs, before proposing it: up to date, " +
-			"fast-forward, clean, or the paths that would conflict and why (git merge-tree). Nothing is touched: not refs, " +
-			"index, working tree, nor even the object store. For a rebase, also the commits that would be replayed and " +
-			"which of them touch each conflict.",
+		Description: "Predict a merge or a rebase without touching anything: up to date, fast-forward, clean, or the paths " +
+			"that would conflict and why. Use it before propose_merge or propose_rebase.",
 		Annotations: readOnly("Merge/rebase preflight"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in ConflictPreflightIn) (ConflictPreflightOut, error) {
 		if err := gitx.CheckRev("theirs", in.Theirs); err != nil {
@@ -153,9 +149,8 @@ func (g *gitTools) registerWorktree() {
 	addTool(g.s.server, &mcp.Tool{
 		Name:  "conflict_read",
 		Title: "Read a conflict",
-		Description: "The conflict in progress as data: the operation (merge, rebase, cherry-pick, revert), what ours and " +
-			"theirs mean in it, and for each unmerged path its kind, the base, ours and theirs versions (bounded; binary " +
-			"flagged) and the line ranges of the conflict markers in the working-tree file.",
+		Description: "The conflict in progress as data: what ours and theirs mean, and each unmerged path's base, ours and " +
+			"theirs with the conflict marker lines. Use it when a merge or rebase has stopped on conflicts.",
 		Annotations: readOnly("Read a conflict"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in ConflictReadIn) (ConflictReadOut, error) {
 		if _, err := gitx.CheckPaths("paths", in.Paths); err != nil {

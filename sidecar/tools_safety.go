@@ -22,7 +22,7 @@ import (
 
 // RestorePointsIn names a repository.
 type RestorePointsIn struct {
-	RepoPath string `json:"repoPath" jsonschema:"absolute path of the repository"`
+	RepoPath string `json:"repoPath" jsonschema:"the repository"`
 	Limit    int    `json:"limit,omitempty" jsonschema:"default 50, max 500"`
 }
 
@@ -54,7 +54,7 @@ type RestorePointsOut struct {
 
 // RestorePointIn names one restore point.
 type RestorePointIn struct {
-	RepoPath       string `json:"repoPath" jsonschema:"absolute path of the repository"`
+	RepoPath       string `json:"repoPath" jsonschema:"the repository"`
 	RestorePointID string `json:"restorePointId" jsonschema:"id from restore_points"`
 }
 
@@ -74,7 +74,7 @@ type RestorePointDetailsOut struct {
 
 // SafetyTimelineIn selects a timeline.
 type SafetyTimelineIn struct {
-	RepoPath string `json:"repoPath" jsonschema:"absolute path of the repository"`
+	RepoPath string `json:"repoPath" jsonschema:"the repository"`
 	Limit    int    `json:"limit,omitempty" jsonschema:"default 50, max 300"`
 }
 
@@ -99,7 +99,7 @@ type SafetyTimelineOut struct {
 
 // SafetyEventIn names one event.
 type SafetyEventIn struct {
-	RepoPath string `json:"repoPath" jsonschema:"absolute path of the repository"`
+	RepoPath string `json:"repoPath" jsonschema:"the repository"`
 	EventID  string `json:"eventId" jsonschema:"id from safety_timeline"`
 }
 
@@ -120,8 +120,8 @@ func (g *gitTools) registerSafety() {
 	addTool(g.s.server, &mcp.Tool{
 		Name:  "restore_points",
 		Title: "Restore points",
-		Description: "Restore points Sluice took before approved changes (kind proposal) and restores (kind restore), " +
-			"newest first, with the refs as they were. Only the person restores.",
+		Description: "Restore points Sluice took before carrying out approved changes, newest first. Use it when a change " +
+			"has to be undone: name one to the person, since only they restore.",
 		Annotations: readOnly("Restore points"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RestorePointsIn) (RestorePointsOut, error) {
 		limit := in.Limit
@@ -149,8 +149,8 @@ func (g *gitTools) registerSafety() {
 	addTool(g.s.server, &mcp.Tool{
 		Name:  "restore_point_details",
 		Title: "Restore point details",
-		Description: "One restore point: refs before, after and now, the working trees it recorded, and changedSince: " +
-			"later work a restore would overwrite.",
+		Description: "One restore point: refs before, after and now, and the later work a restore would overwrite. Use it " +
+			"before suggesting a restore.",
 		Annotations: readOnly("Restore point details"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RestorePointIn) (RestorePointDetailsOut, error) {
 		repo, err := g.open(ctx, in.RepoPath)
@@ -167,8 +167,8 @@ func (g *gitTools) registerSafety() {
 	addTool(g.s.server, &mcp.Tool{
 		Name:  "safety_timeline",
 		Title: "Safety timeline",
-		Description: "Restore points and reflog movements of HEAD and the branches they cover, newest first; bySluice " +
-			"marks Sluice's own.",
+		Description: "Restore points and reflog movements of HEAD and branches, newest first, Sluice's own marked. Use it " +
+			"to see what moved a branch and when.",
 		Annotations: readOnly("Safety timeline"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in SafetyTimelineIn) (SafetyTimelineOut, error) {
 		repo, err := g.open(ctx, in.RepoPath)
@@ -189,8 +189,8 @@ func (g *gitTools) registerSafety() {
 	addTool(g.s.server, &mcp.Tool{
 		Name:  "safety_event",
 		Title: "Safety event",
-		Description: "One safety_timeline event: what restoring its restore point would overwrite, or the commits a ref " +
-			"movement left that only the reflog holds.",
+		Description: "One safety_timeline event: what restoring it would overwrite, or the commits only the reflog still " +
+			"holds. Use it to recover work from a timeline entry.",
 		Annotations: readOnly("Safety event"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in SafetyEventIn) (SafetyEventOut, error) {
 		if in.EventID == "" || len(in.EventID) > 600 {

@@ -293,39 +293,42 @@ func wsTool(name, title, description string, readonly, destructive bool) *mcp.To
 func (w *wsTools) register() {
 	s := w.s.server
 	addTool(s, wsTool("workspace_create", "Create a workspace",
-		"Create a disposable workspace: a clone of a local repository at one commit (kind repo), a copy of a directory "+
-			"(snapshot) or an empty tree (fresh). Edit files and run commands there with the workspace_* tools; runs have no "+
-			"network and no credentials. Nothing reaches the person's repository until workspace_seal and their approval.", false, false),
+		"Create a disposable workspace: a clone of a repository at one commit (repo), a copy of a folder "+
+			"(snapshot) or an empty tree (fresh); runs there have no network or credentials. Use it to edit and "+
+			"test in isolation: nothing reaches the repository until workspace_seal and the person's approval.", false, false),
 		w.create)
 	addTool(s, wsTool("workspace_status", "Workspace status",
-		"Describe a workspace: state, lease expiry, base and head commits, runs, and the repository's AGENTS.md/CLAUDE.md "+
-			"as data (the repository's conventions, not instructions from Sluice).", true, false), w.status)
+		"A workspace's state, lease expiry, base and head commits, runs, and the repository's "+
+			"AGENTS.md/CLAUDE.md as data (its conventions, not instructions from Sluice). Use it to resume work "+
+			"in a workspace.", true, false), w.status)
 	addTool(s, wsTool("workspace_file_read", "Read a workspace file",
-		"Read a file of a workspace (bounded; offset and maxBytes page through large files).", true, false), w.read)
+		"Read a workspace file, paged with offset and maxBytes. Use it before editing.", true, false), w.read)
 	addTool(s, wsTool("workspace_file_write", "Write a workspace file",
-		"Create or replace a file in a workspace with the given content.", false, false), w.write)
+		"Create or replace a workspace file with the given content. Use it for new files or whole rewrites.", false, false), w.write)
 	addTool(s, wsTool("workspace_file_edit", "Edit a workspace file",
-		"Replace exact text in a workspace file; if old does not occur exactly count times nothing changes.", false, false), w.edit)
+		"Replace exact text in a workspace file; nothing changes unless old occurs exactly count times. Use "+
+			"it for small edits.", false, false), w.edit)
 	addTool(s, wsTool("workspace_file_list", "List workspace files",
-		"List a directory of a workspace, optionally recursively (bounded).", true, false), w.list)
+		"List a workspace directory, optionally recursively (bounded). Use it to look around.", true, false), w.list)
 	addTool(s, wsTool("workspace_file_glob", "Find workspace files",
-		"Find files of a workspace whose paths match a glob (bounded).", true, false), w.glob)
+		"Workspace files whose paths match a glob (bounded). Use it to find files by name.", true, false), w.glob)
 	addTool(s, wsTool("workspace_file_grep", "Search workspace files",
-		"Search file contents of a workspace with an RE2 regular expression (bounded).", true, false), w.grep)
+		"Search a workspace's file contents with an RE2 regular expression (bounded). Use it to find code.", true, false), w.grep)
 	addTool(s, wsTool("workspace_run", "Run in a workspace",
-		"Run a command (argv array, no host shell) in a fresh hardened container on the workspace: no network, no "+
-			"credentials, limited time, memory and output. Returns evidence: exit code, OOM and timeout flags, duration, "+
-			"output, and test results from a JUnit, TAP or go test -json report. When the request has a progress token, "+
-			"progress notifications report the time elapsed and the end of the output so far while the run goes on.", false, false), w.run)
+		"Run a command (argv, no host shell) in a fresh hardened container on the workspace: no network or "+
+			"credentials, limited time, memory and output. Returns exit code, OOM and timeout flags, output and "+
+			"JUnit, TAP or go test -json results, with progress notifications while it runs. Use it to build and "+
+			"test.", false, false), w.run)
 	addTool(s, wsTool("workspace_diff", "Workspace diff",
-		"Show the workspace's changes against its base commit as a unified diff (bounded).", true, false), w.diff)
+		"The workspace's changes against its base commit as a bounded unified diff. Use it to review your "+
+			"work before workspace_seal.", true, false), w.diff)
 	addStatusTool(w.s, wsTool("workspace_seal", "Seal a workspace into a proposal",
-		"Commit what is left in a repo workspace, check the change, close the workspace to edits, and propose merging its "+
-			"commits into the branch it came from. The person approves or rejects it in the Sluice app; then call "+
-			"proposal_wait. The run evidence is shown with the proposal.", false, false), false, w.seal)
+		"Commit what is left in a repo workspace, close it to edits and propose merging its commits into the "+
+			"branch it came from, with the run evidence. Use it when the work is done and passes; then call "+
+			"proposal_wait.", false, false), false, w.seal)
 	addTool(s, wsTool("workspace_destroy", "Destroy a workspace",
-		"Destroy a workspace: stop its runs, remove its containers and files, and verify they are gone. "+
-			"A proposal already made from it is not affected.", false, true), w.destroy)
+		"Destroy a workspace: stop its runs and remove its containers and files. Use it when you are done; a "+
+			"proposal made from it is not affected.", false, true), w.destroy)
 }
 
 func (w *wsTools) create(ctx context.Context, req *mcp.CallToolRequest, in WorkspaceCreateIn) (WorkspaceOut, error) {

@@ -25,8 +25,10 @@ var (
 	ErrUnsafeDir = errors.New("unsafe directory")
 )
 
-// Toolset names known to the sidecar.
-var KnownToolsets = []string{"git", "propose", "workspace"}
+// Toolset names known to the sidecar. fleet and safety are read-only
+// tools that a session enables when it needs them (many repositories;
+// restore points and reflog movements).
+var KnownToolsets = []string{"git", "propose", "workspace", "fleet", "safety"}
 
 // DefaultToolsets are enabled when nothing else is configured.
 var DefaultToolsets = []string{"git", "propose", "workspace"}

@@ -1,0 +1,173 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sluicehq/sluice/core/gitx/gitxtest"
+)
+
+// The context budget (issue 16, docs/tools.md "Context budget"): what the
+// tools cost an agent, counted in o200k tokens, the tokenizer of OpenAI's
+// current models and a fair stand-in for the others.
+const (
+	// modelVisibleBudget bounds name + description + input schema of every
+	// tool of the default toolsets: what clients put in the model's
+	// context on every turn.
+	modelVisibleBudget = 6000
+	// wireBudget bounds the whole tools/list result of the default
+	// toolsets, output schemas included.
+	wireBudget = 15000
+	// repoBriefBudget bounds repo_brief's answer on an ordinary repository.
+	repoBriefBudget = 300
+)
+
+// o200kCounter counts tokens with the gpt-tokenizer package pinned in
+// build/tools (SLUICE_TOOLS_DIR), run by Node. It is a real tokenizer,
+// not an estimate: bytes/4 undercounts JSON punctuation and overcounts
+// English prose.
+type o200kCounter struct{ node, dir string }
+
+func o200k(t *testing.T) o200kCounter {
+	t.Helper()
+	dir := os.Getenv("SLUICE_TOOLS_DIR")
+	_, err := os.Stat(filepath.Join(dir, "node_modules", "gpt-tokenizer", "package.json"))
+	needOrSkip(t, dir != "" && err == nil, "the gpt-tokenizer package in SLUICE_TOOLS_DIR (make test installs it from build/tools)")
+	node := "node"
+	if nb := os.Getenv("SLUICE_NODE_BIN"); nb != "" {
+		node = filepath.Join(nb, "node")
+	}
+	return o200kCounter{node: node, dir: dir}
+}
+
+// counterScript reads a JSON array of strings and prints their o200k
+// token counts. It runs with -e in the tools folder, so require resolves
+// the pinned package there.
+const counterScript = `const {countTokens} = require("gpt-tokenizer/encoding/o200k_base");
+let input = ""; process.stdin.on("data", d => input += d);
+process.stdin.on("end", () => process.stdout.write(JSON.stringify(JSON.parse(input).map(s => countTokens(s)))));`
+
+func (c o200kCounter) count(t *testing.T, texts ...string) []int {
+	t.Helper()
+	in, _ := json.Marshal(texts)
+	cmd := exec.Command(c.node, "-e", counterScript)
+	cmd.Dir = c.dir
+	cmd.Stdin = strings.NewReader(string(in))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("o200k counter: %v", err)
+	}
+	var n []int
+	if err := json.Unmarshal(out, &n); err != nil || len(n) != len(texts) {
+		t.Fatalf("o200k counter answered %q (%v)", out, err)
+	}
+	return n
+}
+
+// modelVisible is what a client sends its model for one tool: name,
+// description and input schema (captured from Claude Code, Codex and
+// Gemini CLI requests; each wraps them a little differently).
+func modelVisible(tl *mcp.Tool) string {
+	b, _ := json.Marshal(map[string]any{"name": tl.Name, "description": tl.Description, "input_schema": tl.InputSchema})
+	return string(b)
+}
+
+// TestContextBudget measures, with the o200k tokenizer, what Sluice's
+// tools cost an agent and holds the targets: the default toolsets'
+// model-visible definitions, the whole default tools/list on the wire, and
+// repo_brief on an ordinary repository. It prints every figure (go test
+// -v) so that docs/benchmarks.md can record them.
+func TestContextBudget(t *testing.T) {
+	tok := o200k(t)
+	_, cfg := testEnv(t)
+	installs := []struct {
+		name      string
+		workspace bool
+	}{{"default", false}, {"default with workspaces configured", true}}
+	for _, inst := range installs {
+		c := *cfg
+		if inst.workspace {
+			c.WorkspaceImage = "sha256:" + strings.Repeat("ab", 32)
+		}
+		sets := fitToolsets(&c, c.Toolsets)
+		res, raw := listTools(t, &c, nil)
+		texts := []string{string(raw), serverInstructions}
+		for _, tl := range res.Tools {
+			w, _ := json.Marshal(tl)
+			texts = append(texts, modelVisible(tl), string(w))
+		}
+		n := tok.count(t, texts...)
+		wire, instr := n[0], n[1]
+		type row struct {
+			name        string
+			model, wire int
+		}
+		var rows []row
+		model := 0
+		for i, tl := range res.Tools {
+			r := row{tl.Name, n[2+2*i], n[3+2*i]}
+			model += r.model
+			rows = append(rows, r)
+		}
+		sort.Slice(rows, func(i, j int) bool { return rows[i].model > rows[j].model })
+		modelBudget, wireLimit := modelVisibleBudget, wireBudget
+		if inst.workspace {
+			modelBudget, wireLimit = modelVisibleBudget+workspaceModelAllowance, wireBudget+workspaceWireAllowance
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s (toolsets %v): %d tools; model-visible %d tokens (budget %d); tools/list on the wire %d tokens (budget %d); instructions %d tokens\n",
+			inst.name, sets, len(res.Tools), model, modelBudget, wire, wireLimit, instr)
+		for _, r := range rows {
+			fmt.Fprintf(&b, "  %-28s model %4d  wire %4d\n", r.name, r.model, r.wire)
+		}
+		t.Log(b.String())
+		// Configuring workspaces adds their toolset; it must stay within
+		// its allowance on top of the same budgets.
+		if model > modelBudget {
+			t.Errorf("%s: model-visible definitions cost %d tokens, budget %d", inst.name, model, modelBudget)
+		}
+		if wire > wireLimit {
+			t.Errorf("%s: tools/list costs %d tokens on the wire, budget %d", inst.name, wire, wireLimit)
+		}
+	}
+
+	t.Run("repo_brief", func(t *testing.T) {
+		r := gitxtest.Basic(t, 30)
+		r.Git("branch", "feature/one")
+		r.Git("branch", "feature/two")
+		r.Git("remote", "add", "origin", "https://example.com/x.git")
+		r.Git("update-ref", "refs/remotes/origin/main", "HEAD~2")
+		r.Git("branch", "--set-upstream-to=origin/main", "main")
+		r.Write("src/file1.txt", "changed\n")
+		r.Write("new.txt", "new\n")
+		cs := gitSession(t, filepath.Dir(r.Dir))
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "repo_brief", Arguments: map[string]any{"repoPath": r.Dir}})
+		if err != nil || res.IsError {
+			t.Fatalf("repo_brief: %v %s", err, gitResultText(res))
+		}
+		n := tok.count(t, gitResultText(res))[0]
+		t.Logf("repo_brief on a 30-commit repository with two branches, an upstream and two changes: %d tokens (budget %d)", n, repoBriefBudget)
+		if n > repoBriefBudget {
+			t.Errorf("repo_brief costs %d tokens, budget %d: %s", n, repoBriefBudget, gitResultText(res))
+		}
+	})
+}
+
+// What configuring workspaces may add: their toolset is a dozen tools
+// that only such an installation carries. Set from the measurement when
+// the default budgets were reached (1,835 and 3,841 tokens) with no
+// headroom: the workspace tools have not had their own pass yet, and must
+// not grow before they do.
+const (
+	workspaceModelAllowance = 1850
+	workspaceWireAllowance  = 3850
+)

@@ -1,0 +1,120 @@
+package sidecar
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sluicehq/sluice/core/config"
+)
+
+// An agent pays for every tool definition on every turn, so what tools/list
+// carries is kept to what a model or client needs (docs/tools.md explains
+// the budget). Output schemas are the largest part of it: they describe
+// structuredContent for clients that validate it, and few clients show them
+// to the model at all. So on the wire an output schema keeps the top level
+// of the result exactly — every field, its type, whether it is required,
+// and its description — and names only the type of anything nested. That
+// stays a true description of every result (the SDK validates each one
+// against it), while the full schema, nested fields and all, is kept here
+// for the generated reference.
+
+// fullOutputSchemas are the complete output schemas, by tool name, as
+// derived from each tool's Out type.
+var fullOutputSchemas sync.Map // string → *jsonschema.Schema
+
+// compactOutputSchema derives the output schema of Out, records the full
+// one under the tool's name and returns the compact one for the wire.
+func compactOutputSchema[Out any](tool string) *jsonschema.Schema {
+	full, err := jsonschema.For[Out](nil)
+	if err != nil {
+		// Out types are this package's own; one that has no schema is a
+		// programming error found by every test that lists the tools.
+		panic(fmt.Sprintf("sidecar: output schema of %s: %v", tool, err))
+	}
+	fullOutputSchemas.Store(tool, full)
+	out := &jsonschema.Schema{
+		Type:                 full.Type,
+		Types:                full.Types,
+		Required:             full.Required,
+		AdditionalProperties: full.AdditionalProperties,
+		PropertyOrder:        full.PropertyOrder,
+		Properties:           map[string]*jsonschema.Schema{},
+	}
+	for name, p := range full.Properties {
+		f := typeOnly(p)
+		if name != "error" {
+			// The error field is the same on every tool and described once,
+			// in the server instructions and the reference.
+			f.Description = p.Description
+		}
+		out.Properties[name] = f
+	}
+	return out
+}
+
+// typeOnly keeps the type of a schema, and of an array's items.
+func typeOnly(p *jsonschema.Schema) *jsonschema.Schema {
+	if p == nil {
+		return nil
+	}
+	t := &jsonschema.Schema{Type: p.Type, Types: p.Types, Enum: p.Enum}
+	if p.Items != nil {
+		t.Items = &jsonschema.Schema{Type: p.Items.Type, Types: p.Items.Types, Enum: p.Items.Enum}
+	}
+	return t
+}
+
+// fullOutputSchema is the complete output schema of a tool, or nil.
+func fullOutputSchema(tool string) *jsonschema.Schema {
+	if v, ok := fullOutputSchemas.Load(tool); ok {
+		return v.(*jsonschema.Schema)
+	}
+	return nil
+}
+
+// recording collects the names of the tools registered on a scratch
+// server, so that toolsetToolNames can say which tools a toolset brings.
+// Only scratch servers are recorded: a session's own server is not kept
+// here, so nothing accumulates as sessions come and go.
+var (
+	recordingMu sync.Mutex
+	recording   = map[*mcp.Server][]string{}
+)
+
+// noteTool records a tool registered on srv when srv is being recorded.
+func noteTool(srv *mcp.Server, name string) {
+	recordingMu.Lock()
+	defer recordingMu.Unlock()
+	if names, ok := recording[srv]; ok {
+		recording[srv] = append(names, name)
+	}
+}
+
+// toolsetToolNames are the tools a toolset registers, found once by
+// registering it on a scratch server (registration only declares tools:
+// nothing is opened or started until a tool is called).
+func toolsetToolNames(toolset string) []string {
+	return toolsetNames()[toolset]
+}
+
+var toolsetNames = sync.OnceValue(func() map[string][]string {
+	out := map[string][]string{}
+	for _, name := range availableToolsets() {
+		sc := &Sidecar{cfg: &config.Config{}, log: slog.New(slog.DiscardHandler),
+			server: mcp.NewServer(&mcp.Implementation{Name: "scratch", Version: "0"}, nil)}
+		recordingMu.Lock()
+		recording[sc.server] = []string{}
+		recordingMu.Unlock()
+		toolsets[name](sc)
+		recordingMu.Lock()
+		out[name] = slices.Clone(recording[sc.server])
+		delete(recording, sc.server)
+		recordingMu.Unlock()
+	}
+	return out
+})

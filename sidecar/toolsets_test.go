@@ -1,0 +1,151 @@
+package sidecar
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sluicehq/sluice/core/gitx/gitxtest"
+)
+
+// TestToolsetEnable_InMemory_ListChanged: a session started with the
+// default toolsets enables fleet at run time; the go-sdk client is told
+// (notifications/tools/list_changed), lists the new tools without a
+// restart and calls one; sluice_capabilities reports the toolset on.
+func TestToolsetEnable_InMemory_ListChanged(t *testing.T) {
+	r := gitxtest.Basic(t, 3)
+	_, cfg := testEnv(t, r.Dir)
+	s, err := New(Options{Config: cfg, Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	changed := make(chan struct{}, 8)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	cs, err := client.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if caps := cs.InitializeResult().Capabilities; caps.Tools == nil || !caps.Tools.ListChanged {
+		t.Fatalf("the server does not advertise tools.listChanged: %+v", caps.Tools)
+	}
+
+	names := func() []string {
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n []string
+		for _, tl := range res.Tools {
+			n = append(n, tl.Name)
+		}
+		return n
+	}
+	before := names()
+	if slices.Contains(before, "fleet_radar") || slices.Contains(before, "workspace_status") || !slices.Contains(before, "toolset_enable") {
+		t.Fatalf("default tools without workspaces configured: %v", before)
+	}
+
+	out := gitCallOK[ToolsetEnableOut](t, cs, "toolset_enable", map[string]any{"toolset": "fleet"})
+	if !slices.Contains(out.Toolsets, "fleet") || !slices.Equal(out.Added, []string{"fleet_radar", "fleet_digest"}) {
+		t.Fatalf("toolset_enable fleet: %+v", out)
+	}
+	select {
+	case <-changed:
+	case <-time.After(time.Minute): // a hang guard, not a measurement
+		t.Fatal("no notifications/tools/list_changed after toolset_enable")
+	}
+	after := names()
+	for _, n := range out.Added {
+		if !slices.Contains(after, n) {
+			t.Errorf("%s is not listed after toolset_enable: %v", n, after)
+		}
+	}
+	radar := gitCallOK[FleetRadarOut](t, cs, "fleet_radar", map[string]any{"repoPaths": []string{r.Dir}})
+	if radar.Scanned != 1 {
+		t.Errorf("fleet_radar after enabling saw no repository: %+v", radar)
+	}
+	caps := gitCallOK[CapabilitiesOut](t, cs, "sluice_capabilities", map[string]any{})
+	if !slices.Contains(caps.Toolsets, "fleet") || caps.ToolsetTools["fleet"] != 2 || caps.ToolsetTools["workspace"] == 0 {
+		t.Errorf("capabilities after enabling fleet: toolsets %v, tools per toolset %v", caps.Toolsets, caps.ToolsetTools)
+	}
+
+	// Enabling again changes nothing and says so.
+	again := gitCallOK[ToolsetEnableOut](t, cs, "toolset_enable", map[string]any{"toolset": "fleet"})
+	if len(again.Added) != 0 || len(names()) != len(after) {
+		t.Errorf("enabling fleet twice: %+v", again)
+	}
+	// The schema refuses a toolset it does not list; the message names it.
+	res := gitCall(t, cs, "toolset_enable", map[string]any{"toolset": "shell"})
+	if !res.IsError || !strings.Contains(gitResultText(res), "shell") {
+		t.Errorf("toolset_enable shell: %s", gitResultText(res))
+	}
+}
+
+// TestToolsetEnable_Unknown_NamesTheChoices: the handler's own refusal (for
+// a client that skips schema validation) lists what can be enabled.
+func TestToolsetEnable_Unknown_NamesTheChoices(t *testing.T) {
+	_, cfg := testEnv(t)
+	s, err := New(Options{Config: cfg, Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.toolsetEnable(context.Background(), nil, ToolsetEnableIn{Toolset: "shell"})
+	te := asToolError(err)
+	if te.Code != CodeInvalidArgument || !strings.Contains(te.Message, "fleet") || !strings.Contains(te.Message, "sluice_capabilities") {
+		t.Fatalf("unknown toolset: %+v", te)
+	}
+}
+
+// toolsBeforeTheBudget are the 50 tools served before the context budget
+// (issue 16) split the defaults; every one must stay reachable.
+var toolsBeforeTheBudget = strings.Fields(`
+	agents_presence commit_details conflict_read diff_semantic diff_text fleet_digest
+	fleet_radar proposal_cancel proposal_status proposal_wait propose_branch
+	propose_branch_delete propose_commit propose_discard propose_merge propose_patch
+	propose_plan propose_push propose_rebase propose_reset propose_submodule_pointer
+	propose_worktree repo_branch_stack repo_brief repo_conflict_preflight repo_history
+	repo_reflog repo_refs repo_scope repo_status restore_point_details restore_points
+	safety_event safety_timeline sluice_capabilities submodule_status workspace_create
+	workspace_destroy workspace_diff workspace_file_edit workspace_file_glob
+	workspace_file_grep workspace_file_list workspace_file_read workspace_file_write
+	workspace_run workspace_seal workspace_status worktree_changes worktree_list
+`)
+
+// TestToolsets_EveryToolReachable: each of those tools is served by a
+// toolset that toolset_enable can switch on, or is always present.
+func TestToolsets_EveryToolReachable(t *testing.T) {
+	if len(toolsBeforeTheBudget) != 50 {
+		t.Fatalf("%d tools listed, want 50", len(toolsBeforeTheBudget))
+	}
+	enum := toolsetEnableSchema().Properties["toolset"].Enum
+	for _, name := range toolsBeforeTheBudget {
+		if name == "sluice_capabilities" {
+			continue
+		}
+		found := ""
+		for _, ts := range availableToolsets() {
+			if slices.Contains(toolsetToolNames(ts), name) {
+				found = ts
+			}
+		}
+		if found == "" {
+			t.Errorf("%s is served by no toolset", name)
+		} else if !slices.Contains(enum, any(found)) {
+			t.Errorf("%s is in toolset %s, which toolset_enable does not offer", name, found)
+		}
+	}
+}
