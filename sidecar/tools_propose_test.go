@@ -357,18 +357,24 @@ func TestProposalWait_Completed_WithProgress(t *testing.T) {
 	e := newProposeEnv(t, envOpt{})
 	var mu sync.Mutex
 	var progress []float64
+	// The person decides once the agent has been told twice that it is
+	// still waiting: a condition, not a duration.
+	twice := make(chan struct{})
 	cs := e.connect(t, "test-agent", &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			mu.Lock()
 			defer mu.Unlock()
 			if req.Params.ProgressToken == "tok-1" {
 				progress = append(progress, req.Params.Progress)
+				if len(progress) == 2 {
+					close(twice)
+				}
 			}
 		},
 	})
 	p := e.mustPropose(t, "propose_branch", withCommon(e, map[string]any{"name": "agent/w"}))
 	go func() {
-		time.Sleep(350 * time.Millisecond)
+		<-twice
 		e.j.Approve(p.ProposalID, p.Digest, "person", "fine")
 		e.j.MarkExecuting(p.ProposalID, p.Digest)
 		e.j.Complete(p.ProposalID, "executor", journal.Outcome{})
