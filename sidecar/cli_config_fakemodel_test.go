@@ -21,7 +21,14 @@ import (
 type scriptedCall struct {
 	Tool string
 	Args map[string]any
+	// RetryWhile repeats the call, as a model would, while its result
+	// contains this text (at most maxRetries times): an agent that
+	// refreshes its tool list after a list_changed notification does so
+	// on its own time, and the call goes through once it has.
+	RetryWhile string
 }
+
+const maxRetries = 20
 
 type fakeModel struct {
 	calls []scriptedCall
@@ -42,10 +49,24 @@ func (m *fakeModel) turn(toolsOffered bool, results []string) *scriptedCall {
 	if len(results) > len(m.results) {
 		m.results = append([]string(nil), results...)
 	}
-	if !toolsOffered || len(results) >= len(m.calls) {
+	if !toolsOffered {
 		return nil
 	}
-	return &m.calls[len(results)]
+	i, tries := 0, 0
+	for _, r := range results {
+		if i >= len(m.calls) {
+			break
+		}
+		if c := m.calls[i]; c.RetryWhile != "" && strings.Contains(r, c.RetryWhile) && tries < maxRetries {
+			tries++
+			continue
+		}
+		i, tries = i+1, 0
+	}
+	if i >= len(m.calls) {
+		return nil
+	}
+	return &m.calls[i]
 }
 
 func (m *fakeModel) note(format string, a ...any) {
