@@ -12,8 +12,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/doctor"
@@ -140,7 +138,7 @@ func runStdio(args []string, _ io.Writer, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// stdout is the protocol: nothing else may ever be written to it.
-	if err := s.Server().Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
+	if err := s.Server().Run(ctx, &StdioTransport{In: os.Stdin, Out: os.Stdout, Log: log}); err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("stdio server stopped", "err", err)
 		return 1
 	}
