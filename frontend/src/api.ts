@@ -526,6 +526,10 @@ export interface AuditReport {
   firstSequence: number;
   lastSequence: number;
   checkpointUsed: string;
+  /** The ledger's last entry as SEQ:HASH, an anchor to keep elsewhere. */
+  head?: string;
+  /** The app's own last entry, which the ledger must still hold. */
+  expectedHead?: string;
 }
 
 /**
