@@ -60,11 +60,13 @@ func ParseHead(s string) (Head, error) {
 // Report summarises a verified ledger. Entries = Chained + Legacy and
 // Chained = Signed + Unsigned.
 type Report struct {
-	Entries  int // lines read
-	Chained  int // entries with auditChainVersion
-	Legacy   int // pre-chain lines, allowed only at the start of the oldest file
-	Signed   int // chained entries with a valid signature
-	Unsigned int // chained entries without a signature
+	Entries int // lines read
+	Chained int // entries with auditChainVersion
+	Legacy  int // pre-chain lines, allowed only at the start of the oldest file
+	// LegacySigned counts the legacy lines that carry a valid signature.
+	LegacySigned int
+	Signed       int // chained entries with a valid signature
+	Unsigned     int // chained entries without a signature
 	// Segments counts the files read: rotated segment files plus the active
 	// file when it exists.
 	Segments int
@@ -191,6 +193,8 @@ type verifier struct {
 	hash        []byte
 	prevFileSeg []byte
 	headHash    string // entryHash at opts.ExpectHead's sequence, once read
+	// legacyAnchor folds the legacy lines before the chain (FluxGit's rule).
+	legacyAnchor [32]byte
 }
 
 func (v *verifier) file(path, name string, seg *segmentFile, oldest bool) error {
@@ -240,21 +244,33 @@ func (v *verifier) file(path, name string, seg *segmentFile, oldest bool) error 
 			switch {
 			case !oldest || v.started:
 				return fail(lineNo, reasonLegacyPlacement)
-			case v.opts.RequireSigned:
+			case v.opts.RequireSigned && !info.signed:
 				return fail(lineNo, reasonLegacyUnsigned)
 			}
+			v.legacyAnchor = nextLegacyAnchor(v.legacyAnchor, info.canonical)
 			v.rep.Legacy++
+			if info.signed {
+				v.rep.LegacySigned++
+			}
 			continue
 		}
+		if isLegacyAnchor(info.previousHash) && (v.started || v.rep.Legacy == 0) {
+			return fail(lineNo, reasonLegacyLink)
+		}
 		if !v.started {
-			if info.seq == 1 {
+			switch {
+			case v.rep.Legacy > 0:
+				if info.seq != 1 {
+					return fail(lineNo, reasonLegacyPruned)
+				}
+				if string(info.previousHash) != legacyAnchorString(v.legacyAnchor) {
+					return fail(lineNo, reasonLegacyAnchor)
+				}
+			case info.seq == 1:
 				if string(info.previousHash) != genesisHash {
 					return fail(lineNo, reasonGenesis)
 				}
-			} else {
-				if v.rep.Legacy > 0 {
-					return fail(lineNo, reasonLegacyPruned)
-				}
+			default:
 				if err := v.useCheckpoint(info, name, lineNo); err != nil {
 					return err
 				}
