@@ -167,6 +167,8 @@ export interface Card {
   outcome?: Outcome;
   history: Step[];
   /** What the agent policy said about this proposal, when there is a policy. */
+  /** Fields that held invisible characters, shown escaped as ⟨U+XXXX⟩. */
+  invisible?: { field: string; shown: string }[];
 }
 
 export interface HistoryQuery {
