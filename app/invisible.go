@@ -3,6 +3,7 @@ package app
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"unicode"
@@ -104,7 +105,7 @@ func flagInvisible(c *Card) {
 	for _, part := range []struct {
 		name string
 		v    any
-	}{{"args", c.Args}, {"pinned", c.Pinned}} {
+	}{{"args", c.Args}, {"pinned", c.Pinned}, {"sealed", c.Sealed}} {
 		b, err := json.Marshal(part.v)
 		if err != nil {
 			continue
@@ -112,6 +113,21 @@ func flagInvisible(c *Card) {
 		var generic any
 		if json.Unmarshal(b, &generic) == nil {
 			invisibleIn(part.name, generic, &out)
+		}
+	}
+	if len(out) > 0 {
+		c.Sealed = escapedCopy(c.Sealed)
+		if c.Args != nil && reflect.TypeOf(c.Args).Kind() == reflect.Pointer {
+			// A copy of the same concrete type, its strings escaped.
+			if b, err := json.Marshal(c.Args); err == nil {
+				cp := reflect.New(reflect.TypeOf(c.Args).Elem())
+				if json.Unmarshal(b, cp.Interface()) == nil {
+					escapeStrings(cp.Elem())
+					if a, ok := cp.Interface().(proposal.Args); ok {
+						c.Args = a
+					}
+				}
+			}
 		}
 	}
 	c.Invisible = out
@@ -126,4 +142,55 @@ func invisibleOf(p proposal.Proposal) []InvisibleText {
 	c.Files, _ = p.FilesTouched()
 	flagInvisible(&c)
 	return c.Invisible
+}
+
+// escapedCopy returns a deep copy of v (a pointer to a JSON-shaped value)
+// whose strings are all shown with their invisible characters escaped. The
+// original is never changed: it is the proposal the digest covers.
+func escapedCopy[T any](v *T) *T {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	out := new(T)
+	if err := json.Unmarshal(b, out); err != nil {
+		return v
+	}
+	escapeStrings(reflect.ValueOf(out).Elem())
+	return out
+}
+
+func escapeStrings(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		if v.CanSet() {
+			s, _ := visible(v.String())
+			v.SetString(s)
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			escapeStrings(v.Elem())
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				escapeStrings(v.Field(i))
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			escapeStrings(v.Index(i))
+		}
+	case reflect.Map:
+		for _, k := range v.MapKeys() {
+			e := v.MapIndex(k)
+			if e.Kind() == reflect.String {
+				s, _ := visible(e.String())
+				v.SetMapIndex(k, reflect.ValueOf(s).Convert(e.Type()))
+			}
+		}
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/core/proposal"
 )
 
 func TestCard_InvisibleCharacters_EscapedAndFlagged(t *testing.T) {
@@ -58,11 +60,19 @@ func TestCard_InvisibleCharacters_EscapedAndFlagged(t *testing.T) {
 		}
 	}
 
-	// The notification says so, without the text.
+	// The proposal itself is untouched: what runs is what was sealed.
 	rec, err := a.journal.Get(hidden)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if ca, ok := rec.Proposal.Args.(*proposal.CommitArgs); !ok || ca.Message != "Greet\u200b the world\u2066" || rec.Proposal.Reason != "Rename the report \u202etxt.exe" {
+		t.Errorf("escaping for the card changed the stored proposal: %+v %q", rec.Proposal.Args, rec.Proposal.Reason)
+	}
+	if c, _ := api.Proposal(hidden); c.Digest != rec.Proposal.Digest {
+		t.Errorf("card digest %s, proposal digest %s", c.Digest, rec.Proposal.Digest)
+	}
+
+	// The notification says so, without the text.
 	title, body := noteText(rec)
 	if !strings.Contains(body, "hidden characters") || strings.ContainsAny(title+body, "\u202e\u200b\u2066") {
 		t.Errorf("notification %q / %q", title, body)
