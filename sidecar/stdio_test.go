@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os/exec"
 	"strings"
@@ -223,4 +224,60 @@ func TestStdio_BatchUnderNewProtocol_AnsweredAndSessionGoesOn(t *testing.T) {
 		}
 	}
 	t.Fatalf("stdout ended before the ping after the batch was answered (refused batch seen: %v)", refused)
+}
+
+// TestStdioTransport_InProcess_BadLinesBetweenCalls runs the transport in
+// this process (so the race detector sees the filter and the writer) with
+// a go-sdk client writing through the same stdin as the bad lines.
+func TestStdioTransport_InProcess_BadLinesBetweenCalls(t *testing.T) {
+	_, cfg := testEnv(t)
+	s, err := New(Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- s.Server().Run(ctx, &StdioTransport{In: inR, Out: outW}) }()
+
+	refusals := make(chan refusal, 4)
+	toClient, fromServer := io.Pipe()
+	go func() {
+		defer fromServer.Close()
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			var r refusal
+			if json.Unmarshal(sc.Bytes(), &r) == nil && r.Error != nil && r.Error.Code == -32700 {
+				refusals <- r
+				continue
+			}
+			if _, err := fromServer.Write(append(sc.Bytes(), '\n')); err != nil {
+				return
+			}
+		}
+	}()
+	in := &rawStdin{w: inW}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "in-process", Version: "1"}, nil).Connect(ctx, &mcp.IOTransport{Reader: toClient, Writer: in}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		in.Write([]byte("{not json\n"))
+		select {
+		case <-refusals:
+		case <-ctx.Done():
+			t.Fatalf("bad line %d: no answer", i)
+		}
+		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sluice_capabilities"}); err != nil {
+			t.Fatalf("after bad line %d: %v", i, err)
+		}
+	}
+	cs.Close()
+	inW.Close()
+	if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("server after the client left: %v", err)
+	}
+	outW.Close()
 }
