@@ -33,7 +33,7 @@ func addCommand(c command) { commands = append(commands, c) }
 func init() {
 	addCommand(command{"stdio", "serve MCP over stdin/stdout (the default)", runStdio})
 	addCommand(command{"doctor", "check git, directories, the app's gateway, Docker and the audit key", runDoctor})
-	addCommand(command{"verify-audit", "verify an audit ledger: verify-audit FILE --pubkey PEM [--require-signed]", audit.VerifyCommand})
+	addCommand(command{"verify-audit", "verify an audit ledger: verify-audit FILE --pubkey PEM [--require-signed] [--expect-head SEQ:HASH] [--print-head]", audit.VerifyCommand})
 	addCommand(command{"audit", "audit key management: audit keygen [--out PRIVPATH]", runAudit})
 	addCommand(command{"version", "print the version", func(_ []string, out, _ io.Writer) int {
 		fmt.Fprintln(out, "sluice-sidecar", config.Version)
