@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/sluicehq/sluice/core/audit"
+	"github.com/sluicehq/sluice/core/journal"
 )
 
 // AuditView is what the audit screen shows: the newest entries and the
@@ -28,6 +29,12 @@ type AuditReport struct {
 	FirstSequence  uint64 `json:"firstSequence"`
 	LastSequence   uint64 `json:"lastSequence"`
 	CheckpointUsed string `json:"checkpointUsed"`
+	// Head is the ledger's last entry as SEQ:HASH: an anchor to keep
+	// outside this machine and hand to `verify-audit --expect-head`.
+	Head string `json:"head,omitempty"`
+	// ExpectedHead is the app's own last entry, which the journal keeps
+	// with each transition; the ledger must still hold it.
+	ExpectedHead string `json:"expectedHead,omitempty"`
 }
 
 // auditTailSize is how many entries the audit screen shows.
@@ -57,11 +64,23 @@ func (api *API) Audit() (AuditView, error) {
 // every segment. With signing on, unsigned entries count as failures.
 func (api *API) VerifyAudit() (AuditReport, error) {
 	a := api.app
-	rep, err := audit.Verify(a.cfg.AuditLog(), a.auditPub, audit.VerifyOptions{RequireSigned: a.auditPub != nil})
-	out := AuditReport{
-		OK: err == nil, Entries: rep.Entries, Chained: rep.Chained, Legacy: rep.Legacy,
-		Signed: rep.Signed, Unsigned: rep.Unsigned, Segments: rep.Segments,
-		FirstSequence: rep.FirstSeq, LastSequence: rep.LastSeq, CheckpointUsed: rep.CheckpointUsed,
+	opts := audit.VerifyOptions{RequireSigned: a.auditPub != nil}
+	out := AuditReport{}
+	// The chain cannot show that its last entries were deleted; the
+	// journal knows the app's last one.
+	switch h, err := a.journal.AuditHead(); {
+	case err == nil:
+		opts.ExpectHead = &audit.Head{Sequence: h.Sequence, Hash: h.Hash}
+		out.ExpectedHead = opts.ExpectHead.String()
+	case !errors.Is(err, journal.ErrNotFound):
+		return AuditReport{}, err
+	}
+	rep, err := audit.Verify(a.cfg.AuditLog(), a.auditPub, opts)
+	out.OK, out.Entries, out.Chained, out.Legacy = err == nil, rep.Entries, rep.Chained, rep.Legacy
+	out.Signed, out.Unsigned, out.Segments = rep.Signed, rep.Unsigned, rep.Segments
+	out.FirstSequence, out.LastSequence, out.CheckpointUsed = rep.FirstSeq, rep.LastSeq, rep.CheckpointUsed
+	if err == nil && rep.Chained > 0 {
+		out.Head = audit.Head{Sequence: rep.LastSeq, Hash: rep.LastHash}.String()
 	}
 	if err != nil {
 		// A failed verification is a result to show, not an API error;

@@ -48,6 +48,10 @@ type Card struct {
 	Decision   *journal.Decision   `json:"decision,omitempty"`
 	Outcome    *journal.Outcome    `json:"outcome,omitempty"`
 	History    []journal.Step      `json:"history"`
+	// Invisible lists the fields that held invisible characters (bidi
+	// controls, zero-width characters); reason, repo and files above are
+	// already shown with them escaped.
+	Invisible []InvisibleText `json:"invisible"`
 }
 
 // ErrConfirmation is returned when a destructive proposal is approved
@@ -88,6 +92,7 @@ func (a *App) cardFor(rec journal.Record, withCollisions bool) Card {
 			c.Collisions = cs
 		}
 	}
+	flagInvisible(&c)
 	return c
 }
 

@@ -15,6 +15,14 @@ import (
 type journalRecorder struct{ ledger *audit.Ledger }
 
 func (r journalRecorder) Record(ev journal.Event) error {
+	_, err := r.RecordHead(ev)
+	return err
+}
+
+// RecordHead makes the journal keep the sequence and hash of the app's
+// last entry beside the transition, which is how Verify sees a ledger
+// whose tail was cut off.
+func (r journalRecorder) RecordHead(ev journal.Event) (journal.AuditHead, error) {
 	e := audit.Entry{
 		EventType:      ev.Type,
 		SessionID:      ev.Agent,
@@ -37,8 +45,11 @@ func (r journalRecorder) Record(ev journal.Event) error {
 	if ev.Code != "" {
 		e.Data["code"] = ev.Code
 	}
-	_, err := r.ledger.Append(e)
-	return err
+	rc, err := r.ledger.Append(e)
+	if err != nil {
+		return journal.AuditHead{}, err
+	}
+	return journal.AuditHead{Sequence: rc.Sequence, Hash: rc.EntryHash}, nil
 }
 
 func resultOf(ev journal.Event) string {

@@ -23,10 +23,15 @@ type Notifier interface {
 // text: notifications are visible on a locked screen and in history.
 func noteText(rec journal.Record) (title, body string) {
 	p := rec.Proposal
-	title = fmt.Sprintf("%s proposes %s on %s", p.Agent, p.Op.Phrase(), filepath.Base(p.Repo))
+	agent, hidden1 := visible(p.Agent)
+	repo, hidden2 := visible(filepath.Base(p.Repo))
+	title = fmt.Sprintf("%s proposes %s on %s", agent, p.Op.Phrase(), repo)
 	body = "Open Sluice to review and decide."
 	if p.Destructive() {
 		body = "This change can lose work. Open Sluice to review and decide."
+	}
+	if hidden1 || hidden2 || len(invisibleOf(p)) > 0 {
+		body = "It contains hidden characters. " + body
 	}
 	return title, body
 }

@@ -207,13 +207,17 @@ func (w *Web) routes() http.Handler {
 }
 
 // guard applies what every request shares: the Host header must be the
-// address we listen on (a DNS-rebinding page uses its own name), and
-// responses carry headers that keep the UI out of frames and off other
-// origins' scripts.
+// address we listen on (a DNS-rebinding page uses its own name), a browser
+// request must come from the UI's own origin, and responses carry headers
+// that keep the UI out of frames and off other origins' scripts.
 func (w *Web) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if r.Host != w.Addr() {
 			writeAPIError(rw, http.StatusForbidden, "forbidden", "host not allowed")
+			return
+		}
+		if reason := w.foreignOrigin(r); reason != "" {
+			writeAPIError(rw, http.StatusForbidden, "forbidden", reason)
 			return
 		}
 		h := rw.Header()
@@ -223,6 +227,31 @@ func (w *Web) guard(next http.Handler) http.Handler {
 		h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 		next.ServeHTTP(rw, r)
 	})
+}
+
+// foreignOrigin says why a request came from a page other than the UI, or
+// "" when it did not. The session cookie is SameSite=Strict and state
+// changes need the CSRF token; this is the third, independent wall: a
+// browser names the page that sent a request in Origin (every POST, every
+// cross-origin fetch) and in Sec-Fetch-Site, and anything but the UI's own
+// origin is refused before a session is even looked at. "same-site" is
+// refused too: another port on 127.0.0.1 is the same site but a different
+// origin, and any local program can serve a page there. A request without
+// either header (curl, the tests' HTTP client) is judged by cookie and
+// token alone; "none" is a navigation the person started (a typed or pasted
+// URL, the login link).
+func (w *Web) foreignOrigin(r *http.Request) string {
+	if o, ok := r.Header["Origin"]; ok {
+		if len(o) != 1 || o[0] != "http://"+w.Addr() {
+			return "cross-origin request refused"
+		}
+	}
+	if sfs, ok := r.Header["Sec-Fetch-Site"]; ok {
+		if len(sfs) != 1 || (sfs[0] != "same-origin" && sfs[0] != "none") {
+			return "cross-site request refused"
+		}
+	}
+	return ""
 }
 
 func (w *Web) login(rw http.ResponseWriter, r *http.Request) {

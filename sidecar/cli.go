@@ -12,8 +12,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/doctor"
@@ -35,7 +33,7 @@ func addCommand(c command) { commands = append(commands, c) }
 func init() {
 	addCommand(command{"stdio", "serve MCP over stdin/stdout (the default)", runStdio})
 	addCommand(command{"doctor", "check git, directories, the app's gateway, Docker and the audit key", runDoctor})
-	addCommand(command{"verify-audit", "verify an audit ledger: verify-audit FILE --pubkey PEM [--require-signed]", audit.VerifyCommand})
+	addCommand(command{"verify-audit", "verify an audit ledger: verify-audit FILE --pubkey PEM [--require-signed] [--expect-head SEQ:HASH] [--print-head]", audit.VerifyCommand})
 	addCommand(command{"audit", "audit key management: audit keygen [--out PRIVPATH]", runAudit})
 	addCommand(command{"version", "print the version", func(_ []string, out, _ io.Writer) int {
 		fmt.Fprintln(out, "sluice-sidecar", config.Version)
@@ -145,7 +143,7 @@ func runStdio(args []string, _ io.Writer, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// stdout is the protocol: nothing else may ever be written to it.
-	if err := s.Server().Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
+	if err := s.Server().Run(ctx, &StdioTransport{In: os.Stdin, Out: os.Stdout, Log: log}); err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("stdio server stopped", "err", err)
 		return 1
 	}

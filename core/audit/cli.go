@@ -17,7 +17,7 @@ const (
 
 // VerifyCommand implements
 //
-//	verify-audit FILE --pubkey PEM [--require-signed]
+//	verify-audit FILE --pubkey PEM [--require-signed] [--expect-head SEQ:HASH] [--print-head]
 //
 // Flags may come before or after FILE. On success it prints the counts and
 // "ok" to stdout and returns 0. It returns 3 on any integrity or signature
@@ -30,8 +30,10 @@ func VerifyCommand(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	pubPath := fs.String("pubkey", "", "Ed25519 public key `PEM` (a private key PEM also works)")
 	requireSigned := fs.Bool("require-signed", false, "fail on any unsigned entry or checkpoint")
+	expectHead := fs.String("expect-head", "", "fail unless the ledger still holds this entry (`SEQ:HASH`, as --print-head printed it earlier)")
+	printHead := fs.Bool("print-head", false, "also print the last entry as head: SEQ:HASH, an anchor to keep outside the ledger")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: verify-audit FILE --pubkey PEM [--require-signed]")
+		fmt.Fprintln(stderr, "usage: verify-audit FILE --pubkey PEM [--require-signed] [--expect-head SEQ:HASH] [--print-head]")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
@@ -51,12 +53,21 @@ func VerifyCommand(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return ExitUsage
 	}
+	opts := VerifyOptions{RequireSigned: *requireSigned}
+	if *expectHead != "" {
+		h, err := ParseHead(*expectHead)
+		if err != nil {
+			fmt.Fprintf(stderr, "verify-audit: --expect-head %q: %v\n", *expectHead, err)
+			return ExitUsage
+		}
+		opts.ExpectHead = &h
+	}
 	pub, err := LoadPublicKey(*pubPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "verify-audit: %v\n", err)
 		return ExitUsage
 	}
-	rep, err := Verify(pos[0], pub, VerifyOptions{RequireSigned: *requireSigned})
+	rep, err := Verify(pos[0], pub, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "verify-audit: %v\n", err)
 		return ExitIntegrity
@@ -65,8 +76,23 @@ func VerifyCommand(args []string, stdout, stderr io.Writer) int {
 	if rep.Chained > 0 {
 		seq = fmt.Sprintf("%d..%d", rep.FirstSeq, rep.LastSeq)
 	}
-	fmt.Fprintf(stdout, "entries: %d\nchained: %d\nlegacy: %d\nsigned: %d\nunsigned: %d\nsegments: %d\nsequence: %s\nretention_checkpoint_used: %s\nok\n",
+	fmt.Fprintf(stdout, "entries: %d\nchained: %d\nlegacy: %d\nsigned: %d\nunsigned: %d\nsegments: %d\nsequence: %s\nretention_checkpoint_used: %s\n",
 		rep.Entries, rep.Chained, rep.Legacy, rep.Signed, rep.Unsigned, rep.Segments, seq, rep.CheckpointUsed)
+	if *printHead {
+		head := "none"
+		if rep.Chained > 0 {
+			head = Head{Sequence: rep.LastSeq, Hash: rep.LastHash}.String()
+		}
+		fmt.Fprintf(stdout, "head: %s\n", head)
+	}
+	if opts.ExpectHead != nil {
+		state := "pruned behind the checkpoint"
+		if rep.HeadChecked {
+			state = "held"
+		}
+		fmt.Fprintf(stdout, "expected_head: %s\n", state)
+	}
+	fmt.Fprintln(stdout, "ok")
 	return ExitOK
 }
 

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
@@ -446,7 +447,7 @@ func (l *Ledger) tailAcceptable(f *os.File, start, size int64) bool {
 	case info.legacy:
 		return prev.legacy
 	case prev.legacy:
-		return info.seq == 1 && string(info.previousHash) == genesisHash
+		return info.seq == 1 && isLegacyAnchor(info.previousHash)
 	}
 	return info.seq == prev.seq+1 &&
 		string(info.previousHash) == string(prev.entryHash) &&
@@ -479,6 +480,14 @@ func (l *Ledger) readHead(f *os.File, size int64) (chainHead, error) {
 		return chainHead{}, err
 	}
 	if len(d.segments) == 0 {
+		if size > 0 {
+			// Only legacy lines so far: the chain starts from their anchor.
+			anchor, err := legacyHead(f, size)
+			if err != nil {
+				return chainHead{}, err
+			}
+			return chainHead{hash: anchor}, nil
+		}
 		return chainHead{hash: genesisHash}, nil
 	}
 	newest := d.segments[len(d.segments)-1]
@@ -494,6 +503,36 @@ func (l *Ledger) readHead(f *os.File, size int64) (chainHead, error) {
 		return chainHead{}, fmt.Errorf("%w: last line of %s: %s", ErrCorrupt, newest.name, reason)
 	}
 	return chainHead{seq: info.seq, hash: string(info.entryHash)}, nil
+}
+
+// legacyHead folds the legacy lines that make up the active file into the
+// anchor its first chained entry links to (FluxGit's rule, see
+// nextLegacyAnchor).
+func legacyHead(f *os.File, size int64) (string, error) {
+	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), MaxLineBytes+1)
+	c := newLineChecker(nil)
+	var anchor [32]byte
+	for n := 1; ; n++ {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, io.EOF) && len(line) == 0 {
+			return legacyAnchorString(anchor), nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("%w: legacy line %d: %v", ErrCorrupt, n, err)
+		}
+		info, m, reason := c.fields(bytes.TrimSuffix(line, []byte("\n")))
+		if reason == "" && !info.legacy {
+			reason = "chained entry among legacy lines"
+		}
+		var canon []byte
+		if reason == "" {
+			canon, reason = c.encodeMembers(m, func(string) bool { return false })
+		}
+		if reason != "" {
+			return "", fmt.Errorf("%w: legacy line %d: %s", ErrCorrupt, n, reason)
+		}
+		anchor = nextLegacyAnchor(anchor, canon)
+	}
 }
 
 // rotate renames the active file to its segment name, starts an empty active

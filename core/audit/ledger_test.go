@@ -72,7 +72,7 @@ func TestLedger_RoundTripSigned(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
-	want := Report{Entries: 10, Chained: 10, Signed: 10, Segments: 1, FirstSeq: 1, LastSeq: 10, CheckpointUsed: "none"}
+	want := Report{Entries: 10, Chained: 10, Signed: 10, Segments: 1, FirstSeq: 1, LastSeq: 10, CheckpointUsed: "none", LastHash: rs[9].EntryHash}
 	if rep != want {
 		t.Errorf("report = %+v, want %+v", rep, want)
 	}

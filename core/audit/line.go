@@ -34,6 +34,9 @@ type lineInfo struct {
 	previousHash []byte
 	entryHash    []byte
 	signed       bool
+	// canonical is a legacy line's canonical form, which the chain folds
+	// into its legacy anchor; it aliases the checker's buffer.
+	canonical []byte
 }
 
 // Reasons are fixed strings: a verification failure names where and why,
@@ -68,6 +71,8 @@ const (
 	reasonLegacyPlacement = "legacy line after the start of the chain"
 	reasonLegacyPruned    = "legacy lines before a pruned chain"
 	reasonGenesis         = "first entry of the chain does not link to genesis"
+	reasonLegacyAnchor    = "first entry after legacy lines does not link to their legacy anchor"
+	reasonLegacyLink      = "previousHash names a legacy anchor but the entry does not start the chain after legacy lines"
 	reasonSeqGap          = "sequence does not follow the previous entry"
 	reasonLink            = "previousHash does not match the previous entryHash"
 	reasonSegmentChange   = "segmentId changes within a file"
@@ -112,13 +117,17 @@ func (c *lineChecker) fields(line []byte) (lineInfo, []jmember, string) {
 	cv, ok := lookup(m, "auditChainVersion")
 	if !ok {
 		// A line from before the chain existed. One that still carries
-		// chain fields is a chained line with its version stripped.
-		for _, k := range [...]string{"entryHash", "previousHash", "signature", "segmentId"} {
+		// chain fields is a chained line with its version stripped. It may
+		// be signed (FluxGit signed lines before it chained them).
+		for _, k := range [...]string{"entryHash", "previousHash", "segmentId"} {
 			if _, ok := lookup(m, k); ok {
 				return info, nil, reasonLegacyChain
 			}
 		}
 		info.legacy = true
+		if _, ok := lookup(m, "signature"); ok {
+			info.signed = true
+		}
 		return info, m, ""
 	}
 	if !isSmallInt(cv, chainVersion) {
@@ -143,7 +152,7 @@ func (c *lineChecker) fields(line []byte) (lineInfo, []jmember, string) {
 	}
 	info.segmentID = seg.str
 	prev, ok := lookup(m, "previousHash")
-	if !ok || prev.kind != jString || !(string(prev.str) == genesisHash || isDigest(prev.str)) {
+	if !ok || prev.kind != jString || !(string(prev.str) == genesisHash || isDigest(prev.str) || isLegacyAnchor(prev.str)) {
 		return info, nil, reasonPreviousHash
 	}
 	info.previousHash = prev.str
@@ -210,8 +219,11 @@ func (c *lineChecker) signature(m []jmember) (raw [ed25519.SignatureSize]byte, v
 // signature.
 func (c *lineChecker) check(line []byte) (lineInfo, string) {
 	info, m, reason := c.fields(line)
-	if reason != "" || info.legacy {
+	if reason != "" {
 		return info, reason
+	}
+	if info.legacy {
+		return c.checkLegacy(info, m)
 	}
 	// One encoding serves both inputs: the hash input is the entry without
 	// entryHash and signature, and the signature input is the same bytes
@@ -270,6 +282,121 @@ func (c *lineChecker) check(line []byte) (lineInfo, string) {
 		return info, reasonSigInvalid
 	}
 	return info, ""
+}
+
+// checkLegacy verifies a signed legacy line the way FluxGit signed it (the
+// canonical line without signature, and without signatureKeyId below
+// signature version 2) and leaves its canonical form in info.canonical.
+func (c *lineChecker) checkLegacy(info lineInfo, m []jmember) (lineInfo, string) {
+	if info.signed {
+		sv, hasSV := lookup(m, "signatureVersion")
+		v2 := false
+		if hasSV {
+			n, ok := parseDigits(sv.str)
+			if sv.kind != jNumber || !ok {
+				return info, reasonSigVersion
+			}
+			v2 = n >= 2
+		}
+		kid, hasKid := lookup(m, "signatureKeyId")
+		switch {
+		case c.pub == nil:
+			return info, reasonNoPublicKey
+		case hasKid && (kid.kind != jString || string(kid.str) != c.keyID):
+			return info, reasonKeyIDMismatch
+		}
+		sig, _ := lookup(m, "signature")
+		var raw [ed25519.SignatureSize]byte
+		if sig.kind != jString || len(sig.str) != sigEncoding.EncodedLen(len(raw)) {
+			return info, reasonSigMalformed
+		}
+		if n, err := sigEncoding.Decode(raw[:], sig.str); err != nil || n != len(raw) {
+			return info, reasonSigMalformed
+		}
+		msg, reason := c.encodeMembers(m, func(k string) bool {
+			return k == "signature" || (k == "signatureKeyId" && !v2)
+		})
+		if reason != "" {
+			return info, reason
+		}
+		if !ed25519.Verify(c.pub, msg, raw[:]) {
+			return info, reasonSigInvalid
+		}
+	}
+	canon, reason := c.encodeMembers(m, func(string) bool { return false })
+	if reason != "" {
+		return info, reason
+	}
+	info.canonical = canon
+	return info, ""
+}
+
+// encodeMembers is the canonical form of the object m without the keys
+// skip names; it aliases the checker's buffer.
+func (c *lineChecker) encodeMembers(m []jmember, skip func(string) bool) ([]byte, string) {
+	e := &c.enc
+	e.buf = append(e.buf[:0], '{')
+	first := true
+	for i := range m {
+		if skip(string(m[i].key)) {
+			continue
+		}
+		if !first {
+			e.buf = append(e.buf, ',')
+		}
+		first = false
+		err := e.strBytes(m[i].key)
+		if err == nil {
+			e.buf = append(e.buf, ':')
+			err = e.value(&m[i].val, 1)
+		}
+		if errors.Is(err, ErrNonInteger) {
+			return nil, reasonNonInteger
+		}
+		if err != nil {
+			return nil, reasonCanonical
+		}
+	}
+	e.buf = append(e.buf, '}')
+	return e.buf, ""
+}
+
+// legacyAnchorPrefix and legacyAnchorLabel are FluxGit's: every line from
+// before the chain is folded into an anchor,
+// SHA256(prefix || previous anchor (32 zero bytes first) || canonical(line)),
+// and the first chained entry links to "legacy-sha256:<hex>" of it, so no
+// legacy line can change or go without the chain noticing.
+const (
+	legacyAnchorPrefix = "fluxgit-mcp-legacy-prefix-v1\x00"
+	legacyAnchorLabel  = "legacy-sha256:"
+)
+
+// nextLegacyAnchor folds one legacy line's canonical form into anchor.
+func nextLegacyAnchor(anchor [32]byte, canonical []byte) [32]byte {
+	h := sha256.New()
+	h.Write([]byte(legacyAnchorPrefix))
+	h.Write(anchor[:])
+	h.Write(canonical)
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+func legacyAnchorString(anchor [32]byte) string {
+	return legacyAnchorLabel + hex.EncodeToString(anchor[:])
+}
+
+// isLegacyAnchor reports whether b is "legacy-sha256:" and 64 lowercase hex.
+func isLegacyAnchor(b []byte) bool {
+	if len(b) != len(legacyAnchorLabel)+64 || string(b[:len(legacyAnchorLabel)]) != legacyAnchorLabel {
+		return false
+	}
+	for _, c := range b[len(legacyAnchorLabel):] {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func isSmallInt(v *jvalue, want uint64) bool {

@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 )
 
 // VerifyOptions tune Verify.
@@ -17,16 +19,54 @@ type VerifyOptions struct {
 	// RequireSigned fails on any entry, legacy line or retention checkpoint
 	// that carries no signature.
 	RequireSigned bool
+	// ExpectHead, when set, is an entry the ledger is known to have held
+	// (the app's last own entry, or an anchor exported earlier). A chain
+	// that ends before it has lost its tail, which no hash chain shows by
+	// itself; one that holds a different entry at its sequence was
+	// rewritten.
+	ExpectHead *Head
+}
+
+// Head names one ledger entry by sequence and entryHash.
+type Head struct {
+	Sequence uint64
+	Hash     string // "sha256:<64 hex digits>"
+}
+
+// ErrBadHead is returned by ParseHead for anything but SEQ:sha256:HEX.
+var ErrBadHead = errors.New("audit: an expected head is SEQ:sha256:<64 hex digits>, with SEQ from 1")
+
+// String is the SEQ:HASH form ParseHead reads.
+func (h Head) String() string { return strconv.FormatUint(h.Sequence, 10) + ":" + h.Hash }
+
+// ParseHead reads SEQ:HASH, where HASH is an entryHash ("sha256:" may be
+// left off).
+func ParseHead(s string) (Head, error) {
+	seqStr, hash, ok := strings.Cut(strings.TrimSpace(s), ":")
+	if !ok {
+		return Head{}, ErrBadHead
+	}
+	seq, err := strconv.ParseUint(seqStr, 10, 64)
+	if err != nil || seq == 0 {
+		return Head{}, ErrBadHead
+	}
+	hash = strings.TrimPrefix(hash, "sha256:")
+	if len(hash) != 64 || strings.Trim(hash, "0123456789abcdef") != "" {
+		return Head{}, ErrBadHead
+	}
+	return Head{Sequence: seq, Hash: "sha256:" + hash}, nil
 }
 
 // Report summarises a verified ledger. Entries = Chained + Legacy and
 // Chained = Signed + Unsigned.
 type Report struct {
-	Entries  int // lines read
-	Chained  int // entries with auditChainVersion
-	Legacy   int // pre-chain lines, allowed only at the start of the oldest file
-	Signed   int // chained entries with a valid signature
-	Unsigned int // chained entries without a signature
+	Entries int // lines read
+	Chained int // entries with auditChainVersion
+	Legacy  int // pre-chain lines, allowed only at the start of the oldest file
+	// LegacySigned counts the legacy lines that carry a valid signature.
+	LegacySigned int
+	Signed       int // chained entries with a valid signature
+	Unsigned     int // chained entries without a signature
 	// Segments counts the files read: rotated segment files plus the active
 	// file when it exists.
 	Segments int
@@ -38,6 +78,13 @@ type Report struct {
 	CheckpointUsed string
 	// CheckpointSigned reports whether that checkpoint was signed.
 	CheckpointSigned bool
+	// LastHash is the entryHash of the entry at LastSeq: with it, the
+	// head can be kept elsewhere and given back as ExpectHead.
+	LastHash string
+	// HeadChecked says whether ExpectHead's entry was still retained and
+	// matched; false when it was pruned behind a checkpoint (only its
+	// presence in the chain's range was checked) or none was given.
+	HeadChecked bool
 }
 
 // VerifyError is an integrity or signature failure. It names the file and
@@ -119,6 +166,18 @@ func Verify(path string, pub ed25519.PublicKey, opts VerifyOptions) (Report, err
 		}
 		rep.Segments++
 	}
+	if h := opts.ExpectHead; h != nil {
+		switch {
+		case rep.LastSeq < h.Sequence:
+			return rep, &VerifyError{Segment: base, Reason: fmt.Sprintf("entries missing after sequence %d: the ledger is known to have held sequence %d", rep.LastSeq, h.Sequence)}
+		case v.headHash == "":
+			// Pruned behind a checkpoint that vouches for it.
+		case v.headHash != h.Hash:
+			return rep, &VerifyError{Segment: base, Reason: fmt.Sprintf("the entry at sequence %d is not the expected head: the ledger was rewritten", h.Sequence)}
+		default:
+			rep.HeadChecked = true
+		}
+	}
 	return rep, nil
 }
 
@@ -133,6 +192,9 @@ type verifier struct {
 	seq         uint64
 	hash        []byte
 	prevFileSeg []byte
+	headHash    string // entryHash at opts.ExpectHead's sequence, once read
+	// legacyAnchor folds the legacy lines before the chain (FluxGit's rule).
+	legacyAnchor [32]byte
 }
 
 func (v *verifier) file(path, name string, seg *segmentFile, oldest bool) error {
@@ -182,21 +244,33 @@ func (v *verifier) file(path, name string, seg *segmentFile, oldest bool) error 
 			switch {
 			case !oldest || v.started:
 				return fail(lineNo, reasonLegacyPlacement)
-			case v.opts.RequireSigned:
+			case v.opts.RequireSigned && !info.signed:
 				return fail(lineNo, reasonLegacyUnsigned)
 			}
+			v.legacyAnchor = nextLegacyAnchor(v.legacyAnchor, info.canonical)
 			v.rep.Legacy++
+			if info.signed {
+				v.rep.LegacySigned++
+			}
 			continue
 		}
+		if isLegacyAnchor(info.previousHash) && (v.started || v.rep.Legacy == 0) {
+			return fail(lineNo, reasonLegacyLink)
+		}
 		if !v.started {
-			if info.seq == 1 {
+			switch {
+			case v.rep.Legacy > 0:
+				if info.seq != 1 {
+					return fail(lineNo, reasonLegacyPruned)
+				}
+				if string(info.previousHash) != legacyAnchorString(v.legacyAnchor) {
+					return fail(lineNo, reasonLegacyAnchor)
+				}
+			case info.seq == 1:
 				if string(info.previousHash) != genesisHash {
 					return fail(lineNo, reasonGenesis)
 				}
-			} else {
-				if v.rep.Legacy > 0 {
-					return fail(lineNo, reasonLegacyPruned)
-				}
+			default:
 				if err := v.useCheckpoint(info, name, lineNo); err != nil {
 					return err
 				}
@@ -232,10 +306,22 @@ func (v *verifier) file(path, name string, seg *segmentFile, oldest bool) error 
 			}
 			v.rep.Unsigned++
 		}
+		if h := v.opts.ExpectHead; h != nil {
+			switch info.seq {
+			case h.Sequence:
+				v.headHash = string(info.entryHash)
+			case h.Sequence + 1:
+				// The head itself may be pruned; what follows names it.
+				if v.headHash == "" {
+					v.headHash = string(info.previousHash)
+				}
+			}
+		}
 		v.seq = info.seq
 		v.hash = append(v.hash[:0], info.entryHash...)
 		v.rep.Chained++
 		v.rep.LastSeq = info.seq
+		v.rep.LastHash = string(info.entryHash)
 	}
 	if seg != nil {
 		if fileSeg == nil {

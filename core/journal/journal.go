@@ -228,7 +228,7 @@ func (j *Journal) Submit(p proposal.Proposal) (rec Record, replayed bool, err er
 			}
 		}
 		ev := eventFor(rec, EventSubmitted, "", proposal.Pending, p.Agent, "", "")
-		if err := j.record(ev); err != nil {
+		if err := j.record(tx, ev); err != nil {
 			return err
 		}
 		j.notifyOnCommit(tx, rec, "")
@@ -250,14 +250,63 @@ func (j *Journal) Deny(p proposal.Proposal, rule string) error {
 		Type: EventPolicyDenied, ProposalID: p.ID, Digest: p.Digest, Agent: p.Agent, Op: p.Op, Repo: p.Repo,
 		Risk: p.Risk().String(), By: "policy", Note: rule, Code: "policy_denied", At: proposal.At(j.now()),
 	}
-	return j.record(ev)
+	err := j.db.Update(func(tx *bolt.Tx) error { return j.record(tx, ev) })
+	if errors.Is(err, bolt.ErrDatabaseNotOpen) {
+		return ErrClosed
+	}
+	return err
 }
 
-func (j *Journal) record(ev Event) error {
-	if err := j.opts.Recorder.Record(ev); err != nil {
+var metaAuditHead = []byte("auditHead")
+
+// record writes ev's audit entry inside tx, and with a HeadRecorder keeps
+// where it landed. The head only moves forward: a denial is written in its
+// own transaction and may land before another that commits first.
+func (j *Journal) record(tx *bolt.Tx, ev Event) error {
+	hr, ok := j.opts.Recorder.(HeadRecorder)
+	if !ok {
+		if err := j.opts.Recorder.Record(ev); err != nil {
+			return fmt.Errorf("%w: %v", ErrAudit, err)
+		}
+		return nil
+	}
+	head, err := hr.RecordHead(ev)
+	if err != nil {
 		return fmt.Errorf("%w: %v", ErrAudit, err)
 	}
-	return nil
+	meta := tx.Bucket(bucketMeta)
+	if old, err := decodeHead(meta.Get(metaAuditHead)); err == nil && old.Sequence >= head.Sequence {
+		return nil
+	}
+	b, err := json.Marshal(head)
+	if err != nil {
+		return err
+	}
+	return meta.Put(metaAuditHead, b)
+}
+
+func decodeHead(b []byte) (AuditHead, error) {
+	var h AuditHead
+	if b == nil {
+		return h, ErrNotFound
+	}
+	err := json.Unmarshal(b, &h)
+	return h, err
+}
+
+// AuditHead returns the ledger position of the newest audit entry this
+// journal's HeadRecorder wrote, and ErrNotFound when it has written none.
+func (j *Journal) AuditHead() (AuditHead, error) {
+	var h AuditHead
+	err := j.db.View(func(tx *bolt.Tx) error {
+		var err error
+		h, err = decodeHead(tx.Bucket(bucketMeta).Get(metaAuditHead))
+		return err
+	})
+	if errors.Is(err, bolt.ErrDatabaseNotOpen) {
+		return AuditHead{}, ErrClosed
+	}
+	return h, err
 }
 
 // Get returns the record of id.
@@ -579,7 +628,7 @@ func (j *Journal) update(id string, fn func(rec *Record, now time.Time) (proposa
 		if typ == "" {
 			typ = eventTypes[to]
 		}
-		if err := j.record(eventFor(rec, typ, from, to, d.By, d.Note, d.Code)); err != nil {
+		if err := j.record(tx, eventFor(rec, typ, from, to, d.By, d.Note, d.Code)); err != nil {
 			return err
 		}
 		j.notifyOnCommit(tx, rec, from)

@@ -65,6 +65,22 @@ type Recorder interface {
 	Record(ev Event) error
 }
 
+// AuditHead is where in the ledger an audit entry landed.
+type AuditHead struct {
+	Sequence uint64 `json:"sequence"`
+	Hash     string `json:"hash"`
+}
+
+// HeadRecorder is a Recorder that says where each entry landed. The journal
+// keeps the newest such head in the same transaction as the transition, so
+// that the app knows the last entry it wrote even after every line after
+// it was cut from the ledger: no hash chain can show a truncated tail by
+// itself.
+type HeadRecorder interface {
+	Recorder
+	RecordHead(ev Event) (AuditHead, error)
+}
+
 // RecorderFunc adapts a function to Recorder.
 type RecorderFunc func(Event) error
 

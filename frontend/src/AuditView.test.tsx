@@ -41,4 +41,23 @@ describe("AuditView", () => {
     expect(await screen.findByText("Verification failed")).toBeTruthy();
     expect(screen.getByText(/line 3: previousHash does not link/)).toBeTruthy();
   });
+
+  it("shows a cut-off tail and the anchor to keep", async () => {
+    const h = "sha256:" + "ab".repeat(32);
+    stub({ ok: false, problem: "audit: verification failed: audit.jsonl: entries missing after sequence 4: the ledger is known to have held sequence 6", entries: 4, chained: 4, legacy: 0, signed: 4, unsigned: 0, segments: 1, firstSequence: 1, lastSequence: 4, checkpointUsed: "none", expectedHead: "6:" + h });
+    render(<AuditView />);
+    fireEvent.click(await screen.findByRole("button", { name: "Verify" }));
+    expect(await screen.findByText("Verification failed")).toBeTruthy();
+    expect(screen.getByText(/entries missing after sequence 4/)).toBeTruthy();
+    expect(screen.getByText("6:" + h)).toBeTruthy();
+  });
+
+  it("offers the ledger's head as an anchor when intact", async () => {
+    const h = "sha256:" + "cd".repeat(32);
+    stub({ ok: true, entries: 2, chained: 2, legacy: 0, signed: 2, unsigned: 0, segments: 1, firstSequence: 1, lastSequence: 2, checkpointUsed: "none", head: "2:" + h });
+    render(<AuditView />);
+    fireEvent.click(await screen.findByRole("button", { name: "Verify" }));
+    expect(await screen.findByText("Intact")).toBeTruthy();
+    expect(screen.getByText("2:" + h).id).toBe("audit-anchor");
+  });
 });

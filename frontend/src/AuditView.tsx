@@ -62,6 +62,20 @@ export function AuditView() {
             </dd>
             <dt>checkpoint</dt>
             <dd>{report.checkpointUsed || "none"}</dd>
+            {report.expectedHead && (
+              <>
+                <dt>app's last entry</dt>
+                <dd className="mono">{report.expectedHead}</dd>
+              </>
+            )}
+            {report.head && (
+              <>
+                <dt>anchor</dt>
+                <dd className="mono" id="audit-anchor" title="Keep this outside this machine and check it later with verify-audit --expect-head">
+                  {report.head}
+                </dd>
+              </>
+            )}
           </dl>
         </div>
       )}

@@ -135,7 +135,10 @@ export function HistoryView() {
                   <a href={href("proposal", c.id)} onClick={(e) => e.stopPropagation()}>
                     {opLabel(c.op)}
                   </a>
-                  <div className="muted clamp">{c.reason}</div>
+                  <div className="muted clamp">
+                    {c.invisible && c.invisible.length > 0 && <span className="badge risk-high">hidden characters</span>}{" "}
+                    {c.reason}
+                  </div>
                 </td>
                 <td>{c.agent}</td>
                 <td title={c.repo}>{c.repoName}</td>

@@ -215,6 +215,19 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
       <blockquote className="reason">
         <span className="reason-label muted">The agent says:</span> {card.reason}
       </blockquote>
+      {card.invisible && card.invisible.length > 0 && (
+        <div className="stale invisible-chars" role="alert">
+          <strong>Hidden characters:</strong> this proposal holds characters that change how text reads without
+          showing themselves (direction overrides, zero-width characters). Each is written as ⟨U+XXXX⟩ below.
+          <ul className="plain">
+            {card.invisible.map((f) => (
+              <li key={f.field}>
+                <span className="muted">{f.field}:</span> <code>{f.shown}</code>
+              </li>
+            ))}
+          </ul>
+        </div>
+      )}
 
       {staleMessage && (
         <div className="stale" role="alert">

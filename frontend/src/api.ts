@@ -168,6 +168,8 @@ export interface Card {
   outcome?: Outcome;
   history: Step[];
   /** What the agent policy said about this proposal, when there is a policy. */
+  /** Fields that held invisible characters, shown escaped as ⟨U+XXXX⟩. */
+  invisible?: { field: string; shown: string }[];
 }
 
 export interface HistoryQuery {
@@ -529,6 +531,10 @@ export interface AuditReport {
   firstSequence: number;
   lastSequence: number;
   checkpointUsed: string;
+  /** The ledger's last entry as SEQ:HASH, an anchor to keep elsewhere. */
+  head?: string;
+  /** The app's own last entry, which the ledger must still hold. */
+  expectedHead?: string;
 }
 
 /**
