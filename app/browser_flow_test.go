@@ -89,7 +89,7 @@ func TestBrowser_ProposeReject_Live(t *testing.T) {
 	}
 	f.shot(t, "web-card.png")
 	if err := chromedp.Do(f.ctx,
-		chromedp.SendKeys(chromedp.CSS(card+" .note-input"), "not this week"),
+		chromedp.Focus(chromedp.CSS(card+" .note-input")), chromedp.KeyEvent("not this week"),
 		chromedp.Click(chromedp.CSS(card+" .reject")),
 		chromedp.WaitVisible(chromedp.CSS(card+`[data-state="rejected"]`)),
 	); err != nil {

@@ -147,7 +147,7 @@ func TestBrowser_FirstScreen_AsksForRoot(t *testing.T) {
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(w.LoginURL(token)),
 		chromedp.WaitVisible(chromedp.CSS(form)),
-		chromedp.SendKeys(chromedp.CSS(form+" input"), dir),
+		chromedp.Focus(chromedp.CSS(form+" input")), chromedp.KeyEvent(dir),
 		chromedp.Click(chromedp.CSS(form+` button[type="submit"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`.empty div[role="status"]`)),
 	); err != nil {
