@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/workspace"
 )
 
@@ -120,21 +121,30 @@ func needWorkspaceImage(t *testing.T) string {
 	return id
 }
 
-func TestWorkspaceTools_FilesRunDestroy(t *testing.T) {
-	image := needWorkspaceImage(t)
+// workspaceRepo is a configuration with the workspace test image and an
+// allowed root holding a repository of one commit (file with content).
+func workspaceRepo(t *testing.T, file, content string) (cfg *config.Config, repo, image string) {
+	t.Helper()
+	image = needWorkspaceImage(t)
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, cfg := testEnv(t, root)
+	_, cfg = testEnv(t, root)
 	cfg.WorkspaceImage = image
-	repo := filepath.Join(root, "repo")
+	repo = filepath.Join(root, "repo")
 	g := git(t)
 	os.Mkdir(repo, 0o755)
 	g(repo, "init", "-q", "-b", "main")
-	writeFile(t, filepath.Join(repo, "AGENTS.md"), "Run ./test.sh before sealing.\n")
+	writeFile(t, filepath.Join(repo, file), content)
 	g(repo, "add", ".")
 	g(repo, "commit", "-q", "-m", "init")
+	return cfg, repo, image
+}
+
+func TestWorkspaceTools_FilesRunDestroy(t *testing.T) {
+	cfg, repo, image := workspaceRepo(t, "AGENTS.md", "Run ./test.sh before sealing.\n")
+	g := git(t)
 
 	s, err := New(Options{Config: cfg, Toolsets: []string{"workspace"}, Logger: quietLog()})
 	if err != nil {
@@ -338,20 +348,7 @@ func toStr(v any) string { s, _ := v.(string); return s }
 // stdio, another bearer identity over HTTP) and changes nothing; the
 // creator goes on working.
 func TestWorkspaceTools_OwnerOnly(t *testing.T) {
-	image := needWorkspaceImage(t)
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, cfg := testEnv(t, root)
-	cfg.WorkspaceImage = image
-	repo := filepath.Join(root, "repo")
-	g := git(t)
-	os.Mkdir(repo, 0o755)
-	g(repo, "init", "-q", "-b", "main")
-	writeFile(t, filepath.Join(repo, "a.txt"), "a\n")
-	g(repo, "add", ".")
-	g(repo, "commit", "-q", "-m", "init")
+	cfg, repo, _ := workspaceRepo(t, "a.txt", "a\n")
 
 	session := func(identity, client string) *mcp.ClientSession {
 		s, err := New(Options{Config: cfg, Toolsets: []string{"workspace"}, Logger: quietLog(), Identity: identity})
