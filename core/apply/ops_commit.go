@@ -97,7 +97,8 @@ func (r *run) commitSealed(ctx context.Context, sym, msg string, sealed *proposa
 		if err := r.cas(ctx, rc, ref, parent, sha, "sluice: undo a commit that is not the sealed one"); err != nil {
 			return "", err
 		}
-		r.changed = false
+		// The restore point stays: the person's hooks ran and may have
+		// changed files in the working tree.
 		if parent != old {
 			return "", staleBase(map[string]string{"HEAD": parent}, map[string]string{"HEAD": old})
 		}

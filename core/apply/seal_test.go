@@ -195,6 +195,11 @@ func TestSeal_Commit_HookChangesContent_TakenBack(t *testing.T) {
 	if got := f.git("rev-parse", "HEAD"); got != head {
 		t.Errorf("HEAD moved to %s", got)
 	}
+	// The hook changed a file on disk: the restore point that holds the
+	// person's working tree as it was stays.
+	if out.Outcome.RestorePoint == "" || f.read("src/b.txt") == "b1\nb2\nb3\n" {
+		t.Errorf("restore point %q, b = %q", out.Outcome.RestorePoint, f.read("src/b.txt"))
+	}
 }
 
 // filesOf is path → content of every file under dir but .git.
