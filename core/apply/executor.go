@@ -345,7 +345,7 @@ func (e *Executor) openRepo(ctx context.Context, path string) (*repoCtx, error) 
 	if repo.Root != path {
 		return nil, newErr(CodeInvalidArgument, "the repository path must be the canonical top level of a working tree")
 	}
-	return &repoCtx{path: repo.Root, repo: repo, g: newGitEnv(e.runner, repo, e.timeout), e: e}, nil
+	return &repoCtx{path: repo.Root, repo: repo, g: newGitEnv(repo, e.timeout), e: e}, nil
 }
 
 // repoCtx is one repository an execution or restore works in.

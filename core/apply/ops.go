@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
@@ -446,7 +447,7 @@ func (r *run) personCommit(ctx context.Context, rc *repoCtx, tree string, parent
 		args = append(args, "-p", p)
 	}
 	args = append(args, tree)
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: args, stdin: []byte(msg), mode: signing})
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: args, stdin: []byte(msg), profile: gitx.ProfileSigned})
 	if err != nil {
 		return "", err
 	}
@@ -505,7 +506,7 @@ var commitHooks = append(slices.Clone(refusingHooks), "post-commit", "post-index
 // one overrides it.
 func (rc *repoCtx) hasHooks(ctx context.Context, names []string) bool {
 	dir := filepath.Join(rc.repo.CommonDir, "hooks")
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"config", "--path", "--get", "core.hooksPath"}, mode: personal, ok: []int{1}})
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"config", "--path", "--get", "core.hooksPath"}, profile: gitx.ProfilePerson, ok: []int{1}})
 	if p := res.text(); err == nil && res.exit == 0 && p != "" {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(rc.path, p)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
@@ -73,8 +74,10 @@ func (r *run) commitSealed(ctx context.Context, sym, msg string, sealed *proposa
 	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"read-tree", sealed.After}, env: env}); err != nil {
 		return "", err
 	}
+	// The person's git: they approved this commit, so their hooks,
+	// identity and signing apply, as if they had run it.
 	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"commit", "--quiet", "--allow-empty-message", "--file=-"}, env: env,
-		stdin: []byte(msg), mode: personal, ok: []int{1}})
+		stdin: []byte(msg), profile: gitx.ProfilePerson, ok: []int{1}})
 	if err == nil && res.exit != 0 {
 		err = r.commitFailed(ctx, res)
 	}
@@ -144,11 +147,13 @@ func (r *run) commit(ctx context.Context, sym, msg string, paths []string) (stri
 		commit = append(append(commit, "--only", "--"), paths...)
 	}
 	r.changed = true
-	if _, err := rc.g.run(ctx, call{dir: rc.path, args: add, mode: personal}); err != nil {
+	// The person's git for the add and the commit: they approved this
+	// commit, so their filters, hooks, identity and signing apply.
+	if _, err := rc.g.run(ctx, call{dir: rc.path, args: add, profile: gitx.ProfilePerson}); err != nil {
 		r.rollbackIndex(ctx)
 		return "", err
 	}
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: commit, stdin: []byte(msg), mode: personal, ok: []int{1}})
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: commit, stdin: []byte(msg), profile: gitx.ProfilePerson, ok: []int{1}})
 	if err == nil && res.exit != 0 {
 		err = r.commitFailed(ctx, res)
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
@@ -235,7 +236,7 @@ func (s *rebaseStep) do(ctx context.Context, r *run) error {
 	case base == old:
 		next, how = onto, "fast-forward"
 	default:
-		if next, err = r.rebaseAway(ctx, rc, old, onto, s.a, signing); err != nil {
+		if next, err = r.rebaseAway(ctx, rc, old, onto, s.a, gitx.ProfileSigned); err != nil {
 			return err
 		}
 		how = "replayed"
@@ -258,10 +259,11 @@ func (s *rebaseStep) do(ctx context.Context, r *run) error {
 }
 
 // rebaseAway runs git rebase in a detached temporary worktree outside the
-// repository and returns the rebased tip. Hooks stay off; the person's
-// signing applies to the replayed commits, as it would to their own
-// rebase.
-func (r *run) rebaseAway(ctx context.Context, rc *repoCtx, old, onto string, a *proposal.RebaseArgs, how mode) (string, error) {
+// repository and returns the rebased tip. Hooks stay off. how is
+// gitx.ProfileSigned when the approved rebase runs (the person's signing
+// applies to the replayed commits, as it would to their own rebase) and
+// gitx.ProfileWrite when sealing computes it (unsigned).
+func (r *run) rebaseAway(ctx context.Context, rc *repoCtx, old, onto string, a *proposal.RebaseArgs, how gitx.Profile) (string, error) {
 	tmp, err := os.MkdirTemp("", "sluice-rebase-")
 	if err != nil {
 		return "", err
@@ -276,7 +278,7 @@ func (r *run) rebaseAway(ctx context.Context, rc *repoCtx, old, onto string, a *
 			r.e.log.Warn("apply: could not remove a temporary rebase worktree", "path", wt, "err", err)
 		}
 	}()
-	res, err := rc.g.run(ctx, call{dir: wt, mode: how, args: []string{"rebase", "--quiet", "--no-autostash", "--no-update-refs", onto}, ok: []int{1}})
+	res, err := rc.g.run(ctx, call{dir: wt, profile: how, args: []string{"rebase", "--quiet", "--no-autostash", "--no-update-refs", onto}, ok: []int{1}})
 	if err != nil {
 		return "", err
 	}

@@ -191,7 +191,9 @@ func (s *pushStep) do(ctx context.Context, r *run) error {
 	}
 	args = append(args, "--", s.a.Remote, sha+":"+dst)
 	r.e.step("before-push")
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: args, mode: personal, ok: []int{1}})
+	// The person's git: they approved this push, which needs their
+	// credentials, and their pre-push hook runs as it would for them.
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: args, profile: gitx.ProfilePerson, ok: []int{1}})
 	if err != nil {
 		return err
 	}

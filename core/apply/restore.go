@@ -595,7 +595,7 @@ func RestorePointDetails(ctx context.Context, repo *gitx.Repo, id string) (*Deta
 // readOnlyCtx is a repository context for reads only; the caller already
 // confined and opened repo.
 func readOnlyCtx(repo *gitx.Repo) *repoCtx {
-	return &repoCtx{path: repo.Root, repo: repo, g: newGitEnv(repo.Runner(), repo, gitx.DefaultTimeout)}
+	return &repoCtx{path: repo.Root, repo: repo, g: newGitEnv(repo, gitx.DefaultTimeout)}
 }
 
 // conflicts compares the present with the state the operation left

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
@@ -147,7 +148,7 @@ func (s *rebaseStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, er
 	out := proposal.Sealed{Base: old, Before: before, Effect: proposal.EffectLands}
 	next := onto
 	if base != old {
-		if next, err = sl.r.rebaseAway(ctx, rc, old, onto, s.a, hardened); err != nil {
+		if next, err = sl.r.rebaseAway(ctx, rc, old, onto, s.a, gitx.ProfileWrite); err != nil {
 			return out, err
 		}
 		if out.Commits, err = rc.commitList(ctx, old, onto); err != nil {

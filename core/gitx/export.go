@@ -5,27 +5,11 @@ import (
 	"slices"
 )
 
-// The executor in core/apply writes to repositories with its own git
-// processes, but it must start from the same hardening as every read: the
-// same -c overrides, the same scrubbed environment, the same
+// The executor in core/apply runs its own git processes through Repo.Run
+// with the Write, Signed and Person profiles; it starts from the same
+// hardening as every read (the profiles share it), the same
 // neutralisation of the repository's filter drivers and the same refusal
-// of custom merge drivers. These wrappers hand those out without letting
-// anything outside this package build an unhardened read.
-
-// HardeningConfig returns a copy of the "key=value" settings passed with
-// -c to every hardened git process.
-func HardeningConfig() []string { return slices.Clone(hardeningConfig) }
-
-// Env returns a copy of the environment every process of this runner
-// starts with: a handful of variables kept from the caller, PATH without
-// relative entries, and the fixed settings (no prompts, no system config,
-// literal pathspecs, C locale, no optional locks).
-func (r *Runner) Env() []string { return slices.Clone(r.env) }
-
-// Env returns a copy of the repository-specific additions to the
-// environment: the ceiling that keeps discovery inside the allowed root,
-// and the overrides that neutralise every configured filter driver.
-func (repo *Repo) Env() []string { return slices.Clone(repo.env) }
+// of custom merge drivers.
 
 // RefuseMergeDrivers fails with an unsupported error when merging the
 // given commits (full ids) could run a custom merge driver the repository

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -38,78 +37,6 @@ const (
 // MinVersion is the oldest git the runner accepts: --path-format,
 // GIT_CONFIG_COUNT and --end-of-options on rev-parse all exist from here.
 var MinVersion = Version{2, 31, 0}
-
-// hardeningConfig is passed as -c to every git process (and, through
-// GIT_CONFIG_PARAMETERS, to any git child it starts). Command-line config
-// is read after every config file, includes and all, so a repository
-// cannot override it. Each line neutralises something a repository (or a
-// user config file that a repository's attributes select from) could make
-// git execute, or something that would make output unparseable.
-var hardeningConfig = []string{
-	// fsmonitor is a program git runs on status and diff.
-	"core.fsmonitor=false",
-	// No hook exists under /dev/null. Reads run no hooks today; this keeps
-	// it so (post-index-change, reference-transaction, …).
-	"core.hooksPath=/dev/null",
-	// --no-pager already stops the pager; this covers git children.
-	"core.pager=cat",
-	// Prompts and credentials: an empty helper list, no askpass program.
-	"credential.helper=",
-	"core.askPass=",
-	// No transport at all: reads never talk to a remote, and a lazy fetch
-	// in a partial clone would otherwise run core.sshCommand or ext::.
-	"core.sshCommand=",
-	"protocol.allow=never",
-	"protocol.ext.allow=never",
-	"protocol.fd.allow=never",
-	"protocol.file.allow=never",
-	"protocol.ssh.allow=never",
-	"protocol.git.allow=never",
-	"protocol.http.allow=never",
-	"protocol.https.allow=never",
-	// log.showSignature makes log and show run gpg.program.
-	"log.showSignature=false",
-	// Submodule children: never recurse, never summarise.
-	"submodule.recurse=false",
-	"status.submoduleSummary=false",
-	// Nothing may start housekeeping in the background.
-	"gc.auto=0",
-	"maintenance.auto=false",
-	// Output stability for parsing.
-	"color.ui=false",
-	"core.quotePath=false",
-	"diff.noprefix=false",
-	"diff.mnemonicPrefix=false",
-	"diff.relative=false",
-	"diff.colorMoved=false",
-	"log.decorate=false",
-	"log.showRoot=true",
-	"i18n.logOutputEncoding=UTF-8",
-}
-
-// diffFamily are the subcommands that can run diff.external, a
-// diff.<driver>.command or a textconv program. They always get
-// --no-ext-diff --no-textconv. (diff-tree and friends never run external
-// diffs; textconv only with --textconv, which is never passed.)
-var diffFamily = map[string]bool{"diff": true, "log": true, "show": true}
-
-// keptEnv are the only variables passed from the sidecar's environment to
-// git. Everything else (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE, GIT_CONFIG_*,
-// GIT_EXEC_PATH, GIT_EXTERNAL_DIFF, GIT_ASKPASS, SSH_ASKPASS, GIT_SSH*,
-// PAGER, LD_PRELOAD, …) is dropped by construction.
-var keptEnv = []string{"HOME", "USER", "LOGNAME", "TMPDIR", "TZ", "XDG_CONFIG_HOME", "SYSTEMROOT", "USERPROFILE"}
-
-// fixedEnv is set on every git process.
-var fixedEnv = []string{
-	"GIT_OPTIONAL_LOCKS=0",
-	"GIT_TERMINAL_PROMPT=0",
-	"GIT_CONFIG_NOSYSTEM=1",
-	"GIT_ATTR_NOSYSTEM=1",
-	"GIT_LITERAL_PATHSPECS=1",
-	"GIT_ADVICE=0",
-	"LC_ALL=C",
-	"LANG=C",
-}
 
 // Version is a git version.
 type Version struct{ Major, Minor, Patch int }
@@ -145,8 +72,11 @@ func parseVersion(s string) (Version, bool) {
 
 // Runner starts hardened git processes. It is safe for concurrent use.
 type Runner struct {
-	path      string
-	version   Version
+	path    string
+	version Version
+	// envs is each profile's environment, taken from the process
+	// environment when the runner was made; env is Read's.
+	envs      map[Profile][]string
 	env       []string
 	timeout   time.Duration
 	maxOutput int64
@@ -195,7 +125,11 @@ func NewRunner(o RunnerOptions) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gitx: resolve git: %w", err)
 	}
-	r := &Runner{path: p, env: buildEnv(), timeout: o.Timeout, maxOutput: o.MaxOutput}
+	r := &Runner{path: p, envs: map[Profile][]string{}, timeout: o.Timeout, maxOutput: o.MaxOutput}
+	for _, pr := range Profiles {
+		r.envs[pr] = profileEnv(profiles[pr])
+	}
+	r.env = r.envs[ProfileRead]
 	if r.timeout <= 0 {
 		r.timeout = DefaultTimeout
 	}
@@ -256,23 +190,6 @@ func findGit(pathEnv string) (string, error) {
 	return "", ErrGitNotFound
 }
 
-func buildEnv() []string {
-	var env []string
-	for _, k := range keptEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	var path []string
-	for _, dir := range filepath.SplitList(searchPath()) {
-		if filepath.IsAbs(dir) {
-			path = append(path, dir)
-		}
-	}
-	env = append(env, "PATH="+strings.Join(path, string(os.PathListSeparator)))
-	return append(env, fixedEnv...)
-}
-
 // cmd is one git invocation. Options come from this package's code;
 // revisions and paths may come from an agent and are checked and placed
 // after --end-of-options and -- respectively.
@@ -300,7 +217,9 @@ type cmd struct {
 
 // Output is what a git process wrote to stdout.
 type Output struct {
-	Stdout   []byte
+	Stdout []byte
+	// Stderr is what git wrote to stderr, up to the call's cap.
+	Stderr   string
 	ExitCode int
 	// Truncated is set when stdout went past the limit of a truncating
 	// call; Stdout then holds the first limit bytes.
@@ -328,162 +247,53 @@ func checkOperands(c *cmd) error {
 	return nil
 }
 
-func (r *Runner) argv(c *cmd) []string {
-	a := make([]string, 0, 8+2*len(hardeningConfig)+len(c.opts)+len(c.revs)+len(c.paths))
-	a = append(a, "--no-pager", "--no-optional-locks", "--literal-pathspecs")
-	for _, kv := range hardeningConfig {
-		a = append(a, "-c", kv)
-	}
-	a = append(a, c.sub...)
-	if len(c.sub) > 0 && diffFamily[c.sub[0]] {
-		a = append(a, "--no-ext-diff", "--no-textconv")
-	}
-	a = append(a, c.opts...)
+// call is c as a Read process.
+func (c *cmd) call() Call {
+	args := make([]string, 0, len(c.sub)+len(c.opts)+len(c.revs)+len(c.paths)+2)
+	args = append(args, c.sub...)
+	args = append(args, c.opts...)
 	if len(c.revs) > 0 {
-		a = append(a, "--end-of-options")
-		a = append(a, c.revs...)
+		args = append(args, "--end-of-options")
+		args = append(args, c.revs...)
 	}
 	if len(c.paths) > 0 || c.dashdash {
-		a = append(a, "--")
-		a = append(a, c.paths...)
+		args = append(args, "--")
+		args = append(args, c.paths...)
 	}
-	return a
+	return Call{Profile: ProfileRead, Dir: c.dir, Args: args, Env: c.env, Stdin: c.stdin, OK: c.okExit,
+		Limit: c.limit, Truncate: c.truncate, Timeout: c.timeout, OnChunk: c.onChunk}
 }
 
-// run starts git, reads its output within the limits and classifies its
-// failure. The process runs in its own process group, which is killed as
-// a whole on timeout, cancellation or an exceeded output cap.
+// argv is the command line of a read.
+func (r *Runner) argv(c *cmd) []string {
+	call := c.call()
+	return commandLine(profiles[ProfileRead], &call)
+}
+
+// run starts a read: its operands are checked before anything starts, its
+// limits may only lower the runner's, and a failure is classified into
+// the codes a model can act on.
 func (r *Runner) run(ctx context.Context, c *cmd) (*Output, error) {
+	return r.read(ctx, c, nil)
+}
+
+func (r *Runner) read(ctx context.Context, c *cmd, repo *Repo) (*Output, error) {
 	if err := checkOperands(c); err != nil {
 		return nil, err
 	}
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
+	call := c.call()
+	if call.Timeout <= 0 || call.Timeout > r.timeout {
+		call.Timeout = r.timeout
 	}
-	timeout := r.timeout
-	if c.timeout > 0 && c.timeout < timeout {
-		timeout = c.timeout
+	if call.Limit <= 0 || call.Limit > r.maxOutput {
+		call.Limit = r.maxOutput
 	}
-	limit := r.maxOutput
-	if c.limit > 0 && c.limit < limit {
-		limit = c.limit
+	out, err := r.start(ctx, call, repo)
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return nil, classify(c, ee.ExitCode, ee.Stderr)
 	}
-	tctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-
-	args := r.argv(c)
-	ex := exec.Command(r.path, args...)
-	ex.Dir = c.dir
-	ex.Env = append(append([]string(nil), r.env...), c.env...)
-	ex.Stdin = c.stdin
-	stderr := &Capped{Max: stderrCap}
-	ex.Stderr = stderr
-	ex.WaitDelay = 2 * time.Second
-	SetProcessGroup(ex)
-	stdout, err := ex.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("gitx: stdout pipe: %w", err)
-	}
-	if err := ex.Start(); err != nil {
-		return nil, fmt.Errorf("gitx: start git: %w", err)
-	}
-	r.started.Add(1)
-
-	var killed atomic.Bool
-	kill := func() {
-		if killed.CompareAndSwap(false, true) {
-			KillProcessGroup(ex.Process)
-		}
-	}
-	watchDone := make(chan struct{})
-	go func() {
-		select {
-		case <-tctx.Done():
-			kill()
-		case <-watchDone:
-		}
-	}()
-
-	out := &Output{Counted: true}
-	overLimit := false
-	buf := make([]byte, 64<<10)
-	var kept bytes.Buffer
-	var last byte
-	for {
-		n, rerr := stdout.Read(buf)
-		if n > 0 {
-			chunk := buf[:n]
-			if c.onChunk != nil {
-				c.onChunk(chunk)
-			}
-			out.TotalBytes += int64(n)
-			out.TotalLines += int64(bytes.Count(chunk, []byte{'\n'}))
-			last = chunk[n-1]
-			if room := limit - int64(kept.Len()); room > 0 {
-				if int64(len(chunk)) > room {
-					kept.Write(chunk[:room])
-				} else {
-					kept.Write(chunk)
-				}
-			}
-			if out.TotalBytes > limit {
-				if !c.truncate {
-					overLimit = true
-					kill()
-				} else if out.TotalBytes > countCeiling {
-					out.Counted = false
-					kill()
-				}
-			}
-		}
-		if rerr != nil {
-			break
-		}
-	}
-	if out.TotalBytes > 0 && last != '\n' {
-		out.TotalLines++
-	}
-	waitErr := ex.Wait()
-	close(watchDone)
-	out.Stdout = kept.Bytes()
-	out.Truncated = out.TotalBytes > limit
-
-	if overLimit {
-		return nil, &Error{Code: CodeOutputLimit,
-			Msg:  fmt.Sprintf("git output exceeded %d bytes; narrow the request (paths, limit, a smaller range)", limit),
-			Data: OutputLimit{LimitBytes: limit}}
-	}
-	if killed.Load() && tctx.Err() != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, ErrTimeout
-	}
-	code := 0
-	if waitErr != nil {
-		var ee *exec.ExitError
-		if !errors.As(waitErr, &ee) {
-			if killed.Load() && !out.Counted {
-				// We stopped a truncating call at the counting ceiling.
-				return out, nil
-			}
-			return nil, fmt.Errorf("gitx: wait for git: %w", waitErr)
-		}
-		code = ee.ExitCode()
-		if killed.Load() && !out.Counted {
-			return out, nil
-		}
-	}
-	out.ExitCode = code
-	if code == 0 {
-		return out, nil
-	}
-	for _, ok := range c.okExit {
-		if code == ok {
-			return out, nil
-		}
-	}
-	return nil, classify(c, code, stderr.String())
+	return out, err
 }
 
 // classify turns a git failure into a coded error.

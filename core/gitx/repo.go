@@ -30,9 +30,12 @@ type Repo struct {
 	Superproject string
 
 	roots Roots
-	env   []string
-	// config holds the effective configuration (all scopes but system),
-	// lower-cased keys, last value wins.
+	// ceilingEnv keeps discovery below the allowed root; filterEnv empties
+	// every configured filter driver. Profiles say which they take.
+	ceilingEnv string
+	filterEnv  []string
+	// config holds the effective configuration (all scopes but system
+	// and the profile's own -c), lower-cased keys, last value wins.
 	config map[string]string
 	// filterDrivers and mergeDrivers are the driver names configured in
 	// any scope; filters are neutralised on every call, merge drivers are
@@ -159,7 +162,8 @@ func (r *Runner) openCanonical(ctx context.Context, roots Roots, canon string) (
 		return nil, cfgErr
 	}
 	repo.parseConfig(cfgOut.Stdout, canon)
-	repo.env = append(env, repo.driverOverrides()...)
+	repo.ceilingEnv = env[0]
+	repo.filterEnv = repo.driverOverrides()
 	repo.stamps = repo.stampFiles(canon)
 	return repo, nil
 }
@@ -189,6 +193,11 @@ func (repo *Repo) parseConfig(b []byte, cwd string) {
 	recs := bytes.Split(b, []byte{0})
 	for i := 0; i+1 < len(recs); i += 2 {
 		origin := string(recs[i])
+		if origin == "command line:" {
+			// The profile's own -c settings: Config answers what the
+			// repository and the person configure, not Sluice's overrides.
+			continue
+		}
 		k, v, _ := strings.Cut(string(recs[i+1]), "\n")
 		lk := strings.ToLower(k)
 		repo.config[lk] = v
@@ -291,8 +300,7 @@ func (repo *Repo) Roots() Roots { return repo.roots }
 // git runs a command in the repository root with its hardening.
 func (repo *Repo) git(ctx context.Context, c *cmd) (*Output, error) {
 	c.dir = repo.Root
-	c.env = append(append([]string(nil), repo.env...), c.env...)
-	return repo.r.run(ctx, c)
+	return repo.r.read(ctx, c, repo)
 }
 
 // needWorkTree fails for bare repositories.

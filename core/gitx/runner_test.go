@@ -69,7 +69,7 @@ func TestRunner_ScrubsEnvironment(t *testing.T) {
 }
 
 func fixedEnvKey(k string) bool {
-	for _, kv := range fixedEnv {
+	for _, kv := range profiles[ProfileRead].fixed {
 		if strings.HasPrefix(kv, k+"=") {
 			return true
 		}

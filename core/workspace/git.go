@@ -1,12 +1,10 @@
 package workspace
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,56 +12,23 @@ import (
 	"github.com/sluicehq/sluice/core/gitx"
 )
 
-// The workspace's own git runner. It differs from gitx's read-only runner:
+// The workspace's git runs through core/gitx under gitx.ProfileHostileTree:
 // it writes (clone, commit, fetch), and it must treat every workspace tree
 // as hostile, since a container wrote it. The repository itself lives
 // outside the tree and is mounted read-only into the container, so its
 // config and hooks are Sluice's; what the container controls are the files
-// (.gitattributes, .gitmodules, nested .git directories), and the
-// hardening below keeps git from executing anything those name.
+// (.gitattributes, .gitmodules, nested .git directories), and the profile
+// keeps git from executing anything those name. Its environment is built
+// from nothing (no GIT_* variable, proxy, askpass or agent socket of the
+// host process reaches git), HOME is the Manager's own directory, and the
+// identity of its commits is the workspace's, not the person's: those
+// commits are proposals, and the person's identity is applied only when a
+// human approves them.
 
-const (
-	gitTimeout   = 5 * time.Minute
-	gitStderrCap = 16 << 10
-	// Identity of commits made inside a workspace. It is not the person's:
-	// those commits are proposals, and the person's identity is applied
-	// only when a human approves them.
-	commitName  = "Sluice workspace"
-	commitEmail = "workspace@sluice.invalid"
-)
-
-// gitHardening is passed as -c to every git process. Command-line config
-// is read after every config file, so nothing a repository or a user file
-// says can override it.
-var gitHardening = []string{
-	"core.hooksPath=/dev/null",
-	"core.fsmonitor=false",
-	"core.pager=cat",
-	"core.askPass=",
-	"core.sshCommand=",
-	"credential.helper=",
-	"protocol.allow=never",
-	"protocol.ext.allow=never",
-	"gc.auto=0",
-	"maintenance.auto=false",
-	"commit.gpgSign=false",
-	"tag.gpgSign=false",
-	"submodule.recurse=false",
-	"fetch.recurseSubmodules=false",
-	"core.quotePath=false",
-	"core.autocrlf=false",
-	"core.symlinks=true",
-	"color.ui=false",
-	"advice.detachedHead=false",
-	"init.defaultBranch=main",
-	"user.useConfigOnly=false",
-	"diff.noprefix=false",
-	"diff.mnemonicPrefix=false",
-	"diff.relative=false",
-}
+const gitTimeout = 5 * time.Minute
 
 type gitRunner struct {
-	path string
+	r    *gitx.Runner
 	home string
 }
 
@@ -82,7 +47,7 @@ func newGitRunner(path, home string) (*gitRunner, error) {
 	if err != nil {
 		return nil, &Error{Code: CodeUnsupported, Msg: "workspaces cannot use git: " + err.Error(), Err: err}
 	}
-	return &gitRunner{path: r.Path(), home: home}, nil
+	return &gitRunner{r: r, home: home}, nil
 }
 
 // gitCall is one git invocation.
@@ -98,13 +63,14 @@ type gitCall struct {
 	// allowFile permits the file transport (clone and fetch between local
 	// repositories); every other transport stays refused.
 	allowFile bool
-	// extraConfig is appended after gitHardening.
+	// extraConfig is appended after the profile's settings (it may not
+	// replace one).
 	extraConfig []string
 	// safeDirs are repositories owned by another user that git may still
 	// open (Sluice as root reading a person's repository, or a person's
 	// fetch reading a tree handed to the container user). They go into a
-	// throw-away global config file, because git does not pass -c options
-	// to the upload-pack it starts for a local fetch.
+	// throw-away global config file (gitx does that), because git does
+	// not pass -c options to the upload-pack it starts for a local fetch.
 	safeDirs []string
 	// limit caps stdout (0: 64 MiB); past it the call fails, unless
 	// truncated is set: then the first limit bytes are returned and
@@ -114,133 +80,75 @@ type gitCall struct {
 	timeout   time.Duration
 }
 
-// env is built from nothing: no GIT_* variable, proxy, askpass or agent
-// socket of the host process reaches git.
-func (g *gitRunner) env(extra []string) []string {
-	var path []string
-	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
-		if filepath.IsAbs(dir) {
-			path = append(path, dir)
-		}
-	}
-	env := []string{
-		"PATH=" + strings.Join(path, string(os.PathListSeparator)),
-		"HOME=" + g.home,
-		"LANG=C",
-		"LC_ALL=C",
-		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_ATTR_NOSYSTEM=1",
-		"GIT_TERMINAL_PROMPT=0",
-		"GIT_ADVICE=0",
-		"GIT_AUTHOR_NAME=" + commitName,
-		"GIT_AUTHOR_EMAIL=" + commitEmail,
-		"GIT_COMMITTER_NAME=" + commitName,
-		"GIT_COMMITTER_EMAIL=" + commitEmail,
-	}
-	return append(env, extra...)
-}
-
 func (g *gitRunner) run(ctx context.Context, c gitCall) ([]byte, error) {
-	args := make([]string, 0, 2*len(gitHardening)+len(c.args)+8)
-	for _, kv := range gitHardening {
-		args = append(args, "-c", kv)
-	}
-	if c.allowFile {
-		args = append(args, "-c", "protocol.file.allow=always")
-	}
-	for _, kv := range c.extraConfig {
-		args = append(args, "-c", kv)
-	}
-	env := c.env
-	if len(c.safeDirs) > 0 {
-		var cfg strings.Builder
-		cfg.WriteString("[safe]\n")
-		for _, d := range c.safeDirs {
-			if strings.ContainsAny(d, "\x00\n\r") {
-				return nil, invalidArg("a repository path contains a control character")
-			}
-			args = append(args, "-c", "safe.directory="+d)
-			cfg.WriteString("\tdirectory = \"" + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(d) + "\"\n")
-		}
-		f, err := os.CreateTemp(g.home, "gitconfig-*")
-		if err != nil {
-			return nil, internal(err, "cannot prepare git's configuration")
-		}
-		defer os.Remove(f.Name())
-		_, werr := f.WriteString(cfg.String())
-		if cerr := f.Close(); werr != nil || cerr != nil {
-			return nil, internal(errors.Join(werr, cerr), "cannot prepare git's configuration")
-		}
-		env = append(append([]string(nil), env...), "GIT_CONFIG_GLOBAL="+f.Name())
-	}
+	var global []string
 	if c.gitDir != "" {
-		args = append(args, "--git-dir="+c.gitDir)
+		global = append(global, "--git-dir="+c.gitDir)
 	}
 	if c.workTree != "" {
-		args = append(args, "--work-tree="+c.workTree)
+		global = append(global, "--work-tree="+c.workTree)
 	}
-	args = append(args, c.args...)
+	dir := c.dir
+	if dir == "" {
+		dir = c.gitDir
+	}
+	if dir == "" {
+		dir = g.home
+	}
 	timeout := c.timeout
 	if timeout <= 0 {
 		timeout = gitTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, g.path, args...)
-	cmd.Env = g.env(env)
-	cmd.Dir = c.dir
-	if cmd.Dir == "" {
-		cmd.Dir = c.gitDir
-	}
-	if cmd.Dir == "" {
-		cmd.Dir = g.home
-	}
-	cmd.Stdin = c.stdin
-	setProcessGroup(cmd)
-	cmd.WaitDelay = 5 * time.Second
 	limit := c.limit
 	if limit <= 0 {
 		limit = 64 << 20
 	}
-	stdout := &capBuffer{max: limit, truncate: c.truncated != nil}
-	stderr := &capBuffer{max: gitStderrCap, truncate: true}
-	cmd.Stdout = stdout
-	if c.stdout != nil {
-		cmd.Stdout = c.stdout
-	}
-	cmd.Stderr = stderr
-	err := cmd.Run()
+	out, err := g.r.Run(ctx, gitx.Call{
+		Profile:            gitx.ProfileHostileTree,
+		Dir:                dir,
+		Global:             global,
+		Args:               c.args,
+		Config:             c.extraConfig,
+		AllowFileTransport: c.allowFile,
+		SafeDirs:           c.safeDirs,
+		Env:                append([]string{"HOME=" + g.home}, c.env...),
+		Stdin:              c.stdin,
+		Stdout:             c.stdout,
+		Limit:              limit,
+		Truncate:           c.truncated != nil,
+		Timeout:            timeout,
+	})
 	name := gitCommandName(c.args)
-	if ctx.Err() == context.DeadlineExceeded {
-		return nil, &Error{Code: CodeTimeout, Msg: "git " + name + " did not finish in time and was stopped"}
-	}
-	if c.truncated != nil {
-		*c.truncated = stdout.over
-	} else if stdout.over {
-		return nil, &Error{Code: CodeOutputLimit, Msg: "git " + name + " produced more output than allowed", Data: LimitData{Limit: "output", Max: limit}}
-	}
-	if err != nil {
-		code := -1
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
+	var stdout []byte
+	if out != nil {
+		stdout = out.Stdout
+		if c.truncated != nil {
+			*c.truncated = out.Truncated
 		}
-		msg := strings.TrimSpace(stderr.String())
+	}
+	if err == nil {
+		return stdout, nil
+	}
+	// The workspace's own error contract, from gitx's failure.
+	var ee *gitx.ExitError
+	switch {
+	case errors.Is(err, gitx.ErrTimeout):
+		return nil, &Error{Code: CodeTimeout, Msg: "git " + name + " did not finish in time and was stopped"}
+	case gitx.IsCode(err, gitx.CodeOutputLimit):
+		return nil, &Error{Code: CodeOutputLimit, Msg: "git " + name + " produced more output than allowed", Data: LimitData{Limit: "output", Max: limit}}
+	case gitx.IsCode(err, gitx.CodeInvalidArgument):
+		return nil, invalidArg("a repository path contains a control character")
+	case errors.As(err, &ee):
+		msg := strings.TrimSpace(ee.Stderr)
 		if len(msg) > 1024 {
 			msg = msg[:1024]
 		}
-		return stdout.Bytes(), &Error{
-			Code: CodeGitFailed,
-			Msg:  "git " + name + " failed",
-			Data: GitFailure{Command: name, ExitCode: code, Stderr: msg},
-			Err:  err,
-		}
+		return stdout, &Error{Code: CodeGitFailed, Msg: "git " + name + " failed",
+			Data: GitFailure{Command: name, ExitCode: ee.ExitCode, Stderr: msg}, Err: err}
 	}
-	return stdout.Bytes(), nil
+	return nil, &Error{Code: CodeGitFailed, Msg: "git " + name + " failed",
+		Data: GitFailure{Command: name, ExitCode: -1}, Err: err}
 }
-
-var errCapExceeded = errors.New("output cap exceeded")
 
 // pipe runs from | to: two git processes connected by an OS pipe.
 func (g *gitRunner) pipe(ctx context.Context, from, to gitCall) error {
@@ -282,32 +190,3 @@ func gitExitCode(err error) int {
 	}
 	return -1
 }
-
-// capBuffer keeps at most max bytes. Past it, it either fails the write
-// (so the process stops on EPIPE) or, with truncate, drops the rest. The
-// buffer is a field, not embedded, so that io.Copy cannot bypass Write
-// through bytes.Buffer's ReadFrom.
-type capBuffer struct {
-	buf      bytes.Buffer
-	max      int64
-	truncate bool
-	over     bool
-}
-
-func (b *capBuffer) Write(p []byte) (int, error) {
-	room := b.max - int64(b.buf.Len())
-	if int64(len(p)) <= room {
-		return b.buf.Write(p)
-	}
-	b.over = true
-	if room > 0 {
-		b.buf.Write(p[:room])
-	}
-	if b.truncate {
-		return len(p), nil
-	}
-	return 0, errCapExceeded
-}
-
-func (b *capBuffer) Bytes() []byte  { return b.buf.Bytes() }
-func (b *capBuffer) String() string { return b.buf.String() }

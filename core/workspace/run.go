@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -520,3 +521,34 @@ func (c *capture) result() (stdout, stderr string, truncated bool, total int64) 
 	defer c.mu.Unlock()
 	return strings.ToValidUTF8(c.stdout.String(), "\uFFFD"), strings.ToValidUTF8(c.stderr.String(), "\uFFFD"), c.truncated, c.total
 }
+
+var errCapExceeded = errors.New("output cap exceeded")
+
+// capBuffer keeps at most max bytes. Past it, it either fails the write
+// (so the process stops on EPIPE) or, with truncate, drops the rest. The
+// buffer is a field, not embedded, so that io.Copy cannot bypass Write
+// through bytes.Buffer's ReadFrom.
+type capBuffer struct {
+	buf      bytes.Buffer
+	max      int64
+	truncate bool
+	over     bool
+}
+
+func (b *capBuffer) Write(p []byte) (int, error) {
+	room := b.max - int64(b.buf.Len())
+	if int64(len(p)) <= room {
+		return b.buf.Write(p)
+	}
+	b.over = true
+	if room > 0 {
+		b.buf.Write(p[:room])
+	}
+	if b.truncate {
+		return len(p), nil
+	}
+	return 0, errCapExceeded
+}
+
+func (b *capBuffer) Bytes() []byte  { return b.buf.Bytes() }
+func (b *capBuffer) String() string { return b.buf.String() }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 )
 
 // Workspaces need Unix file descriptor semantics (openat, flock) and a
@@ -21,7 +20,6 @@ const (
 var errWouldBlock = errors.New("would block")
 
 func (o owner) apply(fd int) error                             { return ErrUnsupportedOS }
-func setProcessGroup(cmd *exec.Cmd)                            {}
 func tryLock(fd int, exclusive bool) error                     { return ErrUnsupportedOS }
 func unlockFD(fd int)                                          {}
 func chownTree(root string, uid, gid int) error                { return ErrUnsupportedOS }

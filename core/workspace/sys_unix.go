@@ -5,9 +5,7 @@ package workspace
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -182,18 +180,6 @@ var (
 	errLoop     = unix.ELOOP
 	errNotExist = unix.ENOENT
 )
-
-// setProcessGroup starts cmd in its own process group so that a timeout
-// stops git's children (pack-objects, index-pack, upload-pack) too.
-func setProcessGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		if cmd.Process == nil {
-			return nil
-		}
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-}
 
 func fsyncFD(fd int) error { return unix.Fsync(fd) }
 
