@@ -105,13 +105,17 @@
 //
 // # Which git runs
 //
-// Everything runs the hardened git of core/gitx (absolute binary, scrubbed
-// environment, no hooks, no filters, no transport, no prompts) with a few
-// settings for writing, except where the code says otherwise: merge, squash
-// and rebased commits honour the person's signing configuration; approved
-// commits and pushes run the person's own git, because the person approved
-// exactly that commit or push. Because filters are off, a checkout Sluice
-// updates gets the blobs as stored (Git LFS pointers stay pointers).
+// Every process is started by core/gitx under a named profile.
+// gitx.ProfileWrite (the read hardening — absolute binary, scrubbed
+// environment, no hooks, no filters, no transport, no prompts — with a few
+// settings for writing, never signing) unless the call says otherwise:
+// merge, squash and rebased commits run under gitx.ProfileSigned and
+// honour the person's signing configuration; approved commits and pushes
+// run under gitx.ProfilePerson, the person's own git, because the person
+// approved exactly that commit or push. Because filters are off, a
+// checkout Sluice updates gets the blobs as stored (Git LFS pointers stay
+// pointers). A git failure becomes an *Error here (git_failed with its
+// GitFailure), whatever gitx's own error was.
 //
 // # Restoring
 //

@@ -1,13 +1,17 @@
-// Package gitx owns every git process that Sluice starts for reading: a
-// hardened runner (absolute git binary, scrubbed environment, overrides that
-// neutralise everything a repository can make git execute, timeouts and
-// output caps) and the read-only inspections built on it (brief, status,
-// history, refs, diffs, conflicts, fleets).
+// Package gitx owns every git process that Sluice starts: one runner
+// (run.go: absolute git binary, a process group killed as a whole, time
+// limits, output caps, one shape of failure) under named profiles
+// (profile.go: ProfileRead, ProfileWrite, ProfileSigned, ProfilePerson,
+// ProfileHostileTree), each pinned by testdata/profiles.golden, and the
+// read-only inspections built on ProfileRead (brief, status, history,
+// refs, diffs, conflicts, fleets). core/apply and core/workspace start
+// their git through Runner.Run and Repo.Run; nothing else starts git.
 //
-// Nothing in this package changes a repository: not refs, not the index, not
-// the working tree, not config, and it takes no optional locks.
+// Nothing the inspections do changes a repository: not refs, not the
+// index, not the working tree, not config, and they take no optional
+// locks.
 //
-// The contract every process keeps, whatever the caller asked:
+// The contract every read keeps, whatever the caller asked:
 //
 //   - git is resolved once to an absolute, symlink-free path from the
 //     absolute entries of PATH; a git inside a repository is never run.
