@@ -136,6 +136,41 @@ func TestContextBudget(t *testing.T) {
 		}
 	}
 
+	// What each toolset adds, on its own, so that the cost of enabling
+	// one is known (printed only: the budgets above are what is held).
+	_, cfg2 := testEnv(t)
+	type span struct {
+		name       string
+		start, end int // this toolset's model, wire pairs in texts
+	}
+	var spans []span
+	var texts []string
+	for _, ts := range availableToolsets() {
+		res, _ := listTools(t, cfg2, []string{ts})
+		sp := span{start: len(texts)}
+		for _, tl := range res.Tools {
+			if tl.Name == "sluice_capabilities" || tl.Name == "toolset_enable" {
+				continue
+			}
+			w, _ := json.Marshal(tl)
+			texts = append(texts, modelVisible(tl), string(w))
+		}
+		sp.end = len(texts)
+		sp.name = fmt.Sprintf("%s (%d tools)", ts, (sp.end-sp.start)/2)
+		spans = append(spans, sp)
+	}
+	n := tok.count(t, texts...)
+	var b strings.Builder
+	b.WriteString("each toolset on its own (always-present tools left out):\n")
+	for _, sp := range spans {
+		model, wire := 0, 0
+		for i := sp.start; i < sp.end; i += 2 {
+			model, wire = model+n[i], wire+n[i+1]
+		}
+		fmt.Fprintf(&b, "  %-28s model %5d  wire %5d\n", sp.name, model, wire)
+	}
+	t.Log(b.String())
+
 	t.Run("repo_brief", func(t *testing.T) {
 		r := gitxtest.Basic(t, 30)
 		r.Git("branch", "feature/one")
