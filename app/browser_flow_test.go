@@ -24,9 +24,16 @@ type webFlow struct {
 
 func startWebFlow(t *testing.T) *webFlow {
 	t.Helper()
+	return startWebFlowWithin(t, 60*time.Second)
+}
+
+// startWebFlowWithin is startWebFlow with its own bound on the browser
+// session.
+func startWebFlowWithin(t *testing.T, limit time.Duration) *webFlow {
+	t.Helper()
 	a, repo, env := flowEnv(t)
 	w, token := serveUI(t, a)
-	ctx := newBrowser(t)
+	ctx := browserWithin(t, limit)
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(w.LoginURL(token)),
 		chromedp.WaitVisible(chromedp.ID("empty-title")),
