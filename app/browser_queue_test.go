@@ -45,6 +45,21 @@ func (f *webFlow) proposeBranch(t *testing.T, cs *mcp.ClientSession, name string
 	return out["proposalId"].(string)
 }
 
+// proposeWithReason is proposeFile with the agent's own reason.
+func (f *webFlow) proposeWithReason(t *testing.T, cs *mcp.ClientSession, name, reason string) string {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(f.repo, name), []byte("content of "+name+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, isErr := callTool(t, cs, "propose_commit", map[string]any{
+		"repoPath": f.repo, "reason": reason, "message": "Add " + name, "paths": []string{name},
+	})
+	if isErr {
+		t.Fatalf("propose_commit %s: %v", name, out)
+	}
+	return out["proposalId"].(string)
+}
+
 // eval runs a JavaScript expression on the page.
 func eval[T any](t *testing.T, f *webFlow, js string) T {
 	t.Helper()
@@ -208,10 +223,24 @@ func TestBrowser_Queue_ExpiredCardStays(t *testing.T) {
 // Connect does not overflow and History's last column is not cut off.
 func TestBrowser_NarrowLayout(t *testing.T) {
 	f := startWebFlow(t)
+	// Connect shows the configurations for the sidecar that was built.
+	t.Setenv("SLUICE_SIDECAR", filepath.Join(binDir(t), "sluice-sidecar"))
 	cs := agentSession(t, f.env, "claude-code")
+	api := &API{app: f.app, kind: "web"}
+	// History gets what makes its columns wide: a long reason, a commit's
+	// outcome, and a stale proposal sent back with what moved.
+	long := f.proposeWithReason(t, cs, "long.txt", "Add the long file, because the reason an agent gives is often a whole paragraph that explains what it changed and why, and the History screen must still show every column of its row")
+	stale := f.proposeWithReason(t, cs, "stale.txt", "Add a file that will go stale when the other commit lands first")
+	if _, err := api.Approve(Decision{ID: long, Digest: f.digest(t, long)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the long commit to land", func() bool { return f.state(t, long) == proposal.Completed })
+	if _, err := api.SendBack(Decision{ID: stale, Digest: f.digest(t, stale)}); err != nil {
+		t.Fatal(err)
+	}
 	a := f.proposeFile(t, cs, "a.txt")
 	b := f.proposeFile(t, cs, "b.txt")
-	if _, err := (&API{app: f.app, kind: "web"}).Reject(Decision{ID: b, Digest: f.digest(t, b), Note: "a long note so that the outcome column has something to hold"}); err != nil {
+	if _, err := api.Reject(Decision{ID: b, Digest: f.digest(t, b), Note: "a long note so that the outcome column has something to hold"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -232,14 +261,15 @@ func TestBrowser_NarrowLayout(t *testing.T) {
 		t.Helper()
 		w := eval[int](t, f, `document.documentElement.scrollWidth`)
 		if w > width {
-			t.Errorf("%s at %d px: the page is %d px wide", screen, width, w)
+			wide := eval[string](t, f, `Array.from(document.querySelectorAll("body *")).filter(e => e.getBoundingClientRect().right > `+fmt.Sprint(width)+` && e.children.length === 0).slice(0, 8).map(e => e.tagName + "." + e.className + " " + Math.round(e.getBoundingClientRect().right)).join("; ")`)
+			t.Errorf("%s at %d px: the page is %d px wide; wider: %s", screen, width, w, wide)
 		}
 	}
 	noOverflow(420, "pending")
 	for _, s := range []struct{ hash, ready string }{
 		{"history", `!!document.getElementById("history-` + b + `")`},
 		{"audit", `document.querySelectorAll("main td").length > 0`},
-		{"connect", `!!document.querySelector(".client-list")`},
+		{"connect", connectReady},
 		{"settings", `!!document.querySelector("main h1")`},
 		{"timeline", `!!document.querySelector("main h1")`},
 	} {
@@ -259,13 +289,15 @@ func TestBrowser_NarrowLayout(t *testing.T) {
 		if err := chromedp.Do(f.ctx, chromedp.EmulateViewport(width, 860), chromedp.Navigate(f.base+"/#/connect")); err != nil {
 			t.Fatal(err)
 		}
-		until(t, f, "connect", `!!document.querySelector(".client-list")`)
+		until(t, f, "connect", connectReady)
 		noOverflow(int(width), "connect")
+		f.shot(t, fmt.Sprintf("web-connect-%d.png", width))
 		if err := chromedp.Do(f.ctx, chromedp.Navigate(f.base+"/#/history")); err != nil {
 			t.Fatal(err)
 		}
 		until(t, f, "history", `!!document.getElementById("history-`+b+`")`)
 		noOverflow(int(width), "history")
+		f.shot(t, fmt.Sprintf("web-history-%d.png", width))
 		// The Outcome column ends inside the table's box and the window,
 		// with no scrolling needed.
 		clip := eval[string](t, f, `(() => {
@@ -282,6 +314,9 @@ func TestBrowser_NarrowLayout(t *testing.T) {
 		}
 	}
 }
+
+// connectReady holds once the Connect screen shows a client's configuration.
+const connectReady = `(document.querySelector(".preview code")?.textContent ?? "").length > 0`
 
 // digest is the digest the journal holds for id.
 func (f *webFlow) digest(t *testing.T, id string) string {

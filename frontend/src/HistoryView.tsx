@@ -152,7 +152,7 @@ export function HistoryView() {
                   <td>
                     {/* The clamp goes on a block inside: on the cell itself it
                         would stop being a table cell and fall out of line. */}
-                    <div className="clamp">
+                    <div className="clamp" title={[c.outcome?.code, c.outcome?.message].filter(Boolean).join(" ")}>
                       {c.outcome?.code && <code>{c.outcome.code}</code>} {c.outcome?.message}
                     </div>
                   </td>
