@@ -56,6 +56,10 @@ func (f *webFlow) shot(t *testing.T, name string) {
 
 func cardSel(id string) string { return "#card-" + id }
 
+// decidedSel selects the notice that a card decided on the Pending screen
+// leaves in the queue's place; its data-state follows the proposal.
+func decidedSel(id string) string { return "#decided-" + id }
+
 // proposeGreeting changes README.md in the repository and has agent
 // propose committing it through a real sidecar.
 func (f *webFlow) proposeGreeting(t *testing.T, agent string) (*mcp.ClientSession, map[string]any) {
@@ -98,7 +102,7 @@ func TestBrowser_ProposeReject_Live(t *testing.T) {
 	if err := chromedp.Do(f.ctx,
 		chromedp.Focus(chromedp.CSS(card+" .note-input")), chromedp.KeyEvent("not this week"),
 		chromedp.Click(chromedp.CSS(card+" .reject")),
-		chromedp.WaitVisible(chromedp.CSS(card+`[data-state="rejected"]`)),
+		chromedp.WaitVisible(chromedp.CSS(decidedSel(id)+`[data-state="rejected"]`)),
 	); err != nil {
 		t.Fatalf("reject: %v", err)
 	}

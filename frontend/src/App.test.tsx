@@ -137,11 +137,11 @@ describe("App", () => {
     const App = await loadApp();
     render(<App />);
     const nav = await screen.findByRole("navigation", { name: "Screens" });
-    await vi.waitFor(() => expect(within(nav).getByRole("button", { name: "Pending, 2 waiting" })).toBeTruthy());
+    await vi.waitFor(() => expect(within(nav).getByRole("button", { name: "Pending 2 waiting" })).toBeTruthy());
     await vi.waitFor(() => expect(document.title).toBe("(2) Sluice"));
     pending = 1;
     FakeEventSource.emit("proposal:updated", { id: "b2", state: "rejected", version: 2 });
-    await vi.waitFor(() => expect(within(nav).getByRole("button", { name: "Pending, 1 waiting" })).toBeTruthy());
+    await vi.waitFor(() => expect(within(nav).getByRole("button", { name: "Pending 1 waiting" })).toBeTruthy());
     await vi.waitFor(() => expect(document.title).toBe("(1) Sluice"));
     pending = 0;
     FakeEventSource.emit("proposal:updated", { id: "a1", state: "expired", version: 2 });

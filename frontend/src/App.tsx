@@ -87,16 +87,17 @@ export function App() {
                 type="button"
                 className={active === t.screen ? "tab active" : "tab"}
                 aria-current={active === t.screen ? "page" : undefined}
-                aria-label={t.screen === "pending" && pendingCount ? `${t.label}, ${pendingCount} waiting` : undefined}
+                aria-label={t.screen === "pending" && pendingCount ? `${t.label} ${pendingCount} waiting` : undefined}
                 onClick={() => {
                   window.location.hash = href(t.screen);
                 }}
               >
                 {t.label}
                 {t.screen === "pending" && !!pendingCount && (
-                  <span className="tab-count" aria-hidden="true">
-                    {pendingCount}
-                  </span>
+                  <>
+                    {" "}
+                    <span className="tab-count">{pendingCount}</span>
+                  </>
                 )}
               </button>
             ))}

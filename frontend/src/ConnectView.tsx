@@ -100,7 +100,8 @@ function ClientPanel({ client }: { client: Client }) {
         </p>
       )}
       <div className="preview">
-        <pre>
+        {/* Focusable: a long line scrolls, and the keyboard must reach it. */}
+        <pre tabIndex={0} role="region" aria-label={`${client.displayName} configuration`}>
           <code>{client.preview}</code>
         </pre>
         <CopyButton text={client.preview} label={`Copy the ${client.displayName} configuration`} />
