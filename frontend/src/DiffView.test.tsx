@@ -57,7 +57,8 @@ describe("DiffView", () => {
     const calls = stubFetch(diffRoutes("p2", chunks));
     const { container } = render(<DiffView proposalId="p2" />);
 
-    await waitFor(() => expect(screen.getByRole("status").textContent).toMatch(/^0\.\d of 0\.\d KB loaded$/));
+    // The first test loads the diff renderer cold: a generous hang guard.
+    await waitFor(() => expect(screen.getByRole("status").textContent).toMatch(/^0\.\d of 0\.\d KB loaded$/), { timeout: 10_000 });
     expect(diffRequests(calls)).toHaveLength(3);
     await waitFor(() => expect(container.querySelector(".diff-more")).toBeNull());
     // Each file drawn once, whole.

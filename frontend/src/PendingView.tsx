@@ -395,6 +395,7 @@ export function PendingView({ status }: { status: Status }) {
                   <ProposalCard
                     card={c}
                     selected
+                    underRow
                     onDecided={decided}
                     onReload={() => void reload(c.id)}
                     onDismiss={c.state === "pending" ? undefined : () => dismiss(c.id)}

@@ -82,6 +82,8 @@ interface Props {
   /** Asks the owner to re-read the card (it changed under us). */
   onReload?: () => void;
   onDismiss?: () => void;
+  /** The card opens under its queue row, which already names it. */
+  underRow?: boolean;
   /** Told whether the card is stale, whenever that changes. */
   onStale?: (stale: boolean) => void;
   ref?: Ref<CardActions>;
@@ -93,7 +95,7 @@ const staleCodes = new Set(["digest_mismatch", "stale_base"]);
 // or not yet decided, kept for this page's life.
 const drafts = new Map<string, string>();
 
-export function ProposalCard({ card, selected, onSelect, onDecided, onReload, onDismiss, onStale, ref }: Props) {
+export function ProposalCard({ card, selected, onSelect, onDecided, onReload, onDismiss, underRow, onStale, ref }: Props) {
   const rootEl = useRef<HTMLElement>(null);
   const confirmEl = useRef<HTMLInputElement>(null);
   const [note, setNoteState] = useState(() => drafts.get(card.id) ?? "");
@@ -210,7 +212,7 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
       onMouseDown={onSelect}
     >
       <header className="card-head">
-        <h2 id={titleId}>
+        <h2 id={titleId} className={underRow ? "visually-hidden" : undefined}>
           <span className="op">{opLabel(card.op)}</span> <span className="muted">in</span>{" "}
           <span className="repo" title={card.repo}>
             {card.repoName}
