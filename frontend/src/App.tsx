@@ -3,6 +3,7 @@ import { api, ApiError, detectDesktop, onEvents, type Status } from "./api";
 import { AuditView } from "./AuditView";
 import { ConnectView } from "./ConnectView";
 import { HistoryView } from "./HistoryView";
+import { usePendingCount } from "./pendingCount";
 import { PendingView } from "./PendingView";
 import { ProposalPage } from "./ProposalPage";
 import { href, navigate, useRoute, type Route, type Screen } from "./route";
@@ -31,6 +32,7 @@ const tabs: { screen: Screen; label: string }[] = [
 export function App() {
   const [load, setLoad] = useState<Load>({ kind: "loading" });
   const route = useRoute();
+  const pendingCount = usePendingCount(load.kind === "ready" ? load.status.pending : null);
 
   useEffect(() => {
     let cancelled = false;
@@ -85,11 +87,18 @@ export function App() {
                 type="button"
                 className={active === t.screen ? "tab active" : "tab"}
                 aria-current={active === t.screen ? "page" : undefined}
+                aria-label={t.screen === "pending" && pendingCount ? `${t.label} ${pendingCount} waiting` : undefined}
                 onClick={() => {
                   window.location.hash = href(t.screen);
                 }}
               >
                 {t.label}
+                {t.screen === "pending" && !!pendingCount && (
+                  <>
+                    {" "}
+                    <span className="tab-count">{pendingCount}</span>
+                  </>
+                )}
               </button>
             ))}
           </nav>

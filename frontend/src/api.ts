@@ -266,6 +266,8 @@ export interface Client {
   preAllows: string[];
   /** What pre-allowing means for this client, or why nothing was, in words that are true. */
   preAllowNote: string;
+  /** Why Sluice cannot make this client's configuration (then the rest is empty). */
+  problem?: string;
 }
 
 export interface ConnectRequest {
