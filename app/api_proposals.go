@@ -52,6 +52,10 @@ type Card struct {
 	// controls, zero-width characters); reason, repo and files above are
 	// already shown with them escaped.
 	Invisible []InvisibleText `json:"invisible"`
+	// Locks are git's lock files in the repositories of an interrupted
+	// execution (needs_reconciliation only); those its own killed git
+	// left can be removed from the card (RemoveLocks).
+	Locks []apply.Lock `json:"locks,omitempty"`
 }
 
 // ErrConfirmation is returned when a destructive proposal is approved
@@ -92,6 +96,7 @@ func (a *App) cardFor(rec journal.Record, withCollisions bool) Card {
 			c.Collisions = cs
 		}
 	}
+	c.Locks = a.locksFor(rec)
 	flagInvisible(&c)
 	return c
 }
@@ -215,6 +220,14 @@ func (api *API) Approve(d Decision) (Card, error) {
 		cancel()
 		if err == nil && pf.Stale {
 			return Card{}, &codedError{code: "stale_base", msg: "the repository moved since this was proposed: " + pf.Describe() + "; send it back so the agent can propose again"}
+		}
+		// A lock of git's would fail the execution halfway: the card stays
+		// pending and says which lock, so it can be approved once it is gone.
+		ctx, cancel = context.WithTimeout(a.runCtx, 30*time.Second)
+		err = a.executor.CheckUnlocked(ctx, rec.Proposal)
+		cancel()
+		if errors.Is(err, apply.ErrRepoLocked) {
+			return Card{}, err
 		}
 	}
 	rec, err = a.journal.Approve(d.ID, d.Digest, "owner:"+api.kind, d.Note)
