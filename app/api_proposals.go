@@ -96,7 +96,6 @@ func (a *App) cardFor(rec journal.Record, withCollisions bool) Card {
 			c.Collisions = cs
 		}
 	}
-	c.Locks = a.locksFor(rec)
 	flagInvisible(&c)
 	return c
 }
@@ -175,7 +174,11 @@ func (api *API) Proposal(id string) (Card, error) {
 	if err != nil {
 		return Card{}, err
 	}
-	return api.app.cardFor(rec, true), nil
+	c := api.app.cardFor(rec, true)
+	// Only the proposal's own page reads the repository for git's locks:
+	// History lists many cards and does not show them.
+	c.Locks = api.app.locksFor(rec)
+	return c, nil
 }
 
 // record reads the record of id, with the errors the UI knows: an id that

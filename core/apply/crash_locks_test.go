@@ -461,7 +461,12 @@ func TestLocks_LiveGit_InUse(t *testing.T) {
 	}
 	exited := make(chan string, 1)
 	gate.waitReady(t, exited)
-	t.Cleanup(func() { gate.release(t); person.Wait() })
+	t.Cleanup(func() {
+		if !gate.released {
+			gate.release(t)
+			person.Wait()
+		}
+	})
 
 	locks, err := f.e.LeftLocks(testCtx(t), rec)
 	if err != nil {
@@ -482,6 +487,20 @@ func TestLocks_LiveGit_InUse(t *testing.T) {
 	err = f.e.CheckUnlocked(testCtx(t), rec.Proposal)
 	if !errors.Is(err, ErrRepoLocked) || !strings.Contains(err.Error(), "git process is working") || !strings.Contains(err.Error(), ".git/index.lock") {
 		t.Fatalf("check with a running git: %v", err)
+	}
+
+	// The person's commit finishes, taking its locks with it.
+	gate.release(t)
+	if err := person.Wait(); err != nil {
+		t.Fatalf("the person's commit: %v", err)
+	}
+	if err := f.e.CheckUnlocked(testCtx(t), rec.Proposal); err != nil {
+		t.Fatalf("after the person's git finished: %v", err)
+	}
+	for _, l := range locks {
+		if _, err := os.Lstat(filepath.Join(f.repo.Dir, l.Shown)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is still there: %v", l.Shown, err)
+		}
 	}
 }
 

@@ -299,7 +299,7 @@ func (e *Executor) Restore(ctx context.Context, repo, restorePointID string, for
 	}
 	// Not even force restores past a lock: it may be a running git's, and
 	// removing it is the person's decision (RemoveLocks).
-	if err := rc.requireUnlocked(); err != nil {
+	if err := requireUnlocked(ctx, rc); err != nil {
 		return nil, err
 	}
 	paths := []string{rp.NewWorktree}
@@ -492,10 +492,8 @@ func (r *run) execute(ctx context.Context) (string, string, error) {
 	}
 	// A lock of git's means git is working there or one was killed: the
 	// operation would fail halfway with a bare git error.
-	for _, rc := range r.repos() {
-		if err := rc.requireUnlocked(); err != nil {
-			return "", "", err
-		}
+	if err := requireUnlocked(ctx, r.repos()...); err != nil {
+		return "", "", err
 	}
 	ops := stepsOf(r.p.Args)
 	if err := r.checkSealed(ctx); err != nil {

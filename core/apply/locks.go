@@ -185,18 +185,44 @@ func (rc *repoCtx) dirs() []string {
 	return []string{rc.path, rc.repo.GitDir, rc.repo.CommonDir}
 }
 
-// requireUnlocked fails with repo_locked, naming every lock, when the
-// repository's git directories hold one: git would refuse to run, and a
-// bare git_failed tells the person nothing.
-func (rc *repoCtx) requireUnlocked() error {
-	ls, err := rc.locks()
-	if err != nil {
-		return err
+// lockWait is how long a lock held by a running git (an editor's
+// background status, the person's own command) is waited for before the
+// answer is repo_locked: such locks last milliseconds.
+const lockWait = 2 * time.Second
+
+// requireUnlocked fails with repo_locked, naming every lock, while the git
+// directories of rcs hold one: git would refuse to run, and a bare
+// git_failed halfway through tells the person nothing. Locks a running git
+// holds are waited for, briefly; leftovers are not.
+func requireUnlocked(ctx context.Context, rcs ...*repoCtx) error {
+	deadline := time.Now().Add(lockWait)
+	for {
+		var all []Lock
+		busy := false
+		for _, rc := range rcs {
+			ls, err := rc.locks()
+			if err != nil {
+				return err
+			}
+			for _, l := range ls {
+				busy = busy || l.InUse
+			}
+			all = append(all, ls...)
+		}
+		if len(all) == 0 {
+			return nil
+		}
+		if !busy || !time.Now().Before(deadline) {
+			return lockedError(all)
+		}
+		t := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return lockedError(all)
+		case <-t.C:
+		}
 	}
-	if len(ls) == 0 {
-		return nil
-	}
-	return lockedError(ls)
 }
 
 func lockedError(ls []Lock) *Error {
@@ -215,24 +241,14 @@ func lockedError(ls []Lock) *Error {
 }
 
 // CheckUnlocked fails with repo_locked when any repository p touches holds
-// a lock file of git's. It changes nothing.
+// a lock file of git's (after a brief wait for one a running git holds).
+// It changes nothing.
 func (e *Executor) CheckUnlocked(ctx context.Context, p proposal.Proposal) error {
 	r := &run{e: e, p: p}
 	if err := r.open(ctx); err != nil {
 		return err
 	}
-	var all []Lock
-	for _, rc := range r.repos() {
-		ls, err := rc.locks()
-		if err != nil {
-			return err
-		}
-		all = append(all, ls...)
-	}
-	if len(all) > 0 {
-		return lockedError(all)
-	}
-	return nil
+	return requireUnlocked(ctx, r.repos()...)
 }
 
 // lockSlack absorbs the difference between the clock the journal reads and
