@@ -52,6 +52,10 @@ type Card struct {
 	// controls, zero-width characters); reason, repo and files above are
 	// already shown with them escaped.
 	Invisible []InvisibleText `json:"invisible"`
+	// Locks are git's lock files in the repositories of an interrupted
+	// execution (needs_reconciliation only); those its own killed git
+	// left can be removed from the card (RemoveLocks).
+	Locks []apply.Lock `json:"locks,omitempty"`
 }
 
 // ErrConfirmation is returned when a destructive proposal is approved
@@ -170,7 +174,11 @@ func (api *API) Proposal(id string) (Card, error) {
 	if err != nil {
 		return Card{}, err
 	}
-	return api.app.cardFor(rec, true), nil
+	c := api.app.cardFor(rec, true)
+	// Only the proposal's own page reads the repository for git's locks:
+	// History lists many cards and does not show them.
+	c.Locks = api.app.locksFor(rec)
+	return c, nil
 }
 
 // record reads the record of id, with the errors the UI knows: an id that
@@ -215,6 +223,14 @@ func (api *API) Approve(d Decision) (Card, error) {
 		cancel()
 		if err == nil && pf.Stale {
 			return Card{}, &codedError{code: "stale_base", msg: "the repository moved since this was proposed: " + pf.Describe() + "; send it back so the agent can propose again"}
+		}
+		// A lock of git's would fail the execution halfway: the card stays
+		// pending and says which lock, so it can be approved once it is gone.
+		ctx, cancel = context.WithTimeout(a.runCtx, 30*time.Second)
+		err = a.executor.CheckUnlocked(ctx, rec.Proposal)
+		cancel()
+		if errors.Is(err, apply.ErrRepoLocked) {
+			return Card{}, err
 		}
 	}
 	rec, err = a.journal.Approve(d.ID, d.Digest, "owner:"+api.kind, d.Note)

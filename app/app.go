@@ -123,6 +123,9 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 	}
 	if n := len(rec.NeedsReconciliation); n > 0 {
 		log.Warn("executions were interrupted and need a person's look", "count", n, "ids", rec.NeedsReconciliation)
+		if exec != nil {
+			logLeftLocks(exec, j, rec.NeedsReconciliation, log)
+		}
 	}
 	token, err := gateway.NewToken()
 	if err != nil {

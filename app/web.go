@@ -194,6 +194,14 @@ func (w *Web) routes() http.Handler {
 	mux.HandleFunc("POST /api/proposals/{id}/approve", w.authed(w.csrf(w.decide(w.api.Approve))))
 	mux.HandleFunc("POST /api/proposals/{id}/reject", w.authed(w.csrf(w.decide(w.api.Reject))))
 	mux.HandleFunc("POST /api/proposals/{id}/send-back", w.authed(w.csrf(w.decide(w.api.SendBack))))
+	mux.HandleFunc("POST /api/proposals/{id}/locks/remove", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
+		var req RemoveLocksRequest
+		if !decodeBody(rw, r, &req) {
+			return
+		}
+		req.ID = r.PathValue("id")
+		jsonCall(rw, func() (apply.LockRemoval, error) { return w.api.RemoveLocks(req) })
+	})))
 	mux.HandleFunc("GET /api/proposals/{id}/preflight", w.authed(func(rw http.ResponseWriter, r *http.Request) {
 		jsonCall(rw, func() (apply.Preflight, error) { return w.api.Preflight(r.PathValue("id")) })
 	}))

@@ -8,6 +8,7 @@ import { Countdown, ErrorBox, RiskBadge, Sha, StateBadge, Time, errorMessage } f
 import { DiffView } from "./DiffView";
 import { opLabel, shortRef } from "./format";
 import { href } from "./route";
+import { LeftLocks } from "./LeftLocks";
 import { EvidenceBlock, SealedOutcome } from "./SealedOutcome";
 
 /** How often a pending card re-checks what it was sealed against. */
@@ -393,6 +394,8 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
           </>
         )}
       </dl>
+
+      {card.state === "needs_reconciliation" && <LeftLocks card={card} onChanged={onReload} />}
 
       <DiffView proposalId={card.id} />
 

@@ -170,6 +170,29 @@ export interface Card {
   /** What the agent policy said about this proposal, when there is a policy. */
   /** Fields that held invisible characters, shown escaped as ⟨U+XXXX⟩. */
   invisible?: { field: string; shown: string }[];
+  /** git's lock files in the repositories of an interrupted execution. */
+  locks?: GitLock[];
+}
+
+/** One of git's lock files (NAME.lock beside the file git replaces). */
+export interface GitLock {
+  repo: string;
+  /** Relative to the repository's common git directory. */
+  path: string;
+  /** As a person finds it: ".git/index.lock". */
+  shown: string;
+  size: number;
+  modTime: string;
+  what: string;
+  /** A running git works in the repository: it may be its lock. */
+  inUse: boolean;
+  /** The interrupted execution's own git left it; it can be removed here. */
+  leftover: boolean;
+}
+
+export interface LockRemoval {
+  removed: GitLock[];
+  kept: { lock: GitLock; reason: string }[];
 }
 
 export interface HistoryQuery {
@@ -477,6 +500,9 @@ export const api = {
       [{ id: d.id, digest: d.digest, note: d.note, confirm: d.confirm ?? "" }],
       post(`/api/proposals/${seg(d.id)}/approve`, { digest: d.digest, note: d.note, confirm: d.confirm ?? "" }),
     ),
+  /** Removes exactly these lock files, each only if unchanged since shown. */
+  removeLocks: (id: string, locks: GitLock[]) =>
+    call<LockRemoval>("RemoveLocks", [{ id, locks }], post(`/api/proposals/${seg(id)}/locks/remove`, { locks })),
   preflight: (id: string) => call<Preflight>("Preflight", [id], get(`/api/proposals/${seg(id)}/preflight`)),
   sendBack: (d: DecisionRequest) =>
     call<Card>(
