@@ -9,6 +9,7 @@ import { DiffView } from "./DiffView";
 import { opLabel, shortRef } from "./format";
 import { href } from "./route";
 import { EvidenceBlock, SealedOutcome } from "./SealedOutcome";
+import { TrustSimilar } from "./TrustSimilar";
 
 /** How often a pending card re-checks what it was sealed against. */
 const preflightEveryMs = 4000;
@@ -404,6 +405,7 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
             <button type="button" className="reject" disabled={!canReject} onClick={() => void reject()}>
               {busy === "reject" ? "Rejecting…" : "Reject"}
             </button>
+            <TrustSimilar card={card} note={note} enabled={!busy && !staleMessage} onDecided={onDecided} />
           </div>
         </form>
       )}
