@@ -297,6 +297,9 @@ func TestRules_KeepsThePersonsFile(t *testing.T) {
 	var card cardJSON
 	w.must("GET", "/api/proposals/"+id, nil, &card)
 	w.must("POST", "/api/proposals/"+id+"/trust", TrustRequest{Decision: Decision{Digest: card.Digest}, Rule: draft.RuleInput}, nil)
+	if res, _ := callTool(t, cs, "proposal_wait", map[string]any{"proposalId": id, "timeoutSeconds": 30}); res["status"] != "completed" {
+		t.Fatalf("the trusted card: %v", res)
+	}
 	got, _ := os.ReadFile(pol)
 	if !strings.HasPrefix(string(got), "// mine\n{\n  \"version\": 1,\n  \"agents\": {\"*\": {\"ops\": [\"commit\", \"branch\"]}}, // keep\n  \"rules\": [\n") {
 		t.Fatalf("the person's file was not kept:\n%s", got)
@@ -314,7 +317,10 @@ func TestRules_KeepsThePersonsFile(t *testing.T) {
 	}
 	// The rule saved before is still in force.
 	os.WriteFile(filepath.Join(repo, "README.md"), []byte("hi again\n"), 0o644)
-	out, _ = callTool(t, cs, "propose_commit", map[string]any{"repoPath": repo, "reason": "r", "message": "m", "paths": []string{"README.md"}})
+	out, isErr = callTool(t, cs, "propose_commit", map[string]any{"repoPath": repo, "reason": "r", "message": "m", "paths": []string{"README.md"}})
+	if isErr {
+		t.Fatalf("propose_commit: %v", out)
+	}
 	res, _ := callTool(t, cs, "proposal_wait", map[string]any{"proposalId": out["proposalId"], "timeoutSeconds": 30})
 	if res["autoApproved"] != true {
 		t.Fatalf("after a broken edit the policy in force changed: %v", res)

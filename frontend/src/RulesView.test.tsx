@@ -107,7 +107,14 @@ describe("TrustSimilar", () => {
     });
     const { TrustSimilar } = await import("./TrustSimilar");
     const decided = vi.fn();
-    render(<TrustSimilar card={c} note="ok" enabled onDecided={decided} />);
+    // Inside a card's own form, as on the Pending screen: confirming the
+    // dialog must not submit (approve) the card by itself.
+    const cardSubmit = vi.fn((e: { preventDefault(): void }) => e.preventDefault());
+    render(
+      <form onSubmit={cardSubmit}>
+        <TrustSimilar card={c} note="ok" enabled onDecided={decided} />
+      </form>,
+    );
     fireEvent.click(screen.getByRole("button", { name: "Approve and trust similar…" }));
     const dialog = await screen.findByRole("dialog", { name: "Approve and trust similar" });
     const name = (await within(dialog).findByLabelText("Rule name")) as HTMLInputElement;
@@ -141,6 +148,7 @@ describe("TrustSimilar", () => {
     fireEvent.click(within(dialog).getByRole("button", { name: "Approve and save rule" }));
     await waitFor(() => expect(decided).toHaveBeenCalledTimes(1));
     expect(screen.queryByRole("dialog")).toBeNull();
+    expect(cardSubmit).not.toHaveBeenCalled();
     const post = calls.find((x) => x.method === "POST")!;
     expect(post.url).toBe("/api/proposals/p1/trust");
     expect(post.body).toEqual({

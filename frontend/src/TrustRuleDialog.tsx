@@ -4,6 +4,7 @@
 // prefixes, highest risk and expiry can change. Confirming approves the
 // card and saves the rule; Escape or Cancel changes nothing.
 import { useEffect, useId, useMemo, useRef, useState } from "react";
+import { createPortal } from "react-dom";
 import { api, type Card, type RuleDraft, type RuleInput, type TrustResult } from "./api";
 import { ErrorBox, errorMessage } from "./bits";
 
@@ -121,7 +122,9 @@ export function TrustRuleDialog({ card, note, onDone, onCancel }: Props) {
     }
   }
 
-  return (
+  // A portal: the card around the button is a form of its own, and a form
+  // inside a form is not one the browser submits as written.
+  return createPortal(
     <div className="overlay" onMouseDown={(e) => e.target === e.currentTarget && onCancel()}>
       <div
         className="dialog trust-dialog"
@@ -141,7 +144,9 @@ export function TrustRuleDialog({ card, note, onDone, onCancel }: Props) {
           <form
             className="dialog-body"
             onSubmit={(e) => {
+              // React events bubble through portals to the card's own form.
               e.preventDefault();
+              e.stopPropagation();
               void confirm();
             }}
           >
@@ -218,6 +223,7 @@ export function TrustRuleDialog({ card, note, onDone, onCancel }: Props) {
           </>
         )}
       </div>
-    </div>
+    </div>,
+    document.body,
   );
 }
