@@ -341,7 +341,9 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
             <dt>Decision</dt>
             <dd className="decision">
               {card.decision.approved ? "Approved" : "Rejected"}
-              {card.decision.auto ? " automatically by policy" : ""} by {card.decision.by} · <Time at={card.decision.at} />
+              {card.decision.auto ? " automatically" : ""} by{" "}
+              {card.approvedByRule ? <a href={href("rules")}>rule {card.approvedByRule}</a> : card.decision.by} ·{" "}
+              <Time at={card.decision.at} />
               {card.decision.note && <q className="note-text">{card.decision.note}</q>}
             </dd>
           </>

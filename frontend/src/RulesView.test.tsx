@@ -1,7 +1,7 @@
 import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { RuleDraft, RulesView } from "./api";
-import { card, findEl, stubFetch } from "./testing";
+import { card, diffRoutes, findEl, stubFetch } from "./testing";
 
 afterEach(() => {
   cleanup();
@@ -205,5 +205,19 @@ describe("History and rules", () => {
     expect(row.querySelector(".rule-mark")!.textContent).toBe("by rule readme-greetings");
     expect(row.querySelector<HTMLAnchorElement>(".rule-mark a")!.getAttribute("href")).toBe("#/rules");
     expect(document.querySelector("#history-h8 .rule-mark")).toBeNull();
+  });
+
+  it("names the rule on the proposal's card", async () => {
+    const auto = card({
+      state: "completed",
+      approvedByRule: "readme-greetings",
+      decision: { by: "policy:readme-greetings", approved: true, auto: true, at: "2026-12-01T11:00:00.000Z" },
+    });
+    stubFetch({ ...diffRoutes("p1", []) });
+    const { ProposalCard } = await import("./ProposalCard");
+    render(<ProposalCard card={auto} />);
+    const decision = await findEl(".decision");
+    expect(decision.textContent).toMatch(/^Approved automatically by rule readme-greetings/);
+    expect(decision.querySelector("a")!.getAttribute("href")).toBe("#/rules");
   });
 });
