@@ -46,8 +46,10 @@ type Card struct {
 	CreatedAt  proposal.Timestamp  `json:"createdAt"`
 	ExpiresAt  proposal.Timestamp  `json:"expiresAt"`
 	Decision   *journal.Decision   `json:"decision,omitempty"`
-	Outcome    *journal.Outcome    `json:"outcome,omitempty"`
-	History    []journal.Step      `json:"history"`
+	// ApprovedByRule names the auto-approve rule that approved it, if one did.
+	ApprovedByRule string           `json:"approvedByRule,omitempty"`
+	Outcome        *journal.Outcome `json:"outcome,omitempty"`
+	History        []journal.Step   `json:"history"`
 	// Invisible lists the fields that held invisible characters (bidi
 	// controls, zero-width characters); reason, repo and files above are
 	// already shown with them escaped.
@@ -82,7 +84,7 @@ func (a *App) cardFor(rec journal.Record, withCollisions bool) Card {
 		Digest: p.Digest, ShortDigest: proposal.ShortDigest(p.Digest), Pinned: p.Pinned, Args: p.Args,
 		Files: files, FilesKnown: known, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
 		Decision: rec.Decision, Outcome: rec.Outcome, History: rec.History,
-		Collisions: []journal.Collision{},
+		Collisions: []journal.Collision{}, ApprovedByRule: autoApprovedBy(rec.Decision),
 	}
 	if c.Files == nil {
 		c.Files = []string{}

@@ -84,6 +84,7 @@ describe("App", () => {
       "/api/ready": { status: 200, body: true },
       "/api/proposals": { status: 200, body: [] },
       "/api/history?limit=200": { status: 200, body: [] },
+      "/api/rules": { status: 200, body: { policyFile: "/p.json", configured: false, rules: [] } },
       "/api/audit": { status: 200, body: { keyId: "", signed: false, entries: [] } },
       "/api/workspaces": { status: 400, body: { error: { code: "unsupported", message: "not yet" } } },
     });
@@ -93,6 +94,7 @@ describe("App", () => {
     expect(within(nav).getAllByRole("button").map((b) => b.textContent)).toEqual([
       "Pending",
       "History",
+      "Rules",
       "Timeline",
       "Workspaces",
       "Audit",
@@ -102,6 +104,8 @@ describe("App", () => {
     fireEvent.click(within(nav).getByText("History"));
     expect(await screen.findByRole("heading", { name: "History" })).toBeTruthy();
     expect(within(nav).getByText("History").getAttribute("aria-current")).toBe("page");
+    fireEvent.click(within(nav).getByText("Rules"));
+    expect(await screen.findByRole("heading", { name: "Rules" })).toBeTruthy();
     fireEvent.click(within(nav).getByText("Audit"));
     expect(await screen.findByRole("heading", { name: "Audit ledger" })).toBeTruthy();
     expect(document.getElementById("audit-title")).toBeTruthy();

@@ -7,6 +7,7 @@ import { usePendingCount } from "./pendingCount";
 import { PendingView } from "./PendingView";
 import { ProposalPage } from "./ProposalPage";
 import { href, navigate, useRoute, type Route, type Screen } from "./route";
+import { RulesView } from "./RulesView";
 import { SettingsView } from "./SettingsView";
 import { TimelineView } from "./TimelineView";
 import { WorkspacesView } from "./WorkspacesView";
@@ -22,6 +23,7 @@ type Load =
 const tabs: { screen: Screen; label: string }[] = [
   { screen: "pending", label: "Pending" },
   { screen: "history", label: "History" },
+  { screen: "rules", label: "Rules" },
   { screen: "timeline", label: "Timeline" },
   { screen: "workspaces", label: "Workspaces" },
   { screen: "audit", label: "Audit" },
@@ -150,6 +152,8 @@ function screenFor(route: Route, status: Status) {
       return <WorkspacesView />;
     case "audit":
       return <AuditView />;
+    case "rules":
+      return <RulesView />;
     case "settings":
       return <SettingsView />;
     case "connect":

@@ -148,6 +148,11 @@ export function HistoryView() {
                   </td>
                   <td>
                     <StateBadge state={c.state} />
+                    {c.approvedByRule && (
+                      <div className="muted rule-mark" title="Approved without a card by this auto-approve rule">
+                        by rule <a href={href("rules")} onClick={(e) => e.stopPropagation()}>{c.approvedByRule}</a>
+                      </div>
+                    )}
                   </td>
                   <td>
                     {/* The clamp goes on a block inside: on the cell itself it

@@ -10,6 +10,7 @@ import { opLabel, shortRef } from "./format";
 import { href } from "./route";
 import { LeftLocks } from "./LeftLocks";
 import { EvidenceBlock, SealedOutcome } from "./SealedOutcome";
+import { TrustSimilar } from "./TrustSimilar";
 
 /** How often a pending card re-checks what it was sealed against. */
 const preflightEveryMs = 4000;
@@ -375,7 +376,9 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
             <dt>Decision</dt>
             <dd className="decision">
               {card.decision.approved ? "Approved" : "Rejected"}
-              {card.decision.auto ? " automatically by policy" : ""} by {card.decision.by} · <Time at={card.decision.at} />
+              {card.decision.auto ? " automatically" : ""} by{" "}
+              {card.approvedByRule ? <a href={href("rules")}>rule {card.approvedByRule}</a> : card.decision.by} ·{" "}
+              <Time at={card.decision.at} />
               {card.decision.note && <q className="note-text">{card.decision.note}</q>}
             </dd>
           </>
@@ -448,6 +451,7 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
             <button type="button" className="reject" disabled={!canReject} onClick={() => void reject()}>
               {busy === "reject" ? "Rejecting…" : "Reject"}
             </button>
+            <TrustSimilar card={card} note={note} enabled={!busy && !staleMessage} onDecided={onDecided} />
           </div>
         </form>
       )}

@@ -165,6 +165,8 @@ export interface Card {
   createdAt: string;
   expiresAt: string;
   decision?: Decision;
+  /** The auto-approve rule that approved it, when one did. */
+  approvedByRule?: string;
   outcome?: Outcome;
   history: Step[];
   /** What the agent policy said about this proposal, when there is a policy. */
@@ -480,6 +482,54 @@ export interface GrantRequest {
   egress?: string[];
 }
 
+/** What a person can change in a rule made from a card. */
+export interface RuleInput {
+  name: string;
+  refs: string[];
+  paths: string[];
+  maxRisk: string;
+  /** "hour", "today" or "always". */
+  expiry: string;
+}
+
+/** The rule "Approve and trust similar" would save, before the person edits it. */
+export interface RuleDraft extends RuleInput {
+  agent: string;
+  ops: string[];
+  fromProposal: string;
+  policyFile: string;
+  createsFile: boolean;
+  notes: string[];
+}
+
+export interface RuleView {
+  name: string;
+  agent: string;
+  ops: string[];
+  refs: string[];
+  paths: string[];
+  maxRisk: string;
+  expiresAt: string;
+  expired: boolean;
+  createdAt: string;
+  fromProposal: string;
+  inAgentEntry: boolean;
+  /** Proposals this rule approved since it was made. */
+  approved: number;
+  lastApproved: string;
+}
+
+export interface RulesView {
+  policyFile: string;
+  configured: boolean;
+  rules: RuleView[];
+}
+
+export interface TrustResult {
+  card: Card;
+  rule: RuleView;
+}
+
 export const api = {
   status: () => call<Status>("Status", [], get("/api/status")),
   ready: () => call<boolean>("Ready", [], post("/api/ready")),
@@ -516,6 +566,18 @@ export const api = {
       [{ id: d.id, digest: d.digest, note: d.note }],
       post(`/api/proposals/${seg(d.id)}/reject`, { digest: d.digest, note: d.note }),
     ),
+
+  /** The rule "Approve and trust similar" would create from a pending card. */
+  suggestRule: (id: string) => call<RuleDraft>("SuggestRule", [id], get(`/api/proposals/${seg(id)}/rule`)),
+  trustSimilar: (d: DecisionRequest, rule: RuleInput) =>
+    call<TrustResult>(
+      "TrustSimilar",
+      [{ id: d.id, digest: d.digest, note: d.note, confirm: "", rule }],
+      post(`/api/proposals/${seg(d.id)}/trust`, { digest: d.digest, note: d.note, rule }),
+    ),
+  rules: () => call<RulesView>("Rules", [], get("/api/rules")),
+  revokeRule: (agent: string, name: string) =>
+    call<RulesView>("RevokeRule", [{ agent, name }], post("/api/rules/revoke", { agent, name })),
 
   audit: () => call<AuditView>("Audit", [], get("/api/audit")),
   verifyAudit: () => call<AuditReport>("VerifyAudit", [], post("/api/audit/verify")),
