@@ -16,7 +16,7 @@ import (
 )
 
 // press focuses sel and sends keys to it, as a person at the keyboard.
-func press(sel, keys string) chromedp.Action[chromedp.Void] {
+func focusPress(sel, keys string) chromedp.Action[chromedp.Void] {
 	return chromedp.Steps(chromedp.Focus(chromedp.CSS(sel)), chromedp.KeyEvent(keys))
 }
 
@@ -64,7 +64,7 @@ func TestBrowser_TrustSimilar_KeyboardOnly(t *testing.T) {
 	card := cardSel(first)
 	if err := chromedp.Do(f.ctx,
 		chromedp.WaitVisible(chromedp.CSS(card+" .diff-view .d2h-file-wrapper")),
-		press(card+" .trust-similar", kb.Enter),
+		focusPress(card+" .trust-similar", kb.Enter),
 		chromedp.WaitVisible(chromedp.CSS(".trust-dialog .rule-name")),
 	); err != nil {
 		t.Fatalf("open the trust dialog: %v", err)
@@ -74,9 +74,9 @@ func TestBrowser_TrustSimilar_KeyboardOnly(t *testing.T) {
 	f.shot(t, "web-trust-dialog.png")
 	// Edit: a longer name, and "always" instead of today.
 	if err := chromedp.Do(f.ctx,
-		press(".trust-dialog .rule-name", kb.End),
+		focusPress(".trust-dialog .rule-name", kb.End),
 		chromedp.KeyEvent("-readme"),
-		press(".trust-dialog .rule-expiry", "a"),
+		focusPress(".trust-dialog .rule-expiry", "a"),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestBrowser_TrustSimilar_KeyboardOnly(t *testing.T) {
 		t.Fatalf("choosing Always did not remove the expiry: %v", err)
 	}
 	if err := chromedp.Do(f.ctx,
-		press(".trust-dialog .trust-confirm", kb.Enter),
+		focusPress(".trust-dialog .trust-confirm", kb.Enter),
 		chromedp.WaitNotPresent(chromedp.CSS(".trust-dialog")),
 	); err != nil {
 		t.Fatalf("confirm: %v", err)
@@ -105,7 +105,7 @@ func TestBrowser_TrustSimilar_KeyboardOnly(t *testing.T) {
 	if out := f.wait(t, cs, second); out["status"] != "completed" || out["autoApproved"] != true {
 		t.Fatalf("the similar proposal: %v", out)
 	}
-	if err := chromedp.Do(f.ctx, press(`nav.tabs button:nth-child(2)`, kb.Enter)); err != nil {
+	if err := chromedp.Do(f.ctx, focusPress(`nav.tabs button:nth-child(2)`, kb.Enter)); err != nil {
 		t.Fatal(err)
 	}
 	f.waitText(t, "#history-"+second+" .rule-mark", "by rule "+name)
@@ -115,7 +115,7 @@ func TestBrowser_TrustSimilar_KeyboardOnly(t *testing.T) {
 	f.shot(t, "web-history-rule.png")
 
 	// The Rules screen: count 1, made from the first card; revoke.
-	if err := chromedp.Do(f.ctx, press(`nav.tabs button:nth-child(3)`, kb.Enter)); err != nil {
+	if err := chromedp.Do(f.ctx, focusPress(`nav.tabs button:nth-child(3)`, kb.Enter)); err != nil {
 		t.Fatal(err)
 	}
 	row := "#rule-" + name
@@ -129,9 +129,9 @@ func TestBrowser_TrustSimilar_KeyboardOnly(t *testing.T) {
 	}
 	f.shot(t, "web-rules.png")
 	if err := chromedp.Do(f.ctx,
-		press(row+" .revoke-rule", kb.Enter),
+		focusPress(row+" .revoke-rule", kb.Enter),
 		chromedp.WaitVisible(chromedp.CSS(".revoke-confirm")),
-		press(".revoke-confirm", kb.Enter),
+		focusPress(".revoke-confirm", kb.Enter),
 		chromedp.WaitVisible(chromedp.CSS(".rules-empty")),
 	); err != nil {
 		t.Fatalf("revoke: %v", err)
@@ -140,7 +140,7 @@ func TestBrowser_TrustSimilar_KeyboardOnly(t *testing.T) {
 	// After revoking, a similar proposal waits for a person.
 	third := propose("hello\nworld, once more\n")
 	if err := chromedp.Do(f.ctx,
-		press(`nav.tabs button:nth-child(1)`, kb.Enter),
+		focusPress(`nav.tabs button:nth-child(1)`, kb.Enter),
 		chromedp.WaitVisible(chromedp.CSS(cardSel(third)+" .trust-similar")),
 	); err != nil {
 		t.Fatalf("the proposal after revoking has no card: %v", err)
