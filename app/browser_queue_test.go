@@ -272,6 +272,8 @@ func TestBrowser_NarrowLayout(t *testing.T) {
 		{"connect", connectReady},
 		{"settings", `!!document.querySelector("main h1")`},
 		{"timeline", `!!document.querySelector("main h1")`},
+		{"rules", `!!document.querySelector("main h1")`},
+		{"workspaces", `!!document.querySelector("main h1")`},
 	} {
 		if err := chromedp.Do(f.ctx, chromedp.Navigate(f.base+"/#/"+s.hash)); err != nil {
 			t.Fatal(err)

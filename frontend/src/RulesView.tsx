@@ -3,7 +3,7 @@
 // to revoke it. Proposals a rule approved are still in History, marked.
 import { useEffect, useState } from "react";
 import { api, type RuleView, type RulesView as Rules } from "./api";
-import { ErrorBox, Time, errorMessage } from "./bits";
+import { ErrorBox, ScrollTable, Time, errorMessage } from "./bits";
 import { ConfirmDialog } from "./ConfirmDialog";
 import { href } from "./route";
 
@@ -55,69 +55,71 @@ export function RulesView() {
         </p>
       )}
       {view && view.rules.length > 0 && (
-        <table className="entries rules">
-          <thead>
-            <tr>
-              <th scope="col">Rule</th>
-              <th scope="col">Allows</th>
-              <th scope="col">Expires</th>
-              <th scope="col">Made</th>
-              <th scope="col">Approved since</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {view.rules.map((r) => (
-              <tr key={`${r.agent}/${r.name}`} id={`rule-${r.name}`} className={r.expired ? "expired" : undefined}>
-                <td>
-                  <strong className="rule-name">{r.name}</strong>
-                  <div className="muted">{r.agent === "*" ? "every agent" : r.agent}</div>
-                </td>
-                <td className="rule-allows">
-                  <code>{r.ops.join(", ")}</code> up to {r.maxRisk} risk
-                  <div className="muted">
-                    {r.refs.length ? `on ${r.refs.join(", ")}` : "on any branch"} ·{" "}
-                    {r.paths.length ? `under ${r.paths.join(", ")}` : "any file"}
-                  </div>
-                </td>
-                <td className="nowrap">
-                  {r.expiresAt ? (
-                    r.expired ? (
-                      <span className="badge warn">expired</span>
-                    ) : (
-                      <Time at={r.expiresAt} />
-                    )
-                  ) : (
-                    "never"
-                  )}
-                </td>
-                <td>
-                  {r.createdAt ? <Time at={r.createdAt} /> : r.inAgentEntry ? "by hand, in the agent's entry" : "by hand"}
-                  {r.fromProposal && (
-                    <div>
-                      from <a href={href("proposal", r.fromProposal)}>this card</a>
-                    </div>
-                  )}
-                </td>
-                <td className="rule-count">
-                  {r.approved}
-                  {r.lastApproved && (
-                    <div className="muted">
-                      last <Time at={r.lastApproved} />
-                    </div>
-                  )}
-                </td>
-                <td>
-                  <button type="button" className="revoke-rule" onClick={() => setRevoking(r)} disabled={busy}>
-                    Revoke
-                  </button>
-                </td>
+        <ScrollTable label="Rules">
+          <table className="entries rules">
+            <thead>
+              <tr>
+                <th scope="col">Rule</th>
+                <th scope="col">Allows</th>
+                <th scope="col">Expires</th>
+                <th scope="col">Made</th>
+                <th scope="col">Approved since</th>
+                <th scope="col">
+                  <span className="visually-hidden">Actions</span>
+                </th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {view.rules.map((r) => (
+                <tr key={`${r.agent}/${r.name}`} id={`rule-${r.name}`} className={r.expired ? "expired" : undefined}>
+                  <td>
+                    <strong className="rule-name">{r.name}</strong>
+                    <div className="muted">{r.agent === "*" ? "every agent" : r.agent}</div>
+                  </td>
+                  <td className="rule-allows">
+                    <code>{r.ops.join(", ")}</code> up to {r.maxRisk} risk
+                    <div className="muted">
+                      {r.refs.length ? `on ${r.refs.join(", ")}` : "on any branch"} ·{" "}
+                      {r.paths.length ? `under ${r.paths.join(", ")}` : "any file"}
+                    </div>
+                  </td>
+                  <td className="nowrap">
+                    {r.expiresAt ? (
+                      r.expired ? (
+                        <span className="badge warn">expired</span>
+                      ) : (
+                        <Time at={r.expiresAt} />
+                      )
+                    ) : (
+                      "never"
+                    )}
+                  </td>
+                  <td>
+                    {r.createdAt ? <Time at={r.createdAt} /> : r.inAgentEntry ? "by hand, in the agent's entry" : "by hand"}
+                    {r.fromProposal && (
+                      <div>
+                        from <a href={href("proposal", r.fromProposal)}>this card</a>
+                      </div>
+                    )}
+                  </td>
+                  <td className="rule-count">
+                    {r.approved}
+                    {r.lastApproved && (
+                      <div className="muted">
+                        last <Time at={r.lastApproved} />
+                      </div>
+                    )}
+                  </td>
+                  <td>
+                    <button type="button" className="revoke-rule" onClick={() => setRevoking(r)} disabled={busy}>
+                      Revoke
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </ScrollTable>
       )}
       {revoking && (
         <ConfirmDialog
