@@ -3,9 +3,11 @@ import { api, ApiError, detectDesktop, onEvents, type Status } from "./api";
 import { AuditView } from "./AuditView";
 import { ConnectView } from "./ConnectView";
 import { HistoryView } from "./HistoryView";
+import { usePendingCount } from "./pendingCount";
 import { PendingView } from "./PendingView";
 import { ProposalPage } from "./ProposalPage";
 import { href, navigate, useRoute, type Route, type Screen } from "./route";
+import { RulesView } from "./RulesView";
 import { SettingsView } from "./SettingsView";
 import { TimelineView } from "./TimelineView";
 import { WorkspacesView } from "./WorkspacesView";
@@ -21,6 +23,7 @@ type Load =
 const tabs: { screen: Screen; label: string }[] = [
   { screen: "pending", label: "Pending" },
   { screen: "history", label: "History" },
+  { screen: "rules", label: "Rules" },
   { screen: "timeline", label: "Timeline" },
   { screen: "workspaces", label: "Workspaces" },
   { screen: "audit", label: "Audit" },
@@ -31,6 +34,7 @@ const tabs: { screen: Screen; label: string }[] = [
 export function App() {
   const [load, setLoad] = useState<Load>({ kind: "loading" });
   const route = useRoute();
+  const pendingCount = usePendingCount(load.kind === "ready" ? load.status.pending : null);
 
   useEffect(() => {
     let cancelled = false;
@@ -85,11 +89,18 @@ export function App() {
                 type="button"
                 className={active === t.screen ? "tab active" : "tab"}
                 aria-current={active === t.screen ? "page" : undefined}
+                aria-label={t.screen === "pending" && pendingCount ? `${t.label} ${pendingCount} waiting` : undefined}
                 onClick={() => {
                   window.location.hash = href(t.screen);
                 }}
               >
                 {t.label}
+                {t.screen === "pending" && !!pendingCount && (
+                  <>
+                    {" "}
+                    <span className="tab-count">{pendingCount}</span>
+                  </>
+                )}
               </button>
             ))}
           </nav>
@@ -141,6 +152,8 @@ function screenFor(route: Route, status: Status) {
       return <WorkspacesView />;
     case "audit":
       return <AuditView />;
+    case "rules":
+      return <RulesView />;
     case "settings":
       return <SettingsView />;
     case "connect":

@@ -1,36 +1,38 @@
 import type { AuditEntry } from "./api";
-import { Time } from "./bits";
+import { ScrollTable, Time } from "./bits";
 
 // Ledger entries as a table: the Audit screen's newest entries, and the
 // entries about one proposal on its page (which adds their details).
 export function AuditEntries({ entries, withDetails = false }: { entries: AuditEntry[]; withDetails?: boolean }) {
   return (
-    <table className="entries">
-      <thead>
-        <tr>
-          <th scope="col">#</th>
-          <th scope="col">time</th>
-          <th scope="col">what</th>
-          <th scope="col">by</th>
-          <th scope="col">result</th>
-          {withDetails && <th scope="col">details</th>}
-        </tr>
-      </thead>
-      <tbody>
-        {entries.map((e, i) => (
-          <tr key={String(e.id ?? i)}>
-            <td>{String(e.sequence ?? "")}</td>
-            <td>
-              <Time at={typeof e.timestamp === "number" ? e.timestamp : undefined} />
-            </td>
-            <td>{String(e.event_type ?? e.tool ?? "")}</td>
-            <td>{String(e.approval ?? e.session_id ?? "")}</td>
-            <td>{String(e.result ?? "")}</td>
-            {withDetails && <td className="muted">{details(e.data)}</td>}
+    <ScrollTable label="Ledger entries">
+      <table className="entries">
+        <thead>
+          <tr>
+            <th scope="col">#</th>
+            <th scope="col">time</th>
+            <th scope="col">what</th>
+            <th scope="col">by</th>
+            <th scope="col">result</th>
+            {withDetails && <th scope="col">details</th>}
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {entries.map((e, i) => (
+            <tr key={String(e.id ?? i)}>
+              <td>{String(e.sequence ?? "")}</td>
+              <td>
+                <Time at={typeof e.timestamp === "number" ? e.timestamp : undefined} />
+              </td>
+              <td>{String(e.event_type ?? e.tool ?? "")}</td>
+              <td>{String(e.approval ?? e.session_id ?? "")}</td>
+              <td>{String(e.result ?? "")}</td>
+              {withDetails && <td className="muted">{details(e.data)}</td>}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </ScrollTable>
   );
 }
 
