@@ -370,6 +370,32 @@ export async function detectDesktop(timeoutMs = 1500): Promise<boolean> {
 
 let csrf: string | undefined;
 
+/** What the browser says when the app does not answer at all. */
+export const notRunningMessage =
+  "Sluice isn't running. Start it again with `sluice serve` in a terminal (or open the Sluice app); this page reconnects by itself.";
+
+// Whether the last request found the app answering. Only the browser can
+// lose it: in the desktop window the UI and the app are one process.
+let down = false;
+const connectionListeners = new Set<(down: boolean) => void>();
+
+function setDown(d: boolean) {
+  if (d === down) return;
+  down = d;
+  connectionListeners.forEach((cb) => cb(d));
+}
+
+/** Calls cb whenever the app stops or starts answering; returns an unsubscribe. */
+export function onConnection(cb: (down: boolean) => void): () => void {
+  connectionListeners.add(cb);
+  return () => connectionListeners.delete(cb);
+}
+
+/** True when the last request found no app answering. */
+export function isDown(): boolean {
+  return down;
+}
+
 function toApiError(e: unknown, status = 0): ApiError {
   if (e instanceof ApiError) return e;
   if (e && typeof e === "object" && "code" in e && "message" in e) {
@@ -396,12 +422,21 @@ async function http<T>(method: "GET" | "POST", path: string, body?: unknown): Pr
     headers["X-Sluice-CSRF"] = csrf;
     headers["Content-Type"] = "application/json";
   }
-  const res = await fetch(path, {
-    method,
-    headers,
-    credentials: "same-origin",
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      method,
+      headers,
+      credentials: "same-origin",
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch {
+    // fetch rejects only when nothing answered: the app is not running
+    // (or was stopped), which a person should read in those words.
+    setDown(true);
+    throw new ApiError("not_running", notRunningMessage, 0);
+  }
+  setDown(false);
   const data = await res.json().catch(() => ({}));
   if (!res.ok) throw toApiError((data as { error?: unknown }).error ?? res.statusText, res.status);
   return data as T;
@@ -490,6 +525,8 @@ export const api = {
     ),
 
   audit: () => call<AuditView>("Audit", [], get("/api/audit")),
+  /** Desktop window only, opened while `sluice serve` runs: opens that one in the browser. */
+  openRunning: () => call<string>("OpenRunning", [], post("/api/open-running")),
   verifyAudit: () => call<AuditReport>("VerifyAudit", [], post("/api/audit/verify")),
 
   timeline: (repo: string) => call<Timeline>("Timeline", [repo], get(`/api/timeline?repo=${seg(repo)}`)),
@@ -572,6 +609,11 @@ export function onEvents(names: string[], cb: (name: string, data: unknown) => v
   // resync.
   es.onopen = () => {
     if (names.includes("proposals:resync")) cb("proposals:resync", undefined);
+  };
+  // A dropped stream is how an open tab first learns the app stopped: ask
+  // once, so that the page says so instead of going quiet.
+  es.onerror = () => {
+    if (!down) http("GET", "/api/status").catch(() => {});
   };
   return () => es.close();
 }
