@@ -148,6 +148,10 @@ func (w *Web) routes() http.Handler {
 	mux.HandleFunc("GET /api/timeline", w.authed(func(rw http.ResponseWriter, r *http.Request) {
 		jsonCall(rw, func() (TimelineView, error) { return w.api.Timeline(r.URL.Query().Get("repo")) })
 	}))
+	mux.HandleFunc("GET /api/restore-preview", w.authed(func(rw http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		jsonCall(rw, func() (RestorePreview, error) { return w.api.RestorePreview(q.Get("repo"), q.Get("restorePoint")) })
+	}))
 	mux.HandleFunc("POST /api/restore", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
 		var req RestoreRequest
 		if !decodeBody(rw, r, &req) {

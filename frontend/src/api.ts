@@ -206,6 +206,8 @@ export interface DecisionRequest {
 
 export interface RestorePoint {
   id: string;
+  /** What the point preserves ("before commit 'Add line' by claude-code"); unique. */
+  label: string;
   proposalId?: string;
   op?: string;
   createdAt: string | number;
@@ -233,6 +235,15 @@ export interface RestoreRequest {
   repo: string;
   restorePoint: string;
   force: boolean;
+}
+
+/** What restoring a point would change, compared with the repository now. */
+export interface RestorePreview {
+  label: string;
+  refs: { ref: string; now?: string; after?: string; leaving: number }[];
+  worktree: boolean;
+  conflicts: { kind: string; ref?: string; path?: string; message: string }[];
+  note?: string;
 }
 
 export interface RestoreResult {
@@ -530,6 +541,12 @@ export const api = {
   verifyAudit: () => call<AuditReport>("VerifyAudit", [], post("/api/audit/verify")),
 
   timeline: (repo: string) => call<Timeline>("Timeline", [repo], get(`/api/timeline?repo=${seg(repo)}`)),
+  restorePreview: (repo: string, restorePoint: string) =>
+    call<RestorePreview>(
+      "RestorePreview",
+      [repo, restorePoint],
+      get(`/api/restore-preview?repo=${seg(repo)}&restorePoint=${seg(restorePoint)}`),
+    ),
   restore: (r: RestoreRequest) => call<RestoreResult>("Restore", [r], post("/api/restore", r)),
 
   settings: () => call<Settings>("Settings", [], get("/api/settings")),
