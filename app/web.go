@@ -145,6 +145,16 @@ func (w *Web) routes() http.Handler {
 		}
 		jsonCall(rw, func() (WorkspaceImagesView, error) { return w.api.UseWorkspaceImage(body.Ref) })
 	})))
+	mux.HandleFunc("GET /api/workspace-runtime", w.authed(jsonGet(w.api.WorkspaceRuntime)))
+	mux.HandleFunc("POST /api/workspace-runtime", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Name string `json:"name"`
+		}
+		if !decodeBody(rw, r, &body) {
+			return
+		}
+		jsonCall(rw, func() (WorkspaceRuntimeView, error) { return w.api.UseWorkspaceRuntime(body.Name) })
+	})))
 	mux.HandleFunc("GET /api/timeline", w.authed(func(rw http.ResponseWriter, r *http.Request) {
 		jsonCall(rw, func() (TimelineView, error) { return w.api.Timeline(r.URL.Query().Get("repo")) })
 	}))

@@ -345,6 +345,17 @@ export interface WorkspaceImages {
   overriddenByEnv: boolean;
 }
 
+export interface WorkspaceRuntime {
+  /** workspaceRuntime in config.json ("" for the Engine's default). */
+  saved: string;
+  /** What this app runs workspaces with. */
+  running: string;
+  runtimes: { name: string; default: boolean; noNetwork: boolean }[];
+  engineError?: string;
+  restartRequired: boolean;
+  overriddenByEnv: boolean;
+}
+
 export class ApiError extends Error {
   constructor(
     public code: string,
@@ -562,6 +573,10 @@ export const api = {
   /** Pins a local image (by name or ID) in config.json for every sidecar. */
   useWorkspaceImage: (ref: string) =>
     call<WorkspaceImages>("UseWorkspaceImage", [ref], post("/api/workspace-images", { ref })),
+  workspaceRuntime: () => call<WorkspaceRuntime>("WorkspaceRuntime", [], get("/api/workspace-runtime")),
+  /** Saves the OCI runtime workspace runs use ("" for the Engine's default) in config.json. */
+  useWorkspaceRuntime: (name: string) =>
+    call<WorkspaceRuntime>("UseWorkspaceRuntime", [name], post("/api/workspace-runtime", { name })),
   /** A person's grant: a secret for the workspace's runs, or the hosts they may reach. */
   grantWorkspace: (g: GrantRequest) =>
     call<boolean>("GrantWorkspace", [g], post(`/api/workspaces/${encodeURIComponent(g.id)}/grants`, { ...g, id: undefined })),
