@@ -325,6 +325,8 @@ export interface Workspace {
   base: string;
   leaseExpiresAt: string;
   runs: WorkspaceRun[];
+  /** The proposal a sealed workspace's changes came back as. */
+  proposalId?: string;
 }
 
 export interface WorkspaceImage {
