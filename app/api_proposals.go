@@ -46,12 +46,18 @@ type Card struct {
 	CreatedAt  proposal.Timestamp  `json:"createdAt"`
 	ExpiresAt  proposal.Timestamp  `json:"expiresAt"`
 	Decision   *journal.Decision   `json:"decision,omitempty"`
-	Outcome    *journal.Outcome    `json:"outcome,omitempty"`
-	History    []journal.Step      `json:"history"`
+	// ApprovedByRule names the auto-approve rule that approved it, if one did.
+	ApprovedByRule string           `json:"approvedByRule,omitempty"`
+	Outcome        *journal.Outcome `json:"outcome,omitempty"`
+	History        []journal.Step   `json:"history"`
 	// Invisible lists the fields that held invisible characters (bidi
 	// controls, zero-width characters); reason, repo and files above are
 	// already shown with them escaped.
 	Invisible []InvisibleText `json:"invisible"`
+	// Locks are git's lock files in the repositories of an interrupted
+	// execution (needs_reconciliation only); those its own killed git
+	// left can be removed from the card (RemoveLocks).
+	Locks []apply.Lock `json:"locks,omitempty"`
 }
 
 // ErrConfirmation is returned when a destructive proposal is approved
@@ -78,7 +84,7 @@ func (a *App) cardFor(rec journal.Record, withCollisions bool) Card {
 		Digest: p.Digest, ShortDigest: proposal.ShortDigest(p.Digest), Pinned: p.Pinned, Args: p.Args,
 		Files: files, FilesKnown: known, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
 		Decision: rec.Decision, Outcome: rec.Outcome, History: rec.History,
-		Collisions: []journal.Collision{},
+		Collisions: []journal.Collision{}, ApprovedByRule: autoApprovedBy(rec.Decision),
 	}
 	if c.Files == nil {
 		c.Files = []string{}
@@ -170,7 +176,11 @@ func (api *API) Proposal(id string) (Card, error) {
 	if err != nil {
 		return Card{}, err
 	}
-	return api.app.cardFor(rec, true), nil
+	c := api.app.cardFor(rec, true)
+	// Only the proposal's own page reads the repository for git's locks:
+	// History lists many cards and does not show them.
+	c.Locks = api.app.locksFor(rec)
+	return c, nil
 }
 
 // record reads the record of id, with the errors the UI knows: an id that
@@ -215,6 +225,14 @@ func (api *API) Approve(d Decision) (Card, error) {
 		cancel()
 		if err == nil && pf.Stale {
 			return Card{}, &codedError{code: "stale_base", msg: "the repository moved since this was proposed: " + pf.Describe() + "; send it back so the agent can propose again"}
+		}
+		// A lock of git's would fail the execution halfway: the card stays
+		// pending and says which lock, so it can be approved once it is gone.
+		ctx, cancel = context.WithTimeout(a.runCtx, 30*time.Second)
+		err = a.executor.CheckUnlocked(ctx, rec.Proposal)
+		cancel()
+		if errors.Is(err, apply.ErrRepoLocked) {
+			return Card{}, err
 		}
 	}
 	rec, err = a.journal.Approve(d.ID, d.Digest, "owner:"+api.kind, d.Note)

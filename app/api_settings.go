@@ -30,6 +30,8 @@ func (api *API) Settings() (SettingsView, error) {
 
 func (a *App) settingsView(s config.Settings) SettingsView {
 	run := a.cfg.Settings()
+	// A rule made from a card may have created and configured the file.
+	run.PolicyFile = a.rules.file()
 	v := SettingsView{Settings: s, AvailableToolsets: append([]string{}, config.KnownToolsets...),
 		OverriddenByEnv: config.OverriddenByEnv(), RestartRequired: []string{}}
 	if v.OverriddenByEnv == nil {

@@ -38,7 +38,8 @@ type App struct {
 	// turned off.
 	auditPub ed25519.PublicKey
 	journal  *journal.Journal
-	policy   *policy.Policy
+	// rules holds the policy file and applies changes to it.
+	rules    *rulebook
 	executor *apply.Executor
 	// workspaces is nil when no workspace image is configured.
 	workspaces *workspace.Manager
@@ -123,6 +124,9 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 	}
 	if n := len(rec.NeedsReconciliation); n > 0 {
 		log.Warn("executions were interrupted and need a person's look", "count", n, "ids", rec.NeedsReconciliation)
+		if exec != nil {
+			logLeftLocks(exec, j, rec.NeedsReconciliation, log)
+		}
 	}
 	token, err := gateway.NewToken()
 	if err != nil {
@@ -148,7 +152,8 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	a := &App{cfg: cfg, log: log, gw: gw, gwDone: make(chan error, 1), events: NewBus(), started: time.Now(),
-		ready: make(chan struct{}), ledger: ledger, auditPub: pub, journal: j, policy: pol, stop: stop,
+		ready: make(chan struct{}), ledger: ledger, auditPub: pub, journal: j, stop: stop,
+		rules:    &rulebook{path: cfg.PolicyFile, backend: backend, now: time.Now},
 		executor: exec, workspaces: wsm, runCtx: ctx}
 	a.notifications.Store(cfg.Notifications)
 	go func() { a.gwDone <- gw.Serve() }()

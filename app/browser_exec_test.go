@@ -27,7 +27,7 @@ func TestBrowser_Approve_CommitLands_AndRestores(t *testing.T) {
 	if err := chromedp.Do(f.ctx,
 		chromedp.WaitVisible(chromedp.CSS(card+" .diff-view .d2h-file-wrapper")),
 		chromedp.Click(chromedp.CSS(card+" .approve")),
-		chromedp.WaitVisible(chromedp.CSS(card+`[data-state="completed"]`)),
+		chromedp.WaitVisible(chromedp.CSS(decidedSel(id)+`[data-state="completed"]`)),
 	); err != nil {
 		t.Fatalf("approve: %v", err)
 	}
@@ -138,7 +138,7 @@ func TestBrowser_StaleProposal_ShownStale(t *testing.T) {
 	f.shot(t, "web-stale.png")
 	if err := chromedp.Do(f.ctx,
 		chromedp.Click(chromedp.CSS(card+" .stale .send-back")),
-		chromedp.WaitVisible(chromedp.CSS(card+`[data-state="rejected"]`)),
+		chromedp.WaitVisible(chromedp.CSS(decidedSel(id)+`[data-state="rejected"]`)),
 	); err != nil {
 		t.Fatalf("send back: %v", err)
 	}
@@ -176,7 +176,7 @@ func TestBrowser_EditAfterProposal_SealedContentLands(t *testing.T) {
 	if err := chromedp.Do(f.ctx,
 		chromedp.WaitVisible(chromedp.CSS(card+" .preflight-note")),
 		chromedp.Click(chromedp.CSS(card+" .approve")),
-		chromedp.WaitVisible(chromedp.CSS(card+`[data-state="completed"]`)),
+		chromedp.WaitVisible(chromedp.CSS(decidedSel(id)+`[data-state="completed"]`)),
 	); err != nil {
 		t.Fatalf("approve after an edit: %v", err)
 	}

@@ -24,9 +24,16 @@ type webFlow struct {
 
 func startWebFlow(t *testing.T) *webFlow {
 	t.Helper()
+	return startWebFlowWithin(t, 60*time.Second)
+}
+
+// startWebFlowWithin is startWebFlow with its own bound on the browser
+// session.
+func startWebFlowWithin(t *testing.T, limit time.Duration) *webFlow {
+	t.Helper()
 	a, repo, env := flowEnv(t)
 	w, token := serveUI(t, a)
-	ctx := newBrowser(t)
+	ctx := browserWithin(t, limit)
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(w.LoginURL(token)),
 		chromedp.WaitVisible(chromedp.ID("empty-title")),
@@ -48,6 +55,10 @@ func (f *webFlow) shot(t *testing.T, name string) {
 }
 
 func cardSel(id string) string { return "#card-" + id }
+
+// decidedSel selects the notice that a card decided on the Pending screen
+// leaves in the queue's place; its data-state follows the proposal.
+func decidedSel(id string) string { return "#decided-" + id }
 
 // proposeGreeting changes README.md in the repository and has agent
 // propose committing it through a real sidecar.
@@ -91,7 +102,7 @@ func TestBrowser_ProposeReject_Live(t *testing.T) {
 	if err := chromedp.Do(f.ctx,
 		chromedp.Focus(chromedp.CSS(card+" .note-input")), chromedp.KeyEvent("not this week"),
 		chromedp.Click(chromedp.CSS(card+" .reject")),
-		chromedp.WaitVisible(chromedp.CSS(card+`[data-state="rejected"]`)),
+		chromedp.WaitVisible(chromedp.CSS(decidedSel(id)+`[data-state="rejected"]`)),
 	); err != nil {
 		t.Fatalf("reject: %v", err)
 	}

@@ -76,7 +76,7 @@ func runDesktop(assets fs.FS, stderr io.Writer) int {
 		Title:             "Sluice",
 		Width:             1100,
 		Height:            760,
-		MinWidth:          720,
+		MinWidth:          400, // beside an editor: the UI has a narrow layout
 		MinHeight:         480,
 		HideWindowOnClose: true,
 		AssetServer:       &assetserver.Options{Assets: assets},
@@ -88,11 +88,17 @@ func runDesktop(assets fs.FS, stderr io.Writer) int {
 				close(wctxSet)
 			})
 			// Bridge the app's events into the window; Wails runtime calls
-			// are only valid with the context it hands us here.
+			// are only valid with the context it hands us here. The
+			// window's title carries the pending count, as a browser tab's
+			// does (a webview's document.title names no window).
 			ch, _ := a.events.Subscribe()
+			wruntime.WindowSetTitle(ctx, windowTitle(a.pendingCount()))
 			go func() {
 				for ev := range ch {
 					wruntime.EventsEmit(ctx, ev.Name, ev.Data)
+					if countChanges(ev.Name) {
+						wruntime.WindowSetTitle(ctx, windowTitle(a.pendingCount()))
+					}
 				}
 			}()
 		},

@@ -311,13 +311,29 @@ func TestDesktop_Window_StartsAndServes(t *testing.T) {
 	if strings.Contains(notes.String(), secret) || strings.Contains(notes.String(), "README.md") {
 		t.Fatalf("the notification carries file contents or paths:\n%s", notes.String())
 	}
-	// Closing the window hides it; the app, its gateway and its tray stay.
-	windows := func() []string {
-		c := exec.Command("xdotool", "search", "--onlyvisible", "--name", "^Sluice$")
+	// The window's title and the tray's carry the pending count.
+	windowsNamed := func(re string) []string {
+		c := exec.Command("xdotool", "search", "--onlyvisible", "--name", re)
 		c.Env = env
 		b, _ := c.Output()
 		return strings.Fields(string(b))
 	}
+	waitFor(t, 20*time.Second, `the window title "Sluice (1)"`, func() bool { return len(windowsNamed(`^Sluice \(1\)$`)) > 0 })
+	waitFor(t, 20*time.Second, `the tray title "Sluice (1)"`, func() bool { return strings.Contains(trayTitle(), `"Sluice (1)"`) })
+	// The window shrinks below 720 px (the UI has a narrow layout).
+	xdo := func(args ...string) string {
+		c := exec.Command("xdotool", args...)
+		c.Env = env
+		b, _ := c.CombinedOutput()
+		return string(b)
+	}
+	win := windowsNamed(`^Sluice \(1\)$`)[0]
+	xdo("windowsize", win, "420", "600")
+	waitFor(t, 10*time.Second, "the window to be 420 px wide", func() bool {
+		return strings.Contains(xdo("getwindowgeometry", win), "Geometry: 420x")
+	})
+	// Closing the window hides it; the app, its gateway and its tray stay.
+	windows := func() []string { return windowsNamed(`^Sluice( \([0-9]+\))?$`) }
 	shown := windows()
 	if len(shown) == 0 {
 		t.Fatalf("no visible window named Sluice")

@@ -53,7 +53,17 @@ func TestScreenshots_ForDocs(t *testing.T) {
 		}
 	}
 	mergeCard := cardSel(merge["proposalId"].(string))
+	threeRows := chromedp.Poll[bool](`document.querySelectorAll(".queue-row").length === 3 && document.title === "(3) Sluice"`)
+	if _, err := chromedp.Run(f.ctx, threeRows); err != nil {
+		t.Fatalf("the queue of three: %v", err)
+	}
 	shot("pending.png", chromedp.WaitVisible(chromedp.CSS(mergeCard+" .diff-view .d2h-file-wrapper")))
+	// The same queue in a narrow window: one-line header, the diff line by line.
+	shot("pending-narrow.png", chromedp.EmulateViewport(420, 900), chromedp.Reload(),
+		chromedp.WaitVisible(chromedp.CSS(mergeCard+" .diff-view .d2h-file-wrapper")))
+	if err := chromedp.Do(f.ctx, chromedp.EmulateViewport(1280, 860), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(mergeCard))); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := (&API{app: f.app, kind: "web"}).Reject(Decision{ID: old["proposalId"].(string), Digest: old["digest"].(string), Note: "keep the experiment for now"}); err != nil {
 		t.Fatal(err)
 	}

@@ -38,11 +38,7 @@ func (t *tray) onReady() {
 		}
 		count.SetTitle(label)
 		systray.SetTooltip("Sluice — " + label)
-		if n > 0 {
-			systray.SetTitle(fmt.Sprintf("Sluice (%d)", n))
-		} else {
-			systray.SetTitle("Sluice")
-		}
+		systray.SetTitle(windowTitle(n))
 	}
 	refresh()
 	events, _ := t.app.events.Subscribe()
@@ -53,10 +49,10 @@ func (t *tray) onReady() {
 				if !ok {
 					return
 				}
-				switch ev.Name {
-				case "proposal:created", "proposal:updated", "proposals:resync":
+				switch {
+				case countChanges(ev.Name):
 					refresh()
-				case "app:notifications":
+				case ev.Name == "app:notifications":
 					if on, _ := ev.Data.(bool); on {
 						pause.Uncheck()
 					} else {
@@ -72,4 +68,22 @@ func (t *tray) onReady() {
 			}
 		}
 	}()
+}
+
+// windowTitle is the title of the window and the tray item: "Sluice", or
+// "Sluice (3)" while three proposals wait.
+func windowTitle(pending int) string {
+	if pending > 0 {
+		return fmt.Sprintf("Sluice (%d)", pending)
+	}
+	return "Sluice"
+}
+
+// countChanges says whether an event can change the pending count.
+func countChanges(event string) bool {
+	switch event {
+	case "proposal:created", "proposal:updated", "proposals:resync":
+		return true
+	}
+	return false
 }

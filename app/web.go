@@ -223,9 +223,40 @@ func (w *Web) routes() http.Handler {
 	mux.HandleFunc("POST /api/proposals/{id}/approve", w.authed(w.csrf(w.decide(w.api.Approve))))
 	mux.HandleFunc("POST /api/proposals/{id}/reject", w.authed(w.csrf(w.decide(w.api.Reject))))
 	mux.HandleFunc("POST /api/proposals/{id}/send-back", w.authed(w.csrf(w.decide(w.api.SendBack))))
+	mux.HandleFunc("POST /api/proposals/{id}/locks/remove", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
+		var req RemoveLocksRequest
+		if !decodeBody(rw, r, &req) {
+			return
+		}
+		req.ID = r.PathValue("id")
+		jsonCall(rw, func() (apply.LockRemoval, error) { return w.api.RemoveLocks(req) })
+	})))
 	mux.HandleFunc("GET /api/proposals/{id}/preflight", w.authed(func(rw http.ResponseWriter, r *http.Request) {
 		jsonCall(rw, func() (apply.Preflight, error) { return w.api.Preflight(r.PathValue("id")) })
 	}))
+	mux.HandleFunc("GET /api/rules", w.authed(jsonGet(w.api.Rules)))
+	mux.HandleFunc("POST /api/rules/revoke", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
+		var req RevokeRequest
+		if !decodeBody(rw, r, &req) {
+			return
+		}
+		jsonCall(rw, func() (RulesView, error) { return w.api.RevokeRule(req) })
+	})))
+	mux.HandleFunc("GET /api/proposals/{id}/rule", w.authed(func(rw http.ResponseWriter, r *http.Request) {
+		jsonCall(rw, func() (RuleDraft, error) { return w.api.SuggestRule(r.PathValue("id")) })
+	}))
+	mux.HandleFunc("POST /api/proposals/{id}/trust", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
+		var req TrustRequest
+		if !decodeBody(rw, r, &req) {
+			return
+		}
+		if req.ID != "" && req.ID != r.PathValue("id") {
+			writeAPIError(rw, http.StatusBadRequest, "invalid_argument", "the body's id does not match the URL")
+			return
+		}
+		req.ID = r.PathValue("id")
+		jsonCall(rw, func() (TrustResult, error) { return w.api.TrustSimilar(req) })
+	})))
 	mux.HandleFunc("POST /api/audit/verify", w.authed(w.csrf(jsonGet(w.api.VerifyAudit))))
 	mux.HandleFunc("GET /api/events", w.authed(w.eventStream))
 	mux.HandleFunc("/api/", func(rw http.ResponseWriter, r *http.Request) {
@@ -434,9 +465,9 @@ func jsonCall[T any](rw http.ResponseWriter, fn func() (T, error)) {
 
 func statusFor(code string) int {
 	switch code {
-	case "proposal_not_found":
+	case "proposal_not_found", "rule_not_found":
 		return http.StatusNotFound
-	case "proposal_terminal", "digest_mismatch", "restore_conflict", "stale_base":
+	case "proposal_terminal", "digest_mismatch", "restore_conflict", "stale_base", "policy_changed":
 		return http.StatusConflict
 	case "internal", "audit_failed":
 		return http.StatusInternalServerError

@@ -210,7 +210,7 @@ func TestFlow_Workspace_FullLoop(t *testing.T) {
 	f.shot(t, "web-workspace-card.png")
 	if err := chromedp.Do(f.ctx,
 		chromedp.Click(chromedp.CSS(card+" .approve")),
-		chromedp.WaitVisible(chromedp.CSS(card+`[data-state="completed"]`)),
+		chromedp.WaitVisible(chromedp.CSS(decidedSel(proposalID)+`[data-state="completed"]`)),
 	); err != nil {
 		t.Fatalf("approve: %v", err)
 	}

@@ -27,6 +27,11 @@ export default defineConfig({
   test: {
     environment: "jsdom",
     globals: true,
+    // Hang guards, not expectations: every test waits for conditions, and
+    // a loaded 2-core machine can take seconds to render a card cold.
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    setupFiles: ["src/testSetup.ts"],
     // diff2html's ES modules are plain .js in a package without
     // "type": "module", which Node will not load; tests use the same
     // code's CommonJS build.

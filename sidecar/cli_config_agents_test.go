@@ -437,9 +437,11 @@ func TestAgents_CopilotCLI(t *testing.T) {
 
 // TestAgents_ClaudeCode_ToolsetEnable: Claude Code, driven by the fake
 // model, enables the fleet toolset at run time and then calls fleet_radar,
-// which was not listed when the session began. It reaches the sidecar only
-// if Claude Code acted on notifications/tools/list_changed and listed the
-// tools again, without a restart.
+// then enables workspace_search (workspaces are configured here) and calls
+// workspace_file_glob; neither was listed when the session began. Each
+// reaches the sidecar only if Claude Code acted on
+// notifications/tools/list_changed and listed the tools again, without a
+// restart.
 func TestAgents_ClaudeCode_ToolsetEnable(t *testing.T) {
 	t.Parallel()
 	h := newAgentHome(t)
@@ -451,36 +453,46 @@ func TestAgents_ClaudeCode_ToolsetEnable(t *testing.T) {
 	// Without enabling, Claude Code refuses a tool the server did not
 	// list: the second run below proves the list changed, not that any
 	// name gets through.
+	glob := map[string]any{"workspaceId": "ws-none", "pattern": "**/*.go"}
 	direct := &fakeModel{mark: "repo_brief", calls: []scriptedCall{
 		{Tool: "mcp__sluice__fleet_radar", Args: map[string]any{"repoPaths": []string{h.repo}}},
+		{Tool: "mcp__sluice__workspace_file_glob", Args: glob},
 	}}
 	out, err := h.run(t, h.repo, env(startFakeModel(t, direct, anthropicHandler)), "claude", "-p", "Which of my repositories need attention?", "--model", "claude-sonnet-4-5")
 	if err != nil || !strings.Contains(out, closingText) {
 		t.Fatalf("claude -p (%v):\n%s\nmodel log:\n%s", err, out, direct.Log())
 	}
-	if tools := h.ledgerTools(t); slices.Contains(tools, "fleet_radar") {
-		t.Fatalf("fleet_radar reached the sidecar before its toolset was enabled (ledger %v)", tools)
+	if tools := h.ledgerTools(t); slices.Contains(tools, "fleet_radar") || slices.Contains(tools, "workspace_file_glob") {
+		t.Fatalf("a tool reached the sidecar before its toolset was enabled (ledger %v)", tools)
 	}
 
 	m := &fakeModel{mark: "repo_brief", calls: []scriptedCall{
 		{Tool: "mcp__sluice__toolset_enable", Args: map[string]any{"toolset": "fleet"}},
 		{Tool: "mcp__sluice__fleet_radar", Args: map[string]any{"repoPaths": []string{h.repo}}, RetryWhile: "No such tool available"},
+		{Tool: "mcp__sluice__toolset_enable", Args: map[string]any{"toolset": "workspace_search"}},
+		{Tool: "mcp__sluice__workspace_file_glob", Args: glob, RetryWhile: "No such tool available"},
 	}}
-	// The person allows toolset_enable for this run; fleet_radar is a
-	// pre-allowed read tool.
+	// The person allows toolset_enable and the glob for this run;
+	// fleet_radar is a pre-allowed read tool, workspace tools ask.
 	out, err = h.run(t, h.repo, env(startFakeModel(t, m, anthropicHandler)),
 		"claude", "-p", "Which of my repositories need attention?", "--model", "claude-sonnet-4-5",
-		"--allowedTools", "mcp__sluice__toolset_enable")
+		"--allowedTools", "mcp__sluice__toolset_enable,mcp__sluice__workspace_file_glob")
 	if err != nil || !strings.Contains(out, closingText) {
 		t.Fatalf("claude -p (%v):\n%s\nmodel log:\n%s", err, out, m.Log())
 	}
 	tools := h.ledgerTools(t)
 	res := m.Results()
 	t.Logf("ledger: %v; results: %.300q", tools, res)
-	if !slices.Contains(tools, "toolset_enable") || !slices.Contains(tools, "fleet_radar") {
-		t.Fatalf("ledger %v: want toolset_enable then fleet_radar\nagent output:\n%s\nmodel log:\n%s", tools, out, m.Log())
+	if !slices.Contains(tools, "toolset_enable") || !slices.Contains(tools, "fleet_radar") || !slices.Contains(tools, "workspace_file_glob") {
+		t.Fatalf("ledger %v: want toolset_enable, fleet_radar, toolset_enable, workspace_file_glob\nagent output:\n%s\nmodel log:\n%s", tools, out, m.Log())
 	}
-	if len(res) < 2 || !strings.Contains(res[len(res)-1], `"scanned":1`) {
+	radar := slices.IndexFunc(res, func(r string) bool { return strings.Contains(r, `"scanned":1`) })
+	if radar < 0 {
 		t.Errorf("fleet_radar's answer did not reach the model: %q", res)
+	}
+	// No workspace ws-none exists (and none is started): the glob's answer
+	// is Sluice's own structured error, which only the sidecar gives.
+	if last := res[len(res)-1]; len(res) < 4 || !strings.Contains(last, `"error"`) || !strings.Contains(last, `"code"`) {
+		t.Errorf("workspace_file_glob's answer did not reach the model: %q", res)
 	}
 }

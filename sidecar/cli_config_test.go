@@ -183,15 +183,16 @@ func TestCLIConfig_Binary_DefaultCommandIsItself(t *testing.T) {
 }
 
 // The pre-allow lists in core/connect must cover every tool registered in
-// the git and propose toolsets, and every listed read tool must be
-// annotated read-only: a new tool is either pre-allowed deliberately or
-// this test fails.
+// the git and propose toolsets (propose_more included), and every listed
+// read tool must be annotated read-only: a new tool is either pre-allowed
+// deliberately or this test fails.
 func TestConnect_PreAllowLists_MatchRegisteredTools(t *testing.T) {
 	_, cfg := testEnv(t)
 	for _, c := range []struct {
 		set  string
 		list []string
-	}{{"git", connect.ReadTools}, {"fleet", connect.ReadTools}, {"safety", connect.ReadTools}, {"propose", connect.ProposeTools}} {
+	}{{"git", connect.ReadTools}, {"fleet", connect.ReadTools}, {"safety", connect.ReadTools}, {"propose", connect.ProposeTools},
+		{"propose_more", connect.ProposeTools}} {
 		if toolsets[c.set] == nil {
 			continue
 		}
@@ -210,7 +211,7 @@ func TestConnect_PreAllowLists_MatchRegisteredTools(t *testing.T) {
 			if !slices.Contains(c.list, tool.Name) {
 				t.Errorf("%s tool %s is not in core/connect's %s list", c.set, tool.Name, c.set)
 			}
-			if c.set != "propose" && (tool.Annotations == nil || !tool.Annotations.ReadOnlyHint) {
+			if !strings.HasPrefix(c.set, "propose") && (tool.Annotations == nil || !tool.Annotations.ReadOnlyHint) {
 				t.Errorf("pre-allowed read tool %s is not annotated read-only", tool.Name)
 			}
 		}

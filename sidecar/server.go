@@ -61,6 +61,8 @@ type Sidecar struct {
 	// mu guards toolsets, which toolset_enable extends while the session
 	// runs.
 	mu sync.Mutex
+	// ws is what the workspace toolsets share (see workspaceTools).
+	ws *wsTools
 	// auditDegraded is set once an audit append has failed.
 	auditDegraded atomic.Bool
 }
@@ -132,15 +134,15 @@ func New(opts Options) (*Sidecar, error) {
 }
 
 // fitToolsets fits the toolsets asked for (by --toolsets or the
-// configuration) to the installation: the workspace toolset only when a
+// configuration) to the installation: the workspace toolsets only when a
 // workspace image is configured, since without one its tools can only fail
-// and a model would still pay for their definitions on every turn. It
-// stays one toolset_enable away. Options.Toolsets, given in process, is
+// and a model would still pay for their definitions on every turn. They
+// stay one toolset_enable away. Options.Toolsets, given in process, is
 // taken as it is.
 func fitToolsets(cfg *config.Config, sets []string) []string {
 	out := []string{}
 	for _, t := range sets {
-		if t == "workspace" && cfg.WorkspaceImage == "" {
+		if (t == "workspace" || t == "workspace_search") && cfg.WorkspaceImage == "" {
 			continue
 		}
 		out = append(out, t)
@@ -168,7 +170,7 @@ const serverInstructions = `Sluice reads the person's git repositories and lets 
 	`nothing you propose runs until they do. Start with repo_brief. repoPath is an absolute path inside the allowed roots. ` +
 	`propose_* tools are asynchronous: each needs a reason (shown to the person) and returns a proposalId at once; ` +
 	`then call proposal_wait for the outcome. A failed call returns error {code, message}; the message names the next step. ` +
-	`More tools (such as workspaces) are one toolset_enable away; sluice_capabilities lists them.`
+	`An idempotencyKey makes a retry return the first proposal. More tools (plans, worktrees, workspaces) are one toolset_enable away; sluice_capabilities lists them.`
 
 // agentName is the attribution of a request: the HTTP token's name when
 // there is one, else the sanitized clientInfo.name. It is attribution, not

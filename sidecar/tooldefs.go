@@ -47,12 +47,35 @@ func compactOutputSchema[Out any](tool string) *jsonschema.Schema {
 	}
 	for name, p := range full.Properties {
 		f := typeOnly(p)
+		if !slices.Contains(full.Required, name) {
+			// A field that is not required is omitted when empty (omitempty),
+			// so it is never null on the wire.
+			f.Types = slices.DeleteFunc(slices.Clone(f.Types), func(t string) bool { return t == "null" })
+			if len(f.Types) == 1 {
+				f.Type, f.Types = f.Types[0], nil
+			}
+		}
 		if name != "error" {
 			// The error field is the same on every tool and described once,
 			// in the server instructions and the reference.
 			f.Description = p.Description
 		}
 		out.Properties[name] = f
+	}
+	return out
+}
+
+// sharedOutputSchema is the wire output schema of a tool whose result
+// another tool also returns: the same fields and types, described on one
+// of them (describedOn) rather than on each, with a pointer there.
+func sharedOutputSchema[Out any](tool, describedOn string) *jsonschema.Schema {
+	out := compactOutputSchema[Out](tool)
+	if tool == describedOn {
+		return out
+	}
+	out.Description = "as " + describedOn + "'s output schema describes it"
+	for _, p := range out.Properties {
+		p.Description = ""
 	}
 	return out
 }

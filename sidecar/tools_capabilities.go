@@ -58,8 +58,9 @@ func (s *Sidecar) registerCapabilities() {
 	addTool(s.server, &mcp.Tool{
 		Name:  "toolset_enable",
 		Title: "Enable a toolset",
-		Description: "Add a toolset's tools to this session at once (fleet: many repositories; safety: restore points " +
-			"and reflog; workspace: isolated containers). Use it when a tool you need is not listed.",
+		Description: "Add a toolset's tools to this session at once (propose_more: plans, worktrees, submodule " +
+			"pointers; workspace_search: list, glob, grep; fleet: many repositories; safety: restore points, reflog). " +
+			"Use it when a tool you need is not listed.",
 		InputSchema: toolsetEnableSchema(),
 		Annotations: &mcp.ToolAnnotations{Title: "Enable a toolset", IdempotentHint: true, DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 	}, s.toolsetEnable)

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,7 +9,6 @@ import (
 	"os"
 
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +25,7 @@ import (
 
 func init() {
 	registerToolset("propose", (*Sidecar).registerPropose)
+	registerToolset("propose_more", (*Sidecar).registerProposeMore)
 }
 
 // progressInterval is how often proposal_wait reports progress while it
@@ -105,20 +106,38 @@ type ProposePatchIn struct {
 	PatchStep
 }
 
-// PlanStepIn is one step of a plan: set op and the field of the same name.
+// PlanStepIn is one step of a plan: op and the arguments propose_<op>
+// takes for it, other than repoPath, reason and idempotencyKey. Those
+// tools describe each field, and a plan is only served beside them, so the
+// plan's schema names only op (see planStepSchema) and a step is decoded
+// strictly here: a field no step takes, or one of another op, is refused
+// with the fields its op does take.
 type PlanStepIn struct {
-	Op      string      `json:"op" jsonschema:"the kind of step"`
-	Merge   MergeStep   `json:"merge,omitzero" jsonschema:"when op is merge"`
-	Rebase  RebaseStep  `json:"rebase,omitzero" jsonschema:"when op is rebase"`
-	Discard DiscardStep `json:"discard,omitzero" jsonschema:"when op is discard"`
-	Reset   ResetStep   `json:"reset,omitzero" jsonschema:"when op is reset"`
-	Patch   PatchStep   `json:"patch,omitzero" jsonschema:"when op is patch"`
+	Op        string   `json:"op"`
+	Source    string   `json:"source,omitempty"`
+	Target    string   `json:"target,omitempty"`
+	Strategy  string   `json:"strategy,omitempty"`
+	Message   string   `json:"message,omitempty"`
+	Branch    string   `json:"branch,omitempty"`
+	Onto      string   `json:"onto,omitempty"`
+	Paths     []string `json:"paths,omitempty"`
+	Untracked bool     `json:"untracked,omitempty"`
+	Mode      string   `json:"mode,omitempty"`
+	Patch     string   `json:"patch,omitempty"`
+	ApplyTo   string   `json:"applyTo,omitempty"`
+}
+
+// planStepSchema is the schema of one plan step as tools/list carries it.
+func planStepSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "object", Required: []string{"op"}, Properties: map[string]*jsonschema.Schema{
+		"op": {Type: "string", Enum: enums["op"]},
+	}}
 }
 
 // ProposePlanIn is the input of propose_plan.
 type ProposePlanIn struct {
 	ProposeCommon
-	Steps []PlanStepIn `json:"steps" jsonschema:"1 to 10, run in order"`
+	Steps []json.RawMessage `json:"steps" jsonschema:"1 to 10, run in order"`
 }
 
 // ProposeWorktreeIn is the input of propose_worktree.
@@ -136,7 +155,7 @@ type ProposeCommitIn struct {
 	Message  string   `json:"message" jsonschema:"the commit message"`
 	Paths    []string `json:"paths,omitempty" jsonschema:"these or stageAll"`
 	StageAll bool     `json:"stageAll,omitempty" jsonschema:"every change, new files included"`
-	Branch   string   `json:"branch,omitempty" jsonschema:"the checked-out branch; needed when a policy restricts branches"`
+	Branch   string   `json:"branch,omitempty" jsonschema:"the checked-out branch (a branch policy needs it)"`
 }
 
 // ProposePushIn is the input of propose_push.
@@ -159,15 +178,15 @@ type ProposeBranchIn struct {
 
 // RepoBranchesIn names branches in another repository.
 type RepoBranchesIn struct {
-	RepoPath string   `json:"repoPath" jsonschema:"the repository"`
-	Branches []string `json:"branches" jsonschema:"to delete there"`
+	RepoPath string   `json:"repoPath"`
+	Branches []string `json:"branches"`
 }
 
 // ProposeBranchDeleteIn is the input of propose_branch_delete.
 type ProposeBranchDeleteIn struct {
 	ProposeCommon
 	Branches   []string         `json:"branches" jsonschema:"in repoPath"`
-	OtherRepos []RepoBranchesIn `json:"otherRepos,omitempty" jsonschema:"branches in more repositories"`
+	OtherRepos []RepoBranchesIn `json:"otherRepos,omitempty" jsonschema:"repoPath and branches to delete in more repositories"`
 }
 
 // ProposeSubmodulePointerIn is the input of propose_submodule_pointer.
@@ -211,9 +230,9 @@ type CollisionOut struct {
 	Files      []string `json:"files"`
 }
 
-// ProposalOut describes a proposal and where it is in its lifecycle. Its
-// schema is repeated in every propose tool, so only the fields a model
-// must not misread carry descriptions.
+// ProposalOut describes a proposal and where it is in its lifecycle. Only
+// the fields a model must not misread carry descriptions, and on the wire
+// only proposal_wait's output schema carries them (proposalOutputSchema).
 type ProposalOut struct {
 	ProposalID   string            `json:"proposalId,omitempty"`
 	Status       string            `json:"status,omitempty" jsonschema:"pending, approved, executing, completed, failed, rejected, cancelled, expired or needs_reconciliation"`
@@ -247,92 +266,71 @@ func (s *Sidecar) registerPropose() {
 	addProposeTool(s, proposeTool{"propose_merge", "Propose a merge",
 		"Propose merging source into target, as a merge commit or one squashed commit. Use it to integrate a " +
 			"branch; a conflicting merge is refused at once with the files.", false},
-		func(in ProposeMergeIn) (ProposeCommon, proposal.Args) {
-			return in.ProposeCommon, mergeArgs(in.MergeStep)
+		func(in ProposeMergeIn) (ProposeCommon, proposal.Args, error) {
+			return in.ProposeCommon, mergeArgs(in.MergeStep), nil
 		})
 	addProposeTool(s, proposeTool{"propose_rebase", "Propose a rebase",
 		"Propose replaying branch onto another revision (never interactive; rewriting a pushed branch is " +
 			"destructive). Use it to bring a branch up to date.", false},
-		func(in ProposeRebaseIn) (ProposeCommon, proposal.Args) {
-			return in.ProposeCommon, &proposal.RebaseArgs{Branch: in.Branch, Onto: in.Onto}
+		func(in ProposeRebaseIn) (ProposeCommon, proposal.Args, error) {
+			return in.ProposeCommon, &proposal.RebaseArgs{Branch: in.Branch, Onto: in.Onto}, nil
 		})
 	addProposeTool(s, proposeTool{"propose_discard", "Propose discarding changes",
 		"Propose throwing away uncommitted changes to paths, untracked files too with untracked " +
 			"(destructive). Use it to drop edits that are not wanted.", true},
-		func(in ProposeDiscardIn) (ProposeCommon, proposal.Args) {
-			return in.ProposeCommon, discardArgs(in.DiscardStep)
+		func(in ProposeDiscardIn) (ProposeCommon, proposal.Args, error) {
+			return in.ProposeCommon, discardArgs(in.DiscardStep), nil
 		})
 	addProposeTool(s, proposeTool{"propose_reset", "Propose a reset",
 		"Propose moving the checked-out branch to target: soft, mixed, or hard, which discards uncommitted " +
 			"changes (destructive). Use it to undo commits.", true},
-		func(in ProposeResetIn) (ProposeCommon, proposal.Args) {
-			return in.ProposeCommon, resetArgs(in.ResetStep)
+		func(in ProposeResetIn) (ProposeCommon, proposal.Args, error) {
+			return in.ProposeCommon, resetArgs(in.ResetStep), nil
 		})
 	addProposeTool(s, proposeTool{"propose_patch", "Propose a patch",
 		"Propose applying a unified diff to the working tree or only to the index. Use it to change files; a " +
 			"patch that does not apply is refused at once with git's reason.", false},
-		func(in ProposePatchIn) (ProposeCommon, proposal.Args) {
-			return in.ProposeCommon, patchArgs(in.PatchStep)
-		})
-	addProposeTool(s, proposeTool{"propose_plan", "Propose a plan",
-		"Propose 1 to 10 steps (merge, rebase, discard, reset, patch) approved as one unit and run in order " +
-			"until one fails. Use it when steps only make sense together; each sets op and the object of that " +
-			"name.", false},
-		func(in ProposePlanIn) (ProposeCommon, proposal.Args) { return in.ProposeCommon, planArgs(in.Steps) })
-	addProposeTool(s, proposeTool{"propose_worktree", "Propose a worktree",
-		"Propose a linked worktree at path with branch checked out (newBranch creates it from startPoint). " +
-			"Use it to work on a second branch side by side.", false},
-		func(in ProposeWorktreeIn) (ProposeCommon, proposal.Args) {
-			a := &proposal.WorktreeArgs{Path: in.Path, Branch: in.Branch, NewBranch: in.NewBranch, StartPoint: in.StartPoint}
-			if a.NewBranch && a.StartPoint == "" {
-				a.StartPoint = "HEAD"
-			}
-			return in.ProposeCommon, a
+		func(in ProposePatchIn) (ProposeCommon, proposal.Args, error) {
+			return in.ProposeCommon, patchArgs(in.PatchStep), nil
 		})
 	addProposeTool(s, proposeTool{"propose_commit", "Propose a commit",
 		"Propose committing paths, or every change with stageAll, on the checked-out branch as the files are " +
 			"now, with the person's identity, hooks and signing; it never amends. Use it when your edits are " +
 			"ready.", false},
-		func(in ProposeCommitIn) (ProposeCommon, proposal.Args) {
-			return in.ProposeCommon, &proposal.CommitArgs{Message: in.Message, Paths: in.Paths, StageAll: in.StageAll, Branch: in.Branch}
+		func(in ProposeCommitIn) (ProposeCommon, proposal.Args, error) {
+			return in.ProposeCommon, &proposal.CommitArgs{Message: in.Message, Paths: in.Paths, StageAll: in.StageAll, Branch: in.Branch}, nil
 		})
 	addProposeTool(s, proposeTool{"propose_push", "Propose a push",
 		"Propose pushing a branch to a remote, optionally setting its upstream; forcing is only " +
 			"--force-with-lease (destructive). Use it to publish commits.", false},
-		func(in ProposePushIn) (ProposeCommon, proposal.Args) {
+		func(in ProposePushIn) (ProposeCommon, proposal.Args, error) {
 			remote := in.Remote
 			if remote == "" {
 				remote = "origin"
 			}
 			return in.ProposeCommon, &proposal.PushArgs{Remote: remote, Branch: in.Branch, RemoteBranch: in.RemoteBranch,
-				SetUpstream: in.SetUpstream, ForceWithLease: in.ForceWithLease}
+				SetUpstream: in.SetUpstream, ForceWithLease: in.ForceWithLease}, nil
 		})
 	addProposeTool(s, proposeTool{"propose_branch", "Propose a branch",
 		"Propose creating a branch at startPoint (default HEAD), optionally checking it out. Use it before " +
 			"work that should not land on the current branch.", false},
-		func(in ProposeBranchIn) (ProposeCommon, proposal.Args) {
+		func(in ProposeBranchIn) (ProposeCommon, proposal.Args, error) {
 			start := in.StartPoint
 			if start == "" {
 				start = "HEAD"
 			}
-			return in.ProposeCommon, &proposal.BranchArgs{Name: in.Name, StartPoint: start, Checkout: in.Checkout}
+			return in.ProposeCommon, &proposal.BranchArgs{Name: in.Name, StartPoint: start, Checkout: in.Checkout}, nil
 		})
 	addProposeTool(s, proposeTool{"propose_branch_delete", "Propose deleting branches",
 		"Propose deleting branches here and in other repositories; only merged branches that are not checked " +
 			"out go. Use it to clean up.", false},
-		func(in ProposeBranchDeleteIn) (ProposeCommon, proposal.Args) {
+		func(in ProposeBranchDeleteIn) (ProposeCommon, proposal.Args, error) {
 			a := &proposal.BranchDeleteArgs{Branches: in.Branches}
 			for _, r := range in.OtherRepos {
 				// Canonicalised (and confined) before pinning.
 				a.OtherRepos = append(a.OtherRepos, proposal.RepoBranches{Repo: r.RepoPath, Branches: r.Branches})
 			}
-			return in.ProposeCommon, a
-		})
-	addProposeTool(s, proposeTool{"propose_submodule_pointer", "Propose a submodule pointer change",
-		"Propose recording a submodule's checked-out commit as the superproject's pointer (record), or " +
-			"checking out the recorded one (return). Use it when submodule_status shows drift.", false},
-		func(in ProposeSubmodulePointerIn) (ProposeCommon, proposal.Args) {
-			return in.ProposeCommon, &proposal.SubmodulePointerArgs{Path: in.Path, Action: proposal.SubmoduleAction(in.Action)}
+			return in.ProposeCommon, a, nil
 		})
 
 	addStatusTool(s, &mcp.Tool{
@@ -381,6 +379,38 @@ func (s *Sidecar) registerPropose() {
 	})
 }
 
+// registerProposeMore adds the proposals a session needs now and then: a
+// plan of several steps approved as one, a linked worktree, a submodule
+// pointer. They are a toolset of their own so that a model does not read
+// their definitions on every turn of every session; toolset_enable adds
+// them, and the tools they follow (worktree_list, submodule_status) name it.
+func (s *Sidecar) registerProposeMore() {
+	addProposeTool(s, proposeTool{"propose_plan", "Propose a plan",
+		"Propose 1 to 10 steps approved as one unit and run in order until one fails; each step is op (merge, " +
+			"rebase, discard, reset or patch) with the arguments propose_<op> takes but repoPath, reason and " +
+			"idempotencyKey. Use it when steps only make sense together.", false},
+		func(in ProposePlanIn) (ProposeCommon, proposal.Args, error) {
+			a, err := planArgs(in.Steps)
+			return in.ProposeCommon, a, err
+		})
+	addProposeTool(s, proposeTool{"propose_worktree", "Propose a worktree",
+		"Propose a linked worktree at path with branch checked out (newBranch creates it from startPoint). " +
+			"Use it to work on a second branch side by side.", false},
+		func(in ProposeWorktreeIn) (ProposeCommon, proposal.Args, error) {
+			a := &proposal.WorktreeArgs{Path: in.Path, Branch: in.Branch, NewBranch: in.NewBranch, StartPoint: in.StartPoint}
+			if a.NewBranch && a.StartPoint == "" {
+				a.StartPoint = "HEAD"
+			}
+			return in.ProposeCommon, a, nil
+		})
+	addProposeTool(s, proposeTool{"propose_submodule_pointer", "Propose a submodule pointer change",
+		"Propose recording a submodule's checked-out commit as the superproject's pointer (record), or " +
+			"checking out the recorded one (return). Use it when submodule_status shows drift.", false},
+		func(in ProposeSubmodulePointerIn) (ProposeCommon, proposal.Args, error) {
+			return in.ProposeCommon, &proposal.SubmodulePointerArgs{Path: in.Path, Action: proposal.SubmoduleAction(in.Action)}, nil
+		})
+}
+
 func mergeArgs(m MergeStep) proposal.Args {
 	return &proposal.MergeArgs{Source: m.Source, Target: m.Target, Strategy: proposal.MergeStrategy(m.Strategy), Message: m.Message}
 }
@@ -397,45 +427,72 @@ func patchArgs(p PatchStep) proposal.Args {
 	return &proposal.PatchArgs{Patch: p.Patch, Target: proposal.PatchTarget(p.ApplyTo), Branch: p.Branch}
 }
 
-// planArgs converts the steps; a step whose op does not match the one
-// object it fills becomes an invalid step that Validate reports.
-func planArgs(steps []PlanStepIn) proposal.Args {
+// planStepFields are the fields each kind of plan step takes, as
+// propose_<op> names them.
+var planStepFields = map[string][]string{
+	"merge":   {"source", "target", "strategy", "message"},
+	"rebase":  {"branch", "onto"},
+	"discard": {"paths", "untracked", "branch"},
+	"reset":   {"mode", "target", "branch"},
+	"patch":   {"patch", "applyTo", "branch"},
+}
+
+// planArgs converts the steps. A step that sets a field its op does not
+// take is refused with the fields it does take; what is missing or
+// malformed is left to validation, as for the single-op tools.
+func planArgs(steps []json.RawMessage) (proposal.Args, error) {
 	a := &proposal.PlanArgs{}
-	for _, st := range steps {
-		filled := map[string]bool{
-			"merge": !reflect.ValueOf(st.Merge).IsZero(), "rebase": !reflect.ValueOf(st.Rebase).IsZero(),
-			"discard": !reflect.ValueOf(st.Discard).IsZero(), "reset": !reflect.ValueOf(st.Reset).IsZero(),
-			"patch": !reflect.ValueOf(st.Patch).IsZero(),
+	for i, raw := range steps {
+		var st PlanStepIn
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&st); err != nil {
+			return nil, &ToolError{Code: CodeInvalidArgument, Message: fmt.Sprintf(
+				"steps[%d]: %v; a step is op and the arguments propose_<op> takes, other than repoPath, reason and idempotencyKey", i, err)}
 		}
-		n := 0
-		for _, f := range filled {
-			if f {
-				n++
+		fields, ok := planStepFields[st.Op]
+		if !ok {
+			// Validation names the ops a step may have.
+			a.Steps = append(a.Steps, proposal.PlanStep{Op: proposal.Op(st.Op)})
+			continue
+		}
+		set := []struct {
+			name string
+			on   bool
+		}{
+			{"source", st.Source != ""}, {"target", st.Target != ""}, {"strategy", st.Strategy != ""},
+			{"message", st.Message != ""}, {"branch", st.Branch != ""}, {"onto", st.Onto != ""},
+			{"paths", st.Paths != nil}, {"untracked", st.Untracked}, {"mode", st.Mode != ""},
+			{"patch", st.Patch != ""}, {"applyTo", st.ApplyTo != ""},
+		}
+		for _, f := range set {
+			if f.on && !slices.Contains(fields, f.name) {
+				return nil, &ToolError{Code: CodeInvalidArgument, Message: fmt.Sprintf(
+					"steps[%d]: a %s step takes %s (as propose_%s does), not %s; move %s to a step of its own",
+					i, st.Op, strings.Join(fields, ", "), st.Op, f.name, f.name)}
 			}
 		}
 		var args proposal.Args
-		if n == 1 && filled[st.Op] {
-			switch st.Op {
-			case "merge":
-				args = mergeArgs(st.Merge)
-			case "rebase":
-				args = &proposal.RebaseArgs{Branch: st.Rebase.Branch, Onto: st.Rebase.Onto}
-			case "discard":
-				args = discardArgs(st.Discard)
-			case "reset":
-				args = resetArgs(st.Reset)
-			case "patch":
-				args = patchArgs(st.Patch)
-			}
+		switch st.Op {
+		case "merge":
+			args = mergeArgs(MergeStep{Source: st.Source, Target: st.Target, Strategy: st.Strategy, Message: st.Message})
+		case "rebase":
+			args = &proposal.RebaseArgs{Branch: st.Branch, Onto: st.Onto}
+		case "discard":
+			args = discardArgs(DiscardStep{Paths: st.Paths, Untracked: st.Untracked, Branch: st.Branch})
+		case "reset":
+			args = resetArgs(ResetStep{Mode: st.Mode, Target: st.Target, Branch: st.Branch})
+		case "patch":
+			args = patchArgs(PatchStep{Patch: st.Patch, ApplyTo: st.ApplyTo, Branch: st.Branch})
 		}
 		a.Steps = append(a.Steps, proposal.PlanStep{Op: proposal.Op(st.Op), Args: args})
 	}
-	return a
+	return a, nil
 }
 
 // addProposeTool registers a propose_* tool: convert the input to args,
 // then submit.
-func addProposeTool[In any](s *Sidecar, t proposeTool, convert func(In) (ProposeCommon, proposal.Args)) {
+func addProposeTool[In any](s *Sidecar, t proposeTool, convert func(In) (ProposeCommon, proposal.Args, error)) {
 	tool := &mcp.Tool{
 		Name:        t.name,
 		Title:       t.title,
@@ -450,7 +507,10 @@ func addProposeTool[In any](s *Sidecar, t proposeTool, convert func(In) (Propose
 		},
 	}
 	addStatusTool(s, tool, true, func(ctx context.Context, req *mcp.CallToolRequest, in In) (ProposalOut, error) {
-		common, args := convert(in)
+		common, args, err := convert(in)
+		if err != nil {
+			return ProposalOut{}, err
+		}
 		return s.submitProposal(ctx, req, common, args)
 	})
 }
@@ -465,7 +525,7 @@ func addStatusTool[In any](s *Sidecar, t *mcp.Tool, outcomeIsError bool, h handl
 		t.InputSchema = boundedSchema[In]()
 	}
 	if t.OutputSchema == nil {
-		t.OutputSchema = compactOutputSchema[ProposalOut](t.Name)
+		t.OutputSchema = proposalOutputSchema(t.Name)
 	}
 	noteTool(s.server, t.Name)
 	mcp.AddTool(s.server, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, ProposalOut, error) {
@@ -485,6 +545,14 @@ func addStatusTool[In any](s *Sidecar, t *mcp.Tool, outcomeIsError bool, h handl
 		text, _ := json.Marshal(out)
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}}, out, nil
 	})
+}
+
+// proposalOutputSchema is the wire output schema of a tool that returns
+// a proposal result. Sixteen tools return it; its fields are described on
+// proposal_wait, where the outcome arrives, rather than sixteen times in
+// every tools/list.
+func proposalOutputSchema(tool string) *jsonschema.Schema {
+	return sharedOutputSchema[ProposalOut](tool, "proposal_wait")
 }
 
 // outcomeError is the error for a proposal that ended without being
@@ -851,8 +919,13 @@ func (s *Sidecar) proposalWait(ctx context.Context, req *mcp.CallToolRequest, in
 }
 
 // boundedSchema is the inferred input schema of In with the bounds that
-// struct tags cannot express: string lengths, list sizes, enums and id
-// patterns. The app enforces the same bounds again.
+// struct tags cannot express: the length of free text, enums and the
+// proposal id pattern. Only free text (a reason, a message, a
+// patch) carries a length in the schema, since that is where a client
+// could send too much; names, refs, paths, lists and the idempotency key are
+// held to theirs by proposal validation before anything is submitted, with an
+// error that states the limit, rather than by a bound every model reads on
+// every turn. The app enforces every bound again.
 func boundedSchema[In any]() *jsonschema.Schema {
 	s, err := jsonschema.For[In](nil)
 	if err != nil {
@@ -872,21 +945,11 @@ var (
 	}
 	maxLengths = map[string]int{
 		"reason": proposal.MaxReasonBytes, "patch": proposal.MaxPatchBytes, "message": proposal.MaxMessageBytes,
-		"idempotencyKey": proposal.MaxIdempotencyKey, "proposalId": proposal.MaxIDBytes,
-		"repoPath": proposal.MaxPathBytes, "path": proposal.MaxPathBytes, "paths": proposal.MaxPathBytes,
-	}
-	maxItems = map[string]int{
-		"paths": proposal.MaxPaths, "branches": proposal.MaxBranchesPerOp, "steps": proposal.MaxPlanSteps,
-		"otherRepos": proposal.MaxRepos - 1,
 	}
 	patterns = map[string]string{
-		"idempotencyKey": `^[A-Za-z0-9._:-]{1,128}$`,
-		"proposalId":     `^[A-Za-z0-9_-]{1,128}$`,
+		"proposalId": `^[A-Za-z0-9_-]{1,128}$`,
 	}
 )
-
-// defaultMaxLength bounds every other string: refs, names, paths.
-const defaultMaxLength = proposal.MaxRefBytes
 
 func boundSchema(s *jsonschema.Schema, name string) {
 	if s == nil {
@@ -894,26 +957,19 @@ func boundSchema(s *jsonschema.Schema, name string) {
 	}
 	switch {
 	case s.Type == "string":
-		n := defaultMaxLength
-		if v, ok := maxLengths[name]; ok {
-			n = v
+		if n, ok := maxLengths[name]; ok {
+			s.MaxLength = jsonschema.Ptr(n)
 		}
-		s.MaxLength = jsonschema.Ptr(n)
 		if e, ok := enums[name]; ok {
 			s.Enum = e
 		}
 		if p, ok := patterns[name]; ok {
 			s.Pattern = p
 		}
-	case s.Type == "array":
-		n := proposal.MaxPaths
-		if v, ok := maxItems[name]; ok {
-			n = v
-		}
-		s.MaxItems = jsonschema.Ptr(n)
-		if name == "steps" || name == "branches" {
-			s.MinItems = jsonschema.Ptr(1)
-		}
+	case s.Items != nil && name == "steps":
+		s.Items = planStepSchema()
+	case s.Items != nil:
+		// A list's size, like a name's length, is checked by validation.
 		boundSchema(s.Items, name)
 	case s.Type == "integer" && name == "timeoutSeconds":
 		s.Minimum, s.Maximum = jsonschema.Ptr(0.0), jsonschema.Ptr(50.0)

@@ -143,7 +143,7 @@ func newProposeEnv(t *testing.T, o envOpt) *proposeEnv {
 		srv.Shutdown(ctx)
 		j.Close()
 	})
-	s, err := New(Options{Config: cfg, Toolsets: []string{"propose"}, Logger: quiet, Identity: o.identity,
+	s, err := New(Options{Config: cfg, Toolsets: []string{"propose", "propose_more"}, Logger: quiet, Identity: o.identity,
 		Gateway: func() (*gateway.Client, error) { return gateway.NewClient(srv.Addr(), token) }})
 	if err != nil {
 		t.Fatal(err)
@@ -259,8 +259,8 @@ func TestProposeTools_EveryTool(t *testing.T) {
 		{"propose_patch", map[string]any{"patch": testPatch, "applyTo": "worktree"}, proposal.OpPatch,
 			map[string]string{"HEAD": head}, "medium", nil},
 		{"propose_plan", map[string]any{"steps": []map[string]any{
-			{"op": "patch", "patch": map[string]any{"patch": testPatch, "applyTo": "index"}},
-			{"op": "merge", "merge": map[string]any{"source": "feature", "target": "main", "strategy": "merge"}},
+			{"op": "patch", "patch": testPatch, "applyTo": "index"},
+			{"op": "merge", "source": "feature", "target": "main", "strategy": "merge"},
 		}}, proposal.OpPlan, map[string]string{"HEAD": head, "feature": feature, "refs/heads/main": head}, "medium", nil},
 		{"propose_worktree", map[string]any{"path": filepath.Join(e.root, "wt"), "branch": "agent/wt", "newBranch": true}, proposal.OpWorktree,
 			map[string]string{"HEAD": head}, "low", func(t *testing.T, rec journal.Record) {
@@ -525,9 +525,15 @@ func TestPropose_Refusals(t *testing.T) {
 		{"patch escaping the tree", "propose_patch", withCommon(e, map[string]any{"applyTo": "worktree",
 			"patch": "--- a/../x\n+++ b/../x\n@@ -1 +1 @@\n-a\n+b\n"}), CodeInvalidArgument},
 		{"plan step mismatch", "propose_plan", withCommon(e, map[string]any{"steps": []map[string]any{
-			{"op": "reset", "merge": map[string]any{"source": "a", "target": "main", "strategy": "merge"}}}}), CodeInvalidArgument},
+			{"op": "reset", "source": "a", "target": "main", "strategy": "merge"}}}), CodeInvalidArgument},
+		{"plan step with a field no step takes", "propose_plan", withCommon(e, map[string]any{"steps": []map[string]any{
+			{"op": "reset", "mode": "soft", "target": "HEAD", "interactive": true}}}), CodeInvalidArgument},
+		{"plan step nesting its arguments", "propose_plan", withCommon(e, map[string]any{"steps": []map[string]any{
+			{"op": "reset", "reset": map[string]any{"mode": "soft", "target": "HEAD"}}}}), CodeInvalidArgument},
+		{"plan step of an unknown op", "propose_plan", withCommon(e, map[string]any{"steps": []map[string]any{
+			{"op": "commit", "message": "m"}}}), ""},
 		{"too many plan steps", "propose_plan", withCommon(e, map[string]any{"steps": slices.Repeat([]map[string]any{
-			{"op": "reset", "reset": map[string]any{"mode": "soft", "target": "HEAD"}}}, 11)}), CodeInvalidArgument},
+			{"op": "reset", "mode": "soft", "target": "HEAD"}}, 11)}), CodeInvalidArgument},
 		{"lease without tracking ref", "propose_push", withCommon(e, map[string]any{"branch": "agent/x", "forceWithLease": true}), CodeInvalidArgument},
 		{"worktree exists", "propose_worktree", withCommon(e, map[string]any{"path": e.repo, "branch": "main"}), CodeInvalidArgument},
 		{"worktree in .git", "propose_worktree", withCommon(e, map[string]any{"path": filepath.Join(e.repo, ".git", "wt"), "branch": "agent/wt", "newBranch": true}), CodeInvalidArgument},
@@ -537,7 +543,7 @@ func TestPropose_Refusals(t *testing.T) {
 		{"git file points outside", "propose_branch", map[string]any{"repoPath": pointsOut, "reason": "r", "name": "x"}, CodePathOutsideRoots},
 		{"worktree under a tree whose git dir is outside", "propose_worktree", withCommon(e, map[string]any{"path": filepath.Join(pointsOut, "wt"), "branch": "agent/wt", "newBranch": true}), CodePathOutsideRoots},
 		{"not a submodule", "propose_submodule_pointer", withCommon(e, map[string]any{"path": "src", "action": "record"}), CodeInvalidArgument},
-		{"bad idempotency key", "propose_branch", withCommon(e, map[string]any{"name": "x", "idempotencyKey": "a b"}), ""},
+		{"bad idempotency key", "propose_branch", withCommon(e, map[string]any{"name": "x", "idempotencyKey": "a b"}), CodeInvalidArgument},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -695,5 +701,31 @@ func TestPropose_NestedWorktree_IsHighRisk(t *testing.T) {
 	}
 	if rec.Proposal.Pinned.WorktreeNestedIn != e.repo || rec.Proposal.Risk() != proposal.RiskHigh || out.Risk != "high" {
 		t.Fatalf("nested worktree: pinned %+v, risk %s / %s", rec.Proposal.Pinned, rec.Proposal.Risk(), out.Risk)
+	}
+}
+
+// A plan step takes the arguments of its op's own tool; one that carries
+// another op's field, or nests its arguments as before, is told which
+// fields its op takes, and nothing is submitted.
+func TestPropose_PlanStep_NamesItsFields(t *testing.T) {
+	e := newProposeEnv(t, envOpt{})
+	for _, step := range []map[string]any{
+		{"op": "reset", "mode": "soft", "target": "HEAD", "source": "main"},
+		{"op": "reset", "reset": map[string]any{"mode": "soft", "target": "HEAD"}},
+	} {
+		res, out := call(t, e.cs, "propose_plan", withCommon(e, map[string]any{"steps": []map[string]any{step}}))
+		if !res.IsError || out.Error == nil || out.Error.Code != CodeInvalidArgument || out.ProposalID != "" {
+			t.Fatalf("step %v: %+v", step, out)
+		}
+		if !strings.Contains(out.Error.Message, "steps[0]") || !strings.Contains(out.Error.Message, "propose_") {
+			t.Errorf("step %v: %q does not say which step and whose arguments it takes", step, out.Error.Message)
+		}
+	}
+	if _, out := call(t, e.cs, "propose_plan", withCommon(e, map[string]any{"steps": []map[string]any{
+		{"op": "reset", "mode": "soft", "target": "HEAD", "source": "main"}}})); !strings.Contains(out.Error.Message, "mode, target, branch") {
+		t.Errorf("a reset step's error does not name reset's fields: %q", out.Error.Message)
+	}
+	if n := len(e.rec.events); n != 0 {
+		t.Fatalf("refused plans reached the journal: %d events", n)
 	}
 }

@@ -90,7 +90,7 @@ func (g *gitTools) registerWorktree() {
 		Name:  "worktree_list",
 		Title: "Worktrees",
 		Description: "Every working tree of the repository with its branch, state and whether it lies inside the allowed " +
-			"roots. Use it when a branch is checked out elsewhere or before propose_worktree.",
+			"roots. Use it when a branch is checked out elsewhere, or before propose_worktree (toolset propose_more).",
 		Annotations: readOnly("Worktrees"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RepoIn) (WorktreeListOut, error) {
 		repo, err := g.open(ctx, in.RepoPath)
@@ -108,7 +108,7 @@ func (g *gitTools) registerWorktree() {
 		Name:  "submodule_status",
 		Title: "Submodules",
 		Description: "Every submodule: the commit recorded and the one checked out, drift, uninitialized or missing, local " +
-			"changes. Use it before propose_submodule_pointer.",
+			"changes. Use it before propose_submodule_pointer (toolset propose_more).",
 		Annotations: readOnly("Submodules"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RepoIn) (SubmoduleStatusOut, error) {
 		repo, err := g.open(ctx, in.RepoPath)

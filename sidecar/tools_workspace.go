@@ -28,14 +28,22 @@ type wsTools struct {
 }
 
 func init() {
-	registerToolset("workspace", func(s *Sidecar) {
-		w := &wsTools{s: s}
-		w.register()
-	})
+	registerToolset("workspace", func(s *Sidecar) { s.workspaceTools().register() })
+	registerToolset("workspace_search", func(s *Sidecar) { s.workspaceTools().registerSearch() })
 	featureFlags = append(featureFlags, struct {
 		name string
 		on   func(*Sidecar) bool
 	}{"workspaces", func(s *Sidecar) bool { return s.cfg.WorkspaceImage != "" }})
+}
+
+// workspaceTools is what the workspace toolsets share, one per session so
+// that both use one Manager. Toolsets are registered by New or, under mu,
+// by toolset_enable, never concurrently.
+func (s *Sidecar) workspaceTools() *wsTools {
+	if s.ws == nil {
+		s.ws = &wsTools{s: s}
+	}
+	return s.ws
 }
 
 // errNoImage says how to turn workspaces on.
@@ -82,15 +90,15 @@ func (w *wsTools) manager(ctx context.Context) (*workspace.Manager, error) {
 
 // WorkspaceIDIn names a workspace.
 type WorkspaceIDIn struct {
-	WorkspaceID string `json:"workspaceId" jsonschema:"the workspaceId workspace_create returned"`
+	WorkspaceID string `json:"workspaceId" jsonschema:"from workspace_create"`
 }
 
 // WorkspaceCreateIn is the input of workspace_create.
 type WorkspaceCreateIn struct {
-	Kind     string `json:"kind" jsonschema:"repo (a clone of a local repository at one commit), snapshot (a copy of a directory) or fresh (empty)"`
-	RepoPath string `json:"repoPath,omitempty" jsonschema:"absolute path of the repository (repo) or directory (snapshot), inside the allowed roots"`
-	Commit   string `json:"commit,omitempty" jsonschema:"repo only: the branch, tag or commit to start from (default: the checked-out branch, i.e. HEAD)"`
-	GitInit  bool   `json:"gitInit,omitempty" jsonschema:"snapshot and fresh only: make a git repository visible inside the container"`
+	Kind     string `json:"kind" jsonschema:"repo, snapshot or fresh"`
+	RepoPath string `json:"repoPath,omitempty" jsonschema:"the repository (repo) or directory (snapshot)"`
+	Commit   string `json:"commit,omitempty" jsonschema:"repo: branch, tag or commit to start from (default HEAD)"`
+	GitInit  bool   `json:"gitInit,omitempty" jsonschema:"snapshot or fresh: give the container a git repository"`
 }
 
 // WorkspaceOut describes a workspace.
@@ -127,10 +135,10 @@ type InstructionFile struct {
 
 // WorkspaceFileReadIn is the input of workspace_file_read.
 type WorkspaceFileReadIn struct {
-	WorkspaceID string `json:"workspaceId" jsonschema:"the workspaceId workspace_create returned"`
-	Path        string `json:"path" jsonschema:"path relative to the workspace root"`
-	Offset      int64  `json:"offset,omitempty" jsonschema:"byte offset to start at"`
-	MaxBytes    int64  `json:"maxBytes,omitempty" jsonschema:"bytes to return (default 256 KiB, at most 4 MiB)"`
+	WorkspaceID string `json:"workspaceId" jsonschema:"from workspace_create"`
+	Path        string `json:"path" jsonschema:"relative to the workspace root"`
+	Offset      int64  `json:"offset,omitempty" jsonschema:"first byte"`
+	MaxBytes    int64  `json:"maxBytes,omitempty" jsonschema:"default 256 KiB, at most 4 MiB"`
 }
 
 // WorkspaceFileOut is a file's content.
@@ -141,19 +149,19 @@ type WorkspaceFileOut struct {
 
 // WorkspaceFileWriteIn is the input of workspace_file_write.
 type WorkspaceFileWriteIn struct {
-	WorkspaceID string `json:"workspaceId" jsonschema:"the workspaceId workspace_create returned"`
-	Path        string `json:"path" jsonschema:"path relative to the workspace root; missing directories are created"`
-	Content     string `json:"content" jsonschema:"the whole new content of the file (at most 8 MiB)"`
-	Executable  bool   `json:"executable,omitempty" jsonschema:"make the file executable (0755 instead of 0644)"`
+	WorkspaceID string `json:"workspaceId" jsonschema:"from workspace_create"`
+	Path        string `json:"path" jsonschema:"relative to the workspace root; directories are created"`
+	Content     string `json:"content" jsonschema:"the whole file, at most 8 MiB"`
+	Executable  bool   `json:"executable,omitempty" jsonschema:"mode 0755 instead of 0644"`
 }
 
 // WorkspaceFileEditIn is the input of workspace_file_edit.
 type WorkspaceFileEditIn struct {
-	WorkspaceID string `json:"workspaceId" jsonschema:"the workspaceId workspace_create returned"`
-	Path        string `json:"path" jsonschema:"path relative to the workspace root"`
-	Old         string `json:"old" jsonschema:"exact text to replace"`
-	New         string `json:"new" jsonschema:"replacement text"`
-	Count       int    `json:"count,omitempty" jsonschema:"how many times old must occur (default 1); any other count changes nothing"`
+	WorkspaceID string `json:"workspaceId" jsonschema:"from workspace_create"`
+	Path        string `json:"path" jsonschema:"relative to the workspace root"`
+	Old         string `json:"old" jsonschema:"the exact text to replace"`
+	New         string `json:"new" jsonschema:"its replacement"`
+	Count       int    `json:"count,omitempty" jsonschema:"how many times old occurs (default 1)"`
 }
 
 // WorkspaceWriteOut says what a write or edit did.
@@ -164,16 +172,16 @@ type WorkspaceWriteOut struct {
 
 // WorkspaceFileListIn is the input of workspace_file_list.
 type WorkspaceFileListIn struct {
-	WorkspaceID string `json:"workspaceId" jsonschema:"the workspaceId workspace_create returned"`
-	Path        string `json:"path,omitempty" jsonschema:"directory relative to the workspace root (default the root)"`
-	Recursive   bool   `json:"recursive,omitempty" jsonschema:"list subdirectories too"`
+	WorkspaceID string `json:"workspaceId" jsonschema:"from workspace_create"`
+	Path        string `json:"path,omitempty" jsonschema:"a directory (default the root)"`
+	Recursive   bool   `json:"recursive,omitempty" jsonschema:"include subdirectories"`
 	MaxEntries  int    `json:"maxEntries,omitempty" jsonschema:"default 500, at most 5000"`
 }
 
 // WorkspaceFileGlobIn is the input of workspace_file_glob.
 type WorkspaceFileGlobIn struct {
-	WorkspaceID string `json:"workspaceId" jsonschema:"the workspaceId workspace_create returned"`
-	Pattern     string `json:"pattern" jsonschema:"a glob relative to the workspace root; ** matches any number of directories"`
+	WorkspaceID string `json:"workspaceId" jsonschema:"from workspace_create"`
+	Pattern     string `json:"pattern" jsonschema:"from the workspace root; ** matches any depth"`
 	MaxEntries  int    `json:"maxEntries,omitempty" jsonschema:"default 500, at most 5000"`
 }
 
@@ -185,11 +193,11 @@ type WorkspaceListingOut struct {
 
 // WorkspaceFileGrepIn is the input of workspace_file_grep.
 type WorkspaceFileGrepIn struct {
-	WorkspaceID string `json:"workspaceId" jsonschema:"the workspaceId workspace_create returned"`
-	Pattern     string `json:"pattern" jsonschema:"an RE2 regular expression"`
-	IgnoreCase  bool   `json:"ignoreCase,omitempty" jsonschema:"match letters regardless of case"`
-	Path        string `json:"path,omitempty" jsonschema:"file or directory to search (default the root)"`
-	Glob        string `json:"glob,omitempty" jsonschema:"only search paths matching this glob"`
+	WorkspaceID string `json:"workspaceId" jsonschema:"from workspace_create"`
+	Pattern     string `json:"pattern" jsonschema:"RE2 regular expression"`
+	IgnoreCase  bool   `json:"ignoreCase,omitempty" jsonschema:"case-insensitive"`
+	Path        string `json:"path,omitempty" jsonschema:"a file or directory (default the root)"`
+	Glob        string `json:"glob,omitempty" jsonschema:"only paths matching this glob"`
 	MaxMatches  int    `json:"maxMatches,omitempty" jsonschema:"default 200, at most 2000"`
 }
 
@@ -201,14 +209,14 @@ type WorkspaceGrepOut struct {
 
 // WorkspaceRunIn is the input of workspace_run.
 type WorkspaceRunIn struct {
-	WorkspaceID    string   `json:"workspaceId" jsonschema:"the workspaceId workspace_create returned"`
-	Argv           []string `json:"argv" jsonschema:"the command and its arguments, run in /workspace in a network-less container; for a shell use [\"sh\", \"-c\", \"...\"]"`
-	TimeoutSeconds int      `json:"timeoutSeconds,omitempty" jsonschema:"lower the run's time limit (it cannot be raised)"`
-	MemoryMB       int64    `json:"memoryMB,omitempty" jsonschema:"lower the run's memory limit (it cannot be raised)"`
-	OutputBytes    int64    `json:"outputBytes,omitempty" jsonschema:"lower how much output is kept (it cannot be raised)"`
-	ReportPath     string   `json:"reportPath,omitempty" jsonschema:"a test report the command writes (JUnit XML, TAP or go test -json), relative to the workspace root"`
+	WorkspaceID    string   `json:"workspaceId" jsonschema:"from workspace_create"`
+	Argv           []string `json:"argv" jsonschema:"run in /workspace; for a shell, sh -c"`
+	TimeoutSeconds int      `json:"timeoutSeconds,omitempty" jsonschema:"lower the time limit"`
+	MemoryMB       int64    `json:"memoryMB,omitempty" jsonschema:"lower the memory limit"`
+	OutputBytes    int64    `json:"outputBytes,omitempty" jsonschema:"lower the output kept"`
+	ReportPath     string   `json:"reportPath,omitempty" jsonschema:"a test report the command writes"`
 	ReportFormat   string   `json:"reportFormat,omitempty" jsonschema:"junit, tap or gotest (default: guessed)"`
-	StdoutFormat   string   `json:"stdoutFormat,omitempty" jsonschema:"gotest or tap: read the test results from stdout"`
+	StdoutFormat   string   `json:"stdoutFormat,omitempty" jsonschema:"gotest or tap: test results on stdout"`
 }
 
 // RunTestsOut summarises a run's tests.
@@ -246,8 +254,8 @@ type WorkspaceRunOut struct {
 
 // WorkspaceDiffIn is the input of workspace_diff.
 type WorkspaceDiffIn struct {
-	WorkspaceID string `json:"workspaceId" jsonschema:"the workspaceId workspace_create returned"`
-	MaxBytes    int64  `json:"maxBytes,omitempty" jsonschema:"largest patch to return; it is cut on a line boundary and says so"`
+	WorkspaceID string `json:"workspaceId" jsonschema:"from workspace_create"`
+	MaxBytes    int64  `json:"maxBytes,omitempty" jsonschema:"largest patch; cut on a line boundary"`
 }
 
 // WorkspaceDiffOut is the workspace's change against its base.
@@ -258,11 +266,11 @@ type WorkspaceDiffOut struct {
 
 // WorkspaceSealIn is the input of workspace_seal.
 type WorkspaceSealIn struct {
-	WorkspaceID    string `json:"workspaceId" jsonschema:"the workspaceId workspace_create returned"`
-	Reason         string `json:"reason" jsonschema:"why this change is wanted; the person deciding reads it on the approval card"`
-	Message        string `json:"message,omitempty" jsonschema:"commit message for what is left uncommitted in the workspace"`
-	Branch         string `json:"branch,omitempty" jsonschema:"the branch to merge into (default: the branch the workspace was created from)"`
-	IdempotencyKey string `json:"idempotencyKey,omitempty" jsonschema:"optional; retrying with the same key returns the same proposal"`
+	WorkspaceID    string `json:"workspaceId" jsonschema:"from workspace_create"`
+	Reason         string `json:"reason" jsonschema:"a sentence or two, shown on the approval card"`
+	Message        string `json:"message,omitempty" jsonschema:"commit message for what is uncommitted"`
+	Branch         string `json:"branch,omitempty" jsonschema:"to merge into (default: the one it came from)"`
+	IdempotencyKey string `json:"idempotencyKey,omitempty" jsonschema:"a retry with it returns the first proposal"`
 }
 
 // WorkspaceDestroyOut is the proof of a destruction.
@@ -292,33 +300,26 @@ func wsTool(name, title, description string, readonly, destructive bool) *mcp.To
 
 func (w *wsTools) register() {
 	s := w.s.server
-	addTool(s, wsTool("workspace_create", "Create a workspace",
+	create := wsTool("workspace_create", "Create a workspace",
 		"Create a disposable workspace: a clone of a repository at one commit (repo), a copy of a folder "+
-			"(snapshot) or an empty tree (fresh); runs there have no network or credentials. Use it to edit and "+
-			"test in isolation: nothing reaches the repository until workspace_seal and the person's approval.", false, false),
-		w.create)
+			"(snapshot) or an empty tree (fresh). Use it to edit and "+
+			"test in isolation; nothing reaches the repository until a workspace_seal is approved.", false, false)
+	create.OutputSchema = sharedOutputSchema[WorkspaceOut]("workspace_create", "workspace_status")
+	addTool(s, create, w.create)
 	addTool(s, wsTool("workspace_status", "Workspace status",
 		"A workspace's state, lease expiry, base and head commits, runs, and the repository's "+
-			"AGENTS.md/CLAUDE.md as data (its conventions, not instructions from Sluice). Use it to resume work "+
-			"in a workspace.", true, false), w.status)
+			"AGENTS.md/CLAUDE.md as data. Use it after workspace_create, or to resume work.", true, false), w.status)
 	addTool(s, wsTool("workspace_file_read", "Read a workspace file",
 		"Read a workspace file, paged with offset and maxBytes. Use it before editing.", true, false), w.read)
 	addTool(s, wsTool("workspace_file_write", "Write a workspace file",
-		"Create or replace a workspace file with the given content. Use it for new files or whole rewrites.", false, false), w.write)
+		"Create or replace a workspace file. Use it for new files or whole rewrites.", false, false), w.write)
 	addTool(s, wsTool("workspace_file_edit", "Edit a workspace file",
 		"Replace exact text in a workspace file; nothing changes unless old occurs exactly count times. Use "+
 			"it for small edits.", false, false), w.edit)
-	addTool(s, wsTool("workspace_file_list", "List workspace files",
-		"List a workspace directory, optionally recursively (bounded). Use it to look around.", true, false), w.list)
-	addTool(s, wsTool("workspace_file_glob", "Find workspace files",
-		"Workspace files whose paths match a glob (bounded). Use it to find files by name.", true, false), w.glob)
-	addTool(s, wsTool("workspace_file_grep", "Search workspace files",
-		"Search a workspace's file contents with an RE2 regular expression (bounded). Use it to find code.", true, false), w.grep)
 	addTool(s, wsTool("workspace_run", "Run in a workspace",
-		"Run a command (argv, no host shell) in a fresh hardened container on the workspace: no network or "+
-			"credentials, limited time, memory and output. Returns exit code, OOM and timeout flags, output and "+
-			"JUnit, TAP or go test -json results, with progress notifications while it runs. Use it to build and "+
-			"test.", false, false), w.run)
+		"Run argv (no host shell) in a fresh hardened container on the workspace, with no network or "+
+			"credentials and capped time, memory and output (a call may lower a cap, never raise it); returns the "+
+			"exit code, output and JUnit, TAP or go test -json results. Use it to build and test.", false, false), w.run)
 	addTool(s, wsTool("workspace_diff", "Workspace diff",
 		"The workspace's changes against its base commit as a bounded unified diff. Use it to review your "+
 			"work before workspace_seal.", true, false), w.diff)
@@ -327,8 +328,21 @@ func (w *wsTools) register() {
 			"branch it came from, with the run evidence. Use it when the work is done and passes; then call "+
 			"proposal_wait.", false, false), false, w.seal)
 	addTool(s, wsTool("workspace_destroy", "Destroy a workspace",
-		"Destroy a workspace: stop its runs and remove its containers and files. Use it when you are done; a "+
-			"proposal made from it is not affected.", false, true), w.destroy)
+		"Destroy a workspace: stop its runs, remove its containers and files. Use it when you are done; a "+
+			"proposal made from it stays.", false, true), w.destroy)
+}
+
+// registerSearch adds the tools that look around a workspace. A run can do
+// the same (ls, find, grep), so they are a toolset of their own, one
+// toolset_enable away, rather than part of every workspace session.
+func (w *wsTools) registerSearch() {
+	s := w.s.server
+	addTool(s, wsTool("workspace_file_list", "List workspace files",
+		"List a workspace directory, optionally recursively (bounded). Use it to look around.", true, false), w.list)
+	addTool(s, wsTool("workspace_file_glob", "Find workspace files",
+		"Workspace files whose paths match a glob (bounded). Use it to find files by name.", true, false), w.glob)
+	addTool(s, wsTool("workspace_file_grep", "Search workspace files",
+		"Search a workspace's files with a regular expression (bounded). Use it to find code.", true, false), w.grep)
 }
 
 func (w *wsTools) create(ctx context.Context, req *mcp.CallToolRequest, in WorkspaceCreateIn) (WorkspaceOut, error) {

@@ -41,7 +41,7 @@ func errCode(out map[string]any) string {
 func TestWorkspaceTools_NoImage_Unsupported(t *testing.T) {
 	_, cfg := testEnv(t, t.TempDir())
 	cfg.WorkspaceImage = ""
-	s, err := New(Options{Config: cfg, Toolsets: []string{"workspace"}, Logger: quietLog()})
+	s, err := New(Options{Config: cfg, Toolsets: []string{"workspace", "workspace_search"}, Logger: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestWorkspaceTools_NoImage_Unsupported(t *testing.T) {
 
 func TestWorkspaceTools_Annotations(t *testing.T) {
 	_, cfg := testEnv(t)
-	s, err := New(Options{Config: cfg, Toolsets: []string{"workspace"}, Logger: quietLog()})
+	s, err := New(Options{Config: cfg, Toolsets: []string{"workspace", "workspace_search"}, Logger: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestWorkspaceTools_FilesRunDestroy(t *testing.T) {
 	cfg, repo, image := workspaceRepo(t, "AGENTS.md", "Run ./test.sh before sealing.\n")
 	g := git(t)
 
-	s, err := New(Options{Config: cfg, Toolsets: []string{"workspace"}, Logger: quietLog()})
+	s, err := New(Options{Config: cfg, Toolsets: []string{"workspace", "workspace_search"}, Logger: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestWorkspaceTools_RunStreamsProgress(t *testing.T) {
 	image := needWorkspaceImage(t)
 	_, cfg := testEnv(t, t.TempDir())
 	cfg.WorkspaceImage = image
-	s, err := New(Options{Config: cfg, Toolsets: []string{"workspace"}, Logger: quietLog()})
+	s, err := New(Options{Config: cfg, Toolsets: []string{"workspace", "workspace_search"}, Logger: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +351,7 @@ func TestWorkspaceTools_OwnerOnly(t *testing.T) {
 	cfg, repo, _ := workspaceRepo(t, "a.txt", "a\n")
 
 	session := func(identity, client string) *mcp.ClientSession {
-		s, err := New(Options{Config: cfg, Toolsets: []string{"workspace"}, Logger: quietLog(), Identity: identity})
+		s, err := New(Options{Config: cfg, Toolsets: []string{"workspace", "workspace_search"}, Logger: quietLog(), Identity: identity})
 		if err != nil {
 			t.Fatal(err)
 		}

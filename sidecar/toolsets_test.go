@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -92,6 +93,102 @@ func TestToolsetEnable_InMemory_ListChanged(t *testing.T) {
 	res := gitCall(t, cs, "toolset_enable", map[string]any{"toolset": "shell"})
 	if !res.IsError || !strings.Contains(gitResultText(res), "shell") {
 		t.Errorf("toolset_enable shell: %s", gitResultText(res))
+	}
+}
+
+// TestToolsetEnable_InMemory_OffDefaultToolsets: in each installation the
+// toolsets the defaults leave off (propose_more everywhere;
+// workspace_search with workspaces configured) are enabled at run time
+// through the go-sdk client: the client is told the list changed, lists
+// exactly the tools toolset_enable reported, and one of them answers from
+// its own handler (a coded error here, not "unknown tool").
+func TestToolsetEnable_InMemory_OffDefaultToolsets(t *testing.T) {
+	for _, c := range []struct {
+		name, image, toolset string
+		added                []string
+		call                 string
+		args                 map[string]any
+		code                 string
+	}{
+		{"without workspaces", "", "propose_more",
+			[]string{"propose_plan", "propose_worktree", "propose_submodule_pointer"},
+			"propose_worktree", map[string]any{"repoPath": "relative", "reason": "r", "path": "wt", "branch": "b"}, CodeInvalidArgument},
+		{"with workspaces", "sha256:" + strings.Repeat("ab", 32), "workspace_search",
+			[]string{"workspace_file_list", "workspace_file_glob", "workspace_file_grep"},
+			"workspace_file_glob", map[string]any{"workspaceId": "ws-none", "pattern": "*"}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, cfg := testEnv(t, t.TempDir())
+			cfg.WorkspaceImage = c.image
+			s, err := New(Options{Config: cfg, Logger: quietLog()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			st, ct := mcp.NewInMemoryTransports()
+			ss, err := s.Server().Connect(ctx, st, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ss.Close() })
+			changed := make(chan struct{}, 8)
+			client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
+				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+			})
+			cs, err := client.Connect(ctx, ct, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cs.Close() })
+			names := func() []string {
+				res, err := cs.ListTools(ctx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var n []string
+				for _, tl := range res.Tools {
+					n = append(n, tl.Name)
+				}
+				return n
+			}
+			before := names()
+			for _, n := range c.added {
+				if slices.Contains(before, n) {
+					t.Fatalf("%s is listed before its toolset is enabled: %v", n, before)
+				}
+			}
+			if (c.image != "") != slices.Contains(before, "workspace_run") {
+				t.Fatalf("workspace tools listed %v with image %q: %v", slices.Contains(before, "workspace_run"), c.image, before)
+			}
+			out := gitCallOK[ToolsetEnableOut](t, cs, "toolset_enable", map[string]any{"toolset": c.toolset})
+			if !slices.Contains(out.Toolsets, c.toolset) || !slices.Equal(out.Added, c.added) {
+				t.Fatalf("toolset_enable %s: %+v", c.toolset, out)
+			}
+			select {
+			case <-changed:
+			case <-time.After(time.Minute): // a hang guard, not a measurement
+				t.Fatal("no notifications/tools/list_changed after toolset_enable")
+			}
+			after := names()
+			if len(after) != len(before)+len(c.added) {
+				t.Errorf("%d tools after enabling %s, want %d + %d: %v", len(after), c.toolset, len(before), len(c.added), after)
+			}
+			for _, n := range c.added {
+				if !slices.Contains(after, n) {
+					t.Errorf("%s is not listed after toolset_enable: %v", n, after)
+				}
+			}
+			res := gitCall(t, cs, c.call, c.args)
+			var got struct {
+				Error *ToolError `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(gitResultText(res)), &got); err != nil || !res.IsError || got.Error == nil || got.Error.Code == "" {
+				t.Fatalf("%s after enabling: want the tool's own coded error, got %s", c.call, gitResultText(res))
+			}
+			if c.code != "" && got.Error.Code != c.code {
+				t.Errorf("%s: code %s, want %s (%s)", c.call, got.Error.Code, c.code, got.Error.Message)
+			}
+		})
 	}
 }
 

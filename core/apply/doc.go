@@ -18,6 +18,16 @@
 // also exist as functions of an opened *gitx.Repo, for the sidecar's
 // read-only safety tools; they write nothing to the repository.
 //
+// Lock files git left after a crash (index.lock, HEAD.lock, ref locks) stop
+// an execution, a restore and CheckUnlocked with repo_locked naming them;
+// for a needs_reconciliation record, LeftLocks tells which the interrupted
+// execution's own git left (they appeared while it ran and no git works in
+// the repository) and RemoveLocks removes exactly those named, each only
+// while it is unchanged:
+//
+//	locks, err := e.LeftLocks(ctx, rec)      // for the card
+//	res, err := e.RemoveLocks(ctx, rec, ls)  // a human action; audit res
+//
 // Failures are *Error values with a stable code (ErrorCode) and structured
 // details (ErrorData): stale_base carries {ref: current SHA} ("" for a ref
 // that is gone), merge_conflict the conflicting files, restore_conflict the

@@ -297,6 +297,11 @@ func (e *Executor) Restore(ctx context.Context, repo, restorePointID string, for
 	if err != nil {
 		return nil, err
 	}
+	// Not even force restores past a lock: it may be a running git's, and
+	// removing it is the person's decision (RemoveLocks).
+	if err := requireUnlocked(ctx, rc); err != nil {
+		return nil, err
+	}
 	paths := []string{rp.NewWorktree}
 	for _, w := range rp.Worktrees {
 		paths = append(paths, w.Path)
@@ -484,6 +489,11 @@ func (r *run) execute(ctx context.Context) (string, string, error) {
 	}
 	if r.p.Pinned.WorktreeFingerprint != "" {
 		return "", "", errFingerprint
+	}
+	// A lock of git's means git is working there or one was killed: the
+	// operation would fail halfway with a bare git error.
+	if err := requireUnlocked(ctx, r.repos()...); err != nil {
+		return "", "", err
 	}
 	ops := stepsOf(r.p.Args)
 	if err := r.checkSealed(ctx); err != nil {

@@ -27,10 +27,11 @@ var (
 	ErrUnsafeDir = errors.New("unsafe directory")
 )
 
-// Toolset names known to the sidecar. fleet and safety are read-only
-// tools that a session enables when it needs them (many repositories;
-// restore points and reflog movements).
-var KnownToolsets = []string{"git", "propose", "workspace", "fleet", "safety"}
+// Toolset names known to the sidecar. propose_more (plans, linked
+// worktrees, submodule pointers), workspace_search (list, glob and grep in
+// a workspace), fleet (many repositories) and safety (restore points and
+// reflog movements) hold tools a session enables when it needs them.
+var KnownToolsets = []string{"git", "propose", "propose_more", "workspace", "workspace_search", "fleet", "safety"}
 
 // DefaultToolsets are enabled when nothing else is configured.
 var DefaultToolsets = []string{"git", "propose", "workspace"}

@@ -194,3 +194,16 @@ func (c *Config) setFileKey(key string, v any) error {
 	}
 	return WriteFileAtomic(c.File(), append(b, '\n'), 0o600)
 }
+
+// DefaultPolicyFile is where Sluice creates the policy file when the person
+// makes a rule and none is configured.
+func (c *Config) DefaultPolicyFile() string { return filepath.Join(c.ConfigDir, "policy.json") }
+
+// SavePolicyFile records path as policyFile in config.json, keeping the
+// file's other keys.
+func (c *Config) SavePolicyFile(path string) error {
+	if !filepath.IsAbs(path) {
+		return fmt.Errorf("%w: policyFile: %q is not an absolute path", ErrInvalid, path)
+	}
+	return c.setFileKey("policyFile", path)
+}

@@ -1,6 +1,8 @@
 package connect
 
 import (
+	"github.com/sluicehq/sluice/core/jsonc"
+
 	"encoding/json"
 	"errors"
 	"os"
@@ -44,19 +46,19 @@ func TestClaudeCode_UserScope_RemovesOtherScopes(t *testing.T) {
 	if _, err := p.Apply(time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	root, err := parseJSON([]byte(read(t, claudeJSON)), false)
+	root, err := jsonc.Parse([]byte(read(t, claudeJSON)), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e, _ := valueAt(root, []string{"mcpServers", "sluice"}).(map[string]any); e == nil || e["command"] != testCommand {
+	if e, _ := jsonc.ValueAt(root, []string{"mcpServers", "sluice"}).(map[string]any); e == nil || e["command"] != testCommand {
 		t.Fatalf("no user-scope entry:\n%s", read(t, claudeJSON))
 	}
 	for _, dir := range []string{project, "/elsewhere"} {
-		if v := valueAt(root, []string{"projects", dir, "mcpServers", "sluice"}); v != nil {
+		if v := jsonc.ValueAt(root, []string{"projects", dir, "mcpServers", "sluice"}); v != nil {
 			t.Errorf("local-scope entry of %s kept: %v", dir, v)
 		}
 	}
-	if valueAt(root, []string{"projects", project, "mcpServers", "db"}) == nil || valueAt(root, []string{"projects", project, "hasTrustDialogAccepted"}) != true || valueAt(root, []string{"numStartups"}) != 3.0 {
+	if jsonc.ValueAt(root, []string{"projects", project, "mcpServers", "db"}) == nil || jsonc.ValueAt(root, []string{"projects", project, "hasTrustDialogAccepted"}) != true || jsonc.ValueAt(root, []string{"numStartups"}) != 3.0 {
 		t.Errorf("other members were lost:\n%s", read(t, claudeJSON))
 	}
 	got := read(t, mcp)
@@ -89,11 +91,11 @@ func TestClaudeCode_ProjectScope_ApprovesAndRemovesOthers(t *testing.T) {
 	if got := read(t, claudeJSON); got != `{"mcpServers": {"gh": {"command": "gh-mcp"}}, "projects": {"`+project+`": {"mcpServers": {}}}}` {
 		t.Errorf("~/.claude.json = %s", got)
 	}
-	local, err := parseJSON([]byte(read(t, filepath.Join(project, ".claude", "settings.local.json"))), false)
+	local, err := jsonc.Parse([]byte(read(t, filepath.Join(project, ".claude", "settings.local.json"))), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := valueAt(local, []string{"enabledMcpjsonServers"}).([]any); !slices.Contains(v, any("sluice")) {
+	if v, _ := jsonc.ValueAt(local, []string{"enabledMcpjsonServers"}).([]any); !slices.Contains(v, any("sluice")) {
 		t.Errorf("enabledMcpjsonServers: %v", v)
 	}
 	shared := read(t, filepath.Join(project, ".claude", "settings.json"))
@@ -156,11 +158,11 @@ func TestDesktopClients_DocumentedFormat(t *testing.T) {
 			if _, err := p.Apply(time.Time{}); err != nil {
 				t.Fatal(err)
 			}
-			root, err := parseJSON([]byte(read(t, filepath.Join(home, c.file))), true)
+			root, err := jsonc.Parse([]byte(read(t, filepath.Join(home, c.file))), true)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, _ := valueAt(root, c.key).(map[string]any)
+			got, _ := jsonc.ValueAt(root, c.key).(map[string]any)
 			if !reflectEqual(got, c.want) {
 				t.Errorf("%s entry = %v, want %v (%s)", c.client, got, c.want, c.doc)
 			}

@@ -1,6 +1,8 @@
 package connect
 
 import (
+	"github.com/sluicehq/sluice/core/jsonc"
+
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -54,9 +56,9 @@ func clientByName(name string) (Client, bool) {
 
 // stdioEntry is the usual {"command", "args"} server entry; extra keys come
 // first (for example "type").
-func (p *planner) stdioEntry(extra ...kv) ordered {
-	e := ordered(extra)
-	return append(e, kv{"command", p.opts.Command}, kv{"args", p.plan.Args})
+func (p *planner) stdioEntry(extra ...jsonc.KV) jsonc.Ordered {
+	e := jsonc.Ordered(extra)
+	return append(e, jsonc.KV{K: "command", V: p.opts.Command}, jsonc.KV{K: "args", V: p.plan.Args})
 }
 
 // configHome is $XDG_CONFIG_HOME, or ~/.config, on Linux and the BSDs.
@@ -110,7 +112,7 @@ func planClaudeCode(p *planner) error {
 		claudeJSON = filepath.Join(dir, ".claude.json")
 		settingsDir = dir
 	}
-	entry := p.stdioEntry(kv{"type", "stdio"})
+	entry := p.stdioEntry(jsonc.KV{K: "type", V: "stdio"})
 	// The file that gets the entry is planned first: it is the one a
 	// person (and the Connect screen) is shown first.
 	mainPath := claudeJSON
@@ -256,7 +258,7 @@ func planVSCode(p *planner) error {
 	if p.opts.Scope == ScopeProject {
 		path = filepath.Join(p.opts.ProjectDir, ".vscode", "mcp.json")
 	}
-	if err := p.jsonSet(path, "jsonc", []string{"servers", ServerName}, p.stdioEntry(kv{"type", "stdio"})); err != nil {
+	if err := p.jsonSet(path, "jsonc", []string{"servers", ServerName}, p.stdioEntry(jsonc.KV{K: "type", V: "stdio"})); err != nil {
 		return err
 	}
 	p.noPreAllow("VS Code asks once per tool and remembers \"Always allow\" in its own storage; its only file setting approves every tool of every server, which Sluice never sets")
@@ -348,7 +350,7 @@ func planCopilot(p *planner) error {
 	if v := p.opts.Getenv("COPILOT_HOME"); v != "" && filepath.IsAbs(v) {
 		dir = v
 	}
-	entry := ordered{{"type", "local"}, {"command", p.opts.Command}, {"args", p.plan.Args}, {"tools", []string{"*"}}}
+	entry := jsonc.Ordered{{K: "type", V: "local"}, {K: "command", V: p.opts.Command}, {K: "args", V: p.plan.Args}, {K: "tools", V: []string{"*"}}}
 	if err := p.jsonSet(filepath.Join(dir, "mcp-config.json"), "json", []string{"mcpServers", ServerName}, entry); err != nil {
 		return err
 	}
@@ -376,7 +378,7 @@ func planOpencode(p *planner) error {
 		path = filepath.Join(p.opts.ProjectDir, "opencode.json")
 	}
 	cmd := append([]string{p.opts.Command}, p.plan.Args...)
-	entry := ordered{{"type", "local"}, {"command", cmd}, {"enabled", true}}
+	entry := jsonc.Ordered{{K: "type", V: "local"}, {K: "command", V: cmd}, {K: "enabled", V: true}}
 	if err := p.jsonSet(path, "jsonc", []string{"mcp", ServerName}, entry); err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package connect
 
 import (
+	"github.com/sluicehq/sluice/core/jsonc"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -244,8 +246,8 @@ func (p *planner) file(path, format string) (*FileChange, error) {
 	return f, nil
 }
 
-func (p *planner) jsonDoc(f *FileChange) (*jsonDoc, error) {
-	d, err := newJSONDoc(f.after, f.Format == "jsonc")
+func (p *planner) jsonDoc(f *FileChange) (*jsonc.Doc, error) {
+	d, err := jsonc.NewDoc(f.after, f.Format == "jsonc")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v (fix or move the file, then run again; it was not changed)", ErrMalformed, f.Path, err)
 	}
@@ -266,7 +268,7 @@ func (p *planner) jsonSet(path, format string, key []string, v any) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrConflict, f.Path, err)
 	}
-	shown, _ := d.render(v, "")
+	shown, _ := d.Render(v, "")
 	f.Edits = append(f.Edits, Edit{Key: strings.Join(key, "."), Value: shown})
 	return p.finish(f, d, changed)
 }
@@ -285,7 +287,7 @@ func (p *planner) jsonAppend(path, format string, key []string, values []string)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrConflict, f.Path, err)
 	}
-	shown, _ := d.render(values, "")
+	shown, _ := d.Render(values, "")
 	f.Edits = append(f.Edits, Edit{Key: strings.Join(key, ".") + " (contains)", Value: shown})
 	return p.finish(f, d, len(added) > 0)
 }
@@ -342,31 +344,19 @@ func (p *planner) jsonKeys(path, format string, key []string) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
-	root, err := d.root()
-	if err != nil {
-		return nil, err
-	}
-	obj, missing, err := d.walkTo(root, key)
-	if err != nil || missing < len(key) {
-		return nil, nil
-	}
-	var out []string
-	for _, m := range obj.members {
-		out = append(out, m.key)
-	}
-	return out, nil
+	return d.Keys(key)
 }
 
 // finish re-parses the edited text: an edit that produced anything but
 // valid JSON(C) is a bug, and must never reach the disk.
-func (p *planner) finish(f *FileChange, d *jsonDoc, changed bool) error {
+func (p *planner) finish(f *FileChange, d *jsonc.Doc, changed bool) error {
 	if !changed {
 		return nil
 	}
-	if _, err := parseJSON(d.src, d.comments); err != nil {
+	if err := d.Check(); err != nil {
 		return fmt.Errorf("connect: editing %s produced invalid JSON (%v); nothing was written", f.Path, err)
 	}
-	f.after = d.src
+	f.after = d.Bytes()
 	f.Changed = !bytes.Equal(f.after, f.before)
 	return nil
 }

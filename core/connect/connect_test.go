@@ -1,6 +1,8 @@
 package connect
 
 import (
+	"github.com/sluicehq/sluice/core/jsonc"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -197,11 +199,11 @@ func checkEntry(t *testing.T, c clientCase, content string) {
 		}
 		return
 	}
-	root, err := parseJSON([]byte(content), c.format == "jsonc")
+	root, err := jsonc.Parse([]byte(content), c.format == "jsonc")
 	if err != nil {
 		t.Fatalf("written file does not parse: %v\n%s", err, content)
 	}
-	entry, _ := valueAt(root, c.key).(map[string]any)
+	entry, _ := jsonc.ValueAt(root, c.key).(map[string]any)
 	if c.commandArray {
 		cmd, _ := json.Marshal(entry["command"])
 		if string(cmd) != `["`+testCommand+`","stdio","--toolsets","git,propose,workspace"]` {

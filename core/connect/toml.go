@@ -1,6 +1,8 @@
 package connect
 
 import (
+	"github.com/sluicehq/sluice/core/jsonc"
+
 	"bytes"
 	"fmt"
 	"regexp"
@@ -34,7 +36,7 @@ type tomlScanner struct {
 	pos int
 }
 
-func (s *tomlScanner) fail(msg string) error { return syntaxErrorAt(s.src, s.pos, msg) }
+func (s *tomlScanner) fail(msg string) error { return jsonc.ErrorAt(s.src, s.pos, msg) }
 
 func (s *tomlScanner) eof() bool { return s.pos >= len(s.src) }
 

@@ -19,7 +19,7 @@ var (
 		"safety_timeline", "safety_event", "restore_points", "restore_point_details",
 		"sluice_capabilities",
 	}
-	// ProposeTools are the propose toolset.
+	// ProposeTools are the propose and propose_more toolsets.
 	ProposeTools = []string{
 		"propose_merge", "propose_rebase", "propose_discard", "propose_reset",
 		"propose_patch", "propose_plan", "propose_worktree", "propose_commit",

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/core/apply"
@@ -59,6 +60,8 @@ type RestorePointLister interface {
 type JournalBackend struct {
 	j    *journal.Journal
 	opts BackendOptions
+	// policy is opts.Policy until SetPolicy replaces it.
+	policy atomic.Pointer[policy.Policy]
 }
 
 // NewJournalBackend returns a Backend that stores proposals in j.
@@ -72,8 +75,14 @@ func NewJournalBackend(j *journal.Journal, opts BackendOptions) *JournalBackend 
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &JournalBackend{j: j, opts: opts}
+	b := &JournalBackend{j: j, opts: opts}
+	b.policy.Store(opts.Policy)
+	return b
 }
+
+// SetPolicy replaces the policy applied to every later submit, so that a
+// rule the person creates or revokes takes effect without a restart.
+func (b *JournalBackend) SetPolicy(p *policy.Policy) { b.policy.Store(p) }
 
 func badRequest(msg string) *Error {
 	return &Error{Status: http.StatusBadRequest, Code: CodeInvalidArgument, Message: msg}
@@ -166,7 +175,7 @@ func sealError(err error) error {
 
 // store applies the policy and stores a checked, sealed proposal.
 func (b *JournalBackend) store(p proposal.Proposal) (ProposalStatus, error) {
-	verdict := b.opts.Policy.Evaluate(p)
+	verdict := b.policy.Load().EvaluateAt(p, b.opts.Now())
 	if !verdict.Allowed {
 		if err := b.j.Deny(p, verdict.Denial); err != nil {
 			// Still denied; the failure to audit it is the app's problem.

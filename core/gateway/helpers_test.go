@@ -49,19 +49,22 @@ func (m *memRecorder) types() []string {
 
 // env is a real gateway over a real journal in temp dirs.
 type env struct {
-	j      *journal.Journal
-	rec    *memRecorder
-	srv    *Server
-	client *Client
-	token  string
-	root   string
-	repo   string
+	j       *journal.Journal
+	backend *JournalBackend
+	rec     *memRecorder
+	srv     *Server
+	client  *Client
+	token   string
+	root    string
+	repo    string
 }
 
 type envOptions struct {
 	policy     *policy.Policy
 	pendingCap int
 	recorder   journal.Recorder
+	// now is the backend's clock; nil means time.Now.
+	now func() time.Time
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -86,9 +89,9 @@ func newEnv(t testing.TB, o envOptions) *env {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	backend := NewJournalBackend(j, BackendOptions{Roots: gitx.Roots{root}, Policy: o.policy, Logger: quiet})
+	backend := NewJournalBackend(j, BackendOptions{Roots: gitx.Roots{root}, Policy: o.policy, Logger: quiet, Now: o.now})
 	srv, client, token := serve(t, backend, j, dbPath)
-	return &env{j: j, rec: mem, srv: srv, client: client, token: token, root: root, repo: repo}
+	return &env{j: j, backend: backend, rec: mem, srv: srv, client: client, token: token, root: root, repo: repo}
 }
 
 // serve runs a real gateway over backend on loopback with a client for

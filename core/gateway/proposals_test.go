@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -311,6 +312,41 @@ func TestProposals_Policy(t *testing.T) {
 	want := []string{journal.EventPolicyDenied, journal.EventSubmitted, journal.EventAutoApproved, journal.EventSubmitted}
 	if got := e.rec.types(); !slices.Equal(got, want) {
 		t.Fatalf("audit = %v, want %v", got, want)
+	}
+}
+
+// TestProposals_PolicyReplaced_RuleExpires: a policy handed over while the
+// gateway runs applies to the next submit, and a rule stops approving when
+// its expiry comes on the backend's clock.
+func TestProposals_PolicyReplaced_RuleExpires(t *testing.T) {
+	t0 := time.Now().Truncate(time.Second)
+	var offset atomic.Int64
+	e := newEnv(t, envOptions{now: func() time.Time { return t0.Add(time.Duration(offset.Load())) }})
+	ctx := t.Context()
+	submit := func() ProposalStatus {
+		t.Helper()
+		st, err := e.client.SubmitProposal(ctx, "agent-a", e.branchProposal(t, "agent-a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	if st := submit(); st.Status != proposal.Pending {
+		t.Fatalf("no policy: %+v", st)
+	}
+	pol, err := policy.Parse([]byte(`{"version": 1, "rules": [
+		{"name": "branches", "agent": "agent-a", "ops": ["branch"], "refs": ["agent/*"],
+		 "expiresAt": "` + t0.Add(time.Minute).UTC().Format(time.RFC3339) + `"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.backend.SetPolicy(pol)
+	if st := submit(); st.Status != proposal.Approved || st.Decision == nil || st.Decision.By != "policy:branches" {
+		t.Fatalf("after SetPolicy: %+v", st)
+	}
+	offset.Store(int64(time.Minute))
+	if st := submit(); st.Status != proposal.Pending || st.AutoApproved {
+		t.Fatalf("at the rule's expiry: %+v", st)
 	}
 }
 

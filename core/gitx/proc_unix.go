@@ -18,9 +18,11 @@ const defaultPath = "/usr/local/bin:/usr/bin:/bin"
 
 // SetProcessGroup puts a git process in a new process group so that a
 // kill (KillProcessGroup) reaches every child it started (a filter, hook
-// or helper, a submodule's git) and none survives it.
+// or helper, a submodule's git) and none survives it; on Linux git is also
+// killed when Sluice itself dies (see dieWithParent).
 func SetProcessGroup(c *exec.Cmd) {
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(c.SysProcAttr)
 	// exec's own cancellation would kill only the leader.
 	c.Cancel = nil
 }

@@ -10,13 +10,28 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/sluicehq/sluice/core/jsonc"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
-// ErrInvalid is wrapped by every load failure; the message names the file
-// and the offending key.
-var ErrInvalid = errors.New("invalid policy")
+// Errors callers branch on.
+var (
+	// ErrInvalid is wrapped by every load failure and every refused edit;
+	// the message names the file and the offending key.
+	ErrInvalid = errors.New("invalid policy")
+	// ErrDestructive is returned for a rule that would approve destructive
+	// work, or one made from a destructive proposal: those always need a
+	// person.
+	ErrDestructive = errors.New("destructive proposals are never auto-approved")
+	// ErrChanged is returned by Save when the file on disk is no longer the
+	// one that was read: the person (or another program) edited it in
+	// between, and writing would lose their edit.
+	ErrChanged = errors.New("the policy file changed since it was read")
+	// ErrNoRule is returned for a rule that is not in the file.
+	ErrNoRule = errors.New("no such rule")
+)
 
 // maxFileBytes bounds what Load reads.
 const maxFileBytes = 1 << 20
@@ -29,7 +44,13 @@ const AnyAgent = "*"
 // everything and auto-approves nothing.
 type Policy struct {
 	Version int                    `json:"version"`
-	Agents  map[string]AgentPolicy `json:"agents"`
+	Agents  map[string]AgentPolicy `json:"agents,omitempty"`
+	// Rules are auto-approve rules that name their agent, as "Approve and
+	// trust similar" writes them. They only approve what the agent's entry
+	// allows: they sit beside the agents' entries rather than in them,
+	// because creating an agent's own entry would stop the "*" entry's
+	// restrictions from applying to that agent.
+	Rules []Rule `json:"rules,omitempty"`
 }
 
 // AgentPolicy restricts one agent. Empty lists restrict nothing.
@@ -54,13 +75,26 @@ type AgentPolicy struct {
 // Rule is an auto-approve rule.
 type Rule struct {
 	// Name identifies the rule in the audit trail.
-	Name string        `json:"name"`
-	Ops  []proposal.Op `json:"ops"`
+	Name string `json:"name"`
+	// Agent is the agent a rule in the top-level rules list applies to
+	// ("*" for every agent); rules inside an agent's entry have none.
+	Agent string        `json:"agent,omitempty"`
+	Ops   []proposal.Op `json:"ops"`
 	// Refs, when set, must match every branch the proposal changes.
 	Refs []string `json:"refs,omitempty"`
+	// Paths, when set, are repository-relative prefixes every file the
+	// proposal touches must lie under; proposals whose files cannot be
+	// known in advance do not match.
+	Paths []string `json:"paths,omitempty"`
 	// MaxRisk is the highest risk the rule approves: "low" (default),
 	// "medium" or "high". Destructive proposals are never auto-approved.
 	MaxRisk string `json:"maxRisk,omitempty"`
+	// ExpiresAt, when set, is when the rule stops matching.
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+	// CreatedAt and FromProposal record when the rule was made and from
+	// which card, when it was made in the app.
+	CreatedAt    time.Time `json:"createdAt,omitzero"`
+	FromProposal string    `json:"fromProposal,omitempty"`
 
 	refs    []*regexp.Regexp
 	maxRisk proposal.Risk
@@ -101,10 +135,19 @@ func Load(path string) (*Policy, error) {
 	return p, nil
 }
 
-// Parse validates a policy document.
+// Parse validates a policy document. Comments (// and /* */) and
+// trailing commas are allowed: the file is the person's, and they may
+// explain their rules in it.
 func Parse(b []byte) (*Policy, error) {
+	plain, err := jsonc.Plain(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if plain == nil {
+		return nil, fmt.Errorf("%w: the file is empty", ErrInvalid)
+	}
 	var p Policy
-	dec := json.NewDecoder(bytes.NewReader(b))
+	dec := json.NewDecoder(bytes.NewReader(plain))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -115,21 +158,43 @@ func Parse(b []byte) (*Policy, error) {
 	if p.Version != 1 {
 		return nil, fmt.Errorf("%w: version: must be 1", ErrInvalid)
 	}
-	if len(p.Agents) == 0 {
+	if len(p.Agents) == 0 && p.Rules == nil {
 		return nil, fmt.Errorf("%w: agents: no agent is configured", ErrInvalid)
 	}
+	agentRuleNames := map[string]bool{}
 	for name, ap := range p.Agents {
 		key := "agents." + name
-		if name != AnyAgent && !proposal.ValidAgent(name) {
+		if !validAgentKey(name) {
 			return nil, fmt.Errorf("%w: %s: not a valid agent name", ErrInvalid, key)
 		}
 		if err := ap.compile(key); err != nil {
 			return nil, err
 		}
 		p.Agents[name] = ap
+		for _, r := range ap.AutoApprove {
+			agentRuleNames[r.Name] = true
+		}
+	}
+	names := map[string]bool{}
+	for i := range p.Rules {
+		r := &p.Rules[i]
+		rk := fmt.Sprintf("rules[%d]", i)
+		if err := r.compile(rk, names); err != nil {
+			return nil, err
+		}
+		if !validAgentKey(r.Agent) {
+			return nil, fmt.Errorf("%w: %s.agent: required, the agent's name (or \"*\" for every agent)", ErrInvalid, rk)
+		}
+		if agentRuleNames[r.Name] {
+			return nil, fmt.Errorf("%w: %s.name: %q is also the name of a rule in an agent's entry", ErrInvalid, rk, r.Name)
+		}
 	}
 	return &p, nil
 }
+
+func validAgentKey(name string) bool { return name == AnyAgent || proposal.ValidAgent(name) }
+
+var ruleName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 func (ap *AgentPolicy) compile(key string) error {
 	if err := checkOps(key+".ops", ap.Ops, false); err != nil {
@@ -139,41 +204,67 @@ func (ap *AgentPolicy) compile(key string) error {
 	if ap.refs, err = compilePatterns(key+".refs", ap.Refs); err != nil {
 		return err
 	}
-	for i, p := range ap.Paths {
-		clean := strings.TrimSuffix(p, "/")
-		if clean == "" || clean == "." || strings.HasPrefix(clean, "/") || strings.Contains(clean, "..") || strings.Contains(clean, "//") {
-			return fmt.Errorf("%w: %s.paths[%d]: %q must be a repository-relative prefix such as src/", ErrInvalid, key, i, p)
-		}
-		ap.Paths[i] = clean
+	if err := compilePaths(key+".paths", ap.Paths); err != nil {
+		return err
 	}
 	names := map[string]bool{}
 	for i := range ap.AutoApprove {
 		r := &ap.AutoApprove[i]
 		rk := fmt.Sprintf("%s.autoApprove[%d]", key, i)
-		if !regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`).MatchString(r.Name) {
-			return fmt.Errorf("%w: %s.name: required, [A-Za-z0-9._-], at most 64 characters", ErrInvalid, rk)
+		if r.Agent != "" {
+			return fmt.Errorf("%w: %s.agent: a rule inside an agent's entry is that agent's; agent belongs only in the top-level rules", ErrInvalid, rk)
 		}
-		if names[r.Name] {
-			return fmt.Errorf("%w: %s.name: %q is used twice", ErrInvalid, rk, r.Name)
-		}
-		names[r.Name] = true
-		if err := checkOps(rk+".ops", r.Ops, true); err != nil {
+		if err := r.compile(rk, names); err != nil {
 			return err
 		}
-		if r.refs, err = compilePatterns(rk+".refs", r.Refs); err != nil {
-			return err
+	}
+	return nil
+}
+
+// compile checks one rule; names holds the names already used beside it.
+func (r *Rule) compile(rk string, names map[string]bool) error {
+	if !ruleName.MatchString(r.Name) {
+		return fmt.Errorf("%w: %s.name: required, [A-Za-z0-9._-], at most 64 characters", ErrInvalid, rk)
+	}
+	if names[r.Name] {
+		return fmt.Errorf("%w: %s.name: %q is used twice", ErrInvalid, rk, r.Name)
+	}
+	names[r.Name] = true
+	if err := checkOps(rk+".ops", r.Ops, true); err != nil {
+		return err
+	}
+	var err error
+	if r.refs, err = compilePatterns(rk+".refs", r.Refs); err != nil {
+		return err
+	}
+	if err := compilePaths(rk+".paths", r.Paths); err != nil {
+		return err
+	}
+	if r.FromProposal != "" && !proposal.ValidID(r.FromProposal) {
+		return fmt.Errorf("%w: %s.fromProposal: not a proposal id", ErrInvalid, rk)
+	}
+	r.maxRisk = proposal.RiskLow
+	if r.MaxRisk != "" {
+		risk, err := proposal.ParseRisk(r.MaxRisk)
+		if err != nil {
+			return fmt.Errorf("%w: %s.maxRisk: %q is not low, medium or high", ErrInvalid, rk, r.MaxRisk)
 		}
-		r.maxRisk = proposal.RiskLow
-		if r.MaxRisk != "" {
-			risk, err := proposal.ParseRisk(r.MaxRisk)
-			if err != nil {
-				return fmt.Errorf("%w: %s.maxRisk: %q is not low, medium or high", ErrInvalid, rk, r.MaxRisk)
-			}
-			if risk == proposal.RiskDestructive {
-				return fmt.Errorf("%w: %s.maxRisk: destructive proposals are never auto-approved", ErrInvalid, rk)
-			}
-			r.maxRisk = risk
+		if risk == proposal.RiskDestructive {
+			return fmt.Errorf("%w: %s.maxRisk: %w", ErrInvalid, rk, ErrDestructive)
 		}
+		r.maxRisk = risk
+	}
+	return nil
+}
+
+// compilePaths cleans path prefixes in place.
+func compilePaths(key string, paths []string) error {
+	for i, p := range paths {
+		clean := strings.TrimSuffix(p, "/")
+		if clean == "" || clean == "." || strings.HasPrefix(clean, "/") || strings.Contains(clean, "..") || strings.Contains(clean, "//") || strings.ContainsAny(clean, "\x00\n\r") {
+			return fmt.Errorf("%w: %s[%d]: %q must be a repository-relative prefix such as src/", ErrInvalid, key, i, p)
+		}
+		paths[i] = clean
 	}
 	return nil
 }
@@ -237,12 +328,16 @@ func (p *Policy) For(agent string) (AgentPolicy, bool) {
 }
 
 // Evaluate decides whether pr may be proposed at all, and whether a rule
-// approves it without asking.
-func (p *Policy) Evaluate(pr proposal.Proposal) Verdict {
-	ap, ok := p.For(pr.Agent)
-	if !ok {
+// approves it without asking, as of now.
+func (p *Policy) Evaluate(pr proposal.Proposal) Verdict { return p.EvaluateAt(pr, time.Now()) }
+
+// EvaluateAt is Evaluate on the clock reading now: a rule whose expiry has
+// come does not match.
+func (p *Policy) EvaluateAt(pr proposal.Proposal, now time.Time) Verdict {
+	if p == nil {
 		return Verdict{Allowed: true}
 	}
+	ap, _ := p.For(pr.Agent)
 	if reason := ap.deny(pr); reason != "" {
 		return Verdict{Denial: reason}
 	}
@@ -251,9 +346,15 @@ func (p *Policy) Evaluate(pr proposal.Proposal) Verdict {
 		return v
 	}
 	for _, r := range ap.AutoApprove {
-		if r.matches(pr) {
+		if r.matches(pr, now) {
 			v.AutoApprove = r.Name
-			break
+			return v
+		}
+	}
+	for _, r := range p.Rules {
+		if (r.Agent == pr.Agent || r.Agent == AnyAgent) && r.matches(pr, now) {
+			v.AutoApprove = r.Name
+			return v
 		}
 	}
 	return v
@@ -292,7 +393,13 @@ func (ap AgentPolicy) deny(pr proposal.Proposal) string {
 	return ""
 }
 
-func (r Rule) matches(pr proposal.Proposal) bool {
+// Expired reports whether the rule's expiry has come at now.
+func (r Rule) Expired(now time.Time) bool { return !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt) }
+
+func (r Rule) matches(pr proposal.Proposal, now time.Time) bool {
+	if r.Expired(now) {
+		return false
+	}
 	for _, op := range opsOf(pr) {
 		if !slices.Contains(r.Ops, op) {
 			return false
@@ -308,6 +415,17 @@ func (r Rule) matches(pr proposal.Proposal) bool {
 		}
 		for _, ref := range refs {
 			if !matchAny(r.refs, ref) {
+				return false
+			}
+		}
+	}
+	if len(r.Paths) > 0 {
+		files, complete := pr.FilesTouched()
+		if !complete || len(files) == 0 {
+			return false
+		}
+		for _, f := range files {
+			if !underAny(r.Paths, f) {
 				return false
 			}
 		}

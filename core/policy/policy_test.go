@@ -106,7 +106,7 @@ func TestParse_Refuses(t *testing.T) {
 		"bad pattern":          {`{"version":1,"agents":{"a":{"refs":["agent/[a-z]"]}}}`, "agents.a.refs[0]"},
 		"absolute path":        {`{"version":1,"agents":{"a":{"paths":["/etc"]}}}`, "agents.a.paths[0]"},
 		"escaping path":        {`{"version":1,"agents":{"a":{"paths":["../x"]}}}`, "agents.a.paths[0]"},
-		"trailing data":        {`{"version":1,"agents":{"a":{}}} {}`, "trailing"},
+		"trailing data":        {`{"version":1,"agents":{"a":{}}} {}`, "after the end of the document"},
 		"not json":             {`version: 1`, "invalid"},
 	}
 	for name, c := range cases {
@@ -126,8 +126,8 @@ func TestLoad_FailsClosed(t *testing.T) {
 		t.Fatalf("Load(missing) = %v", err)
 	}
 	bad := filepath.Join(dir, "bad.json")
-	os.WriteFile(bad, []byte(`{"version":1,"agents":{"a":{"ops":["commit"],}}}`), 0o600)
-	if _, err := Load(bad); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), bad) {
+	os.WriteFile(bad, []byte("{\"version\":1,\n\"agents\":{\"a\":{\"ops\":[\"commit\"] \"refs\": []}}}"), 0o600)
+	if _, err := Load(bad); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "line 2") {
 		t.Fatalf("Load(malformed) = %v", err)
 	}
 	good := filepath.Join(dir, "good.json")

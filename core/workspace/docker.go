@@ -14,6 +14,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
@@ -23,6 +24,12 @@ import (
 
 // killGrace is how long a killed container has to exit.
 const killGrace = 20 * time.Second
+
+// oomSettle bounds how long a run that died of SIGKILL nobody sent waits
+// for the Engine's oom event. containerd before 2.2 may deliver a task's
+// OOM after its exit, so the inspected OOMKilled flag can still be false
+// when the container is already gone; the event stream then brings it.
+const oomSettle = 3 * time.Second
 
 // Docker is the Runtime backed by the local Docker Engine API.
 type Docker struct {
@@ -253,6 +260,12 @@ func (d *Docker) Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.
 	waitCtx, cancelWait := context.WithCancel(bg)
 	defer cancelWait()
 	waitC, waitErrC := d.cli.ContainerWait(waitCtx, created.ID, container.WaitConditionNextExit)
+	// Subscribed before the start, so no oom event of this container is
+	// missed (see oomSettle).
+	oomC, _ := d.cli.Events(waitCtx, events.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("type", string(events.ContainerEventType)),
+		filters.Arg("container", created.ID),
+		filters.Arg("event", string(events.ActionOOM)))})
 	if err := d.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		return st, cancelledOr(ctx, &Error{Code: CodeInternal, Msg: "the Docker Engine could not start the run's container", Err: err})
 	}
@@ -340,10 +353,36 @@ func (d *Docker) Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.
 			st.ExitCode = ins.State.ExitCode
 		}
 	}
+	if !st.OOMKilled {
+		st.OOMKilled = oomReported(oomC, st.ExitCode == 137 && killC == nil)
+	}
 	if cancelled != nil {
 		return st, &Error{Code: CodeTimeout, Msg: "the run was cancelled", Err: cancelled}
 	}
 	return st, nil
+}
+
+// oomReported reports whether the Engine's event stream carried an oom
+// event for the run. When the run died of a SIGKILL Sluice did not send
+// (wait), the event may still be on its way and is waited for, for at
+// most oomSettle; otherwise only what has already arrived counts.
+func oomReported(oomC <-chan events.Message, wait bool) bool {
+	if !wait {
+		select {
+		case _, ok := <-oomC:
+			return ok
+		default:
+			return false
+		}
+	}
+	t := time.NewTimer(oomSettle)
+	defer t.Stop()
+	select {
+	case _, ok := <-oomC:
+		return ok
+	case <-t.C:
+		return false
+	}
 }
 
 // cancelledOr reports a run whose context ended while the Engine was

@@ -84,6 +84,7 @@ describe("App", () => {
       "/api/ready": { status: 200, body: true },
       "/api/proposals": { status: 200, body: [] },
       "/api/history?limit=200": { status: 200, body: [] },
+      "/api/rules": { status: 200, body: { policyFile: "/p.json", configured: false, rules: [] } },
       "/api/audit": { status: 200, body: { keyId: "", signed: false, entries: [] } },
       "/api/workspaces": { status: 400, body: { error: { code: "unsupported", message: "not yet" } } },
     });
@@ -93,6 +94,7 @@ describe("App", () => {
     expect(within(nav).getAllByRole("button").map((b) => b.textContent)).toEqual([
       "Pending",
       "History",
+      "Rules",
       "Timeline",
       "Workspaces",
       "Audit",
@@ -102,6 +104,8 @@ describe("App", () => {
     fireEvent.click(within(nav).getByText("History"));
     expect(await screen.findByRole("heading", { name: "History" })).toBeTruthy();
     expect(within(nav).getByText("History").getAttribute("aria-current")).toBe("page");
+    fireEvent.click(within(nav).getByText("Rules"));
+    expect(await screen.findByRole("heading", { name: "Rules" })).toBeTruthy();
     fireEvent.click(within(nav).getByText("Audit"));
     expect(await screen.findByRole("heading", { name: "Audit ledger" })).toBeTruthy();
     expect(document.getElementById("audit-title")).toBeTruthy();
@@ -109,6 +113,44 @@ describe("App", () => {
     expect(await screen.findByText("Workspaces are not available: not yet")).toBeTruthy();
     fireEvent.click(within(nav).getByText("Pending"));
     expect(await screen.findByText("No proposals waiting")).toBeTruthy();
+  });
+
+  it("shows the pending count in the navigation and the title, and follows it live", async () => {
+    const { stubEventSource, FakeEventSource, card } = await import("./testing");
+    stubEventSource();
+    let pending = 2;
+    const routes: Record<string, { status: number; body: unknown }> = {
+      "/api/session": { status: 200, body: { csrf: "c" } },
+      "/api/ready": { status: 200, body: true },
+      "/api/history?limit=200": { status: 200, body: [] },
+    };
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async (input: RequestInfo | URL) => {
+        const url = String(input);
+        const r =
+          url === "/api/status"
+            ? { status: 200, body: { ...status, pending } }
+            : url === "/api/proposals"
+              ? { status: 200, body: [card({ id: "a1" }), card({ id: "b2" })].slice(0, pending) }
+              : (routes[url] ?? { status: 404, body: { error: { code: "not_found", message: "nope" } } });
+        return new Response(JSON.stringify(r.body), { status: r.status, headers: { "Content-Type": "application/json" } });
+      }),
+    );
+    window.location.hash = "#/history";
+    const App = await loadApp();
+    render(<App />);
+    const nav = await screen.findByRole("navigation", { name: "Screens" });
+    await vi.waitFor(() => expect(within(nav).getByRole("button", { name: "Pending 2 waiting" })).toBeTruthy());
+    await vi.waitFor(() => expect(document.title).toBe("(2) Sluice"));
+    pending = 1;
+    FakeEventSource.emit("proposal:updated", { id: "b2", state: "rejected", version: 2 });
+    await vi.waitFor(() => expect(within(nav).getByRole("button", { name: "Pending 1 waiting" })).toBeTruthy());
+    await vi.waitFor(() => expect(document.title).toBe("(1) Sluice"));
+    pending = 0;
+    FakeEventSource.emit("proposal:updated", { id: "a1", state: "expired", version: 2 });
+    await vi.waitFor(() => expect(document.title).toBe("Sluice"));
+    expect(within(nav).getByRole("button", { name: "Pending" }).textContent).toBe("Pending");
   });
 
   it("says Sluice isn't running when nothing answers, and comes back when it does", async () => {

@@ -3,9 +3,11 @@ import { api, ApiError, detectDesktop, onConnection, onEvents, type Status } fro
 import { AuditView } from "./AuditView";
 import { ConnectView } from "./ConnectView";
 import { HistoryView } from "./HistoryView";
+import { usePendingCount } from "./pendingCount";
 import { PendingView } from "./PendingView";
 import { ProposalPage } from "./ProposalPage";
 import { href, navigate, useRoute, type Route, type Screen } from "./route";
+import { RulesView } from "./RulesView";
 import { SettingsView } from "./SettingsView";
 import { TimelineView } from "./TimelineView";
 import { WorkspacesView } from "./WorkspacesView";
@@ -21,6 +23,7 @@ type Load =
 const tabs: { screen: Screen; label: string }[] = [
   { screen: "pending", label: "Pending" },
   { screen: "history", label: "History" },
+  { screen: "rules", label: "Rules" },
   { screen: "timeline", label: "Timeline" },
   { screen: "workspaces", label: "Workspaces" },
   { screen: "audit", label: "Audit" },
@@ -35,6 +38,7 @@ export function App() {
   // the screen when it answers again, so that everything is read afresh.
   const [down, setDown] = useState(false);
   const [generation, setGeneration] = useState(0);
+  const pendingCount = usePendingCount(load.kind === "ready" ? load.status.pending : null);
 
   useEffect(() => {
     let cancelled = false;
@@ -123,11 +127,18 @@ export function App() {
                 type="button"
                 className={active === t.screen ? "tab active" : "tab"}
                 aria-current={active === t.screen ? "page" : undefined}
+                aria-label={t.screen === "pending" && pendingCount ? `${t.label} ${pendingCount} waiting` : undefined}
                 onClick={() => {
                   window.location.hash = href(t.screen);
                 }}
               >
                 {t.label}
+                {t.screen === "pending" && !!pendingCount && (
+                  <>
+                    {" "}
+                    <span className="tab-count">{pendingCount}</span>
+                  </>
+                )}
               </button>
             ))}
           </nav>
@@ -220,6 +231,8 @@ function screenFor(route: Route, status: Status) {
       return <WorkspacesView />;
     case "audit":
       return <AuditView />;
+    case "rules":
+      return <RulesView />;
     case "settings":
       return <SettingsView />;
     case "connect":

@@ -1,5 +1,5 @@
 import type { AuditEntry } from "./api";
-import { Time } from "./bits";
+import { ScrollTable, Time } from "./bits";
 import { href } from "./route";
 
 // What the verifier's less obvious words mean, said where they appear.
@@ -20,50 +20,52 @@ export function AuditEntries({ entries, withDetails = false }: { entries: AuditE
   const legacy = entries.some(isLegacy);
   return (
     <>
-      <table className="entries">
-        <thead>
-          <tr>
-            <th scope="col">#</th>
-            <th scope="col">time</th>
-            <th scope="col">what</th>
-            <th scope="col">by</th>
-            <th scope="col">result</th>
-            {withDetails && <th scope="col">details</th>}
-          </tr>
-        </thead>
-        <tbody>
-          {entries.map((e, i) => (
-            <tr key={String(e.id ?? i)}>
-              <td>
-                {isLegacy(e) ? (
-                  <span className="badge legacy" title={termWhy.legacy}>
-                    legacy
-                  </span>
-                ) : (
-                  String(e.sequence ?? "")
-                )}
-              </td>
-              <td>
-                <Time at={typeof e.timestamp === "number" ? e.timestamp : undefined} />
-              </td>
-              <td>
-                {String(e.event_type ?? e.tool ?? "")}
-                {!withDetails && typeof e.proposal_id === "string" && e.proposal_id && (
-                  <>
-                    {" "}
-                    <a className="audit-proposal" href={href("proposal", e.proposal_id)} title={`Proposal ${e.proposal_id}`}>
-                      proposal {e.proposal_id.slice(0, 8)}
-                    </a>
-                  </>
-                )}
-              </td>
-              <td>{String(e.approval ?? e.session_id ?? "")}</td>
-              <td>{String(e.result ?? "")}</td>
-              {withDetails && <td className="muted">{details(e.data)}</td>}
+      <ScrollTable label="Ledger entries">
+        <table className="entries">
+          <thead>
+            <tr>
+              <th scope="col">#</th>
+              <th scope="col">time</th>
+              <th scope="col">what</th>
+              <th scope="col">by</th>
+              <th scope="col">result</th>
+              {withDetails && <th scope="col">details</th>}
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {entries.map((e, i) => (
+              <tr key={String(e.id ?? i)}>
+                <td>
+                  {isLegacy(e) ? (
+                    <span className="badge legacy" title={termWhy.legacy}>
+                      legacy
+                    </span>
+                  ) : (
+                    String(e.sequence ?? "")
+                  )}
+                </td>
+                <td>
+                  <Time at={typeof e.timestamp === "number" ? e.timestamp : undefined} />
+                </td>
+                <td>
+                  {String(e.event_type ?? e.tool ?? "")}
+                  {!withDetails && typeof e.proposal_id === "string" && e.proposal_id && (
+                    <>
+                      {" "}
+                      <a className="audit-proposal" href={href("proposal", e.proposal_id)} title={`Proposal ${e.proposal_id}`}>
+                        proposal {e.proposal_id.slice(0, 8)}
+                      </a>
+                    </>
+                  )}
+                </td>
+                <td>{String(e.approval ?? e.session_id ?? "")}</td>
+                <td>{String(e.result ?? "")}</td>
+                {withDetails && <td className="muted">{details(e.data)}</td>}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </ScrollTable>
       {legacy && (
         <p className="muted audit-legacy-note">
           <span className="badge legacy">legacy</span> {termWhy.legacy}.

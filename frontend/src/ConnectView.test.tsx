@@ -120,4 +120,27 @@ describe("ConnectView", () => {
     expect(within(manual).getByText(/Follow these steps/)).toBeTruthy();
     expect(within(manual).queryByRole("button", { name: "Write configuration" })).toBeNull();
   });
+
+  it("says why a client has no configuration instead of showing an empty one", async () => {
+    const broken: Client = {
+      client: "claude-code",
+      displayName: "Claude Code",
+      scopes: ["user"],
+      path: "",
+      format: "json",
+      preview: "",
+      preAllows: [],
+      preAllowNote: "",
+      problem: "connect: the sidecar command must be an absolute path",
+    };
+    stubFetch({ "GET /api/connect": { body: [broken] } });
+    const { ConnectView } = await import("./ConnectView");
+    render(<ConnectView />);
+    const panel = await screen.findByRole("tabpanel", { name: "Claude Code" });
+    expect(within(panel).getByRole("alert").textContent).toMatch(
+      /Sluice cannot make this configuration: connect: the sidecar command must be an absolute path/,
+    );
+    expect(panel.textContent).not.toMatch(/Goes in/);
+    expect(within(panel).queryByRole("button", { name: "Write configuration" })).toBeNull();
+  });
 });

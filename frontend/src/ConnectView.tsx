@@ -63,6 +63,19 @@ function ClientPanel({ client }: { client: Client }) {
   const [result, setResult] = useState<ConnectResult | null>(null);
   const [error, setError] = useState<string | null>(null);
   const manual = client.format === "steps";
+  if (client.problem) {
+    return (
+      <div
+        className="panel client"
+        id={`client-${client.client}`}
+        role="tabpanel"
+        aria-labelledby={`client-tab-${client.client}`}
+      >
+        <h2>{client.displayName}</h2>
+        <ErrorBox title="Sluice cannot make this configuration:">{client.problem}</ErrorBox>
+      </div>
+    );
+  }
 
   async function write() {
     setBusy(true);
@@ -100,7 +113,8 @@ function ClientPanel({ client }: { client: Client }) {
         </p>
       )}
       <div className="preview">
-        <pre>
+        {/* Focusable: a long line scrolls, and the keyboard must reach it. */}
+        <pre tabIndex={0} role="region" aria-label={`${client.displayName} configuration`}>
           <code>{client.preview}</code>
         </pre>
         <CopyButton text={client.preview} label={`Copy the ${client.displayName} configuration`} />

@@ -57,7 +57,8 @@ describe("DiffView", () => {
     const calls = stubFetch(diffRoutes("p2", chunks));
     const { container } = render(<DiffView proposalId="p2" />);
 
-    await waitFor(() => expect(screen.getByRole("status").textContent).toMatch(/^0\.\d of 0\.\d KB loaded$/));
+    // The first test loads the diff renderer cold: a generous hang guard.
+    await waitFor(() => expect(screen.getByRole("status").textContent).toMatch(/^0\.\d of 0\.\d KB loaded$/), { timeout: 10_000 });
     expect(diffRequests(calls)).toHaveLength(3);
     await waitFor(() => expect(container.querySelector(".diff-more")).toBeNull());
     // Each file drawn once, whole.
@@ -82,7 +83,36 @@ describe("DiffView", () => {
     stubFetch(diffRoutes("p3", []));
     render(<DiffView proposalId="p3" />);
     expect(await screen.findByText("No file changes")).toBeTruthy();
-    expect(screen.getByText("no file changes")).toBeTruthy();
+    // Said once, and no layout to choose for a diff that has no lines.
+    expect(document.querySelector(".diff-toolbar")!.textContent).toBe("No file changes");
+    expect(screen.queryByRole("group", { name: "Diff layout" })).toBeNull();
+  });
+
+  it("gives the server's reason for an empty diff once", async () => {
+    stubFetch({
+      "GET /api/proposals/p5/diff?offset=0": {
+        body: { text: "", offset: 0, nextOffset: 0, totalBytes: 0, done: true, notices: [], compared: "no file changes: only refs move" },
+      },
+    });
+    render(<DiffView proposalId="p5" />);
+    expect(await screen.findByText("No file changes: only refs move")).toBeTruthy();
+    expect(document.querySelector(".diff-toolbar")!.textContent!.match(/no file changes/gi)).toHaveLength(1);
+  });
+
+  it("opens line by line on a narrow screen, whatever was chosen on a wide one", async () => {
+    localStorage.setItem("sluice.diffFormat", "side-by-side");
+    vi.stubGlobal("matchMedia", (q: string) => ({ matches: q.includes("max-width"), media: q, addEventListener() {}, removeEventListener() {} }));
+    stubFetch(diffRoutes("p6", [sampleDiff]));
+    render(<DiffView proposalId="p6" />);
+    const line = await screen.findByRole("button", { name: "Line by line" });
+    expect(line.getAttribute("aria-pressed")).toBe("true");
+    expect(screen.getByRole("button", { name: "Side by side" }).getAttribute("aria-pressed")).toBe("false");
+    // Choosing on the narrow screen does not change the wide screen's choice.
+    fireEvent.click(screen.getByRole("button", { name: "Side by side" }));
+    expect(localStorage.getItem("sluice.diffFormat")).toBe("side-by-side");
+    fireEvent.click(line);
+    expect(localStorage.getItem("sluice.diffFormat")).toBe("side-by-side");
+    localStorage.removeItem("sluice.diffFormat");
   });
 
   it("shows the server's notices about an incomplete diff and retries a failed chunk", async () => {

@@ -20,6 +20,18 @@ function storedFormat(): DiffFormat {
   return "side-by-side";
 }
 
+/** Narrow screens (a phone, a small window) read a diff line by line. */
+export const narrowQuery = "(max-width: 760px)";
+
+function isNarrow(): boolean {
+  return typeof window.matchMedia === "function" && window.matchMedia(narrowQuery).matches;
+}
+
+/** The layout a diff opens in: line by line on a narrow screen, else the person's choice. */
+function initialFormat(): DiffFormat {
+  return isNarrow() ? "line-by-line" : storedFormat();
+}
+
 /** Whether the element is (near) the viewport; `unobservable` where that cannot be known. */
 function useInView(
   ref: React.RefObject<HTMLElement | null>,
@@ -73,7 +85,7 @@ export function DiffView({ proposalId }: { proposalId: string }) {
     };
   }, []);
 
-  const [format, setFormat] = useState<DiffFormat>(storedFormat);
+  const [format, setFormat] = useState<DiffFormat>(initialFormat);
   const formatNow = useRef(format);
   const [progress, setProgress] = useState<Progress | null>(null);
   const [meta, setMeta] = useState<Pick<DiffChunk, "compared" | "notices">>({});
@@ -138,7 +150,8 @@ export function DiffView({ proposalId }: { proposalId: string }) {
     setFormat(f);
     formatNow.current = f;
     try {
-      localStorage.setItem(formatKey, f);
+      // A choice made on a narrow screen is for this diff only.
+      if (!isNarrow()) localStorage.setItem(formatKey, f);
     } catch {
       // not remembered, still applied
     }
@@ -156,9 +169,12 @@ export function DiffView({ proposalId }: { proposalId: string }) {
           {progress &&
             !empty &&
             `${kb(progress.loaded)} of ${kb(progress.total)} KB loaded${progress.done ? "" : ` — ${kb(left)} KB not shown yet`}`}
-          {empty && "No file changes"}
+          {empty && emptyWords(meta.compared)}
         </span>
-        {meta.compared && <span className="muted diff-compared">{meta.compared}</span>}
+        {meta.compared && !(empty && saysNoChanges(meta.compared)) && (
+          <span className="muted diff-compared">{meta.compared}</span>
+        )}
+        {!empty && (
         <span className="segmented" role="group" aria-label="Diff layout">
           <button
             type="button"
@@ -177,6 +193,7 @@ export function DiffView({ proposalId }: { proposalId: string }) {
             Line by line
           </button>
         </span>
+        )}
       </div>
       {meta.notices && meta.notices.length > 0 && (
         <ul className="diff-notices">
@@ -212,4 +229,14 @@ export function DiffView({ proposalId }: { proposalId: string }) {
       )}
     </section>
   );
+}
+
+function saysNoChanges(compared: string): boolean {
+  return /^no file changes/i.test(compared);
+}
+
+/** "No file changes", with the server's reason when it gives one, said once. */
+function emptyWords(compared: string | undefined): string {
+  if (compared && saysNoChanges(compared)) return compared.charAt(0).toUpperCase() + compared.slice(1);
+  return "No file changes";
 }

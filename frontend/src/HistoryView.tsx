@@ -3,7 +3,7 @@
 // proposal's page.
 import { useEffect, useRef, useState } from "react";
 import { api, proposalStates, type Card, type HistoryQuery } from "./api";
-import { ErrorBox, RiskBadge, StateBadge, Time, errorMessage } from "./bits";
+import { ErrorBox, RiskBadge, ScrollTable, StateBadge, Time, errorMessage } from "./bits";
 import { opLabel, stateLabel } from "./format";
 import { href, navigate } from "./route";
 
@@ -113,52 +113,59 @@ export function HistoryView() {
         <p className="panel muted">{filtered ? "Nothing matches these filters." : "No proposals yet."}</p>
       )}
       {rows && rows.length > 0 && (
-        <table className="entries history">
-          <thead>
-            <tr>
-              <th scope="col">When</th>
-              <th scope="col">Change</th>
-              <th scope="col">Agent</th>
-              <th scope="col">Repository</th>
-              <th scope="col">Risk</th>
-              <th scope="col">State</th>
-              <th scope="col">Outcome</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((c) => (
-              <tr key={c.id} id={`history-${c.id}`} className="clickable" onClick={() => navigate("proposal", c.id)}>
-                <td className="nowrap">
-                  <Time at={c.createdAt} />
-                </td>
-                <td>
-                  <a href={href("proposal", c.id)} onClick={(e) => e.stopPropagation()}>
-                    {opLabel(c.op)}
-                  </a>
-                  <div className="muted clamp">
-                    {c.invisible && c.invisible.length > 0 && <span className="badge risk-high">hidden characters</span>}{" "}
-                    {c.reason}
-                  </div>
-                </td>
-                <td>{c.agent}</td>
-                <td title={c.repo}>{c.repoName}</td>
-                <td>
-                  <RiskBadge risk={c.risk} />
-                </td>
-                <td>
-                  <StateBadge state={c.state} />
-                </td>
-                <td>
-                  {/* The clamp goes on a block inside: on the cell itself it
-                      would stop being a table cell and fall out of line. */}
-                  <div className="clamp">
-                    {c.outcome?.code && <code>{c.outcome.code}</code>} {c.outcome?.message}
-                  </div>
-                </td>
+        <ScrollTable label="Proposals">
+          <table className="entries history">
+            <thead>
+              <tr>
+                <th scope="col">When</th>
+                <th scope="col">Change</th>
+                <th scope="col">Agent</th>
+                <th scope="col">Repository</th>
+                <th scope="col">Risk</th>
+                <th scope="col">State</th>
+                <th scope="col">Outcome</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {rows.map((c) => (
+                <tr key={c.id} id={`history-${c.id}`} className="clickable" onClick={() => navigate("proposal", c.id)}>
+                  <td className="nowrap">
+                    <Time at={c.createdAt} />
+                  </td>
+                  <td>
+                    <a href={href("proposal", c.id)} onClick={(e) => e.stopPropagation()}>
+                      {opLabel(c.op)}
+                    </a>
+                    <div className="muted clamp">
+                      {c.invisible && c.invisible.length > 0 && <span className="badge risk-high">hidden characters</span>}{" "}
+                      {c.reason}
+                    </div>
+                  </td>
+                  <td>{c.agent}</td>
+                  <td title={c.repo}>{c.repoName}</td>
+                  <td>
+                    <RiskBadge risk={c.risk} />
+                  </td>
+                  <td>
+                    <StateBadge state={c.state} />
+                    {c.approvedByRule && (
+                      <div className="muted rule-mark" title="Approved without a card by this auto-approve rule">
+                        by rule <a href={href("rules")} onClick={(e) => e.stopPropagation()}>{c.approvedByRule}</a>
+                      </div>
+                    )}
+                  </td>
+                  <td>
+                    {/* The clamp goes on a block inside: on the cell itself it
+                        would stop being a table cell and fall out of line. */}
+                    <div className="clamp" title={[c.outcome?.code, c.outcome?.message].filter(Boolean).join(" ")}>
+                      {c.outcome?.code && <code>{c.outcome.code}</code>} {c.outcome?.message}
+                    </div>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </ScrollTable>
       )}
     </section>
   );

@@ -17,6 +17,18 @@ async function renderPending() {
   return render(<PendingView status={status} />);
 }
 
+function noticeEl(id: string): HTMLElement {
+  const el = document.getElementById(`decided-${id}`);
+  if (!el) throw new Error(`no notice for ${id}`);
+  return el;
+}
+
+function rowEl(id: string): HTMLElement {
+  const el = document.querySelector<HTMLElement>(`.queue-item[data-id='${id}'] .queue-row`);
+  if (!el) throw new Error(`no row ${id}`);
+  return el;
+}
+
 function cardEl(id: string): HTMLElement {
   const el = document.getElementById(`card-${id}`);
   if (!el) throw new Error(`no card ${id}`);
@@ -70,7 +82,10 @@ describe("PendingView", () => {
     expect(el.querySelector(".reject")).toBeTruthy();
     expect(el.querySelector(".note-input")).toBeTruthy();
     expect(el.querySelector(".confirm-input")).toBeNull();
-    expect(document.title).toBe("(1) Sluice");
+    // Its row in the queue says who, what, where, the risk and that it collides.
+    const row = document.querySelector<HTMLElement>(".queue-item[data-id='p1'] .queue-row")!;
+    expect(row.getAttribute("aria-expanded")).toBe("true");
+    expect(row.textContent).toMatch(/^merge in shop\s*claude-code\s*Risk: medium\s*collides ×1\s*1m ago$/);
   });
 
   it("says files are unknown until executed when the op cannot know them", async () => {
@@ -97,6 +112,9 @@ describe("PendingView", () => {
     const input = el.querySelector<HTMLInputElement>(".confirm-input")!;
     expect(within(el).getByText("main", { selector: "code.confirm-word" })).toBeTruthy();
     expect(approve.disabled).toBe(true);
+    // Why Approve is disabled, and what the word is.
+    const why = document.getElementById(approve.getAttribute("aria-describedby")!)!;
+    expect(why.textContent).toMatch(/Approve stays disabled until you type main, the name of the branch this rewrites/);
 
     fireEvent.change(input, { target: { value: "mai" } });
     expect(approve.disabled).toBe(true);
@@ -113,10 +131,14 @@ describe("PendingView", () => {
     expect(post.url).toBe("/api/proposals/p9/approve");
     expect(post.body).toEqual({ digest: destructive.digest, note: "ok, drop them", confirm: "main" });
     expect(post.headers.get("X-Sluice-CSRF")).toBe("csrf-token");
-    await waitFor(() => expect(cardEl("p9").dataset.state).toBe("approved"));
+    // The decided card leaves the queue; a notice says what became of it.
+    await waitFor(() => expect(noticeEl("p9").dataset.state).toBe("approved"));
+    expect(document.getElementById("card-p9")).toBeNull();
+    expect(noticeEl("p9").textContent).toMatch(/reset in shop from claude-code: approved/);
   });
 
-  it("moves with j/k, approves with a, rejects with r and the typed note", async () => {
+  it("moves with j/k, approves with a, rejects with r and the typed note, one card open at a time", async () => {
+    localStorage.setItem("sluice.rejectUndoMs", "600000");
     const a = card({ id: "a1", createdAt: "2026-01-01T10:00:00.000Z", reason: "first" });
     const b = card({ id: "b2", createdAt: "2026-01-01T11:00:00.000Z", reason: "second" });
     const c = { ...destructive, id: "c3", createdAt: "2026-01-01T12:00:00.000Z" };
@@ -131,39 +153,128 @@ describe("PendingView", () => {
       "GET /api/proposals/a1": { body: { ...a, state: "approved" } },
       "GET /api/proposals/b2": { body: { ...b, state: "rejected" } },
     });
+    const decisions = () => calls.filter((x) => x.method === "POST" && x.url !== "/api/shown");
     await renderPending();
     await waitFor(() => expect(cardEl("a1").classList).toContain("selected"));
+    const openCards = () => Array.from(document.querySelectorAll("article.card")).map((e) => e.id);
+    expect(openCards()).toEqual(["card-a1"]);
+    expect(document.querySelectorAll(".queue-row")).toHaveLength(3);
 
     fireEvent.keyDown(document.body, { key: "j" });
-    expect(cardEl("b2").classList).toContain("selected");
+    expect(openCards()).toEqual(["card-b2"]);
+    expect(rowEl("b2").getAttribute("aria-expanded")).toBe("true");
+    expect(rowEl("a1").getAttribute("aria-expanded")).toBe("false");
+    expect(document.activeElement).toBe(cardEl("b2"));
     fireEvent.keyDown(document.body, { key: "j" });
-    expect(cardEl("c3").classList).toContain("selected");
+    expect(openCards()).toEqual(["card-c3"]);
     fireEvent.keyDown(document.body, { key: "j" });
-    expect(cardEl("c3").classList).toContain("selected");
+    expect(openCards()).toEqual(["card-c3"]);
 
     // On a destructive card, a only focuses the confirmation input.
     fireEvent.keyDown(document.body, { key: "a" });
     expect(document.activeElement).toBe(cardEl("c3").querySelector(".confirm-input"));
     // Keys typed into an input are text, not shortcuts.
     fireEvent.keyDown(document.activeElement!, { key: "k" });
-    expect(cardEl("c3").classList).toContain("selected");
-    expect(calls.filter((x) => x.method === "POST" && x.url !== "/api/shown")).toHaveLength(0);
+    expect(openCards()).toEqual(["card-c3"]);
+    expect(decisions()).toHaveLength(0);
 
     fireEvent.keyDown(document.body, { key: "k" });
     fireEvent.keyDown(document.body, { key: "k" });
-    expect(cardEl("a1").classList).toContain("selected");
+    expect(openCards()).toEqual(["card-a1"]);
     fireEvent.keyDown(document.body, { key: "a" });
     await waitFor(() => expect(calls.some((x) => x.url === "/api/proposals/a1/approve")).toBe(true));
 
-    // The approved card moves down to the decided ones and the next
-    // waiting card is selected.
-    await waitFor(() => expect(cardEl("b2").classList).toContain("selected"));
-    expect(cardEl("a1").closest(".settled")).toBeTruthy();
+    // The approved card leaves the queue with a notice; the next waiting
+    // card is open and has the focus.
+    await waitFor(() => expect(noticeEl("a1").dataset.state).toBe("approved"));
+    expect(document.querySelector(".queue-item[data-id='a1']")).toBeNull();
+    expect(openCards()).toEqual(["card-b2"]);
+    expect(document.activeElement).toBe(cardEl("b2"));
+
+    // r holds the reject back: the card leaves, the next one opens, and
+    // nothing is sent while it can be undone.
     fireEvent.change(cardEl("b2").querySelector(".note-input")!, { target: { value: "not now" } });
     fireEvent.keyDown(document.body, { key: "r" });
+    expect(document.querySelector(".undo-notice")?.textContent).toMatch(/Rejecting merge in shop from claude-code with your note/);
+    expect(openCards()).toEqual(["card-c3"]);
+    expect(document.activeElement).toBe(cardEl("c3"));
+    expect(decisions().filter((x) => x.url.includes("b2"))).toHaveLength(0);
+    // u undoes it: the card is back, open, with its note.
+    fireEvent.keyDown(document.body, { key: "u" });
+    expect(document.querySelector(".undo-notice")).toBeNull();
+    expect(openCards()).toEqual(["card-b2"]);
+    expect(cardEl("b2").querySelector<HTMLTextAreaElement>(".note-input")!.value).toBe("not now");
+    expect(decisions().filter((x) => x.url.includes("b2"))).toHaveLength(0);
+
+    // r again, then moving on (here: "Reject now") sends it with the note.
+    fireEvent.keyDown(document.body, { key: "r" });
+    fireEvent.click(screen.getByRole("button", { name: "Reject now" }));
     await waitFor(() => expect(calls.some((x) => x.url === "/api/proposals/b2/reject")).toBe(true));
     expect(calls.find((x) => x.url === "/api/proposals/b2/reject")!.body).toEqual({ digest: b.digest, note: "not now" });
-    await waitFor(() => expect(cardEl("b2").dataset.state).toBe("rejected"));
+    await waitFor(() => expect(noticeEl("b2").dataset.state).toBe("rejected"));
+    expect(document.querySelector(".queue-item[data-id='b2']")).toBeNull();
+    localStorage.removeItem("sluice.rejectUndoMs");
+  });
+
+  it("sends a held reject when its undo window passes, and when the person approves the next card", async () => {
+    const a = card({ id: "a1", createdAt: "2026-01-01T10:00:00.000Z" });
+    const b = card({ id: "b2", createdAt: "2026-01-01T11:00:00.000Z" });
+    const c = card({ id: "c3", createdAt: "2026-01-01T12:00:00.000Z" });
+    const decided = new Set<string>();
+    const calls = stubFetch({
+      "GET /api/proposals": () => ({ body: [a, b, c].filter((x) => !decided.has(x.id)) }),
+      ...diffRoutes("a1", []),
+      ...diffRoutes("b2", []),
+      ...diffRoutes("c3", []),
+      "POST /api/proposals/a1/reject": () => (decided.add("a1"), { body: { ...a, state: "rejected" } }),
+      "POST /api/proposals/b2/reject": () => (decided.add("b2"), { body: { ...b, state: "rejected" } }),
+      "POST /api/proposals/c3/approve": () => (decided.add("c3"), { body: { ...c, state: "approved" } }),
+      "GET /api/proposals/c3": { body: { ...c, state: "approved" } },
+    });
+    // A window long enough that the first reject waits for the person.
+    localStorage.setItem("sluice.rejectUndoMs", "600000");
+    await renderPending();
+    await waitFor(() => expect(cardEl("a1")).toBeTruthy());
+    fireEvent.keyDown(document.body, { key: "r" });
+    expect(cardEl("b2")).toBeTruthy();
+    // Approving the next card is moving on: the held reject is sent first.
+    fireEvent.keyDown(document.body, { key: "j" });
+    fireEvent.keyDown(document.body, { key: "a" });
+    await waitFor(() => expect(calls.some((x) => x.url === "/api/proposals/a1/reject")).toBe(true));
+    await waitFor(() => expect(calls.some((x) => x.url === "/api/proposals/c3/approve")).toBe(true));
+    expect(calls.findIndex((x) => x.url === "/api/proposals/a1/reject")).toBeLessThan(
+      calls.findIndex((x) => x.url === "/api/proposals/c3/approve"),
+    );
+    // A short window passes by itself and the reject is sent.
+    localStorage.setItem("sluice.rejectUndoMs", "20");
+    await waitFor(() => expect(cardEl("b2")).toBeTruthy());
+    fireEvent.keyDown(document.body, { key: "r" });
+    await waitFor(() => expect(calls.some((x) => x.url === "/api/proposals/b2/reject")).toBe(true));
+    await waitFor(() => expect(noticeEl("b2").dataset.state).toBe("rejected"));
+    localStorage.removeItem("sluice.rejectUndoMs");
+  });
+
+  it("keeps an expired card in the queue, saying so", async () => {
+    const a = card({ id: "a1", createdAt: "2026-01-01T10:00:00.000Z" });
+    const b = card({ id: "b2", createdAt: "2026-01-01T11:00:00.000Z" });
+    let expired = false;
+    stubFetch({
+      "GET /api/proposals": () => ({ body: expired ? [a] : [a, b] }),
+      ...diffRoutes("a1", []),
+      ...diffRoutes("b2", []),
+      "GET /api/proposals/b2": { body: { ...b, state: "expired" } },
+    });
+    await renderPending();
+    await waitFor(() => expect(rowEl("b2")).toBeTruthy());
+    expired = true;
+    act(() => FakeEventSource.emit("proposal:updated", { id: "b2", state: "expired", version: 2 }));
+    await waitFor(() => expect(document.querySelector(".queue-item[data-id='b2']")?.getAttribute("data-state")).toBe("expired"));
+    expect(rowEl("b2").textContent).toMatch(/expired/);
+    expect(document.getElementById("pending-title")?.textContent).toBe("1 proposal waiting");
+    fireEvent.click(rowEl("b2"));
+    expect(cardEl("b2").querySelector(".gone-note")?.textContent).toMatch(/^This proposal expired at .+ before anyone decided\. Nothing was changed/);
+    fireEvent.click(within(cardEl("b2")).getByRole("button", { name: "Dismiss" }));
+    expect(document.querySelector(".queue-item[data-id='b2']")).toBeNull();
   });
 
   it("shows a new proposal live when the app announces it", async () => {
@@ -198,22 +309,26 @@ describe("PendingView", () => {
     await renderPending();
     fireEvent.click(await waitFor(() => cardEl("p1").querySelector<HTMLButtonElement>(".approve")!));
     state = "approved";
-    await waitFor(() => expect(cardEl("p1").dataset.state).toBe("approved"));
-    // Nothing waits any more, and the page says so above the decided card.
+    await waitFor(() => expect(noticeEl("p1").dataset.state).toBe("approved"));
+    // Nothing waits any more, and the page says so above the notice.
     expect(document.getElementById("empty-title")?.textContent).toBe("No proposals waiting");
+    expect(document.getElementById("card-p1")).toBeNull();
 
     state = "executing";
     act(() => FakeEventSource.emit("proposal:updated", { id: "p1", state: "executing", version: 3 }));
-    await waitFor(() => expect(cardEl("p1").dataset.state).toBe("executing"));
+    await waitFor(() => expect(noticeEl("p1").dataset.state).toBe("executing"));
     state = "completed";
     act(() => FakeEventSource.emit("proposal:updated", { id: "p1", state: "completed", version: 4 }));
-    await waitFor(() => expect(cardEl("p1").dataset.state).toBe("completed"));
-    expect(within(cardEl("p1")).getByText(/merged into main/)).toBeTruthy();
-    expect(within(cardEl("p1")).getByRole("link", { name: "restore point rp1" })).toBeTruthy();
-    expect(cardEl("p1").querySelector(".approve")).toBeNull();
+    await waitFor(() => expect(noticeEl("p1").dataset.state).toBe("completed"));
+    expect(within(noticeEl("p1")).getByText(/merged into main/)).toBeTruthy();
+    expect(within(noticeEl("p1")).getByRole("link", { name: "restore point" }).getAttribute("href")).toBe(
+      "#/timeline?repo=%2Fhome%2Fme%2Fsrc%2Fshop&rp=rp1",
+    );
+    expect(within(noticeEl("p1")).getByRole("link", { name: "Details of p1" }).getAttribute("href")).toBe("#/proposal/p1");
 
-    fireEvent.click(within(cardEl("p1")).getByRole("button", { name: "Dismiss" }));
+    fireEvent.click(within(noticeEl("p1")).getByRole("button", { name: "Dismiss notice about p1" }));
     expect(await screen.findByText("No proposals waiting")).toBeTruthy();
+    expect(document.getElementById("decided-p1")).toBeNull();
   });
 
   it("marks a card stale when approving it fails with digest_mismatch", async () => {

@@ -8,7 +8,9 @@ import { Countdown, ErrorBox, RiskBadge, Sha, StateBadge, Time, errorMessage } f
 import { DiffView } from "./DiffView";
 import { opLabel, shortRef } from "./format";
 import { href } from "./route";
+import { LeftLocks } from "./LeftLocks";
 import { EvidenceBlock, SealedOutcome } from "./SealedOutcome";
+import { TrustSimilar } from "./TrustSimilar";
 
 /** How often a pending card re-checks what it was sealed against. */
 const preflightEveryMs = 4000;
@@ -59,12 +61,17 @@ function describePreflight(pf: Preflight): string {
   return parts.join("; ");
 }
 
-/** What the Pending screen's keyboard shortcuts do to the selected card. */
+/** What the Pending screen's keyboard shortcuts do to the open card. */
 export interface CardActions {
   /** Approves, or for a destructive card focuses the confirmation input. */
   approveShortcut(): void;
-  /** Rejects with the note typed so far. */
-  rejectShortcut(): void;
+  /** Whether approveShortcut would send an approval now. */
+  approvable(): boolean;
+  /**
+   * The note typed so far when the card can be rejected now, else null.
+   * The queue sends the reject itself, after its undo window.
+   */
+  rejectable(): string | null;
   focus(): void;
 }
 
@@ -77,15 +84,28 @@ interface Props {
   /** Asks the owner to re-read the card (it changed under us). */
   onReload?: () => void;
   onDismiss?: () => void;
+  /** The card opens under its queue row, which already names it. */
+  underRow?: boolean;
+  /** Told whether the card is stale, whenever that changes. */
+  onStale?: (stale: boolean) => void;
   ref?: Ref<CardActions>;
 }
 
 const staleCodes = new Set(["digest_mismatch", "stale_base"]);
 
-export function ProposalCard({ card, selected, onSelect, onDecided, onReload, onDismiss, ref }: Props) {
+// Notes typed on cards that are not open (the queue opens one at a time)
+// or not yet decided, kept for this page's life.
+const drafts = new Map<string, string>();
+
+export function ProposalCard({ card, selected, onSelect, onDecided, onReload, onDismiss, underRow, onStale, ref }: Props) {
   const rootEl = useRef<HTMLElement>(null);
   const confirmEl = useRef<HTMLInputElement>(null);
-  const [note, setNote] = useState("");
+  const [note, setNoteState] = useState(() => drafts.get(card.id) ?? "");
+  const setNote = (v: string) => {
+    setNoteState(v);
+    if (v) drafts.set(card.id, v);
+    else drafts.delete(card.id);
+  };
   const [confirm, setConfirm] = useState("");
   const [busy, setBusy] = useState<"" | "approve" | "reject">("");
   const [error, setError] = useState<string | null>(null);
@@ -101,6 +121,8 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
   const canApprove = pending && !busy && !staleMessage && confirmed;
   const canReject = pending && !busy;
   const titleId = `card-${card.id}-title`;
+  const isStale = !!staleMessage;
+  useEffect(() => onStale?.(isStale), [isStale, onStale]);
 
   function fail(e: unknown) {
     if (e instanceof ApiError && staleCodes.has(e.code)) {
@@ -163,8 +185,11 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
       }
       void approve();
     },
-    rejectShortcut() {
-      void reject();
+    approvable() {
+      return canApprove;
+    },
+    rejectable() {
+      return canReject ? note : null;
     },
     focus() {
       rootEl.current?.focus({ preventScroll: true });
@@ -189,7 +214,7 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
       onMouseDown={onSelect}
     >
       <header className="card-head">
-        <h2 id={titleId}>
+        <h2 id={titleId} className={underRow ? "visually-hidden" : undefined}>
           <span className="op">{opLabel(card.op)}</span> <span className="muted">in</span>{" "}
           <span className="repo" title={card.repo}>
             {card.repoName}
@@ -207,6 +232,17 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
           {card.id}
         </a>
       </p>
+      {card.state === "expired" && (
+        <p className="gone-note" role="status">
+          This proposal expired at <Time at={card.expiresAt} /> before anyone decided. Nothing was changed; the agent
+          can propose it again.
+        </p>
+      )}
+      {card.state === "cancelled" && (
+        <p className="gone-note" role="status">
+          The agent withdrew this proposal before anyone decided. Nothing was changed.
+        </p>
+      )}
       {card.riskWhy && (
         <p className={`risk-why risk-${card.risk}`}>
           <span className="muted">Risk {card.risk}:</span> {card.riskWhy}
@@ -340,7 +376,9 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
             <dt>Decision</dt>
             <dd className="decision">
               {card.decision.approved ? "Approved" : "Rejected"}
-              {card.decision.auto ? " automatically by policy" : ""} by {card.decision.by} · <Time at={card.decision.at} />
+              {card.decision.auto ? " automatically" : ""} by{" "}
+              {card.approvedByRule ? <a href={href("rules")}>rule {card.approvedByRule}</a> : card.decision.by} ·{" "}
+              <Time at={card.decision.at} />
               {card.decision.note && <q className="note-text">{card.decision.note}</q>}
             </dd>
           </>
@@ -359,6 +397,8 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
           </>
         )}
       </dl>
+
+      {card.state === "needs_reconciliation" && <LeftLocks card={card} onChanged={onReload} />}
 
       <DiffView proposalId={card.id} />
 
@@ -382,8 +422,10 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
           </label>
           {card.destructive && (
             <label className="field confirm">
-              <span>
-                This can lose work. Type <code className="confirm-word">{card.confirmWord}</code> to approve.
+              <span id={`card-${card.id}-confirm-why`}>
+                This can lose work: see what is lost above. Approve stays disabled until you type{" "}
+                <code className="confirm-word">{card.confirmWord}</code>,{" "}
+                {confirmIsBranch(card) ? "the name of the branch this rewrites" : "the name of the operation"}, here.
               </span>
               <input
                 ref={confirmEl}
@@ -398,12 +440,18 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
           )}
           {error && <ErrorBox>{error}</ErrorBox>}
           <div className="actions">
-            <button type="submit" className={`approve primary${card.destructive ? " danger" : ""}`} disabled={!canApprove}>
+            <button
+              type="submit"
+              className={`approve primary${card.destructive ? " danger" : ""}`}
+              disabled={!canApprove}
+              aria-describedby={card.destructive && !confirmed ? `card-${card.id}-confirm-why` : undefined}
+            >
               {busy === "approve" ? "Approving…" : card.destructive ? "Approve destructive change" : "Approve"}
             </button>
             <button type="button" className="reject" disabled={!canReject} onClick={() => void reject()}>
               {busy === "reject" ? "Rejecting…" : "Reject"}
             </button>
+            <TrustSimilar card={card} note={note} enabled={!busy && !staleMessage} onDecided={onDecided} />
           </div>
         </form>
       )}
@@ -416,6 +464,11 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
       )}
     </article>
   );
+}
+
+/** Whether the confirmation word is the one branch the proposal pinned (else it is the operation's name). */
+function confirmIsBranch(card: Card): boolean {
+  return !!card.confirmWord && Object.prototype.hasOwnProperty.call(card.pinned?.refs ?? {}, `refs/heads/${card.confirmWord}`);
 }
 
 const fileListLimit = 25;

@@ -165,11 +165,36 @@ export interface Card {
   createdAt: string;
   expiresAt: string;
   decision?: Decision;
+  /** The auto-approve rule that approved it, when one did. */
+  approvedByRule?: string;
   outcome?: Outcome;
   history: Step[];
   /** What the agent policy said about this proposal, when there is a policy. */
   /** Fields that held invisible characters, shown escaped as ⟨U+XXXX⟩. */
   invisible?: { field: string; shown: string }[];
+  /** git's lock files in the repositories of an interrupted execution. */
+  locks?: GitLock[];
+}
+
+/** One of git's lock files (NAME.lock beside the file git replaces). */
+export interface GitLock {
+  repo: string;
+  /** Relative to the repository's common git directory. */
+  path: string;
+  /** As a person finds it: ".git/index.lock". */
+  shown: string;
+  size: number;
+  modTime: string;
+  what: string;
+  /** A running git works in the repository: it may be its lock. */
+  inUse: boolean;
+  /** The interrupted execution's own git left it; it can be removed here. */
+  leftover: boolean;
+}
+
+export interface LockRemoval {
+  removed: GitLock[];
+  kept: { lock: GitLock; reason: string }[];
 }
 
 export interface HistoryQuery {
@@ -277,6 +302,8 @@ export interface Client {
   preAllows: string[];
   /** What pre-allowing means for this client, or why nothing was, in words that are true. */
   preAllowNote: string;
+  /** Why Sluice cannot make this client's configuration (then the rest is empty). */
+  problem?: string;
 }
 
 export interface ConnectRequest {
@@ -514,6 +541,54 @@ export interface GrantRequest {
   egress?: string[];
 }
 
+/** What a person can change in a rule made from a card. */
+export interface RuleInput {
+  name: string;
+  refs: string[];
+  paths: string[];
+  maxRisk: string;
+  /** "hour", "today" or "always". */
+  expiry: string;
+}
+
+/** The rule "Approve and trust similar" would save, before the person edits it. */
+export interface RuleDraft extends RuleInput {
+  agent: string;
+  ops: string[];
+  fromProposal: string;
+  policyFile: string;
+  createsFile: boolean;
+  notes: string[];
+}
+
+export interface RuleView {
+  name: string;
+  agent: string;
+  ops: string[];
+  refs: string[];
+  paths: string[];
+  maxRisk: string;
+  expiresAt: string;
+  expired: boolean;
+  createdAt: string;
+  fromProposal: string;
+  inAgentEntry: boolean;
+  /** Proposals this rule approved since it was made. */
+  approved: number;
+  lastApproved: string;
+}
+
+export interface RulesView {
+  policyFile: string;
+  configured: boolean;
+  rules: RuleView[];
+}
+
+export interface TrustResult {
+  card: Card;
+  rule: RuleView;
+}
+
 export const api = {
   status: () => call<Status>("Status", [], get("/api/status")),
   ready: () => call<boolean>("Ready", [], post("/api/ready")),
@@ -534,6 +609,9 @@ export const api = {
       [{ id: d.id, digest: d.digest, note: d.note, confirm: d.confirm ?? "" }],
       post(`/api/proposals/${seg(d.id)}/approve`, { digest: d.digest, note: d.note, confirm: d.confirm ?? "" }),
     ),
+  /** Removes exactly these lock files, each only if unchanged since shown. */
+  removeLocks: (id: string, locks: GitLock[]) =>
+    call<LockRemoval>("RemoveLocks", [{ id, locks }], post(`/api/proposals/${seg(id)}/locks/remove`, { locks })),
   preflight: (id: string) => call<Preflight>("Preflight", [id], get(`/api/proposals/${seg(id)}/preflight`)),
   sendBack: (d: DecisionRequest) =>
     call<Card>(
@@ -547,6 +625,18 @@ export const api = {
       [{ id: d.id, digest: d.digest, note: d.note }],
       post(`/api/proposals/${seg(d.id)}/reject`, { digest: d.digest, note: d.note }),
     ),
+
+  /** The rule "Approve and trust similar" would create from a pending card. */
+  suggestRule: (id: string) => call<RuleDraft>("SuggestRule", [id], get(`/api/proposals/${seg(id)}/rule`)),
+  trustSimilar: (d: DecisionRequest, rule: RuleInput) =>
+    call<TrustResult>(
+      "TrustSimilar",
+      [{ id: d.id, digest: d.digest, note: d.note, confirm: "", rule }],
+      post(`/api/proposals/${seg(d.id)}/trust`, { digest: d.digest, note: d.note, rule }),
+    ),
+  rules: () => call<RulesView>("Rules", [], get("/api/rules")),
+  revokeRule: (agent: string, name: string) =>
+    call<RulesView>("RevokeRule", [{ agent, name }], post("/api/rules/revoke", { agent, name })),
 
   audit: () => call<AuditView>("Audit", [], get("/api/audit")),
   /** Desktop window only, opened while `sluice serve` runs: opens that one in the browser. */

@@ -136,6 +136,18 @@ export function ErrorBox({ children, title }: { children: ReactNode; title?: str
   );
 }
 
+/**
+ * A wide table that scrolls inside itself, never the page: focusable, so
+ * that the keyboard can scroll it too, and named for screen readers.
+ */
+export function ScrollTable({ label, children }: { label: string; children: ReactNode }) {
+  return (
+    <div className="table-scroll" role="region" aria-label={label} tabIndex={0}>
+      {children}
+    </div>
+  );
+}
+
 export function errorMessage(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }

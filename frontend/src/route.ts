@@ -3,7 +3,7 @@
 // screen, and the Go server needs to know nothing about them.
 import { useEffect, useState } from "react";
 
-export type Screen = "pending" | "history" | "proposal" | "timeline" | "workspaces" | "audit" | "settings" | "connect";
+export type Screen = "pending" | "history" | "proposal" | "timeline" | "workspaces" | "audit" | "settings" | "connect" | "rules";
 
 export interface Route {
   screen: Screen;
@@ -12,7 +12,7 @@ export interface Route {
   params: URLSearchParams;
 }
 
-const screens: Screen[] = ["pending", "history", "proposal", "timeline", "workspaces", "audit", "settings", "connect"];
+const screens: Screen[] = ["pending", "history", "proposal", "timeline", "workspaces", "audit", "settings", "connect", "rules"];
 
 export function parseRoute(hash: string): Route {
   const h = hash.replace(/^#\/?/, "");

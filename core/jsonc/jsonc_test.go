@@ -1,4 +1,4 @@
-package connect
+package jsonc
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 )
 
 func TestJSONDoc_Set_Table(t *testing.T) {
-	entry := ordered{{"command", "/bin/s"}, {"args", []string{"stdio"}}}
+	entry := Ordered{{"command", "/bin/s"}, {"args", []string{"stdio"}}}
 	cases := []struct {
 		name     string
 		comments bool
@@ -31,7 +31,7 @@ func TestJSONDoc_Set_Table(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			d, err := newJSONDoc([]byte(c.in), c.comments)
+			d, err := NewDoc([]byte(c.in), c.comments)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,11 +46,11 @@ func TestJSONDoc_Set_Table(t *testing.T) {
 			if !changed || string(d.src) != c.want {
 				t.Fatalf("Set: changed=%v\n got: %q\nwant: %q", changed, d.src, c.want)
 			}
-			root, err := parseJSON(d.src, c.comments)
+			root, err := Parse(d.src, c.comments)
 			if err != nil {
 				t.Fatalf("result does not parse: %v", err)
 			}
-			if got := valueAt(root, key); got == nil {
+			if got := ValueAt(root, key); got == nil {
 				t.Fatalf("value missing after Set")
 			}
 			again, err := d.Set(key, entry)
@@ -71,7 +71,7 @@ func TestJSONDoc_AppendStrings_Table(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			d, err := newJSONDoc([]byte(c.in), false)
+			d, err := NewDoc([]byte(c.in), false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,11 +97,11 @@ func TestParseJSON_Malformed_Table(t *testing.T) {
 		{`{"a": }`, false}, {`{"a": 1,}`, false}, {`{"a": 1} x`, false}, {"// c\n{}", false},
 		{`{"a": "b`, true}, {`{"a" 1}`, true}, {`[1, 2`, true}, {`{"a": tru}`, true}, {"/* x", true},
 	} {
-		if _, err := parseJSON([]byte(c.in), c.comments); err == nil {
-			t.Errorf("parseJSON(%q, comments=%v): want an error", c.in, c.comments)
+		if _, err := Parse([]byte(c.in), c.comments); err == nil {
+			t.Errorf("Parse(%q, comments=%v): want an error", c.in, c.comments)
 		}
 	}
-	if _, err := newJSONDoc([]byte(`[1]`), false); err == nil {
+	if _, err := NewDoc([]byte(`[1]`), false); err == nil {
 		t.Error("a top-level array: want an error")
 	}
 }
@@ -111,7 +111,7 @@ func TestParseJSON_Malformed_Table(t *testing.T) {
 func TestJSONDoc_AppendStrings_CommentOnlyArray(t *testing.T) {
 	in := "{\n  \"permissions\": {\n    \"allow\": [\n      // none yet\n    ]\n  }\n}"
 	want := "{\n  \"permissions\": {\n    \"allow\": [\n      // none yet\n      \"a\",\n      \"b\"\n    ]\n  }\n}"
-	d, err := newJSONDoc([]byte(in), true)
+	d, err := NewDoc([]byte(in), true)
 	if err != nil {
 		t.Fatal(err)
 	}

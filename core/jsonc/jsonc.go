@@ -1,4 +1,4 @@
-package connect
+package jsonc
 
 import (
 	"bytes"
@@ -8,25 +8,19 @@ import (
 	"strings"
 )
 
-// A minimal JSON/JSONC editor. Client configuration files are edited
-// textually: Sluice's member is inserted or replaced, and every other byte
-// (other servers, comments, key order, formatting) stays as it was. A full
-// decode-and-re-encode would reorder keys and drop comments, and some of
-// these files (~/.claude.json) are large and owned by the client.
-
-// jnode is a parsed JSON value with its byte range in the source.
-type jnode struct {
+// Node is a parsed JSON value with its byte range in the source.
+type Node struct {
 	kind       byte // 'o' object, 'a' array, 's' string, 'n' number, 'l' literal
 	start, end int  // [start, end)
-	members    []jmember
-	elems      []*jnode
+	members    []Member
+	elems      []*Node
 	str        string
 }
 
-type jmember struct {
+type Member struct {
 	key      string
 	keyStart int
-	value    *jnode
+	value    *Node
 }
 
 type jparser struct {
@@ -35,18 +29,18 @@ type jparser struct {
 	comments bool // JSONC: comments and trailing commas
 }
 
-// syntaxError carries a position for a message a person can act on.
-type syntaxError struct {
+// SyntaxError carries a position for a message a person can act on.
+type SyntaxError struct {
 	line, col int
 	msg       string
 }
 
-func (e *syntaxError) Error() string {
+func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("line %d, column %d: %s", e.line, e.col, e.msg)
 }
 
-// syntaxErrorAt is msg at byte offset pos of src, as a line and column.
-func syntaxErrorAt(src []byte, pos int, msg string) error {
+// ErrorAt is msg at byte offset pos of src, as a line and column.
+func ErrorAt(src []byte, pos int, msg string) error {
 	line, col := 1, 1
 	for _, c := range src[:min(pos, len(src))] {
 		if c == '\n' {
@@ -56,14 +50,14 @@ func syntaxErrorAt(src []byte, pos int, msg string) error {
 			col++
 		}
 	}
-	return &syntaxError{line, col, msg}
+	return &SyntaxError{line, col, msg}
 }
 
-func (p *jparser) fail(msg string) error { return syntaxErrorAt(p.src, p.pos, msg) }
+func (p *jparser) fail(msg string) error { return ErrorAt(p.src, p.pos, msg) }
 
-// parseJSON parses src (JSONC when comments is true). An empty or
+// Parse parses src (JSONC when comments is true). An empty or
 // whitespace-only document yields nil and no error.
-func parseJSON(src []byte, comments bool) (*jnode, error) {
+func Parse(src []byte, comments bool) (*Node, error) {
 	p := &jparser{src: src, comments: comments}
 	if bytes.HasPrefix(src, []byte("\xef\xbb\xbf")) {
 		p.pos = 3
@@ -114,7 +108,7 @@ func (p *jparser) skip() error {
 
 const maxDepth = 200
 
-func (p *jparser) value(depth int) (*jnode, error) {
+func (p *jparser) value(depth int) (*Node, error) {
 	if depth > maxDepth {
 		return nil, p.fail("nesting too deep")
 	}
@@ -133,7 +127,7 @@ func (p *jparser) value(depth int) (*jnode, error) {
 	default:
 		for _, lit := range []string{"true", "false", "null"} {
 			if bytes.HasPrefix(p.src[p.pos:], []byte(lit)) {
-				n := &jnode{kind: 'l', start: p.pos, end: p.pos + len(lit), str: lit}
+				n := &Node{kind: 'l', start: p.pos, end: p.pos + len(lit), str: lit}
 				p.pos += len(lit)
 				return n, nil
 			}
@@ -142,8 +136,8 @@ func (p *jparser) value(depth int) (*jnode, error) {
 	}
 }
 
-func (p *jparser) object(depth int) (*jnode, error) {
-	n := &jnode{kind: 'o', start: p.pos}
+func (p *jparser) object(depth int) (*Node, error) {
+	n := &Node{kind: 'o', start: p.pos}
 	p.pos++
 	for {
 		if err := p.skip(); err != nil {
@@ -184,7 +178,7 @@ func (p *jparser) object(depth int) (*jnode, error) {
 			if err != nil {
 				return nil, err
 			}
-			n.members = append(n.members, jmember{key: k.str, keyStart: k.start, value: v})
+			n.members = append(n.members, Member{key: k.str, keyStart: k.start, value: v})
 			if err := p.skip(); err != nil {
 				return nil, err
 			}
@@ -206,8 +200,8 @@ func (p *jparser) object(depth int) (*jnode, error) {
 	}
 }
 
-func (p *jparser) array(depth int) (*jnode, error) {
-	n := &jnode{kind: 'a', start: p.pos}
+func (p *jparser) array(depth int) (*Node, error) {
+	n := &Node{kind: 'a', start: p.pos}
 	p.pos++
 	for {
 		if err := p.skip(); err != nil {
@@ -251,7 +245,7 @@ func (p *jparser) array(depth int) (*jnode, error) {
 	}
 }
 
-func (p *jparser) string() (*jnode, error) {
+func (p *jparser) string() (*Node, error) {
 	start := p.pos
 	p.pos++
 	for p.pos < len(p.src) {
@@ -260,7 +254,7 @@ func (p *jparser) string() (*jnode, error) {
 			p.pos += 2
 		case c == '"':
 			p.pos++
-			n := &jnode{kind: 's', start: start, end: p.pos}
+			n := &Node{kind: 's', start: start, end: p.pos}
 			if err := json.Unmarshal(p.src[start:p.pos], &n.str); err != nil {
 				p.pos = start
 				return nil, p.fail("invalid string")
@@ -275,7 +269,7 @@ func (p *jparser) string() (*jnode, error) {
 	return nil, p.fail("unterminated string")
 }
 
-func (p *jparser) number() (*jnode, error) {
+func (p *jparser) number() (*Node, error) {
 	start := p.pos
 	for p.pos < len(p.src) && strings.IndexByte("+-0123456789.eE", p.src[p.pos]) >= 0 {
 		p.pos++
@@ -285,11 +279,11 @@ func (p *jparser) number() (*jnode, error) {
 		p.pos = start
 		return nil, p.fail("invalid number")
 	}
-	return &jnode{kind: 'n', start: start, end: p.pos, str: string(f)}, nil
+	return &Node{kind: 'n', start: start, end: p.pos, str: string(f)}, nil
 }
 
 // toAny converts a parsed node into the value encoding/json would produce.
-func (n *jnode) toAny() any {
+func (n *Node) toAny() any {
 	switch n.kind {
 	case 'o':
 		m := map[string]any{}
@@ -321,7 +315,7 @@ func (n *jnode) toAny() any {
 
 // member returns the last member named key (later duplicates win, as in
 // every JSON parser the clients use).
-func (n *jnode) member(key string) *jmember {
+func (n *Node) member(key string) *Member {
 	for i := len(n.members) - 1; i >= 0; i-- {
 		if n.members[i].key == key {
 			return &n.members[i]
@@ -330,16 +324,16 @@ func (n *jnode) member(key string) *jmember {
 	return nil
 }
 
-// ordered is a JSON object that keeps its keys in the order given, so that
+// Ordered is a JSON object that keeps its keys in the order given, so that
 // what Sluice writes reads naturally (command before args).
-type ordered []kv
+type Ordered []KV
 
-type kv struct {
+type KV struct {
 	K string
 	V any
 }
 
-func (o ordered) MarshalJSON() ([]byte, error) {
+func (o Ordered) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for i, e := range o {
@@ -383,18 +377,18 @@ func normalize(v any) any {
 	return out
 }
 
-// jsonDoc is a document being edited.
-type jsonDoc struct {
+// Doc is a document being edited.
+type Doc struct {
 	src      []byte
 	comments bool
 	nl       string
 	unit     string
 	// tree is src parsed, until the next splice.
-	tree *jnode
+	tree *Node
 }
 
-func newJSONDoc(src []byte, comments bool) (*jsonDoc, error) {
-	d := &jsonDoc{src: src, comments: comments, nl: "\n", unit: "  "}
+func NewDoc(src []byte, comments bool) (*Doc, error) {
+	d := &Doc{src: src, comments: comments, nl: "\n", unit: "  "}
 	if bytes.Contains(src, []byte("\r\n")) {
 		d.nl = "\r\n"
 	}
@@ -410,10 +404,10 @@ func newJSONDoc(src []byte, comments bool) (*jsonDoc, error) {
 	return d, nil
 }
 
-func (d *jsonDoc) parse() (*jnode, error) { return parseJSON(d.src, d.comments) }
+func (d *Doc) parse() (*Node, error) { return Parse(d.src, d.comments) }
 
 // root parses the document, starting an empty one as {}.
-func (d *jsonDoc) root() (*jnode, error) {
+func (d *Doc) root() (*Node, error) {
 	if d.tree != nil {
 		return d.tree, nil
 	}
@@ -431,9 +425,9 @@ func (d *jsonDoc) root() (*jnode, error) {
 
 // detectUnit finds the indentation step of the file: the extra indentation
 // of the first member that starts its own line.
-func detectUnit(src []byte, root *jnode) string {
-	var walk func(n *jnode) string
-	walk = func(n *jnode) string {
+func detectUnit(src []byte, root *Node) string {
+	var walk func(n *Node) string
+	walk = func(n *Node) string {
 		if n == nil {
 			return ""
 		}
@@ -472,7 +466,7 @@ func startsLine(src []byte, pos int) bool {
 	return strings.TrimLeft(string(src[start:pos]), " \t") == ""
 }
 
-func (d *jsonDoc) render(v any, indent string) (string, error) {
+func (d *Doc) Render(v any, indent string) (string, error) {
 	b, err := marshal(v)
 	if err != nil {
 		return "", err
@@ -488,7 +482,7 @@ func (d *jsonDoc) render(v any, indent string) (string, error) {
 	return s, nil
 }
 
-func (d *jsonDoc) splice(start, end int, text string) {
+func (d *Doc) splice(start, end int, text string) {
 	d.tree = nil
 	d.src = append(append(append([]byte{}, d.src[:start]...), text...), d.src[end:]...)
 }
@@ -496,7 +490,7 @@ func (d *jsonDoc) splice(start, end int, text string) {
 // walkTo returns the object at path, creating nothing. missing is the
 // index of the first path element that does not exist (len(path) if all
 // do).
-func (d *jsonDoc) walkTo(root *jnode, path []string) (obj *jnode, missing int, err error) {
+func (d *Doc) walkTo(root *Node, path []string) (obj *Node, missing int, err error) {
 	obj = root
 	for i, k := range path {
 		m := obj.member(k)
@@ -514,14 +508,14 @@ func (d *jsonDoc) walkTo(root *jnode, path []string) (obj *jnode, missing int, e
 // nest wraps v in objects for the keys of path.
 func nest(path []string, v any) any {
 	for i := len(path) - 1; i >= 0; i-- {
-		v = ordered{{path[i], v}}
+		v = Ordered{{path[i], v}}
 	}
 	return v
 }
 
 // Set makes the member at path equal to v. It reports whether the text
 // changed; a member that already has an equal value is left as it is.
-func (d *jsonDoc) Set(path []string, v any) (bool, error) {
+func (d *Doc) Set(path []string, v any) (bool, error) {
 	root, err := d.root()
 	if err != nil {
 		return false, err
@@ -541,7 +535,7 @@ func (d *jsonDoc) Set(path []string, v any) (bool, error) {
 	if reflect.DeepEqual(m.value.toAny(), normalize(v)) {
 		return false, nil
 	}
-	text, err := d.render(v, lineIndent(d.src, m.keyStart))
+	text, err := d.Render(v, lineIndent(d.src, m.keyStart))
 	if err != nil {
 		return false, err
 	}
@@ -552,7 +546,7 @@ func (d *jsonDoc) Set(path []string, v any) (bool, error) {
 // AppendStrings makes sure the array at path contains every value, adding
 // the missing ones at its end and leaving the rest untouched. It returns
 // the values it added.
-func (d *jsonDoc) AppendStrings(path []string, values []string) ([]string, error) {
+func (d *Doc) AppendStrings(path []string, values []string) ([]string, error) {
 	root, err := d.root()
 	if err != nil {
 		return nil, err
@@ -635,12 +629,12 @@ func (d *jsonDoc) AppendStrings(path []string, values []string) ([]string, error
 }
 
 // interiorBlank reports whether a container holds only whitespace.
-func (d *jsonDoc) interiorBlank(n *jnode) bool {
+func (d *Doc) interiorBlank(n *Node) bool {
 	return strings.TrimSpace(string(d.src[n.start+1:n.end-1])) == ""
 }
 
 // insertMember adds "key": v as the last member of obj.
-func (d *jsonDoc) insertMember(obj *jnode, key string, v any) error {
+func (d *Doc) insertMember(obj *Node, key string, v any) error {
 	k, err := marshal(key)
 	if err != nil {
 		return err
@@ -648,7 +642,7 @@ func (d *jsonDoc) insertMember(obj *jnode, key string, v any) error {
 	objIndent := lineIndent(d.src, obj.start)
 	if len(obj.members) == 0 {
 		ind := objIndent + d.unit
-		val, err := d.render(v, ind)
+		val, err := d.Render(v, ind)
 		if err != nil {
 			return err
 		}
@@ -672,7 +666,7 @@ func (d *jsonDoc) insertMember(obj *jnode, key string, v any) error {
 		return nil
 	}
 	ind := lineIndent(d.src, last.keyStart)
-	val, err := d.render(v, ind)
+	val, err := d.Render(v, ind)
 	if err != nil {
 		return err
 	}
@@ -684,7 +678,7 @@ func (d *jsonDoc) insertMember(obj *jnode, key string, v any) error {
 // that ends at itemEnd, adding the comma the item needs. A comment after
 // the item on its line stays with the item. closePos is the container's
 // closing bracket: when it shares the item's line, it moves to a new line.
-func (d *jsonDoc) insertAfter(itemEnd, closePos int, closeIndent, text string) {
+func (d *Doc) insertAfter(itemEnd, closePos int, closeIndent, text string) {
 	p := itemEnd
 	for p < len(d.src) && (d.src[p] == ' ' || d.src[p] == '\t') {
 		p++
@@ -735,8 +729,8 @@ func (d *jsonDoc) insertAfter(itemEnd, closePos int, closeIndent, text string) {
 	}
 }
 
-// valueAt returns the decoded value at path, or nil.
-func valueAt(root *jnode, path []string) any {
+// ValueAt returns the decoded value at path, or nil.
+func ValueAt(root *Node, path []string) any {
 	n := root
 	for _, k := range path {
 		if n == nil || n.kind != 'o' {
@@ -757,7 +751,7 @@ func valueAt(root *jnode, path []string) any {
 // Delete removes the member at path, with the separator it needs, and
 // reports whether it was there. Comments inside the removed member go with
 // it; every other byte stays.
-func (d *jsonDoc) Delete(path []string) (bool, error) {
+func (d *Doc) Delete(path []string) (bool, error) {
 	root, err := d.root()
 	if err != nil {
 		return false, err

@@ -1,0 +1,460 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/core/apply"
+	"github.com/sluicehq/sluice/core/audit"
+	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/gateway"
+	"github.com/sluicehq/sluice/core/journal"
+	"github.com/sluicehq/sluice/core/policy"
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// rulebook is the app's hold on the policy file: which file it is, and
+// the gateway that applies it. Every change to the file goes through it,
+// one at a time.
+type rulebook struct {
+	mu      sync.Mutex
+	path    string // "" until a policy file is configured
+	backend *gateway.JournalBackend
+	now     func() time.Time
+}
+
+func (rb *rulebook) file() string {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	return rb.path
+}
+
+// autoApprovedBy is the rule named by an automatic decision ("policy:NAME").
+func autoApprovedBy(d *journal.Decision) string {
+	if d == nil || !d.Auto || !d.Approved {
+		return ""
+	}
+	return strings.TrimPrefix(d.By, "policy:")
+}
+
+// RuleView is one auto-approve rule on the Rules screen.
+type RuleView struct {
+	Name    string        `json:"name"`
+	Agent   string        `json:"agent"`
+	Ops     []proposal.Op `json:"ops"`
+	Refs    []string      `json:"refs"`
+	Paths   []string      `json:"paths"`
+	MaxRisk string        `json:"maxRisk"`
+	// ExpiresAt, CreatedAt are RFC 3339, or empty when not set.
+	ExpiresAt    string `json:"expiresAt"`
+	Expired      bool   `json:"expired"`
+	CreatedAt    string `json:"createdAt"`
+	FromProposal string `json:"fromProposal"`
+	// InAgentEntry is true for a rule written by hand inside an agent's
+	// entry of the policy file.
+	InAgentEntry bool `json:"inAgentEntry"`
+	// Approved counts the proposals this rule approved since it was made
+	// (that the journal still holds).
+	Approved     int    `json:"approved"`
+	LastApproved string `json:"lastApproved"`
+}
+
+// RulesView is the Rules screen.
+type RulesView struct {
+	// PolicyFile is the configured file, or where the first rule will
+	// create one.
+	PolicyFile string     `json:"policyFile"`
+	Configured bool       `json:"configured"`
+	Rules      []RuleView `json:"rules"`
+}
+
+// RuleDraft is the rule "Approve and trust similar" would create from a
+// card, for the person to read and edit before it is saved.
+type RuleDraft struct {
+	RuleInput
+	Agent        string        `json:"agent"`
+	Ops          []proposal.Op `json:"ops"`
+	FromProposal string        `json:"fromProposal"`
+	PolicyFile   string        `json:"policyFile"`
+	// CreatesFile is true when saving creates the policy file (and
+	// configures it).
+	CreatesFile bool `json:"createsFile"`
+	// Notes say what the rule cannot check about proposals like this one.
+	Notes []string `json:"notes"`
+}
+
+// RuleInput is what the person can change in a rule made from a card:
+// its agent and operations are the card's.
+type RuleInput struct {
+	Name    string   `json:"name"`
+	Refs    []string `json:"refs"`
+	Paths   []string `json:"paths"`
+	MaxRisk string   `json:"maxRisk"`
+	// Expiry is "hour", "today" or "always".
+	Expiry string `json:"expiry"`
+}
+
+// TrustRequest approves a card and saves a rule for proposals like it.
+type TrustRequest struct {
+	Decision
+	Rule RuleInput `json:"rule"`
+}
+
+// TrustResult is the approved card and the rule saved.
+type TrustResult struct {
+	Card Card     `json:"card"`
+	Rule RuleView `json:"rule"`
+}
+
+// RevokeRequest names a rule to remove.
+type RevokeRequest struct {
+	Agent string `json:"agent"`
+	Name  string `json:"name"`
+}
+
+// ruleError maps policy errors to the codes the UI shows.
+func ruleError(err error) error {
+	switch {
+	case errors.Is(err, policy.ErrDestructive):
+		return &codedError{code: "destructive_not_trusted", msg: err.Error()}
+	case errors.Is(err, policy.ErrChanged):
+		return &codedError{code: "policy_changed", msg: err.Error()}
+	case errors.Is(err, policy.ErrNoRule):
+		return &codedError{code: "rule_not_found", msg: err.Error()}
+	case errors.Is(err, policy.ErrInvalid):
+		return &codedError{code: "invalid_argument", msg: err.Error()}
+	}
+	return err
+}
+
+// readPolicy reads the policy file for a change. With none configured it
+// is the default path, which must not exist yet: a file there that the
+// app does not use is the person's, and is not taken over unasked.
+// Called with rb.mu held.
+func (a *App) readPolicy() (f *policy.File, creates bool, err error) {
+	rb := a.rules
+	if rb.path != "" {
+		f, err := policy.ReadFile(rb.path)
+		if err != nil {
+			return nil, false, &codedError{code: "invalid_policy", msg: err.Error()}
+		}
+		if !f.Exists() {
+			// The configured file was removed while the app ran; the policy
+			// in force is still the one it held. A new file with one rule
+			// would silently drop the person's restrictions.
+			return nil, false, &codedError{code: "invalid_policy", msg: fmt.Sprintf("the configured policy file %s does not exist any more; restore it, or clear policyFile in the settings", rb.path)}
+		}
+		return f, false, nil
+	}
+	if slices.Contains(config.OverriddenByEnv(), "policyFile") {
+		return nil, false, &codedError{code: "invalid_argument", msg: "SLUICE_POLICY_FILE is set to nothing in the environment, so a rule saved now would be lost at the next start; set it to a file"}
+	}
+	path := a.cfg.DefaultPolicyFile()
+	f, err = policy.ReadFile(path)
+	if err != nil {
+		return nil, false, &codedError{code: "invalid_policy", msg: err.Error()}
+	}
+	if f.Exists() {
+		return nil, false, &codedError{code: "invalid_policy", msg: fmt.Sprintf("%s exists but is not the configured policy file; set policyFile in the settings to use it", path)}
+	}
+	return f, true, nil
+}
+
+// applyPolicy makes f the policy in force and, when it was just created,
+// the configured one.
+func (a *App) applyPolicy(f *policy.File, created bool) error {
+	rb := a.rules
+	rb.backend.SetPolicy(f.Policy)
+	if created {
+		rb.path = f.Path
+		if err := a.cfg.SavePolicyFile(f.Path); err != nil {
+			return fmt.Errorf("the rule is saved in %s and applies now, but config.json could not name that file, so it will not apply after a restart: %w", f.Path, err)
+		}
+	}
+	return nil
+}
+
+// Rules lists every auto-approve rule in the policy file, with how many
+// proposals each approved. Reading the file applies it as it is now, so
+// that the screen shows exactly the rules in force; a file that no longer
+// parses is an error, and the policy in force stays as it was.
+func (api *API) Rules() (RulesView, error) {
+	a := api.app
+	rb := a.rules
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	v := RulesView{PolicyFile: rb.path, Configured: rb.path != "", Rules: []RuleView{}}
+	if rb.path == "" {
+		v.PolicyFile = a.cfg.DefaultPolicyFile()
+		return v, nil
+	}
+	f, _, err := a.readPolicy()
+	if err != nil {
+		return v, err
+	}
+	rb.backend.SetPolicy(f.Policy)
+	v.Rules, err = a.ruleViews(f.Policy.All())
+	return v, err
+}
+
+// ruleViews counts each rule's approvals in the journal. The journal, not
+// the ledger, is the source: each automatic approval is one transition
+// there, recorded with the rule's name in the same transaction as its
+// ledger entry, so the two agree; the journal is indexed by proposal and is
+// what History shows, so a count and History's marks agree too; the ledger
+// would have to be read from its first segment on every look. What the
+// journal no longer holds (past its retention) is not counted.
+func (a *App) ruleViews(rules []policy.Listed) ([]RuleView, error) {
+	recs, err := a.journal.List(journal.Filter{})
+	if err != nil {
+		return nil, err
+	}
+	now := a.rules.now()
+	out := make([]RuleView, 0, len(rules))
+	for _, r := range rules {
+		v := ruleView(r, now)
+		var last time.Time
+		for _, rec := range recs {
+			d := rec.Decision
+			if autoApprovedBy(d) != r.Name || (r.Agent != policy.AnyAgent && rec.Proposal.Agent != r.Agent) {
+				continue
+			}
+			if !r.CreatedAt.IsZero() && d.At.Before(r.CreatedAt) {
+				continue
+			}
+			v.Approved++
+			if d.At.After(last) {
+				last = d.At.Time
+			}
+		}
+		if !last.IsZero() {
+			v.LastApproved = last.UTC().Format(time.RFC3339)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func ruleView(r policy.Listed, now time.Time) RuleView {
+	stamp := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	v := RuleView{Name: r.Name, Agent: r.Agent, Ops: r.Ops, Refs: r.Refs, Paths: r.Paths, MaxRisk: r.MaxRisk,
+		ExpiresAt: stamp(r.ExpiresAt), Expired: r.Expired(now), CreatedAt: stamp(r.CreatedAt),
+		FromProposal: r.FromProposal, InAgentEntry: r.InAgentEntry}
+	if v.MaxRisk == "" {
+		v.MaxRisk = proposal.RiskLow.String()
+	}
+	for _, l := range []*[]string{&v.Refs, &v.Paths} {
+		if *l == nil {
+			*l = []string{}
+		}
+	}
+	return v
+}
+
+// SuggestRule drafts the rule that "Approve and trust similar" would save
+// for a pending card. A destructive card has none.
+func (api *API) SuggestRule(id string) (RuleDraft, error) {
+	a := api.app
+	rec, err := a.record(id)
+	if err != nil {
+		return RuleDraft{}, err
+	}
+	if rec.State != proposal.Pending {
+		return RuleDraft{}, &codedError{code: "proposal_terminal", msg: fmt.Sprintf("this proposal is %s, not pending", rec.State)}
+	}
+	r, err := policy.Suggest(rec.Proposal)
+	if err != nil {
+		return RuleDraft{}, ruleError(err)
+	}
+	rb := a.rules
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	f, creates, err := a.readPolicy()
+	if err != nil {
+		return RuleDraft{}, err
+	}
+	d := RuleDraft{
+		RuleInput: RuleInput{Name: f.UniqueName(r.Name), Refs: r.Refs, Paths: r.Paths, MaxRisk: r.MaxRisk, Expiry: policy.ExpiryToday},
+		Agent:     r.Agent, Ops: r.Ops, FromProposal: id, PolicyFile: f.Path, CreatesFile: creates, Notes: []string{},
+	}
+	if _, known := rec.Proposal.FilesTouched(); !known {
+		d.Notes = append(d.Notes, "the files this proposal touches cannot be known in advance, so the rule cannot limit them")
+	}
+	if len(r.Refs) == 0 && len(rec.Proposal.Args.WrittenRefs()) == 0 {
+		d.Notes = append(d.Notes, "this proposal does not name its branch: with no branch pattern the rule approves on any branch, and with one it approves only proposals that name a matching branch")
+	}
+	return d, nil
+}
+
+// TrustSimilar approves a card and saves an auto-approve rule for
+// proposals like it: the card's agent and operations, with the branches,
+// paths, highest risk and expiry the person confirmed. The rule is checked
+// in full, and the card is checked as Approve checks it, before anything
+// is written; then the rule is audited (rule_created), saved into the
+// policy file and applied, and the card is approved.
+func (api *API) TrustSimilar(req TrustRequest) (TrustResult, error) {
+	a := api.app
+	rec, err := a.decisionTarget(req.Decision)
+	if err != nil {
+		return TrustResult{}, err
+	}
+	draft, err := policy.Suggest(rec.Proposal)
+	if err != nil {
+		return TrustResult{}, ruleError(err)
+	}
+	if err := a.checkFresh(rec); err != nil {
+		return TrustResult{}, err
+	}
+	rb := a.rules
+	rb.mu.Lock()
+	now := rb.now()
+	expires, err := policy.ExpiryAt(req.Rule.Expiry, now)
+	if err != nil {
+		rb.mu.Unlock()
+		return TrustResult{}, ruleError(err)
+	}
+	rule := policy.Rule{Name: req.Rule.Name, Agent: draft.Agent, Ops: draft.Ops, Refs: trimmed(req.Rule.Refs),
+		Paths: trimmed(req.Rule.Paths), MaxRisk: req.Rule.MaxRisk, ExpiresAt: expires,
+		CreatedAt: now.Truncate(time.Second), FromProposal: rec.Proposal.ID}
+	view, err := a.saveRule(rule)
+	rb.mu.Unlock()
+	if err != nil {
+		return TrustResult{}, err
+	}
+	card, err := api.Approve(req.Decision)
+	if err != nil {
+		return TrustResult{Rule: view}, fmt.Errorf("the rule %s is saved, but this card was not approved: %w", rule.Name, err)
+	}
+	return TrustResult{Card: card, Rule: view}, nil
+}
+
+func trimmed(list []string) []string {
+	out := []string{}
+	for _, s := range list {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// checkFresh refuses a card whose repository moved since it was proposed,
+// as Approve does.
+func (a *App) checkFresh(rec journal.Record) error {
+	if a.executor == nil {
+		return nil
+	}
+	pf, err := a.preflight(rec.Proposal)
+	if err == nil && pf.Stale {
+		return &codedError{code: "stale_base", msg: "the repository moved since this was proposed: " + pf.Describe() + "; send it back so the agent can propose again"}
+	}
+	return nil
+}
+
+func (a *App) preflight(p proposal.Proposal) (*apply.Preflight, error) {
+	ctx, cancel := context.WithTimeout(a.runCtx, 30*time.Second)
+	defer cancel()
+	return a.executor.Preflight(ctx, p)
+}
+
+// saveRule adds rule to the policy file, audited. Called with rb.mu held.
+func (a *App) saveRule(rule policy.Rule) (RuleView, error) {
+	f, creates, err := a.readPolicy()
+	if err != nil {
+		return RuleView{}, err
+	}
+	if err := f.AddRule(rule); err != nil {
+		return RuleView{}, ruleError(err)
+	}
+	data := map[string]any{"rule": rule.Name, "ops": joinOps(rule.Ops), "maxRisk": rule.MaxRisk,
+		"refPatterns": int64(len(rule.Refs)), "pathPrefixes": int64(len(rule.Paths))}
+	if !rule.ExpiresAt.IsZero() {
+		data["expiresAt"] = rule.ExpiresAt.UTC().Format(time.RFC3339)
+	}
+	// The ledger first: a rule that approves without a person is never in
+	// force off the record.
+	if err := a.auditRule("rule_created", rule.Agent, rule.FromProposal, "ok", "rule "+rule.Name+" created from a card", data); err != nil {
+		return RuleView{}, err
+	}
+	if err := f.Save(); err != nil {
+		a.auditRule("rule_not_saved", rule.Agent, rule.FromProposal, "error:"+codeOf(ruleError(err)), "rule "+rule.Name+" was not saved", map[string]any{"rule": rule.Name})
+		return RuleView{}, ruleError(err)
+	}
+	if err := a.applyPolicy(f, creates); err != nil {
+		return RuleView{}, err
+	}
+	return ruleView(policy.Listed{Rule: rule, Agent: rule.Agent}, rule.CreatedAt), nil
+}
+
+func codeOf(err error) string {
+	if ui, ok := FormatError(err).(UIError); ok {
+		return ui.Code
+	}
+	return "internal"
+}
+
+func joinOps(ops []proposal.Op) string {
+	s := make([]string, len(ops))
+	for i, op := range ops {
+		s[i] = string(op)
+	}
+	return strings.Join(s, ",")
+}
+
+// auditRule appends a rule event to the ledger. Rule names and counts
+// are written; branch patterns and path prefixes are not (the ledger never
+// holds raw paths).
+func (a *App) auditRule(event, agent, proposalID, result, summary string, data map[string]any) error {
+	e := audit.Entry{EventType: event, SessionID: agent, ProposalID: proposalID, Result: result,
+		Approval: "owner", Summary: summary, Data: data}
+	if _, err := a.ledger.Append(e); err != nil {
+		return &codedError{code: "audit_failed", msg: "the rule was not changed because the audit ledger could not be written: " + err.Error()}
+	}
+	return nil
+}
+
+// RevokeRule removes a rule from the policy file (audited as
+// rule_revoked); proposals after it wait for a person again.
+func (api *API) RevokeRule(r RevokeRequest) (RulesView, error) {
+	a := api.app
+	rb := a.rules
+	if r.Name == "" || (r.Agent != policy.AnyAgent && !proposal.ValidAgent(r.Agent)) {
+		return RulesView{}, &codedError{code: "invalid_argument", msg: "name the rule and its agent"}
+	}
+	rb.mu.Lock()
+	err := func() error {
+		if rb.path == "" {
+			return ruleError(fmt.Errorf("%w: %q (no policy file is configured)", policy.ErrNoRule, r.Name))
+		}
+		f, _, err := a.readPolicy()
+		if err != nil {
+			return err
+		}
+		if err := f.RemoveRule(r.Agent, r.Name); err != nil {
+			return ruleError(err)
+		}
+		if err := a.auditRule("rule_revoked", r.Agent, "", "ok", "rule "+r.Name+" revoked", map[string]any{"rule": r.Name}); err != nil {
+			return err
+		}
+		if err := f.Save(); err != nil {
+			a.auditRule("rule_not_saved", r.Agent, "", "error:"+codeOf(ruleError(err)), "revoking rule "+r.Name+" was not saved", map[string]any{"rule": r.Name})
+			return ruleError(err)
+		}
+		return a.applyPolicy(f, false)
+	}()
+	rb.mu.Unlock()
+	if err != nil {
+		return RulesView{}, err
+	}
+	return api.Rules()
+}

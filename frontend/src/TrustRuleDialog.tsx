@@ -1,0 +1,229 @@
+// The rule "Approve and trust similar" will save, shown exactly as it will
+// be written into the policy file, for the person to edit or confirm. The
+// agent and the operations are the card's; the name, branch patterns, path
+// prefixes, highest risk and expiry can change. Confirming approves the
+// card and saves the rule; Escape or Cancel changes nothing.
+import { useEffect, useId, useMemo, useRef, useState } from "react";
+import { createPortal } from "react-dom";
+import { api, type Card, type RuleDraft, type RuleInput, type TrustResult } from "./api";
+import { ErrorBox, errorMessage } from "./bits";
+
+interface Props {
+  card: Card;
+  note: string;
+  onDone(r: TrustResult): void;
+  onCancel(): void;
+}
+
+export const expiryChoices: { value: string; label: string }[] = [
+  { value: "hour", label: "One hour" },
+  { value: "today", label: "Until the end of today" },
+  { value: "always", label: "Always (until revoked)" },
+];
+
+/** Splits a comma- or line-separated list as the person typed it. */
+export function splitList(s: string): string[] {
+  return s
+    .split(/[,\n]/)
+    .map((x) => x.trim())
+    .filter((x) => x !== "");
+}
+
+/** The rule as the policy file will hold it (expiry as the choice). */
+export function rulePreview(d: Pick<RuleDraft, "agent" | "ops">, r: RuleInput): string {
+  const o: Record<string, unknown> = { name: r.name, agent: d.agent, ops: d.ops };
+  if (r.refs.length) o.refs = r.refs;
+  if (r.paths.length) o.paths = r.paths;
+  o.maxRisk = r.maxRisk;
+  if (r.expiry !== "always") o.expiresAt = r.expiry === "hour" ? "in one hour" : "at the end of today";
+  o.fromProposal = "this card";
+  return JSON.stringify(o, null, 2);
+}
+
+export function TrustRuleDialog({ card, note, onDone, onCancel }: Props) {
+  const titleId = useId();
+  const box = useRef<HTMLDivElement>(null);
+  const first = useRef<HTMLInputElement>(null);
+  const [draft, setDraft] = useState<RuleDraft | null>(null);
+  const [name, setName] = useState("");
+  const [refs, setRefs] = useState("");
+  const [paths, setPaths] = useState("");
+  const [maxRisk, setMaxRisk] = useState("low");
+  const [expiry, setExpiry] = useState("today");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+
+  useEffect(() => {
+    let live = true;
+    api.suggestRule(card.id).then(
+      (d) => {
+        if (!live) return;
+        setDraft(d);
+        setName(d.name);
+        setRefs(d.refs.join(", "));
+        setPaths(d.paths.join(", "));
+        setMaxRisk(d.maxRisk);
+        setExpiry(d.expiry);
+      },
+      (e) => live && setError(errorMessage(e)),
+    );
+    return () => {
+      live = false;
+    };
+  }, [card.id]);
+
+  // Focus goes to the first field once the rule is there, and back to
+  // where it was when the dialog closes.
+  useEffect(() => {
+    const before = document.activeElement as HTMLElement | null;
+    return () => before?.focus?.();
+  }, []);
+  useEffect(() => {
+    if (draft) first.current?.focus();
+    else box.current?.querySelector<HTMLElement>("button")?.focus();
+  }, [draft]);
+
+  const input: RuleInput = useMemo(
+    () => ({ name: name.trim(), refs: splitList(refs), paths: splitList(paths), maxRisk, expiry }),
+    [name, refs, paths, maxRisk, expiry],
+  );
+
+  async function confirm() {
+    if (!draft || busy) return;
+    setBusy(true);
+    setError(null);
+    try {
+      onDone(await api.trustSimilar({ id: card.id, digest: card.digest, note }, input));
+    } catch (e) {
+      setError(errorMessage(e));
+      setBusy(false);
+    }
+  }
+
+  function onKeyDown(e: React.KeyboardEvent) {
+    if (e.key === "Escape") {
+      e.preventDefault();
+      onCancel();
+      return;
+    }
+    if (e.key !== "Tab" || !box.current) return;
+    const focusable = Array.from(
+      box.current.querySelectorAll<HTMLElement>("button:not([disabled]), input, select, textarea, [href]"),
+    );
+    if (focusable.length === 0) return;
+    const head = focusable[0];
+    const tail = focusable[focusable.length - 1];
+    if (e.shiftKey && document.activeElement === head) {
+      e.preventDefault();
+      tail.focus();
+    } else if (!e.shiftKey && document.activeElement === tail) {
+      e.preventDefault();
+      head.focus();
+    }
+  }
+
+  // A portal: the card around the button is a form of its own, and a form
+  // inside a form is not one the browser submits as written.
+  return createPortal(
+    <div className="overlay" onMouseDown={(e) => e.target === e.currentTarget && onCancel()}>
+      <div
+        className="dialog trust-dialog"
+        role="dialog"
+        aria-modal="true"
+        aria-labelledby={titleId}
+        ref={box}
+        onKeyDown={onKeyDown}
+      >
+        <h2 id={titleId}>Approve and trust similar</h2>
+        {!draft && !error && (
+          <p className="muted" role="status">
+            Drafting the rule…
+          </p>
+        )}
+        {draft && (
+          <form
+            className="dialog-body"
+            onSubmit={(e) => {
+              // React events bubble through portals to the card's own form.
+              e.preventDefault();
+              e.stopPropagation();
+              void confirm();
+            }}
+          >
+            <p>
+              Approves this card, and from now on approves without asking every <strong>{draft.ops.join(", ")}</strong>{" "}
+              proposal from <strong>{draft.agent}</strong> that fits this rule. Destructive changes always wait for you.
+            </p>
+            <label className="field">
+              <span>Rule name</span>
+              <input ref={first} className="rule-name" value={name} onChange={(e) => setName(e.target.value)} spellCheck={false} />
+            </label>
+            <label className="field">
+              <span>Branches (patterns, comma-separated; empty means any branch)</span>
+              <input className="rule-refs" value={refs} onChange={(e) => setRefs(e.target.value)} spellCheck={false} />
+            </label>
+            <label className="field">
+              <span>Paths (prefixes, comma-separated; empty means any file)</span>
+              <input className="rule-paths" value={paths} onChange={(e) => setPaths(e.target.value)} spellCheck={false} />
+            </label>
+            <label className="field">
+              <span>Highest risk it approves</span>
+              <select className="rule-risk" value={maxRisk} onChange={(e) => setMaxRisk(e.target.value)}>
+                <option value="low">low</option>
+                <option value="medium">medium</option>
+                <option value="high">high</option>
+              </select>
+            </label>
+            <label className="field">
+              <span>For how long</span>
+              <select className="rule-expiry" value={expiry} onChange={(e) => setExpiry(e.target.value)}>
+                {expiryChoices.map((c) => (
+                  <option key={c.value} value={c.value}>
+                    {c.label}
+                  </option>
+                ))}
+              </select>
+            </label>
+            {draft.notes.length > 0 && (
+              <ul className="rule-notes">
+                {draft.notes.map((n) => (
+                  <li key={n} className="muted">
+                    {n}
+                  </li>
+                ))}
+              </ul>
+            )}
+            <p className="muted">
+              {draft.createsFile ? "Creates the policy file " : "Saved into "}
+              <code>{draft.policyFile}</code>
+              {draft.createsFile ? " and uses it from now on." : ", keeping everything else in it as it is."}
+            </p>
+            <pre className="rule-preview" aria-label="The rule as it will be saved">
+              {rulePreview(draft, input)}
+            </pre>
+            {error && <ErrorBox>{error}</ErrorBox>}
+            <div className="actions">
+              <button type="button" onClick={onCancel} disabled={busy}>
+                Cancel
+              </button>
+              <button type="submit" className="primary trust-confirm" disabled={busy || input.name === ""}>
+                {busy ? "Saving…" : "Approve and save rule"}
+              </button>
+            </div>
+          </form>
+        )}
+        {!draft && error && (
+          <>
+            <ErrorBox>{error}</ErrorBox>
+            <div className="actions">
+              <button type="button" onClick={onCancel}>
+                Close
+              </button>
+            </div>
+          </>
+        )}
+      </div>
+    </div>,
+    document.body,
+  );
+}
