@@ -17,6 +17,9 @@ import (
 type API struct {
 	app  *App
 	kind string // "desktop" or "web"
+	// blocked is set in a window opened while another Sluice holds the
+	// journal: it has no app, and says so.
+	blocked *blockedWindow
 }
 
 // Status is the app's overview for the UI.
@@ -32,6 +35,14 @@ type Status struct {
 
 // Status reports the app's state.
 func (api *API) Status() (Status, error) {
+	if b := api.blocked; b != nil {
+		b.log.Info("window told another Sluice is running", "message", b.message)
+		code := "already_running"
+		if b.serving {
+			code = "already_serving"
+		}
+		return Status{}, &codedError{code: code, msg: b.message}
+	}
 	a := api.app
 	roots := append([]string{}, a.cfg.AllowedRoots...)
 	pending, err := a.countPending()
@@ -52,6 +63,9 @@ func (api *API) Status() (Status, error) {
 // Ready is called by the front end once it has rendered; it lets tests and
 // the tray know the window is alive.
 func (api *API) Ready() (bool, error) {
+	if api.blocked != nil {
+		return true, nil
+	}
 	api.app.markReady(api.kind)
 	return true, nil
 }

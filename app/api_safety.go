@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/core/apply"
@@ -18,7 +20,9 @@ type TimelineView struct {
 
 // RestorePointRow is one restore point as the timeline lists it.
 type RestorePointRow struct {
-	ID                  string           `json:"id"`
+	ID string `json:"id"`
+	// Label names what the point preserves; no two share one.
+	Label               string           `json:"label"`
 	ProposalID          string           `json:"proposalId,omitempty"`
 	Op                  string           `json:"op,omitempty"`
 	CreatedAt           time.Time        `json:"createdAt"`
@@ -65,7 +69,7 @@ func (api *API) Timeline(repo string) (TimelineView, error) {
 	}
 	v := TimelineView{Repo: g.Root, RestorePoints: []RestorePointRow{}, Events: []TimelineRow{}}
 	for _, p := range points {
-		v.RestorePoints = append(v.RestorePoints, RestorePointRow{ID: p.ID, ProposalID: p.ProposalID, Op: p.Op,
+		v.RestorePoints = append(v.RestorePoints, RestorePointRow{ID: p.ID, Label: p.Label, ProposalID: p.ProposalID, Op: p.Op,
 			CreatedAt: p.CreatedAt, Refs: p.Refs, HasWorktreeSnapshot: len(p.Worktrees) > 0, Note: p.Note})
 	}
 	for _, e := range tl.Events {
@@ -75,6 +79,89 @@ func (api *API) Timeline(repo string) (TimelineView, error) {
 		}
 		v.Events = append(v.Events, TimelineRow{Time: e.At, Kind: kind, Ref: e.Ref, From: e.From, To: e.To,
 			Message: e.Message, RestorePointID: e.RestorePoint})
+	}
+	return v, nil
+}
+
+// RestorePreview is what restoring a point would change, compared with the
+// repository as it is now: the restore dialog shows it before the person
+// confirms.
+type RestorePreview struct {
+	Label string `json:"label"`
+	// Refs are the point's refs: where each is now and where a restore
+	// puts it.
+	Refs []RefPreview `json:"refs"`
+	// Worktree is true when a restore also puts back the index and working
+	// tree from the snapshot.
+	Worktree bool `json:"worktree"`
+	// Conflicts are changes made since the operation that a restore would
+	// overwrite (it refuses unless the person confirms them).
+	Conflicts []apply.Conflict `json:"conflicts"`
+	Note      string           `json:"note,omitempty"`
+}
+
+// RefPreview is one ref of a restore preview.
+type RefPreview struct {
+	Ref string `json:"ref"`
+	// Now and After are SHAs; "" is a ref that does not exist.
+	Now   string `json:"now,omitempty"`
+	After string `json:"after,omitempty"`
+	// Leaving counts the commits on the ref now that it would no longer
+	// reach; -1 when that cannot be counted (the ref is deleted, or a
+	// commit is gone).
+	Leaving int `json:"leaving"`
+}
+
+// RestorePreview compares restore point id of repo with the present. It
+// writes nothing.
+func (api *API) RestorePreview(repo, id string) (RestorePreview, error) {
+	a := api.app
+	if a.executor == nil {
+		return RestorePreview{}, errNoRoots
+	}
+	if repo == "" || id == "" {
+		return RestorePreview{}, &codedError{code: "invalid_argument", msg: "repo and restorePoint are required"}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := gitx.Default()
+	if err != nil {
+		return RestorePreview{}, err
+	}
+	g, err := r.Open(ctx, gitx.Roots(a.cfg.AllowedRoots), repo)
+	if err != nil {
+		return RestorePreview{}, err
+	}
+	d, err := a.executor.RestorePointDetails(ctx, g.Root, id)
+	if err != nil {
+		return RestorePreview{}, err
+	}
+	v := RestorePreview{Label: d.Label, Refs: []RefPreview{}, Worktree: len(d.Worktrees) > 0, Conflicts: d.Conflicts, Note: d.Note}
+	if points, err := a.executor.ListRestorePoints(ctx, g.Root); err == nil {
+		for _, p := range points {
+			if p.ID == id {
+				v.Label = p.Label
+			}
+		}
+	}
+	if v.Conflicts == nil {
+		v.Conflicts = []apply.Conflict{}
+	}
+	for i, ref := range d.Refs {
+		rp := RefPreview{Ref: ref.Ref, After: ref.SHA, Leaving: -1}
+		if i < len(d.Current) {
+			rp.Now = d.Current[i].SHA
+		}
+		switch {
+		case rp.Now == rp.After || rp.Now == "":
+			rp.Leaving = 0
+		case rp.After != "":
+			out, err := g.ReadGit(ctx, "rev-list", []string{"--count"}, []string{rp.After + ".." + rp.Now}, nil, 1<<10)
+			if err == nil {
+				fmt.Sscanf(strings.TrimSpace(string(out.Stdout)), "%d", &rp.Leaving)
+			}
+		}
+		v.Refs = append(v.Refs, rp)
 	}
 	return v, nil
 }

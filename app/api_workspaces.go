@@ -12,6 +12,8 @@ import (
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/journal"
+	"github.com/sluicehq/sluice/core/proposal"
 	"github.com/sluicehq/sluice/core/workspace"
 )
 
@@ -207,6 +209,9 @@ type WorkspaceView struct {
 	Base           string             `json:"base"`
 	LeaseExpiresAt string             `json:"leaseExpiresAt"`
 	Runs           []WorkspaceRunView `json:"runs"`
+	// ProposalID is the proposal a sealed workspace's changes came back
+	// as ("" until one is stored).
+	ProposalID string `json:"proposalId,omitempty"`
 }
 
 // maxRunsShown bounds the runs listed per workspace (the latest ones).
@@ -224,9 +229,16 @@ func (api *API) Workspaces() ([]WorkspaceView, error) {
 	}
 	sort.SliceStable(list, func(i, j int) bool { return list[i].CreatedAt.After(list[j].CreatedAt) })
 	out := make([]WorkspaceView, 0, len(list))
+	sealedAs := map[string]string{}
+	for _, w := range list {
+		if w.State == workspace.StateSealed {
+			sealedAs = api.app.workspaceProposals()
+			break
+		}
+	}
 	for _, w := range list {
 		v := WorkspaceView{ID: w.ID, State: string(w.State), Owner: w.Agent, Source: sourceLabel(w.Source), Base: w.Base,
-			LeaseExpiresAt: w.ExpiresAt().UTC().Format(time.RFC3339), Runs: []WorkspaceRunView{}}
+			LeaseExpiresAt: w.ExpiresAt().UTC().Format(time.RFC3339), Runs: []WorkspaceRunView{}, ProposalID: sealedAs[w.ID]}
 		runs, err := m.Runs(w.ID)
 		if err != nil && !errors.Is(err, workspace.ErrNotFound) {
 			api.app.log.Warn("workspaces: cannot read runs", "workspace", w.ID, "err", err)
@@ -314,4 +326,61 @@ func handoffError(err error) error {
 		return err
 	}
 	return &gateway.Error{Status: status, Code: we.Code, Message: we.Msg, Data: we.Data}
+}
+
+// workspaceWatch is how often the store is looked at for changes while a
+// screen listens; a run's record is rewritten at most four times a second.
+const workspaceWatch = 250 * time.Millisecond
+
+// watchWorkspaces publishes "workspace:changed" whenever the workspace
+// store changes on disk: a run a sidecar makes grows its record there, and
+// this is how the Workspaces screen (SSE in the browser, Wails events in
+// the window) sees it without asking. It rests while nobody listens.
+func (a *App) watchWorkspaces(ctx context.Context) {
+	tick := time.NewTicker(workspaceWatch)
+	defer tick.Stop()
+	last := ""
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if a.events.Subscribers() == 0 {
+			last = ""
+			continue
+		}
+		stamp, err := a.workspaces.Stamp()
+		if err != nil {
+			continue
+		}
+		if last != "" && stamp != last {
+			a.events.Publish(Event{Name: "workspace:changed"})
+		}
+		last = stamp
+	}
+}
+
+// workspaceProposals maps a workspace to the newest proposal that merges
+// its handed-off commits (refs/sluice/proposals/<workspace>): what a sealed
+// workspace came back as.
+func (a *App) workspaceProposals() map[string]string {
+	out := map[string]string{}
+	recs, err := a.journal.List(journal.Filter{Limit: 1000})
+	if err != nil {
+		a.log.Warn("workspaces: cannot read proposals", "err", err)
+		return out
+	}
+	for _, rec := range recs {
+		m, ok := rec.Proposal.Args.(*proposal.MergeArgs)
+		if !ok {
+			continue
+		}
+		if id, ok := strings.CutPrefix(m.Source, workspaceRef); ok {
+			if _, seen := out[id]; !seen {
+				out[id] = rec.Proposal.ID
+			}
+		}
+	}
+	return out
 }

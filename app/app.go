@@ -171,10 +171,14 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 		a.bridgeJournal(ctx)
 	}()
 	if wsm != nil {
-		a.bgDone.Add(1)
+		a.bgDone.Add(2)
 		go func() {
 			defer a.bgDone.Done()
 			a.reconcileWorkspaces(ctx)
+		}()
+		go func() {
+			defer a.bgDone.Done()
+			a.watchWorkspaces(ctx)
 		}()
 	}
 	// Approved before the restart and still valid: they run now.

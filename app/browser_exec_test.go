@@ -62,6 +62,25 @@ func TestBrowser_Approve_CommitLands_AndRestores(t *testing.T) {
 	); err != nil {
 		t.Fatalf("timeline: %v", err)
 	}
+	// The point is named by what it keeps, and the dialog says what a
+	// restore changes compared with the repository now.
+	after := gitxtest.Git(t, f.repo, "rev-parse", "HEAD")
+	if err := chromedp.Do(f.ctx, chromedp.WaitVisible(chromedp.CSS(".restore-changes .restore-change"))); err != nil {
+		t.Fatalf("the restore dialog never said what changes: %v", err)
+	}
+	label, err := chromedp.Run(f.ctx, chromedp.Text(chromedp.CSS("#rp-"+rp+" .rp-label")))
+	if err != nil || label != "before commit 'Greet the world' by claude-code" {
+		t.Fatalf("restore point label %q %v", label, err)
+	}
+	change, err := chromedp.Run(f.ctx, chromedp.Text(chromedp.CSS(".restore-changes .restore-change")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// innerText puts each SHA (with its copy button) on a line of its own.
+	change = strings.ReplaceAll(change, "\n", "")
+	if want := "main moves from " + after[:10] + " back to " + before[:10] + ": 1 commit leaves it"; !strings.Contains(change, want) {
+		t.Fatalf("the restore dialog says %q, want %q", change, want)
+	}
 	f.shot(t, "web-timeline.png")
 	if err := chromedp.Do(f.ctx, chromedp.Click(chromedp.CSS(".confirm-restore"))); err != nil {
 		t.Fatal(err)

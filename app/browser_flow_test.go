@@ -115,6 +115,20 @@ func TestBrowser_ProposeReject_Live(t *testing.T) {
 		t.Errorf("the note did not reach the agent: %v", out["decision"])
 	}
 
+	// Its entries on the Audit screen link to its page.
+	link := `.audit-proposal[href="#/proposal/` + id + `"]`
+	if err := chromedp.Do(f.ctx,
+		chromedp.Navigate(f.base+"/#/audit"),
+		chromedp.WaitVisible(chromedp.CSS(link)),
+		chromedp.Click(chromedp.CSS(link)),
+		chromedp.WaitVisible(chromedp.ID("proposal-title")),
+	); err != nil {
+		t.Fatalf("from the audit row to the proposal: %v", err)
+	}
+	if u, err := chromedp.Run(f.ctx, chromedp.Evaluate[string]("location.hash")); err != nil || u != "#/proposal/"+id {
+		t.Fatalf("the audit link led to %q %v", u, err)
+	}
+
 	// History lists it, every column of its row in line.
 	row := "#history-" + id
 	if err := chromedp.Do(f.ctx, chromedp.Navigate(f.base+"/#/history"), chromedp.WaitVisible(chromedp.CSS(row))); err != nil {

@@ -2,10 +2,13 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"fyne.io/systray"
 	"github.com/wailsapp/wails/v2"
@@ -14,6 +17,7 @@ import (
 	wruntime "github.com/wailsapp/wails/v2/pkg/runtime"
 
 	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/journal"
 )
 
 // runDesktop opens the Wails window with a tray icon and desktop
@@ -28,6 +32,9 @@ func runDesktop(assets fs.FS, stderr io.Writer) int {
 	}
 	persistEnvOverrides(cfg, log)
 	a, err := Start(cfg, log)
+	if errors.Is(err, journal.ErrLocked) {
+		return runBlockedDesktop(assets, cfg, log, stderr)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "sluice:", err)
 		return 1
@@ -101,4 +108,59 @@ func runDesktop(assets fs.FS, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// blockedWindow is what a window opened while another Sluice holds the
+// journal knows: why it cannot run, and how to reach the running one.
+type blockedWindow struct {
+	message string
+	serving bool
+	cfg     *config.Config
+	log     *slog.Logger
+	open    func(url string)
+}
+
+// OpenRunning opens the running `sluice serve` in the browser with a fresh
+// login link; only a window that found another Sluice running has it.
+func (api *API) OpenRunning() (string, error) {
+	b := api.blocked
+	if b == nil || !b.serving {
+		return "", &codedError{code: "unsupported", msg: "no other Sluice serves a web UI"}
+	}
+	url, err := requestLoginLink(context.Background(), b.cfg)
+	if err != nil {
+		return "", &codedError{code: "unavailable", msg: err.Error()}
+	}
+	b.open(url)
+	b.log.Info("opened the running web UI in the browser")
+	return "opened", nil
+}
+
+// runBlockedDesktop opens a window that says another Sluice holds the
+// journal (a `sluice serve`, or a desktop window started earlier) and,
+// for a web UI, offers to open it. A person who double-clicked the app
+// sees why nothing else happens, not only a line in a terminal.
+func runBlockedDesktop(assets fs.FS, cfg *config.Config, log *slog.Logger, stderr io.Writer) int {
+	msg := runningInstance(cfg)
+	fmt.Fprintln(stderr, "sluice:", msg)
+	_, serr := readUIEndpoint(UIEndpointFile(cfg))
+	var wctx atomic.Pointer[context.Context]
+	b := &blockedWindow{message: msg, serving: serr == nil, cfg: cfg, log: log, open: func(url string) {
+		if ctx := wctx.Load(); ctx != nil {
+			wruntime.BrowserOpenURL(*ctx, url)
+		}
+	}}
+	err := wails.Run(&options.App{
+		Title:          "Sluice is already running",
+		Width:          640,
+		Height:         360,
+		AssetServer:    &assetserver.Options{Assets: assets},
+		Bind:           []any{&API{kind: "desktop", blocked: b}},
+		ErrorFormatter: FormatError,
+		OnStartup:      func(ctx context.Context) { wctx.Store(&ctx) },
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "sluice:", err)
+	}
+	return 1
 }

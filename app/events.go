@@ -55,6 +55,14 @@ func (b *Bus) Publish(ev Event) {
 	}
 }
 
+// Subscribers is how many subscriptions are open: work that only feeds
+// the UI can rest while nobody looks.
+func (b *Bus) Subscribers() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.subs)
+}
+
 // Close ends every subscription.
 func (b *Bus) Close() {
 	b.mu.Lock()

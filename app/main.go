@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/doctor"
+	"github.com/sluicehq/sluice/core/journal"
 )
 
 // Main runs the sluice command with args (without the program name) and
@@ -39,6 +41,8 @@ func Main(args []string, assets fs.FS, stdout, stderr io.Writer) int {
 		return runDesktop(assets, stderr)
 	case "serve":
 		return runServe(args, assets, stdout, stderr)
+	case "login":
+		return runLogin(args, stdout, stderr)
 	case "doctor":
 		return runDoctor(args, stdout, stderr)
 	case "workspace":
@@ -64,6 +68,9 @@ func usage(w io.Writer) {
   (none)    open the desktop window (or serve the web UI when there is no display)
   desktop   open the desktop window
   serve     serve the web UI on loopback: sluice serve [--addr 127.0.0.1:PORT]
+            (the port stays the same across restarts: webAddr in config.json,
+            SLUICE_WEB_ADDR, default `+config.DefaultWebAddr+`)
+  login     print a fresh one-time login link for the running `+"`sluice serve`"+`
   doctor    check the installation
   workspace grant a workspace a secret or network hosts:
             sluice workspace grant --id WS [--secret NAME] [--egress host,host] [--revoke-secret NAME]
@@ -88,7 +95,7 @@ func DesktopAvailable() bool {
 func runServe(args []string, assets fs.FS, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:0", "loopback address for the web UI")
+	addr := fs.String("addr", "", "loopback address for the web UI (default: webAddr in config.json, SLUICE_WEB_ADDR, or "+config.DefaultWebAddr+")")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -98,23 +105,47 @@ func runServe(args []string, assets fs.FS, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sluice:", err)
 		return 1
 	}
+	listen, fixed := cfg.WebAddr, cfg.WebAddrConfigured
+	if *addr != "" {
+		if err := config.CheckLoopbackAddr(*addr); err != nil {
+			fmt.Fprintln(stderr, "sluice: --addr:", err)
+			return 2
+		}
+		listen, fixed = *addr, true
+	}
 	persistEnvOverrides(cfg, log)
 	a, err := Start(cfg, log)
+	if errors.Is(err, journal.ErrLocked) {
+		fmt.Fprintln(stderr, "sluice:", runningInstance(cfg))
+		return 1
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "sluice:", err)
 		return 1
 	}
 	defer a.Close()
-	web, token, err := NewWeb(a, assets, *addr)
+	web, token, err := NewWeb(a, assets, listen)
+	if err != nil && !fixed {
+		// The default port is taken by something else: a free one still
+		// serves, only an open tab will not find it again.
+		log.Warn("the web UI's usual address is taken; serving on a free port", "addr", listen, "err", err)
+		web, token, err = NewWeb(a, assets, "127.0.0.1:0")
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "sluice:", err)
 		return 2
 	}
+	if err := web.Publish(UIEndpointFile(cfg)); err != nil {
+		fmt.Fprintln(stderr, "sluice: publish web.json:", err)
+		return 1
+	}
+	defer web.Withdraw(UIEndpointFile(cfg))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- web.Serve() }()
-	fmt.Fprintf(stdout, "Sluice %s is serving its UI.\nLogin: %s\n", config.Version, web.LoginURL(token))
+	fmt.Fprintf(stdout, "Sluice %s is serving its UI at http://%s\nLogin: %s\n(the link works once, within %d minutes; `sluice login` prints a new one)\n",
+		config.Version, web.Addr(), web.LoginURL(token), int(loginTTL/time.Minute))
 	select {
 	case <-ctx.Done():
 	case err := <-errc:

@@ -42,10 +42,18 @@ type Web struct {
 	ln     net.Listener
 	srv    *http.Server
 
-	mu        sync.Mutex
-	loginHash [32]byte // sha256 of the current login token; zero once used
-	loginUsed bool
-	sessions  map[[32]byte]*session // keyed by sha256(session id)
+	// control is the secret in web.json with which `sluice login` asks
+	// for a fresh login link.
+	control string
+	// sessionsPath keeps the sessions across restarts ("" keeps none).
+	sessionsPath string
+	// closing ends the event streams when Shutdown begins: they would
+	// otherwise hold it until its deadline.
+	closing chan struct{}
+
+	mu       sync.Mutex
+	logins   map[[32]byte]time.Time // sha256 of outstanding login tokens → expiry
+	sessions map[[32]byte]*session  // keyed by sha256(session id)
 }
 
 type session struct {
@@ -58,7 +66,9 @@ type session struct {
 var ErrNotLoopback = errors.New("the UI only listens on a loopback address (127.0.0.1 or [::1])")
 
 // NewWeb binds addr (loopback only; port 0 picks one) and returns the
-// server with a fresh login token.
+// server with a fresh login token. Sessions opened earlier on this
+// machine (kept in the state directory) still work, so that a tab left
+// open across a restart reconnects.
 func NewWeb(a *App, assets fs.FS, addr string) (*Web, string, error) {
 	if addr == "" {
 		addr = "127.0.0.1:0"
@@ -75,10 +85,14 @@ func NewWeb(a *App, assets fs.FS, addr string) (*Web, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	w := &Web{app: a, api: &API{app: a, kind: "web"}, assets: assets, log: a.log, ln: ln, sessions: map[[32]byte]*session{}}
-	token := randomHex(32)
-	w.loginHash = sha256.Sum256([]byte(token))
+	w := &Web{app: a, api: &API{app: a, kind: "web"}, assets: assets, log: a.log, ln: ln,
+		control: randomHex(32), sessionsPath: sessionsFile(a.cfg),
+		logins: map[[32]byte]time.Time{}, sessions: map[[32]byte]*session{}, closing: make(chan struct{})}
+	w.loadSessions()
+	token := w.NewLoginToken()
 	w.srv = &http.Server{Handler: w.routes(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 90 * time.Second}
+	var closeOnce sync.Once
+	w.srv.RegisterOnShutdown(func() { closeOnce.Do(func() { close(w.closing) }) })
 	return w, token, nil
 }
 
@@ -105,6 +119,7 @@ func (w *Web) Shutdown(ctx context.Context) error { return w.srv.Shutdown(ctx) }
 func (w *Web) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /login", w.login)
+	mux.HandleFunc("POST /login/new", w.newLoginLink)
 	mux.HandleFunc("GET /api/session", w.authed(w.sessionInfo))
 	mux.HandleFunc("GET /api/status", w.authed(jsonGet(w.api.Status)))
 	mux.HandleFunc("POST /api/ready", w.authed(w.csrf(jsonGet(w.api.Ready))))
@@ -130,8 +145,22 @@ func (w *Web) routes() http.Handler {
 		}
 		jsonCall(rw, func() (WorkspaceImagesView, error) { return w.api.UseWorkspaceImage(body.Ref) })
 	})))
+	mux.HandleFunc("GET /api/workspace-runtime", w.authed(jsonGet(w.api.WorkspaceRuntime)))
+	mux.HandleFunc("POST /api/workspace-runtime", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Name string `json:"name"`
+		}
+		if !decodeBody(rw, r, &body) {
+			return
+		}
+		jsonCall(rw, func() (WorkspaceRuntimeView, error) { return w.api.UseWorkspaceRuntime(body.Name) })
+	})))
 	mux.HandleFunc("GET /api/timeline", w.authed(func(rw http.ResponseWriter, r *http.Request) {
 		jsonCall(rw, func() (TimelineView, error) { return w.api.Timeline(r.URL.Query().Get("repo")) })
+	}))
+	mux.HandleFunc("GET /api/restore-preview", w.authed(func(rw http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		jsonCall(rw, func() (RestorePreview, error) { return w.api.RestorePreview(q.Get("repo"), q.Get("restorePoint")) })
 	}))
 	mux.HandleFunc("POST /api/restore", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
 		var req RestoreRequest
@@ -286,26 +315,20 @@ func (w *Web) foreignOrigin(r *http.Request) string {
 }
 
 func (w *Web) login(rw http.ResponseWriter, r *http.Request) {
-	tok := r.URL.Query().Get("token")
-	sum := sha256.Sum256([]byte(tok))
-	w.mu.Lock()
-	ok := !w.loginUsed && tok != "" && subtle.ConstantTimeCompare(sum[:], w.loginHash[:]) == 1
-	if ok {
-		// Single use: a token that leaked through history or a screen
-		// share after the person logged in opens nothing.
-		w.loginUsed = true
-		w.loginHash = [32]byte{}
-	}
-	w.mu.Unlock()
-	if !ok {
-		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		rw.WriteHeader(http.StatusUnauthorized)
-		fmt.Fprintln(rw, "This login link is invalid or was already used. Restart `sluice serve` for a new one.")
+	if !w.takeLogin(r.URL.Query().Get("token")) {
+		// The link a person used once already, opened again in the
+		// browser that holds its session, just goes on to the UI.
+		if w.sessionOf(r) != nil {
+			http.Redirect(rw, r, "/", http.StatusSeeOther)
+			return
+		}
+		w.loginRecovery(rw)
 		return
 	}
 	id := randomHex(32)
 	w.mu.Lock()
 	w.sessions[sha256.Sum256([]byte(id))] = &session{csrf: randomHex(32), expires: time.Now().Add(sessionTTL)}
+	w.saveSessionsLocked()
 	w.mu.Unlock()
 	http.SetCookie(rw, &http.Cookie{
 		Name: sessionCookie, Value: id, Path: "/", HttpOnly: true,
@@ -316,24 +339,29 @@ func (w *Web) login(rw http.ResponseWriter, r *http.Request) {
 
 type ctxKey struct{}
 
+// sessionOf is the live session r's cookie names, or nil.
+func (w *Web) sessionOf(r *http.Request) *session {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return nil
+	}
+	key := sha256.Sum256([]byte(c.Value))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.sessions[key]
+	if s != nil && time.Now().After(s.expires) {
+		delete(w.sessions, key)
+		s = nil
+	}
+	return s
+}
+
 // authed requires a live session cookie.
 func (w *Web) authed(next http.HandlerFunc) http.HandlerFunc {
 	return func(rw http.ResponseWriter, r *http.Request) {
-		c, err := r.Cookie(sessionCookie)
-		if err != nil {
-			writeAPIError(rw, http.StatusUnauthorized, "unauthorized", "no session: open the login link that `sluice serve` printed")
-			return
-		}
-		key := sha256.Sum256([]byte(c.Value))
-		w.mu.Lock()
-		s := w.sessions[key]
-		if s != nil && time.Now().After(s.expires) {
-			delete(w.sessions, key)
-			s = nil
-		}
-		w.mu.Unlock()
+		s := w.sessionOf(r)
 		if s == nil {
-			writeAPIError(rw, http.StatusUnauthorized, "unauthorized", "session expired or unknown")
+			writeAPIError(rw, http.StatusUnauthorized, "unauthorized", "no session: run `sluice login` for a login link")
 			return
 		}
 		next(rw, r.WithContext(context.WithValue(r.Context(), ctxKey{}, s)))
@@ -371,13 +399,17 @@ func (w *Web) eventStream(rw http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	rw.WriteHeader(http.StatusOK)
-	fmt.Fprint(rw, ": connected\n\n")
+	// A restarted server is back within a second or two on the same
+	// port: the browser should not wait its default few seconds.
+	fmt.Fprint(rw, "retry: 1000\n: connected\n\n")
 	fl.Flush()
 	ping := time.NewTicker(20 * time.Second)
 	defer ping.Stop()
 	for {
 		select {
 		case <-r.Context().Done():
+			return
+		case <-w.closing:
 			return
 		case <-ping.C:
 			fmt.Fprint(rw, ": ping\n\n")

@@ -98,11 +98,12 @@ func TestWeb_Login_OpensSessionOnce(t *testing.T) {
 		t.Fatalf("status body %q: %+v %v", body, st, err)
 	}
 
-	// The same login token a second time, from another browser: refused.
+	// The same login token a second time, from another browser: refused,
+	// with a page that says how to get a new link.
 	other := newBrowserClient(t)
-	resp, _ = get(t, other, w.LoginURL(token), nil)
-	if resp.StatusCode != http.StatusUnauthorized {
-		t.Fatalf("reused login token: got %d, want 401", resp.StatusCode)
+	resp, body = get(t, other, w.LoginURL(token), nil)
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "sluice login") {
+		t.Fatalf("reused login token: got %d %q, want 401 with the recovery page", resp.StatusCode, body)
 	}
 	resp, _ = get(t, other, base+"/api/status", nil)
 	if resp.StatusCode != http.StatusUnauthorized {

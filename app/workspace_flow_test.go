@@ -164,6 +164,26 @@ func TestFlow_Workspace_FullLoop(t *testing.T) {
 		t.Fatalf("handed-off commit changes %q", files)
 	}
 
+	// The Workspaces screen shows it sealed, linked to its proposal, with
+	// no grants to make; its owner is named.
+	wsSel := "#ws-" + id
+	if err := chromedp.Do(f.ctx,
+		chromedp.Navigate(f.base+"/#/workspaces"),
+		chromedp.WaitVisible(chromedp.CSS(wsSel+` .workspace-proposal[href="#/proposal/`+proposalID+`"]`)),
+	); err != nil {
+		t.Fatalf("the sealed workspace's link to its proposal: %v", err)
+	}
+	wsText, err := chromedp.Run(f.ctx, chromedp.Text(chromedp.CSS(wsSel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(wsText, "Grant access") || !strings.Contains(wsText, "claude-code") || !strings.Contains(wsText, "sealed") {
+		t.Fatalf("the sealed workspace on the Workspaces screen:\n%s", wsText)
+	}
+	if err := chromedp.Do(f.ctx, chromedp.Navigate(f.base+"/#/pending")); err != nil {
+		t.Fatal(err)
+	}
+
 	card := cardSel(proposalID)
 	if err := chromedp.Do(f.ctx, chromedp.WaitVisible(chromedp.CSS(card))); err != nil {
 		t.Fatalf("the workspace's proposal card did not appear: %v", err)

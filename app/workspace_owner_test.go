@@ -38,6 +38,10 @@ func TestFlow_Workspace_Owner(t *testing.T) {
 			t.Errorf("%s by another agent: %v", tool, out)
 		}
 	}
+	// Listing is in the workspace_search toolset, off by default.
+	if out, isErr := callTool(t, cs, "toolset_enable", map[string]any{"toolset": "workspace_search"}); isErr {
+		t.Fatalf("toolset_enable workspace_search: %v", out)
+	}
 	if out, isErr := callTool(t, cs, "workspace_file_list", map[string]any{"workspaceId": id}); isErr || len(out["entries"].([]any)) != 0 {
 		t.Fatalf("the owner's workspace changed: %v", out)
 	}

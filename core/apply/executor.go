@@ -602,7 +602,7 @@ func (r *run) takeRestorePoints(ctx context.Context) error {
 			continue
 		}
 		rp := &RestorePoint{ID: r.p.ID, Kind: KindProposal, ProposalID: r.p.ID, Op: string(r.p.Op), Digest: r.p.Digest,
-			CreatedAt: r.e.now().UTC().Truncate(time.Millisecond)}
+			CreatedAt: r.e.now().UTC().Truncate(time.Millisecond), Label: proposalLabel(r.p)}
 		tk, err := rc.takeRestorePoint(ctx, rp)
 		if err != nil {
 			// Points taken in other repositories so far are dropped: the

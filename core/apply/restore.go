@@ -54,6 +54,10 @@ const (
 type RestorePoint struct {
 	ID   string `json:"id"`
 	Kind string `json:"kind" jsonschema:"proposal (taken before an approved proposal ran) or restore (taken before a restore)"`
+	// Label names what the point preserves ("before commit 'Add line' by
+	// claude-code", "before restore of …"); no two in a repository share
+	// one.
+	Label string `json:"label"`
 	// ProposalID and Digest name the proposal this was taken for.
 	ProposalID string    `json:"proposalId,omitempty"`
 	Op         string    `json:"op,omitempty"`
@@ -193,6 +197,17 @@ func (tk *taken) cleanup() {
 // takeRestorePoint records rc.touched under RestorePrefix+rp.ID. Every
 // ref is created in one transaction that fails if any already exists.
 func (rc *repoCtx) takeRestorePoint(ctx context.Context, rp *RestorePoint) (*taken, error) {
+	if rp.Label != "" {
+		existing, err := ListRestorePoints(ctx, rc.repo)
+		if err != nil {
+			return nil, err
+		}
+		labels := map[string]bool{}
+		for _, o := range existing {
+			labels[o.Label] = true
+		}
+		rp.Label = uniqueLabel(rp.Label, labels)
+	}
 	t := rc.touched
 	tk := &taken{rp: rp, current: map[string]trees{}}
 	rp.Repo, rp.Note = rc.path, t.note
@@ -473,6 +488,13 @@ func ListRestorePoints(ctx context.Context, repo *gitx.Repo) ([]RestorePoint, er
 		}
 		return list[i].ID < list[j].ID
 	})
+	// Labels are unique when taken; older points get one here, and the
+	// oldest keeps a label that two would share.
+	seen := map[string]bool{}
+	for i := len(list) - 1; i >= 0; i-- {
+		list[i].Label = uniqueLabel(labelOf(&list[i]), seen)
+		seen[list[i].Label] = true
+	}
 	return list, nil
 }
 
@@ -767,7 +789,7 @@ func (rc *repoCtx) restore(ctx context.Context, rp *RestorePoint, force bool, no
 		rc.touched.addConfig(c.Branch)
 	}
 	undo := &RestorePoint{ID: undoID(now), Kind: KindRestore, Restores: rp.ID, ProposalID: rp.ProposalID,
-		Op: rp.Op, CreatedAt: now.UTC().Truncate(time.Millisecond)}
+		Op: rp.Op, CreatedAt: now.UTC().Truncate(time.Millisecond), Label: "before restore of “" + labelOf(rp) + "”"}
 	tk, err := rc.takeRestorePoint(ctx, undo)
 	if err != nil {
 		return nil, err

@@ -358,3 +358,59 @@ func TestRestorePoint_PlanEndStateAfterLastStep(t *testing.T) {
 		t.Fatalf("details right after the plan: %+v, %v", d, err)
 	}
 }
+
+// Restore points are named by what they keep: the operation and its
+// agent, the restore they come before; two alike never share a label.
+func TestRestorePoints_LabelsNameOperationAndAgent_Unique(t *testing.T) {
+	f := newFixture(t)
+	f.repo.Write("src/a.txt", "one\n")
+	first := f.mustComplete(f.propose(&proposal.CommitArgs{Message: "Add line\n\nthe body is not part of the label", Paths: []string{"src/a.txt"}}))
+	f.repo.Write("src/a.txt", "two\n")
+	second := f.mustComplete(f.propose(&proposal.CommitArgs{Message: "Add line", Paths: []string{"src/a.txt"}}))
+	f.mustComplete(f.propose(&proposal.BranchArgs{Name: "topic", StartPoint: "main"}))
+
+	labels := func() map[string]string {
+		list, err := f.e.ListRestorePoints(testCtx(t), f.repo.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		seen := map[string]bool{}
+		for _, rp := range list {
+			if seen[rp.Label] {
+				t.Errorf("two restore points labelled %q", rp.Label)
+			}
+			seen[rp.Label] = true
+			out[rp.ID] = rp.Label
+		}
+		return out
+	}
+	got := labels()
+	want := "before commit 'Add line' by test-agent"
+	if got[first.Proposal.ID] != want || got[second.Proposal.ID] != want+" (2)" {
+		t.Fatalf("labels %v: want %q and %q", got, want, want+" (2)")
+	}
+	res, err := f.e.Restore(testCtx(t), f.repo.Dir, second.Outcome.RestorePoint, true)
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	got = labels()
+	if l := got[res.UndoPoint]; l != "before restore of “"+want+" (2)”" {
+		t.Fatalf("the restore's own point is labelled %q", l)
+	}
+	if len(got) != 4 {
+		t.Fatalf("labels %v", got)
+	}
+}
+
+func TestDescribe_EveryOperation(t *testing.T) {
+	for _, op := range proposal.Ops() {
+		args, err := proposal.DecodeArgs(op, []byte(`{}`))
+		if err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+		if d := describe(op, args); d == "" || (d == string(op) && op != proposal.OpPatch) {
+			t.Errorf("%s is described as %q: every operation says more than its name", op, d)
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -74,6 +76,14 @@ type Config struct {
 	// means the Engine's default (runc). "runsc" selects gVisor, which the
 	// Engine must have configured.
 	WorkspaceRuntime string `json:"workspaceRuntime"`
+	// WebAddr is where `sluice serve` listens: a loopback IP literal with
+	// a port. The port stays the same across restarts so that an open tab
+	// reconnects; ":0" picks a free one each time.
+	WebAddr string `json:"webAddr"`
+	// WebAddrConfigured is true when WebAddr was set explicitly (file or
+	// env): a configured address that is taken stops `sluice serve`, the
+	// default one falls back to a free port.
+	WebAddrConfigured bool `json:"-"`
 }
 
 // fileConfig is the on-disk shape of config.json. Durations are strings
@@ -91,12 +101,16 @@ type fileConfig struct {
 	WorkspaceImage string `json:"workspaceImage,omitempty"`
 	// WorkspaceRuntime is set by hand (or SLUICE_WORKSPACE_RUNTIME).
 	WorkspaceRuntime string `json:"workspaceRuntime,omitempty"`
+	// WebAddr is set by hand (or SLUICE_WEB_ADDR).
+	WebAddr string `json:"webAddr,omitempty"`
 }
 
 // Defaults.
 const (
 	DefaultPendingExpiry = 15 * time.Minute
 	DefaultRetention     = 90 * 24 * time.Hour
+	// DefaultWebAddr is where `sluice serve` listens unless told otherwise.
+	DefaultWebAddr = "127.0.0.1:7733"
 )
 
 // Paths resolves the XDG directories without touching the file system.
@@ -204,6 +218,9 @@ func (c *Config) applyFile(path string) error {
 	if f.WorkspaceImage != "" {
 		c.WorkspaceImage = f.WorkspaceImage
 	}
+	if f.WebAddr != "" {
+		c.WebAddr = f.WebAddr
+	}
 	return nil
 }
 
@@ -246,6 +263,9 @@ func (c *Config) applyEnv() error {
 	}
 	if v, ok := os.LookupEnv("SLUICE_WORKSPACE_RUNTIME"); ok {
 		c.WorkspaceRuntime = strings.TrimSpace(v)
+	}
+	if v := strings.TrimSpace(os.Getenv("SLUICE_WEB_ADDR")); v != "" {
+		c.WebAddr = v
 	}
 	return nil
 }
@@ -300,11 +320,36 @@ func (c *Config) validate() error {
 	if c.WorkspaceImage != "" && !workspaceImageRe.MatchString(c.WorkspaceImage) {
 		return fmt.Errorf("%w: workspaceImage: %q is not an image ID (sha256:<64 hex digits>); a tag could change under Sluice, an ID cannot (docker image inspect --format '{{.Id}}' IMAGE)", ErrInvalid, c.WorkspaceImage)
 	}
+	c.WebAddrConfigured = c.WebAddr != ""
+	if c.WebAddr == "" {
+		c.WebAddr = DefaultWebAddr
+	}
+	if err := CheckLoopbackAddr(c.WebAddr); err != nil {
+		return fmt.Errorf("%w: webAddr: %v", ErrInvalid, err)
+	}
 	c.AuditKeyConfigured = c.AuditKeyFile != ""
 	if c.AuditKeyFile == "" {
 		c.AuditKeyFile = filepath.Join(c.ConfigDir, "audit-key.pem")
 	} else if !filepath.IsAbs(c.AuditKeyFile) {
 		return fmt.Errorf("%w: auditKeyFile: %q is not an absolute path", ErrInvalid, c.AuditKeyFile)
+	}
+	return nil
+}
+
+// CheckLoopbackAddr accepts a loopback IP literal with a port
+// ("127.0.0.1:7733", "[::1]:0"): the UI is never reachable from another
+// machine, and a host name could resolve anywhere.
+func CheckLoopbackAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not HOST:PORT: %v", addr, err)
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !ip.IsLoopback() {
+		return fmt.Errorf("%q is not a loopback IP address (127.0.0.1 or [::1])", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q has no valid port", addr)
 	}
 	return nil
 }

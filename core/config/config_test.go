@@ -218,3 +218,27 @@ func TestLoad_WorkspaceRuntime(t *testing.T) {
 		}
 	}
 }
+
+func TestLoad_WebAddr(t *testing.T) {
+	dir := isolate(t)
+	t.Setenv("SLUICE_WEB_ADDR", "")
+	os.Unsetenv("SLUICE_WEB_ADDR")
+	c, err := Load()
+	if err != nil || c.WebAddr != DefaultWebAddr || c.WebAddrConfigured {
+		t.Fatalf("default: %q configured=%v %v", c.WebAddr, c.WebAddrConfigured, err)
+	}
+	writeConfig(t, dir, `{"webAddr": "127.0.0.1:9100"}`)
+	if c, err = Load(); err != nil || c.WebAddr != "127.0.0.1:9100" || !c.WebAddrConfigured {
+		t.Fatalf("from the file: %+v %v", c, err)
+	}
+	t.Setenv("SLUICE_WEB_ADDR", "[::1]:9200")
+	if c, err = Load(); err != nil || c.WebAddr != "[::1]:9200" {
+		t.Fatalf("env over file: %q %v", c.WebAddr, err)
+	}
+	for _, bad := range []string{"0.0.0.0:9100", "localhost:9100", "127.0.0.1", "127.0.0.1:99999", "10.0.0.1:80"} {
+		t.Setenv("SLUICE_WEB_ADDR", bad)
+		if _, err := Load(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "webAddr") {
+			t.Errorf("%q: %v, want ErrInvalid naming webAddr", bad, err)
+		}
+	}
+}

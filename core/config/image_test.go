@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSaveWorkspaceImage_PinsAndKeepsOtherKeys(t *testing.T) {
@@ -73,5 +74,38 @@ func TestSaveWorkspaceImage_NoFileYet(t *testing.T) {
 	t.Setenv("SLUICE_WORKSPACE_IMAGE", "")
 	if !WorkspaceImageFromEnv() {
 		t.Fatal("WorkspaceImageFromEnv with the variable set")
+	}
+}
+
+func TestSaveWorkspaceRuntime_KeepsOtherKeys_RefusesBadNames(t *testing.T) {
+	dir := isolate(t)
+	t.Setenv("SLUICE_WORKSPACE_RUNTIME", "")
+	os.Unsetenv("SLUICE_WORKSPACE_RUNTIME")
+	writeConfig(t, dir, `{"toolsets": ["git"], "pendingExpiry": "20m"}`)
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, "config.json"))
+	for _, bad := range []string{"Runsc", "run sc", "../runc", strings.Repeat("r", 65)} {
+		if err := c.SaveWorkspaceRuntime(bad); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "workspaceRuntime") {
+			t.Errorf("%q: %v, want ErrInvalid naming workspaceRuntime", bad, err)
+		}
+	}
+	if now, _ := os.ReadFile(filepath.Join(dir, "config.json")); string(now) != string(before) {
+		t.Fatalf("a refused name changed config.json:\n%s", now)
+	}
+	if err := c.SaveWorkspaceRuntime("runsc"); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = Load(); err != nil || c.WorkspaceRuntime != "runsc" || c.PendingExpiry != 20*time.Minute || len(c.Toolsets) != 1 {
+		t.Fatalf("after saving runsc: %+v %v", c, err)
+	}
+	if err := c.SaveWorkspaceRuntime(""); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "config.json"))
+	if c, err = Load(); err != nil || c.WorkspaceRuntime != "" || strings.Contains(string(b), "workspaceRuntime") {
+		t.Fatalf("after going back to the default: %s %v", b, err)
 	}
 }

@@ -85,6 +85,27 @@ func (d *Docker) CheckImage(ctx context.Context, imageID string) error {
 	return nil
 }
 
+// EngineRuntimes lists the OCI runtimes the Engine has (sorted, the
+// containerd shim names left out) and its default, for the settings
+// screen's choice.
+func (d *Docker) EngineRuntimes(ctx context.Context) (names []string, def string, err error) {
+	info, err := d.cli.Info(ctx)
+	if err != nil {
+		return nil, "", &Error{Code: CodeInternal, Msg: "the Docker Engine cannot list its runtimes", Err: err}
+	}
+	for n := range info.Runtimes {
+		if !strings.HasPrefix(n, "io.containerd.") {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	def = info.DefaultRuntime
+	if def == "" {
+		def = "runc"
+	}
+	return names, def, nil
+}
+
 // CheckRuntime implements Runtime with the Engine's own list of runtimes
 // (its daemon configuration). The check happens before a container is
 // created, so that a runtime the Engine lacks is named in the error rather

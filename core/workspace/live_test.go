@@ -150,3 +150,41 @@ func TestRun_ErrorLeavesNoRunningRecord(t *testing.T) {
 		t.Fatalf("a cancelled run left evidence: %+v %v", runs, err)
 	}
 }
+
+// TestStamp_ChangesWithRunRecordsOnly: the stamp a watcher compares moves
+// when a run record appears or is rewritten, and stays put when nothing
+// changed or when a file that is no record appears.
+func TestStamp_ChangesWithRunRecordsOnly(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, false)
+	w := freshWS(t, m)
+	stamp := func() string {
+		t.Helper()
+		s, err := m.Stamp()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	first := stamp()
+	if again := stamp(); again != first {
+		t.Fatalf("the stamp moved with nothing changed: %s then %s", first, again)
+	}
+	if err := os.MkdirAll(m.runsDir(w.ID), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(m.runsDir(w.ID), ".r1.json.tmp-1"), "partial")
+	if s := stamp(); s != first {
+		t.Fatal("a temporary file moved the stamp")
+	}
+	rec := filepath.Join(m.runsDir(w.ID), "r1.json")
+	writeFile(t, rec, `{"id":"r1","running":true,"stdout":"a"}`)
+	second := stamp()
+	if second == first {
+		t.Fatal("a new run record did not move the stamp")
+	}
+	writeFile(t, rec, `{"id":"r1","running":true,"stdout":"ab"}`)
+	if stamp() == second {
+		t.Fatal("a rewritten run record did not move the stamp")
+	}
+}

@@ -1,11 +1,15 @@
 package workspace
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/core/config"
@@ -192,4 +196,39 @@ func (m *Manager) Renew(id string, lease time.Duration) (*Workspace, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// Stamp summarises the store as it is on disk: every workspace's metadata
+// and run records, by name, size and modification time. Two equal stamps
+// mean nothing a screen shows has changed, so a watcher (the app, for the
+// runs sidecars make) can tell a change without reading every record.
+// It reads directories only, never the records themselves.
+func (m *Manager) Stamp() (string, error) {
+	ents, err := os.ReadDir(m.root)
+	if err != nil {
+		return "", internal(err, "cannot list workspaces")
+	}
+	h := sha256.New()
+	stat := func(name string) {
+		if st, err := os.Stat(name); err == nil {
+			fmt.Fprintf(h, "%s %d %d\n", filepath.Base(name), st.Size(), st.ModTime().UnixNano())
+		}
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !ValidID(e.Name()) {
+			continue
+		}
+		fmt.Fprintf(h, "workspace %s\n", e.Name())
+		stat(m.metaPath(e.Name()))
+		runs, err := os.ReadDir(m.runsDir(e.Name()))
+		if err != nil {
+			continue
+		}
+		for _, r := range runs {
+			if strings.HasSuffix(r.Name(), ".json") {
+				stat(filepath.Join(m.runsDir(e.Name()), r.Name()))
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -152,4 +152,46 @@ describe("App", () => {
     await vi.waitFor(() => expect(document.title).toBe("Sluice"));
     expect(within(nav).getByRole("button", { name: "Pending" }).textContent).toBe("Pending");
   });
+
+  it("says Sluice isn't running when nothing answers, and comes back when it does", async () => {
+    let up = false;
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async (input: RequestInfo | URL) => {
+        const url = String(input);
+        if (!up) throw new TypeError("Failed to fetch");
+        const body = url === "/api/session" ? { csrf: "c" } : url === "/api/status" ? status : url === "/api/proposals" ? [] : true;
+        return new Response(JSON.stringify(body), { status: 200 });
+      }),
+    );
+    const App = await loadApp();
+    render(<App />);
+    expect(await screen.findByRole("heading", { name: "Sluice isn't running" })).toBeTruthy();
+    expect(document.body.textContent).toContain("sluice serve");
+    expect(document.body.textContent).not.toContain("Failed to fetch");
+    up = true;
+    expect(await screen.findByText("No proposals waiting", undefined, { timeout: 5000 })).toBeTruthy();
+    expect(screen.queryByRole("heading", { name: "Sluice isn't running" })).toBeNull();
+  });
+
+  it("tells a window opened beside a running sluice serve which one runs, and opens it", async () => {
+    const calls: string[] = [];
+    const API = {
+      Status: async () => {
+        throw { code: "already_serving", message: "Sluice is already running as `sluice serve` (pid 7) at http://127.0.0.1:7733" };
+      },
+      OpenRunning: async () => {
+        calls.push("OpenRunning");
+        return "opened";
+      },
+    };
+    vi.stubGlobal("go", { app: { API } });
+    const App = await loadApp();
+    render(<App />);
+    expect(await screen.findByRole("heading", { name: "Sluice is already running" })).toBeTruthy();
+    expect(document.body.textContent).toContain("pid 7");
+    fireEvent.click(screen.getByText("Open it in the browser"));
+    expect(await screen.findByText("Opened in your browser.")).toBeTruthy();
+    expect(calls).toEqual(["OpenRunning"]);
+  });
 });

@@ -1,5 +1,5 @@
-import { useEffect, useState } from "react";
-import { api, ApiError, detectDesktop, onEvents, type Status } from "./api";
+import { Fragment, useEffect, useState } from "react";
+import { api, ApiError, detectDesktop, onConnection, onEvents, type Status } from "./api";
 import { AuditView } from "./AuditView";
 import { ConnectView } from "./ConnectView";
 import { HistoryView } from "./HistoryView";
@@ -16,7 +16,7 @@ type Load =
   | { kind: "loading" }
   | { kind: "ready"; status: Status }
   | { kind: "login" }
-  | { kind: "error"; message: string };
+  | { kind: "error"; message: string; code?: string };
 
 // The tabs, in the order a person needs them. The visible text is what
 // end-to-end tests click.
@@ -34,6 +34,10 @@ const tabs: { screen: Screen; label: string }[] = [
 export function App() {
   const [load, setLoad] = useState<Load>({ kind: "loading" });
   const route = useRoute();
+  // down: the app stopped answering (browser only). generation remounts
+  // the screen when it answers again, so that everything is read afresh.
+  const [down, setDown] = useState(false);
+  const [generation, setGeneration] = useState(0);
   const pendingCount = usePendingCount(load.kind === "ready" ? load.status.pending : null);
 
   useEffect(() => {
@@ -49,13 +53,47 @@ export function App() {
       } catch (e) {
         if (cancelled) return;
         if (e instanceof ApiError && e.status === 401) setLoad({ kind: "login" });
-        else setLoad({ kind: "error", message: e instanceof Error ? e.message : String(e) });
+        else if (e instanceof ApiError && e.code === "not_running") setDown(true);
+        else
+          setLoad({
+            kind: "error",
+            message: e instanceof Error ? e.message : String(e),
+            code: e instanceof ApiError ? e.code : undefined,
+          });
       }
     })();
     return () => {
       cancelled = true;
     };
   }, []);
+
+  useEffect(
+    () =>
+      onConnection((d) => {
+        setDown(d);
+        if (!d) setGeneration((g) => g + 1);
+      }),
+    [],
+  );
+
+  // While the app is down, ask until it answers again: a restarted
+  // `sluice serve` on the same port takes the open tab back.
+  useEffect(() => {
+    if (!down) return;
+    // An answer (any answer) flips `down` back through onConnection,
+    // which ends this effect; what the answer was decides the screen.
+    const probe = async () => {
+      try {
+        const status = await api.status();
+        setLoad({ kind: "ready", status });
+        await api.ready();
+      } catch (e) {
+        if (e instanceof ApiError && e.status === 401) setLoad({ kind: "login" });
+      }
+    };
+    const timer = window.setInterval(probe, 1500);
+    return () => window.clearInterval(timer);
+  }, [down]);
 
   // A click on a desktop notification opens that proposal's card.
   useEffect(() => {
@@ -112,7 +150,16 @@ export function App() {
         )}
       </header>
       <main className={`content screen-${route.screen}`} id="main" tabIndex={-1}>
-        {load.kind === "loading" && (
+        {down && (
+          <section className="panel error" role="alert" id="app-down" aria-labelledby="app-down-title">
+            <h1 id="app-down-title">Sluice isn't running</h1>
+            <p>
+              Start it again with <code>sluice serve</code> in a terminal (or open the Sluice app); this page reconnects
+              by itself.
+            </p>
+          </section>
+        )}
+        {load.kind === "loading" && !down && (
           <p className="muted" role="status">
             Loading…
           </p>
@@ -121,20 +168,52 @@ export function App() {
           <section className="panel" aria-labelledby="login-title">
             <h1 id="login-title">Sign in</h1>
             <p>
-              Open the one-time login link that <code>sluice serve</code> printed in its terminal. Each link works
-              once; restart <code>sluice serve</code> for a new one.
+              Run <code>sluice login</code> in a terminal on this machine and open the link it prints. Each link works
+              once, within 15 minutes; <code>sluice serve</code> prints one when it starts.
             </p>
           </section>
         )}
-        {load.kind === "error" && (
+        {load.kind === "error" && (load.code === "already_running" || load.code === "already_serving") && (
+          <AlreadyRunning message={load.message} serving={load.code === "already_serving"} />
+        )}
+        {load.kind === "error" && load.code !== "already_running" && load.code !== "already_serving" && (
           <section className="panel error" role="alert">
             <h1>Sluice could not load</h1>
             <p>{load.message}</p>
           </section>
         )}
-        {load.kind === "ready" && screenFor(route, load.status)}
+        {load.kind === "ready" && <Fragment key={generation}>{screenFor(route, load.status)}</Fragment>}
       </main>
     </div>
+  );
+}
+
+// A window opened while another Sluice holds the journal: it says which,
+// and opens a running web UI in the browser.
+function AlreadyRunning({ message, serving }: { message: string; serving: boolean }) {
+  const [note, setNote] = useState("");
+  return (
+    <section className="panel" role="alert" aria-labelledby="already-title">
+      <h1 id="already-title">Sluice is already running</h1>
+      <p>{message}</p>
+      {serving && (
+        <p>
+          <button
+            type="button"
+            className="primary"
+            onClick={() =>
+              api.openRunning().then(
+                () => setNote("Opened in your browser."),
+                (e) => setNote(e instanceof Error ? e.message : String(e)),
+              )
+            }
+          >
+            Open it in the browser
+          </button>{" "}
+          <span role="status">{note}</span>
+        </p>
+      )}
+    </section>
   );
 }
 

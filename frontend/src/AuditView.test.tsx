@@ -14,7 +14,11 @@ function stub(report: unknown) {
       const url = String(input);
       const body =
         url === "/api/audit"
-          ? { keyId: "0123456789abcdef", signed: true, entries: [{ id: "a", sequence: 1, event_type: "app_started", result: "ok" }] }
+          ? { keyId: "0123456789abcdef", signed: true, entries: [
+                { id: "b", sequence: 2, auditChainVersion: 1, event_type: "proposal_submitted", result: "ok", proposal_id: "3f2a9c1e-0000-4000-8000-000000000001" },
+                { id: "a", sequence: 1, auditChainVersion: 1, event_type: "app_started", result: "ok" },
+                { tool: "repo_status", result: "ok" },
+              ] }
           : url === "/api/session"
             ? { csrf: "c" }
             : report;
@@ -32,6 +36,25 @@ describe("AuditView", () => {
     fireEvent.click(screen.getByRole("button", { name: "Verify" }));
     expect(await screen.findByText("Intact")).toBeTruthy();
     expect(screen.getByText("1..1")).toBeTruthy();
+  });
+
+  it("links entries to their proposal and explains legacy, segments and checkpoint where they appear", async () => {
+    stub({ ok: true, entries: 3, chained: 2, legacy: 1, signed: 2, unsigned: 0, segments: 2, firstSequence: 1, lastSequence: 2, checkpointUsed: "none" });
+    render(<AuditView />);
+    const link = (await screen.findByText("proposal 3f2a9c1e")) as HTMLAnchorElement;
+    expect(link.getAttribute("href")).toBe("#/proposal/3f2a9c1e-0000-4000-8000-000000000001");
+    expect(document.querySelectorAll(".audit-proposal")).toHaveLength(1);
+    // The line from before the chain is marked, and the mark explained.
+    const rows = Array.from(document.querySelectorAll("table.entries tbody tr"));
+    expect(rows[2].querySelector(".badge.legacy")).toBeTruthy();
+    expect(rows[0].querySelector(".badge.legacy")).toBeNull();
+    expect(document.querySelector(".audit-legacy-note")?.textContent).toMatch(/before the ledger was hash-chained/);
+    fireEvent.click(screen.getByRole("button", { name: "Verify" }));
+    await screen.findByText("Intact");
+    const dl = document.querySelector("#verify-result dl")!.textContent!;
+    expect(dl).toMatch(/legacy1 lines written before the ledger was hash-chained/);
+    expect(dl).toMatch(/segments2 the ledger moves to a new file every 4 MiB/);
+    expect(dl).toMatch(/checkpointnone no segment was ever deleted/);
   });
 
   it("shows a failed verification with its reason", async () => {

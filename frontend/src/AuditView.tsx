@@ -1,6 +1,6 @@
 import { useEffect, useState } from "react";
 import { api, type AuditReport, type AuditView as View } from "./api";
-import { AuditEntries } from "./AuditEntries";
+import { AuditEntries, termWhy } from "./AuditEntries";
 import { ErrorBox, errorMessage } from "./bits";
 
 // The ledger as the person sees it: newest entries, the signing key, and a
@@ -53,15 +53,24 @@ export function AuditView() {
             <dt>unsigned</dt>
             <dd>{report.unsigned}</dd>
             <dt>legacy</dt>
-            <dd>{report.legacy}</dd>
+            <dd>
+              {report.legacy} <span className="term-why">{termWhy.legacy}</span>
+            </dd>
             <dt>segments</dt>
-            <dd>{report.segments}</dd>
+            <dd>
+              {report.segments} <span className="term-why">{termWhy.segments}</span>
+            </dd>
             <dt>sequence</dt>
             <dd>
               {report.entries > 0 ? `${report.firstSequence}..${report.lastSequence}` : "none"}
             </dd>
             <dt>checkpoint</dt>
-            <dd>{report.checkpointUsed || "none"}</dd>
+            <dd>
+              {report.checkpointUsed && report.checkpointUsed !== "none" ? report.checkpointUsed : "none"}{" "}
+              <span className="term-why">
+                {report.checkpointUsed && report.checkpointUsed !== "none" ? termWhy.checkpoint : termWhy.noCheckpoint}
+              </span>
+            </dd>
             {report.expectedHead && (
               <>
                 <dt>app's last entry</dt>

@@ -4,6 +4,7 @@ import { useEffect, useState } from "react";
 import { api, type Settings, type SettingsInput } from "./api";
 import { ErrorBox, errorMessage } from "./bits";
 import { WorkspaceImagePicker } from "./WorkspaceImagePicker";
+import { WorkspaceRuntimePicker } from "./WorkspaceRuntimePicker";
 
 const labels: Record<string, string> = {
   allowedRoots: "Allowed roots",
@@ -226,6 +227,7 @@ export function SettingsView() {
         )}
       </form>
       <WorkspaceImagePicker />
+      <WorkspaceRuntimePicker />
     </section>
   );
 }

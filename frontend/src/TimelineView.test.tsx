@@ -16,6 +16,7 @@ const timeline: Timeline = {
   restorePoints: [
     {
       id: "rp1",
+      label: "before merge of fix into main by claude-code",
       proposalId: "p1",
       op: "merge",
       createdAt: "2026-01-01T10:00:00.000Z",
@@ -24,6 +25,7 @@ const timeline: Timeline = {
     },
     {
       id: "rp2",
+      label: "before hard reset of main to HEAD~1 by codex",
       proposalId: "p2",
       op: "reset",
       createdAt: "2026-01-01T12:00:00.000Z",
@@ -49,6 +51,20 @@ async function renderTimeline(routes: Parameters<typeof stubFetch>[0]) {
   const calls = stubFetch({
     "GET /api/history?limit=500": { body: [card()] },
     [`GET /api/timeline?repo=${encodeURIComponent(repo)}`]: { body: timeline },
+    [`GET /api/restore-preview?repo=${encodeURIComponent(repo)}&restorePoint=rp1`]: {
+      body: {
+        label: "before merge of fix into main by claude-code",
+        refs: [
+          { ref: "refs/heads/main", now: "3333333333333333333333333333333333333333", after: "1111111111111111111111111111111111111111", leaving: 2 },
+          { ref: "refs/heads/topic", now: "4444444444444444444444444444444444444444", after: "4444444444444444444444444444444444444444", leaving: 0 },
+        ],
+        worktree: false,
+        conflicts: [{ kind: "ref", ref: "refs/heads/main", message: "refs/heads/main moved after the operation (2222222 → 3333333)" }],
+      },
+    },
+    [`GET /api/restore-preview?repo=${encodeURIComponent(repo)}&restorePoint=rp2`]: {
+      body: { label: "x", refs: [], worktree: true, conflicts: [] },
+    },
     ...routes,
   });
   const { TimelineView } = await import("./TimelineView");
@@ -70,6 +86,8 @@ describe("TimelineView", () => {
     expect(items[1].textContent).toMatch(/merge fix into main \(p1\)/);
     expect(items[0].textContent).toMatch(/snapshot of the index and working tree/);
     expect(items[0].querySelector(".restore")).toBeTruthy();
+    expect(items[0].querySelector(".rp-label")?.textContent).toBe("before hard reset of main to HEAD~1 by codex");
+    expect(items[2].querySelector(".rp-label")?.textContent).toBe("before merge of fix into main by claude-code");
   });
 
   it("restores after a confirmation", async () => {
@@ -82,8 +100,14 @@ describe("TimelineView", () => {
     const dialog = screen.getByRole("dialog", { name: "Restore this point?" });
     // The safe choice has the focus.
     expect(document.activeElement?.textContent).toBe("Cancel");
+    // The dialog says what changes compared with the repository now.
+    await waitFor(() => expect(dialog.querySelector(".restore-changes")).toBeTruthy());
+    const changes = Array.from(dialog.querySelectorAll(".restore-change")).map((li) => li.textContent);
+    expect(changes).toEqual(["main moves from 3333333333 back to 1111111111: 2 commits leave it"]);
+    expect(dialog.textContent).toContain("before merge of fix into main by claude-code");
+    expect(dialog.querySelector(".restore-conflicts")?.textContent).toContain("refs/heads/main moved after the operation");
     fireEvent.click(dialog.querySelector(".confirm-restore")!);
-    expect(await screen.findByText("Restored to rp1.")).toBeTruthy();
+    expect(await screen.findByText("Restored: before merge of fix into main by claude-code.")).toBeTruthy();
     expect(restoreCalls(calls)).toEqual([{ repo, restorePoint: "rp1", force: false }]);
     expect(screen.queryByRole("dialog")).toBeNull();
   });
@@ -111,7 +135,7 @@ describe("TimelineView", () => {
 
     fireEvent.click(within(screen.getByRole("alert")).getByRole("button", { name: "Restore anyway…" }));
     fireEvent.click(screen.getByRole("dialog", { name: "Restore anyway?" }).querySelector(".confirm-restore")!);
-    expect(await screen.findByText("Restored to rp2.")).toBeTruthy();
+    expect(await screen.findByText("Restored: before hard reset of main to HEAD~1 by codex.")).toBeTruthy();
     expect(screen.getByText("The working tree was restored too.")).toBeTruthy();
     expect(restoreCalls(calls)).toEqual([
       { repo, restorePoint: "rp2", force: false },

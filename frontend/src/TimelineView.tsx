@@ -4,10 +4,19 @@
 // restore point, the server says so (restore_conflict) and restoring
 // anyway needs a second, explicit confirmation.
 import { useCallback, useEffect, useMemo, useState } from "react";
-import { api, ApiError, type RestorePoint, type RestoreResult, type Status, type Timeline, type TimelineEvent } from "./api";
+import {
+  api,
+  ApiError,
+  type RestorePoint,
+  type RestorePreview,
+  type RestoreResult,
+  type Status,
+  type Timeline,
+  type TimelineEvent,
+} from "./api";
 import { ConfirmDialog } from "./ConfirmDialog";
 import { ErrorBox, Sha, Time, errorMessage } from "./bits";
-import { opLabel, shortRef, shortSha, toDate } from "./format";
+import { shortRef, toDate } from "./format";
 import { href, navigate } from "./route";
 
 // One row: a restore point (with its event when there is one) or another
@@ -181,7 +190,7 @@ export function TimelineView({ status, repo, highlight }: { status: Status; repo
       )}
       {result && (
         <div className="panel ok restore-result" role="status">
-          <strong>Restored to {result.rp.id}.</strong>
+          <strong>Restored: {result.rp.label}.</strong>
           <ul className="plain">
             {result.result.restored.map((r) => (
               <li key={r.ref}>
@@ -209,7 +218,7 @@ export function TimelineView({ status, repo, highlight }: { status: Status; repo
                   <Time at={it.time} />
                   <span className="badge">restore point</span>
                   <span>
-                    before {it.rp.op ? <strong>{opLabel(it.rp.op)}</strong> : "a change"}
+                    <strong className="rp-label">{it.rp.label}</strong>
                     {it.rp.proposalId && (
                       <>
                         {" "}
@@ -247,25 +256,78 @@ export function TimelineView({ status, repo, highlight }: { status: Status; repo
           onCancel={() => setDialog(null)}
           onConfirm={() => void restore(dialog)}
         >
-          {dialog.force ? (
+          <p>
+            <strong>{dialog.rp.label}</strong>
+          </p>
+          {dialog.force && (
             <p>
               Commits made on these refs after the restore point will no longer be on them
               {dialog.rp.hasWorktreeSnapshot ? ", and changes made in the working tree since may be overwritten" : ""}.
             </p>
-          ) : (
-            <p>These refs of {timeline?.repo ?? repo} go back to where they were:</p>
           )}
-          <ul className="plain">
-            {dialog.rp.refs.map((r) => (
-              <li key={r.ref}>
-                {shortRef(r.ref)} → <code title={r.sha}>{shortSha(r.sha)}</code>
-              </li>
-            ))}
-            {dialog.rp.hasWorktreeSnapshot && <li>and the index and working tree from the snapshot</li>}
-          </ul>
+          <RestoreChanges repo={timeline?.repo || repo} rp={dialog.rp} />
         </ConfirmDialog>
       )}
     </section>
+  );
+}
+
+// What a restore would change, compared with the repository now, read
+// when the dialog opens.
+function RestoreChanges({ repo, rp }: { repo: string; rp: RestorePoint }) {
+  const [preview, setPreview] = useState<RestorePreview | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    let live = true;
+    api.restorePreview(repo, rp.id).then(
+      (p) => live && setPreview(p),
+      (e) => live && setError(errorMessage(e)),
+    );
+    return () => {
+      live = false;
+    };
+  }, [repo, rp.id]);
+  if (error) return <ErrorBox>{error}</ErrorBox>;
+  if (!preview) return <p className="muted">Comparing with the repository now…</p>;
+  const moving = preview.refs.filter((r) => r.now !== r.after);
+  return (
+    <div className="restore-changes">
+      <p title={repo}>Compared with the repository now:</p>
+      <ul className="plain">
+        {moving.map((r) => (
+          <li key={r.ref} className="restore-change">
+            <span title={r.ref}>{shortRef(r.ref)}</span>{" "}
+            {!r.after ? (
+              <>
+                is deleted (it is at <Sha value={r.now ?? ""} /> now)
+              </>
+            ) : !r.now ? (
+              <>
+                is created again at <Sha value={r.after ?? ""} />
+              </>
+            ) : (
+              <>
+                moves from <Sha value={r.now} /> back to <Sha value={r.after} />
+                {r.leaving > 0 && <>: {r.leaving === 1 ? "1 commit leaves it" : `${r.leaving} commits leave it`}</>}
+              </>
+            )}
+          </li>
+        ))}
+        {moving.length === 0 && <li className="muted">No ref moves: they are where the restore point has them.</li>}
+        {preview.worktree && <li>The index and working tree go back to the snapshot.</li>}
+      </ul>
+      {preview.conflicts.length > 0 && (
+        <>
+          <p>Changed since, and overwritten by a restore:</p>
+          <ul className="plain restore-conflicts">
+            {preview.conflicts.map((c, i) => (
+              <li key={i}>{c.message}</li>
+            ))}
+          </ul>
+        </>
+      )}
+      {preview.note && <p className="muted">{preview.note}</p>}
+    </div>
   );
 }
 

@@ -1,6 +1,6 @@
 import { cleanup, fireEvent, render, screen, within } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { stubFetch } from "./testing";
+import { FakeEventSource, stubEventSource, stubFetch } from "./testing";
 
 afterEach(() => {
   cleanup();
@@ -91,7 +91,8 @@ describe("WorkspacesView grants", () => {
 });
 
 describe("WorkspacesView live runs", () => {
-  it("shows a running run with its output, refreshes until it ends, and names a limit a run hit", async () => {
+  it("shows a running run with its output, reads it again when the app says the store changed, and names a limit a run hit", async () => {
+    stubEventSource();
     let n = 0;
     const ws = (runs: unknown[]) => [{ id: "ws1", state: "ready", source: "fresh", base: "", leaseExpiresAt: "", runs }];
     const calls = stubFetch({
@@ -112,8 +113,11 @@ describe("WorkspacesView live runs", () => {
     const article = await screen.findByRole("article");
     expect(within(article).getByText("running")).toBeTruthy();
     expect(within(article).getByLabelText("standard output").textContent).toBe("first\n");
-    // The page looks again by itself while the run goes on.
-    const second = await within(article).findByText("time limit", {}, { timeout: 5000 });
+    // Nothing is asked again until the app says something changed.
+    await vi.waitFor(() => expect(FakeEventSource.instances.some((es) => es.url === "/api/events" && !es.closed)).toBe(true));
+    expect(n).toBe(1);
+    FakeEventSource.emit("workspace:changed", undefined);
+    const second = await within(article).findByText("time limit");
     expect(second.closest("tr")?.getAttribute("title")).toBe("killed at its time limit (1s) after 1s");
     expect(within(article).queryByText("running")).toBeNull();
     expect(calls.filter((c) => c.url === "/api/workspaces").length).toBeGreaterThanOrEqual(2);
@@ -121,5 +125,27 @@ describe("WorkspacesView live runs", () => {
     expect(within(rows[0]).getByLabelText("standard output").textContent).toBe("first\nsecond\n");
     expect(within(rows[0]).queryByText(/gVisor/)).toBeNull();
     expect(within(rows[1]).getByTitle("ran under gVisor (runsc)")).toBeTruthy();
+  });
+});
+
+describe("WorkspacesView sealed", () => {
+  it("links a sealed workspace to its proposal and offers no grants on it", async () => {
+    stubFetch({
+      "GET /api/workspaces": {
+        body: [
+          { id: "ws1", state: "sealed", owner: "codex", source: "fresh", base: "", leaseExpiresAt: "", runs: [], proposalId: "0a1b2c3d-0000-4000-8000-000000000009" },
+          { id: "ws2", state: "sealed", owner: "codex", source: "fresh", base: "", leaseExpiresAt: "", runs: [] },
+          { id: "ws3", state: "ready", owner: "codex", source: "fresh", base: "", leaseExpiresAt: "", runs: [] },
+        ],
+      },
+    });
+    const { WorkspacesView } = await import("./WorkspacesView");
+    render(<WorkspacesView />);
+    const [sealed, unlinked, ready] = await screen.findAllByRole("article");
+    expect(sealed.querySelector(".workspace-proposal")?.getAttribute("href")).toBe("#/proposal/0a1b2c3d-0000-4000-8000-000000000009");
+    expect(within(sealed).queryByText("Grant access…")).toBeNull();
+    expect(within(unlinked).queryByText("Grant access…")).toBeNull();
+    expect(unlinked.querySelector(".workspace-sealed")?.textContent).toMatch(/not yet stored/);
+    expect(within(ready).getByText("Grant access…")).toBeTruthy();
   });
 });

@@ -2,9 +2,10 @@
 // its evidence (exit code, duration, parsed test results, whether output
 // was cut).
 import { useCallback, useEffect, useState } from "react";
-import { api, ApiError, type GrantRequest, type Workspace } from "./api";
+import { api, ApiError, onEvents, type GrantRequest, type Workspace } from "./api";
 import { Countdown, ErrorBox, Sha, StateBadge, errorMessage } from "./bits";
 import { formatRunDuration } from "./format";
+import { href } from "./route";
 
 type Load = { kind: "loading" } | { kind: "ready"; list: Workspace[] } | { kind: "unsupported"; message: string } | { kind: "error"; message: string };
 
@@ -24,16 +25,15 @@ export function WorkspacesView() {
     void refresh();
   }, [refresh]);
 
-  // Runs happen in agents' sidecars, which send the app no events: look
-  // again every few seconds for new runs, and every second while one goes
-  // on and its record grows.
-  const running = load.kind === "ready" && load.list.some((w) => w.runs.some((r) => r.running));
+  // Runs happen in agents' sidecars; the app watches the workspace store
+  // and says when it changed (SSE in the browser, Wails events in the
+  // window), so a run's output arrives as it is written. A stream that
+  // reconnects asks for a resync: whatever changed meanwhile is read.
   const watching = load.kind === "ready";
   useEffect(() => {
     if (!watching) return;
-    const t = setInterval(() => void refresh(), running ? 1000 : 5000);
-    return () => clearInterval(t);
-  }, [watching, running, refresh]);
+    return onEvents(["workspace:changed", "proposals:resync"], () => void refresh());
+  }, [watching, refresh]);
 
   return (
     <section aria-labelledby="workspaces-title">
@@ -80,7 +80,21 @@ export function WorkspacesView() {
               <dt>Base</dt>
               <dd>{w.base ? <Sha value={w.base} what="base commit" /> : <span className="muted">none</span>}</dd>
             </dl>
-            <GrantForm id={w.id} />
+            {w.state === "sealed" ? (
+              <p className="workspace-sealed">
+                Sealed: its changes came back as{" "}
+                {w.proposalId ? (
+                  <a className="workspace-proposal" href={href("proposal", w.proposalId)}>
+                    proposal {w.proposalId.slice(0, 8)}
+                  </a>
+                ) : (
+                  <span className="muted">a proposal not yet stored</span>
+                )}
+                . It takes no more changes, so nothing can be granted to it.
+              </p>
+            ) : w.state === "ready" ? (
+              <GrantForm id={w.id} />
+            ) : null}
             {w.runs.length === 0 ? (
               <p className="muted">No runs yet.</p>
             ) : (

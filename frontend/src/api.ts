@@ -231,6 +231,8 @@ export interface DecisionRequest {
 
 export interface RestorePoint {
   id: string;
+  /** What the point preserves ("before commit 'Add line' by claude-code"); unique. */
+  label: string;
   proposalId?: string;
   op?: string;
   createdAt: string | number;
@@ -258,6 +260,15 @@ export interface RestoreRequest {
   repo: string;
   restorePoint: string;
   force: boolean;
+}
+
+/** What restoring a point would change, compared with the repository now. */
+export interface RestorePreview {
+  label: string;
+  refs: { ref: string; now?: string; after?: string; leaving: number }[];
+  worktree: boolean;
+  conflicts: { kind: string; ref?: string; path?: string; message: string }[];
+  note?: string;
 }
 
 export interface RestoreResult {
@@ -341,6 +352,8 @@ export interface Workspace {
   base: string;
   leaseExpiresAt: string;
   runs: WorkspaceRun[];
+  /** The proposal a sealed workspace's changes came back as. */
+  proposalId?: string;
 }
 
 export interface WorkspaceImage {
@@ -357,6 +370,17 @@ export interface WorkspaceImages {
   pinned: string;
   /** The image this app runs workspaces on. */
   running: string;
+  restartRequired: boolean;
+  overriddenByEnv: boolean;
+}
+
+export interface WorkspaceRuntime {
+  /** workspaceRuntime in config.json ("" for the Engine's default). */
+  saved: string;
+  /** What this app runs workspaces with. */
+  running: string;
+  runtimes: { name: string; default: boolean; noNetwork: boolean }[];
+  engineError?: string;
   restartRequired: boolean;
   overriddenByEnv: boolean;
 }
@@ -397,6 +421,32 @@ export async function detectDesktop(timeoutMs = 1500): Promise<boolean> {
 
 let csrf: string | undefined;
 
+/** What the browser says when the app does not answer at all. */
+export const notRunningMessage =
+  "Sluice isn't running. Start it again with `sluice serve` in a terminal (or open the Sluice app); this page reconnects by itself.";
+
+// Whether the last request found the app answering. Only the browser can
+// lose it: in the desktop window the UI and the app are one process.
+let down = false;
+const connectionListeners = new Set<(down: boolean) => void>();
+
+function setDown(d: boolean) {
+  if (d === down) return;
+  down = d;
+  connectionListeners.forEach((cb) => cb(d));
+}
+
+/** Calls cb whenever the app stops or starts answering; returns an unsubscribe. */
+export function onConnection(cb: (down: boolean) => void): () => void {
+  connectionListeners.add(cb);
+  return () => connectionListeners.delete(cb);
+}
+
+/** True when the last request found no app answering. */
+export function isDown(): boolean {
+  return down;
+}
+
 function toApiError(e: unknown, status = 0): ApiError {
   if (e instanceof ApiError) return e;
   if (e && typeof e === "object" && "code" in e && "message" in e) {
@@ -423,12 +473,21 @@ async function http<T>(method: "GET" | "POST", path: string, body?: unknown): Pr
     headers["X-Sluice-CSRF"] = csrf;
     headers["Content-Type"] = "application/json";
   }
-  const res = await fetch(path, {
-    method,
-    headers,
-    credentials: "same-origin",
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      method,
+      headers,
+      credentials: "same-origin",
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch {
+    // fetch rejects only when nothing answered: the app is not running
+    // (or was stopped), which a person should read in those words.
+    setDown(true);
+    throw new ApiError("not_running", notRunningMessage, 0);
+  }
+  setDown(false);
   const data = await res.json().catch(() => ({}));
   if (!res.ok) throw toApiError((data as { error?: unknown }).error ?? res.statusText, res.status);
   return data as T;
@@ -580,9 +639,17 @@ export const api = {
     call<RulesView>("RevokeRule", [{ agent, name }], post("/api/rules/revoke", { agent, name })),
 
   audit: () => call<AuditView>("Audit", [], get("/api/audit")),
+  /** Desktop window only, opened while `sluice serve` runs: opens that one in the browser. */
+  openRunning: () => call<string>("OpenRunning", [], post("/api/open-running")),
   verifyAudit: () => call<AuditReport>("VerifyAudit", [], post("/api/audit/verify")),
 
   timeline: (repo: string) => call<Timeline>("Timeline", [repo], get(`/api/timeline?repo=${seg(repo)}`)),
+  restorePreview: (repo: string, restorePoint: string) =>
+    call<RestorePreview>(
+      "RestorePreview",
+      [repo, restorePoint],
+      get(`/api/restore-preview?repo=${seg(repo)}&restorePoint=${seg(restorePoint)}`),
+    ),
   restore: (r: RestoreRequest) => call<RestoreResult>("Restore", [r], post("/api/restore", r)),
 
   settings: () => call<Settings>("Settings", [], get("/api/settings")),
@@ -598,6 +665,10 @@ export const api = {
   /** Pins a local image (by name or ID) in config.json for every sidecar. */
   useWorkspaceImage: (ref: string) =>
     call<WorkspaceImages>("UseWorkspaceImage", [ref], post("/api/workspace-images", { ref })),
+  workspaceRuntime: () => call<WorkspaceRuntime>("WorkspaceRuntime", [], get("/api/workspace-runtime")),
+  /** Saves the OCI runtime workspace runs use ("" for the Engine's default) in config.json. */
+  useWorkspaceRuntime: (name: string) =>
+    call<WorkspaceRuntime>("UseWorkspaceRuntime", [name], post("/api/workspace-runtime", { name })),
   /** A person's grant: a secret for the workspace's runs, or the hosts they may reach. */
   grantWorkspace: (g: GrantRequest) =>
     call<boolean>("GrantWorkspace", [g], post(`/api/workspaces/${encodeURIComponent(g.id)}/grants`, { ...g, id: undefined })),
@@ -662,6 +733,11 @@ export function onEvents(names: string[], cb: (name: string, data: unknown) => v
   // resync.
   es.onopen = () => {
     if (names.includes("proposals:resync")) cb("proposals:resync", undefined);
+  };
+  // A dropped stream is how an open tab first learns the app stopped: ask
+  // once, so that the page says so instead of going quiet.
+  es.onerror = () => {
+    if (!down) http("GET", "/api/status").catch(() => {});
   };
   return () => es.close();
 }

@@ -1,0 +1,96 @@
+package app
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestDesktop_SecondInstance_SaysWhichRuns: with the desktop window
+// running, `sluice serve` names it and exits; with `sluice serve` running,
+// the desktop binary opens a window titled "Sluice is already running"
+// whose page was told which instance runs and where, instead of a line in
+// a terminal only.
+func TestDesktop_SecondInstance_SaysWhichRuns(t *testing.T) {
+	dir := binDir(t)
+	importBin, err := exec.LookPath("import")
+	needOrSkip(t, err == nil, "import (apt install imagemagick)")
+	_, err = exec.LookPath("xdotool")
+	needOrSkip(t, err == nil, "xdotool (apt install xdotool)")
+	display := startXvfb(t)
+	bus := startSessionBus(t)
+	home := t.TempDir()
+	addr := freeLoopbackAddr(t)
+	env := []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "DISPLAY=" + display, "NO_AT_BRIDGE=1",
+		"DBUS_SESSION_BUS_ADDRESS=" + bus,
+		"XDG_CONFIG_HOME=" + filepath.Join(home, "config"), "XDG_STATE_HOME=" + filepath.Join(home, "state"),
+		"XDG_RUNTIME_DIR=" + t.TempDir(), "SLUICE_WEB_ADDR=" + addr,
+	}
+	startBackground(t, env, io.Discard, "dunst", "-config", "/dev/null")
+	desktop := func(out *syncBuffer) *exec.Cmd {
+		cmd := exec.Command(filepath.Join(dir, "sluice"))
+		cmd.Env = env
+		cmd.Stdout, cmd.Stderr = out, out
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start desktop app: %v", err)
+		}
+		t.Cleanup(func() {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
+			if t.Failed() {
+				t.Logf("desktop output:\n%s", out.String())
+			}
+		})
+		return cmd
+	}
+
+	// The window first; then `sluice serve` beside it.
+	var first syncBuffer
+	win := desktop(&first)
+	waitFor(t, 60*time.Second, "the window's front end to call Ready", func() bool {
+		return strings.Contains(first.String(), `msg="frontend ready" ui=desktop`)
+	})
+	serve := exec.Command(filepath.Join(dir, "sluice"), "serve")
+	serve.Env = env
+	out, _ := serve.CombinedOutput()
+	if serve.ProcessState.ExitCode() == 0 || !strings.Contains(string(out), "already running as the desktop window") ||
+		!strings.Contains(string(out), "tray") {
+		t.Fatalf("sluice serve beside the window: exit %d\n%s", serve.ProcessState.ExitCode(), out)
+	}
+	syscall.Kill(-win.Process.Pid, syscall.SIGTERM)
+	win.Wait()
+
+	// `sluice serve` first; then the desktop binary.
+	startServe(t, filepath.Join(dir, "sluice-headless"), env)
+	var second syncBuffer
+	blocked := desktop(&second)
+	waitFor(t, 60*time.Second, "the second window's page to be told who runs", func() bool {
+		return strings.Contains(second.String(), `msg="window told another Sluice is running"`)
+	})
+	if s := second.String(); !strings.Contains(s, "already running as `sluice serve`") || !strings.Contains(s, "http://"+addr) {
+		t.Fatalf("what the window was told:\n%s", s)
+	}
+	waitFor(t, 20*time.Second, `a window titled "Sluice is already running"`, func() bool {
+		c := exec.Command("xdotool", "search", "--onlyvisible", "--name", "^Sluice is already running$")
+		c.Env = env
+		b, _ := c.Output()
+		return strings.TrimSpace(string(b)) != ""
+	})
+	// WebKit paints after the page's call returns: give it a moment for
+	// the screenshot a person looks at (nothing is asserted on timing).
+	time.Sleep(500 * time.Millisecond)
+	shot := filepath.Join(artifactDir(t), "desktop-already-running.png")
+	if b, err := exec.Command(importBin, "-display", display, "-window", "root", shot).CombinedOutput(); err != nil {
+		t.Fatalf("screenshot: %v\n%s", err, b)
+	}
+	if blocked.ProcessState != nil {
+		t.Fatalf("the window closed by itself: %v", blocked.ProcessState)
+	}
+}
