@@ -4,6 +4,7 @@ package apply
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -520,4 +522,78 @@ func (f *fixture) interrupted() journal.Record {
 		f.t.Fatalf("state %s, %v", out.State, err)
 	}
 	return out
+}
+
+// TestLocks_SluiceReadBeside_StillALeftover: a read of Sluice's own (the
+// sidecar's, a preview's) running in the repository takes no lock, so a
+// leftover lock beside it is still the interrupted execution's and can be
+// removed; only a git that may hold a lock makes it "in use".
+func TestLocks_SluiceReadBeside_StillALeftover(t *testing.T) {
+	f := newFixture(t)
+	rec := f.interrupted()
+	var began time.Time
+	for _, s := range rec.History {
+		if s.To == proposal.Executing {
+			began = s.At.Time
+		}
+	}
+	lock := filepath.Join(f.repo.Dir, ".git", "index.lock")
+	if err := os.WriteFile(lock, []byte("DIRC"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(lock, began, began); err != nil {
+		t.Fatal(err)
+	}
+
+	// A read that stays running until the test closes its input.
+	runner, err := gitx.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, feed := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := runner.Run(context.Background(), gitx.Call{Profile: gitx.ProfileRead, Dir: f.repo.Dir, Args: []string{"cat-file", "--batch"}, Stdin: in})
+		done <- err
+	}()
+	t.Cleanup(func() { feed.Close(); <-done })
+	deadline := time.Now().Add(time.Minute) // a hang guard
+	for !readRunningIn(f.repo.Dir) {
+		if time.Now().After(deadline) {
+			t.Fatal("the read never started")
+		}
+		time.Sleep(10 * time.Millisecond) // the poll's pace, not an expectation
+	}
+
+	locks, err := f.e.LeftLocks(testCtx(t), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(locks) != 1 || locks[0].InUse || !locks[0].Leftover {
+		t.Fatalf("locks beside a read of Sluice's: %+v", locks)
+	}
+	res, err := f.e.RemoveLocks(testCtx(t), rec, locks)
+	if err != nil || len(res.Removed) != 1 {
+		t.Fatalf("removal beside a read of Sluice's: %+v, %v", res, err)
+	}
+	if _, err := os.Lstat(lock); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("index.lock is still there: %v", err)
+	}
+}
+
+// readRunningIn reports whether a read-profile git runs with dir as its
+// working directory.
+func readRunningIn(dir string) bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		p := "/proc/" + e.Name()
+		env, err := os.ReadFile(p + "/environ")
+		if err != nil || !slices.Contains(strings.Split(string(env), "\x00"), gitx.ReadMarker) {
+			continue
+		}
+		if cwd, err := os.Readlink(p + "/cwd"); err == nil && cwd == dir {
+			return true
+		}
+	}
+	return false
 }

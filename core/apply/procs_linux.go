@@ -6,8 +6,11 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/core/gitx"
 )
 
 // gitBusyIn reports whether a live git process works in any of dirs: its
@@ -56,6 +59,10 @@ func procGitIn(proc string, dirs []string) bool {
 		if err != nil || !isGit(exe) {
 			return false
 		}
+	}
+	// Sluice's own reads (the sidecar's, the app's previews) take no lock.
+	if env, err := os.ReadFile(proc + "/environ"); err == nil && slices.Contains(strings.Split(string(env), "\x00"), gitx.ReadMarker) {
+		return false
 	}
 	if cwd, err := os.Readlink(proc + "/cwd"); err == nil && inAny(cwd, dirs) {
 		return true

@@ -243,10 +243,16 @@ var (
 	}
 )
 
+// ReadMarker is in the environment of every read-profile process. Such a
+// process takes no lock (no optional locks, and it writes nothing), so a
+// lock found beside it is not its: the executor's check for a running git
+// that may hold a lock (core/apply) passes over processes carrying it.
+const ReadMarker = "SLUICE_GIT_PROFILE=read"
+
 var profiles = map[Profile]profileSpec{
 	ProfileRead: {
 		name: "read", options: hardenedOptions, config: slices.Concat(hardened, noSigning), diffOptions: noExternalDiff,
-		keep: personEnv, fixed: slices.Concat(baseEnv, noSystemEnv), ceiling: true, emptyFilters: true,
+		keep: personEnv, fixed: slices.Concat(baseEnv, noSystemEnv, []string{ReadMarker}), ceiling: true, emptyFilters: true,
 	},
 	ProfileWrite: {
 		name: "write", options: hardenedOptions, config: slices.Concat(hardened, noSigning, writing), diffOptions: noExternalDiff,
