@@ -1,10 +1,13 @@
 package app
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
@@ -34,7 +37,7 @@ func TestScreenshots_ForDocs(t *testing.T) {
 	codex := agentSession(t, f.env, "codex")
 	merge, _ := callTool(t, claude, "propose_merge", map[string]any{"repoPath": f.repo,
 		"reason": "The retry helper is reviewed and its tests pass; merge it into main.", "source": "feature/retry", "target": "main", "strategy": "merge"})
-	callTool(t, codex, "propose_commit", map[string]any{"repoPath": f.repo,
+	commit, _ := callTool(t, codex, "propose_commit", map[string]any{"repoPath": f.repo,
 		"reason": "Document how to run the program.", "message": "Document go run", "paths": []string{"README.md"}})
 	old, _ := callTool(t, codex, "propose_reset", map[string]any{"repoPath": f.repo,
 		"reason": "Drop the experiment.", "mode": "hard", "target": "HEAD", "branch": "main"})
@@ -71,4 +74,23 @@ func TestScreenshots_ForDocs(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(mergeCard+" .diff-view .d2h-file-wrapper")))
 	shot("history.png", chromedp.Navigate(f.base+"/#/history"), chromedp.WaitVisible(chromedp.Search("//td[contains(., 'Drop the experiment')] | //*[contains(text(), 'Drop the experiment')]")))
 	shot("connect.png", chromedp.Navigate(f.base+"/#/connect"), chromedp.WaitVisible(chromedp.Search("//*[contains(text(), 'Claude Code')]")))
+
+	// Approve and trust similar: the rule as it will be saved, then the
+	// Rules screen with it.
+	commitCard := cardSel(commit["proposalId"].(string))
+	row := ".queue-item[data-id='" + commit["proposalId"].(string) + "'] .queue-row"
+	shot("trust-dialog.png", chromedp.Navigate(f.base+"/#/"), chromedp.WaitVisible(chromedp.CSS(row)), chromedp.Click(chromedp.CSS(row)),
+		chromedp.WaitVisible(chromedp.CSS(commitCard+" .trust-similar")), chromedp.Click(chromedp.CSS(commitCard+" .trust-similar")), chromedp.WaitVisible(chromedp.CSS(".trust-dialog .rule-name")))
+	shot("rules.png", chromedp.Click(chromedp.CSS(".trust-dialog .trust-confirm")),
+		chromedp.WaitVisible(chromedp.CSS("#decided-"+commit["proposalId"].(string))),
+		chromedp.Navigate(f.base+"/#/rules"), chromedp.WaitVisible(chromedp.CSS("table.rules tbody tr")))
+	shot("audit.png", chromedp.Navigate(f.base+"/#/audit"), chromedp.WaitVisible(chromedp.CSS("main td")))
+	shot("settings.png", chromedp.Navigate(f.base+"/#/settings"), chromedp.WaitVisible(chromedp.CSS("main h1")))
+	// A used or wrong login link: the page that says what to do.
+	// (A browser that still has a session goes straight to the UI, so the
+	// session ends first.)
+	shot("login-recovery.png", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, network.ClearBrowserCookies, cdp.Empty{})
+		return err
+	}), chromedp.Navigate(f.base+"/login?token=not-a-token"), chromedp.WaitVisible(chromedp.Search("//*[contains(text(), 'sluice login')]")))
 }
