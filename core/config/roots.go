@@ -174,17 +174,22 @@ func (c *Config) readFileMap() (map[string]json.RawMessage, error) {
 }
 
 // setFileKey sets one member of config.json (atomically, 0600), keeping
-// the others' values as they were.
+// the others' values as they were; a nil v removes the member. Nothing is
+// written when the file does not parse.
 func (c *Config) setFileKey(key string, v any) error {
 	m, err := c.readFileMap()
 	if err != nil {
 		return err
 	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return err
+	if v == nil {
+		delete(m, key)
+	} else {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		m[key] = raw
 	}
-	m[key] = raw
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
