@@ -26,23 +26,7 @@ export function ConfirmDialog({ title, children, confirmLabel, confirmClass, dan
   }, []);
 
   function onKeyDown(e: React.KeyboardEvent) {
-    if (e.key === "Escape") {
-      e.preventDefault();
-      onCancel();
-      return;
-    }
-    if (e.key !== "Tab" || !box.current) return;
-    const focusable = Array.from(box.current.querySelectorAll<HTMLElement>("button:not([disabled]), input, [href]"));
-    if (focusable.length === 0) return;
-    const first = focusable[0];
-    const last = focusable[focusable.length - 1];
-    if (e.shiftKey && document.activeElement === first) {
-      e.preventDefault();
-      last.focus();
-    } else if (!e.shiftKey && document.activeElement === last) {
-      e.preventDefault();
-      first.focus();
-    }
+    dialogKeys(e, box.current, onCancel);
   }
 
   return (
@@ -66,4 +50,28 @@ export function ConfirmDialog({ title, children, confirmLabel, confirmClass, dan
       </div>
     </div>
   );
+}
+
+/**
+ * The keys of a modal dialog: Escape cancels, and Tab and Shift+Tab cycle
+ * through the focusable elements of box without leaving it.
+ */
+export function dialogKeys(e: React.KeyboardEvent, box: HTMLElement | null, onCancel: () => void) {
+  if (e.key === "Escape") {
+    e.preventDefault();
+    onCancel();
+    return;
+  }
+  if (e.key !== "Tab" || !box) return;
+  const focusable = Array.from(box.querySelectorAll<HTMLElement>("button:not([disabled]), input, select, textarea, [href]"));
+  if (focusable.length === 0) return;
+  const first = focusable[0];
+  const last = focusable[focusable.length - 1];
+  if (e.shiftKey && document.activeElement === first) {
+    e.preventDefault();
+    last.focus();
+  } else if (!e.shiftKey && document.activeElement === last) {
+    e.preventDefault();
+    first.focus();
+  }
 }

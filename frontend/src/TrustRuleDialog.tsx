@@ -7,6 +7,7 @@ import { useEffect, useId, useMemo, useRef, useState } from "react";
 import { createPortal } from "react-dom";
 import { api, type Card, type RuleDraft, type RuleInput, type TrustResult } from "./api";
 import { ErrorBox, errorMessage } from "./bits";
+import { dialogKeys } from "./ConfirmDialog";
 
 interface Props {
   card: Card;
@@ -101,25 +102,7 @@ export function TrustRuleDialog({ card, note, onDone, onCancel }: Props) {
   }
 
   function onKeyDown(e: React.KeyboardEvent) {
-    if (e.key === "Escape") {
-      e.preventDefault();
-      onCancel();
-      return;
-    }
-    if (e.key !== "Tab" || !box.current) return;
-    const focusable = Array.from(
-      box.current.querySelectorAll<HTMLElement>("button:not([disabled]), input, select, textarea, [href]"),
-    );
-    if (focusable.length === 0) return;
-    const head = focusable[0];
-    const tail = focusable[focusable.length - 1];
-    if (e.shiftKey && document.activeElement === head) {
-      e.preventDefault();
-      tail.focus();
-    } else if (!e.shiftKey && document.activeElement === tail) {
-      e.preventDefault();
-      head.focus();
-    }
+    dialogKeys(e, box.current, onCancel);
   }
 
   // A portal: the card around the button is a form of its own, and a form
