@@ -107,10 +107,41 @@ func TestRun_MemoryLimitOOM(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, true)
 	w := freshWS(t, m)
-	res := mustRun(t, m, w.ID, RunRequest{
-		Argv:   []string{"sh", "-c", `x=$(head -c 200000000 /dev/zero | tr "\0" a); echo ${#x}`},
-		Limits: Limits{MemoryBytes: 64 << 20},
-	})
+	// The memory is taken only once the run has been seen running. A
+	// container OOM-killed in its first moments can lose its OOM event in
+	// containerd before 2.2 (containerd/containerd#8180), and the Engine
+	// then reports a bare exit 137; an over-limit run of real work is
+	// killed later than that.
+	type result struct {
+		res *RunResult
+		err error
+	}
+	done := make(chan result, 1)
+	started := make(chan struct{})
+	var once sync.Once
+	go func() {
+		res, err := m.Run(context.Background(), w.ID, RunRequest{
+			Argv: []string{"sh", "-c", `echo started; while [ ! -f go ]; do sleep 0.1; done; x=$(head -c 200000000 /dev/zero | tr "\0" a); echo ${#x}`},
+			Limits: Limits{MemoryBytes: 64 << 20},
+			OnOutput: func(stream string, chunk []byte) {
+				if strings.Contains(string(chunk), "started") {
+					once.Do(func() { close(started) })
+				}
+			},
+		})
+		done <- result{res, err}
+	}()
+	select {
+	case <-started:
+	case r := <-done:
+		t.Fatalf("the run ended before it was told to: %+v %v", r.res, r.err)
+	}
+	writeFile(t, filepath.Join(m.treeDir(w.ID), "go"), "")
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	res := r.res
 	// The OOM killer picks the largest process: usually the shell holding
 	// the string (exit 137), sometimes a member of the pipe, after which
 	// the shell prints a shorter length. Either way the flag is set and
