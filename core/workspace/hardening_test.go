@@ -121,7 +121,7 @@ func TestRun_MemoryLimitOOM(t *testing.T) {
 	var once sync.Once
 	go func() {
 		res, err := m.Run(context.Background(), w.ID, RunRequest{
-			Argv: []string{"sh", "-c", `echo started; while [ ! -f go ]; do sleep 0.1; done; x=$(head -c 200000000 /dev/zero | tr "\0" a); echo ${#x}`},
+			Argv:   []string{"sh", "-c", `echo started; while [ ! -f go ]; do sleep 0.1; done; x=$(head -c 200000000 /dev/zero | tr "\0" a); echo ${#x}`},
 			Limits: Limits{MemoryBytes: 64 << 20},
 			OnOutput: func(stream string, chunk []byte) {
 				if strings.Contains(string(chunk), "started") {
