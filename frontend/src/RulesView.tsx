@@ -40,7 +40,7 @@ export function RulesView() {
         changes always wait for you.
       </p>
       {view && (
-        <p className="muted">
+        <p className="muted policy-file">
           {view.configured ? "Policy file " : "No policy file yet; the first rule creates "}
           <code>{view.policyFile}</code>
         </p>
