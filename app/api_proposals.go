@@ -219,16 +219,13 @@ func (api *API) Approve(d Decision) (Card, error) {
 	}
 	// A card whose pins moved or whose sealed inputs changed is not what
 	// would land: it cannot be approved as if it were fresh.
+	if err := a.checkFresh(rec); err != nil {
+		return Card{}, err
+	}
 	if a.executor != nil {
-		ctx, cancel := context.WithTimeout(a.runCtx, 30*time.Second)
-		pf, err := a.executor.Preflight(ctx, rec.Proposal)
-		cancel()
-		if err == nil && pf.Stale {
-			return Card{}, &codedError{code: "stale_base", msg: "the repository moved since this was proposed: " + pf.Describe() + "; send it back so the agent can propose again"}
-		}
 		// A lock of git's would fail the execution halfway: the card stays
 		// pending and says which lock, so it can be approved once it is gone.
-		ctx, cancel = context.WithTimeout(a.runCtx, 30*time.Second)
+		ctx, cancel := context.WithTimeout(a.runCtx, 30*time.Second)
 		err = a.executor.CheckUnlocked(ctx, rec.Proposal)
 		cancel()
 		if errors.Is(err, apply.ErrRepoLocked) {

@@ -348,8 +348,8 @@ func trimmed(list []string) []string {
 	return out
 }
 
-// checkFresh refuses a card whose repository moved since it was proposed,
-// as Approve does.
+// checkFresh refuses a card whose repository moved since it was proposed
+// (stale_base): Approve checks it, and TrustSimilar before it saves a rule.
 func (a *App) checkFresh(rec journal.Record) error {
 	if a.executor == nil {
 		return nil
