@@ -20,8 +20,8 @@ import (
 // interruptedWithLocks is the app after a crash in the middle of an
 // approved commit: an agent proposed through the real sidecar, the person
 // approved, the execution began, and the app died with its git, which left
-// .git/index.lock and .git/HEAD.lock (made here with the moment the
-// execution began; core/apply's crash tests make them with a real SIGKILL).
+// .git/index.lock and .git/HEAD.lock (made here, dated as the execution
+// began; core/apply's crash tests make them with a real SIGKILL).
 // The app is started again on the same files and recovers.
 func interruptedWithLocks(t *testing.T) (*App, string, []string, string) {
 	t.Helper()
@@ -56,12 +56,17 @@ func interruptedWithLocks(t *testing.T) (*App, string, []string, string) {
 	began := rec.History[len(rec.History)-1].At.Time
 	j.Close()
 	ledger.Close()
+	// Stamped 1.5 s before the execution began, inside the allowance the
+	// window makes for clocks: the restarted app's own gits (it looks at
+	// the sealed objects of every repository as it starts) then start more
+	// than a second after the locks, so they cannot be holding them.
+	at := began.Add(-1500 * time.Millisecond)
 	for _, name := range []string{"index.lock", "HEAD.lock"} {
 		p := filepath.Join(repo, ".git", name)
 		if err := os.WriteFile(p, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Chtimes(p, began, began); err != nil {
+		if err := os.Chtimes(p, at, at); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -597,3 +597,100 @@ func readRunningIn(dir string) bool {
 	}
 	return false
 }
+
+// ownCatFile starts a cat-file of this process's own under profile in dir
+// that runs until the test ends, and waits until it is running.
+func ownCatFile(t *testing.T, dir string, profile gitx.Profile) {
+	t.Helper()
+	runner, err := gitx.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, feed := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := runner.Run(context.Background(), gitx.Call{Profile: profile, Dir: dir, Args: []string{"cat-file", "--batch"}, Stdin: in})
+		done <- err
+	}()
+	t.Cleanup(func() { feed.Close(); <-done })
+	deadline := time.Now().Add(time.Minute) // a hang guard
+	for !catFileRunningIn(dir) {
+		if time.Now().After(deadline) {
+			t.Fatal("the cat-file never started")
+		}
+		time.Sleep(10 * time.Millisecond) // the poll's pace, not an expectation
+	}
+}
+
+func catFileRunningIn(dir string) bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		p := "/proc/" + e.Name()
+		cmd, err := os.ReadFile(p + "/cmdline")
+		if err != nil || !slices.Contains(strings.Split(string(cmd), "\x00"), "cat-file") {
+			continue
+		}
+		if cwd, err := os.Readlink(p + "/cwd"); err == nil && cwd == dir {
+			return true
+		}
+	}
+	return false
+}
+
+// TestLocks_OwnGitStartedAfter_StillALeftover: a git this Sluice started
+// after a lock was written (at start-up the app looks at the sealed
+// objects of every repository under the write profile) cannot hold that
+// lock, so a lock the interrupted execution left is still its leftover
+// beside it and can be removed. A lock written after that git started may
+// be its own: it is in use, and kept.
+func TestLocks_OwnGitStartedAfter_StillALeftover(t *testing.T) {
+	f := newFixture(t)
+	rec := f.interrupted()
+	var began time.Time
+	for _, s := range rec.History {
+		if s.To == proposal.Executing {
+			began = s.At.Time
+		}
+	}
+	// Within the execution's window (which allows for the file system's
+	// coarser clock) and more than ownSlack before anything below starts.
+	old := began.Add(-lockSlack + 100*time.Millisecond)
+	left := filepath.Join(f.repo.Dir, ".git", "index.lock")
+	if err := os.WriteFile(left, []byte("DIRC"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(left, old, old); err != nil {
+		t.Fatal(err)
+	}
+	ownCatFile(t, f.repo.Dir, gitx.ProfileWrite)
+
+	// A lock that appears after the git started: the git may hold it.
+	fresh := filepath.Join(f.repo.Dir, ".git", "HEAD.lock")
+	if err := os.WriteFile(fresh, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	locks, err := f.e.LeftLocks(testCtx(t), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPath := map[string]Lock{}
+	for _, l := range locks {
+		byPath[l.Path] = l
+	}
+	if l := byPath["index.lock"]; l.InUse || !l.Leftover {
+		t.Errorf("the lock from before the own git: %+v, want a leftover not in use", l)
+	}
+	if l := byPath["HEAD.lock"]; !l.InUse || l.Leftover {
+		t.Errorf("the lock from after the own git started: %+v, want in use, not a leftover", l)
+	}
+	res, err := f.e.RemoveLocks(testCtx(t), rec, locks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Removed) != 1 || res.Removed[0].Path != "index.lock" || len(res.Kept) != 1 || res.Kept[0].Lock.Path != "HEAD.lock" {
+		t.Fatalf("removal beside an own git: %+v", res)
+	}
+	if _, err := os.Lstat(fresh); err != nil {
+		t.Fatalf("the lock the own git may hold was removed: %v", err)
+	}
+}

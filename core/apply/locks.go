@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -166,17 +167,39 @@ func lockWhat(rel string) string {
 	return "a lock file git creates while it replaces " + strings.TrimSuffix(name, ".lock")
 }
 
-// locks lists the locks of the repository with InUse set.
+// locks lists the locks of the repository with InUse set: a live git
+// works in the repository that may hold it.
 func (rc *repoCtx) locks() ([]Lock, error) {
 	ls, err := scanLocks(rc.repo)
 	if err != nil || len(ls) == 0 {
 		return ls, err
 	}
-	busy := gitBusyIn(rc.dirs())
+	procs, known := gitsIn(rc.dirs())
 	for i := range ls {
-		ls[i].InUse = busy
+		ls[i].InUse = !known || slices.ContainsFunc(procs, func(p gitProc) bool { return p.mayHold(ls[i]) })
 	}
 	return ls, nil
+}
+
+// gitProc is a running git process, and whether this Sluice started it
+// and when.
+type gitProc struct {
+	own       bool
+	startedAt time.Time
+}
+
+// ownSlack is how much older than a git this Sluice started a lock must be
+// for that git not to hold it: file systems stamp files with a coarser
+// clock (a few milliseconds behind) than the one gitx reads before a start.
+const ownSlack = time.Second
+
+// mayHold reports whether p may hold l. Any git may, except one this
+// Sluice started after l was last written: git creates its lock files and
+// never takes over one that is there. So the start-up's own look at the
+// sealed objects, or a preview being computed, beside a lock an
+// interrupted execution left does not make that lock look held.
+func (p gitProc) mayHold(l Lock) bool {
+	return !p.own || !p.startedAt.After(l.ModTime.Add(ownSlack))
 }
 
 // dirs are the directories a git working on this repository runs in or

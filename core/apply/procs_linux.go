@@ -9,73 +9,89 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sluicehq/sluice/core/gitx"
 )
 
-// gitBusyIn reports whether a live git process works in any of dirs: its
-// current directory is inside one, or its command line names a path inside
-// one (git -C, --git-dir). It reads /proc; a process whose details cannot
-// be read (another user's) does not work in the person's repository.
-// Processes that are not git (a hook that outlived the git that ran it)
-// hold none of git's locks.
-func gitBusyIn(dirs []string) bool {
+// gitsIn lists the live git processes that work in any of dirs: their
+// current directory is inside one, or their command line names a path
+// inside one (git -C, --git-dir). It reads /proc; a process whose details
+// cannot be read (another user's) does not work in the person's
+// repository. Processes that are not git (a hook that outlived the git
+// that ran it) hold none of git's locks. Without /proc nothing can be
+// told, and known is false.
+func gitsIn(dirs []string) (procs []gitProc, known bool) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		// Without /proc nothing can be told: assume git is busy, so that
-		// no lock is taken for a leftover.
-		return true
+		return nil, false
 	}
 	self := os.Getpid()
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
+	// While no git of this process starts, so that each one seen running
+	// is known to be this process's.
+	gitx.OwnDuring(func(started func(int) (time.Time, bool)) {
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == self {
+				continue
+			}
+			if pgid, ok := procGitIn("/proc/"+e.Name(), dirs); ok {
+				at, own := started(pgid)
+				procs = append(procs, gitProc{own: own, startedAt: at})
+			}
 		}
-		if procGitIn("/proc/"+e.Name(), dirs) {
-			return true
-		}
-	}
-	return false
+	})
+	return procs, true
 }
 
-func procGitIn(proc string, dirs []string) bool {
+// procGitIn reports whether the process at proc is a live git working in
+// dirs, and its process group.
+func procGitIn(proc string, dirs []string) (int, bool) {
 	stat, err := os.ReadFile(proc + "/stat")
 	if err != nil {
-		return false
+		return 0, false
 	}
-	// The state follows the command name in parentheses, which may itself
-	// hold ")" and spaces.
-	if i := bytes.LastIndexByte(stat, ')'); i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X' {
-		return false
+	// The state, the parent and the process group follow the command name
+	// in parentheses, which may itself hold ")" and spaces.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+		return 0, false
+	}
+	pgid, err := strconv.Atoi(f[2])
+	if err != nil {
+		return 0, false
 	}
 	cmdline, err := os.ReadFile(proc + "/cmdline")
 	if err != nil || len(cmdline) == 0 {
-		return false
+		return 0, false
 	}
 	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
 	if !isGit(args[0]) {
 		exe, err := os.Readlink(proc + "/exe")
 		if err != nil || !isGit(exe) {
-			return false
+			return 0, false
 		}
 	}
 	// Sluice's own reads (the sidecar's, the app's previews) take no lock.
 	if env, err := os.ReadFile(proc + "/environ"); err == nil && slices.Contains(strings.Split(string(env), "\x00"), gitx.ReadMarker) {
-		return false
+		return 0, false
 	}
 	if cwd, err := os.Readlink(proc + "/cwd"); err == nil && inAny(cwd, dirs) {
-		return true
+		return pgid, true
 	}
 	for _, a := range args[1:] {
 		if _, v, ok := strings.Cut(a, "="); ok && filepath.IsAbs(v) {
 			a = v
 		}
 		if filepath.IsAbs(a) && inAny(filepath.Clean(a), dirs) {
-			return true
+			return pgid, true
 		}
 	}
-	return false
+	return 0, false
 }
 
 // isGit: git itself or one of its programs (git-remote-https,

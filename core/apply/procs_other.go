@@ -2,7 +2,8 @@
 
 package apply
 
-// gitBusyIn cannot tell here whether a git process works in dirs, so it
-// says one may: no lock is ever taken for a leftover and removed through
-// Sluice on such a system; the card still names them.
-func gitBusyIn([]string) bool { return true }
+// gitsIn cannot tell here whether a git process works in dirs, so it
+// says so: every lock counts as one a git may hold, none is ever taken
+// for a leftover and removed through Sluice on such a system; the card
+// still names them.
+func gitsIn([]string) ([]gitProc, bool) { return nil, false }

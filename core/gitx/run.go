@@ -327,7 +327,7 @@ func (r *Runner) start(ctx context.Context, c Call, repo *Repo) (*Output, error)
 	} else {
 		ex.Stdout = sk
 	}
-	if err := ex.Start(); err != nil {
+	if err := startOwn(ex); err != nil {
 		return nil, fmt.Errorf("gitx: start git: %w", err)
 	}
 	r.started.Add(1)
@@ -340,6 +340,7 @@ func (r *Runner) start(ctx context.Context, c Call, repo *Repo) (*Output, error)
 		}
 	}()
 	waitErr := ex.Wait()
+	dropOwn(ex.Process.Pid)
 	close(watchDone)
 	if out.TotalBytes > 0 && sk.last != '\n' {
 		out.TotalLines++
