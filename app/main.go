@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/doctor"
 	"github.com/sluicehq/sluice/core/journal"
@@ -44,7 +43,8 @@ func Main(args []string, assets fs.FS, stdout, stderr io.Writer) int {
 	case "login":
 		return runLogin(args, stdout, stderr)
 	case "doctor":
-		return runDoctor(args, stdout, stderr)
+		// The app starts its own gateway, so a stopped one only warns.
+		return doctor.Command(args, stdout, stderr, doctor.Options{})
 	case "workspace":
 		return runWorkspace(args, os.Stdin, stdout, stderr)
 	case "roots":
@@ -158,28 +158,4 @@ func runServe(args []string, assets fs.FS, stdout, stderr io.Writer) int {
 	defer cancel()
 	web.Shutdown(sctx)
 	return 0
-}
-
-func runDoctor(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	cfg, err := config.Load()
-	if err != nil {
-		fmt.Fprintf(stdout, "fail  %-17s %v\n", "config", err)
-		return 1
-	}
-	res := doctor.Run(context.Background(), cfg, doctor.Options{KeyCheck: keyCheck})
-	if doctor.Print(stdout, res) {
-		return 1
-	}
-	return 0
-}
-
-// keyCheck validates the audit signing key without creating anything.
-func keyCheck(path string) error {
-	_, err := audit.LoadPrivateKey(path)
-	return err
 }

@@ -32,7 +32,9 @@ func addCommand(c command) { commands = append(commands, c) }
 
 func init() {
 	addCommand(command{"stdio", "serve MCP over stdin/stdout (the default)", runStdio})
-	addCommand(command{"doctor", "check git, directories, the app's gateway, Docker and the audit key", runDoctor})
+	addCommand(command{"doctor", "check git, directories, the app's gateway, Docker and the audit key", func(args []string, out, errs io.Writer) int {
+		return doctor.Command(args, out, errs, doctor.Options{GatewayRequired: true})
+	}})
 	addCommand(command{"verify-audit", "verify an audit ledger: verify-audit FILE --pubkey PEM [--require-signed] [--expect-head SEQ:HASH] [--print-head]", audit.VerifyCommand})
 	addCommand(command{"audit", "audit key management: audit keygen [--out PRIVPATH]", runAudit})
 	addCommand(command{"version", "print the version", func(_ []string, out, _ io.Writer) int {
@@ -158,30 +160,6 @@ func splitComma(v string) []string {
 		}
 	}
 	return out
-}
-
-func runDoctor(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	cfg, err := config.Load()
-	if err != nil {
-		fmt.Fprintf(stdout, "fail  %-17s %v\n", "config", err)
-		return 1
-	}
-	res := doctor.Run(context.Background(), cfg, doctor.Options{GatewayRequired: true, KeyCheck: keyCheck})
-	if doctor.Print(stdout, res) {
-		return 1
-	}
-	return 0
-}
-
-// keyCheck validates the audit key without creating anything.
-func keyCheck(path string) error {
-	_, err := audit.LoadPrivateKey(path)
-	return err
 }
 
 func runAudit(args []string, stdout, stderr io.Writer) int {

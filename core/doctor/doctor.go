@@ -10,6 +10,7 @@ import (
 
 	"github.com/docker/docker/client"
 
+	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/gitx"
@@ -40,7 +41,7 @@ type Options struct {
 	// cannot forward proposals without it). For the app itself a stopped
 	// gateway is only a warning: it starts one when it runs.
 	GatewayRequired bool
-	// KeyCheck verifies the audit signing key; nil skips the check.
+	// KeyCheck verifies the audit signing key; nil means loadKey.
 	KeyCheck func(path string) error
 }
 
@@ -155,8 +156,7 @@ func checkKey(cfg *config.Config, check func(string) error) Result {
 		return r
 	}
 	if check == nil {
-		r.Status, r.Detail = Warn, "not checked"
-		return r
+		check = loadKey
 	}
 	if err := check(cfg.AuditKeyFile); err != nil {
 		r.Status, r.Detail, r.Hint = Fail, err.Error(), "fix or remove the key file; Sluice never falls back to unsigned"
@@ -164,4 +164,11 @@ func checkKey(cfg *config.Config, check func(string) error) Result {
 	}
 	r.Status, r.Detail = OK, cfg.AuditKeyFile+" (private)"
 	return r
+}
+
+// loadKey reads the audit signing key as the ledger would, permissions
+// included, without creating anything.
+func loadKey(path string) error {
+	_, err := audit.LoadPrivateKey(path)
+	return err
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/workspace"
@@ -145,5 +146,65 @@ func TestRun_WorkspaceImageAndRuntime(t *testing.T) {
 	var out bytes.Buffer
 	if !Print(&out, Run(ctx, cfg, Options{})) {
 		t.Errorf("doctor passed with an absent image:\n%s", out.String())
+	}
+}
+
+// TestCommand_ExitCodes pins what both binaries' doctor commands return:
+// 0 on a fresh install for the app, 1 for the sidecar (no gateway to
+// forward to), 1 with a config line for a broken configuration, 2 for a
+// flag it does not know.
+func TestCommand_ExitCodes(t *testing.T) {
+	cfg := testConfig(t)
+	var out, errs bytes.Buffer
+	if code := Command(nil, &out, &errs, Options{}); code != 0 {
+		t.Errorf("app on a fresh install: exit %d\n%s", code, out.String())
+	}
+	if !strings.Contains(out.String(), "warn  gateway") {
+		t.Errorf("app on a fresh install:\n%s", out.String())
+	}
+	out.Reset()
+	if code := Command(nil, &out, &errs, Options{GatewayRequired: true}); code != 1 {
+		t.Errorf("sidecar on a fresh install: exit %d\n%s", code, out.String())
+	}
+	if !strings.Contains(out.String(), "fail  gateway") {
+		t.Errorf("sidecar on a fresh install:\n%s", out.String())
+	}
+	if code := Command([]string{"--no-such-flag"}, &out, &errs, Options{}); code != 2 {
+		t.Errorf("unknown flag: exit %d", code)
+	}
+	if err := cfg.EnsureDirs(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfg.ConfigDir, "config.json"), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if code := Command(nil, &out, &errs, Options{}); code != 1 {
+		t.Errorf("broken config.json: exit %d", code)
+	}
+	if !strings.HasPrefix(out.String(), "fail  config            ") || strings.Count(out.String(), "\n") != 1 {
+		t.Errorf("broken config.json:\n%s", out.String())
+	}
+}
+
+// TestRun_KeyCheckDefault_LoadsTheKey checks the key as the ledger reads
+// it when no KeyCheck is given.
+func TestRun_KeyCheckDefault_LoadsTheKey(t *testing.T) {
+	cfg := testConfig(t)
+	if err := cfg.EnsureDirs(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg.AuditKeyFile, []byte("not a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := byName(Run(context.Background(), cfg, Options{}))["audit key"]; r.Status != Fail {
+		t.Errorf("a file that is not a key: %+v", r)
+	}
+	os.Remove(cfg.AuditKeyFile)
+	if err := audit.GenerateKey(cfg.AuditKeyFile, filepath.Join(t.TempDir(), "audit-key.pub")); err != nil {
+		t.Fatal(err)
+	}
+	if r := byName(Run(context.Background(), cfg, Options{}))["audit key"]; r.Status != OK {
+		t.Errorf("a key the app made: %+v", r)
 	}
 }
