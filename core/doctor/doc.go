@@ -1,4 +1,5 @@
-// Package doctor owns the installation checks behind `sluice doctor` and
-// `sluice-sidecar doctor`: each check says ok, warn or fail with a hint a
-// person can act on. Checks only look; they never repair.
+// Package doctor owns the doctor command that `sluice doctor` and
+// `sluice-sidecar doctor` both run, and its installation checks: each
+// check says ok, warn or fail with a hint a person can act on. Checks only
+// look; they never repair.
 package doctor
