@@ -1,5 +1,14 @@
 package audit
 
+// The ledger's reader. A line is verified over its canonical form,
+// re-encoded from exactly what the line holds, so the reader must refuse
+// what encoding/json quietly accepts: invalid UTF-8 and lone surrogate
+// escapes (it substitutes U+FFFD) and duplicate keys (the last wins); and
+// it must keep every number as its literal. encoding/json/jsontext would
+// do this, but is still behind GOEXPERIMENT=jsonv2 (go-json-experiment/json
+// is its unreleased copy). Strings without escapes stay slices of the
+// line, which keeps the verifier's per-line allocations low.
+
 import (
 	"bytes"
 	"fmt"

@@ -1,5 +1,14 @@
 package jsonc
 
+// Parse reads JSON and JSONC into a tree that keeps the byte range of every
+// member and element, which is what Doc's splices need: new text goes in
+// at the file's own indentation and line style, and every byte around it
+// stays. encoding/json refuses comments and decodes values, not where they
+// sit; tidwall/jsonc only blanks comments out and builds no tree;
+// tailscale/hujson keeps comments in a tree but has no tagged release, and
+// its Format rewrites the whole layout. Strings, numbers and the values
+// ValueAt returns are decoded by encoding/json.
+
 import (
 	"bytes"
 	"encoding/json"
@@ -15,6 +24,8 @@ type Node struct {
 	members    []Member
 	elems      []*Node
 	str        string
+	// src is the document, kept on the root Parse returns for ValueAt.
+	src []byte
 }
 
 type Member struct {
@@ -78,6 +89,7 @@ func Parse(src []byte, comments bool) (*Node, error) {
 	if p.pos != len(src) {
 		return nil, p.fail("unexpected text after the end of the document")
 	}
+	n.src = src
 	return n, nil
 }
 
@@ -282,35 +294,13 @@ func (p *jparser) number() (*Node, error) {
 	return &Node{kind: 'n', start: start, end: p.pos, str: string(f)}, nil
 }
 
-// toAny converts a parsed node into the value encoding/json would produce.
-func (n *Node) toAny() any {
-	switch n.kind {
-	case 'o':
-		m := map[string]any{}
-		for _, mem := range n.members {
-			m[mem.key] = mem.value.toAny()
-		}
-		return m
-	case 'a':
-		out := make([]any, 0, len(n.elems))
-		for _, e := range n.elems {
-			out = append(out, e.toAny())
-		}
-		return out
-	case 's':
-		return n.str
-	case 'n':
-		var f float64
-		_ = json.Unmarshal([]byte(n.str), &f)
-		return f
-	}
-	switch n.str {
-	case "true":
-		return true
-	case "false":
-		return false
-	}
-	return nil
+// decode is what encoding/json gives for n, a value parsed from src.
+func (n *Node) decode(src []byte) any {
+	var b bytes.Buffer
+	n.plain(&b, src)
+	var v any
+	_ = json.Unmarshal(b.Bytes(), &v)
+	return v
 }
 
 // member returns the last member named key (later duplicates win, as in
@@ -532,7 +522,7 @@ func (d *Doc) Set(path []string, v any) (bool, error) {
 	if m == nil {
 		return true, d.insertMember(parent, key, v)
 	}
-	if reflect.DeepEqual(m.value.toAny(), normalize(v)) {
+	if reflect.DeepEqual(m.value.decode(d.src), normalize(v)) {
 		return false, nil
 	}
 	text, err := d.Render(v, lineIndent(d.src, m.keyStart))
@@ -729,7 +719,8 @@ func (d *Doc) insertAfter(itemEnd, closePos int, closeIndent, text string) {
 	}
 }
 
-// ValueAt returns the decoded value at path, or nil.
+// ValueAt returns the decoded value at path in root, a tree Parse
+// returned, or nil.
 func ValueAt(root *Node, path []string) any {
 	n := root
 	for _, k := range path {
@@ -745,7 +736,7 @@ func ValueAt(root *Node, path []string) any {
 	if n == nil {
 		return nil
 	}
-	return n.toAny()
+	return n.decode(root.src)
 }
 
 // Delete removes the member at path, with the separator it needs, and
