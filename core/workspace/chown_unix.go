@@ -30,11 +30,12 @@ func chownTree(root string, uid, gid int) error {
 		first   error
 	)
 	workers := min(runtime.NumCPU(), 4)
+	// A WaitGroup, not an errgroup: the first error is not one worker's
+	// result but state every worker reads under mu, to queue no more
+	// directories once the walk has failed.
 	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range workers {
+		wg.Go(func() {
 			for {
 				mu.Lock()
 				for len(queue) == 0 && pending > 0 {
@@ -66,7 +67,7 @@ func chownTree(root string, uid, gid int) error {
 				cond.Broadcast()
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	for _, d := range queue {

@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicehq/sluice/core/gitx"
 )
@@ -30,41 +30,75 @@ type CreateRequest struct {
 // Create imports a source into a new workspace. Nothing runs in a
 // container yet; the tree is handed to the container user.
 func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Workspace, error) {
+	id, src, err := m.checkCreateRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := m.makeWorkspaceDir(id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	w := m.newWorkspace(id, src, req)
+	if err := m.build(ctx, w); err != nil {
+		m.removeWorkspaceDir(id)
+		return nil, err
+	}
+	m.log.Info("workspace: created", "workspace", id, "source", string(src.Kind), "base", w.Base)
+	return w, nil
+}
+
+// checkCreateRequest returns the new workspace's id, generated if the
+// request names none, and its source with the path canonicalised.
+func (m *Manager) checkCreateRequest(req CreateRequest) (string, Source, error) {
 	id := req.ID
 	if id == "" {
 		id = strings.ReplaceAll(uuid.NewString(), "-", "")
 	}
 	if !ValidID(id) {
-		return nil, ErrInvalidID
+		return "", Source{}, ErrInvalidID
 	}
 	if req.Lease < 0 || req.Lease > 7*24*time.Hour {
-		return nil, invalidArg("lease must be between 0 and 168h")
+		return "", Source{}, invalidArg("lease must be between 0 and 168h")
 	}
-	src := req.Source
+	src, err := m.checkSource(req.Source)
+	if err != nil {
+		return "", Source{}, err
+	}
+	return id, src, nil
+}
+
+func (m *Manager) checkSource(src Source) (Source, error) {
 	switch src.Kind {
 	case SourceRepo, SourceSnapshot:
 		canon, err := m.confineSource(src.Path)
 		if err != nil {
-			return nil, err
+			return Source{}, err
 		}
 		src.Path = canon
 	case SourceFresh:
 		if src.Path != "" || src.Commit != "" {
-			return nil, invalidArg("a fresh workspace takes no path or commit")
+			return Source{}, invalidArg("a fresh workspace takes no path or commit")
 		}
 	default:
-		return nil, invalidArg("source kind must be repo, snapshot or fresh")
+		return Source{}, invalidArg("source kind must be repo, snapshot or fresh")
 	}
 	if src.Kind != SourceRepo && (src.Commit != "" || src.Depth != 0) {
-		return nil, invalidArg("commit and depth apply to repo sources only")
+		return Source{}, invalidArg("commit and depth apply to repo sources only")
 	}
 	if src.Depth < 0 || src.Depth > 1_000_000 {
-		return nil, invalidArg("depth must be between 0 and 1000000")
+		return Source{}, invalidArg("depth must be between 0 and 1000000")
 	}
 	if err := checkRevision(src.Commit); err != nil {
-		return nil, err
+		return Source{}, err
 	}
+	return src, nil
+}
 
+// makeWorkspaceDir makes the workspace directory and its lock file, and
+// takes the lock. The directory is new, so a second Create of the same id
+// fails here rather than sharing it.
+func (m *Manager) makeWorkspaceDir(id string) (unlock func(), err error) {
 	dir := m.dir(id)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		if errors.Is(err, os.ErrExist) {
@@ -78,19 +112,21 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Workspace, er
 		return nil, internal(err, "cannot create the workspace lock")
 	}
 	lockFile.Close()
-	unlock, err := m.lockWS(id, true)
+	unlock, err = m.lockWS(id, true)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	defer unlock()
+	return unlock, nil
+}
 
+func (m *Manager) newWorkspace(id string, src Source, req CreateRequest) *Workspace {
 	now := m.now()
 	lease := req.Lease
 	if lease == 0 {
 		lease = m.opts.Lease
 	}
-	w := &Workspace{
+	return &Workspace{
 		ID:         id,
 		State:      StateCreating,
 		Source:     src,
@@ -100,23 +136,21 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Workspace, er
 		LastUsedAt: now,
 		Lease:      lease,
 	}
+}
+
+// build records the workspace as creating, imports its source and
+// records it ready. The caller removes the directory if it fails.
+func (m *Manager) build(ctx context.Context, w *Workspace) error {
 	if err := m.writeMeta(w); err != nil {
-		m.removeWorkspaceDir(id)
-		return nil, err
+		return err
 	}
 	if err := m.populate(ctx, w); err != nil {
-		m.removeWorkspaceDir(id)
-		return nil, err
+		return err
 	}
 	w.State = StateReady
 	w.Head = w.Base
 	w.LastUsedAt = m.now()
-	if err := m.writeMeta(w); err != nil {
-		m.removeWorkspaceDir(id)
-		return nil, err
-	}
-	m.log.Info("workspace: created", "workspace", id, "source", string(src.Kind), "base", w.Base)
-	return w, nil
+	return m.writeMeta(w)
 }
 
 func (m *Manager) populate(ctx context.Context, w *Workspace) error {
@@ -175,64 +209,93 @@ func (m *Manager) populate(ctx context.Context, w *Workspace) error {
 // never hard-linked, so nothing in the workspace shares an inode with the
 // person's repository.
 func (m *Manager) importRepo(ctx context.Context, w *Workspace, tree, gitDir string) error {
-	src := w.Source.Path
-	out, err := m.git.run(ctx, gitCall{dir: src, args: []string{"rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"}, safeDirs: []string{src}})
+	srcGit, srcCommon, err := m.sourceGitDirs(ctx, w.Source.Path)
 	if err != nil {
-		return &Error{Code: CodeNotARepository, Msg: "the source path is not a git repository", Err: err}
+		return err
 	}
-	dirs := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(dirs) != 2 {
-		return &Error{Code: CodeNotARepository, Msg: "the source path is not a git repository"}
-	}
-	srcGit, srcCommon := dirs[0], dirs[1]
-	rev := w.Source.Commit
-	if rev == "" {
-		rev = "HEAD"
-	}
-	out, err = m.git.run(ctx, gitCall{gitDir: srcGit, safeDirs: []string{srcGit}, args: []string{"rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}"}})
+	sha, err := m.resolveBase(ctx, srcGit, w.Source.Commit)
 	if err != nil {
-		return invalidArg("the commit %q does not exist in the repository", w.Source.Commit)
+		return err
 	}
-	sha := strings.TrimSpace(string(out))
 	w.Base = sha
-	checkout := gitCall{gitDir: gitDir, workTree: tree, args: []string{"checkout", "-q", "--detach", sha, "--"}}
 	_, err = os.Stat(filepath.Join(srcCommon, "shallow"))
 	srcShallow := err == nil
 	if w.Source.Depth > 0 || srcShallow {
-		// A real fetch: it records where shallow history ends, which a
-		// bare pack copy would not.
-		fetch := []string{"fetch", "-q", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules"}
-		if w.Source.Depth > 0 {
-			fetch = append(fetch, "--depth="+strconv.Itoa(w.Source.Depth))
-		} else {
-			// Take over the source's own shallow boundary.
-			fetch = append(fetch, "--update-shallow")
-		}
-		fetch = append(fetch, "--", srcGit, sha)
-		if _, err := m.git.run(ctx, gitCall{gitDir: gitDir, args: fetch, allowFile: true, safeDirs: []string{srcGit}}); err != nil {
-			return err
-		}
-		if _, err := m.git.run(ctx, checkout); err != nil {
-			return err
-		}
-		return m.handOverTree(tree)
+		return m.fetchBase(ctx, srcGit, sha, w.Source.Depth, tree, gitDir)
 	}
-	// The copy of the objects and the checkout run side by side: the pack
-	// of everything reachable from the base streams from the person's
-	// repository into the workspace's (what a fetch would do, without its
-	// negotiation), while the checkout reads the same objects from the
-	// person's object store, given to that one process as a read-only
-	// alternate. The workspace repository itself never gets an alternates
-	// file, so it ends self-contained.
-	var wg sync.WaitGroup
-	var packErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		packErr = m.git.pipe(ctx,
+	return m.copyBase(ctx, srcGit, srcCommon, sha, tree, gitDir)
+}
+
+// sourceGitDirs returns the git directory and the common git directory of
+// the person's repository at src.
+func (m *Manager) sourceGitDirs(ctx context.Context, src string) (gitDir, commonDir string, err error) {
+	out, err := m.git.run(ctx, gitCall{dir: src, args: []string{"rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"}, safeDirs: []string{src}})
+	if err != nil {
+		return "", "", &Error{Code: CodeNotARepository, Msg: "the source path is not a git repository", Err: err}
+	}
+	dirs := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(dirs) != 2 {
+		return "", "", &Error{Code: CodeNotARepository, Msg: "the source path is not a git repository"}
+	}
+	return dirs[0], dirs[1], nil
+}
+
+// resolveBase returns the commit the workspace starts from: commit, or the
+// source's HEAD when commit is empty.
+func (m *Manager) resolveBase(ctx context.Context, srcGit, commit string) (string, error) {
+	rev := commit
+	if rev == "" {
+		rev = "HEAD"
+	}
+	out, err := m.git.run(ctx, gitCall{gitDir: srcGit, safeDirs: []string{srcGit}, args: []string{"rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}"}})
+	if err != nil {
+		return "", invalidArg("the commit %q does not exist in the repository", commit)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func checkoutBase(gitDir, tree, sha string) gitCall {
+	return gitCall{gitDir: gitDir, workTree: tree, args: []string{"checkout", "-q", "--detach", sha, "--"}}
+}
+
+// fetchBase imports a shallow history (depth commits deep, or as deep as
+// the shallow source is) with a real fetch: it records where shallow
+// history ends, which a bare pack copy would not.
+func (m *Manager) fetchBase(ctx context.Context, srcGit, sha string, depth int, tree, gitDir string) error {
+	fetch := []string{"fetch", "-q", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules"}
+	if depth > 0 {
+		fetch = append(fetch, "--depth="+strconv.Itoa(depth))
+	} else {
+		// Take over the source's own shallow boundary.
+		fetch = append(fetch, "--update-shallow")
+	}
+	fetch = append(fetch, "--", srcGit, sha)
+	if _, err := m.git.run(ctx, gitCall{gitDir: gitDir, args: fetch, allowFile: true, safeDirs: []string{srcGit}}); err != nil {
+		return err
+	}
+	if _, err := m.git.run(ctx, checkoutBase(gitDir, tree, sha)); err != nil {
+		return err
+	}
+	return m.handOverTree(tree)
+}
+
+// copyBase imports the whole history of the base. The copy of the objects
+// and the checkout run side by side: the pack of everything reachable
+// from the base streams from the person's repository into the
+// workspace's (what a fetch would do, without its negotiation), while the
+// checkout reads the same objects from the person's object store, given
+// to that one process as a read-only alternate. The workspace repository
+// itself never gets an alternates file, so it ends self-contained.
+func (m *Manager) copyBase(ctx context.Context, srcGit, srcCommon, sha, tree, gitDir string) error {
+	var copying errgroup.Group
+	copying.Go(func() error {
+		return m.git.pipe(ctx,
 			gitCall{gitDir: srcGit, stdin: strings.NewReader(sha + "\n"), args: []string{"pack-objects", "--revs", "--stdout", "-q", "--delta-base-offset"}},
 			gitCall{gitDir: gitDir, args: []string{"index-pack", "--stdin"}})
-	}()
+	})
+	// The checkout stays on this goroutine, so that when both fail the
+	// copy's error is the one returned.
+	checkout := checkoutBase(gitDir, tree, sha)
 	checkout.env = []string{"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(srcCommon, "objects")}
 	_, coErr := m.git.run(ctx, checkout)
 	if coErr == nil {
@@ -240,9 +303,8 @@ func (m *Manager) importRepo(ctx context.Context, w *Workspace, tree, gitDir str
 		// be copying.
 		coErr = m.handOverTree(tree)
 	}
-	wg.Wait()
-	if packErr != nil {
-		return packErr
+	if err := copying.Wait(); err != nil {
+		return err
 	}
 	if coErr != nil {
 		return coErr

@@ -229,11 +229,7 @@ func (d *Docker) config(spec ContainerSpec) (*container.Config, *container.HostC
 // flag, then force-removed and checked gone.
 func (d *Docker) Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.Writer) (st ExitStatus, err error) {
 	cfg, hc, nc := d.config(spec)
-	allow := AllowedMounts{Tree: spec.TreePath, GitDir: spec.GitDirPath, RuntimeName: spec.RuntimeName}
-	if spec.Network != "" {
-		allow.EgressNetwork = spec.Network
-	}
-	if err := ValidateContainerConfig(cfg, hc, nc, allow); err != nil {
+	if err := ValidateContainerConfig(cfg, hc, nc, spec.allowedMounts()); err != nil {
 		return st, err
 	}
 	created, err := d.cli.ContainerCreate(ctx, cfg, hc, nc, nil, "")
@@ -275,91 +271,150 @@ func (d *Docker) Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.
 		copyErrC <- err
 	}()
 
-	timer := time.NewTimer(spec.Limits.Timeout)
-	defer timer.Stop()
-	// Once a kill was sent, the container gets killGrace to be gone before
-	// it is force-removed; a run never outlives its limits by much.
-	var killC <-chan time.Time
-	kill := func() {
-		if killC != nil {
-			return
-		}
-		killC = time.After(killGrace)
-		for attempt := 0; attempt < 2; attempt++ {
-			kctx, cancel := context.WithTimeout(bg, 5*time.Second)
-			err := d.cli.ContainerKill(kctx, created.ID, "KILL")
-			cancel()
-			// Killing a container that already exited is a conflict:
-			// nothing is left to do.
-			if err == nil || client.IsErrNotFound(err) || cerrdefs.IsConflict(err) {
-				return
-			}
-			// The Engine does not process a kill while it is blocked
-			// writing output nobody reads (a stalled OnOutput): cut the
-			// stream and try again, then fall back to removal.
-			attach.Close()
-		}
-		rctx, cancel := context.WithTimeout(bg, 10*time.Second)
-		defer cancel()
-		_ = d.cli.ContainerRemove(rctx, created.ID, container.RemoveOptions{Force: true})
+	k := &killer{cli: d.cli, bg: bg, id: created.ID, cutStream: attach.Close}
+	seen, err := watchRun(ctx, spec.Limits.Timeout, waitC, waitErrC, copyErrC, k)
+	st.ExitCode, st.TimedOut, st.OutputStopped = seen.exitCode, seen.timedOut, seen.outputStopped
+	if err != nil {
+		return st, err
 	}
-	copyDone := false
-	var cancelled error
-	exited := false
-	for !exited {
-		select {
-		case w := <-waitC:
-			exited = true
-			st.ExitCode = int(w.StatusCode)
-		case err := <-waitErrC:
-			return st, &Error{Code: CodeInternal, Msg: "lost track of the run's container", Err: err}
-		case <-timer.C:
-			st.TimedOut = true
-			kill()
-		case <-ctx.Done():
-			if cancelled == nil {
-				cancelled = ctx.Err()
-				kill()
-			}
-		case <-killC:
-			return st, &Error{Code: CodeInternal, Msg: "the run's container did not stop after it was killed"}
-		case err := <-copyErrC:
-			copyDone = true
-			copyErrC = nil
-			if errors.Is(err, errStopOutput) {
-				st.OutputStopped = true
-				// Nobody reads the stream any more: close it first, or the
-				// Engine blocks writing to it and does not process the kill.
-				attach.Close()
-				kill()
-			}
-		}
+	if !seen.copyDone {
+		awaitCopy(copyErrC, attach.Close)
 	}
-	if !copyDone {
-		// The attach stream ends when the container's stdio closes; a
-		// process that left a child holding them open is cut off.
-		select {
-		case <-copyErrC:
-		case <-time.After(5 * time.Second):
-			attach.Close()
-			<-copyErrC
-		}
-	}
-	ictx, cancel := context.WithTimeout(bg, 10*time.Second)
-	defer cancel()
-	if ins, err := d.cli.ContainerInspect(ictx, created.ID); err == nil && ins.State != nil {
-		st.OOMKilled = ins.State.OOMKilled
+	if state := d.exitState(bg, created.ID); state != nil {
+		st.OOMKilled = state.OOMKilled
 		if !st.TimedOut && !st.OutputStopped {
-			st.ExitCode = ins.State.ExitCode
+			st.ExitCode = state.ExitCode
 		}
 	}
 	if !st.OOMKilled {
-		st.OOMKilled = oomReported(oomC, st.ExitCode == 137 && killC == nil)
+		st.OOMKilled = oomReported(oomC, st.ExitCode == 137 && !seen.killed)
 	}
-	if cancelled != nil {
-		return st, &Error{Code: CodeTimeout, Msg: "the run was cancelled", Err: cancelled}
+	if seen.cancelled != nil {
+		return st, &Error{Code: CodeTimeout, Msg: "the run was cancelled", Err: seen.cancelled}
 	}
 	return st, nil
+}
+
+func (spec ContainerSpec) allowedMounts() AllowedMounts {
+	allow := AllowedMounts{Tree: spec.TreePath, GitDir: spec.GitDirPath, RuntimeName: spec.RuntimeName}
+	if spec.Network != "" {
+		allow.EgressNetwork = spec.Network
+	}
+	return allow
+}
+
+// killer stops a run's container. Once a kill was sent, the container
+// gets killGrace to be gone before it is force-removed; a run never
+// outlives its limits by much.
+type killer struct {
+	cli *client.Client
+	bg  context.Context
+	id  string
+	// cutStream closes the attach stream.
+	cutStream func()
+	// grace is set by the first kill and fires killGrace after it.
+	grace <-chan time.Time
+}
+
+func (k *killer) kill() {
+	if k.grace != nil {
+		return
+	}
+	k.grace = time.After(killGrace)
+	for attempt := 0; attempt < 2; attempt++ {
+		kctx, cancel := context.WithTimeout(k.bg, 5*time.Second)
+		err := k.cli.ContainerKill(kctx, k.id, "KILL")
+		cancel()
+		// Killing a container that already exited is a conflict:
+		// nothing is left to do.
+		if err == nil || client.IsErrNotFound(err) || cerrdefs.IsConflict(err) {
+			return
+		}
+		// The Engine does not process a kill while it is blocked
+		// writing output nobody reads (a stalled OnOutput): cut the
+		// stream and try again, then fall back to removal.
+		k.cutStream()
+	}
+	rctx, cancel := context.WithTimeout(k.bg, 10*time.Second)
+	defer cancel()
+	_ = k.cli.ContainerRemove(rctx, k.id, container.RemoveOptions{Force: true})
+}
+
+// runWatch is what watchRun saw of a run until its container exited.
+type runWatch struct {
+	exitCode      int
+	timedOut      bool
+	outputStopped bool
+	// killed: Sluice sent the container a kill.
+	killed bool
+	// copyDone: the output copy ended (copyErrC was read).
+	copyDone bool
+	// cancelled is ctx's error if ctx ended first.
+	cancelled error
+}
+
+// watchRun waits for a started run's container to exit, killing it at
+// its timeout, when ctx ends or when its output was stopped. An error
+// means the exit could not be seen.
+func watchRun(ctx context.Context, timeout time.Duration, waitC <-chan container.WaitResponse, waitErrC, copyErrC <-chan error, k *killer) (runWatch, error) {
+	var seen runWatch
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for exited := false; !exited; {
+		select {
+		case w := <-waitC:
+			exited = true
+			seen.exitCode = int(w.StatusCode)
+		case err := <-waitErrC:
+			return seen, &Error{Code: CodeInternal, Msg: "lost track of the run's container", Err: err}
+		case <-timer.C:
+			seen.timedOut = true
+			k.kill()
+		case <-ctx.Done():
+			if seen.cancelled == nil {
+				seen.cancelled = ctx.Err()
+				k.kill()
+			}
+		case <-k.grace:
+			return seen, &Error{Code: CodeInternal, Msg: "the run's container did not stop after it was killed"}
+		case err := <-copyErrC:
+			seen.copyDone = true
+			copyErrC = nil
+			if errors.Is(err, errStopOutput) {
+				seen.outputStopped = true
+				// Nobody reads the stream any more: close it first, or the
+				// Engine blocks writing to it and does not process the kill.
+				k.cutStream()
+				k.kill()
+			}
+		}
+	}
+	seen.killed = k.grace != nil
+	return seen, nil
+}
+
+// awaitCopy waits for the output copy to end. The attach stream ends when
+// the container's stdio closes; a process that left a child holding them
+// open is cut off.
+func awaitCopy(copyErrC <-chan error, cutStream func()) {
+	select {
+	case <-copyErrC:
+	case <-time.After(5 * time.Second):
+		cutStream()
+		<-copyErrC
+	}
+}
+
+// exitState is the exited container's state, or nil if it cannot be
+// inspected.
+func (d *Docker) exitState(bg context.Context, id string) *container.State {
+	ictx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	ins, err := d.cli.ContainerInspect(ictx, id)
+	if err != nil {
+		return nil
+	}
+	return ins.State
 }
 
 // oomReported reports whether the Engine's event stream carried an oom

@@ -240,25 +240,14 @@ func ParseTAP(r io.Reader) (*TestReport, error) {
 	planned, sawPlan, sawAny := -1, false, false
 	inYAML := false
 	var yaml strings.Builder
-	flushYAML := func() {
-		if yaml.Len() > 0 && len(rep.Cases) > 0 {
-			c := &rep.Cases[len(rep.Cases)-1]
-			if c.Status != StatusPass {
-				c.Message = strings.TrimSpace(c.Message + "\n" + yaml.String())
-				if len(c.Message) > maxCaseMessage {
-					c.Message = c.Message[:maxCaseMessage]
-				}
-			}
-		}
-		yaml.Reset()
-	}
 	for sc.Scan() {
 		raw := sc.Text()
 		line := strings.TrimRight(raw, "\r")
 		if inYAML {
 			if strings.TrimSpace(line) == "..." {
 				inYAML = false
-				flushYAML()
+				addTAPDiagnostics(rep, yaml.String())
+				yaml.Reset()
 			} else {
 				yaml.WriteString(strings.TrimSpace(line) + "\n")
 			}
@@ -282,27 +271,7 @@ func ParseTAP(r io.Reader) (*TestReport, error) {
 			sawPlan, sawAny = true, true
 		case tapTestRe.MatchString(line):
 			sawAny = true
-			m := tapTestRe.FindStringSubmatch(line)
-			desc, directive := splitTAPDirective(m[3])
-			tc := TestCase{Name: strings.TrimSpace(desc), Status: StatusPass}
-			if tc.Name == "" {
-				tc.Name = "test " + m[2]
-			}
-			ok := m[1] == "ok"
-			dl := strings.ToLower(directive)
-			switch {
-			case strings.HasPrefix(dl, "skip"):
-				tc.Status, tc.Message = StatusSkip, strings.TrimSpace(directive[4:])
-			case strings.HasPrefix(dl, "todo"):
-				// A failing TODO test is expected to fail; it does not
-				// fail the run.
-				if !ok {
-					tc.Status, tc.Message = StatusSkip, strings.TrimSpace(directive)
-				}
-			case !ok:
-				tc.Status = StatusFail
-			}
-			rep.add(tc)
+			rep.add(tapTestCase(tapTestRe.FindStringSubmatch(line)))
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -318,6 +287,45 @@ func ParseTAP(r io.Reader) (*TestReport, error) {
 		rep.add(TestCase{Name: "plan", Status: StatusError, Message: "no plan line: the run may have stopped early"})
 	}
 	return rep, nil
+}
+
+// addTAPDiagnostics adds a YAML diagnostics block to the message of the
+// test line before it, unless that test passed.
+func addTAPDiagnostics(rep *TestReport, yaml string) {
+	if yaml == "" || len(rep.Cases) == 0 {
+		return
+	}
+	c := &rep.Cases[len(rep.Cases)-1]
+	if c.Status != StatusPass {
+		c.Message = strings.TrimSpace(c.Message + "\n" + yaml)
+		if len(c.Message) > maxCaseMessage {
+			c.Message = c.Message[:maxCaseMessage]
+		}
+	}
+}
+
+// tapTestCase is the test a TAP test line (tapTestRe's match m) reports.
+func tapTestCase(m []string) TestCase {
+	desc, directive := splitTAPDirective(m[3])
+	tc := TestCase{Name: strings.TrimSpace(desc), Status: StatusPass}
+	if tc.Name == "" {
+		tc.Name = "test " + m[2]
+	}
+	ok := m[1] == "ok"
+	dl := strings.ToLower(directive)
+	switch {
+	case strings.HasPrefix(dl, "skip"):
+		tc.Status, tc.Message = StatusSkip, strings.TrimSpace(directive[4:])
+	case strings.HasPrefix(dl, "todo"):
+		// A failing TODO test is expected to fail; it does not
+		// fail the run.
+		if !ok {
+			tc.Status, tc.Message = StatusSkip, strings.TrimSpace(directive)
+		}
+	case !ok:
+		tc.Status = StatusFail
+	}
+	return tc
 }
 
 // splitTAPDirective splits "desc # SKIP why" at the first unescaped '#'.

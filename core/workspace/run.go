@@ -108,201 +108,323 @@ var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 // returns its evidence. A non-zero exit, a timeout or an OOM kill is
 // evidence, not an error; errors are for runs that could not happen.
 func (m *Manager) Run(ctx context.Context, id string, req RunRequest) (*RunResult, error) {
-	if err := checkArgv(req.Argv); err != nil {
-		return nil, err
-	}
-	if len(req.Env) > maxEnvVars {
-		return nil, invalidArg("at most %d environment variables may be set", maxEnvVars)
-	}
-	for k, v := range req.Env {
-		if !envNameRe.MatchString(k) || slices.Contains(reservedEnv, k) || strings.HasPrefix(k, "LD_") || strings.ContainsRune(v, 0) {
-			return nil, invalidArg("environment variable %q cannot be set", k)
-		}
-	}
-	switch req.StdoutFormat {
-	case "", FormatGoTest, FormatTAP:
-	default:
-		return nil, invalidArg("stdoutFormat must be gotest or tap")
-	}
-	switch req.ReportFormat {
-	case "", FormatJUnit, FormatTAP, FormatGoTest:
-	default:
-		return nil, invalidArg("reportFormat must be junit, tap or gotest")
-	}
-	var reportComps []string
-	if req.ReportPath != "" {
-		var err error
-		if reportComps, err = splitRel(req.ReportPath); err != nil {
-			return nil, err
-		}
-	}
-	limits, err := req.Limits.withDefaults(m.opts.Limits)
+	reportComps, limits, err := m.checkRunRequest(req)
 	if err != nil {
 		return nil, err
 	}
-	if err := limits.within(m.opts.Limits); err != nil {
-		return nil, err
-	}
-	if m.opts.Runtime == nil {
-		return nil, ErrNoRuntime
-	}
-	if m.opts.Image == "" {
-		return nil, &Error{Code: CodeUnsupported, Msg: "no workspace image is configured"}
-	}
-
 	w, unlock, err := m.open(id, true, true)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if err := m.checkImage(ctx); err != nil {
-		return nil, err
-	}
-	rtInfo, err := m.checkRuntime(ctx)
+	rtInfo, err := m.checkEngine(ctx, w, limits)
 	if err != nil {
 		return nil, err
 	}
+	secrets, err := m.runSecrets(id, req.Env)
+	if err != nil {
+		return nil, err
+	}
+
+	runID := uuid.NewString()
+	ctx, release := m.holdActive(ctx, id)
+	defer release()
+	route, err := m.routeEgress(ctx, w, runID)
+	if err != nil {
+		return nil, err
+	}
+	if route.grant != nil {
+		defer route.grant.Revoke()
+	}
+	spec := m.containerSpec(w, runID, req.Argv, limits, runEnv(req.Env, secrets, route.proxyURL), route.network)
+	out := newRunOutput(limits.OutputBytes, req, secrets)
+	rec := m.newRunRecord(w, runID, req.Argv, limits, rtInfo.Name, secrets)
+	res, err := m.execute(ctx, spec, rec, out, route.grant, req.OnProgress)
+	if err != nil {
+		return nil, err
+	}
+	tests, err := m.readTests(id, req, reportComps, out.stdoutTee)
+	if err != nil {
+		res.ReportError = err.Error()
+	}
+	res.Tests = tests
+	redactTests(secrets, res.Tests)
+	m.recordRun(w, res)
+	return res, nil
+}
+
+// checkRunRequest refuses a request no run could honour, before the
+// workspace is locked, and returns the report path's components and the
+// run's limits.
+func (m *Manager) checkRunRequest(req RunRequest) (reportComps []string, limits Limits, err error) {
+	if err := checkArgv(req.Argv); err != nil {
+		return nil, Limits{}, err
+	}
+	if err := checkRunEnv(req.Env); err != nil {
+		return nil, Limits{}, err
+	}
+	if err := checkReportFormats(req.StdoutFormat, req.ReportFormat); err != nil {
+		return nil, Limits{}, err
+	}
+	if req.ReportPath != "" {
+		if reportComps, err = splitRel(req.ReportPath); err != nil {
+			return nil, Limits{}, err
+		}
+	}
+	if limits, err = req.Limits.withDefaults(m.opts.Limits); err != nil {
+		return nil, Limits{}, err
+	}
+	if err := limits.within(m.opts.Limits); err != nil {
+		return nil, Limits{}, err
+	}
+	if m.opts.Runtime == nil {
+		return nil, Limits{}, ErrNoRuntime
+	}
+	if m.opts.Image == "" {
+		return nil, Limits{}, &Error{Code: CodeUnsupported, Msg: "no workspace image is configured"}
+	}
+	return reportComps, limits, nil
+}
+
+func checkRunEnv(env map[string]string) error {
+	if len(env) > maxEnvVars {
+		return invalidArg("at most %d environment variables may be set", maxEnvVars)
+	}
+	for k, v := range env {
+		if !envNameRe.MatchString(k) || slices.Contains(reservedEnv, k) || strings.HasPrefix(k, "LD_") || strings.ContainsRune(v, 0) {
+			return invalidArg("environment variable %q cannot be set", k)
+		}
+	}
+	return nil
+}
+
+func checkReportFormats(stdoutFormat, reportFormat string) error {
+	switch stdoutFormat {
+	case "", FormatGoTest, FormatTAP:
+	default:
+		return invalidArg("stdoutFormat must be gotest or tap")
+	}
+	switch reportFormat {
+	case "", FormatJUnit, FormatTAP, FormatGoTest:
+	default:
+		return invalidArg("reportFormat must be junit, tap or gotest")
+	}
+	return nil
+}
+
+// checkEngine verifies the image and the OCI runtime, and that the
+// runtime can give this workspace's run what it needs.
+func (m *Manager) checkEngine(ctx context.Context, w *Workspace, limits Limits) (RuntimeInfo, error) {
+	if err := m.checkImage(ctx); err != nil {
+		return RuntimeInfo{}, err
+	}
+	rtInfo, err := m.checkRuntime(ctx)
+	if err != nil {
+		return RuntimeInfo{}, err
+	}
 	if len(w.Egress) > 0 && rtInfo.NoNetwork {
-		return nil, errEgressNoNetwork(rtInfo.Name)
+		return RuntimeInfo{}, errEgressNoNetwork(rtInfo.Name)
 	}
 	// gVisor's own threads count against the PID limit: below about 48
 	// the sandbox cannot even start, which the Engine reports only as a
 	// failed start.
 	if rtInfo.Name == "runsc" && limits.PIDs < minPIDsRunsc {
-		return nil, &Error{Code: CodeInvalidArgument, Data: map[string]any{"limit": "pids", "min": minPIDsRunsc, "runtime": "runsc"},
+		return RuntimeInfo{}, &Error{Code: CodeInvalidArgument, Data: map[string]any{"limit": "pids", "min": minPIDsRunsc, "runtime": "runsc"},
 			Msg: fmt.Sprintf("under runsc (gVisor) a run needs a PID limit of at least %d: the sandbox's own threads count against it", minPIDsRunsc)}
 	}
+	return rtInfo, nil
+}
+
+// runSecrets returns the workspace's granted secrets, refusing a request
+// that would override one.
+func (m *Manager) runSecrets(id string, env map[string]string) (map[string]string, error) {
 	secrets, err := m.secretValues(id)
 	if err != nil {
 		return nil, err
 	}
-	for k := range req.Env {
+	for k := range env {
 		if _, ok := secrets[k]; ok {
 			return nil, invalidArg("environment variable %q is a granted secret and cannot be overridden", k)
 		}
 	}
+	return secrets, nil
+}
 
-	runID := uuid.NewString()
+// holdActive derives the run's context and lists its cancel in m.active,
+// where Destroy finds it, until release.
+func (m *Manager) holdActive(ctx context.Context, id string) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	m.mu.Lock()
 	m.active[id] = cancel
 	m.mu.Unlock()
-	defer func() {
+	return ctx, func() {
 		m.mu.Lock()
 		delete(m.active, id)
 		m.mu.Unlock()
-	}()
+		cancel()
+	}
+}
 
-	// The environment is built from nothing: no variable of the host
-	// process reaches the container.
+// egressRoute is how a run reaches the egress proxy; the zero value is a
+// run without egress.
+type egressRoute struct {
+	grant    *ProxyGrant
+	proxyURL string
+	network  string
+}
+
+// routeEgress registers a run of a workspace with egress grants with the
+// proxy. The caller revokes the grant when the run ends.
+func (m *Manager) routeEgress(ctx context.Context, w *Workspace, runID string) (egressRoute, error) {
+	if len(w.Egress) == 0 {
+		return egressRoute{}, nil
+	}
+	eh, err := m.ensureEgress(ctx)
+	if err != nil {
+		return egressRoute{}, err
+	}
+	grant, err := eh.proxy.Register(w.ID, runID, w.Egress)
+	if err != nil {
+		return egressRoute{}, err
+	}
+	user, pass := grant.Credentials()
+	proxyURL := (&url.URL{Scheme: "http", User: url.UserPassword(user, pass), Host: net.JoinHostPort(eh.net.Gateway, fmt.Sprint(eh.port))}).String()
+	return egressRoute{grant: grant, proxyURL: proxyURL, network: eh.net.Name}, nil
+}
+
+// runEnv is a run's environment, built from nothing: no variable of the
+// host process reaches the container.
+func runEnv(reqEnv, secrets map[string]string, proxyURL string) []string {
 	env := []string{"PATH=" + containerPath, "HOME=" + containerHome, "LANG=" + containerLang}
-	for _, k := range sortedKeys(req.Env) {
-		env = append(env, k+"="+req.Env[k])
+	for _, k := range sortedKeys(reqEnv) {
+		env = append(env, k+"="+reqEnv[k])
 	}
 	for _, k := range sortedKeys(secrets) {
 		env = append(env, k+"="+secrets[k])
 	}
-	spec := ContainerSpec{
-		WorkspaceID: id,
-		RunID:       runID,
-		StoreKey:    m.storeKey,
-		Image:       m.opts.Image,
-		Argv:        append([]string(nil), req.Argv...),
-		User:        m.ContainerUser(),
-		TreePath:    m.treeDir(id),
-		Limits:      limits,
-		RuntimeName: m.opts.RuntimeName,
-	}
-	if w.GitVisible {
-		spec.GitDirPath = m.gitDir(id)
-	}
-	var grant *ProxyGrant
-	if len(w.Egress) > 0 {
-		eh, err := m.ensureEgress(ctx)
-		if err != nil {
-			return nil, err
-		}
-		grant, err = eh.proxy.Register(id, runID, w.Egress)
-		if err != nil {
-			return nil, err
-		}
-		defer grant.Revoke()
-		user, pass := grant.Credentials()
-		proxyURL := (&url.URL{Scheme: "http", User: url.UserPassword(user, pass), Host: net.JoinHostPort(eh.net.Gateway, fmt.Sprint(eh.port))}).String()
+	if proxyURL != "" {
 		for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
 			env = append(env, k+"="+proxyURL)
 		}
-		spec.Network = eh.net.Name
 	}
-	spec.Env = env
+	return env
+}
 
-	capture := newCapture(limits.OutputBytes, req.OnOutput)
-	var stdoutTee *capBuffer
+func (m *Manager) containerSpec(w *Workspace, runID string, argv []string, limits Limits, env []string, network string) ContainerSpec {
+	spec := ContainerSpec{
+		WorkspaceID: w.ID,
+		RunID:       runID,
+		StoreKey:    m.storeKey,
+		Image:       m.opts.Image,
+		Argv:        append([]string(nil), argv...),
+		User:        m.ContainerUser(),
+		TreePath:    m.treeDir(w.ID),
+		Limits:      limits,
+		RuntimeName: m.opts.RuntimeName,
+		Network:     network,
+		Env:         env,
+	}
+	if w.GitVisible {
+		spec.GitDirPath = m.gitDir(w.ID)
+	}
+	return spec
+}
+
+// runOutput is where a run's streams go: redacted, then captured within
+// the output limit; stdout is also kept whole (to maxReportBytes) when it
+// is parsed as a test report.
+type runOutput struct {
+	capture        *capture
+	stdoutTee      *capBuffer
+	stdout, stderr *redactor
+}
+
+func newRunOutput(limit int64, req RunRequest, secrets map[string]string) runOutput {
+	out := runOutput{capture: newCapture(limit, req.OnOutput)}
 	if req.StdoutFormat != "" {
-		stdoutTee = &capBuffer{max: maxReportBytes, truncate: true}
+		out.stdoutTee = &capBuffer{max: maxReportBytes, truncate: true}
 	}
-	stdoutW := newRedactor(secrets, capture.stream("stdout", stdoutTee))
-	stderrW := newRedactor(secrets, capture.stream("stderr", nil))
+	out.stdout = newRedactor(secrets, out.capture.stream("stdout", out.stdoutTee))
+	out.stderr = newRedactor(secrets, out.capture.stream("stderr", nil))
+	return out
+}
 
-	res := &RunResult{
+// newRunRecord is the part of a run's evidence known before it starts.
+func (m *Manager) newRunRecord(w *Workspace, runID string, argv []string, limits Limits, ociRuntime string, secrets map[string]string) RunResult {
+	return RunResult{
 		ID:          runID,
-		WorkspaceID: id,
-		Argv:        redactArgv(secrets, req.Argv),
+		WorkspaceID: w.ID,
+		Argv:        redactArgv(secrets, argv),
 		StartedAt:   m.now().UTC(),
 		ImageID:     m.opts.Image,
 		Runtime:     m.opts.Runtime.Name(),
-		OCIRuntime:  rtInfo.Name,
+		OCIRuntime:  ociRuntime,
 		Limits:      limits,
 		Egress:      w.Egress,
 	}
+}
+
+// execute runs the container, its record live on disk meanwhile, and
+// completes rec with what the run did. A run that could not happen
+// discards the live record.
+func (m *Manager) execute(ctx context.Context, spec ContainerSpec, rec RunResult, out runOutput, grant *ProxyGrant, onProgress func(RunProgress)) (*RunResult, error) {
+	res := rec
 	start := time.Now()
-	live := m.startLive(*res, capture, start, req.OnProgress)
-	st, runErr := m.opts.Runtime.Run(ctx, spec, stdoutW, stderrW)
+	live := m.startLive(res, out.capture, start, onProgress)
+	st, err := m.opts.Runtime.Run(ctx, spec, out.stdout, out.stderr)
 	res.DurationMS = time.Since(start).Milliseconds()
-	stdoutW.Flush()
-	stderrW.Flush()
+	out.stdout.Flush()
+	out.stderr.Flush()
 	live.finish()
 	if grant != nil {
 		res.EgressDenials = grant.Denials()
 	}
-	if runErr != nil {
+	if err != nil {
 		live.discard()
-		return nil, runErr
+		return nil, err
 	}
 	res.ExitCode, res.OOMKilled, res.TimedOut, res.OutputStopped = st.ExitCode, st.OOMKilled, st.TimedOut, st.OutputStopped
 	res.ContainerID = st.ContainerID
-	res.Stdout, res.Stderr, res.Truncated, res.OutputBytes = capture.result()
+	res.Stdout, res.Stderr, res.Truncated, res.OutputBytes = out.capture.result()
+	return &res, nil
+}
 
+// readTests reads the run's test report, from the report file or from
+// stdout. Its error is evidence (RunResult.ReportError), and comes with
+// whatever part of the report could be read.
+func (m *Manager) readTests(id string, req RunRequest, reportComps []string, stdoutTee *capBuffer) (*TestReport, error) {
 	switch {
 	case req.ReportPath != "":
 		data, err := m.readReport(id, reportComps)
-		if err == nil {
-			res.Tests, err = ParseReport(req.ReportFormat, req.ReportPath, data)
-		}
 		if err != nil {
-			res.ReportError = err.Error()
+			return nil, err
 		}
+		return ParseReport(req.ReportFormat, req.ReportPath, data)
 	case req.StdoutFormat != "":
-		rep, err := ParseReport(req.StdoutFormat, "", stdoutTee.Bytes())
-		if err != nil {
-			res.ReportError = err.Error()
-		}
-		res.Tests = rep
+		return ParseReport(req.StdoutFormat, "", stdoutTee.Bytes())
 	}
-	if res.Tests != nil {
-		for i := range res.Tests.Cases {
-			c := &res.Tests.Cases[i]
-			c.Suite, c.Name, c.Message = redactString(secrets, c.Suite), redactString(secrets, c.Name), redactString(secrets, c.Message)
-		}
-	}
+	return nil, nil
+}
 
+// redactTests keeps secrets out of the report's names and messages.
+func redactTests(secrets map[string]string, rep *TestReport) {
+	if rep == nil {
+		return
+	}
+	for i := range rep.Cases {
+		c := &rep.Cases[i]
+		c.Suite, c.Name, c.Message = redactString(secrets, c.Suite), redactString(secrets, c.Name), redactString(secrets, c.Message)
+	}
+}
+
+// recordRun counts the run against the workspace and stores its evidence.
+// Evidence that cannot be stored is logged: the run itself happened.
+func (m *Manager) recordRun(w *Workspace, res *RunResult) {
 	w.Runs++
 	m.touch(w, true)
 	if err := m.saveRun(res); err != nil {
-		m.log.Warn("workspace: cannot store run evidence", "workspace", id, "run", runID, "err", err)
+		m.log.Warn("workspace: cannot store run evidence", "workspace", w.ID, "run", res.ID, "err", err)
 	}
-	return res, nil
 }
 
 func checkArgv(argv []string) error {

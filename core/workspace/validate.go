@@ -31,7 +31,29 @@ func ValidateContainerConfig(cfg *container.Config, hc *container.HostConfig, nc
 	if cfg == nil || hc == nil {
 		return refusal("the container configuration is incomplete")
 	}
-	// Identity and image.
+	if err := checkProcess(cfg); err != nil {
+		return err
+	}
+	if err := checkPrivilege(hc); err != nil {
+		return err
+	}
+	if err := checkNamespaces(hc, nc, allow.EgressNetwork); err != nil {
+		return err
+	}
+	if err := checkHostAccess(hc, allow); err != nil {
+		return err
+	}
+	if err := checkResources(hc); err != nil {
+		return err
+	}
+	if hc.Runtime != "" && hc.Runtime != allow.RuntimeName {
+		return refusal("runtime %q is not the configured one", hc.Runtime)
+	}
+	return nil
+}
+
+// checkProcess checks the image and what runs from it, as whom.
+func checkProcess(cfg *container.Config) error {
 	if !imageIDRe.MatchString(cfg.Image) {
 		return refusal("the image must be given by ID (sha256:…)")
 	}
@@ -62,8 +84,10 @@ func ValidateContainerConfig(cfg *container.Config, hc *container.HostConfig, nc
 			return refusal("the environment must not point at the Docker socket")
 		}
 	}
+	return nil
+}
 
-	// Privilege.
+func checkPrivilege(hc *container.HostConfig) error {
 	if hc.Privileged {
 		return refusal("privileged mode is refused")
 	}
@@ -73,8 +97,27 @@ func ValidateContainerConfig(cfg *container.Config, hc *container.HostConfig, nc
 	if !hasFold(hc.CapDrop, "ALL") {
 		return refusal("every capability must be dropped (CapDrop ALL)")
 	}
+	if err := checkSecurityOpts(hc.SecurityOpt); err != nil {
+		return err
+	}
+	if !hc.ReadonlyRootfs {
+		return refusal("the root filesystem must be read-only")
+	}
+	if hc.MaskedPaths != nil || hc.ReadonlyPaths != nil {
+		// nil keeps Docker's defaults; an empty list would unmask /proc.
+		return refusal("masked and read-only paths must keep Docker's defaults")
+	}
+	if hc.UsernsMode.IsHost() {
+		return refusal("the host user namespace is refused")
+	}
+	return nil
+}
+
+// checkSecurityOpts requires no-new-privileges and refuses options that
+// turn a confinement off.
+func checkSecurityOpts(opts []string) error {
 	nnp := false
-	for _, o := range hc.SecurityOpt {
+	for _, o := range opts {
 		lo := strings.ToLower(strings.ReplaceAll(o, ":", "="))
 		switch {
 		case lo == "no-new-privileges" || lo == "no-new-privileges=true":
@@ -90,18 +133,12 @@ func ValidateContainerConfig(cfg *container.Config, hc *container.HostConfig, nc
 	if !nnp {
 		return refusal("no-new-privileges must be set")
 	}
-	if !hc.ReadonlyRootfs {
-		return refusal("the root filesystem must be read-only")
-	}
-	if hc.MaskedPaths != nil || hc.ReadonlyPaths != nil {
-		// nil keeps Docker's defaults; an empty list would unmask /proc.
-		return refusal("masked and read-only paths must keep Docker's defaults")
-	}
-	if hc.UsernsMode.IsHost() {
-		return refusal("the host user namespace is refused")
-	}
+	return nil
+}
 
-	// Namespaces.
+// checkNamespaces requires the container's own namespaces, and a network
+// that is none or the egress network.
+func checkNamespaces(hc *container.HostConfig, nc *network.NetworkingConfig, egressNetwork string) error {
 	if hc.PidMode != "" && hc.PidMode != "private" {
 		return refusal("the PID namespace must be the container's own")
 	}
@@ -119,24 +156,8 @@ func ValidateContainerConfig(cfg *container.Config, hc *container.HostConfig, nc
 	if hc.Cgroup != "" || hc.CgroupParent != "" {
 		return refusal("the container must not join another cgroup")
 	}
-	switch string(hc.NetworkMode) {
-	case "none":
-		if nc != nil && len(nc.EndpointsConfig) != 0 {
-			return refusal("a container without network must not join networks")
-		}
-	case "":
-		return refusal("the network mode must be set explicitly")
-	default:
-		if allow.EgressNetwork == "" || string(hc.NetworkMode) != allow.EgressNetwork {
-			return refusal("network mode %q is refused; only none or the egress network are allowed", hc.NetworkMode)
-		}
-		if nc != nil {
-			for name := range nc.EndpointsConfig {
-				if name != allow.EgressNetwork {
-					return refusal("only the egress network may be joined")
-				}
-			}
-		}
+	if err := checkNetwork(hc.NetworkMode, nc, egressNetwork); err != nil {
+		return err
 	}
 	if len(hc.PortBindings) != 0 || hc.PublishAllPorts || len(hc.Links) != 0 || len(hc.ExtraHosts) != 0 ||
 		len(hc.DNS) != 0 || len(hc.DNSOptions) != 0 || len(hc.DNSSearch) != 0 {
@@ -145,8 +166,36 @@ func ValidateContainerConfig(cfg *container.Config, hc *container.HostConfig, nc
 	if len(hc.Sysctls) != 0 {
 		return refusal("sysctls are not allowed")
 	}
+	return nil
+}
 
-	// Devices and host paths.
+func checkNetwork(mode container.NetworkMode, nc *network.NetworkingConfig, egressNetwork string) error {
+	switch string(mode) {
+	case "none":
+		if nc != nil && len(nc.EndpointsConfig) != 0 {
+			return refusal("a container without network must not join networks")
+		}
+	case "":
+		return refusal("the network mode must be set explicitly")
+	default:
+		if egressNetwork == "" || string(mode) != egressNetwork {
+			return refusal("network mode %q is refused; only none or the egress network are allowed", mode)
+		}
+		if nc != nil {
+			for name := range nc.EndpointsConfig {
+				if name != egressNetwork {
+					return refusal("only the egress network may be joined")
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkHostAccess refuses devices, every host path but the workspace's
+// own mounts, and what would leave the run behind on the host: a log, an
+// ID file, a restart.
+func checkHostAccess(hc *container.HostConfig, allow AllowedMounts) error {
 	if len(hc.Devices) != 0 || len(hc.DeviceRequests) != 0 || len(hc.DeviceCgroupRules) != 0 {
 		return refusal("devices are refused")
 	}
@@ -175,8 +224,10 @@ func ValidateContainerConfig(cfg *container.Config, hc *container.HostConfig, nc
 	if hc.RestartPolicy.Name != "" && hc.RestartPolicy.Name != container.RestartPolicyDisabled {
 		return refusal("a run must not restart")
 	}
+	return nil
+}
 
-	// Resources.
+func checkResources(hc *container.HostConfig) error {
 	if hc.Memory <= 0 || hc.Memory > HardLimits.MemoryBytes {
 		return refusal("a memory limit within %d bytes is required", HardLimits.MemoryBytes)
 	}
@@ -191,9 +242,6 @@ func ValidateContainerConfig(cfg *container.Config, hc *container.HostConfig, nc
 	}
 	if hc.NanoCPUs <= 0 || float64(hc.NanoCPUs) > HardLimits.CPUs*1e9 {
 		return refusal("a CPU limit is required")
-	}
-	if hc.Runtime != "" && hc.Runtime != allow.RuntimeName {
-		return refusal("runtime %q is not the configured one", hc.Runtime)
 	}
 	return nil
 }
