@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-git/go-git/v5/storage/filesystem"
-
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -228,29 +226,29 @@ func (e *Executor) Execute(ctx context.Context, id string) (journal.Record, erro
 	ctx = context.WithoutCancel(ctx)
 	start := e.now()
 	r := &run{e: e, p: p}
-	rpID, summary, opErr := r.execute(ctx)
-	out := journal.Outcome{RestorePoint: rpID}
+	res, opErr := r.execute(ctx)
+	out := journal.Outcome{RestorePoint: res.restorePoint}
 	if opErr == nil {
-		out.Message = summary
+		out.Message = res.summary
 		final, jerr := e.j.Complete(id, by, out)
 		if jerr != nil {
 			e.log.Error("apply: the proposal ran but its completion could not be recorded", "proposal", id, "err", jerr)
 			return final, jerr
 		}
-		e.log.Info("apply: proposal completed", "proposal", id, "op", p.Op, "restorePoint", rpID, "duration", e.now().Sub(start))
+		e.log.Info("apply: proposal completed", "proposal", id, "op", p.Op, "restorePoint", res.restorePoint, "duration", e.now().Sub(start))
 		return final, nil
 	}
 	out.Code = CodeOf(opErr)
 	out.Message = clip(opErr.Error(), 6000)
-	if summary != "" {
-		out.Message = clip(summary+"; then: "+opErr.Error(), 6000)
+	if res.summary != "" {
+		out.Message = clip(res.summary+"; then: "+opErr.Error(), 6000)
 	}
 	final, jerr := e.j.Fail(id, by, out)
 	if jerr != nil {
 		e.log.Error("apply: the proposal failed and the failure could not be recorded", "proposal", id, "err", jerr, "cause", opErr)
 		return final, errors.Join(opErr, jerr)
 	}
-	e.log.Info("apply: proposal failed", "proposal", id, "op", p.Op, "code", out.Code, "restorePoint", rpID)
+	e.log.Info("apply: proposal failed", "proposal", id, "op", p.Op, "code", out.Code, "restorePoint", res.restorePoint)
 	return final, opErr
 }
 
@@ -314,7 +312,7 @@ func (e *Executor) Restore(ctx context.Context, repo, restorePointID string, for
 			return nil, newErr(CodeInvalidArgument, "the restore point names a working tree outside the allowed roots")
 		}
 	}
-	return rc.restore(context.WithoutCancel(ctx), rp, force, e.now(), e.step)
+	return e.restore(context.WithoutCancel(ctx), rc, rp, force)
 }
 
 // ListRestorePoints lists the restore points of the repository at path
@@ -350,42 +348,31 @@ func (e *Executor) openRepo(ctx context.Context, path string) (*repoCtx, error) 
 	if repo.Root != path {
 		return nil, newErr(CodeInvalidArgument, "the repository path must be the canonical top level of a working tree")
 	}
-	return &repoCtx{path: repo.Root, repo: repo, g: newGitEnv(repo, e.timeout), e: e}, nil
+	return &repoCtx{path: repo.Root, repo: repo, g: newGitEnv(repo, e.timeout), e: e, store: &objectStore{}}, nil
 }
 
-// repoCtx is one repository an execution or restore works in.
+// repoCtx is one repository an execution or restore works in: what is
+// fixed for it. What a phase of an execution computes there is that
+// phase's result (touches, restorePoints, effects), passed to the next.
 type repoCtx struct {
 	e    *Executor
 	path string
 	repo *gitx.Repo
 	g    *gitEnv
-	// touched is what the operation may change here.
-	touched touchSet
-	// taken is the restore point taken here, if any.
-	taken *taken
-	// before caches reads until the operation starts (see readCache).
-	before *readCache
-	// pristine holds the worktrees that had no change at all, untracked
-	// files included, when a single-step operation started; settled
-	// those the operation left exactly at their new HEAD (a checkout
-	// update of a pristine worktree). The end state records a settled
-	// worktree as clean without hashing it again: if anything changed
-	// meanwhile, a restore sees it as a change made after the operation
-	// and asks for confirmation.
-	pristine, settled map[string]bool
-	// movedHeads holds the HEAD the operation left in worktrees whose branch
-	// it moved, as it knows it: the end state records that rather than
-	// read it again (a change made meanwhile then shows, as for settled).
-	movedHeads map[string]head
-	// dirtied holds the worktrees the operation left with changes for
-	// certain (a patch applied to the files): their end state goes
-	// straight to hashing, without a status first.
-	dirtied map[string]bool
-	// objects writes bookkeeping commits (see commitTree); nil until the
-	// first.
-	objects *filesystem.ObjectStorage
-	// emptyTreeStored: the empty tree is in the object directory.
-	emptyTreeStored bool
+	// store writes bookkeeping commits (see commitTree); every view of
+	// the repository shares it.
+	store *objectStore
+	// reads caches reads at one moment (see readCache and atOneMoment);
+	// nil in a view that caches nothing.
+	reads *readCache
+}
+
+// atOneMoment returns a view of rc whose reads look at one moment: they
+// are cached until the cache ends (see readCache).
+func (rc *repoCtx) atOneMoment() *repoCtx {
+	v := *rc
+	v.reads = newReadCache()
+	return &v
 }
 
 func (rc *repoCtx) objectsDir() string { return filepath.Join(rc.repo.CommonDir, "objects") }
@@ -443,14 +430,14 @@ func (r *run) background(f func()) {
 
 func (r *run) note(format string, a ...any) { r.notes = append(r.notes, fmt.Sprintf(format, a...)) }
 
-// open opens every repository the proposal names.
+// open opens every repository the proposal names, each as a view at
+// one moment: what is read before the operation writes is read once.
 func (r *run) open(ctx context.Context) error {
 	rc, err := r.e.openRepo(ctx, r.p.Repo)
 	if err != nil {
 		return asInvalid(err)
 	}
-	r.main = rc
-	rc.before = newReadCache()
+	r.main = rc.atOneMoment()
 	r.others = map[string]*repoCtx{}
 	for _, path := range reposOf(r.p)[1:] {
 		if r.others[path] != nil || path == r.p.Repo {
@@ -460,8 +447,7 @@ func (r *run) open(ctx context.Context) error {
 		if err != nil {
 			return asInvalid(err)
 		}
-		o.before = newReadCache()
-		r.others[path] = o
+		r.others[path] = o.atOneMoment()
 	}
 	r.expect = map[string]string{}
 	for k, v := range r.p.Pinned.Refs {
@@ -480,55 +466,104 @@ func asInvalid(err error) error {
 	return &Error{Code: CodeInvalidArgument, Msg: err.Error(), Err: err}
 }
 
-// execute runs the proposal and returns the restore point id (empty when
-// nothing changed) and a summary.
-func (r *run) execute(ctx context.Context) (string, string, error) {
+// executed is what an execution leaves for its record.
+type executed struct {
+	// restorePoint is the id of the restore point taken; empty when the
+	// operation changed nothing.
+	restorePoint string
+	// summary says what the operation did.
+	summary string
+}
+
+// execute runs the proposal: it checks, records what the operation may
+// touch, takes the restore points, runs the steps and ends the restore
+// points, each phase handing its result to the next.
+func (r *run) execute(ctx context.Context) (executed, error) {
 	defer r.pending.Wait()
+	ops, err := r.ready(ctx)
+	if err != nil {
+		return executed{}, err
+	}
+	touched, err := r.touch(ctx, ops)
+	if err != nil {
+		return executed{}, err
+	}
+	if err := ops[0].check(ctx, r); err != nil {
+		return executed{}, err
+	}
+	points, err := r.takeRestorePoints(ctx, touched)
+	if err != nil {
+		return executed{}, err
+	}
+	defer points.cleanup()
+	w := r.startWriting(ops, points)
+	r.e.step("restore-point")
+	opErr := r.apply(ctx, ops, w)
+	r.e.step("applied")
+	return r.end(ctx, w, opErr)
+}
+
+// ready opens the repositories and checks, changing nothing, that the
+// proposal may run as it was approved and sealed. It returns its steps.
+func (r *run) ready(ctx context.Context) ([]step, error) {
 	if err := r.open(ctx); err != nil {
-		return "", "", err
+		return nil, err
 	}
 	if r.p.Pinned.WorktreeFingerprint != "" {
-		return "", "", errFingerprint
+		return nil, errFingerprint
 	}
 	// A lock of git's means git is working there or one was killed: the
 	// operation would fail halfway with a bare git error.
 	if err := requireUnlocked(ctx, r.repos()...); err != nil {
-		return "", "", err
+		return nil, err
 	}
 	ops := stepsOf(r.p.Args)
 	if err := r.checkSealed(ctx); err != nil {
-		return "", "", err
+		return nil, err
 	}
 	if _, ok := r.p.Args.(*proposal.BranchDeleteArgs); !ok {
 		if err := r.checkPins(ctx); err != nil {
-			return "", "", err
+			return nil, err
 		}
 	}
 	r.e.step("pins-checked")
+	return ops, nil
+}
+
+// touch asks every step what it may change.
+func (r *run) touch(ctx context.Context, ops []step) (touches, error) {
+	t := touches{}
 	for _, s := range ops {
-		if err := s.touch(ctx, r); err != nil {
-			return "", "", err
+		if err := s.touch(ctx, r, t); err != nil {
+			return nil, err
 		}
 	}
-	if err := ops[0].check(ctx, r); err != nil {
-		return "", "", err
-	}
-	if err := r.takeRestorePoints(ctx); err != nil {
-		return "", "", err
-	}
-	defer r.cleanup()
-	// From here on the operation writes: nothing read before holds.
+	return t, nil
+}
+
+// startWriting ends the moment every repository was read at: from here on
+// the operation writes, and nothing read before holds. It returns what
+// the steps will record of the state they leave, starting from the
+// worktrees that had no change at all (for a single-step operation).
+func (r *run) startWriting(ops []step, points restorePoints) *writing {
+	w := &writing{points: points, left: map[*repoCtx]*effects{}}
 	for _, rc := range r.repos() {
-		rc.pristine, rc.settled, rc.dirtied = map[string]bool{}, map[string]bool{}, map[string]bool{}
-		rc.movedHeads = map[string]head{}
-		if len(ops) == 1 && rc.before != nil {
-			for path, out := range rc.before.status {
-				rc.pristine[path] = len(out) == 0
+		ef := &effects{pristine: map[string]bool{}, settled: map[string]bool{}, dirtied: map[string]bool{}, movedHeads: map[string]head{}}
+		seen := rc.reads.end()
+		if len(ops) == 1 {
+			for path, out := range seen {
+				ef.pristine[path] = len(out) == 0
 			}
 		}
-		rc.before = nil
+		w.left[rc] = ef
 	}
-	r.e.step("restore-point")
+	return w
+}
+
+// apply runs the steps in order, checking each but the first (checked
+// before the restore point) just before it runs, and stops at the first
+// failure.
+func (r *run) apply(ctx context.Context, ops []step, w *writing) error {
 	var opErr error
 	for i, s := range ops {
 		r.stepIndex = i
@@ -536,7 +571,7 @@ func (r *run) execute(ctx context.Context) (string, string, error) {
 			opErr = s.check(ctx, r)
 		}
 		if opErr == nil {
-			opErr = s.do(ctx, r)
+			opErr = s.do(ctx, r, w)
 		}
 		if opErr != nil {
 			if len(ops) > 1 {
@@ -545,30 +580,35 @@ func (r *run) execute(ctx context.Context) (string, string, error) {
 			break
 		}
 	}
-	r.e.step("applied")
 	if len(ops) > 1 {
 		// What a step knew of the HEAD it left, a later one may have moved.
-		for _, rc := range r.repos() {
-			clear(rc.movedHeads)
+		for _, ef := range w.left {
+			clear(ef.movedHeads)
 		}
 	}
+	return opErr
+}
+
+// end records, in every restore point, the state the operation left, or
+// drops the restore points when it failed before it changed anything.
+func (r *run) end(ctx context.Context, w *writing, opErr error) (executed, error) {
 	if opErr != nil && !r.changed {
 		for _, rc := range r.repos() {
-			if rc.taken != nil {
+			if w.points[rc] != nil {
 				if err := rc.dropRestorePoint(ctx, r.p.ID); err != nil {
 					r.e.log.Warn("apply: could not drop an unused restore point", "proposal", r.p.ID, "err", err)
 				}
 			}
 		}
-		return "", strings.Join(r.notes, "; "), opErr
+		return executed{summary: strings.Join(r.notes, "; ")}, opErr
 	}
 	outcome := EndCompleted
 	if opErr != nil {
 		outcome = EndFailed
 	}
 	for _, rc := range r.repos() {
-		if rc.taken != nil {
-			if err := rc.endRestorePoint(ctx, rc.taken, outcome, r.e.now()); err != nil {
+		if tk := w.points[rc]; tk != nil {
+			if err := rc.endRestorePoint(ctx, tk, outcome, r.e.now(), w.left[rc]); err != nil {
 				// The operation happened all the same; without its end
 				// state a restore only needs the person's confirmation.
 				r.e.log.Error("apply: could not record the end of a restore point", "proposal", r.p.ID, "err", err)
@@ -577,7 +617,7 @@ func (r *run) execute(ctx context.Context) (string, string, error) {
 		}
 	}
 	r.e.step("ended")
-	return r.p.ID, strings.Join(r.notes, "; "), opErr
+	return executed{restorePoint: r.p.ID, summary: strings.Join(r.notes, "; ")}, opErr
 }
 
 // repos lists the main repository and then the others, sorted.
@@ -596,37 +636,80 @@ func (r *run) repos() []*repoCtx {
 
 // takeRestorePoints records, in every repository with something to
 // touch, what the operation may change.
-func (r *run) takeRestorePoints(ctx context.Context) error {
+func (r *run) takeRestorePoints(ctx context.Context, touched touches) (restorePoints, error) {
+	points := restorePoints{}
 	for _, rc := range r.repos() {
-		if rc.touched.empty() {
+		t := touched[rc]
+		if t == nil || t.empty() {
 			continue
 		}
 		rp := &RestorePoint{ID: r.p.ID, Kind: KindProposal, ProposalID: r.p.ID, Op: string(r.p.Op), Digest: r.p.Digest,
 			CreatedAt: r.e.now().UTC().Truncate(time.Millisecond), Label: proposalLabel(r.p)}
-		tk, err := rc.takeRestorePoint(ctx, rp)
+		tk, err := rc.takeRestorePoint(ctx, rp, *t)
 		if err != nil {
 			// Points taken in other repositories so far are dropped: the
 			// operation does not run.
 			for _, o := range r.repos() {
-				if o.taken != nil {
+				if tk := points[o]; tk != nil {
 					_ = o.dropRestorePoint(ctx, r.p.ID)
-					o.taken.cleanup()
-					o.taken = nil
+					tk.cleanup()
 				}
 			}
-			return err
+			return nil, err
 		}
-		rc.taken = tk
+		points[rc] = tk
 	}
-	return nil
+	return points, nil
 }
 
-func (r *run) cleanup() {
-	for _, rc := range r.repos() {
-		if rc.taken != nil {
-			rc.taken.cleanup()
-		}
+// touches is what an operation may change, by repository: what the steps
+// add, and what the restore points then record.
+type touches map[*repoCtx]*touchSet
+
+// of is the touch set of rc.
+func (t touches) of(rc *repoCtx) *touchSet {
+	ts := t[rc]
+	if ts == nil {
+		ts = &touchSet{}
+		t[rc] = ts
 	}
+	return ts
+}
+
+// restorePoints are the restore points an execution took, by repository.
+type restorePoints map[*repoCtx]*taken
+
+func (p restorePoints) cleanup() {
+	for _, tk := range p {
+		tk.cleanup()
+	}
+}
+
+// effects is what the steps of an execution know of the state they left
+// in one repository. The end state records it rather than read it again:
+// if anything changed meanwhile, a restore sees it as a change made after
+// the operation and asks for confirmation.
+type effects struct {
+	// pristine holds the worktrees that had no change at all, untracked
+	// files included, when a single-step operation started; settled
+	// those the operation left exactly at their new HEAD (a checkout
+	// update of a pristine worktree), which the end state records as
+	// clean without hashing them again.
+	pristine, settled map[string]bool
+	// movedHeads holds the HEAD the operation left in worktrees whose
+	// branch it moved, as it knows it.
+	movedHeads map[string]head
+	// dirtied holds the worktrees the operation left with changes for
+	// certain (a patch applied to the files): their end state goes
+	// straight to hashing, without a status first.
+	dirtied map[string]bool
+}
+
+// writing is what the steps of an execution share once it writes.
+type writing struct {
+	points restorePoints
+	// left is what the steps left, by repository.
+	left map[*repoCtx]*effects
 }
 
 // checkPins resolves every pinned revision in every repository and fails
@@ -697,8 +780,8 @@ func (rc *repoCtx) resolve(ctx context.Context, revs []string) (map[string]strin
 	}
 	// Before the operation, the same process reads HEAD for the cache:
 	// the checks and the restore point ask for it next.
-	_, cached := rc.before.headOf(rc.path)
-	withHead := rc.before != nil && !cached
+	_, cached := rc.reads.headOf(rc.path)
+	withHead := rc.reads.live() && !cached
 	if withHead {
 		args = append(args, "HEAD", "HEAD^{tree}", "--symbolic-full-name", "HEAD")
 	}
@@ -724,7 +807,7 @@ func (rc *repoCtx) resolve(ctx context.Context, revs []string) (map[string]strin
 			if err != nil {
 				return nil, err
 			}
-			rc.before.putHead(rc.path, h)
+			rc.reads.putHead(rc.path, h)
 		}
 		return out, nil
 	}

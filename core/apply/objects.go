@@ -57,7 +57,7 @@ func (rc *repoCtx) commitTree(ctx context.Context, tree string, parents []string
 // whose tree is not stored as broken.
 func (rc *repoCtx) emptyTree(ctx context.Context) (string, error) {
 	id := emptyTree(rc.repo)
-	if rc.emptyTreeStored {
+	if rc.store.emptyTreeStored {
 		return id, nil
 	}
 	var err error
@@ -66,7 +66,7 @@ func (rc *repoCtx) emptyTree(ctx context.Context) (string, error) {
 		obj := rc.objectStorage().NewEncodedObject()
 		obj.SetType(plumbing.TreeObject)
 		var h plumbing.Hash
-		if h, err = rc.objects.SetEncodedObject(obj); err == nil && h.String() != id {
+		if h, err = rc.store.objects.SetEncodedObject(obj); err == nil && h.String() != id {
 			err = fmt.Errorf("the empty tree hashed to %s", h)
 		}
 	}
@@ -79,7 +79,7 @@ func (rc *repoCtx) emptyTree(ctx context.Context) (string, error) {
 			return "", newErr(CodeGitFailed, "git mktree gave %q for the empty tree", res.text())
 		}
 	}
-	rc.emptyTreeStored = true
+	rc.store.emptyTreeStored = true
 	return id, nil
 }
 
@@ -99,11 +99,19 @@ func (rc *repoCtx) inProcessObjects() bool {
 	return false
 }
 
+// objectStore writes one repository's bookkeeping commits in process.
+type objectStore struct {
+	// objects is nil until the first write.
+	objects *filesystem.ObjectStorage
+	// emptyTreeStored: the empty tree is in the object directory.
+	emptyTreeStored bool
+}
+
 func (rc *repoCtx) objectStorage() *filesystem.ObjectStorage {
-	if rc.objects == nil {
-		rc.objects = filesystem.NewObjectStorage(dotgit.New(osfs.New(rc.repo.CommonDir)), cache.NewObjectLRU(64*cache.KiByte))
+	if rc.store.objects == nil {
+		rc.store.objects = filesystem.NewObjectStorage(dotgit.New(osfs.New(rc.repo.CommonDir)), cache.NewObjectLRU(64*cache.KiByte))
 	}
-	return rc.objects
+	return rc.store.objects
 }
 
 // writeCommit writes the commit object with go-git and returns its id.
@@ -127,7 +135,7 @@ func (rc *repoCtx) writeCommit(tree string, parents []string, msg string) (strin
 	if err := c.Encode(obj); err != nil {
 		return "", err
 	}
-	h, err := rc.objects.SetEncodedObject(obj)
+	h, err := rc.store.objects.SetEncodedObject(obj)
 	if err != nil {
 		return "", err
 	}

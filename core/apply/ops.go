@@ -21,12 +21,13 @@ import (
 type step interface {
 	name() proposal.Op
 	// touch adds what the step may change to the repositories' touch sets.
-	touch(ctx context.Context, r *run) error
+	touch(ctx context.Context, r *run, t touches) error
 	// check refuses, changing nothing, a step that cannot run now.
 	check(ctx context.Context, r *run) error
 	// do runs the step. It sets r.changed before its first write that
-	// may leave a trace.
-	do(ctx context.Context, r *run) error
+	// may leave a trace, and records in w what it knows of the state it
+	// leaves.
+	do(ctx context.Context, r *run, w *writing) error
 }
 
 func stepsOf(a proposal.Args) []step {
@@ -66,11 +67,11 @@ func stepsOf(a proposal.Args) []step {
 type unknownStep struct{}
 
 func (unknownStep) name() proposal.Op { return "" }
-func (unknownStep) touch(context.Context, *run) error {
+func (unknownStep) touch(context.Context, *run, touches) error {
 	return newErr(CodeUnsupported, "this executor does not know the operation")
 }
-func (unknownStep) check(context.Context, *run) error { return nil }
-func (unknownStep) do(context.Context, *run) error    { return nil }
+func (unknownStep) check(context.Context, *run) error        { return nil }
+func (unknownStep) do(context.Context, *run, *writing) error { return nil }
 
 // planStepError names the step of a plan that failed; the code stays.
 func planStepError(i, n int, s step, err error) error {
@@ -222,7 +223,7 @@ func (rc *repoCtx) casFailed(ctx context.Context, err error, ref, old string) er
 // read-tree, once requireNothingInTheWay made sure it writes over nothing
 // git does not track. added, when not nil, lists the paths the update
 // adds (see addedPaths), computed ahead.
-func (r *run) moveCheckout(ctx context.Context, rc *repoCtx, ref, old, new string, wt *worktree, msg string, added []string) error {
+func (r *run) moveCheckout(ctx context.Context, w *writing, rc *repoCtx, ref, old, new string, wt *worktree, msg string, added []string) error {
 	if wt == nil {
 		if err := r.cas(ctx, rc, ref, new, old, msg); err != nil {
 			return err
@@ -238,7 +239,7 @@ func (r *run) moveCheckout(ctx context.Context, rc *repoCtx, ref, old, new strin
 	}
 	was := r.changed
 	r.changed = true
-	if err := rc.follow(ctx, *wt, old, new); err != nil {
+	if err := rc.follow(ctx, w.left[rc], *wt, old, new); err != nil {
 		// The checkout could not follow (it checks everything before it
 		// writes a file): put the ref back, so that the worktree and its
 		// branch agree again, as they were.
@@ -267,12 +268,12 @@ func (rc *repoCtx) followable(ctx context.Context, wt worktree, old, new string,
 
 // follow updates wt's index and files from old to new with a two-tree
 // read-tree, which checks everything before it writes a file; a worktree
-// that had no change at all is left exactly at new (settled).
-func (rc *repoCtx) follow(ctx context.Context, wt worktree, old, new string) error {
+// that had no change at all is left exactly at new (settled in left).
+func (rc *repoCtx) follow(ctx context.Context, left *effects, wt worktree, old, new string) error {
 	if _, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"read-tree", "-m", "-u", old, new}}); err != nil {
 		return checkoutBlocked(err, &wt)
 	}
-	rc.settled[wt.path] = rc.pristine[wt.path]
+	left.settled[wt.path] = left.pristine[wt.path]
 	return nil
 }
 

@@ -21,16 +21,16 @@ type commitStep struct {
 
 func (s *commitStep) name() proposal.Op { return proposal.OpCommit }
 
-func (s *commitStep) touch(ctx context.Context, r *run) error {
+func (s *commitStep) touch(ctx context.Context, r *run, t touches) error {
 	h, err := r.head(ctx)
 	if err != nil {
 		return err
 	}
 	s.sym = h.sym
 	if h.sym != "" {
-		r.main.touched.addRef(h.sym)
+		t.of(r.main).addRef(h.sym)
 	}
-	r.main.touched.addWorktree(r.main.main(), r.main.commitDepth(ctx))
+	t.of(r.main).addWorktree(r.main.main(), r.main.commitDepth(ctx))
 	return nil
 }
 
@@ -42,12 +42,12 @@ func (s *commitStep) check(ctx context.Context, r *run) error {
 	return requireNoOperation(r.main.main())
 }
 
-func (s *commitStep) do(ctx context.Context, r *run) error {
+func (s *commitStep) do(ctx context.Context, r *run, w *writing) error {
 	sealed := r.sealedStep()
 	if sealed == nil {
 		return newErr(CodeUnsupported, "the commit has no sealed outcome; nothing was run")
 	}
-	sha, err := r.commitSealed(ctx, s.sym, withTrailers(s.a.Message, r.p), sealed)
+	sha, err := r.commitSealed(ctx, w, s.sym, withTrailers(s.a.Message, r.p), sealed)
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func (s *commitStep) do(ctx context.Context, r *run) error {
 // for the committed paths only, and the working tree is never touched, so
 // a later edit stays there, uncommitted. When a hook changes what is
 // committed, the commit is taken off again: what lands is what was shown.
-func (r *run) commitSealed(ctx context.Context, sym, msg string, sealed *proposal.Sealed) (string, error) {
+func (r *run) commitSealed(ctx context.Context, w *writing, sym, msg string, sealed *proposal.Sealed) (string, error) {
 	rc := r.main
 	old := r.expect["HEAD"]
 	tmp, err := os.MkdirTemp("", "sluice-commit-")
@@ -109,7 +109,7 @@ func (r *run) commitSealed(ctx context.Context, sym, msg string, sealed *proposa
 			Msg: "a commit hook changed what was committed, so the commit was taken back and nothing was committed: the card showed tree " +
 				short(sealed.After) + ", the hook's commit had " + short(h.tree)}
 	}
-	rc.movedHeads[rc.path] = h
+	w.left[rc].movedHeads[rc.path] = h
 	r.moved(rc, ref, sha, true)
 	// The person's index: the committed paths now match the new HEAD;
 	// every other entry (their own staged work) stays as it was.
@@ -137,7 +137,7 @@ func branchName(sym string) string {
 // in the instant between the check and git's own lock, the commit is
 // taken off again and the result is stale_base. When the commit fails
 // (a hook refused it), the index is put back as it was.
-func (r *run) commit(ctx context.Context, sym, msg string, paths []string) (string, error) {
+func (r *run) commit(ctx context.Context, w *writing, sym, msg string, paths []string) (string, error) {
 	rc := r.main
 	old := r.expect["HEAD"]
 	add := []string{"add", "--all"}
@@ -150,7 +150,7 @@ func (r *run) commit(ctx context.Context, sym, msg string, paths []string) (stri
 	// The person's git for the add and the commit: they approved this
 	// commit, so their filters, hooks, identity and signing apply.
 	if _, err := rc.g.run(ctx, call{dir: rc.path, args: add, profile: gitx.ProfilePerson}); err != nil {
-		r.rollbackIndex(ctx)
+		r.rollbackIndex(ctx, w)
 		return "", err
 	}
 	res, err := rc.g.run(ctx, call{dir: rc.path, args: commit, stdin: []byte(msg), profile: gitx.ProfilePerson, ok: []int{1}})
@@ -158,7 +158,7 @@ func (r *run) commit(ctx context.Context, sym, msg string, paths []string) (stri
 		err = r.commitFailed(ctx, res)
 	}
 	if err != nil {
-		r.rollbackIndex(ctx)
+		r.rollbackIndex(ctx, w)
 		return "", err
 	}
 	r.e.step("committed")
@@ -180,7 +180,7 @@ func (r *run) commit(ctx context.Context, sym, msg string, paths []string) (stri
 		}
 		return "", staleBase(map[string]string{"HEAD": parent}, map[string]string{"HEAD": old})
 	}
-	rc.movedHeads[rc.path] = h
+	w.left[rc].movedHeads[rc.path] = h
 	r.moved(rc, ref, sha, true)
 	return sha, nil
 }
@@ -220,16 +220,17 @@ func (r *run) commitFailed(ctx context.Context, res result) error {
 
 // rollbackIndex puts the index back as the restore point recorded it, after
 // a commit that did not happen.
-func (r *run) rollbackIndex(ctx context.Context) {
+func (r *run) rollbackIndex(ctx context.Context, w *writing) {
 	rc := r.main
-	if rc.taken == nil {
+	tk := w.points[rc]
+	if tk == nil {
 		return
 	}
-	for _, w := range rc.taken.rp.Worktrees {
-		if w.Path != rc.path || w.Index == "" {
+	for _, wt := range tk.rp.Worktrees {
+		if wt.Path != rc.path || wt.Index == "" {
 			continue
 		}
-		if err := rc.g.restoreIndex(ctx, rc.main(), w.Index); err != nil {
+		if err := rc.g.restoreIndex(ctx, rc.main(), wt.Index); err != nil {
 			r.e.log.Error("apply: could not put the index back after a failed commit", "err", err)
 			return
 		}
@@ -251,7 +252,7 @@ type submoduleStep struct {
 
 func (s *submoduleStep) name() proposal.Op { return proposal.OpSubmodulePointer }
 
-func (s *submoduleStep) touch(ctx context.Context, r *run) error {
+func (s *submoduleStep) touch(ctx context.Context, r *run, t touches) error {
 	want, err := filepath.EvalSymlinks(filepath.Join(r.main.path, filepath.FromSlash(s.a.Path)))
 	if err != nil {
 		return newErr(CodeInvalidArgument, "%s is not a checked-out submodule", s.a.Path)
@@ -261,7 +262,7 @@ func (s *submoduleStep) touch(ctx context.Context, r *run) error {
 		return newErr(CodeInvalidArgument, "the proposal does not pin the submodule at %s", s.a.Path)
 	}
 	if s.a.Action == proposal.SubmoduleReturn {
-		s.sub.touched.addWorktree(s.sub.main(), depthFiles)
+		t.of(s.sub).addWorktree(s.sub.main(), depthFiles)
 		return nil
 	}
 	h, err := r.head(ctx)
@@ -270,9 +271,9 @@ func (s *submoduleStep) touch(ctx context.Context, r *run) error {
 	}
 	s.sym = h.sym
 	if h.sym != "" {
-		r.main.touched.addRef(h.sym)
+		t.of(r.main).addRef(h.sym)
 	}
-	r.main.touched.addWorktree(r.main.main(), r.main.commitDepth(ctx))
+	t.of(r.main).addWorktree(r.main.main(), r.main.commitDepth(ctx))
 	return nil
 }
 
@@ -283,13 +284,13 @@ func (s *submoduleStep) check(ctx context.Context, r *run) error {
 	return requireNoOperation(r.main.main())
 }
 
-func (s *submoduleStep) do(ctx context.Context, r *run) error {
+func (s *submoduleStep) do(ctx context.Context, r *run, w *writing) error {
 	subHead := r.p.Pinned.Repos[s.sub.path]["HEAD"]
 	if s.a.Action == proposal.SubmoduleReturn {
-		return s.returnTo(ctx, r, subHead)
+		return s.returnTo(ctx, r, w, subHead)
 	}
 	msg := fmt.Sprintf("Update submodule %s to %s", s.a.Path, short(subHead))
-	sha, err := r.commit(ctx, s.sym, withTrailers(msg, r.p), []string{s.a.Path})
+	sha, err := r.commit(ctx, w, s.sym, withTrailers(msg, r.p), []string{s.a.Path})
 	if err != nil {
 		return err
 	}
@@ -315,7 +316,7 @@ func (s *submoduleStep) do(ctx context.Context, r *run) error {
 
 // returnTo checks the submodule out, detached, at the commit the
 // superproject's index records.
-func (s *submoduleStep) returnTo(ctx context.Context, r *run, subHead string) error {
+func (s *submoduleStep) returnTo(ctx context.Context, r *run, w *writing, subHead string) error {
 	res, err := r.main.g.run(ctx, call{dir: r.main.path, args: []string{"ls-files", "-s", "-z", "--", s.a.Path}})
 	if err != nil {
 		return err
@@ -337,7 +338,7 @@ func (s *submoduleStep) returnTo(ctx context.Context, r *run, subHead string) er
 		return nil
 	}
 	msg := fmt.Sprintf("sluice: return submodule to the recorded commit (proposal %s)", r.p.ID)
-	if err := r.moveCheckout(ctx, s.sub, "HEAD", subHead, recorded, &wt, msg, nil); err != nil {
+	if err := r.moveCheckout(ctx, w, s.sub, "HEAD", subHead, recorded, &wt, msg, nil); err != nil {
 		if strings.Contains(stderrOf(err), "unpack") || strings.Contains(stderrOf(err), "not a tree") {
 			return newErr(CodeGitFailed, "the recorded commit %s is not in the submodule's repository; fetch it there first", short(recorded))
 		}

@@ -41,15 +41,15 @@ type mergePlan struct {
 type branchMove struct{ wt *worktree }
 
 // touchBranch records the branch and its checkout in the touch set.
-func (b *branchMove) touchBranch(ctx context.Context, r *run, branch string) error {
+func (b *branchMove) touchBranch(ctx context.Context, r *run, t touches, branch string) error {
 	ref := proposal.BranchRef(branch)
-	r.main.touched.addRef(ref)
+	t.of(r.main).addRef(ref)
 	wt, err := r.checkedOut(ctx, r.main, ref)
 	if err != nil {
 		return err
 	}
 	if b.wt = wt; wt != nil {
-		r.main.touched.addWorktree(*wt, depthFiles)
+		t.of(r.main).addWorktree(*wt, depthFiles)
 	}
 	return nil
 }
@@ -64,8 +64,8 @@ func (b *branchMove) checkBranch(ctx context.Context, r *run, what string) error
 
 func (s *mergeStep) name() proposal.Op { return proposal.OpMerge }
 
-func (s *mergeStep) touch(ctx context.Context, r *run) error {
-	return s.touchBranch(ctx, r, s.a.Target)
+func (s *mergeStep) touch(ctx context.Context, r *run, t touches) error {
+	return s.touchBranch(ctx, r, t, s.a.Target)
 }
 
 func (s *mergeStep) check(ctx context.Context, r *run) error {
@@ -109,7 +109,7 @@ func (s *mergeStep) fastForward(base, old, src string) bool {
 	return base == old && base != src && s.a.Strategy == proposal.MergeCommit
 }
 
-func (s *mergeStep) do(ctx context.Context, r *run) error {
+func (s *mergeStep) do(ctx context.Context, r *run, w *writing) error {
 	rc := r.main
 	ref := proposal.BranchRef(s.a.Target)
 	old, src := r.expect[ref], r.expect[s.a.Source]
@@ -179,11 +179,11 @@ func (s *mergeStep) do(ctx context.Context, r *run) error {
 	}
 	r.e.step("before-ref-update")
 	msg := fmt.Sprintf("sluice: merge %s into %s (proposal %s)", s.a.Source, s.a.Target, r.p.ID)
-	if err := r.moveCheckout(ctx, rc, ref, old, next, s.wt, msg, added); err != nil {
+	if err := r.moveCheckout(ctx, w, rc, ref, old, next, s.wt, msg, added); err != nil {
 		return err
 	}
 	if s.wt != nil && tree != "" {
-		rc.movedHeads[s.wt.path] = head{sym: ref, sha: next, tree: tree}
+		w.left[rc].movedHeads[s.wt.path] = head{sym: ref, sha: next, tree: tree}
 	}
 	r.moved(rc, ref, next, s.wt != nil && s.wt.path == rc.path)
 	r.note("merged %s into %s (%s): %s → %s", s.a.Source, s.a.Target, how, short(old), short(next))
@@ -207,15 +207,15 @@ type rebaseStep struct {
 
 func (s *rebaseStep) name() proposal.Op { return proposal.OpRebase }
 
-func (s *rebaseStep) touch(ctx context.Context, r *run) error {
-	return s.touchBranch(ctx, r, s.a.Branch)
+func (s *rebaseStep) touch(ctx context.Context, r *run, t touches) error {
+	return s.touchBranch(ctx, r, t, s.a.Branch)
 }
 
 func (s *rebaseStep) check(ctx context.Context, r *run) error {
 	return s.checkBranch(ctx, r, "the branch "+s.a.Branch)
 }
 
-func (s *rebaseStep) do(ctx context.Context, r *run) error {
+func (s *rebaseStep) do(ctx context.Context, r *run, w *writing) error {
 	rc := r.main
 	ref := proposal.BranchRef(s.a.Branch)
 	old, onto := r.expect[ref], r.expect[s.a.Onto]
@@ -250,7 +250,7 @@ func (s *rebaseStep) do(ctx context.Context, r *run) error {
 	}
 	r.e.step("before-ref-update")
 	msg := fmt.Sprintf("sluice: rebase %s onto %s (proposal %s)", s.a.Branch, s.a.Onto, r.p.ID)
-	if err := r.moveCheckout(ctx, rc, ref, old, next, s.wt, msg, nil); err != nil {
+	if err := r.moveCheckout(ctx, w, rc, ref, old, next, s.wt, msg, nil); err != nil {
 		return err
 	}
 	r.moved(rc, ref, next, s.wt != nil && s.wt.path == rc.path)

@@ -22,10 +22,10 @@ type branchStep struct{ a *proposal.BranchArgs }
 
 func (s *branchStep) name() proposal.Op { return proposal.OpBranch }
 
-func (s *branchStep) touch(_ context.Context, r *run) error {
-	r.main.touched.addRef(proposal.BranchRef(s.a.Name))
+func (s *branchStep) touch(_ context.Context, r *run, t touches) error {
+	t.of(r.main).addRef(proposal.BranchRef(s.a.Name))
 	if s.a.Checkout {
-		r.main.touched.addWorktree(r.main.main(), depthFiles)
+		t.of(r.main).addWorktree(r.main.main(), depthFiles)
 	}
 	return nil
 }
@@ -37,7 +37,7 @@ func (s *branchStep) check(ctx context.Context, r *run) error {
 	return r.requireClean(ctx, r.main, r.main.main(), "the working tree")
 }
 
-func (s *branchStep) do(ctx context.Context, r *run) error {
+func (s *branchStep) do(ctx context.Context, r *run, w *writing) error {
 	ref, start := proposal.BranchRef(s.a.Name), r.expect[s.a.StartPoint]
 	msg := fmt.Sprintf("sluice: branch %s at %s (proposal %s)", s.a.Name, s.a.StartPoint, r.p.ID)
 	if err := r.cas(ctx, r.main, ref, start, "", msg); err != nil {
@@ -49,13 +49,13 @@ func (s *branchStep) do(ctx context.Context, r *run) error {
 	if !s.a.Checkout {
 		return nil
 	}
-	return s.switchTo(ctx, r, ref, start, msg)
+	return s.switchTo(ctx, r, w, ref, start, msg)
 }
 
 // switchTo moves the main working tree onto the new branch: its files
 // follow with a two-tree read-tree (refused first when an untracked or
 // ignored file is in the way), then HEAD is pointed at the branch.
-func (s *branchStep) switchTo(ctx context.Context, r *run, ref, start, msg string) error {
+func (s *branchStep) switchTo(ctx context.Context, r *run, w *writing, ref, start, msg string) error {
 	wt := r.main.main()
 	h, err := r.head(ctx)
 	if err != nil {
@@ -65,7 +65,7 @@ func (s *branchStep) switchTo(ctx context.Context, r *run, ref, start, msg strin
 		if err := r.main.followable(ctx, wt, h.sha, start, nil); err != nil {
 			return err
 		}
-		if err := r.main.follow(ctx, wt, h.sha, start); err != nil {
+		if err := r.main.follow(ctx, w.left[r.main], wt, h.sha, start); err != nil {
 			return err
 		}
 	}
@@ -84,11 +84,11 @@ type worktreeStep struct{ a *proposal.WorktreeArgs }
 
 func (s *worktreeStep) name() proposal.Op { return proposal.OpWorktree }
 
-func (s *worktreeStep) touch(_ context.Context, r *run) error {
+func (s *worktreeStep) touch(_ context.Context, r *run, t touches) error {
 	if s.a.NewBranch {
-		r.main.touched.addRef(proposal.BranchRef(s.a.Branch))
+		t.of(r.main).addRef(proposal.BranchRef(s.a.Branch))
 	}
-	r.main.touched.newWorktree = s.a.Path
+	t.of(r.main).newWorktree = s.a.Path
 	return nil
 }
 
@@ -135,7 +135,7 @@ func (s *worktreeStep) checkPlace(r *run) error {
 	return nil
 }
 
-func (s *worktreeStep) do(ctx context.Context, r *run) error {
+func (s *worktreeStep) do(ctx context.Context, r *run, w *writing) error {
 	rc := r.main
 	ref := proposal.BranchRef(s.a.Branch)
 	if s.a.NewBranch {
@@ -170,18 +170,18 @@ type pushStep struct{ a *proposal.PushArgs }
 
 func (s *pushStep) name() proposal.Op { return proposal.OpPush }
 
-func (s *pushStep) touch(_ context.Context, r *run) error {
-	r.main.touched.addRef(s.a.LeaseRef())
+func (s *pushStep) touch(_ context.Context, r *run, t touches) error {
+	t.of(r.main).addRef(s.a.LeaseRef())
 	if s.a.SetUpstream {
-		r.main.touched.addConfig(s.a.Branch)
+		t.of(r.main).addConfig(s.a.Branch)
 	}
-	r.main.touched.note = "a restore puts back the local remote-tracking ref and branch configuration only; what was pushed stays on the remote"
+	t.of(r.main).note = "a restore puts back the local remote-tracking ref and branch configuration only; what was pushed stays on the remote"
 	return nil
 }
 
 func (s *pushStep) check(context.Context, *run) error { return nil }
 
-func (s *pushStep) do(ctx context.Context, r *run) error {
+func (s *pushStep) do(ctx context.Context, r *run, w *writing) error {
 	rc := r.main
 	sha := r.expect[proposal.BranchRef(s.a.Branch)]
 	dst := proposal.BranchRef(s.a.RemoteName())
@@ -263,14 +263,14 @@ type branchSet struct {
 	pins     map[string]string
 }
 
-func (s *branchDeleteStep) touch(_ context.Context, r *run) error {
+func (s *branchDeleteStep) touch(_ context.Context, r *run, t touches) error {
 	for _, set := range s.branchSets(r) {
 		if set.rc == nil {
 			return newErr(CodeInvalidArgument, "a repository named by the proposal could not be opened")
 		}
 		for _, b := range set.branches {
-			set.rc.touched.addRef(proposal.BranchRef(b))
-			set.rc.touched.addConfig(b)
+			t.of(set.rc).addRef(proposal.BranchRef(b))
+			t.of(set.rc).addConfig(b)
 		}
 	}
 	return nil
@@ -354,7 +354,7 @@ func (k kept) name(r *run) string {
 	return k.branch
 }
 
-func (s *branchDeleteStep) do(ctx context.Context, r *run) error {
+func (s *branchDeleteStep) do(ctx context.Context, r *run, w *writing) error {
 	var deleted []string
 	for _, set := range s.branchSets(r) {
 		del := s.del[set.rc]

@@ -15,8 +15,8 @@ type discardStep struct{ a *proposal.DiscardArgs }
 
 func (s *discardStep) name() proposal.Op { return proposal.OpDiscard }
 
-func (s *discardStep) touch(_ context.Context, r *run) error {
-	r.main.touched.addWorktree(r.main.main(), depthFiles)
+func (s *discardStep) touch(_ context.Context, r *run, t touches) error {
+	t.of(r.main).addWorktree(r.main.main(), depthFiles)
 	return nil
 }
 
@@ -30,7 +30,7 @@ func (s *discardStep) check(ctx context.Context, r *run) error {
 	return s.verify(ctx, r)
 }
 
-func (s *discardStep) do(ctx context.Context, r *run) error {
+func (s *discardStep) do(ctx context.Context, r *run, w *writing) error {
 	rc := r.main
 	head := r.expect["HEAD"]
 	// git restore refuses a path it knows nothing about (one that holds
@@ -70,21 +70,21 @@ type resetStep struct {
 
 func (s *resetStep) name() proposal.Op { return proposal.OpReset }
 
-func (s *resetStep) touch(ctx context.Context, r *run) error {
+func (s *resetStep) touch(ctx context.Context, r *run, t touches) error {
 	h, err := r.head(ctx)
 	if err != nil {
 		return err
 	}
 	s.sym = h.sym
 	if h.sym != "" {
-		r.main.touched.addRef(h.sym)
+		t.of(r.main).addRef(h.sym)
 	}
 	// soft moves only HEAD, mixed the index too, hard the files too.
 	d := map[proposal.ResetMode]depth{proposal.ResetSoft: depthHead, proposal.ResetMixed: depthIndex}[s.a.Mode]
 	if s.a.Mode == proposal.ResetHard {
 		d = depthFiles
 	}
-	r.main.touched.addWorktree(r.main.main(), d)
+	t.of(r.main).addWorktree(r.main.main(), d)
 	return nil
 }
 
@@ -107,7 +107,7 @@ func (s *resetStep) check(ctx context.Context, r *run) error {
 	return s.verify(ctx, r)
 }
 
-func (s *resetStep) do(ctx context.Context, r *run) error {
+func (s *resetStep) do(ctx context.Context, r *run, w *writing) error {
 	rc := r.main
 	old, target := r.expect["HEAD"], r.expect[s.a.Target]
 	ref := s.sym
@@ -144,8 +144,8 @@ type patchStep struct{ a *proposal.PatchArgs }
 
 func (s *patchStep) name() proposal.Op { return proposal.OpPatch }
 
-func (s *patchStep) touch(_ context.Context, r *run) error {
-	r.main.touched.addWorktree(r.main.main(), depthFiles)
+func (s *patchStep) touch(_ context.Context, r *run, t touches) error {
+	t.of(r.main).addWorktree(r.main.main(), depthFiles)
 	return nil
 }
 
@@ -161,7 +161,7 @@ func (s *patchStep) check(ctx context.Context, r *run) error {
 	return s.verify(ctx, r)
 }
 
-func (s *patchStep) do(ctx context.Context, r *run) error {
+func (s *patchStep) do(ctx context.Context, r *run, w *writing) error {
 	rc := r.main
 	args := []string{"apply", "--whitespace=nowarn"}
 	where := "the working tree"
@@ -177,7 +177,7 @@ func (s *patchStep) do(ctx context.Context, r *run) error {
 	}
 	r.changed = true
 	if s.a.Target != proposal.PatchIndex {
-		r.main.dirtied[r.main.path] = true
+		w.left[r.main].dirtied[r.main.path] = true
 	}
 	if err := s.verifyAfter(ctx, r); err != nil {
 		return err

@@ -194,9 +194,9 @@ func (tk *taken) cleanup() {
 	}
 }
 
-// takeRestorePoint records rc.touched under RestorePrefix+rp.ID. Every
-// ref is created in one transaction that fails if any already exists.
-func (rc *repoCtx) takeRestorePoint(ctx context.Context, rp *RestorePoint) (*taken, error) {
+// takeRestorePoint records t under RestorePrefix+rp.ID. Every ref is
+// created in one transaction that fails if any already exists.
+func (rc *repoCtx) takeRestorePoint(ctx context.Context, rp *RestorePoint, t touchSet) (*taken, error) {
 	if rp.Label != "" {
 		existing, err := ListRestorePoints(ctx, rc.repo)
 		if err != nil {
@@ -208,7 +208,6 @@ func (rc *repoCtx) takeRestorePoint(ctx context.Context, rp *RestorePoint) (*tak
 		}
 		rp.Label = uniqueLabel(rp.Label, labels)
 	}
-	t := rc.touched
 	tk := &taken{rp: rp, current: map[string]trees{}}
 	rp.Repo, rp.Note = rc.path, t.note
 	var err error
@@ -216,7 +215,7 @@ func (rc *repoCtx) takeRestorePoint(ctx context.Context, rp *RestorePoint) (*tak
 		return nil, err
 	}
 	for _, wt := range t.sortedWorktrees() {
-		st, tr, err := rc.stateOf(ctx, wt, t.worktrees[wt], keepSnapshot, "sluice restore point "+rp.ID)
+		st, tr, err := rc.stateOf(ctx, wt, t.worktrees[wt], keepSnapshot, "sluice restore point "+rp.ID, false)
 		if err != nil {
 			tk.cleanup()
 			return nil, err
@@ -272,9 +271,10 @@ func (rc *repoCtx) takeRestorePoint(ctx context.Context, rp *RestorePoint) (*tak
 	return tk, nil
 }
 
-// endRestorePoint records the state the operation left behind.
-func (rc *repoCtx) endRestorePoint(ctx context.Context, tk *taken, outcome string, now time.Time) error {
-	end, err := rc.endState(ctx, tk.rp, outcome, now, keepObjects)
+// endRestorePoint records the state the operation left behind; left,
+// when not nil, is what the operation knows of it.
+func (rc *repoCtx) endRestorePoint(ctx context.Context, tk *taken, outcome string, now time.Time, left *effects) error {
+	end, err := rc.endState(ctx, tk.rp, outcome, now, keepObjects, left)
 	if err != nil {
 		return err
 	}
@@ -302,21 +302,22 @@ func (rc *repoCtx) endRestorePoint(ctx context.Context, tk *taken, outcome strin
 // The executor passes keepObjects: the files it just changed are hashed
 // into the repository, where the next step (a commit of them, say) finds
 // them instead of hashing and writing them again.
-func (rc *repoCtx) endState(ctx context.Context, rp *RestorePoint, outcome string, now time.Time, how keep) (*EndState, error) {
+func (rc *repoCtx) endState(ctx context.Context, rp *RestorePoint, outcome string, now time.Time, how keep, left *effects) (*EndState, error) {
 	end := &EndState{At: now.UTC().Truncate(time.Millisecond), Outcome: outcome}
 	// The end state is one moment: the worktrees are read first, and the
 	// branch checked out in the main one is not read twice.
-	if rc.before == nil {
-		rc.before = newReadCache()
-		defer func() { rc.before = nil }()
-	}
-	for path, ok := range rc.settled {
-		if ok {
-			rc.before.putStatus(path, []byte{})
+	rc = rc.atOneMoment()
+	var dirtied map[string]bool
+	if left != nil {
+		for path, ok := range left.settled {
+			if ok {
+				rc.reads.putStatus(path, []byte{})
+			}
 		}
-	}
-	for path, h := range rc.movedHeads {
-		rc.before.putHead(path, h)
+		for path, h := range left.movedHeads {
+			rc.reads.putHead(path, h)
+		}
+		dirtied = left.dirtied
 	}
 	for _, w := range rp.Worktrees {
 		wt, err := rc.worktreeAt(ctx, w.Path)
@@ -326,7 +327,7 @@ func (rc *repoCtx) endState(ctx context.Context, rp *RestorePoint, outcome strin
 			}
 			return nil, err
 		}
-		st, _, err := rc.stateOf(ctx, wt, w.depth(), how, "")
+		st, _, err := rc.stateOf(ctx, wt, w.depth(), how, "", dirtied[wt.path])
 		if err != nil {
 			return nil, err
 		}
@@ -376,7 +377,7 @@ func (rc *repoCtx) dropRestorePoint(ctx context.Context, id string) error {
 func (rc *repoCtx) refStates(ctx context.Context, refs []string) ([]RefState, error) {
 	out := make([]RefState, 0, len(refs))
 	have := map[string]string{}
-	if h, ok := rc.before.headOf(rc.path); ok && h.sym != "" {
+	if h, ok := rc.reads.headOf(rc.path); ok && h.sym != "" {
 		have[h.sym] = h.sha
 	}
 	var ask []string
@@ -617,7 +618,7 @@ func RestorePointDetails(ctx context.Context, repo *gitx.Repo, id string) (*Deta
 // readOnlyCtx is a repository context for reads only; the caller already
 // confined and opened repo.
 func readOnlyCtx(repo *gitx.Repo) *repoCtx {
-	return &repoCtx{path: repo.Root, repo: repo, g: newGitEnv(repo, gitx.DefaultTimeout)}
+	return &repoCtx{path: repo.Root, repo: repo, g: newGitEnv(repo, gitx.DefaultTimeout), store: &objectStore{}}
 }
 
 // conflicts compares the present with the state the operation left
@@ -652,7 +653,7 @@ func (rc *repoCtx) conflicts(ctx context.Context, rp *RestorePoint) ([]Conflict,
 			}
 			return nil, err
 		}
-		st, _, err := rc.stateOf(ctx, wt, w.depth(), keepNothing, "")
+		st, _, err := rc.stateOf(ctx, wt, w.depth(), keepNothing, "", false)
 		if errors.Is(err, &Error{Code: CodeOperationInProgress}) {
 			out = append(out, Conflict{Kind: "index", Path: w.Path, Message: err.Error()})
 			continue
@@ -745,11 +746,39 @@ type RestoreResult struct {
 }
 
 // restore puts rp back. The caller holds the repository lock.
-func (rc *repoCtx) restore(ctx context.Context, rp *RestorePoint, force bool, now time.Time, hook func(string)) (*RestoreResult, error) {
+func (e *Executor) restore(ctx context.Context, rc *repoCtx, rp *RestorePoint, force bool) (*RestoreResult, error) {
+	now := e.now()
 	// The checks and the undo point look at one moment (see readCache),
 	// until the restore writes.
-	rc.before = newReadCache()
-	defer func() { rc.before = nil }()
+	at := rc.atOneMoment()
+	conflicts, err := at.restorable(ctx, rp, force)
+	if err != nil {
+		return nil, err
+	}
+	undo, err := at.takeUndoPoint(ctx, rp, now)
+	if err != nil {
+		return nil, err
+	}
+	defer undo.cleanup()
+	res := &RestoreResult{Repo: rc.path, RestorePoint: rp.ID, ProposalID: rp.ProposalID, UndoPoint: undo.rp.ID, Forced: force,
+		Refs: []RefChange{}, Note: rp.Note}
+	if force {
+		res.Conflicts = conflicts
+	}
+	e.step("restore-undo-point")
+	if err := rc.putBack(ctx, rp, undo, force, res); err != nil {
+		return res, err
+	}
+	if err := rc.endRestorePoint(ctx, undo.taken, EndRestored, now, nil); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// restorable returns what changed after the operation, and refuses
+// (restore_conflict) when something did and force is not set, or when a
+// ref to move is checked out where the restore point does not reach.
+func (rc *repoCtx) restorable(ctx context.Context, rp *RestorePoint, force bool) ([]Conflict, error) {
 	conflicts, err := rc.conflicts(ctx, rp)
 	if err != nil {
 		return nil, err
@@ -767,10 +796,23 @@ func (rc *repoCtx) restore(ctx context.Context, rp *RestorePoint, force bool, no
 	if err := rc.refuseCheckedOut(ctx, rp); err != nil {
 		return nil, err
 	}
-	// What the restore touches, recorded first so that it can be undone.
-	rc.touched = touchSet{}
+	return conflicts, nil
+}
+
+// undoPoint is the restore point a restore takes of the present, with
+// the worktrees of the point it restores as they are now (a zero
+// worktree for one that is gone).
+type undoPoint struct {
+	*taken
+	wts []worktree
+}
+
+// takeUndoPoint records what restoring rp touches, so that the restore
+// can be undone.
+func (rc *repoCtx) takeUndoPoint(ctx context.Context, rp *RestorePoint, now time.Time) (*undoPoint, error) {
+	var t touchSet
 	for _, r := range rp.Refs {
-		rc.touched.addRef(r.Ref)
+		t.addRef(r.Ref)
 	}
 	var wts []worktree
 	for _, w := range rp.Worktrees {
@@ -783,26 +825,23 @@ func (rc *repoCtx) restore(ctx context.Context, rp *RestorePoint, force bool, no
 			return nil, err
 		}
 		wts = append(wts, wt)
-		rc.touched.addWorktree(wt, w.depth())
+		t.addWorktree(wt, w.depth())
 	}
 	for _, c := range rp.Config {
-		rc.touched.addConfig(c.Branch)
+		t.addConfig(c.Branch)
 	}
 	undo := &RestorePoint{ID: undoID(now), Kind: KindRestore, Restores: rp.ID, ProposalID: rp.ProposalID,
 		Op: rp.Op, CreatedAt: now.UTC().Truncate(time.Millisecond), Label: "before restore of “" + labelOf(rp) + "”"}
-	tk, err := rc.takeRestorePoint(ctx, undo)
+	tk, err := rc.takeRestorePoint(ctx, undo, t)
 	if err != nil {
 		return nil, err
 	}
-	defer tk.cleanup()
-	rc.before = nil
-	res := &RestoreResult{Repo: rc.path, RestorePoint: rp.ID, ProposalID: rp.ProposalID, UndoPoint: undo.ID, Forced: force,
-		Refs: []RefChange{}, Note: rp.Note}
-	if force {
-		res.Conflicts = conflicts
-	}
-	hook("restore-undo-point")
+	return &undoPoint{taken: tk, wts: wts}, nil
+}
 
+// putBack writes rp back over what undo recorded of the present, and
+// adds what it changed to res.
+func (rc *repoCtx) putBack(ctx context.Context, rp *RestorePoint, undo *undoPoint, force bool, res *RestoreResult) error {
 	// A worktree the operation added goes first: its branch may be among
 	// the refs to delete.
 	if p := rp.NewWorktree; p != "" {
@@ -812,11 +851,36 @@ func (rc *repoCtx) restore(ctx context.Context, rp *RestorePoint, force bool, no
 				args = append(args, "--force")
 			}
 			if _, err := rc.g.run(ctx, call{dir: rc.path, args: append(args, "--", p)}); err != nil {
-				return res, err
+				return err
 			}
 			res.RemovedWorktree = p
 		}
 	}
+	if err := rc.putBackRefs(ctx, rp, undo.rp, res); err != nil {
+		return err
+	}
+	for i, want := range rp.Worktrees {
+		wt := undo.wts[i]
+		if wt.path == "" {
+			continue
+		}
+		if err := rc.putBackWorktree(ctx, rp.ID, wt, want, undo); err != nil {
+			return err
+		}
+		res.Worktrees = append(res.Worktrees, wt.path)
+	}
+	for _, sec := range rp.Config {
+		if err := rc.restoreConfig(ctx, sec); err != nil {
+			return err
+		}
+		res.Config = append(res.Config, "branch."+sec.Branch)
+	}
+	return nil
+}
+
+// putBackRefs moves every ref of rp that is elsewhere now back, in one
+// transaction that fails if any of them moved since undo was taken.
+func (rc *repoCtx) putBackRefs(ctx context.Context, rp, undo *RestorePoint, res *RestoreResult) error {
 	var in bytes.Buffer
 	for _, want := range rp.Refs {
 		cur, _ := undo.ref(want.Ref)
@@ -836,46 +900,32 @@ func (rc *repoCtx) restore(ctx context.Context, rp *RestorePoint, force bool, no
 	}
 	if in.Len() > 0 {
 		if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-m", "sluice: restore " + rp.ID, "--stdin"}, stdin: in.Bytes()}); err != nil {
-			return res, restoreRaced(err)
+			return restoreRaced(err)
 		}
 	}
-	for i, want := range rp.Worktrees {
-		wt := wts[i]
-		if wt.path == "" {
-			continue
+	return nil
+}
+
+// putBackWorktree puts the HEAD of wt back as want recorded it, and its
+// index or files to want's depth.
+func (rc *repoCtx) putBackWorktree(ctx context.Context, id string, wt worktree, want WorktreeState, undo *undoPoint) error {
+	cur := undo.rp.Worktrees[slices.IndexFunc(undo.rp.Worktrees, func(w WorktreeState) bool { return w.Path == wt.path })]
+	if want.Head != "" && cur.Head != want.Head {
+		if _, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"symbolic-ref", "-m", "sluice: restore " + id, "HEAD", want.Head}}); err != nil {
+			return err
 		}
-		cur := undo.Worktrees[slices.IndexFunc(undo.Worktrees, func(w WorktreeState) bool { return w.Path == wt.path })]
-		if want.Head != "" && cur.Head != want.Head {
-			if _, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"symbolic-ref", "-m", "sluice: restore " + rp.ID, "HEAD", want.Head}}); err != nil {
-				return res, err
-			}
-		} else if want.Head == "" && (cur.Head != "" || cur.HeadSHA != want.HeadSHA) {
-			if _, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"update-ref", "--no-deref", "-m", "sluice: restore " + rp.ID, "HEAD", want.HeadSHA}}); err != nil {
-				return res, err
-			}
+	} else if want.Head == "" && (cur.Head != "" || cur.HeadSHA != want.HeadSHA) {
+		if _, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"update-ref", "--no-deref", "-m", "sluice: restore " + id, "HEAD", want.HeadSHA}}); err != nil {
+			return err
 		}
-		switch want.depth() {
-		case depthFiles:
-			if err := rc.g.restoreFiles(ctx, wt, want, tk.current[wt.path]); err != nil {
-				return res, err
-			}
-		case depthIndex:
-			if err := rc.g.restoreIndex(ctx, wt, want.Index); err != nil {
-				return res, err
-			}
-		}
-		res.Worktrees = append(res.Worktrees, wt.path)
 	}
-	for _, sec := range rp.Config {
-		if err := rc.restoreConfig(ctx, sec); err != nil {
-			return res, err
-		}
-		res.Config = append(res.Config, "branch."+sec.Branch)
+	switch want.depth() {
+	case depthFiles:
+		return rc.g.restoreFiles(ctx, wt, want, undo.current[wt.path])
+	case depthIndex:
+		return rc.g.restoreIndex(ctx, wt, want.Index)
 	}
-	if err := rc.endRestorePoint(ctx, tk, EndRestored, now); err != nil {
-		return res, err
-	}
-	return res, nil
+	return nil
 }
 
 func restoreRaced(err error) error {

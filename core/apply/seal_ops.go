@@ -553,7 +553,7 @@ func (s *worktreeStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, 
 // seal: recording stages the submodule's pinned commit as the gitlink;
 // returning moves the submodule's checkout to the recorded commit.
 func (s *submoduleStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, error) {
-	if err := s.touch(ctx, sl.r); err != nil {
+	if err := s.touch(ctx, sl.r, touches{}); err != nil {
 		return proposal.Sealed{}, err
 	}
 	subHead := sl.r.p.Pinned.Repos[s.sub.path]["HEAD"]

@@ -53,14 +53,14 @@ type worktree struct {
 // runs without optional locks. Before the operation changes anything, the
 // answer is cached (see readCache).
 func (rc *repoCtx) status(ctx context.Context, wt worktree) ([]byte, error) {
-	if out, ok := rc.before.statusOf(wt.path); ok {
+	if out, ok := rc.reads.statusOf(wt.path); ok {
 		return out, nil
 	}
 	res, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"status", "--porcelain=v1", "-z", "--untracked-files=normal", "--ignore-submodules=dirty"}})
 	if err != nil {
 		return nil, err
 	}
-	rc.before.putStatus(wt.path, res.out)
+	rc.reads.putStatus(wt.path, res.out)
 	return res.out, nil
 }
 
@@ -98,21 +98,22 @@ func (rc *repoCtx) dirtyTracked(ctx context.Context, wt worktree) ([]string, err
 
 // headOf reads the HEAD of the worktree at dir, cached like status.
 func (rc *repoCtx) headOf(ctx context.Context, dir string) (head, error) {
-	if h, ok := rc.before.headOf(dir); ok {
+	if h, ok := rc.reads.headOf(dir); ok {
 		return h, nil
 	}
 	h, err := rc.g.headOf(ctx, dir)
 	if err == nil {
-		rc.before.putHead(dir, h)
+		rc.reads.putHead(dir, h)
 	}
 	return h, err
 }
 
-// readCache holds what the worktrees of a repository looked like before
-// an operation changed anything. Checking the pins, the checks and the
-// restore point all look at that one moment, so they share one git
-// process per question. The executor drops the cache before the
-// operation's first write; a nil cache caches nothing.
+// readCache holds what the worktrees of a repository looked like at one
+// moment: before an operation changed anything, or when a restore looks.
+// Checking the pins, the checks and the restore point all look at that
+// one moment, so they share one git process per question. The executor
+// ends the cache before the operation's first write; a nil or ended
+// cache caches nothing.
 type readCache struct {
 	heads  map[string]head
 	status map[string][]byte
@@ -122,8 +123,21 @@ func newReadCache() *readCache {
 	return &readCache{heads: map[string]head{}, status: map[string][]byte{}}
 }
 
-func (c *readCache) headOf(dir string) (head, bool) {
+// live reports whether the cache still caches.
+func (c *readCache) live() bool { return c != nil && c.status != nil }
+
+// end ends the moment and returns the statuses it saw.
+func (c *readCache) end() map[string][]byte {
 	if c == nil {
+		return nil
+	}
+	seen := c.status
+	c.heads, c.status = nil, nil
+	return seen
+}
+
+func (c *readCache) headOf(dir string) (head, bool) {
+	if !c.live() {
 		return head{}, false
 	}
 	h, ok := c.heads[dir]
@@ -131,13 +145,13 @@ func (c *readCache) headOf(dir string) (head, bool) {
 }
 
 func (c *readCache) putHead(dir string, h head) {
-	if c != nil {
+	if c.live() {
 		c.heads[dir] = h
 	}
 }
 
 func (c *readCache) statusOf(dir string) ([]byte, bool) {
-	if c == nil {
+	if !c.live() {
 		return nil, false
 	}
 	out, ok := c.status[dir]
@@ -145,7 +159,7 @@ func (c *readCache) statusOf(dir string) ([]byte, bool) {
 }
 
 func (c *readCache) putStatus(dir string, out []byte) {
-	if c != nil {
+	if c.live() {
 		c.status[dir] = out
 	}
 }
@@ -281,8 +295,9 @@ const (
 )
 
 // stateOf records the worktree: its HEAD and, to depth, its index and
-// files as trees.
-func (rc *repoCtx) stateOf(ctx context.Context, wt worktree, d depth, how keep, label string) (WorktreeState, trees, error) {
+// files as trees. dirty says the worktree has changes for certain, so
+// its files go straight to hashing.
+func (rc *repoCtx) stateOf(ctx context.Context, wt worktree, d depth, how keep, label string, dirty bool) (WorktreeState, trees, error) {
 	g := rc.g
 	h, err := rc.headOf(ctx, wt.path)
 	if err != nil {
@@ -313,7 +328,7 @@ func (rc *repoCtx) stateOf(ctx context.Context, wt worktree, d depth, how keep, 
 		return st, trees{}, nil
 	}
 	clean := false
-	if !rc.dirtied[wt.path] {
+	if !dirty {
 		if clean, err = rc.clean(ctx, wt); err != nil {
 			return WorktreeState{}, trees{}, err
 		}
@@ -330,7 +345,7 @@ func (rc *repoCtx) stateOf(ctx context.Context, wt worktree, d depth, how keep, 
 		return WorktreeState{}, trees{}, err
 	}
 	st.Index, st.Tree = t.index, t.files
-	if rc.dirtied[wt.path] {
+	if dirty {
 		// No status said so: the trees tell whether it is clean after all.
 		st.Clean = t.index == h.tree && t.files == h.tree
 	}
