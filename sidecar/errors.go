@@ -153,7 +153,7 @@ func codedToolError(err error) *ToolError {
 }
 
 // handlerFunc is the shape of every tool implementation in this package:
-// it returns its output or an error, and addTool turns errors into
+// it returns its output or an error, and registerTool turns errors into
 // structured tool results.
 type handlerFunc[In, Out any] func(ctx context.Context, req *mcp.CallToolRequest, in In) (Out, error)
 
@@ -161,23 +161,57 @@ type handlerFunc[In, Out any] func(ctx context.Context, req *mcp.CallToolRequest
 // structured error, and whose protocol faults (a *jsonrpc.Error) stay
 // JSON-RPC errors.
 func addTool[In, Out any, P errorSetter[Out]](s *mcp.Server, t *mcp.Tool, h handlerFunc[In, Out]) {
+	registerTool[In, Out, P](s, t, h, nil)
+}
+
+// outcomeStep is the extra step of a tool whose result carries an outcome
+// (a proposal's). Its isError results show the whole output, whose status
+// the model acts on, not only the error.
+type outcomeStep[Out any] struct {
+	// failure is the error a successful call's outcome stands for, or nil;
+	// with it set, such an outcome is an isError result too. A nil failure
+	// reports every outcome as a success.
+	failure func(Out) *ToolError
+}
+
+// registerTool is the one path from a handler to an MCP result: the
+// output as it is, a failure as an isError result with a structured
+// error, a protocol fault (a *jsonrpc.Error) as a JSON-RPC error.
+// outcome, when not nil, adds the step for results that carry one.
+func registerTool[In, Out any, P errorSetter[Out]](s *mcp.Server, t *mcp.Tool, h handlerFunc[In, Out], outcome *outcomeStep[Out]) {
 	if t.OutputSchema == nil {
 		t.OutputSchema = compactOutputSchema[Out](t.Name)
 	}
 	noteTool(s, t.Name)
 	mcp.AddTool(s, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 		out, err := h(ctx, req, in)
-		if err == nil {
-			return nil, out, nil
+		if err != nil {
+			if isProtocolError(err) {
+				var zero Out
+				return nil, zero, err
+			}
+			var failed Out
+			te := asToolError(err)
+			P(&failed).setError(te)
+			return errorResult(failed, te, outcome != nil), failed, nil
 		}
-		if isProtocolError(err) {
-			var zero Out
-			return nil, zero, err
+		if outcome != nil && outcome.failure != nil {
+			if te := outcome.failure(out); te != nil {
+				P(&out).setError(te)
+				return errorResult(out, te, true), out, nil
+			}
 		}
-		te := asToolError(err)
-		var failed Out
-		P(&failed).setError(te)
-		text, _ := json.Marshal(map[string]any{"error": te})
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}}, failed, nil
+		return nil, out, nil
 	})
+}
+
+// errorResult is the isError result of a call that failed with te: its
+// text is the error alone, or the whole output when whole is set.
+func errorResult[Out any](out Out, te *ToolError, whole bool) *mcp.CallToolResult {
+	var v any = map[string]any{"error": te}
+	if whole {
+		v = out
+	}
+	text, _ := json.Marshal(v)
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}}
 }

@@ -527,24 +527,11 @@ func addStatusTool[In any](s *Sidecar, t *mcp.Tool, outcomeIsError bool, h handl
 	if t.OutputSchema == nil {
 		t.OutputSchema = proposalOutputSchema(t.Name)
 	}
-	noteTool(s.server, t.Name)
-	mcp.AddTool(s.server, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, ProposalOut, error) {
-		out, err := h(ctx, req, in)
-		if err != nil {
-			if isProtocolError(err) {
-				return nil, ProposalOut{}, err
-			}
-			out = ProposalOut{}
-			out.setError(asToolError(err))
-		} else if te := outcomeError(out); outcomeIsError && te != nil {
-			out.setError(te)
-		}
-		if out.Error == nil {
-			return nil, out, nil
-		}
-		text, _ := json.Marshal(out)
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}}, out, nil
-	})
+	outcome := &outcomeStep[ProposalOut]{}
+	if outcomeIsError {
+		outcome.failure = outcomeError
+	}
+	registerTool(s.server, t, h, outcome)
 }
 
 // proposalOutputSchema is the wire output schema of a tool that returns

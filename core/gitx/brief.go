@@ -10,7 +10,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Brief is the first thing an agent should read about a repository.
@@ -60,8 +61,10 @@ var conventionalRe = regexp.MustCompile(`^[a-z]+(\([^)]+\))?!?: \S`)
 // processes: one status, one log, one for-each-ref.
 func (repo *Repo) Brief(ctx context.Context) (*Brief, error) {
 	b := &Brief{Root: repo.Root, Bare: repo.Bare, Recent: []Commit{}, Hints: []string{}}
+	// Each process keeps its own error: a failed log only makes the brief
+	// partial, and of the two that are fatal the status's is reported first.
 	var (
-		wg                sync.WaitGroup
+		g                 errgroup.Group
 		st                *StatusResult
 		stErr, logErr     error
 		refErr            error
@@ -70,27 +73,25 @@ func (repo *Repo) Brief(ctx context.Context) (*Brief, error) {
 		headSHA, headName string
 	)
 	if !repo.Bare {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() error {
 			st, stErr = repo.Status(ctx, StatusOptions{Limit: 1})
-		}()
+			return nil
+		})
 	}
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
+	g.Go(func() error {
 		commits, logErr = repo.logCommits(ctx, logOpts{opts: []string{"--max-count=" + fmt.Sprint(briefSample)}, revs: []string{"HEAD"}})
-	}()
-	go func() {
-		defer wg.Done()
+		return nil
+	})
+	g.Go(func() error {
 		var out *Output
 		out, refErr = repo.git(ctx, &cmd{sub: []string{"for-each-ref"}, opts: []string{"--format=%(refname)%00%(symref)%00%(HEAD)%00%(objectname:short=12)"},
 			revs: []string{"refs/heads", "refs/remotes/origin/HEAD"}, limit: 8 << 20})
 		if out != nil {
 			refs = out.Stdout
 		}
-	}()
-	wg.Wait()
+		return nil
+	})
+	g.Wait()
 	if stErr != nil {
 		return nil, stErr
 	}

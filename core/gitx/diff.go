@@ -5,7 +5,8 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // DiffSpec says what to compare. The zero value compares the index with
@@ -285,35 +286,35 @@ func (repo *Repo) WorktreeChanges(ctx context.Context, paths []string, includeUn
 		return nil, err
 	}
 	base := []string{"--raw", "--numstat", "-z", "--no-color", "--no-relative", "--ignore-submodules=dirty", "--abbrev=40"}
+	// Each process keeps its own error: the first in this order is the one
+	// reported, whichever failed first.
 	var (
-		wg                sync.WaitGroup
+		g                 errgroup.Group
 		staged, unstaged  []FileChange
 		untracked         []byte
 		e1, e2, e3        error
 		untrackedComplete = true
 	)
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
+	g.Go(func() error {
 		staged, e1 = repo.rawNumstat(ctx, &cmd{sub: []string{"diff"}, opts: append(append([]string{}, base...), "--cached", "-M"), paths: ps, dashdash: true})
-	}()
-	go func() {
-		defer wg.Done()
+		return nil
+	})
+	g.Go(func() error {
 		unstaged, e2 = repo.rawNumstat(ctx, &cmd{sub: []string{"diff"}, opts: base, paths: ps, dashdash: true})
-	}()
+		return nil
+	})
 	if includeUntracked {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out, err := repo.git(ctx, &cmd{sub: []string{"ls-files"}, opts: []string{"--others", "--exclude-standard", "-z"}, paths: ps, dashdash: true, limit: 4 << 20, truncate: true})
-			e3 = err
+		g.Go(func() error {
+			var out *Output
+			out, e3 = repo.git(ctx, &cmd{sub: []string{"ls-files"}, opts: []string{"--others", "--exclude-standard", "-z"}, paths: ps, dashdash: true, limit: 4 << 20, truncate: true})
 			if out != nil {
 				untracked = out.Stdout
 				untrackedComplete = !out.Truncated
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	g.Wait()
 	for _, e := range []error{e1, e2, e3} {
 		if e != nil {
 			return nil, e

@@ -9,8 +9,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // FleetOptions choose the repositories of a fleet call.
@@ -157,35 +158,33 @@ func codeOf(err error) string {
 // forEachRepo opens each repository and runs fn with bounded parallelism
 // and a per-repository time limit; failures are collected, not fatal.
 func (r *Runner) forEachRepo(ctx context.Context, roots Roots, paths []string, fn func(ctx context.Context, repo *Repo, i int) error) []FleetError {
-	var (
-		mu   sync.Mutex
-		errs []FleetError
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, fleetParallel)
-	)
+	// Each repository's failure is kept in its own slot: one failing does
+	// not stop the others, so no error goes to the group.
+	failed := make([]error, len(paths))
+	var g errgroup.Group
+	g.SetLimit(fleetParallel)
 	for i, p := range paths {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			rctx, cancel := context.WithTimeout(ctx, fleetRepoTimeout)
 			defer cancel()
 			repo, err := r.Open(rctx, roots, p)
 			if err == nil {
 				err = fn(rctx, repo, i)
 			}
-			if err != nil {
-				if rctx.Err() != nil && ctx.Err() == nil {
-					err = ErrTimeout
-				}
-				mu.Lock()
-				errs = append(errs, FleetError{Path: p, Code: codeOf(err), Message: err.Error()})
-				mu.Unlock()
+			if err != nil && rctx.Err() != nil && ctx.Err() == nil {
+				err = ErrTimeout
 			}
-		}()
+			failed[i] = err
+			return nil
+		})
 	}
-	wg.Wait()
+	g.Wait()
+	var errs []FleetError
+	for i, err := range failed {
+		if err != nil {
+			errs = append(errs, FleetError{Path: paths[i], Code: codeOf(err), Message: err.Error()})
+		}
+	}
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Path < errs[j].Path })
 	return errs
 }

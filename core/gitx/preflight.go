@@ -10,7 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // PreflightConflict is one path the operation would leave unmerged.
@@ -246,9 +247,10 @@ func (repo *Repo) rebaseForecast(ctx context.Context, ours, theirs string, confl
 	if len(conflicts) == 0 {
 		return f, nil
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	sem := make(chan struct{}, 4)
+	// A log that fails leaves its conflict without commits; the forecast
+	// stands. Each goroutine writes only its own conflict.
+	var g errgroup.Group
+	g.SetLimit(4)
 	for i := range conflicts {
 		if i == 20 {
 			break
@@ -258,23 +260,18 @@ func (repo *Repo) rebaseForecast(ctx context.Context, ours, theirs string, confl
 		if strings.HasPrefix(p, "-") {
 			p = "./" + p
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			cs, err := repo.logCommits(ctx, logOpts{opts: []string{"--no-merges", "--reverse", "--max-count=20"}, revs: []string{ours, "^" + theirs}, paths: []string{p}})
 			if err != nil {
-				return
+				return nil
 			}
-			mu.Lock()
-			defer mu.Unlock()
 			for _, x := range cs {
 				c.Commits = append(c.Commits, x.SHA)
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	g.Wait()
 	return f, nil
 }
 

@@ -5,7 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Ref is a branch, remote-tracking branch or tag.
@@ -235,8 +236,10 @@ func (repo *Repo) BranchStack(ctx context.Context, branch, base string) (*Branch
 		st.Merged = true
 	}
 
+	// Each process keeps its own error: the first in this order is the one
+	// reported, whichever failed first.
 	var (
-		wg                 sync.WaitGroup
+		g                  errgroup.Group
 		chainOut, aboveOut *Output
 		forkOut, behindOut *Output
 		e1, e2, e3, e4     error
@@ -245,23 +248,21 @@ func (repo *Repo) BranchStack(ctx context.Context, branch, base string) (*Branch
 	if mb != "" {
 		chainRevs = append(chainRevs, "^"+mb)
 	}
-	wg.Add(3)
-	go func() {
-		defer wg.Done()
+	g.Go(func() error {
 		chainOut, e1 = repo.git(ctx, &cmd{sub: []string{"rev-list"}, opts: []string{"--first-parent", "--max-count=" + strconv.Itoa(maxStackWalk)}, revs: chainRevs, limit: 1 << 20})
-	}()
-	go func() {
-		defer wg.Done()
+		return nil
+	})
+	g.Go(func() error {
 		aboveOut, e2 = repo.git(ctx, &cmd{sub: []string{"for-each-ref"}, opts: []string{"--format=%(refname:short)", "--contains=" + tip}, revs: []string{"refs/heads"}, limit: 4 << 20})
-	}()
-	go func() {
-		defer wg.Done()
-		if mb == "" {
-			return
-		}
-		behindOut, e4 = repo.git(ctx, &cmd{sub: []string{"rev-list"}, opts: []string{"--count"}, revs: []string{baseSHA, "^" + mb}, limit: 4096})
-	}()
-	wg.Wait()
+		return nil
+	})
+	if mb != "" {
+		g.Go(func() error {
+			behindOut, e4 = repo.git(ctx, &cmd{sub: []string{"rev-list"}, opts: []string{"--count"}, revs: []string{baseSHA, "^" + mb}, limit: 4096})
+			return nil
+		})
+	}
+	g.Wait()
 	for _, e := range []error{e1, e2, e4} {
 		if e != nil {
 			return nil, e

@@ -8,7 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Repo is an opened repository: its canonical locations, and the
@@ -94,25 +95,23 @@ func (r *Runner) openCanonical(ctx context.Context, roots Roots, canon string) (
 	env := []string{"GIT_CEILING_DIRECTORIES=" + ceiling}
 
 	var (
-		wg      sync.WaitGroup
+		g       errgroup.Group
 		cfgOut  *Output
-		cfgErr  error
-		revOut  *Output
-		revErr  error
 		revArgs = []string{"--path-format=absolute", "--is-bare-repository", "--is-inside-work-tree",
 			"--git-dir", "--git-common-dir", "--show-object-format", "--is-shallow-repository",
 			"--show-toplevel", "--show-superproject-working-tree"}
 	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		cfgOut, cfgErr = r.run(ctx, &cmd{dir: canon, sub: []string{"config"}, opts: []string{"--list", "-z", "--show-origin"}, env: env, okExit: []int{1}, limit: 4 << 20})
-	}()
+	g.Go(func() (err error) {
+		cfgOut, err = r.run(ctx, &cmd{dir: canon, sub: []string{"config"}, opts: []string{"--list", "-z", "--show-origin"}, env: env, okExit: []int{1}, limit: 4 << 20})
+		return err
+	})
 	// --show-toplevel dies in a bare repository after the other answers
 	// have been printed: exit 128 with complete earlier lines is a bare
 	// repository (or the inside of a .git directory).
-	revOut, revErr = r.run(ctx, &cmd{dir: canon, sub: []string{"rev-parse"}, opts: revArgs, env: env, okExit: []int{128}, limit: 1 << 20})
-	wg.Wait()
+	revOut, revErr := r.run(ctx, &cmd{dir: canon, sub: []string{"rev-parse"}, opts: revArgs, env: env, okExit: []int{128}, limit: 1 << 20})
+	// The configuration's error is the group's only one; it is reported
+	// after everything rev-parse can refuse.
+	cfgErr := g.Wait()
 	if revErr != nil {
 		return nil, revErr
 	}

@@ -6,7 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Submodule is the state of one submodule.
@@ -59,8 +60,8 @@ func (repo *Repo) Submodules(ctx context.Context) (*SubmoduleList, error) {
 		}
 	}
 	res.Submodules = make([]Submodule, len(mods))
-	sem := make(chan struct{}, 4)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(4)
 	for i, m := range mods {
 		s := &res.Submodules[i]
 		*s = Submodule{Name: m.Name, Path: m.Path, URL: RedactURL(m.URL), Branch: m.Branch}
@@ -74,15 +75,12 @@ func (repo *Repo) Submodules(ctx context.Context) (*SubmoduleList, error) {
 			s.State = "uninitialized"
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			repo.inspectSubmodule(ctx, s, rec)
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	g.Wait() // an inspection records its failure in the submodule's State
 	return res, nil
 }
 
