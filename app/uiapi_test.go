@@ -36,10 +36,20 @@ func apiMethods() map[string]reflect.Method {
 	return out
 }
 
-// webRouteMethods maps each pattern web.go's routes registers to the API
-// methods its handler calls: w.api.X in the handler, or in a method of Web
-// the handler names (w.history).
-func webRouteMethods(t *testing.T) map[string][]string {
+// webRoute is what web.go's source says of one route.
+type webRoute struct {
+	// methods are the API methods its handler calls: w.api.X in the
+	// handler, or in a method of Web the handler names (w.history).
+	methods []string
+	// query are the query parameters it reads (q.Get("repo")).
+	query []string
+	// body are the JSON fields of a struct of its own the handler decodes
+	// the body into; nil when it decodes the type the method takes.
+	body []string
+}
+
+// webRoutes reads the routes web.go's routes method registers.
+func webRoutes(t *testing.T) map[string]webRoute {
 	t.Helper()
 	f, err := parser.ParseFile(token.NewFileSet(), "web.go", nil, 0)
 	if err != nil {
@@ -51,36 +61,59 @@ func webRouteMethods(t *testing.T) map[string][]string {
 			webFuncs[fd.Name.Name] = fd
 		}
 	}
-	calls := func(n ast.Node) []string {
-		var out []string
+	read := func(handler ast.Node) webRoute {
+		var r webRoute
 		var visit func(n ast.Node, depth int)
 		visit = func(n ast.Node, depth int) {
 			ast.Inspect(n, func(n ast.Node) bool {
-				sel, ok := n.(*ast.SelectorExpr)
-				if !ok {
-					return true
-				}
-				if inner, ok := sel.X.(*ast.SelectorExpr); ok && isIdent(inner.X, "w") && inner.Sel.Name == "api" {
-					out = append(out, sel.Sel.Name)
+				switch n := n.(type) {
+				case *ast.StructType:
+					r.body = []string{}
+					for _, fl := range n.Fields.List {
+						tag := ""
+						if fl.Tag != nil {
+							tag, _ = strconv.Unquote(fl.Tag.Value)
+						}
+						name, _, _ := strings.Cut(reflect.StructTag(tag).Get("json"), ",")
+						for _, id := range fl.Names {
+							if name == "" {
+								name = id.Name
+							}
+							r.body = append(r.body, name)
+						}
+					}
 					return false
-				}
-				if isIdent(sel.X, "w") && depth == 0 {
-					if fd := webFuncs[sel.Sel.Name]; fd != nil {
-						visit(fd.Body, 1)
+				case *ast.CallExpr:
+					if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Get" && len(n.Args) == 1 {
+						if lit, ok := n.Args[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+							name, _ := strconv.Unquote(lit.Value)
+							r.query = append(r.query, name)
+						}
+					}
+				case *ast.SelectorExpr:
+					if inner, ok := n.X.(*ast.SelectorExpr); ok && isIdent(inner.X, "w") && inner.Sel.Name == "api" {
+						r.methods = append(r.methods, n.Sel.Name)
+						return false
+					}
+					if isIdent(n.X, "w") && depth == 0 {
+						if fd := webFuncs[n.Sel.Name]; fd != nil {
+							visit(fd.Body, 1)
+						}
 					}
 				}
 				return true
 			})
 		}
-		visit(n, 0)
-		slices.Sort(out)
-		return slices.Compact(out)
+		visit(handler, 0)
+		slices.Sort(r.methods)
+		r.methods = slices.Compact(r.methods)
+		return r
 	}
 	routes := webFuncs["routes"]
 	if routes == nil {
 		t.Fatal("web.go has no routes method")
 	}
-	out := map[string][]string{}
+	out := map[string]webRoute{}
 	ast.Inspect(routes.Body, func(n ast.Node) bool {
 		call, ok := n.(*ast.CallExpr)
 		if !ok || len(call.Args) != 2 {
@@ -98,60 +131,12 @@ func webRouteMethods(t *testing.T) map[string][]string {
 		if _, dup := out[pattern]; dup {
 			t.Errorf("web.go registers %q twice", pattern)
 		}
-		out[pattern] = calls(call.Args[1])
+		out[pattern] = read(call.Args[1])
 		return false
 	})
 	if len(out) < 15 {
 		t.Fatalf("found only %d routes in web.go; the parser is looking in the wrong place", len(out))
 	}
-	return out
-}
-
-// webRouteBodies maps the patterns whose handler decodes its body into a
-// struct of its own (not the type the API method takes) to that struct's
-// JSON field names.
-func webRouteBodies(t *testing.T) map[string][]string {
-	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), "web.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]string{}
-	ast.Inspect(f, func(n ast.Node) bool {
-		call, ok := n.(*ast.CallExpr)
-		if !ok || len(call.Args) != 2 {
-			return true
-		}
-		sel, ok := call.Fun.(*ast.SelectorExpr)
-		lit, ok2 := call.Args[0].(*ast.BasicLit)
-		if !ok || !ok2 || sel.Sel.Name != "HandleFunc" {
-			return true
-		}
-		pattern, _ := strconv.Unquote(lit.Value)
-		ast.Inspect(call.Args[1], func(n ast.Node) bool {
-			st, ok := n.(*ast.StructType)
-			if !ok {
-				return true
-			}
-			names := []string{}
-			for _, fl := range st.Fields.List {
-				tag := ""
-				if fl.Tag != nil {
-					tag, _ = strconv.Unquote(fl.Tag.Value)
-				}
-				name, _, _ := strings.Cut(reflect.StructTag(tag).Get("json"), ",")
-				for _, id := range fl.Names {
-					if name == "" {
-						name = id.Name
-					}
-					names = append(names, name)
-				}
-			}
-			out[pattern] = names
-			return false
-		})
-		return false
-	})
 	return out
 }
 
@@ -165,7 +150,8 @@ func isIdent(e ast.Expr, name string) bool {
 func TestUIAPI_WebRoutes_MatchMethods(t *testing.T) {
 	methods := apiMethods()
 	routed := map[string]bool{}
-	for pattern, called := range webRouteMethods(t) {
+	for pattern, route := range webRoutes(t) {
+		called := route.methods
 		_, path, _ := strings.Cut(pattern, " ")
 		if !strings.HasPrefix(path, "/api/") && !strings.HasPrefix(pattern, "/api/") {
 			continue
@@ -200,7 +186,24 @@ type tsCall struct {
 	args    []tsExpr // the binding's positional arguments
 	method  string   // GET or POST
 	path    string   // normalized: "/api/proposals/{}/diff"
+	query   []string // the query parameters the path names
 	body    *tsExpr  // what a POST sends, if anything
+}
+
+// queryNames are the parameter names in the query string of an api.ts
+// path; a substitution there (a whole query string) names none.
+func queryNames(p string) []string {
+	_, q, ok := strings.Cut(p, "?")
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, kv := range strings.Split(q, "&") {
+		if k, _, ok := strings.Cut(kv, "="); ok {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // normalizeRoute turns a Go pattern's wildcards and an api.ts template's
@@ -244,13 +247,9 @@ func normalizeRoute(p string) string {
 // same method; and every method has a call.
 func TestUIAPI_FrontendCalls_MatchMethods(t *testing.T) {
 	methods := apiMethods()
-	routes := map[string][]string{}
-	for pattern, called := range webRouteMethods(t) {
-		routes[normalizeRoute(pattern)] = called
-	}
-	bodies := map[string][]string{}
-	for pattern, fields := range webRouteBodies(t) {
-		bodies[normalizeRoute(pattern)] = fields
+	routes := map[string]webRoute{}
+	for pattern, r := range webRoutes(t) {
+		routes[normalizeRoute(pattern)] = r
 	}
 	ts := readAPITS(t)
 	called := map[string]bool{}
@@ -270,15 +269,20 @@ func TestUIAPI_FrontendCalls_MatchMethods(t *testing.T) {
 			t.Errorf("api.ts %s uses the route %q, which web.go does not serve", c.key, route)
 			continue
 		}
-		if !slices.Contains(served, c.binding) {
-			t.Errorf("api.ts %s binds %s but its route %q calls %v", c.key, c.binding, route, served)
+		if !slices.Contains(served.methods, c.binding) {
+			t.Errorf("api.ts %s binds %s but its route %q calls %v", c.key, c.binding, route, served.methods)
+		}
+		for _, q := range c.query {
+			if !slices.Contains(served.query, q) {
+				t.Errorf("api.ts %s sends the query parameter %q, which %q does not read (it reads %v)", c.key, q, route, served.query)
+			}
 		}
 		if c.body == nil {
 			continue
 		}
 		// The server refuses a body with a field it does not know.
-		accepted, ok := bodies[route]
-		if !ok && m.Type.NumIn() > 1 {
+		accepted := served.body
+		if accepted == nil && m.Type.NumIn() > 1 {
 			if st := m.Type.In(1); st.Kind() == reflect.Struct {
 				for n := range jsonFields(st) {
 					accepted = append(accepted, n)

@@ -576,6 +576,7 @@ func (p *tsParser) apiObject() ([]tsCall, error) {
 			return nil, fmt.Errorf("api.%s: the route's path is not a literal", c.key)
 		}
 		c.path = normalizeRoute(path.text)
+		c.query = queryNames(path.text)
 		if p.is(",") {
 			p.next()
 			body := p.expr()
