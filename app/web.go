@@ -258,6 +258,9 @@ func (w *Web) routes() http.Handler {
 		jsonCall(rw, func() (TrustResult, error) { return w.api.TrustSimilar(req) })
 	})))
 	mux.HandleFunc("POST /api/audit/verify", w.authed(w.csrf(jsonGet(w.api.VerifyAudit))))
+	// Only a desktop window that found `sluice serve` running opens it; the
+	// browser is told "unsupported", like any other window.
+	mux.HandleFunc("POST /api/open-running", w.authed(w.csrf(jsonGet(w.api.OpenRunning))))
 	mux.HandleFunc("GET /api/events", w.authed(w.eventStream))
 	mux.HandleFunc("/api/", func(rw http.ResponseWriter, r *http.Request) {
 		writeAPIError(rw, http.StatusNotFound, "not_found", "no such API route")

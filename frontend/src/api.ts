@@ -41,6 +41,8 @@ export const proposalStates: ProposalState[] = [
 export interface Pinned {
   refs: Record<string, string>;
   worktreeFingerprint?: string;
+  /** The working tree a worktree proposal's new worktree would be created inside. */
+  worktreeNestedIn?: string;
   repos?: Record<string, Record<string, string>>;
 }
 
@@ -169,7 +171,6 @@ export interface Card {
   approvedByRule?: string;
   outcome?: Outcome;
   history: Step[];
-  /** What the agent policy said about this proposal, when there is a policy. */
   /** Fields that held invisible characters, shown escaped as ⟨U+XXXX⟩. */
   invisible?: { field: string; shown: string }[];
   /** git's lock files in the repositories of an interrupted execution. */
@@ -236,8 +237,10 @@ export interface RestorePoint {
   proposalId?: string;
   op?: string;
   createdAt: string | number;
-  refs: { ref: string; sha: string }[];
+  /** sha is left out for a ref that did not exist. */
+  refs: { ref: string; sha?: string }[];
   hasWorktreeSnapshot: boolean;
+  note?: string;
 }
 
 export interface TimelineEvent {
@@ -267,13 +270,17 @@ export interface RestorePreview {
   label: string;
   refs: { ref: string; now?: string; after?: string; leaving: number }[];
   worktree: boolean;
-  conflicts: { kind: string; ref?: string; path?: string; message: string }[];
+  conflicts: { kind: string; ref?: string; path?: string; expected?: string; current?: string; message: string }[];
   note?: string;
 }
 
 export interface RestoreResult {
-  restored: { ref: string; from: string; to: string }[];
+  /** from or to is left out for a ref that was or is absent. */
+  restored: { ref: string; from?: string; to?: string }[];
   worktreeRestored: boolean;
+  /** The restore point taken just before, which undoes this restore. */
+  undoPoint: string;
+  note?: string;
 }
 
 export interface Settings {
@@ -361,6 +368,8 @@ export interface WorkspaceImage {
   tags: string[];
   digests: string[];
   size: number;
+  /** A Unix time. */
+  created?: number;
   inUse: boolean;
 }
 

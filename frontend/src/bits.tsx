@@ -90,7 +90,7 @@ function CopyIcon() {
 }
 
 /** A hash shown short, whole on hover, and copied whole. */
-export function Sha({ value, short, what = "SHA" }: { value: string; short?: string; what?: string }) {
+export function Sha({ value, short, what = "SHA" }: { value: string | undefined; short?: string; what?: string }) {
   if (!value) return <span className="muted">none</span>;
   return (
     <span className="sha">
