@@ -1,11 +1,11 @@
 package app
 
 import (
-	"errors"
 	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
@@ -37,11 +37,11 @@ type Status struct {
 func (api *API) Status() (Status, error) {
 	if b := api.blocked; b != nil {
 		b.log.Info("window told another Sluice is running", "message", b.message)
-		code := "already_running"
+		code := errcode.AlreadyRunning
 		if b.serving {
-			code = "already_serving"
+			code = errcode.AlreadyServing
 		}
-		return Status{}, &codedError{code: code, msg: b.message}
+		return Status{}, &errcode.Error{Code: code, Msg: b.message}
 	}
 	a := api.app
 	roots := append([]string{}, a.cfg.AllowedRoots...)
@@ -70,23 +70,17 @@ func (api *API) Ready() (bool, error) {
 	return true, nil
 }
 
-// UIError is how every error reaches the front end.
+// UIError is how every error reaches the front end: the wire form of an
+// *errcode.Error.
 type UIError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code    errcode.Code `json:"code"`
+	Message string       `json:"message"`
 }
-
-// coded is implemented by core errors with a stable code.
-type coded interface{ ErrorCode() string }
 
 // FormatError maps an error to {code, message}. It is the Wails
 // ErrorFormatter and the headless server's error encoder.
 func FormatError(err error) any {
-	var c coded
-	if errors.As(err, &c) {
-		return UIError{Code: c.ErrorCode(), Message: err.Error()}
-	}
-	return UIError{Code: "internal", Message: err.Error()}
+	return UIError{Code: errcode.Of(err), Message: err.Error()}
 }
 
 // Shown is called by the front end with the ids of the cards it has on
@@ -96,10 +90,10 @@ func FormatError(err error) any {
 // tests) can tell a proposal reached the window.
 func (api *API) Shown(screen string, ids []string) (bool, error) {
 	if screen != "pending" && screen != "proposal" {
-		return false, &codedError{code: "invalid_argument", msg: "screen is pending or proposal"}
+		return false, &errcode.Error{Code: errcode.InvalidArgument, Msg: "screen is pending or proposal"}
 	}
 	if len(ids) > 1000 {
-		return false, &codedError{code: "invalid_argument", msg: "too many ids"}
+		return false, &errcode.Error{Code: errcode.InvalidArgument, Msg: "too many ids"}
 	}
 	valid := ids[:0:0]
 	for _, id := range ids {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/core/connect"
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/tokens"
 )
 
@@ -88,7 +89,7 @@ func (api *API) Connect(r ConnectRequest) (ConnectResult, error) {
 	plan, err := connect.Make(api.app.connectOptions(r.Client, r.Scope, r.Project))
 	if err != nil {
 		if errors.Is(err, connect.ErrUnknownClient) || errors.Is(err, connect.ErrScope) || errors.Is(err, connect.ErrBadOptions) || errors.Is(err, connect.ErrMalformed) {
-			return ConnectResult{}, &codedError{code: "invalid_argument", msg: err.Error()}
+			return ConnectResult{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: err.Error()}
 		}
 		return ConnectResult{}, err
 	}
@@ -99,7 +100,7 @@ func (api *API) Connect(r ConnectRequest) (ConnectResult, error) {
 	applied, err := plan.Apply(time.Now())
 	if err != nil {
 		if errors.Is(err, connect.ErrReadOnly) || errors.Is(err, connect.ErrChanged) || errors.Is(err, connect.ErrConflict) {
-			return ConnectResult{}, &codedError{code: "invalid_argument", msg: err.Error()}
+			return ConnectResult{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: err.Error()}
 		}
 		return ConnectResult{}, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicehq/sluice/core/apply"
 	"github.com/sluicehq/sluice/core/audit"
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -52,17 +53,17 @@ func (api *API) RemoveLocks(r RemoveLocksRequest) (apply.LockRemoval, error) {
 		return apply.LockRemoval{}, err
 	}
 	if rec.State != proposal.NeedsReconciliation {
-		return apply.LockRemoval{}, &codedError{code: "invalid_argument", msg: "only an interrupted execution's card can remove git's lock files; this proposal is " + string(rec.State)}
+		return apply.LockRemoval{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: "only an interrupted execution's card can remove git's lock files; this proposal is " + string(rec.State)}
 	}
 	fp, err := audit.ArgsFingerprint(r.Locks)
 	if err != nil {
-		return apply.LockRemoval{}, &codedError{code: "invalid_argument", msg: "the lock list is malformed"}
+		return apply.LockRemoval{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: "the lock list is malformed"}
 	}
 	entry := audit.Entry{EventType: "locks_removal_requested", RepoScope: audit.RepoScope(rec.Proposal.Repo), Approval: "owner:" + api.kind,
 		Result: "ok", ProposalID: rec.Proposal.ID, ProposalDigest: rec.Proposal.Digest, ArgsFingerprint: fp,
 		Data: map[string]any{"locks": int64(len(r.Locks))}}
 	if _, err := a.ledger.Append(entry); err != nil {
-		return apply.LockRemoval{}, &codedError{code: "audit_failed", msg: "nothing was removed because the audit ledger could not be written"}
+		return apply.LockRemoval{}, &errcode.Error{Code: errcode.AuditFailed, Msg: "nothing was removed because the audit ledger could not be written"}
 	}
 	ctx, cancel := context.WithTimeout(a.runCtx, time.Minute)
 	defer cancel()
@@ -70,7 +71,7 @@ func (api *API) RemoveLocks(r RemoveLocksRequest) (apply.LockRemoval, error) {
 	done := audit.Entry{EventType: "locks_removed", RepoScope: audit.RepoScope(rec.Proposal.Repo), Approval: "owner:" + api.kind,
 		Result: "ok", ProposalID: rec.Proposal.ID, ProposalDigest: rec.Proposal.Digest, ArgsFingerprint: fp}
 	if rerr != nil {
-		done.Result = "error:" + apply.CodeOf(rerr)
+		done.Result = "error:" + string(errcode.Of(rerr))
 	}
 	if res != nil {
 		done.Data = map[string]any{"removed": int64(len(res.Removed)), "kept": int64(len(res.Kept))}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/core/apply"
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -62,16 +63,11 @@ type Card struct {
 
 // ErrConfirmation is returned when a destructive proposal is approved
 // without typing its confirmation word.
-var ErrConfirmation = &codedError{code: "confirmation_required", msg: "this change can lose work: type the confirmation word to approve it"}
+var ErrConfirmation = &errcode.Error{Code: errcode.ConfirmationRequired, Msg: "this change can lose work: type the confirmation word to approve it"}
 
 // ErrStaleCard is returned when the person approved a digest other than
 // the proposal's (the card they saw is not the proposal that would run).
-var ErrStaleCard = &codedError{code: "digest_mismatch", msg: "the proposal is not the one shown on the card; reload and decide again"}
-
-type codedError struct{ code, msg string }
-
-func (e *codedError) Error() string     { return e.msg }
-func (e *codedError) ErrorCode() string { return e.code }
+var ErrStaleCard = &errcode.Error{Code: errcode.DigestMismatch, Msg: "the proposal is not the one shown on the card; reload and decide again"}
 
 // cardFor builds the card of a record.
 func (a *App) cardFor(rec journal.Record, withCollisions bool) Card {
@@ -147,7 +143,7 @@ func (api *API) History(q HistoryQuery) ([]Card, error) {
 	if q.State != "" {
 		st := proposal.State(q.State)
 		if !st.Valid() {
-			return nil, &codedError{code: "invalid_argument", msg: fmt.Sprintf("unknown state %q", q.State)}
+			return nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: fmt.Sprintf("unknown state %q", q.State)}
 		}
 		f.States = []proposal.State{st}
 	}
@@ -187,11 +183,11 @@ func (api *API) Proposal(id string) (Card, error) {
 // is not one is invalid_argument, a missing record proposal_not_found.
 func (a *App) record(id string) (journal.Record, error) {
 	if !proposal.ValidID(id) {
-		return journal.Record{}, &codedError{code: "invalid_argument", msg: "invalid proposal id"}
+		return journal.Record{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: "invalid proposal id"}
 	}
 	rec, err := a.journal.Get(id)
 	if errors.Is(err, journal.ErrNotFound) {
-		return rec, &codedError{code: "proposal_not_found", msg: "no such proposal"}
+		return rec, &errcode.Error{Code: errcode.ProposalNotFound, Msg: "no such proposal"}
 	}
 	return rec, err
 }
@@ -291,7 +287,7 @@ func (api *API) SendBack(d Decision) (Card, error) {
 		return Card{}, err
 	}
 	if !pf.Stale {
-		return Card{}, &codedError{code: "invalid_argument", msg: "the proposal is not stale: nothing it depends on changed; approve or reject it"}
+		return Card{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: "the proposal is not stale: nothing it depends on changed; approve or reject it"}
 	}
 	rec, err = a.journal.SendBack(d.ID, "owner:"+api.kind, d.Note, pf.Describe())
 	if err != nil {
@@ -302,14 +298,14 @@ func (api *API) SendBack(d Decision) (Card, error) {
 
 func (a *App) decisionTarget(d Decision) (journal.Record, error) {
 	if len(d.Note) > 2000 {
-		return journal.Record{}, &codedError{code: "invalid_argument", msg: "the note is longer than 2000 bytes"}
+		return journal.Record{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: "the note is longer than 2000 bytes"}
 	}
 	rec, err := a.record(d.ID)
 	if err != nil {
 		return rec, err
 	}
 	if rec.State != proposal.Pending {
-		return rec, &codedError{code: "proposal_terminal", msg: fmt.Sprintf("this proposal is %s, not pending", rec.State)}
+		return rec, &errcode.Error{Code: errcode.ProposalTerminal, Msg: fmt.Sprintf("this proposal is %s, not pending", rec.State)}
 	}
 	if d.Digest != rec.Proposal.Digest {
 		return rec, ErrStaleCard
@@ -320,11 +316,11 @@ func (a *App) decisionTarget(d Decision) (journal.Record, error) {
 func decisionError(err error) error {
 	switch {
 	case errors.Is(err, journal.ErrNotPending), errors.Is(err, journal.ErrExpired), errors.Is(err, proposal.ErrInvalidTransition):
-		return &codedError{code: "proposal_terminal", msg: "this proposal is no longer pending"}
+		return &errcode.Error{Code: errcode.ProposalTerminal, Msg: "this proposal is no longer pending"}
 	case errors.Is(err, journal.ErrDigestMismatch):
 		return ErrStaleCard
 	case errors.Is(err, journal.ErrAudit):
-		return &codedError{code: "audit_failed", msg: "the decision was not recorded because the audit ledger could not be written; nothing happened"}
+		return &errcode.Error{Code: errcode.AuditFailed, Msg: "the decision was not recorded because the audit ledger could not be written; nothing happened"}
 	}
 	return err
 }

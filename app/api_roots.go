@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // AddRoot allows agents to name repositories under dir: it is saved in
@@ -13,7 +14,7 @@ func (api *API) AddRoot(dir string) (SettingsView, error) {
 	roots, err := api.app.cfg.AddRoot(dir)
 	if err != nil {
 		if errors.Is(err, config.ErrInvalid) {
-			return SettingsView{}, &codedError{code: "invalid_argument", msg: err.Error()}
+			return SettingsView{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: err.Error()}
 		}
 		return SettingsView{}, err
 	}

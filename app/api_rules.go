@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/core/apply"
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/policy"
@@ -121,13 +122,13 @@ type RevokeRequest struct {
 func ruleError(err error) error {
 	switch {
 	case errors.Is(err, policy.ErrDestructive):
-		return &codedError{code: "destructive_not_trusted", msg: err.Error()}
+		return &errcode.Error{Code: errcode.DestructiveNotTrusted, Msg: err.Error()}
 	case errors.Is(err, policy.ErrChanged):
-		return &codedError{code: "policy_changed", msg: err.Error()}
+		return &errcode.Error{Code: errcode.PolicyChanged, Msg: err.Error()}
 	case errors.Is(err, policy.ErrNoRule):
-		return &codedError{code: "rule_not_found", msg: err.Error()}
+		return &errcode.Error{Code: errcode.RuleNotFound, Msg: err.Error()}
 	case errors.Is(err, policy.ErrInvalid):
-		return &codedError{code: "invalid_argument", msg: err.Error()}
+		return &errcode.Error{Code: errcode.InvalidArgument, Msg: err.Error()}
 	}
 	return err
 }
@@ -141,26 +142,26 @@ func (a *App) readPolicy() (f *policy.File, creates bool, err error) {
 	if rb.path != "" {
 		f, err := policy.ReadFile(rb.path)
 		if err != nil {
-			return nil, false, &codedError{code: "invalid_policy", msg: err.Error()}
+			return nil, false, &errcode.Error{Code: errcode.InvalidPolicy, Msg: err.Error()}
 		}
 		if !f.Exists() {
 			// The configured file was removed while the app ran; the policy
 			// in force is still the one it held. A new file with one rule
 			// would silently drop the person's restrictions.
-			return nil, false, &codedError{code: "invalid_policy", msg: fmt.Sprintf("the configured policy file %s does not exist any more; restore it, or clear policyFile in the settings", rb.path)}
+			return nil, false, &errcode.Error{Code: errcode.InvalidPolicy, Msg: fmt.Sprintf("the configured policy file %s does not exist any more; restore it, or clear policyFile in the settings", rb.path)}
 		}
 		return f, false, nil
 	}
 	if slices.Contains(config.OverriddenByEnv(), "policyFile") {
-		return nil, false, &codedError{code: "invalid_argument", msg: "SLUICE_POLICY_FILE is set to nothing in the environment, so a rule saved now would be lost at the next start; set it to a file"}
+		return nil, false, &errcode.Error{Code: errcode.InvalidArgument, Msg: "SLUICE_POLICY_FILE is set to nothing in the environment, so a rule saved now would be lost at the next start; set it to a file"}
 	}
 	path := a.cfg.DefaultPolicyFile()
 	f, err = policy.ReadFile(path)
 	if err != nil {
-		return nil, false, &codedError{code: "invalid_policy", msg: err.Error()}
+		return nil, false, &errcode.Error{Code: errcode.InvalidPolicy, Msg: err.Error()}
 	}
 	if f.Exists() {
-		return nil, false, &codedError{code: "invalid_policy", msg: fmt.Sprintf("%s exists but is not the configured policy file; set policyFile in the settings to use it", path)}
+		return nil, false, &errcode.Error{Code: errcode.InvalidPolicy, Msg: fmt.Sprintf("%s exists but is not the configured policy file; set policyFile in the settings to use it", path)}
 	}
 	return f, true, nil
 }
@@ -270,7 +271,7 @@ func (api *API) SuggestRule(id string) (RuleDraft, error) {
 		return RuleDraft{}, err
 	}
 	if rec.State != proposal.Pending {
-		return RuleDraft{}, &codedError{code: "proposal_terminal", msg: fmt.Sprintf("this proposal is %s, not pending", rec.State)}
+		return RuleDraft{}, &errcode.Error{Code: errcode.ProposalTerminal, Msg: fmt.Sprintf("this proposal is %s, not pending", rec.State)}
 	}
 	r, err := policy.Suggest(rec.Proposal)
 	if err != nil {
@@ -356,7 +357,7 @@ func (a *App) checkFresh(rec journal.Record) error {
 	}
 	pf, err := a.preflight(rec.Proposal)
 	if err == nil && pf.Stale {
-		return &codedError{code: "stale_base", msg: "the repository moved since this was proposed: " + pf.Describe() + "; send it back so the agent can propose again"}
+		return &errcode.Error{Code: errcode.StaleBase, Msg: "the repository moved since this was proposed: " + pf.Describe() + "; send it back so the agent can propose again"}
 	}
 	return nil
 }
@@ -387,20 +388,13 @@ func (a *App) saveRule(rule policy.Rule) (RuleView, error) {
 		return RuleView{}, err
 	}
 	if err := f.Save(); err != nil {
-		a.auditRule("rule_not_saved", rule.Agent, rule.FromProposal, "error:"+codeOf(ruleError(err)), "rule "+rule.Name+" was not saved", map[string]any{"rule": rule.Name})
+		a.auditRule("rule_not_saved", rule.Agent, rule.FromProposal, "error:"+string(errcode.Of(ruleError(err))), "rule "+rule.Name+" was not saved", map[string]any{"rule": rule.Name})
 		return RuleView{}, ruleError(err)
 	}
 	if err := a.applyPolicy(f, creates); err != nil {
 		return RuleView{}, err
 	}
 	return ruleView(policy.Listed{Rule: rule, Agent: rule.Agent}, rule.CreatedAt), nil
-}
-
-func codeOf(err error) string {
-	if ui, ok := FormatError(err).(UIError); ok {
-		return ui.Code
-	}
-	return "internal"
 }
 
 func joinOps(ops []proposal.Op) string {
@@ -418,7 +412,7 @@ func (a *App) auditRule(event, agent, proposalID, result, summary string, data m
 	e := audit.Entry{EventType: event, SessionID: agent, ProposalID: proposalID, Result: result,
 		Approval: "owner", Summary: summary, Data: data}
 	if _, err := a.ledger.Append(e); err != nil {
-		return &codedError{code: "audit_failed", msg: "the rule was not changed because the audit ledger could not be written: " + err.Error()}
+		return &errcode.Error{Code: errcode.AuditFailed, Msg: "the rule was not changed because the audit ledger could not be written: " + err.Error()}
 	}
 	return nil
 }
@@ -429,7 +423,7 @@ func (api *API) RevokeRule(r RevokeRequest) (RulesView, error) {
 	a := api.app
 	rb := a.rules
 	if r.Name == "" || (r.Agent != policy.AnyAgent && !proposal.ValidAgent(r.Agent)) {
-		return RulesView{}, &codedError{code: "invalid_argument", msg: "name the rule and its agent"}
+		return RulesView{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: "name the rule and its agent"}
 	}
 	rb.mu.Lock()
 	err := func() error {
@@ -447,7 +441,7 @@ func (api *API) RevokeRule(r RevokeRequest) (RulesView, error) {
 			return err
 		}
 		if err := f.Save(); err != nil {
-			a.auditRule("rule_not_saved", r.Agent, "", "error:"+codeOf(ruleError(err)), "revoking rule "+r.Name+" was not saved", map[string]any{"rule": r.Name})
+			a.auditRule("rule_not_saved", r.Agent, "", "error:"+string(errcode.Of(ruleError(err))), "revoking rule "+r.Name+" was not saved", map[string]any{"rule": r.Name})
 			return ruleError(err)
 		}
 		return a.applyPolicy(f, false)

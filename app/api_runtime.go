@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // WorkspaceRuntimeView is the settings screen's choice of the OCI runtime
@@ -80,7 +81,7 @@ func (api *API) UseWorkspaceRuntime(name string) (WorkspaceRuntimeView, error) {
 	}
 	probe := *saved
 	if err := probe.CheckWorkspaceRuntime(name); err != nil {
-		return WorkspaceRuntimeView{}, &codedError{code: "invalid_argument", msg: err.Error()}
+		return WorkspaceRuntimeView{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: err.Error()}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -94,11 +95,11 @@ func (api *API) UseWorkspaceRuntime(name string) (WorkspaceRuntimeView, error) {
 	}
 	if _, err := api.app.ledger.Append(audit.Entry{EventType: "workspace_runtime_set", Approval: "owner:" + api.kind, Result: "ok",
 		Data: map[string]any{"runtime": name}}); err != nil {
-		return WorkspaceRuntimeView{}, &codedError{code: "audit_failed", msg: "the runtime was not changed because the audit ledger could not be written"}
+		return WorkspaceRuntimeView{}, &errcode.Error{Code: errcode.AuditFailed, Msg: "the runtime was not changed because the audit ledger could not be written"}
 	}
 	if err := saved.SaveWorkspaceRuntime(name); err != nil {
 		if errors.Is(err, config.ErrInvalid) {
-			return WorkspaceRuntimeView{}, &codedError{code: "invalid_argument", msg: err.Error()}
+			return WorkspaceRuntimeView{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: err.Error()}
 		}
 		return WorkspaceRuntimeView{}, err
 	}

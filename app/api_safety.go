@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/core/apply"
 	"github.com/sluicehq/sluice/core/audit"
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 )
 
@@ -120,7 +121,7 @@ func (api *API) RestorePreview(repo, id string) (RestorePreview, error) {
 		return RestorePreview{}, errNoRoots
 	}
 	if repo == "" || id == "" {
-		return RestorePreview{}, &codedError{code: "invalid_argument", msg: "repo and restorePoint are required"}
+		return RestorePreview{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: "repo and restorePoint are required"}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -205,7 +206,7 @@ func (api *API) restore(r RestoreRequest) (*apply.RestoreResult, error) {
 		return nil, errNoRoots
 	}
 	if r.Repo == "" || r.RestorePoint == "" {
-		return nil, &codedError{code: "invalid_argument", msg: "repo and restorePoint are required"}
+		return nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: "repo and restorePoint are required"}
 	}
 	repo, err := gitx.Roots(a.cfg.AllowedRoots).Confine(r.Repo)
 	if err != nil {
@@ -214,7 +215,7 @@ func (api *API) restore(r RestoreRequest) (*apply.RestoreResult, error) {
 	entry := audit.Entry{EventType: "restore_requested", RepoScope: audit.RepoScope(repo), Approval: "owner:" + api.kind,
 		Result: "ok", Data: map[string]any{"restore_point": r.RestorePoint, "force": r.Force}}
 	if _, err := a.ledger.Append(entry); err != nil {
-		return nil, &codedError{code: "audit_failed", msg: "the restore was not done because the audit ledger could not be written"}
+		return nil, &errcode.Error{Code: errcode.AuditFailed, Msg: "the restore was not done because the audit ledger could not be written"}
 	}
 	ctx, cancel := context.WithTimeout(a.runCtx, 10*time.Minute)
 	defer cancel()
@@ -222,7 +223,7 @@ func (api *API) restore(r RestoreRequest) (*apply.RestoreResult, error) {
 	done := audit.Entry{EventType: "restore_completed", RepoScope: audit.RepoScope(repo), Approval: "owner:" + api.kind,
 		Result: "ok", Data: map[string]any{"restore_point": r.RestorePoint, "force": r.Force}}
 	if rerr != nil {
-		done.EventType, done.Result = "restore_failed", "error:"+apply.CodeOf(rerr)
+		done.EventType, done.Result = "restore_failed", "error:"+string(errcode.Of(rerr))
 	} else {
 		done.Data["undo_point"] = res.UndoPoint
 		done.Data["refs"] = int64(len(res.Refs))

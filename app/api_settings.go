@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // SettingsView is the settings screen.
@@ -57,7 +58,7 @@ func (api *API) SaveSettings(s config.Settings) (SettingsView, error) {
 	a := api.app
 	if err := a.cfg.SaveSettings(s); err != nil {
 		if errors.Is(err, config.ErrInvalid) {
-			return SettingsView{}, &codedError{code: "invalid_argument", msg: err.Error()}
+			return SettingsView{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: err.Error()}
 		}
 		return SettingsView{}, err
 	}

@@ -3,13 +3,13 @@ package app
 import (
 	"context"
 	"errors"
-	"net/http"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/journal"
@@ -18,8 +18,8 @@ import (
 )
 
 // errWorkspacesOff answers workspace requests when no image is configured.
-var errWorkspacesOff = &codedError{code: workspace.CodeUnsupported,
-	msg: "workspaces are not configured: choose an image with `sluice workspace image use NAME[:TAG]` (or in Settings) and restart Sluice"}
+var errWorkspacesOff = &errcode.Error{Code: errcode.Unsupported,
+	Msg: "workspaces are not configured: choose an image with `sluice workspace image use NAME[:TAG]` (or in Settings) and restart Sluice"}
 
 // openWorkspaces opens the app's workspace Manager on the directory the
 // sidecars share. Workspaces are optional: without an image, or when the
@@ -111,10 +111,10 @@ func grantWorkspace(m *workspace.Manager, ledger *audit.Ledger, by string, g Gra
 		return errWorkspacesOff
 	}
 	if !gateway.ValidWorkspaceID(g.ID) {
-		return &codedError{code: "invalid_argument", msg: "invalid workspace id"}
+		return &errcode.Error{Code: errcode.InvalidArgument, Msg: "invalid workspace id"}
 	}
 	if g.SecretName == "" && g.RevokeSecret == "" && g.Egress == nil {
-		return &codedError{code: "invalid_argument", msg: "nothing to grant: give a secret, a secret to revoke, or egress hosts"}
+		return &errcode.Error{Code: errcode.InvalidArgument, Msg: "nothing to grant: give a secret, a secret to revoke, or egress hosts"}
 	}
 	data := map[string]any{"workspace": g.ID}
 	if g.SecretName != "" {
@@ -131,7 +131,7 @@ func grantWorkspace(m *workspace.Manager, ledger *audit.Ledger, by string, g Gra
 		data["egress_hosts"] = int64(len(hosts))
 	}
 	if _, err := ledger.Append(audit.Entry{EventType: "workspace_grant", Approval: by, Result: "ok", Data: data}); err != nil {
-		return &codedError{code: "audit_failed", msg: "nothing was granted because the audit ledger could not be written"}
+		return &errcode.Error{Code: errcode.AuditFailed, Msg: "nothing was granted because the audit ledger could not be written"}
 	}
 	if g.SecretName != "" {
 		if err := m.Grant(g.ID, g.SecretName, g.SecretValue); err != nil {
@@ -294,11 +294,11 @@ func (h workspaceHandoff) Handoff(ctx context.Context, agent, id, repo string) (
 	case ws.Agent == "" || ws.Agent != agent:
 		// The rule every workspace_* tool follows: only the agent that
 		// created a workspace may use it.
-		return gateway.HandoffResult{}, &gateway.Error{Status: http.StatusForbidden, Code: gateway.CodeForbidden, Message: "the workspace belongs to another agent"}
+		return gateway.HandoffResult{}, errcode.New(errcode.Forbidden, "the workspace belongs to another agent")
 	case ws.State != workspace.StateSealed:
-		return gateway.HandoffResult{}, &gateway.Error{Status: http.StatusConflict, Code: gateway.CodeInvalidArgument, Message: "only a sealed workspace can be handed off; call workspace_seal"}
+		return gateway.HandoffResult{}, errcode.New(errcode.InvalidArgument, "only a sealed workspace can be handed off; call workspace_seal")
 	case ws.Source.Kind != workspace.SourceRepo || ws.Source.Path != repo:
-		return gateway.HandoffResult{}, &gateway.Error{Status: http.StatusBadRequest, Code: gateway.CodeInvalidArgument, Message: "a workspace is handed off only into the repository it was created from"}
+		return gateway.HandoffResult{}, errcode.New(errcode.InvalidArgument, "a workspace is handed off only into the repository it was created from")
 	}
 	ref := "refs/sluice/proposals/" + id
 	sha, err := h.m.FetchInto(ctx, id, repo, ref)
@@ -308,24 +308,15 @@ func (h workspaceHandoff) Handoff(ctx context.Context, agent, id, repo string) (
 	return gateway.HandoffResult{Ref: ref, SHA: sha}, nil
 }
 
-// handoffError keeps the workspace's stable codes on the wire.
+// handoffError keeps the workspace's stable codes on the wire (the
+// gateway gives each its status), without the cause: that stays in the
+// app's log.
 func handoffError(err error) error {
-	var we *workspace.Error
-	if !errors.As(err, &we) {
+	we, ok := errcode.As(err)
+	if !ok || we.Code == errcode.Internal {
 		return err
 	}
-	status := http.StatusBadRequest
-	switch we.Code {
-	case workspace.CodeNotFound:
-		status = http.StatusNotFound
-	case workspace.CodeLocked:
-		status = http.StatusConflict
-	case workspace.CodePathOutsideRoots:
-		status = http.StatusForbidden
-	case workspace.CodeInternal:
-		return err
-	}
-	return &gateway.Error{Status: status, Code: we.Code, Message: we.Msg, Data: we.Data}
+	return &errcode.Error{Code: we.Code, Msg: we.Msg, Data: we.Data}
 }
 
 // workspaceWatch is how often the store is looked at for changes while a

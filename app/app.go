@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/core/apply"
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/journal"
@@ -108,7 +109,7 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 	// to execute; the UI explains how to allow a folder.
 	var exec *apply.Executor
 	revalidate := func(journal.Record) error {
-		return &codedError{code: "stale_base", msg: "no repository roots are allowed any more"}
+		return &errcode.Error{Code: errcode.StaleBase, Msg: "no repository roots are allowed any more"}
 	}
 	if len(roots) > 0 {
 		if exec, err = apply.New(apply.Options{Journal: j, Roots: roots, Logger: log}); err != nil {
@@ -340,4 +341,4 @@ func sealer(e *apply.Executor) gateway.Sealer {
 }
 
 // errNoRoots answers safety requests when no roots are allowed.
-var errNoRoots = &codedError{code: "path_outside_roots", msg: "no repository roots are allowed yet; add one in Settings"}
+var errNoRoots = &errcode.Error{Code: errcode.PathOutsideRoots, Msg: "no repository roots are allowed yet; add one in Settings"}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/workspace"
 )
 
@@ -189,14 +190,14 @@ func pinWorkspaceImage(ctx context.Context, cfg *config.Config, ledger *audit.Le
 	case "pull":
 		im, err = d.PullImage(ctx, ref, progress)
 	default:
-		err = &codedError{code: "invalid_argument", msg: "unknown way to choose an image: " + how}
+		err = &errcode.Error{Code: errcode.InvalidArgument, Msg: "unknown way to choose an image: " + how}
 	}
 	if err != nil {
 		return workspace.ImageSummary{}, err
 	}
 	if _, err := ledger.Append(audit.Entry{EventType: "workspace_image_pinned", Approval: by, Result: "ok",
 		Data: map[string]any{"image": im.ID, "how": how}}); err != nil {
-		return workspace.ImageSummary{}, &codedError{code: "audit_failed", msg: "no image was pinned because the audit ledger could not be written"}
+		return workspace.ImageSummary{}, &errcode.Error{Code: errcode.AuditFailed, Msg: "no image was pinned because the audit ledger could not be written"}
 	}
 	if err := cfg.SaveWorkspaceImage(im.ID); err != nil {
 		return workspace.ImageSummary{}, err

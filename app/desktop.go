@@ -17,6 +17,7 @@ import (
 	wruntime "github.com/wailsapp/wails/v2/pkg/runtime"
 
 	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/journal"
 )
 
@@ -125,11 +126,11 @@ type blockedWindow struct {
 func (api *API) OpenRunning() (string, error) {
 	b := api.blocked
 	if b == nil || !b.serving {
-		return "", &codedError{code: "unsupported", msg: "no other Sluice serves a web UI"}
+		return "", &errcode.Error{Code: errcode.Unsupported, Msg: "no other Sluice serves a web UI"}
 	}
 	url, err := requestLoginLink(context.Background(), b.cfg)
 	if err != nil {
-		return "", &codedError{code: "unavailable", msg: err.Error()}
+		return "", &errcode.Error{Code: errcode.Unavailable, Msg: err.Error()}
 	}
 	b.open(url)
 	b.log.Info("opened the running web UI in the browser")

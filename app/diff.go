@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -80,7 +81,7 @@ func (c *diffCache) put(id string, d *proposalDiff) {
 // offset.
 func (api *API) ProposalDiff(id string, offset int) (DiffChunk, error) {
 	if !proposal.ValidID(id) {
-		return DiffChunk{}, &codedError{code: "invalid_argument", msg: "invalid proposal id"}
+		return DiffChunk{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: "invalid proposal id"}
 	}
 	a := api.app
 	// A diff is cached only once its record was read: the chunks after the
@@ -105,7 +106,7 @@ func (api *API) ProposalDiff(id string, offset int) (DiffChunk, error) {
 func chunkOf(d *proposalDiff, offset int) (DiffChunk, error) {
 	total := len(d.text)
 	if offset < 0 || offset > total {
-		return DiffChunk{}, &codedError{code: "invalid_argument", msg: fmt.Sprintf("offset %d is outside the diff (0..%d)", offset, total)}
+		return DiffChunk{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: fmt.Sprintf("offset %d is outside the diff (0..%d)", offset, total)}
 	}
 	size := diffChunkBytes
 	if offset == 0 {

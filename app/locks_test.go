@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/core/apply"
 	"github.com/sluicehq/sluice/core/audit"
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -114,7 +114,7 @@ func TestLocks_App_NamedRefusedRemoved(t *testing.T) {
 	}
 	next := out["proposalId"].(string)
 	_, err = api.Approve(Decision{ID: next, Digest: out["digest"].(string)})
-	if ue := FormatError(err).(UIError); ue.Code != apply.CodeRepoLocked || !strings.Contains(ue.Message, ".git/index.lock") {
+	if ue := FormatError(err).(UIError); ue.Code != errcode.RepoLocked || !strings.Contains(ue.Message, ".git/index.lock") {
 		t.Fatalf("approve with locks: %+v, want repo_locked naming .git/index.lock", ue)
 	}
 	if rec, _ := a.journal.Get(next); rec.State != proposal.Pending {
@@ -122,7 +122,7 @@ func TestLocks_App_NamedRefusedRemoved(t *testing.T) {
 	}
 
 	// Only an interrupted execution's card removes locks.
-	if _, err := api.RemoveLocks(RemoveLocksRequest{ID: next, Locks: card.Locks}); apply.CodeOf(err) != "invalid_argument" {
+	if _, err := api.RemoveLocks(RemoveLocksRequest{ID: next, Locks: card.Locks}); errcode.Of(err) != "invalid_argument" {
 		t.Errorf("removal from a pending card: %v", err)
 	}
 	// index.lock changes after the card showed it: it is kept.

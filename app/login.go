@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gateway"
 )
 
@@ -122,17 +123,17 @@ func (w *Web) takeLogin(token string) bool {
 // Sec-Fetch-Site), so only a program of the person's own can ask.
 func (w *Web) newLoginLink(rw http.ResponseWriter, r *http.Request) {
 	if _, ok := r.Header["Origin"]; ok {
-		writeAPIError(rw, http.StatusForbidden, "forbidden", "not from a browser")
+		writeAPIError(rw, http.StatusForbidden, errcode.Forbidden, "not from a browser")
 		return
 	}
 	if _, ok := r.Header["Sec-Fetch-Site"]; ok {
-		writeAPIError(rw, http.StatusForbidden, "forbidden", "not from a browser")
+		writeAPIError(rw, http.StatusForbidden, errcode.Forbidden, "not from a browser")
 		return
 	}
 	got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	gs, ws := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(w.control))
 	if got == "" || subtle.ConstantTimeCompare(gs[:], ws[:]) != 1 {
-		writeAPIError(rw, http.StatusUnauthorized, "unauthorized", "wrong control token")
+		writeAPIError(rw, http.StatusUnauthorized, errcode.Unauthorized, "wrong control token")
 		return
 	}
 	writeJSON(rw, http.StatusOK, map[string]any{"url": w.LoginURL(w.NewLoginToken()), "expiresInSeconds": int(loginTTL / time.Second)})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/policy"
 )
@@ -54,7 +55,7 @@ func loginAPI(t *testing.T, a *App) *webAPI {
 
 // call sends body (nil for GET) and decodes the answer into out; it
 // returns the HTTP status and the error code, if any.
-func (w *webAPI) call(method, path string, body, out any) (int, string) {
+func (w *webAPI) call(method, path string, body, out any) (int, errcode.Code) {
 	w.t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -140,7 +141,7 @@ func TestRules_TrustSimilar_WebAPI(t *testing.T) {
 	bad := []struct {
 		name string
 		edit func(*RuleInput)
-		code string
+		code errcode.Code
 	}{
 		{"bad name", func(r *RuleInput) { r.Name = "two words" }, "invalid_argument"},
 		{"escaping path", func(r *RuleInput) { r.Paths = []string{"../x"} }, "invalid_argument"},

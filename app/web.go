@@ -21,6 +21,7 @@ import (
 
 	"github.com/sluicehq/sluice/core/apply"
 	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // Cookie and header names of the headless UI.
@@ -211,7 +212,7 @@ func (w *Web) routes() http.Handler {
 		off := 0
 		if v := r.URL.Query().Get("offset"); v != "" {
 			if _, err := fmt.Sscanf(v, "%d", &off); err != nil {
-				writeAPIError(rw, http.StatusBadRequest, "invalid_argument", "offset must be a number")
+				writeAPIError(rw, http.StatusBadRequest, errcode.InvalidArgument, "offset must be a number")
 				return
 			}
 		}
@@ -251,7 +252,7 @@ func (w *Web) routes() http.Handler {
 			return
 		}
 		if req.ID != "" && req.ID != r.PathValue("id") {
-			writeAPIError(rw, http.StatusBadRequest, "invalid_argument", "the body's id does not match the URL")
+			writeAPIError(rw, http.StatusBadRequest, errcode.InvalidArgument, "the body's id does not match the URL")
 			return
 		}
 		req.ID = r.PathValue("id")
@@ -263,7 +264,7 @@ func (w *Web) routes() http.Handler {
 	mux.HandleFunc("POST /api/open-running", w.authed(w.csrf(jsonGet(w.api.OpenRunning))))
 	mux.HandleFunc("GET /api/events", w.authed(w.eventStream))
 	mux.HandleFunc("/api/", func(rw http.ResponseWriter, r *http.Request) {
-		writeAPIError(rw, http.StatusNotFound, "not_found", "no such API route")
+		writeAPIError(rw, http.StatusNotFound, errcode.NotFound, "no such API route")
 	})
 	mux.Handle("/", w.static())
 	return w.guard(mux)
@@ -276,11 +277,11 @@ func (w *Web) routes() http.Handler {
 func (w *Web) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if r.Host != w.Addr() {
-			writeAPIError(rw, http.StatusForbidden, "forbidden", "host not allowed")
+			writeAPIError(rw, http.StatusForbidden, errcode.Forbidden, "host not allowed")
 			return
 		}
 		if reason := w.foreignOrigin(r); reason != "" {
-			writeAPIError(rw, http.StatusForbidden, "forbidden", reason)
+			writeAPIError(rw, http.StatusForbidden, errcode.Forbidden, reason)
 			return
 		}
 		h := rw.Header()
@@ -364,7 +365,7 @@ func (w *Web) authed(next http.HandlerFunc) http.HandlerFunc {
 	return func(rw http.ResponseWriter, r *http.Request) {
 		s := w.sessionOf(r)
 		if s == nil {
-			writeAPIError(rw, http.StatusUnauthorized, "unauthorized", "no session: run `sluice login` for a login link")
+			writeAPIError(rw, http.StatusUnauthorized, errcode.Unauthorized, "no session: run `sluice login` for a login link")
 			return
 		}
 		next(rw, r.WithContext(context.WithValue(r.Context(), ctxKey{}, s)))
@@ -377,7 +378,7 @@ func (w *Web) csrf(next http.HandlerFunc) http.HandlerFunc {
 		s, _ := r.Context().Value(ctxKey{}).(*session)
 		got := r.Header.Get(csrfHeader)
 		if s == nil || got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) != 1 {
-			writeAPIError(rw, http.StatusForbidden, "forbidden", "missing or wrong "+csrfHeader+" header")
+			writeAPIError(rw, http.StatusForbidden, errcode.Forbidden, "missing or wrong "+csrfHeader+" header")
 			return
 		}
 		next(rw, r)
@@ -393,7 +394,7 @@ func (w *Web) sessionInfo(rw http.ResponseWriter, r *http.Request) {
 func (w *Web) eventStream(rw http.ResponseWriter, r *http.Request) {
 	fl, ok := rw.(http.Flusher)
 	if !ok {
-		writeAPIError(rw, http.StatusInternalServerError, "internal", "streaming unsupported")
+		writeAPIError(rw, http.StatusInternalServerError, errcode.Internal, "streaming unsupported")
 		return
 	}
 	ch, cancel := w.app.events.Subscribe()
@@ -466,16 +467,25 @@ func jsonCall[T any](rw http.ResponseWriter, fn func() (T, error)) {
 	writeJSON(rw, http.StatusOK, v)
 }
 
-func statusFor(code string) int {
-	switch code {
-	case "proposal_not_found", "rule_not_found":
-		return http.StatusNotFound
-	case "proposal_terminal", "digest_mismatch", "restore_conflict", "stale_base", "policy_changed":
-		return http.StatusConflict
-	case "internal", "audit_failed":
-		return http.StatusInternalServerError
-	case "unsupported":
-		return http.StatusNotImplemented
+// statuses is the HTTP status of each code the UI's API answers with:
+// the one place the web UI maps the error vocabulary (core/errcode) to
+// HTTP. A code the table does not name is a 400.
+var statuses = map[errcode.Code]int{
+	errcode.ProposalNotFound: http.StatusNotFound,
+	errcode.RuleNotFound:     http.StatusNotFound,
+	errcode.ProposalTerminal: http.StatusConflict,
+	errcode.DigestMismatch:   http.StatusConflict,
+	errcode.RestoreConflict:  http.StatusConflict,
+	errcode.StaleBase:        http.StatusConflict,
+	errcode.PolicyChanged:    http.StatusConflict,
+	errcode.Internal:         http.StatusInternalServerError,
+	errcode.AuditFailed:      http.StatusInternalServerError,
+	errcode.Unsupported:      http.StatusNotImplemented,
+}
+
+func statusFor(code errcode.Code) int {
+	if s, ok := statuses[code]; ok {
+		return s
 	}
 	return http.StatusBadRequest
 }
@@ -488,7 +498,7 @@ func decodeBody(rw http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(rw, r.Body, maxDecisionBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		writeAPIError(rw, http.StatusBadRequest, "invalid_argument", "request body: "+err.Error())
+		writeAPIError(rw, http.StatusBadRequest, errcode.InvalidArgument, "request body: "+err.Error())
 		return false
 	}
 	return true
@@ -501,7 +511,7 @@ func (w *Web) decide(fn func(Decision) (Card, error)) http.HandlerFunc {
 			return
 		}
 		if d.ID != "" && d.ID != r.PathValue("id") {
-			writeAPIError(rw, http.StatusBadRequest, "invalid_argument", "the body's id does not match the URL")
+			writeAPIError(rw, http.StatusBadRequest, errcode.InvalidArgument, "the body's id does not match the URL")
 			return
 		}
 		d.ID = r.PathValue("id")
@@ -527,7 +537,7 @@ func writeJSON(rw http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-func writeAPIError(rw http.ResponseWriter, status int, code, msg string) {
+func writeAPIError(rw http.ResponseWriter, status int, code errcode.Code, msg string) {
 	writeJSON(rw, status, map[string]any{"error": UIError{Code: code, Message: msg}})
 }
 

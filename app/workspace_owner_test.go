@@ -9,7 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/sluicehq/sluice/core/gateway"
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/workspace"
 )
 
@@ -47,8 +47,8 @@ func TestFlow_Workspace_Owner(t *testing.T) {
 	}
 
 	h := workspaceHandoff{m: f.app.workspaces}
-	var ge *gateway.Error
-	if _, err := h.Handoff(context.Background(), "other-agent", id, f.repo); !errors.As(err, &ge) || ge.Code != gateway.CodeForbidden {
+	var ge *errcode.Error
+	if _, err := h.Handoff(context.Background(), "other-agent", id, f.repo); !errors.As(err, &ge) || ge.Code != errcode.Forbidden {
 		t.Fatalf("handoff by another agent: %v", err)
 	}
 	orphan, err := f.app.workspaces.Create(context.Background(), workspace.CreateRequest{Source: workspace.Source{Kind: workspace.SourceFresh}})
@@ -56,7 +56,7 @@ func TestFlow_Workspace_Owner(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.app.workspaces.Destroy(context.Background(), orphan.ID) })
-	if _, err := h.Handoff(context.Background(), "claude-code", orphan.ID, f.repo); !errors.As(err, &ge) || ge.Code != gateway.CodeForbidden {
+	if _, err := h.Handoff(context.Background(), "claude-code", orphan.ID, f.repo); !errors.As(err, &ge) || ge.Code != errcode.Forbidden {
 		t.Fatalf("handoff of a workspace without an owner: %v", err)
 	}
 

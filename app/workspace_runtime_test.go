@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 func savedRuntime(t *testing.T, configDir string) (string, bool) {
@@ -62,7 +64,7 @@ func TestAPI_WorkspaceRuntime_SettingsChoice(t *testing.T) {
 		choice = "runsc"
 	}
 
-	for name, want := range map[string]string{"Not A Name!": "invalid_argument", "no-such-runtime": "unsupported"} {
+	for name, want := range map[string]errcode.Code{"Not A Name!": "invalid_argument", "no-such-runtime": "unsupported"} {
 		_, err := api.UseWorkspaceRuntime(name)
 		ue, _ := FormatError(err).(UIError)
 		if err == nil || ue.Code != want {

@@ -72,7 +72,7 @@ func toolOutcome(res mcp.Result, err error) string {
 		Error *ToolError `json:"error"`
 	}
 	if b, merr := json.Marshal(r.StructuredContent); merr == nil && json.Unmarshal(b, &body) == nil && body.Error != nil {
-		return "error:" + body.Error.Code
+		return "error:" + string(body.Error.Code)
 	}
 	return "error"
 }

@@ -9,50 +9,19 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gateway"
 )
 
 // Stable error codes a model can act on (DESIGN §3).
-const (
-	CodeInvalidArgument    = "invalid_argument"
-	CodePathOutsideRoots   = "path_outside_roots"
-	CodeNotARepository     = "not_a_repository"
-	CodeGatewayUnavailable = "gateway_unavailable"
-	CodeProposalNotFound   = "proposal_not_found"
-	CodeProposalRefused    = "proposal_refused"
-	CodeProposalTerminal   = "proposal_terminal"
-	CodeStaleBase          = "stale_base"
-	CodePolicyDenied       = "policy_denied"
-	CodeGitFailed          = "git_failed"
-	CodeOutputLimit        = "output_limit"
-	CodeTimeout            = "timeout"
-	CodeWorkspaceLocked    = "workspace_locked"
-	CodeWorkspaceNotFound  = "workspace_not_found"
-	CodeEgressDenied       = "egress_denied"
-	CodeUnsupported        = "unsupported"
-	CodeInternal           = "internal"
-	// The outcome of a proposal is sealed when it arrives; one that cannot
-	// be produced is refused with one of these before any card opens.
-	CodeMergeConflict       = "merge_conflict"
-	CodePatchDoesNotApply   = "patch_does_not_apply"
-	CodeNothingToCommit     = "nothing_to_commit"
-	CodeUnrelatedHistories  = "unrelated_histories"
-	CodeDirtyWorktree       = "dirty_worktree"
-	CodeOperationInProgress = "operation_in_progress"
-	CodeNothingDeleted      = "nothing_deleted"
-)
 
-// ToolError is the structured error of a failed tool call.
+// ToolError is the error object of a failed tool call's result: the wire
+// form of an *errcode.Error (asToolError).
 type ToolError struct {
-	Code    string `json:"code" jsonschema:"stable error code, e.g. invalid_argument, path_outside_roots, stale_base"`
-	Message string `json:"message" jsonschema:"what went wrong, for the model"`
-	Data    any    `json:"data,omitempty" jsonschema:"details that help to act on the error"`
+	Code    errcode.Code `json:"code" jsonschema:"stable error code, e.g. invalid_argument, path_outside_roots, stale_base"`
+	Message string       `json:"message" jsonschema:"what went wrong, for the model"`
+	Data    any          `json:"data,omitempty" jsonschema:"details that help to act on the error"`
 }
-
-func (e *ToolError) Error() string { return e.Code + ": " + e.Message }
-
-// ErrorCode lets ToolError keep its code through asToolError.
-func (e *ToolError) ErrorCode() string { return e.Code }
 
 // ErrorField is embedded in every tool's Out type. It is set only when the
 // result has isError: true.
@@ -68,41 +37,34 @@ type errorSetter[T any] interface {
 	setError(*ToolError)
 }
 
-// coded is implemented by core errors that carry a stable code.
-type coded interface{ ErrorCode() string }
-
-// dataCarrier is implemented by core errors that carry structured details
-// (for example the current SHAs of a stale_base).
-type dataCarrier interface{ ErrorData() any }
-
 // nextSteps name, per code, what a model can do next. A message that does
 // not already say it gets it appended (withNextStep), so that every error a
 // model can act on ends in an action rather than a dead end; the cue is
 // short because it is read only when the call failed.
-var nextSteps = map[string]string{
-	CodeInvalidArgument:     "correct it and call again",
-	CodePathOutsideRoots:    "sluice_capabilities lists the allowed roots; ask the person to add a folder outside them",
-	CodeNotARepository:      "name a folder inside a git repository (fleet_radar finds them)",
-	CodeGatewayUnavailable:  "ask the person to start Sluice, then retry",
-	CodeProposalNotFound:    "use a proposalId that a propose_* tool returned in this session",
-	CodeProposalRefused:     "change what the message names and propose again",
-	CodeProposalTerminal:    "proposal_status shows how it ended; propose again if the change is still wanted",
-	CodeStaleBase:           "read the repository again and propose against its current state",
-	CodePolicyDenied:        "propose a change the policy allows, or ask the person",
-	CodeGitFailed:           "repo_brief shows the repository's state; check the arguments against it",
-	CodeOutputLimit:         "narrow the request (paths, limit or maxBytes) and call again",
-	CodeTimeout:             "narrow the request and call again",
-	CodeWorkspaceLocked:     "workspace_status shows what holds it; call again when it is done",
-	CodeWorkspaceNotFound:   "workspace_create makes a new one",
-	CodeEgressDenied:        "workspace runs have no network; ask the person if the command needs one",
-	CodeUnsupported:         "sluice_capabilities says what this installation supports",
-	CodeMergeConflict:       "repo_conflict_preflight shows the conflicts; resolve them on a branch and propose again",
-	CodePatchDoesNotApply:   "read the files again (diff_text) and make the patch against them",
-	CodeNothingToCommit:     "worktree_changes shows what is uncommitted",
-	CodeUnrelatedHistories:  "the two share no commit: choose another source",
-	CodeDirtyWorktree:       "worktree_changes lists the uncommitted changes; commit or discard them first",
-	CodeOperationInProgress: "conflict_read shows the operation in progress; it must be finished or aborted first",
-	CodeNothingDeleted:      "repo_refs shows which branches are merged and where they are checked out",
+var nextSteps = map[errcode.Code]string{
+	errcode.InvalidArgument:     "correct it and call again",
+	errcode.PathOutsideRoots:    "sluice_capabilities lists the allowed roots; ask the person to add a folder outside them",
+	errcode.NotARepository:      "name a folder inside a git repository (fleet_radar finds them)",
+	errcode.GatewayUnavailable:  "ask the person to start Sluice, then retry",
+	errcode.ProposalNotFound:    "use a proposalId that a propose_* tool returned in this session",
+	errcode.ProposalRefused:     "change what the message names and propose again",
+	errcode.ProposalTerminal:    "proposal_status shows how it ended; propose again if the change is still wanted",
+	errcode.StaleBase:           "read the repository again and propose against its current state",
+	errcode.PolicyDenied:        "propose a change the policy allows, or ask the person",
+	errcode.GitFailed:           "repo_brief shows the repository's state; check the arguments against it",
+	errcode.OutputLimit:         "narrow the request (paths, limit or maxBytes) and call again",
+	errcode.Timeout:             "narrow the request and call again",
+	errcode.WorkspaceLocked:     "workspace_status shows what holds it; call again when it is done",
+	errcode.WorkspaceNotFound:   "workspace_create makes a new one",
+	errcode.EgressDenied:        "workspace runs have no network; ask the person if the command needs one",
+	errcode.Unsupported:         "sluice_capabilities says what this installation supports",
+	errcode.MergeConflict:       "repo_conflict_preflight shows the conflicts; resolve them on a branch and propose again",
+	errcode.PatchDoesNotApply:   "read the files again (diff_text) and make the patch against them",
+	errcode.NothingToCommit:     "worktree_changes shows what is uncommitted",
+	errcode.UnrelatedHistories:  "the two share no commit: choose another source",
+	errcode.DirtyWorktree:       "worktree_changes lists the uncommitted changes; commit or discard them first",
+	errcode.OperationInProgress: "conflict_read shows the operation in progress; it must be finished or aborted first",
+	errcode.NothingDeleted:      "repo_refs shows which branches are merged and where they are checked out",
 }
 
 // nextStepCue recognises a message that already names what to do: a Sluice
@@ -130,26 +92,16 @@ func asToolError(err error) *ToolError {
 }
 
 func codedToolError(err error) *ToolError {
-	var te *ToolError
-	if errors.As(err, &te) {
-		return te
-	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return &ToolError{Code: CodeTimeout, Message: "the operation timed out"}
+		return &ToolError{Code: errcode.Timeout, Message: "the operation timed out"}
 	case errors.Is(err, gateway.ErrUnavailable):
-		return &ToolError{Code: CodeGatewayUnavailable, Message: "the Sluice app is not reachable; ask the person to start Sluice, then retry"}
+		return &ToolError{Code: errcode.GatewayUnavailable, Message: "the Sluice app is not reachable; ask the person to start Sluice, then retry"}
 	}
-	var c coded
-	if errors.As(err, &c) {
-		t := &ToolError{Code: c.ErrorCode(), Message: err.Error()}
-		var d dataCarrier
-		if errors.As(err, &d) {
-			t.Data = d.ErrorData()
-		}
-		return t
+	if e, ok := errcode.As(err); ok {
+		return &ToolError{Code: e.Code, Message: err.Error(), Data: e.Data}
 	}
-	return &ToolError{Code: CodeInternal, Message: "internal error: " + err.Error()}
+	return &ToolError{Code: errcode.Internal, Message: "internal error: " + err.Error()}
 }
 
 // handlerFunc is the shape of every tool implementation in this package:

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // CapabilitiesIn takes no arguments.
@@ -97,7 +98,7 @@ func toolsetEnableSchema() *jsonschema.Schema {
 func (s *Sidecar) toolsetEnable(_ context.Context, _ *mcp.CallToolRequest, in ToolsetEnableIn) (ToolsetEnableOut, error) {
 	fn := toolsets[in.Toolset]
 	if fn == nil {
-		return ToolsetEnableOut{}, &ToolError{Code: CodeInvalidArgument, Message: fmt.Sprintf("unknown toolset %q", in.Toolset) +
+		return ToolsetEnableOut{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: fmt.Sprintf("unknown toolset %q", in.Toolset) +
 			"; choose one of " + strings.Join(availableToolsets(), ", ") + " (sluice_capabilities lists them)"}
 	}
 	s.mu.Lock()

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -217,10 +218,10 @@ type DecisionOut struct {
 
 // OutcomeOut is how a proposal ended.
 type OutcomeOut struct {
-	Code         string `json:"code,omitempty"`
-	Message      string `json:"message,omitempty"`
-	RestorePoint string `json:"restorePoint,omitempty"`
-	At           string `json:"at"`
+	Code         errcode.Code `json:"code,omitempty"`
+	Message      string       `json:"message,omitempty"`
+	RestorePoint string       `json:"restorePoint,omitempty"`
+	At           string       `json:"at"`
 }
 
 // CollisionOut is another pending proposal that touches the same files.
@@ -447,7 +448,7 @@ func planArgs(steps []json.RawMessage) (proposal.Args, error) {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&st); err != nil {
-			return nil, &ToolError{Code: CodeInvalidArgument, Message: fmt.Sprintf(
+			return nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: fmt.Sprintf(
 				"steps[%d]: %v; a step is op and the arguments propose_<op> takes, other than repoPath, reason and idempotencyKey", i, err)}
 		}
 		fields, ok := planStepFields[st.Op]
@@ -467,7 +468,7 @@ func planArgs(steps []json.RawMessage) (proposal.Args, error) {
 		}
 		for _, f := range set {
 			if f.on && !slices.Contains(fields, f.name) {
-				return nil, &ToolError{Code: CodeInvalidArgument, Message: fmt.Sprintf(
+				return nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: fmt.Sprintf(
 					"steps[%d]: a %s step takes %s (as propose_%s does), not %s; move %s to a step of its own",
 					i, st.Op, strings.Join(fields, ", "), st.Op, f.name, f.name)}
 			}
@@ -545,26 +546,27 @@ func proposalOutputSchema(tool string) *jsonschema.Schema {
 // outcomeError is the error for a proposal that ended without being
 // carried out, or nil.
 func outcomeError(out ProposalOut) *ToolError {
-	code, msg := "", ""
+	var code errcode.Code
+	msg := ""
 	switch proposal.State(out.Status) {
 	case proposal.Rejected:
-		code, msg = CodeProposalRefused, "the person rejected the proposal"
-		if o := out.Outcome; o != nil && o.Code == CodeStaleBase {
+		code, msg = errcode.ProposalRefused, "the person rejected the proposal"
+		if o := out.Outcome; o != nil && o.Code == errcode.StaleBase {
 			// Sent back because the card went stale: propose again against
 			// the current state.
-			code, msg = CodeStaleBase, o.Message+"; read the repository again and propose against its current state"
+			code, msg = errcode.StaleBase, o.Message+"; read the repository again and propose against its current state"
 		}
 		if out.Decision != nil && out.Decision.Note != "" {
 			msg += ": " + out.Decision.Note
 		}
 	case proposal.Cancelled:
-		code, msg = CodeProposalTerminal, "the proposal was cancelled"
+		code, msg = errcode.ProposalTerminal, "the proposal was cancelled"
 	case proposal.Expired:
-		code, msg = CodeProposalTerminal, "no decision was made before the proposal expired; propose again if it is still needed"
+		code, msg = errcode.ProposalTerminal, "no decision was made before the proposal expired; propose again if it is still needed"
 	case proposal.NeedsReconciliation:
-		code, msg = CodeProposalTerminal, "execution was interrupted; the person has to check the repository and settle it"
+		code, msg = errcode.ProposalTerminal, "execution was interrupted; the person has to check the repository and settle it"
 	case proposal.Failed:
-		code, msg = CodeProposalTerminal, "the proposal failed"
+		code, msg = errcode.ProposalTerminal, "the proposal failed"
 		if o := out.Outcome; o != nil {
 			if slices.Contains(modelCodes, o.Code) {
 				code = o.Code
@@ -580,7 +582,7 @@ func outcomeError(out ProposalOut) *ToolError {
 }
 
 // modelCodes are the stable codes a failed outcome may pass through.
-var modelCodes = []string{CodeStaleBase, CodeGitFailed, CodePolicyDenied, CodeTimeout, CodeUnsupported}
+var modelCodes = []errcode.Code{errcode.StaleBase, errcode.GitFailed, errcode.PolicyDenied, errcode.Timeout, errcode.Unsupported}
 
 // gatewayToolError maps a gateway answer to the model-facing error codes.
 func gatewayToolError(err error) error {
@@ -589,26 +591,26 @@ func gatewayToolError(err error) error {
 		return err
 	}
 	d := api.Detail
-	te := &ToolError{Code: d.Code, Message: d.Message, Data: d.Data}
+	te := &errcode.Error{Code: d.Code, Msg: d.Message, Data: d.Data}
 	switch d.Code {
-	case CodeInvalidArgument, CodePathOutsideRoots, CodePolicyDenied, CodeProposalNotFound, CodeProposalTerminal:
-	case CodeMergeConflict, CodePatchDoesNotApply, CodeNothingToCommit, CodeUnrelatedHistories,
-		CodeDirtyWorktree, CodeOperationInProgress, CodeNothingDeleted, CodeStaleBase, CodeUnsupported:
+	case errcode.InvalidArgument, errcode.PathOutsideRoots, errcode.PolicyDenied, errcode.ProposalNotFound, errcode.ProposalTerminal:
+	case errcode.MergeConflict, errcode.PatchDoesNotApply, errcode.NothingToCommit, errcode.UnrelatedHistories,
+		errcode.DirtyWorktree, errcode.OperationInProgress, errcode.NothingDeleted, errcode.StaleBase, errcode.Unsupported:
 		// The outcome could not be sealed: the reason is the model's to act on.
-	case gateway.CodeTooManyPending:
-		te.Code, te.Data = CodeProposalRefused, map[string]string{"reason": d.Code}
-	case gateway.CodeForbidden, gateway.CodeConflict:
-		te.Code = CodeProposalRefused
-	case gateway.CodeTooLarge:
-		te.Code = CodeInvalidArgument
-	case gateway.CodeUnauthorized:
-		te.Code, te.Message = CodeGatewayUnavailable, "the Sluice app refused this sidecar's token (it may have restarted); restart the MCP server, then retry"
-	case gateway.CodeUnavailable:
-		te.Code = CodeGatewayUnavailable
-	case gateway.CodeNotFound:
-		te.Code, te.Message = CodeGatewayUnavailable, "the Sluice app does not know this request; it may be a different version than this sidecar"
+	case errcode.TooManyPending:
+		te.Code, te.Data = errcode.ProposalRefused, map[string]string{"reason": string(d.Code)}
+	case errcode.Forbidden, errcode.Conflict:
+		te.Code = errcode.ProposalRefused
+	case errcode.TooLarge:
+		te.Code = errcode.InvalidArgument
+	case errcode.Unauthorized:
+		te.Code, te.Msg = errcode.GatewayUnavailable, "the Sluice app refused this sidecar's token (it may have restarted); restart the MCP server, then retry"
+	case errcode.Unavailable:
+		te.Code = errcode.GatewayUnavailable
+	case errcode.NotFound:
+		te.Code, te.Msg = errcode.GatewayUnavailable, "the Sluice app does not know this request; it may be a different version than this sidecar"
 	default:
-		te.Code, te.Message = CodeInternal, "the Sluice app failed: "+d.Message
+		te.Code, te.Msg = errcode.Internal, "the Sluice app failed: "+d.Message
 	}
 	return te
 }
@@ -703,8 +705,8 @@ func (s *Sidecar) submitProposal(ctx context.Context, req *mcp.CallToolRequest, 
 	return out, nil
 }
 
-func invalidArgument(err error) *ToolError {
-	return &ToolError{Code: CodeInvalidArgument, Message: strings.TrimPrefix(err.Error(), proposal.ErrInvalid.Error()+": ")}
+func invalidArgument(err error) *errcode.Error {
+	return &errcode.Error{Code: errcode.InvalidArgument, Msg: strings.TrimPrefix(err.Error(), proposal.ErrInvalid.Error()+": ")}
 }
 
 // canonicalizeArgs replaces paths that name other places on disk (other
@@ -721,7 +723,7 @@ func canonicalizeArgs(roots gitx.Roots, args proposal.Args) error {
 		}
 	case *proposal.WorktreeArgs:
 		if !filepath.IsAbs(a.Path) {
-			return &ToolError{Code: CodeInvalidArgument, Message: "path must be an absolute path"}
+			return &errcode.Error{Code: errcode.InvalidArgument, Msg: "path must be an absolute path"}
 		}
 		// Not in any git directory (.git in any case, a bare repository, a
 		// common directory), not under a tree whose git directory is
@@ -732,7 +734,7 @@ func canonicalizeArgs(roots gitx.Roots, args proposal.Args) error {
 		}
 		a.Path = canon
 		if _, err := os.Lstat(a.Path); err == nil {
-			return &ToolError{Code: CodeInvalidArgument, Message: "path already exists; a worktree needs a new directory"}
+			return &errcode.Error{Code: errcode.InvalidArgument, Msg: "path already exists; a worktree needs a new directory"}
 		}
 	}
 	return nil
@@ -746,8 +748,8 @@ func pin(ctx context.Context, g *gitResolver, roots gitx.Roots, repo string, arg
 		sha, err := g.resolve(ctx, repo, ref)
 		if err != nil {
 			if pa, ok := args.(*proposal.PushArgs); ok && ref == pa.LeaseRef() {
-				return pinned, &ToolError{Code: CodeInvalidArgument,
-					Message: "forceWithLease needs the remote-tracking ref " + strings.TrimPrefix(ref, "refs/remotes/") + " to lease against; fetch first"}
+				return pinned, &errcode.Error{Code: errcode.InvalidArgument,
+					Msg: "forceWithLease needs the remote-tracking ref " + strings.TrimPrefix(ref, "refs/remotes/") + " to lease against; fetch first"}
 			}
 			return pinned, err
 		}
@@ -762,8 +764,8 @@ func pin(ctx context.Context, g *gitResolver, roots gitx.Roots, repo string, arg
 			}
 		}
 		if head != proposal.BranchRef(b) {
-			return pinned, &ToolError{Code: CodeStaleBase,
-				Message: fmt.Sprintf("the working tree is not on branch %s (HEAD is %s)", b, strings.TrimPrefix(orDefault(head, "detached"), "refs/heads/"))}
+			return pinned, &errcode.Error{Code: errcode.StaleBase,
+				Msg: fmt.Sprintf("the working tree is not on branch %s (HEAD is %s)", b, strings.TrimPrefix(orDefault(head, "detached"), "refs/heads/"))}
 		}
 	}
 	forEachArgs(args, func(a proposal.Args) {
@@ -790,14 +792,14 @@ func pin(ctx context.Context, g *gitResolver, roots gitx.Roots, repo string, arg
 		pinned.Repos = map[string]map[string]string{}
 		for _, r := range a.OtherRepos {
 			if r.Repo == repo {
-				return pinned, &ToolError{Code: CodeInvalidArgument, Message: "otherRepos repeats repoPath; list its branches under branches"}
+				return pinned, &errcode.Error{Code: errcode.InvalidArgument, Msg: "otherRepos repeats repoPath; list its branches under branches"}
 			}
 			top, err := g.toplevel(ctx, r.Repo)
 			if err != nil {
 				return pinned, err
 			}
 			if top != r.Repo {
-				return pinned, &ToolError{Code: CodeInvalidArgument, Message: "each otherRepos entry must be the top level of a repository"}
+				return pinned, &errcode.Error{Code: errcode.InvalidArgument, Msg: "each otherRepos entry must be the top level of a repository"}
 			}
 			refs := map[string]string{}
 			for _, b := range r.Branches {
@@ -816,7 +818,7 @@ func pin(ctx context.Context, g *gitResolver, roots gitx.Roots, repo string, arg
 		}
 		top, err := g.toplevel(ctx, sub)
 		if err != nil || top != sub || sub == repo {
-			return pinned, &ToolError{Code: CodeInvalidArgument, Message: "path is not a checked-out submodule"}
+			return pinned, &errcode.Error{Code: errcode.InvalidArgument, Msg: "path is not a checked-out submodule"}
 		}
 		sha, err := g.resolve(ctx, sub, "HEAD")
 		if err != nil {
@@ -989,7 +991,7 @@ func (g *gitResolver) open(ctx context.Context, dir string) (*gitx.Repo, error) 
 		return nil, err
 	}
 	if repo.Bare {
-		return nil, &ToolError{Code: CodeNotARepository, Message: "repoPath is a bare repository; proposals need a working tree"}
+		return nil, &errcode.Error{Code: errcode.NotARepository, Msg: "repoPath is a bare repository; proposals need a working tree"}
 	}
 	return repo, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/journal"
@@ -402,19 +403,19 @@ func TestProposalWait_NotCompleted_IsError(t *testing.T) {
 		name   string
 		decide func(p ProposalOut)
 		status string
-		code   string
+		code   errcode.Code
 	}{
-		{"rejected", func(p ProposalOut) { e.j.Reject(p.ProposalID, "person", "not this way") }, "rejected", CodeProposalRefused},
+		{"rejected", func(p ProposalOut) { e.j.Reject(p.ProposalID, "person", "not this way") }, "rejected", errcode.ProposalRefused},
 		{"failed with stale base", func(p ProposalOut) {
 			e.j.Approve(p.ProposalID, p.Digest, "person", "")
 			e.j.MarkExecuting(p.ProposalID, p.Digest)
 			e.j.Fail(p.ProposalID, "executor", journal.Outcome{Code: "stale_base", Message: "main moved"})
-		}, "failed", CodeStaleBase},
+		}, "failed", errcode.StaleBase},
 		{"needs reconciliation", func(p ProposalOut) {
 			e.j.Approve(p.ProposalID, p.Digest, "person", "")
 			e.j.MarkExecuting(p.ProposalID, p.Digest)
 			e.j.Transition(p.ProposalID, proposal.Executing, proposal.NeedsReconciliation, journal.Details{By: "recovery"})
-		}, "needs_reconciliation", CodeProposalTerminal},
+		}, "needs_reconciliation", errcode.ProposalTerminal},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -449,11 +450,11 @@ func TestProposalCancel_OwnerOnlyWhilePending(t *testing.T) {
 	p := e.mustPropose(t, "propose_branch", withCommon(e, map[string]any{"name": "agent/c"}))
 	intruder := e.connect(t, "other-agent", nil)
 	res, out := call(t, intruder, "proposal_cancel", map[string]any{"proposalId": p.ProposalID})
-	if !res.IsError || out.Error.Code != CodeProposalRefused {
+	if !res.IsError || out.Error.Code != errcode.ProposalRefused {
 		t.Fatalf("cancel by another agent = %+v", out)
 	}
 	res, out = call(t, intruder, "proposal_status", map[string]any{"proposalId": p.ProposalID})
-	if !res.IsError || out.Error.Code != CodeProposalRefused {
+	if !res.IsError || out.Error.Code != errcode.ProposalRefused {
 		t.Fatalf("status by another agent = %+v", out)
 	}
 	res, out = call(t, e.cs, "proposal_cancel", map[string]any{"proposalId": p.ProposalID})
@@ -461,11 +462,11 @@ func TestProposalCancel_OwnerOnlyWhilePending(t *testing.T) {
 		t.Fatalf("cancel = %+v (isError %v)", out, res.IsError)
 	}
 	res, out = call(t, e.cs, "proposal_cancel", map[string]any{"proposalId": p.ProposalID})
-	if !res.IsError || out.Error.Code != CodeProposalTerminal {
+	if !res.IsError || out.Error.Code != errcode.ProposalTerminal {
 		t.Fatalf("second cancel = %+v", out)
 	}
 	res, out = call(t, e.cs, "proposal_status", map[string]any{"proposalId": "no-such-proposal"})
-	if !res.IsError || out.Error.Code != CodeProposalNotFound {
+	if !res.IsError || out.Error.Code != errcode.ProposalNotFound {
 		t.Fatalf("status of an unknown id = %+v", out)
 	}
 }
@@ -507,43 +508,43 @@ func TestPropose_Refusals(t *testing.T) {
 		name string
 		tool string
 		args map[string]any
-		code string // empty: refused by the input schema
+		code errcode.Code // empty: refused by the input schema
 	}{
-		{"outside the roots", "propose_branch", map[string]any{"repoPath": outside, "reason": "r", "name": "x"}, CodePathOutsideRoots},
-		{"relative repo", "propose_branch", map[string]any{"repoPath": "repo", "reason": "r", "name": "x"}, CodeInvalidArgument},
-		{"not a repository", "propose_branch", map[string]any{"repoPath": e.root, "reason": "r", "name": "x"}, CodeNotARepository},
+		{"outside the roots", "propose_branch", map[string]any{"repoPath": outside, "reason": "r", "name": "x"}, errcode.PathOutsideRoots},
+		{"relative repo", "propose_branch", map[string]any{"repoPath": "repo", "reason": "r", "name": "x"}, errcode.InvalidArgument},
+		{"not a repository", "propose_branch", map[string]any{"repoPath": e.root, "reason": "r", "name": "x"}, errcode.NotARepository},
 		{"missing reason", "propose_branch", map[string]any{"repoPath": e.repo, "name": "x"}, ""},
-		{"blank reason", "propose_branch", withCommon(e, map[string]any{"reason": "   ", "name": "x"}), CodeInvalidArgument},
+		{"blank reason", "propose_branch", withCommon(e, map[string]any{"reason": "   ", "name": "x"}), errcode.InvalidArgument},
 		{"unknown field", "propose_commit", withCommon(e, map[string]any{"message": "m", "stageAll": true, "amend": true}), ""},
 		{"interactive rebase", "propose_rebase", withCommon(e, map[string]any{"branch": "agent/x", "onto": "main", "interactive": true}), ""},
 		{"bad enum", "propose_reset", withCommon(e, map[string]any{"mode": "keep", "target": "HEAD"}), ""},
 		{"reason too long", "propose_branch", withCommon(e, map[string]any{"reason": strings.Repeat("r", 2001), "name": "x"}), ""},
 		{"patch too large", "propose_patch", withCommon(e, map[string]any{"patch": strings.Repeat("x", 4<<20+1), "applyTo": "index"}), ""},
-		{"option-like ref", "propose_branch", withCommon(e, map[string]any{"name": "x", "startPoint": "--output=/tmp/x"}), CodeInvalidArgument},
-		{"unknown ref", "propose_branch", withCommon(e, map[string]any{"name": "x", "startPoint": "no-such-branch"}), CodeInvalidArgument},
-		{"wrong branch checked out", "propose_commit", withCommon(e, map[string]any{"message": "m", "stageAll": true, "branch": "feature"}), CodeStaleBase},
+		{"option-like ref", "propose_branch", withCommon(e, map[string]any{"name": "x", "startPoint": "--output=/tmp/x"}), errcode.InvalidArgument},
+		{"unknown ref", "propose_branch", withCommon(e, map[string]any{"name": "x", "startPoint": "no-such-branch"}), errcode.InvalidArgument},
+		{"wrong branch checked out", "propose_commit", withCommon(e, map[string]any{"message": "m", "stageAll": true, "branch": "feature"}), errcode.StaleBase},
 		{"patch escaping the tree", "propose_patch", withCommon(e, map[string]any{"applyTo": "worktree",
-			"patch": "--- a/../x\n+++ b/../x\n@@ -1 +1 @@\n-a\n+b\n"}), CodeInvalidArgument},
+			"patch": "--- a/../x\n+++ b/../x\n@@ -1 +1 @@\n-a\n+b\n"}), errcode.InvalidArgument},
 		{"plan step mismatch", "propose_plan", withCommon(e, map[string]any{"steps": []map[string]any{
-			{"op": "reset", "source": "a", "target": "main", "strategy": "merge"}}}), CodeInvalidArgument},
+			{"op": "reset", "source": "a", "target": "main", "strategy": "merge"}}}), errcode.InvalidArgument},
 		{"plan step with a field no step takes", "propose_plan", withCommon(e, map[string]any{"steps": []map[string]any{
-			{"op": "reset", "mode": "soft", "target": "HEAD", "interactive": true}}}), CodeInvalidArgument},
+			{"op": "reset", "mode": "soft", "target": "HEAD", "interactive": true}}}), errcode.InvalidArgument},
 		{"plan step nesting its arguments", "propose_plan", withCommon(e, map[string]any{"steps": []map[string]any{
-			{"op": "reset", "reset": map[string]any{"mode": "soft", "target": "HEAD"}}}}), CodeInvalidArgument},
+			{"op": "reset", "reset": map[string]any{"mode": "soft", "target": "HEAD"}}}}), errcode.InvalidArgument},
 		{"plan step of an unknown op", "propose_plan", withCommon(e, map[string]any{"steps": []map[string]any{
 			{"op": "commit", "message": "m"}}}), ""},
 		{"too many plan steps", "propose_plan", withCommon(e, map[string]any{"steps": slices.Repeat([]map[string]any{
-			{"op": "reset", "mode": "soft", "target": "HEAD"}}, 11)}), CodeInvalidArgument},
-		{"lease without tracking ref", "propose_push", withCommon(e, map[string]any{"branch": "agent/x", "forceWithLease": true}), CodeInvalidArgument},
-		{"worktree exists", "propose_worktree", withCommon(e, map[string]any{"path": e.repo, "branch": "main"}), CodeInvalidArgument},
-		{"worktree in .git", "propose_worktree", withCommon(e, map[string]any{"path": filepath.Join(e.repo, ".git", "wt"), "branch": "agent/wt", "newBranch": true}), CodeInvalidArgument},
-		{"worktree in .git through ..", "propose_worktree", withCommon(e, map[string]any{"path": e.repo + "/src/../.git/wt", "branch": "agent/wt", "newBranch": true}), CodeInvalidArgument},
-		{"worktree in a bare repository", "propose_worktree", withCommon(e, map[string]any{"path": filepath.Join(e.root, "remote.git", "wt"), "branch": "agent/wt", "newBranch": true}), CodeInvalidArgument},
-		{"worktree in a submodule's git dir", "propose_worktree", withCommon(e, map[string]any{"path": filepath.Join(e.repo, ".git", "modules", "vendor", "lib", "wt"), "branch": "agent/wt", "newBranch": true}), CodeInvalidArgument},
-		{"git file points outside", "propose_branch", map[string]any{"repoPath": pointsOut, "reason": "r", "name": "x"}, CodePathOutsideRoots},
-		{"worktree under a tree whose git dir is outside", "propose_worktree", withCommon(e, map[string]any{"path": filepath.Join(pointsOut, "wt"), "branch": "agent/wt", "newBranch": true}), CodePathOutsideRoots},
-		{"not a submodule", "propose_submodule_pointer", withCommon(e, map[string]any{"path": "src", "action": "record"}), CodeInvalidArgument},
-		{"bad idempotency key", "propose_branch", withCommon(e, map[string]any{"name": "x", "idempotencyKey": "a b"}), CodeInvalidArgument},
+			{"op": "reset", "mode": "soft", "target": "HEAD"}}, 11)}), errcode.InvalidArgument},
+		{"lease without tracking ref", "propose_push", withCommon(e, map[string]any{"branch": "agent/x", "forceWithLease": true}), errcode.InvalidArgument},
+		{"worktree exists", "propose_worktree", withCommon(e, map[string]any{"path": e.repo, "branch": "main"}), errcode.InvalidArgument},
+		{"worktree in .git", "propose_worktree", withCommon(e, map[string]any{"path": filepath.Join(e.repo, ".git", "wt"), "branch": "agent/wt", "newBranch": true}), errcode.InvalidArgument},
+		{"worktree in .git through ..", "propose_worktree", withCommon(e, map[string]any{"path": e.repo + "/src/../.git/wt", "branch": "agent/wt", "newBranch": true}), errcode.InvalidArgument},
+		{"worktree in a bare repository", "propose_worktree", withCommon(e, map[string]any{"path": filepath.Join(e.root, "remote.git", "wt"), "branch": "agent/wt", "newBranch": true}), errcode.InvalidArgument},
+		{"worktree in a submodule's git dir", "propose_worktree", withCommon(e, map[string]any{"path": filepath.Join(e.repo, ".git", "modules", "vendor", "lib", "wt"), "branch": "agent/wt", "newBranch": true}), errcode.InvalidArgument},
+		{"git file points outside", "propose_branch", map[string]any{"repoPath": pointsOut, "reason": "r", "name": "x"}, errcode.PathOutsideRoots},
+		{"worktree under a tree whose git dir is outside", "propose_worktree", withCommon(e, map[string]any{"path": filepath.Join(pointsOut, "wt"), "branch": "agent/wt", "newBranch": true}), errcode.PathOutsideRoots},
+		{"not a submodule", "propose_submodule_pointer", withCommon(e, map[string]any{"path": "src", "action": "record"}), errcode.InvalidArgument},
+		{"bad idempotency key", "propose_branch", withCommon(e, map[string]any{"name": "x", "idempotencyKey": "a b"}), errcode.InvalidArgument},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -562,7 +563,7 @@ func TestPropose_Refusals(t *testing.T) {
 			if out.Error == nil || out.Error.Code != c.code {
 				t.Fatalf("error = %+v (%s), want %s", out.Error, resultText(res), c.code)
 			}
-			if c.code == CodePathOutsideRoots && strings.Contains(resultText(res), outside) {
+			if c.code == errcode.PathOutsideRoots && strings.Contains(resultText(res), outside) {
 				t.Fatalf("the refused path was echoed back")
 			}
 		})
@@ -580,7 +581,7 @@ func TestPropose_PolicyDenied(t *testing.T) {
 	}
 	e := newProposeEnv(t, envOpt{policy: pol})
 	res, out := call(t, e.cs, "propose_branch", withCommon(e, map[string]any{"name": "release"}))
-	if !res.IsError || out.Error.Code != CodePolicyDenied {
+	if !res.IsError || out.Error.Code != errcode.PolicyDenied {
 		t.Fatalf("denied = %+v", out)
 	}
 	res, out = call(t, e.cs, "propose_branch", withCommon(e, map[string]any{"name": "agent/ok"}))
@@ -618,7 +619,7 @@ func TestPropose_GatewayDown_IsUnavailable(t *testing.T) {
 		{"proposal_cancel", map[string]any{"proposalId": "p1"}},
 	} {
 		res, out := call(t, e.cs, c.tool, c.args)
-		if !res.IsError || out.Error == nil || out.Error.Code != CodeGatewayUnavailable || out.Done || out.Status != "" {
+		if !res.IsError || out.Error == nil || out.Error.Code != errcode.GatewayUnavailable || out.Done || out.Status != "" {
 			t.Fatalf("%s with the app down = %+v (isError %v)", c.tool, out, res.IsError)
 		}
 	}
@@ -684,7 +685,7 @@ func TestPropose_NoRoots_SaysHow(t *testing.T) {
 		"agents_presence": {"repoPath": t.TempDir()},
 	} {
 		e := gitCallErr(t, cs, tool, args)
-		if e.Code != CodePathOutsideRoots || !strings.Contains(e.Message, "SLUICE_ALLOWED_ROOTS") {
+		if e.Code != errcode.PathOutsideRoots || !strings.Contains(e.Message, "SLUICE_ALLOWED_ROOTS") {
 			t.Errorf("%s: %+v", tool, e)
 		}
 	}
@@ -714,7 +715,7 @@ func TestPropose_PlanStep_NamesItsFields(t *testing.T) {
 		{"op": "reset", "reset": map[string]any{"mode": "soft", "target": "HEAD"}},
 	} {
 		res, out := call(t, e.cs, "propose_plan", withCommon(e, map[string]any{"steps": []map[string]any{step}}))
-		if !res.IsError || out.Error == nil || out.Error.Code != CodeInvalidArgument || out.ProposalID != "" {
+		if !res.IsError || out.Error == nil || out.Error.Code != errcode.InvalidArgument || out.ProposalID != "" {
 			t.Fatalf("step %v: %+v", step, out)
 		}
 		if !strings.Contains(out.Error.Message, "steps[0]") || !strings.Contains(out.Error.Message, "propose_") {

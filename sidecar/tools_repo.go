@@ -6,6 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 )
 
@@ -195,7 +196,7 @@ func (g *gitTools) registerRepo() {
 			limit = defaultStatusLimit
 		}
 		if limit > maxStatusLimit {
-			return RepoStatusOut{}, &gitx.Error{Code: gitx.CodeInvalidArgument, Msg: "limit must be at most 5000"}
+			return RepoStatusOut{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: "limit must be at most 5000"}
 		}
 		repo, err := g.open(ctx, in.RepoPath)
 		if err != nil {

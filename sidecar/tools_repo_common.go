@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 )
 
@@ -45,7 +46,7 @@ func init() {
 
 // errNoRoots explains an empty roots list, which would otherwise read as
 // a plain path_outside_roots.
-var errNoRoots = &gitx.Error{Code: gitx.CodePathOutsideRoots,
+var errNoRoots = &errcode.Error{Code: errcode.PathOutsideRoots,
 	Msg: "no allowed roots are configured: ask the person to add the folder that holds their repositories to Sluice's allowed roots (`sluice roots add DIR`, the Sluice app's first screen, or allowedRoots in config.json; SLUICE_ALLOWED_ROOTS given to the app is saved there too)"}
 
 // runner returns the hardened runner, or an unsupported error that says
@@ -53,11 +54,11 @@ var errNoRoots = &gitx.Error{Code: gitx.CodePathOutsideRoots,
 func (g *gitTools) runner() (*gitx.Runner, error) {
 	r, err := gitx.Default()
 	if err != nil {
-		var ge *gitx.Error
+		var ge *errcode.Error
 		if errors.As(err, &ge) {
 			return nil, err
 		}
-		return nil, &gitx.Error{Code: gitx.CodeUnsupported, Msg: fmt.Sprintf("git cannot be used: %v", err)}
+		return nil, &errcode.Error{Code: errcode.Unsupported, Msg: fmt.Sprintf("git cannot be used: %v", err)}
 	}
 	return r, nil
 }
@@ -94,7 +95,7 @@ func (g *gitTools) checkRoots() error { return g.s.checkRoots() }
 func (s *Sidecar) checkRoots() error {
 	switch {
 	case s.rootsErr != nil:
-		return &gitx.Error{Code: gitx.CodePathOutsideRoots, Msg: "the allowed roots configuration is invalid: " + s.rootsErr.Error()}
+		return &errcode.Error{Code: errcode.PathOutsideRoots, Msg: "the allowed roots configuration is invalid: " + s.rootsErr.Error()}
 	case len(s.roots) == 0:
 		return errNoRoots
 	}

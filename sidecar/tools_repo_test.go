@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 )
@@ -69,7 +70,7 @@ func gitCallErr(t *testing.T, cs *mcp.ClientSession, name string, args map[strin
 	return *out.Error
 }
 
-func gitErrorCode(res *mcp.CallToolResult) string {
+func gitErrorCode(res *mcp.CallToolResult) errcode.Code {
 	var out struct{ Error ToolError }
 	_ = json.Unmarshal([]byte(gitResultText(res)), &out)
 	return out.Error.Code
@@ -210,14 +211,14 @@ func TestGitTools_Fixtures(t *testing.T) {
 	}
 	// Failures a fixture legitimately produces, with their code: without
 	// commits there is no HEAD to name, and HEAD~1 needs two commits.
-	expected := map[string]string{}
+	expected := map[string]errcode.Code{}
 	for _, f := range []string{"empty repository", "no commits"} {
 		for _, k := range []string{"repo_conflict_preflight", "commit_details", "repo_branch_stack", "diff_text+base", "diff_semantic+base"} {
-			expected[f+"/"+k] = CodeInvalidArgument
+			expected[f+"/"+k] = errcode.InvalidArgument
 		}
 	}
 	for _, f := range []string{"binary files", "unicode and spaces", "worktrees"} {
-		expected[f+"/repo_conflict_preflight"] = CodeInvalidArgument
+		expected[f+"/repo_conflict_preflight"] = errcode.InvalidArgument
 	}
 	for name, build := range fixtures {
 		t.Run(name, func(t *testing.T) {
@@ -309,26 +310,26 @@ func TestGitTools_PathErrors(t *testing.T) {
 	cs := gitSession(t, filepath.Join(parent, "root"))
 
 	e := gitCallErr(t, cs, "repo_brief", map[string]any{"repoPath": outside.Dir})
-	if e.Code != CodePathOutsideRoots || strings.Contains(e.Message, "secret-outside") {
+	if e.Code != errcode.PathOutsideRoots || strings.Contains(e.Message, "secret-outside") {
 		t.Errorf("outside: %+v", e)
 	}
 	e = gitCallErr(t, cs, "repo_status", map[string]any{"repoPath": filepath.Join(parent, "root", "..", "secret-outside")})
-	if e.Code != CodePathOutsideRoots || strings.Contains(e.Message, "secret") {
+	if e.Code != errcode.PathOutsideRoots || strings.Contains(e.Message, "secret") {
 		t.Errorf("dot-dot: %+v", e)
 	}
-	if e = gitCallErr(t, cs, "repo_brief", map[string]any{"repoPath": "root/repo"}); e.Code != CodeInvalidArgument {
+	if e = gitCallErr(t, cs, "repo_brief", map[string]any{"repoPath": "root/repo"}); e.Code != errcode.InvalidArgument {
 		t.Errorf("relative: %+v", e)
 	}
-	if e = gitCallErr(t, cs, "repo_brief", map[string]any{"repoPath": filepath.Join(parent, "root", "plain")}); e.Code != CodeNotARepository {
+	if e = gitCallErr(t, cs, "repo_brief", map[string]any{"repoPath": filepath.Join(parent, "root", "plain")}); e.Code != errcode.NotARepository {
 		t.Errorf("not a repository: %+v", e)
 	}
 	if err := os.Symlink(outside.Dir, filepath.Join(parent, "root", "link")); err != nil {
 		t.Fatal(err)
 	}
-	if e = gitCallErr(t, cs, "diff_text", map[string]any{"repoPath": filepath.Join(parent, "root", "link")}); e.Code != CodePathOutsideRoots {
+	if e = gitCallErr(t, cs, "diff_text", map[string]any{"repoPath": filepath.Join(parent, "root", "link")}); e.Code != errcode.PathOutsideRoots {
 		t.Errorf("symlink out: %+v", e)
 	}
-	if e = gitCallErr(t, cs, "diff_text", map[string]any{"repoPath": inside.Dir, "paths": []string{"../../secret-outside/b"}}); e.Code != CodeInvalidArgument {
+	if e = gitCallErr(t, cs, "diff_text", map[string]any{"repoPath": inside.Dir, "paths": []string{"../../secret-outside/b"}}); e.Code != errcode.InvalidArgument {
 		t.Errorf("path escape: %+v", e)
 	}
 	// A .git file, or a linked worktree's common directory, that leads
@@ -338,19 +339,19 @@ func TestGitTools_PathErrors(t *testing.T) {
 	for _, tool := range []string{"repo_brief", "repo_history", "repo_refs", "worktree_list"} {
 		for _, p := range []string{po.GitFile, filepath.Join(po.GitFile, "sub"), po.Worktree} {
 			res := gitCall(t, out, tool, map[string]any{"repoPath": p})
-			if gitErrorCode(res) != CodePathOutsideRoots || strings.Contains(gitResultText(res), "outside commit") || strings.Contains(gitResultText(res), po.Outside.Dir) {
+			if gitErrorCode(res) != errcode.PathOutsideRoots || strings.Contains(gitResultText(res), "outside commit") || strings.Contains(gitResultText(res), po.Outside.Dir) {
 				t.Errorf("%s(%s) through a .git file: %s", tool, p, gitResultText(res))
 			}
 		}
 	}
 	// Fleet: an outside path is reported by index, never echoed.
 	radar := gitCallOK[FleetRadarOut](t, cs, "fleet_radar", map[string]any{"repoPaths": []string{inside.Dir, outside.Dir}})
-	if radar.Scanned != 1 || len(radar.Errors) != 1 || radar.Errors[0].Path != "repoPaths[1]" || radar.Errors[0].Code != CodePathOutsideRoots {
+	if radar.Scanned != 1 || len(radar.Errors) != 1 || radar.Errors[0].Path != "repoPaths[1]" || radar.Errors[0].Code != errcode.PathOutsideRoots {
 		t.Errorf("fleet with an outside path: %+v", radar.Radar)
 	}
 	// No roots at all: a clear message.
 	none := gitSession(t)
-	if e = gitCallErr(t, none, "repo_brief", map[string]any{"repoPath": inside.Dir}); e.Code != CodePathOutsideRoots || !strings.Contains(e.Message, "SLUICE_ALLOWED_ROOTS") {
+	if e = gitCallErr(t, none, "repo_brief", map[string]any{"repoPath": inside.Dir}); e.Code != errcode.PathOutsideRoots || !strings.Contains(e.Message, "SLUICE_ALLOWED_ROOTS") {
 		t.Errorf("no roots: %+v", e)
 	}
 }
@@ -430,7 +431,7 @@ func TestGitTools_OptionInjection(t *testing.T) {
 			}
 			before := run.Started()
 			e := gitCallErr(t, cs, a.tool, in)
-			if e.Code != CodeInvalidArgument {
+			if e.Code != errcode.InvalidArgument {
 				t.Errorf("%s.%s=%q: code %s (%s)", a.tool, a.name, p, e.Code, e.Message)
 			}
 			if run.Started() != before {
@@ -494,7 +495,7 @@ func TestGitTools_HostileRepository(t *testing.T) {
 		}
 	}
 	// The merge driver would run: the preflight says so instead.
-	if e := gitCallErr(t, cs, "repo_conflict_preflight", repo("theirs", "feature")); e.Code != CodeUnsupported {
+	if e := gitCallErr(t, cs, "repo_conflict_preflight", repo("theirs", "feature")); e.Code != errcode.Unsupported {
 		t.Errorf("preflight: %+v", e)
 	}
 	d := gitCallOK[DiffTextOut](t, cs, "diff_text", repo("paths", []string{"conv.tc"}))
@@ -602,7 +603,7 @@ func TestStdio_InvalidRoots_FailsStartup(t *testing.T) {
 	cs := connectInMemory(t, s)
 	for _, tool := range []string{"repo_brief", "restore_points", "safety_timeline"} {
 		e := gitCallErr(t, cs, tool, map[string]any{"repoPath": "/tmp"})
-		if e.Code != CodePathOutsideRoots || !strings.Contains(e.Message, "allowed roots configuration is invalid") {
+		if e.Code != errcode.PathOutsideRoots || !strings.Contains(e.Message, "allowed roots configuration is invalid") {
 			t.Errorf("%s with invalid roots in a hand-built config: %+v", tool, e)
 		}
 	}

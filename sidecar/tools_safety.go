@@ -9,7 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sluicehq/sluice/core/apply"
-	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // The safety tools: what Sluice recorded before each approved change, and
@@ -129,7 +129,7 @@ func (g *gitTools) registerSafety() {
 			limit = 50
 		}
 		if limit > maxRestorePointsLimit {
-			return RestorePointsOut{}, &gitx.Error{Code: gitx.CodeInvalidArgument, Msg: "limit must be at most 500"}
+			return RestorePointsOut{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: "limit must be at most 500"}
 		}
 		repo, err := g.open(ctx, in.RepoPath)
 		if err != nil {
@@ -194,7 +194,7 @@ func (g *gitTools) registerSafety() {
 		Annotations: readOnly("Safety event"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in SafetyEventIn) (SafetyEventOut, error) {
 		if in.EventID == "" || len(in.EventID) > 600 {
-			return SafetyEventOut{}, &gitx.Error{Code: gitx.CodeInvalidArgument, Msg: "eventId must be an id from safety_timeline"}
+			return SafetyEventOut{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: "eventId must be an id from safety_timeline"}
 		}
 		repo, err := g.open(ctx, in.RepoPath)
 		if err != nil {
@@ -302,15 +302,15 @@ func summarize(rp apply.RestorePoint) RestorePointSummary {
 // point that does not exist is an invalid argument, and the executor's
 // other codes for a failed read are a git failure.
 func safetyError(err error) error {
-	var e *apply.Error
+	var e *errcode.Error
 	if !errors.As(err, &e) {
 		return err
 	}
 	switch e.Code {
-	case apply.CodeInvalidArgument, apply.CodeRestorePointNotFound:
-		return &ToolError{Code: CodeInvalidArgument, Message: e.Msg}
-	case apply.CodeUnsupported:
-		return &ToolError{Code: CodeUnsupported, Message: e.Msg}
+	case errcode.InvalidArgument, errcode.RestorePointNotFound:
+		return &errcode.Error{Code: errcode.InvalidArgument, Msg: e.Msg}
+	case errcode.Unsupported:
+		return &errcode.Error{Code: errcode.Unsupported, Msg: e.Msg}
 	}
-	return &ToolError{Code: CodeGitFailed, Message: e.Msg, Data: e.Data}
+	return &errcode.Error{Code: errcode.GitFailed, Msg: e.Msg, Data: e.Data}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/core/apply"
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/journal"
@@ -138,18 +139,18 @@ func TestSafety_Tools_Refusals(t *testing.T) {
 	for _, c := range []struct {
 		tool string
 		args map[string]any
-		code string
+		code errcode.Code
 	}{
-		{"restore_points", map[string]any{"repoPath": outside}, CodePathOutsideRoots},
-		{"safety_timeline", map[string]any{"repoPath": outside}, CodePathOutsideRoots},
-		{"restore_point_details", map[string]any{"repoPath": sr.dir, "restorePointId": "missing"}, CodeInvalidArgument},
-		{"restore_point_details", map[string]any{"repoPath": sr.dir, "restorePointId": "../../x"}, CodeInvalidArgument},
-		{"safety_event", map[string]any{"repoPath": sr.dir, "eventId": "nonsense"}, CodeInvalidArgument},
-		{"restore_points", map[string]any{"repoPath": sr.dir, "limit": 501}, CodeInvalidArgument},
+		{"restore_points", map[string]any{"repoPath": outside}, errcode.PathOutsideRoots},
+		{"safety_timeline", map[string]any{"repoPath": outside}, errcode.PathOutsideRoots},
+		{"restore_point_details", map[string]any{"repoPath": sr.dir, "restorePointId": "missing"}, errcode.InvalidArgument},
+		{"restore_point_details", map[string]any{"repoPath": sr.dir, "restorePointId": "../../x"}, errcode.InvalidArgument},
+		{"safety_event", map[string]any{"repoPath": sr.dir, "eventId": "nonsense"}, errcode.InvalidArgument},
+		{"restore_points", map[string]any{"repoPath": sr.dir, "limit": 501}, errcode.InvalidArgument},
 	} {
 		if e := gitCallErr(t, cs, c.tool, c.args); e.Code != c.code {
 			t.Errorf("%s(%v): %s (%s), want %s", c.tool, c.args, e.Code, e.Message, c.code)
-		} else if c.code == CodePathOutsideRoots && strings.Contains(e.Message, outside) {
+		} else if c.code == errcode.PathOutsideRoots && strings.Contains(e.Message, outside) {
 			t.Errorf("%s echoed the path outside the roots: %s", c.tool, e.Message)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/proposal"
 	"github.com/sluicehq/sluice/core/workspace"
@@ -47,8 +48,8 @@ func (s *Sidecar) workspaceTools() *wsTools {
 }
 
 // errNoImage says how to turn workspaces on.
-var errNoImage = &ToolError{Code: CodeUnsupported,
-	Message: "workspaces are not configured: ask the person to choose a container image with `sluice workspace image use NAME[:TAG]` " +
+var errNoImage = &errcode.Error{Code: errcode.Unsupported,
+	Msg: "workspaces are not configured: ask the person to choose a container image with `sluice workspace image use NAME[:TAG]` " +
 		"(it pins the image's ID in Sluice's config.json, where this MCP server finds it; SLUICE_WORKSPACE_IMAGE reaches only processes started with it), " +
 		"then restart Sluice and this MCP server"}
 
@@ -392,8 +393,8 @@ func wsOut(ws *workspace.Workspace) WorkspaceOut {
 
 // errNotOwner answers a call about a workspace another agent created. It
 // says nothing about whether the workspace exists.
-var errNotOwner = &ToolError{Code: CodeWorkspaceNotFound,
-	Message: "no workspace with this id belongs to this agent: a workspace is used only by the agent that created it"}
+var errNotOwner = &errcode.Error{Code: errcode.WorkspaceNotFound,
+	Msg: "no workspace with this id belongs to this agent: a workspace is used only by the agent that created it"}
 
 // owned opens the manager and the workspace id names, and checks that the
 // caller is the agent that created it, by the rule proposals follow: the
@@ -521,7 +522,7 @@ func (w *wsTools) grep(ctx context.Context, req *mcp.CallToolRequest, in Workspa
 
 func (w *wsTools) run(ctx context.Context, req *mcp.CallToolRequest, in WorkspaceRunIn) (WorkspaceRunOut, error) {
 	if in.TimeoutSeconds < 0 || in.MemoryMB < 0 || in.OutputBytes < 0 {
-		return WorkspaceRunOut{}, &ToolError{Code: CodeInvalidArgument, Message: "limits must not be negative"}
+		return WorkspaceRunOut{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: "limits must not be negative"}
 	}
 	m, _, err := w.owned(ctx, req, in.WorkspaceID)
 	if err != nil {
@@ -630,15 +631,15 @@ func (w *wsTools) destroy(ctx context.Context, req *mcp.CallToolRequest, in Work
 // branch, pinned like every proposal.
 func (w *wsTools) seal(ctx context.Context, req *mcp.CallToolRequest, in WorkspaceSealIn) (ProposalOut, error) {
 	if strings.TrimSpace(in.Reason) == "" {
-		return ProposalOut{}, &ToolError{Code: CodeInvalidArgument, Message: "reason is required: say why, for the person who decides"}
+		return ProposalOut{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: "reason is required: say why, for the person who decides"}
 	}
 	m, ws, err := w.owned(ctx, req, in.WorkspaceID)
 	if err != nil {
 		return ProposalOut{}, err
 	}
 	if ws.Source.Kind != workspace.SourceRepo {
-		return ProposalOut{}, &ToolError{Code: CodeInvalidArgument,
-			Message: "only a workspace created from a repository (kind repo) can be sealed into a proposal; read its files with workspace_file_read instead"}
+		return ProposalOut{}, &errcode.Error{Code: errcode.InvalidArgument,
+			Msg: "only a workspace created from a repository (kind repo) can be sealed into a proposal; read its files with workspace_file_read instead"}
 	}
 	branch, err := w.targetBranch(ctx, ws, in.Branch)
 	if err != nil {
@@ -658,9 +659,9 @@ func (w *wsTools) seal(ctx context.Context, req *mcp.CallToolRequest, in Workspa
 			return ProposalOut{}, err
 		}
 		if res.Refused {
-			return ProposalOut{}, &ToolError{Code: CodeProposalRefused,
-				Message: "the handoff checks refused this change; fix the listed files in the workspace and seal again",
-				Data:    map[string]any{"findings": res.Findings}}
+			return ProposalOut{}, &errcode.Error{Code: errcode.ProposalRefused,
+				Msg:  "the handoff checks refused this change; fix the listed files in the workspace and seal again",
+				Data: map[string]any{"findings": res.Findings}}
 		}
 		findings = res.Findings
 		if ws, err = m.Get(ws.ID); err != nil {
@@ -668,7 +669,7 @@ func (w *wsTools) seal(ctx context.Context, req *mcp.CallToolRequest, in Workspa
 		}
 	}
 	if ws.Head == "" || ws.Head == ws.Base {
-		return ProposalOut{}, &ToolError{Code: CodeInvalidArgument, Message: "the workspace has no changes to propose; it is sealed now, destroy it with workspace_destroy"}
+		return ProposalOut{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: "the workspace has no changes to propose; it is sealed now, destroy it with workspace_destroy"}
 	}
 	c, err := w.s.gateway()
 	if err != nil {
@@ -679,7 +680,7 @@ func (w *wsTools) seal(ctx context.Context, req *mcp.CallToolRequest, in Workspa
 		return ProposalOut{}, workspaceGatewayError(err)
 	}
 	if hr.SHA != ws.Head {
-		return ProposalOut{}, &ToolError{Code: CodeInternal, Message: "the handed-off commit is not the workspace's head"}
+		return ProposalOut{}, &errcode.Error{Code: errcode.Internal, Msg: "the handed-off commit is not the workspace's head"}
 	}
 	runs, err := m.Runs(ws.ID)
 	if err != nil {
@@ -702,7 +703,7 @@ func (w *wsTools) seal(ctx context.Context, req *mcp.CallToolRequest, in Workspa
 		return ProposalOut{}, err
 	}
 	if out.Pinned != nil && out.Pinned[hr.Ref] != "" && out.Pinned[hr.Ref] != hr.SHA {
-		return ProposalOut{}, &ToolError{Code: CodeInternal, Message: "the proposal pinned a different commit than the workspace's head"}
+		return ProposalOut{}, &errcode.Error{Code: errcode.Internal, Msg: "the proposal pinned a different commit than the workspace's head"}
 	}
 	note := fmt.Sprintf("workspace %s sealed at %s and proposed for %s; the card shows Sluice's record of its runs: %s",
 		ws.ID, shortSHA(hr.SHA), branch, evidenceSummary(runs))
@@ -729,8 +730,8 @@ func (w *wsTools) targetBranch(ctx context.Context, ws *workspace.Workspace, ask
 			}
 		}
 	}
-	return "", &ToolError{Code: CodeInvalidArgument,
-		Message: "the workspace was not created from a branch; give branch, the branch its changes should be merged into"}
+	return "", &errcode.Error{Code: errcode.InvalidArgument,
+		Msg: "the workspace was not created from a branch; give branch, the branch its changes should be merged into"}
 }
 
 // sealReason is the agent's reason followed, as plain text, by the
@@ -800,8 +801,8 @@ func workspaceGatewayError(err error) error {
 	var api *gateway.APIError
 	if errors.As(err, &api) {
 		switch d := api.Detail; d.Code {
-		case CodeWorkspaceNotFound, CodeUnsupported, CodeGitFailed, CodeWorkspaceLocked:
-			return &ToolError{Code: d.Code, Message: d.Message, Data: d.Data}
+		case errcode.WorkspaceNotFound, errcode.Unsupported, errcode.GitFailed, errcode.WorkspaceLocked:
+			return &errcode.Error{Code: d.Code, Msg: d.Message, Data: d.Data}
 		}
 	}
 	return gatewayToolError(err)

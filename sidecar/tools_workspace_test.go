@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/workspace"
 )
 
@@ -32,10 +33,10 @@ func callJSON(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]
 	return res, out
 }
 
-func errCode(out map[string]any) string {
+func errCode(out map[string]any) errcode.Code {
 	e, _ := out["error"].(map[string]any)
 	c, _ := e["code"].(string)
-	return c
+	return errcode.Code(c)
 }
 
 func TestWorkspaceTools_NoImage_Unsupported(t *testing.T) {
@@ -54,7 +55,7 @@ func TestWorkspaceTools_NoImage_Unsupported(t *testing.T) {
 	} {
 		res, out := callJSON(t, cs, tool, args)
 		e, _ := out["error"].(map[string]any)
-		if msg, _ := e["message"].(string); !res.IsError || errCode(out) != CodeUnsupported || !strings.Contains(msg, "SLUICE_WORKSPACE_IMAGE") || !strings.Contains(msg, "sluice workspace image use") {
+		if msg, _ := e["message"].(string); !res.IsError || errCode(out) != errcode.Unsupported || !strings.Contains(msg, "SLUICE_WORKSPACE_IMAGE") || !strings.Contains(msg, "sluice workspace image use") {
 			t.Errorf("%s without an image = %v (isError %v)", tool, out, res.IsError)
 		}
 	}
@@ -202,7 +203,7 @@ func TestWorkspaceTools_FilesRunDestroy(t *testing.T) {
 	if _, out = callJSON(t, cs, "workspace_file_glob", map[string]any{"workspaceId": id, "pattern": "*.sh"}); len(out["entries"].([]any)) != 1 {
 		t.Fatalf("workspace_file_glob = %v", out)
 	}
-	if _, out = callJSON(t, cs, "workspace_file_read", map[string]any{"workspaceId": id, "path": "../outside"}); errCode(out) != CodePathOutsideRoots {
+	if _, out = callJSON(t, cs, "workspace_file_read", map[string]any{"workspaceId": id, "path": "../outside"}); errCode(out) != errcode.PathOutsideRoots {
 		t.Fatalf("read outside = %v", out)
 	}
 
@@ -223,7 +224,7 @@ func TestWorkspaceTools_FilesRunDestroy(t *testing.T) {
 		t.Errorf("run output was not streamed as progress: %q", streamed)
 	}
 	// A call can lower a limit, never raise it past the configured one.
-	if _, out = callJSON(t, cs, "workspace_run", map[string]any{"workspaceId": id, "argv": []string{"true"}, "timeoutSeconds": 100000}); errCode(out) != CodeInvalidArgument {
+	if _, out = callJSON(t, cs, "workspace_run", map[string]any{"workspaceId": id, "argv": []string{"true"}, "timeoutSeconds": 100000}); errCode(out) != errcode.InvalidArgument {
 		t.Fatalf("raised limit = %v", out)
 	}
 
@@ -233,7 +234,7 @@ func TestWorkspaceTools_FilesRunDestroy(t *testing.T) {
 	if res, out = callJSON(t, cs, "workspace_destroy", map[string]any{"workspaceId": id}); res.IsError || out["containersGone"] != true || out["treeRemoved"] != true {
 		t.Fatalf("workspace_destroy = %v", out)
 	}
-	if _, out = callJSON(t, cs, "workspace_status", map[string]any{"workspaceId": id}); errCode(out) != CodeWorkspaceNotFound {
+	if _, out = callJSON(t, cs, "workspace_status", map[string]any{"workspaceId": id}); errCode(out) != errcode.WorkspaceNotFound {
 		t.Fatalf("status after destroy = %v", out)
 	}
 }
@@ -398,7 +399,7 @@ func TestWorkspaceTools_OwnerOnly(t *testing.T) {
 		cs := session(other.identity, other.client)
 		for tool, args := range calls {
 			res, out := callJSON(t, cs, tool, args)
-			if !res.IsError || errCode(out) != CodeWorkspaceNotFound || !strings.Contains(resultText(res), "agent that created it") {
+			if !res.IsError || errCode(out) != errcode.WorkspaceNotFound || !strings.Contains(resultText(res), "agent that created it") {
 				t.Errorf("%s: %s = %v", other.name, tool, out)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 )
 
@@ -108,11 +109,11 @@ func TestToolsetEnable_InMemory_OffDefaultToolsets(t *testing.T) {
 		added                []string
 		call                 string
 		args                 map[string]any
-		code                 string
+		code                 errcode.Code
 	}{
 		{"without workspaces", "", "propose_more",
 			[]string{"propose_plan", "propose_worktree", "propose_submodule_pointer"},
-			"propose_worktree", map[string]any{"repoPath": "relative", "reason": "r", "path": "wt", "branch": "b"}, CodeInvalidArgument},
+			"propose_worktree", map[string]any{"repoPath": "relative", "reason": "r", "path": "wt", "branch": "b"}, errcode.InvalidArgument},
 		{"with workspaces", "sha256:" + strings.Repeat("ab", 32), "workspace_search",
 			[]string{"workspace_file_list", "workspace_file_glob", "workspace_file_grep"},
 			"workspace_file_glob", map[string]any{"workspaceId": "ws-none", "pattern": "*"}, ""},
@@ -202,7 +203,7 @@ func TestToolsetEnable_Unknown_NamesTheChoices(t *testing.T) {
 	}
 	_, err = s.toolsetEnable(context.Background(), nil, ToolsetEnableIn{Toolset: "shell"})
 	te := asToolError(err)
-	if te.Code != CodeInvalidArgument || !strings.Contains(te.Message, "fleet") || !strings.Contains(te.Message, "sluice_capabilities") {
+	if te.Code != errcode.InvalidArgument || !strings.Contains(te.Message, "fleet") || !strings.Contains(te.Message, "sluice_capabilities") {
 		t.Fatalf("unknown toolset: %+v", te)
 	}
 }

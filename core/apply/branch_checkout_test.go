@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
@@ -49,7 +50,7 @@ func TestBranch_Checkout_DirtyRefused(t *testing.T) {
 	f.repo.Write("README.md", "# changed\n")
 	before := repoState(t, f.repo.Dir)
 	out, err := f.execute(f.propose(&proposal.BranchArgs{Name: "topic", StartPoint: "feature", Checkout: true}))
-	if CodeOf(err) != CodeDirtyWorktree || out.State != proposal.Failed {
+	if errcode.Of(err) != errcode.DirtyWorktree || out.State != proposal.Failed {
 		t.Fatalf("state %s err %v: want failed dirty_worktree", out.State, err)
 	}
 	if after := repoState(t, f.repo.Dir); after != before {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -34,7 +35,7 @@ func TestCommit_PreCommitHookFails_FailedWithOutput(t *testing.T) {
 	before := repoState(t, f.repo.Dir)
 	rec := f.propose(&proposal.CommitArgs{Message: "Change a", Paths: []string{"src/a.txt", "src/new.txt"}})
 	out, err := f.execute(rec)
-	if !errors.Is(err, ErrHookFailed) || out.State != proposal.Failed || outcomeCode(out) != CodeHookFailed {
+	if !errors.Is(err, ErrHookFailed) || out.State != proposal.Failed || outcomeCode(out) != errcode.HookFailed {
 		t.Fatalf("state %s code %s err %v: want failed with hook_failed", out.State, outcomeCode(out), err)
 	}
 	for _, want := range []string{"lint: src/a.txt has trailing whitespace", "fix it first"} {
@@ -111,8 +112,8 @@ func TestCommit_Signing_Honoured(t *testing.T) {
 func TestCommit_NothingToCommit(t *testing.T) {
 	f := newFixture(t)
 	// An empty commit is refused when it is proposed, before any card.
-	f.refuseAtSeal(&proposal.CommitArgs{Message: "Nothing", StageAll: true}, &Error{Code: CodeNothingToCommit})
-	f.refuseAtSeal(&proposal.CommitArgs{Message: "Nothing", Paths: []string{"src/a.txt"}}, &Error{Code: CodeNothingToCommit})
+	f.refuseAtSeal(&proposal.CommitArgs{Message: "Nothing", StageAll: true}, &errcode.Error{Code: errcode.NothingToCommit})
+	f.refuseAtSeal(&proposal.CommitArgs{Message: "Nothing", Paths: []string{"src/a.txt"}}, &errcode.Error{Code: errcode.NothingToCommit})
 }
 
 // TestCommit_MidMerge_Refused: a commit while a merge is in progress would
@@ -128,7 +129,7 @@ func TestCommit_MidMerge_Refused(t *testing.T) {
 	}
 	f.repo.Write("src/b.txt", "changed while merging\n")
 	rec := f.propose(&proposal.CommitArgs{Message: "x", Paths: []string{"src/b.txt"}})
-	if _, err := f.execute(rec); CodeOf(err) != CodeOperationInProgress {
+	if _, err := f.execute(rec); errcode.Of(err) != errcode.OperationInProgress {
 		t.Fatalf("err %v: want operation_in_progress", err)
 	}
 }

@@ -1,20 +1,19 @@
 package apply
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
 // errCode is the stable code of err, from either apply or gitx.
-func errCode(err error) string {
-	var c interface{ ErrorCode() string }
-	if errors.As(err, &c) {
-		return c.ErrorCode()
+func errCode(err error) errcode.Code {
+	if e, ok := errcode.As(err); ok {
+		return e.Code
 	}
 	return ""
 }
@@ -30,7 +29,7 @@ func TestWorktree_InGitDir_RefusedAtSeal(t *testing.T) {
 		filepath.Join(f.repo.Dir, ".git", "hooks"),
 		filepath.Join(f.repo.Dir, ".git", "refs", "wt"),
 	} {
-		f.refuseAtSeal(&proposal.WorktreeArgs{Path: p, Branch: "topic", NewBranch: true, StartPoint: "HEAD"}, &Error{Code: CodeInvalidArgument})
+		f.refuseAtSeal(&proposal.WorktreeArgs{Path: p, Branch: "topic", NewBranch: true, StartPoint: "HEAD"}, &errcode.Error{Code: errcode.InvalidArgument})
 		if _, err := os.Lstat(p); err == nil {
 			t.Fatalf("%s was created", p)
 		}
@@ -38,7 +37,7 @@ func TestWorktree_InGitDir_RefusedAtSeal(t *testing.T) {
 	// A bare repository inside the roots is a git directory too.
 	bare := filepath.Join(f.root, "store.git")
 	gitxtest.Git(t, f.root, "init", "-q", "--bare", bare)
-	f.refuseAtSeal(&proposal.WorktreeArgs{Path: filepath.Join(bare, "hooks2"), Branch: "topic", NewBranch: true, StartPoint: "HEAD"}, &Error{Code: CodeInvalidArgument})
+	f.refuseAtSeal(&proposal.WorktreeArgs{Path: filepath.Join(bare, "hooks2"), Branch: "topic", NewBranch: true, StartPoint: "HEAD"}, &errcode.Error{Code: errcode.InvalidArgument})
 }
 
 // TestWorktree_BecameNested_RefusedAtExecute: a worktree approved as
@@ -53,7 +52,7 @@ func TestWorktree_BecameNested_RefusedAtExecute(t *testing.T) {
 	wt := filepath.Join(around, "wt")
 	rec := f.propose(&proposal.WorktreeArgs{Path: wt, Branch: "topic", NewBranch: true, StartPoint: "HEAD"})
 	gitxtest.InitAt(t, around)
-	f.mustRefuseUnchanged(rec, &Error{Code: CodeInvalidArgument})
+	f.mustRefuseUnchanged(rec, &errcode.Error{Code: errcode.InvalidArgument})
 	if _, err := os.Lstat(wt); err == nil {
 		t.Fatalf("the worktree was added")
 	}

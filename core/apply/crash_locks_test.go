@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -297,7 +298,7 @@ func crashInHook(t *testing.T, c opCase, hook string, onlyPrepared bool, wantLoc
 		}
 		again := f.propose(args)
 		failed, err := f.execute(again)
-		if !errors.Is(err, ErrRepoLocked) || failed.State != proposal.Failed || failed.Outcome.Code != CodeRepoLocked {
+		if !errors.Is(err, ErrRepoLocked) || failed.State != proposal.Failed || failed.Outcome.Code != errcode.RepoLocked {
 			t.Fatalf("a new approval with locks: state %s, err %v; want failed with repo_locked", failed.State, err)
 		}
 		if now := repoState(t, f.repo.Dir); now != crashed {
@@ -410,7 +411,7 @@ func TestRemoveLocks_Refusals(t *testing.T) {
 		{Repo: f.root, Path: "index.lock"},
 	} {
 		_, err := f.e.RemoveLocks(testCtx(t), rec, append([]Lock{byPath["HEAD.lock"]}, bad))
-		if CodeOf(err) != CodeInvalidArgument {
+		if errcode.Of(err) != errcode.InvalidArgument {
 			t.Errorf("removing %q in %s: %v, want invalid_argument", bad.Path, bad.Repo, err)
 		}
 	}

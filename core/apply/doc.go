@@ -28,11 +28,12 @@
 //	locks, err := e.LeftLocks(ctx, rec)      // for the card
 //	res, err := e.RemoveLocks(ctx, rec, ls)  // a human action; audit res
 //
-// Failures are *Error values with a stable code (ErrorCode) and structured
-// details (ErrorData): stale_base carries {ref: current SHA} ("" for a ref
-// that is gone), merge_conflict the conflicting files, restore_conflict the
-// changes a restore would overwrite, hook_failed the hook's output. The
-// sentinels (ErrStaleBase, …) match any *Error with their code.
+// Failures are *errcode.Error values (core/errcode) with a stable code and
+// structured details (Data): stale_base carries {ref: current SHA} ("" for
+// a ref that is gone), merge_conflict the conflicting files,
+// restore_conflict the changes a restore would overwrite, hook_failed the
+// hook's output. The sentinels (ErrStaleBase, …) carry only a code, so they
+// match any *errcode.Error with it.
 //
 // # What Execute guarantees
 //
@@ -124,7 +125,7 @@
 // run under gitx.ProfilePerson, the person's own git, because the person
 // approved exactly that commit or push. Because filters are off, a
 // checkout Sluice updates gets the blobs as stored (Git LFS pointers stay
-// pointers). A git failure becomes an *Error here (git_failed with its
+// pointers). A git failure becomes an *errcode.Error here (git_failed with its
 // GitFailure), whatever gitx's own error was.
 //
 // # Restoring

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -163,17 +164,17 @@ func checkDigest(rec journal.Record) error {
 	p := rec.Proposal
 	d := rec.Decision
 	if d == nil || !d.Approved || d.ApprovedDigest == "" {
-		return &Error{Code: CodeDigestMismatch, Msg: "the proposal has no approved digest"}
+		return &errcode.Error{Code: errcode.DigestMismatch, Msg: "the proposal has no approved digest"}
 	}
 	if d.ApprovedDigest != p.Digest {
-		return &Error{Code: CodeDigestMismatch, Msg: fmt.Sprintf("the approved digest %s is not the proposal's digest %s; nothing was run",
+		return &errcode.Error{Code: errcode.DigestMismatch, Msg: fmt.Sprintf("the approved digest %s is not the proposal's digest %s; nothing was run",
 			proposal.ShortDigest(d.ApprovedDigest), proposal.ShortDigest(p.Digest))}
 	}
 	if err := p.VerifyDigest(); err != nil {
-		return &Error{Code: CodeDigestMismatch, Msg: "the stored proposal no longer matches its digest; nothing was run", Err: err}
+		return &errcode.Error{Code: errcode.DigestMismatch, Msg: "the stored proposal no longer matches its digest; nothing was run", Err: err}
 	}
 	if err := p.Validate(); err != nil {
-		return &Error{Code: CodeDigestMismatch, Msg: "the stored proposal is not valid; nothing was run", Err: err}
+		return &errcode.Error{Code: errcode.DigestMismatch, Msg: "the stored proposal is not valid; nothing was run", Err: err}
 	}
 	return nil
 }
@@ -189,7 +190,7 @@ func checkDigest(rec journal.Record) error {
 // set (empty when the operation failed before it changed anything).
 //
 // The error is nil only when the proposal completed. A failure of the
-// operation is a *Error whose code is also the outcome's code. Once the
+// operation is a *errcode.Error whose code is also the outcome's code. Once the
 // record is executing, it always ends completed or failed unless the
 // process dies, and then Recover makes it needs_reconciliation. The
 // context bounds the wait for the repository; once the proposal is
@@ -200,10 +201,10 @@ func (e *Executor) Execute(ctx context.Context, id string) (journal.Record, erro
 		return rec, err
 	}
 	if rec.State != proposal.Approved {
-		return rec, newErr(CodeNotApproved, "proposal %s is %s, not approved", id, rec.State)
+		return rec, errcode.New(errcode.NotApproved, "proposal %s is %s, not approved", id, rec.State)
 	}
 	if derr := checkDigest(rec); derr != nil {
-		failed, ferr := e.j.Fail(id, by, journal.Outcome{Code: CodeDigestMismatch, Message: derr.Error()})
+		failed, ferr := e.j.Fail(id, by, journal.Outcome{Code: errcode.DigestMismatch, Message: derr.Error()})
 		if ferr != nil {
 			return rec, errors.Join(derr, ferr)
 		}
@@ -218,7 +219,7 @@ func (e *Executor) Execute(ctx context.Context, id string) (journal.Record, erro
 	rec, err = e.j.MarkExecuting(id, rec.Decision.ApprovedDigest)
 	if err != nil {
 		if errors.Is(err, journal.ErrDigestMismatch) {
-			return rec, &Error{Code: CodeDigestMismatch, Msg: "the proposal changed after it was approved; nothing was run", Err: err}
+			return rec, &errcode.Error{Code: errcode.DigestMismatch, Msg: "the proposal changed after it was approved; nothing was run", Err: err}
 		}
 		return rec, err
 	}
@@ -238,7 +239,7 @@ func (e *Executor) Execute(ctx context.Context, id string) (journal.Record, erro
 		e.log.Info("apply: proposal completed", "proposal", id, "op", p.Op, "restorePoint", res.restorePoint, "duration", e.now().Sub(start))
 		return final, nil
 	}
-	out.Code = CodeOf(opErr)
+	out.Code = errcode.Of(opErr)
 	out.Message = clip(opErr.Error(), 6000)
 	if res.summary != "" {
 		out.Message = clip(res.summary+"; then: "+opErr.Error(), 6000)
@@ -271,7 +272,7 @@ func (e *Executor) Revalidate(rec journal.Record) error {
 	return r.checkPins(ctx)
 }
 
-var errFingerprint = &Error{Code: CodeUnsupported, Msg: "the proposal pins a worktree fingerprint, which this executor cannot verify; nothing was run"}
+var errFingerprint = &errcode.Error{Code: errcode.Unsupported, Msg: "the proposal pins a worktree fingerprint, which this executor cannot verify; nothing was run"}
 
 // Restore puts the restore point id of repo back: the refs it recorded,
 // the HEAD, index and files of the working trees it recorded, branch
@@ -309,7 +310,7 @@ func (e *Executor) Restore(ctx context.Context, repo, restorePointID string, for
 			continue
 		}
 		if _, err := e.roots.Confine(filepath.Dir(p)); err != nil {
-			return nil, newErr(CodeInvalidArgument, "the restore point names a working tree outside the allowed roots")
+			return nil, errcode.New(errcode.InvalidArgument, "the restore point names a working tree outside the allowed roots")
 		}
 	}
 	return e.restore(context.WithoutCancel(ctx), rc, rp, force)
@@ -343,10 +344,10 @@ func (e *Executor) openRepo(ctx context.Context, path string) (*repoCtx, error) 
 		return nil, err
 	}
 	if repo.Bare {
-		return nil, newErr(CodeUnsupported, "the repository is bare; Sluice executes proposals in working trees")
+		return nil, errcode.New(errcode.Unsupported, "the repository is bare; Sluice executes proposals in working trees")
 	}
 	if repo.Root != path {
-		return nil, newErr(CodeInvalidArgument, "the repository path must be the canonical top level of a working tree")
+		return nil, errcode.New(errcode.InvalidArgument, "the repository path must be the canonical top level of a working tree")
 	}
 	return &repoCtx{path: repo.Root, repo: repo, g: newGitEnv(repo, e.timeout), e: e, store: &objectStore{}}, nil
 }
@@ -459,11 +460,10 @@ func (r *run) open(ctx context.Context) error {
 // asInvalid keeps coded errors and turns anything else into
 // invalid_argument: a repository that cannot be opened is not a bug.
 func asInvalid(err error) error {
-	var c interface{ ErrorCode() string }
-	if errors.As(err, &c) {
-		return &Error{Code: c.ErrorCode(), Msg: err.Error(), Err: err}
+	if e, ok := errcode.As(err); ok {
+		return &errcode.Error{Code: e.Code, Msg: err.Error(), Err: err}
 	}
-	return &Error{Code: CodeInvalidArgument, Msg: err.Error(), Err: err}
+	return &errcode.Error{Code: errcode.InvalidArgument, Msg: err.Error(), Err: err}
 }
 
 // executed is what an execution leaves for its record.
@@ -731,7 +731,7 @@ func (r *run) checkPins(ctx context.Context) error {
 	for path, pins := range r.p.Pinned.Repos {
 		rc := r.others[path]
 		if rc == nil {
-			return newErr(CodeInvalidArgument, "a pinned repository could not be opened")
+			return errcode.New(errcode.InvalidArgument, "a pinned repository could not be opened")
 		}
 		if err := check(rc, pins, path+":"); err != nil {
 			return err
@@ -798,7 +798,7 @@ func (rc *repoCtx) resolve(ctx context.Context, revs []string) (map[string]strin
 	if res.exit == 0 && len(lines) == want {
 		for i, rev := range revs {
 			if !hexSHA.MatchString(lines[i]) {
-				return nil, newErr(CodeGitFailed, "git rev-parse gave an unexpected answer")
+				return nil, errcode.New(errcode.GitFailed, "git rev-parse gave an unexpected answer")
 			}
 			out[rev] = lines[i]
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 )
 
@@ -94,11 +95,11 @@ func (g *gitEnv) run(ctx context.Context, c call) (result, error) {
 	case errors.As(err, &ee):
 		return res, gitFailed(c.args, res)
 	case errors.Is(err, gitx.ErrTimeout):
-		return res, &Error{Code: CodeGitFailed, Msg: fmt.Sprintf("git %s did not finish within %s and was stopped", subcommand(c.args), g.timeout), Err: context.DeadlineExceeded}
+		return res, &errcode.Error{Code: errcode.GitFailed, Msg: fmt.Sprintf("git %s did not finish within %s and was stopped", subcommand(c.args), g.timeout), Err: context.DeadlineExceeded}
 	case ctx.Err() != nil:
-		return res, &Error{Code: CodeGitFailed, Msg: fmt.Sprintf("git %s did not finish within %s and was stopped", subcommand(c.args), g.timeout), Err: ctx.Err()}
-	case gitx.IsCode(err, gitx.CodeOutputLimit):
-		return res, &Error{Code: CodeGitFailed, Msg: fmt.Sprintf("git %s produced more than %d bytes of output", subcommand(c.args), stdoutCap), Err: err}
+		return res, &errcode.Error{Code: errcode.GitFailed, Msg: fmt.Sprintf("git %s did not finish within %s and was stopped", subcommand(c.args), g.timeout), Err: ctx.Err()}
+	case errcode.IsCode(err, errcode.OutputLimit):
+		return res, &errcode.Error{Code: errcode.GitFailed, Msg: fmt.Sprintf("git %s produced more than %d bytes of output", subcommand(c.args), stdoutCap), Err: err}
 	}
 	return res, fmt.Errorf("apply: git %s: %w", subcommand(c.args), err)
 }
@@ -112,21 +113,21 @@ func subcommand(args []string) string {
 	return "?"
 }
 
-func gitFailed(args []string, res result) *Error {
+func gitFailed(args []string, res result) *errcode.Error {
 	s := strings.TrimSpace(res.stderr)
 	first := s
 	if i := strings.IndexByte(first, '\n'); i >= 0 {
 		first = first[:i]
 	}
 	first = strings.TrimPrefix(strings.TrimPrefix(first, "fatal: "), "error: ")
-	return &Error{Code: CodeGitFailed,
+	return &errcode.Error{Code: errcode.GitFailed,
 		Msg:  fmt.Sprintf("git %s failed (exit %d): %s", subcommand(args), res.exit, clip(first, 300)),
 		Data: GitFailure{Command: subcommand(args), ExitCode: res.exit, Stderr: clip(s, 4096)}}
 }
 
 // stderrOf is the stderr of a git failure, or "".
 func stderrOf(err error) string {
-	var e *Error
+	var e *errcode.Error
 	if errors.As(err, &e) {
 		if f, ok := e.Data.(GitFailure); ok {
 			return f.Stderr

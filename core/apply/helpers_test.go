@@ -20,6 +20,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/journal"
@@ -289,7 +290,7 @@ func (f *fixture) mustComplete(rec journal.Record) journal.Record {
 	if err != nil || out.State != proposal.Completed {
 		msg := ""
 		if out.Outcome != nil {
-			msg = out.Outcome.Code + ": " + out.Outcome.Message
+			msg = string(out.Outcome.Code) + ": " + out.Outcome.Message
 		}
 		f.t.Fatalf("execute %s: state %s, err %v (%s)", rec.Proposal.Op, out.State, err, msg)
 	}
@@ -406,7 +407,7 @@ func requireSame(t testing.TB, before, after map[string]string) {
 	}
 }
 
-func outcomeCode(rec journal.Record) string {
+func outcomeCode(rec journal.Record) errcode.Code {
 	if rec.Outcome == nil {
 		return ""
 	}

@@ -13,18 +13,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
-// CodeRepoLocked: a lock file of git's is in the repository's git
-// directory (git is working there, or a git process stopped without
-// cleaning up); nothing was run. The error's data is the []Lock.
-const CodeRepoLocked = "repo_locked"
-
 // ErrRepoLocked matches any repo_locked error.
-var ErrRepoLocked = &Error{Code: CodeRepoLocked}
+var ErrRepoLocked = &errcode.Error{Code: errcode.RepoLocked}
 
 // Lock is one of git's lock files in a repository's git directories.
 // Git creates NAME.lock beside the file it is about to replace (the index,
@@ -248,7 +244,7 @@ func requireUnlocked(ctx context.Context, rcs ...*repoCtx) error {
 	}
 }
 
-func lockedError(ls []Lock) *Error {
+func lockedError(ls []Lock) *errcode.Error {
 	names := make([]string, 0, len(ls))
 	busy := false
 	for _, l := range ls {
@@ -259,7 +255,7 @@ func lockedError(ls []Lock) *Error {
 	if busy {
 		why = "a git process is working in the repository now: wait for it to finish and try again"
 	}
-	return &Error{Code: CodeRepoLocked, Data: ls,
+	return &errcode.Error{Code: errcode.RepoLocked, Data: ls,
 		Msg: fmt.Sprintf("git's lock files are in the repository (%s), so nothing was run: %s", strings.Join(limitList(names, 10), ", "), why)}
 }
 
@@ -282,7 +278,7 @@ const lockSlack = 2 * time.Second
 // move to executing until recovery found it.
 func executionWindow(rec journal.Record) (time.Time, time.Time, error) {
 	if rec.State != proposal.NeedsReconciliation {
-		return time.Time{}, time.Time{}, newErr(CodeInvalidArgument, "proposal %s is %s; only an interrupted execution can have left git's locks", rec.Proposal.ID, rec.State)
+		return time.Time{}, time.Time{}, errcode.New(errcode.InvalidArgument, "proposal %s is %s; only an interrupted execution can have left git's locks", rec.Proposal.ID, rec.State)
 	}
 	var from, until time.Time
 	for _, s := range rec.History {
@@ -294,7 +290,7 @@ func executionWindow(rec journal.Record) (time.Time, time.Time, error) {
 		}
 	}
 	if from.IsZero() || until.IsZero() {
-		return time.Time{}, time.Time{}, newErr(CodeInvalidArgument, "the record of proposal %s does not say when its execution ran", rec.Proposal.ID)
+		return time.Time{}, time.Time{}, errcode.New(errcode.InvalidArgument, "the record of proposal %s does not say when its execution ran", rec.Proposal.ID)
 	}
 	return from.Add(-lockSlack), until.Add(lockSlack), nil
 }
@@ -356,7 +352,7 @@ func (e *Executor) RemoveLocks(ctx context.Context, rec journal.Record, want []L
 		return nil, err
 	}
 	if len(want) == 0 || len(want) > maxLocks {
-		return nil, newErr(CodeInvalidArgument, "name between 1 and %d lock files to remove", maxLocks)
+		return nil, errcode.New(errcode.InvalidArgument, "name between 1 and %d lock files to remove", maxLocks)
 	}
 	r := &run{e: e, p: rec.Proposal}
 	if err := r.open(ctx); err != nil {
@@ -368,7 +364,7 @@ func (e *Executor) RemoveLocks(ctx context.Context, rec journal.Record, want []L
 	}
 	for _, w := range want {
 		if repos[w.Repo] == nil {
-			return nil, newErr(CodeInvalidArgument, "a lock names a repository this proposal does not touch")
+			return nil, errcode.New(errcode.InvalidArgument, "a lock names a repository this proposal does not touch")
 		}
 		if err := checkLockPath(w.Path); err != nil {
 			return nil, err
@@ -439,11 +435,11 @@ func (e *Executor) RemoveLocks(ctx context.Context, rec journal.Record, want []L
 func checkLockPath(p string) error {
 	switch {
 	case p == "" || strings.ContainsRune(p, 0) || strings.Contains(p, `\`):
-		return newErr(CodeInvalidArgument, "a lock path is empty or malformed")
+		return errcode.New(errcode.InvalidArgument, "a lock path is empty or malformed")
 	case path.IsAbs(p) || filepath.IsAbs(p) || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../"):
-		return newErr(CodeInvalidArgument, "a lock path must be relative to the repository's git directory, without ..")
+		return errcode.New(errcode.InvalidArgument, "a lock path must be relative to the repository's git directory, without ..")
 	case !strings.HasSuffix(path.Base(p), ".lock") || path.Base(p) == ".lock":
-		return newErr(CodeInvalidArgument, "only git's lock files (*.lock) can be removed")
+		return errcode.New(errcode.InvalidArgument, "only git's lock files (*.lock) can be removed")
 	}
 	dir := path.Dir(p)
 	parts := strings.Split(dir, "/")
@@ -452,7 +448,7 @@ func checkLockPath(p string) error {
 	case parts[0] == "refs":
 	case parts[0] == "worktrees" && len(parts) == 2:
 	default:
-		return newErr(CodeInvalidArgument, "%s is not where git keeps its locks", p)
+		return errcode.New(errcode.InvalidArgument, "%s is not where git keeps its locks", p)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -40,7 +41,7 @@ func TestMerge_DirtyTarget_RefusedNothingTouched(t *testing.T) {
 	rec := f.propose(&proposal.MergeArgs{Source: "feature", Target: "main", Strategy: proposal.MergeCommit})
 	before := gitxtest.Snapshot(t, f.root)
 	out, err := f.execute(rec)
-	if !errors.Is(err, ErrDirtyWorktree) || outcomeCode(out) != CodeDirtyWorktree {
+	if !errors.Is(err, ErrDirtyWorktree) || outcomeCode(out) != errcode.DirtyWorktree {
 		t.Fatalf("code %s err %v: want dirty_worktree", outcomeCode(out), err)
 	}
 	data, _ := dataOf(err).(map[string]any)
@@ -199,7 +200,7 @@ func TestExecute_CASLost_StaleBase(t *testing.T) {
 		}
 	}
 	out, err := f.execute(rec)
-	if !errors.Is(err, ErrStaleBase) || outcomeCode(out) != CodeStaleBase {
+	if !errors.Is(err, ErrStaleBase) || outcomeCode(out) != errcode.StaleBase {
 		t.Fatalf("code %s err %v: want stale_base", outcomeCode(out), err)
 	}
 	if data, _ := dataOf(err).(map[string]string); data["refs/heads/release"] != moved {
@@ -221,7 +222,7 @@ func TestMerge_CustomMergeDriver_Refused(t *testing.T) {
 	f.git("branch", "release", "main")
 	f.git("config", "merge.mine.driver", "touch "+f.root+"/driver-ran")
 	f.refuseAtSeal(&proposal.MergeArgs{Source: "feature", Target: "release", Strategy: proposal.MergeCommit},
-		&Error{Code: CodeUnsupported})
+		&errcode.Error{Code: errcode.Unsupported})
 	if _, err := os.Stat(filepath.Join(f.root, "driver-ran")); !os.IsNotExist(err) {
 		t.Errorf("the merge driver ran: %v", err)
 	}
@@ -266,7 +267,7 @@ func TestExecute_WorktreeFingerprint_Refused(t *testing.T) {
 		p.Pinned.WorktreeFingerprint = "fp:123"
 	})
 	out, err := f.execute(rec)
-	if CodeOf(err) != CodeUnsupported || out.State != proposal.Failed {
+	if errcode.Of(err) != errcode.Unsupported || out.State != proposal.Failed {
 		t.Fatalf("state %s err %v: want failed unsupported", out.State, err)
 	}
 }
@@ -309,7 +310,7 @@ func TestMerge_TargetCheckedOutOutsideRoots_Refused(t *testing.T) {
 	f.git("worktree", "add", "-q", filepath.Join(outside, "wt"), "release")
 	rec := f.propose(&proposal.MergeArgs{Source: "feature", Target: "release", Strategy: proposal.MergeCommit})
 	before := gitxtest.Snapshot(t, f.root)
-	if _, err := f.execute(rec); CodeOf(err) != CodeCheckedOut {
+	if _, err := f.execute(rec); errcode.Of(err) != errcode.BranchCheckedOut {
 		t.Fatalf("err %v: want branch_checked_out", err)
 	}
 	requireSame(t, before, gitxtest.Snapshot(t, f.root))

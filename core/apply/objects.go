@@ -12,6 +12,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // Sluice's bookkeeping commits (a restore point's record and end state,
@@ -76,7 +78,7 @@ func (rc *repoCtx) emptyTree(ctx context.Context) (string, error) {
 			return "", err
 		}
 		if res.text() != id {
-			return "", newErr(CodeGitFailed, "git mktree gave %q for the empty tree", res.text())
+			return "", errcode.New(errcode.GitFailed, "git mktree gave %q for the empty tree", res.text())
 		}
 	}
 	rc.store.emptyTreeStored = true

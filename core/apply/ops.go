@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -68,16 +69,16 @@ type unknownStep struct{}
 
 func (unknownStep) name() proposal.Op { return "" }
 func (unknownStep) touch(context.Context, *run, touches) error {
-	return newErr(CodeUnsupported, "this executor does not know the operation")
+	return errcode.New(errcode.Unsupported, "this executor does not know the operation")
 }
 func (unknownStep) check(context.Context, *run) error        { return nil }
 func (unknownStep) do(context.Context, *run, *writing) error { return nil }
 
 // planStepError names the step of a plan that failed; the code stays.
 func planStepError(i, n int, s step, err error) error {
-	e := &Error{Code: CodeOf(err), Err: err, Msg: fmt.Sprintf("step %d of %d (%s) failed: %v", i+1, n, s.name(), err)}
-	if d, ok := err.(interface{ ErrorData() any }); ok {
-		e.Data = d.ErrorData()
+	e := &errcode.Error{Code: errcode.Of(err), Err: err, Msg: fmt.Sprintf("step %d of %d (%s) failed: %v", i+1, n, s.name(), err)}
+	if d, ok := err.(*errcode.Error); ok {
+		e.Data = d.Data
 	}
 	return e
 }
@@ -103,7 +104,7 @@ func (r *run) requireOnBranch(ctx context.Context, branch string) error {
 		if on == "" {
 			on = "a detached HEAD"
 		}
-		return &Error{Code: CodeStaleBase, Data: map[string]string{"HEAD": h.sha},
+		return &errcode.Error{Code: errcode.StaleBase, Data: map[string]string{"HEAD": h.sha},
 			Msg: fmt.Sprintf("the working tree is on %s, not on branch %s as the proposal expects; nothing was changed", on, branch)}
 	}
 	return nil
@@ -120,7 +121,7 @@ var operationFiles = map[string]string{
 func requireNoOperation(wt worktree) error {
 	for f, what := range operationFiles {
 		if _, err := os.Lstat(filepath.Join(wt.gitDir, f)); err == nil {
-			return newErr(CodeOperationInProgress, "%s is in progress in %s; finish or abort it first", what, wt.path)
+			return errcode.New(errcode.OperationInProgress, "%s is in progress in %s; finish or abort it first", what, wt.path)
 		}
 	}
 	return nil
@@ -138,7 +139,7 @@ func (r *run) requireClean(ctx context.Context, rc *repoCtx, wt worktree, what s
 		return err
 	}
 	if len(dirty) > 0 {
-		return &Error{Code: CodeDirtyWorktree, Data: map[string]any{"worktree": wt.path, "files": dirty},
+		return &errcode.Error{Code: errcode.DirtyWorktree, Data: map[string]any{"worktree": wt.path, "files": dirty},
 			Msg: fmt.Sprintf("%s is checked out in %s, which has uncommitted changes (%s); commit or stash them, then approve again. Nothing was changed",
 				what, wt.path, strings.Join(dirty, ", "))}
 	}
@@ -161,14 +162,14 @@ func (r *run) checkedOut(ctx context.Context, rc *repoCtx, ref string) (*worktre
 		if err != nil {
 			// A worktree whose directory is gone holds the branch in
 			// git's eyes only.
-			return nil, newErr(CodeCheckedOut, "%s is checked out in a worktree whose directory is missing; run git worktree prune", ref)
+			return nil, errcode.New(errcode.BranchCheckedOut, "%s is checked out in a worktree whose directory is missing; run git worktree prune", ref)
 		}
 		if canon == rc.path {
 			wt := rc.main()
 			return &wt, nil
 		}
 		if _, err := r.e.roots.Confine(canon); err != nil {
-			return nil, newErr(CodeCheckedOut, "%s is checked out in a worktree outside the allowed roots, which Sluice does not change", ref)
+			return nil, errcode.New(errcode.BranchCheckedOut, "%s is checked out in a worktree outside the allowed roots, which Sluice does not change", ref)
 		}
 		wt, err := rc.worktreeAt(ctx, canon)
 		if err != nil {
@@ -209,7 +210,7 @@ func (rc *repoCtx) casFailed(ctx context.Context, err error, ref, old string) er
 		return err
 	}
 	if old == "" {
-		return &Error{Code: CodeRefExists, Msg: fmt.Sprintf("%s already exists; nothing was changed", ref), Err: err}
+		return &errcode.Error{Code: errcode.RefExists, Msg: fmt.Sprintf("%s already exists; nothing was changed", ref), Err: err}
 	}
 	cur, rerr := rc.resolve(ctx, []string{ref})
 	if rerr != nil {
@@ -303,7 +304,7 @@ func requireNothingInTheWay(wt worktree, added []string) error {
 	if len(in) == 0 {
 		return nil
 	}
-	return &Error{Code: CodeDirtyWorktree, Data: map[string]any{"worktree": wt.path, "files": limitList(in, 50)},
+	return &errcode.Error{Code: errcode.DirtyWorktree, Data: map[string]any{"worktree": wt.path, "files": limitList(in, 50)},
 		Msg: fmt.Sprintf("the checkout in %s cannot follow without overwriting files git does not track there (untracked or ignored): %s; move them away, then approve again. Nothing was changed",
 			wt.path, strings.Join(limitList(in, 20), ", "))}
 }
@@ -332,7 +333,7 @@ func (rc *repoCtx) requireNoIgnoredInTheWay(ctx context.Context, wt worktree, ol
 	if len(ignored) == 0 {
 		return nil
 	}
-	return &Error{Code: CodeDirtyWorktree, Data: map[string]any{"worktree": wt.path, "files": limitList(ignored, 50)},
+	return &errcode.Error{Code: errcode.DirtyWorktree, Data: map[string]any{"worktree": wt.path, "files": limitList(ignored, 50)},
 		Msg: fmt.Sprintf("the reset would overwrite ignored files in %s, which no restore point can bring back: %s; move them away, then approve again. Nothing was changed",
 			wt.path, strings.Join(limitList(ignored, 20), ", "))}
 }
@@ -371,7 +372,7 @@ func standing(wt worktree, path string) string {
 func checkoutBlocked(err error, wt *worktree) error {
 	s := stderrOf(err)
 	if strings.Contains(s, "would be overwritten") || strings.Contains(s, "would be removed") || strings.Contains(s, "not uptodate") {
-		return &Error{Code: CodeDirtyWorktree, Err: err, Data: map[string]any{"worktree": wt.path},
+		return &errcode.Error{Code: errcode.DirtyWorktree, Err: err, Data: map[string]any{"worktree": wt.path},
 			Msg: fmt.Sprintf("the checkout in %s cannot follow without overwriting files there: %s; nothing was changed", wt.path, clip(s, 1500))}
 	}
 	return err
@@ -389,12 +390,12 @@ func (rc *repoCtx) resolveTrees(ctx context.Context, commits ...string) (map[str
 	}
 	lines := strings.Split(res.text(), "\n")
 	if len(lines) != len(commits)+1 {
-		return nil, newErr(CodeGitFailed, "git rev-parse gave an unexpected answer")
+		return nil, errcode.New(errcode.GitFailed, "git rev-parse gave an unexpected answer")
 	}
 	out := map[string]string{}
 	for i, c := range commits {
 		if !hexSHA.MatchString(lines[i]) {
-			return nil, newErr(CodeGitFailed, "git rev-parse gave an unexpected answer")
+			return nil, errcode.New(errcode.GitFailed, "git rev-parse gave an unexpected answer")
 		}
 		out[c] = lines[i]
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -45,7 +46,7 @@ func (s *commitStep) check(ctx context.Context, r *run) error {
 func (s *commitStep) do(ctx context.Context, r *run, w *writing) error {
 	sealed := r.sealedStep()
 	if sealed == nil {
-		return newErr(CodeUnsupported, "the commit has no sealed outcome; nothing was run")
+		return errcode.New(errcode.Unsupported, "the commit has no sealed outcome; nothing was run")
 	}
 	sha, err := r.commitSealed(ctx, w, s.sym, withTrailers(s.a.Message, r.p), sealed)
 	if err != nil {
@@ -105,7 +106,7 @@ func (r *run) commitSealed(ctx context.Context, w *writing, sym, msg string, sea
 		if parent != old {
 			return "", staleBase(map[string]string{"HEAD": parent}, map[string]string{"HEAD": old})
 		}
-		return "", &Error{Code: CodeHookFailed, Data: map[string]any{"sealed": sealed.After, "got": h.tree},
+		return "", &errcode.Error{Code: errcode.HookFailed, Data: map[string]any{"sealed": sealed.After, "got": h.tree},
 			Msg: "a commit hook changed what was committed, so the commit was taken back and nothing was committed: the card showed tree " +
 				short(sealed.After) + ", the hook's commit had " + short(h.tree)}
 	}
@@ -194,7 +195,7 @@ func (rc *repoCtx) afterCommit(ctx context.Context) (head, string, error) {
 	}
 	shas := strings.Split(lines.text(), "\n")
 	if len(shas) < 4 || !hexSHA.MatchString(shas[0]) {
-		return head{}, "", newErr(CodeGitFailed, "git rev-parse gave an unexpected answer after the commit")
+		return head{}, "", errcode.New(errcode.GitFailed, "git rev-parse gave an unexpected answer after the commit")
 	}
 	h, err := parseHead(shas[1:])
 	return h, shas[0], err
@@ -207,12 +208,12 @@ func (r *run) commitFailed(ctx context.Context, res result) error {
 	low := strings.ToLower(out)
 	switch {
 	case strings.Contains(low, "nothing to commit") || strings.Contains(low, "nothing added to commit") || strings.Contains(low, "no changes added to commit"):
-		return &Error{Code: CodeNothingToCommit, Msg: "there is nothing to commit: " + clip(out, 500)}
+		return &errcode.Error{Code: errcode.NothingToCommit, Msg: "there is nothing to commit: " + clip(out, 500)}
 	case strings.Contains(low, "failed to sign") || strings.Contains(low, "signing failed"):
-		return &Error{Code: CodeGitFailed, Data: GitFailure{Command: "commit", ExitCode: res.exit, Stderr: clip(out, 4096)},
+		return &errcode.Error{Code: errcode.GitFailed, Data: GitFailure{Command: "commit", ExitCode: res.exit, Stderr: clip(out, 4096)},
 			Msg: "the commit could not be signed with the person's signing configuration: " + clip(out, 2000)}
 	case hooks:
-		return &Error{Code: CodeHookFailed, Data: map[string]any{"output": clip(out, 8000)},
+		return &errcode.Error{Code: errcode.HookFailed, Data: map[string]any{"output": clip(out, 8000)},
 			Msg: "a commit hook refused the commit; nothing was committed. Hook output:\n" + clip(out, 4000)}
 	}
 	return gitFailed([]string{"commit"}, res)
@@ -255,11 +256,11 @@ func (s *submoduleStep) name() proposal.Op { return proposal.OpSubmodulePointer 
 func (s *submoduleStep) touch(ctx context.Context, r *run, t touches) error {
 	want, err := filepath.EvalSymlinks(filepath.Join(r.main.path, filepath.FromSlash(s.a.Path)))
 	if err != nil {
-		return newErr(CodeInvalidArgument, "%s is not a checked-out submodule", s.a.Path)
+		return errcode.New(errcode.InvalidArgument, "%s is not a checked-out submodule", s.a.Path)
 	}
 	s.sub = r.others[want]
 	if s.sub == nil || len(r.p.Pinned.Repos) != 1 {
-		return newErr(CodeInvalidArgument, "the proposal does not pin the submodule at %s", s.a.Path)
+		return errcode.New(errcode.InvalidArgument, "the proposal does not pin the submodule at %s", s.a.Path)
 	}
 	if s.a.Action == proposal.SubmoduleReturn {
 		t.of(s.sub).addWorktree(s.sub.main(), depthFiles)
@@ -326,7 +327,7 @@ func (s *submoduleStep) returnTo(ctx context.Context, r *run, w *writing, subHea
 		recorded = f[1]
 	}
 	if recorded == "" {
-		return newErr(CodeInvalidArgument, "%s is not a submodule in the superproject's index", s.a.Path)
+		return errcode.New(errcode.InvalidArgument, "%s is not a submodule in the superproject's index", s.a.Path)
 	}
 	wt := s.sub.main()
 	h, err := s.sub.g.headOf(ctx, wt.path)
@@ -340,7 +341,7 @@ func (s *submoduleStep) returnTo(ctx context.Context, r *run, w *writing, subHea
 	msg := fmt.Sprintf("sluice: return submodule to the recorded commit (proposal %s)", r.p.ID)
 	if err := r.moveCheckout(ctx, w, s.sub, "HEAD", subHead, recorded, &wt, msg, nil); err != nil {
 		if strings.Contains(stderrOf(err), "unpack") || strings.Contains(stderrOf(err), "not a tree") {
-			return newErr(CodeGitFailed, "the recorded commit %s is not in the submodule's repository; fetch it there first", short(recorded))
+			return errcode.New(errcode.GitFailed, "the recorded commit %s is not in the submodule's repository; fetch it there first", short(recorded))
 		}
 		return err
 	}

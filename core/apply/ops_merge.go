@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -120,7 +121,7 @@ func (s *mergeStep) do(ctx context.Context, r *run, w *writing) error {
 	}
 	switch {
 	case p.base == "":
-		return newErr(CodeUnrelatedHistories, "%s and %s share no history; nothing was changed", s.a.Source, s.a.Target)
+		return errcode.New(errcode.UnrelatedHistories, "%s and %s share no history; nothing was changed", s.a.Source, s.a.Target)
 	case p.base == src:
 		r.note("%s already contains %s; nothing to merge", s.a.Target, s.a.Source)
 		return nil
@@ -133,7 +134,7 @@ func (s *mergeStep) do(ctx context.Context, r *run, w *writing) error {
 			return err
 		}
 		if len(conflicts) > 0 {
-			return &Error{Code: CodeMergeConflict, Data: map[string]any{"files": conflicts},
+			return &errcode.Error{Code: errcode.MergeConflict, Data: map[string]any{"files": conflicts},
 				Msg: fmt.Sprintf("merging %s into %s conflicts in %d file(s): %s; nothing was changed",
 					s.a.Source, s.a.Target, len(conflicts), strings.Join(limitList(conflicts, 50), ", "))}
 		}
@@ -229,7 +230,7 @@ func (s *rebaseStep) do(ctx context.Context, r *run, w *writing) error {
 	var next, how string
 	switch {
 	case base == "":
-		return newErr(CodeUnrelatedHistories, "%s and %s share no history; nothing was changed", s.a.Branch, s.a.Onto)
+		return errcode.New(errcode.UnrelatedHistories, "%s and %s share no history; nothing was changed", s.a.Branch, s.a.Onto)
 	case base == onto:
 		r.note("%s already contains %s; nothing to rebase", s.a.Branch, s.a.Onto)
 		return nil
@@ -294,7 +295,7 @@ func (r *run) rebaseAway(ctx context.Context, rc *repoCtx, old, onto string, a *
 		if len(files) == 0 {
 			return "", gitFailed([]string{"rebase"}, res)
 		}
-		return "", &Error{Code: CodeMergeConflict, Data: map[string]any{"files": files},
+		return "", &errcode.Error{Code: errcode.MergeConflict, Data: map[string]any{"files": files},
 			Msg: fmt.Sprintf("rebasing %s onto %s conflicts in %d file(s): %s; nothing was changed",
 				a.Branch, a.Onto, len(files), strings.Join(limitList(files, 50), ", "))}
 	}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -96,21 +97,21 @@ func (s *worktreeStep) check(ctx context.Context, r *run) error {
 	parent := filepath.Dir(s.a.Path)
 	canon, err := r.e.roots.Confine(parent)
 	if err != nil || canon != parent {
-		return newErr(CodeInvalidArgument, "the new worktree's parent directory must be a canonical directory inside the allowed roots")
+		return errcode.New(errcode.InvalidArgument, "the new worktree's parent directory must be a canonical directory inside the allowed roots")
 	}
 	if err := s.checkPlace(r); err != nil {
 		return err
 	}
 	if _, err := os.Lstat(s.a.Path); err == nil {
-		return newErr(CodeInvalidArgument, "%s already exists; a worktree needs a new directory", s.a.Path)
+		return errcode.New(errcode.InvalidArgument, "%s already exists; a worktree needs a new directory", s.a.Path)
 	}
 	if !s.a.NewBranch {
 		wt, err := r.checkedOut(ctx, r.main, proposal.BranchRef(s.a.Branch))
-		if err != nil && !errors.Is(err, &Error{Code: CodeCheckedOut}) {
+		if err != nil && !errors.Is(err, &errcode.Error{Code: errcode.BranchCheckedOut}) {
 			return err
 		}
 		if wt != nil || err != nil {
-			return newErr(CodeCheckedOut, "branch %s is already checked out in another worktree", s.a.Branch)
+			return errcode.New(errcode.BranchCheckedOut, "branch %s is already checked out in another worktree", s.a.Branch)
 		}
 	}
 	return nil
@@ -123,14 +124,14 @@ func (s *worktreeStep) check(ctx context.Context, r *run) error {
 func (s *worktreeStep) checkPlace(r *run) error {
 	place, nested, err := r.e.roots.WorktreePlace(s.a.Path)
 	if err != nil {
-		var ge *gitx.Error
+		var ge *errcode.Error
 		if errors.As(err, &ge) {
-			return &Error{Code: ge.Code, Msg: ge.Msg, Err: err}
+			return &errcode.Error{Code: ge.Code, Msg: ge.Msg, Err: err}
 		}
 		return err
 	}
 	if place != s.a.Path || nested != r.p.Pinned.WorktreeNestedIn {
-		return newErr(CodeInvalidArgument, "the new worktree would not be where the proposal says (its nesting in another working tree changed)")
+		return errcode.New(errcode.InvalidArgument, "the new worktree would not be where the proposal says (its nesting in another working tree changed)")
 	}
 	return nil
 }
@@ -152,7 +153,7 @@ func (s *worktreeStep) do(ctx context.Context, r *run, w *writing) error {
 			}
 		}
 		if st := stderrOf(err); strings.Contains(st, "already checked out") || strings.Contains(st, "already used by worktree") {
-			return &Error{Code: CodeCheckedOut, Msg: "branch " + s.a.Branch + " is already checked out in another worktree", Err: err}
+			return &errcode.Error{Code: errcode.BranchCheckedOut, Msg: "branch " + s.a.Branch + " is already checked out in another worktree", Err: err}
 		}
 		return err
 	}
@@ -201,10 +202,10 @@ func (s *pushStep) do(ctx context.Context, r *run, w *writing) error {
 	if res.exit != 0 || flag == "!" {
 		switch {
 		case strings.Contains(summary, "stale info"):
-			return &Error{Code: CodeStaleBase, Data: map[string]string{s.a.Remote + ":" + dst: ""},
+			return &errcode.Error{Code: errcode.StaleBase, Data: map[string]string{s.a.Remote + ":" + dst: ""},
 				Msg: fmt.Sprintf("the remote branch %s on %s moved since the proposal was made, so the lease refused the forced push; nothing was pushed", s.a.RemoteName(), s.a.Remote)}
 		case summary != "":
-			return &Error{Code: CodePushRejected, Data: GitFailure{Command: "push", ExitCode: res.exit, Stderr: clip(res.stderr, 4096)},
+			return &errcode.Error{Code: errcode.PushRejected, Data: GitFailure{Command: "push", ExitCode: res.exit, Stderr: clip(res.stderr, 4096)},
 				Msg: fmt.Sprintf("%s refused the push of %s: %s", s.a.Remote, s.a.RemoteName(), summary)}
 		}
 		return gitFailed([]string{"push"}, res)
@@ -266,7 +267,7 @@ type branchSet struct {
 func (s *branchDeleteStep) touch(_ context.Context, r *run, t touches) error {
 	for _, set := range s.branchSets(r) {
 		if set.rc == nil {
-			return newErr(CodeInvalidArgument, "a repository named by the proposal could not be opened")
+			return errcode.New(errcode.InvalidArgument, "a repository named by the proposal could not be opened")
 		}
 		for _, b := range set.branches {
 			t.of(set.rc).addRef(proposal.BranchRef(b))
@@ -309,7 +310,7 @@ func (s *branchDeleteStep) check(ctx context.Context, r *run) error {
 		e.Msg = "no branch was deleted: every one moved or disappeared since the proposal (" + strings.Join(why, ", ") + ")"
 		return e
 	}
-	return &Error{Code: CodeNothingDeleted, Msg: "no branch was safe to delete: " + strings.Join(why, ", ")}
+	return &errcode.Error{Code: errcode.NothingDeleted, Msg: "no branch was safe to delete: " + strings.Join(why, ", ")}
 }
 
 // checkSealed: the branches that go are exactly the ones the card named.
@@ -334,7 +335,7 @@ func (s *branchDeleteStep) checkSealed(r *run) error {
 	slices.Sort(want)
 	slices.Sort(got)
 	if !slices.Equal(want, got) {
-		return &Error{Code: CodeStaleBase, Data: map[string]any{"sealed": want, "now": got},
+		return &errcode.Error{Code: errcode.StaleBase, Data: map[string]any{"sealed": want, "now": got},
 			Msg: "the branches that are safe to delete are not the ones the card named any more; nothing was deleted"}
 	}
 	return nil
@@ -368,7 +369,7 @@ func (s *branchDeleteStep) do(ctx context.Context, r *run, w *writing) error {
 		r.e.step("before-ref-update")
 		if _, err := set.rc.g.run(ctx, call{dir: set.rc.path, args: []string{"update-ref", "-m", "sluice: delete branches (proposal " + r.p.ID + ")", "--stdin"}, stdin: in.Bytes()}); err != nil {
 			if st := stderrOf(err); strings.Contains(st, "but expected") || strings.Contains(st, "unable to resolve") {
-				return &Error{Code: CodeStaleBase, Err: err, Msg: "a branch moved while it was being deleted; none of this repository's branches were deleted"}
+				return &errcode.Error{Code: errcode.StaleBase, Err: err, Msg: "a branch moved while it was being deleted; none of this repository's branches were deleted"}
 			}
 			return err
 		}
@@ -465,7 +466,7 @@ func (r *run) revalidateBranchDelete(ctx context.Context) error {
 	moved, expected := map[string]string{}, map[string]string{}
 	for _, set := range s.branchSets(r) {
 		if set.rc == nil {
-			return newErr(CodeInvalidArgument, "a repository named by the proposal could not be opened")
+			return errcode.New(errcode.InvalidArgument, "a repository named by the proposal could not be opened")
 		}
 		refs := make([]string, 0, len(set.branches))
 		for _, b := range set.branches {

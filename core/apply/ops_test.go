@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -494,7 +495,7 @@ func TestOps_HappyPath_AndRestore(t *testing.T) {
 }
 
 func dataOf(err error) any {
-	var e *Error
+	var e *errcode.Error
 	if errors.As(err, &e) {
 		return e.Data
 	}
@@ -517,7 +518,7 @@ func TestOps_StaleBase_NothingChanges(t *testing.T) {
 				snaps[d] = gitxtest.Snapshot(t, d)
 			}
 			out, err := f.execute(rec)
-			if !errors.Is(err, ErrStaleBase) || out.State != proposal.Failed || outcomeCode(out) != CodeStaleBase {
+			if !errors.Is(err, ErrStaleBase) || out.State != proposal.Failed || outcomeCode(out) != errcode.StaleBase {
 				t.Fatalf("state %s, code %s, err %v: want failed with stale_base", out.State, outcomeCode(out), err)
 			}
 			data, _ := dataOf(err).(map[string]string)
@@ -545,7 +546,7 @@ func TestOps_DigestMismatch_Refused(t *testing.T) {
 			f.tamper(rec.Proposal.ID, func(r *journal.Record) { r.Proposal.Reason = "something else entirely" })
 			before := gitxtest.Snapshot(t, f.root)
 			out, err := f.execute(rec)
-			if !errors.Is(err, ErrDigestMismatch) || out.State != proposal.Failed || outcomeCode(out) != CodeDigestMismatch {
+			if !errors.Is(err, ErrDigestMismatch) || out.State != proposal.Failed || outcomeCode(out) != errcode.DigestMismatch {
 				t.Fatalf("state %s, code %s, err %v: want failed with digest_mismatch", out.State, outcomeCode(out), err)
 			}
 			requireSame(t, before, gitxtest.Snapshot(t, f.root))

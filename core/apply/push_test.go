@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -68,7 +69,7 @@ func TestPush_ForceWithLease_RemoteMovedRefused(t *testing.T) {
 	theirs := gitxtest.Git(t, other, "rev-parse", "HEAD")
 
 	out, err := f.execute(rec)
-	if !errors.Is(err, ErrStaleBase) || outcomeCode(out) != CodeStaleBase {
+	if !errors.Is(err, ErrStaleBase) || outcomeCode(out) != errcode.StaleBase {
 		t.Fatalf("code %s err %v: want stale_base", outcomeCode(out), err)
 	}
 	if got := f.gitIn(bare, "rev-parse", "main"); got != theirs {
@@ -85,7 +86,7 @@ func TestPush_NonFastForward_Rejected(t *testing.T) {
 	rec := f.propose(&proposal.PushArgs{Remote: "origin", Branch: "main"})
 	before := f.gitIn(bare, "rev-parse", "main")
 	_, err := f.execute(rec)
-	if CodeOf(err) != CodePushRejected {
+	if errcode.Of(err) != errcode.PushRejected {
 		t.Fatalf("err %v: want push_rejected", err)
 	}
 	if f.gitIn(bare, "rev-parse", "main") != before {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -264,7 +265,7 @@ func (rc *repoCtx) takeRestorePoint(ctx context.Context, rp *RestorePoint, t tou
 	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "--stdin"}, stdin: in.Bytes()}); err != nil {
 		tk.cleanup()
 		if strings.Contains(stderrOf(err), "exists") {
-			return nil, newErr(CodeInvalidArgument, "a restore point named %s already exists", rp.ID)
+			return nil, errcode.New(errcode.InvalidArgument, "a restore point named %s already exists", rp.ID)
 		}
 		return nil, err
 	}
@@ -550,7 +551,7 @@ func validRestorePoint(rp *RestorePoint) bool {
 // findRestorePoint returns the restore point id of repo.
 func findRestorePoint(ctx context.Context, repo *gitx.Repo, id string) (*RestorePoint, error) {
 	if !proposal.ValidID(id) {
-		return nil, newErr(CodeInvalidArgument, "a restore point id matches ^[A-Za-z0-9_-]{1,128}$")
+		return nil, errcode.New(errcode.InvalidArgument, "a restore point id matches ^[A-Za-z0-9_-]{1,128}$")
 	}
 	list, err := ListRestorePoints(ctx, repo)
 	if err != nil {
@@ -561,7 +562,7 @@ func findRestorePoint(ctx context.Context, repo *gitx.Repo, id string) (*Restore
 			return &list[i], nil
 		}
 	}
-	return nil, &Error{Code: CodeRestorePointNotFound, Msg: "no restore point " + id + " in this repository"}
+	return nil, &errcode.Error{Code: errcode.RestorePointNotFound, Msg: "no restore point " + id + " in this repository"}
 }
 
 // Conflict is a change made after a restore point that a restore would
@@ -654,7 +655,7 @@ func (rc *repoCtx) conflicts(ctx context.Context, rp *RestorePoint) ([]Conflict,
 			return nil, err
 		}
 		st, _, err := rc.stateOf(ctx, wt, w.depth(), keepNothing, "", false)
-		if errors.Is(err, &Error{Code: CodeOperationInProgress}) {
+		if errors.Is(err, &errcode.Error{Code: errcode.OperationInProgress}) {
 			out = append(out, Conflict{Kind: "index", Path: w.Path, Message: err.Error()})
 			continue
 		}
@@ -788,7 +789,7 @@ func (rc *repoCtx) restorable(ctx context.Context, rp *RestorePoint, force bool)
 		for _, c := range conflicts {
 			msgs = append(msgs, c.Message)
 		}
-		return nil, &Error{Code: CodeRestoreConflict, Data: conflicts,
+		return nil, &errcode.Error{Code: errcode.RestoreConflict, Data: conflicts,
 			Msg: "work was done after the restore point, and restoring would overwrite it: " + clip(strings.Join(msgs, "; "), 2000)}
 	}
 	// Moving a branch under a checkout that the restore point did not
@@ -930,7 +931,7 @@ func (rc *repoCtx) putBackWorktree(ctx context.Context, id string, wt worktree, 
 
 func restoreRaced(err error) error {
 	if s := stderrOf(err); strings.Contains(s, "but expected") || strings.Contains(s, "reference already exists") {
-		return &Error{Code: CodeRestoreConflict, Msg: "a ref moved while restoring; nothing of it was restored, try again", Err: err}
+		return &errcode.Error{Code: errcode.RestoreConflict, Msg: "a ref moved while restoring; nothing of it was restored, try again", Err: err}
 	}
 	return err
 }
@@ -975,7 +976,7 @@ func (rc *repoCtx) refuseCheckedOut(ctx context.Context, rp *RestorePoint) error
 			path = c
 		}
 		if moving[ref] && !recorded[path] && path != rp.NewWorktree {
-			return &Error{Code: CodeRestoreConflict, Data: []Conflict{{Kind: "worktree", Ref: ref, Path: path,
+			return &errcode.Error{Code: errcode.RestoreConflict, Data: []Conflict{{Kind: "worktree", Ref: ref, Path: path,
 				Message: fmt.Sprintf("%s is checked out in %s now; restoring would move it under that checkout", ref, path)}},
 				Msg: fmt.Sprintf("%s is checked out in %s now, which the restore point did not record; check out another branch there first", ref, path)}
 		}

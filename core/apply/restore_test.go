@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -88,14 +88,14 @@ func TestRestore_FilesChangedAfter_RefusedUnlessForced(t *testing.T) {
 
 func TestRestore_UnknownPoint(t *testing.T) {
 	f := newFixture(t)
-	if _, err := f.e.Restore(testCtx(t), f.repo.Dir, "no-such-point", false); CodeOf(err) != CodeRestorePointNotFound {
+	if _, err := f.e.Restore(testCtx(t), f.repo.Dir, "no-such-point", false); errcode.Of(err) != errcode.RestorePointNotFound {
 		t.Fatalf("err %v: want restore_point_not_found", err)
 	}
-	if _, err := f.e.Restore(testCtx(t), f.repo.Dir, "../../etc", false); CodeOf(err) != CodeInvalidArgument {
+	if _, err := f.e.Restore(testCtx(t), f.repo.Dir, "../../etc", false); errcode.Of(err) != errcode.InvalidArgument {
 		t.Fatalf("err %v: want invalid_argument", err)
 	}
 	outside, _ := filepath.EvalSymlinks(t.TempDir())
-	if _, err := f.e.Restore(testCtx(t), outside, "x", false); CodeOf(err) != gitx.CodePathOutsideRoots {
+	if _, err := f.e.Restore(testCtx(t), outside, "x", false); errcode.Of(err) != errcode.PathOutsideRoots {
 		t.Fatalf("err %v: want path_outside_roots", err)
 	}
 }
@@ -280,7 +280,7 @@ func TestRevalidate_MovedBase_RecoverFails(t *testing.T) {
 		t.Fatalf("recovery %+v", rec)
 	}
 	got, _ := f.j.Get(stale.Proposal.ID)
-	if got.State != proposal.Failed || outcomeCode(got) != CodeStaleBase {
+	if got.State != proposal.Failed || outcomeCode(got) != errcode.StaleBase {
 		t.Errorf("stale proposal after recovery: %s %s", got.State, outcomeCode(got))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -76,7 +77,7 @@ func (s *sealing) scratch() error {
 // and nothing stays behind but unreferenced objects.
 func (e *Executor) Seal(ctx context.Context, p proposal.Proposal) (*proposal.Sealed, error) {
 	if p.Sealed != nil {
-		return nil, newErr(CodeInvalidArgument, "a proposal's outcome is sealed by the Sluice app; it cannot come with the proposal")
+		return nil, errcode.New(errcode.InvalidArgument, "a proposal's outcome is sealed by the Sluice app; it cannot come with the proposal")
 	}
 	r := &run{e: e, p: p}
 	if err := r.open(ctx); err != nil {
@@ -118,7 +119,7 @@ func (e *Executor) Seal(ctx context.Context, p proposal.Proposal) (*proposal.Sea
 func sealStep(ctx context.Context, s *sealing, st step) (proposal.Sealed, error) {
 	sl, ok := st.(sealer)
 	if !ok {
-		return proposal.Sealed{}, newErr(CodeUnsupported, "%s cannot be sealed", st.name())
+		return proposal.Sealed{}, errcode.New(errcode.Unsupported, "%s cannot be sealed", st.name())
 	}
 	return sl.seal(ctx, s)
 }
@@ -135,7 +136,7 @@ func (s *sealing) sealPlan(ctx context.Context, steps []step) (proposal.Sealed, 
 		_, isDiscard := st.(*discardStep)
 		reset, isReset := st.(*resetStep)
 		if (isReset && reset.a.Mode == proposal.ResetHard && s.overlay != "") || (isDiscard && s.worktree != "") {
-			return out, newErr(CodeUnsupported, "plan step %d (%s) works on files an earlier step changes in a way its outcome cannot be computed from: propose the steps one at a time", i+1, st.name())
+			return out, errcode.New(errcode.Unsupported, "plan step %d (%s) works on files an earlier step changes in a way its outcome cannot be computed from: propose the steps one at a time", i+1, st.name())
 		}
 		h, err := s.r.head(ctx)
 		if err != nil {
@@ -283,7 +284,7 @@ func (e *Executor) Keep(ctx context.Context, p proposal.Proposal) error {
 	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"mktree"}, stdin: in.Bytes()})
 	if err != nil {
 		if strings.Contains(stderrOf(err), "bad") || strings.Contains(stderrOf(err), "missing") {
-			return newErr(CodeStaleBase, "the sealed outcome's objects are no longer in the repository; the proposal cannot run")
+			return errcode.New(errcode.StaleBase, "the sealed outcome's objects are no longer in the repository; the proposal cannot run")
 		}
 		return err
 	}
@@ -303,7 +304,7 @@ func (e *Executor) Keep(ctx context.Context, p proposal.Proposal) error {
 // that is already gone is not an error.
 func (e *Executor) Unseal(ctx context.Context, repo, id string) error {
 	if !proposal.ValidID(id) {
-		return newErr(CodeInvalidArgument, "invalid proposal id")
+		return errcode.New(errcode.InvalidArgument, "invalid proposal id")
 	}
 	rc, err := e.openRepo(ctx, repo)
 	if err != nil {
@@ -368,7 +369,7 @@ func (s *sealing) writeTree(ctx context.Context, env []string) (string, error) {
 	res, err := s.run(ctx, call{args: []string{"write-tree"}, env: env})
 	if err != nil {
 		if strings.Contains(stderrOf(err), "unmerged") {
-			return "", newErr(CodeOperationInProgress, "the index has unresolved conflicts; resolve or abort them first")
+			return "", errcode.New(errcode.OperationInProgress, "the index has unresolved conflicts; resolve or abort them first")
 		}
 		return "", err
 	}
@@ -387,7 +388,7 @@ func (s *sealing) addPaths(ctx context.Context, env []string, paths []string, ex
 	_, err := s.run(ctx, call{args: args, env: env, stdin: nulList(paths)})
 	if err != nil {
 		if st := stderrOf(err); strings.Contains(st, "did not match") || strings.Contains(st, "ignored by one of your .gitignore") {
-			return &Error{Code: CodeInvalidArgument, Err: err, Msg: "a path cannot be committed: " + clip(strings.TrimSpace(st), 500)}
+			return &errcode.Error{Code: errcode.InvalidArgument, Err: err, Msg: "a path cannot be committed: " + clip(strings.TrimSpace(st), 500)}
 		}
 		return err
 	}
@@ -498,7 +499,7 @@ func (rc *repoCtx) commitList(ctx context.Context, include string, exclude ...st
 	}
 	n, err := strconv.Atoi(res.text())
 	if err != nil {
-		return nil, newErr(CodeGitFailed, "git rev-list gave an unexpected count")
+		return nil, errcode.New(errcode.GitFailed, "git rev-list gave an unexpected count")
 	}
 	out := &proposal.CommitList{Count: n, Commits: []proposal.CommitRef{}}
 	if n == 0 {
@@ -539,7 +540,7 @@ func (s *sealing) refuseFilters(ctx context.Context, files []proposal.FileChange
 	f := strings.Split(string(res.out), "\x00")
 	for i := 0; i+2 < len(f); i += 3 {
 		if v := f[i+2]; v != "unspecified" && v != "unset" && v != "" {
-			return newErr(CodeUnsupported, "%s uses the git filter %q; Sluice commits exactly the bytes shown on the card and runs no filter before approval, so commit this path yourself", f[i], v)
+			return errcode.New(errcode.Unsupported, "%s uses the git filter %q; Sluice commits exactly the bytes shown on the card and runs no filter before approval, so commit this path yourself", f[i], v)
 		}
 	}
 	return nil
@@ -645,7 +646,7 @@ func (r *run) checkSealed(ctx context.Context) error {
 	if s == nil {
 		for _, st := range stepsOf(r.p.Args) {
 			if readsWorktree(st) || st.name() == proposal.OpCommit {
-				return newErr(CodeUnsupported, "the proposal has no sealed outcome, so what it would change was never shown; nothing was run. Propose it again")
+				return errcode.New(errcode.Unsupported, "the proposal has no sealed outcome, so what it would change was never shown; nothing was run. Propose it again")
 			}
 		}
 		return nil
@@ -671,7 +672,7 @@ func (r *run) checkSealed(ctx context.Context) error {
 	}
 	for _, l := range strings.Split(res.text(), "\n") {
 		if l != "tree" {
-			return newErr(CodeStaleBase, "the sealed outcome's objects are no longer in the repository (%s); nothing was run. Propose it again", proposal.SealedRef(r.p.ID))
+			return errcode.New(errcode.StaleBase, "the sealed outcome's objects are no longer in the repository (%s); nothing was run. Propose it again", proposal.SealedRef(r.p.ID))
 		}
 	}
 	return nil

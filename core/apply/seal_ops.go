@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -46,7 +47,7 @@ func (s *commitStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, er
 		return proposal.Sealed{}, err
 	}
 	if after == before {
-		return proposal.Sealed{}, &Error{Code: CodeNothingToCommit, Msg: "there is nothing to commit: the paths are the same as in HEAD"}
+		return proposal.Sealed{}, &errcode.Error{Code: errcode.NothingToCommit, Msg: "there is nothing to commit: the paths are the same as in HEAD"}
 	}
 	files, err := sl.changes(ctx, before, after)
 	if err != nil {
@@ -76,9 +77,9 @@ func (s *mergeStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, err
 	}
 	switch {
 	case p.base == "":
-		return proposal.Sealed{}, newErr(CodeUnrelatedHistories, "%s and %s share no history", s.a.Source, s.a.Target)
+		return proposal.Sealed{}, errcode.New(errcode.UnrelatedHistories, "%s and %s share no history", s.a.Source, s.a.Target)
 	case p.base == src:
-		return proposal.Sealed{}, newErr(CodeNothingToCommit, "%s already contains %s; there is nothing to merge", s.a.Target, s.a.Source)
+		return proposal.Sealed{}, errcode.New(errcode.NothingToCommit, "%s already contains %s; there is nothing to merge", s.a.Target, s.a.Source)
 	}
 	before, err := sl.tree(ctx, old)
 	if err != nil {
@@ -97,7 +98,7 @@ func (s *mergeStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, err
 			return out, err
 		}
 		if len(conflicts) > 0 {
-			return out, &Error{Code: CodeMergeConflict, Data: map[string]any{"files": conflicts},
+			return out, &errcode.Error{Code: errcode.MergeConflict, Data: map[string]any{"files": conflicts},
 				Msg: fmt.Sprintf("merging %s into %s would conflict in %d file(s): %s. Resolve it on a branch (merge %s into it and fix the files), then propose again",
 					s.a.Source, s.a.Target, len(conflicts), strings.Join(limitList(conflicts, 50), ", "), s.a.Target)}
 		}
@@ -117,7 +118,7 @@ func (r *run) verifyTree(sealed *proposal.Sealed, got, what string) error {
 	if sealed == nil || sealed.After == "" || got == sealed.After {
 		return nil
 	}
-	return &Error{Code: CodeStaleBase, Data: map[string]any{"sealed": sealed.After, "got": got},
+	return &errcode.Error{Code: errcode.StaleBase, Data: map[string]any{"sealed": sealed.After, "got": got},
 		Msg: fmt.Sprintf("%s would give tree %s, not the sealed %s shown on the card; nothing was changed", what, short(got), short(sealed.After))}
 }
 
@@ -137,9 +138,9 @@ func (s *rebaseStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, er
 	}
 	switch {
 	case base == "":
-		return proposal.Sealed{}, newErr(CodeUnrelatedHistories, "%s and %s share no history", s.a.Branch, s.a.Onto)
+		return proposal.Sealed{}, errcode.New(errcode.UnrelatedHistories, "%s and %s share no history", s.a.Branch, s.a.Onto)
 	case base == onto:
-		return proposal.Sealed{}, newErr(CodeNothingToCommit, "%s already contains %s; there is nothing to rebase", s.a.Branch, s.a.Onto)
+		return proposal.Sealed{}, errcode.New(errcode.NothingToCommit, "%s already contains %s; there is nothing to rebase", s.a.Branch, s.a.Onto)
 	}
 	before, err := sl.tree(ctx, old)
 	if err != nil {
@@ -217,7 +218,7 @@ func (s *discardStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, e
 		return proposal.Sealed{}, err
 	}
 	if before == headTree {
-		return proposal.Sealed{}, newErr(CodeNothingToCommit, "there are no uncommitted changes to discard in %s", strings.Join(limitList(s.a.Paths, 10), ", "))
+		return proposal.Sealed{}, errcode.New(errcode.NothingToCommit, "there are no uncommitted changes to discard in %s", strings.Join(limitList(s.a.Paths, 10), ", "))
 	}
 	files, err := sl.changes(ctx, before, headTree)
 	if err != nil {
@@ -375,7 +376,7 @@ func (s *patchStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, err
 	}
 	if _, err := sl.run(ctx, call{args: []string{"apply", "--cached", "--whitespace=nowarn"}, env: env, stdin: []byte(s.a.Patch)}); err != nil {
 		if st := stderrOf(err); st != "" {
-			return proposal.Sealed{}, &Error{Code: CodePatchDoesNotApply, Err: err, Data: GitFailure{Command: "apply", Stderr: st},
+			return proposal.Sealed{}, &errcode.Error{Code: errcode.PatchDoesNotApply, Err: err, Data: GitFailure{Command: "apply", Stderr: st},
 				Msg: "the patch does not apply to the " + string(s.a.Target) + " as it is now: " + clip(strings.TrimSpace(st), 2000)}
 		}
 		return proposal.Sealed{}, err
@@ -438,7 +439,7 @@ func (s *patchStep) verifyAfter(ctx context.Context, r *run) error {
 		return err
 	}
 	if now != sealed.After {
-		return &Error{Code: CodeGitFailed, Data: map[string]any{"sealed": sealed.After, "got": now},
+		return &errcode.Error{Code: errcode.GitFailed, Data: map[string]any{"sealed": sealed.After, "got": now},
 			Msg: fmt.Sprintf("the applied patch gave %s, not the sealed result %s; restore point %s puts the files back", short(now), short(sealed.After), r.p.ID)}
 	}
 	return nil
@@ -510,7 +511,7 @@ func (s *branchDeleteStep) seal(ctx context.Context, sl *sealing) (proposal.Seal
 	out := proposal.Sealed{}
 	for _, set := range s.branchSets(sl.r) {
 		if set.rc == nil {
-			return out, newErr(CodeInvalidArgument, "a repository named by the proposal could not be opened")
+			return out, errcode.New(errcode.InvalidArgument, "a repository named by the proposal could not be opened")
 		}
 		del, keep, err := set.evaluate(ctx)
 		if err != nil {
@@ -529,7 +530,7 @@ func (s *branchDeleteStep) seal(ctx context.Context, sl *sealing) (proposal.Seal
 		}
 	}
 	if len(out.Moves) == 0 {
-		return out, &Error{Code: CodeNothingDeleted, Msg: "no branch is safe to delete: " + strings.Join(out.Keeps, ", ")}
+		return out, &errcode.Error{Code: errcode.NothingDeleted, Msg: "no branch is safe to delete: " + strings.Join(out.Keeps, ", ")}
 	}
 	return out, nil
 }
@@ -569,7 +570,7 @@ func (s *submoduleStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed,
 		}
 		f := strings.Fields(strings.TrimRight(string(res.out), "\x00"))
 		if len(f) < 2 || f[0] != proposal.ModeGitlink {
-			return proposal.Sealed{}, newErr(CodeInvalidArgument, "%s is not a submodule in the superproject's index", s.a.Path)
+			return proposal.Sealed{}, errcode.New(errcode.InvalidArgument, "%s is not a submodule in the superproject's index", s.a.Path)
 		}
 		return proposal.Sealed{Base: head, Moves: []proposal.RefMove{{Ref: "HEAD", From: subHead, To: f[1], Repo: s.sub.path}}}, nil
 	}
@@ -585,7 +586,7 @@ func (s *submoduleStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed,
 		return proposal.Sealed{}, err
 	}
 	if after == before {
-		return proposal.Sealed{}, newErr(CodeNothingToCommit, "the superproject already records %s at %s", s.a.Path, short(subHead))
+		return proposal.Sealed{}, errcode.New(errcode.NothingToCommit, "the superproject already records %s at %s", s.a.Path, short(subHead))
 	}
 	files, err := sl.changes(ctx, before, after)
 	if err != nil {
@@ -625,7 +626,7 @@ func (r *run) unchanged(ctx context.Context, want string, f func(ctx context.Con
 	if now == want {
 		return nil
 	}
-	return &Error{Code: CodeStaleBase, Data: map[string]any{"changed": changed},
+	return &errcode.Error{Code: errcode.StaleBase, Data: map[string]any{"changed": changed},
 		Msg: fmt.Sprintf("%s changed since it was proposed, so nothing was changed", strings.Join(limitList(changed, 20), ", "))}
 }
 

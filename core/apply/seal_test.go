@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -189,7 +190,7 @@ func TestSeal_Commit_HookChangesContent_TakenBack(t *testing.T) {
 	head := f.git("rev-parse", "HEAD")
 	rec := f.propose(&proposal.CommitArgs{Message: "a", Paths: []string{"src/a.txt"}})
 	out, err := f.execute(rec)
-	if CodeOf(err) != CodeHookFailed || out.State != proposal.Failed {
+	if errcode.Of(err) != errcode.HookFailed || out.State != proposal.Failed {
 		t.Fatalf("state %s err %v: want hook_failed", out.State, err)
 	}
 	if got := f.git("rev-parse", "HEAD"); got != head {
@@ -404,7 +405,7 @@ func TestSeal_WorktreeInputChanged_Refused(t *testing.T) {
 func TestSeal_Patch_DoesNotApply_RefusedWithHunk(t *testing.T) {
 	f := newFixture(t)
 	f.repo.Write("src/a.txt", "something else entirely\n")
-	err := f.refuseAtSeal(&proposal.PatchArgs{Patch: addNewPatch, Target: proposal.PatchWorktree}, &Error{Code: CodePatchDoesNotApply})
+	err := f.refuseAtSeal(&proposal.PatchArgs{Patch: addNewPatch, Target: proposal.PatchWorktree}, &errcode.Error{Code: errcode.PatchDoesNotApply})
 	if !strings.Contains(err.Error(), "src/a.txt") {
 		t.Errorf("the refusal does not name the failing file: %v", err)
 	}

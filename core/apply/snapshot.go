@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 )
 
@@ -32,7 +33,7 @@ func (g *gitEnv) headOf(ctx context.Context, dir string) (head, error) {
 // --symbolic-full-name HEAD`.
 func parseHead(lines []string) (head, error) {
 	if len(lines) < 3 || !hexSHA.MatchString(lines[0]) || !hexSHA.MatchString(lines[1]) {
-		return head{}, newErr(CodeGitFailed, "git rev-parse HEAD gave an unexpected answer")
+		return head{}, errcode.New(errcode.GitFailed, "git rev-parse HEAD gave an unexpected answer")
 	}
 	h := head{sha: lines[0], tree: lines[1]}
 	if lines[2] != "HEAD" {
@@ -205,7 +206,7 @@ func (g *gitEnv) treesOf(ctx context.Context, wt worktree, objectsDir string, fi
 	res, err := g.run(ctx, call{dir: wt.path, args: []string{"write-tree"}, env: env})
 	if err != nil {
 		if strings.Contains(stderrOf(err), "unmerged") {
-			return trees{}, newErr(CodeOperationInProgress, "the index of %s has unresolved conflicts; resolve or abort them first", wt.path)
+			return trees{}, errcode.New(errcode.OperationInProgress, "the index of %s has unresolved conflicts; resolve or abort them first", wt.path)
 		}
 		return trees{}, err
 	}

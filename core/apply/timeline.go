@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 )
 
@@ -62,7 +63,7 @@ func SafetyTimeline(ctx context.Context, repo *gitx.Repo, limit int) (*Timeline,
 		limit = DefaultTimelineLimit
 	}
 	if limit > MaxTimelineLimit {
-		return nil, newErr(CodeInvalidArgument, "limit must be at most %d", MaxTimelineLimit)
+		return nil, errcode.New(errcode.InvalidArgument, "limit must be at most %d", MaxTimelineLimit)
 	}
 	events, refs, err := timelineEvents(ctx, repo, limit)
 	if err != nil {
@@ -93,7 +94,7 @@ func timelineEvents(ctx context.Context, repo *gitx.Repo, perRef int) ([]Timelin
 	for _, ref := range refs {
 		log, err := repo.Reflog(ctx, ref, min(perRef, gitx.MaxReflogLimit))
 		if err != nil {
-			if gitx.IsCode(err, gitx.CodeInvalidArgument) {
+			if errcode.IsCode(err, errcode.InvalidArgument) {
 				continue // the ref is gone
 			}
 			return nil, nil, err
@@ -159,16 +160,16 @@ func SafetyEvent(ctx context.Context, repo *gitx.Repo, id string) (*SafetyEventD
 	}
 	rest, ok := strings.CutPrefix(id, "reflog:")
 	if !ok {
-		return nil, newErr(CodeInvalidArgument, "unknown event id; take ids from safety_timeline")
+		return nil, errcode.New(errcode.InvalidArgument, "unknown event id; take ids from safety_timeline")
 	}
 	i := strings.LastIndexByte(rest, ':')
 	j := strings.LastIndexByte(rest[:max(i, 0)], ':')
 	if i < 0 || j < 0 {
-		return nil, newErr(CodeInvalidArgument, "malformed event id; take ids from safety_timeline")
+		return nil, errcode.New(errcode.InvalidArgument, "malformed event id; take ids from safety_timeline")
 	}
 	ref := rest[:j]
 	if ref != "HEAD" && !strings.HasPrefix(ref, "refs/") {
-		return nil, newErr(CodeInvalidArgument, "malformed event id; take ids from safety_timeline")
+		return nil, errcode.New(errcode.InvalidArgument, "malformed event id; take ids from safety_timeline")
 	}
 	log, err := repo.Reflog(ctx, ref, gitx.MaxReflogLimit)
 	if err != nil {
@@ -187,5 +188,5 @@ func SafetyEvent(ctx context.Context, repo *gitx.Repo, id string) (*SafetyEventD
 		}
 		return d, nil
 	}
-	return nil, newErr(CodeInvalidArgument, "no such event in the last %d movements of %s", gitx.MaxReflogLimit, ref)
+	return nil, errcode.New(errcode.InvalidArgument, "no such event in the last %d movements of %s", gitx.MaxReflogLimit, ref)
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -54,7 +55,7 @@ func TestSafetyTimeline_RestorePointsAndReflog(t *testing.T) {
 	if d.Event.Action != "reset" || len(d.Recoverable) != 1 || !strings.HasPrefix(d.Recoverable[0].SHA, reset.From) {
 		t.Errorf("reset event %+v: want the merge commit as recoverable", d)
 	}
-	if _, err := SafetyEvent(testCtx(t), repo, "reflog:refs/heads/main:0000000:1"); CodeOf(err) != CodeInvalidArgument {
+	if _, err := SafetyEvent(testCtx(t), repo, "reflog:refs/heads/main:0000000:1"); errcode.Of(err) != errcode.InvalidArgument {
 		t.Errorf("unknown event: %v", err)
 	}
 	requireSame(t, before, gitxtest.Snapshot(t, f.root))

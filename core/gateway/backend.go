@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"path/filepath"
 	"sort"
 	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/core/apply"
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/policy"
@@ -84,8 +84,8 @@ func NewJournalBackend(j *journal.Journal, opts BackendOptions) *JournalBackend 
 // rule the person creates or revokes takes effect without a restart.
 func (b *JournalBackend) SetPolicy(p *policy.Policy) { b.policy.Store(p) }
 
-func badRequest(msg string) *Error {
-	return &Error{Status: http.StatusBadRequest, Code: CodeInvalidArgument, Message: msg}
+func badRequest(msg string) *errcode.Error {
+	return &errcode.Error{Code: errcode.InvalidArgument, Msg: msg}
 }
 
 // Submit implements Backend. The proposal as the sidecar made it is
@@ -154,21 +154,15 @@ func (b *JournalBackend) KeepSealed(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// sealError is a proposal whose outcome cannot be produced: 422 with the
+// sealError is a proposal whose outcome cannot be produced: the
 // executor's code and data (the conflicting files, the failing hunk), so
-// the agent can act on it.
+// the agent can act on it; the status table makes it a 422.
 func sealError(err error) error {
-	var ae *apply.Error
-	if errors.As(err, &ae) {
-		status := http.StatusUnprocessableEntity
-		if ae.Code == apply.CodeInternal || ae.Code == apply.CodeGitFailed {
-			status = http.StatusInternalServerError
-		}
-		return &Error{Status: status, Code: ae.Code, Message: ae.Msg, Data: ae.Data}
-	}
-	var ge *gitx.Error
-	if errors.As(err, &ge) {
+	if errcode.IsCode(err, errcode.PathOutsideRoots) || errors.Is(err, gitx.ErrWorktreeInGitDir) {
 		return confineError(err)
+	}
+	if e, ok := errcode.As(err); ok {
+		return &errcode.Error{Code: e.Code, Msg: e.Msg, Data: e.Data}
 	}
 	return err
 }
@@ -181,7 +175,7 @@ func (b *JournalBackend) store(p proposal.Proposal) (ProposalStatus, error) {
 			// Still denied; the failure to audit it is the app's problem.
 			b.opts.Logger.Error("gateway: audit of a policy denial failed", "proposal", p.ID, "err", err)
 		}
-		return ProposalStatus{}, &Error{Status: http.StatusForbidden, Code: CodePolicyDenied, Message: verdict.Denial}
+		return ProposalStatus{}, errcode.New(errcode.PolicyDenied, "%s", verdict.Denial)
 	}
 	rec, replayed, err := b.j.Submit(p)
 	if err != nil {
@@ -210,15 +204,15 @@ func (b *JournalBackend) store(p proposal.Proposal) (ProposalStatus, error) {
 	return st, nil
 }
 
-// confineError is a path the roots refused: 403 when it is outside them,
-// 400 when it cannot be used at all.
+// confineError is a path the roots refused: path_outside_roots when it
+// is outside them, invalid_argument when it cannot be used at all.
 func confineError(err error) error {
-	var ge *gitx.Error
-	if errors.As(err, &ge) && ge.Code == CodePathOutsideRoots {
-		return &Error{Status: http.StatusForbidden, Code: CodePathOutsideRoots, Message: ge.Msg}
+	e, ok := errcode.As(err)
+	if ok && e.Code == errcode.PathOutsideRoots {
+		return &errcode.Error{Code: errcode.PathOutsideRoots, Msg: e.Msg}
 	}
-	if errors.Is(err, gitx.ErrWorktreeInGitDir) {
-		return badRequest(ge.Msg)
+	if ok && errors.Is(err, gitx.ErrWorktreeInGitDir) {
+		return badRequest(e.Msg)
 	}
 	return badRequest("a repository path cannot be used: " + err.Error())
 }
@@ -381,30 +375,30 @@ func (b *JournalBackend) RestorePoints(ctx context.Context, _ string, repo strin
 
 // journalError maps journal and proposal errors to gateway answers.
 func journalError(err error) error {
-	e := func(status int, code, msg string) *Error { return &Error{Status: status, Code: code, Message: msg} }
+	e := func(code errcode.Code, msg string) *errcode.Error { return &errcode.Error{Code: code, Msg: msg} }
 	switch {
 	case errors.Is(err, journal.ErrNotFound):
-		return e(http.StatusNotFound, CodeProposalNotFound, "no proposal with this id")
+		return e(errcode.ProposalNotFound, "no proposal with this id")
 	case errors.Is(err, journal.ErrNotOwner):
-		return e(http.StatusForbidden, CodeForbidden, "the proposal belongs to another agent")
+		return e(errcode.Forbidden, "the proposal belongs to another agent")
 	case errors.Is(err, journal.ErrNotPending):
-		return e(http.StatusConflict, CodeProposalTerminal, "the proposal is no longer pending")
+		return e(errcode.ProposalTerminal, "the proposal is no longer pending")
 	case errors.Is(err, journal.ErrPendingCap):
-		return e(http.StatusTooManyRequests, CodeTooManyPending, "this agent has too many pending proposals; wait for decisions or cancel some")
+		return e(errcode.TooManyPending, "this agent has too many pending proposals; wait for decisions or cancel some")
 	case errors.Is(err, journal.ErrDuplicateID):
-		return e(http.StatusConflict, CodeConflict, "a proposal with this id already exists")
+		return e(errcode.Conflict, "a proposal with this id already exists")
 	case errors.Is(err, journal.ErrIdempotencyConflict):
-		return e(http.StatusConflict, CodeConflict, "this idempotency key was already used for a different request")
+		return e(errcode.Conflict, "this idempotency key was already used for a different request")
 	case errors.Is(err, journal.ErrExpired):
-		return e(http.StatusBadRequest, CodeInvalidArgument, "the proposal expired before it arrived")
+		return e(errcode.InvalidArgument, "the proposal expired before it arrived")
 	case errors.Is(err, proposal.ErrDigestMismatch):
-		return e(http.StatusBadRequest, CodeInvalidArgument, "the digest does not match the proposal's content")
+		return e(errcode.InvalidArgument, "the digest does not match the proposal's content")
 	case errors.Is(err, proposal.ErrInvalid):
-		return e(http.StatusBadRequest, CodeInvalidArgument, err.Error())
+		return e(errcode.InvalidArgument, err.Error())
 	case errors.Is(err, journal.ErrClosed):
-		return e(http.StatusServiceUnavailable, CodeUnavailable, "the app is shutting down")
+		return e(errcode.Unavailable, "the app is shutting down")
 	case errors.Is(err, journal.ErrAudit):
-		return e(http.StatusServiceUnavailable, CodeUnavailable, "the audit ledger cannot be written, so nothing was changed")
+		return e(errcode.Unavailable, "the audit ledger cannot be written, so nothing was changed")
 	}
 	return err
 }

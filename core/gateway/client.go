@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // Errors the client returns; callers branch on them.
@@ -33,11 +35,11 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("gateway: %d %s: %s", e.Status, e.Detail.Code, e.Detail.Message)
 }
 
-// ErrorCode is the gateway's stable code.
-func (e *APIError) ErrorCode() string { return e.Detail.Code }
-
-// ErrorData is the gateway's structured detail, if any.
-func (e *APIError) ErrorData() any { return e.Detail.Data }
+// Unwrap is the answer's error with its code and data: errcode.Of and
+// errcode.As read them through an *APIError.
+func (e *APIError) Unwrap() error {
+	return &errcode.Error{Code: e.Detail.Code, Msg: e.Detail.Message, Data: e.Detail.Data}
+}
 
 // ParseLoopbackAddr accepts "127.0.0.1:PORT" or "[::1]:PORT" (any
 // 127.0.0.0/8 address) with a port in 1..65535, and nothing else: no
@@ -156,7 +158,7 @@ func (c *Client) do(ctx context.Context, agent, method, path string, body io.Rea
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		var eb ErrorBody
 		if err := json.NewDecoder(lr).Decode(&eb); err != nil || eb.Error.Code == "" {
-			eb.Error = ErrorDetail{Code: CodeInternal, Message: http.StatusText(resp.StatusCode)}
+			eb.Error = ErrorDetail{Code: errcode.Internal, Message: http.StatusText(resp.StatusCode)}
 		}
 		return &APIError{Status: resp.StatusCode, Detail: eb.Error}
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
@@ -24,7 +25,7 @@ const (
 )
 
 func badArgument(msg string) *APIError {
-	return &APIError{Status: http.StatusBadRequest, Detail: ErrorDetail{Code: CodeInvalidArgument, Message: msg}}
+	return &APIError{Status: http.StatusBadRequest, Detail: ErrorDetail{Code: errcode.InvalidArgument, Message: msg}}
 }
 
 func checkAgent(agent string) error {

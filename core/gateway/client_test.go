@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 func TestClient_New_RefusesNonLoopbackLiterals(t *testing.T) {
@@ -123,7 +125,7 @@ func TestClient_ValidatesIDsBeforeSending(t *testing.T) {
 	} {
 		_, err := c.GetProposal(t.Context(), tc.agent, tc.id)
 		var apiErr *APIError
-		if !errors.As(err, &apiErr) || apiErr.ErrorCode() != CodeInvalidArgument {
+		if !errors.As(err, &apiErr) || apiErr.Detail.Code != errcode.InvalidArgument {
 			t.Errorf("GetProposal(%q, %q) = %v, want invalid_argument without a request", tc.agent, tc.id, err)
 		}
 	}

@@ -13,12 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/policy"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
-func apiCode(t *testing.T, err error) (int, string) {
+func apiCode(t *testing.T, err error) (int, errcode.Code) {
 	t.Helper()
 	var e *APIError
 	if !errors.As(err, &e) {
@@ -50,12 +51,12 @@ func TestProposals_SubmitGetCancel(t *testing.T) {
 	}
 	if _, err := e.client.GetProposal(ctx, "agent-b", p.ID); err == nil {
 		t.Fatalf("another agent read the proposal")
-	} else if status, code := apiCode(t, err); status != 403 || code != CodeForbidden {
+	} else if status, code := apiCode(t, err); status != 403 || code != errcode.Forbidden {
 		t.Fatalf("GetProposal by another agent = %d %s", status, code)
 	}
 	if _, err := e.client.GetProposal(ctx, "agent-a", "missing"); err == nil {
 		t.Fatalf("GetProposal of a missing id succeeded")
-	} else if status, code := apiCode(t, err); status != 404 || code != CodeProposalNotFound {
+	} else if status, code := apiCode(t, err); status != 404 || code != errcode.ProposalNotFound {
 		t.Fatalf("GetProposal of a missing id = %d %s", status, code)
 	}
 
@@ -70,7 +71,7 @@ func TestProposals_SubmitGetCancel(t *testing.T) {
 	}
 	if _, err := e.client.CancelProposal(ctx, "agent-a", p.ID); err == nil {
 		t.Fatalf("second cancel succeeded")
-	} else if status, code := apiCode(t, err); status != 409 || code != CodeProposalTerminal {
+	} else if status, code := apiCode(t, err); status != 409 || code != errcode.ProposalTerminal {
 		t.Fatalf("second cancel = %d %s", status, code)
 	}
 
@@ -105,7 +106,7 @@ func TestProposals_Submit_IdempotentReplay(t *testing.T) {
 	reseal(t, &changed)
 	if _, err := e.client.SubmitProposal(t.Context(), "agent-a", changed); err == nil {
 		t.Fatalf("a different request under the same key was accepted")
-	} else if status, code := apiCode(t, err); status != 409 || code != CodeConflict {
+	} else if status, code := apiCode(t, err); status != 409 || code != errcode.Conflict {
 		t.Fatalf("conflict = %d %s", status, code)
 	}
 }
@@ -138,28 +139,28 @@ func TestProposals_Submit_Refuses(t *testing.T) {
 		agent  string
 		mutate func(*proposal.Proposal)
 		status int
-		code   string
+		code   errcode.Code
 	}{
-		{"git file points outside the roots", "agent-a", func(p *proposal.Proposal) { p.Repo = pointsOut; reseal(t, p) }, 403, CodePathOutsideRoots},
-		{"worktree under a tree whose git dir is outside", "agent-a", worktree(filepath.Join(pointsOut, "wt"), pointsOut), 403, CodePathOutsideRoots},
-		{"worktree in .git/hooks", "agent-a", worktree(filepath.Join(e.repo, ".git", "hooks"), e.repo), 400, CodeInvalidArgument},
-		{"worktree in a bare repository", "agent-a", worktree(filepath.Join(e.root, "bare.git", "hooks"), ""), 400, CodeInvalidArgument},
-		{"nested worktree that does not say so", "agent-a", worktree(filepath.Join(e.repo, "wt"), ""), 400, CodeInvalidArgument},
-		{"worktree that claims a nesting it has not", "agent-a", worktree(filepath.Join(e.root, "wt"), e.repo), 400, CodeInvalidArgument},
+		{"git file points outside the roots", "agent-a", func(p *proposal.Proposal) { p.Repo = pointsOut; reseal(t, p) }, 403, errcode.PathOutsideRoots},
+		{"worktree under a tree whose git dir is outside", "agent-a", worktree(filepath.Join(pointsOut, "wt"), pointsOut), 403, errcode.PathOutsideRoots},
+		{"worktree in .git/hooks", "agent-a", worktree(filepath.Join(e.repo, ".git", "hooks"), e.repo), 400, errcode.InvalidArgument},
+		{"worktree in a bare repository", "agent-a", worktree(filepath.Join(e.root, "bare.git", "hooks"), ""), 400, errcode.InvalidArgument},
+		{"nested worktree that does not say so", "agent-a", worktree(filepath.Join(e.repo, "wt"), ""), 400, errcode.InvalidArgument},
+		{"worktree that claims a nesting it has not", "agent-a", worktree(filepath.Join(e.root, "wt"), e.repo), 400, errcode.InvalidArgument},
 		{"tampered after sealing", "agent-a", func(p *proposal.Proposal) {
 			p.Reason = "changed"
 			p.Digest = strings.Replace(p.Digest, p.Digest[10:14], "0000", 1)
-		}, 400, CodeInvalidArgument},
-		{"agent header differs", "agent-b", func(p *proposal.Proposal) {}, 400, CodeInvalidArgument},
-		{"outside the roots", "agent-a", func(p *proposal.Proposal) { p.Repo = outside; reseal(t, p) }, 403, CodePathOutsideRoots},
-		{"not canonical", "agent-a", func(p *proposal.Proposal) { p.Repo = link; reseal(t, p) }, 400, CodeInvalidArgument},
+		}, 400, errcode.InvalidArgument},
+		{"agent header differs", "agent-b", func(p *proposal.Proposal) {}, 400, errcode.InvalidArgument},
+		{"outside the roots", "agent-a", func(p *proposal.Proposal) { p.Repo = outside; reseal(t, p) }, 403, errcode.PathOutsideRoots},
+		{"not canonical", "agent-a", func(p *proposal.Proposal) { p.Repo = link; reseal(t, p) }, 400, errcode.InvalidArgument},
 		{"clock far off", "agent-a", func(p *proposal.Proposal) {
 			p.CreatedAt = proposal.At(time.Now().Add(-10 * time.Minute))
 			p.ExpiresAt = proposal.At(time.Now().Add(time.Minute))
 			reseal(t, p)
-		}, 400, CodeInvalidArgument},
-		{"expiry too long", "agent-a", func(p *proposal.Proposal) { p.ExpiresAt = proposal.At(time.Now().Add(3 * time.Hour)); reseal(t, p) }, 400, CodeInvalidArgument},
-		{"unpinned", "agent-a", func(p *proposal.Proposal) { delete(p.Pinned.Refs, "main"); reseal(t, p) }, 400, CodeInvalidArgument},
+		}, 400, errcode.InvalidArgument},
+		{"expiry too long", "agent-a", func(p *proposal.Proposal) { p.ExpiresAt = proposal.At(time.Now().Add(3 * time.Hour)); reseal(t, p) }, 400, errcode.InvalidArgument},
+		{"unpinned", "agent-a", func(p *proposal.Proposal) { delete(p.Pinned.Refs, "main"); reseal(t, p) }, 400, errcode.InvalidArgument},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -179,7 +180,7 @@ func TestProposals_Submit_Refuses(t *testing.T) {
 		b, _ := json.Marshal(p)
 		body := strings.Replace(string(b), `"reason"`, `"approved":true,"reason"`, 1)
 		status, resp := raw(t, e.srv.Addr(), e.req("POST", "/v1/proposals", fmt.Sprintf("Content-Length: %d", len(body)))+body)
-		if status != 400 || !strings.Contains(resp, CodeInvalidArgument) {
+		if status != 400 || !strings.Contains(resp, string(errcode.InvalidArgument)) {
 			t.Fatalf("got %d %s", status, resp)
 		}
 	})
@@ -255,7 +256,7 @@ func TestProposals_PendingCap(t *testing.T) {
 	if err == nil {
 		t.Fatalf("third pending proposal accepted")
 	}
-	if status, code := apiCode(t, err); status != 429 || code != CodeTooManyPending {
+	if status, code := apiCode(t, err); status != 429 || code != errcode.TooManyPending {
 		t.Fatalf("got %d %s", status, code)
 	}
 	if _, err := e.client.SubmitProposal(t.Context(), "agent-b", e.branchProposal(t, "agent-b")); err != nil {
@@ -291,7 +292,7 @@ func TestProposals_Policy(t *testing.T) {
 	if err == nil {
 		t.Fatalf("policy did not deny")
 	}
-	if status, code := apiCode(t, err); status != 403 || code != CodePolicyDenied {
+	if status, code := apiCode(t, err); status != 403 || code != errcode.PolicyDenied {
 		t.Fatalf("got %d %s", status, code)
 	}
 	if _, err := e.j.Get(denied.ID); !errors.Is(err, journal.ErrNotFound) {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
@@ -40,17 +41,6 @@ type Backend interface {
 	// RestorePoints lists restore points of a repository.
 	RestorePoints(ctx context.Context, agent, repo string) (RestorePoints, error)
 }
-
-// Error is a failure a Backend reports with an HTTP status and a stable
-// code. Any other error becomes a generic 500.
-type Error struct {
-	Status  int
-	Code    string
-	Message string
-	Data    any
-}
-
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
 // ProposalStatus is the wire form of a proposal and its lifecycle state.
 type ProposalStatus struct {
@@ -92,10 +82,10 @@ type Decision struct {
 
 // Outcome is how a proposal ended.
 type Outcome struct {
-	Code         string `json:"code,omitempty"`
-	Message      string `json:"message,omitempty"`
-	RestorePoint string `json:"restorePoint,omitempty"`
-	At           string `json:"at"`
+	Code         errcode.Code `json:"code,omitempty"`
+	Message      string       `json:"message,omitempty"`
+	RestorePoint string       `json:"restorePoint,omitempty"`
+	At           string       `json:"at"`
 }
 
 // Collision is another pending proposal touching some of the same files.
@@ -151,7 +141,7 @@ type proposalHandlers struct {
 func agentOf(w http.ResponseWriter, r *http.Request) (string, bool) {
 	a := r.Header.Get(AgentHeader)
 	if !proposal.ValidAgent(a) {
-		WriteError(w, http.StatusBadRequest, CodeInvalidArgument, AgentHeader+" must match ^[A-Za-z0-9._:-]{1,128}$", nil)
+		WriteError(w, http.StatusBadRequest, errcode.InvalidArgument, AgentHeader+" must match ^[A-Za-z0-9._:-]{1,128}$", nil)
 		return "", false
 	}
 	return a, true
@@ -161,7 +151,7 @@ func agentOf(w http.ResponseWriter, r *http.Request) (string, bool) {
 func idOf(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("id")
 	if !proposal.ValidID(id) {
-		WriteError(w, http.StatusBadRequest, CodeInvalidArgument, "proposal id must match ^[A-Za-z0-9_-]{1,128}$", nil)
+		WriteError(w, http.StatusBadRequest, errcode.InvalidArgument, "proposal id must match ^[A-Za-z0-9_-]{1,128}$", nil)
 		return "", false
 	}
 	return id, true
@@ -215,7 +205,7 @@ func (h proposalHandlers) get(w http.ResponseWriter, r *http.Request) {
 func (h proposalHandlers) wait(w http.ResponseWriter, r *http.Request) {
 	timeout, err := ParseWaitTimeout(r.URL.Query().Get("timeout"))
 	if err != nil {
-		WriteError(w, http.StatusBadRequest, CodeInvalidArgument, err.Error(), nil)
+		WriteError(w, http.StatusBadRequest, errcode.InvalidArgument, err.Error(), nil)
 		return
 	}
 	h.onProposal(w, r, func(agent, id string) (ProposalStatus, error) { return h.b.Wait(r.Context(), agent, id, timeout) })
@@ -264,16 +254,16 @@ func (h proposalHandlers) restorePoints(w http.ResponseWriter, r *http.Request) 
 
 func (h proposalHandlers) fail(w http.ResponseWriter, err error) { h.s.fail(w, err) }
 
-// fail writes a backend error: its own status and code when it has them,
-// else a logged internal error.
+// fail writes a backend error: its code, with the status the table gives
+// it (statusOf), when it has one; else, and for an internal one, a logged
+// internal error whose detail stays in the log.
 func (s *Server) fail(w http.ResponseWriter, err error) {
-	var e *Error
-	if errors.As(err, &e) {
-		WriteError(w, e.Status, e.Code, e.Message, e.Data)
+	if e, ok := errcode.As(err); ok && e.Code != errcode.Internal {
+		WriteError(w, statusOf(e.Code), e.Code, e.Msg, e.Data)
 		return
 	}
 	s.log.Error("gateway: backend failed", "err", err)
-	WriteError(w, http.StatusInternalServerError, CodeInternal, "internal error", nil)
+	WriteError(w, http.StatusInternalServerError, errcode.Internal, "internal error", nil)
 }
 
 // decodeBody decodes exactly one JSON value of the request into v,
@@ -285,14 +275,14 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, what string) bool
 	if err := dec.Decode(v); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			WriteError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, "request body too large", nil)
+			WriteError(w, http.StatusRequestEntityTooLarge, errcode.TooLarge, "request body too large", nil)
 			return false
 		}
-		WriteError(w, http.StatusBadRequest, CodeInvalidArgument, "malformed "+what+": "+err.Error(), nil)
+		WriteError(w, http.StatusBadRequest, errcode.InvalidArgument, "malformed "+what+": "+err.Error(), nil)
 		return false
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		WriteError(w, http.StatusBadRequest, CodeInvalidArgument, "trailing data after the "+what, nil)
+		WriteError(w, http.StatusBadRequest, errcode.InvalidArgument, "trailing data after the "+what, nil)
 		return false
 	}
 	return true

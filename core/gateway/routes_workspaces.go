@@ -8,10 +8,9 @@ import (
 	"net/url"
 	"regexp"
 	"time"
-)
 
-// CodeUnsupported: the app has no workspace support configured.
-const CodeUnsupported = "unsupported"
+	"github.com/sluicehq/sluice/core/errcode"
+)
 
 // HandoffResult says where a sealed workspace's commits now are in the
 // person's repository.
@@ -57,7 +56,7 @@ func (s *Server) handleWorkspaces(h WorkspaceHandoff) {
 		}
 		id := r.PathValue("id")
 		if !ValidWorkspaceID(id) {
-			WriteError(w, http.StatusBadRequest, CodeInvalidArgument, "workspace id must match ^[A-Za-z0-9_-]{1,128}$", nil)
+			WriteError(w, http.StatusBadRequest, errcode.InvalidArgument, "workspace id must match ^[A-Za-z0-9_-]{1,128}$", nil)
 			return
 		}
 		var req HandoffRequest
@@ -65,11 +64,11 @@ func (s *Server) handleWorkspaces(h WorkspaceHandoff) {
 			return
 		}
 		if req.Repo == "" {
-			WriteError(w, http.StatusBadRequest, CodeInvalidArgument, "repo is required", nil)
+			WriteError(w, http.StatusBadRequest, errcode.InvalidArgument, "repo is required", nil)
 			return
 		}
 		if h == nil {
-			WriteError(w, http.StatusNotImplemented, CodeUnsupported,
+			WriteError(w, http.StatusNotImplemented, errcode.Unsupported,
 				"workspaces are not configured in the Sluice app: set workspaceImage in config.json (or SLUICE_WORKSPACE_IMAGE) to an image ID and restart it", nil)
 			return
 		}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/core/apply"
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/journal"
@@ -133,7 +134,7 @@ func TestSeal_Submit_RefusalsReachTheAgent(t *testing.T) {
 	s.repo.WriteCommit("a.txt", "main\n", "main")
 	cases := []struct {
 		args proposal.Args
-		code string
+		code errcode.Code
 	}{
 		{&proposal.MergeArgs{Source: "feature", Target: "main", Strategy: proposal.MergeCommit}, "merge_conflict"},
 		{&proposal.CommitArgs{Message: "m", StageAll: true}, "nothing_to_commit"},

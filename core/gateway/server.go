@@ -13,33 +13,14 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // MaxBodyBytes caps every request body. A proposal's patch is at most
 // 4 MiB of text, which JSON escaping can roughly double (quotes, tabs,
 // backslashes); the other fields fit in the rest.
 const MaxBodyBytes = 9 << 20
-
-// Error codes the gateway answers with. They match the MCP error codes of
-// the sidecar where the meaning is the same.
-const (
-	CodeUnauthorized    = "unauthorized"
-	CodeForbidden       = "forbidden"
-	CodeNotFound        = "not_found"
-	CodeInvalidArgument = "invalid_argument"
-	CodeTooLarge        = "too_large"
-	CodeInternal        = "internal"
-	// CodeUnavailable: the app is shutting down or its journal is closed.
-	CodeUnavailable      = "unavailable"
-	CodeProposalNotFound = "proposal_not_found"
-	CodeProposalTerminal = "proposal_terminal"
-	CodePolicyDenied     = "policy_denied"
-	CodePathOutsideRoots = "path_outside_roots"
-	// CodeConflict: an id or idempotency key already names something else.
-	CodeConflict = "conflict"
-	// CodeTooManyPending: the agent's pending cap is reached (429).
-	CodeTooManyPending = "too_many_pending"
-)
 
 // Health is the answer of GET /v1/health.
 type Health struct {
@@ -59,9 +40,9 @@ type ErrorBody struct {
 
 // ErrorDetail carries a stable code and a human message.
 type ErrorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Data    any    `json:"data,omitempty"`
+	Code    errcode.Code `json:"code"`
+	Message string       `json:"message"`
+	Data    any          `json:"data,omitempty"`
 }
 
 // Server is the app side of the gateway.
@@ -120,7 +101,7 @@ func Listen(opts Options) (*Server, error) {
 	}
 	// Unknown paths answer in the gateway's JSON error shape too.
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, http.StatusNotFound, CodeNotFound, "no such route", nil)
+		WriteError(w, http.StatusNotFound, errcode.NotFound, "no such route", nil)
 	})
 	s.srv = &http.Server{
 		Handler:           s,
@@ -163,29 +144,29 @@ func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx
 // then the token, then the body cap.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.hostAllowed(r.Host) {
-		WriteError(w, http.StatusForbidden, CodeForbidden, "host not allowed", nil)
+		WriteError(w, http.StatusForbidden, errcode.Forbidden, "host not allowed", nil)
 		return
 	}
 	// Sidecars never send Origin; browsers always do on cross-origin
 	// requests and on every POST. Any Origin means a page is talking to us.
 	if r.Header.Get("Origin") != "" || r.Header.Get("Sec-Fetch-Site") != "" {
-		WriteError(w, http.StatusForbidden, CodeForbidden, "browser requests are not accepted", nil)
+		WriteError(w, http.StatusForbidden, errcode.Forbidden, "browser requests are not accepted", nil)
 		return
 	}
 	if !s.authorized(r.Header.Get("Authorization")) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="sluice-gateway"`)
-		WriteError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or invalid bearer token", nil)
+		WriteError(w, http.StatusUnauthorized, errcode.Unauthorized, "missing or invalid bearer token", nil)
 		return
 	}
 	if r.ContentLength > MaxBodyBytes {
-		WriteError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, "request body too large", nil)
+		WriteError(w, http.StatusRequestEntityTooLarge, errcode.TooLarge, "request body too large", nil)
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 	// A path with "..", "." or empty segments is never sent by a client;
 	// refusing it here keeps the router from redirecting it elsewhere.
 	if p := r.URL.Path; p == "" || path.Clean(p) != p {
-		WriteError(w, http.StatusBadRequest, CodeInvalidArgument, "malformed path", nil)
+		WriteError(w, http.StatusBadRequest, errcode.InvalidArgument, "malformed path", nil)
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -221,6 +202,6 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // WriteError answers with the gateway's error shape.
-func WriteError(w http.ResponseWriter, status int, code, msg string, data any) {
+func WriteError(w http.ResponseWriter, status int, code errcode.Code, msg string, data any) {
 	WriteJSON(w, status, ErrorBody{Error: ErrorDetail{Code: code, Message: msg, Data: data}})
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 func TestServer_RefusesAttacks(t *testing.T) {
@@ -19,31 +21,31 @@ func TestServer_RefusesAttacks(t *testing.T) {
 		name    string
 		request string
 		status  int
-		code    string
+		code    errcode.Code
 	}{
-		{"no token", get + "Host: " + addr + "\r\nX-Sluice-Agent: agent-a\r\n\r\n", 401, CodeUnauthorized},
-		{"wrong token", get + "Host: " + addr + "\r\nAuthorization: Bearer " + strings.Repeat("0", 64) + "\r\n\r\n", 401, CodeUnauthorized},
-		{"basic auth", get + "Host: " + addr + "\r\nAuthorization: Basic " + e.token + "\r\n\r\n", 401, CodeUnauthorized},
-		{"foreign host", get + "Host: evil.example:80\r\nAuthorization: Bearer " + e.token + "\r\n\r\n", 403, CodeForbidden},
-		{"localhost host", get + "Host: localhost:" + strings.Split(addr, ":")[1] + "\r\nAuthorization: Bearer " + e.token + "\r\n\r\n", 403, CodeForbidden},
-		{"browser origin", e.req("GET", "/v1/proposals/"+p.ID, "Origin: http://evil.example"), 403, CodeForbidden},
-		{"null origin", e.req("GET", "/v1/proposals/"+p.ID, "Origin: null"), 403, CodeForbidden},
-		{"fetch metadata", e.req("GET", "/v1/proposals/"+p.ID, "Sec-Fetch-Site: cross-site"), 403, CodeForbidden},
-		{"oversized body", e.req("POST", "/v1/proposals", fmt.Sprintf("Content-Length: %d", MaxBodyBytes+1)), 413, CodeTooLarge},
-		{"dot-dot id", e.req("GET", "/v1/proposals/../x"), 400, CodeInvalidArgument},
-		{"encoded dot-dot id", e.req("GET", "/v1/proposals/..%2Fx"), 400, CodeInvalidArgument},
-		{"encoded slash", e.req("GET", "/v1/proposals/a%2Fb"), 400, CodeInvalidArgument},
-		{"encoded question mark", e.req("GET", "/v1/proposals/a%3Fb"), 400, CodeInvalidArgument},
-		{"encoded space", e.req("GET", "/v1/proposals/a%20b"), 400, CodeInvalidArgument},
-		{"dot id", e.req("GET", "/v1/proposals/%2e%2e"), 400, CodeInvalidArgument},
-		{"id too long", e.req("GET", "/v1/proposals/"+strings.Repeat("a", 129)), 400, CodeInvalidArgument},
-		{"cancel with bad id", e.req("POST", "/v1/proposals/a%2Fb/cancel", "Content-Length: 0"), 400, CodeInvalidArgument},
-		{"wait with bad id", e.req("GET", "/v1/proposals/a%20b/wait"), 400, CodeInvalidArgument},
-		{"double slash", e.req("GET", "/v1//proposals/"+p.ID), 400, CodeInvalidArgument},
-		{"no agent", strings.Replace(e.req("GET", "/v1/proposals/"+p.ID), "X-Sluice-Agent: agent-a\r\n", "", 1), 400, CodeInvalidArgument},
-		{"bad agent", strings.Replace(e.req("GET", "/v1/proposals/"+p.ID), "agent-a", "agent a/b", 1), 400, CodeInvalidArgument},
-		{"unknown route", e.req("GET", "/v1/secrets"), 404, CodeNotFound},
-		{"bad wait timeout", e.req("GET", "/v1/proposals/"+p.ID+"/wait?timeout=soon"), 400, CodeInvalidArgument},
+		{"no token", get + "Host: " + addr + "\r\nX-Sluice-Agent: agent-a\r\n\r\n", 401, errcode.Unauthorized},
+		{"wrong token", get + "Host: " + addr + "\r\nAuthorization: Bearer " + strings.Repeat("0", 64) + "\r\n\r\n", 401, errcode.Unauthorized},
+		{"basic auth", get + "Host: " + addr + "\r\nAuthorization: Basic " + e.token + "\r\n\r\n", 401, errcode.Unauthorized},
+		{"foreign host", get + "Host: evil.example:80\r\nAuthorization: Bearer " + e.token + "\r\n\r\n", 403, errcode.Forbidden},
+		{"localhost host", get + "Host: localhost:" + strings.Split(addr, ":")[1] + "\r\nAuthorization: Bearer " + e.token + "\r\n\r\n", 403, errcode.Forbidden},
+		{"browser origin", e.req("GET", "/v1/proposals/"+p.ID, "Origin: http://evil.example"), 403, errcode.Forbidden},
+		{"null origin", e.req("GET", "/v1/proposals/"+p.ID, "Origin: null"), 403, errcode.Forbidden},
+		{"fetch metadata", e.req("GET", "/v1/proposals/"+p.ID, "Sec-Fetch-Site: cross-site"), 403, errcode.Forbidden},
+		{"oversized body", e.req("POST", "/v1/proposals", fmt.Sprintf("Content-Length: %d", MaxBodyBytes+1)), 413, errcode.TooLarge},
+		{"dot-dot id", e.req("GET", "/v1/proposals/../x"), 400, errcode.InvalidArgument},
+		{"encoded dot-dot id", e.req("GET", "/v1/proposals/..%2Fx"), 400, errcode.InvalidArgument},
+		{"encoded slash", e.req("GET", "/v1/proposals/a%2Fb"), 400, errcode.InvalidArgument},
+		{"encoded question mark", e.req("GET", "/v1/proposals/a%3Fb"), 400, errcode.InvalidArgument},
+		{"encoded space", e.req("GET", "/v1/proposals/a%20b"), 400, errcode.InvalidArgument},
+		{"dot id", e.req("GET", "/v1/proposals/%2e%2e"), 400, errcode.InvalidArgument},
+		{"id too long", e.req("GET", "/v1/proposals/"+strings.Repeat("a", 129)), 400, errcode.InvalidArgument},
+		{"cancel with bad id", e.req("POST", "/v1/proposals/a%2Fb/cancel", "Content-Length: 0"), 400, errcode.InvalidArgument},
+		{"wait with bad id", e.req("GET", "/v1/proposals/a%20b/wait"), 400, errcode.InvalidArgument},
+		{"double slash", e.req("GET", "/v1//proposals/"+p.ID), 400, errcode.InvalidArgument},
+		{"no agent", strings.Replace(e.req("GET", "/v1/proposals/"+p.ID), "X-Sluice-Agent: agent-a\r\n", "", 1), 400, errcode.InvalidArgument},
+		{"bad agent", strings.Replace(e.req("GET", "/v1/proposals/"+p.ID), "agent-a", "agent a/b", 1), 400, errcode.InvalidArgument},
+		{"unknown route", e.req("GET", "/v1/secrets"), 404, errcode.NotFound},
+		{"bad wait timeout", e.req("GET", "/v1/proposals/"+p.ID+"/wait?timeout=soon"), 400, errcode.InvalidArgument},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -73,7 +75,7 @@ func TestServer_OversizedChunkedBody(t *testing.T) {
 		}
 		b.WriteString("0\r\n\r\n")
 		status, body := raw(t, e.srv.Addr(), b.String())
-		if status != 413 || !strings.Contains(body, CodeTooLarge) {
+		if status != 413 || !strings.Contains(body, string(errcode.TooLarge)) {
 			t.Errorf("%s: got %d %s, want 413 too_large", path, status, body)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitpath"
 )
 
@@ -20,15 +21,15 @@ const maxArgLen = 4096
 func CheckRev(name, v string) error {
 	switch {
 	case v == "":
-		return invalidArg("%s must not be empty", name)
+		return errcode.New(errcode.InvalidArgument, "%s must not be empty", name)
 	case len(v) > maxArgLen:
-		return invalidArg("%s is longer than %d bytes", name, maxArgLen)
+		return errcode.New(errcode.InvalidArgument, "%s is longer than %d bytes", name, maxArgLen)
 	case strings.HasPrefix(v, "-"):
-		return invalidArg("%s must not begin with '-': git would read it as an option", name)
+		return errcode.New(errcode.InvalidArgument, "%s must not begin with '-': git would read it as an option", name)
 	case !utf8.ValidString(v):
-		return invalidArg("%s is not valid UTF-8", name)
+		return errcode.New(errcode.InvalidArgument, "%s is not valid UTF-8", name)
 	case hasControl(v):
-		return invalidArg("%s contains control characters", name)
+		return errcode.New(errcode.InvalidArgument, "%s contains control characters", name)
 	}
 	return nil
 }
@@ -40,24 +41,24 @@ func CheckRev(name, v string) error {
 func CheckPath(name, v string) (string, error) {
 	switch {
 	case v == "":
-		return "", invalidArg("%s must not be empty", name)
+		return "", errcode.New(errcode.InvalidArgument, "%s must not be empty", name)
 	case len(v) > maxArgLen:
-		return "", invalidArg("%s is longer than %d bytes", name, maxArgLen)
+		return "", errcode.New(errcode.InvalidArgument, "%s is longer than %d bytes", name, maxArgLen)
 	case strings.HasPrefix(v, "-"):
-		return "", invalidArg("%s must not begin with '-': git would read it as an option", name)
+		return "", errcode.New(errcode.InvalidArgument, "%s must not begin with '-': git would read it as an option", name)
 	case !utf8.ValidString(v):
-		return "", invalidArg("%s is not valid UTF-8", name)
+		return "", errcode.New(errcode.InvalidArgument, "%s is not valid UTF-8", name)
 	case hasControl(v):
-		return "", invalidArg("%s contains control characters", name)
+		return "", errcode.New(errcode.InvalidArgument, "%s contains control characters", name)
 	case strings.HasPrefix(v, "/") || strings.HasPrefix(v, `\`) || (len(v) > 1 && v[1] == ':'):
-		return "", invalidArg("%s must be relative to the repository root", name)
+		return "", errcode.New(errcode.InvalidArgument, "%s must be relative to the repository root", name)
 	}
 	clean := path.Clean(strings.ReplaceAll(v, `\`, "/"))
 	if clean == ".." || strings.HasPrefix(clean, "../") {
-		return "", invalidArg("%s must stay inside the repository (no '..' above the root)", name)
+		return "", errcode.New(errcode.InvalidArgument, "%s must stay inside the repository (no '..' above the root)", name)
 	}
 	if gitpath.NamesMetadata(clean) {
-		return "", invalidArg("%s must not name git metadata (.git, in any case or at any depth)", name)
+		return "", errcode.New(errcode.InvalidArgument, "%s must not name git metadata (.git, in any case or at any depth)", name)
 	}
 	if strings.HasPrefix(clean, "-") {
 		// The agent wrote "./-name": a real file that starts with a dash.
@@ -69,7 +70,7 @@ func CheckPath(name, v string) (string, error) {
 // CheckPaths validates a list of paths (see CheckPath).
 func CheckPaths(name string, vs []string) ([]string, error) {
 	if len(vs) > 256 {
-		return nil, invalidArg("%s: at most 256 paths", name)
+		return nil, errcode.New(errcode.InvalidArgument, "%s: at most 256 paths", name)
 	}
 	out := make([]string, 0, len(vs))
 	for _, v := range vs {
@@ -86,7 +87,7 @@ func CheckPaths(name string, vs []string) ([]string, error) {
 // must not begin with "-" or contain NUL.
 func checkPathspec(name, v string) error {
 	if v == "" || strings.HasPrefix(v, "-") || strings.ContainsRune(v, 0) {
-		return invalidArg("%s must not be empty, begin with '-' or contain NUL", name)
+		return errcode.New(errcode.InvalidArgument, "%s must not be empty, begin with '-' or contain NUL", name)
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // blob is an object read with cat-file: its size and, when it was small
@@ -32,7 +34,7 @@ func (repo *Repo) readBlobs(ctx context.Context, specs []string, maxFetch int64)
 	var in strings.Builder
 	for _, s := range specs {
 		if strings.ContainsAny(s, "\n\x00") {
-			return nil, invalidArg("an object name contains a newline")
+			return nil, errcode.New(errcode.InvalidArgument, "an object name contains a newline")
 		}
 		in.WriteString(s)
 		in.WriteByte('\n')
@@ -73,7 +75,7 @@ func (repo *Repo) readBlobs(ctx context.Context, specs []string, maxFetch int64)
 	for _, i := range fetchIdx {
 		header, err := r.ReadString('\n')
 		if err != nil {
-			return nil, &Error{Code: CodeGitFailed, Msg: "unexpected output from git cat-file"}
+			return nil, &errcode.Error{Code: errcode.GitFailed, Msg: "unexpected output from git cat-file"}
 		}
 		f := strings.Fields(header)
 		if len(f) != 3 {
@@ -83,7 +85,7 @@ func (repo *Repo) readBlobs(ctx context.Context, specs []string, maxFetch int64)
 		n, _ := strconv.ParseInt(f[2], 10, 64)
 		buf := make([]byte, n)
 		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, &Error{Code: CodeGitFailed, Msg: "unexpected output from git cat-file"}
+			return nil, &errcode.Error{Code: errcode.GitFailed, Msg: "unexpected output from git cat-file"}
 		}
 		_, _ = r.ReadByte() // the newline after the content
 		out[i].data = buf

@@ -5,6 +5,8 @@ import (
 	"context"
 	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // Person is an author or committer.
@@ -59,7 +61,7 @@ func (repo *Repo) CommitDetails(ctx context.Context, rev string, maxFiles int) (
 		maxFiles = DefaultMaxFiles
 	}
 	if maxFiles > MaxFilesLimit {
-		return nil, invalidArg("maxFiles must be at most %d", MaxFilesLimit)
+		return nil, errcode.New(errcode.InvalidArgument, "maxFiles must be at most %d", MaxFilesLimit)
 	}
 	sha, err := repo.ResolveCommit(ctx, "rev", rev)
 	if err != nil {
@@ -72,7 +74,7 @@ func (repo *Repo) CommitDetails(ctx context.Context, rev string, maxFiles int) (
 	}
 	f := bytes.SplitN(out.Stdout, []byte{0}, commitDetailsFields)
 	if len(f) < commitDetailsFields {
-		return nil, &Error{Code: CodeGitFailed, Msg: "unexpected output from git show"}
+		return nil, &errcode.Error{Code: errcode.GitFailed, Msg: "unexpected output from git show"}
 	}
 	d := &CommitDetails{
 		SHA:       string(f[0]),

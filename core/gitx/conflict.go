@@ -5,6 +5,8 @@ import (
 	"context"
 	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // CommitRef names a commit with its subject.
@@ -77,13 +79,13 @@ func (repo *Repo) ConflictRead(ctx context.Context, paths []string, maxBytes, li
 		maxBytes = DefaultConflictSideBytes
 	}
 	if maxBytes > MaxConflictSideBytes {
-		return nil, invalidArg("maxBytesPerSide must be at most %d", MaxConflictSideBytes)
+		return nil, errcode.New(errcode.InvalidArgument, "maxBytesPerSide must be at most %d", MaxConflictSideBytes)
 	}
 	if limit <= 0 {
 		limit = DefaultConflictFiles
 	}
 	if limit > MaxConflictFiles {
-		return nil, invalidArg("limit must be at most %d", MaxConflictFiles)
+		return nil, errcode.New(errcode.InvalidArgument, "limit must be at most %d", MaxConflictFiles)
 	}
 	ps, err := CheckPaths("paths", paths)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // DiffSpec says what to compare. The zero value compares the index with
@@ -41,11 +43,11 @@ func (repo *Repo) diffArgs(s DiffSpec) (opts, revs, paths []string, compared str
 	}
 	switch {
 	case s.Target != "" && s.Base == "":
-		err = invalidArg("target needs base")
+		err = errcode.New(errcode.InvalidArgument, "target needs base")
 	case s.Target != "" && s.Staged:
-		err = invalidArg("staged compares with the index; it cannot be combined with target")
+		err = errcode.New(errcode.InvalidArgument, "staged compares with the index; it cannot be combined with target")
 	case s.MergeBase && s.Base == "":
-		err = invalidArg("mergeBase needs base")
+		err = errcode.New(errcode.InvalidArgument, "mergeBase needs base")
 	}
 	if err != nil {
 		return
@@ -118,10 +120,10 @@ func (repo *Repo) DiffText(ctx context.Context, spec DiffSpec, contextLines, max
 		maxBytes = DefaultDiffBytes
 	}
 	if maxBytes > MaxDiffBytes {
-		return nil, invalidArg("maxBytes must be at most %d", MaxDiffBytes)
+		return nil, errcode.New(errcode.InvalidArgument, "maxBytes must be at most %d", MaxDiffBytes)
 	}
 	if contextLines < 0 || contextLines > 100 {
-		return nil, invalidArg("contextLines must be between 0 and 100")
+		return nil, errcode.New(errcode.InvalidArgument, "contextLines must be between 0 and 100")
 	}
 	opts, revs, paths, compared, err := repo.diffArgs(spec)
 	if err != nil {
@@ -279,7 +281,7 @@ func (repo *Repo) WorktreeChanges(ctx context.Context, paths []string, includeUn
 		limit = DefaultMaxFiles
 	}
 	if limit > MaxFilesLimit {
-		return nil, invalidArg("limit must be at most %d", MaxFilesLimit)
+		return nil, errcode.New(errcode.InvalidArgument, "limit must be at most %d", MaxFilesLimit)
 	}
 	ps, err := CheckPaths("paths", paths)
 	if err != nil {

@@ -3,6 +3,8 @@ package gitx
 import (
 	"context"
 	"slices"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // The executor in core/apply runs its own git processes through Repo.Run
@@ -38,7 +40,7 @@ var readSubcommands = map[string]bool{
 // the runner's cap).
 func (repo *Repo) ReadGit(ctx context.Context, sub string, opts, revs []string, okExit []int, limit int64) (*Output, error) {
 	if !readSubcommands[sub] {
-		return nil, invalidArg("git %s is not a read-only subcommand", sub)
+		return nil, errcode.New(errcode.InvalidArgument, "git %s is not a read-only subcommand", sub)
 	}
 	return repo.git(ctx, &cmd{sub: []string{sub}, opts: slices.Clone(opts), revs: slices.Clone(revs), okExit: okExit, limit: limit})
 }

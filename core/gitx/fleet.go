@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // FleetOptions choose the repositories of a fleet call.
@@ -39,9 +41,9 @@ const (
 
 // FleetError is a repository that could not be read.
 type FleetError struct {
-	Path    string `json:"path"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Path    string       `json:"path"`
+	Code    errcode.Code `json:"code"`
+	Message string       `json:"message"`
 }
 
 // skipDirs are never descended into while looking for repositories.
@@ -56,17 +58,17 @@ func (r *Runner) discover(roots Roots, o FleetOptions) (paths []string, errs []F
 		max = DefaultFleetRepos
 	}
 	if max > MaxFleetRepos {
-		return nil, nil, false, invalidArg("maxRepos must be at most %d", MaxFleetRepos)
+		return nil, nil, false, errcode.New(errcode.InvalidArgument, "maxRepos must be at most %d", MaxFleetRepos)
 	}
 	depth := o.Depth
 	if depth <= 0 {
 		depth = DefaultFleetDepth
 	}
 	if depth > MaxFleetDepth {
-		return nil, nil, false, invalidArg("depth must be at most %d", MaxFleetDepth)
+		return nil, nil, false, errcode.New(errcode.InvalidArgument, "depth must be at most %d", MaxFleetDepth)
 	}
 	if len(o.RepoPaths) > MaxFleetRepos || len(o.Under) > 64 {
-		return nil, nil, false, invalidArg("too many repoPaths or under entries")
+		return nil, nil, false, errcode.New(errcode.InvalidArgument, "too many repoPaths or under entries")
 	}
 	// A malformed entry fails the whole call before anything is read; an
 	// entry outside the roots is reported on its own (by index, never
@@ -74,7 +76,7 @@ func (r *Runner) discover(roots Roots, o FleetOptions) (paths []string, errs []F
 	for name, list := range map[string][]string{"repoPaths": o.RepoPaths, "under": o.Under} {
 		for i, p := range list {
 			if p == "" || !filepath.IsAbs(p) || strings.HasPrefix(p, "-") || strings.ContainsRune(p, 0) {
-				return nil, nil, false, invalidArg("%s[%d] must be an absolute path", name, i)
+				return nil, nil, false, errcode.New(errcode.InvalidArgument, "%s[%d] must be an absolute path", name, i)
 			}
 		}
 	}
@@ -148,11 +150,13 @@ func (r *Runner) discover(roots Roots, o FleetOptions) (paths []string, errs []F
 	return paths, errs, truncated, nil
 }
 
-func codeOf(err error) string {
-	if c, ok := err.(interface{ ErrorCode() string }); ok {
-		return c.ErrorCode()
+// codeOf is the code of err when err itself is an *errcode.Error (not one
+// it wraps), else internal.
+func codeOf(err error) errcode.Code {
+	if e, ok := err.(*errcode.Error); ok {
+		return e.Code
 	}
-	return "internal"
+	return errcode.Internal
 }
 
 // forEachRepo opens each repository and runs fn with bounded parallelism
@@ -369,7 +373,7 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
 		return now.Add(-d), nil
 	}
-	return time.Time{}, invalidArg("since must be RFC 3339, YYYY-MM-DD or a duration such as 36h, 7d, 2w")
+	return time.Time{}, errcode.New(errcode.InvalidArgument, "since must be RFC 3339, YYYY-MM-DD or a duration such as 36h, 7d, 2w")
 }
 
 // Digest reads the reflogs of every repository of the fleet (files, no
@@ -409,7 +413,7 @@ func (r *Runner) Digest(ctx context.Context, roots Roots, o FleetOptions, since 
 
 func (repo *Repo) digest(ctx context.Context, since time.Time) (*DigestRepo, error) {
 	if v, _ := repo.Config("extensions.refstorage"); v != "" && v != "files" {
-		return nil, unsupported("refs are stored in %s; only the files backend's reflogs can be read", v)
+		return nil, errcode.New(errcode.Unsupported, "refs are stored in %s; only the files backend's reflogs can be read", v)
 	}
 	row := &DigestRepo{Path: repo.Root, Refs: []RefMove{}}
 	for _, l := range mustReflog(repo, "HEAD") {

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // Limits of a single git process. A tool may lower them per call; none may
@@ -145,7 +147,7 @@ func NewRunner(o RunnerOptions) (*Runner, error) {
 		return nil, fmt.Errorf("gitx: cannot parse %q", strings.TrimSpace(string(out.Stdout)))
 	}
 	if !v.AtLeast(MinVersion) {
-		return nil, unsupported("git %s is too old; Sluice needs git %s or newer", v, MinVersion)
+		return nil, errcode.New(errcode.Unsupported, "git %s is too old; Sluice needs git %s or newer", v, MinVersion)
 	}
 	r.version = v
 	return r, nil
@@ -315,15 +317,15 @@ func classify(c *cmd, code int, stderr string) error {
 		strings.Contains(low, "not a commit"),
 		strings.Contains(low, "does not have any commits yet"),
 		strings.Contains(low, "no such ref"):
-		return &Error{Code: CodeInvalidArgument, Msg: "git could not resolve a revision: " + firstLine(s, reportedStderr)}
+		return &errcode.Error{Code: errcode.InvalidArgument, Msg: "git could not resolve a revision: " + firstLine(s, reportedStderr)}
 	case strings.Contains(low, "detected dubious ownership"):
-		return &Error{Code: CodeGitFailed, Msg: "git refuses this repository because another user owns it (safe.directory); the person must decide to trust it",
+		return &errcode.Error{Code: errcode.GitFailed, Msg: "git refuses this repository because another user owns it (safe.directory); the person must decide to trust it",
 			Data: GitFailure{Command: strings.Join(c.sub, " "), ExitCode: code}}
 	}
 	if len(s) > reportedStderr {
 		s = s[:reportedStderr] + "…"
 	}
-	return &Error{Code: CodeGitFailed, Msg: fmt.Sprintf("git %s failed (exit %d)", strings.Join(c.sub, " "), code),
+	return &errcode.Error{Code: errcode.GitFailed, Msg: fmt.Sprintf("git %s failed (exit %d)", strings.Join(c.sub, " "), code),
 		Data: GitFailure{Command: strings.Join(c.sub, " "), ExitCode: code, Stderr: s}}
 }
 

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // newRunner builds a runner from the current environment (tests that
@@ -49,9 +51,9 @@ func mustJSON(t testing.TB, v any) string {
 	return string(b)
 }
 
-func wantCode(t testing.TB, err error, code string) {
+func wantCode(t testing.TB, err error, code errcode.Code) {
 	t.Helper()
-	if !IsCode(err, code) {
+	if !errcode.IsCode(err, code) {
 		t.Fatalf("error = %v, want code %s", err, code)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // Commit is one commit in a list.
@@ -161,7 +163,7 @@ func (repo *Repo) History(ctx context.Context, o HistoryOptions) (*History, erro
 		limit = DefaultHistoryLimit
 	}
 	if limit > MaxHistoryLimit {
-		return nil, invalidArg("limit must be at most %d", MaxHistoryLimit)
+		return nil, errcode.New(errcode.InvalidArgument, "limit must be at most %d", MaxHistoryLimit)
 	}
 	paths, err := CheckPaths("paths", o.Paths)
 	if err != nil {
@@ -176,7 +178,7 @@ func (repo *Repo) History(ctx context.Context, o HistoryOptions) (*History, erro
 			continue
 		}
 		if len(v.val) > 256 || hasControl(v.val) {
-			return nil, invalidArg("%s must be at most 256 bytes without control characters", v.name)
+			return nil, errcode.New(errcode.InvalidArgument, "%s must be at most 256 bytes without control characters", v.name)
 		}
 		// One argv element with our own prefix: the value can never become
 		// an option of its own.
@@ -195,10 +197,10 @@ func (repo *Repo) History(ctx context.Context, o HistoryOptions) (*History, erro
 	if o.Cursor != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(o.Cursor)
 		if err != nil || json.Unmarshal(raw, &cur) != nil || !isHex(cur.Head) || cur.Skip < 0 {
-			return nil, invalidArg("cursor is not one this tool returned")
+			return nil, errcode.New(errcode.InvalidArgument, "cursor is not one this tool returned")
 		}
 		if cur.Filter != filter {
-			return nil, invalidArg("cursor belongs to a different query; repeat the original arguments with it")
+			return nil, errcode.New(errcode.InvalidArgument, "cursor belongs to a different query; repeat the original arguments with it")
 		}
 	} else {
 		rev := o.Rev
@@ -212,7 +214,7 @@ func (repo *Repo) History(ctx context.Context, o HistoryOptions) (*History, erro
 		filtered := len(paths) > 0 || o.Author != "" || o.Grep != "" || o.Since != "" || o.Until != ""
 		if filtered {
 			if cur.Head, err = repo.ResolveCommit(ctx, "rev", rev); err != nil {
-				if o.Rev == "" && IsCode(err, CodeInvalidArgument) {
+				if o.Rev == "" && errcode.IsCode(err, errcode.InvalidArgument) {
 					if h, herr := repo.headSHA(ctx); herr == nil && h == "" {
 						return &History{Commits: []Commit{}, Unborn: true}, nil
 					}
@@ -229,13 +231,13 @@ func (repo *Repo) History(ctx context.Context, o HistoryOptions) (*History, erro
 	opts = append(opts, "--skip="+strconv.Itoa(cur.Skip), "--max-count="+strconv.Itoa(limit+1))
 	commits, full, err := repo.logCommitsFull(ctx, logOpts{opts: opts, revs: []string{cur.Head}, paths: paths, withStats: o.WithStats})
 	if err != nil {
-		if anchorFromLog && o.Rev == "" && IsCode(err, CodeInvalidArgument) {
+		if anchorFromLog && o.Rev == "" && errcode.IsCode(err, errcode.InvalidArgument) {
 			if h, herr := repo.headSHA(ctx); herr == nil && h == "" {
 				return &History{Commits: []Commit{}, Unborn: true}, nil
 			}
 		}
-		if anchorFromLog && IsCode(err, CodeInvalidArgument) {
-			return nil, invalidArg("rev does not name a commit in this repository")
+		if anchorFromLog && errcode.IsCode(err, errcode.InvalidArgument) {
+			return nil, errcode.New(errcode.InvalidArgument, "rev does not name a commit in this repository")
 		}
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 )
 
@@ -56,7 +57,7 @@ func TestHostile_NothingRunsNothingChanges(t *testing.T) {
 	}
 	// The merge driver is selected by .gitattributes: predicting the merge
 	// would run it, so the prediction is refused.
-	if _, err := repo.ConflictPreflight(c, "main", "feature", "merge"); !IsCode(err, CodeUnsupported) || !strings.Contains(err.Error(), "evil") {
+	if _, err := repo.ConflictPreflight(c, "main", "feature", "merge"); !errcode.IsCode(err, errcode.Unsupported) || !strings.Contains(err.Error(), "evil") {
 		t.Errorf("preflight with a custom merge driver: %v", err)
 	}
 	// The diffs are raw: no textconv output, no external diff.

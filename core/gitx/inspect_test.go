@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 )
 
@@ -169,10 +170,10 @@ func TestHistory_Paging(t *testing.T) {
 	if want := []string{"feat(core): add step 16", "feat(core): add step 6"}; !slices.Equal(subjects, want) {
 		t.Fatalf("history of src/file1.txt matching STEP: %q, want %q", subjects, want)
 	}
-	if _, err := repo.History(ctx(t), HistoryOptions{Cursor: cursor, Grep: "x"}); !IsCode(err, CodeInvalidArgument) {
+	if _, err := repo.History(ctx(t), HistoryOptions{Cursor: cursor, Grep: "x"}); !errcode.IsCode(err, errcode.InvalidArgument) {
 		t.Fatalf("cursor with other filters: %v", err)
 	}
-	if _, err := repo.History(ctx(t), HistoryOptions{Cursor: "garbage!"}); !IsCode(err, CodeInvalidArgument) {
+	if _, err := repo.History(ctx(t), HistoryOptions{Cursor: "garbage!"}); !errcode.IsCode(err, errcode.InvalidArgument) {
 		t.Fatalf("bad cursor: %v", err)
 	}
 }
@@ -201,7 +202,7 @@ func TestCommitDetails(t *testing.T) {
 	if len(root.Parents) != 0 || root.FilesTotal != 2 || root.Files[0].Status != "added" {
 		t.Fatalf("%s", mustJSON(t, root))
 	}
-	if _, err := repo.CommitDetails(ctx(t), "no-such-branch", 0); !IsCode(err, CodeInvalidArgument) {
+	if _, err := repo.CommitDetails(ctx(t), "no-such-branch", 0); !errcode.IsCode(err, errcode.InvalidArgument) {
 		t.Fatalf("unknown rev: %v", err)
 	}
 }
@@ -574,10 +575,10 @@ func TestBareRepository(t *testing.T) {
 	if err != nil || !b.Bare || b.Branch != "main" || len(b.Recent) != 3 {
 		t.Fatalf("%v %s", err, mustJSON(t, b))
 	}
-	if _, err := repo.Status(ctx(t), StatusOptions{}); !IsCode(err, CodeUnsupported) {
+	if _, err := repo.Status(ctx(t), StatusOptions{}); !errcode.IsCode(err, errcode.Unsupported) {
 		t.Fatalf("status on bare: %v", err)
 	}
-	if _, err := repo.DiffText(ctx(t), DiffSpec{}, 3, 0); !IsCode(err, CodeUnsupported) {
+	if _, err := repo.DiffText(ctx(t), DiffSpec{}, 3, 0); !errcode.IsCode(err, errcode.Unsupported) {
 		t.Fatalf("worktree diff on bare: %v", err)
 	}
 	if d, err := repo.DiffText(ctx(t), DiffSpec{Base: "HEAD~1", Target: "HEAD"}, 3, 0); err != nil || d.Files != 1 {

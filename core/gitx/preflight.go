@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // PreflightConflict is one path the operation would leave unmerged.
@@ -57,14 +59,14 @@ var MinMergeTree = Version{2, 38, 0}
 // the prediction is refused.
 func (repo *Repo) ConflictPreflight(ctx context.Context, ours, theirs, operation string) (*Preflight, error) {
 	if !repo.r.version.AtLeast(MinMergeTree) {
-		return nil, unsupported("repo_conflict_preflight needs git %s or newer (found %s)", MinMergeTree, repo.r.version)
+		return nil, errcode.New(errcode.Unsupported, "repo_conflict_preflight needs git %s or newer (found %s)", MinMergeTree, repo.r.version)
 	}
 	switch operation {
 	case "":
 		operation = "merge"
 	case "merge", "rebase":
 	default:
-		return nil, invalidArg("operation must be merge or rebase")
+		return nil, errcode.New(errcode.InvalidArgument, "operation must be merge or rebase")
 	}
 	if ours == "" {
 		ours = "HEAD"
@@ -362,7 +364,7 @@ func (repo *Repo) refuseMergeDrivers(ctx context.Context, commits ...string) err
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return &Error{Code: CodeUnsupported,
+	return &errcode.Error{Code: errcode.Unsupported,
 		Msg:  "the repository selects custom merge drivers; predicting this merge would run them, so Sluice does not: " + strings.Join(names, ", "),
 		Data: map[string]any{"mergeDrivers": names}}
 }

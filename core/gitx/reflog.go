@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // ReflogEntry is one movement of a ref.
@@ -61,7 +63,7 @@ func (repo *Repo) Reflog(ctx context.Context, ref string, limit int) (*Reflog, e
 		limit = DefaultReflogLimit
 	}
 	if limit > MaxReflogLimit {
-		return nil, invalidArg("limit must be at most %d", MaxReflogLimit)
+		return nil, errcode.New(errcode.InvalidArgument, "limit must be at most %d", MaxReflogLimit)
 	}
 	if ref == "" {
 		ref = "HEAD"
@@ -70,7 +72,7 @@ func (repo *Repo) Reflog(ctx context.Context, ref string, limit int) (*Reflog, e
 		return nil, err
 	}
 	if v, _ := repo.Config("extensions.refstorage"); v != "" && v != "files" {
-		return nil, unsupported("the repository stores refs in %s; only the files backend's reflogs can be read", v)
+		return nil, errcode.New(errcode.Unsupported, "the repository stores refs in %s; only the files backend's reflogs can be read", v)
 	}
 	full := "HEAD"
 	if ref != "HEAD" {
@@ -80,7 +82,7 @@ func (repo *Repo) Reflog(ctx context.Context, ref string, limit int) (*Reflog, e
 		}
 		full = strings.TrimSpace(string(out.Stdout))
 		if !strings.HasPrefix(full, "refs/") {
-			return nil, invalidArg("ref must name a branch, remote-tracking branch, tag or HEAD")
+			return nil, errcode.New(errcode.InvalidArgument, "ref must name a branch, remote-tracking branch, tag or HEAD")
 		}
 	}
 	lines, err := repo.readReflog(full)
@@ -146,14 +148,14 @@ func (repo *Repo) readReflog(full string) ([]reflogLine, error) {
 	}
 	p := filepath.Join(dir, filepath.FromSlash(full))
 	if !strings.HasPrefix(p, dir+string(filepath.Separator)) {
-		return nil, invalidArg("ref must name a branch, remote-tracking branch, tag or HEAD")
+		return nil, errcode.New(errcode.InvalidArgument, "ref must name a branch, remote-tracking branch, tag or HEAD")
 	}
 	f, err := os.Open(p)
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, &Error{Code: CodeGitFailed, Msg: "cannot read the reflog"}
+		return nil, &errcode.Error{Code: errcode.GitFailed, Msg: "cannot read the reflog"}
 	}
 	defer f.Close()
 	var lines []reflogLine

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // Ref is a branch, remote-tracking branch or tag.
@@ -52,7 +54,7 @@ func (repo *Repo) Refs(ctx context.Context, o RefsOptions) (*RefList, error) {
 		limit = DefaultRefsLimit
 	}
 	if limit > MaxRefsLimit {
-		return nil, invalidArg("limit must be at most %d", MaxRefsLimit)
+		return nil, errcode.New(errcode.InvalidArgument, "limit must be at most %d", MaxRefsLimit)
 	}
 	kinds := o.Kinds
 	if len(kinds) == 0 {
@@ -67,7 +69,7 @@ func (repo *Repo) Refs(ctx context.Context, o RefsOptions) (*RefList, error) {
 	for _, k := range kinds {
 		prefix, ok := refKinds[k]
 		if !ok {
-			return nil, invalidArg("kinds must be branches, remotes or tags")
+			return nil, errcode.New(errcode.InvalidArgument, "kinds must be branches, remotes or tags")
 		}
 		patterns = append(patterns, prefix+o.Pattern)
 	}
@@ -77,7 +79,7 @@ func (repo *Repo) Refs(ctx context.Context, o RefsOptions) (*RefList, error) {
 	case "name":
 		sortKey = "--sort=refname"
 	default:
-		return nil, invalidArg("sort must be recent or name")
+		return nil, errcode.New(errcode.InvalidArgument, "sort must be recent or name")
 	}
 	format := "--format=%(refname)%00%(objectname:short=12)%00%(*objectname:short=12)%00%(creatordate:iso-strict)%00%(contents:subject)%00%(HEAD)%00%(upstream:short)%00%(upstream:track,nobracket)%00%(symref:short)%00%(worktreepath)"
 	out, err := repo.git(ctx, &cmd{sub: []string{"for-each-ref"}, opts: []string{format, sortKey}, revs: patterns, limit: 16 << 20})
@@ -214,7 +216,7 @@ func (repo *Repo) BranchStack(ctx context.Context, branch, base string) (*Branch
 		}
 		base = repo.defaultBranch(originHead, present)
 		if base == "" {
-			return nil, invalidArg("no default branch found; pass base")
+			return nil, errcode.New(errcode.InvalidArgument, "no default branch found; pass base")
 		}
 	}
 	tip, err := repo.ResolveCommit(ctx, "branch", branch)

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // Repo is an opened repository: its canonical locations, and the
@@ -89,7 +91,7 @@ func (r *Runner) openCanonical(ctx context.Context, roots Roots, canon string) (
 		return nil, ErrPathNotFound
 	}
 	if !st.IsDir() {
-		return nil, invalidArg("repoPath must be a directory")
+		return nil, errcode.New(errcode.InvalidArgument, "repoPath must be a directory")
 	}
 	ceiling := roots.ceiling(canon)
 	env := []string{"GIT_CEILING_DIRECTORIES=" + ceiling}
@@ -130,7 +132,7 @@ func (r *Runner) openCanonical(ctx context.Context, roots Roots, canon string) (
 	case repo.Bare:
 		repo.Root = repo.GitDir
 	case !inside || revOut.ExitCode != 0 || len(lines) < 7:
-		return nil, invalidArg("repoPath is inside a .git directory; name the working tree instead")
+		return nil, errcode.New(errcode.InvalidArgument, "repoPath is inside a .git directory; name the working tree instead")
 	default:
 		repo.Root = lines[6]
 		if len(lines) > 7 {
@@ -317,14 +319,14 @@ func (repo *Repo) ResolveCommit(ctx context.Context, name, rev string) (string, 
 	}
 	out, err := repo.git(ctx, &cmd{sub: []string{"rev-parse"}, opts: []string{"--verify", "--quiet"}, revs: []string{peelCommit(rev)}, okExit: []int{1}, limit: 4096})
 	if err != nil {
-		if IsCode(err, CodeInvalidArgument) {
-			return "", invalidArg("%s does not name a commit in this repository", name)
+		if errcode.IsCode(err, errcode.InvalidArgument) {
+			return "", errcode.New(errcode.InvalidArgument, "%s does not name a commit in this repository", name)
 		}
 		return "", err
 	}
 	sha := strings.TrimSpace(string(out.Stdout))
 	if out.ExitCode != 0 || sha == "" {
-		return "", invalidArg("%s does not name a commit in this repository", name)
+		return "", errcode.New(errcode.InvalidArgument, "%s does not name a commit in this repository", name)
 	}
 	return sha, nil
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // Errors of repository path confinement. Their messages never contain the
@@ -14,38 +16,13 @@ import (
 var (
 	// ErrPathOutsideRoots: the canonical path is not under any allowed root
 	// (or no roots are configured).
-	ErrPathOutsideRoots = &Error{Code: "path_outside_roots", Msg: "the repository path is outside the allowed roots"}
+	ErrPathOutsideRoots = &errcode.Error{Code: errcode.PathOutsideRoots, Msg: "the repository path is outside the allowed roots"}
 	// ErrPathNotAbsolute: a relative path was given.
-	ErrPathNotAbsolute = &Error{Code: "invalid_argument", Msg: "repoPath must be an absolute path"}
+	ErrPathNotAbsolute = &errcode.Error{Code: errcode.InvalidArgument, Msg: "repoPath must be an absolute path"}
 	// ErrPathNotFound: the path does not exist (only reported for paths
 	// inside the roots).
-	ErrPathNotFound = &Error{Code: "invalid_argument", Msg: "repoPath does not exist"}
+	ErrPathNotFound = &errcode.Error{Code: errcode.InvalidArgument, Msg: "repoPath does not exist"}
 )
-
-// Error is a gitx failure with a stable code (see the MCP error codes).
-type Error struct {
-	Code string
-	Msg  string
-	Data any
-}
-
-func (e *Error) Error() string { return e.Msg }
-
-// ErrorCode is the stable code used at the MCP and UI boundaries.
-func (e *Error) ErrorCode() string { return e.Code }
-
-// ErrorData carries structured details, if any.
-func (e *Error) ErrorData() any { return e.Data }
-
-// Is makes errors.Is match on code and message, so sentinel errors work
-// even when copied with extra data.
-func (e *Error) Is(target error) bool {
-	var t *Error
-	if !errors.As(target, &t) {
-		return false
-	}
-	return t.Code == e.Code && t.Msg == e.Msg
-}
 
 // Roots is a set of canonical allowed directories.
 type Roots []string
@@ -68,7 +45,7 @@ func (r Roots) Confine(p string) (string, error) {
 		if errors.Is(err, os.ErrNotExist) {
 			return "", ErrPathNotFound
 		}
-		return "", &Error{Code: "invalid_argument", Msg: "repoPath cannot be resolved"}
+		return "", &errcode.Error{Code: errcode.InvalidArgument, Msg: "repoPath cannot be resolved"}
 	}
 	if !r.lexicallyInside(canon) {
 		return "", ErrPathOutsideRoots
@@ -106,17 +83,17 @@ func NewRoots(paths []string) (Roots, error) {
 	out := make(Roots, 0, len(paths))
 	for _, p := range paths {
 		if !filepath.IsAbs(p) {
-			return nil, &Error{Code: CodeInvalidArgument, Msg: fmt.Sprintf("allowed root %q is not an absolute path", p)}
+			return nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: fmt.Sprintf("allowed root %q is not an absolute path", p)}
 		}
 		canon, err := filepath.EvalSymlinks(p)
 		if err != nil {
-			return nil, &Error{Code: CodeInvalidArgument, Msg: fmt.Sprintf("allowed root %q cannot be resolved", p)}
+			return nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: fmt.Sprintf("allowed root %q cannot be resolved", p)}
 		}
 		if st, err := os.Stat(canon); err != nil || !st.IsDir() {
-			return nil, &Error{Code: CodeInvalidArgument, Msg: fmt.Sprintf("allowed root %q is not a directory", p)}
+			return nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: fmt.Sprintf("allowed root %q is not a directory", p)}
 		}
 		if canon == string(filepath.Separator) {
-			return nil, &Error{Code: CodeInvalidArgument, Msg: "the file system root is too broad to be an allowed root"}
+			return nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: "the file system root is too broad to be an allowed root"}
 		}
 		out = append(out, canon)
 	}
@@ -178,7 +155,7 @@ func (r Roots) ConfineGitDirs(canon string) error {
 // ErrGitDirOutsideRoots: the working tree is inside the roots but its git
 // directory or common directory is not. Like every confinement error it
 // names no path.
-var ErrGitDirOutsideRoots = &Error{Code: CodePathOutsideRoots, Msg: "the repository's git directory is outside the allowed roots (its .git file or commondir points elsewhere)"}
+var ErrGitDirOutsideRoots = &errcode.Error{Code: errcode.PathOutsideRoots, Msg: "the repository's git directory is outside the allowed roots (its .git file or commondir points elsewhere)"}
 
 // confineCommonDir checks gitDir's "commondir" file, if it has one.
 func (r Roots) confineCommonDir(gitDir string) error {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // This file is the only place in Sluice that starts git. Every process,
@@ -193,7 +195,7 @@ func safeDirsFile(c *Call) (string, error) {
 	cfg.WriteString("[safe]\n")
 	for _, d := range c.SafeDirs {
 		if d == "" || strings.ContainsAny(d, "\x00\n\r") {
-			return "", invalidArg("a repository path is empty or contains a control character")
+			return "", errcode.New(errcode.InvalidArgument, "a repository path is empty or contains a control character")
 		}
 		cfg.WriteString("\tdirectory = \"" + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(d) + "\"\n")
 	}
@@ -350,7 +352,7 @@ func (r *Runner) start(ctx context.Context, c Call, repo *Repo) (*Output, error)
 	out.Truncated = out.TotalBytes > limit
 
 	if sk.over {
-		return nil, &Error{Code: CodeOutputLimit,
+		return nil, &errcode.Error{Code: errcode.OutputLimit,
 			Msg:  fmt.Sprintf("git output exceeded %d bytes; narrow the request (paths, limit, a smaller range)", limit),
 			Data: OutputLimit{LimitBytes: limit}}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 )
 
@@ -122,7 +123,7 @@ func TestRunner_RefusesInjectionBeforeStart(t *testing.T) {
 		for _, inj := range injections {
 			before := run.Started()
 			err := call(inj)
-			if !IsCode(err, CodeInvalidArgument) {
+			if !errcode.IsCode(err, errcode.InvalidArgument) {
 				t.Errorf("%s(%q): error %v, want invalid_argument", name, inj, err)
 			}
 			if run.Started() != before {
@@ -166,11 +167,11 @@ func TestPaths(t *testing.T) {
 	run := newRunner(t)
 	open := func(p string) error { _, err := run.Open(ctx(t), roots, p); return err }
 
-	wantCode(t, open("root/inside"), CodeInvalidArgument)
-	wantCode(t, open(filepath.Join(parent, "root", "inside", "..", "..", "outside")), CodePathOutsideRoots)
-	wantCode(t, open(outside.Dir), CodePathOutsideRoots)
-	wantCode(t, open(filepath.Join(parent, "root")), CodeNotARepository)
-	wantCode(t, open(filepath.Join(parent, "root", "missing")), CodeInvalidArgument)
+	wantCode(t, open("root/inside"), errcode.InvalidArgument)
+	wantCode(t, open(filepath.Join(parent, "root", "inside", "..", "..", "outside")), errcode.PathOutsideRoots)
+	wantCode(t, open(outside.Dir), errcode.PathOutsideRoots)
+	wantCode(t, open(filepath.Join(parent, "root")), errcode.NotARepository)
+	wantCode(t, open(filepath.Join(parent, "root", "missing")), errcode.InvalidArgument)
 	if err := open(inside.Dir); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestPaths(t *testing.T) {
 	if err := os.Symlink(outside.Dir, link); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, open(link), CodePathOutsideRoots)
+	wantCode(t, open(link), errcode.PathOutsideRoots)
 	// A symlink swapped after validation: the canonical path is used, so
 	// the repository opened is the one that was validated.
 	swap := filepath.Join(parent, "root", "swap")
@@ -207,7 +208,7 @@ func TestPaths(t *testing.T) {
 	// discovery stops at the root.
 	nested := filepath.Join(outside.Dir, "sub")
 	_ = os.MkdirAll(nested, 0o755)
-	if _, err := run.Open(ctx(t), Roots{nested}, nested); !IsCode(err, CodeNotARepository) {
+	if _, err := run.Open(ctx(t), Roots{nested}, nested); !errcode.IsCode(err, errcode.NotARepository) {
 		t.Fatalf("discovery climbed above the root: %v", err)
 	}
 	// CheckPath.
@@ -237,7 +238,7 @@ func TestRunner_TimeoutKillsGroup(t *testing.T) {
 	defer pr.Close()
 	start := time.Now()
 	_, err = repo.git(context.Background(), &cmd{sub: []string{"cat-file"}, opts: []string{"--batch"}, stdin: pr})
-	if !IsCode(err, CodeTimeout) {
+	if !errcode.IsCode(err, errcode.Timeout) {
 		t.Fatalf("err = %v, want timeout", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -249,7 +250,7 @@ func TestRunner_OutputLimit(t *testing.T) {
 	r := gitxtest.Basic(t, 20)
 	repo := openIn(t, newRunner(t), r.Dir)
 	_, err := repo.git(ctx(t), &cmd{sub: []string{"log"}, limit: 100})
-	wantCode(t, err, CodeOutputLimit)
+	wantCode(t, err, errcode.OutputLimit)
 	out, err := repo.git(ctx(t), &cmd{sub: []string{"log"}, limit: 100, truncate: true})
 	if err != nil || !out.Truncated || len(out.Stdout) != 100 || out.TotalBytes <= 100 || !out.Counted {
 		t.Fatalf("%v %+v", err, out)
@@ -282,11 +283,11 @@ func TestOpen_GitDirOutsideRoots(t *testing.T) {
 	run := newRunner(t)
 	for _, p := range []string{f.GitFile, filepath.Join(f.GitFile, "sub"), f.Worktree} {
 		_, err := run.Open(ctx(t), roots, p)
-		wantCode(t, err, CodePathOutsideRoots)
+		wantCode(t, err, errcode.PathOutsideRoots)
 		if strings.Contains(err.Error(), f.Outside.Dir) {
 			t.Fatalf("error names the outside path: %v", err)
 		}
-		if err := roots.ConfineGitDirs(p); !IsCode(err, CodePathOutsideRoots) {
+		if err := roots.ConfineGitDirs(p); !errcode.IsCode(err, errcode.PathOutsideRoots) {
 			t.Fatalf("ConfineGitDirs(%s) = %v", p, err)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"go/token"
 	"sort"
 	"strings"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // DeclChange is one top-level declaration that changed.
@@ -67,7 +69,7 @@ func (repo *Repo) DiffSemantic(ctx context.Context, spec DiffSpec, maxFiles int)
 		maxFiles = DefaultSemanticFiles
 	}
 	if maxFiles > MaxSemanticFiles {
-		return nil, invalidArg("maxFiles must be at most %d", MaxSemanticFiles)
+		return nil, errcode.New(errcode.InvalidArgument, "maxFiles must be at most %d", MaxSemanticFiles)
 	}
 	opts, revs, paths, compared, err := repo.diffArgs(spec)
 	if err != nil {

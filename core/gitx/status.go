@@ -5,6 +5,8 @@ import (
 	"context"
 	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // Upstream is the branch a local branch tracks.
@@ -84,7 +86,7 @@ func (repo *Repo) Status(ctx context.Context, o StatusOptions) (*StatusResult, e
 		u = "normal"
 	case "no", "normal", "all":
 	default:
-		return nil, invalidArg("untracked must be no, normal or all")
+		return nil, errcode.New(errcode.InvalidArgument, "untracked must be no, normal or all")
 	}
 	out, err := repo.git(ctx, &cmd{sub: []string{"status"}, opts: []string{"--porcelain=v2", "-z", "--branch", "--show-stash",
 		"--ignore-submodules=dirty", "--untracked-files=" + u, "--renames"}})

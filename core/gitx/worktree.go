@@ -5,6 +5,8 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // Worktree is one working tree of a repository.
@@ -33,7 +35,7 @@ var minWorktreeZ = Version{2, 36, 0}
 // Worktrees lists every worktree with git worktree list --porcelain -z.
 func (repo *Repo) Worktrees(ctx context.Context) (*WorktreeList, error) {
 	if !repo.r.version.AtLeast(minWorktreeZ) {
-		return nil, unsupported("worktree_list needs git %s or newer (found %s)", minWorktreeZ, repo.r.version)
+		return nil, errcode.New(errcode.Unsupported, "worktree_list needs git %s or newer (found %s)", minWorktreeZ, repo.r.version)
 	}
 	out, err := repo.git(ctx, &cmd{sub: []string{"worktree", "list"}, opts: []string{"--porcelain", "-z"}, limit: 4 << 20})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitpath"
 )
 
@@ -13,7 +14,7 @@ import (
 // repository: a bare repository, a common directory, a separate git
 // directory). Files checked out there would be git's own files: hooks
 // that run at the person's next commit, configuration git obeys.
-var ErrWorktreeInGitDir = &Error{Code: CodeInvalidArgument, Msg: "a worktree cannot be created inside a git directory (.git, a bare repository or a common directory)"}
+var ErrWorktreeInGitDir = &errcode.Error{Code: errcode.InvalidArgument, Msg: "a worktree cannot be created inside a git directory (.git, a bare repository or a common directory)"}
 
 // WorktreePlace decides where a new linked worktree may go. p must be
 // absolute; its parent must exist inside the roots. It returns the
@@ -25,7 +26,7 @@ var ErrWorktreeInGitDir = &Error{Code: CodeInvalidArgument, Msg: "a worktree can
 // executor reach the same answer from the same files.
 func (r Roots) WorktreePlace(p string) (canon, nestedIn string, err error) {
 	if p == "" || !filepath.IsAbs(p) || strings.ContainsRune(p, 0) {
-		return "", "", invalidArg("path must be an absolute path")
+		return "", "", errcode.New(errcode.InvalidArgument, "path must be an absolute path")
 	}
 	clean := filepath.Clean(p)
 	if gitpath.NamesMetadata(clean) {

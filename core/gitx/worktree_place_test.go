@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 )
 
@@ -38,15 +39,15 @@ func TestRoots_WorktreePlace(t *testing.T) {
 	}
 	for name, p := range refused {
 		t.Run(name, func(t *testing.T) {
-			if _, _, err := roots.WorktreePlace(p); !IsCode(err, CodeInvalidArgument) {
+			if _, _, err := roots.WorktreePlace(p); !errcode.IsCode(err, errcode.InvalidArgument) {
 				t.Fatalf("WorktreePlace(%s) = %v, want invalid_argument", p, err)
 			}
 		})
 	}
-	if _, _, err := (Roots{out.Root}).WorktreePlace(filepath.Join(out.GitFile, "wt")); !IsCode(err, CodePathOutsideRoots) {
+	if _, _, err := (Roots{out.Root}).WorktreePlace(filepath.Join(out.GitFile, "wt")); !errcode.IsCode(err, errcode.PathOutsideRoots) {
 		t.Fatalf("under a tree whose git dir is outside: %v", err)
 	}
-	if _, _, err := roots.WorktreePlace(filepath.Join(parent, "elsewhere", "wt")); !IsCode(err, CodePathOutsideRoots) {
+	if _, _, err := roots.WorktreePlace(filepath.Join(parent, "elsewhere", "wt")); !errcode.IsCode(err, errcode.PathOutsideRoots) {
 		t.Fatalf("outside the roots: %v", err)
 	}
 

@@ -14,6 +14,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
@@ -436,8 +437,8 @@ func (j *Journal) Reject(id, by, note string) (Record, error) {
 func (j *Journal) SendBack(id, by, note, stale string) (Record, error) {
 	return j.decideWith(id, "", by, note, false, false, func(d *Details, now time.Time) {
 		msg := "sent back because the repository moved since it was proposed: " + stale
-		d.Code = "stale_base"
-		d.Outcome = &Outcome{Code: "stale_base", Message: msg, At: proposal.At(now)}
+		d.Code = string(errcode.StaleBase)
+		d.Outcome = &Outcome{Code: errcode.StaleBase, Message: msg, At: proposal.At(now)}
 	})
 }
 
@@ -488,8 +489,8 @@ func (j *Journal) decideWith(id, digest, by, note string, approve, auto bool, ex
 func expireDetails(now time.Time) (proposal.State, Details, error) {
 	return proposal.Expired, Details{
 		By: "sluice", Note: "no decision before the proposal expired",
-		Outcome: &Outcome{Code: "expired", Message: "no decision before the proposal expired", At: proposal.At(now)},
-		Code:    "expired",
+		Outcome: &Outcome{Code: errcode.Expired, Message: "no decision before the proposal expired", At: proposal.At(now)},
+		Code:    string(errcode.Expired),
 	}, nil
 }
 
@@ -566,7 +567,7 @@ func (j *Journal) Fail(id, by string, o Outcome) (Record, error) {
 func (j *Journal) finish(id, by string, to proposal.State, o Outcome) (Record, error) {
 	return j.update(id, func(rec *Record, now time.Time) (proposal.State, Details, error) {
 		o.At = proposal.At(now)
-		return to, Details{By: by, Note: o.Message, Outcome: &o, Code: o.Code}, nil
+		return to, Details{By: by, Note: o.Message, Outcome: &o, Code: string(o.Code)}, nil
 	})
 }
 
@@ -724,7 +725,7 @@ func (j *Journal) Recover(revalidate func(Record) error) (Recovery, error) {
 			}
 			msg := "the app stopped while this was executing; check the repository before deciding what to do"
 			return proposal.NeedsReconciliation, Details{By: "recovery", Note: msg,
-				Outcome: &Outcome{Code: "interrupted", Message: msg, At: proposal.At(now)}, Code: "interrupted"}, nil
+				Outcome: &Outcome{Code: errcode.Interrupted, Message: msg, At: proposal.At(now)}, Code: string(errcode.Interrupted)}, nil
 		})
 		if err != nil {
 			return r, err
@@ -749,10 +750,9 @@ func (j *Journal) Recover(revalidate func(Record) error) (Recovery, error) {
 			r.Revalidated = append(r.Revalidated, rec.Proposal.ID)
 			continue
 		}
-		code := "revalidation_failed"
-		var c interface{ ErrorCode() string }
-		if errors.As(verr, &c) {
-			code = c.ErrorCode()
+		code := errcode.RevalidationFailed
+		if e, ok := errcode.As(verr); ok {
+			code = e.Code
 		}
 		if _, err := j.Fail(rec.Proposal.ID, "recovery", Outcome{Code: code, Message: verr.Error()}); err != nil {
 			return r, err

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
@@ -418,7 +419,7 @@ func TestJournal_Recover_AtStartUp(t *testing.T) {
 	defer j.Close()
 	r, err := j.Recover(func(rec Record) error {
 		if rec.Proposal.ID == gone.ID {
-			return codedErr{"stale_base"}
+			return &errcode.Error{Code: errcode.StaleBase, Msg: "pins moved"}
 		}
 		return nil
 	})
@@ -445,11 +446,6 @@ func TestJournal_Recover_AtStartUp(t *testing.T) {
 		t.Fatalf("second Recover = %+v, %v", r, err)
 	}
 }
-
-type codedErr struct{ code string }
-
-func (e codedErr) Error() string     { return "pins moved" }
-func (e codedErr) ErrorCode() string { return e.code }
 
 func TestJournal_ExpireDue(t *testing.T) {
 	j, _, clk, _ := setup(t)

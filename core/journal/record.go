@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
@@ -36,8 +37,8 @@ type Decision struct {
 // Outcome is how a proposal ended.
 type Outcome struct {
 	// Code is a stable code (stale_base, git_failed, …) or empty on success.
-	Code    string `json:"code,omitempty"`
-	Message string `json:"message,omitempty"`
+	Code    errcode.Code `json:"code,omitempty"`
+	Message string       `json:"message,omitempty"`
 	// RestorePoint names the restore point taken before execution.
 	RestorePoint string             `json:"restorePoint,omitempty"`
 	At           proposal.Timestamp `json:"at"`

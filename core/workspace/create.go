@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 )
 
@@ -59,7 +60,7 @@ func (m *Manager) checkCreateRequest(req CreateRequest) (string, Source, error) 
 		return "", Source{}, ErrInvalidID
 	}
 	if req.Lease < 0 || req.Lease > 7*24*time.Hour {
-		return "", Source{}, invalidArg("lease must be between 0 and 168h")
+		return "", Source{}, errcode.New(errcode.InvalidArgument, "lease must be between 0 and 168h")
 	}
 	src, err := m.checkSource(req.Source)
 	if err != nil {
@@ -78,16 +79,16 @@ func (m *Manager) checkSource(src Source) (Source, error) {
 		src.Path = canon
 	case SourceFresh:
 		if src.Path != "" || src.Commit != "" {
-			return Source{}, invalidArg("a fresh workspace takes no path or commit")
+			return Source{}, errcode.New(errcode.InvalidArgument, "a fresh workspace takes no path or commit")
 		}
 	default:
-		return Source{}, invalidArg("source kind must be repo, snapshot or fresh")
+		return Source{}, errcode.New(errcode.InvalidArgument, "source kind must be repo, snapshot or fresh")
 	}
 	if src.Kind != SourceRepo && (src.Commit != "" || src.Depth != 0) {
-		return Source{}, invalidArg("commit and depth apply to repo sources only")
+		return Source{}, errcode.New(errcode.InvalidArgument, "commit and depth apply to repo sources only")
 	}
 	if src.Depth < 0 || src.Depth > 1_000_000 {
-		return Source{}, invalidArg("depth must be between 0 and 1000000")
+		return Source{}, errcode.New(errcode.InvalidArgument, "depth must be between 0 and 1000000")
 	}
 	if err := checkRevision(src.Commit); err != nil {
 		return Source{}, err
@@ -102,14 +103,14 @@ func (m *Manager) makeWorkspaceDir(id string) (unlock func(), err error) {
 	dir := m.dir(id)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		if errors.Is(err, os.ErrExist) {
-			return nil, invalidArg("a workspace with this id already exists")
+			return nil, errcode.New(errcode.InvalidArgument, "a workspace with this id already exists")
 		}
-		return nil, internal(err, "cannot create the workspace directory")
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot create the workspace directory")
 	}
 	lockFile, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE|os.O_EXCL|noFollowFlag, 0o600)
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, internal(err, "cannot create the workspace lock")
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot create the workspace lock")
 	}
 	lockFile.Close()
 	unlock, err = m.lockWS(id, true)
@@ -156,7 +157,7 @@ func (m *Manager) build(ctx context.Context, w *Workspace) error {
 func (m *Manager) populate(ctx context.Context, w *Workspace) error {
 	tree, gitDir := m.treeDir(w.ID), m.gitDir(w.ID)
 	if err := os.Mkdir(tree, 0o755); err != nil {
-		return internal(err, "cannot create the workspace tree")
+		return errcode.Wrap(errcode.Internal, err, "cannot create the workspace tree")
 	}
 	// --template= keeps the sample hooks and other template files out.
 	if _, err := m.git.run(ctx, gitCall{args: []string{"init", "-q", "--bare", "--template=", gitDir}}); err != nil {
@@ -195,7 +196,7 @@ func (m *Manager) populate(ctx context.Context, w *Workspace) error {
 	if w.GitVisible {
 		// Mount point of the read-only repository inside the container.
 		if err := os.Mkdir(filepath.Join(tree, ".git"), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return internal(err, "cannot create the repository mount point")
+			return errcode.Wrap(errcode.Internal, err, "cannot create the repository mount point")
 		}
 	}
 	return m.handOver(tree, gitDir, w.Source.Kind == SourceRepo)
@@ -231,11 +232,11 @@ func (m *Manager) importRepo(ctx context.Context, w *Workspace, tree, gitDir str
 func (m *Manager) sourceGitDirs(ctx context.Context, src string) (gitDir, commonDir string, err error) {
 	out, err := m.git.run(ctx, gitCall{dir: src, args: []string{"rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"}, safeDirs: []string{src}})
 	if err != nil {
-		return "", "", &Error{Code: CodeNotARepository, Msg: "the source path is not a git repository", Err: err}
+		return "", "", &errcode.Error{Code: errcode.NotARepository, Msg: "the source path is not a git repository", Err: err}
 	}
 	dirs := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(dirs) != 2 {
-		return "", "", &Error{Code: CodeNotARepository, Msg: "the source path is not a git repository"}
+		return "", "", &errcode.Error{Code: errcode.NotARepository, Msg: "the source path is not a git repository"}
 	}
 	return dirs[0], dirs[1], nil
 }
@@ -249,7 +250,7 @@ func (m *Manager) resolveBase(ctx context.Context, srcGit, commit string) (strin
 	}
 	out, err := m.git.run(ctx, gitCall{gitDir: srcGit, safeDirs: []string{srcGit}, args: []string{"rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}"}})
 	if err != nil {
-		return "", invalidArg("the commit %q does not exist in the repository", commit)
+		return "", errcode.New(errcode.InvalidArgument, "the commit %q does not exist in the repository", commit)
 	}
 	return strings.TrimSpace(string(out)), nil
 }
@@ -311,7 +312,7 @@ func (m *Manager) copyBase(ctx context.Context, srcGit, srcCommon, sha, tree, gi
 	}
 	// The commit and its tree must now be in the workspace's own store.
 	if _, err := m.git.run(ctx, gitCall{gitDir: gitDir, args: []string{"cat-file", "-e", sha + "^{tree}"}}); err != nil {
-		return internal(err, "the workspace repository is incomplete after the import")
+		return errcode.Wrap(errcode.Internal, err, "the workspace repository is incomplete after the import")
 	}
 	return nil
 }
@@ -328,12 +329,12 @@ func (m *Manager) handOver(tree, gitDir string, walkGit bool) error {
 	}
 	for _, p := range []string{tree, filepath.Join(tree, ".git"), gitDir} {
 		if err := os.Lchown(p, m.own.uid, m.own.gid); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return internal(err, "cannot hand the workspace to the container user")
+			return errcode.Wrap(errcode.Internal, err, "cannot hand the workspace to the container user")
 		}
 	}
 	if walkGit {
 		if err := chownTree(gitDir, m.own.uid, m.own.gid); err != nil {
-			return internal(err, "cannot hand the workspace to the container user")
+			return errcode.Wrap(errcode.Internal, err, "cannot hand the workspace to the container user")
 		}
 	}
 	return nil
@@ -345,7 +346,7 @@ func (m *Manager) handOverTree(tree string) error {
 		return nil
 	}
 	if err := chownTree(tree, m.own.uid, m.own.gid); err != nil {
-		return internal(err, "cannot hand the workspace to the container user")
+		return errcode.Wrap(errcode.Internal, err, "cannot hand the workspace to the container user")
 	}
 	return nil
 }
@@ -353,7 +354,7 @@ func (m *Manager) handOverTree(tree string) error {
 // confineSource canonicalises a source path and applies AllowedRoots.
 func (m *Manager) confineSource(p string) (string, error) {
 	if p == "" || !filepath.IsAbs(p) || strings.ContainsRune(p, 0) {
-		return "", invalidArg("the source path must be absolute")
+		return "", errcode.New(errcode.InvalidArgument, "the source path must be absolute")
 	}
 	if m.opts.AllowedRoots != nil {
 		canon, err := m.opts.AllowedRoots.Confine(p)
@@ -363,17 +364,17 @@ func (m *Manager) confineSource(p string) (string, error) {
 			err = m.opts.AllowedRoots.ConfineGitDirs(canon)
 		}
 		if err != nil {
-			return "", &Error{Code: CodeOf(err), Msg: err.Error(), Err: err}
+			return "", &errcode.Error{Code: errcode.Of(err), Msg: err.Error(), Err: err}
 		}
 		return canon, nil
 	}
 	canon, err := filepath.EvalSymlinks(filepath.Clean(p))
 	if err != nil {
-		return "", invalidArg("the source path does not exist")
+		return "", errcode.New(errcode.InvalidArgument, "the source path does not exist")
 	}
 	st, err := os.Stat(canon)
 	if err != nil || !st.IsDir() {
-		return "", invalidArg("the source path is not a directory")
+		return "", errcode.New(errcode.InvalidArgument, "the source path is not a directory")
 	}
 	return canon, nil
 }
@@ -386,7 +387,7 @@ func checkRevision(rev string) error {
 		return nil
 	}
 	if err := gitx.CheckRev("commit", rev); err != nil {
-		return &Error{Code: CodeOf(err), Msg: err.Error(), Err: err}
+		return &errcode.Error{Code: errcode.Of(err), Msg: err.Error(), Err: err}
 	}
 	return nil
 }
@@ -419,7 +420,7 @@ func (m *Manager) removeWorkspaceDir(id string) error {
 		return nil
 	})
 	if err := os.RemoveAll(dir); err != nil {
-		return internal(err, "cannot remove the workspace directory")
+		return errcode.Wrap(errcode.Internal, err, "cannot remove the workspace directory")
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 )
@@ -93,20 +94,20 @@ func TestCreate_RepoIsSelfContainedAtTheCommit(t *testing.T) {
 	if w2, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceRepo, Path: repo}}); err != nil || w2.Base != head {
 		t.Fatalf("default HEAD: %+v %v", w2, err)
 	}
-	if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceRepo, Path: repo, Commit: "nonexistent"}}); !IsCode(err, CodeInvalidArgument) {
+	if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceRepo, Path: repo, Commit: "nonexistent"}}); !errcode.IsCode(err, errcode.InvalidArgument) {
 		t.Fatalf("missing commit: %v", err)
 	}
-	if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceRepo, Path: repo, Commit: "--upload-pack=touch /tmp/x"}}); !IsCode(err, CodeInvalidArgument) {
+	if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceRepo, Path: repo, Commit: "--upload-pack=touch /tmp/x"}}); !errcode.IsCode(err, errcode.InvalidArgument) {
 		t.Fatalf("option-like commit: %v", err)
 	}
 	// Refused as a revision before git runs, without echoing it.
 	for bad, why := range map[string]string{"main\tx": "control characters", "main\x1b[2J": "control characters", "main\xff": "UTF-8"} {
 		_, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceRepo, Path: repo, Commit: bad}})
-		if !IsCode(err, CodeInvalidArgument) || !strings.Contains(err.Error(), why) || strings.Contains(err.Error(), bad) {
+		if !errcode.IsCode(err, errcode.InvalidArgument) || !strings.Contains(err.Error(), why) || strings.Contains(err.Error(), bad) {
 			t.Fatalf("commit %q: %v", bad, err)
 		}
 	}
-	if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceRepo, Path: t.TempDir()}}); !IsCode(err, CodeNotARepository) {
+	if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceRepo, Path: t.TempDir()}}); !errcode.IsCode(err, errcode.NotARepository) {
 		t.Fatalf("not a repository: %v", err)
 	}
 	// Nothing half-made is left by the failures.
@@ -157,7 +158,7 @@ func TestCreate_ShallowAndRoots(t *testing.T) {
 		t.Fatalf("create from a shallow repository: %+v %v", w, err)
 	}
 	if out, err := m2.git.run(ctx, gitCall{gitDir: m2.gitDir(w.ID), args: []string{"log", "--oneline"}}); err != nil || strings.Count(string(out), "\n") != 1 {
-		t.Fatalf("history of the shallow import: %q %v %+v", out, err, err.(*Error).Data)
+		t.Fatalf("history of the shallow import: %q %v %+v", out, err, err.(*errcode.Error).Data)
 	}
 
 	// A linked worktree: its objects live in the main repository.
@@ -171,7 +172,7 @@ func TestCreate_ShallowAndRoots(t *testing.T) {
 		t.Fatalf("the worktree's commit was not the one checked out")
 	}
 	other, _ := makeRepo(t)
-	if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceRepo, Path: other}}); !IsCode(err, CodePathOutsideRoots) {
+	if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceRepo, Path: other}}); !errcode.IsCode(err, errcode.PathOutsideRoots) {
 		t.Fatalf("repository outside the roots: %v", err)
 	}
 }
@@ -240,7 +241,7 @@ func TestCreate_SnapshotIsDefended(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(fifoSrc, "pipe"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Create(ctx, CreateRequest{ID: "fifo", Source: Source{Kind: SourceSnapshot, Path: fifoSrc}}); !IsCode(err, CodeInvalidArgument) || !strings.Contains(err.Error(), "FIFO") {
+	if _, err := m.Create(ctx, CreateRequest{ID: "fifo", Source: Source{Kind: SourceSnapshot, Path: fifoSrc}}); !errcode.IsCode(err, errcode.InvalidArgument) || !strings.Contains(err.Error(), "FIFO") {
 		t.Fatalf("FIFO: %v", err)
 	}
 	if _, err := os.Stat(m.dir("fifo")); !errors.Is(err, os.ErrNotExist) {
@@ -251,12 +252,12 @@ func TestCreate_SnapshotIsDefended(t *testing.T) {
 	for i := 0; i < 60; i++ {
 		writeFile(t, filepath.Join(many, "f", string(rune('a'+i%26))+strings.Repeat("x", i/26)), "x")
 	}
-	if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceSnapshot, Path: many}}); !IsCode(err, CodeInvalidArgument) {
+	if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceSnapshot, Path: many}}); !errcode.IsCode(err, errcode.InvalidArgument) {
 		t.Fatalf("file cap: %v", err)
 	}
 	big := t.TempDir()
 	writeFile(t, filepath.Join(big, "big"), strings.Repeat("x", 2<<20))
-	if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceSnapshot, Path: big}}); !IsCode(err, CodeInvalidArgument) {
+	if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceSnapshot, Path: big}}); !errcode.IsCode(err, errcode.InvalidArgument) {
 		t.Fatalf("byte cap: %v", err)
 	}
 }
@@ -276,10 +277,10 @@ func TestCreate_Fresh(t *testing.T) {
 	if err != nil || len(d.Files) != 1 || d.Files[0].Status != "A" || !strings.Contains(d.Patch, "+new") {
 		t.Fatalf("diff of a fresh workspace: %+v %v", d, err)
 	}
-	if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceFresh, Path: "/tmp"}}); !IsCode(err, CodeInvalidArgument) {
+	if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceFresh, Path: "/tmp"}}); !errcode.IsCode(err, errcode.InvalidArgument) {
 		t.Fatalf("fresh with a path: %v", err)
 	}
-	if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: "url"}}); !IsCode(err, CodeInvalidArgument) {
+	if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: "url"}}); !errcode.IsCode(err, errcode.InvalidArgument) {
 		t.Fatalf("unknown kind: %v", err)
 	}
 }
@@ -293,10 +294,10 @@ func TestCreate_GitDirOutsideRoots(t *testing.T) {
 	po := gitxtest.NewPointsOutside(t)
 	m := newManager(t, false, func(o *Options) { o.AllowedRoots = gitx.Roots{po.Root} })
 	for _, p := range []string{po.GitFile, po.Worktree} {
-		if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceRepo, Path: p}}); !IsCode(err, CodePathOutsideRoots) {
+		if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceRepo, Path: p}}); !errcode.IsCode(err, errcode.PathOutsideRoots) {
 			t.Fatalf("create from %s: %v", p, err)
 		}
-		if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceSnapshot, Path: p}}); !IsCode(err, CodePathOutsideRoots) {
+		if _, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceSnapshot, Path: p}}); !errcode.IsCode(err, errcode.PathOutsideRoots) {
 			t.Fatalf("snapshot of %s: %v", p, err)
 		}
 	}
@@ -304,7 +305,7 @@ func TestCreate_GitDirOutsideRoots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.FetchInto(ctx, w.ID, po.GitFile, "refs/sluice/proposals/"+w.ID); !IsCode(err, CodePathOutsideRoots) {
+	if _, err := m.FetchInto(ctx, w.ID, po.GitFile, "refs/sluice/proposals/"+w.ID); !errcode.IsCode(err, errcode.PathOutsideRoots) {
 		t.Fatalf("fetch into a tree whose git directory is outside: %v", err)
 	}
 	if refs := po.Outside.Git("for-each-ref", "refs/sluice/"); refs != "" {

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 )
 
@@ -49,7 +50,7 @@ type DiffOptions struct {
 func (m *Manager) Diff(ctx context.Context, id string, opt DiffOptions) (*DiffResult, error) {
 	limit := opt.MaxBytes
 	if limit < 0 || limit > MaxDiffBytes {
-		return nil, &Error{Code: CodeInvalidArgument, Msg: "maxBytes is larger than allowed", Data: LimitData{Limit: "diffBytes", Max: MaxDiffBytes}}
+		return nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: "maxBytes is larger than allowed", Data: LimitData{Limit: "diffBytes", Max: MaxDiffBytes}}
 	}
 	if limit == 0 {
 		limit = DefaultDiffBytes
@@ -101,7 +102,7 @@ func (m *Manager) Diff(ctx context.Context, id string, opt DiffOptions) (*DiffRe
 func (m *Manager) scratchIndex(gitDir string) (string, func(), error) {
 	dir, err := os.MkdirTemp(gitDir, "index-scratch-")
 	if err != nil {
-		return "", nil, internal(err, "cannot create a scratch index")
+		return "", nil, errcode.Wrap(errcode.Internal, err, "cannot create a scratch index")
 	}
 	cleanup := func() { os.RemoveAll(dir) }
 	path := filepath.Join(dir, "index")
@@ -109,7 +110,7 @@ func (m *Manager) scratchIndex(gitDir string) (string, func(), error) {
 	// path, which must not exist as an empty file.
 	if err := gitx.CopyIndex(filepath.Join(gitDir, "index"), path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		cleanup()
-		return "", nil, internal(err, "cannot create a scratch index")
+		return "", nil, errcode.Wrap(errcode.Internal, err, "cannot create a scratch index")
 	}
 	return path, cleanup, nil
 }
@@ -168,7 +169,7 @@ func (m *Manager) Commit(ctx context.Context, id, message string) (*CommitResult
 func (m *Manager) commitLocked(ctx context.Context, w *Workspace, message string) (*CommitResult, error) {
 	message = strings.TrimSpace(message)
 	if message == "" || len(message) > maxCommitMessage || strings.ContainsRune(message, 0) {
-		return nil, invalidArg("a commit message must be 1 to %d bytes without NUL", maxCommitMessage)
+		return nil, errcode.New(errcode.InvalidArgument, "a commit message must be 1 to %d bytes without NUL", maxCommitMessage)
 	}
 	gitDir, tree := m.gitDir(w.ID), m.treeDir(w.ID)
 	if _, err := m.git.run(ctx, gitCall{gitDir: gitDir, workTree: tree, args: []string{"add", "-A"}}); err != nil {
@@ -210,7 +211,7 @@ var fetchRefRe = regexp.MustCompile(`^refs/sluice/[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+
 // or credential helper runs. An existing ref is never overwritten.
 func (m *Manager) FetchInto(ctx context.Context, id, personRepo, ref string) (string, error) {
 	if !fetchRefRe.MatchString(ref) || len(ref) > 255 {
-		return "", invalidArg("ref must be under refs/sluice/ (letters, digits, _ and - per component)")
+		return "", errcode.New(errcode.InvalidArgument, "ref must be under refs/sluice/ (letters, digits, _ and - per component)")
 	}
 	repo, err := m.confineSource(personRepo)
 	if err != nil {
@@ -222,7 +223,7 @@ func (m *Manager) FetchInto(ctx context.Context, id, personRepo, ref string) (st
 	}
 	defer unlock()
 	if w.Head == "" {
-		return "", invalidArg("the workspace has no commit to hand off")
+		return "", errcode.New(errcode.InvalidArgument, "the workspace has no commit to hand off")
 	}
 	gitDir := m.gitDir(id)
 	if _, err := m.git.run(ctx, gitCall{gitDir: gitDir, args: []string{"update-ref", "--no-deref", "refs/sluice/head", w.Head}}); err != nil {
@@ -244,7 +245,7 @@ func (m *Manager) FetchInto(ctx context.Context, id, personRepo, ref string) (st
 	}
 	got := strings.TrimSpace(string(out))
 	if got != w.Head {
-		return "", &Error{Code: CodeGitFailed, Msg: "the fetched ref does not point at the workspace head (it existed already)"}
+		return "", &errcode.Error{Code: errcode.GitFailed, Msg: "the fetched ref does not point at the workspace head (it existed already)"}
 	}
 	return got, nil
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // killGrace is how long a killed container has to exit.
@@ -45,13 +47,13 @@ type Docker struct {
 func NewDocker(ctx context.Context) (*Docker, error) {
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
-		return nil, &Error{Code: CodeUnsupported, Msg: "the Docker client cannot be configured", Err: err}
+		return nil, &errcode.Error{Code: errcode.Unsupported, Msg: "the Docker client cannot be configured", Err: err}
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if _, err := cli.Ping(pctx); err != nil {
 		cli.Close()
-		return nil, &Error{Code: CodeUnsupported, Msg: "the Docker Engine is not reachable; install docker and start it to run commands in workspaces", Err: err}
+		return nil, &errcode.Error{Code: errcode.Unsupported, Msg: "the Docker Engine is not reachable; install docker and start it to run commands in workspaces", Err: err}
 	}
 	return &Docker{cli: cli}, nil
 }
@@ -70,17 +72,17 @@ func (d *Docker) Name() string { return "docker" }
 // human, and a registry is not trusted to serve the same bytes.
 func (d *Docker) CheckImage(ctx context.Context, imageID string) error {
 	if !imageIDRe.MatchString(imageID) {
-		return invalidArg("the image must be given by ID (sha256:…)")
+		return errcode.New(errcode.InvalidArgument, "the image must be given by ID (sha256:…)")
 	}
 	ins, err := d.cli.ImageInspect(ctx, imageID)
 	if err != nil {
 		if client.IsErrNotFound(err) {
-			return &Error{Code: CodeUnsupported, Msg: "the configured workspace image is not present in the Docker Engine", Err: err}
+			return &errcode.Error{Code: errcode.Unsupported, Msg: "the configured workspace image is not present in the Docker Engine", Err: err}
 		}
-		return &Error{Code: CodeInternal, Msg: "the Docker Engine cannot inspect the workspace image", Err: err}
+		return &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine cannot inspect the workspace image", Err: err}
 	}
 	if ins.ID != imageID {
-		return &Error{Code: CodeInvalidArgument, Msg: fmt.Sprintf("the workspace image has ID %s, not the configured %s", ins.ID, imageID)}
+		return &errcode.Error{Code: errcode.InvalidArgument, Msg: fmt.Sprintf("the workspace image has ID %s, not the configured %s", ins.ID, imageID)}
 	}
 	return nil
 }
@@ -91,7 +93,7 @@ func (d *Docker) CheckImage(ctx context.Context, imageID string) error {
 func (d *Docker) EngineRuntimes(ctx context.Context) (names []string, def string, err error) {
 	info, err := d.cli.Info(ctx)
 	if err != nil {
-		return nil, "", &Error{Code: CodeInternal, Msg: "the Docker Engine cannot list its runtimes", Err: err}
+		return nil, "", &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine cannot list its runtimes", Err: err}
 	}
 	for n := range info.Runtimes {
 		if !strings.HasPrefix(n, "io.containerd.") {
@@ -113,7 +115,7 @@ func (d *Docker) EngineRuntimes(ctx context.Context) (names []string, def string
 func (d *Docker) CheckRuntime(ctx context.Context, name string) (RuntimeInfo, error) {
 	info, err := d.cli.Info(ctx)
 	if err != nil {
-		return RuntimeInfo{}, &Error{Code: CodeInternal, Msg: "the Docker Engine cannot list its runtimes", Err: err}
+		return RuntimeInfo{}, &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine cannot list its runtimes", Err: err}
 	}
 	if name == "" {
 		name = info.DefaultRuntime
@@ -128,7 +130,7 @@ func (d *Docker) CheckRuntime(ctx context.Context, name string) (RuntimeInfo, er
 			have = append(have, n)
 		}
 		sort.Strings(have)
-		return RuntimeInfo{}, &Error{Code: CodeUnsupported, Data: map[string]any{"runtime": name, "engineRuntimes": have},
+		return RuntimeInfo{}, &errcode.Error{Code: errcode.Unsupported, Data: map[string]any{"runtime": name, "engineRuntimes": have},
 			Msg: fmt.Sprintf("the configured workspace runtime %q is not a runtime of the Docker Engine (it has: %s); "+
 				"register it in the Engine's daemon configuration (/etc/docker/daemon.json) and reload the Engine, "+
 				"or change workspaceRuntime; Sluice never runs a workspace under another runtime instead", name, strings.Join(have, ", "))}
@@ -234,7 +236,7 @@ func (d *Docker) Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.
 	}
 	created, err := d.cli.ContainerCreate(ctx, cfg, hc, nc, nil, "")
 	if err != nil {
-		return st, cancelledOr(ctx, &Error{Code: CodeInternal, Msg: "the Docker Engine refused to create the run's container", Err: err})
+		return st, cancelledOr(ctx, &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine refused to create the run's container", Err: err})
 	}
 	st.ContainerID = created.ID
 	// Cleanup must happen even when ctx is cancelled (a destroyed
@@ -250,7 +252,7 @@ func (d *Docker) Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.
 
 	attach, err := d.cli.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
 	if err != nil {
-		return st, cancelledOr(ctx, &Error{Code: CodeInternal, Msg: "cannot attach to the run's container", Err: err})
+		return st, cancelledOr(ctx, &errcode.Error{Code: errcode.Internal, Msg: "cannot attach to the run's container", Err: err})
 	}
 	defer attach.Close()
 	waitCtx, cancelWait := context.WithCancel(bg)
@@ -263,7 +265,7 @@ func (d *Docker) Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.
 		filters.Arg("container", created.ID),
 		filters.Arg("event", string(events.ActionOOM)))})
 	if err := d.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
-		return st, cancelledOr(ctx, &Error{Code: CodeInternal, Msg: "the Docker Engine could not start the run's container", Err: err})
+		return st, cancelledOr(ctx, &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine could not start the run's container", Err: err})
 	}
 	copyErrC := make(chan error, 1)
 	go func() {
@@ -290,7 +292,7 @@ func (d *Docker) Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.
 		st.OOMKilled = oomReported(oomC, st.ExitCode == 137 && !seen.killed)
 	}
 	if seen.cancelled != nil {
-		return st, &Error{Code: CodeTimeout, Msg: "the run was cancelled", Err: seen.cancelled}
+		return st, &errcode.Error{Code: errcode.Timeout, Msg: "the run was cancelled", Err: seen.cancelled}
 	}
 	return st, nil
 }
@@ -366,7 +368,7 @@ func watchRun(ctx context.Context, timeout time.Duration, waitC <-chan container
 			exited = true
 			seen.exitCode = int(w.StatusCode)
 		case err := <-waitErrC:
-			return seen, &Error{Code: CodeInternal, Msg: "lost track of the run's container", Err: err}
+			return seen, &errcode.Error{Code: errcode.Internal, Msg: "lost track of the run's container", Err: err}
 		case <-timer.C:
 			seen.timedOut = true
 			k.kill()
@@ -376,7 +378,7 @@ func watchRun(ctx context.Context, timeout time.Duration, waitC <-chan container
 				k.kill()
 			}
 		case <-k.grace:
-			return seen, &Error{Code: CodeInternal, Msg: "the run's container did not stop after it was killed"}
+			return seen, &errcode.Error{Code: errcode.Internal, Msg: "the run's container did not stop after it was killed"}
 		case err := <-copyErrC:
 			seen.copyDone = true
 			copyErrC = nil
@@ -444,7 +446,7 @@ func oomReported(oomC <-chan events.Message, wait bool) bool {
 // still preparing it as cancelled, not as an Engine failure.
 func cancelledOr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
-		return &Error{Code: CodeTimeout, Msg: "the run was cancelled", Err: ctx.Err()}
+		return &errcode.Error{Code: errcode.Timeout, Msg: "the run was cancelled", Err: ctx.Err()}
 	}
 	return err
 }
@@ -462,7 +464,7 @@ const removeWait = 60 * time.Second
 func (d *Docker) Remove(ctx context.Context, containerID string) error {
 	err := d.cli.ContainerRemove(ctx, containerID, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && !client.IsErrNotFound(err) {
-		return &Error{Code: CodeInternal, Msg: "the Docker Engine could not remove a workspace container", Err: err}
+		return &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine could not remove a workspace container", Err: err}
 	}
 	deadline := time.Now().Add(removeWait)
 	for {
@@ -471,12 +473,12 @@ func (d *Docker) Remove(ctx context.Context, containerID string) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return &Error{Code: CodeInternal, Msg: "a workspace container is still present after removal", Err: err}
+			return &errcode.Error{Code: errcode.Internal, Msg: "a workspace container is still present after removal", Err: err}
 		}
 		// Removal of a container that is being removed is in progress.
 		select {
 		case <-ctx.Done():
-			return &Error{Code: CodeInternal, Msg: "a workspace container is still present after removal", Err: ctx.Err()}
+			return &errcode.Error{Code: errcode.Internal, Msg: "a workspace container is still present after removal", Err: ctx.Err()}
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -490,7 +492,7 @@ func (d *Docker) Containers(ctx context.Context, storeKey string) ([]ContainerIn
 	}
 	list, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 	if err != nil {
-		return nil, &Error{Code: CodeInternal, Msg: "the Docker Engine cannot list workspace containers", Err: err}
+		return nil, &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine cannot list workspace containers", Err: err}
 	}
 	out := make([]ContainerInfo, 0, len(list))
 	for _, c := range list {
@@ -523,15 +525,15 @@ func (d *Docker) EgressNetwork(ctx context.Context) (EgressNetwork, error) {
 		})
 		// A conflict: another process created it meanwhile.
 		if cerr != nil && !cerrdefs.IsConflict(cerr) {
-			return EgressNetwork{}, &Error{Code: CodeInternal, Msg: "the Docker Engine cannot create the egress network", Err: cerr}
+			return EgressNetwork{}, &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine cannot create the egress network", Err: cerr}
 		}
 		ins, err = d.cli.NetworkInspect(ctx, egressNetName, network.InspectOptions{})
 	}
 	if err != nil {
-		return EgressNetwork{}, &Error{Code: CodeInternal, Msg: "the Docker Engine cannot inspect the egress network", Err: err}
+		return EgressNetwork{}, &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine cannot inspect the egress network", Err: err}
 	}
 	if !ins.Internal || ins.Labels[LabelEgress] != "1" {
-		return EgressNetwork{}, &Error{Code: CodeInternal, Msg: "a network named " + egressNetName + " exists but is not Sluice's internal egress network"}
+		return EgressNetwork{}, &errcode.Error{Code: errcode.Internal, Msg: "a network named " + egressNetName + " exists but is not Sluice's internal egress network"}
 	}
 	var gw string
 	for _, c := range ins.IPAM.Config {
@@ -541,7 +543,7 @@ func (d *Docker) EgressNetwork(ctx context.Context) (EgressNetwork, error) {
 		}
 	}
 	if gw == "" {
-		return EgressNetwork{}, &Error{Code: CodeInternal, Msg: "the egress network has no IPv4 gateway"}
+		return EgressNetwork{}, &errcode.Error{Code: errcode.Internal, Msg: "the egress network has no IPv4 gateway"}
 	}
 	bridge := ins.Options["com.docker.network.bridge.name"]
 	if bridge == "" {

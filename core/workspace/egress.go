@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // Egress. A run without a grant has no network at all (NetworkMode none:
@@ -59,7 +61,7 @@ func (m *Manager) ensureEgress(ctx context.Context) (*egressHost, error) {
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(en.Gateway, "0"))
 	if err != nil {
-		return nil, internal(err, "cannot start the egress proxy on the egress network")
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot start the egress proxy on the egress network")
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	var fw *firewall
@@ -138,7 +140,7 @@ type firewall struct {
 
 func installFirewall(bridge, gateway string, port int) (*firewall, error) {
 	if os.Geteuid() != 0 {
-		return nil, &Error{Code: CodeUnsupported, Msg: "the egress firewall needs root; turn EgressFirewall off or run Sluice as root"}
+		return nil, &errcode.Error{Code: errcode.Unsupported, Msg: "the egress firewall needs root; turn EgressFirewall off or run Sluice as root"}
 	}
 	ipt := ""
 	for _, p := range []string{"/usr/sbin/iptables", "/sbin/iptables", "/usr/bin/iptables"} {
@@ -148,7 +150,7 @@ func installFirewall(bridge, gateway string, port int) (*firewall, error) {
 		}
 	}
 	if ipt == "" {
-		return nil, &Error{Code: CodeUnsupported, Msg: "the egress firewall needs iptables, which is not installed"}
+		return nil, &errcode.Error{Code: errcode.Unsupported, Msg: "the egress firewall needs iptables, which is not installed"}
 	}
 	f := &firewall{
 		iptables: ipt,
@@ -159,11 +161,11 @@ func installFirewall(bridge, gateway string, port int) (*firewall, error) {
 	// each store's accept rule goes above it.
 	if f.run("-C", f.drop...) != nil {
 		if err := f.run("-I", append([]string{"INPUT", "1"}, f.drop[1:]...)...); err != nil {
-			return nil, internal(err, "cannot install the egress firewall")
+			return nil, errcode.Wrap(errcode.Internal, err, "cannot install the egress firewall")
 		}
 	}
 	if err := f.run("-I", append([]string{"INPUT", "1"}, f.accept[1:]...)...); err != nil {
-		return nil, internal(err, "cannot install the egress firewall")
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot install the egress firewall")
 	}
 	return f, nil
 }

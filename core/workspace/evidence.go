@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // Test evidence: what a run's test report says, in one shape whatever the
@@ -103,7 +105,7 @@ func ParseReport(format, name string, data []byte) (*TestReport, error) {
 	case FormatGoTest:
 		return ParseGoTestJSON(bytes.NewReader(data))
 	}
-	return nil, invalidArg("report format must be junit, tap or gotest")
+	return nil, errcode.New(errcode.InvalidArgument, "report format must be junit, tap or gotest")
 }
 
 func guessFormat(name string, data []byte) string {
@@ -172,7 +174,7 @@ func ParseJUnit(r io.Reader) (*TestReport, error) {
 	for {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, invalidArg("the JUnit report is not valid XML: %v", trimErr(err))
+			return nil, errcode.New(errcode.InvalidArgument, "the JUnit report is not valid XML: %v", trimErr(err))
 		}
 		se, ok := tok.(xml.StartElement)
 		if !ok {
@@ -182,17 +184,17 @@ func ParseJUnit(r io.Reader) (*TestReport, error) {
 		case "testsuites":
 			var s junitSuites
 			if err := dec.DecodeElement(&s, &se); err != nil {
-				return nil, invalidArg("the JUnit report is not valid XML: %v", trimErr(err))
+				return nil, errcode.New(errcode.InvalidArgument, "the JUnit report is not valid XML: %v", trimErr(err))
 			}
 			suites = s.Suites
 		case "testsuite":
 			var s junitSuite
 			if err := dec.DecodeElement(&s, &se); err != nil {
-				return nil, invalidArg("the JUnit report is not valid XML: %v", trimErr(err))
+				return nil, errcode.New(errcode.InvalidArgument, "the JUnit report is not valid XML: %v", trimErr(err))
 			}
 			suites = []junitSuite{s}
 		default:
-			return nil, invalidArg("the JUnit report's root element is <%s>, not <testsuites> or <testsuite>", se.Name.Local)
+			return nil, errcode.New(errcode.InvalidArgument, "the JUnit report's root element is <%s>, not <testsuites> or <testsuite>", se.Name.Local)
 		}
 		break
 	}
@@ -275,10 +277,10 @@ func ParseTAP(r io.Reader) (*TestReport, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, invalidArg("the TAP report cannot be read: %v", err)
+		return nil, errcode.New(errcode.InvalidArgument, "the TAP report cannot be read: %v", err)
 	}
 	if !sawAny {
-		return nil, invalidArg("the output holds no TAP (no plan and no test lines)")
+		return nil, errcode.New(errcode.InvalidArgument, "the output holds no TAP (no plan and no test lines)")
 	}
 	if sawPlan && planned != rep.Total {
 		rep.add(TestCase{Name: "plan", Status: StatusError, Message: fmt.Sprintf("planned %d tests, ran %d", planned, rep.Total)})
@@ -407,10 +409,10 @@ func ParseGoTestJSON(r io.Reader) (*TestReport, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, invalidArg("the go test -json output cannot be read: %v", err)
+		return nil, errcode.New(errcode.InvalidArgument, "the go test -json output cannot be read: %v", err)
 	}
 	if events == 0 {
-		return nil, invalidArg("the output holds no go test -json events")
+		return nil, errcode.New(errcode.InvalidArgument, "the output holds no go test -json events")
 	}
 	return rep, nil
 }

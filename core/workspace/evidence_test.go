@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 func TestParseReport_Fixtures(t *testing.T) {
@@ -101,8 +103,8 @@ func TestParseReport_Malformed(t *testing.T) {
 	for _, tc := range cases {
 		if rep, err := ParseReport(tc.format, "", []byte(tc.data)); err == nil {
 			t.Errorf("%s %q: parsed as %+v, want an error", tc.format, tc.data, rep)
-		} else if !IsCode(err, CodeInvalidArgument) {
-			t.Errorf("%s %q: error code %s, want invalid_argument", tc.format, tc.data, CodeOf(err))
+		} else if !errcode.IsCode(err, errcode.InvalidArgument) {
+			t.Errorf("%s %q: error code %s, want invalid_argument", tc.format, tc.data, errcode.Of(err))
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"path"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // Limits of the file tools. A call may ask for less, never for more.
@@ -134,11 +136,11 @@ type GrepResult struct {
 func boundedCount(v, def, hard int, what string) (int, error) {
 	switch {
 	case v < 0:
-		return 0, invalidArg("the maximum number of %s must not be negative", what)
+		return 0, errcode.New(errcode.InvalidArgument, "the maximum number of %s must not be negative", what)
 	case v == 0:
 		return def, nil
 	case v > hard:
-		return 0, &Error{Code: CodeInvalidArgument, Msg: "the maximum number of " + what + " is larger than allowed", Data: LimitData{Limit: what, Max: int64(hard)}}
+		return 0, &errcode.Error{Code: errcode.InvalidArgument, Msg: "the maximum number of " + what + " is larger than allowed", Data: LimitData{Limit: what, Max: int64(hard)}}
 	}
 	return v, nil
 }
@@ -146,7 +148,7 @@ func boundedCount(v, def, hard int, what string) (int, error) {
 // splitPattern validates a glob pattern and splits it into segments.
 func splitPattern(p string) ([]string, error) {
 	if p == "" || len(p) > maxPathLen || strings.HasPrefix(p, "/") || strings.ContainsRune(p, 0) {
-		return nil, invalidArg("the glob pattern must be a non-empty relative pattern")
+		return nil, errcode.New(errcode.InvalidArgument, "the glob pattern must be a non-empty relative pattern")
 	}
 	var segs []string
 	for _, s := range strings.Split(p, "/") {
@@ -157,12 +159,12 @@ func splitPattern(p string) ([]string, error) {
 			return nil, ErrPathOutside
 		}
 		if _, err := path.Match(s, ""); err != nil {
-			return nil, invalidArg("the glob pattern is malformed")
+			return nil, errcode.New(errcode.InvalidArgument, "the glob pattern is malformed")
 		}
 		segs = append(segs, s)
 	}
 	if len(segs) == 0 {
-		return nil, invalidArg("the glob pattern must be a non-empty relative pattern")
+		return nil, errcode.New(errcode.InvalidArgument, "the glob pattern must be a non-empty relative pattern")
 	}
 	return segs, nil
 }

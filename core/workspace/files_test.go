@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 func freshWS(t *testing.T, m *Manager) *Workspace {
@@ -64,7 +66,7 @@ func TestFiles_WriteReadEditListGlobGrep(t *testing.T) {
 	}
 	// A count that does not match changes nothing.
 	_, err = m.EditFile(ctx, w.ID, EditRequest{Path: "pkg/deep/a.go", Old: "e", New: "E", Count: 1})
-	if !IsCode(err, CodeInvalidArgument) {
+	if !errcode.IsCode(err, errcode.InvalidArgument) {
 		t.Fatalf("ambiguous edit: %v", err)
 	}
 	fc, _ = m.ReadFile(ctx, w.ID, "pkg/deep/a.go", ReadOptions{})
@@ -191,7 +193,7 @@ func TestFiles_PathsOutsideAreRefused(t *testing.T) {
 	} else if len(gr.Matches) != 0 {
 		t.Errorf("Grep followed a symlink out: %+v", gr.Matches)
 	}
-	if _, err := m.ReadFile(ctx, w.ID, ".git/config", ReadOptions{}); !IsCode(err, CodeInvalidArgument) {
+	if _, err := m.ReadFile(ctx, w.ID, ".git/config", ReadOptions{}); !errcode.IsCode(err, errcode.InvalidArgument) {
 		t.Errorf(".git is not part of the files: %v", err)
 	}
 	if _, err := m.Glob(ctx, w.ID, "../*", 0); !errors.Is(err, ErrPathOutside) {
@@ -289,7 +291,7 @@ func TestFiles_LockedWhileBusy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.WriteFile(ctx, w.ID, "a", []byte("x"), 0); !errors.Is(err, ErrLocked) || CodeOf(err) != CodeLocked {
+	if _, err := m.WriteFile(ctx, w.ID, "a", []byte("x"), 0); !errors.Is(err, ErrLocked) || errcode.Of(err) != errcode.WorkspaceLocked {
 		t.Fatalf("write while locked: %v", err)
 	}
 	if _, err := m.ReadFile(ctx, w.ID, "a", ReadOptions{}); !errors.Is(err, ErrLocked) {
@@ -329,7 +331,7 @@ func TestStore_IDsAndMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Create(ctx, CreateRequest{ID: "ws_1-A", Source: Source{Kind: SourceFresh}}); !IsCode(err, CodeInvalidArgument) {
+	if _, err := m.Create(ctx, CreateRequest{ID: "ws_1-A", Source: Source{Kind: SourceFresh}}); !errcode.IsCode(err, errcode.InvalidArgument) {
 		t.Fatalf("duplicate id: %v", err)
 	}
 	got, err := m.Get("ws_1-A")
@@ -355,13 +357,13 @@ func TestFiles_GitMetadataPathsAreRefused(t *testing.T) {
 	w := freshWS(t, m)
 	tree := m.treeDir(w.ID)
 	for _, p := range []string{".GIT/config", ".Git/hooks/pre-commit", "sub/.git/config", "a/.GIT/HEAD", ".git./config", "GIT~1/config", "x/.git::$INDEX_ALLOCATION/y"} {
-		if _, err := m.WriteFile(ctx, w.ID, p, []byte("[core]\n\thooksPath = /tmp\n"), 0); !IsCode(err, CodeInvalidArgument) {
+		if _, err := m.WriteFile(ctx, w.ID, p, []byte("[core]\n\thooksPath = /tmp\n"), 0); !errcode.IsCode(err, errcode.InvalidArgument) {
 			t.Errorf("WriteFile(%q): %v; want invalid_argument", p, err)
 		}
-		if _, err := m.EditFile(ctx, w.ID, EditRequest{Path: p, Old: "a", New: "b"}); !IsCode(err, CodeInvalidArgument) {
+		if _, err := m.EditFile(ctx, w.ID, EditRequest{Path: p, Old: "a", New: "b"}); !errcode.IsCode(err, errcode.InvalidArgument) {
 			t.Errorf("EditFile(%q): %v; want invalid_argument", p, err)
 		}
-		if _, err := m.ReadFile(ctx, w.ID, p, ReadOptions{}); !IsCode(err, CodeInvalidArgument) {
+		if _, err := m.ReadFile(ctx, w.ID, p, ReadOptions{}); !errcode.IsCode(err, errcode.InvalidArgument) {
 			t.Errorf("ReadFile(%q): %v; want invalid_argument", p, err)
 		}
 		first := strings.Split(p, "/")[0]

@@ -13,6 +13,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // ReadFile reads a bounded part of one file.
@@ -22,14 +24,14 @@ func (m *Manager) ReadFile(ctx context.Context, id, p string, opt ReadOptions) (
 		return nil, err
 	}
 	if opt.Offset < 0 || opt.Limit < 0 {
-		return nil, invalidArg("offset and limit must not be negative")
+		return nil, errcode.New(errcode.InvalidArgument, "offset and limit must not be negative")
 	}
 	limit := opt.Limit
 	if limit == 0 {
 		limit = DefaultReadBytes
 	}
 	if limit > MaxReadBytes {
-		return nil, &Error{Code: CodeInvalidArgument, Msg: "limit is larger than allowed", Data: LimitData{Limit: "readBytes", Max: MaxReadBytes}}
+		return nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: "limit is larger than allowed", Data: LimitData{Limit: "readBytes", Max: MaxReadBytes}}
 	}
 	w, unlock, err := m.open(id, false, false)
 	if err != nil {
@@ -39,7 +41,7 @@ func (m *Manager) ReadFile(ctx context.Context, id, p string, opt ReadOptions) (
 	defer m.touch(w, false)
 	root, err := openDirPath(m.treeDir(id))
 	if err != nil {
-		return nil, internal(err, "cannot open the workspace tree")
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot open the workspace tree")
 	}
 	defer closeFD(root)
 	fd, err := openBeneath(root, comps, false)
@@ -50,18 +52,18 @@ func (m *Manager) ReadFile(ctx context.Context, id, p string, opt ReadOptions) (
 	defer f.Close()
 	st, err := fstatFD(fd)
 	if err != nil {
-		return nil, internal(err, "cannot stat %s", joinRel(comps))
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot stat %s", joinRel(comps))
 	}
 	if st.isDir() {
-		return nil, invalidArg("%s is a directory; use workspace_file_list", joinRel(comps))
+		return nil, errcode.New(errcode.InvalidArgument, "%s is a directory; use workspace_file_list", joinRel(comps))
 	}
 	if !st.isRegular() {
-		return nil, invalidArg("%s is not a regular file", joinRel(comps))
+		return nil, errcode.New(errcode.InvalidArgument, "%s is not a regular file", joinRel(comps))
 	}
 	buf := make([]byte, min(limit, max(st.size-opt.Offset, 0))+1)
 	n, err := f.ReadAt(buf, opt.Offset)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, internal(err, "cannot read %s", joinRel(comps))
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot read %s", joinRel(comps))
 	}
 	truncated := int64(n) > limit
 	if truncated {
@@ -87,7 +89,7 @@ func (m *Manager) WriteFile(ctx context.Context, id, p string, content []byte, p
 		return nil, err
 	}
 	if len(content) > MaxWriteBytes {
-		return nil, &Error{Code: CodeInvalidArgument, Msg: "the content is larger than allowed", Data: LimitData{Limit: "writeBytes", Max: MaxWriteBytes}}
+		return nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: "the content is larger than allowed", Data: LimitData{Limit: "writeBytes", Max: MaxWriteBytes}}
 	}
 	dir, base, done, err := m.openParentForWrite(id, comps, true)
 	if err != nil {
@@ -117,7 +119,7 @@ func (m *Manager) openParentForWrite(id string, comps []string, mkdirs bool) (di
 	root, err := openDirPath(m.treeDir(id))
 	if err != nil {
 		release()
-		return 0, "", nil, internal(err, "cannot open the workspace tree")
+		return 0, "", nil, errcode.Wrap(errcode.Internal, err, "cannot open the workspace tree")
 	}
 	dir, base, err = openParent(root, comps, mkdirs, m.own)
 	closeFD(root)
@@ -138,14 +140,14 @@ func (m *Manager) EditFile(ctx context.Context, id string, req EditRequest) (*Wr
 		return nil, err
 	}
 	if req.Old == "" {
-		return nil, invalidArg("old must not be empty")
+		return nil, errcode.New(errcode.InvalidArgument, "old must not be empty")
 	}
 	want := req.Count
 	if want == 0 {
 		want = 1
 	}
 	if want < 0 {
-		return nil, invalidArg("count must be positive")
+		return nil, errcode.New(errcode.InvalidArgument, "count must be positive")
 	}
 	dir, base, done, err := m.openParentForWrite(id, comps, false)
 	if err != nil {
@@ -160,28 +162,28 @@ func (m *Manager) EditFile(ctx context.Context, id string, req EditRequest) (*Wr
 	st, err := fstatFD(fd)
 	if err != nil || !st.isRegular() {
 		f.Close()
-		return nil, invalidArg("%s is not a regular file", joinRel(comps))
+		return nil, errcode.New(errcode.InvalidArgument, "%s is not a regular file", joinRel(comps))
 	}
 	if st.size > MaxWriteBytes {
 		f.Close()
-		return nil, &Error{Code: CodeInvalidArgument, Msg: "the file is larger than the edit tool allows", Data: LimitData{Limit: "writeBytes", Max: MaxWriteBytes}}
+		return nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: "the file is larger than the edit tool allows", Data: LimitData{Limit: "writeBytes", Max: MaxWriteBytes}}
 	}
 	old, err := io.ReadAll(io.LimitReader(f, MaxWriteBytes+1))
 	f.Close()
 	if err != nil {
-		return nil, internal(err, "cannot read %s", joinRel(comps))
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot read %s", joinRel(comps))
 	}
 	found := strings.Count(string(old), req.Old)
 	if found != want {
-		return nil, &Error{
-			Code: CodeInvalidArgument,
+		return nil, &errcode.Error{
+			Code: errcode.InvalidArgument,
 			Msg:  "old text occurs a different number of times than expected; nothing was changed",
 			Data: map[string]int{"expected": want, "found": found},
 		}
 	}
 	updated := strings.ReplaceAll(string(old), req.Old, req.New)
 	if len(updated) > MaxWriteBytes {
-		return nil, &Error{Code: CodeInvalidArgument, Msg: "the edited file would be larger than allowed", Data: LimitData{Limit: "writeBytes", Max: MaxWriteBytes}}
+		return nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: "the edited file would be larger than allowed", Data: LimitData{Limit: "writeBytes", Max: MaxWriteBytes}}
 	}
 	if _, err := writeAtomicAt(dir, base, []byte(updated), st.mode.Perm(), m.own, joinRel(comps)); err != nil {
 		return nil, err
@@ -267,7 +269,7 @@ func (m *Manager) Glob(ctx context.Context, id, pattern string, maxEntries int) 
 // skipped; lines are cut at 512 bytes.
 func (m *Manager) Grep(ctx context.Context, id string, req GrepRequest) (*GrepResult, error) {
 	if req.Pattern == "" {
-		return nil, invalidArg("pattern must not be empty")
+		return nil, errcode.New(errcode.InvalidArgument, "pattern must not be empty")
 	}
 	expr := req.Pattern
 	if req.IgnoreCase {
@@ -275,7 +277,7 @@ func (m *Manager) Grep(ctx context.Context, id string, req GrepRequest) (*GrepRe
 	}
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		return nil, invalidArg("pattern is not a valid regular expression: %v", err)
+		return nil, errcode.New(errcode.InvalidArgument, "pattern is not a valid regular expression: %v", err)
 	}
 	var segs []string
 	if req.Glob != "" {
@@ -390,7 +392,7 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 func (m *Manager) walk(ctx context.Context, id string, start []string, visit func(walkEntry) (walkAction, error)) error {
 	root, err := openDirPath(m.treeDir(id))
 	if err != nil {
-		return internal(err, "cannot open the workspace tree")
+		return errcode.Wrap(errcode.Internal, err, "cannot open the workspace tree")
 	}
 	defer closeFD(root)
 	fd, err := openBeneath(root, start, false)
@@ -400,13 +402,13 @@ func (m *Manager) walk(ctx context.Context, id string, start []string, visit fun
 	st, err := fstatFD(fd)
 	if err != nil {
 		closeFD(fd)
-		return internal(err, "cannot stat %s", joinRel(start))
+		return errcode.Wrap(errcode.Internal, err, "cannot stat %s", joinRel(start))
 	}
 	if !st.isDir() {
 		// A single file: visit it alone, through its parent.
 		closeFD(fd)
 		if len(start) == 0 {
-			return invalidArg("the workspace root is not a directory")
+			return errcode.New(errcode.InvalidArgument, "the workspace root is not a directory")
 		}
 		dir, base, err := openParent(root, start, false, m.own)
 		if err != nil {
@@ -434,7 +436,7 @@ func walkDir(ctx context.Context, dir int, rel string, depth int, seen *int, vis
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
-		return &Error{Code: CodeTimeout, Msg: "the operation was cancelled", Err: err}
+		return &errcode.Error{Code: errcode.Timeout, Msg: "the operation was cancelled", Err: err}
 	}
 	names, err := readDirNames(dir)
 	if err != nil {
@@ -518,7 +520,7 @@ var errWalkStop = errors.New("walk stopped")
 func (m *Manager) readReport(id string, comps []string) ([]byte, error) {
 	root, err := openDirPath(m.treeDir(id))
 	if err != nil {
-		return nil, internal(err, "cannot open the workspace tree")
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot open the workspace tree")
 	}
 	defer closeFD(root)
 	fd, err := openBeneath(root, comps, false)
@@ -528,14 +530,14 @@ func (m *Manager) readReport(id string, comps []string) ([]byte, error) {
 	f := os.NewFile(uintptr(fd), "report")
 	defer f.Close()
 	if st, err := fstatFD(fd); err != nil || !st.isRegular() {
-		return nil, invalidArg("the report is not a regular file")
+		return nil, errcode.New(errcode.InvalidArgument, "the report is not a regular file")
 	}
 	var b bytes.Buffer
 	if _, err := b.ReadFrom(io.LimitReader(f, maxReportBytes+1)); err != nil {
-		return nil, internal(err, "cannot read the report")
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot read the report")
 	}
 	if b.Len() > maxReportBytes {
-		return nil, &Error{Code: CodeOutputLimit, Msg: "the report is larger than allowed", Data: LimitData{Limit: "reportBytes", Max: maxReportBytes}}
+		return nil, &errcode.Error{Code: errcode.OutputLimit, Msg: "the report is larger than allowed", Data: LimitData{Limit: "reportBytes", Max: maxReportBytes}}
 	}
 	return b.Bytes(), nil
 }

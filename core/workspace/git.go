@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 )
 
@@ -36,7 +37,7 @@ type gitRunner struct {
 // resolved) and holds it to gitx's minimum version.
 func newGitRunner(path, home string) (*gitRunner, error) {
 	if path != "" && !filepath.IsAbs(path) {
-		return nil, invalidArg("the git path must be absolute")
+		return nil, errcode.New(errcode.InvalidArgument, "the git path must be absolute")
 	}
 	// The process-wide runner when git is found on PATH: its version is
 	// read once for every package.
@@ -45,7 +46,7 @@ func newGitRunner(path, home string) (*gitRunner, error) {
 		r, err = gitx.NewRunner(gitx.RunnerOptions{GitPath: path})
 	}
 	if err != nil {
-		return nil, &Error{Code: CodeUnsupported, Msg: "workspaces cannot use git: " + err.Error(), Err: err}
+		return nil, &errcode.Error{Code: errcode.Unsupported, Msg: "workspaces cannot use git: " + err.Error(), Err: err}
 	}
 	return &gitRunner{r: r, home: home}, nil
 }
@@ -133,20 +134,20 @@ func (g *gitRunner) run(ctx context.Context, c gitCall) ([]byte, error) {
 	var ee *gitx.ExitError
 	switch {
 	case errors.Is(err, gitx.ErrTimeout):
-		return nil, &Error{Code: CodeTimeout, Msg: "git " + name + " did not finish in time and was stopped"}
-	case gitx.IsCode(err, gitx.CodeOutputLimit):
-		return nil, &Error{Code: CodeOutputLimit, Msg: "git " + name + " produced more output than allowed", Data: LimitData{Limit: "output", Max: limit}}
-	case gitx.IsCode(err, gitx.CodeInvalidArgument):
-		return nil, invalidArg("a repository path contains a control character")
+		return nil, &errcode.Error{Code: errcode.Timeout, Msg: "git " + name + " did not finish in time and was stopped"}
+	case errcode.IsCode(err, errcode.OutputLimit):
+		return nil, &errcode.Error{Code: errcode.OutputLimit, Msg: "git " + name + " produced more output than allowed", Data: LimitData{Limit: "output", Max: limit}}
+	case errcode.IsCode(err, errcode.InvalidArgument):
+		return nil, errcode.New(errcode.InvalidArgument, "a repository path contains a control character")
 	case errors.As(err, &ee):
 		msg := strings.TrimSpace(ee.Stderr)
 		if len(msg) > 1024 {
 			msg = msg[:1024]
 		}
-		return stdout, &Error{Code: CodeGitFailed, Msg: "git " + name + " failed",
+		return stdout, &errcode.Error{Code: errcode.GitFailed, Msg: "git " + name + " failed",
 			Data: GitFailure{Command: name, ExitCode: ee.ExitCode, Stderr: msg}, Err: err}
 	}
-	return nil, &Error{Code: CodeGitFailed, Msg: "git " + name + " failed",
+	return nil, &errcode.Error{Code: errcode.GitFailed, Msg: "git " + name + " failed",
 		Data: GitFailure{Command: name, ExitCode: -1}, Err: err}
 }
 
@@ -154,7 +155,7 @@ func (g *gitRunner) run(ctx context.Context, c gitCall) ([]byte, error) {
 func (g *gitRunner) pipe(ctx context.Context, from, to gitCall) error {
 	r, w, err := os.Pipe()
 	if err != nil {
-		return internal(err, "cannot create a pipe")
+		return errcode.Wrap(errcode.Internal, err, "cannot create a pipe")
 	}
 	from.stdout, to.stdin = w, r
 	errc := make(chan error, 1)
@@ -182,7 +183,7 @@ func gitCommandName(args []string) string {
 
 // gitExitCode is the exit code of a git_failed error, or -1.
 func gitExitCode(err error) int {
-	var e *Error
+	var e *errcode.Error
 	if errors.As(err, &e) {
 		if f, ok := e.Data.(GitFailure); ok {
 			return f.ExitCode

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // needRunsc skips (or, with SLUICE_REQUIRE_E2E=1, fails) when the Engine
@@ -76,7 +78,7 @@ func TestRun_UnderGVisor(t *testing.T) {
 
 	// A PID limit too low for the sandbox to start is refused up front,
 	// with a reason, instead of failing as an unexplained start error.
-	if _, err := m.Run(context.Background(), w.ID, RunRequest{Argv: []string{"true"}, Limits: Limits{PIDs: 32}}); !IsCode(err, CodeInvalidArgument) || !strings.Contains(err.Error(), "runsc") {
+	if _, err := m.Run(context.Background(), w.ID, RunRequest{Argv: []string{"true"}, Limits: Limits{PIDs: 32}}); !errcode.IsCode(err, errcode.InvalidArgument) || !strings.Contains(err.Error(), "runsc") {
 		t.Fatalf("a 32-PID limit under runsc: %v", err)
 	}
 
@@ -108,7 +110,7 @@ func TestRun_UnknownRuntimeFailsClosed(t *testing.T) {
 	w := freshWS(t, m)
 	for i := 0; i < 2; i++ {
 		_, err := m.Run(context.Background(), w.ID, RunRequest{Argv: []string{"true"}})
-		if !IsCode(err, CodeUnsupported) || !strings.Contains(err.Error(), `"sluice-no-such-runtime"`) || !strings.Contains(err.Error(), "never runs a workspace under another runtime") {
+		if !errcode.IsCode(err, errcode.Unsupported) || !strings.Contains(err.Error(), `"sluice-no-such-runtime"`) || !strings.Contains(err.Error(), "never runs a workspace under another runtime") {
 			t.Fatalf("run %d under a runtime the Engine lacks: %v", i, err)
 		}
 	}
@@ -134,7 +136,7 @@ func TestEgress_RefusedUnderGVisor(t *testing.T) {
 	m := newManager(t, true, func(o *Options) { o.RuntimeName = "runsc" })
 	w := freshWS(t, m)
 	err := m.GrantEgress(w.ID, []string{"example.com:443"})
-	if !IsCode(err, CodeUnsupported) || !strings.Contains(err.Error(), "runsc") || !strings.Contains(err.Error(), "no network") {
+	if !errcode.IsCode(err, errcode.Unsupported) || !strings.Contains(err.Error(), "runsc") || !strings.Contains(err.Error(), "no network") {
 		t.Fatalf("an egress grant under runsc: %v", err)
 	}
 	if ws, _ := m.Get(w.ID); len(ws.Egress) != 0 {
@@ -157,7 +159,7 @@ func TestEgress_RefusedUnderGVisor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer moved.Close()
-	if _, err := moved.Run(context.Background(), w2.ID, RunRequest{Argv: []string{"true"}}); !IsCode(err, CodeUnsupported) || !strings.Contains(err.Error(), "revoke the egress grant") {
+	if _, err := moved.Run(context.Background(), w2.ID, RunRequest{Argv: []string{"true"}}); !errcode.IsCode(err, errcode.Unsupported) || !strings.Contains(err.Error(), "revoke the egress grant") {
 		t.Fatalf("a granted workspace run under runsc: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitpath"
 )
 
@@ -249,7 +250,7 @@ func gitmoduleValues(c *checker, sha string) map[string]string {
 	}
 	b, err := c.m.git.run(c.ctx, gitCall{gitDir: c.gitDir, limit: maxCheckedBlob, args: []string{"config", "--blob", sha, "-z", "--get-regexp", `^submodule\..*\.(url|update|path)$`}})
 	if err != nil && gitExitCode(err) != 1 { // 1: no such key
-		if IsCode(err, CodeGitFailed) {
+		if errcode.IsCode(err, errcode.GitFailed) {
 			c.add(SeverityRefuse, "gitmodules", "", ".gitmodules cannot be parsed")
 			return out
 		}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 func TestDiffCommitFetchInto(t *testing.T) {
@@ -85,10 +87,10 @@ func TestDiffCommitFetchInto(t *testing.T) {
 	if st := git(t, repo, "status", "--porcelain"); st != "" {
 		t.Fatalf("the person's working tree changed: %q", st)
 	}
-	if _, err := m.FetchInto(ctx, w.ID, repo, "refs/heads/main"); !IsCode(err, CodeInvalidArgument) {
+	if _, err := m.FetchInto(ctx, w.ID, repo, "refs/heads/main"); !errcode.IsCode(err, errcode.InvalidArgument) {
 		t.Fatalf("fetch into a branch: %v", err)
 	}
-	if _, err := m.FetchInto(ctx, w.ID, repo, "refs/sluice/../heads/main"); !IsCode(err, CodeInvalidArgument) {
+	if _, err := m.FetchInto(ctx, w.ID, repo, "refs/sluice/../heads/main"); !errcode.IsCode(err, errcode.InvalidArgument) {
 		t.Fatalf("fetch into a dotted ref: %v", err)
 	}
 }

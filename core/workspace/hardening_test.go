@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/docker/docker/client"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // These tests observe each hardening property from inside a real
@@ -262,7 +264,7 @@ func TestRun_RefusesBadRequests(t *testing.T) {
 		{Argv: []string{"true"}, Env: map[string]string{"LD_PRELOAD": "/x.so"}},
 		{Argv: []string{"true"}, StdoutFormat: "xml"},
 	} {
-		if _, err := m.Run(ctx, w.ID, req); !IsCode(err, CodeInvalidArgument) {
+		if _, err := m.Run(ctx, w.ID, req); !errcode.IsCode(err, errcode.InvalidArgument) {
 			t.Errorf("Run(%+v): %v", req, err)
 		}
 	}
@@ -284,10 +286,10 @@ func TestRun_RefusesBadRequests(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if _, err := m.WriteFile(ctx, w.ID, "x", []byte("x"), 0); !IsCode(err, CodeLocked) {
+	if _, err := m.WriteFile(ctx, w.ID, "x", []byte("x"), 0); !errcode.IsCode(err, errcode.WorkspaceLocked) {
 		t.Errorf("write during a run: %v, want workspace_locked", err)
 	}
-	if _, err := m.Run(ctx, w.ID, RunRequest{Argv: []string{"true"}}); !IsCode(err, CodeLocked) {
+	if _, err := m.Run(ctx, w.ID, RunRequest{Argv: []string{"true"}}); !errcode.IsCode(err, errcode.WorkspaceLocked) {
 		t.Errorf("a second run during a run: %v, want workspace_locked", err)
 	}
 	if err := <-done; err != nil {
@@ -299,13 +301,13 @@ func TestRun_ImageIsVerified(t *testing.T) {
 	t.Parallel()
 	missing := newManager(t, true, func(o *Options) { o.Image = "sha256:" + strings.Repeat("0", 64) })
 	w := freshWS(t, missing)
-	if _, err := missing.Run(context.Background(), w.ID, RunRequest{Argv: []string{"true"}}); !IsCode(err, CodeUnsupported) {
+	if _, err := missing.Run(context.Background(), w.ID, RunRequest{Argv: []string{"true"}}); !errcode.IsCode(err, errcode.Unsupported) {
 		t.Fatalf("run with an image that is not present: %v", err)
 	}
-	if err := needDocker(t).CheckImage(context.Background(), "busybox:latest"); !IsCode(err, CodeInvalidArgument) {
+	if err := needDocker(t).CheckImage(context.Background(), "busybox:latest"); !errcode.IsCode(err, errcode.InvalidArgument) {
 		t.Fatalf("an image by tag: %v", err)
 	}
-	if _, err := Open(Options{StateDir: t.TempDir() + "/s", ConfigDir: t.TempDir() + "/c", Image: TestImageRef}); !IsCode(err, CodeInvalidArgument) {
+	if _, err := Open(Options{StateDir: t.TempDir() + "/s", ConfigDir: t.TempDir() + "/c", Image: TestImageRef}); !errcode.IsCode(err, errcode.InvalidArgument) {
 		t.Fatalf("Open with an image tag: %v", err)
 	}
 }
@@ -509,7 +511,7 @@ func TestEgress_NoneByDefaultGrantedThroughProxy(t *testing.T) {
 	if testRuntime == "runsc" {
 		// runsc is registered with --network=none: a grant is refused
 		// (TestEgress_RefusedUnderGVisor has the details).
-		if err := m.GrantEgress(w.ID, []string{allowed}); !IsCode(err, CodeUnsupported) {
+		if err := m.GrantEgress(w.ID, []string{allowed}); !errcode.IsCode(err, errcode.Unsupported) {
 			t.Fatalf("an egress grant under runsc: %v", err)
 		}
 		return
@@ -641,7 +643,7 @@ func TestDestroy_VerifiedAndReconcile(t *testing.T) {
 	if _, err := os.Stat(m.dir(w.ID)); !os.IsNotExist(err) {
 		t.Fatalf("workspace directory survived Destroy: %v", err)
 	}
-	if _, err := m.Get(w.ID); err != ErrNotFound && !IsCode(err, CodeNotFound) {
+	if _, err := m.Get(w.ID); err != ErrNotFound && !errcode.IsCode(err, errcode.WorkspaceNotFound) {
 		t.Fatalf("Get after Destroy: %v", err)
 	}
 	t.Logf("Destroy during a run took %v: %+v", time.Since(start), drep)

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 var (
@@ -34,7 +36,7 @@ func needDocker(t testing.TB) *Docker {
 	})
 	if dockerErr != nil {
 		if os.Getenv("SLUICE_REQUIRE_E2E") == "1" {
-			t.Fatalf("Docker Engine required (SLUICE_REQUIRE_E2E=1) but unreachable: %v (%v)", dockerErr, dockerErr.(*Error).Err)
+			t.Fatalf("Docker Engine required (SLUICE_REQUIRE_E2E=1) but unreachable: %v (%v)", dockerErr, dockerErr.(*errcode.Error).Err)
 		}
 		t.Skipf("Docker Engine unreachable: %v", dockerErr)
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/distribution/reference"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // Images. A workspace runs on one image, pinned by its ID in config.json.
@@ -39,22 +41,22 @@ type ImageSummary struct {
 // Errors callers branch on.
 var (
 	// ErrImageNotFound: no local image has this name or ID.
-	ErrImageNotFound = &Error{Code: CodeInvalidArgument, Msg: "no local image has that name; list them with `sluice workspace image list`, or pull one by digest"}
+	ErrImageNotFound = &errcode.Error{Code: errcode.InvalidArgument, Msg: "no local image has that name; list them with `sluice workspace image list`, or pull one by digest"}
 	// ErrDigestRequired: a pull named a tag, not a digest.
-	ErrDigestRequired = &Error{Code: CodeInvalidArgument, Msg: "a workspace image is pulled by digest only (NAME@sha256:<64 hex digits>): a tag is whatever the registry serves at the time"}
+	ErrDigestRequired = &errcode.Error{Code: errcode.InvalidArgument, Msg: "a workspace image is pulled by digest only (NAME@sha256:<64 hex digits>): a tag is whatever the registry serves at the time"}
 	// ErrDigestMismatch: what was pulled is not what the digest names.
-	ErrDigestMismatch = &Error{Code: CodeInvalidArgument, Msg: "the pulled image does not carry the requested digest; nothing was pinned"}
+	ErrDigestMismatch = &errcode.Error{Code: errcode.InvalidArgument, Msg: "the pulled image does not carry the requested digest; nothing was pinned"}
 )
 
 // ResolveImage finds a local image by NAME[:TAG] or ID. Nothing is pulled.
 func (d *Docker) ResolveImage(ctx context.Context, name string) (ImageSummary, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || strings.HasPrefix(name, "-") || strings.ContainsAny(name, " \t\n\x00") {
-		return ImageSummary{}, invalidArg("an image is named NAME[:TAG] or by its ID (sha256:…)")
+		return ImageSummary{}, errcode.New(errcode.InvalidArgument, "an image is named NAME[:TAG] or by its ID (sha256:…)")
 	}
 	if !imageIDRe.MatchString(name) {
 		if _, err := reference.ParseNormalizedNamed(name); err != nil {
-			return ImageSummary{}, invalidArg("%q is not an image name: %v", name, err)
+			return ImageSummary{}, errcode.New(errcode.InvalidArgument, "%q is not an image name: %v", name, err)
 		}
 	}
 	ins, err := d.cli.ImageInspect(ctx, name)
@@ -62,10 +64,10 @@ func (d *Docker) ResolveImage(ctx context.Context, name string) (ImageSummary, e
 		if client.IsErrNotFound(err) {
 			return ImageSummary{}, ErrImageNotFound
 		}
-		return ImageSummary{}, &Error{Code: CodeInternal, Msg: "the Docker Engine cannot inspect the image", Err: err}
+		return ImageSummary{}, &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine cannot inspect the image", Err: err}
 	}
 	if !imageIDRe.MatchString(ins.ID) {
-		return ImageSummary{}, &Error{Code: CodeInternal, Msg: "the Docker Engine reported an image ID that is not a sha256 digest: " + ins.ID}
+		return ImageSummary{}, &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine reported an image ID that is not a sha256 digest: " + ins.ID}
 	}
 	return ImageSummary{ID: ins.ID, Tags: nonNil(ins.RepoTags), Digests: nonNil(ins.RepoDigests), Size: ins.Size}, nil
 }
@@ -75,7 +77,7 @@ func (d *Docker) ResolveImage(ctx context.Context, name string) (ImageSummary, e
 func (d *Docker) ListImages(ctx context.Context) ([]ImageSummary, error) {
 	list, err := d.cli.ImageList(ctx, image.ListOptions{})
 	if err != nil {
-		return nil, &Error{Code: CodeInternal, Msg: "the Docker Engine cannot list images", Err: err}
+		return nil, &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine cannot list images", Err: err}
 	}
 	out := make([]ImageSummary, 0, len(list))
 	for _, im := range list {
@@ -97,17 +99,17 @@ func (d *Docker) ListImages(ctx context.Context) ([]ImageSummary, error) {
 func (d *Docker) PullImage(ctx context.Context, ref string, progress io.Writer) (ImageSummary, error) {
 	named, err := reference.ParseNormalizedNamed(strings.TrimSpace(ref))
 	if err != nil {
-		return ImageSummary{}, &Error{Code: CodeInvalidArgument, Msg: fmt.Sprintf("%q is not an image reference: %v", ref, err)}
+		return ImageSummary{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: fmt.Sprintf("%q is not an image reference: %v", ref, err)}
 	}
 	canon, ok := named.(reference.Canonical)
 	if !ok {
 		return ImageSummary{}, ErrDigestRequired
 	}
 	if _, tagged := named.(reference.Tagged); tagged {
-		return ImageSummary{}, &Error{Code: CodeInvalidArgument, Msg: "give the image as NAME@sha256:DIGEST without a tag: with both, the tag would only be a label that says nothing"}
+		return ImageSummary{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: "give the image as NAME@sha256:DIGEST without a tag: with both, the tag would only be a label that says nothing"}
 	}
 	if err := canon.Digest().Validate(); err != nil {
-		return ImageSummary{}, &Error{Code: CodeInvalidArgument, Msg: "the digest is not valid: " + err.Error()}
+		return ImageSummary{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: "the digest is not valid: " + err.Error()}
 	}
 	want := canon.String() // fully qualified, e.g. docker.io/library/x@sha256:…
 	// An empty credential: Sluice pulls only public (or local) images and
@@ -123,13 +125,13 @@ func (d *Docker) PullImage(ctx context.Context, ref string, progress io.Writer) 
 	}
 	ins, err := d.cli.ImageInspect(ctx, want)
 	if err != nil {
-		return ImageSummary{}, &Error{Code: CodeInternal, Msg: "the pulled image cannot be inspected", Err: err}
+		return ImageSummary{}, &errcode.Error{Code: errcode.Internal, Msg: "the pulled image cannot be inspected", Err: err}
 	}
 	if !slices.ContainsFunc(ins.RepoDigests, func(s string) bool { return sameRef(s, want) }) {
 		return ImageSummary{}, ErrDigestMismatch
 	}
 	if !imageIDRe.MatchString(ins.ID) {
-		return ImageSummary{}, &Error{Code: CodeInternal, Msg: "the Docker Engine reported an image ID that is not a sha256 digest: " + ins.ID}
+		return ImageSummary{}, &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine reported an image ID that is not a sha256 digest: " + ins.ID}
 	}
 	return ImageSummary{ID: ins.ID, Tags: nonNil(ins.RepoTags), Digests: nonNil(ins.RepoDigests), Size: ins.Size}, nil
 }
@@ -175,9 +177,9 @@ func readPullStream(r io.Reader, progress io.Writer) error {
 // under a stable code.
 func pullError(err error) error {
 	if client.IsErrNotFound(err) {
-		return &Error{Code: CodeInvalidArgument, Msg: "the registry has no image with that digest: " + err.Error(), Err: err}
+		return &errcode.Error{Code: errcode.InvalidArgument, Msg: "the registry has no image with that digest: " + err.Error(), Err: err}
 	}
-	return &Error{Code: CodeUnsupported, Msg: "the image could not be pulled: " + err.Error(), Err: err}
+	return &errcode.Error{Code: errcode.Unsupported, Msg: "the image could not be pulled: " + err.Error(), Err: err}
 }
 
 func nonNil(s []string) []string {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/image"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // needRegistry starts a real registry on 127.0.0.1 for one test.
@@ -41,7 +43,7 @@ func TestImage_ResolveAndList(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "-rm", "Upper/Case", "a b", "sluice-test/no-such-image:1"} {
-		if _, err := d.ResolveImage(ctx, bad); !IsCode(err, CodeInvalidArgument) {
+		if _, err := d.ResolveImage(ctx, bad); !errcode.IsCode(err, errcode.InvalidArgument) {
 			t.Errorf("ResolveImage(%q): %v, want invalid_argument", bad, err)
 		}
 	}
@@ -84,10 +86,10 @@ func TestImage_PullByDigestFromARealRegistry(t *testing.T) {
 	if _, err := d.PullImage(ctx, repo+":1", nil); !errors.Is(err, ErrDigestRequired) {
 		t.Fatalf("pull by tag: %v, want ErrDigestRequired", err)
 	}
-	if _, err := d.PullImage(ctx, repo+":1@"+digest, nil); !IsCode(err, CodeInvalidArgument) {
+	if _, err := d.PullImage(ctx, repo+":1@"+digest, nil); !errcode.IsCode(err, errcode.InvalidArgument) {
 		t.Fatalf("pull by tag and digest: %v", err)
 	}
-	if _, err := d.PullImage(ctx, repo+"@sha256:1234", nil); !IsCode(err, CodeInvalidArgument) {
+	if _, err := d.PullImage(ctx, repo+"@sha256:1234", nil); !errcode.IsCode(err, errcode.InvalidArgument) {
 		t.Fatalf("pull by a malformed digest: %v", err)
 	}
 	wrong := "sha256:" + strings.Repeat("ab", 32)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"time"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // SealResult is what Seal did.
@@ -93,7 +95,7 @@ func (m *Manager) Destroy(ctx context.Context, id string) (*DestroyReport, error
 		}
 		select {
 		case <-ctx.Done():
-			return nil, &Error{Code: CodeTimeout, Msg: "destroy was cancelled while waiting for the workspace", Err: ctx.Err()}
+			return nil, &errcode.Error{Code: errcode.Timeout, Msg: "destroy was cancelled while waiting for the workspace", Err: ctx.Err()}
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -128,7 +130,7 @@ func (m *Manager) destroyLocked(ctx context.Context, id string) (*DestroyReport,
 		}
 		for _, c := range left {
 			if c.WorkspaceID == id {
-				return rep, &Error{Code: CodeInternal, Msg: "a container of the workspace is still present after removal"}
+				return rep, &errcode.Error{Code: errcode.Internal, Msg: "a container of the workspace is still present after removal"}
 			}
 		}
 	}
@@ -137,7 +139,7 @@ func (m *Manager) destroyLocked(ctx context.Context, id string) (*DestroyReport,
 		return rep, err
 	}
 	if _, err := os.Lstat(m.dir(id)); !errors.Is(err, os.ErrNotExist) {
-		return rep, &Error{Code: CodeInternal, Msg: "the workspace directory is still present after removal", Err: err}
+		return rep, &errcode.Error{Code: errcode.Internal, Msg: "the workspace directory is still present after removal", Err: err}
 	}
 	rep.TreeRemoved = true
 	m.log.Info("workspace: destroyed", "workspace", id, "containers", rep.ContainersRemoved)
@@ -217,7 +219,7 @@ func (m *Manager) Reconcile(ctx context.Context) (*ReconcileReport, error) {
 	rep := &ReconcileReport{RemovedContainers: []string{}, RemovedWorkspaces: []string{}}
 	ents, err := os.ReadDir(m.root)
 	if err != nil {
-		return nil, internal(err, "cannot list workspaces")
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot list workspaces")
 	}
 	for _, e := range ents {
 		id := e.Name()

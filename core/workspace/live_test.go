@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // waitFor polls cond until it holds; the deadline only bounds a failure.
@@ -143,7 +145,7 @@ func TestRun_ErrorLeavesNoRunningRecord(t *testing.T) {
 		return len(runs) == 1 && runs[0].Running && runs[0].Stdout == "started\n"
 	})
 	cancel()
-	if err := <-done; !IsCode(err, CodeTimeout) {
+	if err := <-done; !errcode.IsCode(err, errcode.Timeout) {
 		t.Fatalf("a cancelled run: %v", err)
 	}
 	if runs, err := m.Runs(w.ID); err != nil || len(runs) != 0 {

@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitpath"
 )
 
@@ -22,7 +23,7 @@ const (
 // components. "" and "." name the workspace root.
 func splitRel(p string) ([]string, error) {
 	if len(p) > maxPathLen || strings.ContainsRune(p, 0) {
-		return nil, invalidArg("the path is too long or contains a NUL byte")
+		return nil, errcode.New(errcode.InvalidArgument, "the path is too long or contains a NUL byte")
 	}
 	if strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) {
 		return nil, ErrPathOutside
@@ -36,19 +37,19 @@ func splitRel(p string) ([]string, error) {
 			return nil, ErrPathOutside
 		}
 		if len(c) > maxNameLen {
-			return nil, invalidArg("a path component is longer than %d bytes", maxNameLen)
+			return nil, errcode.New(errcode.InvalidArgument, "a path component is longer than %d bytes", maxNameLen)
 		}
 		comps = append(comps, c)
 	}
 	if len(comps) > 0 && gitpath.IsGitName(comps[0]) {
 		// The repository lives outside the tree (mounted read-only in the
 		// container); tree/.git is only its mount point.
-		return nil, invalidArg("the .git directory is not part of the workspace files; use workspace_diff to see changes")
+		return nil, errcode.New(errcode.InvalidArgument, "the .git directory is not part of the workspace files; use workspace_diff to see changes")
 	}
 	if gitpath.NamesMetadata(p) {
 		// A nested .git (any case) would be a repository inside the tree
 		// that the seal refuses anyway: refuse it before it is written.
-		return nil, invalidArg("the path names git metadata (.git, in any case or at any depth); such files cannot be part of a workspace's changes")
+		return nil, errcode.New(errcode.InvalidArgument, "the path names git metadata (.git, in any case or at any depth); such files cannot be part of a workspace's changes")
 	}
 	return comps, nil
 }

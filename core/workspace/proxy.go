@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // Proxy is the allowlisting egress proxy of granted runs. It speaks plain
@@ -109,7 +111,7 @@ func (p *Proxy) Register(workspaceID, runID string, allow []string) (*ProxyGrant
 	}
 	var b [24]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return nil, internal(err, "cannot make a proxy token")
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot make a proxy token")
 	}
 	token := hex.EncodeToString(b[:])
 	p.mu.Lock()
@@ -165,7 +167,7 @@ func NormalizeEgress(entries []string) ([]string, error) {
 // allows its ports 80 and 443.
 func allowEntries(e string) ([]string, error) {
 	e = strings.ToLower(strings.TrimSpace(e))
-	bad := invalidArg("egress entry %q must be host or host:port (exact; no scheme, path or wildcard)", e)
+	bad := errcode.New(errcode.InvalidArgument, "egress entry %q must be host or host:port (exact; no scheme, path or wildcard)", e)
 	if e == "" || len(e) > 260 || strings.ContainsAny(e, "/*@?# \t") {
 		return nil, bad
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // openBeneath opens comps below root: atomically with openat2 where the
@@ -53,13 +55,13 @@ func mapResolveErr(err error, comps []string) error {
 	case errors.Is(err, unix.EXDEV), errors.Is(err, unix.ELOOP):
 		return ErrPathOutside
 	case errors.Is(err, unix.ENOENT):
-		return &Error{Code: CodeInvalidArgument, Msg: "no such file or directory: " + joinRel(comps), Err: err}
+		return &errcode.Error{Code: errcode.InvalidArgument, Msg: "no such file or directory: " + joinRel(comps), Err: err}
 	case errors.Is(err, unix.ENOTDIR):
-		return &Error{Code: CodeInvalidArgument, Msg: "not a directory: " + joinRel(comps), Err: err}
+		return &errcode.Error{Code: errcode.InvalidArgument, Msg: "not a directory: " + joinRel(comps), Err: err}
 	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
-		return &Error{Code: CodeInvalidArgument, Msg: "permission denied: " + joinRel(comps), Err: err}
+		return &errcode.Error{Code: errcode.InvalidArgument, Msg: "permission denied: " + joinRel(comps), Err: err}
 	}
-	return internal(err, "cannot open %s", joinRel(comps))
+	return errcode.Wrap(errcode.Internal, err, "cannot open %s", joinRel(comps))
 }
 
 func (o owner) apply(fd int) error {
@@ -74,7 +76,7 @@ func (o owner) apply(fd int) error {
 // directory's fd and the last component.
 func openParent(root int, comps []string, create bool, own owner) (int, string, error) {
 	if len(comps) == 0 {
-		return -1, "", invalidArg("the path names the workspace root, not a file")
+		return -1, "", errcode.New(errcode.InvalidArgument, "the path names the workspace root, not a file")
 	}
 	dirs, base := comps[:len(comps)-1], comps[len(comps)-1]
 	if !create {
@@ -97,7 +99,7 @@ func openParent(root int, comps []string, create bool, own owner) (int, string, 
 				if cerr := own.apply(fd); cerr != nil {
 					closeFD(fd)
 					closeFD(prev)
-					return -1, "", internal(cerr, "cannot hand %s to the container user", joinRel(dirs[:i+1]))
+					return -1, "", errcode.Wrap(errcode.Internal, cerr, "cannot hand %s to the container user", joinRel(dirs[:i+1]))
 				}
 			}
 		}
@@ -126,13 +128,13 @@ func writeAtomicAt(dir int, name string, data []byte, perm os.FileMode, own owne
 	switch {
 	case err == nil:
 		if st.isSymlink() {
-			return false, invalidArg("%s is a symlink; write to the file it points to instead", rel)
+			return false, errcode.New(errcode.InvalidArgument, "%s is a symlink; write to the file it points to instead", rel)
 		}
 		if st.isDir() {
-			return false, invalidArg("%s is a directory", rel)
+			return false, errcode.New(errcode.InvalidArgument, "%s is a directory", rel)
 		}
 		if !st.isRegular() {
-			return false, invalidArg("%s is not a regular file", rel)
+			return false, errcode.New(errcode.InvalidArgument, "%s is not a regular file", rel)
 		}
 		if perm == 0 {
 			perm = st.mode.Perm()
@@ -159,20 +161,20 @@ func writeAtomicAt(dir int, name string, data []byte, perm os.FileMode, own owne
 		}
 	}()
 	if _, err := f.Write(data); err != nil {
-		return false, internal(err, "cannot write %s", rel)
+		return false, errcode.Wrap(errcode.Internal, err, "cannot write %s", rel)
 	}
 	// The mode given to open is filtered by the umask; set it exactly.
 	if err := fchmodFD(fd, uint32(perm.Perm())); err != nil {
-		return false, internal(err, "cannot set the mode of %s", rel)
+		return false, errcode.Wrap(errcode.Internal, err, "cannot set the mode of %s", rel)
 	}
 	if err := own.apply(fd); err != nil {
-		return false, internal(err, "cannot hand %s to the container user", rel)
+		return false, errcode.Wrap(errcode.Internal, err, "cannot hand %s to the container user", rel)
 	}
 	if err := f.Sync(); err != nil {
-		return false, internal(err, "cannot write %s", rel)
+		return false, errcode.Wrap(errcode.Internal, err, "cannot write %s", rel)
 	}
 	if err := f.Close(); err != nil {
-		return false, internal(err, "cannot write %s", rel)
+		return false, errcode.Wrap(errcode.Internal, err, "cannot write %s", rel)
 	}
 	ok = true
 	if err := renameAt(dir, tmp, dir, name); err != nil {

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // RunRequest is one command to run in a workspace's container.
@@ -181,18 +183,18 @@ func (m *Manager) checkRunRequest(req RunRequest) (reportComps []string, limits 
 		return nil, Limits{}, ErrNoRuntime
 	}
 	if m.opts.Image == "" {
-		return nil, Limits{}, &Error{Code: CodeUnsupported, Msg: "no workspace image is configured"}
+		return nil, Limits{}, &errcode.Error{Code: errcode.Unsupported, Msg: "no workspace image is configured"}
 	}
 	return reportComps, limits, nil
 }
 
 func checkRunEnv(env map[string]string) error {
 	if len(env) > maxEnvVars {
-		return invalidArg("at most %d environment variables may be set", maxEnvVars)
+		return errcode.New(errcode.InvalidArgument, "at most %d environment variables may be set", maxEnvVars)
 	}
 	for k, v := range env {
 		if !envNameRe.MatchString(k) || slices.Contains(reservedEnv, k) || strings.HasPrefix(k, "LD_") || strings.ContainsRune(v, 0) {
-			return invalidArg("environment variable %q cannot be set", k)
+			return errcode.New(errcode.InvalidArgument, "environment variable %q cannot be set", k)
 		}
 	}
 	return nil
@@ -202,12 +204,12 @@ func checkReportFormats(stdoutFormat, reportFormat string) error {
 	switch stdoutFormat {
 	case "", FormatGoTest, FormatTAP:
 	default:
-		return invalidArg("stdoutFormat must be gotest or tap")
+		return errcode.New(errcode.InvalidArgument, "stdoutFormat must be gotest or tap")
 	}
 	switch reportFormat {
 	case "", FormatJUnit, FormatTAP, FormatGoTest:
 	default:
-		return invalidArg("reportFormat must be junit, tap or gotest")
+		return errcode.New(errcode.InvalidArgument, "reportFormat must be junit, tap or gotest")
 	}
 	return nil
 }
@@ -229,7 +231,7 @@ func (m *Manager) checkEngine(ctx context.Context, w *Workspace, limits Limits) 
 	// the sandbox cannot even start, which the Engine reports only as a
 	// failed start.
 	if rtInfo.Name == "runsc" && limits.PIDs < minPIDsRunsc {
-		return RuntimeInfo{}, &Error{Code: CodeInvalidArgument, Data: map[string]any{"limit": "pids", "min": minPIDsRunsc, "runtime": "runsc"},
+		return RuntimeInfo{}, &errcode.Error{Code: errcode.InvalidArgument, Data: map[string]any{"limit": "pids", "min": minPIDsRunsc, "runtime": "runsc"},
 			Msg: fmt.Sprintf("under runsc (gVisor) a run needs a PID limit of at least %d: the sandbox's own threads count against it", minPIDsRunsc)}
 	}
 	return rtInfo, nil
@@ -244,7 +246,7 @@ func (m *Manager) runSecrets(id string, env map[string]string) (map[string]strin
 	}
 	for k := range env {
 		if _, ok := secrets[k]; ok {
-			return nil, invalidArg("environment variable %q is a granted secret and cannot be overridden", k)
+			return nil, errcode.New(errcode.InvalidArgument, "environment variable %q is a granted secret and cannot be overridden", k)
 		}
 	}
 	return secrets, nil
@@ -429,23 +431,23 @@ func (m *Manager) recordRun(w *Workspace, res *RunResult) {
 
 func checkArgv(argv []string) error {
 	if len(argv) == 0 {
-		return invalidArg("argv must name a command")
+		return errcode.New(errcode.InvalidArgument, "argv must name a command")
 	}
 	if len(argv) > maxArgs {
-		return invalidArg("argv has more than %d elements", maxArgs)
+		return errcode.New(errcode.InvalidArgument, "argv has more than %d elements", maxArgs)
 	}
 	total := 0
 	for _, a := range argv {
 		total += len(a)
 		if strings.ContainsRune(a, 0) {
-			return invalidArg("argv must not contain NUL bytes")
+			return errcode.New(errcode.InvalidArgument, "argv must not contain NUL bytes")
 		}
 	}
 	if argv[0] == "" {
-		return invalidArg("argv must name a command")
+		return errcode.New(errcode.InvalidArgument, "argv must name a command")
 	}
 	if total > maxArgvBytes {
-		return invalidArg("argv is longer than %d bytes", maxArgvBytes)
+		return errcode.New(errcode.InvalidArgument, "argv is longer than %d bytes", maxArgvBytes)
 	}
 	return nil
 }
@@ -492,7 +494,7 @@ func (m *Manager) checkRuntime(ctx context.Context) (RuntimeInfo, error) {
 
 // errEgressNoNetwork refuses egress under a runtime without a network.
 func errEgressNoNetwork(runtime string) error {
-	return &Error{Code: CodeUnsupported, Data: map[string]any{"runtime": runtime},
+	return &errcode.Error{Code: errcode.Unsupported, Data: map[string]any{"runtime": runtime},
 		Msg: "workspaces run under " + runtime + ", which gives containers no network at all (--network=none), " +
 			"so a run cannot reach granted hosts; revoke the egress grant, or run workspaces under runc to use egress"}
 }
@@ -524,7 +526,7 @@ func (m *Manager) Runs(id string) ([]RunResult, error) {
 	}
 	ents, err := os.ReadDir(m.runsDir(w.ID))
 	if err != nil && !os.IsNotExist(err) {
-		return nil, internal(err, "cannot list runs")
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot list runs")
 	}
 	var out []RunResult
 	for _, e := range ents {

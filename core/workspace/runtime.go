@@ -6,6 +6,8 @@ import (
 	"io"
 	"regexp"
 	"time"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // Runtime runs one container to completion for one workspace run. It is the
@@ -186,7 +188,7 @@ func (l Limits) withDefaults(def Limits) (Limits, error) {
 // the Manager's, which are within HardLimits.
 func (l Limits) within(max Limits) error {
 	if l.MemoryBytes > 0 && l.MemoryBytes < 6<<20 {
-		return invalidArg("the memory limit must be at least 6 MiB")
+		return errcode.New(errcode.InvalidArgument, "the memory limit must be at least 6 MiB")
 	}
 	checks := []struct {
 		name     string
@@ -202,10 +204,10 @@ func (l Limits) within(max Limits) error {
 	}
 	for _, c := range checks {
 		if c.v <= 0 {
-			return invalidArg("the %s limit must be positive", c.name)
+			return errcode.New(errcode.InvalidArgument, "the %s limit must be positive", c.name)
 		}
 		if c.v > c.limit {
-			return &Error{Code: CodeInvalidArgument, Msg: "the " + c.name + " limit is above what is allowed; limits can only be lowered", Data: LimitData{Limit: c.name, Max: c.max}}
+			return &errcode.Error{Code: errcode.InvalidArgument, Msg: "the " + c.name + " limit is above what is allowed; limits can only be lowered", Data: LimitData{Limit: c.name, Max: c.max}}
 		}
 	}
 	return nil

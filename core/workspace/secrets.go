@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // Secrets are granted by a human to one workspace, kept sealed with
@@ -45,7 +46,7 @@ type secretStore struct {
 
 func openSecretStore(configDir string) (*secretStore, error) {
 	if err := config.EnsurePrivateDir(configDir); err != nil {
-		return nil, internal(err, "cannot prepare the config directory: %v", err)
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot prepare the config directory: %v", err)
 	}
 	key, err := loadOrCreateKey(filepath.Join(configDir, secretKeyFile))
 	if err != nil {
@@ -53,11 +54,11 @@ func openSecretStore(configDir string) (*secretStore, error) {
 	}
 	block, err := aes.NewCipher(key)
 	if err != nil {
-		return nil, internal(err, "cannot use the secrets key")
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot use the secrets key")
 	}
 	aead, err := cipher.NewGCM(block)
 	if err != nil {
-		return nil, internal(err, "cannot use the secrets key")
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot use the secrets key")
 	}
 	return &secretStore{aead: aead}, nil
 }
@@ -69,38 +70,38 @@ func loadOrCreateKey(path string) ([]byte, error) {
 		if _, err := rand.Read(key); err != nil {
 			f.Close()
 			os.Remove(path)
-			return nil, internal(err, "cannot generate the secrets key")
+			return nil, errcode.Wrap(errcode.Internal, err, "cannot generate the secrets key")
 		}
 		_, werr := f.Write(key)
 		serr := f.Sync()
 		cerr := f.Close()
 		if err := errors.Join(werr, serr, cerr); err != nil {
 			os.Remove(path)
-			return nil, internal(err, "cannot write the secrets key")
+			return nil, errcode.Wrap(errcode.Internal, err, "cannot write the secrets key")
 		}
 		return key, nil
 	}
 	if !errors.Is(err, os.ErrExist) {
-		return nil, internal(err, "cannot create the secrets key")
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot create the secrets key")
 	}
 	st, err := os.Lstat(path)
 	if err != nil {
-		return nil, internal(err, "cannot read the secrets key")
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot read the secrets key")
 	}
 	if !st.Mode().IsRegular() || st.Mode().Perm()&0o077 != 0 {
-		return nil, &Error{Code: CodeInternal, Msg: "the workspace secrets key file must be a regular file readable by its owner only (chmod 600)"}
+		return nil, &errcode.Error{Code: errcode.Internal, Msg: "the workspace secrets key file must be a regular file readable by its owner only (chmod 600)"}
 	}
 	r, err := os.OpenFile(path, os.O_RDONLY|noFollowFlag, 0)
 	if err != nil {
-		return nil, internal(err, "cannot read the secrets key")
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot read the secrets key")
 	}
 	defer r.Close()
 	key, err := io.ReadAll(io.LimitReader(r, 64))
 	if err != nil {
-		return nil, internal(err, "cannot read the secrets key")
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot read the secrets key")
 	}
 	if len(key) != 32 {
-		return nil, &Error{Code: CodeInternal, Msg: "the workspace secrets key file is not a 32-byte key"}
+		return nil, &errcode.Error{Code: errcode.Internal, Msg: "the workspace secrets key file is not a 32-byte key"}
 	}
 	return key, nil
 }
@@ -129,11 +130,11 @@ func (s *secretStore) seal(id, name, value string) sealedSecret {
 
 func (s *secretStore) open(id, name string, sealed sealedSecret) (string, error) {
 	if len(sealed.Nonce) != s.aead.NonceSize() {
-		return "", internal(nil, "a sealed secret is malformed")
+		return "", errcode.Wrap(errcode.Internal, nil, "a sealed secret is malformed")
 	}
 	pt, err := s.aead.Open(nil, sealed.Nonce, sealed.Ciphertext, secretAAD(id, name))
 	if err != nil {
-		return "", internal(err, "a sealed secret cannot be opened (wrong key or tampered)")
+		return "", errcode.Wrap(errcode.Internal, err, "a sealed secret cannot be opened (wrong key or tampered)")
 	}
 	return string(pt), nil
 }
@@ -145,10 +146,10 @@ func (m *Manager) readSecrets(id string) (*secretsDoc, error) {
 		return doc, nil
 	}
 	if err != nil {
-		return nil, internal(err, "cannot read the workspace secrets")
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot read the workspace secrets")
 	}
 	if err := json.Unmarshal(b, doc); err != nil {
-		return nil, internal(err, "the workspace secrets file is corrupt")
+		return nil, errcode.Wrap(errcode.Internal, err, "the workspace secrets file is corrupt")
 	}
 	if doc.Secrets == nil {
 		doc.Secrets = map[string]sealedSecret{}
@@ -160,16 +161,16 @@ func (m *Manager) writeSecrets(id string, doc *secretsDoc) error {
 	path := filepath.Join(m.dir(id), secretsFile)
 	if len(doc.Secrets) == 0 {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return internal(err, "cannot remove the workspace secrets")
+			return errcode.Wrap(errcode.Internal, err, "cannot remove the workspace secrets")
 		}
 		return nil
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {
-		return internal(err, "cannot encode the workspace secrets")
+		return errcode.Wrap(errcode.Internal, err, "cannot encode the workspace secrets")
 	}
 	if err := config.WriteFileAtomic(path, b, 0o600); err != nil {
-		return internal(err, "cannot write the workspace secrets")
+		return errcode.Wrap(errcode.Internal, err, "cannot write the workspace secrets")
 	}
 	return nil
 }
@@ -179,11 +180,11 @@ func (m *Manager) writeSecrets(id string, doc *secretsDoc) error {
 // call it. Granting a name again replaces the value.
 func (m *Manager) Grant(id, name, value string) error {
 	if !secretNameRe.MatchString(name) || slices.Contains(reservedEnv, name) || strings.HasPrefix(name, "LD_") {
-		return invalidArg("a secret name must be an environment variable name (^[A-Za-z_][A-Za-z0-9_]{0,63}$) and not PATH, HOME, LANG, LD_* or a proxy variable")
+		return errcode.New(errcode.InvalidArgument, "a secret name must be an environment variable name (^[A-Za-z_][A-Za-z0-9_]{0,63}$) and not PATH, HOME, LANG, LD_* or a proxy variable")
 	}
 	if len(value) < minSecretBytes || len(value) > maxSecretBytes || strings.ContainsRune(value, 0) {
 		// Very short values would make redaction replace ordinary text.
-		return invalidArg("a secret value must be %d to %d bytes without NUL", minSecretBytes, maxSecretBytes)
+		return errcode.New(errcode.InvalidArgument, "a secret value must be %d to %d bytes without NUL", minSecretBytes, maxSecretBytes)
 	}
 	w, unlock, err := m.open(id, true, true)
 	if err != nil {
@@ -195,7 +196,7 @@ func (m *Manager) Grant(id, name, value string) error {
 		return err
 	}
 	if _, ok := doc.Secrets[name]; !ok && len(doc.Secrets) >= maxSecretsPerWS {
-		return invalidArg("a workspace holds at most %d secrets", maxSecretsPerWS)
+		return errcode.New(errcode.InvalidArgument, "a workspace holds at most %d secrets", maxSecretsPerWS)
 	}
 	doc.Secrets[name] = m.secrets.seal(id, name, value)
 	if err := m.writeSecrets(id, doc); err != nil {

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 func TestSecrets_SealedAtRestAndBound(t *testing.T) {
@@ -74,7 +76,7 @@ func TestSecrets_SealedAtRestAndBound(t *testing.T) {
 	}
 
 	for _, bad := range [][2]string{{"PATH", "xxxxxxxx"}, {"LD_PRELOAD", "/x.so"}, {"HTTP_PROXY", "http://x"}, {"1BAD", "xxxxxxxx"}, {"OK", "abc"}, {"OK", "a\x00bcdefg"}} {
-		if err := m.Grant(a.ID, bad[0], bad[1]); !IsCode(err, CodeInvalidArgument) {
+		if err := m.Grant(a.ID, bad[0], bad[1]); !errcode.IsCode(err, errcode.InvalidArgument) {
 			t.Errorf("Grant(%q): %v", bad[0], err)
 		}
 	}

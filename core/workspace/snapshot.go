@@ -9,6 +9,7 @@ import (
 	"path"
 	"sort"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitpath"
 )
 
@@ -25,12 +26,12 @@ const maxDepth = 256
 func (m *Manager) copySnapshot(src, tree string) (files, size int64, skipped []Skipped, err error) {
 	sfd, err := openDirPath(src)
 	if err != nil {
-		return 0, 0, nil, invalidArg("the snapshot directory cannot be opened")
+		return 0, 0, nil, errcode.New(errcode.InvalidArgument, "the snapshot directory cannot be opened")
 	}
 	defer closeFD(sfd)
 	dfd, err := openDirPath(tree)
 	if err != nil {
-		return 0, 0, nil, internal(err, "cannot open the workspace tree")
+		return 0, 0, nil, errcode.Wrap(errcode.Internal, err, "cannot open the workspace tree")
 	}
 	defer closeFD(dfd)
 	c := &snapshotCopy{m: m, maxFiles: m.opts.SnapshotMaxFiles, maxBytes: m.opts.SnapshotMaxBytes}
@@ -49,11 +50,11 @@ type snapshotCopy struct {
 
 func (c *snapshotCopy) dir(sfd, dfd int, rel string, depth int) error {
 	if depth > maxDepth {
-		return invalidArg("the snapshot directory is nested deeper than %d levels", maxDepth)
+		return errcode.New(errcode.InvalidArgument, "the snapshot directory is nested deeper than %d levels", maxDepth)
 	}
 	names, err := readDirNames(sfd)
 	if err != nil {
-		return invalidArg("cannot read %s in the snapshot directory", displayRel(rel))
+		return errcode.New(errcode.InvalidArgument, "cannot read %s in the snapshot directory", displayRel(rel))
 	}
 	for _, name := range names {
 		r := path.Join(rel, name)
@@ -66,11 +67,11 @@ func (c *snapshotCopy) dir(sfd, dfd int, rel string, depth int) error {
 			if errors.Is(err, errNotExist) {
 				continue // removed while we were copying
 			}
-			return invalidArg("cannot read %s in the snapshot directory", r)
+			return errcode.New(errcode.InvalidArgument, "cannot read %s in the snapshot directory", r)
 		}
 		c.files++
 		if c.files > c.maxFiles {
-			return &Error{Code: CodeInvalidArgument, Msg: "the snapshot directory holds more files than allowed", Data: LimitData{Limit: "files", Max: c.maxFiles}}
+			return &errcode.Error{Code: errcode.InvalidArgument, Msg: "the snapshot directory holds more files than allowed", Data: LimitData{Limit: "files", Max: c.maxFiles}}
 		}
 		switch {
 		case st.isDir():
@@ -86,7 +87,7 @@ func (c *snapshotCopy) dir(sfd, dfd int, rel string, depth int) error {
 				return err
 			}
 		default:
-			return invalidArg("%s is a %s; snapshots refuse FIFOs, sockets and devices", r, specialKind(st.mode))
+			return errcode.New(errcode.InvalidArgument, "%s is a %s; snapshots refuse FIFOs, sockets and devices", r, specialKind(st.mode))
 		}
 	}
 	return nil
@@ -95,19 +96,19 @@ func (c *snapshotCopy) dir(sfd, dfd int, rel string, depth int) error {
 func (c *snapshotCopy) subdir(sfd, dfd int, name, rel string, depth int) error {
 	sub, err := openChild(sfd, name, true)
 	if err != nil {
-		return invalidArg("cannot open %s in the snapshot directory", rel)
+		return errcode.New(errcode.InvalidArgument, "cannot open %s in the snapshot directory", rel)
 	}
 	defer closeFD(sub)
 	if err := mkdirAt(dfd, name, 0o755); err != nil {
-		return internal(err, "cannot create %s", rel)
+		return errcode.Wrap(errcode.Internal, err, "cannot create %s", rel)
 	}
 	dsub, err := openChild(dfd, name, true)
 	if err != nil {
-		return internal(err, "cannot open %s", rel)
+		return errcode.Wrap(errcode.Internal, err, "cannot open %s", rel)
 	}
 	defer closeFD(dsub)
 	if err := c.m.own.apply(dsub); err != nil {
-		return internal(err, "cannot hand %s to the container user", rel)
+		return errcode.Wrap(errcode.Internal, err, "cannot hand %s to the container user", rel)
 	}
 	return c.dir(sub, dsub, rel, depth+1)
 }
@@ -115,18 +116,18 @@ func (c *snapshotCopy) subdir(sfd, dfd int, name, rel string, depth int) error {
 func (c *snapshotCopy) symlink(sfd, dfd int, name, rel string) error {
 	target, err := readlinkAt(sfd, name)
 	if err != nil {
-		return invalidArg("cannot read the symlink %s", rel)
+		return errcode.New(errcode.InvalidArgument, "cannot read the symlink %s", rel)
 	}
 	if reason := symlinkEscapes(rel, target); reason != "" {
 		c.skipped = append(c.skipped, Skipped{Path: rel, Reason: reason})
 		return nil
 	}
 	if err := symlinkAt(target, dfd, name); err != nil {
-		return internal(err, "cannot create the symlink %s", rel)
+		return errcode.Wrap(errcode.Internal, err, "cannot create the symlink %s", rel)
 	}
 	if c.m.own.chown {
 		if err := lchownAt(dfd, name, c.m.own.uid, c.m.own.gid); err != nil {
-			return internal(err, "cannot hand %s to the container user", rel)
+			return errcode.Wrap(errcode.Internal, err, "cannot hand %s to the container user", rel)
 		}
 	}
 	return nil
@@ -136,38 +137,38 @@ func (c *snapshotCopy) file(sfd, dfd int, name, rel string) error {
 	in, err := openChild(sfd, name, false)
 	if err != nil {
 		if errors.Is(err, errLoop) {
-			return invalidArg("%s changed into a symlink during the snapshot", rel)
+			return errcode.New(errcode.InvalidArgument, "%s changed into a symlink during the snapshot", rel)
 		}
-		return invalidArg("cannot open %s in the snapshot directory", rel)
+		return errcode.New(errcode.InvalidArgument, "cannot open %s in the snapshot directory", rel)
 	}
 	inf := os.NewFile(uintptr(in), name)
 	defer inf.Close()
 	st, err := fstatFD(in)
 	if err != nil || !st.isRegular() {
-		return invalidArg("%s is not a regular file any more", rel)
+		return errcode.New(errcode.InvalidArgument, "%s is not a regular file any more", rel)
 	}
 	// Set-id and sticky bits are dropped; the execute bits are kept.
 	perm := uint32(st.mode.Perm())
 	out, err := createExcl(dfd, name, perm)
 	if err != nil {
-		return internal(err, "cannot create %s", rel)
+		return errcode.Wrap(errcode.Internal, err, "cannot create %s", rel)
 	}
 	outf := os.NewFile(uintptr(out), name)
 	defer outf.Close()
 	room := c.maxBytes - c.bytes
 	n, err := io.Copy(outf, io.LimitReader(inf, room+1))
 	if err != nil {
-		return internal(err, "cannot copy %s", rel)
+		return errcode.Wrap(errcode.Internal, err, "cannot copy %s", rel)
 	}
 	c.bytes += n
 	if c.bytes > c.maxBytes {
-		return &Error{Code: CodeInvalidArgument, Msg: "the snapshot directory is larger than allowed", Data: LimitData{Limit: "bytes", Max: c.maxBytes}}
+		return &errcode.Error{Code: errcode.InvalidArgument, Msg: "the snapshot directory is larger than allowed", Data: LimitData{Limit: "bytes", Max: c.maxBytes}}
 	}
 	if err := fchmodFD(out, perm); err != nil {
-		return internal(err, "cannot set the mode of %s", rel)
+		return errcode.Wrap(errcode.Internal, err, "cannot set the mode of %s", rel)
 	}
 	if err := c.m.own.apply(out); err != nil {
-		return internal(err, "cannot hand %s to the container user", rel)
+		return errcode.Wrap(errcode.Internal, err, "cannot hand %s to the container user", rel)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // The store is one directory per workspace:
@@ -36,14 +37,14 @@ func (m *Manager) readMeta(id string) (*Workspace, error) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, internal(err, "cannot read the workspace metadata")
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot read the workspace metadata")
 	}
 	var w Workspace
 	if err := json.Unmarshal(b, &w); err != nil {
-		return nil, internal(err, "the workspace metadata is corrupt")
+		return nil, errcode.Wrap(errcode.Internal, err, "the workspace metadata is corrupt")
 	}
 	if w.ID != id {
-		return nil, internal(nil, "the workspace metadata names another workspace")
+		return nil, errcode.Wrap(errcode.Internal, nil, "the workspace metadata names another workspace")
 	}
 	return &w, nil
 }
@@ -51,10 +52,10 @@ func (m *Manager) readMeta(id string) (*Workspace, error) {
 func (m *Manager) writeMeta(w *Workspace) error {
 	b, err := json.MarshalIndent(w, "", "  ")
 	if err != nil {
-		return internal(err, "cannot encode the workspace metadata")
+		return errcode.Wrap(errcode.Internal, err, "cannot encode the workspace metadata")
 	}
 	if err := config.WriteFileAtomic(m.metaPath(w.ID), append(b, '\n'), 0o600); err != nil {
-		return internal(err, "cannot write the workspace metadata")
+		return errcode.Wrap(errcode.Internal, err, "cannot write the workspace metadata")
 	}
 	return nil
 }
@@ -91,7 +92,7 @@ func (m *Manager) Get(id string) (*Workspace, error) { return m.readMeta(id) }
 func (m *Manager) List() ([]Workspace, error) {
 	ents, err := os.ReadDir(m.root)
 	if err != nil {
-		return nil, internal(err, "cannot list workspaces")
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot list workspaces")
 	}
 	var out []Workspace
 	for _, e := range ents {
@@ -122,7 +123,7 @@ func (m *Manager) lockWS(id string, exclusive bool) (func(), error) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, internal(err, "cannot open the workspace lock")
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot open the workspace lock")
 	}
 	fd := int(f.Fd())
 	if err := tryLock(fd, exclusive); err != nil {
@@ -130,7 +131,7 @@ func (m *Manager) lockWS(id string, exclusive bool) (func(), error) {
 		if errors.Is(err, errWouldBlock) {
 			return nil, ErrLocked
 		}
-		return nil, internal(err, "cannot lock the workspace")
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot lock the workspace")
 	}
 	return func() {
 		unlockFD(fd)
@@ -183,7 +184,7 @@ func (m *Manager) touch(w *Workspace, force bool) {
 // Renew sets a new idle lease for a workspace and restarts it now.
 func (m *Manager) Renew(id string, lease time.Duration) (*Workspace, error) {
 	if lease <= 0 || lease > 7*24*time.Hour {
-		return nil, invalidArg("lease must be between 1ns and 168h")
+		return nil, errcode.New(errcode.InvalidArgument, "lease must be between 1ns and 168h")
 	}
 	w, unlock, err := m.open(id, true, false)
 	if err != nil {
@@ -206,7 +207,7 @@ func (m *Manager) Renew(id string, lease time.Duration) (*Workspace, error) {
 func (m *Manager) Stamp() (string, error) {
 	ents, err := os.ReadDir(m.root)
 	if err != nil {
-		return "", internal(err, "cannot list workspaces")
+		return "", errcode.Wrap(errcode.Internal, err, "cannot list workspaces")
 	}
 	h := sha256.New()
 	stat := func(name string) {

@@ -9,6 +9,8 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // AllowedMounts is what a workspace container may see of the host: its
@@ -308,6 +310,6 @@ func hasFold(list []string, want string) bool {
 	return false
 }
 
-func refusal(format string, a ...any) *Error {
-	return &Error{Code: CodeInvalidArgument, Msg: "container configuration refused: " + fmt.Sprintf(format, a...)}
+func refusal(format string, a ...any) *errcode.Error {
+	return &errcode.Error{Code: errcode.InvalidArgument, Msg: "container configuration refused: " + fmt.Sprintf(format, a...)}
 }

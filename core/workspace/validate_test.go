@@ -8,6 +8,8 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 func testSpec() ContainerSpec {
@@ -200,8 +202,8 @@ func TestValidateContainerConfig_Refusals(t *testing.T) {
 			if err == nil {
 				t.Fatalf("accepted")
 			}
-			if !IsCode(err, CodeInvalidArgument) || !strings.HasPrefix(err.Error(), "container configuration refused") {
-				t.Fatalf("error %v (code %s), want a refusal", err, CodeOf(err))
+			if !errcode.IsCode(err, errcode.InvalidArgument) || !strings.HasPrefix(err.Error(), "container configuration refused") {
+				t.Fatalf("error %v (code %s), want a refusal", err, errcode.Of(err))
 			}
 		})
 	}
@@ -238,7 +240,7 @@ func TestLimits_CanOnlyBeLowered(t *testing.T) {
 		if err == nil {
 			err = l.within(base)
 		}
-		if !IsCode(err, CodeInvalidArgument) {
+		if !errcode.IsCode(err, errcode.InvalidArgument) {
 			t.Errorf("%+v: raising above the configured limit gave %v", raise, err)
 		}
 	}

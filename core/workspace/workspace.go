@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 )
 
@@ -194,10 +195,10 @@ func Open(opts Options) (*Manager, error) {
 		return nil, ErrUnsupportedOS
 	}
 	if opts.StateDir == "" || !filepath.IsAbs(opts.StateDir) {
-		return nil, invalidArg("workspace StateDir must be an absolute path")
+		return nil, errcode.New(errcode.InvalidArgument, "workspace StateDir must be an absolute path")
 	}
 	if opts.ConfigDir == "" || !filepath.IsAbs(opts.ConfigDir) {
-		return nil, invalidArg("workspace ConfigDir must be an absolute path")
+		return nil, errcode.New(errcode.InvalidArgument, "workspace ConfigDir must be an absolute path")
 	}
 	if opts.Lease <= 0 {
 		opts.Lease = DefaultLease
@@ -214,10 +215,10 @@ func Open(opts Options) (*Manager, error) {
 		opts.SnapshotMaxBytes = DefaultSnapshotMaxBytes
 	}
 	if opts.Image != "" && !imageIDRe.MatchString(opts.Image) {
-		return nil, invalidArg("workspace Image must be an image ID (sha256:<64 hex digits>), not a tag")
+		return nil, errcode.New(errcode.InvalidArgument, "workspace Image must be an image ID (sha256:<64 hex digits>), not a tag")
 	}
 	if opts.RuntimeName != "" && !runtimeNameRe.MatchString(opts.RuntimeName) {
-		return nil, invalidArg("workspace RuntimeName %q is not a runtime name", opts.RuntimeName)
+		return nil, errcode.New(errcode.InvalidArgument, "workspace RuntimeName %q is not a runtime name", opts.RuntimeName)
 	}
 	own, err := chooseOwner(opts.ContainerUID, opts.ContainerGID)
 	if err != nil {
@@ -226,16 +227,16 @@ func Open(opts Options) (*Manager, error) {
 	opts.ContainerUID, opts.ContainerGID = own.uid, own.gid
 	root := filepath.Join(opts.StateDir, "workspaces")
 	if err := config.EnsurePrivateDir(opts.StateDir); err != nil {
-		return nil, internal(err, "cannot prepare the state directory: %v", err)
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot prepare the state directory: %v", err)
 	}
 	if err := config.EnsurePrivateDir(root); err != nil {
-		return nil, internal(err, "cannot prepare the workspace directory: %v", err)
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot prepare the workspace directory: %v", err)
 	}
 	// git gets an empty HOME of its own so that no user config, credential
 	// helper or attributes file of the person applies to workspace clones.
 	home := filepath.Join(root, ".git-home")
 	if err := config.EnsurePrivateDir(home); err != nil {
-		return nil, internal(err, "cannot prepare git's home: %v", err)
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot prepare git's home: %v", err)
 	}
 	g, err := newGitRunner(opts.GitPath, home)
 	if err != nil {
@@ -281,15 +282,15 @@ func chooseOwner(uid, gid int) (owner, error) {
 			uid, gid = nobodyID, nobodyID
 		}
 		if uid <= 0 || gid <= 0 {
-			return owner{}, invalidArg("the container user must not be root or in the root group")
+			return owner{}, errcode.New(errcode.InvalidArgument, "the container user must not be root or in the root group")
 		}
 		return owner{uid: uid, gid: gid, chown: true}, nil
 	}
 	if (uid != 0 || gid != 0) && (uid != euid || gid != egid) {
-		return owner{}, invalidArg("ContainerUID/GID must be Sluice's own user (%d:%d) unless Sluice runs as root: only root can hand the tree to another user", euid, egid)
+		return owner{}, errcode.New(errcode.InvalidArgument, "ContainerUID/GID must be Sluice's own user (%d:%d) unless Sluice runs as root: only root can hand the tree to another user", euid, egid)
 	}
 	if egid == 0 {
-		return owner{}, invalidArg("the container must not run in the root group; run Sluice with another primary group")
+		return owner{}, errcode.New(errcode.InvalidArgument, "the container must not run in the root group; run Sluice with another primary group")
 	}
 	return owner{uid: euid, gid: egid}, nil
 }
