@@ -85,6 +85,24 @@ func TestToolsetEnable_InMemory_ListChanged(t *testing.T) {
 		t.Errorf("capabilities after enabling fleet: toolsets %v, tools per toolset %v", caps.Toolsets, caps.ToolsetTools)
 	}
 
+	// A second toolset in the same session: another notification, and its
+	// tools are listed too.
+	safety := gitCallOK[ToolsetEnableOut](t, cs, "toolset_enable", map[string]any{"toolset": "safety"})
+	if len(safety.Added) == 0 {
+		t.Fatalf("toolset_enable safety added nothing: %+v", safety)
+	}
+	select {
+	case <-changed:
+	case <-time.After(time.Minute): // a hang guard, not a measurement
+		t.Fatal("no second notifications/tools/list_changed after toolset_enable safety")
+	}
+	after = names()
+	for _, n := range safety.Added {
+		if !slices.Contains(after, n) {
+			t.Errorf("%s is not listed after the second toolset_enable: %v", n, after)
+		}
+	}
+
 	// Enabling again changes nothing and says so.
 	again := gitCallOK[ToolsetEnableOut](t, cs, "toolset_enable", map[string]any{"toolset": "fleet"})
 	if len(again.Added) != 0 || len(names()) != len(after) {
