@@ -469,8 +469,8 @@ func jsonCall[T any](rw http.ResponseWriter, fn func() (T, error)) {
 
 // statuses is the HTTP status of each code the UI's API answers with:
 // the one place the web UI maps the error vocabulary (core/errcode) to
-// HTTP. A code the table does not name is a 400.
-var statuses = map[errcode.Code]int{
+// HTTP.
+var statuses = errcode.Statuses{
 	errcode.ProposalNotFound: http.StatusNotFound,
 	errcode.RuleNotFound:     http.StatusNotFound,
 	errcode.ProposalTerminal: http.StatusConflict,
@@ -483,12 +483,7 @@ var statuses = map[errcode.Code]int{
 	errcode.Unsupported:      http.StatusNotImplemented,
 }
 
-func statusFor(code errcode.Code) int {
-	if s, ok := statuses[code]; ok {
-		return s
-	}
-	return http.StatusBadRequest
-}
+func statusFor(code errcode.Code) int { return statuses.Of(code) }
 
 // maxDecisionBody bounds a decision's JSON (id, digest, note, confirm).
 const maxDecisionBody = 16 << 10

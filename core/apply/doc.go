@@ -126,7 +126,7 @@
 // approved exactly that commit or push. Because filters are off, a
 // checkout Sluice updates gets the blobs as stored (Git LFS pointers stay
 // pointers). A git failure becomes an *errcode.Error here (git_failed with its
-// GitFailure), whatever gitx's own error was.
+// errcode.GitFailure), whatever gitx's own error was.
 //
 // # Restoring
 //

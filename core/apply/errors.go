@@ -8,10 +8,6 @@ import (
 	"github.com/sluicehq/sluice/core/errcode"
 )
 
-// Stable codes of execution and restore failures. They end up in the
-// journal's Outcome.Code, in the audit ledger and, for the ones an agent
-// can act on, in proposal_wait's error.
-
 // Sentinels for errors.Is. They carry only a code.
 var (
 	ErrStaleBase          = &errcode.Error{Code: errcode.StaleBase}
@@ -23,13 +19,6 @@ var (
 	ErrRestoreConflict    = &errcode.Error{Code: errcode.RestoreConflict}
 	ErrRestorePointAbsent = &errcode.Error{Code: errcode.RestorePointNotFound}
 )
-
-// GitFailure is the Data of a git_failed error.
-type GitFailure struct {
-	Command  string `json:"command"`
-	ExitCode int    `json:"exitCode"`
-	Stderr   string `json:"stderr,omitempty"`
-}
 
 // staleBase builds the stale_base error for refs whose current SHA is not
 // the expected one. current maps ref → SHA now ("" when gone).

@@ -122,14 +122,14 @@ func gitFailed(args []string, res result) *errcode.Error {
 	first = strings.TrimPrefix(strings.TrimPrefix(first, "fatal: "), "error: ")
 	return &errcode.Error{Code: errcode.GitFailed,
 		Msg:  fmt.Sprintf("git %s failed (exit %d): %s", subcommand(args), res.exit, clip(first, 300)),
-		Data: GitFailure{Command: subcommand(args), ExitCode: res.exit, Stderr: clip(s, 4096)}}
+		Data: errcode.GitFailure{Command: subcommand(args), ExitCode: res.exit, Stderr: clip(s, 4096)}}
 }
 
 // stderrOf is the stderr of a git failure, or "".
 func stderrOf(err error) string {
 	var e *errcode.Error
 	if errors.As(err, &e) {
-		if f, ok := e.Data.(GitFailure); ok {
+		if f, ok := e.Data.(errcode.GitFailure); ok {
 			return f.Stderr
 		}
 	}

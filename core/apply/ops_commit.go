@@ -210,7 +210,7 @@ func (r *run) commitFailed(ctx context.Context, res result) error {
 	case strings.Contains(low, "nothing to commit") || strings.Contains(low, "nothing added to commit") || strings.Contains(low, "no changes added to commit"):
 		return &errcode.Error{Code: errcode.NothingToCommit, Msg: "there is nothing to commit: " + clip(out, 500)}
 	case strings.Contains(low, "failed to sign") || strings.Contains(low, "signing failed"):
-		return &errcode.Error{Code: errcode.GitFailed, Data: GitFailure{Command: "commit", ExitCode: res.exit, Stderr: clip(out, 4096)},
+		return &errcode.Error{Code: errcode.GitFailed, Data: errcode.GitFailure{Command: "commit", ExitCode: res.exit, Stderr: clip(out, 4096)},
 			Msg: "the commit could not be signed with the person's signing configuration: " + clip(out, 2000)}
 	case hooks:
 		return &errcode.Error{Code: errcode.HookFailed, Data: map[string]any{"output": clip(out, 8000)},

@@ -205,7 +205,7 @@ func (s *pushStep) do(ctx context.Context, r *run, w *writing) error {
 			return &errcode.Error{Code: errcode.StaleBase, Data: map[string]string{s.a.Remote + ":" + dst: ""},
 				Msg: fmt.Sprintf("the remote branch %s on %s moved since the proposal was made, so the lease refused the forced push; nothing was pushed", s.a.RemoteName(), s.a.Remote)}
 		case summary != "":
-			return &errcode.Error{Code: errcode.PushRejected, Data: GitFailure{Command: "push", ExitCode: res.exit, Stderr: clip(res.stderr, 4096)},
+			return &errcode.Error{Code: errcode.PushRejected, Data: errcode.GitFailure{Command: "push", ExitCode: res.exit, Stderr: clip(res.stderr, 4096)},
 				Msg: fmt.Sprintf("%s refused the push of %s: %s", s.a.Remote, s.a.RemoteName(), summary)}
 		}
 		return gitFailed([]string{"push"}, res)

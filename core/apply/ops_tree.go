@@ -171,7 +171,7 @@ func (s *patchStep) do(ctx context.Context, r *run, w *writing) error {
 	}
 	if _, err := rc.g.run(ctx, call{dir: rc.path, args: args, stdin: []byte(s.a.Patch)}); err != nil {
 		if st := stderrOf(err); st != "" {
-			return &errcode.Error{Code: errcode.PatchDoesNotApply, Err: err, Data: GitFailure{Command: "apply", Stderr: st},
+			return &errcode.Error{Code: errcode.PatchDoesNotApply, Err: err, Data: errcode.GitFailure{Command: "apply", Stderr: st},
 				Msg: "the patch does not apply to " + where + ": " + clip(st, 2000) + "; nothing was changed"}
 		}
 		return err

@@ -376,7 +376,7 @@ func (s *patchStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, err
 	}
 	if _, err := sl.run(ctx, call{args: []string{"apply", "--cached", "--whitespace=nowarn"}, env: env, stdin: []byte(s.a.Patch)}); err != nil {
 		if st := stderrOf(err); st != "" {
-			return proposal.Sealed{}, &errcode.Error{Code: errcode.PatchDoesNotApply, Err: err, Data: GitFailure{Command: "apply", Stderr: st},
+			return proposal.Sealed{}, &errcode.Error{Code: errcode.PatchDoesNotApply, Err: err, Data: errcode.GitFailure{Command: "apply", Stderr: st},
 				Msg: "the patch does not apply to the " + string(s.a.Target) + " as it is now: " + clip(strings.TrimSpace(st), 2000)}
 		}
 		return proposal.Sealed{}, err

@@ -14,6 +14,7 @@ package errcode
 import (
 	"errors"
 	"fmt"
+	"net/http"
 )
 
 // Code is a stable failure code. Its text is what the wire carries.
@@ -273,4 +274,25 @@ func Has(err error) bool {
 func IsCode(err error, code Code) bool {
 	e, ok := As(err)
 	return ok && e.Code == code
+}
+
+// GitFailure is the Data of a git_failed error: enough to see what git
+// said, bounded so that a noisy failure cannot flood a context.
+type GitFailure struct {
+	Command  string `json:"command"`
+	ExitCode int    `json:"exitCode"`
+	Stderr   string `json:"stderr,omitempty"`
+}
+
+// Statuses is a boundary's table of the HTTP status of each code (the
+// gateway's, the web UI's). A code it does not name is a 400: the request
+// cannot be used as it is.
+type Statuses map[Code]int
+
+// Of is the HTTP status of code.
+func (s Statuses) Of(code Code) int {
+	if st, ok := s[code]; ok {
+		return st
+	}
+	return http.StatusBadRequest
 }

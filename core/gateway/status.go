@@ -8,9 +8,7 @@ import (
 
 // statuses is the HTTP status of each code a backend answers with: the
 // one place the gateway maps the error vocabulary (core/errcode) to HTTP.
-// A code the table does not name is a 400: the request cannot be used as
-// it is.
-var statuses = map[errcode.Code]int{
+var statuses = errcode.Statuses{
 	errcode.Unauthorized:      http.StatusUnauthorized,
 	errcode.Forbidden:         http.StatusForbidden,
 	errcode.PolicyDenied:      http.StatusForbidden,
@@ -46,9 +44,4 @@ var statuses = map[errcode.Code]int{
 }
 
 // statusOf is the HTTP status of an answer with code.
-func statusOf(code errcode.Code) int {
-	if s, ok := statuses[code]; ok {
-		return s
-	}
-	return http.StatusBadRequest
-}
+func statusOf(code errcode.Code) int { return statuses.Of(code) }

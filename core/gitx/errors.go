@@ -4,9 +4,6 @@ import (
 	"github.com/sluicehq/sluice/core/errcode"
 )
 
-// Stable error codes. They are the MCP error codes of DESIGN §3 that a read
-// can produce; the sidecar passes them through unchanged.
-
 // Sentinel errors callers branch on with errors.Is (which matches on code
 // and message, so a copy carrying extra Data still matches).
 var (
@@ -21,14 +18,6 @@ var (
 	// whole process group was killed.
 	ErrTimeout = &errcode.Error{Code: errcode.Timeout, Msg: "git did not finish in time and was stopped"}
 )
-
-// GitFailure is the Data of a git_failed error: enough for a model to see
-// what git said, bounded so that a noisy failure cannot flood a context.
-type GitFailure struct {
-	Command  string `json:"command"`
-	ExitCode int    `json:"exitCode"`
-	Stderr   string `json:"stderr,omitempty"`
-}
 
 // OutputLimit is the Data of an output_limit error.
 type OutputLimit struct {

@@ -320,13 +320,13 @@ func classify(c *cmd, code int, stderr string) error {
 		return &errcode.Error{Code: errcode.InvalidArgument, Msg: "git could not resolve a revision: " + firstLine(s, reportedStderr)}
 	case strings.Contains(low, "detected dubious ownership"):
 		return &errcode.Error{Code: errcode.GitFailed, Msg: "git refuses this repository because another user owns it (safe.directory); the person must decide to trust it",
-			Data: GitFailure{Command: strings.Join(c.sub, " "), ExitCode: code}}
+			Data: errcode.GitFailure{Command: strings.Join(c.sub, " "), ExitCode: code}}
 	}
 	if len(s) > reportedStderr {
 		s = s[:reportedStderr] + "…"
 	}
 	return &errcode.Error{Code: errcode.GitFailed, Msg: fmt.Sprintf("git %s failed (exit %d)", strings.Join(c.sub, " "), code),
-		Data: GitFailure{Command: strings.Join(c.sub, " "), ExitCode: code, Stderr: s}}
+		Data: errcode.GitFailure{Command: strings.Join(c.sub, " "), ExitCode: code, Stderr: s}}
 }
 
 func firstLine(s string, max int) string {

@@ -4,9 +4,6 @@ import (
 	"github.com/sluicehq/sluice/core/errcode"
 )
 
-// Stable error codes (DESIGN §3). The sidecar and the app pass them through
-// unchanged, so they never change meaning.
-
 // Sentinel errors callers branch on with errors.Is.
 var (
 	// ErrNotFound: no workspace has this id (or it was destroyed).
@@ -28,14 +25,6 @@ var (
 	// ErrUnsupportedOS: the operation needs Linux or another Unix.
 	ErrUnsupportedOS = &errcode.Error{Code: errcode.Unsupported, Msg: "workspaces are not supported on this operating system"}
 )
-
-// GitFailure is the Data of a git_failed error: enough to see what git
-// said, bounded so a noisy failure cannot flood a context.
-type GitFailure struct {
-	Command  string `json:"command"`
-	ExitCode int    `json:"exitCode"`
-	Stderr   string `json:"stderr,omitempty"`
-}
 
 // LimitData is the Data of an error caused by a cap.
 type LimitData struct {

@@ -145,10 +145,10 @@ func (g *gitRunner) run(ctx context.Context, c gitCall) ([]byte, error) {
 			msg = msg[:1024]
 		}
 		return stdout, &errcode.Error{Code: errcode.GitFailed, Msg: "git " + name + " failed",
-			Data: GitFailure{Command: name, ExitCode: ee.ExitCode, Stderr: msg}, Err: err}
+			Data: errcode.GitFailure{Command: name, ExitCode: ee.ExitCode, Stderr: msg}, Err: err}
 	}
 	return nil, &errcode.Error{Code: errcode.GitFailed, Msg: "git " + name + " failed",
-		Data: GitFailure{Command: name, ExitCode: -1}, Err: err}
+		Data: errcode.GitFailure{Command: name, ExitCode: -1}, Err: err}
 }
 
 // pipe runs from | to: two git processes connected by an OS pipe.
@@ -185,7 +185,7 @@ func gitCommandName(args []string) string {
 func gitExitCode(err error) int {
 	var e *errcode.Error
 	if errors.As(err, &e) {
-		if f, ok := e.Data.(GitFailure); ok {
+		if f, ok := e.Data.(errcode.GitFailure); ok {
 			return f.ExitCode
 		}
 	}
