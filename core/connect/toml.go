@@ -10,14 +10,14 @@ package connect
 // rather than made worse, and gives the byte ranges the splice needs.
 
 import (
-	"github.com/sluicehq/sluice/core/jsonc"
-
 	"bytes"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/sluicehq/sluice/core/jsonc"
 )
 
 type tomlTable struct {
