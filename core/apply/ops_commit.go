@@ -23,15 +23,11 @@ type commitStep struct {
 func (s *commitStep) name() proposal.Op { return proposal.OpCommit }
 
 func (s *commitStep) touch(ctx context.Context, r *run, t touches) error {
-	h, err := r.head(ctx)
+	sym, err := r.touchCommit(ctx, t)
 	if err != nil {
 		return err
 	}
-	s.sym = h.sym
-	if h.sym != "" {
-		t.of(r.main).addRef(h.sym)
-	}
-	t.of(r.main).addWorktree(r.main.main(), r.main.commitDepth(ctx))
+	s.sym = sym
 	return nil
 }
 
@@ -266,15 +262,11 @@ func (s *submoduleStep) touch(ctx context.Context, r *run, t touches) error {
 		t.of(s.sub).addWorktree(s.sub.main(), depthFiles)
 		return nil
 	}
-	h, err := r.head(ctx)
+	sym, err := r.touchCommit(ctx, t)
 	if err != nil {
 		return err
 	}
-	s.sym = h.sym
-	if h.sym != "" {
-		t.of(r.main).addRef(h.sym)
-	}
-	t.of(r.main).addWorktree(r.main.main(), r.main.commitDepth(ctx))
+	s.sym = sym
 	return nil
 }
 
