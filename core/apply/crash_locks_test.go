@@ -209,18 +209,7 @@ func crashInHook(t *testing.T, c opCase, hook string, onlyPrepared bool, wantLoc
 	db, audit := f.j.DB().Path(), f.rec.path
 	f.j.Close()
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashHelperEnv+"=1", "CRASH_DB="+db, "CRASH_AUDIT="+audit, "CRASH_ROOT="+f.root,
-		"CRASH_ID="+id, "CRASH_STEP=none")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, out, stderr := startHelper(t, f, db, audit, id, "none")
 	helperDone := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -251,18 +240,7 @@ func crashInHook(t *testing.T, c opCase, hook string, onlyPrepared bool, wantLoc
 	reap(t, hookPid, "the person's hook")
 
 	// Restart: the app opens the journal again and recovers.
-	f.open(db, audit)
-	recov, err := f.j.Recover(f.e.Revalidate)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Contains(recov.NeedsReconciliation, id) {
-		t.Fatalf("recovery %+v: the interrupted proposal is not needs_reconciliation", recov)
-	}
-	nr, err := f.j.Get(id)
-	if err != nil || nr.State != proposal.NeedsReconciliation {
-		t.Fatalf("state %s, %v", nr.State, err)
-	}
+	nr := f.recoverInterrupted(t, db, audit, id)
 	// What the killed execution left (the submodule's commit had staged
 	// its path) is what refused actions must leave alone.
 	crashed := repoState(t, f.repo.Dir)
@@ -362,12 +340,7 @@ func TestRemoveLocks_Refusals(t *testing.T) {
 	gitDir := filepath.Join(f.repo.Dir, ".git")
 	// Locks the interrupted execution left: stamped with the moment it
 	// began, as a git it started would have made them.
-	var began time.Time
-	for _, s := range rec.History {
-		if s.To == proposal.Executing {
-			began = s.At.Time
-		}
-	}
+	began := executionBegan(rec)
 	for _, name := range []string{"index.lock", "HEAD.lock", "refs/heads/main.lock", "refs/sluice/restore/x.lock"} {
 		p := filepath.Join(gitDir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -525,6 +498,17 @@ func (f *fixture) interrupted() journal.Record {
 	return out
 }
 
+// executionBegan is when rec's execution began: its last move to executing.
+func executionBegan(rec journal.Record) time.Time {
+	var began time.Time
+	for _, s := range rec.History {
+		if s.To == proposal.Executing {
+			began = s.At.Time
+		}
+	}
+	return began
+}
+
 // TestLocks_SluiceReadBeside_StillALeftover: a read of Sluice's own (the
 // sidecar's, a preview's) running in the repository takes no lock, so a
 // leftover lock beside it is still the interrupted execution's and can be
@@ -532,12 +516,7 @@ func (f *fixture) interrupted() journal.Record {
 func TestLocks_SluiceReadBeside_StillALeftover(t *testing.T) {
 	f := newFixture(t)
 	rec := f.interrupted()
-	var began time.Time
-	for _, s := range rec.History {
-		if s.To == proposal.Executing {
-			began = s.At.Time
-		}
-	}
+	began := executionBegan(rec)
 	lock := filepath.Join(f.repo.Dir, ".git", "index.lock")
 	if err := os.WriteFile(lock, []byte("DIRC"), 0o644); err != nil {
 		t.Fatal(err)
@@ -647,12 +626,7 @@ func catFileRunningIn(dir string) bool {
 func TestLocks_OwnGitStartedAfter_StillALeftover(t *testing.T) {
 	f := newFixture(t)
 	rec := f.interrupted()
-	var began time.Time
-	for _, s := range rec.History {
-		if s.To == proposal.Executing {
-			began = s.At.Time
-		}
-	}
+	began := executionBegan(rec)
 	// Within the execution's window (which allows for the file system's
 	// coarser clock) and more than ownSlack before anything below starts.
 	old := began.Add(-lockSlack + 100*time.Millisecond)
