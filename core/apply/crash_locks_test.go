@@ -362,14 +362,7 @@ func TestRemoveLocks_Refusals(t *testing.T) {
 	if err := os.Chtimes(old, long, long); err != nil {
 		t.Fatal(err)
 	}
-	locks, err := f.e.LeftLocks(testCtx(t), rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byPath := map[string]Lock{}
-	for _, l := range locks {
-		byPath[l.Path] = l
-	}
+	locks, byPath := f.leftLocks(t, rec)
 	if len(locks) != 5 || byPath["packed-refs.lock"].Leftover || !byPath["index.lock"].Leftover || !byPath["refs/sluice/restore/x.lock"].Leftover {
 		t.Fatalf("locks %+v", locks)
 	}
@@ -509,6 +502,20 @@ func executionBegan(rec journal.Record) time.Time {
 	return began
 }
 
+// leftLocks is what LeftLocks finds for rec, as listed and by path.
+func (f *fixture) leftLocks(t *testing.T, rec journal.Record) ([]Lock, map[string]Lock) {
+	t.Helper()
+	locks, err := f.e.LeftLocks(testCtx(t), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPath := map[string]Lock{}
+	for _, l := range locks {
+		byPath[l.Path] = l
+	}
+	return locks, byPath
+}
+
 // TestLocks_SluiceReadBeside_StillALeftover: a read of Sluice's own (the
 // sidecar's, a preview's) running in the repository takes no lock, so a
 // leftover lock beside it is still the interrupted execution's and can be
@@ -644,14 +651,7 @@ func TestLocks_OwnGitStartedAfter_StillALeftover(t *testing.T) {
 	if err := os.WriteFile(fresh, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	locks, err := f.e.LeftLocks(testCtx(t), rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byPath := map[string]Lock{}
-	for _, l := range locks {
-		byPath[l.Path] = l
-	}
+	locks, byPath := f.leftLocks(t, rec)
 	if l := byPath["index.lock"]; l.InUse || !l.Leftover {
 		t.Errorf("the lock from before the own git: %+v, want a leftover not in use", l)
 	}
