@@ -532,25 +532,8 @@ func TestLocks_SluiceReadBeside_StillALeftover(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A read that stays running until the test closes its input.
-	runner, err := gitx.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, feed := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		_, err := runner.Run(context.Background(), gitx.Call{Profile: gitx.ProfileRead, Dir: f.repo.Dir, Args: []string{"cat-file", "--batch"}, Stdin: in})
-		done <- err
-	}()
-	t.Cleanup(func() { feed.Close(); <-done })
-	deadline := time.Now().Add(time.Minute) // a hang guard
-	for !readRunningIn(f.repo.Dir) {
-		if time.Now().After(deadline) {
-			t.Fatal("the read never started")
-		}
-		time.Sleep(10 * time.Millisecond) // the poll's pace, not an expectation
-	}
+	// A read that stays running until the test ends.
+	ownCatFile(t, f.repo.Dir, gitx.ProfileRead, readRunningIn)
 
 	locks, err := f.e.LeftLocks(testCtx(t), rec)
 	if err != nil {
@@ -570,12 +553,21 @@ func TestLocks_SluiceReadBeside_StillALeftover(t *testing.T) {
 
 // readRunningIn reports whether a read-profile git runs with dir as its
 // working directory.
-func readRunningIn(dir string) bool {
+func readRunningIn(dir string) bool { return procRunningIn(dir, "environ", gitx.ReadMarker) }
+
+// catFileRunningIn reports whether a git cat-file runs with dir as its
+// working directory.
+func catFileRunningIn(dir string) bool { return procRunningIn(dir, "cmdline", "cat-file") }
+
+// procRunningIn reports whether a process runs with dir as its working
+// directory and has field among the NUL-separated fields of its
+// /proc/<pid>/<file>.
+func procRunningIn(dir, file, field string) bool {
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		p := "/proc/" + e.Name()
-		env, err := os.ReadFile(p + "/environ")
-		if err != nil || !slices.Contains(strings.Split(string(env), "\x00"), gitx.ReadMarker) {
+		b, err := os.ReadFile(p + "/" + file)
+		if err != nil || !slices.Contains(strings.Split(string(b), "\x00"), field) {
 			continue
 		}
 		if cwd, err := os.Readlink(p + "/cwd"); err == nil && cwd == dir {
@@ -586,8 +578,8 @@ func readRunningIn(dir string) bool {
 }
 
 // ownCatFile starts a cat-file of this process's own under profile in dir
-// that runs until the test ends, and waits until it is running.
-func ownCatFile(t *testing.T, dir string, profile gitx.Profile) {
+// that runs until the test ends, and waits until running says it is.
+func ownCatFile(t *testing.T, dir string, profile gitx.Profile, running func(dir string) bool) {
 	t.Helper()
 	runner, err := gitx.Default()
 	if err != nil {
@@ -601,27 +593,12 @@ func ownCatFile(t *testing.T, dir string, profile gitx.Profile) {
 	}()
 	t.Cleanup(func() { feed.Close(); <-done })
 	deadline := time.Now().Add(time.Minute) // a hang guard
-	for !catFileRunningIn(dir) {
+	for !running(dir) {
 		if time.Now().After(deadline) {
 			t.Fatal("the cat-file never started")
 		}
 		time.Sleep(10 * time.Millisecond) // the poll's pace, not an expectation
 	}
-}
-
-func catFileRunningIn(dir string) bool {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		p := "/proc/" + e.Name()
-		cmd, err := os.ReadFile(p + "/cmdline")
-		if err != nil || !slices.Contains(strings.Split(string(cmd), "\x00"), "cat-file") {
-			continue
-		}
-		if cwd, err := os.Readlink(p + "/cwd"); err == nil && cwd == dir {
-			return true
-		}
-	}
-	return false
 }
 
 // TestLocks_OwnGitStartedAfter_StillALeftover: a git this Sluice started
@@ -644,7 +621,7 @@ func TestLocks_OwnGitStartedAfter_StillALeftover(t *testing.T) {
 	if err := os.Chtimes(left, old, old); err != nil {
 		t.Fatal(err)
 	}
-	ownCatFile(t, f.repo.Dir, gitx.ProfileWrite)
+	ownCatFile(t, f.repo.Dir, gitx.ProfileWrite, catFileRunningIn)
 
 	// A lock that appears after the git started: the git may hold it.
 	fresh := filepath.Join(f.repo.Dir, ".git", "HEAD.lock")
