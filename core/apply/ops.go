@@ -89,8 +89,8 @@ func planStepError(i, n int, s step, err error) error {
 // headOf is the HEAD of the main working tree.
 func (r *run) head(ctx context.Context) (head, error) { return r.main.headOf(ctx, r.main.path) }
 
-// touchHead records that the branch HEAD is on may move, and returns it
-// ("" for a detached HEAD, which is then the steps' own to move).
+// touchHead records that the branch HEAD is on may move, and returns its
+// ref ("" when HEAD is detached: no branch is touched).
 func (r *run) touchHead(ctx context.Context, t touches) (string, error) {
 	h, err := r.head(ctx)
 	if err != nil {
@@ -100,18 +100,6 @@ func (r *run) touchHead(ctx context.Context, t touches) (string, error) {
 		t.of(r.main).addRef(h.sym)
 	}
 	return h.sym, nil
-}
-
-// touchCommit records what a commit on the checked-out branch may change:
-// that branch (or a detached HEAD) and the main worktree to commitDepth.
-// It returns the branch as touchHead does.
-func (r *run) touchCommit(ctx context.Context, t touches) (string, error) {
-	sym, err := r.touchHead(ctx, t)
-	if err != nil {
-		return "", err
-	}
-	t.of(r.main).addWorktree(r.main.main(), r.main.commitDepth(ctx))
-	return sym, nil
 }
 
 // requireOnBranch refuses when the main working tree is not on branch
