@@ -209,18 +209,7 @@ func crashInHook(t *testing.T, c opCase, hook string, onlyPrepared bool, wantLoc
 	db, audit := f.j.DB().Path(), f.rec.path
 	f.j.Close()
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashHelperEnv+"=1", "CRASH_DB="+db, "CRASH_AUDIT="+audit, "CRASH_ROOT="+f.root,
-		"CRASH_ID="+id, "CRASH_STEP=none")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, out, stderr := startHelper(t, f, db, audit, id, "none")
 	helperDone := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -251,18 +240,7 @@ func crashInHook(t *testing.T, c opCase, hook string, onlyPrepared bool, wantLoc
 	reap(t, hookPid, "the person's hook")
 
 	// Restart: the app opens the journal again and recovers.
-	f.open(db, audit)
-	recov, err := f.j.Recover(f.e.Revalidate)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Contains(recov.NeedsReconciliation, id) {
-		t.Fatalf("recovery %+v: the interrupted proposal is not needs_reconciliation", recov)
-	}
-	nr, err := f.j.Get(id)
-	if err != nil || nr.State != proposal.NeedsReconciliation {
-		t.Fatalf("state %s, %v", nr.State, err)
-	}
+	nr := f.recoverInterrupted(t, db, audit, id)
 	// What the killed execution left (the submodule's commit had staged
 	// its path) is what refused actions must leave alone.
 	crashed := repoState(t, f.repo.Dir)
@@ -362,12 +340,7 @@ func TestRemoveLocks_Refusals(t *testing.T) {
 	gitDir := filepath.Join(f.repo.Dir, ".git")
 	// Locks the interrupted execution left: stamped with the moment it
 	// began, as a git it started would have made them.
-	var began time.Time
-	for _, s := range rec.History {
-		if s.To == proposal.Executing {
-			began = s.At.Time
-		}
-	}
+	began := executionBegan(rec)
 	for _, name := range []string{"index.lock", "HEAD.lock", "refs/heads/main.lock", "refs/sluice/restore/x.lock"} {
 		p := filepath.Join(gitDir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -389,14 +362,7 @@ func TestRemoveLocks_Refusals(t *testing.T) {
 	if err := os.Chtimes(old, long, long); err != nil {
 		t.Fatal(err)
 	}
-	locks, err := f.e.LeftLocks(testCtx(t), rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byPath := map[string]Lock{}
-	for _, l := range locks {
-		byPath[l.Path] = l
-	}
+	locks, byPath := f.leftLocks(t, rec)
 	if len(locks) != 5 || byPath["packed-refs.lock"].Leftover || !byPath["index.lock"].Leftover || !byPath["refs/sluice/restore/x.lock"].Leftover {
 		t.Fatalf("locks %+v", locks)
 	}
@@ -525,6 +491,31 @@ func (f *fixture) interrupted() journal.Record {
 	return out
 }
 
+// executionBegan is when rec's execution began: its last move to executing.
+func executionBegan(rec journal.Record) time.Time {
+	var began time.Time
+	for _, s := range rec.History {
+		if s.To == proposal.Executing {
+			began = s.At.Time
+		}
+	}
+	return began
+}
+
+// leftLocks is what LeftLocks finds for rec, as listed and by path.
+func (f *fixture) leftLocks(t *testing.T, rec journal.Record) ([]Lock, map[string]Lock) {
+	t.Helper()
+	locks, err := f.e.LeftLocks(testCtx(t), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPath := map[string]Lock{}
+	for _, l := range locks {
+		byPath[l.Path] = l
+	}
+	return locks, byPath
+}
+
 // TestLocks_SluiceReadBeside_StillALeftover: a read of Sluice's own (the
 // sidecar's, a preview's) running in the repository takes no lock, so a
 // leftover lock beside it is still the interrupted execution's and can be
@@ -532,12 +523,7 @@ func (f *fixture) interrupted() journal.Record {
 func TestLocks_SluiceReadBeside_StillALeftover(t *testing.T) {
 	f := newFixture(t)
 	rec := f.interrupted()
-	var began time.Time
-	for _, s := range rec.History {
-		if s.To == proposal.Executing {
-			began = s.At.Time
-		}
-	}
+	began := executionBegan(rec)
 	lock := filepath.Join(f.repo.Dir, ".git", "index.lock")
 	if err := os.WriteFile(lock, []byte("DIRC"), 0o644); err != nil {
 		t.Fatal(err)
@@ -546,25 +532,8 @@ func TestLocks_SluiceReadBeside_StillALeftover(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A read that stays running until the test closes its input.
-	runner, err := gitx.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, feed := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		_, err := runner.Run(context.Background(), gitx.Call{Profile: gitx.ProfileRead, Dir: f.repo.Dir, Args: []string{"cat-file", "--batch"}, Stdin: in})
-		done <- err
-	}()
-	t.Cleanup(func() { feed.Close(); <-done })
-	deadline := time.Now().Add(time.Minute) // a hang guard
-	for !readRunningIn(f.repo.Dir) {
-		if time.Now().After(deadline) {
-			t.Fatal("the read never started")
-		}
-		time.Sleep(10 * time.Millisecond) // the poll's pace, not an expectation
-	}
+	// A read that stays running until the test ends.
+	ownCatFile(t, f.repo.Dir, gitx.ProfileRead, readRunningIn)
 
 	locks, err := f.e.LeftLocks(testCtx(t), rec)
 	if err != nil {
@@ -584,12 +553,21 @@ func TestLocks_SluiceReadBeside_StillALeftover(t *testing.T) {
 
 // readRunningIn reports whether a read-profile git runs with dir as its
 // working directory.
-func readRunningIn(dir string) bool {
+func readRunningIn(dir string) bool { return procRunningIn(dir, "environ", gitx.ReadMarker) }
+
+// catFileRunningIn reports whether a git cat-file runs with dir as its
+// working directory.
+func catFileRunningIn(dir string) bool { return procRunningIn(dir, "cmdline", "cat-file") }
+
+// procRunningIn reports whether a process runs with dir as its working
+// directory and has field among the NUL-separated fields of its
+// /proc/<pid>/<file>.
+func procRunningIn(dir, file, field string) bool {
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		p := "/proc/" + e.Name()
-		env, err := os.ReadFile(p + "/environ")
-		if err != nil || !slices.Contains(strings.Split(string(env), "\x00"), gitx.ReadMarker) {
+		b, err := os.ReadFile(p + "/" + file)
+		if err != nil || !slices.Contains(strings.Split(string(b), "\x00"), field) {
 			continue
 		}
 		if cwd, err := os.Readlink(p + "/cwd"); err == nil && cwd == dir {
@@ -600,8 +578,8 @@ func readRunningIn(dir string) bool {
 }
 
 // ownCatFile starts a cat-file of this process's own under profile in dir
-// that runs until the test ends, and waits until it is running.
-func ownCatFile(t *testing.T, dir string, profile gitx.Profile) {
+// that runs until the test ends, and waits until running says it is.
+func ownCatFile(t *testing.T, dir string, profile gitx.Profile, running func(dir string) bool) {
 	t.Helper()
 	runner, err := gitx.Default()
 	if err != nil {
@@ -615,27 +593,12 @@ func ownCatFile(t *testing.T, dir string, profile gitx.Profile) {
 	}()
 	t.Cleanup(func() { feed.Close(); <-done })
 	deadline := time.Now().Add(time.Minute) // a hang guard
-	for !catFileRunningIn(dir) {
+	for !running(dir) {
 		if time.Now().After(deadline) {
 			t.Fatal("the cat-file never started")
 		}
 		time.Sleep(10 * time.Millisecond) // the poll's pace, not an expectation
 	}
-}
-
-func catFileRunningIn(dir string) bool {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		p := "/proc/" + e.Name()
-		cmd, err := os.ReadFile(p + "/cmdline")
-		if err != nil || !slices.Contains(strings.Split(string(cmd), "\x00"), "cat-file") {
-			continue
-		}
-		if cwd, err := os.Readlink(p + "/cwd"); err == nil && cwd == dir {
-			return true
-		}
-	}
-	return false
 }
 
 // TestLocks_OwnGitStartedAfter_StillALeftover: a git this Sluice started
@@ -647,12 +610,7 @@ func catFileRunningIn(dir string) bool {
 func TestLocks_OwnGitStartedAfter_StillALeftover(t *testing.T) {
 	f := newFixture(t)
 	rec := f.interrupted()
-	var began time.Time
-	for _, s := range rec.History {
-		if s.To == proposal.Executing {
-			began = s.At.Time
-		}
-	}
+	began := executionBegan(rec)
 	// Within the execution's window (which allows for the file system's
 	// coarser clock) and more than ownSlack before anything below starts.
 	old := began.Add(-lockSlack + 100*time.Millisecond)
@@ -663,21 +621,14 @@ func TestLocks_OwnGitStartedAfter_StillALeftover(t *testing.T) {
 	if err := os.Chtimes(left, old, old); err != nil {
 		t.Fatal(err)
 	}
-	ownCatFile(t, f.repo.Dir, gitx.ProfileWrite)
+	ownCatFile(t, f.repo.Dir, gitx.ProfileWrite, catFileRunningIn)
 
 	// A lock that appears after the git started: the git may hold it.
 	fresh := filepath.Join(f.repo.Dir, ".git", "HEAD.lock")
 	if err := os.WriteFile(fresh, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	locks, err := f.e.LeftLocks(testCtx(t), rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byPath := map[string]Lock{}
-	for _, l := range locks {
-		byPath[l.Path] = l
-	}
+	locks, byPath := f.leftLocks(t, rec)
 	if l := byPath["index.lock"]; l.InUse || !l.Leftover {
 		t.Errorf("the lock from before the own git: %+v, want a leftover not in use", l)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -89,6 +90,46 @@ func TestCrash_SIGKILL_MidExecution(t *testing.T) {
 	}
 }
 
+// startHelper runs the test binary as the app (TestHelperProcess) to
+// execute proposal id from the journal at db and audit, stopping at step
+// ("none": nowhere). It returns the helper's stdout, and its stderr as
+// written so far.
+func startHelper(t *testing.T, f *fixture, db, audit, id, step string) (*exec.Cmd, io.ReadCloser, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashHelperEnv+"=1", "CRASH_DB="+db, "CRASH_AUDIT="+audit, "CRASH_ROOT="+f.root,
+		"CRASH_ID="+id, "CRASH_STEP="+step)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, out, stderr
+}
+
+// recoverInterrupted restarts as the app does after a crash: it opens the
+// journal again and recovers; proposal id must then need reconciliation.
+func (f *fixture) recoverInterrupted(t *testing.T, db, audit, id string) journal.Record {
+	t.Helper()
+	f.open(db, audit)
+	recov, err := f.j.Recover(f.e.Revalidate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(recov.NeedsReconciliation, id) {
+		t.Fatalf("recovery %+v: the interrupted proposal is not needs_reconciliation", recov)
+	}
+	rec, err := f.j.Get(id)
+	if err != nil || rec.State != proposal.NeedsReconciliation {
+		t.Fatalf("state %s, %v", rec.State, err)
+	}
+	return rec
+}
+
 func crashAt(t *testing.T, c opCase, step string) {
 	f := newFixture(t)
 	args := c.setup(f)
@@ -98,18 +139,7 @@ func crashAt(t *testing.T, c opCase, step string) {
 	db, audit := f.j.DB().Path(), f.rec.path
 	f.j.Close()
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashHelperEnv+"=1", "CRASH_DB="+db, "CRASH_AUDIT="+audit, "CRASH_ROOT="+f.root,
-		"CRASH_ID="+id, "CRASH_STEP="+step)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, out, stderr := startHelper(t, f, db, audit, id, step)
 	reached := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -139,18 +169,7 @@ func crashAt(t *testing.T, c opCase, step string) {
 	cmd.Wait()
 
 	// Restart: the app opens the journal again and recovers.
-	f.open(db, audit)
-	recov, err := f.j.Recover(f.e.Revalidate)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Contains(recov.NeedsReconciliation, id) {
-		t.Fatalf("recovery %+v: the interrupted proposal is not needs_reconciliation", recov)
-	}
-	got, err := f.j.Get(id)
-	if err != nil || got.State != proposal.NeedsReconciliation {
-		t.Fatalf("state %s, %v", got.State, err)
-	}
+	f.recoverInterrupted(t, db, audit, id)
 
 	// Before or after, never in between.
 	now := c.states(t, f)

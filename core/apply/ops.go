@@ -89,6 +89,19 @@ func planStepError(i, n int, s step, err error) error {
 // headOf is the HEAD of the main working tree.
 func (r *run) head(ctx context.Context) (head, error) { return r.main.headOf(ctx, r.main.path) }
 
+// touchHead records that the branch HEAD is on may move, and returns its
+// ref ("" when HEAD is detached: no branch is touched).
+func (r *run) touchHead(ctx context.Context, t touches) (string, error) {
+	h, err := r.head(ctx)
+	if err != nil {
+		return "", err
+	}
+	if h.sym != "" {
+		t.of(r.main).addRef(h.sym)
+	}
+	return h.sym, nil
+}
+
 // requireOnBranch refuses when the main working tree is not on branch
 // (when the proposal names one).
 func (r *run) requireOnBranch(ctx context.Context, branch string) error {

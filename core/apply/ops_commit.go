@@ -16,24 +16,26 @@ import (
 // the person's own git: identity, hooks and signing, because they
 // approved exactly this commit. It never amends.
 type commitStep struct {
-	a   *proposal.CommitArgs
-	sym string
+	a *proposal.CommitArgs
+	commitsOnHead
 }
 
-func (s *commitStep) name() proposal.Op { return proposal.OpCommit }
+// commitsOnHead is the touch of a step that commits on the checked-out
+// branch: that branch (sym, "" for a detached HEAD) may move, and the main
+// worktree may change to commitDepth.
+type commitsOnHead struct{ sym string }
 
-func (s *commitStep) touch(ctx context.Context, r *run, t touches) error {
-	h, err := r.head(ctx)
+func (c *commitsOnHead) touch(ctx context.Context, r *run, t touches) error {
+	sym, err := r.touchHead(ctx, t)
 	if err != nil {
 		return err
 	}
-	s.sym = h.sym
-	if h.sym != "" {
-		t.of(r.main).addRef(h.sym)
-	}
+	c.sym = sym
 	t.of(r.main).addWorktree(r.main.main(), r.main.commitDepth(ctx))
 	return nil
 }
+
+func (s *commitStep) name() proposal.Op { return proposal.OpCommit }
 
 func (s *commitStep) check(ctx context.Context, r *run) error {
 	if err := r.requireOnBranch(ctx, s.a.Branch); err != nil {
@@ -248,7 +250,7 @@ func (r *run) rollbackIndex(ctx context.Context, w *writing) {
 type submoduleStep struct {
 	a   *proposal.SubmodulePointerArgs
 	sub *repoCtx
-	sym string
+	commitsOnHead
 }
 
 func (s *submoduleStep) name() proposal.Op { return proposal.OpSubmodulePointer }
@@ -266,16 +268,7 @@ func (s *submoduleStep) touch(ctx context.Context, r *run, t touches) error {
 		t.of(s.sub).addWorktree(s.sub.main(), depthFiles)
 		return nil
 	}
-	h, err := r.head(ctx)
-	if err != nil {
-		return err
-	}
-	s.sym = h.sym
-	if h.sym != "" {
-		t.of(r.main).addRef(h.sym)
-	}
-	t.of(r.main).addWorktree(r.main.main(), r.main.commitDepth(ctx))
-	return nil
+	return s.commitsOnHead.touch(ctx, r, t)
 }
 
 func (s *submoduleStep) check(ctx context.Context, r *run) error {

@@ -72,14 +72,11 @@ type resetStep struct {
 func (s *resetStep) name() proposal.Op { return proposal.OpReset }
 
 func (s *resetStep) touch(ctx context.Context, r *run, t touches) error {
-	h, err := r.head(ctx)
+	sym, err := r.touchHead(ctx, t)
 	if err != nil {
 		return err
 	}
-	s.sym = h.sym
-	if h.sym != "" {
-		t.of(r.main).addRef(h.sym)
-	}
+	s.sym = sym
 	// soft moves only HEAD, mixed the index too, hard the files too.
 	d := map[proposal.ResetMode]depth{proposal.ResetSoft: depthHead, proposal.ResetMixed: depthIndex}[s.a.Mode]
 	if s.a.Mode == proposal.ResetHard {

@@ -35,12 +35,19 @@ func (f *fixture) rewrite() {
 	f.repo.WriteCommit("rewritten.txt", "r\n", "rewritten history")
 }
 
-func TestPush_ForceWithLease_Succeeds(t *testing.T) {
-	f := newFixture(t)
+// pushedThenRewritten gives the fixture a remote that has a commit of
+// main, then rewrites main locally; it returns the remote.
+func (f *fixture) pushedThenRewritten() string {
 	bare := f.remote()
 	f.repo.WriteCommit("x.txt", "x\n", "pushed before")
 	f.git("push", "-q", "origin", "main")
 	f.rewrite()
+	return bare
+}
+
+func TestPush_ForceWithLease_Succeeds(t *testing.T) {
+	f := newFixture(t)
+	bare := f.pushedThenRewritten()
 	rec := f.propose(&proposal.PushArgs{Remote: "origin", Branch: "main", ForceWithLease: true})
 	if _, ok := rec.Proposal.Pinned.Refs["refs/remotes/origin/main"]; !ok || !rec.Proposal.Destructive() {
 		t.Fatalf("a lease push must pin the remote-tracking ref and be destructive: %+v", rec.Proposal.Pinned)
@@ -56,10 +63,7 @@ func TestPush_ForceWithLease_Succeeds(t *testing.T) {
 // saw) refuses, and the remote keeps their work.
 func TestPush_ForceWithLease_RemoteMovedRefused(t *testing.T) {
 	f := newFixture(t)
-	bare := f.remote()
-	f.repo.WriteCommit("x.txt", "x\n", "pushed before")
-	f.git("push", "-q", "origin", "main")
-	f.rewrite()
+	bare := f.pushedThenRewritten()
 	rec := f.propose(&proposal.PushArgs{Remote: "origin", Branch: "main", ForceWithLease: true})
 
 	other := filepath.Join(t.TempDir(), "other")
@@ -79,10 +83,7 @@ func TestPush_ForceWithLease_RemoteMovedRefused(t *testing.T) {
 
 func TestPush_NonFastForward_Rejected(t *testing.T) {
 	f := newFixture(t)
-	bare := f.remote()
-	f.repo.WriteCommit("x.txt", "x\n", "pushed before")
-	f.git("push", "-q", "origin", "main")
-	f.rewrite()
+	bare := f.pushedThenRewritten()
 	rec := f.propose(&proposal.PushArgs{Remote: "origin", Branch: "main"})
 	before := f.gitIn(bare, "rev-parse", "main")
 	_, err := f.execute(rec)

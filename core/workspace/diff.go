@@ -55,12 +55,11 @@ func (m *Manager) Diff(ctx context.Context, id string, opt DiffOptions) (*DiffRe
 	if limit == 0 {
 		limit = DefaultDiffBytes
 	}
-	w, unlock, err := m.open(id, false, false)
+	w, done, err := m.openForUse(id, false, false)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
-	defer m.touch(w, false)
+	defer done()
 	gitDir, tree := m.gitDir(id), m.treeDir(id)
 	index, cleanup, err := m.scratchIndex(gitDir)
 	if err != nil {

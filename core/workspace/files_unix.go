@@ -33,18 +33,12 @@ func (m *Manager) ReadFile(ctx context.Context, id, p string, opt ReadOptions) (
 	if limit > MaxReadBytes {
 		return nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: "limit is larger than allowed", Data: LimitData{Limit: "readBytes", Max: MaxReadBytes}}
 	}
-	w, unlock, err := m.open(id, false, false)
+	_, done, err := m.openForUse(id, false, false)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
-	defer m.touch(w, false)
-	root, err := openDirPath(m.treeDir(id))
-	if err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "cannot open the workspace tree")
-	}
-	defer closeFD(root)
-	fd, err := openBeneath(root, comps, false)
+	defer done()
+	fd, err := m.openInTree(id, comps)
 	if err != nil {
 		return nil, err
 	}
@@ -108,13 +102,9 @@ func (m *Manager) WriteFile(ctx context.Context, id, p string, content []byte, p
 // directories when mkdirs), for WriteFile and EditFile. done releases all
 // of it and records the use.
 func (m *Manager) openParentForWrite(id string, comps []string, mkdirs bool) (dir int, base string, done func(), err error) {
-	w, unlock, err := m.open(id, true, true)
+	_, release, err := m.openForUse(id, true, true)
 	if err != nil {
 		return 0, "", nil, err
-	}
-	release := func() {
-		m.touch(w, false)
-		unlock()
 	}
 	root, err := openDirPath(m.treeDir(id))
 	if err != nil {
@@ -198,32 +188,11 @@ func (m *Manager) ListFiles(ctx context.Context, id, dir string, opt ListOptions
 	if err != nil {
 		return nil, err
 	}
-	limit, err := boundedCount(opt.Max, DefaultListMax, MaxListEntries, "entries")
-	if err != nil {
-		return nil, err
+	next := walkContinue
+	if !opt.Recursive {
+		next = walkSkipDir
 	}
-	w, unlock, err := m.open(id, false, false)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	defer m.touch(w, false)
-	out := &Listing{Entries: []Entry{}}
-	err = m.walk(ctx, id, comps, func(e walkEntry) (walkAction, error) {
-		if len(out.Entries) >= limit {
-			out.Truncated = true
-			return walkStop, nil
-		}
-		out.Entries = append(out.Entries, e.entry())
-		if !opt.Recursive {
-			return walkSkipDir, nil
-		}
-		return walkContinue, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return m.list(ctx, id, comps, opt.Max, func(walkEntry) (bool, walkAction) { return true, next })
 }
 
 // Glob lists the entries whose path (relative to the workspace root)
@@ -234,30 +203,40 @@ func (m *Manager) Glob(ctx context.Context, id, pattern string, maxEntries int) 
 	if err != nil {
 		return nil, err
 	}
+	return m.list(ctx, id, nil, maxEntries, func(e walkEntry) (bool, walkAction) {
+		parts := strings.Split(e.rel, "/")
+		next := walkContinue
+		if e.info.isDir() && !globCanDescend(segs, parts) {
+			next = walkSkipDir
+		}
+		return globMatch(segs, parts), next
+	})
+}
+
+// list walks the workspace from comps and lists the entries visit picks,
+// at most maxEntries of them (DefaultListMax when zero); visit also says
+// where the walk goes next. ListFiles and Glob differ only in visit.
+func (m *Manager) list(ctx context.Context, id string, comps []string, maxEntries int, visit func(walkEntry) (pick bool, next walkAction)) (*Listing, error) {
 	limit, err := boundedCount(maxEntries, DefaultListMax, MaxListEntries, "entries")
 	if err != nil {
 		return nil, err
 	}
-	w, unlock, err := m.open(id, false, false)
+	_, done, err := m.openForUse(id, false, false)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
-	defer m.touch(w, false)
+	defer done()
 	out := &Listing{Entries: []Entry{}}
-	err = m.walk(ctx, id, nil, func(e walkEntry) (walkAction, error) {
-		parts := strings.Split(e.rel, "/")
-		if globMatch(segs, parts) {
+	err = m.walk(ctx, id, comps, func(e walkEntry) (walkAction, error) {
+		pick, next := visit(e)
+		if pick {
 			if len(out.Entries) >= limit {
 				out.Truncated = true
 				return walkStop, nil
 			}
 			out.Entries = append(out.Entries, e.entry())
 		}
-		if e.info.isDir() && !globCanDescend(segs, parts) {
-			return walkSkipDir, nil
-		}
-		return walkContinue, nil
+		return next, nil
 	})
 	if err != nil {
 		return nil, err
@@ -293,12 +272,11 @@ func (m *Manager) Grep(ctx context.Context, id string, req GrepRequest) (*GrepRe
 	if err != nil {
 		return nil, err
 	}
-	w, unlock, err := m.open(id, false, false)
+	_, done, err := m.openForUse(id, false, false)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
-	defer m.touch(w, false)
+	defer done()
 	out := &GrepResult{Matches: []GrepMatch{}}
 	var scanned int64
 	err = m.walk(ctx, id, comps, func(e walkEntry) (walkAction, error) {
@@ -517,13 +495,19 @@ func (e walkEntry) entry() Entry {
 
 var errWalkStop = errors.New("walk stopped")
 
-func (m *Manager) readReport(id string, comps []string) ([]byte, error) {
+// openInTree opens comps beneath the workspace tree as openBeneath does;
+// the tree's own descriptor is closed again before it returns.
+func (m *Manager) openInTree(id string, comps []string) (int, error) {
 	root, err := openDirPath(m.treeDir(id))
 	if err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "cannot open the workspace tree")
+		return -1, errcode.Wrap(errcode.Internal, err, "cannot open the workspace tree")
 	}
 	defer closeFD(root)
-	fd, err := openBeneath(root, comps, false)
+	return openBeneath(root, comps, false)
+}
+
+func (m *Manager) readReport(id string, comps []string) ([]byte, error) {
+	fd, err := m.openInTree(id, comps)
 	if err != nil {
 		return nil, err
 	}

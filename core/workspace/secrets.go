@@ -186,30 +186,27 @@ func (m *Manager) Grant(id, name, value string) error {
 		// Very short values would make redaction replace ordinary text.
 		return errcode.New(errcode.InvalidArgument, "a secret value must be %d to %d bytes without NUL", minSecretBytes, maxSecretBytes)
 	}
-	w, unlock, err := m.open(id, true, true)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	doc, err := m.readSecrets(id)
-	if err != nil {
-		return err
-	}
-	if _, ok := doc.Secrets[name]; !ok && len(doc.Secrets) >= maxSecretsPerWS {
-		return errcode.New(errcode.InvalidArgument, "a workspace holds at most %d secrets", maxSecretsPerWS)
-	}
-	doc.Secrets[name] = m.secrets.seal(id, name, value)
-	if err := m.writeSecrets(id, doc); err != nil {
-		return err
-	}
-	w.Secrets = sortedKeys(doc.Secrets)
-	w.LastUsedAt = m.now()
-	return m.writeMeta(w)
+	return m.editSecrets(id, true, func(doc *secretsDoc) error {
+		if _, ok := doc.Secrets[name]; !ok && len(doc.Secrets) >= maxSecretsPerWS {
+			return errcode.New(errcode.InvalidArgument, "a workspace holds at most %d secrets", maxSecretsPerWS)
+		}
+		doc.Secrets[name] = m.secrets.seal(id, name, value)
+		return nil
+	})
 }
 
 // RevokeSecret removes one granted secret.
 func (m *Manager) RevokeSecret(id, name string) error {
-	w, unlock, err := m.open(id, true, false)
+	return m.editSecrets(id, false, func(doc *secretsDoc) error {
+		delete(doc.Secrets, name)
+		return nil
+	})
+}
+
+// editSecrets changes a workspace's secrets under its exclusive lock
+// (needReady as for open), then records their names in the metadata.
+func (m *Manager) editSecrets(id string, needReady bool, edit func(*secretsDoc) error) error {
+	w, unlock, err := m.open(id, true, needReady)
 	if err != nil {
 		return err
 	}
@@ -218,7 +215,9 @@ func (m *Manager) RevokeSecret(id, name string) error {
 	if err != nil {
 		return err
 	}
-	delete(doc.Secrets, name)
+	if err := edit(doc); err != nil {
+		return err
+	}
 	if err := m.writeSecrets(id, doc); err != nil {
 		return err
 	}

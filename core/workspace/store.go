@@ -161,6 +161,19 @@ func (m *Manager) open(id string, exclusive, needReady bool) (*Workspace, func()
 	return w, unlock, nil
 }
 
+// openForUse is open for a read or an edit of the workspace: done also
+// renews the lease (at most every touchInterval) before it unlocks.
+func (m *Manager) openForUse(id string, exclusive, needReady bool) (w *Workspace, done func(), err error) {
+	w, unlock, err := m.open(id, exclusive, needReady)
+	if err != nil {
+		return nil, nil, err
+	}
+	return w, func() {
+		m.touch(w, false)
+		unlock()
+	}, nil
+}
+
 // touchInterval bounds how often a read renews the lease on disk.
 const touchInterval = time.Minute
 
