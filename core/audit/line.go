@@ -239,8 +239,8 @@ func (c *lineChecker) check(line []byte) (lineInfo, string) {
 	// entryHash and signature, and the signature input is the same bytes
 	// with entryHash spliced in where its sorted position falls.
 	ehOff := -1
-	hashed, reason := c.encodeMembers(m, func(k string) bool {
-		switch k {
+	hashed, reason := c.encodeMembers(m, func(k []byte) bool {
+		switch string(k) {
 		case "signature":
 			return true
 		case "entryHash":
@@ -307,8 +307,8 @@ func (c *lineChecker) checkLegacy(info lineInfo, m []jmember) (lineInfo, string)
 		if !ok {
 			return info, reasonSigMalformed
 		}
-		msg, reason := c.encodeMembers(m, func(k string) bool {
-			return k == "signature" || (k == "signatureKeyId" && !v2)
+		msg, reason := c.encodeMembers(m, func(k []byte) bool {
+			return string(k) == "signature" || (string(k) == "signatureKeyId" && !v2)
 		})
 		if reason != "" {
 			return info, reason
@@ -317,7 +317,7 @@ func (c *lineChecker) checkLegacy(info lineInfo, m []jmember) (lineInfo, string)
 			return info, reasonSigInvalid
 		}
 	}
-	canon, reason := c.encodeMembers(m, func(string) bool { return false })
+	canon, reason := c.encodeMembers(m, func([]byte) bool { return false })
 	if reason != "" {
 		return info, reason
 	}
@@ -326,13 +326,14 @@ func (c *lineChecker) checkLegacy(info lineInfo, m []jmember) (lineInfo, string)
 }
 
 // encodeMembers is the canonical form of the object m without the keys
-// skip names; it aliases the checker's buffer.
-func (c *lineChecker) encodeMembers(m []jmember, skip func(string) bool) ([]byte, string) {
+// skip names; it aliases the checker's buffer. skip takes the key's bytes
+// because a string made for an indirect call would be allocated per member.
+func (c *lineChecker) encodeMembers(m []jmember, skip func(key []byte) bool) ([]byte, string) {
 	e := &c.enc
 	e.buf = append(e.buf[:0], '{')
 	first := true
 	for i := range m {
-		if skip(string(m[i].key)) {
+		if skip(m[i].key) {
 			continue
 		}
 		if !first {
@@ -381,17 +382,7 @@ func legacyAnchorString(anchor [32]byte) string {
 }
 
 // isLegacyAnchor reports whether b is "legacy-sha256:" and 64 lowercase hex.
-func isLegacyAnchor(b []byte) bool {
-	if len(b) != len(legacyAnchorLabel)+64 || string(b[:len(legacyAnchorLabel)]) != legacyAnchorLabel {
-		return false
-	}
-	for _, c := range b[len(legacyAnchorLabel):] {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
+func isLegacyAnchor(b []byte) bool { return hasHexDigest(b, legacyAnchorLabel) }
 
 func isSmallInt(v *jvalue, want uint64) bool {
 	n, ok := parseDigits(v.str)
@@ -426,14 +417,4 @@ func parseDigits(lit []byte) (uint64, bool) {
 }
 
 // isDigest reports whether b is "sha256:" and 64 lowercase hex digits.
-func isDigest(b []byte) bool {
-	if len(b) != len(sha256Prefix)+64 || string(b[:len(sha256Prefix)]) != sha256Prefix {
-		return false
-	}
-	for _, c := range b[len(sha256Prefix):] {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
+func isDigest(b []byte) bool { return hasHexDigest(b, sha256Prefix) }
