@@ -140,6 +140,12 @@ const begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
 // splice replaces the text between the markers, keeping the hand-written
 // analysis around it.
 func splice(path, body string) error {
+	return editMarked(path, func(string) string { return "\n" + body })
+}
+
+// editMarked rewrites the text between the markers in path as edit returns
+// it.
+func editMarked(path string, edit func(block string) string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -149,7 +155,7 @@ func splice(path, body string) error {
 	if i < 0 || j < i {
 		return fmt.Errorf("%s lacks the %s … %s markers", path, begin, end)
 	}
-	s = s[:i+len(begin)] + "\n" + body + s[j:]
+	s = s[:i+len(begin)] + edit(s[i+len(begin):j]) + s[j:]
 	return os.WriteFile(path, []byte(s), 0o644)
 }
 
@@ -157,36 +163,27 @@ func splice(path, body string) error {
 // each suite that ran (up to the next section or the end marker), or adds
 // it before the end marker.
 func spliceSections(path string, sections map[string]string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	s := string(b)
-	i, j := strings.Index(s, begin), strings.Index(s, end)
-	if i < 0 || j < i {
-		return fmt.Errorf("%s lacks the %s … %s markers", path, begin, end)
-	}
-	block := s[i+len(begin) : j]
-	for _, su := range suites {
-		body, ok := sections[su.title]
-		if !ok {
-			continue
+	return editMarked(path, func(block string) string {
+		for _, su := range suites {
+			body, ok := sections[su.title]
+			if !ok {
+				continue
+			}
+			head := "### " + su.title + "\n"
+			k := strings.Index(block, head)
+			if k < 0 {
+				block += body
+				continue
+			}
+			rest := block[k+len(head):]
+			n := strings.Index(rest, "\n### ")
+			if n < 0 {
+				n = len(rest)
+			} else {
+				n++
+			}
+			block = block[:k] + body + rest[n:]
 		}
-		head := "### " + su.title + "\n"
-		k := strings.Index(block, head)
-		if k < 0 {
-			block += body
-			continue
-		}
-		rest := block[k+len(head):]
-		n := strings.Index(rest, "\n### ")
-		if n < 0 {
-			n = len(rest)
-		} else {
-			n++
-		}
-		block = block[:k] + body + rest[n:]
-	}
-	s = s[:i+len(begin)] + block + s[j:]
-	return os.WriteFile(path, []byte(s), 0o644)
+		return block
+	})
 }

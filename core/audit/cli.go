@@ -26,22 +26,14 @@ const (
 // vouched for); and 2 on a usage error or a public key that cannot be read.
 // Failures are described on stderr only; stdout is printed on success.
 func VerifyCommand(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("verify-audit", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newCommandFlags("verify-audit", "FILE --pubkey PEM [--require-signed] [--expect-head SEQ:HASH] [--print-head]", stderr)
 	pubPath := fs.String("pubkey", "", "Ed25519 public key `PEM` (a private key PEM also works)")
 	requireSigned := fs.Bool("require-signed", false, "fail on any unsigned entry or checkpoint")
 	expectHead := fs.String("expect-head", "", "fail unless the ledger still holds this entry (`SEQ:HASH`, as --print-head printed it earlier)")
 	printHead := fs.Bool("print-head", false, "also print the last entry as head: SEQ:HASH, an anchor to keep outside the ledger")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: verify-audit FILE --pubkey PEM [--require-signed] [--expect-head SEQ:HASH] [--print-head]")
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return ExitOK
-	}
-	if err != nil {
-		return ExitUsage
+	pos, code, ok := parseCommand(fs, args)
+	if !ok {
+		return code
 	}
 	if len(pos) != 1 {
 		fmt.Fprintln(stderr, "verify-audit: exactly one ledger FILE is required")
@@ -105,20 +97,12 @@ func VerifyCommand(args []string, stdout, stderr io.Writer) int {
 // and the key id, and returns 0, 2 on a usage error, or 1 when the key cannot
 // be written (including when one already exists: keys are never replaced).
 func KeygenCommand(args []string, defaultPrivPath, defaultPubPath string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("audit keygen", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newCommandFlags("audit keygen", "[--out PRIVPATH] [--pub PUBPATH]", stderr)
 	out := fs.String("out", "", "private key `PATH` (default "+defaultPrivPath+")")
 	pubOut := fs.String("pub", "", "public key `PATH` (default "+defaultPubPath+", or PRIVPATH.pub with --out)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: audit keygen [--out PRIVPATH] [--pub PUBPATH]")
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return ExitOK
-	}
-	if err != nil {
-		return ExitUsage
+	pos, code, ok := parseCommand(fs, args)
+	if !ok {
+		return code
 	}
 	if len(pos) != 0 {
 		fmt.Fprintf(stderr, "audit keygen: unexpected argument %q\n", pos[0])
@@ -147,6 +131,32 @@ func KeygenCommand(args []string, defaultPrivPath, defaultPubPath string, stdout
 	}
 	fmt.Fprintf(stdout, "private key: %s\npublic key: %s\nkey id: %s\n", privPath, pubPath, KeyID(pub))
 	return ExitOK
+}
+
+// newCommandFlags is the flag set of the command name, taking the
+// arguments synopsis describes; errors and usage go to stderr.
+func newCommandFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: "+name+" "+synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseCommand parses args with parseInterspersed. When the command should
+// stop there, ok is false and code is its exit code: ExitOK for -h, and
+// ExitUsage for arguments that do not parse (the flag package has said why).
+func parseCommand(fs *flag.FlagSet, args []string) (pos []string, code int, ok bool) {
+	pos, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil, ExitOK, false
+	}
+	if err != nil {
+		return nil, ExitUsage, false
+	}
+	return pos, ExitOK, true
 }
 
 // parseInterspersed lets flags and positional arguments come in any order,

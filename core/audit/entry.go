@@ -195,18 +195,14 @@ func hasControl(s string) bool {
 }
 
 // hasHexDigest reports whether s is prefix followed by 64 lowercase hex
-// digits.
-func hasHexDigest(s, prefix string) bool {
-	if !strings.HasPrefix(s, prefix) || len(s) != len(prefix)+64 {
+// digits. It takes bytes as well so that the verifier checks a line's
+// fields in place, without copying them to strings.
+func hasHexDigest[T string | []byte](s T, prefix string) bool {
+	if len(s) != len(prefix)+64 || string(s[:len(prefix)]) != prefix {
 		return false
 	}
-	return isLowerHex(s[len(prefix):])
-}
-
-func isLowerHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+	for i := len(prefix); i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
 			return false
 		}
 	}

@@ -13,9 +13,7 @@ import (
 // TestVerify_FIFOIsRefusedWithoutBlocking: a FIFO under a segment name must
 // fail verification, not hang it.
 func TestVerify_FIFOIsRefusedWithoutBlocking(t *testing.T) {
-	key := newTestKey(t)
-	path := ledgerPath(t)
-	appendN(t, openLedger(t, Options{Path: path, Key: key.priv}), 2)
+	key, path, _ := signedLedger(t, 2)
 	fifo := filepath.Join(filepath.Dir(path), segmentName(filepath.Base(path), 1, 1, "11111111-1111-4111-8111-111111111111"))
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skipf("mkfifo: %v", err)

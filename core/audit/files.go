@@ -104,25 +104,25 @@ func listLedgerDir(path string) (ledgerDir, error) {
 	var d ledgerDir
 	for _, e := range entries {
 		name := e.Name()
+		ok := true // false for a name that starts like a segment or checkpoint but does not parse
 		switch {
 		case strings.HasPrefix(name, base+".segment-"):
-			s, ok := parseSegmentName(base, name)
-			if !ok {
-				d.bad = append(d.bad, name)
-				continue
+			var s segmentFile
+			if s, ok = parseSegmentName(base, name); ok {
+				s.path = filepath.Join(dir, name)
+				d.segments = append(d.segments, s)
 			}
-			s.path = filepath.Join(dir, name)
-			d.segments = append(d.segments, s)
 		case strings.HasPrefix(name, base+".checkpoint-"):
-			c, ok := parseCheckpointName(base, name)
-			if !ok {
-				d.bad = append(d.bad, name)
-				continue
+			var c checkpointFile
+			if c, ok = parseCheckpointName(base, name); ok {
+				c.path = filepath.Join(dir, name)
+				d.checkpoints = append(d.checkpoints, c)
 			}
-			c.path = filepath.Join(dir, name)
-			d.checkpoints = append(d.checkpoints, c)
 		case strings.HasPrefix(name, base+".tmp-checkpoint-"):
 			d.tmp = append(d.tmp, filepath.Join(dir, name))
+		}
+		if !ok {
+			d.bad = append(d.bad, name)
 		}
 	}
 	slices.SortFunc(d.segments, func(a, b segmentFile) int {
@@ -188,14 +188,10 @@ func lastNewline(f io.ReaderAt, end int64) (int64, error) {
 
 // lastLineOfFile opens path and returns its last complete line.
 func lastLineOfFile(path string) ([]byte, error) {
-	f, err := openRegular(path)
+	f, size, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	return lastLine(f, fi.Size())
+	return lastLine(f, size)
 }

@@ -95,13 +95,13 @@ func checkOpened(path string, f *os.File) error {
 }
 
 // openRegular opens path for reading and refuses anything but a regular
-// file. The open itself does not block: a FIFO planted under a ledger name
-// would otherwise hang the reader, and a writer with it while holding the
-// lock.
-func openRegular(path string) (*os.File, error) {
+// file, whose size it returns from the same check. The open itself does not
+// block: a FIFO planted under a ledger name would otherwise hang the reader,
+// and a writer with it while holding the lock.
+func openRegular(path string) (*os.File, int64, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|oNonBlock, 0)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	fi, err := f.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
@@ -109,9 +109,9 @@ func openRegular(path string) (*os.File, error) {
 	}
 	if err != nil {
 		f.Close()
-		return nil, err
+		return nil, 0, err
 	}
-	return f, nil
+	return f, fi.Size(), nil
 }
 
 // ensureDir creates dir 0700 when it is missing and otherwise refuses one

@@ -7,10 +7,7 @@ import (
 )
 
 func TestVerify_ExpectHead_TruncatedTailReported(t *testing.T) {
-	k := newTestKey(t)
-	path := ledgerPath(t)
-	l := openLedger(t, Options{Path: path, Key: k.priv})
-	rs := appendN(t, l, 6)
+	k, path, rs := signedLedger(t, 6)
 	head := Head{Sequence: rs[5].Sequence, Hash: rs[5].EntryHash}
 
 	// Intact: the head is held.
@@ -37,10 +34,7 @@ func TestVerify_ExpectHead_TruncatedTailReported(t *testing.T) {
 }
 
 func TestVerify_ExpectHead_RewrittenEntryRefused(t *testing.T) {
-	k := newTestKey(t)
-	path := ledgerPath(t)
-	l := openLedger(t, Options{Path: path, Key: k.priv})
-	rs := appendN(t, l, 3)
+	k, path, rs := signedLedger(t, 3)
 	// A head whose sequence is held but whose hash is another entry's:
 	// what a ledger rewritten from that point on would show.
 	other := Head{Sequence: rs[1].Sequence, Hash: rs[2].EntryHash}
@@ -57,10 +51,7 @@ func TestVerify_ExpectHead_RewrittenEntryRefused(t *testing.T) {
 }
 
 func TestVerifyCommand_PrintHead_RoundTrips(t *testing.T) {
-	k := newTestKey(t)
-	path := ledgerPath(t)
-	l := openLedger(t, Options{Path: path, Key: k.priv})
-	rs := appendN(t, l, 2)
+	k, path, rs := signedLedger(t, 2)
 	code, out, stderr := runVerify(path, "--pubkey", k.pubPath, "--print-head")
 	want := "head: " + Head{Sequence: 2, Hash: rs[1].EntryHash}.String() + "\n"
 	if code != ExitOK || !strings.Contains(out, want) {
@@ -74,10 +65,7 @@ func TestVerifyCommand_PrintHead_RoundTrips(t *testing.T) {
 }
 
 func TestVerifyCommand_ExpectHead_BadValueIsUsage(t *testing.T) {
-	k := newTestKey(t)
-	path := ledgerPath(t)
-	l := openLedger(t, Options{Path: path, Key: k.priv})
-	appendN(t, l, 1)
+	k, path, _ := signedLedger(t, 1)
 	hex := strings.Repeat("a", 64)
 	for _, bad := range []string{"", "5", "0:sha256:" + hex, "-1:" + hex, "x:" + hex, "3:sha256:abc", "3:sha256:" + strings.Repeat("A", 64), "3:md5:" + hex} {
 		if bad == "" {

@@ -49,6 +49,16 @@ func openLedger(t testing.TB, opts Options) *Ledger {
 	return l
 }
 
+// signedLedger is a new ledger at a fresh path holding n entries signed
+// with a fresh key.
+func signedLedger(t testing.TB, n int) (testKey, string, []Receipt) {
+	t.Helper()
+	k := newTestKey(t)
+	path := ledgerPath(t)
+	l := openLedger(t, Options{Path: path, Key: k.priv})
+	return k, path, appendN(t, l, n)
+}
+
 func sampleEntry(i int) Entry {
 	return Entry{
 		Tool:            "repo_status",

@@ -163,11 +163,7 @@ func loadPrivateKeySettled(path string) (ed25519.PrivateKey, error) {
 // (ErrKeyPermissions), and anything that is not an Ed25519 PKCS#8 PEM block
 // (ErrKeyInvalid).
 func LoadPrivateKey(path string) (ed25519.PrivateKey, error) {
-	data, err := readKeyFile(path, true)
-	if err != nil {
-		return nil, err
-	}
-	block, err := decodeSinglePEM(path, data)
+	block, err := readKeyPEM(path, true)
 	if err != nil {
 		return nil, err
 	}
@@ -182,11 +178,7 @@ func LoadPrivateKey(path string) (ed25519.PrivateKey, error) {
 // can be pointed at either file. Permissions are not checked: the key is
 // public.
 func LoadPublicKey(path string) (ed25519.PublicKey, error) {
-	data, err := readKeyFile(path, false)
-	if err != nil {
-		return nil, err
-	}
-	block, err := decodeSinglePEM(path, data)
+	block, err := readKeyPEM(path, false)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +215,13 @@ func parsePrivate(path string, der []byte) (ed25519.PrivateKey, error) {
 	return priv, nil
 }
 
-func decodeSinglePEM(path string, data []byte) (*pem.Block, error) {
+// readKeyPEM reads a key file with readKeyFile and decodes the one PEM
+// block it must hold, and nothing else.
+func readKeyPEM(path string, private bool) (*pem.Block, error) {
+	data, err := readKeyFile(path, private)
+	if err != nil {
+		return nil, err
+	}
 	block, rest := pem.Decode(data)
 	if block == nil {
 		return nil, fmt.Errorf("%s: no PEM block: %w", path, ErrKeyInvalid)

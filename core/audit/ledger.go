@@ -526,7 +526,7 @@ func legacyHead(f *os.File, size int64) (string, error) {
 		}
 		var canon []byte
 		if reason == "" {
-			canon, reason = c.encodeMembers(m, func(string) bool { return false })
+			canon, reason = c.encodeMembers(m, func([]byte) bool { return false })
 		}
 		if reason != "" {
 			return "", fmt.Errorf("%w: legacy line %d: %s", ErrCorrupt, n, reason)

@@ -205,14 +205,24 @@ func (c *lineChecker) signature(m []jmember) (raw [ed25519.SignatureSize]byte, v
 		}
 		return raw, false, reasonKeyIDMismatch
 	}
-	sig, _ := lookup(m, "signature")
-	if sig.kind != jString || len(sig.str) != sigEncoding.EncodedLen(len(raw)) {
-		return raw, false, reasonSigMalformed
-	}
-	if n, err := sigEncoding.Decode(raw[:], sig.str); err != nil || n != len(raw) {
+	raw, ok := decodeSignature(m)
+	if !ok {
 		return raw, false, reasonSigMalformed
 	}
 	return raw, true, ""
+}
+
+// decodeSignature decodes m's signature member, which must be a string of
+// exactly one encoded Ed25519 signature.
+func decodeSignature(m []jmember) (raw [ed25519.SignatureSize]byte, ok bool) {
+	sig, _ := lookup(m, "signature")
+	if sig.kind != jString || len(sig.str) != sigEncoding.EncodedLen(len(raw)) {
+		return raw, false
+	}
+	if n, err := sigEncoding.Decode(raw[:], sig.str); err != nil || n != len(raw) {
+		return raw, false
+	}
+	return raw, true
 }
 
 // check is fields plus the entry hash and, for a signed entry, the
@@ -228,35 +238,23 @@ func (c *lineChecker) check(line []byte) (lineInfo, string) {
 	// One encoding serves both inputs: the hash input is the entry without
 	// entryHash and signature, and the signature input is the same bytes
 	// with entryHash spliced in where its sorted position falls.
-	e := &c.enc
-	e.buf = append(e.buf[:0], '{')
-	ehOff, first := -1, true
-	for i := range m {
-		switch string(m[i].key) {
+	ehOff := -1
+	hashed, reason := c.encodeMembers(m, func(k []byte) bool {
+		switch string(k) {
 		case "signature":
-			continue
+			return true
 		case "entryHash":
-			ehOff = len(e.buf)
-			continue
+			// Skip is asked before the separator goes in, so this is
+			// where the member would have started.
+			ehOff = len(c.enc.buf)
+			return true
 		}
-		if !first {
-			e.buf = append(e.buf, ',')
-		}
-		first = false
-		err := e.strBytes(m[i].key)
-		if err == nil {
-			e.buf = append(e.buf, ':')
-			err = e.value(&m[i].val, 1)
-		}
-		if errors.Is(err, ErrNonInteger) {
-			return info, reasonNonInteger
-		}
-		if err != nil {
-			return info, reasonCanonical
-		}
+		return false
+	})
+	if reason != "" {
+		return info, reason
 	}
-	e.buf = append(e.buf, '}')
-	sum := sha256.Sum256(c.enc.buf)
+	sum := sha256.Sum256(hashed)
 	var want [len(sha256Prefix) + 64]byte
 	copy(want[:], sha256Prefix)
 	hex.Encode(want[len(sha256Prefix):], sum[:])
@@ -272,11 +270,11 @@ func (c *lineChecker) check(line []byte) (lineInfo, string) {
 	}
 	// entryHash passed isDigest, so its JSON form needs no escaping, and
 	// auditChainVersion always sorts before it, so it always takes a comma.
-	msg := append(c.sigBuf[:0], e.buf[:ehOff]...)
+	msg := append(c.sigBuf[:0], hashed[:ehOff]...)
 	msg = append(msg, `,"entryHash":"`...)
 	msg = append(msg, info.entryHash...)
 	msg = append(msg, '"')
-	msg = append(msg, e.buf[ehOff:]...)
+	msg = append(msg, hashed[ehOff:]...)
 	c.sigBuf = msg
 	if !ed25519.Verify(c.pub, msg, raw[:]) {
 		return info, reasonSigInvalid
@@ -305,16 +303,12 @@ func (c *lineChecker) checkLegacy(info lineInfo, m []jmember) (lineInfo, string)
 		case hasKid && (kid.kind != jString || string(kid.str) != c.keyID):
 			return info, reasonKeyIDMismatch
 		}
-		sig, _ := lookup(m, "signature")
-		var raw [ed25519.SignatureSize]byte
-		if sig.kind != jString || len(sig.str) != sigEncoding.EncodedLen(len(raw)) {
+		raw, ok := decodeSignature(m)
+		if !ok {
 			return info, reasonSigMalformed
 		}
-		if n, err := sigEncoding.Decode(raw[:], sig.str); err != nil || n != len(raw) {
-			return info, reasonSigMalformed
-		}
-		msg, reason := c.encodeMembers(m, func(k string) bool {
-			return k == "signature" || (k == "signatureKeyId" && !v2)
+		msg, reason := c.encodeMembers(m, func(k []byte) bool {
+			return string(k) == "signature" || (string(k) == "signatureKeyId" && !v2)
 		})
 		if reason != "" {
 			return info, reason
@@ -323,7 +317,7 @@ func (c *lineChecker) checkLegacy(info lineInfo, m []jmember) (lineInfo, string)
 			return info, reasonSigInvalid
 		}
 	}
-	canon, reason := c.encodeMembers(m, func(string) bool { return false })
+	canon, reason := c.encodeMembers(m, func([]byte) bool { return false })
 	if reason != "" {
 		return info, reason
 	}
@@ -332,13 +326,14 @@ func (c *lineChecker) checkLegacy(info lineInfo, m []jmember) (lineInfo, string)
 }
 
 // encodeMembers is the canonical form of the object m without the keys
-// skip names; it aliases the checker's buffer.
-func (c *lineChecker) encodeMembers(m []jmember, skip func(string) bool) ([]byte, string) {
+// skip names; it aliases the checker's buffer. skip takes the key's bytes
+// because a string made for an indirect call would be allocated per member.
+func (c *lineChecker) encodeMembers(m []jmember, skip func(key []byte) bool) ([]byte, string) {
 	e := &c.enc
 	e.buf = append(e.buf[:0], '{')
 	first := true
 	for i := range m {
-		if skip(string(m[i].key)) {
+		if skip(m[i].key) {
 			continue
 		}
 		if !first {
@@ -387,17 +382,7 @@ func legacyAnchorString(anchor [32]byte) string {
 }
 
 // isLegacyAnchor reports whether b is "legacy-sha256:" and 64 lowercase hex.
-func isLegacyAnchor(b []byte) bool {
-	if len(b) != len(legacyAnchorLabel)+64 || string(b[:len(legacyAnchorLabel)]) != legacyAnchorLabel {
-		return false
-	}
-	for _, c := range b[len(legacyAnchorLabel):] {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
+func isLegacyAnchor(b []byte) bool { return hasHexDigest(b, legacyAnchorLabel) }
 
 func isSmallInt(v *jvalue, want uint64) bool {
 	n, ok := parseDigits(v.str)
@@ -432,14 +417,4 @@ func parseDigits(lit []byte) (uint64, bool) {
 }
 
 // isDigest reports whether b is "sha256:" and 64 lowercase hex digits.
-func isDigest(b []byte) bool {
-	if len(b) != len(sha256Prefix)+64 || string(b[:len(sha256Prefix)]) != sha256Prefix {
-		return false
-	}
-	for _, c := range b[len(sha256Prefix):] {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
+func isDigest(b []byte) bool { return hasHexDigest(b, sha256Prefix) }

@@ -55,16 +55,12 @@ func Tail(path string, n int) ([]map[string]any, error) {
 
 // tailFile returns up to n entries of one file, newest first.
 func tailFile(path string, n int) ([]map[string]any, error) {
-	f, err := openRegular(path)
+	f, size, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	end, err := lastNewline(f, fi.Size())
+	end, err := lastNewline(f, size)
 	if err != nil {
 		return nil, err
 	}

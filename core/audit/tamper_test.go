@@ -64,10 +64,7 @@ func TestVerifyCommand_Tamper(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			key := newTestKey(t)
-			path := ledgerPath(t)
-			l := openLedger(t, Options{Path: path, Key: key.priv})
-			appendN(t, l, 6)
+			key, path, _ := signedLedger(t, 6)
 			lines, terminated := tt.tamper(t, readLines(t, path))
 			writeLines(t, path, lines, terminated)
 
@@ -110,9 +107,7 @@ func TestVerifyCommand_WrongPublicKey(t *testing.T) {
 }
 
 func TestVerifyCommand_Usage(t *testing.T) {
-	key := newTestKey(t)
-	path := ledgerPath(t)
-	appendN(t, openLedger(t, Options{Path: path, Key: key.priv}), 1)
+	key, path, _ := signedLedger(t, 1)
 	notKey := filepath.Join(t.TempDir(), "not-a-key.pem")
 	os.WriteFile(notKey, []byte("hello\n"), 0o644)
 	tests := []struct {
@@ -153,9 +148,7 @@ func TestVerify_EmptyLedger(t *testing.T) {
 }
 
 func TestVerify_NoGenesis(t *testing.T) {
-	key := newTestKey(t)
-	path := ledgerPath(t)
-	appendN(t, openLedger(t, Options{Path: path, Key: key.priv}), 3)
+	key, path, _ := signedLedger(t, 3)
 	// Dropping the head of an unrotated ledger leaves a chain that starts
 	// after 1 with no checkpoint to vouch for it.
 	writeLines(t, path, readLines(t, path)[1:], true)

@@ -198,7 +198,7 @@ type verifier struct {
 }
 
 func (v *verifier) file(path, name string, seg *segmentFile, oldest bool) error {
-	f, err := openRegular(path)
+	f, _, err := openRegular(path)
 	if errors.Is(err, ErrNotRegular) {
 		return &VerifyError{Segment: name, Reason: "not a regular file"}
 	}
@@ -386,7 +386,7 @@ type checkpointDoc struct {
 }
 
 func readCheckpointData(path string) ([]byte, error) {
-	f, err := openRegular(path)
+	f, _, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}

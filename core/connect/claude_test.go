@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // Claude Code lists a name defined in two scopes as "Conflicting scopes":
@@ -39,13 +38,7 @@ func TestClaudeCode_UserScope_RemovesOtherScopes(t *testing.T) {
 	write(t, mcp, "{\n  \"mcpServers\": {\n    \"team\": {\"command\": \"team-mcp\"},\n    \"sluice\": {\"command\": \"/old/sluice-sidecar\"}\n  }\n}\n", 0o644)
 	opts := Options{Client: "claude-code", Scope: ScopeUser, ProjectDir: project, Command: testCommand, Toolsets: []string{"git", "propose"},
 		Home: home, GOOS: "linux", Getenv: func(string) string { return "" }}
-	p, err := Make(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Apply(time.Time{}); err != nil {
-		t.Fatal(err)
-	}
+	makeAndApply(t, opts)
 	root, err := jsonc.Parse([]byte(read(t, claudeJSON)), false)
 	if err != nil {
 		t.Fatal(err)
@@ -81,13 +74,7 @@ func TestClaudeCode_ProjectScope_ApprovesAndRemovesOthers(t *testing.T) {
 	write(t, claudeJSON, `{"mcpServers": {"sluice": {"command": "/old"}, "gh": {"command": "gh-mcp"}}, "projects": {"`+project+`": {"mcpServers": {"sluice": {"command": "/old"}}}}}`, 0o600)
 	opts := Options{Client: "claude-code", Scope: ScopeProject, ProjectDir: project, Command: testCommand, Toolsets: []string{"git"},
 		Home: home, GOOS: "linux", Getenv: func(string) string { return "" }}
-	p, err := Make(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Apply(time.Time{}); err != nil {
-		t.Fatal(err)
-	}
+	p := makeAndApply(t, opts)
 	if got := read(t, claudeJSON); got != `{"mcpServers": {"gh": {"command": "gh-mcp"}}, "projects": {"`+project+`": {"mcpServers": {}}}}` {
 		t.Errorf("~/.claude.json = %s", got)
 	}
@@ -151,13 +138,7 @@ func TestDesktopClients_DocumentedFormat(t *testing.T) {
 	} {
 		t.Run(c.client, func(t *testing.T) {
 			home := t.TempDir()
-			p, err := Make(Options{Client: c.client, Command: testCommand, Toolsets: []string{"git", "propose"}, Home: home, GOOS: "linux", Getenv: func(string) string { return "" }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := p.Apply(time.Time{}); err != nil {
-				t.Fatal(err)
-			}
+			p := makeAndApply(t, Options{Client: c.client, Command: testCommand, Toolsets: []string{"git", "propose"}, Home: home, GOOS: "linux", Getenv: func(string) string { return "" }})
 			root, err := jsonc.Parse([]byte(read(t, filepath.Join(home, c.file))), true)
 			if err != nil {
 				t.Fatal(err)

@@ -157,15 +157,9 @@ func planClaudeCode(p *planner) error {
 			}
 		}
 	}
-	var allow []string
-	for _, t := range PreAllowTools(p.opts.Toolsets) {
-		allow = append(allow, "mcp__"+ServerName+"__"+t)
-	}
-	if err := p.jsonAppend(settingsPath, "json", []string{"permissions", "allow"}, allow); err != nil {
+	if err := p.allowInPermissions(settingsPath, "json"); err != nil {
 		return err
 	}
-	p.plan.PreAllowed = allow
-	p.plan.PreAllowNote = fmt.Sprintf("pre-allowed %d Sluice tools in %s (permissions.allow): %s", len(allow), settingsPath, preAllowWords(p.opts.Toolsets))
 	if p.opts.Scope == ScopeProject {
 		p.plan.Steps = append(p.plan.Steps, "Start `claude` once in "+p.opts.ProjectDir+" and answer its folder-trust question: until the folder is trusted, Claude Code keeps project servers waiting (\"Pending approval\").")
 	}
@@ -397,6 +391,22 @@ func planOpencode(p *planner) error {
 	return nil
 }
 
+// allowInPermissions pre-allows Sluice's tools in the "permissions.allow"
+// list of the settings file at path, where Claude Code and Qwen Code both
+// name an MCP tool "mcp__<server>__<tool>".
+func (p *planner) allowInPermissions(path, format string) error {
+	var allow []string
+	for _, t := range PreAllowTools(p.opts.Toolsets) {
+		allow = append(allow, "mcp__"+ServerName+"__"+t)
+	}
+	if err := p.jsonAppend(path, format, []string{"permissions", "allow"}, allow); err != nil {
+		return err
+	}
+	p.plan.PreAllowed = allow
+	p.plan.PreAllowNote = fmt.Sprintf("pre-allowed %d Sluice tools in %s (permissions.allow): %s", len(allow), path, preAllowWords(p.opts.Toolsets))
+	return nil
+}
+
 // planQwen: Qwen Code keeps servers in ~/.qwen/settings.json or
 // <project>/.qwen/settings.json under "mcpServers" ({"command", "args"}, as
 // `qwen mcp add` writes), and auto-approved tools in the same file under
@@ -412,15 +422,9 @@ func planQwen(p *planner) error {
 	if err := p.jsonSet(path, "jsonc", []string{"mcpServers", ServerName}, p.stdioEntry()); err != nil {
 		return err
 	}
-	var allow []string
-	for _, t := range PreAllowTools(p.opts.Toolsets) {
-		allow = append(allow, "mcp__"+ServerName+"__"+t)
-	}
-	if err := p.jsonAppend(path, "jsonc", []string{"permissions", "allow"}, allow); err != nil {
+	if err := p.allowInPermissions(path, "jsonc"); err != nil {
 		return err
 	}
-	p.plan.PreAllowed = allow
-	p.plan.PreAllowNote = fmt.Sprintf("pre-allowed %d Sluice tools in %s (permissions.allow): %s", len(allow), path, preAllowWords(p.opts.Toolsets))
 	p.plan.Steps = append(p.plan.Steps, "When Qwen Code's folder trust is on, it asks once whether you trust the folder you start it in (saved in ~/.qwen/trustedFolders.json); in an untrusted folder it asks before every tool, pre-allowed or not.")
 	return nil
 }

@@ -256,25 +256,22 @@ func (p *planner) jsonDoc(f *FileChange) (*jsonc.Doc, error) {
 
 // jsonSet sets the member at key in a JSON(C) file.
 func (p *planner) jsonSet(path, format string, key []string, v any) error {
-	f, err := p.file(path, format)
-	if err != nil {
-		return err
-	}
-	d, err := p.jsonDoc(f)
-	if err != nil {
-		return err
-	}
-	changed, err := d.Set(key, v)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrConflict, f.Path, err)
-	}
-	shown, _ := d.Render(v, "")
-	f.Edits = append(f.Edits, Edit{Key: strings.Join(key, "."), Value: shown})
-	return p.finish(f, d, changed)
+	return p.jsonEdit(path, format, strings.Join(key, "."), v, func(d *jsonc.Doc) (bool, error) {
+		return d.Set(key, v)
+	})
 }
 
 // jsonAppend makes the string array at key contain values.
 func (p *planner) jsonAppend(path, format string, key []string, values []string) error {
+	return p.jsonEdit(path, format, strings.Join(key, ".")+" (contains)", values, func(d *jsonc.Doc) (bool, error) {
+		added, err := d.AppendStrings(key, values)
+		return len(added) > 0, err
+	})
+}
+
+// jsonEdit applies edit to a JSON(C) file and lists it as label, showing
+// value; edit reports whether it changed the document.
+func (p *planner) jsonEdit(path, format, label string, value any, edit func(*jsonc.Doc) (bool, error)) error {
 	f, err := p.file(path, format)
 	if err != nil {
 		return err
@@ -283,13 +280,13 @@ func (p *planner) jsonAppend(path, format string, key []string, values []string)
 	if err != nil {
 		return err
 	}
-	added, err := d.AppendStrings(key, values)
+	changed, err := edit(d)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrConflict, f.Path, err)
 	}
-	shown, _ := d.Render(values, "")
-	f.Edits = append(f.Edits, Edit{Key: strings.Join(key, ".") + " (contains)", Value: shown})
-	return p.finish(f, d, len(added) > 0)
+	shown, _ := d.Render(value, "")
+	f.Edits = append(f.Edits, Edit{Key: label, Value: shown})
+	return p.finish(f, d, changed)
 }
 
 // jsonDelete removes the member at key from a JSON(C) file, if the file

@@ -166,6 +166,20 @@ func write(t *testing.T, path, content string, mode os.FileMode) {
 	}
 }
 
+// makeAndApply makes the plan for opts and applies it, failing the test on
+// any error.
+func makeAndApply(t *testing.T, opts Options) *Plan {
+	t.Helper()
+	p, err := Make(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Apply(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func read(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -294,13 +308,7 @@ func TestMake_SecondRun_NoChange_Table(t *testing.T) {
 		t.Run(c.name(), func(t *testing.T) {
 			opts, base := c.setup(t)
 			write(t, filepath.Join(base, c.file), c.existing, 0o600)
-			p, err := Make(opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := p.Apply(time.Time{}); err != nil {
-				t.Fatal(err)
-			}
+			makeAndApply(t, opts)
 			snapshot := map[string]string{}
 			for _, f := range append([]string{c.file}, c.extra...) {
 				snapshot[f] = read(t, filepath.Join(base, f))
@@ -388,13 +396,7 @@ func TestMake_ClaudeCode_PreAllowsReadAndProposeOnly(t *testing.T) {
 	home := t.TempDir()
 	settings := filepath.Join(home, ".claude", "settings.json")
 	write(t, settings, "{\n  \"permissions\": {\n    \"allow\": [\"Bash(npm test)\"],\n    \"deny\": [\"Read(.env)\"]\n  },\n  \"model\": \"opus\"\n}\n", 0o600)
-	p, err := Make(Options{Client: "claude-code", Command: testCommand, Toolsets: []string{"git", "propose", "workspace"}, Home: home, GOOS: "linux", Getenv: func(string) string { return "" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Apply(time.Time{}); err != nil {
-		t.Fatal(err)
-	}
+	p := makeAndApply(t, Options{Client: "claude-code", Command: testCommand, Toolsets: []string{"git", "propose", "workspace"}, Home: home, GOOS: "linux", Getenv: func(string) string { return "" }})
 	var s struct {
 		Permissions struct{ Allow, Deny []string }
 		Model       string
@@ -477,13 +479,7 @@ func TestMake_SymlinkedConfig_WritesTarget(t *testing.T) {
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Make(Options{Client: "cursor", Command: testCommand, Home: home, GOOS: "linux", Getenv: func(string) string { return "" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Apply(time.Time{}); err != nil {
-		t.Fatal(err)
-	}
+	makeAndApply(t, Options{Client: "cursor", Command: testCommand, Home: home, GOOS: "linux", Getenv: func(string) string { return "" }})
 	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Fatal("the symlink was replaced by a file")
 	}

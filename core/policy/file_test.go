@@ -47,6 +47,31 @@ func read(t *testing.T, path string) string {
 	return string(b)
 }
 
+// saveEdited reads the policy file at path, applies edit and saves it,
+// failing the test on any error, and returns the file.
+func saveEdited(t *testing.T, path string, edit func(*File) error) *File {
+	t.Helper()
+	f, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := edit(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Save(); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func addRule(r Rule) func(*File) error {
+	return func(f *File) error { return f.AddRule(r) }
+}
+
+func removeRule(agent, name string) func(*File) error {
+	return func(f *File) error { return f.RemoveRule(agent, name) }
+}
+
 var madeAt = time.Date(2026, 12, 1, 15, 4, 5, 0, time.UTC)
 
 func learned(name string) Rule {
@@ -58,16 +83,7 @@ func learned(name string) Rule {
 // but the rules list; removing it again gives back the file byte for byte.
 func TestFile_AddRemove_KeepsThePersonsBytes(t *testing.T) {
 	path := writeFile(t, t.TempDir(), personal, 0o640)
-	f, err := ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.AddRule(learned("claude-commits")); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Save(); err != nil {
-		t.Fatal(err)
-	}
+	saveEdited(t, path, addRule(learned("claude-commits")))
 	got := read(t, path)
 	want := strings.Replace(personal, `["branch"]} // keep this one`, `["branch"]}, // keep this one
 		{
@@ -106,16 +122,7 @@ func TestFile_AddRemove_KeepsThePersonsBytes(t *testing.T) {
 		t.Fatalf("the directory holds %d entries, want only the policy file (no temporary left)", len(entries))
 	}
 
-	f, err = ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.RemoveRule("claude-code", "claude-commits"); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Save(); err != nil {
-		t.Fatal(err)
-	}
+	saveEdited(t, path, removeRule("claude-code", "claude-commits"))
 	if got := read(t, path); got != personal {
 		t.Fatalf("after RemoveRule the file is not the person's again:\n%s", got)
 	}
@@ -125,16 +132,7 @@ func TestFile_AddRemove_KeepsThePersonsBytes(t *testing.T) {
 // agent's entry, and only that one.
 func TestFile_RemoveRule_InAgentEntry(t *testing.T) {
 	path := writeFile(t, t.TempDir(), sample, 0o600)
-	f, err := ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.RemoveRule("claude-code", "new-branches"); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Save(); err != nil {
-		t.Fatal(err)
-	}
+	f := saveEdited(t, path, removeRule("claude-code", "new-branches"))
 	want := strings.Replace(sample, "        {\"name\": \"new-branches\", \"ops\": [\"branch\"]},\n", "", 1)
 	if got := read(t, path); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
@@ -186,16 +184,7 @@ func TestFile_Save_RefusesAChangedFile(t *testing.T) {
 // TestFile_Create: the first rule creates the file, private, valid.
 func TestFile_Create(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "policy.json")
-	f, err := ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.AddRule(learned("r")); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Save(); err != nil {
-		t.Fatal(err)
-	}
+	saveEdited(t, path, addRule(learned("r")))
 	p, err := Load(path)
 	if err != nil || len(p.Rules) != 1 || len(p.Agents) != 0 {
 		t.Fatalf("Load = %+v, %v", p, err)
@@ -204,13 +193,7 @@ func TestFile_Create(t *testing.T) {
 		t.Fatalf("mode %v, want 0600", st.Mode().Perm())
 	}
 	// Revoking the last rule leaves a valid, empty policy.
-	f, _ = ReadFile(path)
-	if err := f.RemoveRule("claude-code", "r"); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Save(); err != nil {
-		t.Fatal(err)
-	}
+	saveEdited(t, path, removeRule("claude-code", "r"))
 	if p, err := Load(path); err != nil || len(p.All()) != 0 {
 		t.Fatalf("after the last revoke: %+v, %v\n%s", p, err, read(t, path))
 	}
@@ -224,16 +207,7 @@ func TestFile_Save_ThroughSymlink(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	f, err := ReadFile(link)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.AddRule(learned("r")); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Save(); err != nil {
-		t.Fatal(err)
-	}
+	saveEdited(t, link, addRule(learned("r")))
 	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
 		t.Fatalf("the link was replaced: %v", err)
 	}
