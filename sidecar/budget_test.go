@@ -12,8 +12,6 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 )
 
 // The context budget (issue 16, docs/tools.md "Context budget"): what the
@@ -172,14 +170,7 @@ func TestContextBudget(t *testing.T) {
 	t.Log(b.String())
 
 	t.Run("repo_brief", func(t *testing.T) {
-		r := gitxtest.Basic(t, 30)
-		r.Git("branch", "feature/one")
-		r.Git("branch", "feature/two")
-		r.Git("remote", "add", "origin", "https://example.com/x.git")
-		r.Git("update-ref", "refs/remotes/origin/main", "HEAD~2")
-		r.Git("branch", "--set-upstream-to=origin/main", "main")
-		r.Write("src/file1.txt", "changed\n")
-		r.Write("new.txt", "new\n")
+		r := briefRepo(t)
 		cs := gitSession(t, filepath.Dir(r.Dir))
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "repo_brief", Arguments: map[string]any{"repoPath": r.Dir}})
 		if err != nil || res.IsError {

@@ -424,19 +424,7 @@ func gitRepo(t *testing.T, dir string) {
 // never passed over.
 func inspectorRepoBrief(t *testing.T, env []string, target []string, repo string) {
 	t.Helper()
-	out := runInspector(t, env, append(target, "--method", "tools/list")...)
-	var list struct {
-		Tools []struct {
-			Name string `json:"name"`
-		} `json:"tools"`
-	}
-	if err := json.Unmarshal(out, &list); err != nil {
-		t.Fatalf("tools/list output: %v\n%s", err, out)
-	}
-	names := map[string]bool{}
-	for _, tl := range list.Tools {
-		names[tl.Name] = true
-	}
+	names, out := inspectorTools(t, env, target...)
 	if !names["sluice_capabilities"] || !names["agents_presence"] || !names["repo_brief"] {
 		t.Fatalf("tools/list: %s", out)
 	}

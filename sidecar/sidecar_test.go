@@ -102,6 +102,14 @@ func sidecarBinary(t testing.TB) string {
 // transport and returns a connected go-sdk client session.
 func connectInMemory(t *testing.T, s *Sidecar) *mcp.ClientSession {
 	t.Helper()
+	return connectClient(t, s, "test-client", nil)
+}
+
+// connectClient is connectInMemory for a client with its own name, which
+// is the agent's name to the sidecar, and options (notification
+// handlers); both sessions close when the test ends.
+func connectClient(t *testing.T, s *Sidecar, name string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := s.Server().Connect(ctx, st, nil)
@@ -109,8 +117,7 @@ func connectInMemory(t *testing.T, s *Sidecar) *mcp.ClientSession {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ss.Close() })
-	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, opts).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,16 +260,11 @@ func runInspector(t *testing.T, env []string, args ...string) []byte {
 	return out
 }
 
-// TestInspector_ToolsListAndCapabilities uses the official MCP Inspector CLI
-// as the client.
-func TestInspector_ToolsListAndCapabilities(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the Inspector is installed for Linux only")
-	}
-	env, _ := testEnv(t)
-	bin := sidecarBinary(t)
-
-	out := runInspector(t, env, "--cli", bin, "--method", "tools/list")
+// inspectorTools lists the tools of the server target names with the
+// Inspector: their names, and its output to show when one is missing.
+func inspectorTools(t *testing.T, env []string, target ...string) (map[string]bool, []byte) {
+	t.Helper()
+	out := runInspector(t, env, append(target, "--method", "tools/list")...)
 	var list struct {
 		Tools []struct {
 			Name string `json:"name"`
@@ -275,6 +277,19 @@ func TestInspector_ToolsListAndCapabilities(t *testing.T) {
 	for _, tl := range list.Tools {
 		names[tl.Name] = true
 	}
+	return names, out
+}
+
+// TestInspector_ToolsListAndCapabilities uses the official MCP Inspector CLI
+// as the client.
+func TestInspector_ToolsListAndCapabilities(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the Inspector is installed for Linux only")
+	}
+	env, _ := testEnv(t)
+	bin := sidecarBinary(t)
+
+	names, out := inspectorTools(t, env, "--cli", bin)
 	if !names["sluice_capabilities"] {
 		t.Fatalf("tools/list lacks sluice_capabilities: %s", out)
 	}

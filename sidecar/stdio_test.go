@@ -37,10 +37,11 @@ type refusal struct {
 	} `json:"error"`
 }
 
-// TestStdio_MalformedLine_AnsweredAndSessionGoesOn sends the real binary
-// one bad line after another between a go-sdk client's calls: each gets a
-// JSON-RPC error answer, and the session (and the process) go on.
-func TestStdio_MalformedLine_AnsweredAndSessionGoesOn(t *testing.T) {
+// startRaw starts the real binary with pipes to its stdin and stdout, for
+// a test that writes lines no client would; stderr, when not nil, gets its
+// log. Stopping it is the caller's.
+func startRaw(t *testing.T, stderr io.Writer) (*exec.Cmd, io.WriteCloser, io.ReadCloser) {
+	t.Helper()
 	env, _ := testEnv(t)
 	cmd := exec.Command(sidecarBinary(t))
 	cmd.Env = env
@@ -52,11 +53,19 @@ func TestStdio_MalformedLine_AnsweredAndSessionGoesOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	return cmd, stdin, stdout
+}
+
+// TestStdio_MalformedLine_AnsweredAndSessionGoesOn sends the real binary
+// one bad line after another between a go-sdk client's calls: each gets a
+// JSON-RPC error answer, and the session (and the process) go on.
+func TestStdio_MalformedLine_AnsweredAndSessionGoesOn(t *testing.T) {
+	var stderr strings.Builder
+	cmd, stdin, stdout := startRaw(t, &stderr)
 	exited := make(chan error, 1)
 	t.Cleanup(func() {
 		cmd.Process.Kill()
@@ -166,20 +175,7 @@ func TestStdio_MalformedLine_AnsweredAndSessionGoesOn(t *testing.T) {
 // batches left MCP in 2025-06-18, and go-sdk ends the session on one after
 // such an initialize. The line is refused instead and the session goes on.
 func TestStdio_BatchUnderNewProtocol_AnsweredAndSessionGoesOn(t *testing.T) {
-	env, _ := testEnv(t)
-	cmd := exec.Command(sidecarBinary(t))
-	cmd.Env = env
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdin, stdout := startRaw(t, nil)
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()

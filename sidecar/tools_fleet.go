@@ -47,9 +47,6 @@ func (g *gitTools) registerFleet() {
 			"gone upstreams, uncommitted or unpushed work. Use it to choose where to work.",
 		Annotations: readOnly("Fleet radar"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in FleetIn) (FleetRadarOut, error) {
-		if err := g.checkRoots(); err != nil {
-			return FleetRadarOut{}, err
-		}
 		r, err := g.runner()
 		if err != nil {
 			return FleetRadarOut{}, err
@@ -70,9 +67,6 @@ func (g *gitTools) registerFleet() {
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in FleetDigestIn) (FleetDigestOut, error) {
 		since, err := gitx.ParseSince(in.Since, time.Now())
 		if err != nil {
-			return FleetDigestOut{}, err
-		}
-		if err := g.checkRoots(); err != nil {
 			return FleetDigestOut{}, err
 		}
 		r, err := g.runner()

@@ -160,18 +160,7 @@ func (e *proposeEnv) connect(t *testing.T, name string, opts *mcp.ClientOptions)
 	if name == "" {
 		name = "test-agent"
 	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := e.s.Server().Connect(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, opts).Connect(t.Context(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
+	return connectClient(t, e.s, name, opts)
 }
 
 func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (*mcp.CallToolResult, ProposalOut) {

@@ -49,9 +49,13 @@ func init() {
 var errNoRoots = &errcode.Error{Code: errcode.PathOutsideRoots,
 	Msg: "no allowed roots are configured: ask the person to add the folder that holds their repositories to Sluice's allowed roots (`sluice roots add DIR`, the Sluice app's first screen, or allowedRoots in config.json; SLUICE_ALLOWED_ROOTS given to the app is saved there too)"}
 
-// runner returns the hardened runner, or an unsupported error that says
-// why git cannot be used.
+// runner returns the hardened runner once the roots are known to be
+// usable: without them it fails as checkRoots does, and without git with
+// an unsupported error that says why git cannot be used.
 func (g *gitTools) runner() (*gitx.Runner, error) {
+	if err := g.s.checkRoots(); err != nil {
+		return nil, err
+	}
 	r, err := gitx.Default()
 	if err != nil {
 		var ge *errcode.Error
@@ -66,9 +70,6 @@ func (g *gitTools) runner() (*gitx.Runner, error) {
 // open confines repoPath to the roots and opens the repository; every
 // single-repository tool starts here.
 func (g *gitTools) open(ctx context.Context, repoPath string) (*gitx.Repo, error) {
-	if err := g.checkRoots(); err != nil {
-		return nil, err
-	}
 	r, err := g.runner()
 	if err != nil {
 		return nil, err
@@ -88,8 +89,6 @@ func checkRevs(nameValue ...string) error {
 	}
 	return nil
 }
-
-func (g *gitTools) checkRoots() error { return g.s.checkRoots() }
 
 // checkRoots fails when no usable roots are configured.
 func (s *Sidecar) checkRoots() error {

@@ -516,9 +516,11 @@ func TestGitTools_HostileRepository(t *testing.T) {
 	}
 }
 
-// TestRepoBrief_TokenBudget: repo_brief on a 30-commit repository fits in
-// 600 tokens (bytes/4) as the client receives it.
-func TestRepoBrief_TokenBudget(t *testing.T) {
+// briefRepo is the repository repo_brief's budget is measured on: 30
+// commits, two more branches, an upstream two commits behind, and an
+// unstaged and an untracked file.
+func briefRepo(t *testing.T) *gitxtest.Repo {
+	t.Helper()
 	r := gitxtest.Basic(t, 30)
 	r.Git("branch", "feature/one")
 	r.Git("branch", "feature/two")
@@ -527,6 +529,13 @@ func TestRepoBrief_TokenBudget(t *testing.T) {
 	r.Git("branch", "--set-upstream-to=origin/main", "main")
 	r.Write("src/file1.txt", "changed\n")
 	r.Write("new.txt", "new\n")
+	return r
+}
+
+// TestRepoBrief_TokenBudget: repo_brief on a 30-commit repository fits in
+// 600 tokens (bytes/4) as the client receives it.
+func TestRepoBrief_TokenBudget(t *testing.T) {
+	r := briefRepo(t)
 	cs := gitSession(t, filepath.Dir(r.Dir))
 	res := gitCall(t, cs, "repo_brief", map[string]any{"repoPath": r.Dir})
 	if res.IsError {

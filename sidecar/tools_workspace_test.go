@@ -153,23 +153,13 @@ func TestWorkspaceTools_FilesRunDestroy(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var progress []string
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := s.Server().Connect(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "ws-agent", Version: "1"}, &mcp.ClientOptions{
+	cs := connectClient(t, s, "ws-agent", &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			mu.Lock()
 			defer mu.Unlock()
 			progress = append(progress, req.Params.Message)
 		},
-	}).Connect(t.Context(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	})
 
 	res, out := callJSON(t, cs, "workspace_create", map[string]any{"kind": "repo", "repoPath": repo})
 	if res.IsError {
@@ -253,23 +243,13 @@ func TestWorkspaceTools_RunStreamsProgress(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var progress []*mcp.ProgressNotificationParams
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := s.Server().Connect(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "ws-agent", Version: "1"}, &mcp.ClientOptions{
+	cs := connectClient(t, s, "ws-agent", &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			mu.Lock()
 			defer mu.Unlock()
 			progress = append(progress, req.Params)
 		},
-	}).Connect(t.Context(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	})
 	_, out := callJSON(t, cs, "workspace_create", map[string]any{"kind": "fresh"})
 	id, _ := out["workspaceId"].(string)
 	if id == "" {
@@ -356,18 +336,7 @@ func TestWorkspaceTools_OwnerOnly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, ct := mcp.NewInMemoryTransports()
-		ss, err := s.Server().Connect(t.Context(), st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ss.Close() })
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: client, Version: "1"}, nil).Connect(t.Context(), ct, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		return cs
+		return connectClient(t, s, client, nil)
 	}
 	owner := session("", "owner-agent")
 	res, out := callJSON(t, owner, "workspace_create", map[string]any{"kind": "repo", "repoPath": repo})

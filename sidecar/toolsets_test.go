@@ -25,38 +25,12 @@ func TestToolsetEnable_InMemory_ListChanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := s.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	changed := make(chan struct{}, 8)
-	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
-	})
-	cs, err := client.Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	cs, changed := listChangedClient(t, s)
 	if caps := cs.InitializeResult().Capabilities; caps.Tools == nil || !caps.Tools.ListChanged {
 		t.Fatalf("the server does not advertise tools.listChanged: %+v", caps.Tools)
 	}
 
-	names := func() []string {
-		res, err := cs.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var n []string
-		for _, tl := range res.Tools {
-			n = append(n, tl.Name)
-		}
-		return n
-	}
-	before := names()
+	before := toolNames(t, cs)
 	if slices.Contains(before, "fleet_radar") || slices.Contains(before, "workspace_status") || !slices.Contains(before, "toolset_enable") {
 		t.Fatalf("default tools without workspaces configured: %v", before)
 	}
@@ -65,12 +39,8 @@ func TestToolsetEnable_InMemory_ListChanged(t *testing.T) {
 	if !slices.Contains(out.Toolsets, "fleet") || !slices.Equal(out.Added, []string{"fleet_radar", "fleet_digest"}) {
 		t.Fatalf("toolset_enable fleet: %+v", out)
 	}
-	select {
-	case <-changed:
-	case <-time.After(time.Minute): // a hang guard, not a measurement
-		t.Fatal("no notifications/tools/list_changed after toolset_enable")
-	}
-	after := names()
+	awaitListChanged(t, changed, "toolset_enable")
+	after := toolNames(t, cs)
 	for _, n := range out.Added {
 		if !slices.Contains(after, n) {
 			t.Errorf("%s is not listed after toolset_enable: %v", n, after)
@@ -91,12 +61,8 @@ func TestToolsetEnable_InMemory_ListChanged(t *testing.T) {
 	if len(safety.Added) == 0 {
 		t.Fatalf("toolset_enable safety added nothing: %+v", safety)
 	}
-	select {
-	case <-changed:
-	case <-time.After(time.Minute): // a hang guard, not a measurement
-		t.Fatal("no second notifications/tools/list_changed after toolset_enable safety")
-	}
-	after = names()
+	awaitListChanged(t, changed, "the second toolset_enable (safety)")
+	after = toolNames(t, cs)
 	for _, n := range safety.Added {
 		if !slices.Contains(after, n) {
 			t.Errorf("%s is not listed after the second toolset_enable: %v", n, after)
@@ -105,7 +71,7 @@ func TestToolsetEnable_InMemory_ListChanged(t *testing.T) {
 
 	// Enabling again changes nothing and says so.
 	again := gitCallOK[ToolsetEnableOut](t, cs, "toolset_enable", map[string]any{"toolset": "fleet"})
-	if len(again.Added) != 0 || len(names()) != len(after) {
+	if len(again.Added) != 0 || len(toolNames(t, cs)) != len(after) {
 		t.Errorf("enabling fleet twice: %+v", again)
 	}
 	// The schema refuses a toolset it does not list; the message names it.
@@ -143,34 +109,8 @@ func TestToolsetEnable_InMemory_OffDefaultToolsets(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx := context.Background()
-			st, ct := mcp.NewInMemoryTransports()
-			ss, err := s.Server().Connect(ctx, st, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { ss.Close() })
-			changed := make(chan struct{}, 8)
-			client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
-				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
-			})
-			cs, err := client.Connect(ctx, ct, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cs.Close() })
-			names := func() []string {
-				res, err := cs.ListTools(ctx, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var n []string
-				for _, tl := range res.Tools {
-					n = append(n, tl.Name)
-				}
-				return n
-			}
-			before := names()
+			cs, changed := listChangedClient(t, s)
+			before := toolNames(t, cs)
 			for _, n := range c.added {
 				if slices.Contains(before, n) {
 					t.Fatalf("%s is listed before its toolset is enabled: %v", n, before)
@@ -183,12 +123,8 @@ func TestToolsetEnable_InMemory_OffDefaultToolsets(t *testing.T) {
 			if !slices.Contains(out.Toolsets, c.toolset) || !slices.Equal(out.Added, c.added) {
 				t.Fatalf("toolset_enable %s: %+v", c.toolset, out)
 			}
-			select {
-			case <-changed:
-			case <-time.After(time.Minute): // a hang guard, not a measurement
-				t.Fatal("no notifications/tools/list_changed after toolset_enable")
-			}
-			after := names()
+			awaitListChanged(t, changed, "toolset_enable")
+			after := toolNames(t, cs)
 			if len(after) != len(before)+len(c.added) {
 				t.Errorf("%d tools after enabling %s, want %d + %d: %v", len(after), c.toolset, len(before), len(c.added), after)
 			}
@@ -209,6 +145,42 @@ func TestToolsetEnable_InMemory_OffDefaultToolsets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// listChangedClient connects a client to s that is sent a value on
+// changed for each notifications/tools/list_changed.
+func listChangedClient(t *testing.T, s *Sidecar) (*mcp.ClientSession, <-chan struct{}) {
+	t.Helper()
+	changed := make(chan struct{}, 8)
+	cs := connectClient(t, s, "test-client", &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	return cs, changed
+}
+
+// awaitListChanged fails the test unless a notifications/tools/list_changed
+// arrives; after says what should have sent it.
+func awaitListChanged(t *testing.T, changed <-chan struct{}, after string) {
+	t.Helper()
+	select {
+	case <-changed:
+	case <-time.After(time.Minute): // a hang guard, not a measurement
+		t.Fatal("no notifications/tools/list_changed after " + after)
+	}
+}
+
+// toolNames is what tools/list names, in its order.
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n []string
+	for _, tl := range res.Tools {
+		n = append(n, tl.Name)
+	}
+	return n
 }
 
 // TestToolsetEnable_Unknown_NamesTheChoices: the handler's own refusal (for
