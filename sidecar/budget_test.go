@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The context budget (issue 16, docs/tools.md "Context budget"): what the
+// The context budget (docs/tools.md "Context budget"): what the
 // tools cost an agent, counted in o200k tokens, the tokenizer of OpenAI's
 // current models and a fair stand-in for the others.
 const (

@@ -222,7 +222,7 @@ func schemaMap(t *testing.T, s any) map[string]any {
 // Byte budgets of tools/list (bytes/4, the JSON a client receives): a
 // guard that runs everywhere, without the tokenizer that TestContextBudget
 // (budget_test.go) counts real o200k tokens with. Before the context
-// budget (issue 16) the git toolset measured ≈ 16.5k and git, propose and
+// budget the git toolset measured ≈ 16.5k and git, propose and
 // workspace ≈ 40.7k; after it ≈ 6.6k (git: 18 tools) and ≈ 20.3k (45
 // tools). The budgets are those measurements rounded up, with no
 // headroom: a tool that grows has to shrink another or make its case.

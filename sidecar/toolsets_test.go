@@ -199,7 +199,7 @@ func TestToolsetEnable_Unknown_NamesTheChoices(t *testing.T) {
 }
 
 // toolsBeforeTheBudget are the 50 tools served before the context budget
-// (issue 16) split the defaults; every one must stay reachable.
+// split the defaults; every one must stay reachable.
 var toolsBeforeTheBudget = strings.Fields(`
 	agents_presence commit_details conflict_read diff_semantic diff_text fleet_digest
 	fleet_radar proposal_cancel proposal_status proposal_wait propose_branch
