@@ -264,12 +264,6 @@ func As(err error) (*Error, bool) {
 	return e, ok
 }
 
-// Has reports whether err's chain holds an *Error (with any code).
-func Has(err error) bool {
-	_, ok := As(err)
-	return ok
-}
-
 // IsCode reports whether the first *Error in err's chain has code.
 func IsCode(err error, code Code) bool {
 	e, ok := As(err)
