@@ -296,11 +296,6 @@ func (e *Executor) Restore(ctx context.Context, repo, restorePointID string, for
 	if err != nil {
 		return nil, err
 	}
-	// Not even force restores past a lock: it may be a running git's, and
-	// removing it is the person's decision (RemoveLocks).
-	if err := requireUnlocked(ctx, rc); err != nil {
-		return nil, err
-	}
 	paths := []string{rp.NewWorktree}
 	for _, w := range rp.Worktrees {
 		paths = append(paths, w.Path)
@@ -312,6 +307,11 @@ func (e *Executor) Restore(ctx context.Context, repo, restorePointID string, for
 		if _, err := e.roots.Confine(filepath.Dir(p)); err != nil {
 			return nil, errcode.New(errcode.InvalidArgument, "the restore point names a working tree outside the allowed roots")
 		}
+	}
+	// Not even force restores past a lock: it may be a running git's, and
+	// removing it is the person's decision (RemoveLocks).
+	if err := requireUnlocked(ctx, rc); err != nil {
+		return nil, err
 	}
 	return e.restore(context.WithoutCancel(ctx), rc, rp, force)
 }
