@@ -646,3 +646,51 @@ func TestLocks_OwnGitStartedAfter_StillALeftover(t *testing.T) {
 		t.Fatalf("the lock the own git may hold was removed: %v", err)
 	}
 }
+
+// TestLocks_GitPointedInByEnvironment_InUse: a git started elsewhere and
+// pointed at the repository by GIT_DIR (an editor's, a script's) works
+// in it: a lock beside it may be its, so it is in use and is kept.
+func TestLocks_GitPointedInByEnvironment_InUse(t *testing.T) {
+	f := newFixture(t)
+	rec := f.interrupted()
+	lock := filepath.Join(f.repo.Dir, ".git", "index.lock")
+	if err := os.WriteFile(lock, []byte("DIRC"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	began := executionBegan(rec)
+	if err := os.Chtimes(lock, began, began); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := t.TempDir()
+	gitDir := filepath.Join(f.repo.Dir, ".git")
+	other := exec.Command("git", "cat-file", "--batch")
+	other.Dir = elsewhere
+	other.Env = append(os.Environ(), "GIT_DIR="+gitDir)
+	feed, err := other.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { feed.Close(); other.Wait() })
+	deadline := time.Now().Add(time.Minute) // a hang guard
+	for !procRunningIn(elsewhere, "environ", "GIT_DIR="+gitDir) {
+		if time.Now().After(deadline) {
+			t.Fatal("the git never started")
+		}
+		time.Sleep(10 * time.Millisecond) // the poll's pace, not an expectation
+	}
+
+	locks, byPath := f.leftLocks(t, rec)
+	if l := byPath["index.lock"]; !l.InUse || l.Leftover {
+		t.Fatalf("a lock beside a git pointed in by GIT_DIR: %+v, want in use, not a leftover", l)
+	}
+	res, err := f.e.RemoveLocks(testCtx(t), rec, locks)
+	if err != nil || len(res.Removed) != 0 {
+		t.Fatalf("removal beside a git pointed in by GIT_DIR: %+v, %v", res, err)
+	}
+	if _, err := os.Lstat(lock); err != nil {
+		t.Fatalf("the lock was removed: %v", err)
+	}
+}

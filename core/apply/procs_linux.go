@@ -15,8 +15,9 @@ import (
 )
 
 // gitsIn lists the live git processes that work in any of dirs: their
-// current directory is inside one, or their command line names a path
-// inside one (git -C, --git-dir). It reads /proc; a process whose details
+// current directory is inside one, their command line names a path inside
+// one (git -C, --git-dir), or their environment does (GIT_DIR,
+// GIT_WORK_TREE, GIT_COMMON_DIR). It reads /proc; a process whose details
 // cannot be read (another user's) does not work in the person's
 // repository. Processes that are not git (a hook that outlived the git
 // that ran it) hold none of git's locks. Without /proc nothing can be
@@ -76,12 +77,33 @@ func procGitIn(proc string, dirs []string) (int, bool) {
 			return 0, false
 		}
 	}
+	var env []string
+	if b, err := os.ReadFile(proc + "/environ"); err == nil {
+		env = strings.Split(string(b), "\x00")
+	}
 	// Sluice's own reads (the sidecar's, the app's previews) take no lock.
-	if env, err := os.ReadFile(proc + "/environ"); err == nil && slices.Contains(strings.Split(string(env), "\x00"), gitx.ReadMarker) {
+	if slices.Contains(env, gitx.ReadMarker) {
 		return 0, false
 	}
-	if cwd, err := os.Readlink(proc + "/cwd"); err == nil && inAny(cwd, dirs) {
+	cwd, err := os.Readlink(proc + "/cwd")
+	if err == nil && inAny(cwd, dirs) {
 		return pgid, true
+	}
+	// A git pointed at the repository from elsewhere by its environment.
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if v == "" || (k != "GIT_DIR" && k != "GIT_WORK_TREE" && k != "GIT_COMMON_DIR") {
+			continue
+		}
+		if !filepath.IsAbs(v) {
+			if cwd == "" {
+				continue
+			}
+			v = filepath.Join(cwd, v)
+		}
+		if inAny(filepath.Clean(v), dirs) {
+			return pgid, true
+		}
 	}
 	for _, a := range args[1:] {
 		if _, v, ok := strings.Cut(a, "="); ok && filepath.IsAbs(v) {
