@@ -1,13 +1,11 @@
 package app
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/sluicehq/sluice/core/apply"
 	"github.com/sluicehq/sluice/core/errcode"
@@ -213,20 +211,8 @@ func (api *API) Approve(d Decision) (Card, error) {
 	if rec.Proposal.Destructive() && strings.TrimSpace(d.Confirm) != confirmWord(rec.Proposal) {
 		return Card{}, ErrConfirmation
 	}
-	// A card whose pins moved or whose sealed inputs changed is not what
-	// would land: it cannot be approved as if it were fresh.
-	if err := a.checkFresh(rec); err != nil {
+	if err := a.approvable(rec); err != nil {
 		return Card{}, err
-	}
-	if a.executor != nil {
-		// A lock of git's would fail the execution halfway: the card stays
-		// pending and says which lock, so it can be approved once it is gone.
-		ctx, cancel := context.WithTimeout(a.runCtx, 30*time.Second)
-		err = a.executor.CheckUnlocked(ctx, rec.Proposal)
-		cancel()
-		if errors.Is(err, apply.ErrRepoLocked) {
-			return Card{}, err
-		}
 	}
 	rec, err = a.journal.Approve(d.ID, d.Digest, "owner:"+api.kind, d.Note)
 	if err != nil {
@@ -260,9 +246,7 @@ func (api *API) Preflight(id string) (apply.Preflight, error) {
 	if a.executor == nil {
 		return apply.Preflight{}, errNoRoots
 	}
-	ctx, cancel := context.WithTimeout(a.runCtx, 30*time.Second)
-	defer cancel()
-	pf, err := a.executor.Preflight(ctx, rec.Proposal)
+	pf, err := a.preflight(rec.Proposal)
 	if err != nil {
 		return apply.Preflight{}, err
 	}
@@ -280,9 +264,7 @@ func (api *API) SendBack(d Decision) (Card, error) {
 	if a.executor == nil {
 		return Card{}, errNoRoots
 	}
-	ctx, cancel := context.WithTimeout(a.runCtx, 30*time.Second)
-	defer cancel()
-	pf, err := a.executor.Preflight(ctx, rec.Proposal)
+	pf, err := a.preflight(rec.Proposal)
 	if err != nil {
 		return Card{}, err
 	}

@@ -313,7 +313,8 @@ func (api *API) TrustSimilar(req TrustRequest) (TrustResult, error) {
 	if err != nil {
 		return TrustResult{}, ruleError(err)
 	}
-	if err := a.checkFresh(rec); err != nil {
+	// Nothing is saved for a card that could not be approved now.
+	if err := a.approvable(rec); err != nil {
 		return TrustResult{}, err
 	}
 	rb := a.rules
@@ -349,15 +350,26 @@ func trimmed(list []string) []string {
 	return out
 }
 
-// checkFresh refuses a card whose repository moved since it was proposed
-// (stale_base): Approve checks it, and TrustSimilar before it saves a rule.
-func (a *App) checkFresh(rec journal.Record) error {
+// approvable refuses a card that is not what would land, or that could not
+// run now: Approve checks it, and TrustSimilar before it saves a rule.
+//   - A card whose pins moved or whose sealed inputs changed (stale_base)
+//     cannot be approved as if it were fresh.
+//   - A lock of git's would fail the execution halfway (repo_locked): the
+//     card stays pending and says which lock, so it can be approved once
+//     it is gone.
+func (a *App) approvable(rec journal.Record) error {
 	if a.executor == nil {
 		return nil
 	}
 	pf, err := a.preflight(rec.Proposal)
 	if err == nil && pf.Stale {
 		return &errcode.Error{Code: errcode.StaleBase, Msg: "the repository moved since this was proposed: " + pf.Describe() + "; send it back so the agent can propose again"}
+	}
+	ctx, cancel := context.WithTimeout(a.runCtx, 30*time.Second)
+	err = a.executor.CheckUnlocked(ctx, rec.Proposal)
+	cancel()
+	if errors.Is(err, apply.ErrRepoLocked) {
+		return err
 	}
 	return nil
 }

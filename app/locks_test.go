@@ -169,3 +169,43 @@ func TestLocks_App_NamedRefusedRemoved(t *testing.T) {
 		t.Errorf("HEAD is %q, not the approved commit", msg)
 	}
 }
+
+// TestLocks_App_TrustSimilarRefusedBeforeTheRuleIsSaved: while git's
+// locks are in the repository, "Approve and trust similar" is refused
+// with repo_locked as Approve is, and no rule is saved: a rule in force
+// for a card that stayed pending is not what the person asked for.
+func TestLocks_App_TrustSimilarRefusedBeforeTheRuleIsSaved(t *testing.T) {
+	a, repo, env, _ := interruptedWithLocks(t)
+	api := &API{app: a, kind: "web"}
+	out, isErr := callTool(t, agentSession(t, env, "claude-code"), "propose_commit", map[string]any{
+		"repoPath": repo, "reason": "Greet again", "message": "Greet the world", "paths": []string{"README.md"},
+	})
+	if isErr {
+		t.Fatalf("propose_commit: %v", out)
+	}
+	next := out["proposalId"].(string)
+	_, err := api.TrustSimilar(TrustRequest{Decision: Decision{ID: next, Digest: out["digest"].(string)},
+		Rule: RuleInput{Name: "greetings", Expiry: "always"}})
+	if ue := FormatError(err).(UIError); ue.Code != errcode.RepoLocked {
+		t.Fatalf("trust similar with locks: %+v, want repo_locked", ue)
+	}
+	if rec, _ := a.journal.Get(next); rec.State != proposal.Pending {
+		t.Fatalf("the refused card is %s, want still pending", rec.State)
+	}
+	rules, err := api.Rules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rules.Rules) != 0 {
+		t.Fatalf("a rule was saved for a card that was not approved: %+v", rules.Rules)
+	}
+	entries, err := api.Audit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries.Entries {
+		if e["event_type"] == "rule_created" {
+			t.Fatalf("rule_created was audited for a card that was not approved: %+v", e)
+		}
+	}
+}
