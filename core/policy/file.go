@@ -211,10 +211,13 @@ func (f *File) nameUsed(name string) bool {
 	return slices.ContainsFunc(f.Policy.All(), func(l Listed) bool { return l.Name == name })
 }
 
+// notNameChars are what a rule name may not hold (ruleName).
+var notNameChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
 // UniqueName returns base, or base with a number after it, such that no
 // rule in the file has that name. base is cut to what a name allows.
 func (f *File) UniqueName(base string) string {
-	base = strings.Trim(regexp.MustCompile(`[^A-Za-z0-9._-]+`).ReplaceAllString(base, "-"), "-.")
+	base = strings.Trim(notNameChars.ReplaceAllString(base, "-"), "-.")
 	if base == "" {
 		base = "rule"
 	}
