@@ -328,7 +328,7 @@ func (api *API) TrustSimilar(req TrustRequest) (TrustResult, error) {
 	rule := policy.Rule{Name: req.Rule.Name, Agent: draft.Agent, Ops: draft.Ops, Refs: trimmed(req.Rule.Refs),
 		Paths: trimmed(req.Rule.Paths), MaxRisk: req.Rule.MaxRisk, ExpiresAt: expires,
 		CreatedAt: now.Truncate(time.Second), FromProposal: rec.Proposal.ID}
-	view, err := a.saveRule(rule)
+	view, err := a.saveRule(rule, "owner:"+api.kind)
 	rb.mu.Unlock()
 	if err != nil {
 		return TrustResult{}, err
@@ -381,7 +381,7 @@ func (a *App) preflight(p proposal.Proposal) (*apply.Preflight, error) {
 }
 
 // saveRule adds rule to the policy file, audited. Called with rb.mu held.
-func (a *App) saveRule(rule policy.Rule) (RuleView, error) {
+func (a *App) saveRule(rule policy.Rule, by string) (RuleView, error) {
 	f, creates, err := a.readPolicy()
 	if err != nil {
 		return RuleView{}, err
@@ -396,11 +396,11 @@ func (a *App) saveRule(rule policy.Rule) (RuleView, error) {
 	}
 	// The ledger first: a rule that approves without a person is never in
 	// force off the record.
-	if err := a.auditRule("rule_created", rule.Agent, rule.FromProposal, "ok", "rule "+rule.Name+" created from a card", data); err != nil {
+	if err := a.auditRule(by, "rule_created", rule.Agent, rule.FromProposal, "ok", "rule "+rule.Name+" created from a card", data); err != nil {
 		return RuleView{}, err
 	}
 	if err := f.Save(); err != nil {
-		a.auditRule("rule_not_saved", rule.Agent, rule.FromProposal, "error:"+string(errcode.Of(ruleError(err))), "rule "+rule.Name+" was not saved", map[string]any{"rule": rule.Name})
+		a.auditRule(by, "rule_not_saved", rule.Agent, rule.FromProposal, "error:"+string(errcode.Of(ruleError(err))), "rule "+rule.Name+" was not saved", map[string]any{"rule": rule.Name})
 		return RuleView{}, ruleError(err)
 	}
 	if err := a.applyPolicy(f, creates); err != nil {
@@ -420,9 +420,9 @@ func joinOps(ops []proposal.Op) string {
 // auditRule appends a rule event to the ledger. Rule names and counts
 // are written; branch patterns and path prefixes are not (the ledger never
 // holds raw paths).
-func (a *App) auditRule(event, agent, proposalID, result, summary string, data map[string]any) error {
+func (a *App) auditRule(by, event, agent, proposalID, result, summary string, data map[string]any) error {
 	e := audit.Entry{EventType: event, SessionID: agent, ProposalID: proposalID, Result: result,
-		Approval: "owner", Summary: summary, Data: data}
+		Approval: by, Summary: summary, Data: data}
 	if _, err := a.ledger.Append(e); err != nil {
 		return &errcode.Error{Code: errcode.AuditFailed, Msg: "the rule was not changed because the audit ledger could not be written: " + err.Error()}
 	}
@@ -449,11 +449,11 @@ func (api *API) RevokeRule(r RevokeRequest) (RulesView, error) {
 		if err := f.RemoveRule(r.Agent, r.Name); err != nil {
 			return ruleError(err)
 		}
-		if err := a.auditRule("rule_revoked", r.Agent, "", "ok", "rule "+r.Name+" revoked", map[string]any{"rule": r.Name}); err != nil {
+		if err := a.auditRule("owner:"+api.kind, "rule_revoked", r.Agent, "", "ok", "rule "+r.Name+" revoked", map[string]any{"rule": r.Name}); err != nil {
 			return err
 		}
 		if err := f.Save(); err != nil {
-			a.auditRule("rule_not_saved", r.Agent, "", "error:"+string(errcode.Of(ruleError(err))), "revoking rule "+r.Name+" was not saved", map[string]any{"rule": r.Name})
+			a.auditRule("owner:"+api.kind, "rule_not_saved", r.Agent, "", "error:"+string(errcode.Of(ruleError(err))), "revoking rule "+r.Name+" was not saved", map[string]any{"rule": r.Name})
 			return ruleError(err)
 		}
 		return a.applyPolicy(f, false)

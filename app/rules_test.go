@@ -255,9 +255,9 @@ func TestRules_TrustSimilar_WebAPI(t *testing.T) {
 	for _, e := range entries {
 		switch e["event_type"] {
 		case "rule_created":
-			created = e["proposal_id"] == first && e["session_id"] == "claude-code"
+			created = e["proposal_id"] == first && e["session_id"] == "claude-code" && e["approval"] == "owner:web"
 		case "rule_revoked":
-			revoked = true
+			revoked = e["approval"] == "owner:web"
 		case "proposal_auto_approved":
 			auto = e["proposal_id"] == second && e["approval"] == "policy:readme-greetings"
 		}
