@@ -113,20 +113,12 @@ type Verdict struct {
 // or malformed file is an error naming the problem: a configured policy
 // never silently becomes no policy.
 func Load(path string) (*Policy, error) {
-	f, err := os.Open(path)
+	b, _, err := readCapped(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s: the configured policy file does not exist", ErrInvalid, path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
-	}
-	if len(b) > maxFileBytes {
-		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrInvalid, path, maxFileBytes)
 	}
 	p, err := Parse(b)
 	if err != nil {
