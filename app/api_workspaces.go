@@ -13,7 +13,6 @@ import (
 	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/journal"
-	"github.com/sluicehq/sluice/core/proposal"
 	"github.com/sluicehq/sluice/core/workspace"
 )
 
@@ -363,11 +362,7 @@ func (a *App) workspaceProposals() map[string]string {
 		return out
 	}
 	for _, rec := range recs {
-		m, ok := rec.Proposal.Args.(*proposal.MergeArgs)
-		if !ok {
-			continue
-		}
-		if id, ok := strings.CutPrefix(m.Source, workspaceRef); ok {
+		if id, ok := mergedWorkspace(rec.Proposal); ok {
 			if _, seen := out[id]; !seen {
 				out[id] = rec.Proposal.ID
 			}

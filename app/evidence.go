@@ -23,15 +23,25 @@ type CardEvidence struct {
 // workspaceRef is where a sealed workspace's commits are handed off.
 const workspaceRef = "refs/sluice/proposals/"
 
+// mergedWorkspace is the id of the workspace whose handed-off commits p
+// merges, if it merges one.
+func mergedWorkspace(p proposal.Proposal) (string, bool) {
+	m, ok := p.Args.(*proposal.MergeArgs)
+	if !ok {
+		return "", false
+	}
+	id, ok := strings.CutPrefix(m.Source, workspaceRef)
+	return id, ok && proposal.ValidID(id)
+}
+
 // evidenceFor is the run evidence of the workspace a proposal merges, or
 // nil when it merges none (or the workspace is gone).
 func (a *App) evidenceFor(p proposal.Proposal) *CardEvidence {
-	m, ok := p.Args.(*proposal.MergeArgs)
-	if !ok || a.workspaces == nil {
+	if a.workspaces == nil {
 		return nil
 	}
-	id, ok := strings.CutPrefix(m.Source, workspaceRef)
-	if !ok || !proposal.ValidID(id) {
+	id, ok := mergedWorkspace(p)
+	if !ok {
 		return nil
 	}
 	runs, err := a.workspaces.Runs(id)
