@@ -33,27 +33,30 @@ func TestDesktop_SecondInstance_SaysWhichRuns(t *testing.T) {
 		"XDG_RUNTIME_DIR=" + t.TempDir(), "SLUICE_WEB_ADDR=" + addr,
 	}
 	startBackground(t, env, io.Discard, "dunst", "-config", "/dev/null")
-	desktop := func(out *syncBuffer) *exec.Cmd {
-		cmd := exec.Command(filepath.Join(dir, "sluice"))
+	// desktop starts the desktop app; exited is closed once it has exited.
+	desktop := func(out *syncBuffer) (cmd *exec.Cmd, exited <-chan struct{}) {
+		cmd = exec.Command(filepath.Join(dir, "sluice"))
 		cmd.Env = env
 		cmd.Stdout, cmd.Stderr = out, out
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("start desktop app: %v", err)
 		}
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
 		t.Cleanup(func() {
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			cmd.Wait()
+			<-done
 			if t.Failed() {
 				t.Logf("desktop output:\n%s", out.String())
 			}
 		})
-		return cmd
+		return cmd, done
 	}
 
 	// The window first; then `sluice serve` beside it.
 	var first syncBuffer
-	win := desktop(&first)
+	win, winExited := desktop(&first)
 	waitFor(t, 60*time.Second, "the window's front end to call Ready", func() bool {
 		return strings.Contains(first.String(), `msg="frontend ready" ui=desktop`)
 	})
@@ -65,12 +68,12 @@ func TestDesktop_SecondInstance_SaysWhichRuns(t *testing.T) {
 		t.Fatalf("sluice serve beside the window: exit %d\n%s", serve.ProcessState.ExitCode(), out)
 	}
 	syscall.Kill(-win.Process.Pid, syscall.SIGTERM)
-	win.Wait()
+	<-winExited
 
 	// `sluice serve` first; then the desktop binary.
 	startServe(t, filepath.Join(dir, "sluice-headless"), env)
 	var second syncBuffer
-	blocked := desktop(&second)
+	blocked, blockedExited := desktop(&second)
 	waitFor(t, 60*time.Second, "the second window's page to be told who runs", func() bool {
 		return strings.Contains(second.String(), `msg="window told another Sluice is running"`)
 	})
@@ -90,7 +93,9 @@ func TestDesktop_SecondInstance_SaysWhichRuns(t *testing.T) {
 	if b, err := exec.Command(importBin, "-display", display, "-window", "root", shot).CombinedOutput(); err != nil {
 		t.Fatalf("screenshot: %v\n%s", err, b)
 	}
-	if blocked.ProcessState != nil {
+	select {
+	case <-blockedExited:
 		t.Fatalf("the window closed by itself: %v", blocked.ProcessState)
+	default:
 	}
 }
