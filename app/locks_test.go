@@ -27,7 +27,9 @@ func interruptedWithLocks(t *testing.T) (*App, string, []string, string) {
 	t.Helper()
 	a, repo, env := flowEnv(t)
 	cfg := a.cfg
-	os.WriteFile(filepath.Join(repo, "README.md"), []byte("hello\nworld\n"), 0o644)
+	if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte("hello\nworld\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out, isErr := callTool(t, agentSession(t, env, "claude-code"), "propose_commit", map[string]any{
 		"repoPath": repo, "reason": "Greet the world", "message": "Greet the world", "paths": []string{"README.md"},
 	})
@@ -125,9 +127,20 @@ func TestLocks_App_NamedRefusedRemoved(t *testing.T) {
 	if _, err := api.RemoveLocks(RemoveLocksRequest{ID: next, Locks: card.Locks}); errcode.Of(err) != "invalid_argument" {
 		t.Errorf("removal from a pending card: %v", err)
 	}
-	// index.lock changes after the card showed it: it is kept.
-	if err := os.WriteFile(filepath.Join(repo, ".git", "index.lock"), []byte("a newer git\n"), 0o644); err != nil {
+	// index.lock changes after the card showed it: it is kept. Its size
+	// changes; its time stays the one shown, so that a git the restarted
+	// app is still running (it started after that time) cannot look like
+	// its holder, and the reason is the change itself.
+	index := filepath.Join(repo, ".git", "index.lock")
+	if err := os.WriteFile(index, []byte("a newer git\n"), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	for _, l := range card.Locks {
+		if l.Path == "index.lock" {
+			if err := os.Chtimes(index, l.ModTime, l.ModTime); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	res, err := api.RemoveLocks(RemoveLocksRequest{ID: id, Locks: card.Locks})
 	if err != nil {
