@@ -56,7 +56,12 @@ func TestToolsetEnable_InMemory_ListChanged(t *testing.T) {
 	}
 
 	// A second toolset in the same session: another notification, and its
-	// tools are listed too.
+	// tools are listed too. A spare notification of the first (the SDK
+	// batches its changes over a few milliseconds, so under load enabling
+	// fleet can send two) must not stand in for it.
+	for len(changed) > 0 {
+		<-changed
+	}
 	safety := gitCallOK[ToolsetEnableOut](t, cs, "toolset_enable", map[string]any{"toolset": "safety"})
 	if len(safety.Added) == 0 {
 		t.Fatalf("toolset_enable safety added nothing: %+v", safety)
