@@ -170,7 +170,7 @@ describe("App", () => {
     expect(document.body.textContent).toContain("sluice serve");
     expect(document.body.textContent).not.toContain("Failed to fetch");
     up = true;
-    expect(await screen.findByText("No proposals waiting", undefined, { timeout: 5000 })).toBeTruthy();
+    expect(await screen.findByText("No proposals waiting", undefined, { timeout: 15_000 })).toBeTruthy();
     expect(screen.queryByRole("heading", { name: "Sluice isn't running" })).toBeNull();
   });
 
