@@ -215,14 +215,20 @@ func (a *App) ruleViews(rules []policy.Listed) ([]RuleView, error) {
 	if err != nil {
 		return nil, err
 	}
+	byRule := map[string][]journal.Record{}
+	for _, rec := range recs {
+		if name := autoApprovedBy(rec.Decision); name != "" {
+			byRule[name] = append(byRule[name], rec)
+		}
+	}
 	now := a.rules.now()
 	out := make([]RuleView, 0, len(rules))
 	for _, r := range rules {
 		v := ruleView(r, now)
 		var last time.Time
-		for _, rec := range recs {
+		for _, rec := range byRule[r.Name] {
 			d := rec.Decision
-			if autoApprovedBy(d) != r.Name || (r.Agent != policy.AnyAgent && rec.Proposal.Agent != r.Agent) {
+			if r.Agent != policy.AnyAgent && rec.Proposal.Agent != r.Agent {
 				continue
 			}
 			if !r.CreatedAt.IsZero() && d.At.Before(r.CreatedAt) {
