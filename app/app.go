@@ -44,6 +44,8 @@ type App struct {
 	executor *apply.Executor
 	// workspaces is nil when no workspace image is configured.
 	workspaces *workspace.Manager
+	// sessions are the confined agent sessions.
+	sessions *sessions
 	// runCtx bounds executions; it ends when the app closes.
 	runCtx context.Context
 	diffs  diffCache
@@ -107,12 +109,16 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 	roots := gitx.Roots(cfg.AllowedRoots)
 	// With no allowed roots nothing can be proposed, so there is nothing
 	// to execute; the UI explains how to allow a folder.
+	ss, err := openSessions(cfg, log, ledger, j, roots)
+	if err != nil {
+		return nil, fmt.Errorf("sessions: %w", err)
+	}
 	var exec *apply.Executor
 	revalidate := func(journal.Record) error {
 		return &errcode.Error{Code: errcode.StaleBase, Msg: "no repository roots are allowed any more"}
 	}
 	if len(roots) > 0 {
-		if exec, err = apply.New(apply.Options{Journal: j, Roots: roots, Logger: log}); err != nil {
+		if exec, err = apply.New(apply.Options{Journal: j, Roots: roots, Logger: log, Sessions: ss}); err != nil {
 			return nil, fmt.Errorf("executor: %w", err)
 		}
 		revalidate = exec.Revalidate
@@ -141,12 +147,14 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 	}
 	backend := gateway.NewJournalBackend(j, gateway.BackendOptions{Roots: roots, Policy: pol, Logger: log,
 		RestorePoints: restoreLister(exec), Sealer: sealer(exec)})
+	ss.exec, ss.backend = exec, backend
 	gw, err := gateway.Listen(gateway.Options{
 		Token:      token,
 		AppVersion: config.Version,
 		Logger:     log,
 		Backend:    backend,
 		Handoff:    handoff,
+		Sessions:   ss,
 	})
 	if err != nil {
 		return nil, err
@@ -155,10 +163,15 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 	a := &App{cfg: cfg, log: log, gw: gw, gwDone: make(chan error, 1), events: NewBus(), started: time.Now(),
 		ready: make(chan struct{}), ledger: ledger, auditPub: pub, journal: j, stop: stop,
 		rules:    &rulebook{path: cfg.PolicyFile, backend: backend, now: time.Now},
-		executor: exec, workspaces: wsm, runCtx: ctx}
+		executor: exec, workspaces: wsm, sessions: ss, runCtx: ctx}
+	ss.changed = func() { a.events.Publish(Event{Name: "session:changed"}) }
 	a.notifications.Store(cfg.Notifications)
 	go func() { a.gwDone <- gw.Serve() }()
-	a.bgDone.Add(3)
+	a.bgDone.Add(4)
+	go func() {
+		defer a.bgDone.Done()
+		ss.tend(ctx, sessionTendEvery)
+	}()
 	go func() {
 		defer a.bgDone.Done()
 		j.Maintain(ctx, 5*time.Second, func(err error) { log.Error("journal maintenance", "err", err) })
@@ -339,6 +352,10 @@ func sealer(e *apply.Executor) gateway.Sealer {
 	}
 	return e
 }
+
+// sessionTendEvery is how often the app looks for confined sessions whose
+// launcher is gone (a process check each, no file read but session.json).
+const sessionTendEvery = 2 * time.Second
 
 // errNoRoots answers safety requests when no roots are allowed.
 var errNoRoots = &errcode.Error{Code: errcode.PathOutsideRoots, Msg: "no repository roots are allowed yet; add one in Settings"}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"strings"
 
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/journal"
@@ -44,6 +45,23 @@ func (r journalRecorder) RecordHead(ev journal.Event) (journal.AuditHead, error)
 	}
 	if ev.Code != "" {
 		e.Data["code"] = ev.Code
+	}
+	// Whether the proposing agent was confined, and in which session: the
+	// ledger says what the card said.
+	e.Data["confined"] = ev.Origin != nil
+	if o := ev.Origin; o != nil {
+		e.Data["session"] = o.Session
+		e.Data["runtime"] = o.Runtime
+		// A data value is at most 512 bytes; the proposal, which the
+		// digest covers, keeps the whole list.
+		if n := strings.Join(o.Network, ","); len(n) <= 500 {
+			e.Data["network"] = n
+		} else {
+			e.Data["network"] = n[:500] + "…"
+		}
+		if o.Leftover {
+			e.Data["leftover"] = true
+		}
 	}
 	rc, err := r.ledger.Append(e)
 	if err != nil {

@@ -49,6 +49,8 @@ func Main(args []string, assets fs.FS, stdout, stderr io.Writer) int {
 		return runWorkspace(args, os.Stdin, stdout, stderr)
 	case "roots":
 		return runRoots(args, stdout, stderr)
+	case "run":
+		return runRun(args, os.Stdin, stdout, stderr)
 	case "version", "--version", "-version", "-v":
 		fmt.Fprintln(stdout, "sluice", config.Version)
 		return 0
@@ -77,6 +79,9 @@ func usage(w io.Writer) {
             (the secret's value is read from standard input, never from the command line)
             choose the image workspaces run on (pinned by ID in config.json):
             sluice workspace image list | use NAME[:TAG] | pull NAME@sha256:DIGEST
+  run       start an agent confined, in a private copy of this repository:
+            sluice run claude | codex | gemini | copilot | opencode | qwen [ARGS...]
+            sluice run [--allow-host H] [--env NAME] -- COMMAND [ARGS...]
   roots     the directories agents may name repositories under (in config.json):
             sluice roots list | add DIR... | remove DIR...
   version   print the version

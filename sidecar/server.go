@@ -41,6 +41,9 @@ type Options struct {
 	// call on a repository; nil means none (in-process tests). The caller
 	// owns it and closes it.
 	Presence *presence.File
+	// Session, when set, is the confined session this sidecar serves (see
+	// SessionView).
+	Session *SessionView
 }
 
 // Sidecar holds one MCP server and what its tools share.
@@ -65,6 +68,8 @@ type Sidecar struct {
 	ws *wsTools
 	// auditDegraded is set once an audit append has failed.
 	auditDegraded atomic.Bool
+	// session is Options.Session.
+	session *SessionView
 }
 
 // toolset registration functions, by name. Families add themselves in
@@ -99,7 +104,7 @@ func New(opts Options) (*Sidecar, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Sidecar{cfg: opts.Config, toolsets: slices.Clone(sets), log: log, gateway: opts.Gateway, identity: opts.Identity, ledger: opts.Ledger, presence: opts.Presence}
+	s := &Sidecar{cfg: opts.Config, toolsets: slices.Clone(sets), log: log, gateway: opts.Gateway, identity: opts.Identity, ledger: opts.Ledger, presence: opts.Presence, session: opts.Session}
 	if s.roots, s.rootsErr = gitx.NewRoots(opts.Config.AllowedRoots); s.rootsErr != nil {
 		log.Error("invalid allowed roots", "err", s.rootsErr)
 	}

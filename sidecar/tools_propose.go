@@ -676,7 +676,7 @@ func (s *Sidecar) submitProposal(ctx context.Context, req *mcp.CallToolRequest, 
 	if err := args.Validate(); err != nil {
 		return ProposalOut{}, invalidArgument(err)
 	}
-	pinned, err := pin(ctx, g, roots, repo, args)
+	pinned, err := s.pinFor(ctx, g, roots, repo, args)
 	if err != nil {
 		return ProposalOut{}, err
 	}

@@ -46,6 +46,10 @@ type Options struct {
 	// execution (see Executor.beforeStep). Crash tests stop a real process
 	// there; nothing else sets it.
 	OnStep func(step string)
+	// Sessions finds a confined session's private copy, where the content
+	// of the session's commits comes from; nil means no proposal from a
+	// session can be sealed.
+	Sessions SessionCopies
 }
 
 // Executor runs approved proposals. It is safe for concurrent use:
@@ -68,6 +72,8 @@ type Executor struct {
 	// after the operation (never inside a git command that writes). Tests
 	// use it to stop a real process there.
 	beforeStep func(step string)
+	// sessions finds confined sessions' copies.
+	sessions SessionCopies
 }
 
 // New returns an Executor.
@@ -89,7 +95,7 @@ func New(opts Options) (*Executor, error) {
 		return nil, fmt.Errorf("apply: git %s is too old; executing proposals needs git %s or newer", r.Version(), minVersion)
 	}
 	e := &Executor{j: opts.Journal, roots: opts.Roots, runner: r, now: opts.Now, log: opts.Logger,
-		timeout: opts.GitTimeout, locks: map[string]chan struct{}{}, beforeStep: opts.OnStep}
+		timeout: opts.GitTimeout, locks: map[string]chan struct{}{}, beforeStep: opts.OnStep, sessions: opts.Sessions}
 	if e.now == nil {
 		e.now = time.Now
 	}

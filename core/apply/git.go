@@ -49,8 +49,10 @@ func newGitEnv(repo *gitx.Repo, timeout time.Duration) *gitEnv {
 // and every SHA was resolved by git; paths still go after "--" and
 // revisions after --end-of-options where git accepts it.
 type call struct {
-	dir   string
-	args  []string
+	dir string
+	// global are options before the subcommand (--git-dir, --work-tree).
+	global []string
+	args   []string
 	stdin []byte
 	env   []string
 	// profile is gitx.ProfileWrite when zero. gitx.ProfileSigned and
@@ -76,7 +78,7 @@ func (g *gitEnv) run(ctx context.Context, c call) (result, error) {
 	if p == 0 {
 		p = gitx.ProfileWrite
 	}
-	gc := gitx.Call{Profile: p, Dir: c.dir, Args: c.args, Env: c.env, OK: c.ok,
+	gc := gitx.Call{Profile: p, Dir: c.dir, Global: c.global, Args: c.args, Env: c.env, OK: c.ok,
 		Limit: stdoutCap, Timeout: g.timeout, StderrCap: stderrCap}
 	if c.stdin != nil {
 		gc.Stdin = bytes.NewReader(c.stdin)

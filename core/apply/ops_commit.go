@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/sluicehq/sluice/core/errcode"
@@ -50,12 +51,29 @@ func (s *commitStep) do(ctx context.Context, r *run, w *writing) error {
 	if sealed == nil {
 		return errcode.New(errcode.Unsupported, "the commit has no sealed outcome; nothing was run")
 	}
-	sha, err := r.commitSealed(ctx, w, s.sym, withTrailers(s.a.Message, r.p), sealed)
+	// A session's commit writes files of the checkout: each must still be
+	// as the card found it. What the person staged stays staged.
+	var staged []string
+	if r.p.Origin != nil {
+		if err := r.checkCheckout(ctx, sealed); err != nil {
+			return err
+		}
+		touched, err := r.touchedInCheckout(ctx, sealed.SealedPaths())
+		if err != nil {
+			return err
+		}
+		for p, why := range touched {
+			if strings.Contains(why, "staged") {
+				staged = append(staged, p)
+			}
+		}
+	}
+	sha, err := r.commitSealed(ctx, w, s.sym, withTrailers(s.a.Message, r.p), sealed, staged)
 	if err != nil {
 		return err
 	}
 	r.note("committed the sealed %d file(s) on %s: %s", len(sealed.Files), branchName(s.sym), short(sha))
-	return nil
+	return r.writeCheckout(ctx, sealed)
 }
 
 // commitSealed commits exactly the sealed tree with the person's git:
@@ -65,7 +83,7 @@ func (s *commitStep) do(ctx context.Context, r *run, w *writing) error {
 // for the committed paths only, and the working tree is never touched, so
 // a later edit stays there, uncommitted. When a hook changes what is
 // committed, the commit is taken off again: what lands is what was shown.
-func (r *run) commitSealed(ctx context.Context, w *writing, sym, msg string, sealed *proposal.Sealed) (string, error) {
+func (r *run) commitSealed(ctx context.Context, w *writing, sym, msg string, sealed *proposal.Sealed, staged []string) (string, error) {
 	rc := r.main
 	old := r.expect["HEAD"]
 	tmp, err := os.MkdirTemp("", "sluice-commit-")
@@ -116,10 +134,13 @@ func (r *run) commitSealed(ctx context.Context, w *writing, sym, msg string, sea
 	r.moved(rc, ref, sha, true)
 	// The person's index: the committed paths now match the new HEAD;
 	// every other entry (their own staged work) stays as it was.
-	paths := sealed.SealedPaths()
-	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"reset", "--quiet", "--no-refresh", sha, "--pathspec-from-file=-", "--pathspec-file-nul"},
-		stdin: nulList(paths)}); err != nil {
-		r.note("the commit landed, but the index could not be updated for its paths (%v): run git reset -- %s", err, strings.Join(limitList(paths, 10), " "))
+	paths := slices.DeleteFunc(sealed.SealedPaths(), func(p string) bool { return slices.Contains(staged, p) })
+	// (No paths would make the reset one of the whole index.)
+	if len(paths) > 0 {
+		if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"reset", "--quiet", "--no-refresh", sha, "--pathspec-from-file=-", "--pathspec-file-nul"},
+			stdin: nulList(paths)}); err != nil {
+			r.note("the commit landed, but the index could not be updated for its paths (%v): run git reset -- %s", err, strings.Join(limitList(paths, 10), " "))
+		}
 	}
 	// Between the commit and the index update a crash leaves an
 	// execution that reconciliation shows with its restore point; from

@@ -82,6 +82,22 @@ func (e *Executor) Preflight(ctx context.Context, p proposal.Proposal) (*Preflig
 	case *patchStep:
 		want, state = sealed.Before, s.stateNow
 	case *commitStep:
+		if p.Origin != nil {
+			// A session's commit: the checkout files it will write must be
+			// as they were; the copy's later edits do not matter (the
+			// sealed content lands).
+			touched, err := r.touchedInCheckout(ctx, sealed.Checkout)
+			if err != nil {
+				return nil, err
+			}
+			for _, c := range sealed.Checkout {
+				if _, ok := touched[c]; ok {
+					out.Changed = append(out.Changed, c)
+				}
+			}
+			out.Stale = len(out.Changed) > 0
+			return out, nil
+		}
 		// What is on disk now at the committed paths, against what the
 		// commit records.
 		paths := sealed.SealedPaths()

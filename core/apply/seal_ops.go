@@ -20,6 +20,11 @@ import (
 // that is not ignored); the executor commits that tree, whatever the
 // working tree holds by then.
 func (s *commitStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, error) {
+	if src, err := sl.r.sessionSource(); err != nil {
+		return proposal.Sealed{}, err
+	} else if src != nil {
+		return s.sealFromCopy(ctx, sl, src)
+	}
 	base := sl.r.expect["HEAD"]
 	before, err := sl.tree(ctx, base)
 	if err != nil {

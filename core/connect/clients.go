@@ -15,22 +15,25 @@ type Client struct {
 	Title  string
 	Scopes []Scope
 	plan   func(*planner) error
+	// Run is how `sluice run` starts the client confined; nil for clients
+	// that are not a program of their own (editors, desktop apps, ChatGPT).
+	Run *Agent
 }
 
 // clients, in the order `sluice-sidecar config` lists them. Each function's
 // comment cites where the client documents its file.
 var clients = []Client{
-	{"claude-code", "Claude Code", []Scope{ScopeUser, ScopeProject}, planClaudeCode},
-	{"claude-desktop", "Claude Desktop", []Scope{ScopeUser}, planClaudeDesktop},
-	{"cursor", "Cursor", []Scope{ScopeUser, ScopeProject}, planCursor},
-	{"codex", "Codex", []Scope{ScopeUser}, planCodex},
-	{"vscode", "VS Code", []Scope{ScopeUser, ScopeProject}, planVSCode},
-	{"windsurf", "Windsurf", []Scope{ScopeUser}, planWindsurf},
-	{"gemini-cli", "Gemini CLI", []Scope{ScopeUser, ScopeProject}, planGemini},
-	{"copilot-cli", "Copilot CLI", []Scope{ScopeUser}, planCopilot},
-	{"opencode", "opencode", []Scope{ScopeUser, ScopeProject}, planOpencode},
-	{"qwen-code", "Qwen Code", []Scope{ScopeUser, ScopeProject}, planQwen},
-	{"chatgpt", "ChatGPT", []Scope{ScopeUser}, planChatGPT},
+	{"claude-code", "Claude Code", []Scope{ScopeUser, ScopeProject}, planClaudeCode, &runClaudeCode},
+	{"claude-desktop", "Claude Desktop", []Scope{ScopeUser}, planClaudeDesktop, nil},
+	{"cursor", "Cursor", []Scope{ScopeUser, ScopeProject}, planCursor, nil},
+	{"codex", "Codex", []Scope{ScopeUser}, planCodex, &runCodex},
+	{"vscode", "VS Code", []Scope{ScopeUser, ScopeProject}, planVSCode, nil},
+	{"windsurf", "Windsurf", []Scope{ScopeUser}, planWindsurf, nil},
+	{"gemini-cli", "Gemini CLI", []Scope{ScopeUser, ScopeProject}, planGemini, &runGemini},
+	{"copilot-cli", "Copilot CLI", []Scope{ScopeUser}, planCopilot, &runCopilot},
+	{"opencode", "opencode", []Scope{ScopeUser, ScopeProject}, planOpencode, &runOpencode},
+	{"qwen-code", "Qwen Code", []Scope{ScopeUser, ScopeProject}, planQwen, &runQwen},
+	{"chatgpt", "ChatGPT", []Scope{ScopeUser}, planChatGPT, nil},
 }
 
 // Clients lists the supported clients.

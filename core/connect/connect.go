@@ -57,6 +57,14 @@ type Options struct {
 	Command string
 	// Toolsets to enable; nil means config.DefaultToolsets.
 	Toolsets []string
+	// Args, when set, replace the sidecar's arguments in the entry: a
+	// confined session's entry runs the relay to its sidecar.
+	Args []string
+	// Confined writes a confined session's home, which is Sluice's own:
+	// no backups, and the folder TrustDir is recorded as trusted the way
+	// the client records a person's answer (the agent in it is confined).
+	Confined bool
+	TrustDir string
 
 	// Home, Getenv and GOOS locate the files; they default to the real
 	// ones and exist so that tests (and the app) can point elsewhere.
@@ -113,6 +121,8 @@ type Plan struct {
 	Steps []string
 	// TokenName is set when connecting needs an HTTP token (ChatGPT).
 	TokenName string
+	// noBackups: the files are Sluice's own (a confined home).
+	noBackups bool
 }
 
 // Changed reports whether Apply would write anything.
@@ -146,12 +156,20 @@ func Make(opts Options) (*Plan, error) {
 		opts: opts,
 		plan: &Plan{
 			Client: spec.Name, Title: spec.Title, Scope: opts.Scope, Command: opts.Command,
-			Args: serverArgs(opts.Toolsets), Toolsets: opts.Toolsets,
+			Args: serverArgs(opts.Toolsets), Toolsets: opts.Toolsets, noBackups: opts.Confined,
 		},
 		files: map[string]*FileChange{},
 	}
+	if opts.Args != nil {
+		p.plan.Args = slices.Clone(opts.Args)
+	}
 	if err := spec.plan(p); err != nil {
 		return nil, err
+	}
+	if opts.Confined && opts.TrustDir != "" && spec.Run != nil && spec.Run.trust != nil {
+		if err := spec.Run.trust(p, opts.TrustDir); err != nil {
+			return nil, err
+		}
 	}
 	return p.plan, nil
 }
@@ -437,7 +455,7 @@ func (p *Plan) Apply(now time.Time) (*Applied, error) {
 		if err := os.MkdirAll(dir, dirMode(p.Scope)); err != nil {
 			return res, fmt.Errorf("create %s: %w", dir, err)
 		}
-		if f.Exists {
+		if f.Exists && !p.noBackups {
 			backup, err := backupFile(f.target, stamp, f.before, f.mode)
 			if err != nil {
 				return res, fmt.Errorf("back up %s: %w (nothing was written to it)", f.Path, err)

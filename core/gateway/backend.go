@@ -109,6 +109,14 @@ func (b *JournalBackend) Submit(ctx context.Context, agent string, p proposal.Pr
 	if p.Sealed != nil {
 		return ProposalStatus{}, badRequest("a proposal's outcome is sealed by the Sluice app; it cannot come with the proposal")
 	}
+	if p.Origin != nil {
+		return ProposalStatus{}, badRequest("a proposal's origin is set by the Sluice app from the credential it came with; it cannot come with the proposal")
+	}
+	// A confined session's proposal says so, from its token alone.
+	if c := CallerFrom(ctx); c != nil {
+		o := *c.Origin
+		p.Origin = &o
+	}
 	if b.opts.Sealer == nil {
 		return b.store(p)
 	}
@@ -272,20 +280,32 @@ func (b *JournalBackend) confine(p proposal.Proposal) error {
 }
 
 // Get implements Backend.
-func (b *JournalBackend) Get(_ context.Context, agent, id string) (ProposalStatus, error) {
-	rec, err := b.owned(agent, id)
+func (b *JournalBackend) Get(ctx context.Context, agent, id string) (ProposalStatus, error) {
+	rec, err := b.owned(ctx, agent, id)
 	if err != nil {
 		return ProposalStatus{}, err
 	}
 	return StatusFromRecord(rec), nil
 }
 
-func (b *JournalBackend) owned(agent, id string) (journal.Record, error) {
+// owned returns proposal id if the caller made it: the same agent and, for
+// a confined session, the same session (an agent outside the session,
+// whatever it calls itself, cannot read, wait on or cancel the session's
+// proposals, nor a session those of anyone else).
+func (b *JournalBackend) owned(ctx context.Context, agent, id string) (journal.Record, error) {
 	rec, err := b.j.Get(id)
 	if err != nil {
 		return journal.Record{}, journalError(err)
 	}
-	if rec.Proposal.Agent != agent {
+	session := ""
+	if c := CallerFrom(ctx); c != nil {
+		session = c.Session
+	}
+	mine := ""
+	if o := rec.Proposal.Origin; o != nil {
+		mine = o.Session
+	}
+	if rec.Proposal.Agent != agent || mine != session {
 		return journal.Record{}, journalError(journal.ErrNotOwner)
 	}
 	return rec, nil
@@ -293,7 +313,7 @@ func (b *JournalBackend) owned(agent, id string) (journal.Record, error) {
 
 // Wait implements Backend.
 func (b *JournalBackend) Wait(ctx context.Context, agent, id string, timeout time.Duration) (ProposalStatus, error) {
-	if _, err := b.owned(agent, id); err != nil {
+	if _, err := b.owned(ctx, agent, id); err != nil {
 		return ProposalStatus{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, min(timeout, MaxWait))
@@ -306,7 +326,10 @@ func (b *JournalBackend) Wait(ctx context.Context, agent, id string, timeout tim
 }
 
 // Cancel implements Backend.
-func (b *JournalBackend) Cancel(_ context.Context, agent, id string) (ProposalStatus, error) {
+func (b *JournalBackend) Cancel(ctx context.Context, agent, id string) (ProposalStatus, error) {
+	if _, err := b.owned(ctx, agent, id); err != nil {
+		return ProposalStatus{}, err
+	}
 	rec, err := b.j.Cancel(id, agent)
 	if err != nil {
 		return ProposalStatus{}, journalError(err)

@@ -124,6 +124,17 @@ func NewClientFromEndpoint(path string) (*Client, error) {
 	return NewClient(ep.Addr, ep.Token)
 }
 
+// NewClientFromEndpointToken reads where the app listens from
+// gateway.json and builds a client that presents token instead of the
+// file's: a confined session's sidecar speaks with its session's token.
+func NewClientFromEndpointToken(path, token string) (*Client, error) {
+	ep, err := ReadEndpoint(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return NewClient(ep.Addr, token)
+}
+
 // Addr is the gateway address this client talks to.
 func (c *Client) Addr() string { return c.host }
 

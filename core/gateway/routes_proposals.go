@@ -137,11 +137,16 @@ type proposalHandlers struct {
 	s *Server
 }
 
-// agent reads AgentHeader; it must already be sanitized.
+// agent reads AgentHeader; it must already be sanitized. A confined
+// session's requests speak as the session's agent only.
 func agentOf(w http.ResponseWriter, r *http.Request) (string, bool) {
 	a := r.Header.Get(AgentHeader)
 	if !proposal.ValidAgent(a) {
 		WriteError(w, http.StatusBadRequest, errcode.InvalidArgument, AgentHeader+" must match ^[A-Za-z0-9._:-]{1,128}$", nil)
+		return "", false
+	}
+	if c := CallerFrom(r.Context()); c != nil && a != c.Agent {
+		WriteError(w, http.StatusForbidden, errcode.Forbidden, "a confined session speaks as its own agent only", nil)
 		return "", false
 	}
 	return a, true

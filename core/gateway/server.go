@@ -48,6 +48,7 @@ type ErrorDetail struct {
 // Server is the app side of the gateway.
 type Server struct {
 	token      string
+	sessions   Sessions
 	appVersion string
 	mux        *http.ServeMux
 	routes     []string
@@ -70,6 +71,10 @@ type Options struct {
 	// Handoff, when set, serves the workspace handoff route; without it
 	// the route answers unsupported.
 	Handoff WorkspaceHandoff
+	// Sessions, when set, registers confined sessions and knows their
+	// tokens; without it the session routes answer unsupported and only
+	// the gateway's own token is accepted.
+	Sessions Sessions
 }
 
 // Listen binds the gateway's socket. Routes are registered with Handle
@@ -93,11 +98,12 @@ func Listen(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{token: opts.Token, appVersion: opts.AppVersion, mux: http.NewServeMux(), ln: ln, log: log}
+	s := &Server{token: opts.Token, sessions: opts.Sessions, appVersion: opts.AppVersion, mux: http.NewServeMux(), ln: ln, log: log}
 	s.Handle("GET /v1/health", s.health)
 	if opts.Backend != nil {
 		s.handleProposals(opts.Backend)
 		s.handleWorkspaces(opts.Handoff)
+		s.handleSessions(opts.Sessions)
 	}
 	// Unknown paths answer in the gateway's JSON error shape too.
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -153,10 +159,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusForbidden, errcode.Forbidden, "browser requests are not accepted", nil)
 		return
 	}
-	if !s.authorized(r.Header.Get("Authorization")) {
+	caller, ok := s.authorize(r.Header.Get("Authorization"))
+	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="sluice-gateway"`)
 		WriteError(w, http.StatusUnauthorized, errcode.Unauthorized, "missing or invalid bearer token", nil)
 		return
+	}
+	if caller != nil {
+		// A session's token reaches the proposal and workspace routes
+		// only, as that session.
+		if _, pattern := s.mux.Handler(r); !sessionReachable(pattern) {
+			WriteError(w, http.StatusForbidden, errcode.Forbidden, "a confined session's token cannot use this route", nil)
+			return
+		}
+		r = r.WithContext(WithCaller(r.Context(), caller))
 	}
 	if r.ContentLength > MaxBodyBytes {
 		WriteError(w, http.StatusRequestEntityTooLarge, errcode.TooLarge, "request body too large", nil)
@@ -178,12 +194,20 @@ func (s *Server) hostAllowed(host string) bool {
 	return host == s.Addr()
 }
 
-func (s *Server) authorized(h string) bool {
+// authorize accepts the gateway's own token (no caller) or a running
+// confined session's (its caller).
+func (s *Server) authorize(h string) (*Caller, bool) {
 	tok, ok := strings.CutPrefix(h, "Bearer ")
 	if !ok {
-		return false
+		return nil, false
 	}
-	return subtle.ConstantTimeCompare([]byte(tok), []byte(s.token)) == 1
+	if subtle.ConstantTimeCompare([]byte(tok), []byte(s.token)) == 1 {
+		return nil, true
+	}
+	if s.sessions != nil && sessionToken(tok) {
+		return s.sessions.Authenticate(tok)
+	}
+	return nil, false
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {

@@ -100,3 +100,17 @@ func hasControl(s string) bool {
 	}
 	return false
 }
+
+// ValidFullSHA reports whether s is a full lower-case object id (SHA-1 or
+// SHA-256), as git prints them.
+func ValidFullSHA(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

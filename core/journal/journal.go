@@ -249,7 +249,7 @@ func (j *Journal) Submit(p proposal.Proposal) (rec Record, replayed bool, err er
 func (j *Journal) Deny(p proposal.Proposal, rule string) error {
 	ev := Event{
 		Type: EventPolicyDenied, ProposalID: p.ID, Digest: p.Digest, Agent: p.Agent, Op: p.Op, Repo: p.Repo,
-		Risk: p.Risk().String(), By: "policy", Note: rule, Code: "policy_denied", At: proposal.At(j.now()),
+		Risk: p.Risk().String(), By: "policy", Note: rule, Code: "policy_denied", At: proposal.At(j.now()), Origin: p.Origin,
 	}
 	err := j.db.Update(func(tx *bolt.Tx) error { return j.record(tx, ev) })
 	if errors.Is(err, bolt.ErrDatabaseNotOpen) {
@@ -656,7 +656,7 @@ func eventFor(rec Record, typ string, from, to proposal.State, by, note, code st
 	return Event{
 		Type: typ, ProposalID: p.ID, Digest: p.Digest, Agent: p.Agent, Op: p.Op, Repo: p.Repo,
 		Risk: p.Risk().String(), From: from, To: to, Version: rec.Version, By: by, Note: note, Code: code,
-		At: rec.UpdatedAt,
+		At: rec.UpdatedAt, Origin: p.Origin,
 	}
 }
 

@@ -121,4 +121,6 @@ type Event struct {
 	Note       string             `json:"note,omitempty"`
 	Code       string             `json:"code,omitempty"`
 	At         proposal.Timestamp `json:"at"`
+	// Origin is the proposal's: set when it came from a confined session.
+	Origin *proposal.Origin `json:"origin,omitempty"`
 }

@@ -262,3 +262,13 @@ func (f *File) Close() error {
 	}
 	return err
 }
+
+// ProcessAlive reports whether pid runs and, when start is known, is still
+// the process that had that start time (not a later one given the same
+// pid). Confined sessions use it to tell a running launcher from a dead
+// one.
+func ProcessAlive(pid int, start uint64) bool { return processAlive(pid, start) }
+
+// ProcessStart is pid's start time in clock ticks after boot (Linux), 0
+// when unknown.
+func ProcessStart(pid int) uint64 { return procStart(pid) }

@@ -78,6 +78,9 @@ type Proposal struct {
 	// Sealed is the outcome the app computed when the proposal arrived;
 	// an agent never sets it. The digest covers it.
 	Sealed *Sealed `json:"sealed,omitempty"`
+	// Origin is set by the app when the proposal came from a confined
+	// session Sluice started; an agent never sets it. The digest covers it.
+	Origin *Origin `json:"origin,omitempty"`
 	// Digest is "sha256:" + hex of the canonical JSON of everything else.
 	Digest string `json:"digest,omitempty"`
 }
@@ -116,6 +119,7 @@ type wireProposal struct {
 	CreatedAt      Timestamp       `json:"createdAt"`
 	ExpiresAt      Timestamp       `json:"expiresAt"`
 	Sealed         *Sealed         `json:"sealed,omitempty"`
+	Origin         *Origin         `json:"origin,omitempty"`
 	Digest         string          `json:"digest,omitempty"`
 }
 
@@ -133,7 +137,7 @@ func (p *Proposal) UnmarshalJSON(b []byte) error {
 	*p = Proposal{
 		ID: w.ID, Op: w.Op, Repo: w.Repo, Pinned: w.Pinned, Args: args, Reason: w.Reason,
 		Agent: w.Agent, IdempotencyKey: w.IdempotencyKey, CreatedAt: w.CreatedAt, ExpiresAt: w.ExpiresAt,
-		Sealed: w.Sealed, Digest: w.Digest,
+		Sealed: w.Sealed, Origin: w.Origin, Digest: w.Digest,
 	}
 	return nil
 }
@@ -315,6 +319,9 @@ func (p Proposal) Validate() error {
 		}
 	}
 	if err := p.Sealed.validate(p.ID); err != nil {
+		return err
+	}
+	if err := p.Origin.validate(); err != nil {
 		return err
 	}
 	if p.Digest == "" {

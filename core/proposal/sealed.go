@@ -57,6 +57,15 @@ type Sealed struct {
 	// Steps are the outcomes of a plan's steps, each computed on the
 	// previous one's result.
 	Steps []Sealed `json:"steps,omitempty"`
+	// Checkout, for a commit whose content came from a confined session's
+	// copy, lists the files of the person's checkout that the executor
+	// writes with the committed content (or removes, for a deletion), so
+	// that their checkout shows the commit rather than its reverse. Each
+	// of them was as Base has it when the proposal was sealed, and must
+	// still be when it runs: nothing of the person's is overwritten. A
+	// changed file the person has uncommitted work in stays as it is and
+	// is named in Keeps.
+	Checkout []string `json:"checkout,omitempty"`
 }
 
 // Effect is how a sealed diff reads.
@@ -158,6 +167,11 @@ func (s *Sealed) validate(id string) error {
 	for _, f := range slices.Concat(s.Files, s.Kept) {
 		if !validRelPath(f.Path, false) || (f.OldPath != "" && !validRelPath(f.OldPath, false)) {
 			return invalid("sealed.files", "%q is not a clean repository-relative path", f.Path)
+		}
+	}
+	for _, p := range s.Checkout {
+		if !validRelPath(p, false) {
+			return invalid("sealed.checkout", "%q is not a clean repository-relative path", p)
 		}
 	}
 	if len(s.Steps) > MaxPlanSteps {

@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
@@ -213,13 +214,35 @@ func validHost(h string) bool {
 // ServeHTTP implements http.Handler.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g := p.authenticate(r)
-	target, ok := requestTarget(r)
 	if g == nil {
+		target, _ := requestTarget(r)
 		p.deny(nil, r.Method, target, "no valid proxy credentials (the run ended, or this is not a granted run)")
 		w.Header().Set("Proxy-Authenticate", `Basic realm="sluice-egress"`)
 		http.Error(w, "sluice egress proxy: proxy authentication required", http.StatusProxyAuthRequired)
 		return
 	}
+	p.serve(w, r, g)
+}
+
+// ServeGrant serves the proxy on ln for one grant alone: every request
+// that arrives there is the grant's, with no credentials. A confined
+// session's listener is a Unix socket that only its sandbox has, so the
+// socket is the credential. It returns when ln is closed.
+func (p *Proxy) ServeGrant(ln net.Listener, pg *ProxyGrant) error {
+	srv := &http.Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { p.serve(w, r, pg.g) }),
+		ReadHeaderTimeout: 30 * time.Second,
+	}
+	err := srv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// serve passes or refuses one request of grant g.
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, g *proxyGrant) {
+	target, ok := requestTarget(r)
 	if !ok {
 		p.deny(g, r.Method, r.Host, "not a proxy request (absolute URI or CONNECT expected)")
 		http.Error(w, "sluice egress proxy: egress_denied: only proxy requests are served", http.StatusForbidden)

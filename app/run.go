@@ -1,0 +1,471 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/term"
+
+	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/connect"
+	"github.com/sluicehq/sluice/core/gateway"
+	"github.com/sluicehq/sluice/core/gitx"
+	confined "github.com/sluicehq/sluice/core/session"
+	"github.com/sluicehq/sluice/core/workspace"
+)
+
+// `sluice run` starts an agent inside a sandbox Sluice builds (see
+// core/session): its repository replaced by a private copy at the same
+// path, a confined HOME, none of the account's credentials, Sluice's own
+// state out of sight, no network but the model provider through Sluice's
+// egress proxy, and MCP through a relay to a sidecar outside that speaks
+// for the session. This is the launcher: it runs as the person, outside the
+// sandbox, and lives as long as the agent does; the app notices when it is
+// gone and offers what the agent left.
+
+// runOptions are `sluice run`'s flags and command.
+type runOptions struct {
+	// Agent is the known client (nil for `-- COMMAND`); Program is what
+	// runs, Args its arguments.
+	Agent   *connect.Agent
+	Program string
+	Args    []string
+	Runtime string
+	// AllowHosts are hosts allowed for this session on top of the
+	// client's own (each audited); Env are variables of the person's
+	// environment to pass in as well.
+	AllowHosts []string
+	Env        []string
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func runUsage(w io.Writer) {
+	fmt.Fprintf(w, `usage: sluice run [flags] CLIENT [ARGS...]
+       sluice run [flags] -- COMMAND [ARGS...]
+
+Starts an agent confined: it works in a private copy of the repository you
+are in (at the same path), sees none of your credentials or Sluice's own
+files, reaches only its model provider, and changes your repository only
+by proposals you approve in Sluice.
+
+CLIENT is one of: %s
+
+flags:
+  --allow-host HOST[:PORT]  let the session reach this host too (repeatable; audited)
+  --env NAME                pass this variable of your environment in too (repeatable)
+  --runtime NAME            the sandbox: bubblewrap (default)
+`, strings.Join(connect.AgentNames(), ", "))
+}
+
+func parseRunOptions(args []string) (runOptions, error) {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var hosts, env listFlag
+	fs.Var(&hosts, "allow-host", "")
+	fs.Var(&env, "env", "")
+	rt := fs.String("runtime", confined.RuntimeBubblewrap, "")
+	if err := fs.Parse(args); err != nil {
+		return runOptions{}, err
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		return runOptions{}, errors.New("name a client or, after --, a command")
+	}
+	o := runOptions{Runtime: *rt, AllowHosts: hosts, Env: env, Program: rest[0], Args: rest[1:]}
+	command := len(args) > len(rest) && args[len(args)-len(rest)-1] == "--"
+	if !command {
+		a, ok := connect.AgentByName(rest[0])
+		if !ok {
+			return runOptions{}, fmt.Errorf("%q is not a client Sluice knows (%s); run another program with `sluice run -- %s`", rest[0], strings.Join(connect.AgentNames(), ", "), rest[0])
+		}
+		o.Agent, o.Program = &a, a.Program
+	}
+	for _, e := range o.Env {
+		if confined.Refused(e) {
+			return runOptions{}, fmt.Errorf("--env %s: that variable never enters a session (it carries the account's credentials or its session)", e)
+		}
+	}
+	return o, nil
+}
+
+func runRun(args []string, stdin *os.File, stdout, stderr io.Writer) int {
+	o, err := parseRunOptions(args)
+	if err != nil {
+		fmt.Fprintln(stderr, "sluice run:", err)
+		runUsage(stderr)
+		return 2
+	}
+	code, err := launch(o, stdin, stdout, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "sluice run:", err)
+		return 1
+	}
+	return code
+}
+
+// launch runs one confined session to its end and returns the agent's
+// exit code.
+func launch(o runOptions, stdin *os.File, stdout, stderr io.Writer) (int, error) {
+	cfg, err := config.Load()
+	if err != nil {
+		return 0, err
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return 0, err
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || !filepath.IsAbs(home) {
+		return 0, errors.New("HOME is not set to an absolute path")
+	}
+	prog, err := exec.LookPath(o.Program)
+	if err != nil {
+		return 0, fmt.Errorf("%s is not installed (not on PATH)", o.Program)
+	}
+	if prog, err = filepath.Abs(prog); err != nil {
+		return 0, err
+	}
+	bwrap, err := confined.FindBubblewrap()
+	if err != nil {
+		return 0, err
+	}
+	c, err := gateway.NewClientFromEndpoint(cfg.GatewayFile())
+	if err != nil {
+		return 0, errors.New("Sluice is not running: start it first (`sluice`, or `sluice serve` without a display); it is where you approve what the agent proposes")
+	}
+	req := gateway.SessionRequest{Dir: cwd, Runtime: o.Runtime, AllowHosts: o.AllowHosts, LauncherPID: os.Getpid()}
+	if o.Agent != nil {
+		req.Client = o.Agent.Client
+		req.ModelHosts = append(slices.Clone(o.Agent.ModelHosts), o.Agent.ModelEndpoints(os.Getenv)...)
+	} else {
+		req.Command = filepath.Base(o.Program)
+	}
+	ctx := context.Background()
+	grant, err := c.RegisterSession(ctx, req)
+	if err != nil {
+		return 0, err
+	}
+	code, err := runSession(ctx, cfg, o, grant, prog, bwrap, home, cwd, stdin, stdout, stderr)
+	// Whatever happened, the session ends here: what the agent left and
+	// never proposed is offered as one card.
+	end, eerr := c.EndSession(context.Background(), grant.ID)
+	if eerr != nil {
+		fmt.Fprintf(stderr, "sluice: the session could not be ended now (%v); Sluice ends it by itself and keeps its copy\n", eerr)
+	} else {
+		fmt.Fprintln(stderr, "sluice:", end.Message)
+	}
+	return code, err
+}
+
+// runSession sets up the session's egress proxy, sidecar and confined
+// HOME, and runs the agent.
+func runSession(ctx context.Context, cfg *config.Config, o runOptions, g gateway.SessionGrant, prog, bwrap, home, cwd string,
+	stdin *os.File, stdout, stderr io.Writer) (int, error) {
+	s := &confined.Session{ID: g.ID, Agent: g.Agent, Repo: g.Repo, Objects: g.Objects, Runtime: confined.RuntimeBubblewrap, Network: g.Network}
+	roots := gitx.Roots(cfg.AllowedRoots)
+	var id confined.Identity
+	if r, err := gitx.Default(); err == nil {
+		if repo, err := r.Open(ctx, roots, g.Repo); err == nil {
+			id.Name, _ = repo.Config("user.name")
+			id.Email, _ = repo.Config("user.email")
+		}
+	}
+	if err := confined.PrepareHome(g.Home, o.Agent, cfg.Toolsets, g.Repo, id); err != nil {
+		return 0, fmt.Errorf("preparing the session's home: %w", err)
+	}
+	// Sockets live in a short private directory (a Unix socket's path is
+	// limited to 108 bytes); the sandbox sees them at fixed paths.
+	sockDir, err := os.MkdirTemp("", "sluice-run-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(sockDir)
+	egressLn, err := net.Listen("unix", filepath.Join(sockDir, "egress.sock"))
+	if err != nil {
+		return 0, err
+	}
+	defer egressLn.Close()
+	mcpLn, err := net.Listen("unix", filepath.Join(sockDir, "mcp.sock"))
+	if err != nil {
+		return 0, err
+	}
+	defer mcpLn.Close()
+	var denied []string
+	proxy := workspace.NewProxy(func(d workspace.Denial) {
+		if !slices.Contains(denied, d.Host) && len(denied) < 20 {
+			denied = append(denied, d.Host)
+		}
+	})
+	pg, err := proxy.Register(g.ID, "session", g.Network)
+	if err != nil {
+		return 0, err
+	}
+	defer pg.Revoke()
+	go proxy.ServeGrant(egressLn, pg)
+
+	places := confined.PlanPlaces(home, os.Getenv, sluiceDirs(cfg), cfg.AllowedRoots, toolDirs(prog, home))
+	sc, err := startSessionSidecar(s, g, bwrap, credentials(home), mcpLn.(*net.UnixListener))
+	if err != nil {
+		return 0, err
+	}
+	defer sc.stop()
+
+	var forwards []string
+	for _, h := range g.Network {
+		if host, _, err := net.SplitHostPort(h); err == nil && (host == "127.0.0.1" || host == "localhost" || host == "::1") {
+			forwards = append(forwards, h)
+		}
+	}
+	spec := &confined.Spec{
+		Session: s, Copy: g.Copy, Home: g.Home, HomePath: home,
+		Hide: places.Hide, Expose: places.Expose, Secret: places.Secret,
+		Sidecar: sidecarPath(), EgressSocket: egressLn.Addr().String(), MCPSocket: mcpLn.Addr().String(),
+		Forwards: forwards, Dir: cwd, Argv: append([]string{prog}, o.Args...),
+		Env: confined.Environment(os.Environ(), o.Agent, o.Env, home),
+	}
+	cmd, err := confined.Bubblewrap{Path: bwrap}.Command(spec)
+	if err != nil {
+		return 0, err
+	}
+	code, err := runConfined(cmd, stdin, stdout, stderr)
+	if len(denied) > 0 {
+		fmt.Fprintf(stderr, "sluice: the session's egress proxy refused %s (not in the session's network; allow one with --allow-host)\n", strings.Join(denied, ", "))
+	}
+	return code, err
+}
+
+// credentials are the account's credential files and directories under
+// HOME, as the session's sidecar is kept from them: Sluice's own state
+// excepted (the sidecar keeps its record there), and the person's git
+// configuration, which their git reads of other repositories follow.
+func credentials(home string) []string {
+	var out []string
+	for _, c := range confined.CredentialPaths {
+		if !strings.Contains(c, "sluice") && c != ".gitconfig" && c != ".config/git" {
+			out = append(out, filepath.Join(home, c))
+		}
+	}
+	return out
+}
+
+// sluiceDirs are Sluice's own places a sandbox hides wherever they are.
+func sluiceDirs(cfg *config.Config) []string {
+	out := []string{cfg.ConfigDir, cfg.StateDir}
+	if cfg.AuditKeyFile != "" {
+		out = append(out, cfg.AuditKeyFile, cfg.AuditPublicKeyFile())
+	}
+	return out
+}
+
+// toolDirs are the directories the agent's program needs when they are
+// under HOME: its own install, its interpreter's (a script's #! line), and
+// the toolchains on PATH.
+func toolDirs(prog, home string) []string {
+	path := os.Getenv("PATH")
+	out := confined.ToolDirs(prog, path, home)
+	if interp := interpreter(prog); interp != "" {
+		if p, err := exec.LookPath(interp); err == nil {
+			for _, d := range confined.ToolDirs(p, "", home) {
+				if !slices.Contains(out, d) {
+					out = append(out, d)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// interpreter is the program a script's "#!" line names ("node" for
+// "#!/usr/bin/env node").
+func interpreter(prog string) string {
+	f, err := os.Open(prog)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	line, _ := bufio.NewReader(io.LimitReader(f, 256)).ReadString('\n')
+	fields := strings.Fields(strings.TrimPrefix(line, "#!"))
+	if !strings.HasPrefix(line, "#!") || len(fields) == 0 {
+		return ""
+	}
+	if filepath.Base(fields[0]) == "env" {
+		for _, f := range fields[1:] {
+			if !strings.HasPrefix(f, "-") {
+				return f
+			}
+		}
+		return ""
+	}
+	return fields[0]
+}
+
+// sessionSidecar is the session's sidecar process.
+type sessionSidecar struct {
+	cmd   *exec.Cmd
+	token io.WriteCloser
+}
+
+// startSessionSidecar starts sluice-sidecar in the session's view of the
+// machine (the copy at the repository's path), serving MCP on the
+// listener the launcher made, with the session's token on its stdin.
+func startSessionSidecar(s *confined.Session, g gateway.SessionGrant, bwrap string, secret []string, ln *net.UnixListener) (*sessionSidecar, error) {
+	lf, err := ln.File()
+	if err != nil {
+		return nil, err
+	}
+	defer lf.Close()
+	argv := []string{sidecarPath(), "session", "--session", g.ID, "--agent", g.Agent, "--repo", g.Repo, "--origin", g.Origin}
+	cmd := exec.Command(bwrap, confined.SidecarArgs(s, g.Copy, g.Origin, secret, argv)...)
+	cmd.ExtraFiles = []*os.File{lf}
+	cmd.Env = os.Environ()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	logPath := filepath.Join(filepath.Dir(g.Copy), "sidecar.log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the session's sidecar: %w", err)
+	}
+	if _, err := io.WriteString(in, g.Token+"\n"); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, fmt.Errorf("starting the session's sidecar: %w", err)
+	}
+	return &sessionSidecar{cmd: cmd, token: in}, nil
+}
+
+// stop ends the sidecar: its stdin closes, which it takes as the end.
+func (sc *sessionSidecar) stop() {
+	sc.token.Close()
+	done := make(chan struct{})
+	go func() { sc.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		syscall.Kill(-sc.cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+}
+
+// runConfined runs the sandbox with the person's terminal: through a
+// terminal of the session's own when stdin is one (so nothing in the
+// sandbox holds the person's, whose input it could otherwise inject), or
+// the streams as they are. Signals the launcher gets go to the agent; the
+// sandbox dies with the launcher.
+func runConfined(cmd *exec.Cmd, stdin *os.File, stdout, stderr io.Writer) (int, error) {
+	info, infoW, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	defer info.Close()
+	// bwrap writes the sandbox's first process id to fd 3.
+	cmd.Args = append([]string{cmd.Args[0], "--info-fd", "3"}, cmd.Args[1:]...)
+	cmd.ExtraFiles = append(cmd.ExtraFiles, infoW)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	tty := term.IsTerminal(int(stdin.Fd()))
+	var ptmx *os.File
+	if tty {
+		var pts *os.File
+		if ptmx, pts, err = pty.Open(); err != nil {
+			return 0, err
+		}
+		defer ptmx.Close()
+		if sz, err := pty.GetsizeFull(stdin); err == nil {
+			pty.Setsize(ptmx, sz)
+		}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = pts, pts, pts
+		if err := cmd.Start(); err != nil {
+			pts.Close()
+			infoW.Close()
+			return 0, err
+		}
+		pts.Close()
+		if old, err := term.MakeRaw(int(stdin.Fd())); err == nil {
+			defer term.Restore(int(stdin.Fd()), old)
+		}
+		go io.Copy(ptmx, stdin)
+		go io.Copy(stdout, ptmx)
+	} else {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+		if err := cmd.Start(); err != nil {
+			infoW.Close()
+			return 0, err
+		}
+	}
+	infoW.Close()
+	child := 0
+	var st struct {
+		ChildPID int `json:"child-pid"`
+	}
+	if json.NewDecoder(info).Decode(&st) == nil {
+		child = st.ChildPID
+	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGWINCH)
+	defer signal.Stop(sigs)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		select {
+		case err := <-done:
+			return exitCode(err)
+		case s := <-sigs:
+			switch {
+			case s == syscall.SIGWINCH && ptmx != nil:
+				if sz, err := pty.GetsizeFull(stdin); err == nil {
+					pty.Setsize(ptmx, sz)
+				}
+			case s == syscall.SIGWINCH:
+			case child > 0:
+				// The sandbox's first process passes it to the agent.
+				syscall.Kill(child, s.(syscall.Signal))
+				go func() {
+					time.Sleep(10 * time.Second)
+					cmd.Process.Kill()
+				}()
+			default:
+				cmd.Process.Kill()
+			}
+		}
+	}
+}
+
+func exitCode(err error) (int, error) {
+	if err == nil {
+		return 0, nil
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+			return 128 + int(st.Signal()), nil
+		}
+		return ee.ExitCode(), nil
+	}
+	return 1, err
+}

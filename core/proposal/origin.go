@@ -1,0 +1,87 @@
+package proposal
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Origin says how the agent that made a proposal was running. The app sets
+// it when the proposal arrives, from the credential the proposal came with
+// (a confined session's token, minted when Sluice started that session),
+// never from anything the agent says; the digest covers it, so the card,
+// the decision and the ledger agree on it. A proposal without an Origin
+// came from an agent Sluice did not start: it runs as the person's own
+// account and could have written to the repository without asking.
+type Origin struct {
+	// Session is the confined session's id.
+	Session string `json:"session"`
+	// Runtime is the sandbox the session ran in: bubblewrap, runsc or docker.
+	Runtime string `json:"runtime"`
+	// Network lists the hosts the session could reach (host or host:port),
+	// the model provider's first.
+	Network []string `json:"network,omitempty"`
+	// Leftover marks the proposal Sluice made itself, when the session
+	// ended, of the changes its agent left in its copy and never proposed.
+	Leftover bool `json:"leftover,omitempty"`
+}
+
+// Origin limits.
+const (
+	MaxOriginHosts = 64
+	maxHostBytes   = 260
+)
+
+var (
+	sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	runtimePattern   = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
+	hostPattern      = regexp.MustCompile(`^[a-z0-9.:\[\]-]{1,260}$`)
+)
+
+// ValidSessionID reports whether id may name a confined session.
+func ValidSessionID(id string) bool { return sessionIDPattern.MatchString(id) }
+
+func (o *Origin) validate() error {
+	if o == nil {
+		return nil
+	}
+	if !ValidSessionID(o.Session) {
+		return invalid("origin.session", "must match ^[A-Za-z0-9_-]{1,64}$")
+	}
+	if !runtimePattern.MatchString(o.Runtime) {
+		return invalid("origin.runtime", "is not a runtime name")
+	}
+	if len(o.Network) > MaxOriginHosts {
+		return invalid("origin.network", "more than %d hosts", MaxOriginHosts)
+	}
+	for _, h := range o.Network {
+		if len(h) > maxHostBytes || !hostPattern.MatchString(h) {
+			return invalid("origin.network", "%q is not a host or host:port", h)
+		}
+	}
+	return nil
+}
+
+// Confined reports whether p came from an agent that Sluice started in a
+// confined session.
+func (p Proposal) Confined() bool { return p.Origin != nil }
+
+// Describe is the line a card, History and notifications show about how
+// the proposing agent ran.
+func (o *Origin) Describe() string {
+	if o == nil {
+		return Unconfined
+	}
+	net := "no network"
+	if len(o.Network) > 0 {
+		net = "network: " + strings.Join(o.Network, ", ")
+	}
+	s := fmt.Sprintf("confined session (%s; %s)", o.Runtime, net)
+	if o.Leftover {
+		s += "; changes the session left and never proposed"
+	}
+	return s
+}
+
+// Unconfined is what a card says about an agent Sluice did not start.
+const Unconfined = "runs as your account: it could write to the repository without asking"

@@ -1,0 +1,239 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/sluicehq/sluice/core/errcode"
+)
+
+// Inside every sandbox, Sluice's own pieces are at fixed paths under
+// /run/sluice (a tmpfs there, so nothing of the host's /run is seen).
+const (
+	InsideDir     = "/run/sluice"
+	InsideSidecar = InsideDir + "/bin/sluice-sidecar"
+	InsideEgress  = InsideDir + "/egress.sock"
+	InsideMCP     = InsideDir + "/mcp.sock"
+	// ProxyPort is where, on the sandbox's own loopback, the in-sandbox
+	// forwarder takes HTTP proxy connections to the egress proxy.
+	ProxyPort = 3128
+)
+
+// Spec is one confined agent, as a runtime starts it.
+type Spec struct {
+	Session *Session
+	// Copy is the private copy (host path); it is mounted writable at
+	// Session.Repo. Origin is the empty directory of the session's on which
+	// the sidecar sees the person's repository.
+	Copy string
+	// Home is the agent's confined HOME (host path), mounted at HomePath,
+	// the person's own HOME path, so that paths in the agent's settings
+	// read as they would outside.
+	Home, HomePath string
+	// Hide are host directories the agent must not see at all: the
+	// person's HOME, the XDG directories, Sluice's own directories. Each
+	// becomes an empty tmpfs; files among them are covered by /dev/null.
+	Hide []string
+	// Expose are host directories shown read-only although they lie under
+	// a hidden one: allowed roots inside HOME, the directories of the
+	// toolchains on PATH and of the agent's own program.
+	Expose []string
+	// Secret are paths hidden again inside what Expose shows: the
+	// person's credentials and Sluice's state, wherever a root reaches
+	// them.
+	Secret []string
+	// Sidecar is the sluice-sidecar binary on the host, mounted at
+	// InsideSidecar; EgressSocket and MCPSocket are the Unix sockets the
+	// launcher listens on, mounted at InsideEgress and InsideMCP.
+	Sidecar, EgressSocket, MCPSocket string
+	// Forwards are loopback host:port entries of the session's network
+	// (a model served on 127.0.0.1): the forwarder listens on the same
+	// address inside, so a client that skips the proxy for loopback
+	// still reaches it, and only it.
+	Forwards []string
+	// Dir is the working directory inside (the person's current one,
+	// inside the repository).
+	Dir string
+	// Argv is the agent's command line; Env its environment, which
+	// carries the model key and is passed as the process environment,
+	// never as arguments (no secret is ever in a /proc/*/cmdline).
+	Argv []string
+	Env  []string
+}
+
+// Runtime starts confined agents. Bubblewrap is the default; the seam is
+// where a second kernel (runsc), a container (docker) or a pod comes in.
+type Runtime interface {
+	// Name is the runtime's name as cards show it.
+	Name() string
+	// Command returns the process that runs spec's agent confined; the
+	// caller wires its terminal and starts it.
+	Command(spec *Spec) (*exec.Cmd, error)
+}
+
+// ErrNoBubblewrap: bwrap is not installed.
+var ErrNoBubblewrap = &errcode.Error{Code: errcode.Unsupported,
+	Msg: "bubblewrap (bwrap) is not installed; it is what confines the agent: apt install bubblewrap (Debian, Ubuntu), dnf install bubblewrap (Fedora)"}
+
+// Bubblewrap runs the agent under bwrap with every namespace of its own:
+// no daemon and no root, the host's file system read-only so the person's
+// toolchains work, and only the copy writable.
+type Bubblewrap struct {
+	// Path is bwrap's absolute path; empty finds it on PATH.
+	Path string
+}
+
+// Name implements Runtime.
+func (Bubblewrap) Name() string { return RuntimeBubblewrap }
+
+// FindBubblewrap returns bwrap's absolute path.
+func FindBubblewrap() (string, error) {
+	for _, p := range []string{"/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"} {
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("bwrap")
+	if err != nil {
+		return "", ErrNoBubblewrap
+	}
+	return filepath.Abs(p)
+}
+
+// Command implements Runtime.
+func (b Bubblewrap) Command(spec *Spec) (*exec.Cmd, error) {
+	path := b.Path
+	if path == "" {
+		var err error
+		if path, err = FindBubblewrap(); err != nil {
+			return nil, err
+		}
+	}
+	args, err := AgentArgs(spec)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Env = spec.Env
+	return cmd, nil
+}
+
+// AgentArgs is bwrap's command line for spec's agent. The order is the
+// order bwrap mounts in, and it matters: each mount covers what the ones
+// before it put at that path.
+func AgentArgs(spec *Spec) ([]string, error) {
+	s := spec.Session
+	if s == nil || !filepath.IsAbs(s.Repo) || !filepath.IsAbs(spec.Copy) || !filepath.IsAbs(spec.Home) || !filepath.IsAbs(spec.HomePath) {
+		return nil, errors.New("session: incomplete sandbox spec")
+	}
+	if len(spec.Argv) == 0 {
+		return nil, errors.New("session: no command to run")
+	}
+	a := []string{
+		// Every namespace: user, ipc, pid, net (only loopback), uts,
+		// cgroup. No further user namespace inside, so nothing in the
+		// sandbox gets capabilities of its own.
+		"--unshare-all", "--unshare-user", "--disable-userns",
+		// Killed with the launcher; no controlling terminal of the
+		// person's (no TIOCSTI into their shell): the launcher gives the
+		// agent a terminal of its own.
+		"--die-with-parent", "--new-session",
+		"--hostname", "sluice-session",
+		"--ro-bind", "/", "/",
+		"--dev", "/dev",
+		"--proc", "/proc",
+		// Sockets of the person's session live here: X11, Wayland,
+		// D-Bus, ssh and gpg agents, Docker.
+		"--tmpfs", "/tmp",
+		"--tmpfs", "/run",
+	}
+	if st, err := os.Lstat("/var/run"); err == nil && st.IsDir() {
+		a = append(a, "--tmpfs", "/var/run")
+	}
+	for _, h := range spec.Hide {
+		a = append(a, hide(h)...)
+	}
+	a = append(a, "--bind", spec.Home, spec.HomePath)
+	for _, e := range spec.Expose {
+		if _, err := os.Stat(e); err == nil {
+			a = append(a, "--ro-bind", e, e)
+		}
+	}
+	for _, sec := range spec.Secret {
+		if insideAny(sec, spec.Expose) {
+			a = append(a, hide(sec)...)
+		}
+	}
+	a = append(a,
+		"--bind", spec.Copy, s.Repo,
+		"--ro-bind", s.Objects, filepath.Join(s.Repo, ".git", OriginAlternate),
+		"--dir", InsideDir+"/bin",
+		"--ro-bind", spec.Sidecar, InsideSidecar,
+		"--bind", spec.EgressSocket, InsideEgress,
+		"--bind", spec.MCPSocket, InsideMCP,
+		"--chdir", spec.Dir,
+		"--", InsideSidecar, "sandbox-init", "--proxy-port", fmt.Sprint(ProxyPort),
+	)
+	for _, f := range spec.Forwards {
+		a = append(a, "--forward", f)
+	}
+	a = append(a, "--")
+	return append(a, spec.Argv...), nil
+}
+
+// hide covers a host path: a directory with an empty tmpfs, a file with
+// /dev/null. A path that does not exist needs nothing.
+func hide(p string) []string {
+	st, err := os.Stat(p)
+	switch {
+	case err != nil:
+		return nil
+	case st.IsDir():
+		return []string{"--tmpfs", p}
+	default:
+		return []string{"--ro-bind", "/dev/null", p}
+	}
+}
+
+// SidecarArgs is bwrap's command line for the session's sidecar: the
+// person's world as it is (network included: it reaches the app's
+// gateway), except that the repository's path holds the copy, as the
+// agent sees it, and the person's repository itself is seen at the
+// session's origin directory, read-only, where proposals are pinned.
+//
+// The account's credentials (secret) are hidden from it too: the copy's
+// git configuration is the agent's to write, and a read tool run on it
+// must not be able to include a file of the person's.
+func SidecarArgs(s *Session, copyDir, originDir string, secret []string, argv []string) []string {
+	a := []string{
+		"--bind", "/", "/",
+		"--dev-bind", "/dev", "/dev",
+	}
+	for _, p := range secret {
+		a = append(a, hide(p)...)
+	}
+	a = append(a,
+		"--ro-bind", s.Repo, originDir,
+		"--bind", copyDir, s.Repo,
+		"--ro-bind", s.Objects, filepath.Join(s.Repo, ".git", OriginAlternate),
+		"--die-with-parent",
+		"--",
+	)
+	return append(a, argv...)
+}
+
+// insideAny reports whether p is one of dirs or below one.
+func insideAny(p string, dirs []string) bool {
+	return slices.ContainsFunc(dirs, func(d string) bool { return Within(p, d) })
+}
+
+// Within reports whether p is dir or lies below it (both clean and
+// absolute).
+func Within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}

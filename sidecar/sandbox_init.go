@@ -1,0 +1,152 @@
+package sidecar
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"golang.org/x/term"
+
+	"github.com/sluicehq/sluice/core/session"
+)
+
+// The first process inside a confined session's sandbox. The sandbox has
+// no network but its own loopback; the only way out is the egress proxy,
+// which the launcher serves on a Unix socket bound into the sandbox. This
+// process forwards, on the sandbox's loopback, the proxy port (HTTPS_PROXY
+// points there) and each loopback endpoint of the session's network (a
+// model served on the host's 127.0.0.1, which a client may reach without
+// its proxy), each through the socket; then it runs the agent, with the
+// session's terminal as its controlling terminal, passes signals on and
+// exits as the agent does.
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func runSandboxInit(args []string, _ io.Writer, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sandbox-init", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	port := fs.Int("proxy-port", session.ProxyPort, "loopback port of the HTTP proxy")
+	egress := fs.String("egress", session.InsideEgress, "the egress proxy's socket")
+	var forwards listFlag
+	fs.Var(&forwards, "forward", "host:port on loopback to forward through the proxy (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		fmt.Fprintln(stderr, "sluice-sidecar sandbox-init: no command")
+		return 2
+	}
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
+	if err != nil {
+		fmt.Fprintln(stderr, "sluice-sidecar sandbox-init: proxy port:", err)
+		return 1
+	}
+	go serveForward(ln, func(c net.Conn) { splice(c, *egress, "") })
+	for _, f := range forwards {
+		host, p, err := net.SplitHostPort(f)
+		if err != nil {
+			fmt.Fprintln(stderr, "sluice-sidecar sandbox-init: --forward", f, err)
+			return 2
+		}
+		if host == "localhost" {
+			host = "127.0.0.1"
+		}
+		fl, err := net.Listen("tcp", net.JoinHostPort(host, p))
+		if err != nil {
+			fmt.Fprintln(stderr, "sluice-sidecar sandbox-init: forward", f, err)
+			return 1
+		}
+		target := f
+		go serveForward(fl, func(c net.Conn) { splice(c, *egress, target) })
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	attr := &syscall.SysProcAttr{Setsid: true}
+	if term.IsTerminal(int(os.Stdin.Fd())) {
+		// The session's terminal becomes the agent's own.
+		attr.Setctty, attr.Ctty = true, 0
+	}
+	cmd.SysProcAttr = attr
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(stderr, "sluice: cannot start %s in the session: %v\n", argv[0], err)
+		return 127
+	}
+	go func() {
+		for s := range sigs {
+			// The agent leads its own process group.
+			syscall.Kill(-cmd.Process.Pid, s.(syscall.Signal))
+		}
+	}()
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+			return 128 + int(st.Signal())
+		}
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+func serveForward(ln net.Listener, handle func(net.Conn)) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go handle(c)
+	}
+}
+
+// splice connects c to the egress proxy. With a target, the proxy is
+// asked for a tunnel to it first (CONNECT), so that the bytes that follow
+// are the client's own, whatever protocol it speaks.
+func splice(c net.Conn, egress, target string) {
+	defer c.Close()
+	up, err := net.Dial("unix", egress)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	var from io.Reader = up
+	if target != "" {
+		fmt.Fprintf(up, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+		br := bufio.NewReader(up)
+		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return
+		}
+		from = br
+	}
+	done := make(chan struct{})
+	go func() {
+		io.Copy(up, c)
+		if uc, ok := up.(*net.UnixConn); ok {
+			uc.CloseWrite()
+		}
+		close(done)
+	}()
+	io.Copy(c, from)
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.CloseWrite()
+	}
+	<-done
+}
