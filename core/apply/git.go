@@ -53,8 +53,8 @@ type call struct {
 	// global are options before the subcommand (--git-dir, --work-tree).
 	global []string
 	args   []string
-	stdin []byte
-	env   []string
+	stdin  []byte
+	env    []string
 	// profile is gitx.ProfileWrite when zero. gitx.ProfileSigned and
 	// gitx.ProfilePerson are named at the call, with why.
 	profile gitx.Profile

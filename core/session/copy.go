@@ -205,10 +205,10 @@ func writeSkeleton(dest string, repo *gitx.Repo, rs refState) error {
 		packed.WriteByte('\n')
 	}
 	files := map[string]string{
-		"HEAD":                     head,
-		"config":                   cfg,
-		"description":              "A confined session's private copy (Sluice).\n",
-		"packed-refs":              packed.String(),
+		"HEAD":                    head,
+		"config":                  cfg,
+		"description":             "A confined session's private copy (Sluice).\n",
+		"packed-refs":             packed.String(),
 		"objects/info/alternates": "../" + OriginAlternate + "\n",
 	}
 	if b, err := os.ReadFile(filepath.Join(repo.CommonDir, "shallow")); err == nil {

@@ -3,10 +3,10 @@ package workspace
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net"
 	"net/http"
