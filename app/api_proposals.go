@@ -57,6 +57,12 @@ type Card struct {
 	// execution (needs_reconciliation only); those its own killed git
 	// left can be removed from the card (RemoveLocks).
 	Locks []apply.Lock `json:"locks,omitempty"`
+	// Origin is set when the agent ran in a confined session Sluice
+	// started; Confinement says, in one line, how the agent ran either
+	// way ("confined session (bubblewrap; network: …)", or that it runs as
+	// the person's account and could write without asking).
+	Origin      *proposal.Origin `json:"origin,omitempty"`
+	Confinement string           `json:"confinement"`
 }
 
 // ErrConfirmation is returned when a destructive proposal is approved
@@ -79,6 +85,7 @@ func (a *App) cardFor(rec journal.Record, withCollisions bool) Card {
 		Files: files, FilesKnown: known, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
 		Decision: rec.Decision, Outcome: rec.Outcome, History: rec.History,
 		Collisions: []journal.Collision{}, ApprovedByRule: autoApprovedBy(rec.Decision),
+		Origin: p.Origin, Confinement: p.Origin.Describe(),
 	}
 	if c.Files == nil {
 		c.Files = []string{}

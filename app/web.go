@@ -136,6 +136,13 @@ func (w *Web) routes() http.Handler {
 		jsonCall(rw, func() (bool, error) { return w.api.GrantWorkspace(g) })
 	})))
 	mux.HandleFunc("GET /api/workspaces", w.authed(jsonGet(w.api.Workspaces)))
+	mux.HandleFunc("GET /api/sessions", w.authed(jsonGet(w.api.Sessions)))
+	mux.HandleFunc("POST /api/sessions/{id}/stop", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
+		jsonCall(rw, func() (bool, error) { return w.api.StopSession(r.PathValue("id")) })
+	})))
+	mux.HandleFunc("POST /api/sessions/{id}/offer", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
+		jsonCall(rw, func() (SessionOffer, error) { return w.api.OfferSessionChanges(r.PathValue("id")) })
+	})))
 	mux.HandleFunc("GET /api/workspace-images", w.authed(jsonGet(w.api.WorkspaceImages)))
 	mux.HandleFunc("POST /api/workspace-images", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
 		var body struct {

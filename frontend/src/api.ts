@@ -121,6 +121,8 @@ export interface Sealed {
   uncommitted?: string[];
   keeps?: string[];
   steps?: Sealed[];
+  /** A confined session's commit: files of your checkout it writes with the committed content. */
+  checkout?: string[];
 }
 
 /** What changed since a pending proposal was sealed. */
@@ -175,6 +177,48 @@ export interface Card {
   invisible?: { field: string; shown: string }[];
   /** git's lock files in the repositories of an interrupted execution. */
   locks?: GitLock[];
+  /** Set when the agent ran in a confined session Sluice started. */
+  origin?: Origin;
+  /** One line on how the agent ran: confined, or as the person's account. */
+  confinement: string;
+}
+
+/** The confined session a proposal came from. */
+export interface Origin {
+  session: string;
+  runtime: string;
+  network?: string[];
+  /** Sluice made it of what the session left and never proposed. */
+  leftover?: boolean;
+}
+
+/** A confined agent session (`sluice run`). */
+export interface AgentSession {
+  id: string;
+  agent: string;
+  program: string;
+  repo: string;
+  repoName: string;
+  runtime: string;
+  network: string[];
+  /** Hosts the person allowed on top of the client's own. */
+  granted: string[];
+  state: "running" | "ended" | "closed";
+  startedAt: string;
+  endedAt?: string;
+  proposals: number;
+  leftover?: string;
+  leftoverFiles?: number;
+  leftoverState?: string;
+  /** Its kept changes can be offered again as a new card. */
+  canOffer: boolean;
+  note?: string;
+}
+
+export interface SessionOffer {
+  proposal?: string;
+  files?: number;
+  message: string;
 }
 
 /** One of git's lock files (NAME.lock beside the file git replaces). */
@@ -670,6 +714,12 @@ export const api = {
   connect: (c: ConnectRequest) => call<ConnectResult>("Connect", [c], post("/api/connect", c)),
 
   workspaces: () => call<Workspace[]>("Workspaces", [], get("/api/workspaces")),
+  sessions: () => call<AgentSession[]>("Sessions", [], get("/api/sessions")),
+  /** Stops a running confined session; what its agent left is offered as a card. */
+  stopSession: (id: string) => call<boolean>("StopSession", [id], post(`/api/sessions/${seg(id)}/stop`)),
+  /** Offers an ended session's kept changes again as a new card. */
+  offerSessionChanges: (id: string) =>
+    call<SessionOffer>("OfferSessionChanges", [id], post(`/api/sessions/${seg(id)}/offer`)),
   workspaceImages: () => call<WorkspaceImages>("WorkspaceImages", [], get("/api/workspace-images")),
   /** Pins a local image (by name or ID) in config.json for every sidecar. */
   useWorkspaceImage: (ref: string) =>

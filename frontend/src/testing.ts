@@ -112,6 +112,7 @@ export function card(over: Partial<Card> = {}): Card {
     createdAt: created,
     expiresAt: expires,
     history: [{ version: 1, to: "pending", at: created, by: "claude-code" }],
+    confinement: "runs as your account: it could write to the repository without asking",
     ...over,
   };
 }
