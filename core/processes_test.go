@@ -26,6 +26,13 @@ var reviewedPrograms = map[string][]string{
 	"build/bench/main.go": {`"go"`},
 	// The egress firewall of granted workspaces.
 	"core/workspace/egress.go": {"f.iptables", "f.iptables"},
+	// Confined sessions: bubblewrap builds the agent's sandbox (and the
+	// session sidecar's view); doctor tries it once.
+	"core/session/sandbox.go": {"path"},
+	"core/doctor/sandbox.go":  {"bwrap"},
+	"app/run.go":              {"bwrap"},
+	// Inside the sandbox, the agent itself.
+	"sidecar/sandbox_init.go": {"argv[0]"},
 	// The local registry and image that workspace tests use.
 	"core/workspace/testregistry.go": {"bin"},
 	"core/workspace/testimage.go":    {`"/bin/busybox"`},

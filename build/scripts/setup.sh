@@ -16,10 +16,10 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 say() { printf '==> %s\n' "$*" >&2; }
 
-run_pkgs=(gcc pkg-config libgtk-3-dev libwebkit2gtk-4.1-dev git ca-certificates)
+run_pkgs=(gcc pkg-config libgtk-3-dev libwebkit2gtk-4.1-dev git ca-certificates bubblewrap)
 test_pkgs=(xvfb xauth dbus dbus-x11 dunst libnotify-bin imagemagick xdotool python3
   chromium docker.io busybox-static iptables haskell-status-notifier-item-utils
-  runsc docker-registry)
+  runsc docker-registry openssh-client passwd)
 
 apt_ensure() {
   local missing=()

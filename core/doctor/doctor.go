@@ -54,6 +54,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) []Result {
 	out = append(out, checkGateway(ctx, cfg, opts.GatewayRequired))
 	out = append(out, checkDocker(ctx))
 	out = append(out, checkWorkspace(ctx, cfg)...)
+	out = append(out, checkSandbox(ctx))
 	out = append(out, checkKey(cfg, opts.KeyCheck))
 	return out
 }

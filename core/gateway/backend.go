@@ -116,6 +116,9 @@ func (b *JournalBackend) Submit(ctx context.Context, agent string, p proposal.Pr
 	if c := CallerFrom(ctx); c != nil {
 		o := *c.Origin
 		p.Origin = &o
+		if err := p.Seal(); err != nil {
+			return ProposalStatus{}, journalError(err)
+		}
 	}
 	if b.opts.Sealer == nil {
 		return b.store(p)

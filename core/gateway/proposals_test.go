@@ -378,7 +378,7 @@ func TestProposals_RestorePoints_SaysUnsupported(t *testing.T) {
 // recorded as a decision.
 func TestRoutes_NoneDecides(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	want := append(append([]string{"GET /v1/health"}, ProposalRoutes...), WorkspaceRoutes...)
+	want := append(append(append([]string{"GET /v1/health"}, ProposalRoutes...), WorkspaceRoutes...), SessionRoutes...)
 	if got := e.srv.Routes(); !slices.Equal(got, want) {
 		t.Fatalf("routes = %v\nwant %v\n(a new route must be added here and proven not to decide)", got, want)
 	}
