@@ -109,10 +109,10 @@ func TestAgentArgs_Layout(t *testing.T) {
 		}
 	}
 	spec := &Spec{
-		Session:  &Session{ID: "s1", Repo: repo, Objects: "/objects"},
-		Copy:     "/state/sessions/s1/copy", Home: "/state/sessions/homes/claude-code", HomePath: home,
-		Hide:     []string{home}, Expose: []string{root}, Secret: []string{ssh, filepath.Join(home, ".aws")},
-		Sidecar:  "/opt/sluice/sluice-sidecar", EgressSocket: "/tmp/x/egress.sock", MCPSocket: "/tmp/x/mcp.sock",
+		Session: &Session{ID: "s1", Repo: repo, Objects: "/objects"},
+		Copy:    "/state/sessions/s1/copy", Home: "/state/sessions/homes/claude-code", HomePath: home,
+		Hide: []string{home}, Expose: []string{root}, Secret: []string{ssh, filepath.Join(home, ".aws")},
+		Sidecar: "/opt/sluice/sluice-sidecar", EgressSocket: "/tmp/x/egress.sock", MCPSocket: "/tmp/x/mcp.sock",
 		Forwards: []string{"127.0.0.1:4123"}, Dir: repo, Argv: []string{"/usr/bin/claude", "-p", "hi"},
 		Env: []string{"ANTHROPIC_API_KEY=sk-ant-secret"},
 	}
