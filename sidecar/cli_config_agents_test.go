@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/sidecar/fakemodel"
 )
 
 // The agents people use, as the real programs from npm (pinned in
@@ -166,7 +167,7 @@ func (h *agentHome) ledgerTools(t *testing.T) []string {
 // pre-allowed repo_brief reached the sidecar and answered with the real
 // repository; the workspace tool, not pre-allowed, never reached it, and
 // the agent told its model so (unless it stops the run there: opencode).
-func (h *agentHome) checkHeldAndRan(t *testing.T, m *fakeModel, out string) {
+func (h *agentHome) checkHeldAndRan(t *testing.T, m *fakemodel.Model, out string) {
 	t.Helper()
 	h.checkRan(t, m, out)
 	res := m.Results()
@@ -181,7 +182,7 @@ func (h *agentHome) checkHeldAndRan(t *testing.T, m *fakeModel, out string) {
 // checkRan asserts that repo_brief reached the sidecar and its real
 // answer reached the model, and that workspace_status never reached the
 // sidecar.
-func (h *agentHome) checkRan(t *testing.T, m *fakeModel, out string) {
+func (h *agentHome) checkRan(t *testing.T, m *fakemodel.Model, out string) {
 	t.Helper()
 	tools := h.ledgerTools(t)
 	res := m.Results()
@@ -220,17 +221,17 @@ func TestAgents_ClaudeCode(t *testing.T) {
 		t.Errorf("claude mcp list shows %d sluice entries:\n%s", n, out)
 	}
 
-	m := &fakeModel{mark: "repo_brief", calls: []scriptedCall{
+	m := &fakemodel.Model{Mark: "repo_brief", Calls: []fakemodel.Call{
 		{Tool: "mcp__sluice__repo_brief", Args: map[string]any{"repoPath": h.repo}},
 		{Tool: "mcp__sluice__workspace_status", Args: map[string]any{"workspaceId": "ws-1"}},
 	}}
-	url := startFakeModel(t, m, anthropicHandler)
+	url := fakemodel.Start(t, m, fakemodel.Anthropic)
 	out, err = h.run(t, h.repo, h.env("ANTHROPIC_BASE_URL="+url, "ANTHROPIC_API_KEY=sk-ant-test", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 		// Every tool in the request, as the scripted model calls tools by
 		// name without searching for them first.
 		"ENABLE_TOOL_SEARCH=false"),
 		"claude", "-p", "Brief me on this repository with Sluice.", "--model", "claude-sonnet-4-5")
-	if err != nil || !strings.Contains(out, closingText) {
+	if err != nil || !strings.Contains(out, fakemodel.ClosingText) {
 		t.Fatalf("claude -p (%v):\n%s\nmodel log:\n%s", err, out, m.Log())
 	}
 	h.checkHeldAndRan(t, m, out)
@@ -283,14 +284,14 @@ func TestAgents_GeminiCLI(t *testing.T) {
 	if err != nil || !strings.Contains(out, "sluice: "+h.sidecar) || !strings.Contains(out, "Connected") {
 		t.Fatalf("gemini mcp list (%v):\n%s", err, out)
 	}
-	m := &fakeModel{mark: "repo_brief", calls: []scriptedCall{
+	m := &fakemodel.Model{Mark: "repo_brief", Calls: []fakemodel.Call{
 		{Tool: "mcp_sluice_repo_brief", Args: map[string]any{"repoPath": h.repo, "wait_for_previous": false}},
 		{Tool: "mcp_sluice_workspace_status", Args: map[string]any{"workspaceId": "ws-1", "wait_for_previous": true}},
 	}}
-	url := startFakeModel(t, m, geminiHandler)
+	url := fakemodel.Start(t, m, fakemodel.Gemini)
 	env := h.env("GOOGLE_GEMINI_BASE_URL="+url, "GEMINI_API_KEY=test-key")
 	out, err = h.run(t, h.repo, env, "gemini", "-p", "Brief me on this repository with Sluice.", "-m", "gemini-2.5-flash")
-	if err != nil || !strings.Contains(out, closingText) {
+	if err != nil || !strings.Contains(out, fakemodel.ClosingText) {
 		t.Fatalf("gemini -p (%v):\n%s\nmodel log:\n%s", err, out, m.Log())
 	}
 	h.checkHeldAndRan(t, m, out)
@@ -321,14 +322,14 @@ func TestAgents_QwenCode(t *testing.T) {
 	if err != nil || !strings.Contains(out, "sluice: "+h.sidecar) || !strings.Contains(out, "Connected") {
 		t.Fatalf("qwen mcp list (%v):\n%s", err, out)
 	}
-	m := &fakeModel{mark: "repo_brief", calls: []scriptedCall{
+	m := &fakemodel.Model{Mark: "repo_brief", Calls: []fakemodel.Call{
 		{Tool: "mcp__sluice__repo_brief", Args: map[string]any{"repoPath": h.repo}},
 		{Tool: "mcp__sluice__workspace_status", Args: map[string]any{"workspaceId": "ws-1"}},
 	}}
-	url := startFakeModel(t, m, openAIChatHandler)
+	url := fakemodel.Start(t, m, fakemodel.OpenAIChat)
 	env := h.env("OPENAI_BASE_URL="+url+"/v1", "OPENAI_API_KEY=sk-test", "OPENAI_MODEL=fake-model")
 	out, err = h.run(t, h.repo, env, "qwen", "-p", "Brief me on this repository with Sluice.")
-	if err != nil || !strings.Contains(out, closingText) {
+	if err != nil || !strings.Contains(out, fakemodel.ClosingText) {
 		t.Fatalf("qwen -p (%v):\n%s\nmodel log:\n%s", err, out, m.Log())
 	}
 	h.checkHeldAndRan(t, m, out)
@@ -340,11 +341,11 @@ func TestAgents_QwenCode(t *testing.T) {
 func TestAgents_Opencode(t *testing.T) {
 	t.Parallel()
 	h := newAgentHome(t)
-	m := &fakeModel{mark: "repo_brief", calls: []scriptedCall{
+	m := &fakemodel.Model{Mark: "repo_brief", Calls: []fakemodel.Call{
 		{Tool: "sluice_repo_brief", Args: map[string]any{"repoPath": h.repo}},
 		{Tool: "sluice_workspace_status", Args: map[string]any{"workspaceId": "ws-1"}},
 	}}
-	url := startFakeModel(t, m, openAIChatHandler)
+	url := fakemodel.Start(t, m, fakemodel.OpenAIChat)
 	writeJSON(t, filepath.Join(h.home, ".config", "opencode", "opencode.json"), map[string]any{
 		"$schema": "https://opencode.ai/config.json",
 		"model":   "fake/fake-model",
@@ -383,16 +384,16 @@ func TestAgents_Codex(t *testing.T) {
 	if err != nil || !strings.Contains(out, "sluice") || !strings.Contains(out, h.sidecar) || !strings.Contains(out, "enabled") {
 		t.Fatalf("codex mcp list (%v):\n%s", err, out)
 	}
-	m := &fakeModel{mark: "repo_brief", calls: []scriptedCall{
+	m := &fakemodel.Model{Mark: "repo_brief", Calls: []fakemodel.Call{
 		{Tool: "mcp__sluice/repo_brief", Args: map[string]any{"repoPath": h.repo}},
 		{Tool: "mcp__sluice/workspace_status", Args: map[string]any{"workspaceId": "ws-1"}},
 	}}
-	url := startFakeModel(t, m, openAIResponsesHandler)
+	url := fakemodel.Start(t, m, fakemodel.OpenAIResponses)
 	out, err = h.run(t, h.repo, h.env("FAKE_MODEL_KEY=sk-test"), "codex", "exec", "--skip-git-repo-check",
 		"-c", "model_provider=fake",
 		"-c", `model_providers.fake={name="fake",base_url="`+url+`/v1",wire_api="responses",env_key="FAKE_MODEL_KEY"}`,
 		"-m", "fake-model", "Brief me on this repository with Sluice.")
-	if err != nil || !strings.Contains(out, closingText) {
+	if err != nil || !strings.Contains(out, fakemodel.ClosingText) {
 		t.Fatalf("codex exec (%v):\n%s\nmodel log:\n%s", err, out, m.Log())
 	}
 	h.checkHeldAndRan(t, m, out)
@@ -422,14 +423,14 @@ func TestAgents_CopilotCLI(t *testing.T) {
 	if len(allow) == 0 || slices.ContainsFunc(allow, func(a string) bool { return strings.Contains(a, "workspace_") }) {
 		t.Fatalf("the writer's --allow-tool flags: %v\n%s", allow, out)
 	}
-	m := &fakeModel{mark: "repo_brief", calls: []scriptedCall{
+	m := &fakemodel.Model{Mark: "repo_brief", Calls: []fakemodel.Call{
 		{Tool: "sluice-repo_brief", Args: map[string]any{"repoPath": h.repo}},
 		{Tool: "sluice-workspace_create", Args: map[string]any{"kind": "fresh"}},
 	}}
-	url := startFakeModel(t, m, openAIChatHandler)
+	url := fakemodel.Start(t, m, fakemodel.OpenAIChat)
 	env := h.env("COPILOT_PROVIDER_BASE_URL="+url+"/v1", "COPILOT_PROVIDER_TYPE=openai", "COPILOT_PROVIDER_API_KEY=sk-test", "COPILOT_MODEL=fake-model")
 	out, err = h.run(t, h.repo, env, "copilot", append([]string{"-p", "Brief me on this repository with Sluice."}, allow...)...)
-	if err != nil || !strings.Contains(out, closingText) {
+	if err != nil || !strings.Contains(out, fakemodel.ClosingText) {
 		t.Fatalf("copilot -p (%v):\n%s\nmodel log:\n%s", err, out, m.Log())
 	}
 	h.checkHeldAndRan(t, m, out)
@@ -455,12 +456,12 @@ func TestAgents_ClaudeCode_ToolsetEnable(t *testing.T) {
 	// list: the second run below proves the list changed, not that any
 	// name gets through.
 	glob := map[string]any{"workspaceId": "ws-none", "pattern": "**/*.go"}
-	direct := &fakeModel{mark: "repo_brief", calls: []scriptedCall{
+	direct := &fakemodel.Model{Mark: "repo_brief", Calls: []fakemodel.Call{
 		{Tool: "mcp__sluice__fleet_radar", Args: map[string]any{"repoPaths": []string{h.repo}}},
 		{Tool: "mcp__sluice__workspace_file_glob", Args: glob},
 	}}
-	out, err := h.run(t, h.repo, env(startFakeModel(t, direct, anthropicHandler)), "claude", "-p", "Which of my repositories need attention?", "--model", "claude-sonnet-4-5")
-	if err != nil || !strings.Contains(out, closingText) {
+	out, err := h.run(t, h.repo, env(fakemodel.Start(t, direct, fakemodel.Anthropic)), "claude", "-p", "Which of my repositories need attention?", "--model", "claude-sonnet-4-5")
+	if err != nil || !strings.Contains(out, fakemodel.ClosingText) {
 		t.Fatalf("claude -p (%v):\n%s\nmodel log:\n%s", err, out, direct.Log())
 	}
 	if tools := h.ledgerTools(t); slices.Contains(tools, "fleet_radar") || slices.Contains(tools, "workspace_file_glob") {
@@ -471,28 +472,28 @@ func TestAgents_ClaudeCode_ToolsetEnable(t *testing.T) {
 	// notifications/tools/list_changed, but does not always list the tools
 	// again for a later one in the same session (the sidecar sends each:
 	// TestToolsetEnable_InMemory_ListChanged).
-	m := &fakeModel{mark: "repo_brief", calls: []scriptedCall{
+	m := &fakemodel.Model{Mark: "repo_brief", Calls: []fakemodel.Call{
 		{Tool: "mcp__sluice__toolset_enable", Args: map[string]any{"toolset": "fleet"}},
 		{Tool: "mcp__sluice__fleet_radar", Args: map[string]any{"repoPaths": []string{h.repo}}, RetryWhile: "No such tool available"},
 	}}
 	// The person allows toolset_enable for this run; fleet_radar is a
 	// pre-allowed read tool.
-	out, err = h.run(t, h.repo, env(startFakeModel(t, m, anthropicHandler)),
+	out, err = h.run(t, h.repo, env(fakemodel.Start(t, m, fakemodel.Anthropic)),
 		"claude", "-p", "Which of my repositories need attention?", "--model", "claude-sonnet-4-5",
 		"--allowedTools", "mcp__sluice__toolset_enable")
-	if err != nil || !strings.Contains(out, closingText) {
+	if err != nil || !strings.Contains(out, fakemodel.ClosingText) {
 		t.Fatalf("claude -p (%v):\n%s\nmodel log:\n%s", err, out, m.Log())
 	}
-	ws := &fakeModel{mark: "repo_brief", calls: []scriptedCall{
+	ws := &fakemodel.Model{Mark: "repo_brief", Calls: []fakemodel.Call{
 		{Tool: "mcp__sluice__toolset_enable", Args: map[string]any{"toolset": "workspace_search"}},
 		{Tool: "mcp__sluice__workspace_file_glob", Args: glob, RetryWhile: "No such tool available"},
 	}}
 	// The person allows toolset_enable and the glob for this run;
 	// workspace tools ask.
-	out, err = h.run(t, h.repo, env(startFakeModel(t, ws, anthropicHandler)),
+	out, err = h.run(t, h.repo, env(fakemodel.Start(t, ws, fakemodel.Anthropic)),
 		"claude", "-p", "Which of my repositories need attention?", "--model", "claude-sonnet-4-5",
 		"--allowedTools", "mcp__sluice__toolset_enable,mcp__sluice__workspace_file_glob")
-	if err != nil || !strings.Contains(out, closingText) {
+	if err != nil || !strings.Contains(out, fakemodel.ClosingText) {
 		t.Fatalf("claude -p (%v):\n%s\nmodel log:\n%s", err, out, ws.Log())
 	}
 	tools := h.ledgerTools(t)

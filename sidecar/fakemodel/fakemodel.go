@@ -1,4 +1,9 @@
-package sidecar
+// Package fakemodel is a fake model provider for tests: an HTTP server on
+// 127.0.0.1 that speaks the Anthropic Messages, OpenAI Chat Completions and
+// Responses, and Gemini APIs, and plays a script of tool calls. Real agent
+// CLIs pointed at it run their real tool loop (their own shell, their MCP
+// servers) with no login and no network. Only tests import it.
+package fakemodel
 
 import (
 	"encoding/json"
@@ -17,8 +22,8 @@ import (
 // results it holds), so the agent's own retries and side requests (titles,
 // summaries: requests that offer no tools) never move the script on.
 
-// scriptedCall is one tool call, named as the agent names the tool.
-type scriptedCall struct {
+// Call is one tool call, named as the agent names the tool.
+type Call struct {
 	Tool string
 	Args map[string]any
 	// RetryWhile repeats the call, as a model would, while its result
@@ -30,11 +35,15 @@ type scriptedCall struct {
 
 const maxRetries = 20
 
-type fakeModel struct {
-	calls []scriptedCall
-	// mark is a tool-name fragment present only in the requests of the
+// Model is one scripted model.
+type Model struct {
+	Calls []Call
+	// Mark is a tool-name fragment present only in the requests of the
 	// agent's main loop (e.g. "repo_brief").
-	mark string
+	Mark string
+	// OnTurn, when set, is called with each turn's index before the call
+	// is sent: a test looks at the world while the agent waits.
+	OnTurn func(i int)
 
 	mu sync.Mutex
 	// results are the tool results the agent sent back, in order.
@@ -43,7 +52,7 @@ type fakeModel struct {
 }
 
 // turn returns the call to make next, or nil for the closing text.
-func (m *fakeModel) turn(toolsOffered bool, results []string) *scriptedCall {
+func (m *Model) turn(toolsOffered bool, results []string) *Call {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(results) > len(m.results) {
@@ -54,41 +63,46 @@ func (m *fakeModel) turn(toolsOffered bool, results []string) *scriptedCall {
 	}
 	i, tries := 0, 0
 	for _, r := range results {
-		if i >= len(m.calls) {
+		if i >= len(m.Calls) {
 			break
 		}
-		if c := m.calls[i]; c.RetryWhile != "" && strings.Contains(r, c.RetryWhile) && tries < maxRetries {
+		if c := m.Calls[i]; c.RetryWhile != "" && strings.Contains(r, c.RetryWhile) && tries < maxRetries {
 			tries++
 			continue
 		}
 		i, tries = i+1, 0
 	}
-	if i >= len(m.calls) {
+	if i >= len(m.Calls) {
 		return nil
 	}
-	return &m.calls[i]
+	if m.OnTurn != nil {
+		m.OnTurn(i)
+	}
+	return &m.Calls[i]
 }
 
-func (m *fakeModel) note(format string, a ...any) {
+func (m *Model) note(format string, a ...any) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.log = append(m.log, fmt.Sprintf(format, a...))
 }
 
 // Results returns the tool results the agent reported, in order.
-func (m *fakeModel) Results() []string {
+func (m *Model) Results() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return append([]string(nil), m.results...)
 }
 
-func (m *fakeModel) Log() string {
+// Log is what the model saw, for a failing test's message.
+func (m *Model) Log() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return strings.Join(m.log, "\n")
 }
 
-const closingText = "Done: Sluice answered."
+// ClosingText is the model's last answer, once the script is played.
+const ClosingText = "Done: Sluice answered."
 
 // textOf flattens a JSON value's strings (tool result content comes in
 // many shapes).
@@ -144,8 +158,8 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-// startFakeModel serves m with handler on 127.0.0.1.
-func startFakeModel(t *testing.T, m *fakeModel, handler func(*fakeModel, http.ResponseWriter, *http.Request, []byte)) string {
+// Start serves m with handler on 127.0.0.1.
+func Start(t *testing.T, m *Model, handler func(*Model, http.ResponseWriter, *http.Request, []byte)) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -156,9 +170,9 @@ func startFakeModel(t *testing.T, m *fakeModel, handler func(*fakeModel, http.Re
 	return srv.URL
 }
 
-// anthropicHandler speaks the Messages API (POST /v1/messages), streamed
+// Anthropic speaks the Messages API (POST /v1/messages), streamed
 // or not.
-func anthropicHandler(m *fakeModel, w http.ResponseWriter, r *http.Request, body []byte) {
+func Anthropic(m *Model, w http.ResponseWriter, r *http.Request, body []byte) {
 	if !strings.HasSuffix(r.URL.Path, "/v1/messages") {
 		if strings.Contains(r.URL.Path, "count_tokens") {
 			io.WriteString(w, `{"input_tokens": 10}`)
@@ -184,13 +198,13 @@ func anthropicHandler(m *fakeModel, w http.ResponseWriter, r *http.Request, body
 	var names []string
 	for _, tl := range req.Tools {
 		names = append(names, tl.Name)
-		if strings.Contains(tl.Name, m.mark) {
+		if strings.Contains(tl.Name, m.Mark) {
 			offered = true
 		}
 	}
 	m.note("tools offered: %v", names)
-	if !offered && strings.Contains(string(body), m.mark) {
-		m.note("the mark appears outside the tool list: %s", excerpt(string(body), m.mark))
+	if !offered && strings.Contains(string(body), m.Mark) {
+		m.note("the mark appears outside the tool list: %s", excerpt(string(body), m.Mark))
 	}
 	var results []string
 	for _, msg := range req.Messages {
@@ -216,7 +230,7 @@ func anthropicHandler(m *fakeModel, w http.ResponseWriter, r *http.Request, body
 		content = []any{map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", len(results)), "name": call.Tool, "input": call.Args}}
 		stop = "tool_use"
 	} else {
-		content = []any{map[string]any{"type": "text", "text": closingText}}
+		content = []any{map[string]any{"type": "text", "text": ClosingText}}
 	}
 	if !req.Stream {
 		w.Header().Set("Content-Type", "application/json")
@@ -235,7 +249,7 @@ func anthropicHandler(m *fakeModel, w http.ResponseWriter, r *http.Request, body
 	} else {
 		ev = append(ev,
 			[2]string{"content_block_start", mustJSON(map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})},
-			[2]string{"content_block_delta", mustJSON(map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": closingText}})})
+			[2]string{"content_block_delta", mustJSON(map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": ClosingText}})})
 	}
 	ev = append(ev,
 		[2]string{"content_block_stop", `{"type":"content_block_stop","index":0}`},
@@ -252,9 +266,9 @@ func excerpt(s, mark string) string {
 	return s[max(0, i-300):min(len(s), i+300)]
 }
 
-// geminiHandler speaks the Gemini API (models/*:generateContent and
+// Gemini speaks the Gemini API (models/*:generateContent and
 // :streamGenerateContent with alt=sse).
-func geminiHandler(m *fakeModel, w http.ResponseWriter, r *http.Request, body []byte) {
+func Gemini(m *Model, w http.ResponseWriter, r *http.Request, body []byte) {
 	stream := strings.Contains(r.URL.Path, ":streamGenerateContent")
 	if !stream && !strings.Contains(r.URL.Path, ":generateContent") {
 		w.Header().Set("Content-Type", "application/json")
@@ -287,7 +301,7 @@ func geminiHandler(m *fakeModel, w http.ResponseWriter, r *http.Request, body []
 	for _, tl := range req.Tools {
 		for _, f := range tl.FunctionDeclarations {
 			names = append(names, f.Name)
-			if strings.Contains(f.Name, m.mark) {
+			if strings.Contains(f.Name, m.Mark) {
 				offered = true
 			}
 		}
@@ -305,7 +319,7 @@ func geminiHandler(m *fakeModel, w http.ResponseWriter, r *http.Request, body []
 		}
 	}
 	call := m.turn(offered, results)
-	part := map[string]any{"text": closingText}
+	part := map[string]any{"text": ClosingText}
 	if call != nil {
 		part = map[string]any{"functionCall": map[string]any{"name": call.Tool, "args": call.Args}}
 	}
@@ -322,10 +336,10 @@ func geminiHandler(m *fakeModel, w http.ResponseWriter, r *http.Request, body []
 	sse(w, [][2]string{{"", resp}})
 }
 
-// openAIChatHandler speaks OpenAI's Chat Completions API (POST
+// OpenAIChat speaks OpenAI's Chat Completions API (POST
 // …/chat/completions, streamed or not), which Qwen Code and opencode use
 // for OpenAI-compatible providers.
-func openAIChatHandler(m *fakeModel, w http.ResponseWriter, r *http.Request, body []byte) {
+func OpenAIChat(m *Model, w http.ResponseWriter, r *http.Request, body []byte) {
 	if !strings.HasSuffix(r.URL.Path, "/chat/completions") {
 		w.Header().Set("Content-Type", "application/json")
 		if strings.HasSuffix(r.URL.Path, "/models") {
@@ -353,7 +367,7 @@ func openAIChatHandler(m *fakeModel, w http.ResponseWriter, r *http.Request, bod
 	var names []string
 	for _, tl := range req.Tools {
 		names = append(names, tl.Function.Name)
-		if strings.Contains(tl.Function.Name, m.mark) {
+		if strings.Contains(tl.Function.Name, m.Mark) {
 			offered = true
 		}
 	}
@@ -368,7 +382,7 @@ func openAIChatHandler(m *fakeModel, w http.ResponseWriter, r *http.Request, bod
 	id := fmt.Sprintf("chatcmpl-%d", len(results))
 	usage := map[string]int{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 	if !req.Stream {
-		msg := map[string]any{"role": "assistant", "content": closingText}
+		msg := map[string]any{"role": "assistant", "content": ClosingText}
 		finish := "stop"
 		if call != nil {
 			msg = map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
@@ -397,15 +411,15 @@ func openAIChatHandler(m *fakeModel, w http.ResponseWriter, r *http.Request, bod
 				"function": map[string]any{"name": call.Tool, "arguments": mustJSON(call.Args)}}}}, nil, false),
 			chunk(map[string]any{}, "tool_calls", true))
 	} else {
-		ev = append(ev, chunk(map[string]any{"role": "assistant", "content": closingText}, nil, false), chunk(map[string]any{}, "stop", true))
+		ev = append(ev, chunk(map[string]any{"role": "assistant", "content": ClosingText}, nil, false), chunk(map[string]any{}, "stop", true))
 	}
 	ev = append(ev, [2]string{"", "[DONE]"})
 	sse(w, ev)
 }
 
-// openAIResponsesHandler speaks OpenAI's Responses API (POST …/responses,
+// OpenAIResponses speaks OpenAI's Responses API (POST …/responses,
 // streamed), which Codex uses.
-func openAIResponsesHandler(m *fakeModel, w http.ResponseWriter, r *http.Request, body []byte) {
+func OpenAIResponses(m *Model, w http.ResponseWriter, r *http.Request, body []byte) {
 	if !strings.HasSuffix(r.URL.Path, "/responses") {
 		w.Header().Set("Content-Type", "application/json")
 		if strings.HasSuffix(r.URL.Path, "/models") {
@@ -436,7 +450,7 @@ func openAIResponsesHandler(m *fakeModel, w http.ResponseWriter, r *http.Request
 		for _, sub := range tl.Tools {
 			names = append(names, tl.Name+"/"+sub.Name)
 		}
-		if strings.Contains(string(raw), m.mark) {
+		if strings.Contains(string(raw), m.Mark) {
 			offered = true
 		}
 	}
@@ -465,7 +479,7 @@ func openAIResponsesHandler(m *fakeModel, w http.ResponseWriter, r *http.Request
 		}
 	} else {
 		item = map[string]any{"type": "message", "id": fmt.Sprintf("msg_%d", len(results)), "role": "assistant", "status": "completed",
-			"content": []any{map[string]any{"type": "output_text", "text": closingText, "annotations": []any{}}}}
+			"content": []any{map[string]any{"type": "output_text", "text": ClosingText, "annotations": []any{}}}}
 	}
 	usage := map[string]any{"input_tokens": 10, "input_tokens_details": map[string]int{"cached_tokens": 0},
 		"output_tokens": 5, "output_tokens_details": map[string]int{"reasoning_tokens": 0}, "total_tokens": 15}
