@@ -144,6 +144,11 @@ func launch(o runOptions, stdin *os.File, stdout, stderr io.Writer) (int, error)
 	if prog, err = filepath.Abs(prog); err != nil {
 		return 0, err
 	}
+	// The program itself, not a link to it: the directory a link sits in
+	// (a bin directory in HOME) is not shown inside.
+	if real, err := filepath.EvalSymlinks(prog); err == nil {
+		prog = real
+	}
 	bwrap, err := confined.FindBubblewrap()
 	if err != nil {
 		return 0, err

@@ -153,19 +153,16 @@ func PlanPlaces(home string, getenv func(string) string, sluiceDirs, roots, tool
 }
 
 // ToolDirs are the directories a program needs to run, when they are
-// under HOME: each PATH entry there, and the program's own install (the
-// directory of its resolved file and, for a package under node_modules,
-// the whole node_modules it is in, which holds its dependencies).
+// under HOME: the program's own install (the directory of its resolved
+// file and, for a package under node_modules, the whole node_modules it is
+// in, which holds its dependencies). Other PATH entries inside HOME are
+// not shown: they hold whatever the person put there, credential helpers
+// and wrappers that reach their accounts among them.
 func ToolDirs(program, path, home string) []string {
 	var out []string
 	add := func(d string) {
 		if d != "" && Within(d, home) && d != home && !slices.Contains(out, d) {
 			out = append(out, d)
-		}
-	}
-	for _, d := range filepath.SplitList(path) {
-		if filepath.IsAbs(d) {
-			add(filepath.Clean(d))
 		}
 	}
 	if program == "" {

@@ -149,8 +149,9 @@ func TestAgentArgs_Layout(t *testing.T) {
 	order("--tmpfs "+ssh, "--bind /state/sessions/s1/copy "+repo)
 }
 
-// ToolDirs shows again the PATH entries inside HOME and the program's own
-// install: for a package under node_modules, that whole node_modules.
+// ToolDirs shows again the program's own install (for a package under
+// node_modules, that whole node_modules), and no other PATH entry inside
+// HOME: the person's own bin directories hold their credential helpers.
 func TestToolDirs_ProgramAndPath(t *testing.T) {
 	home := t.TempDir()
 	pkg := filepath.Join(home, ".nvm", "lib", "node_modules", "@x", "agent")
@@ -167,7 +168,7 @@ func TestToolDirs_ProgramAndPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := ToolDirs("agent", bin+":/usr/bin", home)
-	want := []string{bin, filepath.Join(home, ".nvm", "lib", "node_modules")}
+	want := []string{filepath.Join(home, ".nvm", "lib", "node_modules")}
 	if !slices.Equal(got, want) {
 		t.Fatalf("ToolDirs = %v, want %v", got, want)
 	}

@@ -1,0 +1,322 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/sluicehq/sluice/core/proposal"
+	"github.com/sluicehq/sluice/sidecar/fakemodel"
+)
+
+// The agents people run, started confined with `sluice run` on the decoy
+// machine and driven by a fake model on 127.0.0.1 (the session's model
+// host): the model has the agent's own shell tool try, one by one,
+// everything on the list (confined_probes_test.go). Every attempt fails,
+// no tripwire runs, the person's checkout stays byte-identical, and the
+// model key is in no process's command line on the machine. Then the
+// agent fixes a file in its copy, runs the project's test there and
+// proposes the commit through Sluice's MCP tools; the person approves it
+// in headless Chromium, and exactly the sealed content lands, on a card
+// that says "confined".
+
+// confinedAgent is how one agent is started and how its tools are named.
+type confinedAgent struct {
+	program string
+	// args follow `sluice run PROGRAM`; run adds the prompt where {P} is.
+	args []string
+	// keyVar is the variable of its model key.
+	keyVar string
+	// env are the person's variables for this agent (its model endpoint,
+	// its key), {URL} replaced by the fake model's URL.
+	env []string
+	// flags go before the program (--allow-host for a model endpoint its
+	// variables do not name, --env).
+	flags   []string
+	handler func(*fakemodel.Model, http.ResponseWriter, *http.Request, []byte)
+	// shell is a call of the agent's own shell tool; mcp names one of
+	// Sluice's tools as the agent does.
+	shell func(cmd string) fakemodel.Call
+	mcp   func(tool string, args map[string]any) fakemodel.Call
+	mark  string
+	// home writes what a person sets up once in the agent's confined home
+	// (its own settings), before the first session.
+	home func(dir, url string) error
+}
+
+func TestConfined_ClaudeCode(t *testing.T) {
+	driveConfined(t, confinedAgent{
+		program: "claude", keyVar: "ANTHROPIC_API_KEY", mark: "Bash",
+		args:    []string{"-p", "{P}", "--dangerously-skip-permissions", "--model", "claude-sonnet-4-5"},
+		env:     []string{"ANTHROPIC_BASE_URL={URL}", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "ENABLE_TOOL_SEARCH=false"},
+		flags:   []string{"--env", "ENABLE_TOOL_SEARCH"},
+		handler: fakemodel.Anthropic,
+		shell: func(cmd string) fakemodel.Call {
+			return fakemodel.Call{Tool: "Bash", Args: map[string]any{"command": cmd, "description": "probe"}}
+		},
+		mcp: func(tool string, args map[string]any) fakemodel.Call {
+			return fakemodel.Call{Tool: "mcp__sluice__" + tool, Args: args}
+		},
+	})
+}
+
+// driveConfined runs the whole scenario for one agent.
+func driveConfined(t *testing.T, a confinedAgent) {
+	t.Parallel()
+	m := newMachine(t)
+	key := fmt.Sprintf("sk-decoy-model-key-%d-%s", time.Now().UnixNano(), a.program)
+	// The controls: as the person, outside any sandbox, every attempt that
+	// can be made there reaches what it is after.
+	for _, p := range m.probes(a.keyVar) {
+		if p.control == "" {
+			continue
+		}
+		c := m.cmd("sh", "-c", p.control)
+		c.Env = append(c.Env, a.keyVar+"="+key)
+		c.Dir = m.repo
+		out, _ := c.CombinedOutput()
+		if !strings.Contains(string(out), "PROBE "+p.name+" RAN") || !strings.Contains(string(out), "=> ESCAPED") {
+			t.Fatalf("control %s: outside a session the attempt does not reach its target, so inside it would prove nothing:\n%s", p.name, out)
+		}
+	}
+	if err := os.WriteFile(m.tripLog, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	probes := m.probes(a.keyVar)
+	model := &fakemodel.Model{Mark: a.mark}
+	for _, p := range probes {
+		model.Calls = append(model.Calls, a.shell(p.cmd))
+	}
+	model.Calls = append(model.Calls,
+		a.shell("cd "+m.repo+" && printf 'fixed\\n' > app.txt && sh test.sh"),
+		a.mcp("propose_commit", map[string]any{"repoPath": m.repo, "paths": []string{"app.txt"},
+			"message": "Fix the app", "reason": "The project's test passes with this change"}),
+	)
+	// While the agent waits for its model, the whole machine's processes
+	// are read: the key is in an environment (the scan sees it) and in no
+	// command line.
+	var scanMu sync.Mutex
+	var scanned bool
+	var inCmdline []string
+	model.OnTurn = func(i int) {
+		if i != len(probes)/2 {
+			return
+		}
+		scanMu.Lock()
+		defer scanMu.Unlock()
+		var env int
+		inCmdline, env = procScan(key)
+		scanned = env > 0
+	}
+	url := fakemodel.Start(t, model, a.handler)
+	if a.home != nil {
+		dir := filepath.Join(m.home, ".local", "state", "sluice", "sessions", "homes", clientOf(a.program))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.home(dir, url); err != nil {
+			t.Fatal(err)
+		}
+		m.chown(filepath.Join(m.home, ".local"))
+	}
+	before := m.repoState()
+	head := m.git("rev-parse", "HEAD")
+
+	args := append(append([]string{"run"}, a.flags...), a.program)
+	for _, x := range a.args {
+		args = append(args, strings.ReplaceAll(x, "{P}", "Fix the app and propose the change."))
+	}
+	c := m.cmd(filepath.Join(m.bin, "sluice-headless"), args...)
+	c.Dir = m.repo
+	c.Env = append(c.Env, a.keyVar+"="+key)
+	for _, e := range a.env {
+		c.Env = append(c.Env, strings.ReplaceAll(e, "{URL}", url))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	out, err := runWithin(ctx, c)
+	if ctx.Err() != nil || err != nil || !strings.Contains(out, fakemodel.ClosingText) {
+		t.Fatalf("sluice run %s (%v):\n%s\nmodel log:\n%s\napp log:\n%s", a.program, err, out, model.Log(), m.appOut.String())
+	}
+	res := model.Results()
+	if len(res) < len(probes)+2 {
+		t.Fatalf("the agent sent %d tool results, want %d:\n%s\nmodel log:\n%s", len(res), len(probes)+2, out, model.Log())
+	}
+	for i, p := range probes {
+		if why := checkProbe(p, res[i]); why != "" {
+			t.Errorf("probe %s: %s:\n%.1500s", p.name, why, res[i])
+		}
+	}
+	if got := m.tripped(); got != "" {
+		t.Errorf("tripwires ran:\n%s", got)
+	}
+	if after := m.repoState(); after != before {
+		t.Errorf("the person's checkout changed during the session:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	scanMu.Lock()
+	if !scanned {
+		t.Errorf("the machine's processes were not read during the session (or no environment held the key)")
+	}
+	if len(inCmdline) > 0 {
+		t.Errorf("the model key is on a command line: %v", inCmdline)
+	}
+	scanMu.Unlock()
+	if !strings.Contains(res[len(probes)], "TESTS PASSED") {
+		t.Errorf("the project's test did not pass in the copy: %.800s", res[len(probes)])
+	}
+	id := proposalIDIn(res[len(probes)+1])
+	if id == "" {
+		t.Fatalf("propose_commit gave no proposal id: %.1500s", res[len(probes)+1])
+	}
+
+	// The person approves it in the browser.
+	bctx := browserWithin(t, 90*time.Second)
+	card := cardSel(id)
+	if err := chromedp.Do(bctx,
+		chromedp.Navigate(m.login),
+		chromedp.WaitVisible(chromedp.CSS(card+" #card-confinement")),
+	); err != nil {
+		t.Fatalf("the card of %s never showed: %v", id, err)
+	}
+	confined, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.querySelector("`+card+` #card-confinement").dataset.confined`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(card+" #card-confinement")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if confined != "true" || !strings.Contains(line, "confined session (bubblewrap") || !strings.Contains(line, "127.0.0.1") {
+		t.Fatalf("the card says %q (data-confined=%q), want a confined session with its network", line, confined)
+	}
+	var sealed struct {
+		Sealed *proposal.Sealed `json:"sealed"`
+		Origin *proposal.Origin `json:"origin"`
+		Digest string           `json:"digest"`
+		Pinned proposal.Pinned  `json:"pinned"`
+	}
+	raw, err := chromedp.Run(bctx, chromedp.Evaluate[string](`fetch('/api/proposals/`+id+`').then(r => r.text())`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(raw), &sealed); err != nil || sealed.Sealed == nil || sealed.Origin == nil {
+		t.Fatalf("the card's data: %v %s", err, raw)
+	}
+	if err := chromedp.Do(bctx,
+		chromedp.Click(chromedp.CSS(card+" .approve")),
+		chromedp.WaitVisible(chromedp.CSS(decidedSel(id)+`[data-state="completed"]`)),
+	); err != nil {
+		t.Fatalf("approve: %v\napp log:\n%s", err, m.appOut.String())
+	}
+	if got := m.git("rev-parse", "HEAD^{tree}"); got != sealed.Sealed.After {
+		t.Errorf("HEAD's tree is %s, the card sealed %s", got, sealed.Sealed.After)
+	}
+	if got := m.git("rev-parse", "HEAD^"); got != head {
+		t.Errorf("the commit's parent is %s, not the person's HEAD %s", got, head)
+	}
+	if b, _ := os.ReadFile(filepath.Join(m.repo, "app.txt")); string(b) != "fixed\n" {
+		t.Errorf("app.txt in the person's checkout is %q", b)
+	}
+	if st := m.git("status", "--porcelain"); st != "" {
+		t.Errorf("the checkout is not clean after the approval:\n%s", st)
+	}
+	if msg := m.git("log", "-1", "--format=%an|%B"); !strings.HasPrefix(msg, "Pat Person|Fix the app") || !strings.Contains(msg, "Sluice-Proposal: "+id) {
+		t.Errorf("the commit is not the person's approved one:\n%s", msg)
+	}
+	m.checkLedger(sealed.Origin.Session, id)
+	t.Logf("%s: %d attempts blocked, the project's test passed in the copy, %s landed as sealed (tree %s); the card said %q",
+		a.program, len(probes), id, sealed.Sealed.After[:12], line)
+}
+
+// runWithin runs c to its end (or ctx's) and returns what it printed.
+func runWithin(ctx context.Context, c *exec.Cmd) (string, error) {
+	var out syncBuffer
+	c.Stdout, c.Stderr = &out, &out
+	if err := c.Start(); err != nil {
+		return "", err
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		return out.String(), err
+	case <-ctx.Done():
+		c.Process.Kill()
+		<-done
+		return out.String(), ctx.Err()
+	}
+}
+
+// clientOf is the client name a program runs as.
+func clientOf(program string) string {
+	switch program {
+	case "claude":
+		return "claude-code"
+	case "gemini":
+		return "gemini-cli"
+	case "copilot":
+		return "copilot-cli"
+	case "qwen":
+		return "qwen-code"
+	}
+	return program
+}
+
+// proposalIDIn finds a proposal id in a tool result, whatever shape the
+// agent gave it.
+func proposalIDIn(s string) string {
+	for _, key := range []string{`"proposalId":"`, `\"proposalId\":\"`, `"proposalId": "`} {
+		if i := strings.Index(s, key); i >= 0 {
+			rest := s[i+len(key):]
+			if j := strings.IndexAny(rest, `"\`); j > 0 && proposal.ValidID(rest[:j]) {
+				return rest[:j]
+			}
+		}
+	}
+	return ""
+}
+
+// checkLedger reads the ledger as the app wrote it: the session's start
+// is on record, and the proposal's entries say it came from that
+// confined session.
+func (m *machine) checkLedger(session, id string) {
+	m.t.Helper()
+	f, err := os.Open(filepath.Join(m.home, ".local", "state", "sluice", "audit", "audit.jsonl"))
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	defer f.Close()
+	var started, confined bool
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var e struct {
+			EventType  string         `json:"event_type"`
+			ProposalID string         `json:"proposal_id"`
+			Data       map[string]any `json:"data"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			continue
+		}
+		if e.EventType == "session_started" && e.Data["session"] == session {
+			started = true
+		}
+		if e.ProposalID == id && e.Data["confined"] == true && e.Data["session"] == session {
+			confined = true
+		}
+	}
+	if !started || !confined {
+		m.t.Errorf("the ledger: session_started %v, the proposal's entries confined %v", started, confined)
+	}
+}
