@@ -87,6 +87,7 @@ describe("App", () => {
       "/api/rules": { status: 200, body: { policyFile: "/p.json", configured: false, rules: [] } },
       "/api/audit": { status: 200, body: { keyId: "", signed: false, entries: [] } },
       "/api/workspaces": { status: 400, body: { error: { code: "unsupported", message: "not yet" } } },
+      "/api/sessions": { status: 200, body: [] },
     });
     const App = await loadApp();
     render(<App />);
@@ -97,6 +98,7 @@ describe("App", () => {
       "Rules",
       "Timeline",
       "Workspaces",
+      "Sessions",
       "Audit",
       "Settings",
       "Connect",
@@ -111,6 +113,10 @@ describe("App", () => {
     expect(document.getElementById("audit-title")).toBeTruthy();
     fireEvent.click(within(nav).getByText("Workspaces"));
     expect(await screen.findByText("Workspaces are not available: not yet")).toBeTruthy();
+    fireEvent.click(within(nav).getByText("Sessions"));
+    expect(await screen.findByRole("heading", { name: "Sessions" })).toBeTruthy();
+    expect(window.location.hash).toBe("#/sessions");
+    expect(document.getElementById("sessions-title")).toBeTruthy();
     fireEvent.click(within(nav).getByText("Pending"));
     expect(await screen.findByText("No proposals waiting")).toBeTruthy();
   });

@@ -8,6 +8,7 @@ import { PendingView } from "./PendingView";
 import { ProposalPage } from "./ProposalPage";
 import { href, navigate, useRoute, type Route, type Screen } from "./route";
 import { RulesView } from "./RulesView";
+import { SessionsView } from "./SessionsView";
 import { SettingsView } from "./SettingsView";
 import { TimelineView } from "./TimelineView";
 import { WorkspacesView } from "./WorkspacesView";
@@ -26,6 +27,7 @@ const tabs: { screen: Screen; label: string }[] = [
   { screen: "rules", label: "Rules" },
   { screen: "timeline", label: "Timeline" },
   { screen: "workspaces", label: "Workspaces" },
+  { screen: "sessions", label: "Sessions" },
   { screen: "audit", label: "Audit" },
   { screen: "settings", label: "Settings" },
   { screen: "connect", label: "Connect" },
@@ -229,6 +231,8 @@ function screenFor(route: Route, status: Status) {
       );
     case "workspaces":
       return <WorkspacesView />;
+    case "sessions":
+      return <SessionsView />;
     case "audit":
       return <AuditView />;
     case "rules":

@@ -121,6 +121,25 @@ describe("ConnectView", () => {
     expect(within(manual).queryByRole("button", { name: "Write configuration" })).toBeNull();
   });
 
+  it("leads with starting an agent confined, and says what the configuration connects", async () => {
+    stubFetch({ "GET /api/connect": { body: clients } });
+    const { ConnectView } = await import("./ConnectView");
+    render(<ConnectView />);
+    await screen.findByRole("tabpanel", { name: "Claude Code" });
+    const confined = screen.getByRole("region", { name: "Start an agent confined" });
+    expect(within(confined).getByText("sluice run claude", { selector: "pre code" })).toBeTruthy();
+    for (const p of ["codex", "gemini", "copilot", "opencode", "qwen", "sluice run -- COMMAND"]) {
+      expect(within(confined).getByText(p, { selector: "code" })).toBeTruthy();
+    }
+    expect(confined.textContent).toMatch(/private copy of the repository, with no access to your credentials or Sluice's files/);
+    expect(confined.textContent).toMatch(/agent you start yourself instead\. That agent runs as your account: it could write to your repositories without asking/);
+    expect(within(confined).getByRole("link", { name: "Sessions" }).getAttribute("href")).toBe("#/sessions");
+    // It comes before the configuration writer.
+    const writer = screen.getByRole("tablist", { name: "Clients" });
+    expect(confined.compareDocumentPosition(writer) & Node.DOCUMENT_POSITION_FOLLOWING).toBeTruthy();
+    expect(screen.getByRole("heading", { level: 2, name: "Connect an agent you start yourself" })).toBeTruthy();
+  });
+
   it("says why a client has no configuration instead of showing an empty one", async () => {
     const broken: Client = {
       client: "claude-code",

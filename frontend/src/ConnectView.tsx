@@ -1,9 +1,12 @@
-// "Connect an agent": for each MCP client, the exact configuration Sluice
-// would write and where, and a button that writes it (the same code as
-// `sluice-sidecar config`), keeping a backup of the file it changes.
+// "Connect an agent": first the confined way (`sluice run`), then, for an
+// agent the person starts themselves, for each MCP client the exact
+// configuration Sluice would write and where, and a button that writes it
+// (the same code as `sluice-sidecar config`), keeping a backup of the file
+// it changes.
 import { useEffect, useState } from "react";
 import { api, type Client, type ConnectResult } from "./api";
 import { CopyButton, ErrorBox, errorMessage } from "./bits";
+import { ConfinedStart } from "./ConfinedStart";
 
 export function ConnectView() {
   const [clients, setClients] = useState<Client[] | null>(null);
@@ -25,6 +28,10 @@ export function ConnectView() {
   return (
     <section aria-labelledby="connect-title">
       <h1 id="connect-title">Connect an agent</h1>
+      <section className="panel confined-start" aria-labelledby="confined-title">
+        <ConfinedStart headingId="confined-title" />
+      </section>
+      <h2 className="connect-own">Connect an agent you start yourself</h2>
       <p className="muted">
         Agents reach Sluice through its MCP sidecar. Pick your client to see the configuration and where it goes, then
         write it or copy it yourself.
@@ -71,7 +78,7 @@ function ClientPanel({ client }: { client: Client }) {
         role="tabpanel"
         aria-labelledby={`client-tab-${client.client}`}
       >
-        <h2>{client.displayName}</h2>
+        <h3>{client.displayName}</h3>
         <ErrorBox title="Sluice cannot make this configuration:">{client.problem}</ErrorBox>
       </div>
     );
@@ -97,7 +104,7 @@ function ClientPanel({ client }: { client: Client }) {
       role="tabpanel"
       aria-labelledby={`client-tab-${client.client}`}
     >
-      <h2>{client.displayName}</h2>
+      <h3>{client.displayName}</h3>
       {manual ? (
         <p>This client is set up by hand. Follow these steps:</p>
       ) : (

@@ -1,4 +1,4 @@
-import { cleanup, fireEvent, render, screen } from "@testing-library/react";
+import { cleanup, fireEvent, render, screen, within } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { status, stubFetch } from "./testing";
 
@@ -53,5 +53,21 @@ describe("EmptyState", () => {
     render(<EmptyState status={status} />);
     expect(screen.queryByLabelText("Folder that holds your repositories")).toBeNull();
     expect(screen.getByText("/home/me/src")).toBeTruthy();
+  });
+
+  it("leads with the confined way and keeps the configuration command for an agent started by hand", async () => {
+    const { EmptyState } = await import("./EmptyState");
+    render(<EmptyState status={{ ...status, allowedRoots: [] }} />);
+    const confined = screen.getByRole("region", { name: "Start an agent confined" });
+    expect(within(confined).getByText("sluice run claude", { selector: "pre code" })).toBeTruthy();
+    expect(confined.textContent).toMatch(/sluice run -- COMMAND/);
+    expect(confined.textContent).toMatch(/runs as your account: it could write to your repositories without asking/);
+    const connect = screen.getByRole("heading", { name: "Connect an agent" });
+    expect(confined.compareDocumentPosition(connect) & Node.DOCUMENT_POSITION_FOLLOWING).toBeTruthy();
+    // What the browser test of the first screen looks for is all still there.
+    const text = document.body.textContent!;
+    for (const want of ["Connect an agent", "config --client claude-code --write", "Where are your repositories?", "SLUICE_ALLOWED_ROOTS"]) {
+      expect(text).toContain(want);
+    }
   });
 });

@@ -1,10 +1,12 @@
 import { useState, type FormEvent } from "react";
 import { api, type Status } from "./api";
 import { errorMessage } from "./bits";
+import { ConfinedStart } from "./ConfinedStart";
 
 // The first thing a person sees: what Sluice is, where agents may work (and
-// a question when nowhere is allowed yet), and how to connect an agent with
-// the one command that writes its configuration.
+// a question when nowhere is allowed yet), how to start an agent confined,
+// and how to connect one started by hand with the one command that writes
+// its configuration.
 export function EmptyState({ status }: { status: Status }) {
   const sidecar = status.sidecarPath;
   return (
@@ -21,6 +23,9 @@ export function EmptyState({ status }: { status: Status }) {
           Agents may work in: <code>{status.allowedRoots.join(", ")}</code>
         </p>
       )}
+      <section className="panel confined-start" aria-labelledby="confined-title">
+        <ConfinedStart headingId="confined-title" />
+      </section>
       <div className="panel">
         <h2>Connect an agent</h2>
         <p>

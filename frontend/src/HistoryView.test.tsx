@@ -69,6 +69,30 @@ describe("HistoryView", () => {
     ]);
   });
 
+  it("marks each row with how its agent ran, in words", async () => {
+    const confined = card({
+      id: "h3",
+      state: "completed",
+      origin: { session: "s1", runtime: "bubblewrap", network: ["api.anthropic.com"] },
+      confinement: "confined session (bubblewrap; network: api.anthropic.com)",
+      outcome: { message: "committed", at: "2026-01-01T11:00:00.000Z" },
+    });
+    stubFetch({ "GET /api/history?limit=200": { body: [confined, failed] } });
+    const { HistoryView } = await import("./HistoryView");
+    render(<HistoryView />);
+    await screen.findByText("committed");
+    const mark = (id: string) => document.querySelector<HTMLElement>(`#history-${id} .origin-mark`)!;
+    expect(mark("h3").textContent).toBe("ran confined");
+    expect(mark("h3").dataset.confined).toBe("true");
+    expect(mark("h3").title).toBe("confined session (bubblewrap; network: api.anthropic.com)");
+    expect(mark("h2").textContent).toBe("ran as your account");
+    expect(mark("h2").dataset.confined).toBe("false");
+    expect(mark("h2").classList.contains("warn")).toBe(true);
+    // The mark sits in the Agent column: the row keeps its seven cells.
+    expect(mark("h2").closest("td")?.textContent).toBe("cursorran as your account");
+    expect(document.querySelectorAll("#history-h2 > td")).toHaveLength(7);
+  });
+
   it("opens a proposal's page from its row", async () => {
     stubFetch({ "GET /api/history?limit=200": { body: [done] } });
     const { HistoryView } = await import("./HistoryView");
@@ -102,6 +126,8 @@ describe("ProposalPage", () => {
     expect(within(el).getAllByText("looks right").length).toBeGreaterThan(0);
     expect(within(el).getByText(/merged into main/)).toBeTruthy();
     expect(el.querySelector(".approve")).toBeNull();
+    expect(el.querySelector("#card-confinement")?.getAttribute("data-confined")).toBe("false");
+    expect(el.querySelector("#card-confinement")?.textContent).toMatch(/runs as your account: it could write to the repository without asking/);
 
     const steps = document.querySelectorAll(".lifecycle li");
     expect(steps).toHaveLength(4);

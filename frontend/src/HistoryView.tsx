@@ -1,6 +1,6 @@
-// Every proposal, newest first, with what became of it. The search runs on
-// the Go side (text, agent, repository, state); a row opens the
-// proposal's page.
+// Every proposal, newest first, with what became of it and how its agent
+// ran (confined, or as the person's account). The search runs on the Go
+// side (text, agent, repository, state); a row opens the proposal's page.
 import { useEffect, useRef, useState } from "react";
 import { api, proposalStates, type Card, type HistoryQuery } from "./api";
 import { ErrorBox, RiskBadge, ScrollTable, StateBadge, Time, errorMessage } from "./bits";
@@ -141,7 +141,19 @@ export function HistoryView() {
                       {c.reason}
                     </div>
                   </td>
-                  <td>{c.agent}</td>
+                  <td>
+                    {c.agent}
+                    <div>
+                      <span
+                        className={`badge origin-mark${c.origin ? " confined" : " warn"}`}
+                        data-confined={c.origin ? "true" : "false"}
+                        title={c.confinement}
+                      >
+                        <span className="visually-hidden">ran </span>
+                        {c.origin ? "confined" : "as your account"}
+                      </span>
+                    </div>
+                  </td>
                   <td title={c.repo}>{c.repoName}</td>
                   <td>
                     <RiskBadge risk={c.risk} />

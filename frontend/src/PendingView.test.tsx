@@ -378,3 +378,61 @@ describe("PendingView", () => {
     expect(document.activeElement).toBe(el.querySelector(".confirm-input"));
   });
 });
+
+describe("how the agent ran", () => {
+  const origin = { session: "s1", runtime: "bubblewrap", network: ["api.anthropic.com"] };
+
+  async function renderCard(c: Card) {
+    stubFetch({
+      [`GET /api/proposals/${c.id}/preflight`]: { body: { stale: false, moved: [], changed: [], notes: [] } },
+      ...diffRoutes(c.id, [sampleDiff]),
+    });
+    const { ProposalCard } = await import("./ProposalCard");
+    render(<ProposalCard card={c} />);
+    return document.getElementById("card-confinement")!;
+  }
+
+  it("says calmly that a confined agent ran confined, beside its name", async () => {
+    const line = await renderCard(
+      card({ origin, confinement: "confined session (bubblewrap; network: api.anthropic.com)" }),
+    );
+    expect(line.dataset.confined).toBe("true");
+    expect(line.previousElementSibling?.classList.contains("byline")).toBe(true);
+    expect(line.textContent).toBe("Confined: confined session (bubblewrap; network: api.anthropic.com)");
+    expect(line.classList.contains("unconfined")).toBe(false);
+    expect(line.querySelector(".badge.confined")?.textContent).toBe("Confined");
+  });
+
+  it("warns, in words, when the agent ran as the person's account", async () => {
+    const line = await renderCard(card());
+    expect(line.dataset.confined).toBe("false");
+    expect(line.classList.contains("unconfined")).toBe(true);
+    expect(line.textContent).toBe(
+      "⚠ Not confined: runs as your account: it could write to the repository without asking",
+    );
+  });
+
+  it("says a leftover card holds what a session left and never proposed", async () => {
+    const line = await renderCard(
+      card({ origin: { ...origin, leftover: true }, confinement: "confined session (bubblewrap; no network)" }),
+    );
+    expect(line.dataset.confined).toBe("true");
+    expect(line.textContent).toMatch(/confined session \(bubblewrap; no network\); changes the session left and never proposed$/);
+    // The app's own line says so already: it is not said twice.
+    cleanup();
+    const again = await renderCard(
+      card({
+        origin: { ...origin, leftover: true },
+        confinement: "confined session (bubblewrap; no network); changes the session left and never proposed",
+      }),
+    );
+    expect(again.textContent!.match(/never proposed/g)).toHaveLength(1);
+  });
+
+  it("shows the line on the open card in the queue", async () => {
+    stubFetch({ "GET /api/proposals": { body: [card({ origin, confinement: "confined session (bubblewrap; no network)" })] }, ...diffRoutes("p1", [sampleDiff]) });
+    await renderPending();
+    const el = await waitFor(() => cardEl("p1"));
+    expect(el.querySelector("#card-confinement")?.getAttribute("data-confined")).toBe("true");
+  });
+});

@@ -232,6 +232,7 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
           {card.id}
         </a>
       </p>
+      <Confinement card={card} />
       {card.state === "expired" && (
         <p className="gone-note" role="status">
           This proposal expired at <Time at={card.expiresAt} /> before anyone decided. Nothing was changed; the agent
@@ -309,7 +310,7 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
 
       {card.sealed && (
         <section className="outcome-block" aria-label="Sealed outcome">
-          <SealedOutcome sealed={card.sealed} op={card.op} />
+          <SealedOutcome sealed={card.sealed} op={card.op} confined={!!card.origin} />
         </section>
       )}
 
@@ -463,6 +464,40 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
         </div>
       )}
     </article>
+  );
+}
+
+/**
+ * How the agent ran, in one line near its name: confined in a session
+ * Sluice started, or as the person's own account. The app words it from
+ * the credential the proposal came with, never from the agent.
+ */
+function Confinement({ card }: { card: Card }) {
+  const confined = !!card.origin;
+  const text =
+    card.confinement ||
+    (confined ? "confined session" : "runs as your account: it could write to the repository without asking");
+  // The app's line names a leftover already; an older one may not.
+  const leftover = card.origin?.leftover && !/never proposed/.test(text);
+  return (
+    <p
+      id="card-confinement"
+      className={`confinement${confined ? " confined" : " unconfined"}`}
+      data-confined={confined ? "true" : "false"}
+    >
+      {confined ? (
+        <span className="badge confined">Confined</span>
+      ) : (
+        <span className="badge warn">
+          <span aria-hidden="true">⚠ </span>Not confined
+        </span>
+      )}
+      <span className="visually-hidden">:</span>{" "}
+      <span className="confinement-text">
+        {text}
+        {leftover && "; changes the session left and never proposed"}
+      </span>
+    </p>
   );
 }
 

@@ -170,3 +170,69 @@ describe("SealedOutcome", () => {
     expect((within(el).getByRole("button", { name: "Approve" }) as HTMLButtonElement).disabled).toBe(false);
   });
 });
+
+describe("SealedOutcome of a confined session's commit", () => {
+  const sealed = {
+    effect: "lands" as const,
+    before: tree1,
+    after: tree2,
+    files: [
+      { status: "modified" as const, path: "src/cart.go", size: 40 },
+      { status: "added" as const, path: "src/tax.go", size: 20 },
+      { status: "modified" as const, path: "README.md", size: 10 },
+    ],
+    moves: [{ ref: "refs/heads/main", from: "c".repeat(40) }],
+    checkout: ["src/cart.go", "src/tax.go"],
+    keeps: ["README.md: you have uncommitted changes to it; it stays as it is, so after the commit it shows as your change against it"],
+  };
+
+  it("lists the files of the checkout it writes apart from the ones it leaves as they are", async () => {
+    const { SealedOutcome } = await import("./SealedOutcome");
+    render(<SealedOutcome sealed={sealed} op="commit" confined />);
+    const box = screen.getByRole("region", { name: "Your checkout" });
+    expect(within(box).getByRole("heading", { name: "Your checkout" })).toBeTruthy();
+    expect(box.querySelector(".checkout-writes")?.textContent).toBe(
+      "Approving writes these 2 files of your checkout with the committed content: src/cart.go, src/tax.go",
+    );
+    const kept = box.querySelector(".checkout-keeps")!;
+    expect(kept.textContent).toMatch(/^Not written, because you have work of your own in it:/);
+    expect(within(kept as HTMLElement).getByText("README.md", { selector: "code" })).toBeTruthy();
+    expect(kept.textContent).toContain("README.md: you have uncommitted changes to it; it stays as it is");
+    // The keeps are said once, in the checkout's words, not as "Left alone".
+    expect(document.querySelector(".keeps")).toBeNull();
+    expect(document.body.textContent).not.toContain("Left alone");
+  });
+
+  it("names the files it leaves alone when it writes none", async () => {
+    const { SealedOutcome } = await import("./SealedOutcome");
+    render(<SealedOutcome sealed={{ ...sealed, checkout: [] }} op="commit" confined />);
+    const box = screen.getByRole("region", { name: "Your checkout" });
+    expect(box.querySelector(".checkout-writes")).toBeNull();
+    expect(box.querySelector(".checkout-keeps")?.textContent).toContain("README.md");
+  });
+
+  it("keeps an ordinary operation's keeps as they were", async () => {
+    const { SealedOutcome } = await import("./SealedOutcome");
+    render(<SealedOutcome sealed={{ keeps: ["feature (not merged)"] }} op="delete_branches" />);
+    expect(screen.queryByRole("region", { name: "Your checkout" })).toBeNull();
+    expect(document.querySelector(".keeps")?.textContent).toBe("Left alone: feature (not merged)");
+  });
+
+  it("shows the section on a confined card", async () => {
+    const c = card({
+      id: "s1",
+      op: "commit",
+      origin: { session: "x1", runtime: "bubblewrap" },
+      confinement: "confined session (bubblewrap; no network)",
+      sealed,
+    });
+    stubFetch({
+      "GET /api/proposals": { body: [c] },
+      "GET /api/proposals/s1/preflight": { body: { stale: false, moved: [], changed: [], notes: [] } },
+      ...diffRoutes("s1", [sampleDiff]),
+    });
+    await renderPending();
+    const el = await screen.findByRole("article", { name: /commit in shop/i });
+    expect(within(el).getByRole("region", { name: "Your checkout" }).textContent).toContain("src/tax.go");
+  });
+});

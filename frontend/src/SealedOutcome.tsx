@@ -8,13 +8,18 @@ import { shortRef } from "./format";
 
 const fileLimit = 20;
 
-export function SealedOutcome({ sealed, op }: { sealed: Sealed; op: string }) {
+/**
+ * confined: the proposal came from a confined session, whose commit also
+ * writes the person's checkout (sealed.checkout) except the files they
+ * have work of their own in (sealed.keeps).
+ */
+export function SealedOutcome({ sealed, op, confined }: { sealed: Sealed; op: string; confined?: boolean }) {
   if (sealed.steps && sealed.steps.length > 0) {
     return (
       <ol className="sealed-steps">
         {sealed.steps.map((s, i) => (
           <li key={i}>
-            <SealedOutcome sealed={s} op={op} />
+            <SealedOutcome sealed={s} op={op} confined={confined} />
           </li>
         ))}
       </ol>
@@ -22,6 +27,11 @@ export function SealedOutcome({ sealed, op }: { sealed: Sealed; op: string }) {
   }
   const loses = sealed.effect === "loses";
   const losses = loses || (sealed.lost?.count ?? 0) > 0;
+  const checkout = sealed.checkout ?? [];
+  const keeps = sealed.keeps ?? [];
+  // A confined session's commit names, in keeps, the files of the
+  // checkout it leaves as they are: they belong with the ones it writes.
+  const checkoutShown = checkout.length > 0 || (!!confined && keeps.length > 0 && op === "commit");
   return (
     <div className="sealed">
       {losses && (
@@ -53,9 +63,10 @@ export function SealedOutcome({ sealed, op }: { sealed: Sealed; op: string }) {
       )}
       {sealed.fastForward && <p className="ff">Fast-forward: no new commit is made.</p>}
       {sealed.moves && sealed.moves.length > 0 && <Moves moves={sealed.moves} />}
-      {sealed.keeps && sealed.keeps.length > 0 && (
+      {checkoutShown && <Checkout writes={checkout} keeps={keeps} />}
+      {!checkoutShown && keeps.length > 0 && (
         <p className="keeps">
-          Left alone: <Paths paths={sealed.keeps} />
+          Left alone: <Paths paths={keeps} />
         </p>
       )}
       {sealed.files && sealed.files.length > 0 && <Files files={sealed.files} loses={loses} />}
@@ -71,6 +82,48 @@ export function SealedOutcome({ sealed, op }: { sealed: Sealed; op: string }) {
         </p>
       )}
     </div>
+  );
+}
+
+/**
+ * What approving a confined session's commit does to the person's own
+ * checkout: the files it writes with the committed content, and the ones
+ * it leaves as they are because the person has work of their own there.
+ */
+function Checkout({ writes, keeps }: { writes: string[]; keeps: string[] }) {
+  return (
+    <section className="checkout" aria-label="Your checkout">
+      <h3>Your checkout</h3>
+      {writes.length > 0 && (
+        <p className="checkout-writes">
+          Approving writes {writes.length === 1 ? "this file" : `these ${writes.length} files`} of your checkout with the
+          committed content: <Paths paths={writes} />
+        </p>
+      )}
+      {keeps.length > 0 && (
+        <div className="checkout-keeps">
+          <p>Not written, because you have work of your own in {keeps.length === 1 ? "it" : "them"}:</p>
+          <ul className="plain">
+            {keeps.map((k) => (
+              <li key={k}>
+                <Kept entry={k} />
+              </li>
+            ))}
+          </ul>
+        </div>
+      )}
+    </section>
+  );
+}
+
+/** A keeps entry, "path: why", with the path set apart. */
+function Kept({ entry }: { entry: string }) {
+  const i = entry.indexOf(": ");
+  if (i <= 0) return <>{entry}</>;
+  return (
+    <>
+      <code>{entry.slice(0, i)}</code>: {entry.slice(i + 2)}
+    </>
   );
 }
 

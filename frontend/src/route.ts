@@ -3,7 +3,17 @@
 // screen, and the Go server needs to know nothing about them.
 import { useEffect, useState } from "react";
 
-export type Screen = "pending" | "history" | "proposal" | "timeline" | "workspaces" | "audit" | "settings" | "connect" | "rules";
+export type Screen =
+  | "pending"
+  | "history"
+  | "proposal"
+  | "timeline"
+  | "workspaces"
+  | "sessions"
+  | "audit"
+  | "settings"
+  | "connect"
+  | "rules";
 
 export interface Route {
   screen: Screen;
@@ -12,7 +22,18 @@ export interface Route {
   params: URLSearchParams;
 }
 
-const screens: Screen[] = ["pending", "history", "proposal", "timeline", "workspaces", "audit", "settings", "connect", "rules"];
+const screens: Screen[] = [
+  "pending",
+  "history",
+  "proposal",
+  "timeline",
+  "workspaces",
+  "sessions",
+  "audit",
+  "settings",
+  "connect",
+  "rules",
+];
 
 export function parseRoute(hash: string): Route {
   const h = hash.replace(/^#\/?/, "");

@@ -2,7 +2,7 @@
 // what the UI sent, an EventSource stub the tests can fire events through,
 // and sample data in the API's shapes.
 import { vi } from "vitest";
-import type { Card, Status } from "./api";
+import type { AgentSession, Card, Status } from "./api";
 
 export interface Call {
   method: string;
@@ -113,6 +113,25 @@ export function card(over: Partial<Card> = {}): Card {
     expiresAt: expires,
     history: [{ version: 1, to: "pending", at: created, by: "claude-code" }],
     confinement: "runs as your account: it could write to the repository without asking",
+    ...over,
+  };
+}
+
+/** A confined session as GET /api/sessions lists it: running, nothing proposed yet. */
+export function agentSession(over: Partial<AgentSession> = {}): AgentSession {
+  return {
+    id: "s1",
+    agent: "claude-code",
+    program: "claude-code",
+    repo: "/home/me/src/shop",
+    repoName: "shop",
+    runtime: "bubblewrap",
+    network: ["api.anthropic.com", "proxy.golang.org"],
+    granted: ["proxy.golang.org"],
+    state: "running",
+    startedAt: new Date(Date.now() - 5 * 60_000).toISOString(),
+    proposals: 0,
+    canOffer: false,
     ...over,
   };
 }
