@@ -71,6 +71,128 @@ func TestConfined_ClaudeCode(t *testing.T) {
 	})
 }
 
+func TestConfined_Codex(t *testing.T) {
+	driveConfined(t, confinedAgent{
+		program: "codex", keyVar: "FAKE_MODEL_KEY", mark: "exec_command",
+		// A provider of the person's own, named on the command line: its
+		// endpoint is allowed for the session, its key variable passed in.
+		flags: []string{"--allow-host", "{HOST}", "--env", "FAKE_MODEL_KEY"},
+		args: []string{"exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+			"-c", "model_provider=fake", "-c", `model_providers.fake={name="fake",base_url="{URL}/v1",wire_api="responses",env_key="FAKE_MODEL_KEY"}`,
+			"-m", "fake-model", "{P}"},
+		handler: fakemodel.OpenAIResponses,
+		shell: func(cmd string) fakemodel.Call {
+			return fakemodel.Call{Tool: "exec_command", Args: map[string]any{"cmd": cmd}}
+		},
+		mcp: func(tool string, args map[string]any) fakemodel.Call {
+			return fakemodel.Call{Tool: "mcp__sluice/" + tool, Args: args}
+		},
+	})
+}
+
+func TestConfined_GeminiCLI(t *testing.T) {
+	driveConfined(t, confinedAgent{
+		program: "gemini", keyVar: "GEMINI_API_KEY", mark: "run_shell_command",
+		args:    []string{"-p", "{P}", "--yolo", "-m", "gemini-2.5-flash"},
+		env:     []string{"GOOGLE_GEMINI_BASE_URL={URL}"},
+		handler: fakemodel.Gemini,
+		shell: func(cmd string) fakemodel.Call {
+			return fakemodel.Call{Tool: "run_shell_command", Args: map[string]any{"command": cmd, "description": "probe"}}
+		},
+		mcp: func(tool string, args map[string]any) fakemodel.Call {
+			args["wait_for_previous"] = false
+			return fakemodel.Call{Tool: "mcp_sluice_" + tool, Args: args}
+		},
+		// The person chose API-key sign-in once, in the session.
+		home: func(dir, _ string) error {
+			return writeJSONFile(filepath.Join(dir, ".gemini", "settings.json"), map[string]any{
+				"security": map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
+				"privacy":  map[string]any{"usageStatisticsEnabled": false},
+			})
+		},
+	})
+}
+
+func TestConfined_QwenCode(t *testing.T) {
+	driveConfined(t, confinedAgent{
+		program: "qwen", keyVar: "OPENAI_API_KEY", mark: "run_shell_command",
+		args:    []string{"-p", "{P}", "--yolo"},
+		env:     []string{"OPENAI_BASE_URL={URL}/v1", "OPENAI_MODEL=fake-model"},
+		handler: fakemodel.OpenAIChat,
+		// Qwen Code's shell tool now and then reports a quick command's
+		// output as empty; a model would run it again.
+		shell: func(cmd string) fakemodel.Call {
+			return fakemodel.Call{Tool: "run_shell_command", Args: map[string]any{"command": cmd}, RetryWhile: "Output: (empty)"}
+		},
+		mcp: func(tool string, args map[string]any) fakemodel.Call {
+			return fakemodel.Call{Tool: "mcp__sluice__" + tool, Args: args}
+		},
+		home: func(dir, _ string) error {
+			return writeJSONFile(filepath.Join(dir, ".qwen", "settings.json"), map[string]any{
+				"security": map[string]any{"auth": map[string]any{"selectedType": "openai"}},
+				"tools":    map[string]any{"toolSearch": map[string]any{"enabled": false}},
+				"privacy":  map[string]any{"usageStatisticsEnabled": false},
+			})
+		},
+	})
+}
+
+func TestConfined_CopilotCLI(t *testing.T) {
+	driveConfined(t, confinedAgent{
+		program: "copilot", keyVar: "COPILOT_PROVIDER_API_KEY", mark: "bash",
+		args:    []string{"-p", "{P}", "--yolo"},
+		env:     []string{"COPILOT_PROVIDER_BASE_URL={URL}/v1", "COPILOT_PROVIDER_TYPE=openai", "COPILOT_MODEL=fake-model"},
+		handler: fakemodel.OpenAIChat,
+		shell: func(cmd string) fakemodel.Call {
+			return fakemodel.Call{Tool: "bash", Args: map[string]any{"command": cmd, "description": "probe"}}
+		},
+		mcp: func(tool string, args map[string]any) fakemodel.Call {
+			return fakemodel.Call{Tool: "sluice-" + tool, Args: args}
+		},
+	})
+}
+
+func TestConfined_Opencode(t *testing.T) {
+	driveConfined(t, confinedAgent{
+		program: "opencode", keyVar: "OPENCODE_FAKE_KEY", mark: "bash",
+		args: []string{"run", "{P}"},
+		// Its provider is named in its own settings, not in a variable:
+		// the person allows the endpoint for the session.
+		flags:   []string{"--allow-host", "{HOST}", "--env", "OPENCODE_FAKE_KEY"},
+		handler: fakemodel.OpenAIChat,
+		shell: func(cmd string) fakemodel.Call {
+			return fakemodel.Call{Tool: "bash", Args: map[string]any{"command": cmd, "description": "probe"}}
+		},
+		mcp: func(tool string, args map[string]any) fakemodel.Call {
+			return fakemodel.Call{Tool: "sluice_" + tool, Args: args}
+		},
+		home: func(dir, url string) error {
+			return writeJSONFile(filepath.Join(dir, ".config", "opencode", "opencode.json"), map[string]any{
+				"$schema": "https://opencode.ai/config.json",
+				"model":   "fake/fake-model",
+				"provider": map[string]any{"fake": map[string]any{
+					"npm": "@ai-sdk/openai-compatible", "name": "Fake",
+					"options": map[string]any{"baseURL": url + "/v1", "apiKey": "{env:OPENCODE_FAKE_KEY}"},
+					"models":  map[string]any{"fake-model": map[string]any{"name": "Fake model", "tool_call": true}},
+				}},
+				"autoupdate": false, "share": "disabled",
+				"permission": map[string]any{"bash": "allow", "edit": "allow", "external_directory": "allow"},
+			})
+		},
+	})
+}
+
+func writeJSONFile(path string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
+}
+
 // driveConfined runs the whole scenario for one agent.
 func driveConfined(t *testing.T, a confinedAgent) {
 	t.Parallel()
@@ -78,7 +200,7 @@ func driveConfined(t *testing.T, a confinedAgent) {
 	key := fmt.Sprintf("sk-decoy-model-key-%d-%s", time.Now().UnixNano(), a.program)
 	// The controls: as the person, outside any sandbox, every attempt that
 	// can be made there reaches what it is after.
-	for _, p := range m.probes(a.keyVar) {
+	for _, p := range m.probes(key) {
 		if p.control == "" {
 			continue
 		}
@@ -93,7 +215,7 @@ func driveConfined(t *testing.T, a confinedAgent) {
 	if err := os.WriteFile(m.tripLog, nil, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	probes := m.probes(a.keyVar)
+	probes := m.probes(key)
 	model := &fakemodel.Model{Mark: a.mark}
 	for _, p := range probes {
 		model.Calls = append(model.Calls, a.shell(p.cmd))
@@ -133,8 +255,14 @@ func driveConfined(t *testing.T, a confinedAgent) {
 	before := m.repoState()
 	head := m.git("rev-parse", "HEAD")
 
-	args := append(append([]string{"run"}, a.flags...), a.program)
+	host := strings.TrimPrefix(url, "http://")
+	args := []string{"run"}
+	for _, f := range a.flags {
+		args = append(args, strings.ReplaceAll(f, "{HOST}", host))
+	}
+	args = append(args, a.program)
 	for _, x := range a.args {
+		x = strings.ReplaceAll(x, "{URL}", url)
 		args = append(args, strings.ReplaceAll(x, "{P}", "Fix the app and propose the change."))
 	}
 	c := m.cmd(filepath.Join(m.bin, "sluice-headless"), args...)
@@ -149,13 +277,21 @@ func driveConfined(t *testing.T, a confinedAgent) {
 	if ctx.Err() != nil || err != nil || !strings.Contains(out, fakemodel.ClosingText) {
 		t.Fatalf("sluice run %s (%v):\n%s\nmodel log:\n%s\napp log:\n%s", a.program, err, out, model.Log(), m.appOut.String())
 	}
+	// Each attempt is judged by the result that carries its own output
+	// (a model may have asked again, as below for Qwen Code).
 	res := model.Results()
-	if len(res) < len(probes)+2 {
-		t.Fatalf("the agent sent %d tool results, want %d:\n%s\nmodel log:\n%s", len(res), len(probes)+2, out, model.Log())
+	resultOf := func(mark string) string {
+		for i := len(res) - 1; i >= 0; i-- {
+			if strings.Contains(res[i], mark) {
+				return res[i]
+			}
+		}
+		return ""
 	}
-	for i, p := range probes {
-		if why := checkProbe(p, res[i]); why != "" {
-			t.Errorf("probe %s: %s:\n%.1500s", p.name, why, res[i])
+	for _, p := range probes {
+		r := resultOf("PROBE " + p.name + " RAN")
+		if why := checkProbe(p, r); why != "" {
+			t.Errorf("probe %s: %s:\n%.1500s", p.name, why, r)
 		}
 	}
 	if got := m.tripped(); got != "" {
@@ -172,12 +308,12 @@ func driveConfined(t *testing.T, a confinedAgent) {
 		t.Errorf("the model key is on a command line: %v", inCmdline)
 	}
 	scanMu.Unlock()
-	if !strings.Contains(res[len(probes)], "TESTS PASSED") {
-		t.Errorf("the project's test did not pass in the copy: %.800s", res[len(probes)])
+	if resultOf("TESTS PASSED") == "" {
+		t.Errorf("the project's test did not pass in the copy:\n%s", strings.Join(res[max(0, len(res)-3):], "\n---\n"))
 	}
-	id := proposalIDIn(res[len(probes)+1])
+	id := proposalIDIn(resultOf("proposalId"))
 	if id == "" {
-		t.Fatalf("propose_commit gave no proposal id: %.1500s", res[len(probes)+1])
+		t.Fatalf("propose_commit gave no proposal id:\n%s", strings.Join(res[max(0, len(res)-2):], "\n---\n"))
 	}
 
 	// The person approves it in the browser.
@@ -235,6 +371,9 @@ func driveConfined(t *testing.T, a confinedAgent) {
 		t.Errorf("the commit is not the person's approved one:\n%s", msg)
 	}
 	m.checkLedger(sealed.Origin.Session, id)
+	if os.Getenv("SLUICE_CONFINED_LOG") != "" {
+		t.Logf("model log:\n%s", model.Log())
+	}
 	t.Logf("%s: %d attempts blocked, the project's test passed in the copy, %s landed as sealed (tree %s); the card said %q",
 		a.program, len(probes), id, sealed.Sealed.After[:12], line)
 }

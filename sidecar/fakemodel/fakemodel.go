@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // A fake model on 127.0.0.1 that speaks a provider's HTTP API and plays a
@@ -49,6 +50,7 @@ type Model struct {
 	// results are the tool results the agent sent back, in order.
 	results []string
 	log     []string
+	start   time.Time
 }
 
 // turn returns the call to make next, or nil for the closing text.
@@ -84,7 +86,10 @@ func (m *Model) turn(toolsOffered bool, results []string) *Call {
 func (m *Model) note(format string, a ...any) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.log = append(m.log, fmt.Sprintf(format, a...))
+	if m.start.IsZero() {
+		m.start = time.Now()
+	}
+	m.log = append(m.log, fmt.Sprintf("%6.1fs ", time.Since(m.start).Seconds())+fmt.Sprintf(format, a...))
 }
 
 // Results returns the tool results the agent reported, in order.
@@ -258,6 +263,31 @@ func Anthropic(m *Model, w http.ResponseWriter, r *http.Request, body []byte) {
 	sse(w, ev)
 }
 
+// zeroOf is the empty value a JSON schema describes: its properties with
+// zero values (an object's own recursively), so that a client that asked
+// for JSON gets JSON it can read.
+func zeroOf(schema map[string]any) any {
+	typ, _ := schema["type"].(string)
+	switch strings.ToLower(typ) {
+	case "string":
+		return ""
+	case "number", "integer":
+		return 0
+	case "boolean":
+		return false
+	case "array":
+		return []any{}
+	}
+	out := map[string]any{}
+	props, _ := schema["properties"].(map[string]any)
+	for k, v := range props {
+		if sub, ok := v.(map[string]any); ok {
+			out[k] = zeroOf(sub)
+		}
+	}
+	return out
+}
+
 func excerpt(s, mark string) string {
 	i := strings.Index(s, mark)
 	if i < 0 {
@@ -289,6 +319,11 @@ func Gemini(m *Model, w http.ResponseWriter, r *http.Request, body []byte) {
 				} `json:"functionResponse"`
 			} `json:"parts"`
 		} `json:"contents"`
+		GenerationConfig struct {
+			ResponseMimeType   string         `json:"responseMimeType"`
+			ResponseJSONSchema map[string]any `json:"responseJsonSchema"`
+			ResponseSchema     map[string]any `json:"responseSchema"`
+		} `json:"generationConfig"`
 		Tools []struct {
 			FunctionDeclarations []struct {
 				Name string `json:"name"`
@@ -322,6 +357,14 @@ func Gemini(m *Model, w http.ResponseWriter, r *http.Request, body []byte) {
 	part := map[string]any{"text": ClosingText}
 	if call != nil {
 		part = map[string]any{"functionCall": map[string]any{"name": call.Tool, "args": call.Args}}
+	} else if gc := req.GenerationConfig; gc.ResponseMimeType == "application/json" {
+		// A side request that wants JSON (Gemini CLI's checks on its own
+		// loop): the least answer its schema takes.
+		schema := gc.ResponseJSONSchema
+		if schema == nil {
+			schema = gc.ResponseSchema
+		}
+		part = map[string]any{"text": mustJSON(zeroOf(schema))}
 	}
 	resp := mustJSON(map[string]any{
 		"candidates":    []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{part}}, "finishReason": "STOP", "index": 0}},
