@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -457,5 +459,129 @@ func (m *machine) checkLedger(session, id string) {
 	}
 	if !started || !confined {
 		m.t.Errorf("the ledger: session_started %v, the proposal's entries confined %v", started, confined)
+	}
+}
+
+// What a session's agent changed and never proposed survives the end of
+// everything that ran it: the app dies first (SIGKILL), then the agent and
+// the launcher (SIGKILL). When the app starts again, the changes come
+// back as one card, confined, and approving it lands exactly them.
+func TestConfined_LeftoverSurvivesKill(t *testing.T) {
+	t.Parallel()
+	m := newMachine(t)
+	marker := fmt.Sprintf("sluice-leftover-agent-%d", time.Now().UnixNano())
+	script := "printf 'left behind\\n' > left.txt; printf 'fixed\\n' > app.txt; echo READY; exec -a " + marker + " sleep 600"
+	c := m.cmd(filepath.Join(m.bin, "sluice-headless"), "run", "--", "bash", "-c", script)
+	c.Dir = m.repo
+	out := &syncBuffer{}
+	c.Stdout, c.Stderr = out, out
+	m.start(c)
+	waitFor(t, 60*time.Second, "the agent to make its changes", func() bool { return strings.Contains(out.String(), "READY") })
+	agent := processWith(marker, m.uid)
+	if agent == 0 {
+		t.Fatalf("the agent's process is not to be found:\n%s", out.String())
+	}
+	before := m.repoState()
+	m.killApp()
+	for _, pid := range []int{agent, c.Process.Pid} {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("kill %d: %v", pid, err)
+		}
+	}
+	c.Wait()
+	waitFor(t, 30*time.Second, "the sandbox to be gone", func() bool { return processWith(marker, m.uid) == 0 })
+	if after := m.repoState(); after != before {
+		t.Fatalf("the checkout changed when the session was killed:\n%s\n%s", before, after)
+	}
+	m.startApp()
+
+	bctx := browserWithin(t, 90*time.Second)
+	if err := chromedp.Do(bctx, chromedp.Navigate(m.login), chromedp.WaitVisible(chromedp.CSS("#card-confinement"))); err != nil {
+		t.Fatalf("no card after the restart: %v\napp log:\n%s", err, m.appOut.String())
+	}
+	raw, err := chromedp.Run(bctx, chromedp.Evaluate[string](`fetch('/api/proposals').then(r => r.text())`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cards []struct {
+		ID     string           `json:"id"`
+		Origin *proposal.Origin `json:"origin"`
+		Sealed *proposal.Sealed `json:"sealed"`
+	}
+	if err := json.Unmarshal([]byte(raw), &cards); err != nil || len(cards) != 1 {
+		t.Fatalf("pending after the restart: %v %s", err, raw)
+	}
+	lc := cards[0]
+	if lc.Origin == nil || !lc.Origin.Leftover || lc.Sealed == nil {
+		t.Fatalf("the card is not the session's leftover: %s", raw)
+	}
+	var paths []string
+	for _, f := range lc.Sealed.Files {
+		paths = append(paths, f.Path)
+	}
+	if strings.Join(paths, ",") != "app.txt,left.txt" {
+		t.Fatalf("the leftover holds %v, want app.txt and left.txt", paths)
+	}
+	line, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(cardSel(lc.ID)+" #card-confinement")))
+	if err != nil || !strings.Contains(line, "never proposed") {
+		t.Fatalf("the card says %q (%v)", line, err)
+	}
+	if err := chromedp.Do(bctx,
+		chromedp.Click(chromedp.CSS(cardSel(lc.ID)+" .approve")),
+		chromedp.WaitVisible(chromedp.CSS(decidedSel(lc.ID)+`[data-state="completed"]`)),
+	); err != nil {
+		t.Fatalf("approve: %v\napp log:\n%s", err, m.appOut.String())
+	}
+	if got := m.git("rev-parse", "HEAD^{tree}"); got != lc.Sealed.After {
+		t.Errorf("HEAD's tree %s, sealed %s", got, lc.Sealed.After)
+	}
+	for name, want := range map[string]string{"left.txt": "left behind\n", "app.txt": "fixed\n"} {
+		if b, _ := os.ReadFile(filepath.Join(m.repo, name)); string(b) != want {
+			t.Errorf("%s in the checkout is %q, want %q", name, b, want)
+		}
+	}
+	if st := m.git("status", "--porcelain"); st != "" {
+		t.Errorf("the checkout is not clean:\n%s", st)
+	}
+}
+
+// processWith is the id of a process of uid whose command line holds s
+// (0 when there is none).
+func processWith(s string, uid int) int {
+	des, _ := os.ReadDir("/proc")
+	for _, de := range des {
+		pid, err := strconv.Atoi(de.Name())
+		if err != nil {
+			continue
+		}
+		st, err := os.Stat(filepath.Join("/proc", de.Name()))
+		if err != nil || int(st.Sys().(*syscall.Stat_t).Uid) != uid {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join("/proc", de.Name(), "cmdline")); err == nil && strings.Contains(string(b), s) && !strings.Contains(string(b), "sluice-headless") {
+			return pid
+		}
+	}
+	return 0
+}
+
+// An agent Sluice did not start gets the warning on its card.
+func TestConfined_UnconfinedCardWarns(t *testing.T) {
+	f := startWebFlow(t)
+	_, out := f.proposeGreeting(t, "claude-code")
+	card := cardSel(out["proposalId"].(string))
+	if err := chromedp.Do(f.ctx, chromedp.WaitVisible(chromedp.CSS(card+" #card-confinement"))); err != nil {
+		t.Fatal(err)
+	}
+	confined, err := chromedp.Run(f.ctx, chromedp.Evaluate[string](`document.querySelector("`+card+` #card-confinement").dataset.confined`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := chromedp.Run(f.ctx, chromedp.Text(chromedp.CSS(card+" #card-confinement")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if confined != "false" || !strings.Contains(line, "runs as your account: it could write to the repository without asking") {
+		t.Fatalf("the card says %q (data-confined=%q), want the warning", line, confined)
 	}
 }

@@ -341,7 +341,7 @@ func (m *machine) startApp() {
 	m.appOut = &syncBuffer{}
 	c.Stderr = m.appOut
 	m.start(c)
-	m.app = c
+	m.app, m.login = c, ""
 	lines := make(chan string, 16)
 	go func() {
 		sc := bufio.NewScanner(out)
