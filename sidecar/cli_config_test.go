@@ -37,6 +37,26 @@ func TestCLIConfig_DryRun_WritesNothing(t *testing.T) {
 	}
 }
 
+// For an agent Sluice can start, the config command leads with the
+// confined way; for one it cannot (Cursor), it does not offer it.
+func TestCLIConfig_LeadsWithTheConfinedWay(t *testing.T) {
+	testEnv(t)
+	for client, want := range map[string]string{"claude-code": "sluice run claude", "codex": "sluice run codex", "gemini-cli": "sluice run gemini",
+		"copilot-cli": "sluice run copilot", "opencode": "sluice run opencode", "qwen-code": "sluice run qwen", "cursor": ""} {
+		code, out, errs := runMain("config", "--client", client, "--command", fakeCommand)
+		if code != 0 {
+			t.Fatalf("%s: %d\n%s", client, code, errs)
+		}
+		first := strings.SplitN(out, "\n", 2)[0]
+		switch {
+		case want == "" && strings.Contains(out, "sluice run"):
+			t.Errorf("%s is offered a confined start it does not have:\n%s", client, out)
+		case want != "" && (!strings.Contains(first, "`"+want+"`") || !strings.Contains(out, "could write to\nthe repository without asking")):
+			t.Errorf("%s: the output does not lead with %q:\n%s", client, want, out)
+		}
+	}
+}
+
 func TestCLIConfig_Write_SecondRunNoChange(t *testing.T) {
 	testEnv(t)
 	home := os.Getenv("HOME")

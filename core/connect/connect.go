@@ -121,6 +121,9 @@ type Plan struct {
 	Steps []string
 	// TokenName is set when connecting needs an HTTP token (ChatGPT).
 	TokenName string
+	// Confined is the command that starts the client confined instead
+	// (`sluice run claude`), for the clients Sluice can start.
+	Confined string
 	// noBackups: the files are Sluice's own (a confined home).
 	noBackups bool
 }
@@ -162,6 +165,9 @@ func Make(opts Options) (*Plan, error) {
 	}
 	if opts.Args != nil {
 		p.plan.Args = slices.Clone(opts.Args)
+	}
+	if spec.Run != nil {
+		p.plan.Confined = "sluice run " + spec.Run.Program
 	}
 	if err := spec.plan(p); err != nil {
 		return nil, err

@@ -11,6 +11,12 @@ import (
 // left to do. `sluice-sidecar config` and the app's Connect screen both
 // show this text.
 func (p *Plan) Describe(w io.Writer) {
+	if p.Confined != "" {
+		fmt.Fprintf(w, "The confined way: start %s with `%s` in your repository's folder. It then works in a private copy\n", p.Title, p.Confined)
+		fmt.Fprintln(w, "of the repository, sees none of your credentials or Sluice's files, reaches only its model, and its own")
+		fmt.Fprintln(w, "shell can neither write your repository nor approve what it proposes. Nothing below is needed for that.")
+		fmt.Fprintf(w, "\nWhat follows connects %s that you start yourself: it then runs as your account and could write to\nthe repository without asking.\n\n", p.Title)
+	}
 	fmt.Fprintf(w, "Sluice for %s (%s scope)\n", p.Title, p.Scope)
 	fmt.Fprintf(w, "Server: %s %s\n", p.Command, strings.Join(p.Args, " "))
 	for _, f := range p.Files {
