@@ -41,7 +41,7 @@ import (
 const confinedUser = "sluice-e2e"
 
 type machine struct {
-	t *testing.T
+	t testing.TB
 	// cred runs a process as the person (nil: the test already runs as
 	// an unprivileged account, which is the person).
 	cred     *syscall.Credential
@@ -71,7 +71,7 @@ type machine struct {
 }
 
 // newMachine builds the decoy machine and starts Sluice on it.
-func newMachine(t *testing.T) *machine {
+func newMachine(t testing.TB) *machine {
 	t.Helper()
 	bin := binDir(t)
 	tools := os.Getenv("SLUICE_TOOLS_DIR")

@@ -86,7 +86,7 @@ func (b *syncBuffer) String() string {
 // itemName finds a registered tray item's bus name in dbus-send output.
 var itemName = regexp.MustCompile(`string "(:[0-9]+\.[0-9]+)"`)
 
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {

@@ -39,6 +39,8 @@ var suites = []suite{
 	{"Sealed outcomes in the browser", "./app/", "Browser_SubmitToCard|Browser_FirstDiffPaint1000", "10x"},
 	{"Workspaces: runs", "./core/workspace/", "Run_Trivial|DockerCLIRunRm", "20x"},
 	{"Workspaces: create and seal", "./core/workspace/", "Create_Repo20k|Seal_Repo20k|GitClone20k", "10x"},
+	{"Confined sessions: start", "./app/", "Session_Start", "10x"},
+	{"Confined sessions: the copy, and work inside", "./core/session/", "Session_Copy20k|Session_GitStatus20k|Session_Grep20k", "5x"},
 }
 
 var benchLine = regexp.MustCompile(`^Benchmark\S+\s+\d+\s+`)
