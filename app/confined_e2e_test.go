@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 
 	"github.com/sluicehq/sluice/core/proposal"
 	"github.com/sluicehq/sluice/sidecar/fakemodel"
@@ -583,5 +585,60 @@ func TestConfined_UnconfinedCardWarns(t *testing.T) {
 	}
 	if confined != "false" || !strings.Contains(line, "runs as your account: it could write to the repository without asking") {
 		t.Fatalf("the card says %q (data-confined=%q), want the warning", line, confined)
+	}
+}
+
+// With a terminal, the agent gets one of its own: a terminal device that
+// is its controlling terminal, sized like the person's, and not the
+// person's terminal (whose input nothing in the sandbox can then inject).
+func TestConfined_TerminalOfItsOwn(t *testing.T) {
+	t.Parallel()
+	m := newMachine(t)
+	c := m.cmd(filepath.Join(m.bin, "sluice-headless"), "run", "--", "sh", "-c",
+		`echo "dev=$(stat -L -c %t:%T /dev/stdin)"; stty size; if test -t 0 && test -t 1; then echo TTY-OK; fi; echo "ctty=$(cut -d' ' -f7 /proc/$$/stat)"`)
+	c.Dir = m.repo
+	c.SysProcAttr.Setsid, c.SysProcAttr.Setctty = true, true
+	f, err := pty.StartWithAttrs(c, &pty.Winsize{Rows: 33, Cols: 101}, c.SysProcAttr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// The terminal the launcher was given: /dev/pts/N, major 136.
+	n, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outer := fmt.Sprintf("88:%x", n)
+	var out strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := f.Read(buf)
+		out.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	c.Wait()
+	got := out.String()
+	if !strings.Contains(got, "TTY-OK") || !strings.Contains(got, "33 101") {
+		t.Fatalf("inside the session:\n%s", got)
+	}
+	// The session's terminal is a device of its own, not the one the
+	// launcher was given, and it is the agent's controlling terminal.
+	var inner, ctty string
+	for _, l := range strings.Split(got, "\n") {
+		l = strings.TrimSpace(l)
+		if v, ok := strings.CutPrefix(l, "dev="); ok {
+			inner = v
+		}
+		if v, ok := strings.CutPrefix(l, "ctty="); ok {
+			ctty = strings.TrimSpace(v)
+		}
+	}
+	if inner == "" || inner == outer {
+		t.Fatalf("the agent's terminal %q is the person's (%q):\n%s", inner, outer, got)
+	}
+	if n, err := strconv.Atoi(ctty); err != nil || n == 0 {
+		t.Fatalf("the agent has no controlling terminal:\n%s", got)
 	}
 }
