@@ -77,21 +77,27 @@ func (src *sessionSource) addFrom(ctx context.Context, sl *sealing, env []string
 	return nil
 }
 
-// changed lists every path the agent changed in the copy since it was
-// made (not ignored; added, modified, deleted).
-func (src *sessionSource) changed(ctx context.Context, sl *sealing) ([]string, error) {
-	baseTree, err := sl.tree(ctx, src.base)
-	if err != nil {
-		return nil, err
+// state is the tree the copy holds now (every file that is not ignored)
+// and the tree it was made at.
+func (src *sessionSource) state(ctx context.Context, sl *sealing) (baseTree, now string, err error) {
+	if baseTree, err = sl.tree(ctx, src.base); err != nil {
+		return "", "", err
 	}
 	env, _, err := sl.index(ctx, baseTree, nil)
 	if err != nil {
-		return nil, err
+		return "", "", err
 	}
 	if _, err := src.run(ctx, sl, call{args: []string{"add", "--all"}, env: env}); err != nil {
-		return nil, err
+		return "", "", err
 	}
-	now, err := sl.writeTree(ctx, env)
+	now, err = sl.writeTree(ctx, env)
+	return baseTree, now, err
+}
+
+// changed lists every path the agent changed in the copy since it was
+// made (not ignored; added, modified, deleted).
+func (src *sessionSource) changed(ctx context.Context, sl *sealing) ([]string, error) {
+	baseTree, now, err := src.state(ctx, sl)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +138,8 @@ func (s *commitStep) sealFromCopy(ctx context.Context, sl *sealing, src *session
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
-	if err := src.refuseFilters(ctx, sl, files); err != nil {
+	// The copy's attributes are the ones its files were hashed with.
+	if err := sl.refuseFiltersIn(ctx, files, func(ctx context.Context, c call) (result, error) { return src.run(ctx, sl, c) }); err != nil {
 		return proposal.Sealed{}, err
 	}
 	mv, err := sl.r.headMove(ctx, "")
@@ -153,31 +160,6 @@ func (s *commitStep) sealFromCopy(ctx context.Context, sl *sealing, src *session
 		out.Checkout = append(out.Checkout, p)
 	}
 	return out, nil
-}
-
-// refuseFilters is sealing.refuseFilters with the copy's attributes, which
-// are the ones its files were hashed with.
-func (src *sessionSource) refuseFilters(ctx context.Context, sl *sealing, files []proposal.FileChange) error {
-	var paths []string
-	for _, f := range files {
-		if f.Status != proposal.FileDeleted {
-			paths = append(paths, f.Path)
-		}
-	}
-	if len(paths) == 0 {
-		return nil
-	}
-	res, err := src.run(ctx, sl, call{args: []string{"check-attr", "--stdin", "-z", "filter"}, stdin: nulList(paths)})
-	if err != nil {
-		return err
-	}
-	f := strings.Split(string(res.out), "\x00")
-	for i := 0; i+2 < len(f); i += 3 {
-		if v := f[i+2]; v != "unspecified" && v != "unset" && v != "" {
-			return errcode.New(errcode.Unsupported, "%s uses the git filter %q; Sluice commits exactly the bytes shown on the card and runs no filter before approval, so commit this path yourself", f[i], v)
-		}
-	}
-	return nil
 }
 
 // pathsOf lists every path files change, old paths of renames included.
@@ -324,18 +306,7 @@ func (e *Executor) SessionLeftover(ctx context.Context, repo, copyDir, base stri
 		return nil, err
 	}
 	src := &sessionSource{dir: copyDir, base: base}
-	baseTree, err := sl.tree(ctx, base)
-	if err != nil {
-		return nil, err
-	}
-	env, _, err := sl.index(ctx, baseTree, nil)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := src.run(ctx, sl, call{args: []string{"add", "--all"}, env: env}); err != nil {
-		return nil, err
-	}
-	now, err := sl.writeTree(ctx, env)
+	baseTree, now, err := src.state(ctx, sl)
 	if err != nil {
 		return nil, err
 	}

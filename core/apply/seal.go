@@ -521,6 +521,11 @@ func (rc *repoCtx) commitList(ctx context.Context, include string, exclude ...st
 // would transform on commit: Sluice commits the exact bytes it sealed
 // and runs no filter before a person approved.
 func (s *sealing) refuseFilters(ctx context.Context, files []proposal.FileChange) error {
+	return s.refuseFiltersIn(ctx, files, s.run)
+}
+
+// refuseFiltersIn is refuseFilters with the attributes run's git sees.
+func (s *sealing) refuseFiltersIn(ctx context.Context, files []proposal.FileChange, run func(context.Context, call) (result, error)) error {
 	if len(files) == 0 {
 		return nil
 	}
@@ -533,7 +538,7 @@ func (s *sealing) refuseFilters(ctx context.Context, files []proposal.FileChange
 	if len(paths) == 0 {
 		return nil
 	}
-	res, err := s.run(ctx, call{args: []string{"check-attr", "--stdin", "-z", "filter"}, stdin: nulList(paths)})
+	res, err := run(ctx, call{args: []string{"check-attr", "--stdin", "-z", "filter"}, stdin: nulList(paths)})
 	if err != nil {
 		return err
 	}
