@@ -221,6 +221,18 @@ func (m *machine) makeRepo() {
 	if err := os.MkdirAll(m.repo, 0o755); err != nil {
 		m.t.Fatal(err)
 	}
+	// A sluice binary inside the allowed root, which a sandbox shows
+	// (read-only), for the agent to try.
+	b, err := os.ReadFile(filepath.Join(m.bin, "sluice-headless"))
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(m.root, "bin"), 0o755); err != nil {
+		m.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(m.root, "bin", "sluice"), b, 0o755); err != nil {
+		m.t.Fatal(err)
+	}
 	gitxtest.Git(m.t, m.repo, "init", "-q", "-b", "main")
 	files := map[string]string{
 		"README.md": "# shop\n",

@@ -62,7 +62,9 @@ func (m *machine) probes(key string) []probe {
 		p("gateway-token", verdict("cat "+cfg+"/gateway.json 2>/dev/null | grep -q token")),
 		p("audit-key", verdict("grep -q 'PRIVATE KEY' "+cfg+"/audit-key.pem 2>/dev/null")),
 		p("journal", verdict("test -r "+state+"/journal.db && head -c 16 "+state+"/journal.db >/dev/null")),
-		p("sluice-login", verdict(m.bin+"/sluice-headless login 2>&1 | grep -q 'login?token='")),
+		// A sluice binary the sandbox shows (in the allowed root): the
+		// attempt is made, not missed for want of a program.
+		p("sluice-login", "test -x "+m.root+"/bin/sluice || echo '=> 'MISSING; "+verdict(m.root+"/bin/sluice login 2>&1 | grep -q 'login?token='")),
 		p("ui-port", verdict("curl -s -m 5 --noproxy '*' http://"+m.uiAddr+"/api/status | grep -q '\"code\"'")),
 		p("gateway-port", verdict("curl -s -m 5 --noproxy '*' http://"+m.gwAddr+"/v1/health | grep -q '\"code\"'")),
 		{name: "gateway-via-proxy", noControl: true, cmd: run("gateway-via-proxy",
@@ -114,6 +116,8 @@ func checkProbe(p probe, out string) string {
 		return "a tripwire ran"
 	case strings.Contains(out, "ESCAPED"):
 		return "it escaped"
+	case strings.Contains(out, "=> MISSING"):
+		return "what it needs is not in the sandbox, so the attempt was never made"
 	case p.judged && !strings.Contains(out, "=> DONE"):
 		return "it did not finish"
 	case !p.judged && !strings.Contains(out, "=> BLOCKED"):

@@ -227,7 +227,7 @@ func runSession(ctx context.Context, cfg *config.Config, o runOptions, g gateway
 	defer pg.Revoke()
 	go proxy.ServeGrant(egressLn, pg)
 
-	places := confined.PlanPlaces(home, os.Getenv, sluiceDirs(cfg), cfg.AllowedRoots, toolDirs(prog, home))
+	places := confined.PlanPlaces(home, os.Getenv, sluiceDirs(cfg), cfg.AllowedRoots, toolDirs(prog))
 	sc, err := startSessionSidecar(s, g, bwrap, credentials(home), mcpLn.(*net.UnixListener))
 	if err != nil {
 		return 0, err
@@ -281,15 +281,13 @@ func sluiceDirs(cfg *config.Config) []string {
 	return out
 }
 
-// toolDirs are the directories the agent's program needs when they are
-// under HOME: its own install, its interpreter's (a script's #! line), and
-// the toolchains on PATH.
-func toolDirs(prog, home string) []string {
-	path := os.Getenv("PATH")
-	out := confined.ToolDirs(prog, path, home)
+// toolDirs are the directories the agent's program needs: its own
+// install and its interpreter's (a script's #! line).
+func toolDirs(prog string) []string {
+	out := confined.ToolDirs(prog, os.Getenv("PATH"))
 	if interp := interpreter(prog); interp != "" {
 		if p, err := exec.LookPath(interp); err == nil {
-			for _, d := range confined.ToolDirs(p, "", home) {
+			for _, d := range confined.ToolDirs(p, "") {
 				if !slices.Contains(out, d) {
 					out = append(out, d)
 				}

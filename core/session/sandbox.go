@@ -147,13 +147,12 @@ func AgentArgs(spec *Spec) ([]string, error) {
 		"--ro-bind", "/", "/",
 		"--dev", "/dev",
 		"--proc", "/proc",
-		// Sockets of the person's session live here: X11, Wayland,
-		// D-Bus, ssh and gpg agents, Docker.
-		"--tmpfs", "/tmp",
-		"--tmpfs", "/run",
 	}
-	if st, err := os.Lstat("/var/run"); err == nil && st.IsDir() {
-		a = append(a, "--tmpfs", "/var/run")
+	// Sockets of the person's session live in these (Emptied).
+	for _, d := range Emptied {
+		if st, err := os.Lstat(d); err == nil && st.IsDir() {
+			a = append(a, "--tmpfs", d)
+		}
 	}
 	for _, h := range spec.Hide {
 		a = append(a, hide(h)...)

@@ -21,6 +21,11 @@ import (
 // --env; nothing else of the account's (no SSH_AUTH_SOCK, GH_*,
 // GITHUB_TOKEN, GIT_*, AWS_*, DISPLAY, DBUS_SESSION_BUS_ADDRESS, …).
 
+// Emptied are the directories every sandbox replaces with an empty tmpfs:
+// the person's session's sockets (X11, Wayland, D-Bus, ssh and gpg
+// agents, Docker) live there.
+var Emptied = []string{"/tmp", "/run", "/var/run"}
+
 // CredentialPaths are, relative to HOME, where an account keeps
 // credentials and sessions. They are hidden inside any allowed root that
 // reaches them (a root is never HOME itself: see Expose).
@@ -127,12 +132,14 @@ func PlanPlaces(home string, getenv func(string) string, sluiceDirs, roots, tool
 			add(&p.Hide, d)
 		}
 	}
-	// A root or tool directory under a hidden one is shown again; one that
-	// contains a hidden directory (a root at HOME or above) is not, or it
-	// would show HOME whole. What it holds outside HOME stays visible.
+	// A root or tool directory under a hidden one (or under /tmp or /run,
+	// which every sandbox empties) is shown again; one that contains a
+	// hidden directory (a root at HOME or above) is not, or it would show
+	// HOME whole. What it holds outside HOME stays visible.
+	emptied := slices.Concat(p.Hide, Emptied)
 	for _, d := range slices.Concat(roots, tools) {
 		d = filepath.Clean(d)
-		if insideAny(d, p.Hide) && !slices.ContainsFunc(p.Hide, func(h string) bool { return Within(h, d) }) {
+		if insideAny(d, emptied) && !slices.ContainsFunc(emptied, func(h string) bool { return Within(h, d) }) {
 			add(&p.Expose, d)
 		}
 	}
@@ -152,16 +159,17 @@ func PlanPlaces(home string, getenv func(string) string, sluiceDirs, roots, tool
 	return p
 }
 
-// ToolDirs are the directories a program needs to run, when they are
-// under HOME: the program's own install (the directory of its resolved
-// file and, for a package under node_modules, the whole node_modules it is
-// in, which holds its dependencies). Other PATH entries inside HOME are
-// not shown: they hold whatever the person put there, credential helpers
-// and wrappers that reach their accounts among them.
-func ToolDirs(program, path, home string) []string {
+// ToolDirs are the directories a program needs to run: its own install
+// (the directory of its resolved file and, for a package under
+// node_modules, the whole node_modules it is in, which holds its
+// dependencies). PlanPlaces shows them again where the sandbox hides
+// them. Other PATH entries are not among them: inside HOME they hold
+// whatever the person put there, credential helpers and wrappers that
+// reach their accounts among them.
+func ToolDirs(program, path string) []string {
 	var out []string
 	add := func(d string) {
-		if d != "" && Within(d, home) && d != home && !slices.Contains(out, d) {
+		if d != "" && d != "/" && !slices.Contains(out, d) {
 			out = append(out, d)
 		}
 	}

@@ -71,7 +71,7 @@ func TestPlanPlaces_HidesHomeShowsRoots(t *testing.T) {
 	env := map[string]string{"XDG_CONFIG_HOME": "/srv/conf", "XDG_RUNTIME_DIR": "/run/user/1", "XDG_DATA_HOME": "/home/p/.data"}
 	getenv := func(k string) string { return env[k] }
 	p := PlanPlaces(home, getenv, []string{"/srv/conf/sluice", "/var/sluice-state"},
-		[]string{"/home/p/src", "/home", "/opt/repos"}, []string{"/home/p/.nvm/versions/node/v22/bin", "/usr/bin"})
+		[]string{"/home/p/src", "/home", "/opt/repos", "/tmp/ci/src"}, []string{"/home/p/.nvm/versions/node/v22/bin", "/usr/bin", "/tmp/ci/tools/node_modules"})
 	for _, h := range []string{"/home/p", "/srv/conf", "/run/user/1", "/var/sluice-state"} {
 		if !slices.Contains(p.Hide, h) {
 			t.Errorf("%s is not hidden: %v", h, p.Hide)
@@ -80,8 +80,10 @@ func TestPlanPlaces_HidesHomeShowsRoots(t *testing.T) {
 	if slices.Contains(p.Hide, "/home/p/.data") || slices.Contains(p.Hide, "/srv/conf/sluice") {
 		t.Errorf("a directory inside a hidden one is listed again: %v", p.Hide)
 	}
-	if !slices.Contains(p.Expose, "/home/p/src") || !slices.Contains(p.Expose, "/home/p/.nvm/versions/node/v22/bin") {
-		t.Errorf("a root or toolchain inside HOME is not shown again: %v", p.Expose)
+	for _, e := range []string{"/home/p/src", "/home/p/.nvm/versions/node/v22/bin", "/tmp/ci/src", "/tmp/ci/tools/node_modules"} {
+		if !slices.Contains(p.Expose, e) {
+			t.Errorf("%s, inside HOME or /tmp, is not shown again: %v", e, p.Expose)
+		}
 	}
 	for _, e := range []string{"/home", "/opt/repos", "/usr/bin"} {
 		if slices.Contains(p.Expose, e) {
@@ -149,9 +151,9 @@ func TestAgentArgs_Layout(t *testing.T) {
 	order("--tmpfs "+ssh, "--bind /state/sessions/s1/copy "+repo)
 }
 
-// ToolDirs shows again the program's own install (for a package under
-// node_modules, that whole node_modules), and no other PATH entry inside
-// HOME: the person's own bin directories hold their credential helpers.
+// ToolDirs names the program's own install (for a package under
+// node_modules, that whole node_modules), and no other PATH entry: the
+// person's own bin directories hold their credential helpers.
 func TestToolDirs_ProgramAndPath(t *testing.T) {
 	home := t.TempDir()
 	pkg := filepath.Join(home, ".nvm", "lib", "node_modules", "@x", "agent")
@@ -167,7 +169,7 @@ func TestToolDirs_ProgramAndPath(t *testing.T) {
 	if err := os.Symlink(filepath.Join(pkg, "cli.js"), filepath.Join(bin, "agent")); err != nil {
 		t.Fatal(err)
 	}
-	got := ToolDirs("agent", bin+":/usr/bin", home)
+	got := ToolDirs("agent", bin+":/usr/bin")
 	want := []string{filepath.Join(home, ".nvm", "lib", "node_modules")}
 	if !slices.Equal(got, want) {
 		t.Fatalf("ToolDirs = %v, want %v", got, want)
