@@ -321,7 +321,7 @@ func driveConfined(t *testing.T, a confinedAgent) {
 	}
 
 	// The person approves it in the browser.
-	bctx := browserWithin(t, 90*time.Second)
+	bctx := browserWithin(t, 120*time.Second)
 	card := cardSel(id)
 	if err := chromedp.Do(bctx,
 		chromedp.Navigate(m.login),
@@ -337,9 +337,6 @@ func driveConfined(t *testing.T, a confinedAgent) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if confined != "true" || !strings.Contains(line, "confined session (bubblewrap") || !strings.Contains(line, "127.0.0.1") {
-		t.Fatalf("the card says %q (data-confined=%q), want a confined session with its network", line, confined)
-	}
 	var sealed struct {
 		Sealed *proposal.Sealed `json:"sealed"`
 		Origin *proposal.Origin `json:"origin"`
@@ -353,11 +350,26 @@ func driveConfined(t *testing.T, a confinedAgent) {
 	if err := json.Unmarshal([]byte(raw), &sealed); err != nil || sealed.Sealed == nil || sealed.Origin == nil {
 		t.Fatalf("the card's data: %v %s", err, raw)
 	}
-	if err := chromedp.Do(bctx,
+	// The card names the session, its sandbox and its network.
+	if want := "confined session " + sealed.Origin.Session[:8] + " (bubblewrap; network: "; confined != "true" || !strings.Contains(line, want) || !strings.Contains(line, "127.0.0.1") {
+		t.Fatalf("the card says %q (data-confined=%q), want %q… with the model's host", line, confined, want)
+	}
+	actx, cancelApprove := context.WithTimeout(bctx, 45*time.Second)
+	// The diff is drawn first (a click while it loads could land where
+	// the button was).
+	err = chromedp.Do(actx,
+		chromedp.WaitVisible(chromedp.CSS(card+" .diff-view .d2h-file-wrapper")),
 		chromedp.Click(chromedp.CSS(card+" .approve")),
 		chromedp.WaitVisible(chromedp.CSS(decidedSel(id)+`[data-state="completed"]`)),
-	); err != nil {
-		t.Fatalf("approve: %v\napp log:\n%s", err, m.appOut.String())
+	)
+	cancelApprove()
+	if err != nil {
+		state, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`fetch('/api/proposals/`+id+`').then(r => r.text())`, chromedp.EvalAwaitPromise))
+		page, _ := chromedp.Run(bctx, chromedp.Text(chromedp.CSS("main")))
+		if shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(80)); err == nil {
+			os.WriteFile(filepath.Join(artifactDir(t), "confined-"+a.program+"-approve.png"), shot, 0o644)
+		}
+		t.Fatalf("approve: %v\nthe page: %.3000s\nthe proposal now: %.2000s\napp log:\n%s", err, page, state, m.appOut.String())
 	}
 	if got := m.git("rev-parse", "HEAD^{tree}"); got != sealed.Sealed.After {
 		t.Errorf("HEAD's tree is %s, the card sealed %s", got, sealed.Sealed.After)
@@ -529,6 +541,7 @@ func TestConfined_LeftoverSurvivesKill(t *testing.T) {
 		t.Fatalf("the card says %q (%v)", line, err)
 	}
 	if err := chromedp.Do(bctx,
+		chromedp.WaitVisible(chromedp.CSS(cardSel(lc.ID)+" .diff-view .d2h-file-wrapper")),
 		chromedp.Click(chromedp.CSS(cardSel(lc.ID)+" .approve")),
 		chromedp.WaitVisible(chromedp.CSS(decidedSel(lc.ID)+`[data-state="completed"]`)),
 	); err != nil {
@@ -640,5 +653,60 @@ func TestConfined_TerminalOfItsOwn(t *testing.T) {
 	}
 	if n, err := strconv.Atoi(ctty); err != nil || n == 0 {
 		t.Fatalf("the agent has no controlling terminal:\n%s", got)
+	}
+}
+
+// The Sessions screen lists a running session (agent, repository, hosts,
+// proposals made) with a Stop; Stop ends the agent and the session, as its
+// own end would, and is on the record.
+func TestConfined_SessionsScreen_Stop(t *testing.T) {
+	t.Parallel()
+	m := newMachine(t)
+	marker := fmt.Sprintf("sluice-stop-agent-%d", time.Now().UnixNano())
+	c := m.cmd(filepath.Join(m.bin, "sluice-headless"), "run", "--allow-host", "pypi.org", "--", "bash", "-c", "echo READY; exec -a "+marker+" sleep 600")
+	c.Dir = m.repo
+	out := &syncBuffer{}
+	c.Stdout, c.Stderr = out, out
+	m.start(c)
+	waitFor(t, 60*time.Second, "the session to start", func() bool { return strings.Contains(out.String(), "READY") })
+	exited := make(chan struct{})
+	go func() { c.Wait(); close(exited) }()
+
+	bctx := browserWithin(t, 90*time.Second)
+	row := `article[id^="session-"][data-state="running"]`
+	if err := chromedp.Do(bctx,
+		chromedp.Navigate(m.login),
+		chromedp.WaitVisible(chromedp.ID("empty-title")),
+		chromedp.Navigate("http://"+m.uiAddr+"/#/sessions"),
+		chromedp.WaitVisible(chromedp.CSS(row)),
+	); err != nil {
+		t.Fatalf("the Sessions screen: %v", err)
+	}
+	text, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(row)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"bash", "shop", "pypi.org", "bubblewrap"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the running session's row lacks %q:\n%s", want, text)
+		}
+	}
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(row+` button[id^="stop-session-"]`))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("Stop did not end the session:\n%s", out.String())
+	}
+	if processWith(marker, m.uid) != 0 {
+		t.Errorf("the agent runs on after Stop")
+	}
+	if err := chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS(`article[id^="session-"][data-state="closed"]`))); err != nil {
+		t.Fatalf("the session is not shown closed: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(m.home, ".local", "state", "sluice", "audit", "audit.jsonl"))
+	if err != nil || !strings.Contains(string(b), `"session_stop_requested"`) || !strings.Contains(string(b), `"session_egress_granted"`) {
+		t.Errorf("the ledger lacks the stop or the grant (%v)", err)
 	}
 }

@@ -92,18 +92,30 @@ func runSandboxInit(args []string, _ io.Writer, stderr io.Writer) int {
 			syscall.Kill(-cmd.Process.Pid, s.(syscall.Signal))
 		}
 	}()
-	err = cmd.Wait()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
-			return 128 + int(st.Signal())
+	return reapUntil(cmd.Process.Pid)
+}
+
+// reapUntil waits for every child (as the namespace's first process, the
+// agent's orphans are this process's to reap) until the agent exits, and
+// returns the agent's exit code as a shell would.
+func reapUntil(agent int) int {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
 		}
-		return ee.ExitCode()
+		if err != nil {
+			return 1
+		}
+		if pid != agent {
+			continue
+		}
+		if ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ws.ExitStatus()
 	}
-	if err != nil {
-		return 1
-	}
-	return 0
 }
 
 func serveForward(ln net.Listener, handle func(net.Conn)) {

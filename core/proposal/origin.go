@@ -76,7 +76,11 @@ func (o *Origin) Describe() string {
 	if len(o.Network) > 0 {
 		net = "network: " + strings.Join(o.Network, ", ")
 	}
-	s := fmt.Sprintf("confined session (%s; %s)", o.Runtime, net)
+	id := o.Session
+	if len(id) > 8 {
+		id = id[:8]
+	}
+	s := fmt.Sprintf("confined session %s (%s; %s)", id, o.Runtime, net)
 	if o.Leftover {
 		s += "; changes the session left and never proposed"
 	}

@@ -141,8 +141,10 @@ func AgentArgs(spec *Spec) ([]string, error) {
 		"--unshare-all", "--unshare-user", "--disable-userns",
 		// Killed with the launcher; no controlling terminal of the
 		// person's (no TIOCSTI into their shell): the launcher gives the
-		// agent a terminal of its own.
-		"--die-with-parent", "--new-session",
+		// agent a terminal of its own. sandbox-init is the namespace's
+		// first process (it reaps, and it takes the signals the launcher
+		// passes on, which bwrap's own would drop).
+		"--die-with-parent", "--new-session", "--as-pid-1",
 		"--hostname", "sluice-session",
 		"--ro-bind", "/", "/",
 		"--dev", "/dev",
