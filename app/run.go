@@ -3,7 +3,6 @@ package app
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,9 +16,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/creack/pty"
-	"golang.org/x/term"
 
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/connect"
@@ -72,7 +68,8 @@ CLIENT is one of: %s
 flags:
   --allow-host HOST[:PORT]  let the session reach this host too (repeatable; audited)
   --env NAME                pass this variable of your environment in too (repeatable)
-  --runtime NAME            the sandbox: bubblewrap (default)
+  --runtime NAME            the sandbox: bubblewrap (default); docker or runsc run it in
+                            the workspace image (runsc: under gVisor, a kernel of its own)
 `, strings.Join(connect.AgentNames(), ", "))
 }
 
@@ -185,7 +182,7 @@ func launch(o runOptions, stdin *os.File, stdout, stderr io.Writer) (int, error)
 // HOME, and runs the agent.
 func runSession(ctx context.Context, cfg *config.Config, o runOptions, g gateway.SessionGrant, prog, bwrap, home, cwd string,
 	stdin *os.File, stdout, stderr io.Writer) (int, error) {
-	s := &confined.Session{ID: g.ID, Agent: g.Agent, Repo: g.Repo, Objects: g.Objects, Runtime: confined.RuntimeBubblewrap, Network: g.Network}
+	s := &confined.Session{ID: g.ID, Agent: g.Agent, Repo: g.Repo, Objects: g.Objects, Runtime: o.Runtime, Network: g.Network}
 	roots := gitx.Roots(cfg.AllowedRoots)
 	var id confined.Identity
 	if r, err := gitx.Default(); err == nil {
@@ -227,7 +224,22 @@ func runSession(ctx context.Context, cfg *config.Config, o runOptions, g gateway
 	defer pg.Revoke()
 	go proxy.ServeGrant(egressLn, pg)
 
-	places := confined.PlanPlaces(home, os.Getenv, sluiceDirs(cfg), cfg.AllowedRoots, toolDirs(prog))
+	tools := toolDirs(prog)
+	places := confined.PlanPlaces(home, os.Getenv, sluiceDirs(cfg), cfg.AllowedRoots, tools)
+	var rt confined.Runtime = confined.Bubblewrap{Path: bwrap}
+	if o.Runtime != confined.RuntimeBubblewrap {
+		d, err := workspace.NewDocker(ctx)
+		if err != nil {
+			return 0, err
+		}
+		defer d.Close()
+		if o.Runtime == confined.RuntimeRunsc {
+			if _, err := d.CheckRuntime(ctx, "runsc"); err != nil {
+				return 0, err
+			}
+		}
+		rt = confined.Container{Docker: d, Runtime: o.Runtime, Image: cfg.WorkspaceImage, Roots: cfg.AllowedRoots, Tools: tools}
+	}
 	sc, err := startSessionSidecar(s, g, bwrap, credentials(home), mcpLn.(*net.UnixListener))
 	if err != nil {
 		return 0, err
@@ -247,15 +259,44 @@ func runSession(ctx context.Context, cfg *config.Config, o runOptions, g gateway
 		Forwards: forwards, Dir: cwd, Argv: append([]string{prog}, o.Args...),
 		Env: confined.Environment(os.Environ(), o.Agent, o.Env, home),
 	}
-	cmd, err := confined.Bubblewrap{Path: bwrap}.Command(spec)
+	proc, err := rt.Start(spec, confined.Stdio{In: stdin, Out: stdout, Err: stderr})
 	if err != nil {
 		return 0, err
 	}
-	code, err := runConfined(cmd, stdin, stdout, stderr)
+	code, err := waitConfined(proc)
 	if len(denied) > 0 {
 		fmt.Fprintf(stderr, "sluice: the session's egress proxy refused %s (not in the session's network; allow one with --allow-host)\n", strings.Join(denied, ", "))
 	}
 	return code, err
+}
+
+// waitConfined waits for the agent; signals the launcher gets go to it,
+// a change of the person's window size to its terminal.
+func waitConfined(proc confined.Process) (int, error) {
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGWINCH)
+	defer signal.Stop(sigs)
+	type result struct {
+		code int
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, err := proc.Wait()
+		done <- result{code, err}
+	}()
+	for {
+		select {
+		case r := <-done:
+			return r.code, r.err
+		case s := <-sigs:
+			if s == syscall.SIGWINCH {
+				proc.Resize()
+				continue
+			}
+			proc.Signal(s.(syscall.Signal))
+		}
+	}
 }
 
 // credentials are the account's credential files and directories under
@@ -374,101 +415,4 @@ func (sc *sessionSidecar) stop() {
 		syscall.Kill(-sc.cmd.Process.Pid, syscall.SIGKILL)
 		<-done
 	}
-}
-
-// runConfined runs the sandbox with the person's terminal: through a
-// terminal of the session's own when stdin is one (so nothing in the
-// sandbox holds the person's, whose input it could otherwise inject), or
-// the streams as they are. Signals the launcher gets go to the agent; the
-// sandbox dies with the launcher.
-func runConfined(cmd *exec.Cmd, stdin *os.File, stdout, stderr io.Writer) (int, error) {
-	info, infoW, err := os.Pipe()
-	if err != nil {
-		return 0, err
-	}
-	defer info.Close()
-	// bwrap writes the sandbox's first process id to fd 3.
-	cmd.Args = append([]string{cmd.Args[0], "--info-fd", "3"}, cmd.Args[1:]...)
-	cmd.ExtraFiles = append(cmd.ExtraFiles, infoW)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-	tty := term.IsTerminal(int(stdin.Fd()))
-	var ptmx *os.File
-	if tty {
-		var pts *os.File
-		if ptmx, pts, err = pty.Open(); err != nil {
-			return 0, err
-		}
-		defer ptmx.Close()
-		if sz, err := pty.GetsizeFull(stdin); err == nil {
-			pty.Setsize(ptmx, sz)
-		}
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = pts, pts, pts
-		if err := cmd.Start(); err != nil {
-			pts.Close()
-			infoW.Close()
-			return 0, err
-		}
-		pts.Close()
-		if old, err := term.MakeRaw(int(stdin.Fd())); err == nil {
-			defer term.Restore(int(stdin.Fd()), old)
-		}
-		go io.Copy(ptmx, stdin)
-		go io.Copy(stdout, ptmx)
-	} else {
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-		if err := cmd.Start(); err != nil {
-			infoW.Close()
-			return 0, err
-		}
-	}
-	infoW.Close()
-	child := 0
-	var st struct {
-		ChildPID int `json:"child-pid"`
-	}
-	if json.NewDecoder(info).Decode(&st) == nil {
-		child = st.ChildPID
-	}
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGWINCH)
-	defer signal.Stop(sigs)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	for {
-		select {
-		case err := <-done:
-			return exitCode(err)
-		case s := <-sigs:
-			switch {
-			case s == syscall.SIGWINCH && ptmx != nil:
-				if sz, err := pty.GetsizeFull(stdin); err == nil {
-					pty.Setsize(ptmx, sz)
-				}
-			case s == syscall.SIGWINCH:
-			case child > 0:
-				// The sandbox's first process passes it to the agent.
-				syscall.Kill(child, s.(syscall.Signal))
-				go func() {
-					time.Sleep(10 * time.Second)
-					cmd.Process.Kill()
-				}()
-			default:
-				cmd.Process.Kill()
-			}
-		}
-	}
-}
-
-func exitCode(err error) (int, error) {
-	if err == nil {
-		return 0, nil
-	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
-			return 128 + int(st.Signal()), nil
-		}
-		return ee.ExitCode(), nil
-	}
-	return 1, err
 }

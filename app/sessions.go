@@ -72,8 +72,14 @@ func (ss *sessions) Register(ctx context.Context, req gateway.SessionRequest) (g
 	if req.Runtime == "" {
 		req.Runtime = confined.RuntimeBubblewrap
 	}
-	if req.Runtime != confined.RuntimeBubblewrap {
-		return gateway.SessionGrant{}, errcode.New(errcode.Unsupported, "runtime %q: this Sluice runs confined sessions under bubblewrap", req.Runtime)
+	switch req.Runtime {
+	case confined.RuntimeBubblewrap:
+	case confined.RuntimeDocker, confined.RuntimeRunsc:
+		if ss.cfg.WorkspaceImage == "" {
+			return gateway.SessionGrant{}, errcode.New(errcode.Unsupported, "a session under %s runs in the workspace image; choose one first: sluice workspace image use NAME[:TAG]", req.Runtime)
+		}
+	default:
+		return gateway.SessionGrant{}, errcode.New(errcode.InvalidArgument, "runtime %q is not one of bubblewrap, docker, runsc", req.Runtime)
 	}
 	var agent, name string
 	switch {
@@ -214,6 +220,13 @@ func (ss *sessions) End(ctx context.Context, id string) (gateway.SessionEnd, err
 		return gateway.SessionEnd{}, err
 	}
 	if s.State == confined.StateRunning {
+		// A container outlives a launcher that died: it goes first, so
+		// that nothing writes to the copy while it is read.
+		if s.Runtime != confined.RuntimeBubblewrap {
+			if err := removeSessionContainers(ctx, id); err != nil {
+				return gateway.SessionEnd{}, err
+			}
+		}
 		if s, err = ss.store.Update(id, func(s *confined.Session) error {
 			s.State, s.EndedAt = confined.StateEnded, ss.now().UTC()
 			return nil
@@ -444,4 +457,14 @@ func (ss *sessions) Stop(id string) error {
 		ss.log.Error("sessions: audit of a stop", "session", id, "err", err)
 	}
 	return nil
+}
+
+// removeSessionContainers removes what a session's container left.
+func removeSessionContainers(ctx context.Context, id string) error {
+	d, err := workspace.NewDocker(ctx)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.RemoveSessionContainers(ctx, id)
 }

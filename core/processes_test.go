@@ -28,9 +28,9 @@ var reviewedPrograms = map[string][]string{
 	"core/workspace/egress.go": {"f.iptables", "f.iptables"},
 	// Confined sessions: bubblewrap builds the agent's sandbox (and the
 	// session sidecar's view); doctor tries it once.
-	"core/session/sandbox.go": {"path"},
-	"core/doctor/sandbox.go":  {"bwrap"},
-	"app/run.go":              {"bwrap"},
+	"core/session/bwrap.go":  {"path"},
+	"core/doctor/sandbox.go": {"bwrap"},
+	"app/run.go":             {"bwrap"},
 	// Inside the sandbox, the agent itself.
 	"sidecar/sandbox_init.go": {"argv[0]"},
 	// The local registry and image that workspace tests use.

@@ -3,11 +3,13 @@ package session
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/sluicehq/sluice/core/errcode"
 )
@@ -66,14 +68,34 @@ type Spec struct {
 	Env  []string
 }
 
-// Runtime starts confined agents. Bubblewrap is the default; the seam is
-// where a second kernel (runsc), a container (docker) or a pod comes in.
+// Runtime starts confined agents. Bubblewrap is the default; Container
+// (the workspace image under the Engine's runtime, gVisor's runsc for a
+// second kernel) is the other; a pod is where the seam leads next.
 type Runtime interface {
 	// Name is the runtime's name as cards show it.
 	Name() string
-	// Command returns the process that runs spec's agent confined; the
-	// caller wires its terminal and starts it.
-	Command(spec *Spec) (*exec.Cmd, error)
+	// Start starts spec's agent confined, with the person's terminal or
+	// streams.
+	Start(spec *Spec, stdio Stdio) (Process, error)
+}
+
+// Stdio is what the agent reads and writes: the person's terminal when In
+// is one, else their streams as they are.
+type Stdio struct {
+	In       *os.File
+	Out, Err io.Writer
+}
+
+// Process is a confined agent that runs.
+type Process interface {
+	// Wait waits for the agent to end and returns its exit code (128+n
+	// for a signal, as a shell says).
+	Wait() (int, error)
+	// Signal passes a signal to the agent, through the sandbox's first
+	// process; after a grace period the sandbox is ended outright.
+	Signal(sig syscall.Signal)
+	// Resize gives the agent's terminal the person's terminal's size.
+	Resize()
 }
 
 // ErrNoBubblewrap: bwrap is not installed.
@@ -103,24 +125,6 @@ func FindBubblewrap() (string, error) {
 		return "", ErrNoBubblewrap
 	}
 	return filepath.Abs(p)
-}
-
-// Command implements Runtime.
-func (b Bubblewrap) Command(spec *Spec) (*exec.Cmd, error) {
-	path := b.Path
-	if path == "" {
-		var err error
-		if path, err = FindBubblewrap(); err != nil {
-			return nil, err
-		}
-	}
-	args, err := AgentArgs(spec)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(path, args...)
-	cmd.Env = spec.Env
-	return cmd, nil
 }
 
 // AgentArgs is bwrap's command line for spec's agent. The order is the

@@ -1,0 +1,140 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/term"
+
+	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/workspace"
+)
+
+// Container runs the agent in a container of the Docker Engine, from the
+// workspace image, with the agent's own install mounted: the same
+// boundary as Bubblewrap, and under gVisor (runsc) a kernel of its own
+// between the agent and the host's. Nothing of the host's file system is
+// seen but what the session names: its copy at the repository's path (the
+// person's objects read-only at the origin alternate), its confined HOME,
+// the allowed roots read-only, the agent's install read-only, the sidecar
+// binary and the two sockets. The image must carry what the agent needs
+// to run (Node.js for most CLIs).
+//
+// Under gVisor, a socket bound into the container can be reached only when
+// the runtime is registered with --host-uds=open (build/scripts/setup.sh
+// does so); without it MCP and the model cannot be reached.
+type Container struct {
+	Docker *workspace.Docker
+	// Runtime is "docker" (the Engine's default OCI runtime) or "runsc".
+	Runtime string
+	Image   string
+	// Roots are the allowed roots, shown read-only; Tools the agent's
+	// install.
+	Roots, Tools []string
+	Limits       workspace.Limits
+}
+
+// Name implements Runtime.
+func (c Container) Name() string { return c.Runtime }
+
+// Start implements Runtime.
+func (c Container) Start(spec *Spec, stdio Stdio) (Process, error) {
+	s := spec.Session
+	if c.Docker == nil || c.Image == "" {
+		return nil, errcode.New(errcode.Unsupported, "a session under %s needs the workspace image (sluice workspace image use NAME) and a running Docker Engine", c.Runtime)
+	}
+	binds := []workspace.SessionBind{
+		{Source: spec.Copy, Target: s.Repo},
+		{Source: s.Objects, Target: s.Repo + "/.git/" + OriginAlternate, ReadOnly: true},
+		{Source: spec.Home, Target: spec.HomePath},
+		{Source: spec.Sidecar, Target: InsideSidecar, ReadOnly: true},
+		{Source: spec.EgressSocket, Target: InsideEgress},
+		{Source: spec.MCPSocket, Target: InsideMCP},
+	}
+	for _, d := range slices.Concat(c.Roots, c.Tools) {
+		// A root that holds HOME would show it whole.
+		if Within(spec.HomePath, d) || d == s.Repo {
+			continue
+		}
+		if _, err := os.Stat(d); err == nil {
+			binds = append(binds, workspace.SessionBind{Source: d, Target: d, ReadOnly: true})
+		}
+	}
+	cmd := []string{InsideSidecar, "sandbox-init", "--proxy-port", strconv.Itoa(ProxyPort)}
+	for _, f := range spec.Forwards {
+		cmd = append(cmd, "--forward", f)
+	}
+	cmd = append(append(cmd, "--"), spec.Argv...)
+	tty := stdio.In != nil && term.IsTerminal(int(stdio.In.Fd()))
+	oci := ""
+	if c.Runtime == RuntimeRunsc {
+		oci = "runsc"
+	}
+	lim := c.Limits
+	if lim.MemoryBytes == 0 {
+		lim = workspace.Limits{MemoryBytes: 4 << 30, CPUs: 4, PIDs: 4096, TmpfsBytes: 1 << 30}
+	}
+	cs := workspace.SessionContainerSpec{
+		Session: s.ID, Image: c.Image, RuntimeName: oci, User: fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()),
+		Cmd: cmd, Env: spec.Env, WorkingDir: spec.Dir, Binds: binds, TTY: tty, Limits: lim,
+	}
+	p := &containerProcess{stdin: stdio.In, restore: func() {}}
+	if tty {
+		if old, err := term.MakeRaw(int(stdio.In.Fd())); err == nil {
+			p.restore = func() { term.Restore(int(stdio.In.Fd()), old) }
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run, err := c.Docker.StartSession(ctx, cs, stdio.In, stdio.Out, stdio.Err)
+	if err != nil {
+		p.restore()
+		return nil, err
+	}
+	p.run = run
+	p.Resize()
+	return p, nil
+}
+
+type containerProcess struct {
+	run     *workspace.SessionContainer
+	stdin   *os.File
+	restore func()
+}
+
+func (p *containerProcess) Wait() (int, error) {
+	code, err := p.run.Wait()
+	p.restore()
+	if rerr := p.run.Remove(); err == nil {
+		err = rerr
+	}
+	return code, err
+}
+
+func (p *containerProcess) Signal(sig syscall.Signal) {
+	// The container's first process is sandbox-init, which passes it on.
+	name := map[syscall.Signal]string{syscall.SIGINT: "INT", syscall.SIGTERM: "TERM", syscall.SIGHUP: "HUP"}[sig]
+	if name == "" {
+		name = "TERM"
+	}
+	p.run.Signal(name)
+	go func() {
+		time.Sleep(signalGrace)
+		p.run.Signal("KILL")
+	}()
+}
+
+func (p *containerProcess) Resize() {
+	if p.stdin == nil {
+		return
+	}
+	if sz, err := pty.GetsizeFull(p.stdin); err == nil {
+		p.run.Resize(uint(sz.Rows), uint(sz.Cols))
+	}
+}
