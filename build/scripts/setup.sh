@@ -94,7 +94,12 @@ ensure_docker() {
 # a running Engine reloads its runtimes on SIGHUP. runsc gets
 # --network=none: without it, gVisor on these machines refuses to start a
 # container in the host's network namespace, and a workspace has no
-# network anyway (a runsc workspace cannot take an egress grant).
+# network anyway (a runsc workspace cannot take an egress grant). It gets
+# --host-uds=open too: a confined session under runsc (`sluice run
+# --runtime runsc`) reaches its sidecar and its egress proxy through Unix
+# sockets bound into the container, which gVisor otherwise refuses to
+# mount. A workspace's container has no socket bound (its validation
+# refuses every host path but its own), so it gains nothing from it.
 ensure_runsc_runtime() {
   local conf=/etc/docker/daemon.json runsc
   runsc="$(command -v runsc || true)"
@@ -106,7 +111,7 @@ ensure_runsc_runtime() {
   changed="$($SUDO python3 - "$conf" "$runsc" <<'PY'
 import json, os, sys
 conf, path = sys.argv[1], sys.argv[2]
-want = {"path": path, "runtimeArgs": ["--network=none"]}
+want = {"path": path, "runtimeArgs": ["--network=none", "--host-uds=open"]}
 cur = {}
 if os.path.exists(conf):
     with open(conf) as f:
@@ -126,8 +131,9 @@ print("yes")
 PY
 )"
   if [ "$changed" = yes ]; then say "registered runsc with the Docker Engine ($conf)"; fi
-  # An Engine that was running before the entry existed reloads it.
-  if docker info >/dev/null 2>&1 && ! docker info --format '{{json .Runtimes}}' | grep -q '"runsc"'; then
+  # An Engine that was running before the entry existed (or changed)
+  # reloads it.
+  if docker info >/dev/null 2>&1 && ! docker info --format '{{json .Runtimes}}' | grep -q -- '--host-uds=open'; then
     local pid
     pid="$(cat /var/run/docker.pid 2>/dev/null || pidof dockerd || true)"
     if [ -z "$pid" ]; then
@@ -137,7 +143,7 @@ PY
     say "reloading the Docker Engine's runtimes (SIGHUP $pid)"
     $SUDO kill -HUP "$pid"
     for _ in $(seq 1 30); do
-      if docker info --format '{{json .Runtimes}}' | grep -q '"runsc"'; then return 0; fi
+      if docker info --format '{{json .Runtimes}}' | grep -q -- '--host-uds=open'; then return 0; fi
       sleep 1
     done
     say "the Docker Engine did not load the runsc runtime; see $conf"
