@@ -57,10 +57,21 @@ type confinedAgent struct {
 	// home writes what a person sets up once in the agent's confined home
 	// (its own settings), before the first session.
 	home func(dir, url string) error
+	// runtime is `sluice run --runtime` ("": bubblewrap, the default).
+	runtime string
 }
 
-func TestConfined_ClaudeCode(t *testing.T) {
-	driveConfined(t, confinedAgent{
+func TestConfined_ClaudeCode(t *testing.T) { driveConfined(t, claudeCode()) }
+
+// Under gVisor: the agent's container has a kernel of its own.
+func TestConfined_ClaudeCode_Runsc(t *testing.T) {
+	a := claudeCode()
+	a.runtime = "runsc"
+	driveConfined(t, a)
+}
+
+func claudeCode() confinedAgent {
+	return confinedAgent{
 		program: "claude", keyVar: "ANTHROPIC_API_KEY", mark: "Bash",
 		args:    []string{"-p", "{P}", "--dangerously-skip-permissions", "--model", "claude-sonnet-4-5"},
 		env:     []string{"ANTHROPIC_BASE_URL={URL}", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "ENABLE_TOOL_SEARCH=false"},
@@ -72,11 +83,20 @@ func TestConfined_ClaudeCode(t *testing.T) {
 		mcp: func(tool string, args map[string]any) fakemodel.Call {
 			return fakemodel.Call{Tool: "mcp__sluice__" + tool, Args: args}
 		},
-	})
+	}
 }
 
-func TestConfined_Codex(t *testing.T) {
-	driveConfined(t, confinedAgent{
+func TestConfined_Codex(t *testing.T) { driveConfined(t, codex()) }
+
+// In a container of the Engine's default runtime.
+func TestConfined_Codex_Docker(t *testing.T) {
+	a := codex()
+	a.runtime = "docker"
+	driveConfined(t, a)
+}
+
+func codex() confinedAgent {
+	return confinedAgent{
 		program: "codex", keyVar: "FAKE_MODEL_KEY", mark: "exec_command",
 		// A provider of the person's own, named on the command line: its
 		// endpoint is allowed for the session, its key variable passed in.
@@ -91,7 +111,7 @@ func TestConfined_Codex(t *testing.T) {
 		mcp: func(tool string, args map[string]any) fakemodel.Call {
 			return fakemodel.Call{Tool: "mcp__sluice/" + tool, Args: args}
 		},
-	})
+	}
 }
 
 func TestConfined_GeminiCLI(t *testing.T) {
@@ -200,7 +220,11 @@ func writeJSONFile(path string, v any) error {
 // driveConfined runs the whole scenario for one agent.
 func driveConfined(t *testing.T, a confinedAgent) {
 	t.Parallel()
-	m := newMachine(t)
+	var opts []machineOption
+	if a.runtime != "" {
+		opts = append(opts, withContainers())
+	}
+	m := newMachine(t, opts...)
 	key := fmt.Sprintf("sk-decoy-model-key-%d-%s", time.Now().UnixNano(), a.program)
 	// The controls: as the person, outside any sandbox, every attempt that
 	// can be made there reaches what it is after.
@@ -223,6 +247,14 @@ func driveConfined(t *testing.T, a confinedAgent) {
 	model := &fakemodel.Model{Mark: a.mark}
 	for _, p := range probes {
 		model.Calls = append(model.Calls, a.shell(p.cmd))
+	}
+	if a.runtime != "" {
+		// Where the agent runs: the session's container (its hostname),
+		// under runsc a kernel of its own (gVisor's boot messages); and
+		// the programs the probes use are there (a probe that finds no
+		// curl is blocked by nothing).
+		model.Calls = append(model.Calls, a.shell("echo 'PROBE where '"+split("RAN")+"; hostname; dmesg 2>&1 | head -3; "+
+			"for p in git curl ssh ssh-add xdotool dbus-send base64; do command -v $p >/dev/null || echo \"=> MISSING $p\"; done"))
 	}
 	model.Calls = append(model.Calls,
 		a.shell("cd "+m.repo+" && printf 'fixed\\n' > app.txt && sh test.sh"),
@@ -261,6 +293,11 @@ func driveConfined(t *testing.T, a confinedAgent) {
 
 	host := strings.TrimPrefix(url, "http://")
 	args := []string{"run"}
+	runtime := "bubblewrap"
+	if a.runtime != "" {
+		args = append(args, "--runtime", a.runtime)
+		runtime = a.runtime
+	}
 	for _, f := range a.flags {
 		args = append(args, strings.ReplaceAll(f, "{HOST}", host))
 	}
@@ -284,6 +321,8 @@ func driveConfined(t *testing.T, a confinedAgent) {
 	// Each attempt is judged by the result that carries its own output
 	// (a model may have asked again, as below for Qwen Code).
 	res := model.Results()
+	// What each attempt printed, kept with the run's artifacts.
+	os.WriteFile(filepath.Join(artifactDir(t), "confined-"+a.program+"-"+runtime+"-results.txt"), []byte(strings.Join(res, "\n---\n")), 0o644)
 	resultOf := func(mark string) string {
 		for i := len(res) - 1; i >= 0; i-- {
 			if strings.Contains(res[i], mark) {
@@ -312,6 +351,18 @@ func driveConfined(t *testing.T, a confinedAgent) {
 		t.Errorf("the model key is on a command line: %v", inCmdline)
 	}
 	scanMu.Unlock()
+	if a.runtime != "" {
+		where := resultOf("PROBE where RAN")
+		if strings.Contains(where, "MISSING") {
+			t.Errorf("the container lacks a program the probes use:\n%s", where)
+		}
+		if !strings.Contains(where, "sluice-session") {
+			t.Errorf("the agent's shell did not run in the session's container:\n%s", where)
+		}
+		if a.runtime == "runsc" && !strings.Contains(where, "gVisor") {
+			t.Errorf("the agent's shell did not run under gVisor:\n%s", where)
+		}
+	}
 	if resultOf("TESTS PASSED") == "" {
 		t.Errorf("the project's test did not pass in the copy:\n%s", strings.Join(res[max(0, len(res)-3):], "\n---\n"))
 	}
@@ -351,7 +402,7 @@ func driveConfined(t *testing.T, a confinedAgent) {
 		t.Fatalf("the card's data: %v %s", err, raw)
 	}
 	// The card names the session, its sandbox and its network.
-	if want := "confined session " + sealed.Origin.Session[:8] + " (bubblewrap; network: "; confined != "true" || !strings.Contains(line, want) || !strings.Contains(line, "127.0.0.1") {
+	if want := "confined session " + sealed.Origin.Session[:8] + " (" + runtime + "; network: "; confined != "true" || !strings.Contains(line, want) || !strings.Contains(line, "127.0.0.1") {
 		t.Fatalf("the card says %q (data-confined=%q), want %q… with the model's host", line, confined, want)
 	}
 	actx, cancelApprove := context.WithTimeout(bctx, 45*time.Second)
@@ -387,11 +438,16 @@ func driveConfined(t *testing.T, a confinedAgent) {
 		t.Errorf("the commit is not the person's approved one:\n%s", msg)
 	}
 	m.checkLedger(sealed.Origin.Session, id)
+	if a.runtime != "" {
+		if n := m.sessionContainers(sealed.Origin.Session); n != 0 {
+			t.Errorf("%d containers of the session are left after it ended", n)
+		}
+	}
 	if os.Getenv("SLUICE_CONFINED_LOG") != "" {
 		t.Logf("model log:\n%s", model.Log())
 	}
-	t.Logf("%s: %d attempts blocked, the project's test passed in the copy, %s landed as sealed (tree %s); the card said %q",
-		a.program, len(probes), id, sealed.Sealed.After[:12], line)
+	t.Logf("%s under %s: %d attempts blocked, the project's test passed in the copy, %s landed as sealed (tree %s); the card said %q",
+		a.program, runtime, len(probes), id, sealed.Sealed.After[:12], line)
 }
 
 // runWithin runs c to its end (or ctx's) and returns what it printed.
@@ -466,6 +522,10 @@ func (m *machine) checkLedger(session, id string) {
 		}
 		if e.EventType == "session_started" && e.Data["session"] == session {
 			started = true
+			// A container session names the image it ran in.
+			if m.image != "" && e.Data["image"] != m.image {
+				m.t.Errorf("session_started names image %v, the person pinned %s", e.Data["image"], m.image)
+			}
 		}
 		if e.ProposalID == id && e.Data["confined"] == true && e.Data["session"] == session {
 			confined = true
@@ -480,12 +540,24 @@ func (m *machine) checkLedger(session, id string) {
 // everything that ran it: the app dies first (SIGKILL), then the agent and
 // the launcher (SIGKILL). When the app starts again, the changes come
 // back as one card, confined, and approving it lands exactly them.
-func TestConfined_LeftoverSurvivesKill(t *testing.T) {
+func TestConfined_LeftoverSurvivesKill(t *testing.T) { leftoverSurvivesKill(t, "") }
+
+// In a container, the agent outlives its launcher (the Engine runs it):
+// the app stops it before it reads what it left.
+func TestConfined_LeftoverSurvivesKill_Docker(t *testing.T) { leftoverSurvivesKill(t, "docker") }
+
+func leftoverSurvivesKill(t *testing.T, runtime string) {
 	t.Parallel()
-	m := newMachine(t)
+	var opts []machineOption
+	args := []string{"run"}
+	if runtime != "" {
+		opts = append(opts, withContainers())
+		args = append(args, "--runtime", runtime)
+	}
+	m := newMachine(t, opts...)
 	marker := fmt.Sprintf("sluice-leftover-agent-%d", time.Now().UnixNano())
 	script := "printf 'left behind\\n' > left.txt; printf 'fixed\\n' > app.txt; echo READY; exec -a " + marker + " sleep 600"
-	c := m.cmd(filepath.Join(m.bin, "sluice-headless"), "run", "--", "bash", "-c", script)
+	c := m.cmd(filepath.Join(m.bin, "sluice-headless"), append(args, "--", "bash", "-c", script)...)
 	c.Dir = m.repo
 	out := &syncBuffer{}
 	c.Stdout, c.Stderr = out, out
@@ -497,13 +569,23 @@ func TestConfined_LeftoverSurvivesKill(t *testing.T) {
 	}
 	before := m.repoState()
 	m.killApp()
-	for _, pid := range []int{agent, c.Process.Pid} {
+	// Under bubblewrap the agent is killed too; a container's agent
+	// lives on, as the Engine keeps it.
+	kill := []int{c.Process.Pid}
+	if runtime == "" {
+		kill = []int{agent, c.Process.Pid}
+	}
+	for _, pid := range kill {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatalf("kill %d: %v", pid, err)
 		}
 	}
 	c.Wait()
-	waitFor(t, 30*time.Second, "the sandbox to be gone", func() bool { return processWith(marker, m.uid) == 0 })
+	if runtime == "" {
+		waitFor(t, 30*time.Second, "the sandbox to be gone", func() bool { return processWith(marker, m.uid) == 0 })
+	} else if processWith(marker, m.uid) == 0 {
+		t.Fatalf("the container's agent did not outlive its launcher, so this proves nothing")
+	}
 	if after := m.repoState(); after != before {
 		t.Fatalf("the checkout changed when the session was killed:\n%s\n%s", before, after)
 	}
@@ -557,6 +639,14 @@ func TestConfined_LeftoverSurvivesKill(t *testing.T) {
 	}
 	if st := m.git("status", "--porcelain"); st != "" {
 		t.Errorf("the checkout is not clean:\n%s", st)
+	}
+	if runtime != "" {
+		if n := m.sessionContainers(lc.Origin.Session); n != 0 {
+			t.Errorf("%d containers of the session are left", n)
+		}
+		if processWith(marker, m.uid) != 0 {
+			t.Errorf("the container's agent still runs")
+		}
 	}
 }
 

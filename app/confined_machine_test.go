@@ -68,10 +68,22 @@ type machine struct {
 	uiAddr  string
 	gwAddr  string
 	cleanup []func()
+	// containers: the person runs containers (sessions under --runtime
+	// docker or runsc); image is their pinned workspace image.
+	containers bool
+	image      string
 }
 
+// machineOption changes the machine before Sluice starts on it.
+type machineOption func(*machine)
+
+// withContainers gives the person the Docker Engine (the docker group, as
+// a person who runs containers has it) and pins the agent image
+// (confined_image_test.go) as their workspace image.
+func withContainers() machineOption { return func(m *machine) { m.containers = true } }
+
 // newMachine builds the decoy machine and starts Sluice on it.
-func newMachine(t testing.TB) *machine {
+func newMachine(t testing.TB, opts ...machineOption) *machine {
 	t.Helper()
 	bin := binDir(t)
 	tools := os.Getenv("SLUICE_TOOLS_DIR")
@@ -80,6 +92,9 @@ func newMachine(t testing.TB) *machine {
 	_, err = exec.LookPath("bwrap")
 	needOrSkip(t, err == nil, "bubblewrap (apt install bubblewrap)")
 	m := &machine{t: t, bin: bin, tools: tools}
+	for _, o := range opts {
+		o(m)
+	}
 	t.Cleanup(func() {
 		for i := len(m.cleanup) - 1; i >= 0; i-- {
 			m.cleanup[i]()
@@ -105,8 +120,35 @@ func newMachine(t testing.TB) *machine {
 	m.makeRepo()
 	m.chown(base)
 	m.startServices()
+	if m.containers {
+		m.pinImage()
+	}
 	m.startApp()
 	return m
+}
+
+// pinImage lets the person reach the Docker Engine and pins the agent
+// image, as they would: `sluice workspace image use`.
+func (m *machine) pinImage() {
+	m.t.Helper()
+	if m.cred != nil {
+		g, err := user.LookupGroup("docker")
+		if err != nil {
+			m.t.Fatalf("the docker group: %v", err)
+		}
+		gid, _ := strconv.Atoi(g.Gid)
+		m.cred.Groups = []uint32{uint32(gid)}
+	}
+	name := confinedUser
+	if u, err := user.LookupId(strconv.Itoa(m.uid)); err == nil {
+		name = u.Username
+	}
+	m.image = ensureAgentImage(m.t, name, m.uid, m.gid)
+	out, err := m.sluice("workspace", "image", "use", m.image)
+	if err != nil {
+		needOrSkip(m.t, !strings.Contains(out, "permission denied"), "the Docker Engine for this account")
+		m.t.Fatalf("sluice workspace image use: %v\n%s", err, out)
+	}
 }
 
 // person decides whose account the machine is: the test's own when it is

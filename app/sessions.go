@@ -146,6 +146,9 @@ func (ss *sessions) Register(ctx context.Context, req gateway.SessionRequest) (g
 		Runtime: req.Runtime, Network: network, Granted: granted, State: confined.StateRunning,
 		LauncherPID: req.LauncherPID, LauncherStart: start, TokenHash: hash, StartedAt: ss.now().UTC(),
 	}
+	if req.Runtime != confined.RuntimeBubblewrap {
+		s.Image = ss.cfg.WorkspaceImage
+	}
 	if req.Client != "" {
 		s.Client = agent
 	} else {
@@ -171,6 +174,7 @@ func (ss *sessions) Register(ctx context.Context, req gateway.SessionRequest) (g
 	return gateway.SessionGrant{
 		ID: id, Token: token, Agent: agent, Repo: s.Repo, Copy: ss.store.CopyDir(id), Origin: ss.store.OriginDir(id),
 		Objects: s.Objects, Home: ss.store.HomeDir(name), Base: s.Base, Branch: s.Branch, Network: network, Files: c.Files,
+		Image: s.Image,
 	}, nil
 }
 
@@ -180,6 +184,9 @@ func (ss *sessions) audit(s *confined.Session, event, result, summary string, da
 	}
 	data["session"] = s.ID
 	data["runtime"] = s.Runtime
+	if s.Image != "" {
+		data["image"] = s.Image
+	}
 	_, err := ss.ledger.Append(audit.Entry{EventType: event, SessionID: s.Agent, RepoScope: audit.RepoScope(s.Repo),
 		Result: result, Summary: summary, Data: data})
 	if err != nil {

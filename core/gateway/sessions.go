@@ -95,6 +95,8 @@ type SessionGrant struct {
 	Branch  string   `json:"branch,omitempty"`
 	Network []string `json:"network"`
 	Files   int      `json:"files"`
+	// Image is the image (by ID) a docker or runsc session runs in.
+	Image string `json:"image,omitempty"`
 }
 
 // SessionEnd is the answer of POST /v1/sessions/{id}/end.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -57,7 +59,8 @@ func (c Container) Start(spec *Spec, stdio Stdio) (Process, error) {
 		{Source: spec.EgressSocket, Target: InsideEgress},
 		{Source: spec.MCPSocket, Target: InsideMCP},
 	}
-	for _, d := range slices.Concat(c.Roots, c.Tools) {
+	tools := ImageTools(c.Tools)
+	for _, d := range slices.Concat(c.Roots, tools) {
 		// A root that holds HOME would show it whole.
 		if Within(spec.HomePath, d) || d == s.Repo {
 			continue
@@ -66,11 +69,17 @@ func (c Container) Start(spec *Spec, stdio Stdio) (Process, error) {
 			binds = append(binds, workspace.SessionBind{Source: d, Target: d, ReadOnly: true})
 		}
 	}
+	argv := slices.Clone(spec.Argv)
+	if len(argv) > 0 && !slices.ContainsFunc(tools, func(d string) bool { return Within(argv[0], d) }) {
+		// A program of the host's system directories is the image's
+		// program of that name.
+		argv[0] = filepath.Base(argv[0])
+	}
 	cmd := []string{InsideSidecar, "sandbox-init", "--proxy-port", strconv.Itoa(ProxyPort)}
 	for _, f := range spec.Forwards {
 		cmd = append(cmd, "--forward", f)
 	}
-	cmd = append(append(cmd, "--"), spec.Argv...)
+	cmd = append(append(cmd, "--"), argv...)
 	tty := stdio.In != nil && term.IsTerminal(int(stdio.In.Fd()))
 	oci := ""
 	if c.Runtime == RuntimeRunsc {
@@ -100,6 +109,32 @@ func (c Container) Start(spec *Spec, stdio Stdio) (Process, error) {
 	p.run = run
 	p.Resize()
 	return p, nil
+}
+
+// imageDirs are where an image keeps its own programs and libraries: a
+// host directory there is never shown in a session's container (it would
+// replace the image's, whose programs need their own libraries).
+var imageDirs = []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
+	"/usr/bin", "/usr/sbin", "/usr/lib", "/usr/libexec", "/usr/local/bin", "/usr/local/sbin"}
+
+// ImageTools are the tool directories a container shows: the agent's own
+// install wherever it lies (a node_modules, a directory of its own), but
+// no host directory the image has its own of (the interpreter in
+// /usr/bin is the image's).
+func ImageTools(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		d = filepath.Clean(d)
+		// An npm install is the agent's own wherever it lies
+		// (/usr/lib/node_modules on some systems).
+		npm := filepath.Base(d) == "node_modules" || strings.Contains(d, "/node_modules/")
+		if !npm && slices.ContainsFunc(imageDirs, func(s string) bool { return Within(d, s) }) ||
+			slices.Contains([]string{"/", "/usr", "/usr/lib", "/usr/local", "/usr/local/lib", "/usr/share", "/opt"}, d) {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 type containerProcess struct {

@@ -66,6 +66,9 @@ type Session struct {
 	Branch string `json:"branch,omitempty"`
 	// Runtime is the sandbox: bubblewrap, runsc or docker.
 	Runtime string `json:"runtime"`
+	// Image is the image a docker or runsc session runs in (by ID): the
+	// workspace image the app had when it started the session.
+	Image string `json:"image,omitempty"`
 	// Network are the hosts the session may reach: the client's model
 	// hosts, then Granted.
 	Network []string `json:"network"`
