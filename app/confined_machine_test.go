@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -306,7 +307,15 @@ func (m *machine) startServices() {
 	agent := m.cmd("ssh-agent", "-D", "-a", m.sshSock)
 	agent.Stdout, agent.Stderr = io.Discard, io.Discard
 	m.start(agent)
-	waitFor(m.t, 10*time.Second, "the ssh agent's socket", func() bool { _, err := os.Stat(m.sshSock); return err == nil })
+	// It answers once it listens (the socket exists a moment before):
+	// ssh-add -l exits 2 only when it cannot reach an agent.
+	waitFor(m.t, 10*time.Second, "the ssh agent to answer", func() bool {
+		l := m.cmd("ssh-add", "-l")
+		l.Env = append(l.Env, "SSH_AUTH_SOCK="+m.sshSock)
+		err := l.Run()
+		var ee *exec.ExitError
+		return err == nil || (errors.As(err, &ee) && ee.ExitCode() == 1)
+	})
 	add := m.cmd("ssh-add", filepath.Join(m.home, ".ssh", "id_ed25519"))
 	add.Env = append(add.Env, "SSH_AUTH_SOCK="+m.sshSock)
 	if out, err := add.CombinedOutput(); err != nil {

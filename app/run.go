@@ -258,7 +258,7 @@ func runSession(ctx context.Context, cfg *config.Config, o runOptions, g gateway
 		Session: s, Copy: g.Copy, Home: g.Home, HomePath: home,
 		Hide: places.Hide, Expose: places.Expose, Secret: places.Secret,
 		Sidecar: sidecarPath(), EgressSocket: egressLn.Addr().String(), MCPSocket: mcpLn.Addr().String(),
-		Forwards: forwards, Dir: cwd, Argv: append([]string{prog}, o.Args...),
+		Forwards: forwards, Dir: cwd, Argv: append([]string{prog}, o.Args...), Name: o.Program,
 		Env: confined.Environment(os.Environ(), o.Agent, o.Env, home),
 	}
 	proc, err := rt.Start(spec, confined.Stdio{In: stdin, Out: stdout, Err: stderr})

@@ -72,17 +72,37 @@ func runSandboxInit(args []string, _ io.Writer, stderr io.Writer) int {
 		target := f
 		go serveForward(fl, func(c net.Conn) { splice(c, *egress, target) })
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	start := func(attr *syscall.SysProcAttr) (*exec.Cmd, error) {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		cmd.SysProcAttr = attr
+		return cmd, cmd.Start()
+	}
 	attr := &syscall.SysProcAttr{Setsid: true}
 	if term.IsTerminal(int(os.Stdin.Fd())) {
-		// The session's terminal becomes the agent's own.
-		attr.Setctty, attr.Ctty = true, 0
+		if tty, err := os.Open("/dev/tty"); err == nil {
+			// A container's console is already this process's
+			// controlling terminal: the agent's process group takes
+			// its foreground (^C reaches the agent).
+			tty.Close()
+			attr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0}
+		} else {
+			// The session's terminal (under bubblewrap, a new session
+			// without one) becomes the agent's own.
+			attr.Setctty, attr.Ctty = true, 0
+		}
 	}
-	cmd.SysProcAttr = attr
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	if err := cmd.Start(); err != nil {
+	cmd, err := start(attr)
+	if err != nil && (attr.Setctty || attr.Foreground) && (errors.Is(err, syscall.ENOTTY) || errors.Is(err, syscall.EPERM)) {
+		// A terminal that cannot be made a controlling one (gVisor as
+		// Debian packages it passes the console in as a host
+		// descriptor): the agent still reads and writes it, in a
+		// process group of its own.
+		cmd, err = start(&syscall.SysProcAttr{Setpgid: true})
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "sluice: cannot start %s in the session: %v\n", argv[0], err)
 		return 127
 	}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -73,7 +74,7 @@ func (c Container) Start(spec *Spec, stdio Stdio) (Process, error) {
 	if len(argv) > 0 && !slices.ContainsFunc(tools, func(d string) bool { return Within(argv[0], d) }) {
 		// A program of the host's system directories is the image's
 		// program of that name.
-		argv[0] = filepath.Base(argv[0])
+		argv[0] = filepath.Base(cmp.Or(spec.Name, argv[0]))
 	}
 	cmd := []string{InsideSidecar, "sandbox-init", "--proxy-port", strconv.Itoa(ProxyPort)}
 	for _, f := range spec.Forwards {
@@ -92,6 +93,11 @@ func (c Container) Start(spec *Spec, stdio Stdio) (Process, error) {
 	cs := workspace.SessionContainerSpec{
 		Session: s.ID, Image: c.Image, RuntimeName: oci, User: fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()),
 		Cmd: cmd, Env: spec.Env, WorkingDir: spec.Dir, Binds: binds, TTY: tty, Limits: lim,
+	}
+	if tty {
+		if sz, err := pty.GetsizeFull(stdio.In); err == nil {
+			cs.Rows, cs.Cols = uint(sz.Rows), uint(sz.Cols)
+		}
 	}
 	p := &containerProcess{stdin: stdio.In, restore: func() {}}
 	if tty {

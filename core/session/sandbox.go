@@ -66,6 +66,10 @@ type Spec struct {
 	// never as arguments (no secret is ever in a /proc/*/cmdline).
 	Argv []string
 	Env  []string
+	// Name is the program as the person named it ("sh", where Argv[0] is
+	// /usr/bin/dash): a container runs its image's program of that name
+	// when the host's lies in a system directory.
+	Name string
 }
 
 // Runtime starts confined agents. Bubblewrap is the default; Container

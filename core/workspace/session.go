@@ -50,6 +50,8 @@ type SessionContainerSpec struct {
 	WorkingDir string
 	Binds      []SessionBind
 	TTY        bool
+	// Rows and Cols size the terminal from the start (with TTY).
+	Rows, Cols uint
 	Limits     Limits
 }
 
@@ -85,6 +87,8 @@ func (s SessionContainerSpec) config() (*container.Config, *container.HostConfig
 		Mounts:    mounts,
 		LogConfig: container.LogConfig{Type: "none"},
 		Runtime:   s.RuntimeName,
+		// The agent's first look at its terminal sees the person's size.
+		ConsoleSize: [2]uint{s.Rows, s.Cols},
 		Resources: container.Resources{
 			Memory: s.Limits.MemoryBytes, MemorySwap: s.Limits.MemoryBytes, NanoCPUs: int64(cpus * 1e9), PidsLimit: &pids,
 			Ulimits: []*container.Ulimit{{Name: "core", Soft: 0, Hard: 0}},
