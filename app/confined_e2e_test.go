@@ -2,6 +2,7 @@ package app
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -144,9 +145,11 @@ func TestConfined_QwenCode(t *testing.T) {
 		env:     []string{"OPENAI_BASE_URL={URL}/v1", "OPENAI_MODEL=fake-model"},
 		handler: fakemodel.OpenAIChat,
 		// Qwen Code's shell tool now and then reports a quick command's
-		// output as empty; a model would run it again.
+		// output as empty, or cut short; a model would run it again. The
+		// command ends by printing a mark (split in the command, which
+		// Qwen Code shows beside the output), so a whole output is known.
 		shell: func(cmd string) fakemodel.Call {
-			return fakemodel.Call{Tool: "run_shell_command", Args: map[string]any{"command": cmd}, RetryWhile: "Output: (empty)"}
+			return fakemodel.Call{Tool: "run_shell_command", Args: map[string]any{"command": cmd + `; echo "==EN""D=="`}, RetryUnless: "==END=="}
 		},
 		mcp: func(tool string, args map[string]any) fakemodel.Call {
 			return fakemodel.Call{Tool: "mcp__sluice__" + tool, Args: args}
@@ -220,11 +223,7 @@ func writeJSONFile(path string, v any) error {
 // driveConfined runs the whole scenario for one agent.
 func driveConfined(t *testing.T, a confinedAgent) {
 	t.Parallel()
-	var opts []machineOption
-	if a.runtime != "" {
-		opts = append(opts, withContainers())
-	}
-	m := newMachine(t, opts...)
+	m, args := machineFor(t, a.runtime)
 	key := fmt.Sprintf("sk-decoy-model-key-%d-%s", time.Now().UnixNano(), a.program)
 	// The controls: as the person, outside any sandbox, every attempt that
 	// can be made there reaches what it is after.
@@ -292,12 +291,7 @@ func driveConfined(t *testing.T, a confinedAgent) {
 	head := m.git("rev-parse", "HEAD")
 
 	host := strings.TrimPrefix(url, "http://")
-	args := []string{"run"}
-	runtime := "bubblewrap"
-	if a.runtime != "" {
-		args = append(args, "--runtime", a.runtime)
-		runtime = a.runtime
-	}
+	runtime := cmp.Or(a.runtime, "bubblewrap")
 	for _, f := range a.flags {
 		args = append(args, strings.ReplaceAll(f, "{HOST}", host))
 	}
@@ -450,6 +444,15 @@ func driveConfined(t *testing.T, a confinedAgent) {
 		a.program, runtime, len(probes), id, sealed.Sealed.After[:12], line)
 }
 
+// machineFor builds the decoy machine for a session's runtime ("":
+// bubblewrap) and gives the `sluice run` arguments that choose it.
+func machineFor(t *testing.T, runtime string) (*machine, []string) {
+	if runtime == "" {
+		return newMachine(t), []string{"run"}
+	}
+	return newMachine(t, withContainers()), []string{"run", "--runtime", runtime}
+}
+
 // runWithin runs c to its end (or ctx's) and returns what it printed.
 func runWithin(ctx context.Context, c *exec.Cmd) (string, error) {
 	var out syncBuffer
@@ -548,13 +551,7 @@ func TestConfined_LeftoverSurvivesKill_Docker(t *testing.T) { leftoverSurvivesKi
 
 func leftoverSurvivesKill(t *testing.T, runtime string) {
 	t.Parallel()
-	var opts []machineOption
-	args := []string{"run"}
-	if runtime != "" {
-		opts = append(opts, withContainers())
-		args = append(args, "--runtime", runtime)
-	}
-	m := newMachine(t, opts...)
+	m, args := machineFor(t, runtime)
 	marker := fmt.Sprintf("sluice-leftover-agent-%d", time.Now().UnixNano())
 	script := "printf 'left behind\\n' > left.txt; printf 'fixed\\n' > app.txt; echo READY; exec -a " + marker + " sleep 600"
 	c := m.cmd(filepath.Join(m.bin, "sluice-headless"), append(args, "--", "bash", "-c", script)...)
@@ -702,15 +699,9 @@ func TestConfined_TerminalOfItsOwn_Runsc(t *testing.T) { terminalOfItsOwn(t, "ru
 
 func terminalOfItsOwn(t *testing.T, runtime string) {
 	t.Parallel()
-	var opts []machineOption
-	args := []string{"run"}
-	if runtime != "" {
-		opts = append(opts, withContainers())
-		args = append(args, "--runtime", runtime)
-	}
-	m := newMachine(t, opts...)
+	m, args := machineFor(t, runtime)
 	c := m.cmd(filepath.Join(m.bin, "sluice-headless"), append(args, "--", "sh", "-c",
-		`echo "dev=$(stat -L -c %t:%T /dev/stdin)"; stty size; if test -t 0 && test -t 1; then echo TTY-OK; fi; echo "ctty=$(cut -d' ' -f7 /proc/$$/stat)"`)...)
+		`echo "dev=$(stat -L -c %d:%t:%T /dev/stdin)"; stty size; if test -t 0 && test -t 1; then echo TTY-OK; fi; echo "ctty=$(cut -d' ' -f7 /proc/$$/stat)"`)...)
 	c.Dir = m.repo
 	c.SysProcAttr.Setsid, c.SysProcAttr.Setctty = true, true
 	f, err := pty.StartWithAttrs(c, &pty.Winsize{Rows: 33, Cols: 101}, c.SysProcAttr)
@@ -718,12 +709,18 @@ func terminalOfItsOwn(t *testing.T, runtime string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	// The terminal the launcher was given: /dev/pts/N, major 136.
+	// The terminal the launcher was given: /dev/pts/N of the host's
+	// devpts, named by the file system it lies in and its device number
+	// (a container's devpts numbers its own terminals from 0 too).
 	n, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPTN)
 	if err != nil {
 		t.Fatal(err)
 	}
-	outer := fmt.Sprintf("88:%x", n)
+	var st unix.Stat_t
+	if err := unix.Stat(fmt.Sprintf("/dev/pts/%d", n), &st); err != nil {
+		t.Fatal(err)
+	}
+	outer := fmt.Sprintf("%d:%x:%x", st.Dev, unix.Major(st.Rdev), unix.Minor(st.Rdev))
 	var out strings.Builder
 	buf := make([]byte, 4096)
 	for {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
 	"github.com/sluicehq/sluice/core/session"
@@ -41,6 +42,7 @@ func runSandboxInit(args []string, _ io.Writer, stderr io.Writer) int {
 	egress := fs.String("egress", session.InsideEgress, "the egress proxy's socket")
 	var forwards listFlag
 	fs.Var(&forwards, "forward", "host:port on loopback to forward through the proxy (repeatable)")
+	size := fs.String("size", "", "ROWSxCOLS: the terminal's size, set before the agent starts")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -71,6 +73,17 @@ func runSandboxInit(args []string, _ io.Writer, stderr io.Writer) int {
 		}
 		target := f
 		go serveForward(fl, func(c net.Conn) { splice(c, *egress, target) })
+	}
+	if *size != "" && term.IsTerminal(int(os.Stdin.Fd())) {
+		// A container's console gets the person's size from the Engine
+		// only after it starts; the agent's first look at it must not
+		// find it without one.
+		var rows, cols uint16
+		if _, err := fmt.Sscanf(*size, "%dx%d", &rows, &cols); err != nil || rows == 0 || cols == 0 {
+			fmt.Fprintln(stderr, "sluice-sidecar sandbox-init: --size wants ROWSxCOLS")
+			return 2
+		}
+		unix.IoctlSetWinsize(int(os.Stdin.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols})
 	}
 	start := func(attr *syscall.SysProcAttr) (*exec.Cmd, error) {
 		cmd := exec.Command(argv[0], argv[1:]...)

@@ -80,8 +80,15 @@ func (c Container) Start(spec *Spec, stdio Stdio) (Process, error) {
 	for _, f := range spec.Forwards {
 		cmd = append(cmd, "--forward", f)
 	}
-	cmd = append(append(cmd, "--"), argv...)
 	tty := stdio.In != nil && term.IsTerminal(int(stdio.In.Fd()))
+	var rows, cols uint
+	if tty {
+		if sz, err := pty.GetsizeFull(stdio.In); err == nil && sz.Rows > 0 && sz.Cols > 0 {
+			rows, cols = uint(sz.Rows), uint(sz.Cols)
+			cmd = append(cmd, "--size", fmt.Sprintf("%dx%d", rows, cols))
+		}
+	}
+	cmd = append(append(cmd, "--"), argv...)
 	oci := ""
 	if c.Runtime == RuntimeRunsc {
 		oci = "runsc"
@@ -94,11 +101,7 @@ func (c Container) Start(spec *Spec, stdio Stdio) (Process, error) {
 		Session: s.ID, Image: c.Image, RuntimeName: oci, User: fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()),
 		Cmd: cmd, Env: spec.Env, WorkingDir: spec.Dir, Binds: binds, TTY: tty, Limits: lim,
 	}
-	if tty {
-		if sz, err := pty.GetsizeFull(stdio.In); err == nil {
-			cs.Rows, cs.Cols = uint(sz.Rows), uint(sz.Cols)
-		}
-	}
+	cs.Rows, cs.Cols = rows, cols
 	p := &containerProcess{stdin: stdio.In, restore: func() {}}
 	if tty {
 		if old, err := term.MakeRaw(int(stdio.In.Fd())); err == nil {

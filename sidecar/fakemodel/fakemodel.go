@@ -32,6 +32,10 @@ type Call struct {
 	// refreshes its tool list after a list_changed notification does so
 	// on its own time, and the call goes through once it has.
 	RetryWhile string
+	// RetryUnless repeats the call while its result lacks this text: an
+	// agent whose shell tool now and then returns a command's output cut
+	// short is asked again, as a model would.
+	RetryUnless string
 }
 
 const maxRetries = 20
@@ -68,7 +72,9 @@ func (m *Model) turn(toolsOffered bool, results []string) *Call {
 		if i >= len(m.Calls) {
 			break
 		}
-		if c := m.Calls[i]; c.RetryWhile != "" && strings.Contains(r, c.RetryWhile) && tries < maxRetries {
+		c := m.Calls[i]
+		again := (c.RetryWhile != "" && strings.Contains(r, c.RetryWhile)) || (c.RetryUnless != "" && !strings.Contains(r, c.RetryUnless))
+		if again && tries < maxRetries {
 			tries++
 			continue
 		}
