@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -31,4 +32,40 @@ func BenchmarkSession_Start(b *testing.B) {
 	b.ReportMetric(gitxtest.Ms(in.Median()), "sluice-run-ms")
 	b.ReportMetric(gitxtest.Ms(out.Median()), "direct-ms")
 	b.ReportMetric(gitxtest.Ms(in.Median()-out.Median()), "added-ms")
+}
+
+// BenchmarkSession_StartContainer is the same start under `--runtime
+// docker` and `--runtime runsc` (the session's container from the agent
+// image, with the agent's install shown), against the docker CLI running
+// the same program in the same image with the same install mounted and no
+// network, in the same run: what Sluice adds to a container start.
+func BenchmarkSession_StartContainer(b *testing.B) {
+	m := newMachine(b, withContainers())
+	claude, err := filepath.EvalSymlinks(filepath.Join(m.tools, "node_modules", ".bin", "claude"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	modules := filepath.Join(m.tools, "node_modules")
+	run := func(c *exec.Cmd) {
+		c.Dir = m.repo
+		if out, err := c.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %v\n%s", c.Args, err, out)
+		}
+	}
+	for _, rt := range []string{"docker", "runsc"} {
+		oci := map[string]string{"docker": "runc", "runsc": "runsc"}[rt]
+		b.Run(rt, func(b *testing.B) {
+			confined := gitxtest.Timed(func() {
+				run(m.cmd(filepath.Join(m.bin, "sluice-headless"), "run", "--runtime", rt, "claude", "--version"))
+			})
+			direct := gitxtest.Timed(func() {
+				run(m.cmd("docker", "run", "--rm", "--runtime", oci, "--network", "none", "--user", fmt.Sprintf("%d:%d", m.uid, m.gid),
+					"-v", modules+":"+modules+":ro", m.image, claude, "--version"))
+			})
+			in, out := gitxtest.Pair(b, 2, confined, direct)
+			b.ReportMetric(gitxtest.Ms(in.Median()), "sluice-run-ms")
+			b.ReportMetric(gitxtest.Ms(out.Median()), "docker-run-ms")
+			b.ReportMetric(gitxtest.Ms(in.Median()-out.Median()), "added-ms")
+		})
+	}
 }
