@@ -52,24 +52,7 @@ func (c Container) Start(spec *Spec, stdio Stdio) (Process, error) {
 	if c.Docker == nil || c.Image == "" {
 		return nil, errcode.New(errcode.Unsupported, "a session under %s needs the workspace image (sluice workspace image use NAME) and a running Docker Engine", c.Runtime)
 	}
-	binds := []workspace.SessionBind{
-		{Source: spec.Copy, Target: s.Repo},
-		{Source: s.Objects, Target: s.Repo + "/.git/" + OriginAlternate, ReadOnly: true},
-		{Source: spec.Home, Target: spec.HomePath},
-		{Source: spec.Sidecar, Target: InsideSidecar, ReadOnly: true},
-		{Source: spec.EgressSocket, Target: InsideEgress},
-		{Source: spec.MCPSocket, Target: InsideMCP},
-	}
-	tools := ImageTools(c.Tools)
-	for _, d := range slices.Concat(c.Roots, tools) {
-		// A root that holds HOME would show it whole.
-		if Within(spec.HomePath, d) || d == s.Repo {
-			continue
-		}
-		if _, err := os.Stat(d); err == nil {
-			binds = append(binds, workspace.SessionBind{Source: d, Target: d, ReadOnly: true})
-		}
-	}
+	binds, tools := c.binds(spec)
 	argv := slices.Clone(spec.Argv)
 	if len(argv) > 0 && !slices.ContainsFunc(tools, func(d string) bool { return Within(argv[0], d) }) {
 		// A program of the host's system directories is the image's
@@ -118,6 +101,41 @@ func (c Container) Start(spec *Spec, stdio Stdio) (Process, error) {
 	p.run = run
 	p.Resize()
 	return p, nil
+}
+
+// binds are the host paths a session's container sees, and the agent's
+// install among them: the copy at the repository's path, the person's
+// objects read-only at its origin alternate, the confined HOME, the
+// sidecar and the two sockets; then, read-only, each allowed root and
+// tool directory that holds nothing the sandbox hides (a root at HOME or
+// above, or one with Sluice's state or a credential store in it, is left
+// out whole: a bind cannot leave holes).
+func (c Container) binds(spec *Spec) ([]workspace.SessionBind, []string) {
+	s := spec.Session
+	binds := []workspace.SessionBind{
+		{Source: spec.Copy, Target: s.Repo},
+		{Source: s.Objects, Target: s.Repo + "/.git/" + OriginAlternate, ReadOnly: true},
+		{Source: spec.Home, Target: spec.HomePath},
+		{Source: spec.Sidecar, Target: InsideSidecar, ReadOnly: true},
+		{Source: spec.EgressSocket, Target: InsideEgress},
+		{Source: spec.MCPSocket, Target: InsideMCP},
+	}
+	hidden := slices.Concat([]string{spec.HomePath}, spec.Hide, spec.Secret)
+	tools := ImageTools(c.Tools)
+	var shown []string
+	for _, d := range slices.Concat(c.Roots, tools) {
+		d = filepath.Clean(d)
+		if d == s.Repo || slices.ContainsFunc(hidden, func(h string) bool { return Within(h, d) }) {
+			continue
+		}
+		if _, err := os.Stat(d); err == nil {
+			binds = append(binds, workspace.SessionBind{Source: d, Target: d, ReadOnly: true})
+			if slices.Contains(tools, d) {
+				shown = append(shown, d)
+			}
+		}
+	}
+	return binds, shown
 }
 
 // imageDirs are where an image keeps its own programs and libraries: a
