@@ -19,6 +19,7 @@ import (
 
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/connect"
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/gitx"
 	confined "github.com/sluicehq/sluice/core/session"
@@ -234,8 +235,12 @@ func runSession(ctx context.Context, cfg *config.Config, o runOptions, g gateway
 		}
 		defer d.Close()
 		if o.Runtime == confined.RuntimeRunsc {
-			if _, err := d.CheckRuntime(ctx, "runsc"); err != nil {
+			info, err := d.CheckRuntime(ctx, "runsc")
+			if err != nil {
 				return 0, err
+			}
+			if !info.HostUDS {
+				return 0, errcode.New(errcode.Unsupported, `the Docker Engine's runsc runtime cannot reach host sockets, so the session could reach neither Sluice nor its model: add "--host-uds=open" to its runtimeArgs in /etc/docker/daemon.json and reload the Engine (sudo kill -HUP $(pidof dockerd)); build/scripts/setup.sh test registers it so`)
 			}
 		}
 		// The image the app started the session with (and audited), not

@@ -135,13 +135,16 @@ func (d *Docker) CheckRuntime(ctx context.Context, name string) (RuntimeInfo, er
 				"register it in the Engine's daemon configuration (/etc/docker/daemon.json) and reload the Engine, "+
 				"or change workspaceRuntime; Sluice never runs a workspace under another runtime instead", name, strings.Join(have, ", "))}
 	}
-	noNet := false
+	noNet, hostUDS := false, false
 	for i, a := range rt.Args {
 		if a == "--network=none" || (a == "--network" && i+1 < len(rt.Args) && rt.Args[i+1] == "none") {
 			noNet = true
 		}
+		if a == "--host-uds=open" || a == "--host-uds=all" || (a == "--host-uds" && i+1 < len(rt.Args) && (rt.Args[i+1] == "open" || rt.Args[i+1] == "all")) {
+			hostUDS = true
+		}
 	}
-	return RuntimeInfo{Name: name, NoNetwork: noNet}, nil
+	return RuntimeInfo{Name: name, NoNetwork: noNet, HostUDS: hostUDS}, nil
 }
 
 // config turns a spec into Engine API configuration. Everything the

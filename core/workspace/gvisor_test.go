@@ -163,3 +163,24 @@ func TestEgress_RefusedUnderGVisor(t *testing.T) {
 		t.Fatalf("a granted workspace run under runsc: %v", err)
 	}
 }
+
+// The Engine's runtimes as CheckRuntime reads them: runsc as setup
+// registers it has no network and may reach host sockets (a confined
+// session needs that); runc has a network and no such argument.
+func TestCheckRuntime_ReadsRuntimeArgs(t *testing.T) {
+	d := needRunsc(t)
+	gv, err := d.CheckRuntime(context.Background(), "runsc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !gv.NoNetwork || !gv.HostUDS {
+		t.Fatalf("runsc: %+v, want NoNetwork and HostUDS (build/scripts/setup.sh registers both)", gv)
+	}
+	rc, err := d.CheckRuntime(context.Background(), "runc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.NoNetwork || rc.HostUDS {
+		t.Fatalf("runc: %+v, want neither", rc)
+	}
+}

@@ -86,6 +86,10 @@ type RuntimeInfo struct {
 	// all (runsc registered with --network=none): such a runtime cannot
 	// carry a run with an egress grant.
 	NoNetwork bool
+	// HostUDS is set when the runtime lets a container connect to host
+	// Unix sockets bound into it (runsc with --host-uds=open): a confined
+	// session reaches its sidecar and proxy that way.
+	HostUDS bool
 }
 
 // ContainerInfo is a labelled container found by Containers.
