@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,12 +39,18 @@ import (
 
 var agentImagePrograms = []string{"bash", "git", "curl", "ssh", "ssh-add", "xdotool", "dbus-send", "env", "sleep"}
 
+var agentImageMu sync.Mutex
+
 var lddPath = regexp.MustCompile(`(?m)(?:=>\s*)?(/\S+)\s+\(0x`)
 
 // ensureAgentImage imports the image (tagged by a hash of its content,
 // so a changed host makes a new one) and returns its ID.
 func ensureAgentImage(t testing.TB, person string, uid, gid int) string {
 	t.Helper()
+	// Tests that run in parallel import it once (an import each would
+	// leave all but the last untagged).
+	agentImageMu.Lock()
+	defer agentImageMu.Unlock()
 	tarball := agentRootfs(t, person, uid, gid)
 	sum := sha256.Sum256(tarball)
 	ref := "sluice-test/agent:" + hex.EncodeToString(sum[:6])
