@@ -187,7 +187,7 @@ func (j *Journal) Submit(p proposal.Proposal) (rec Record, replayed bool, err er
 		props, pending, idem := tx.Bucket(bucketProposals), tx.Bucket(bucketPending), tx.Bucket(bucketIdem)
 		var idemKey []byte
 		if p.IdempotencyKey != "" {
-			idemKey = joinKey(p.Agent, string(p.Op), p.IdempotencyKey)
+			idemKey = idempotencyKey(p)
 			if id := idem.Get(idemKey); id != nil {
 				stored, err := j.getRecord(props, string(id))
 				if err != nil {
@@ -779,6 +779,9 @@ func (j *Journal) Prune() (int, error) {
 			Op             proposal.Op `json:"op"`
 			Agent          string      `json:"agent"`
 			IdempotencyKey string      `json:"idempotencyKey"`
+			Origin         *struct {
+				Session string `json:"session"`
+			} `json:"origin"`
 		} `json:"proposal"`
 	}
 	err := j.db.Update(func(tx *bolt.Tx) error {
@@ -803,7 +806,11 @@ func (j *Journal) Prune() (int, error) {
 				return err
 			}
 			if p.IdempotencyKey != "" {
-				k := joinKey(p.Agent, string(p.Op), p.IdempotencyKey)
+				session := ""
+				if p.Origin != nil {
+					session = p.Origin.Session
+				}
+				k := idemKey(p.Agent, session, p.Op, p.IdempotencyKey)
 				if string(idem.Get(k)) == p.ID {
 					if err := idem.Delete(k); err != nil {
 						return err
@@ -973,6 +980,25 @@ func countPending(b *bolt.Bucket, agent string, now time.Time) int {
 
 // joinKey joins parts with NUL, which none of them can contain (agent
 // names, ops, keys and ids are validated).
+// idempotencyKey is where p's idempotency key is kept.
+func idempotencyKey(p proposal.Proposal) []byte {
+	session := ""
+	if p.Origin != nil {
+		session = p.Origin.Session
+	}
+	return idemKey(p.Agent, session, p.Op, p.IdempotencyKey)
+}
+
+// idemKey is an idempotency key's place: per agent and op, and per
+// confined session (another session of the same agent may choose the
+// same key, and must not be answered with this one's proposal).
+func idemKey(agent, session string, op proposal.Op, key string) []byte {
+	if session != "" {
+		agent += "@" + session
+	}
+	return joinKey(agent, string(op), key)
+}
+
 func joinKey(parts ...string) []byte { return []byte(strings.Join(parts, "\x00")) }
 
 func msBytes(t time.Time) []byte { return binary.BigEndian.AppendUint64(nil, uint64(t.UnixMilli())) }

@@ -125,6 +125,37 @@ func TestJournal_Submit_Idempotency(t *testing.T) {
 			t.Fatalf("Submit = %v, replayed %v; keys are per agent", err, replayed)
 		}
 	})
+	t.Run("same key, other confined session", func(t *testing.T) {
+		in := func(session, id string) proposal.Proposal {
+			p := retry
+			p.Agent, p.ID = "agent-s", id
+			p.Origin = &proposal.Origin{Session: session, Runtime: "bubblewrap", Network: []string{"api.anthropic.com"}}
+			reseal(t, &p)
+			return p
+		}
+		a, _, err := j.Submit(in("6b794f9503a38fe7", "p-session-a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Another session of the same agent, the same key and request:
+		// its own proposal, not the first session's.
+		b, replayed, err := j.Submit(in("0a1b2c3d4e5f6a7b", "p-session-b"))
+		if err != nil || replayed || b.Proposal.ID != "p-session-b" {
+			t.Fatalf("Submit = %s, replayed %v, %v; keys are per session", b.Proposal.ID, replayed, err)
+		}
+		// The same session retrying is answered with its own.
+		again, replayed, err := j.Submit(in("6b794f9503a38fe7", "p-session-a2"))
+		if err != nil || !replayed || again.Proposal.ID != a.Proposal.ID {
+			t.Fatalf("retry = %s, replayed %v, %v; want %s", again.Proposal.ID, replayed, err, a.Proposal.ID)
+		}
+		// And the unconfined agent of that name has its own keys too.
+		plain := retry
+		plain.Agent, plain.ID = "agent-s", "p-session-plain"
+		reseal(t, &plain)
+		if got, replayed, err := j.Submit(plain); err != nil || replayed || got.Proposal.ID != "p-session-plain" {
+			t.Fatalf("unconfined Submit = %s, replayed %v, %v", got.Proposal.ID, replayed, err)
+		}
+	})
 	t.Run("no key is a new intent", func(t *testing.T) {
 		a := newProposal(t, clk.Now(), "agent-c")
 		b := a

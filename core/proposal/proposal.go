@@ -249,17 +249,26 @@ func (p Proposal) FilesTouched() ([]string, bool) {
 }
 
 // SameIntent reports whether a and b ask for the same thing: op, repository,
-// arguments and reason. It ignores ids, times and pins, which differ when an
-// agent retries the same request.
+// arguments and reason, from the same confined session (or both from
+// none: a session's retry never finds another caller's proposal). It
+// ignores ids, times and pins, which differ when an agent retries the
+// same request.
 func SameIntent(a, b Proposal) bool {
 	type intent struct {
-		Op     Op     `json:"op"`
-		Repo   string `json:"repo"`
-		Args   Args   `json:"args"`
-		Reason string `json:"reason"`
+		Op      Op     `json:"op"`
+		Repo    string `json:"repo"`
+		Args    Args   `json:"args"`
+		Reason  string `json:"reason"`
+		Session string `json:"session"`
 	}
-	ca, err1 := canonical(intent{a.Op, a.Repo, a.Args, a.Reason})
-	cb, err2 := canonical(intent{b.Op, b.Repo, b.Args, b.Reason})
+	session := func(p Proposal) string {
+		if p.Origin == nil {
+			return ""
+		}
+		return p.Origin.Session
+	}
+	ca, err1 := canonical(intent{a.Op, a.Repo, a.Args, a.Reason, session(a)})
+	cb, err2 := canonical(intent{b.Op, b.Repo, b.Args, b.Reason, session(b)})
 	return err1 == nil && err2 == nil && bytes.Equal(ca, cb)
 }
 
