@@ -201,7 +201,7 @@ func (ss *sessions) Authenticate(token string) (*gateway.Caller, bool) {
 	if !ok {
 		return nil, false
 	}
-	return &gateway.Caller{Session: s.ID, Agent: s.Agent, Origin: s.Origin()}, true
+	return &gateway.Caller{Session: s.ID, Agent: s.Agent, Repo: s.Repo, Origin: s.Origin()}, true
 }
 
 // Copy implements apply.SessionCopies.
@@ -347,7 +347,7 @@ func (ss *sessions) proposeLeftover(ctx context.Context, s *confined.Session, pa
 	}
 	o := s.Origin()
 	o.Leftover = true
-	st, err := ss.backend.Submit(gateway.WithCaller(ctx, &gateway.Caller{Session: s.ID, Agent: s.Agent, Origin: o}), s.Agent, p)
+	st, err := ss.backend.Submit(gateway.WithCaller(ctx, &gateway.Caller{Session: s.ID, Agent: s.Agent, Repo: s.Repo, Origin: o}), s.Agent, p)
 	if err != nil {
 		return "", err
 	}

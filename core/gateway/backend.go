@@ -112,8 +112,13 @@ func (b *JournalBackend) Submit(ctx context.Context, agent string, p proposal.Pr
 	if p.Origin != nil {
 		return ProposalStatus{}, badRequest("a proposal's origin is set by the Sluice app from the credential it came with; it cannot come with the proposal")
 	}
-	// A confined session's proposal says so, from its token alone.
+	// A confined session's proposal says so, from its token alone, and
+	// names its own repository only: its copy is of that one.
 	if c := CallerFrom(ctx); c != nil {
+		if p.Repo != c.Repo || len(p.Pinned.Repos) > 0 {
+			return ProposalStatus{}, &errcode.Error{Code: errcode.PolicyDenied,
+				Msg: "a confined session proposes changes to its own repository (" + c.Repo + ") only"}
+		}
 		o := *c.Origin
 		p.Origin = &o
 		if err := p.Seal(); err != nil {

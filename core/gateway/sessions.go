@@ -28,7 +28,10 @@ import (
 type Caller struct {
 	Session string
 	Agent   string
-	Origin  *proposal.Origin
+	// Repo is the session's repository (canonical): the only one its
+	// proposals may name.
+	Repo   string
+	Origin *proposal.Origin
 }
 
 type callerKey struct{}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -51,7 +52,7 @@ func sessionEnv(t *testing.T) (*env, *Client, *oneSession) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	backend := NewJournalBackend(j, BackendOptions{Roots: gitx.Roots{e.root}, Logger: quiet})
 	s := &oneSession{token: "sluice_session_" + strings.Repeat("ab", 32),
-		c: Caller{Session: "s1", Agent: "claude-code", Origin: &proposal.Origin{Session: "s1", Runtime: "bubblewrap", Network: []string{"api.anthropic.com:443"}}}}
+		c: Caller{Session: "s1", Agent: "claude-code", Repo: e.repo, Origin: &proposal.Origin{Session: "s1", Runtime: "bubblewrap", Network: []string{"api.anthropic.com:443"}}}}
 	token, _ := NewToken()
 	srv, err := Listen(Options{Token: token, AppVersion: "test", Backend: backend, Sessions: s, Logger: quiet})
 	if err != nil {
@@ -79,7 +80,7 @@ func sessionEnv(t *testing.T) (*env, *Client, *oneSession) {
 // session gets none, and neither side can read, wait on or cancel the
 // other's proposals.
 func TestSessions_TokenStampsOrigin_OwnershipBySession(t *testing.T) {
-	e, sc, s := sessionEnv(t)
+	e, sc, _ := sessionEnv(t)
 	p := e.branchProposal(t, "claude-code")
 	st, err := sc.SubmitProposal(t.Context(), "claude-code", p)
 	if err != nil {
@@ -117,7 +118,6 @@ func TestSessions_TokenStampsOrigin_OwnershipBySession(t *testing.T) {
 	if got, err := sc.GetProposal(t.Context(), "claude-code", st.ProposalID); err != nil || got.ProposalID != st.ProposalID {
 		t.Fatalf("the session cannot read its own proposal: %v", err)
 	}
-	_ = s
 }
 
 // A session speaks as its own agent only, reaches the proposal and
@@ -139,13 +139,68 @@ func TestSessions_TokenLimits(t *testing.T) {
 	if code != http.StatusUnauthorized {
 		t.Fatalf("an unknown session token was accepted: %d", code)
 	}
-	forged := e.branchProposal(t, "agent-a")
-	forged.Origin = &proposal.Origin{Session: "s1", Runtime: "bubblewrap"}
-	reseal(t, &forged)
-	if _, err := e.client.SubmitProposal(t.Context(), "agent-a", forged); !errcode.IsCode(err, errcode.InvalidArgument) {
-		t.Fatalf("a proposal that came with its own origin was accepted: %v", err)
+	// No client sets an origin: not the gateway's token, not a session's
+	// (claiming another session, or its own with a wider network).
+	for _, f := range []struct {
+		client *Client
+		agent  string
+		origin proposal.Origin
+	}{
+		{e.client, "agent-a", proposal.Origin{Session: "s1", Runtime: "bubblewrap"}},
+		{sc, "claude-code", proposal.Origin{Session: "s2", Runtime: "bubblewrap"}},
+		{sc, "claude-code", proposal.Origin{Session: "s1", Runtime: "bubblewrap", Network: []string{"evil.example:443"}}},
+	} {
+		forged := e.branchProposal(t, f.agent)
+		o := f.origin
+		forged.Origin = &o
+		reseal(t, &forged)
+		if _, err := f.client.SubmitProposal(t.Context(), f.agent, forged); !errcode.IsCode(err, errcode.InvalidArgument) || !strings.Contains(err.Error(), "origin") {
+			t.Fatalf("a proposal that came with its own origin %+v was accepted: %v", o, err)
+		}
+		if _, err := e.j.Get(forged.ID); !errors.Is(err, journal.ErrNotFound) {
+			t.Fatalf("the forged proposal was stored: %v", err)
+		}
 	}
-	if _, err := e.j.Get(forged.ID); !errors.Is(err, journal.ErrNotFound) {
-		t.Fatalf("the forged proposal was stored: %v", err)
+	// A session's token cannot end a session, its own included.
+	code, body = raw(t, e.srv.Addr(), strings.Join([]string{"POST /v1/sessions/s1/end HTTP/1.1", "Host: " + e.srv.Addr(),
+		"Authorization: Bearer " + s.token, "Content-Length: 0", "Connection: close"}, "\r\n")+"\r\n\r\n")
+	if code != http.StatusForbidden {
+		t.Fatalf("a session's token ended a session: %d %s", code, body)
+	}
+}
+
+// A session proposes for its own repository only: its copy is of that
+// one, and nothing of another repository is its to change.
+func TestSessions_OwnRepositoryOnly(t *testing.T) {
+	e, sc, _ := sessionEnv(t)
+	other := filepath.Join(e.root, "other")
+	if err := os.Mkdir(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := e.branchProposal(t, "claude-code")
+	elsewhere.Repo = other
+	reseal(t, &elsewhere)
+	if _, err := sc.SubmitProposal(t.Context(), "claude-code", elsewhere); !errcode.IsCode(err, errcode.PolicyDenied) {
+		t.Fatalf("a session proposed for another repository: %v", err)
+	}
+	pinned := e.branchProposal(t, "claude-code")
+	pinned.Op, pinned.Args = proposal.OpBranchDelete, &proposal.BranchDeleteArgs{Branches: []string{"old"}, OtherRepos: []proposal.RepoBranches{{Repo: other, Branches: []string{"old"}}}}
+	pinned.Pinned = proposal.Pinned{Refs: map[string]string{"refs/heads/old": sha}, Repos: map[string]map[string]string{other: {"refs/heads/old": sha}}}
+	reseal(t, &pinned)
+	if _, err := sc.SubmitProposal(t.Context(), "claude-code", pinned); !errcode.IsCode(err, errcode.PolicyDenied) {
+		t.Fatalf("a session's proposal reached into another repository: %v", err)
+	}
+	for _, id := range []string{elsewhere.ID, pinned.ID} {
+		if _, err := e.j.Get(id); !errors.Is(err, journal.ErrNotFound) {
+			t.Fatalf("%s was stored: %v", id, err)
+		}
+	}
+	// The gateway's own token (an agent Sluice did not start) is not
+	// limited this way.
+	plain := e.branchProposal(t, "claude-code")
+	plain.Repo = other
+	reseal(t, &plain)
+	if _, err := e.client.SubmitProposal(t.Context(), "claude-code", plain); err != nil {
+		t.Fatalf("an unconfined agent's proposal for another repository: %v", err)
 	}
 }
