@@ -35,8 +35,9 @@ type SessionView struct {
 	Leftover      string `json:"leftover,omitempty"`
 	LeftoverFiles int    `json:"leftoverFiles,omitempty"`
 	LeftoverState string `json:"leftoverState,omitempty"`
-	// CanOffer: its leftover card ended without landing; the changes are
-	// kept and can be offered again.
+	// CanOffer: its changes are kept, no card of it is open, and the last
+	// offer failed or its card ended without the person deciding on them
+	// (expired, failed, withdrawn): they can be offered again.
 	CanOffer bool   `json:"canOffer"`
 	Note     string `json:"note,omitempty"`
 }
@@ -49,6 +50,10 @@ func (api *API) Sessions() ([]SessionView, error) {
 		return nil, err
 	}
 	recs, err := api.app.journal.List(journal.Filter{})
+	if err != nil {
+		return nil, err
+	}
+	open, err := ss.openCards()
 	if err != nil {
 		return nil, err
 	}
@@ -74,9 +79,9 @@ func (api *API) Sessions() ([]SessionView, error) {
 			if s.Leftover != "" {
 				if rec, err := api.app.journal.Get(s.Leftover); err == nil {
 					v.LeftoverState = string(rec.State)
-					v.CanOffer = s.State == confined.StateEnded && rec.State.Terminal() && rec.State != proposal.Completed && rec.State != proposal.Rejected
 				}
 			}
+			v.CanOffer = ss.offerable(s, open)
 			out = append(out, v)
 		}
 	}
@@ -96,7 +101,7 @@ func (api *API) StopSession(id string) (bool, error) {
 	if !proposal.ValidSessionID(id) {
 		return false, errcode.New(errcode.InvalidArgument, "a session id is 1–64 characters of A-Z a-z 0-9 _ -")
 	}
-	if err := api.app.sessions.Stop(id); err != nil {
+	if err := api.app.sessions.Stop(id, "owner:"+api.kind); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -170,7 +170,7 @@ func launch(o runOptions, stdin *os.File, stdout, stderr io.Writer) (int, error)
 	code, err := runSession(ctx, cfg, o, grant, prog, bwrap, home, cwd, stdin, stdout, stderr)
 	// Whatever happened, the session ends here: what the agent left and
 	// never proposed is offered as one card.
-	end, eerr := c.EndSession(context.Background(), grant.ID)
+	end, eerr := c.EndSession(context.Background(), grant.ID, grant.Token)
 	if eerr != nil {
 		fmt.Fprintf(stderr, "sluice: the session could not be ended now (%v); Sluice ends it by itself and keeps its copy\n", eerr)
 	} else {

@@ -46,9 +46,14 @@ type sessions struct {
 	// changed is told when the list of sessions changed (the UI re-reads).
 	changed func()
 
-	// mu serialises ending sessions, so a launcher's own end and the
-	// watcher's never offer one session's leftovers twice.
+	// mu serialises ending sessions and offering their changes, so a
+	// launcher's own end, the watcher and the person never offer one
+	// session's changes twice, nor remove a copy while it is read.
 	mu sync.Mutex
+	// lastFail is when an offer of a session's changes last failed
+	// (tend tries again after retryAfter).
+	failMu   sync.Mutex
+	lastFail map[string]time.Time
 }
 
 func openSessions(cfg *config.Config, log *slog.Logger, ledger *audit.Ledger, j *journal.Journal, roots gitx.Roots) (*sessions, error) {
@@ -216,10 +221,24 @@ func (ss *sessions) Copy(id string) (string, string, error) {
 	return ss.store.CopyDir(id), s.Base, nil
 }
 
-// End implements gateway.Sessions: the session's launcher is done (or
-// gone). What its agent left in the copy and never proposed is offered as
-// one card; when it left nothing, the copy goes.
-func (ss *sessions) End(ctx context.Context, id string) (gateway.SessionEnd, error) {
+// End implements gateway.Sessions: the session's launcher is done. A
+// running session is ended by its launcher only, which proves it with the
+// session's token (an agent outside the session holds the gateway's token
+// too); one whose launcher is gone ends by itself (tend).
+func (ss *sessions) End(ctx context.Context, id, token string) (gateway.SessionEnd, error) {
+	s, err := ss.store.Get(id)
+	if err != nil {
+		return gateway.SessionEnd{}, err
+	}
+	if s.State == confined.StateRunning && !s.Matches(token) && s.LauncherAlive() {
+		return gateway.SessionEnd{}, errcode.New(errcode.Forbidden, "a running session is ended by its own launcher")
+	}
+	return ss.end(ctx, id)
+}
+
+// end ends session id. What its agent left in the copy is offered as one
+// card; with nothing left and no card of it open, the copy goes.
+func (ss *sessions) end(ctx context.Context, id string) (gateway.SessionEnd, error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	s, err := ss.store.Get(id)
@@ -255,37 +274,101 @@ func (ss *sessions) End(ctx context.Context, id string) (gateway.SessionEnd, err
 	return ss.offer(ctx, s)
 }
 
-// offer offers what session s left and never proposed; with nothing left
-// it removes the copy.
+// settled reports whether a card of a session needs nothing more of its
+// changes: it landed, or the person rejected them. A card sent back
+// because it went stale rejected no change (it is offered again against
+// the new state), and one that expired, failed or was withdrawn decided
+// nothing either.
+func settled(r journal.Record) bool {
+	switch r.State {
+	case proposal.Completed:
+		return true
+	case proposal.Rejected:
+		return r.Outcome == nil || r.Outcome.Code != errcode.StaleBase
+	}
+	return false
+}
+
+// sentBack reports whether r was sent back as stale.
+func sentBack(r journal.Record) bool {
+	return r.State == proposal.Rejected && r.Outcome != nil && r.Outcome.Code == errcode.StaleBase
+}
+
+// offer offers what session s left and nothing covers: a card of the
+// session covers its files while it is open, once it landed and once the
+// person rejected it. A leftover card that is still open (one made just
+// before a crash took its id from the record) is the session's card
+// again. With nothing to offer and no card open, the copy goes and the
+// session closes; while a card is open, the copy stays for it.
+// The caller holds ss.mu.
 func (ss *sessions) offer(ctx context.Context, s *confined.Session) (gateway.SessionEnd, error) {
 	if ss.exec == nil || ss.backend == nil {
 		return gateway.SessionEnd{}, errcode.New(errcode.Unavailable, "the Sluice app is still starting")
 	}
-	recs, err := ss.journal.List(journal.Filter{})
+	cards, err := ss.cardsOf(s.ID, nil)
 	if err != nil {
 		return gateway.SessionEnd{}, err
 	}
-	var proposed []*proposal.Sealed
-	for _, r := range recs {
-		if o := r.Proposal.Origin; o != nil && o.Session == s.ID && !o.Leftover {
-			proposed = append(proposed, r.Proposal.Sealed)
+	var covered []*proposal.Sealed
+	open := false
+	for _, r := range cards {
+		if !r.State.Terminal() && r.Proposal.Origin.Leftover {
+			files := 0
+			if r.Proposal.Sealed != nil {
+				files = len(r.Proposal.Sealed.Files)
+			}
+			if _, err := ss.store.Update(s.ID, func(x *confined.Session) error {
+				x.Leftover, x.LeftoverFiles = r.Proposal.ID, files
+				return nil
+			}); err != nil {
+				return gateway.SessionEnd{}, err
+			}
+			ss.changed()
+			return gateway.SessionEnd{Leftover: r.Proposal.ID, Files: files, Message: "its card is still open"}, nil
+		}
+		if !r.State.Terminal() {
+			open = true
+		}
+		if !r.State.Terminal() || settled(r) {
+			covered = append(covered, r.Proposal.Sealed)
 		}
 	}
-	left, err := ss.exec.SessionLeftover(ctx, s.Repo, ss.store.CopyDir(s.ID), s.Base, proposed)
+	left, err := ss.exec.SessionLeftover(ctx, s.Repo, ss.store.CopyDir(s.ID), s.Base, covered)
 	if err != nil {
 		ss.note(s.ID, "its copy could not be read: "+err.Error())
 		return gateway.SessionEnd{}, err
 	}
-	if len(left) == 0 {
+	// A name no proposal may carry (a .git component, invalid UTF-8)
+	// stays in the copy, named, rather than keep the rest from the card.
+	var named, odd []string
+	for _, p := range left {
+		if proposal.ValidPath(p) {
+			named = append(named, p)
+		} else {
+			odd = append(odd, fmt.Sprintf("%q", p))
+		}
+	}
+	note := ""
+	if len(odd) > 0 {
+		note = "files whose names no proposal may carry stay in its copy: " + strings.Join(odd[:min(len(odd), 10)], ", ")
+	}
+	if len(named) == 0 {
+		if open || len(odd) > 0 {
+			ss.note(s.ID, note)
+			return gateway.SessionEnd{Message: "the session's proposals still wait for you in Sluice; its copy is kept for them"}, nil
+		}
 		if err := ss.store.RemoveCopy(s.ID); err != nil {
 			return gateway.SessionEnd{}, err
 		}
 		ss.changed()
 		return gateway.SessionEnd{Message: "the session left no change it did not propose"}, nil
 	}
-	id, err := ss.proposeLeftover(ctx, s, left)
+	id, err := ss.proposeLeftover(ctx, s, named)
 	if errcode.IsCode(err, errcode.NothingToCommit) {
 		// What it left is what the branch has already.
+		if open {
+			return gateway.SessionEnd{Message: "the session's proposals still wait for you in Sluice; its copy is kept for them"}, nil
+		}
 		if err := ss.store.RemoveCopy(s.ID); err != nil {
 			return gateway.SessionEnd{}, err
 		}
@@ -297,14 +380,75 @@ func (ss *sessions) offer(ctx context.Context, s *confined.Session) (gateway.Ses
 		return gateway.SessionEnd{}, err
 	}
 	if _, err := ss.store.Update(s.ID, func(x *confined.Session) error {
-		x.Leftover, x.LeftoverFiles, x.Note = id, len(left), ""
+		x.Leftover, x.LeftoverFiles, x.Note = id, len(named), note
 		return nil
 	}); err != nil {
 		return gateway.SessionEnd{}, err
 	}
 	ss.changed()
-	return gateway.SessionEnd{Leftover: id, Files: len(left),
-		Message: fmt.Sprintf("the session left changes in %d file(s) that it never proposed; they wait for you in Sluice as one card", len(left))}, nil
+	return gateway.SessionEnd{Leftover: id, Files: len(named),
+		Message: fmt.Sprintf("the session left changes in %d file(s) that it never proposed; they wait for you in Sluice as one card", len(named))}, nil
+}
+
+// cardsOf are the records of session id's proposals (its leftover cards
+// included); from recs when given, else from the journal.
+func (ss *sessions) cardsOf(id string, recs []journal.Record) ([]journal.Record, error) {
+	if recs == nil {
+		var err error
+		if recs, err = ss.journal.List(journal.Filter{}); err != nil {
+			return nil, err
+		}
+	}
+	var out []journal.Record
+	for _, r := range recs {
+		if o := r.Proposal.Origin; o != nil && o.Session == id {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// openCards says, per session, which of its cards are still open (the
+// journal keeps open records indexed, so this does not read the history).
+func (ss *sessions) openCards() (map[string]openCard, error) {
+	recs, err := ss.journal.List(journal.Filter{States: openStates})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]openCard{}
+	for _, r := range recs {
+		if o := r.Proposal.Origin; o != nil {
+			c := out[o.Session]
+			if o.Leftover {
+				c.leftover = true
+			} else {
+				c.agent = true
+			}
+			out[o.Session] = c
+		}
+	}
+	return out, nil
+}
+
+// openCard is what a session has open: a card of its agent's, a card of
+// what it left.
+type openCard struct{ agent, leftover bool }
+
+var openStates = []proposal.State{proposal.Pending, proposal.Approved, proposal.Executing, proposal.NeedsReconciliation}
+
+// offerable reports whether ended session s's kept changes can be offered
+// again by the person: no card of it is open, and its last offer failed,
+// or its card ended without the person deciding on the changes (expired,
+// failed, withdrawn). open is openCards().
+func (ss *sessions) offerable(s *confined.Session, open map[string]openCard) bool {
+	if s.State != confined.StateEnded || open[s.ID] != (openCard{}) {
+		return false
+	}
+	if s.Leftover == "" {
+		return true
+	}
+	rec, err := ss.journal.Get(s.Leftover)
+	return err == nil && rec.State.Terminal() && !settled(rec)
 }
 
 func (ss *sessions) note(id, note string) {
@@ -330,15 +474,19 @@ func (ss *sessions) proposeLeftover(ctx context.Context, s *confined.Session, pa
 		return "", err
 	}
 	args := &proposal.CommitArgs{Message: fmt.Sprintf("Changes left by %s's confined session %s", s.Name(), s.ID), Paths: paths}
+	what := fmt.Sprintf("changes in %d file(s) that nothing of it carries", len(paths))
 	if len(paths) > proposal.MaxPaths {
+		// More files than a proposal names: the card holds every change
+		// of the copy since it was made (it lists each file).
 		args = &proposal.CommitArgs{Message: args.Message, StageAll: true}
+		what = fmt.Sprintf("changes in %d file(s) that nothing of it carries (more than a card names one by one, so the card holds every change of its copy, those it proposed included)", len(paths))
 	}
 	now := ss.now()
 	p := proposal.Proposal{
 		ID: strings.ReplaceAll(uuid.NewString(), "-", ""), Op: proposal.OpCommit, Repo: s.Repo,
 		Pinned: proposal.Pinned{Refs: map[string]string{"HEAD": head}}, Args: args,
-		Reason: fmt.Sprintf("%s's confined session ended with changes in %d file(s) that it never proposed. Sluice kept its copy; approving commits them on the branch you have checked out and updates those files in your checkout. Rejecting lets them go.",
-			s.Name(), len(paths)),
+		Reason: fmt.Sprintf("%s's confined session ended with %s. Sluice kept its copy; approving commits them on the branch you have checked out and updates those files in your checkout. Rejecting lets them go.",
+			s.Name(), what),
 		Agent: s.Agent, IdempotencyKey: "session-leftover-" + s.ID + "-" + fmt.Sprint(now.UnixMilli()),
 		CreatedAt: proposal.At(now), ExpiresAt: proposal.At(now.Add(ss.cfg.PendingExpiry)),
 	}
@@ -355,10 +503,13 @@ func (ss *sessions) proposeLeftover(ctx context.Context, s *confined.Session, pa
 }
 
 // tend watches the sessions: a running one whose launcher is gone ends
-// (its leftovers offered), and an ended one whose leftover card was
-// decided closes (approved and carried out, or rejected: the person
-// decided). A leftover card that expired is offered again at the next
-// start, and from the Sessions screen at any time.
+// (its leftovers offered). An ended one is looked at again once none of
+// its cards is open: when its leftover card landed or was rejected, what
+// else is left is offered or the session closes; when the card was sent
+// back as stale, the changes are offered again against the new state; an
+// offer that failed is tried again. A leftover card that expired or
+// failed waits for the person (Offer again on the Sessions screen) or the
+// next start.
 func (ss *sessions) tend(ctx context.Context, every time.Duration) {
 	ss.reofferExpired(ctx)
 	t := time.NewTicker(every)
@@ -373,11 +524,15 @@ func (ss *sessions) tend(ctx context.Context, every time.Duration) {
 	}
 }
 
+// retryAfter spaces the tries of an offer that failed.
+const retryAfter = time.Minute
+
 func (ss *sessions) tendOnce(ctx context.Context) {
 	list, err := ss.store.List()
 	if err != nil {
 		ss.log.Warn("sessions: list", "err", err)
 	}
+	var open map[string]openCard
 	for _, s := range list {
 		if ctx.Err() != nil {
 			return
@@ -385,27 +540,57 @@ func (ss *sessions) tendOnce(ctx context.Context) {
 		switch s.State {
 		case confined.StateRunning:
 			if !s.LauncherAlive() {
-				if _, err := ss.End(ctx, s.ID); err != nil {
+				if _, err := ss.end(ctx, s.ID); err != nil {
 					ss.log.Warn("sessions: ending a session whose launcher is gone", "session", s.ID, "err", err)
 				}
 			}
 		case confined.StateEnded:
-			if s.Leftover == "" {
-				continue
-			}
-			rec, err := ss.journal.Get(s.Leftover)
-			if err != nil {
-				continue
-			}
-			if rec.State == proposal.Completed || rec.State == proposal.Rejected {
-				if err := ss.store.RemoveCopy(s.ID); err != nil {
-					ss.log.Warn("sessions: removing a copy", "session", s.ID, "err", err)
-					continue
+			if open == nil {
+				if open, err = ss.openCards(); err != nil {
+					ss.log.Warn("sessions: open cards", "err", err)
+					return
 				}
-				ss.changed()
+			}
+			if !ss.due(s, open[s.ID]) {
+				continue
+			}
+			if _, err := ss.offerAgain(ctx, s.ID, false); err != nil {
+				ss.failed(s.ID)
+				ss.log.Warn("sessions: offering what a session left", "session", s.ID, "err", err)
 			}
 		}
 	}
+}
+
+// due reports whether tend looks at ended session s now, open being its
+// open cards: a leftover card the record does not name (made just before
+// a crash) is taken up at once; otherwise nothing is done while a card of
+// it is open, and then when its offer never happened (or failed, and not
+// in the last retryAfter), or its leftover card landed, was rejected or
+// was sent back.
+func (ss *sessions) due(s *confined.Session, open openCard) bool {
+	if s.Leftover == "" && open.leftover {
+		return true
+	}
+	if open != (openCard{}) {
+		return false
+	}
+	if s.Leftover == "" {
+		ss.failMu.Lock()
+		defer ss.failMu.Unlock()
+		return ss.now().Sub(ss.lastFail[s.ID]) >= retryAfter
+	}
+	rec, err := ss.journal.Get(s.Leftover)
+	return err == nil && (settled(rec) || sentBack(rec))
+}
+
+func (ss *sessions) failed(id string) {
+	ss.failMu.Lock()
+	defer ss.failMu.Unlock()
+	if ss.lastFail == nil {
+		ss.lastFail = map[string]time.Time{}
+	}
+	ss.lastFail[id] = ss.now()
 }
 
 // reofferExpired offers again, at start, the leftovers whose card expired
@@ -424,9 +609,16 @@ func (ss *sessions) reofferExpired(ctx context.Context) {
 	}
 }
 
-// Reoffer offers an ended session's leftovers again, when their card
-// ended without being carried out (expired, withdrawn, failed).
+// Reoffer offers an ended session's kept changes again, at the person's
+// word, when its card ended without them deciding on the changes
+// (expired, failed, withdrawn) or its last offer failed.
 func (ss *sessions) Reoffer(ctx context.Context, id string) (gateway.SessionEnd, error) {
+	return ss.offerAgain(ctx, id, true)
+}
+
+// offerAgain offers session id's changes again; asked says the person
+// asked (the card must be offerable), else tend found it due.
+func (ss *sessions) offerAgain(ctx context.Context, id string, asked bool) (gateway.SessionEnd, error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	s, err := ss.store.Get(id)
@@ -434,22 +626,25 @@ func (ss *sessions) Reoffer(ctx context.Context, id string) (gateway.SessionEnd,
 		return gateway.SessionEnd{}, err
 	}
 	if s.State != confined.StateEnded {
-		return gateway.SessionEnd{}, errcode.New(errcode.Conflict, "only an ended session with changes kept can offer them again")
+		return gateway.SessionEnd{}, errcode.New(errcode.Conflict, "only an ended session with its changes kept can offer them again")
 	}
-	if s.Leftover != "" {
-		if rec, err := ss.journal.Get(s.Leftover); err == nil && !rec.State.Terminal() {
-			return gateway.SessionEnd{Leftover: s.Leftover, Files: s.LeftoverFiles, Message: "its card is still open"}, nil
+	if asked {
+		open, err := ss.openCards()
+		if err != nil {
+			return gateway.SessionEnd{}, err
+		}
+		if !ss.offerable(s, open) {
+			return gateway.SessionEnd{}, errcode.New(errcode.Conflict, "the session's changes wait on a card that is open, or the person decided them already")
 		}
 	}
-	if s, err = ss.store.Update(id, func(x *confined.Session) error { x.Leftover, x.LeftoverFiles = "", 0; return nil }); err != nil {
-		return gateway.SessionEnd{}, err
-	}
+	// The old card stays the session's until a new one exists (offer
+	// records it).
 	return ss.offer(ctx, s)
 }
 
 // Stop ends a running session from the app: its launcher is asked to stop
 // (SIGTERM), which stops the agent and ends the session as usual.
-func (ss *sessions) Stop(id string) error {
+func (ss *sessions) Stop(id, by string) error {
 	s, err := ss.store.Get(id)
 	if err != nil {
 		return err
@@ -457,11 +652,12 @@ func (ss *sessions) Stop(id string) error {
 	if s.State != confined.StateRunning || !s.LauncherAlive() {
 		return errcode.New(errcode.Conflict, "the session is not running")
 	}
+	// On the record first: the end it causes follows it in the ledger.
+	if err := ss.audit(s, "session_stop_requested", "ok", "the person stopped "+s.Name()+"'s confined session", map[string]any{"by": by}); err != nil {
+		return err
+	}
 	if err := syscall.Kill(s.LauncherPID, syscall.SIGTERM); err != nil {
 		return errcode.Wrap(errcode.Internal, err, "cannot stop the session: %v", err)
-	}
-	if err := ss.audit(s, "session_stop_requested", "ok", "the person stopped "+s.Name()+"'s confined session", nil); err != nil {
-		ss.log.Error("sessions: audit of a stop", "session", id, "err", err)
 	}
 	return nil
 }

@@ -56,8 +56,9 @@ type Sessions interface {
 	// Register starts a session: its record, its private copy, its token.
 	Register(ctx context.Context, req SessionRequest) (SessionGrant, error)
 	// End says the session's launcher is done; what the agent left in its
-	// copy and never proposed is offered as one card.
-	End(ctx context.Context, id string) (SessionEnd, error)
+	// copy and never proposed is offered as one card. token is the
+	// session's: while the launcher runs, only it ends the session.
+	End(ctx context.Context, id, token string) (SessionEnd, error)
 }
 
 // SessionRequest is the body of POST /v1/sessions.
@@ -100,6 +101,12 @@ type SessionGrant struct {
 	Files   int      `json:"files"`
 	// Image is the image (by ID) a docker or runsc session runs in.
 	Image string `json:"image,omitempty"`
+}
+
+// SessionEndRequest is the body of POST /v1/sessions/{id}/end: the
+// session's token, which its launcher holds.
+type SessionEndRequest struct {
+	Token string `json:"token"`
 }
 
 // SessionEnd is the answer of POST /v1/sessions/{id}/end.
@@ -149,7 +156,11 @@ func (s *Server) handleSessions(h Sessions) {
 			WriteError(w, http.StatusBadRequest, errcode.InvalidArgument, "session id must match ^[A-Za-z0-9_-]{1,64}$", nil)
 			return
 		}
-		res, err := h.End(r.Context(), id)
+		var req SessionEndRequest
+		if !decodeBody(w, r, &req, "session end") {
+			return
+		}
+		res, err := h.End(r.Context(), id, req.Token)
 		if err != nil {
 			s.fail(w, err)
 			return
@@ -175,15 +186,20 @@ func (c *Client) RegisterSession(ctx context.Context, req SessionRequest) (Sessi
 	return g, err
 }
 
-// EndSession tells the app a session's launcher is done.
-func (c *Client) EndSession(ctx context.Context, id string) (SessionEnd, error) {
+// EndSession tells the app a session's launcher is done; token is the
+// session's, which proves it.
+func (c *Client) EndSession(ctx context.Context, id, token string) (SessionEnd, error) {
 	if !proposal.ValidSessionID(id) {
 		return SessionEnd{}, badArgument("session id must match ^[A-Za-z0-9_-]{1,64}$")
+	}
+	body, err := json.Marshal(SessionEndRequest{Token: token})
+	if err != nil {
+		return SessionEnd{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, sessionTimeout)
 	defer cancel()
 	var res SessionEnd
-	err := c.Do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/end", nil, &res)
+	err = c.Do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/end", bytes.NewReader(body), &res)
 	return res, err
 }
 

@@ -36,7 +36,7 @@ func (o *oneSession) Register(context.Context, SessionRequest) (SessionGrant, er
 	return SessionGrant{}, errcode.New(errcode.Unsupported, "not in this test")
 }
 
-func (o *oneSession) End(context.Context, string) (SessionEnd, error) {
+func (o *oneSession) End(context.Context, string, string) (SessionEnd, error) {
 	return SessionEnd{Message: "ended"}, nil
 }
 
@@ -163,7 +163,7 @@ func TestSessions_TokenLimits(t *testing.T) {
 	}
 	// A session's token cannot end a session, its own included.
 	code, body = raw(t, e.srv.Addr(), strings.Join([]string{"POST /v1/sessions/s1/end HTTP/1.1", "Host: " + e.srv.Addr(),
-		"Authorization: Bearer " + s.token, "Content-Length: 0", "Connection: close"}, "\r\n")+"\r\n\r\n")
+		"Authorization: Bearer " + s.token, "Content-Length: 2", "Connection: close"}, "\r\n")+"\r\n\r\n{}")
 	if code != http.StatusForbidden {
 		t.Fatalf("a session's token ended a session: %d %s", code, body)
 	}

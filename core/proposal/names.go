@@ -55,6 +55,10 @@ func validRemoteName(s string) bool {
 	return remotePattern.MatchString(s) && !strings.HasSuffix(s, ".lock")
 }
 
+// ValidPath reports whether s is a path a proposal may name: clean,
+// repository-relative, outside .git.
+func ValidPath(s string) bool { return validRelPath(s, false) }
+
 // validRelPath accepts a clean repository-relative path that stays inside
 // the working tree and does not reach into a .git directory (by the one
 // rule of core/gitpath, at any depth). "." (the
