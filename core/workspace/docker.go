@@ -185,47 +185,14 @@ func (d *Docker) config(spec ContainerSpec) (*container.Config, *container.HostC
 			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
 		})
 	}
-	pids := spec.Limits.PIDs
-	if spec.RuntimeName == "runsc" {
-		// Under gVisor the Engine's PID limit counts the sandbox's own
-		// host threads as well as the workload's processes, and the
-		// sandbox's grow with blocking system calls on a loaded machine.
-		// Headroom for them keeps a busy machine from killing a run that
-		// stays within its limit; a fork loop still meets it.
-		pids = min(pids+runscThreadHeadroom, HardLimits.PIDs)
-	}
-	cpus := spec.Limits.CPUs
-	if n := float64(runtime.NumCPU()); cpus > n {
-		cpus = n
-	}
 	netMode := "none"
 	var nc *network.NetworkingConfig
 	if spec.Network != "" {
 		netMode = spec.Network
 		nc = &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{spec.Network: {}}}
 	}
-	hc := &container.HostConfig{
-		NetworkMode:    container.NetworkMode(netMode),
-		CapDrop:        []string{"ALL"},
-		SecurityOpt:    []string{"no-new-privileges"},
-		ReadonlyRootfs: true,
-		Privileged:     false,
-		IpcMode:        "private",
-		PidMode:        "",
-		CgroupnsMode:   "private",
-		Tmpfs:          map[string]string{"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", spec.Limits.TmpfsBytes)},
-		Mounts:         mounts,
-		LogConfig:      container.LogConfig{Type: "none"},
-		Runtime:        spec.RuntimeName,
-		ShmSize:        64 << 20,
-		Resources: container.Resources{
-			Memory:     spec.Limits.MemoryBytes,
-			MemorySwap: spec.Limits.MemoryBytes,
-			NanoCPUs:   int64(cpus * 1e9),
-			PidsLimit:  &pids,
-			Ulimits:    []*container.Ulimit{{Name: "core", Soft: 0, Hard: 0}},
-		},
-	}
+	hc := hardened(spec.Limits, spec.RuntimeName, netMode, mounts,
+		map[string]string{"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", spec.Limits.TmpfsBytes)})
 	return cfg, hc, nc
 }
 
@@ -554,4 +521,42 @@ func (d *Docker) EgressNetwork(ctx context.Context) (EgressNetwork, error) {
 	}
 	d.net = &EgressNetwork{Name: egressNetName, Gateway: gw, Bridge: bridge}
 	return *d.net, nil
+}
+
+// hardened is the host configuration of every container Sluice starts (a
+// workspace's run, a confined session's agent): no capabilities, no new
+// privileges, a read-only root, private IPC and cgroup namespaces, no log
+// driver, no core dumps, and the limits: memory without swap, CPUs no
+// more than the machine has, PIDs with runsc's headroom.
+func hardened(lim Limits, runtimeName, netMode string, mounts []mount.Mount, tmpfs map[string]string) *container.HostConfig {
+	pids := lim.PIDs
+	if runtimeName == "runsc" {
+		// Under gVisor the Engine's PID limit counts the sandbox's own
+		// host threads as well as the workload's processes, and the
+		// sandbox's grow with blocking system calls on a loaded machine.
+		// Headroom for them keeps a busy machine from killing a run that
+		// stays within its limit; a fork loop still meets it.
+		pids = min(pids+runscThreadHeadroom, HardLimits.PIDs)
+	}
+	cpus := min(lim.CPUs, float64(runtime.NumCPU()))
+	return &container.HostConfig{
+		NetworkMode:    container.NetworkMode(netMode),
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		ReadonlyRootfs: true,
+		IpcMode:        "private",
+		CgroupnsMode:   "private",
+		Tmpfs:          tmpfs,
+		Mounts:         mounts,
+		LogConfig:      container.LogConfig{Type: "none"},
+		Runtime:        runtimeName,
+		ShmSize:        64 << 20,
+		Resources: container.Resources{
+			Memory:     lim.MemoryBytes,
+			MemorySwap: lim.MemoryBytes,
+			NanoCPUs:   int64(cpus * 1e9),
+			PidsLimit:  &pids,
+			Ulimits:    []*container.Ulimit{{Name: "core", Soft: 0, Hard: 0}},
+		},
+	}
 }

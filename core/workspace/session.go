@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -73,27 +72,13 @@ func (s SessionContainerSpec) config() (*container.Config, *container.HostConfig
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: b.Source, Target: b.Target, ReadOnly: b.ReadOnly,
 			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
 	}
-	pids := s.Limits.PIDs
-	if s.RuntimeName == "runsc" {
-		pids = min(pids+runscThreadHeadroom, HardLimits.PIDs)
-	}
-	cpus := min(s.Limits.CPUs, float64(runtime.NumCPU()))
-	tmpfs := fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", s.Limits.TmpfsBytes)
-	hc := &container.HostConfig{
-		NetworkMode: "none", CapDrop: []string{"ALL"}, SecurityOpt: []string{"no-new-privileges"},
-		ReadonlyRootfs: true, IpcMode: "private", CgroupnsMode: "private",
+	hc := hardened(s.Limits, s.RuntimeName, "none", mounts, map[string]string{
+		"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", s.Limits.TmpfsBytes),
 		// The sockets are bound under /run/sluice, on this tmpfs.
-		Tmpfs:     map[string]string{"/tmp": tmpfs, "/run": "rw,nosuid,nodev,size=1048576,mode=755"},
-		Mounts:    mounts,
-		LogConfig: container.LogConfig{Type: "none"},
-		Runtime:   s.RuntimeName,
-		// The agent's first look at its terminal sees the person's size.
-		ConsoleSize: [2]uint{s.Rows, s.Cols},
-		Resources: container.Resources{
-			Memory: s.Limits.MemoryBytes, MemorySwap: s.Limits.MemoryBytes, NanoCPUs: int64(cpus * 1e9), PidsLimit: &pids,
-			Ulimits: []*container.Ulimit{{Name: "core", Soft: 0, Hard: 0}},
-		},
-	}
+		"/run": "rw,nosuid,nodev,size=1048576,mode=755",
+	})
+	// The agent's first look at its terminal sees the person's size.
+	hc.ConsoleSize = [2]uint{s.Rows, s.Cols}
 	return cfg, hc
 }
 
@@ -116,6 +101,9 @@ func ValidateSessionContainer(cfg *container.Config, hc *container.HostConfig, a
 	}
 	if !filepath.IsAbs(cfg.WorkingDir) {
 		return refusal("the working directory must be absolute")
+	}
+	if len(cfg.Volumes) != 0 || len(cfg.ExposedPorts) != 0 || cfg.Healthcheck != nil || len(cfg.OnBuild) != 0 {
+		return refusal("volumes, exposed ports, health checks and build triggers are refused")
 	}
 	for _, kv := range cfg.Env {
 		k, _, ok := strings.Cut(kv, "=")
@@ -213,10 +201,12 @@ func (c *SessionContainer) Wait() (int, error) {
 	waitC, errC := c.d.cli.ContainerWait(context.Background(), c.id, container.WaitConditionNotRunning)
 	select {
 	case w := <-waitC:
-		// What it printed last reaches the person before the code does.
+		// What it printed last reaches the person before the code does:
+		// the attached stream ends once the container is gone (the bound
+		// is for an Engine that never closes it).
 		select {
 		case <-c.closed:
-		case <-time.After(2 * time.Second):
+		case <-time.After(time.Minute):
 		}
 		return int(w.StatusCode), nil
 	case err := <-errC:

@@ -63,11 +63,15 @@ func TestValidateSessionContainer_Refusals(t *testing.T) {
 		"a restart policy": func(_ *container.Config, h *container.HostConfig) {
 			h.RestartPolicy.Name = container.RestartPolicyAlways
 		},
-		"no memory limit": func(_ *container.Config, h *container.HostConfig) { h.Memory = 0 },
-		"no pids limit":   func(_ *container.Config, h *container.HostConfig) { h.PidsLimit = nil },
-		"a relative cwd":  func(c *container.Config, _ *container.HostConfig) { c.WorkingDir = "src" },
-		"no command":      func(c *container.Config, _ *container.HostConfig) { c.Cmd = nil },
-		"writable root":   func(_ *container.Config, h *container.HostConfig) { h.ReadonlyRootfs = false },
+		"no memory limit":     func(_ *container.Config, h *container.HostConfig) { h.Memory = 0 },
+		"no pids limit":       func(_ *container.Config, h *container.HostConfig) { h.PidsLimit = nil },
+		"a relative cwd":      func(c *container.Config, _ *container.HostConfig) { c.WorkingDir = "src" },
+		"no command":          func(c *container.Config, _ *container.HostConfig) { c.Cmd = nil },
+		"writable root":       func(_ *container.Config, h *container.HostConfig) { h.ReadonlyRootfs = false },
+		"an anonymous volume": func(c *container.Config, _ *container.HostConfig) { c.Volumes = map[string]struct{}{"/data": {}} },
+		"a health check": func(c *container.Config, _ *container.HostConfig) {
+			c.Healthcheck = &container.HealthConfig{Test: []string{"CMD", "true"}}
+		},
 	}
 	cfg, hc := sessionSpec(img, binds, "/run/sluice/bin/sluice-sidecar", "sandbox-init", "--", "claude").config()
 	if err := ValidateSessionContainer(cfg, hc, binds); err != nil {
