@@ -72,17 +72,17 @@ func (o *Origin) Describe() string {
 	if o == nil {
 		return Unconfined
 	}
-	net := "no network"
+	net := "none"
 	if len(o.Network) > 0 {
-		net = "network: " + strings.Join(o.Network, ", ")
+		net = strings.Join(o.Network, ", ")
 	}
 	id := o.Session
 	if len(id) > 8 {
 		id = id[:8]
 	}
-	s := fmt.Sprintf("confined session %s (%s; %s)", id, o.Runtime, net)
+	s := fmt.Sprintf("confined session (%s; network: %s), session %s", o.Runtime, net, id)
 	if o.Leftover {
-		s += "; changes the session left and never proposed"
+		s += ": changes it left and never proposed"
 	}
 	return s
 }

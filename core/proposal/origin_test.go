@@ -69,11 +69,11 @@ func TestOrigin_Describe(t *testing.T) {
 		t.Errorf("unconfined: %q", got)
 	}
 	o := &Origin{Session: "6b794f9503a38fe7", Runtime: "bubblewrap", Network: []string{"api.anthropic.com"}}
-	if got := o.Describe(); got != "confined session 6b794f95 (bubblewrap; network: api.anthropic.com)" {
+	if got := o.Describe(); got != "confined session (bubblewrap; network: api.anthropic.com), session 6b794f95" {
 		t.Errorf("confined: %q", got)
 	}
 	o.Network, o.Leftover = nil, true
-	if got := o.Describe(); got != "confined session 6b794f95 (bubblewrap; no network); changes the session left and never proposed" {
+	if got := o.Describe(); got != "confined session (bubblewrap; network: none), session 6b794f95: changes it left and never proposed" {
 		t.Errorf("leftover: %q", got)
 	}
 }

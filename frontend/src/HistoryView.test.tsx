@@ -74,7 +74,7 @@ describe("HistoryView", () => {
       id: "h3",
       state: "completed",
       origin: { session: "s1", runtime: "bubblewrap", network: ["api.anthropic.com"] },
-      confinement: "confined session (bubblewrap; network: api.anthropic.com)",
+      confinement: "confined session (bubblewrap; network: api.anthropic.com), session 6b794f95",
       outcome: { message: "committed", at: "2026-01-01T11:00:00.000Z" },
     });
     stubFetch({ "GET /api/history?limit=200": { body: [confined, failed] } });
@@ -84,7 +84,7 @@ describe("HistoryView", () => {
     const mark = (id: string) => document.querySelector<HTMLElement>(`#history-${id} .origin-mark`)!;
     expect(mark("h3").textContent).toBe("ran confined");
     expect(mark("h3").dataset.confined).toBe("true");
-    expect(mark("h3").title).toBe("confined session (bubblewrap; network: api.anthropic.com)");
+    expect(mark("h3").title).toBe("confined session (bubblewrap; network: api.anthropic.com), session 6b794f95");
     expect(mark("h2").textContent).toBe("ran as your account");
     expect(mark("h2").dataset.confined).toBe("false");
     expect(mark("h2").classList.contains("warn")).toBe(true);

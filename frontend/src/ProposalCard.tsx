@@ -474,11 +474,6 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
  */
 function Confinement({ card }: { card: Card }) {
   const confined = !!card.origin;
-  const text =
-    card.confinement ||
-    (confined ? "confined session" : "runs as your account: it could write to the repository without asking");
-  // The app's line names a leftover already; an older one may not.
-  const leftover = card.origin?.leftover && !/never proposed/.test(text);
   return (
     <p
       id="card-confinement"
@@ -493,10 +488,7 @@ function Confinement({ card }: { card: Card }) {
         </span>
       )}
       <span className="visually-hidden">:</span>{" "}
-      <span className="confinement-text">
-        {text}
-        {leftover && "; changes the session left and never proposed"}
-      </span>
+      <span className="confinement-text">{card.confinement}</span>
     </p>
   );
 }

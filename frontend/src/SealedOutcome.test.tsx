@@ -223,7 +223,7 @@ describe("SealedOutcome of a confined session's commit", () => {
       id: "s1",
       op: "commit",
       origin: { session: "x1", runtime: "bubblewrap" },
-      confinement: "confined session (bubblewrap; no network)",
+      confinement: "confined session (bubblewrap; network: none), session 6b794f95",
       sealed,
     });
     stubFetch({
