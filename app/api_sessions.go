@@ -14,10 +14,9 @@ import (
 // SessionView is one confined session as the Sessions screen shows it.
 type SessionView struct {
 	ID string `json:"id"`
-	// Agent is what the session's proposals are made as; Program what it
-	// runs (a client's name, or a command).
+	// Agent is what the session runs (a client's name, or a command),
+	// which its proposals are made as.
 	Agent    string   `json:"agent"`
-	Program  string   `json:"program"`
 	Repo     string   `json:"repo"`
 	RepoName string   `json:"repoName"`
 	Runtime  string   `json:"runtime"`
@@ -69,7 +68,7 @@ func (api *API) Sessions() ([]SessionView, error) {
 			if (s.State == confined.StateRunning) != running {
 				continue
 			}
-			v := SessionView{ID: s.ID, Agent: s.Agent, Program: s.Name(), Repo: s.Repo, RepoName: filepath.Base(s.Repo),
+			v := SessionView{ID: s.ID, Agent: s.Agent, Repo: s.Repo, RepoName: filepath.Base(s.Repo),
 				Runtime: s.Runtime, Network: nonNil(s.Network), Granted: nonNil(s.Granted), State: string(s.State),
 				StartedAt: s.StartedAt.UTC().Format(time.RFC3339), Proposals: count[s.ID], Leftover: s.Leftover,
 				LeftoverFiles: s.LeftoverFiles, Note: s.Note}

@@ -42,7 +42,6 @@ describe("SessionsView", () => {
           agentSession({
             id: "s2",
             agent: "aider",
-            program: "cmd-aider",
             repo: "/home/me/src/blog",
             repoName: "blog",
             network: [],
@@ -65,9 +64,11 @@ describe("SessionsView", () => {
     const hosts = Array.from(running.querySelectorAll(".hosts li")).map((li) => li.textContent);
     expect(hosts).toEqual(["api.anthropic.com", "proxy.golang.org you allowed"]);
     expect(within(running).getByText("bubblewrap")).toBeTruthy();
+    // The id its cards name ("…, session 6b794f95").
+    expect(running.querySelector(".session-id")?.textContent).toBe("s1");
     expect(within(running).getByRole("button", { name: "Stop" }).id).toBe("stop-session-s1");
 
-    expect(within(ended).getByRole("heading", { level: 2 }).textContent).toBe("cmd-aider as aider in blog");
+    expect(within(ended).getByRole("heading", { level: 2 }).textContent).toBe("aider in blog");
     expect(ended.textContent).toMatch(/ended .*\(ran 42m 00s\)/);
     expect(ended.querySelector(".session-proposals")?.textContent).toBe("none yet");
     expect(ended.querySelector(".hosts")).toBeNull();

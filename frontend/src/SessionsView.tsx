@@ -118,13 +118,7 @@ function SessionItem({ session: s, onChanged }: { session: AgentSession; onChang
     <article id={`session-${s.id}`} className="panel session" data-state={s.state} aria-labelledby={titleId}>
       <header className="card-head">
         <h2 id={titleId}>
-          <span className="session-program">{s.program}</span>
-          {s.agent && s.agent !== s.program && (
-            <span className="muted">
-              {" "}
-              as <span className="session-agent">{s.agent}</span>
-            </span>
-          )}{" "}
+          <span className="session-program">{s.agent}</span>{" "}
           <span className="muted">in</span>{" "}
           <span className="repo" title={s.repo}>
             {s.repoName}
@@ -155,6 +149,12 @@ function SessionItem({ session: s, onChanged }: { session: AgentSession; onChang
         <dt>Runtime</dt>
         <dd>
           <code>{s.runtime}</code>
+        </dd>
+        <dt>Session</dt>
+        <dd>
+          <code className="session-id" title={s.id}>
+            {s.id.slice(0, 8)}
+          </code>
         </dd>
         {s.leftover && (
           <>

@@ -195,8 +195,8 @@ export interface Origin {
 /** A confined agent session (`sluice run`). */
 export interface AgentSession {
   id: string;
+  /** The client (claude-code, …) or command it runs, which its proposals are made as. */
   agent: string;
-  program: string;
   repo: string;
   repoName: string;
   runtime: string;

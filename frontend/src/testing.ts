@@ -122,7 +122,6 @@ export function agentSession(over: Partial<AgentSession> = {}): AgentSession {
   return {
     id: "s1",
     agent: "claude-code",
-    program: "claude-code",
     repo: "/home/me/src/shop",
     repoName: "shop",
     runtime: "bubblewrap",
