@@ -396,7 +396,8 @@ func driveConfined(t *testing.T, a confinedAgent) {
 		t.Fatalf("the card's data: %v %s", err, raw)
 	}
 	// The card names the session, its sandbox and its network.
-	if want := "confined session " + sealed.Origin.Session[:8] + " (" + runtime + "; network: "; confined != "true" || !strings.Contains(line, want) || !strings.Contains(line, "127.0.0.1") {
+	if want := "confined session (" + runtime + "; network: "; confined != "true" || !strings.Contains(line, want) || !strings.Contains(line, "127.0.0.1") ||
+		!strings.Contains(line, "session "+sealed.Origin.Session[:8]) {
 		t.Fatalf("the card says %q (data-confined=%q), want %q… with the model's host", line, confined, want)
 	}
 	actx, cancelApprove := context.WithTimeout(bctx, 45*time.Second)
