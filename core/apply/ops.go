@@ -2,14 +2,12 @@ package apply
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
@@ -363,21 +361,25 @@ func inTheWay(wt worktree, added []string) []string {
 	return in
 }
 
-// standing returns what stands in the worktree where path would go: path
-// itself when it exists, or the first of its parents that is not a
-// directory; "" when nothing does.
+// standing returns what stands in the worktree where path would go: the
+// first of its parents that is not a directory (a file, or a symlink,
+// which git would replace rather than write through), or path itself
+// when it exists; "" when nothing does.
 func standing(wt worktree, path string) string {
-	if _, err := os.Lstat(filepath.Join(wt.path, filepath.FromSlash(path))); err == nil {
-		return path
-	} else if !errors.Is(err, syscall.ENOTDIR) {
-		return ""
-	}
 	parts := strings.Split(path, "/")
 	for i := 1; i < len(parts); i++ {
 		p := strings.Join(parts[:i], "/")
-		if st, err := os.Lstat(filepath.Join(wt.path, filepath.FromSlash(p))); err == nil && !st.IsDir() {
+		st, err := os.Lstat(filepath.Join(wt.path, filepath.FromSlash(p)))
+		if err != nil {
+			// A parent that is missing has nothing under it.
+			return ""
+		}
+		if !st.IsDir() {
 			return p
 		}
+	}
+	if _, err := os.Lstat(filepath.Join(wt.path, filepath.FromSlash(path))); err == nil {
+		return path
 	}
 	return ""
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/sluicehq/sluice/core/errcode"
@@ -46,34 +45,58 @@ func (s *commitStep) check(ctx context.Context, r *run) error {
 	return requireNoOperation(r.main.main())
 }
 
+// touch: a session's commit writes files of the checkout
+// (Sealed.Checkout), so the restore point holds the files too, and
+// undoing the commit takes them back.
+func (s *commitStep) touch(ctx context.Context, r *run, t touches) error {
+	if err := s.commitsOnHead.touch(ctx, r, t); err != nil {
+		return err
+	}
+	if r.p.Origin != nil {
+		t.of(r.main).addWorktree(r.main.main(), depthFiles)
+	}
+	return nil
+}
+
 func (s *commitStep) do(ctx context.Context, r *run, w *writing) error {
 	sealed := r.sealedStep()
 	if sealed == nil {
 		return errcode.New(errcode.Unsupported, "the commit has no sealed outcome; nothing was run")
 	}
-	// A session's commit writes files of the checkout: each must still be
-	// as the card found it. What the person staged stays staged.
-	var staged []string
-	if r.p.Origin != nil {
-		if err := r.checkCheckout(ctx, sealed); err != nil {
-			return err
-		}
-		touched, err := r.touchedInCheckout(ctx, sealed.SealedPaths())
+	if r.p.Origin == nil {
+		sha, err := r.commitSealed(ctx, w, s.sym, withTrailers(s.a.Message, r.p), sealed, nil)
 		if err != nil {
 			return err
 		}
-		for p, why := range touched {
-			if strings.Contains(why, "staged") {
-				staged = append(staged, p)
-			}
-		}
+		r.note("committed the sealed %d file(s) on %s: %s", len(sealed.Files), branchName(s.sym), short(sha))
+		return nil
 	}
-	sha, err := r.commitSealed(ctx, w, s.sym, withTrailers(s.a.Message, r.p), sealed, staged)
+	// A session's commit writes files of the checkout: each must still be
+	// as the card found it, with nothing of the person's in its way. What
+	// they staged stays staged.
+	plan, err := r.planCheckout(ctx, sealed.Files)
+	if err != nil {
+		return err
+	}
+	if err := plan.requireWritable(sealed.Checkout); err != nil {
+		return err
+	}
+	old := r.expect["HEAD"]
+	sha, err := r.commitSealed(ctx, w, s.sym, withTrailers(s.a.Message, r.p), sealed, &plan.index)
+	if err != nil && sha != "" {
+		return r.takeBack(ctx, w, s.sym, old, sha, sealed, &plan.index, &checkoutWrite{}, err)
+	}
 	if err != nil {
 		return err
 	}
 	r.note("committed the sealed %d file(s) on %s: %s", len(sealed.Files), branchName(s.sym), short(sha))
-	return r.writeCheckout(ctx, sealed)
+	// All or nothing: a checkout that cannot be written (something of the
+	// person's appeared in the way since the check) takes the commit back.
+	wr, err := r.writeCheckout(ctx, sealed)
+	if err != nil {
+		return r.takeBack(ctx, w, s.sym, old, sha, sealed, &plan.index, wr, err)
+	}
+	return nil
 }
 
 // commitSealed commits exactly the sealed tree with the person's git:
@@ -83,7 +106,11 @@ func (s *commitStep) do(ctx context.Context, r *run, w *writing) error {
 // for the committed paths only, and the working tree is never touched, so
 // a later edit stays there, uncommitted. When a hook changes what is
 // committed, the commit is taken off again: what lands is what was shown.
-func (r *run) commitSealed(ctx context.Context, w *writing, sym, msg string, sealed *proposal.Sealed, staged []string) (string, error) {
+// keep, for a session's commit, is what the index keeps through it; then
+// an index that cannot be updated is an error, returned with the commit,
+// for the caller to take the commit back (the checkout is written from
+// the index).
+func (r *run) commitSealed(ctx context.Context, w *writing, sym, msg string, sealed *proposal.Sealed, keep *indexKeep) (string, error) {
 	rc := r.main
 	old := r.expect["HEAD"]
 	tmp, err := os.MkdirTemp("", "sluice-commit-")
@@ -134,12 +161,19 @@ func (r *run) commitSealed(ctx context.Context, w *writing, sym, msg string, sea
 	r.moved(rc, ref, sha, true)
 	// The person's index: the committed paths now match the new HEAD;
 	// every other entry (their own staged work) stays as it was.
-	paths := slices.DeleteFunc(sealed.SealedPaths(), func(p string) bool { return slices.Contains(staged, p) })
+	paths := keep.resetPaths(sealed)
 	// (No paths would make the reset one of the whole index.)
 	if len(paths) > 0 {
 		if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"reset", "--quiet", "--no-refresh", sha, "--pathspec-from-file=-", "--pathspec-file-nul"},
-			stdin: nulList(paths)}); err != nil {
+			stdin: nulList(paths)}); err != nil && keep != nil {
+			return sha, err
+		} else if err != nil {
 			r.note("the commit landed, but the index could not be updated for its paths (%v): run git reset -- %s", err, strings.Join(limitList(paths, 10), " "))
+		} else {
+			changes := pathChanges(sealed.Files)
+			if err := keep.mark(ctx, rc, func(p string) bool { return changes[p] != nil && !changes[p].deleted() }); err != nil {
+				r.note("the commit landed, but the assume-unchanged or skip-worktree marks of its paths could not be set again (%v)", err)
+			}
 		}
 	}
 	// Between the commit and the index update a crash leaves an

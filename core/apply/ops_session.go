@@ -1,29 +1,33 @@
 package apply
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
 // Commits from a confined session. The session's agent never wrote the
 // person's files: it worked in a private copy. So a commit it proposes
-// takes its content from the copy (the named paths as they are there;
-// with stageAll, every file the agent changed there since the copy was
-// made), lands on the person's branch as any approved commit does, with
-// their git, and then brings their checkout along: each committed file
-// that the person had not touched is written with the committed content
-// (a deleted one removed), so their checkout shows the commit instead of
-// its reverse. A file the person has uncommitted work in stays as it is,
-// and the card says so (Sealed.Keeps); every file the executor will write
-// is on the card (Sealed.Checkout) and must still be untouched when it
-// runs, or nothing runs.
+// takes its content from the copy (every file the agent changed there
+// since the copy was made, or those of them at the named paths), lands on
+// the person's branch as any approved commit does, with their git, and
+// then brings their checkout along: each committed file that the person
+// had not touched is written with the committed content (a deleted one
+// removed), so their checkout shows the commit instead of its reverse. A
+// file the person has work in stays as it is, and the card says so
+// (Sealed.Keeps); every file the executor will write is on the card
+// (Sealed.Checkout) and must still be untouched when it runs, or nothing
+// runs. A file of the person's that git does not track (untracked or
+// ignored) where the commit would write refuses the proposal: Sluice
+// never overwrites or deletes one. The checkout is planned in
+// session_checkout.go.
 
 // SessionCopies finds a confined session's private copy.
 type SessionCopies interface {
@@ -65,17 +69,10 @@ func (src *sessionSource) run(ctx context.Context, sl *sealing, c call) (result,
 	return sl.rc.g.run(ctx, c)
 }
 
-// addFrom stages paths from the copy into the temporary index of env.
-func (src *sessionSource) addFrom(ctx context.Context, sl *sealing, env []string, paths []string) error {
-	_, err := src.run(ctx, sl, call{args: []string{"add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul"}, env: env, stdin: nulList(paths)})
-	if err != nil {
-		if st := stderrOf(err); strings.Contains(st, "did not match") || strings.Contains(st, "ignored by one of your .gitignore") || strings.Contains(st, "beyond a symbolic link") {
-			return &errcode.Error{Code: errcode.InvalidArgument, Err: err, Msg: "a path cannot be committed from the session's copy: " + clip(strings.TrimSpace(st), 500)}
-		}
-		return err
-	}
-	return nil
-}
+// copyChange is one path the agent changed in its copy since the copy was
+// made, with what the copy holds there now (mode and blob; both "" where
+// the agent deleted it).
+type copyChange struct{ path, mode, blob string }
 
 // state is the tree the copy holds now (every file that is not ignored)
 // and the tree it was made at.
@@ -94,37 +91,75 @@ func (src *sessionSource) state(ctx context.Context, sl *sealing) (baseTree, now
 	return baseTree, now, err
 }
 
-// changed lists every path the agent changed in the copy since it was
-// made (not ignored; added, modified, deleted).
-func (src *sessionSource) changed(ctx context.Context, sl *sealing) ([]string, error) {
+// changes lists every path the agent changed in the copy since it was
+// made (not ignored; added, modified, deleted), from one reading of the
+// copy.
+func (src *sessionSource) changes(ctx context.Context, sl *sealing) ([]copyChange, error) {
 	baseTree, now, err := src.state(ctx, sl)
 	if err != nil {
 		return nil, err
 	}
-	return sl.listPaths(ctx, nil, "diff-tree", "-r", "-z", "--name-only", "--no-commit-id", baseTree, now, "--")
+	res, err := sl.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-commit-id", baseTree, now, "--"}})
+	if err != nil {
+		return nil, err
+	}
+	var out []copyChange
+	for _, c := range gitx.ParseRawNumstat(res.out) {
+		if c.Status == 'D' {
+			out = append(out, copyChange{path: c.Path})
+		} else {
+			out = append(out, copyChange{path: c.Path, mode: c.Mode, blob: c.Blob})
+		}
+	}
+	return out, nil
 }
 
-// sealFromCopy seals a session's commit.
+// named reports whether path is one of paths or inside one of them.
+func named(paths []string, path string) bool {
+	return slices.ContainsFunc(paths, func(p string) bool { return path == p || strings.HasPrefix(path, p+"/") })
+}
+
+// sealFromCopy seals a session's commit: HEAD's tree with, at each path
+// the agent changed in its copy since the copy was made (all of them with
+// stageAll, else those at or under the named paths), what the copy holds
+// there. A path the agent never changed keeps HEAD's content, so a commit
+// the person made after the session began is never reverted by the
+// copy's older version of it.
 func (s *commitStep) sealFromCopy(ctx context.Context, sl *sealing, src *sessionSource) (proposal.Sealed, error) {
 	base := sl.r.expect["HEAD"]
 	before, err := sl.tree(ctx, base)
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
-	paths := s.a.Paths
-	if s.a.StageAll {
-		if paths, err = src.changed(ctx, sl); err != nil {
-			return proposal.Sealed{}, err
+	changed, err := src.changes(ctx, sl)
+	if err != nil {
+		return proposal.Sealed{}, err
+	}
+	if !s.a.StageAll {
+		changed = slices.DeleteFunc(changed, func(c copyChange) bool { return !named(s.a.Paths, c.path) })
+	}
+	if len(changed) == 0 {
+		msg := "there is nothing to commit: nothing changed in the session's copy"
+		if !s.a.StageAll {
+			msg = "there is nothing to commit: the agent changed nothing in its copy at " + strings.Join(limitList(s.a.Paths, 10), ", ")
 		}
-		if len(paths) == 0 {
-			return proposal.Sealed{}, &errcode.Error{Code: errcode.NothingToCommit, Msg: "there is nothing to commit: nothing changed in the session's copy"}
-		}
+		return proposal.Sealed{}, &errcode.Error{Code: errcode.NothingToCommit, Msg: msg}
 	}
 	env, _, err := sl.index(ctx, before, nil)
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
-	if err := src.addFrom(ctx, sl, env, paths); err != nil {
+	// Entry by entry: mode 0 removes a path; an entry that needs a
+	// directory where HEAD has a file (or the reverse) replaces it.
+	var in bytes.Buffer
+	for _, c := range changed {
+		if c.mode == "" {
+			fmt.Fprintf(&in, "0 %s\t%s\x00", sl.rc.g.zero, c.path)
+		} else {
+			fmt.Fprintf(&in, "%s %s 0\t%s\x00", c.mode, c.blob, c.path)
+		}
+	}
+	if _, err := sl.run(ctx, call{args: []string{"update-index", "-z", "--index-info"}, env: env, stdin: in.Bytes()}); err != nil {
 		return proposal.Sealed{}, err
 	}
 	after, err := sl.writeTree(ctx, env)
@@ -138,150 +173,28 @@ func (s *commitStep) sealFromCopy(ctx context.Context, sl *sealing, src *session
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
-	// The copy's attributes are the ones its files were hashed with.
-	if err := sl.refuseFiltersIn(ctx, files, func(ctx context.Context, c call) (result, error) { return src.run(ctx, sl, c) }); err != nil {
+	// A filter is refused by the attributes of the tree that lands and by
+	// those of the checkout the files are written to, never by the copy's:
+	// its agent could have edited them there without proposing the edit.
+	if err := sl.refuseFiltersIn(ctx, files, env); err != nil {
+		return proposal.Sealed{}, err
+	}
+	if err := sl.refuseFilters(ctx, files); err != nil {
 		return proposal.Sealed{}, err
 	}
 	mv, err := sl.r.headMove(ctx, "")
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
-	out := proposal.Sealed{Base: base, Before: before, After: after, Files: files, Effect: proposal.EffectLands,
-		Moves: []proposal.RefMove{mv}}
-	touched, err := sl.r.touchedInCheckout(ctx, pathsOf(files))
+	plan, err := sl.r.planCheckout(ctx, files)
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
-	for _, p := range pathsOf(files) {
-		if why, ok := touched[p]; ok {
-			out.Keeps = append(out.Keeps, p+": "+why+"; it stays as it is, so after the commit it shows as your change against it")
-			continue
-		}
-		out.Checkout = append(out.Checkout, p)
+	if err := plan.refuseBlocked(sl.rc.main()); err != nil {
+		return proposal.Sealed{}, err
 	}
-	return out, nil
-}
-
-// pathsOf lists every path files change, old paths of renames included.
-func pathsOf(files []proposal.FileChange) []string {
-	var out []string
-	for _, f := range files {
-		out = appendNew(out, f.Path)
-		if f.OldPath != "" {
-			out = appendNew(out, f.OldPath)
-		}
-	}
-	return out
-}
-
-// touchedInCheckout says which of paths the person has touched in their
-// checkout, and how: staged or unstaged changes, an untracked file where
-// the path would be written, an ignored one. It reads only (status takes
-// no optional lock).
-func (r *run) touchedInCheckout(ctx context.Context, paths []string) (map[string]string, error) {
-	out := map[string]string{}
-	if len(paths) == 0 {
-		return out, nil
-	}
-	rc := r.main
-	res, err := rc.g.run(ctx, call{dir: rc.path, global: []string{"--literal-pathspecs"},
-		args: append([]string{"status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames", "--"}, paths...)})
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range strings.Split(string(res.out), "\x00") {
-		if len(e) < 4 {
-			continue
-		}
-		x, y, p := e[0], e[1], e[3:]
-		switch {
-		case x == '?':
-			out[p] = "an untracked file of yours is there"
-		case x == '!':
-			out[p] = "an ignored file of yours is there"
-		case x != ' ':
-			out[p] = "you have staged changes to it"
-		default:
-			_ = y
-			out[p] = "you have uncommitted changes to it"
-		}
-	}
-	// status names a file inside an untracked or ignored directory only by
-	// the directory when it lists the directory; a path under one is
-	// touched too.
-	for _, p := range paths {
-		if _, ok := out[p]; ok {
-			continue
-		}
-		for q, why := range out {
-			if strings.HasSuffix(q, "/") && strings.HasPrefix(p, q) {
-				out[p] = why
-			}
-		}
-	}
-	return out, nil
-}
-
-// checkCheckout refuses, before anything is written, a session commit
-// whose checkout files the person touched since the card was made:
-// writing them would overwrite their work.
-func (r *run) checkCheckout(ctx context.Context, sealed *proposal.Sealed) error {
-	if len(sealed.Checkout) == 0 {
-		return nil
-	}
-	touched, err := r.touchedInCheckout(ctx, sealed.Checkout)
-	if err != nil {
-		return err
-	}
-	var changed []string
-	for _, p := range sealed.Checkout {
-		if _, ok := touched[p]; ok {
-			changed = append(changed, p)
-		}
-	}
-	if len(changed) == 0 {
-		return nil
-	}
-	return &errcode.Error{Code: errcode.StaleBase, Data: map[string]any{"changed": changed},
-		Msg: fmt.Sprintf("%s changed in your checkout since it was proposed, and the card said approving writes it; nothing was changed", strings.Join(limitList(changed, 20), ", "))}
-}
-
-// writeCheckout brings the person's checkout to the commit for the files
-// the card named: the index already holds the commit's entries for them
-// (commitSealed), so they are checked out from it, and the deleted ones
-// removed.
-func (r *run) writeCheckout(ctx context.Context, sealed *proposal.Sealed) error {
-	if len(sealed.Checkout) == 0 {
-		return nil
-	}
-	rc := r.main
-	deleted := map[string]bool{}
-	for _, f := range sealed.Files {
-		if f.Status == proposal.FileDeleted {
-			deleted[f.Path] = true
-		}
-		if f.OldPath != "" {
-			deleted[f.OldPath] = true
-		}
-	}
-	var write []string
-	for _, p := range sealed.Checkout {
-		if deleted[p] {
-			if err := os.Remove(filepath.Join(rc.path, filepath.FromSlash(p))); err != nil && !os.IsNotExist(err) {
-				return err
-			}
-			continue
-		}
-		write = append(write, p)
-	}
-	if len(write) > 0 {
-		if _, err := rc.g.run(ctx, call{dir: rc.path, global: []string{"--literal-pathspecs"},
-			args: []string{"checkout-index", "--force", "--index", "-z", "--stdin"}, stdin: nulList(write)}); err != nil {
-			return err
-		}
-	}
-	r.note("updated %d file(s) in the checkout to the committed content", len(sealed.Checkout))
-	return nil
+	return proposal.Sealed{Base: base, Before: before, After: after, Files: files, Effect: proposal.EffectLands,
+		Moves: []proposal.RefMove{mv}, Checkout: plan.write, Keeps: plan.notes()}, nil
 }
 
 // SessionLeftover lists what the agent of a confined session changed in

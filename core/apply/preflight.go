@@ -84,17 +84,13 @@ func (e *Executor) Preflight(ctx context.Context, p proposal.Proposal) (*Preflig
 	case *commitStep:
 		if p.Origin != nil {
 			// A session's commit: the checkout files it will write must be
-			// as they were; the copy's later edits do not matter (the
-			// sealed content lands).
-			touched, err := r.touchedInCheckout(ctx, sealed.Checkout)
+			// as they were, with nothing of the person's in their way; the
+			// copy's later edits do not matter (the sealed content lands).
+			plan, err := r.planCheckout(ctx, sealed.Files)
 			if err != nil {
 				return nil, err
 			}
-			for _, c := range sealed.Checkout {
-				if _, ok := touched[c]; ok {
-					out.Changed = append(out.Changed, c)
-				}
-			}
+			out.Changed = append(out.Changed, plan.unwritable(sealed.Checkout)...)
 			out.Stale = len(out.Changed) > 0
 			return out, nil
 		}

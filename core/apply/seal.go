@@ -521,11 +521,14 @@ func (rc *repoCtx) commitList(ctx context.Context, include string, exclude ...st
 // would transform on commit: Sluice commits the exact bytes it sealed
 // and runs no filter before a person approved.
 func (s *sealing) refuseFilters(ctx context.Context, files []proposal.FileChange) error {
-	return s.refuseFiltersIn(ctx, files, s.run)
+	return s.refuseFiltersIn(ctx, files, nil)
 }
 
-// refuseFiltersIn is refuseFilters with the attributes run's git sees.
-func (s *sealing) refuseFiltersIn(ctx context.Context, files []proposal.FileChange, run func(context.Context, call) (result, error)) error {
+// refuseFiltersIn is refuseFilters with the attributes of the temporary
+// index of env (check-attr --cached: its .gitattributes files, and the
+// repository's own info/attributes), or of the working tree when env is
+// nil.
+func (s *sealing) refuseFiltersIn(ctx context.Context, files []proposal.FileChange, env []string) error {
 	if len(files) == 0 {
 		return nil
 	}
@@ -538,7 +541,11 @@ func (s *sealing) refuseFiltersIn(ctx context.Context, files []proposal.FileChan
 	if len(paths) == 0 {
 		return nil
 	}
-	res, err := run(ctx, call{args: []string{"check-attr", "--stdin", "-z", "filter"}, stdin: nulList(paths)})
+	args := []string{"check-attr", "--stdin", "-z"}
+	if env != nil {
+		args = append(args, "--cached")
+	}
+	res, err := s.run(ctx, call{args: append(args, "filter"), env: env, stdin: nulList(paths)})
 	if err != nil {
 		return err
 	}
