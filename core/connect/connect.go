@@ -63,6 +63,8 @@ type Options struct {
 	// Confined writes a confined session's home, which is Sluice's own:
 	// no backups, and the folder TrustDir is recorded as trusted the way
 	// the client records a person's answer (the agent in it is confined).
+	// Home must exist then, and every file is read and written inside it
+	// only, never through a link (see ConfinedHome).
 	Confined bool
 	TrustDir string
 
@@ -93,7 +95,7 @@ type FileChange struct {
 	// refuses.
 	ReadOnly bool
 
-	target string // Path with symlinks resolved: where the bytes go
+	target string // where the bytes go: Path with symlinks resolved, except in a confined home
 	mode   fs.FileMode
 	before []byte
 	after  []byte
@@ -126,6 +128,9 @@ type Plan struct {
 	Confined string
 	// noBackups: the files are Sluice's own (a confined home).
 	noBackups bool
+	// home is the confined home the files are in (Options.Confined), ""
+	// for the person's own configuration.
+	home string
 }
 
 // Changed reports whether Apply would write anything.
@@ -143,6 +148,7 @@ type planner struct {
 	opts  Options
 	plan  *Plan
 	files map[string]*FileChange
+	disk  disk
 }
 
 // Make computes what connecting opts.Client would change, reading but never
@@ -162,6 +168,14 @@ func Make(opts Options) (*Plan, error) {
 			Args: serverArgs(opts.Toolsets), Toolsets: opts.Toolsets, noBackups: opts.Confined,
 		},
 		files: map[string]*FileChange{},
+	}
+	if opts.Confined {
+		h, err := OpenConfinedHome(opts.Home)
+		if err != nil {
+			return nil, fmt.Errorf("%w: the confined home: %v", ErrBadOptions, err)
+		}
+		defer h.Close()
+		p.disk.home, p.plan.home = h, h.Dir()
 	}
 	if opts.Args != nil {
 		p.plan.Args = slices.Clone(opts.Args)
@@ -240,16 +254,13 @@ func (p *planner) file(path, format string) (*FileChange, error) {
 	if f := p.files[path]; f != nil {
 		return f, nil
 	}
-	f := &FileChange{Path: path, Format: format, target: path}
+	f := &FileChange{Path: path, Format: format, target: p.disk.target(path)}
 	if p.opts.Scope == ScopeProject {
 		f.mode = 0o644
 	} else {
 		f.mode = 0o600
 	}
-	if t, err := filepath.EvalSymlinks(path); err == nil {
-		f.target = t
-	}
-	st, err := os.Stat(f.target)
+	st, err := p.disk.stat(f.target)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
@@ -257,7 +268,7 @@ func (p *planner) file(path, format string) (*FileChange, error) {
 	case !st.Mode().IsRegular():
 		return nil, fmt.Errorf("%w: %s is not a regular file", ErrConflict, path)
 	default:
-		b, err := os.ReadFile(f.target)
+		b, err := p.disk.readFile(f.target)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
@@ -347,7 +358,7 @@ func (p *planner) known(path string) bool {
 	if p.files[path] != nil {
 		return true
 	}
-	_, err := os.Stat(path)
+	_, err := p.disk.stat(path)
 	return err == nil
 }
 
@@ -432,6 +443,15 @@ func (p *Plan) Apply(now time.Time) (*Applied, error) {
 	if now.IsZero() {
 		now = time.Now()
 	}
+	var d disk
+	if p.home != "" {
+		h, err := OpenConfinedHome(p.home)
+		if err != nil {
+			return nil, err
+		}
+		defer h.Close()
+		d.home = h
+	}
 	for _, f := range p.Files {
 		if !f.Changed {
 			continue
@@ -439,7 +459,7 @@ func (p *Plan) Apply(now time.Time) (*Applied, error) {
 		if f.ReadOnly {
 			return nil, fmt.Errorf("%w: %s (make it writable, or add Sluice's entry by hand; nothing was written)", ErrReadOnly, f.Path)
 		}
-		cur, err := os.ReadFile(f.target)
+		cur, err := d.readFile(f.target)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			if f.Exists {
@@ -457,10 +477,6 @@ func (p *Plan) Apply(now time.Time) (*Applied, error) {
 		if !f.Changed {
 			continue
 		}
-		dir := filepath.Dir(f.target)
-		if err := os.MkdirAll(dir, dirMode(p.Scope)); err != nil {
-			return res, fmt.Errorf("create %s: %w", dir, err)
-		}
 		if f.Exists && !p.noBackups {
 			backup, err := backupFile(f.target, stamp, f.before, f.mode)
 			if err != nil {
@@ -468,7 +484,7 @@ func (p *Plan) Apply(now time.Time) (*Applied, error) {
 			}
 			res.Backups = append(res.Backups, backup)
 		}
-		if err := config.WriteFileAtomic(f.target, f.after, f.mode); err != nil {
+		if err := d.writeFile(f.target, f.after, f.mode, dirMode(p.Scope)); err != nil {
 			return res, fmt.Errorf("write %s: %w", f.Path, err)
 		}
 		res.Written = append(res.Written, f.Path)

@@ -488,6 +488,87 @@ func TestMake_SymlinkedConfig_WritesTarget(t *testing.T) {
 	}
 }
 
+// In a confined home the same link is the agent's: Sluice, running as
+// the person, neither reads the file it names nor writes it, and the
+// link, at the file or on the way to it, is replaced by the home's own.
+func TestMake_Confined_LinkNeverFollowed(t *testing.T) {
+	home, dots := t.TempDir(), t.TempDir()
+	pkg := filepath.Join(dots, "package.json")
+	write(t, pkg, `{"name": "shop", "secret": "OUTSIDE"}`, 0o600)
+	settings := filepath.Join(dots, "claude", "settings.json")
+	write(t, settings, `{"secret": "OUTSIDE"}`, 0o600)
+	if err := os.Symlink(pkg, filepath.Join(home, ".claude.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dots, "claude"), filepath.Join(home, ".claude")); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Make(Options{Client: "claude-code", Command: testCommand, Home: home, GOOS: "linux",
+		Getenv: func(string) string { return "" }, Confined: true, TrustDir: "/home/p/src/shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range p.Files {
+		if f.Exists || strings.Contains(string(f.Content()), "OUTSIDE") {
+			t.Errorf("%s was read through the agent's link:\n%s", f.Path, f.Content())
+		}
+	}
+	if _, err := p.Apply(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if read(t, pkg) != `{"name": "shop", "secret": "OUTSIDE"}` || read(t, settings) != `{"secret": "OUTSIDE"}` {
+		t.Fatal("a file outside the confined home was written")
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dots, "claude")); len(entries) != 1 {
+		t.Fatalf("files were created beside the link's target: %v", entries)
+	}
+	for _, rel := range []string{".claude.json", ".claude", ".claude/settings.json"} {
+		fi, err := os.Lstat(filepath.Join(home, rel))
+		if err != nil || fi.Mode()&os.ModeSymlink != 0 {
+			t.Errorf("%s: %v, %v; want the home's own", rel, fi, err)
+		}
+	}
+	if c := read(t, filepath.Join(home, ".claude.json")); !strings.Contains(c, testCommand) || strings.Contains(c, "OUTSIDE") {
+		t.Fatalf(".claude.json:\n%s", c)
+	}
+}
+
+// A confined plan names only files inside the home: one outside (a
+// variable pointing elsewhere) is refused, and an absolute link that
+// appears between the plan and its writing is not followed either (the
+// home is opened as an os.Root).
+func TestConfinedHome_RefusesTheOutside(t *testing.T) {
+	home, dots := t.TempDir(), t.TempDir()
+	_, err := Make(Options{Client: "codex", Command: testCommand, Home: home, GOOS: "linux", Confined: true,
+		Getenv: func(k string) string { return map[string]string{"CODEX_HOME": dots}[k] }})
+	if !errors.Is(err, ErrOutsideHome) {
+		t.Fatalf("a file outside the home: %v, want ErrOutsideHome", err)
+	}
+	h, err := OpenConfinedHome(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := os.Symlink(dots, filepath.Join(home, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.root.OpenFile("d/x", os.O_WRONLY|os.O_CREATE, 0o600); err == nil {
+		t.Fatal("the home's root followed an absolute link out")
+	}
+	if err := h.WriteFile("d/x", []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(dots); len(entries) != 0 {
+		t.Fatalf("written outside the home: %v", entries)
+	}
+	if read(t, filepath.Join(home, "d", "x")) != "mine" {
+		t.Fatal("the home's file was not written")
+	}
+	if err := h.WriteFile("../escape", nil, 0o600); !errors.Is(err, ErrOutsideHome) {
+		t.Fatalf("a name that climbs out: %v", err)
+	}
+}
+
 func TestApply_FileChangedSincePlan_Refused(t *testing.T) {
 	home := t.TempDir()
 	path := filepath.Join(home, ".cursor", "mcp.json")

@@ -2,7 +2,6 @@ package session
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -28,9 +27,29 @@ type Identity struct{ Name, Email string }
 // for the client agent (nil for a command Sluice does not know):
 // toolsets are the sidecar's, repo the repository's path (the copy's,
 // inside).
+//
+// It runs as the person, outside the sandbox, on a directory the agent
+// writes: nothing in it is reached through a link (connect.ConfinedHome),
+// and the links the agent planted on the way to its own settings (the
+// client's ConfigPaths, ~/.gitconfig) are removed first, so that no
+// later step of Sluice's can follow one to the person's files.
 func PrepareHome(home string, agent *connect.Agent, toolsets []string, repo string, id Identity) error {
 	if err := config.EnsurePrivateDir(home); err != nil {
 		return err
+	}
+	h, err := connect.OpenConfinedHome(home)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	names := []string{".gitconfig"}
+	if agent != nil {
+		names = append(names, agent.ConfigPaths...)
+	}
+	for _, n := range names {
+		if err := h.RemoveLinks(n); err != nil {
+			return err
+		}
 	}
 	if id.Name != "" || id.Email != "" {
 		var b strings.Builder
@@ -41,7 +60,7 @@ func PrepareHome(home string, agent *connect.Agent, toolsets []string, repo stri
 		if id.Email != "" {
 			fmt.Fprintf(&b, "\temail = %s\n", gitConfigValue(id.Email))
 		}
-		if err := config.WriteFileAtomic(filepath.Join(home, ".gitconfig"), []byte(b.String()), 0o600); err != nil {
+		if err := h.WriteFile(".gitconfig", []byte(b.String()), 0o600); err != nil {
 			return err
 		}
 	}
