@@ -11,7 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"strings"
+	"runtime"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -30,18 +30,30 @@ import (
 // session's terminal as its controlling terminal, passes signals on and
 // exits as the agent does.
 
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
-
 func runSandboxInit(args []string, _ io.Writer, stderr io.Writer) int {
+	// First of all: a signal the launcher passes on before the agent runs
+	// must not be lost (as the first process of its PID namespace, this
+	// one gets no signal it does not handle).
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	// Then a session keyring of the sandbox's own, never the person's.
+	// Keyrings are per thread: this goroutine keeps this thread, and the
+	// agent is started from it, so it inherits the new one. (Under
+	// bubblewrap the launcher has left the person's already.)
+	runtime.LockOSThread()
+	if err := session.LeaveSessionKeyring(); err != nil {
+		fmt.Fprintln(stderr, "sluice-sidecar sandbox-init:", err)
+		return 1
+	}
 	fs := flag.NewFlagSet("sandbox-init", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	port := fs.Int("proxy-port", session.ProxyPort, "loopback port of the HTTP proxy")
 	egress := fs.String("egress", session.InsideEgress, "the egress proxy's socket")
-	var forwards listFlag
-	fs.Var(&forwards, "forward", "host:port on loopback to forward through the proxy (repeatable)")
+	var forwards []string
+	fs.Func("forward", "host:port on loopback to forward through the proxy (repeatable)", func(v string) error {
+		forwards = append(forwards, v)
+		return nil
+	})
 	size := fs.String("size", "", "ROWSxCOLS: the terminal's size, set before the agent starts")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -105,8 +117,6 @@ func runSandboxInit(args []string, _ io.Writer, stderr io.Writer) int {
 			attr.Setctty, attr.Ctty = true, 0
 		}
 	}
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	cmd, err := start(attr)
 	if err != nil && (attr.Setctty || attr.Foreground) && (errors.Is(err, syscall.ENOTTY) || errors.Is(err, syscall.EPERM)) {
 		// A terminal that cannot be made a controlling one (gVisor as
@@ -119,6 +129,8 @@ func runSandboxInit(args []string, _ io.Writer, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sluice: cannot start %s in the session: %v\n", argv[0], err)
 		return 127
 	}
+	// A signal that came before the agent ran waits in sigs, and reaches
+	// it now.
 	go func() {
 		for s := range sigs {
 			// The agent leads its own process group.

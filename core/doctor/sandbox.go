@@ -12,7 +12,7 @@ import (
 
 // checkSandbox checks what confined sessions (`sluice run`) need:
 // bubblewrap, and user namespaces that an ordinary user may create. It
-// runs bwrap once, with a new user and network namespace, and says why
+// runs bwrap once, as every session's sandbox begins, and says why
 // when that fails: the switch that is off, and how to turn it on.
 func checkSandbox(ctx context.Context) Result {
 	r := Result{Name: "confined sessions"}
@@ -27,8 +27,9 @@ func checkSandbox(ctx context.Context) Result {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bwrap, "--unshare-user", "--unshare-net", "--unshare-pid", "--ro-bind", "/", "/",
-		"--proc", "/proc", "--dev", "/dev", "--die-with-parent", "--", "/bin/true").CombinedOutput()
+	// The namespaces and flags every session's sandbox has: a bubblewrap
+	// too old for one of them fails here, not at `sluice run`.
+	out, err := exec.CommandContext(ctx, bwrap, append(session.BaseArgs(), "--", "/bin/true")...).CombinedOutput()
 	if err != nil {
 		r.Status, r.Detail = Warn, "bubblewrap at "+bwrap+" cannot create a sandbox: "+strings.TrimSpace(string(out))
 		r.Hint = "unprivileged user namespaces may be restricted; see the lines above, or ask your administrator"

@@ -115,9 +115,8 @@ func benchInside(b *testing.B, cmd string) {
 		return time.Duration(ns / times)
 	}
 	inside := func(int) time.Duration {
-		args := []string{"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
-			"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run",
-			"--bind", copyDir, repo, "--ro-bind", c.Objects, filepath.Join(repo, ".git", OriginAlternate), "--chdir", repo}
+		args := append(BaseArgs(), "--tmpfs", "/tmp", "--tmpfs", "/run",
+			"--bind", copyDir, repo, "--ro-bind", c.Objects, filepath.Join(repo, ".git", OriginAlternate), "--chdir", repo)
 		for _, kv := range env {
 			k, v, _ := strings.Cut(kv, "=")
 			args = append(args, "--setenv", k, v)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -37,7 +38,7 @@ type bwrapProcess struct {
 // own and the launcher copies between the two (raw mode, the person's
 // window size): nothing in the sandbox holds the person's terminal, whose
 // input a process could otherwise inject (TIOCSTI). The sandbox dies with
-// the launcher.
+// the launcher, and starts with a session keyring of its own, empty.
 func (b Bubblewrap) Start(spec *Spec, stdio Stdio) (Process, error) {
 	path := b.Path
 	if path == "" {
@@ -48,6 +49,9 @@ func (b Bubblewrap) Start(spec *Spec, stdio Stdio) (Process, error) {
 	}
 	args, err := AgentArgs(spec)
 	if err != nil {
+		return nil, err
+	}
+	if err := homeMountPoints(spec, append(shown(spec), spec.Session.Repo)); err != nil {
 		return nil, err
 	}
 	info, infoW, err := os.Pipe()
@@ -61,35 +65,62 @@ func (b Bubblewrap) Start(spec *Spec, stdio Stdio) (Process, error) {
 	cmd.ExtraFiles = []*os.File{infoW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	p := &bwrapProcess{cmd: cmd, stdin: stdio.In, restore: func() {}, done: make(chan struct{})}
+	var pts *os.File
 	if stdio.In != nil && term.IsTerminal(int(stdio.In.Fd())) {
-		ptmx, pts, err := pty.Open()
-		if err != nil {
+		if p.ptmx, pts, err = pty.Open(); err != nil {
 			infoW.Close()
 			return nil, err
 		}
-		p.ptmx = ptmx
 		p.Resize()
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = pts, pts, pts
-		err = cmd.Start()
-		pts.Close()
-		if err != nil {
-			ptmx.Close()
-			infoW.Close()
-			return nil, err
+	} else {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.In, stdio.Out, stdio.Err
+	}
+	started, exited := make(chan error, 1), make(chan error, 1)
+	go func() {
+		// bwrap is started from a thread of its own that first leaves
+		// the person's session keyring: bwrap and all in the sandbox
+		// inherit the new, empty one (sandbox-init's threads included).
+		// The thread stays until bwrap ends (it is bwrap's parent for
+		// Pdeathsig), and it is never unlocked, so it ends with this
+		// goroutine instead of going back to the launcher's others.
+		runtime.LockOSThread()
+		err := LeaveSessionKeyring()
+		if err == nil {
+			err = cmd.Start()
 		}
+		started <- err
+		if err == nil {
+			exited <- cmd.Wait()
+		}
+	}()
+	err = <-started
+	infoW.Close()
+	if pts != nil {
+		pts.Close()
+	}
+	if err != nil {
+		if p.ptmx != nil {
+			p.ptmx.Close()
+		}
+		return nil, err
+	}
+	// drained is closed once all the agent wrote to its terminal has
+	// been copied out: the copy ends (EIO) when the last descriptor of the
+	// terminal in the sandbox is closed, which is after the agent's last
+	// write, and at the latest when the sandbox's processes are gone.
+	var drained chan struct{}
+	if p.ptmx != nil {
 		if old, err := term.MakeRaw(int(stdio.In.Fd())); err == nil {
 			p.restore = func() { term.Restore(int(stdio.In.Fd()), old) }
 		}
-		go io.Copy(ptmx, stdio.In)
-		go io.Copy(stdio.Out, ptmx)
-	} else {
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.In, stdio.Out, stdio.Err
-		if err := cmd.Start(); err != nil {
-			infoW.Close()
-			return nil, err
-		}
+		drained = make(chan struct{})
+		go io.Copy(p.ptmx, stdio.In)
+		go func() {
+			io.Copy(stdio.Out, p.ptmx)
+			close(drained)
+		}()
 	}
-	infoW.Close()
 	var st struct {
 		ChildPID int `json:"child-pid"`
 	}
@@ -97,7 +128,10 @@ func (b Bubblewrap) Start(spec *Spec, stdio Stdio) (Process, error) {
 		p.child = st.ChildPID
 	}
 	go func() {
-		p.code, p.err = exitCode(cmd.Wait())
+		p.code, p.err = exitCode(<-exited)
+		if drained != nil {
+			<-drained
+		}
 		p.restore()
 		if p.ptmx != nil {
 			p.ptmx.Close()

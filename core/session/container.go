@@ -53,6 +53,13 @@ func (c Container) Start(spec *Spec, stdio Stdio) (Process, error) {
 		return nil, errcode.New(errcode.Unsupported, "a session under %s needs the workspace image (sluice workspace image use NAME) and a running Docker Engine", c.Runtime)
 	}
 	binds, tools := c.binds(spec)
+	var dests []string
+	for _, b := range binds {
+		dests = append(dests, b.Target)
+	}
+	if err := homeMountPoints(spec, dests); err != nil {
+		return nil, err
+	}
 	argv := slices.Clone(spec.Argv)
 	if len(argv) > 0 && !slices.ContainsFunc(tools, func(d string) bool { return Within(argv[0], d) }) {
 		// A program of the host's system directories is the image's
@@ -108,8 +115,11 @@ func (c Container) Start(spec *Spec, stdio Stdio) (Process, error) {
 // objects read-only at its origin alternate, the confined HOME, the
 // sidecar and the two sockets; then, read-only, each allowed root and
 // tool directory that holds nothing the sandbox hides (a root at HOME or
-// above, or one with Sluice's state or a credential store in it, is left
-// out whole: a bind cannot leave holes).
+// above, or one with Sluice's state, an XDG directory, a credential
+// store or a daemon's socket in it, is left out whole: a bind cannot
+// leave holes). Hide and Secret name each place both as written and
+// resolved (PlanPlaces), so a root that reaches one through a link is
+// left out too.
 func (c Container) binds(spec *Spec) ([]workspace.SessionBind, []string) {
 	s := spec.Session
 	binds := []workspace.SessionBind{
@@ -120,7 +130,7 @@ func (c Container) binds(spec *Spec) ([]workspace.SessionBind, []string) {
 		{Source: spec.EgressSocket, Target: InsideEgress},
 		{Source: spec.MCPSocket, Target: InsideMCP},
 	}
-	hidden := slices.Concat([]string{spec.HomePath}, spec.Hide, spec.Secret)
+	hidden := slices.Concat(forms(spec.HomePath), spec.Hide, spec.Secret, DaemonSockets)
 	tools := ImageTools(c.Tools)
 	var shown []string
 	for _, d := range slices.Concat(c.Roots, tools) {

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/sluicehq/sluice/core/connect"
 	"github.com/sluicehq/sluice/core/errcode"
 )
 
@@ -131,6 +134,29 @@ func FindBubblewrap() (string, error) {
 	return filepath.Abs(p)
 }
 
+// baseArgs begin every sandbox's bwrap command line.
+var baseArgs = []string{
+	// Every namespace: user, ipc, pid, net (only loopback), uts,
+	// cgroup. No further user namespace inside, so nothing in the
+	// sandbox gets capabilities of its own (bubblewrap 0.8 or later).
+	"--unshare-all", "--unshare-user", "--disable-userns",
+	// Killed with the launcher; no controlling terminal of the
+	// person's (no TIOCSTI into their shell): the launcher gives the
+	// agent a terminal of its own. sandbox-init is the namespace's
+	// first process (it reaps, and it takes the signals the launcher
+	// passes on, which bwrap's own would drop).
+	"--die-with-parent", "--new-session", "--as-pid-1",
+	"--hostname", "sluice-session",
+	"--ro-bind", "/", "/",
+	"--dev", "/dev",
+	"--proc", "/proc",
+}
+
+// BaseArgs are the first arguments of every sandbox's bwrap command line:
+// its namespaces and the host's file system read-only. `sluice doctor`
+// tries a sandbox with these, so that it meets what `sluice run` meets.
+func BaseArgs() []string { return slices.Clone(baseArgs) }
+
 // AgentArgs is bwrap's command line for spec's agent. The order is the
 // order bwrap mounts in, and it matters: each mount covers what the ones
 // before it put at that path.
@@ -142,36 +168,25 @@ func AgentArgs(spec *Spec) ([]string, error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("session: no command to run")
 	}
-	a := []string{
-		// Every namespace: user, ipc, pid, net (only loopback), uts,
-		// cgroup. No further user namespace inside, so nothing in the
-		// sandbox gets capabilities of its own.
-		"--unshare-all", "--unshare-user", "--disable-userns",
-		// Killed with the launcher; no controlling terminal of the
-		// person's (no TIOCSTI into their shell): the launcher gives the
-		// agent a terminal of its own. sandbox-init is the namespace's
-		// first process (it reaps, and it takes the signals the launcher
-		// passes on, which bwrap's own would drop).
-		"--die-with-parent", "--new-session", "--as-pid-1",
-		"--hostname", "sluice-session",
-		"--ro-bind", "/", "/",
-		"--dev", "/dev",
-		"--proc", "/proc",
-	}
+	a := BaseArgs()
 	// Sockets of the person's session live in these (Emptied).
 	for _, d := range Emptied {
 		if st, err := os.Lstat(d); err == nil && st.IsDir() {
 			a = append(a, "--tmpfs", d)
 		}
 	}
+	// Daemons' sockets elsewhere (DaemonSockets).
+	for _, d := range DaemonSockets {
+		if !insideAny(d, Emptied) {
+			a = append(a, hide(d)...)
+		}
+	}
 	for _, h := range spec.Hide {
 		a = append(a, hide(h)...)
 	}
 	a = append(a, "--bind", spec.Home, spec.HomePath)
-	for _, e := range spec.Expose {
-		if _, err := os.Stat(e); err == nil {
-			a = append(a, "--ro-bind", e, e)
-		}
+	for _, e := range shown(spec) {
+		a = append(a, "--ro-bind", e, e)
 	}
 	for _, sec := range spec.Secret {
 		if insideAny(sec, spec.Expose) {
@@ -193,6 +208,90 @@ func AgentArgs(spec *Spec) ([]string, error) {
 	}
 	a = append(a, "--")
 	return append(a, spec.Argv...), nil
+}
+
+// shown are the Expose directories that exist.
+func shown(spec *Spec) []string {
+	var out []string
+	for _, e := range spec.Expose {
+		if _, err := os.Stat(e); err == nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// homeMountPoints makes, in the confined HOME on the host (spec.Home),
+// the mount points that dests (the runtime's mount destinations) need
+// there. A runtime makes a missing mount point itself and follows a link
+// on its way, and the agent writes the confined HOME, which lasts across
+// sessions: with ~/src made a link to ../../../oldroot/srv/x by an
+// earlier session's agent, bubblewrap made /srv/x/proj on the host, as
+// the person. A destination needs one when it is below HomePath (as
+// named or resolved) and no other destination below HomePath covers it.
+// A link on its way there is the agent's; it is removed and a directory
+// made in its place, through an os.Root (connect.ConfinedHome).
+//
+// A session of the same program that runs meanwhile shares the home, and
+// its agent could plant a link again between this and the runtime's
+// mounts.
+func homeMountPoints(spec *Spec, dests []string) error {
+	var need []string
+	for _, d := range dests {
+		d = filepath.Clean(d)
+		for _, base := range forms(spec.HomePath) {
+			if d == base || !Within(d, base) {
+				continue
+			}
+			covered := slices.ContainsFunc(dests, func(e string) bool {
+				e = filepath.Clean(e)
+				return e != d && Within(d, e) && !Within(base, e)
+			})
+			if !covered && !slices.Contains(need, d[len(base)+1:]) {
+				need = append(need, d[len(base)+1:])
+			}
+		}
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	h, err := connect.OpenConfinedHome(spec.Home)
+	if err != nil {
+		return fmt.Errorf("the session's home: %w", err)
+	}
+	defer h.Close()
+	for _, rel := range need {
+		if err := h.MakeDir(rel, 0o700); err != nil {
+			return fmt.Errorf("the session's home: %w", err)
+		}
+	}
+	return nil
+}
+
+// LeaveSessionKeyring gives the calling thread a new, empty session
+// keyring of its own (KEYCTL_JOIN_SESSION_KEYRING with no name) in place
+// of the person's, whose keys (a Kerberos KEYRING: cache, a token a tool
+// put in @s) would otherwise be readable by the agent: user keyrings
+// (@u, @us, persistent) are per user namespace, the session keyring is
+// inherited. Keyrings are per thread: the caller locks its goroutine to
+// the thread (runtime.LockOSThread) and starts from it what must not
+// inherit the person's.
+//
+// Where keyctl is refused altogether (the Engine's default seccomp
+// profile, a kernel without keys) no keyring is reachable from here, nor
+// from what is started from here, and that is no error.
+func LeaveSessionKeyring() error {
+	_, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0)
+	if errno == 0 {
+		return nil
+	}
+	refused := func(e error) bool { return errors.Is(e, unix.ENOSYS) || errors.Is(e, unix.EPERM) }
+	if refused(errno) {
+		if _, err := unix.KeyctlGetKeyringID(unix.KEY_SPEC_SESSION_KEYRING, false); refused(err) {
+			return nil
+		}
+	}
+	return fmt.Errorf("cannot leave the person's session keyring: %w", errno)
 }
 
 // hide covers a host path: a directory with an empty tmpfs, a file with

@@ -26,6 +26,20 @@ import (
 // agents, Docker) live there.
 var Emptied = []string{"/tmp", "/run", "/var/run"}
 
+// DaemonSockets are where daemons keep the Unix sockets that make whoever
+// reaches them root on the machine, or let a build past the sandbox's
+// network (the Nix daemon fetches with its own): a read-only file system
+// does not stop connect(2), and the account's supplementary groups
+// (docker, lxd, incus-admin, libvirt) stay in force in bubblewrap's user
+// namespace. Every sandbox hides those that exist; the ones under /run go
+// with it (Emptied) and are listed so that this is the one list. A
+// container binds none of them, nor a root or tool directory that holds
+// one.
+var DaemonSockets = []string{
+	"/run/docker.sock", "/run/containerd", "/run/podman", "/run/libvirt", "/run/snapd.socket", "/run/snapd-snap.socket",
+	"/var/snap/lxd/common/lxd", "/var/lib/lxd", "/var/lib/incus", "/nix/var/nix/daemon-socket",
+}
+
 // CredentialPaths are, relative to HOME, where an account keeps
 // credentials and sessions. They are hidden inside any allowed root that
 // reaches them (a root is never HOME itself: see Expose).
@@ -49,12 +63,15 @@ var passEnv = []string{
 // neverPass are never passed, whatever a client's prefixes or the person's
 // --env say: the account's own credentials and the person's session.
 var neverPass = []string{
-	"SSH_AUTH_SOCK", "SSH_AGENT_PID", "SSH_ASKPASS", "GIT_ASKPASS", "GPG_AGENT_INFO", "GH_TOKEN", "GITHUB_TOKEN",
-	"GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN", "DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS",
-	"XAUTHORITY", "XDG_RUNTIME_DIR", "DOCKER_HOST", "KUBECONFIG", "SLUICE_",
+	"SSH_AUTH_SOCK", "SSH_AGENT_PID", "SSH_ASKPASS", "GPG_AGENT_INFO", "GITHUB_TOKEN", "GITHUB_ENTERPRISE_TOKEN",
+	"DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XAUTHORITY", "XDG_RUNTIME_DIR", "DOCKER_HOST", "KUBECONFIG",
 }
 
-var neverPassPrefixes = []string{"GIT_", "GH_", "AWS_", "AZURE_", "GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_", "SLUICE_"}
+// neverPassPrefixes: the account's git, GitHub and cloud credentials,
+// Sluice's own settings, and the dynamic linker's (LD_PRELOAD,
+// LD_LIBRARY_PATH, …: bwrap itself runs, as the person, with the
+// sandbox's environment), as workspace runs refuse them.
+var neverPassPrefixes = []string{"GIT_", "GH_", "AWS_", "AZURE_", "GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_", "SLUICE_", "LD_"}
 
 // Refused reports whether a variable may never enter a sandbox.
 func Refused(name string) bool {
@@ -107,11 +124,27 @@ type Places struct {
 	Hide, Expose, Secret []string
 }
 
+// xdgDirs are the XDG base directories, with where each is when its
+// variable is unset (relative to HOME).
+var xdgDirs = []struct{ env, def string }{
+	{"XDG_CONFIG_HOME", ".config"}, {"XDG_DATA_HOME", ".local/share"}, {"XDG_STATE_HOME", ".local/state"},
+	{"XDG_CACHE_HOME", ".cache"}, {"XDG_RUNTIME_DIR", ""},
+}
+
 // PlanPlaces decides what a session's sandbox hides and shows again. home
 // is the person's HOME; getenv reads their environment; sluiceDirs are
 // Sluice's own directories and files (config, state, a key kept
 // elsewhere); roots are the allowed roots; tools are directories of
 // programs the agent needs (its own, the toolchains on PATH).
+//
+// Paths are compared as the kernel resolves them, not as they are
+// written: HOME, every XDG directory, every one of Sluice's and every
+// credential path is taken both as named and with its links resolved
+// (HOME is /var/home/p on Fedora, where /home is a link; ~/.config may be
+// a link to /data/dot/config, which a hidden HOME would not cover). A
+// resolved place outside what is hidden is hidden too. Every XDG and
+// Sluice place is also hidden again wherever a root shows it (an audit key
+// at ~/code/keys, with ~/code allowed), in both forms.
 func PlanPlaces(home string, getenv func(string) string, sluiceDirs, roots, tools []string) Places {
 	var p Places
 	add := func(list *[]string, d string) {
@@ -121,15 +154,38 @@ func PlanPlaces(home string, getenv func(string) string, sluiceDirs, roots, tool
 		}
 		*list = append(*list, d)
 	}
-	add(&p.Hide, home)
-	for _, k := range []string{"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR"} {
-		if v := getenv(k); v != "" && !insideAny(filepath.Clean(v), p.Hide) {
-			add(&p.Hide, v)
+	// hide hides d (both forms) unless something hidden already covers
+	// it; secret also hides it again inside any root that shows it.
+	hide := func(d string, secret bool) {
+		for _, f := range forms(d) {
+			if !insideAny(f, p.Hide) {
+				add(&p.Hide, f)
+			}
+			if secret {
+				add(&p.Secret, f)
+			}
+		}
+	}
+	home = filepath.Clean(home)
+	hide(home, false)
+	canonHome := Canonical(home)
+	for _, x := range xdgDirs {
+		v := getenv(x.env)
+		if v == "" && x.def != "" {
+			v = filepath.Join(home, x.def)
+		}
+		if filepath.IsAbs(v) {
+			hide(v, true)
 		}
 	}
 	for _, d := range sluiceDirs {
-		if !insideAny(filepath.Clean(d), p.Hide) {
-			add(&p.Hide, d)
+		if filepath.IsAbs(d) {
+			hide(d, true)
+		}
+	}
+	for _, c := range credentialPaths() {
+		for _, h := range []string{home, canonHome} {
+			hide(filepath.Join(h, c), true)
 		}
 	}
 	// A root or tool directory under a hidden one (or under /tmp or /run,
@@ -143,20 +199,43 @@ func PlanPlaces(home string, getenv func(string) string, sluiceDirs, roots, tool
 			add(&p.Expose, d)
 		}
 	}
-	for _, c := range CredentialPaths {
-		add(&p.Secret, filepath.Join(home, c))
-	}
-	for _, a := range connect.Agents() {
-		for _, c := range a.ConfigPaths {
-			add(&p.Secret, filepath.Join(home, c))
-		}
-	}
-	for _, d := range p.Hide {
-		if d != home {
-			add(&p.Secret, d)
-		}
-	}
 	return p
+}
+
+// credentialPaths are CredentialPaths and every client's own settings,
+// relative to HOME.
+func credentialPaths() []string {
+	out := slices.Clone(CredentialPaths)
+	for _, a := range connect.Agents() {
+		out = append(out, a.ConfigPaths...)
+	}
+	return out
+}
+
+// forms are p as named and p with its links resolved, when that differs.
+func forms(p string) []string {
+	p = filepath.Clean(p)
+	if c := Canonical(p); c != p {
+		return []string{p, c}
+	}
+	return []string{p}
+}
+
+// Canonical is p with every link resolved, as far as it exists: a path
+// whose last components do not exist yet keeps them, below its resolved
+// parent.
+func Canonical(p string) string {
+	p = filepath.Clean(p)
+	var rest []string
+	for q := p; ; q = filepath.Dir(q) {
+		if r, err := filepath.EvalSymlinks(q); err == nil {
+			return filepath.Join(append([]string{r}, rest...)...)
+		}
+		if q == filepath.Dir(q) {
+			return p
+		}
+		rest = append([]string{filepath.Base(q)}, rest...)
+	}
 }
 
 // ToolDirs are the directories a program needs to run: its own install
