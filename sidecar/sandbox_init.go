@@ -38,13 +38,14 @@ func runSandboxInit(args []string, _ io.Writer, stderr io.Writer) int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	// Then a session keyring of the sandbox's own, never the person's.
 	// Keyrings are per thread: this goroutine keeps this thread, and the
-	// agent is started from it, so it inherits the new one. (Under
-	// bubblewrap the launcher has left the person's already.)
+	// agent is started from it, so it inherits the new one. This is a
+	// second lock, not the first: under bubblewrap the launcher left the
+	// person's keyring before bwrap started (and fails if it cannot), and
+	// a container never had it (runc gives each its own, gVisor's kernel
+	// has no keys of the host's and refuses the call). So a refusal here
+	// is no error.
 	runtime.LockOSThread()
-	if err := session.LeaveSessionKeyring(); err != nil {
-		fmt.Fprintln(stderr, "sluice-sidecar sandbox-init:", err)
-		return 1
-	}
+	_ = session.LeaveSessionKeyring()
 	fs := flag.NewFlagSet("sandbox-init", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	port := fs.Int("proxy-port", session.ProxyPort, "loopback port of the HTTP proxy")
