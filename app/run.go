@@ -13,9 +13,13 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/connect"
@@ -123,6 +127,12 @@ func runRun(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 // launch runs one confined session to its end and returns the agent's
 // exit code.
 func launch(o runOptions, stdin *os.File, stdout, stderr io.Writer) (int, error) {
+	// A descriptor this process inherited (a directory, a pipe of
+	// whatever started it) would reach the sandbox through bubblewrap,
+	// which passes on every one not marked close-on-exec.
+	if err := closeInherited(); err != nil {
+		return 0, fmt.Errorf("marking inherited descriptors close-on-exec: %w", err)
+	}
 	cfg, err := config.Load()
 	if err != nil {
 		return 0, err
@@ -196,8 +206,10 @@ func runSession(ctx context.Context, cfg *config.Config, o runOptions, g gateway
 		return 0, fmt.Errorf("preparing the session's home: %w", err)
 	}
 	// Sockets live in a short private directory (a Unix socket's path is
-	// limited to 108 bytes); the sandbox sees them at fixed paths.
-	sockDir, err := os.MkdirTemp("", "sluice-run-")
+	// limited to 108 bytes); the sandbox sees them at fixed paths. It is
+	// under /run or /tmp, which every sandbox empties (wherever TMPDIR
+	// points), so no session sees another's sockets.
+	sockDir, err := os.MkdirTemp(socketParent(), "sluice-run-")
 	if err != nil {
 		return 0, err
 	}
@@ -212,8 +224,11 @@ func runSession(ctx context.Context, cfg *config.Config, o runOptions, g gateway
 		return 0, err
 	}
 	defer mcpLn.Close()
+	var deniedMu sync.Mutex
 	var denied []string
 	proxy := workspace.NewProxy(func(d workspace.Denial) {
+		deniedMu.Lock()
+		defer deniedMu.Unlock()
 		if !slices.Contains(denied, d.Host) && len(denied) < 20 {
 			denied = append(denied, d.Host)
 		}
@@ -226,7 +241,9 @@ func runSession(ctx context.Context, cfg *config.Config, o runOptions, g gateway
 	go proxy.ServeGrant(egressLn, pg)
 
 	tools := toolDirs(prog)
-	places := confined.PlanPlaces(home, os.Getenv, sluiceDirs(cfg), cfg.AllowedRoots, tools)
+	// Sluice's places as this process's configuration names them, and as
+	// the app's does (it may have started with other variables).
+	places := confined.PlanPlaces(home, os.Getenv, append(sluiceDirs(cfg), g.Hide...), cfg.AllowedRoots, tools)
 	var rt confined.Runtime = confined.Bubblewrap{Path: bwrap}
 	if o.Runtime != confined.RuntimeBubblewrap {
 		d, err := workspace.NewDocker(ctx)
@@ -271,6 +288,8 @@ func runSession(ctx context.Context, cfg *config.Config, o runOptions, g gateway
 		return 0, err
 	}
 	code, err := waitConfined(proc)
+	deniedMu.Lock()
+	defer deniedMu.Unlock()
 	if len(denied) > 0 {
 		fmt.Fprintf(stderr, "sluice: the session's egress proxy refused %s (not in the session's network; allow one with --allow-host)\n", strings.Join(denied, ", "))
 	}
@@ -387,7 +406,7 @@ func startSessionSidecar(s *confined.Session, g gateway.SessionGrant, bwrap stri
 	argv := []string{sidecarPath(), "session", "--session", g.ID, "--agent", g.Agent, "--repo", g.Repo, "--origin", g.Origin}
 	cmd := exec.Command(bwrap, confined.SidecarArgs(s, g.Copy, g.Origin, secret, argv)...)
 	cmd.ExtraFiles = []*os.File{lf}
-	cmd.Env = os.Environ()
+	cmd.Env = sidecarEnv(os.Environ())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	logPath := filepath.Join(filepath.Dir(g.Copy), "sidecar.log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -422,4 +441,50 @@ func (sc *sessionSidecar) stop() {
 		syscall.Kill(-sc.cmd.Process.Pid, syscall.SIGKILL)
 		<-done
 	}
+}
+
+// closeInherited marks every descriptor above stderr close-on-exec.
+func closeInherited() error {
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err == nil {
+		return nil
+	}
+	// Kernels before 5.11: one by one.
+	des, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	for _, de := range des {
+		if fd, err := strconv.Atoi(de.Name()); err == nil && fd > 2 {
+			unix.CloseOnExec(fd)
+		}
+	}
+	return nil
+}
+
+// socketParent is where a session's sockets go: the account's runtime
+// directory, else /tmp; both are emptied in every sandbox.
+func socketParent() string {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) && (confined.Within(d, "/run") || confined.Within(d, "/tmp")) {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			return d
+		}
+	}
+	return "/tmp"
+}
+
+// sidecarEnv is what the session's sidecar gets of the person's
+// environment: where things are and how to speak, none of the account's
+// credentials (GH_TOKEN, SSH_AUTH_SOCK, cloud keys…), which it never
+// needs and its git, reading a copy the agent configures, must not have.
+func sidecarEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case slices.Contains([]string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TERM"}, k),
+			strings.HasPrefix(k, "LC_"), strings.HasPrefix(k, "XDG_"), strings.HasPrefix(k, "SLUICE_"):
+			out = append(out, kv)
+		}
+	}
+	return out
 }

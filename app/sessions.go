@@ -179,7 +179,7 @@ func (ss *sessions) Register(ctx context.Context, req gateway.SessionRequest) (g
 	return gateway.SessionGrant{
 		ID: id, Token: token, Agent: agent, Repo: s.Repo, Copy: ss.store.CopyDir(id), Origin: ss.store.OriginDir(id),
 		Objects: s.Objects, Home: ss.store.HomeDir(name), Base: s.Base, Branch: s.Branch, Network: network, Files: c.Files,
-		Image: s.Image,
+		Image: s.Image, Hide: sluiceDirs(ss.cfg),
 	}, nil
 }
 

@@ -101,6 +101,10 @@ type SessionGrant struct {
 	Files   int      `json:"files"`
 	// Image is the image (by ID) a docker or runsc session runs in.
 	Image string `json:"image,omitempty"`
+	// Hide are the app's own places (its config and state directories,
+	// its audit key), which the sandbox hides wherever they are: the
+	// launcher's environment may name others.
+	Hide []string `json:"hide,omitempty"`
 }
 
 // SessionEndRequest is the body of POST /v1/sessions/{id}/end: the
