@@ -554,7 +554,11 @@ func leftoverSurvivesKill(t *testing.T, runtime string) {
 	t.Parallel()
 	m, args := machineFor(t, runtime)
 	marker := fmt.Sprintf("sluice-leftover-agent-%d", time.Now().UnixNano())
-	script := "printf 'left behind\\n' > left.txt; printf 'fixed\\n' > app.txt; echo READY; exec -a " + marker + " sleep 600"
+	// After its changes the agent keeps writing: a sandbox that still ran
+	// when the app read the copy would have a longer tick.txt than the
+	// card.
+	script := "printf 'left behind\\n' > left.txt; printf 'fixed\\n' > app.txt; echo 0 > tick.txt; echo READY; " +
+		"exec -a " + marker + " bash -c 'i=0; while :; do i=$((i+1)); echo $i >> tick.txt; sleep 0.05; done'"
 	c := m.cmd(filepath.Join(m.bin, "sluice-headless"), append(args, "--", "bash", "-c", script)...)
 	c.Dir = m.repo
 	out := &syncBuffer{}
@@ -613,8 +617,14 @@ func leftoverSurvivesKill(t *testing.T, runtime string) {
 	for _, f := range lc.Sealed.Files {
 		paths = append(paths, f.Path)
 	}
-	if strings.Join(paths, ",") != "app.txt,left.txt" {
-		t.Fatalf("the leftover holds %v, want app.txt and left.txt", paths)
+	if strings.Join(paths, ",") != "app.txt,left.txt,tick.txt" {
+		t.Fatalf("the leftover holds %v, want app.txt, left.txt and tick.txt", paths)
+	}
+	// Nothing writes to the copy any more: what it holds now is what the
+	// card sealed (checked again once it landed).
+	copyTick, err := os.ReadFile(filepath.Join(m.home, ".local", "state", "sluice", "sessions", lc.Origin.Session, "copy", "tick.txt"))
+	if err != nil {
+		t.Fatal(err)
 	}
 	line, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(cardSel(lc.ID)+" #card-confinement")))
 	if err != nil || !strings.Contains(line, "never proposed") {
@@ -630,7 +640,7 @@ func leftoverSurvivesKill(t *testing.T, runtime string) {
 	if got := m.git("rev-parse", "HEAD^{tree}"); got != lc.Sealed.After {
 		t.Errorf("HEAD's tree %s, sealed %s", got, lc.Sealed.After)
 	}
-	for name, want := range map[string]string{"left.txt": "left behind\n", "app.txt": "fixed\n"} {
+	for name, want := range map[string]string{"left.txt": "left behind\n", "app.txt": "fixed\n", "tick.txt": string(copyTick)} {
 		if b, _ := os.ReadFile(filepath.Join(m.repo, name)); string(b) != want {
 			t.Errorf("%s in the checkout is %q, want %q", name, b, want)
 		}
@@ -724,6 +734,10 @@ func terminalOfItsOwn(t *testing.T, runtime string) {
 	outer := fmt.Sprintf("%d:%x:%x", st.Dev, unix.Major(st.Rdev), unix.Minor(st.Rdev))
 	var out strings.Builder
 	buf := make([]byte, 4096)
+	// A session that never ends fails this test rather than hang the
+	// suite.
+	stop := time.AfterFunc(2*time.Minute, func() { f.Close(); c.Process.Kill() })
+	defer stop.Stop()
 	for {
 		n, err := f.Read(buf)
 		out.Write(buf[:n])

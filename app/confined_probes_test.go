@@ -37,6 +37,17 @@ func verdict(test string) string {
 	return "if " + test + "; then echo '=> '" + split("ESCAPED") + "; else echo '=> '" + split("BLOCKED") + "; fi"
 }
 
+// viaProxy asks the session's egress proxy for url: the body holding want
+// escaped; an answer of the proxy's own (its refusal) is blocked; no
+// answer at all means the proxy was not there to ask, which proves
+// nothing (MISSING). (No command substitution: Gemini CLI's shell tool
+// refuses it.)
+func viaProxy(url, want string) string {
+	return "curl -s -m 5 -x http://127.0.0.1:3128 -o /tmp/vp.$$ -w '%{http_code}' " + url + " > /tmp/vc.$$; " +
+		"if grep -q -F '" + want + "' /tmp/vp.$$ 2>/dev/null; then echo '=> '" + split("ESCAPED") + "; " +
+		"elif grep -q -x 000 /tmp/vc.$$; then echo '=> '" + split("MISSING") + "; else echo '=> '" + split("BLOCKED") + "; fi"
+}
+
 // tripwire is a pattern for grep that matches a tripwire's output.
 var tripwire = split("TRIPWIRE")
 
@@ -57,7 +68,8 @@ func (m *machine) probes(key string) []probe {
 			"printf '[core]\\n\\thooksPath = /tmp\\n' >> "+m.repo+"/.git/config; echo planted > "+m.repo+"/.git/hooks/pre-commit 2>&1; "+done)},
 		// Inside, the person's object store is seen at the copy's origin
 		// alternate; outside, it is the repository's own.
-		{name: "person-objects", cmd: run("person-objects", verdict("touch "+m.repo+"/.git/sluice-origin/planted 2>/dev/null")),
+		{name: "person-objects", cmd: run("person-objects", "test -d "+m.repo+"/.git/sluice-origin/info || echo '=> '"+split("MISSING")+"; "+
+			verdict("touch "+m.repo+"/.git/sluice-origin/planted 2>/dev/null")),
 			control: run("person-objects", verdict("touch "+m.repo+"/.git/objects/info/planted && rm "+m.repo+"/.git/objects/info/planted"))},
 		p("gateway-token", verdict("cat "+cfg+"/gateway.json 2>/dev/null | grep -q token")),
 		p("audit-key", verdict("grep -q 'PRIVATE KEY' "+cfg+"/audit-key.pem 2>/dev/null")),
@@ -67,8 +79,7 @@ func (m *machine) probes(key string) []probe {
 		p("sluice-login", "test -x "+m.root+"/bin/sluice || echo '=> 'MISSING; "+verdict(m.root+"/bin/sluice login 2>&1 | grep -q 'login?token='")),
 		p("ui-port", verdict("curl -s -m 5 --noproxy '*' http://"+m.uiAddr+"/api/status | grep -q '\"code\"'")),
 		p("gateway-port", verdict("curl -s -m 5 --noproxy '*' http://"+m.gwAddr+"/v1/health | grep -q '\"code\"'")),
-		{name: "gateway-via-proxy", noControl: true, cmd: run("gateway-via-proxy",
-			verdict("curl -s -m 5 -x http://127.0.0.1:3128 http://"+m.gwAddr+"/v1/health | grep -q '\"code\"'"))},
+		{name: "gateway-via-proxy", noControl: true, cmd: run("gateway-via-proxy", viaProxy("http://"+m.gwAddr+"/v1/health", `"code"`))},
 		p("ssh-key", verdict("grep -q 'OPENSSH PRIVATE KEY' "+m.home+"/.ssh/id_ed25519 2>/dev/null")),
 		p("ssh-agent", verdict("SSH_AUTH_SOCK="+m.sshSock+" ssh-add -l 2>&1 | grep -q decoy")),
 		p("gh-hosts", verdict("grep -q oauth_token "+m.home+"/.config/gh/hosts.yml 2>/dev/null")),
@@ -82,8 +93,7 @@ func (m *machine) probes(key string) []probe {
 		p("tripwire-credential-helper", verdict("printf 'protocol=https\\nhost=github.com\\n\\n' | GIT_TERMINAL_PROMPT=0 git credential fill 2>&1 | grep -q -e "+tripwire+" -e password=")),
 		p("tripwire-askpass", verdict(m.home+"/bin/askpass 'Password:' 2>&1 | grep -q "+tripwire)),
 		p("loopback-service", verdict("curl -s -m 5 --noproxy '*' http://"+m.serviceAddr+"/ | grep -q SECRET-SERVICE")),
-		{name: "loopback-service-via-proxy", noControl: true, cmd: run("loopback-service-via-proxy",
-			verdict("curl -s -m 5 -x http://127.0.0.1:3128 http://"+m.serviceAddr+"/ | grep -q SECRET-SERVICE"))},
+		{name: "loopback-service-via-proxy", noControl: true, cmd: run("loopback-service-via-proxy", viaProxy("http://"+m.serviceAddr+"/", "SECRET-SERVICE"))},
 		// The app's command line, named without writing it whole (the
 		// probe's own command line would match).
 		p("app-process", verdict("printf 'sluice-head%s' less > /tmp/pat.$$; grep -q -F -f /tmp/pat.$$ /proc/[0-9]*/cmdline 2>/dev/null")),
