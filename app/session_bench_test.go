@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -32,6 +33,48 @@ func BenchmarkSession_Start(b *testing.B) {
 	b.ReportMetric(gitxtest.Ms(in.Median()), "sluice-run-ms")
 	b.ReportMetric(gitxtest.Ms(out.Median()), "direct-ms")
 	b.ReportMetric(gitxtest.Ms(in.Median()-out.Median()), "added-ms")
+}
+
+// BenchmarkSessionStart_Repo20k is the same start in a repository of real
+// size (20,000 files, 2,000 commits): the private copy and, at the end,
+// the check of what the agent left are what grow with it. It runs beside
+// `claude --version` directly and `git clone --shared` of the same
+// repository (git's nearest way to a private copy), in the same run.
+func BenchmarkSessionStart_Repo20k(b *testing.B) {
+	m := newMachine(b)
+	b.Setenv("SLUICE_BENCH_REPO_DIR", m.root)
+	repo := gitxtest.LargeRepo(b, gitxtest.LargeDefault)
+	m.chown(repo)
+	claude, err := exec.LookPath(filepath.Join(m.tools, "node_modules", ".bin", "claude"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	run := func(c *exec.Cmd) {
+		c.Dir = repo
+		if out, err := c.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %v\n%s", c.Args, err, out)
+		}
+	}
+	clones := filepath.Join(m.base, "clones")
+	if err := os.Mkdir(clones, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	m.chown(clones)
+	n := 0
+	confined := gitxtest.Timed(func() { run(m.cmd(filepath.Join(m.bin, "sluice-headless"), "run", "claude", "--version")) })
+	direct := gitxtest.Timed(func() { run(m.cmd(claude, "--version")) })
+	clone := gitxtest.Timed(func() {
+		n++
+		dst := filepath.Join(clones, fmt.Sprint(n))
+		run(m.cmd("git", "clone", "-q", "--shared", repo, dst))
+		os.RemoveAll(dst)
+	})
+	in, out := gitxtest.Pair(b, 2, confined, direct)
+	cl, _ := gitxtest.Pair(b, 2, clone, direct)
+	b.ReportMetric(gitxtest.Ms(in.Median()), "sluice-run-ms")
+	b.ReportMetric(gitxtest.Ms(out.Median()), "direct-ms")
+	b.ReportMetric(gitxtest.Ms(in.Median()-out.Median()), "added-ms")
+	b.ReportMetric(gitxtest.Ms(cl.Median()), "git-clone-shared-ms")
 }
 
 // BenchmarkSession_StartContainer is the same start under `--runtime

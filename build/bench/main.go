@@ -40,6 +40,7 @@ var suites = []suite{
 	{"Workspaces: runs", "./core/workspace/", "Run_Trivial|DockerCLIRunRm", "20x"},
 	{"Workspaces: create and seal", "./core/workspace/", "Create_Repo20k|Seal_Repo20k|GitClone20k", "10x"},
 	{"Confined sessions: start", "./app/", "Session_Start", "10x"},
+	{"Confined sessions: start in a 20,000-file repository", "./app/", "SessionStart_Repo20k", "3x"},
 	{"Confined sessions: the copy, and work inside", "./core/session/", "Session_Copy20k|Session_GitStatus20k|Session_Grep20k", "5x"},
 }
 

@@ -227,7 +227,12 @@ func (f *fixture) newProposal(dir string, args proposal.Args) proposal.Proposal 
 // data, and left the repository exactly as it was, Sluice's refs included.
 func (f *fixture) refuseAtSeal(args proposal.Args, want error, files ...string) error {
 	f.t.Helper()
-	p := f.newProposal(f.repo.Dir, args)
+	return f.refuseProposal(f.newProposal(f.repo.Dir, args), want, files...)
+}
+
+// refuseProposal is refuseAtSeal for a proposal made already.
+func (f *fixture) refuseProposal(p proposal.Proposal, want error, files ...string) error {
+	f.t.Helper()
 	before := repoState(f.t, f.repo.Dir)
 	refs := f.git("for-each-ref", "refs/sluice/")
 	sealed, err := f.e.Seal(testCtx(f.t), p)

@@ -162,14 +162,8 @@ func (s *commitStep) sealFromCopy(ctx context.Context, sl *sealing, src *session
 	if _, err := sl.run(ctx, call{args: []string{"update-index", "-z", "--index-info"}, env: env, stdin: in.Bytes()}); err != nil {
 		return proposal.Sealed{}, err
 	}
-	after, err := sl.writeTree(ctx, env)
-	if err != nil {
-		return proposal.Sealed{}, err
-	}
-	if after == before {
-		return proposal.Sealed{}, &errcode.Error{Code: errcode.NothingToCommit, Msg: "there is nothing to commit: the files in the session's copy are the same as in HEAD"}
-	}
-	files, err := sl.changes(ctx, before, after)
+	after, files, err := sl.newTree(ctx, env, before,
+		&errcode.Error{Code: errcode.NothingToCommit, Msg: "there is nothing to commit: the files in the session's copy are the same as in HEAD"})
 	if err != nil {
 		return proposal.Sealed{}, err
 	}

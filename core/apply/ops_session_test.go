@@ -272,25 +272,7 @@ func (f *sessionFixture) refuseSession(args proposal.Args, want error, files ...
 	f.t.Helper()
 	p := f.newProposal(f.repo.Dir, args)
 	fromSession(&p)
-	before := repoState(f.t, f.repo.Dir)
-	refs := f.git("for-each-ref", "refs/sluice/")
-	sealed, err := f.e.Seal(testCtx(f.t), p)
-	if !errors.Is(err, want) || sealed != nil {
-		f.t.Fatalf("seal: %v (outcome %+v): want it refused with %v", err, sealed, want)
-	}
-	if files != nil {
-		data, _ := dataOf(err).(map[string]any)
-		if got, _ := data["files"].([]string); !slices.Equal(got, files) {
-			f.t.Errorf("data %#v: want files %q", data, files)
-		}
-	}
-	if after := repoState(f.t, f.repo.Dir); after != before {
-		f.t.Errorf("the repository changed:\n%s", diffState(before, after))
-	}
-	if after := f.git("for-each-ref", "refs/sluice/"); after != refs {
-		f.t.Errorf("Sluice's refs changed from %q to %q", refs, after)
-	}
-	return err
+	return f.refuseProposal(p, want, files...)
 }
 
 // ignore makes the person's git ignore pattern in their repository

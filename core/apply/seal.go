@@ -428,6 +428,24 @@ func (s *sealing) tree(ctx context.Context, commit string) (string, error) {
 	return t[commit], nil
 }
 
+// newTree writes the temporary index of env as a tree and lists how it
+// differs from before; a tree the same as before is nothing to commit
+// (nothing says why).
+func (s *sealing) newTree(ctx context.Context, env []string, before string, nothing *errcode.Error) (string, []proposal.FileChange, error) {
+	after, err := s.writeTree(ctx, env)
+	if err != nil {
+		return "", nil, err
+	}
+	if after == before {
+		return "", nil, nothing
+	}
+	files, err := s.changes(ctx, before, after)
+	if err != nil {
+		return "", nil, err
+	}
+	return after, files, nil
+}
+
 // changes lists the changes from tree a to tree b with their modes,
 // blobs, sizes and whether git treats them as binary. Renames are
 // detected as git's diff would show them.

@@ -47,14 +47,8 @@ func (s *commitStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, er
 			return proposal.Sealed{}, err
 		}
 	}
-	after, err := sl.writeTree(ctx, env)
-	if err != nil {
-		return proposal.Sealed{}, err
-	}
-	if after == before {
-		return proposal.Sealed{}, &errcode.Error{Code: errcode.NothingToCommit, Msg: "there is nothing to commit: the paths are the same as in HEAD"}
-	}
-	files, err := sl.changes(ctx, before, after)
+	after, files, err := sl.newTree(ctx, env, before,
+		&errcode.Error{Code: errcode.NothingToCommit, Msg: "there is nothing to commit: the paths are the same as in HEAD"})
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
@@ -586,14 +580,8 @@ func (s *submoduleStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed,
 	if _, err := sl.run(ctx, call{args: []string{"update-index", "--add", "--cacheinfo", proposal.ModeGitlink + "," + subHead + "," + s.a.Path}, env: env}); err != nil {
 		return proposal.Sealed{}, err
 	}
-	after, err := sl.writeTree(ctx, env)
-	if err != nil {
-		return proposal.Sealed{}, err
-	}
-	if after == before {
-		return proposal.Sealed{}, errcode.New(errcode.NothingToCommit, "the superproject already records %s at %s", s.a.Path, short(subHead))
-	}
-	files, err := sl.changes(ctx, before, after)
+	after, files, err := sl.newTree(ctx, env, before,
+		errcode.New(errcode.NothingToCommit, "the superproject already records %s at %s", s.a.Path, short(subHead)))
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
