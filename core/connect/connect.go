@@ -524,6 +524,12 @@ func writeNew(path string, data []byte, mode fs.FileMode) error {
 	if err != nil {
 		return err
 	}
+	return writeSyncClose(f, data)
+}
+
+// writeSyncClose writes data to f, syncs it and closes it (also when
+// writing fails).
+func writeSyncClose(f *os.File, data []byte) error {
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return err

@@ -203,15 +203,7 @@ func (h *ConfinedHome) WriteFile(name string, data []byte, perm fs.FileMode) err
 		f.Close()
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := writeSyncClose(f, data); err != nil {
 		return err
 	}
 	if err := h.root.Rename(tmp, name); err != nil {
