@@ -147,12 +147,18 @@ func New(opts Options) (*Sidecar, error) {
 func fitToolsets(cfg *config.Config, sets []string) []string {
 	out := []string{}
 	for _, t := range sets {
-		if (t == "workspace" || t == "workspace_search") && cfg.WorkspaceImage == "" {
+		if needsImage(t) && cfg.WorkspaceImage == "" {
 			continue
 		}
 		out = append(out, t)
 	}
 	return out
+}
+
+// needsImage reports whether a toolset's tools all need a configured
+// workspace image.
+func needsImage(toolset string) bool {
+	return toolset == "workspace" || toolset == "workspace_search"
 }
 
 // availableToolsets are the toolsets built into this sidecar.

@@ -101,6 +101,12 @@ func (s *Sidecar) toolsetEnable(_ context.Context, _ *mcp.CallToolRequest, in To
 		return ToolsetEnableOut{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: fmt.Sprintf("unknown toolset %q", in.Toolset) +
 			"; choose one of " + strings.Join(availableToolsets(), ", ") + " (sluice_capabilities lists them)"}
 	}
+	// Without an image every workspace tool can only fail, so they are not
+	// added: the agent is told how the person turns workspaces on instead,
+	// and no tool definitions it cannot use cost it context.
+	if needsImage(in.Toolset) && s.cfg.WorkspaceImage == "" {
+		return ToolsetEnableOut{}, errNoImage
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := ToolsetEnableOut{Added: []string{}}

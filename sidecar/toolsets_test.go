@@ -242,3 +242,36 @@ func TestToolsets_EveryToolReachable(t *testing.T) {
 		}
 	}
 }
+
+// TestToolsetEnable_WorkspaceWithoutImage_Refused: with no workspace image
+// configured, enabling either workspace toolset is refused with a coded
+// error that says how the person configures one, and no tool is added.
+func TestToolsetEnable_WorkspaceWithoutImage_Refused(t *testing.T) {
+	_, cfg := testEnv(t, t.TempDir())
+	cfg.WorkspaceImage = ""
+	s, err := New(Options{Config: cfg, Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, _ := listChangedClient(t, s)
+	before := toolNames(t, cs)
+	for _, set := range []string{"workspace", "workspace_search"} {
+		res := gitCall(t, cs, "toolset_enable", map[string]any{"toolset": set})
+		var got struct {
+			Error *ToolError `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(gitResultText(res)), &got); err != nil || !res.IsError || got.Error == nil {
+			t.Fatalf("toolset_enable %s without an image: want a coded error, got %s", set, gitResultText(res))
+		}
+		if got.Error.Code != errcode.Unsupported || !strings.Contains(got.Error.Message, "sluice workspace image use NAME") {
+			t.Errorf("toolset_enable %s: %s %q, want unsupported naming `sluice workspace image use NAME`", set, got.Error.Code, got.Error.Message)
+		}
+	}
+	if after := toolNames(t, cs); !slices.Equal(after, before) {
+		t.Errorf("tools changed by a refused toolset_enable:\nbefore %v\nafter  %v", before, after)
+	}
+	caps := gitCallOK[CapabilitiesOut](t, cs, "sluice_capabilities", map[string]any{})
+	if slices.Contains(caps.Toolsets, "workspace") || slices.Contains(caps.Toolsets, "workspace_search") {
+		t.Errorf("capabilities list a refused toolset as enabled: %v", caps.Toolsets)
+	}
+}
