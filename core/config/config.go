@@ -314,6 +314,9 @@ func (c *Config) validate() error {
 	if c.PolicyFile != "" && !filepath.IsAbs(c.PolicyFile) {
 		return fmt.Errorf("%w: policyFile: %q is not an absolute path", ErrInvalid, c.PolicyFile)
 	}
+	if err := checkPolicyOutsideRoots(c.PolicyFile, c.ConfigDir, roots); err != nil {
+		return err
+	}
 	if c.WorkspaceRuntime != "" && !workspaceRuntimeRe.MatchString(c.WorkspaceRuntime) {
 		return fmt.Errorf("%w: workspaceRuntime: %q is not a runtime name (for gVisor: runsc)", ErrInvalid, c.WorkspaceRuntime)
 	}

@@ -100,6 +100,11 @@ func (c *Config) SaveRoots(roots []string) error {
 	if err != nil {
 		return err
 	}
+	// A root must not take the policy file in: an agent could then propose
+	// the rules that approve its own proposals.
+	if err := checkPolicyOutsideRoots(c.PolicyFile, c.ConfigDir, canon); err != nil {
+		return err
+	}
 	return c.setFileKey("allowedRoots", canon)
 }
 
@@ -209,6 +214,9 @@ func (c *Config) DefaultPolicyFile() string { return filepath.Join(c.ConfigDir, 
 func (c *Config) SavePolicyFile(path string) error {
 	if !filepath.IsAbs(path) {
 		return fmt.Errorf("%w: policyFile: %q is not an absolute path", ErrInvalid, path)
+	}
+	if err := checkPolicyOutsideRoots(path, c.ConfigDir, c.AllowedRoots); err != nil {
+		return err
 	}
 	return c.setFileKey("policyFile", path)
 }
