@@ -230,6 +230,16 @@ var (
 		"LC_ALL=C",
 		"LANG=C",
 	}
+	// onlyObjects makes every git see the objects as they are. A replace
+	// ref (refs/replace/<id>) makes git read another object wherever id is
+	// named, and a graft (info/grafts) gives a commit other parents: both
+	// would let a card's diff, commits and losses differ from what lands,
+	// and from what another git, or Sluice's own in process, reads. Replace
+	// refs are off, and the graft file is one that cannot exist (a path
+	// below /dev/null): git reads no graft then, and says nothing about
+	// it. The person's own git (a commit or push they approved) sees the
+	// same objects, so what it writes on top is what the card showed.
+	onlyObjects = []string{"GIT_NO_REPLACE_OBJECTS=1", "GIT_GRAFT_FILE=" + NoGraftFile}
 	// noSystemEnv keeps the system configuration and attributes out.
 	noSystemEnv = []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_ATTR_NOSYSTEM=1"}
 	// workspaceEnv: no global configuration at all, and the identity of
@@ -243,6 +253,10 @@ var (
 	}
 )
 
+// NoGraftFile is the graft file every git Sluice runs is given: a path
+// that cannot exist, so no graft is read (see onlyObjects).
+const NoGraftFile = "/dev/null/no-grafts"
+
 // ReadMarker is in the environment of every read-profile process. Such a
 // process takes no lock (no optional locks, and it writes nothing), so a
 // lock found beside it is not its: the executor's check for a running git
@@ -252,23 +266,23 @@ const ReadMarker = "SLUICE_GIT_PROFILE=read"
 var profiles = map[Profile]profileSpec{
 	ProfileRead: {
 		name: "read", options: hardenedOptions, config: slices.Concat(hardened, noSigning), diffOptions: noExternalDiff,
-		keep: personEnv, fixed: slices.Concat(baseEnv, noSystemEnv, []string{ReadMarker}), ceiling: true, emptyFilters: true,
+		keep: personEnv, fixed: slices.Concat(baseEnv, onlyObjects, noSystemEnv, []string{ReadMarker}), ceiling: true, emptyFilters: true,
 	},
 	ProfileWrite: {
 		name: "write", options: hardenedOptions, config: slices.Concat(hardened, noSigning, writing), diffOptions: noExternalDiff,
-		keep: personEnv, fixed: slices.Concat(baseEnv, noSystemEnv), ceiling: true, emptyFilters: true,
+		keep: personEnv, fixed: slices.Concat(baseEnv, onlyObjects, noSystemEnv), ceiling: true, emptyFilters: true,
 	},
 	ProfileSigned: {
 		name: "signed", options: hardenedOptions, config: slices.Concat(hardened, writing), diffOptions: noExternalDiff,
-		keep: slices.Concat(personEnv, signingEnv), fixed: slices.Concat(baseEnv, noSystemEnv), ceiling: true, emptyFilters: true,
+		keep: slices.Concat(personEnv, signingEnv), fixed: slices.Concat(baseEnv, onlyObjects, noSystemEnv), ceiling: true, emptyFilters: true,
 	},
 	ProfilePerson: {
 		name: "person", options: personOptions, config: slices.Concat(plainOutput, noHousekeeping, noCommandTransport),
-		keep: slices.Concat(personEnv, signingEnv), fixed: baseEnv, ceiling: true,
+		keep: slices.Concat(personEnv, signingEnv), fixed: slices.Concat(baseEnv, onlyObjects), ceiling: true,
 	},
 	ProfileHostileTree: {
 		name: "hostile-tree", options: hardenedOptions, config: slices.Concat(hardened, noSigning, ownRepository), diffOptions: noExternalDiff,
-		given: []string{"HOME"}, fixed: slices.Concat(baseEnv, noSystemEnv, workspaceEnv), safeDirs: true, fileTransport: true,
+		given: []string{"HOME"}, fixed: slices.Concat(baseEnv, onlyObjects, noSystemEnv, workspaceEnv), safeDirs: true, fileTransport: true,
 	},
 }
 

@@ -547,3 +547,53 @@ func TestProfileHostileTree_FileTransportPerCall(t *testing.T) {
 		t.Fatalf("left behind: %v", entries)
 	}
 }
+
+// TestProfiles_SeeOnlyTheObjects: under every profile, git reads the
+// objects as they are in a repository that has a replace ref for a blob,
+// a graft in info/grafts and a `git replace --graft`: the blob's own
+// bytes, and every commit of the history with its real parents.
+func TestProfiles_SeeOnlyTheObjects(t *testing.T) {
+	r := gitxtest.Init(t)
+	var c []string
+	for i := 1; i <= 4; i++ {
+		c = append(c, r.WriteCommit("run.sh", fmt.Sprintf("echo step %d\n", i), fmt.Sprintf("step %d", i)))
+	}
+	r.ReplaceBlob("run.sh", "echo harmless\n")
+	r.ReplaceGraft(c[2], c[0])
+	r.Graft(c[3], c[0])
+	// The fixture's own git honours all three: the repository does what
+	// it claims to.
+	if got := r.Git("show", "HEAD:run.sh"); got != "echo harmless" {
+		t.Fatalf("fixture git reads %q", got)
+	}
+	if got := r.Git("rev-list", "--count", "HEAD"); got != "2" {
+		t.Fatalf("fixture git counts %s commits", got)
+	}
+	repo := openIn(t, newRunner(t), r.Dir)
+	for _, p := range Profiles {
+		var env []string
+		if p == ProfileHostileTree {
+			env = []string{"HOME=" + t.TempDir()}
+		}
+		for args, want := range map[string]string{
+			"cat-file -p HEAD:run.sh":                    "echo step 4",
+			"rev-list --count HEAD":                      "4",
+			"log --format=%s HEAD~1 -1":                  "step 3",
+			"rev-list --parents -1 HEAD~1":               c[2] + " " + c[1],
+			"diff --no-color HEAD~1 HEAD -- run.sh":      "+echo step 4",
+			"log -p --format=%s -1 --no-color -- run.sh": "+echo step 4",
+		} {
+			out, err := repo.Run(ctx(t), Call{Profile: p, Args: strings.Fields(args), Env: env})
+			if err != nil {
+				t.Fatalf("%s: %s: %v", p, args, err)
+			}
+			got := strings.TrimSpace(string(out.Stdout))
+			if strings.HasPrefix(want, "+") && !strings.Contains(got+"\n", "\n"+want+"\n") || !strings.HasPrefix(want, "+") && got != want {
+				t.Errorf("%s: git %s = %q, want %q", p, args, got, want)
+			}
+			if strings.Contains(got, "harmless") || strings.Contains(out.Stderr, "graft") {
+				t.Errorf("%s: git %s read a replacement or a graft: %q %q", p, args, got, out.Stderr)
+			}
+		}
+	}
+}
