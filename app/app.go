@@ -146,7 +146,7 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 		handoff = workspaceHandoff{wsm}
 	}
 	backend := gateway.NewJournalBackend(j, gateway.BackendOptions{Roots: roots, Policy: pol, Logger: log,
-		RestorePoints: restoreLister(exec), Sealer: sealer(exec)})
+		RestorePoints: restoreLister(exec), Sealer: sealer(exec), OwnPlaces: cfg.OwnPlaces()})
 	ss.exec, ss.backend = exec, backend
 	gw, err := gateway.Listen(gateway.Options{
 		Token:      token,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/core/apply"
+	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/journal"
@@ -38,6 +39,10 @@ type BackendOptions struct {
 	// none, proposals are stored unsealed (and the executor refuses those
 	// that read the working tree).
 	Sealer Sealer
+	// OwnPlaces are Sluice's own configuration and data: no proposal may
+	// name a repository in them or change a file in them, wherever they
+	// lie. Nil refuses nothing (tests that have no configuration).
+	OwnPlaces *config.Places
 }
 
 // Sealer seals proposals' outcomes. *apply.Executor implements it.
@@ -102,6 +107,9 @@ func (b *JournalBackend) Submit(ctx context.Context, agent string, p proposal.Pr
 	if err := b.confine(p); err != nil {
 		return ProposalStatus{}, err
 	}
+	if err := b.ownPlaces(p); err != nil {
+		return ProposalStatus{}, err
+	}
 	now := b.opts.Now()
 	if d := p.CreatedAt.Sub(now); d > b.opts.MaxClockSkew || d < -b.opts.MaxClockSkew {
 		return ProposalStatus{}, badRequest("createdAt is too far from the app's clock")
@@ -133,6 +141,11 @@ func (b *JournalBackend) Submit(ctx context.Context, agent string, p proposal.Pr
 		return ProposalStatus{}, sealError(err)
 	}
 	p.Sealed = out
+	// What the outcome writes is known only now: a merge, a workspace's
+	// handoff or a reset names its files in the sealed list alone.
+	if err := b.ownPlaces(p); err != nil {
+		return ProposalStatus{}, err
+	}
 	if err := p.Seal(); err != nil {
 		return ProposalStatus{}, journalError(err)
 	}
@@ -282,6 +295,68 @@ func (b *JournalBackend) confine(p proposal.Proposal) error {
 		}
 		if nested != p.Pinned.WorktreeNestedIn {
 			return badRequest("pinned.worktreeNestedIn does not say which working tree the new worktree is inside")
+		}
+	}
+	return nil
+}
+
+// ownPlaces refuses a proposal that would change Sluice's own
+// configuration or data: its repositories, a new worktree's place, and
+// every path its sealed outcome (each step's included) and its args name,
+// joined to its repository and compared by canonical path.
+func (b *JournalBackend) ownPlaces(p proposal.Proposal) error {
+	places := b.opts.OwnPlaces
+	if places == nil {
+		return nil
+	}
+	refuse := func(path, shown string) error {
+		if _, ok := places.Contains(path); !ok {
+			return nil
+		}
+		return &errcode.Error{Code: errcode.PolicyDenied,
+			Msg:  fmt.Sprintf("%s: %s", shown, config.OwnPlaceReason),
+			Data: map[string]any{"path": shown, "reason": "sluice_configuration"}}
+	}
+	if err := refuse(p.Repo, p.Repo); err != nil {
+		return err
+	}
+	for repo := range p.Pinned.Repos {
+		if err := refuse(repo, repo); err != nil {
+			return err
+		}
+	}
+	var rels []string
+	switch a := p.Args.(type) {
+	case *proposal.WorktreeArgs:
+		if err := refuse(a.Path, a.Path); err != nil {
+			return err
+		}
+	case *proposal.CommitArgs:
+		rels = append(rels, a.Paths...)
+	case *proposal.DiscardArgs:
+		rels = append(rels, a.Paths...)
+	}
+	var walk func(s *proposal.Sealed)
+	walk = func(s *proposal.Sealed) {
+		if s == nil {
+			return
+		}
+		rels = append(rels, s.SealedPaths()...)
+		rels = append(rels, s.Checkout...)
+		for _, f := range s.Kept {
+			rels = append(rels, f.Path)
+		}
+		for i := range s.Steps {
+			walk(&s.Steps[i])
+		}
+	}
+	walk(p.Sealed)
+	for _, rel := range rels {
+		if rel == "" || rel == "." {
+			continue
+		}
+		if err := refuse(filepath.Join(p.Repo, filepath.FromSlash(rel)), rel); err != nil {
+			return err
 		}
 	}
 	return nil
