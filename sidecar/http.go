@@ -73,13 +73,19 @@ type HTTPServer struct {
 	log     *slog.Logger
 	port    string
 
-	mu       sync.Mutex
-	sidecars map[string]*Sidecar
+	// versions answers the SDK's protocol-version check on requests of an
+	// existing session; no session is ever connected to it.
+	versions *mcp.Server
+
+	mu sync.Mutex
+	// ws is what the workspace tools of one token share across its
+	// sessions (one workspace Manager), by token name.
+	ws map[string]*wsTools
 }
 
-// ListenHTTP validates the options and binds the socket. The same
-// Sidecar (one MCP server) is shared by all sessions of one token; each
-// token gets its own, whose identity is the token's name.
+// ListenHTTP validates the options and binds the socket. Each MCP session
+// gets its own Sidecar (its own MCP server, so toolset_enable widens only
+// that session's tools), whose identity is the token's name.
 func ListenHTTP(opts HTTPOptions) (*HTTPServer, error) {
 	if opts.Config == nil {
 		return nil, errors.New("http: nil config")
@@ -132,7 +138,8 @@ func ListenHTTP(opts HTTPOptions) (*HTTPServer, error) {
 		return nil, fmt.Errorf("listen %s: %w", opts.Addr, err)
 	}
 	_, port, _ = net.SplitHostPort(ln.Addr().String())
-	h := &HTTPServer{opts: opts, ln: ln, log: log, port: port, sidecars: map[string]*Sidecar{}}
+	h := &HTTPServer{opts: opts, ln: ln, log: log, port: port, ws: map[string]*wsTools{},
+		versions: mcp.NewServer(&mcp.Implementation{Name: "sluice", Version: config.Version}, nil)}
 	mcpHandler := mcp.NewStreamableHTTPHandler(h.serverFor, &mcp.StreamableHTTPOptions{
 		Logger: log,
 		// Our own Host check below is stricter than the SDK's; the SDK's
@@ -144,9 +151,9 @@ func ListenHTTP(opts HTTPOptions) (*HTTPServer, error) {
 		// hiccup during a proposal_wait), from a bounded in-memory log.
 		EventStore: mcp.NewMemoryEventStore(nil),
 	})
-	var inner http.Handler = mcpHandler
+	var inner http.Handler = perRequest(mcpHandler)
 	if !opts.insecureNoAuthForTests {
-		inner = h.authenticate(auth.RequireBearerToken(h.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(mcpHandler))
+		inner = h.authenticate(auth.RequireBearerToken(h.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(inner))
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", inner)
@@ -187,7 +194,31 @@ func (h *HTTPServer) Serve() error {
 // Shutdown stops accepting and waits for in-flight requests up to ctx.
 func (h *HTTPServer) Shutdown(ctx context.Context) error { return h.srv.Shutdown(ctx) }
 
-// serverFor returns the MCP server of the request's token identity.
+// requestServer holds the server built for one request, so that the SDK,
+// which asks for the server more than once while it opens a session, gets
+// the same one each time.
+type requestServer struct {
+	once sync.Once
+	s    *mcp.Server
+}
+
+// requestServerKey is the context key of a request's *requestServer.
+type requestServerKey struct{}
+
+// perRequest gives each request a place for the server serverFor builds.
+func perRequest(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestServerKey{}, &requestServer{})))
+	})
+}
+
+// serverFor returns the MCP server for a request. A request that opens a
+// session (it has no Mcp-Session-Id) gets a new server of its own, so
+// what toolset_enable adds stays in that session: another session of the
+// same token, perhaps another agent given the same token, sees only its
+// own toolsets. A request of an existing session is served by that
+// session's server; the SDK asks here only to check the protocol version,
+// which every server of this sidecar negotiates alike.
 func (h *HTTPServer) serverFor(r *http.Request) *mcp.Server {
 	identity := ""
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
@@ -196,14 +227,26 @@ func (h *HTTPServer) serverFor(r *http.Request) *mcp.Server {
 	if identity == "" && !h.opts.insecureNoAuthForTests {
 		return nil
 	}
+	if r.Header.Get("Mcp-Session-Id") != "" {
+		return h.versions
+	}
+	rs, _ := r.Context().Value(requestServerKey{}).(*requestServer)
+	if rs == nil {
+		rs = &requestServer{}
+	}
+	rs.once.Do(func() { rs.s = h.newSession(identity) })
+	return rs.s
+}
+
+// newSession builds the Sidecar of one new session, or nil (the SDK then
+// answers 400) when it cannot be built.
+func (h *HTTPServer) newSession(identity string) *mcp.Server {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if s := h.sidecars[identity]; s != nil {
-		return s.Server()
-	}
 	s, err := New(Options{
 		Config: h.opts.Config, Toolsets: h.opts.Toolsets, Logger: h.log,
 		Identity: identity, Ledger: h.opts.Ledger, Presence: h.opts.Presence,
+		ws: h.ws[identity],
 	})
 	if err != nil {
 		h.log.Error("cannot build the MCP server", "err", err)
@@ -212,7 +255,10 @@ func (h *HTTPServer) serverFor(r *http.Request) *mcp.Server {
 	if h.opts.onSidecar != nil {
 		h.opts.onSidecar(s)
 	}
-	h.sidecars[identity] = s
+	// The workspace tools of one token share one Manager, made by the
+	// first session that needs them; what they hold of the Sidecar (the
+	// configuration, roots and logger) is the same for every session.
+	h.ws[identity] = s.workspaceTools()
 	return s.Server()
 }
 

@@ -551,3 +551,58 @@ func startHTTPProcess(t *testing.T, bin string, env []string) string {
 	}
 	return ""
 }
+
+// TestHTTP_ToolsetEnable_StaysInItsSession: two MCP sessions over HTTP with
+// the same token (two agents given one token, or one agent's two windows)
+// are separate: fleet enabled in one is listed and callable there only;
+// the other session, and a session opened afterwards, see the defaults.
+// The workspace tools' shared state stays one per token.
+func TestHTTP_ToolsetEnable_StaysInItsSession(t *testing.T) {
+	env, secrets := startHTTP(t, nil, "shared")
+	a, err := connectHTTP(t, env.srv.URL(), secrets["shared"], "window-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := connectHTTP(t, env.srv.URL(), secrets["shared"], "window-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ID() == "" || a.ID() == b.ID() {
+		t.Fatalf("session ids %q and %q: want two sessions", a.ID(), b.ID())
+	}
+	out := gitCallOK[ToolsetEnableOut](t, a, "toolset_enable", map[string]any{"toolset": "fleet"})
+	if !slices.Contains(out.Added, "fleet_radar") {
+		t.Fatalf("toolset_enable fleet in session a: %+v", out)
+	}
+	if !slices.Contains(toolNames(t, a), "fleet_radar") {
+		t.Fatalf("session a does not list fleet_radar after enabling it: %v", toolNames(t, a))
+	}
+	c, err := connectHTTP(t, env.srv.URL(), secrets["shared"], "window-c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, cs := range map[string]*mcp.ClientSession{"b (open before)": b, "c (opened after)": c} {
+		if got := toolNames(t, cs); slices.Contains(got, "fleet_radar") {
+			t.Errorf("session %s lists fleet_radar enabled in session a: %v", name, got)
+		}
+		caps := gitCallOK[CapabilitiesOut](t, cs, "sluice_capabilities", map[string]any{})
+		if slices.Contains(caps.Toolsets, "fleet") {
+			t.Errorf("session %s reports fleet enabled: %v", name, caps.Toolsets)
+		}
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fleet_radar", Arguments: map[string]any{"repoPaths": []string{env.repo}}})
+		if err == nil && !res.IsError {
+			t.Errorf("session %s called fleet_radar enabled in session a: %s", name, gitResultText(res))
+		}
+	}
+	// Session b enabling fleet itself still works, and a still has it.
+	if out := gitCallOK[ToolsetEnableOut](t, b, "toolset_enable", map[string]any{"toolset": "fleet"}); !slices.Contains(out.Added, "fleet_radar") {
+		t.Errorf("toolset_enable fleet in session b added %v", out.Added)
+	}
+	gitCallOK[FleetRadarOut](t, a, "fleet_radar", map[string]any{"repoPaths": []string{env.repo}})
+	env.srv.mu.Lock()
+	shared := len(env.srv.ws)
+	env.srv.mu.Unlock()
+	if shared != 1 {
+		t.Errorf("workspace state kept for %d identities, want 1 (the token's)", shared)
+	}
+}

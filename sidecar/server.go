@@ -44,6 +44,9 @@ type Options struct {
 	// Session, when set, is the confined session this sidecar serves (see
 	// SessionView).
 	Session *SessionView
+	// ws, when set, is the workspace tools' shared state of another
+	// Sidecar of the same identity (HTTP: an earlier session of the token).
+	ws *wsTools
 }
 
 // Sidecar holds one MCP server and what its tools share.
@@ -104,7 +107,7 @@ func New(opts Options) (*Sidecar, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Sidecar{cfg: opts.Config, toolsets: slices.Clone(sets), log: log, gateway: opts.Gateway, identity: opts.Identity, ledger: opts.Ledger, presence: opts.Presence, session: opts.Session}
+	s := &Sidecar{cfg: opts.Config, toolsets: slices.Clone(sets), log: log, gateway: opts.Gateway, identity: opts.Identity, ledger: opts.Ledger, presence: opts.Presence, session: opts.Session, ws: opts.ws}
 	if s.roots, s.rootsErr = gitx.NewRoots(opts.Config.AllowedRoots); s.rootsErr != nil {
 		log.Error("invalid allowed roots", "err", s.rootsErr)
 	}
