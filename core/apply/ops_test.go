@@ -587,3 +587,26 @@ func TestReset_Hard_IgnoredInTheWay_Refused(t *testing.T) {
 		t.Errorf(".env after the restore: %q", got)
 	}
 }
+
+// A patch whose lines all agree still applies: a rename, a creation and a
+// deletion in one patch (the refusal of patches whose lines disagree is
+// core/proposal's patchFiles).
+func TestPatch_RenameCreateDelete(t *testing.T) {
+	f := newFixture(t)
+	patch := "diff --git a/src/b.txt b/src/moved.txt\nsimilarity index 100%\nrename from src/b.txt\nrename to src/moved.txt\n" +
+		"diff --git a/new.txt b/new.txt\nnew file mode 100644\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+fresh\n" +
+		"diff --git a/src/a.txt b/src/a.txt\ndeleted file mode 100644\n--- a/src/a.txt\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-a1\n-a2\n-a3\n"
+	f.mustComplete(f.propose(&proposal.PatchArgs{Patch: patch, Target: proposal.PatchWorktree}))
+	for name, want := range map[string]string{"src/moved.txt": "b1\nb2\nb3\n", "new.txt": "fresh\n", "src/a.txt": "", "src/b.txt": ""} {
+		b, err := os.ReadFile(filepath.Join(f.repo.Dir, name))
+		if want == "" {
+			if !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s: want it gone, got %q, %v", name, b, err)
+			}
+			continue
+		}
+		if err != nil || string(b) != want {
+			t.Errorf("%s = %q, %v; want %q", name, b, err, want)
+		}
+	}
+}

@@ -17,6 +17,11 @@ func TestPatchFiles(t *testing.T) {
 		{"quoted", "--- \"a/t\\303\\251st\"\n+++ \"b/t\\303\\251st\"\n@@ -1 +1 @@\n-a\n+b\n", "tést"},
 		{"plain diff -u with dates", "--- a/x.c\t2020-01-01 00:00:00\n+++ b/x.c\t2020-01-02 00:00:00\n@@ -1 +1 @@\n-a\n+b\n", "x.c"},
 		{"removed line looks like header", "--- a/q.sql\n+++ b/q.sql\n@@ -1,2 +1,1 @@\n--- a/../../etc/passwd\n keep\n", "q.sql"},
+		{"rename with changes", "diff --git a/old.txt b/new.txt\nsimilarity index 90%\nrename from old.txt\nrename to new.txt\n--- a/old.txt\n+++ b/new.txt\n@@ -1 +1 @@\n-a\n+b\n", "new.txt,old.txt"},
+		{"rename with spaces", "diff --git a/my old.txt b/my new.txt\nsimilarity index 100%\nrename from my old.txt\nrename to my new.txt\n", "my new.txt,my old.txt"},
+		{"copy", "diff --git a/a.txt b/c.txt\nsimilarity index 100%\ncopy from a.txt\ncopy to c.txt\n", "a.txt,c.txt"},
+		{"deleted file", "diff --git a/d.txt b/d.txt\ndeleted file mode 100644\n--- a/d.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n", "d.txt"},
+		{"plain new file", "--- /dev/null\n+++ b/n.txt\n@@ -0,0 +1 @@\n+x\n", "n.txt"},
 		{"two files", samplePatch + "--- a/b\n+++ b/b\n@@ -1 +1 @@\n-x\n\\ No newline at end of file\n+y\n", "b,src/main.go"},
 	}
 	for _, c := range cases {
@@ -46,6 +51,40 @@ func TestPatchFiles_Refuses(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got, err := patchFiles(p); err == nil {
 				t.Fatalf("patchFiles accepted: %q", got)
+			}
+		})
+	}
+}
+
+// Each file of a patch must mean one thing: every line that names its old
+// or new path names the same one, and none names a path the .git rule
+// refuses. The refusal names the file.
+func TestPatchFiles_RefusesDisagreeingHeaders(t *testing.T) {
+	hunk := "@@ -1 +1 @@\n-a\n+b\n"
+	for _, c := range []struct{ name, patch, want string }{
+		{"header README, lines .git/config", "diff --git a/README.md b/README.md\n--- a/.git/config\n+++ b/.git/config\n" + hunk, ".git/config"},
+		{"header .git/config, lines README", "diff --git a/.git/config b/.git/config\n--- a/README.md\n+++ b/README.md\n" + hunk, ".git/config"},
+		{"header and lines name two ordinary files", "diff --git a/a.txt b/a.txt\n--- a/b.txt\n+++ b/b.txt\n" + hunk, `"a.txt"`},
+		{"--- and +++ disagree", "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/c.txt\n" + hunk, `"c.txt"`},
+		{"plain --- and +++ disagree", "--- a/a.txt\n+++ b/c.txt\n" + hunk, `"c.txt"`},
+		{"rename to disagrees with header", "diff --git a/old b/new\nrename from old\nrename to other\n", "diff --git a/old b/new"},
+		{"rename into .git", "diff --git a/x b/.git/hooks/pre-commit\nrename from x\nrename to .git/hooks/pre-commit\n", ".git/hooks/pre-commit"},
+		{"copy from .git", "diff --git a/.git/config b/c.txt\ncopy from .git/config\ncopy to c.txt\n", ".git/config"},
+		{"header names a rename the lines do not", "diff --git a/x b/x\nrename from x\nrename to y\n", `"y"`},
+		{"second file disagrees", "--- a/a.txt\n+++ b/a.txt\n" + hunk + "diff --git a/README.md b/README.md\n--- a/.git/HEAD\n+++ b/.git/HEAD\n" + hunk, "line 6"},
+		{"rename outside a git file", "--- a/a.txt\n+++ b/a.txt\nrename from a.txt\nrename to .git/config\n", "rename"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := patchFiles(c.patch)
+			if err == nil {
+				t.Fatalf("patchFiles accepted: %q", got)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q does not name %s", err, c.want)
+			}
+			a := &PatchArgs{Patch: c.patch, Target: PatchIndex}
+			if err := a.Validate(); err == nil {
+				t.Errorf("a patch proposal with it validates")
 			}
 		})
 	}
