@@ -117,6 +117,17 @@ func (w *Web) takeLogin(token string) bool {
 	return time.Now().Before(exp)
 }
 
+// loginProbe answers a request for a login link that is not a GET: the
+// HEAD a mail scanner, chat preview or link checker sends before (or
+// instead of) the person's click. It consumes nothing, opens no session
+// and says nothing about the token, so the person's own GET still logs in.
+func loginProbe(rw http.ResponseWriter) {
+	rw.Header().Set("Allow", "GET")
+	rw.Header().Set("Cache-Control", "no-store")
+	rw.Header().Set("Content-Type", "text/html; charset=utf-8")
+	rw.WriteHeader(http.StatusOK)
+}
+
 // newLoginLink answers `sluice login`: a fresh login URL, for a caller
 // that holds the control secret from web.json. A browser never gets here:
 // the route refuses any request that names a page (Origin,

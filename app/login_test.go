@@ -153,3 +153,30 @@ func mustURL(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
+
+// TestWeb_LoginLink_HeadAndOtherMethodsDoNotConsumeIt: a HEAD (a mail
+// scanner's or chat preview's probe) and any method other than GET on a
+// login link open no session and leave the link usable: the person's GET
+// afterwards still logs in.
+func TestWeb_LoginLink_HeadAndOtherMethodsDoNotConsumeIt(t *testing.T) {
+	_, w, token := startWeb(t)
+	base := "http://" + w.Addr()
+	probe := newBrowserClient(t)
+	probe.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	for _, m := range []string{http.MethodHead, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodOptions} {
+		resp, _ := do(t, probe, m, w.LoginURL(token), nil)
+		if resp.StatusCode >= 300 && resp.StatusCode < 400 || len(resp.Cookies()) != 0 {
+			t.Errorf("%s on the login link: %d, cookies %v; want no session and no redirect into the UI", m, resp.StatusCode, resp.Cookies())
+		}
+	}
+	if resp, _ := get(t, probe, base+"/api/status", nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a probe of the login link opened a session: /api/status %d", resp.StatusCode)
+	}
+	c := newBrowserClient(t)
+	if resp, body := get(t, c, w.LoginURL(token), nil); resp.StatusCode != http.StatusOK || !strings.Contains(body, "<title>Sluice</title>") {
+		t.Fatalf("GET after the probes: %d %q, want the UI", resp.StatusCode, body)
+	}
+	if resp, _ := get(t, c, base+"/api/status", nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET after the probes opened no session: /api/status %d", resp.StatusCode)
+	}
+}

@@ -326,6 +326,10 @@ func (w *Web) foreignOrigin(r *http.Request) string {
 }
 
 func (w *Web) login(rw http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		loginProbe(rw)
+		return
+	}
 	if !w.takeLogin(r.URL.Query().Get("token")) {
 		// The link a person used once already, opened again in the
 		// browser that holds its session, just goes on to the UI.
