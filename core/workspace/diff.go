@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/sluicehq/sluice/core/errcode"
@@ -136,6 +137,28 @@ func parseNameStatus(b []byte) []FileChange {
 	return out
 }
 
+// PathsRefused is a commit (or seal) refused because of the names of the
+// files it would record; nothing was committed and the workspace stays
+// open, so the files can be renamed or removed.
+type PathsRefused struct {
+	Findings []Finding
+}
+
+func (e *PathsRefused) Error() string {
+	parts := make([]string, 0, len(e.Findings))
+	for _, f := range e.Findings {
+		parts = append(parts, strconv.Quote(f.Path)+": "+f.Detail)
+	}
+	return "these files cannot be proposed; rename or remove them in the workspace and try again: " + strings.Join(parts, "; ")
+}
+
+// pathsRefused is the typed error of a refused commit: proposal_refused
+// with the findings as its data, and the *PathsRefused beneath.
+func pathsRefused(fs []Finding) error {
+	pr := &PathsRefused{Findings: fs}
+	return &errcode.Error{Code: errcode.ProposalRefused, Msg: pr.Error(), Data: map[string]any{"findings": fs}, Err: pr}
+}
+
 // CommitResult says what Commit did.
 type CommitResult struct {
 	Commit string `json:"commit"`
@@ -174,13 +197,32 @@ func (m *Manager) commitLocked(ctx context.Context, w *Workspace, message string
 	if _, err := m.git.run(ctx, gitCall{gitDir: gitDir, workTree: tree, args: []string{"add", "-A"}}); err != nil {
 		return nil, err
 	}
-	names, err := m.git.run(ctx, gitCall{gitDir: gitDir, workTree: tree, args: []string{"diff", "--cached", "--no-renames", "--name-status", "-z"}})
+	raw, err := m.git.run(ctx, gitCall{gitDir: gitDir, workTree: tree, args: []string{"diff", "--cached", "--no-renames", "--raw", "-z"}})
 	if err != nil {
 		return nil, err
 	}
-	files := parseNameStatus(names)
-	if len(files) == 0 {
+	changes := parseRawDiff(raw)
+	if len(changes) == 0 {
 		return &CommitResult{Commit: w.Head}, nil
+	}
+	// A name no proposal may carry never enters the history: once
+	// committed, it would stay in every later handoff (git's fsck refuses
+	// a commit with a .gitmodules directory even when a later one removes
+	// it), and the workspace could never be proposed.
+	// Only a workspace made from a repository is ever proposed.
+	files := make([]FileChange, 0, len(changes))
+	var refused []Finding
+	for _, ch := range changes {
+		files = append(files, FileChange{Status: ch.status, Path: ch.path})
+		if w.Source.Kind != SourceRepo {
+			continue
+		}
+		if f := m.pathFinding(w.Source.Path, ch.path, ch.newMode); f != nil {
+			refused = append(refused, *f)
+		}
+	}
+	if len(refused) > 0 {
+		return nil, pathsRefused(refused)
 	}
 	if _, err := m.git.run(ctx, gitCall{gitDir: gitDir, workTree: tree, stdin: strings.NewReader(message + "\n"),
 		args: []string{"commit", "-q", "--no-verify", "--no-gpg-sign", "--cleanup=verbatim", "-F", "-"}}); err != nil {
@@ -247,4 +289,33 @@ func (m *Manager) FetchInto(ctx context.Context, id, personRepo, ref string) (st
 		return "", &errcode.Error{Code: errcode.GitFailed, Msg: "the fetched ref does not point at the workspace head (it existed already)"}
 	}
 	return got, nil
+}
+
+// RemoveHandoff deletes ref from the person's repository when it still
+// points at the workspace's head: what FetchInto made for a proposal that
+// the app then refused. A ref that is gone is not an error; one that
+// points elsewhere is not Sluice's to remove and stays.
+func (m *Manager) RemoveHandoff(ctx context.Context, id, personRepo, ref string) error {
+	if !fetchRefRe.MatchString(ref) || len(ref) > 255 {
+		return errcode.New(errcode.InvalidArgument, "ref must be under refs/sluice/ (letters, digits, _ and - per component)")
+	}
+	repo, err := m.confineSource(personRepo)
+	if err != nil {
+		return err
+	}
+	w, unlock, err := m.open(id, true, false)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	out, err := m.git.run(ctx, gitCall{dir: repo, safeDirs: []string{repo}, args: []string{"for-each-ref", "--format=%(objectname)", "--end-of-options", ref}})
+	if err != nil {
+		return err
+	}
+	got := strings.TrimSpace(string(out))
+	if got == "" || got != w.Head {
+		return nil
+	}
+	_, err = m.git.run(ctx, gitCall{dir: repo, safeDirs: []string{repo}, args: []string{"update-ref", "--no-deref", "-d", ref, got}})
+	return err
 }

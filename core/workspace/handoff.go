@@ -6,9 +6,12 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitpath"
+	"github.com/sluicehq/sluice/core/proposal"
 )
 
 // Handoff checks look at base..head of a workspace for changes that would
@@ -88,6 +91,9 @@ func (m *Manager) handoffLocked(ctx context.Context, w *Workspace, base, head st
 	}
 	changes := parseRawDiff(out)
 	c := &checker{m: m, ctx: ctx, gitDir: gitDir, out: []Finding{}}
+	if w.Source.Kind == SourceRepo {
+		c.repo = w.Source.Path
+	}
 	for _, ch := range changes {
 		c.check(ch)
 	}
@@ -114,8 +120,10 @@ type checker struct {
 	m      *Manager
 	ctx    context.Context
 	gitDir string
-	out    []Finding
-	err    error
+	// repo is the person's repository the commits are handed off into.
+	repo string
+	out  []Finding
+	err  error
 }
 
 func (c *checker) add(sev, rule, p, detail string) {
@@ -153,8 +161,8 @@ var (
 
 func (c *checker) check(ch rawChange) {
 	p := ch.path
-	if gitpath.NamesMetadata(p) {
-		c.add(SeverityRefuse, "git-path", p, "the path names repository metadata (.git)")
+	if f := c.m.pathFinding(c.repo, p, ch.newMode); f != nil {
+		c.out = append(c.out, *f)
 		return
 	}
 	switch ch.newMode {
@@ -214,6 +222,63 @@ func (c *checker) check(ch rawChange) {
 	if ch.newMode == "160000" {
 		c.add(SeverityFlag, "submodule-pointer", p, "a submodule commit pointer changed")
 	}
+}
+
+// pathFinding is the refusal of one changed path that no proposal may
+// carry, or nil: a name in .git, one the app's path rule refuses, or one
+// of Sluice's own places in repo (the person's repository; "" for a
+// workspace that is not handed off). A seal its proposal cannot pass must
+// not happen, or the workspace is closed to the edits that would fix it.
+func (m *Manager) pathFinding(repo, p, mode string) *Finding {
+	if gitpath.NamesMetadata(p) {
+		return &Finding{Severity: SeverityRefuse, Rule: "git-path", Path: p, Detail: "the path names repository metadata (.git)"}
+	}
+	if rule, reason := pathRule(p, mode); reason != "" {
+		return &Finding{Severity: SeverityRefuse, Rule: rule, Path: p, Detail: reason}
+	}
+	if repo != "" && m.opts.OwnPlaces != nil {
+		if err := m.opts.OwnPlaces.Check(repo, p); err != nil {
+			return &Finding{Severity: SeverityRefuse, Rule: "sluice-configuration", Path: p, Detail: config.OwnPlaceReason}
+		}
+	}
+	return nil
+}
+
+// pathRule applies to one changed path the rule the app applies to every
+// path of a proposal, and git's own refusal of a .gitmodules that is not
+// a file (fsck's gitmodulesBlob and gitmodulesSymlink, which the fetch
+// into the person's repository enforces). It returns the rule and why, or
+// "" when the path passes.
+func pathRule(p, mode string) (rule, reason string) {
+	switch {
+	case !utf8.ValidString(p):
+		return "path-encoding", "the name is not valid UTF-8; rename the file"
+	case strings.Contains(p, `\`):
+		return "path-backslash", `the name has a backslash, which git on Windows reads as a directory separator; rename the file`
+	case !proposal.ValidPath(p):
+		return "path", "the name is not a clean repository-relative path; rename the file"
+	}
+	comps := strings.Split(p, "/")
+	for i, comp := range comps {
+		if !isGitmodulesName(comp) {
+			continue
+		}
+		if i < len(comps)-1 {
+			return "gitmodules-directory", "a directory named .gitmodules: git refuses a .gitmodules that is not a file; rename or remove the directory"
+		}
+		if mode == "120000" || mode == "160000" {
+			return "gitmodules-not-a-file", "a .gitmodules that is not a regular file: git refuses it; make it a file or remove it"
+		}
+	}
+	return "", ""
+}
+
+// isGitmodulesName reports whether a path component is one git takes for
+// .gitmodules on some file system (any case, trailing dots or spaces, the
+// NTFS short name).
+func isGitmodulesName(comp string) bool {
+	c := strings.ToLower(strings.TrimRight(comp, ". "))
+	return c == ".gitmodules" || c == "gitmod~1"
 }
 
 func (c *checker) checkGitmodules(ch rawChange) {

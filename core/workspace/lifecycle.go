@@ -34,6 +34,13 @@ func (m *Manager) Seal(ctx context.Context, id, message string) (*SealResult, er
 		message = "Workspace changes"
 	}
 	cr, err := m.commitLocked(ctx, w, message)
+	var pr *PathsRefused
+	if errors.As(err, &pr) {
+		// Nothing was committed or sealed: the findings go back and the
+		// workspace stays open for the edits that fix them.
+		m.touch(w, true)
+		return &SealResult{Base: w.Base, Head: w.Head, Changed: w.Head != w.Base, Findings: pr.Findings, Refused: true}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -57,6 +64,29 @@ func (m *Manager) Seal(ctx context.Context, id, message string) (*SealResult, er
 		return nil, err
 	}
 	return res, nil
+}
+
+// Unseal opens a sealed workspace to edits again: its handoff was refused
+// by the app, so no card will decide it, and the agent must be able to
+// fix what was refused. The secrets and egress grants the seal revoked
+// stay revoked; the person grants them again if they are needed. An open
+// workspace stays as it is.
+func (m *Manager) Unseal(id string) error {
+	w, unlock, err := m.open(id, true, false)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if w.State != StateSealed {
+		return nil
+	}
+	w.State = StateReady
+	w.LastUsedAt = m.now()
+	if err := m.writeMeta(w); err != nil {
+		return err
+	}
+	m.log.Info("workspace: unsealed after a refused handoff", "workspace", id)
+	return nil
 }
 
 // DestroyReport is the proof of a destruction.

@@ -145,6 +145,9 @@ type Options struct {
 	OnEgressDenied func(Denial)
 	// GitPath is an absolute path to git; empty searches PATH.
 	GitPath string
+	// OwnPlaces are Sluice's own configuration and data: a seal refuses a
+	// change to any of them in the repository it hands off into.
+	OwnPlaces *config.Places
 	// Logger receives operational logs (never file contents or secrets).
 	Logger *slog.Logger
 	// Now is the clock (tests).
