@@ -43,7 +43,7 @@ func (s stamp) same(o stamp) bool {
 // stampFiles records the state of everything that decided this open.
 func (repo *Repo) stampFiles(canon string) []stamp {
 	paths := []string{canon, repo.Root, repo.GitDir, filepath.Join(repo.GitDir, "HEAD"), filepath.Join(repo.GitDir, "config.worktree"),
-		filepath.Join(repo.CommonDir, "config")}
+		filepath.Join(repo.CommonDir, "config"), filepath.Join(repo.CommonDir, "objects"), filepath.Join(repo.CommonDir, "objects", "info", "alternates")}
 	if !repo.Bare {
 		paths = append(paths, filepath.Join(repo.Root, ".git"))
 	}

@@ -153,6 +153,12 @@ func (r *Runner) openCanonical(ctx context.Context, roots Roots, canon string) (
 	if !roots.lexicallyInside(repo.GitDir) || !roots.lexicallyInside(repo.CommonDir) {
 		return nil, ErrGitDirOutsideRoots
 	}
+	// So are the objects: an alternate object store outside the roots
+	// would put another repository's commits, trees and blobs in this
+	// one's reads and proposals.
+	if err := roots.ConfineObjects(repo.CommonDir); err != nil {
+		return nil, err
+	}
 	repo.Linked = !repo.Bare && repo.GitDir != repo.CommonDir
 	// GIT_CEILING_DIRECTORIES already kept discovery below the root; this
 	// is the second lock on the same door.

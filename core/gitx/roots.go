@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/gitpath"
 )
 
 // Errors of repository path confinement. Their messages never contain the
@@ -147,7 +148,10 @@ func (r Roots) ConfineGitDirs(canon string) error {
 		if !r.lexicallyInside(gitDir) {
 			return ErrGitDirOutsideRoots
 		}
-		return r.confineCommonDir(gitDir)
+		if err := r.confineCommonDir(gitDir); err != nil {
+			return err
+		}
+		return r.ConfineObjects(commonDirOf(gitDir))
 	}
 	return nil
 }
@@ -173,6 +177,102 @@ func (r Roots) confineCommonDir(gitDir string) error {
 		return ErrGitDirOutsideRoots
 	}
 	return nil
+}
+
+// commonDirOf is the common directory of the git directory gitDir: what
+// its commondir file names, or gitDir itself.
+func commonDirOf(gitDir string) string {
+	c := readSmall(filepath.Join(gitDir, "commondir"))
+	if c == "" {
+		return gitDir
+	}
+	if !filepath.IsAbs(c) {
+		c = filepath.Join(gitDir, c)
+	}
+	if canon, err := filepath.EvalSymlinks(c); err == nil {
+		return canon
+	}
+	return filepath.Clean(c)
+}
+
+// ErrObjectsOutsideRoots: the repository is inside the roots but some of
+// its objects would be read from outside them. Like every confinement
+// error it names no path.
+var ErrObjectsOutsideRoots = &errcode.Error{Code: errcode.PathOutsideRoots, Msg: "the repository reads objects from outside the allowed roots " +
+	"(its object directory, or an alternate object store its objects/info/alternates names, lies elsewhere); " +
+	"Sluice reads no repository through it. Add that store's folder to the allowed roots, or make the repository " +
+	"self-contained (git repack -a -d, then remove objects/info/alternates)"}
+
+// maxAlternateDepth bounds how deep alternates of alternates are followed
+// here. Git follows five levels and ignores deeper ones; every level it
+// could reach is checked.
+const maxAlternateDepth = 8
+
+// ConfineObjects checks where the objects of the repository whose common
+// directory is commonDir come from: its object directory, and every
+// object store its objects/info/alternates names, and theirs in turn,
+// must lie inside the roots. An alternate is another repository's object
+// directory that git reads as if it were its own: a commit, tree or blob
+// that exists only there would be shown by a read and pinned by a
+// proposal as part of this repository. Git's own environment
+// (GIT_OBJECT_DIRECTORY, GIT_ALTERNATE_OBJECT_DIRECTORIES) never reaches a
+// git Sluice runs from the process environment (profiles keep only a
+// short list of variables), so the files are all there is to check. It
+// reads a few small files and runs nothing.
+func (r Roots) ConfineObjects(commonDir string) error {
+	seen := map[string]bool{}
+	var walk func(dir string, depth int) error
+	walk = func(dir string, depth int) error {
+		canon, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			// Missing: git finds no object there either, but the path
+			// must still not name a place outside the roots.
+			canon = filepath.Clean(dir)
+		}
+		if !r.lexicallyInside(canon) {
+			return ErrObjectsOutsideRoots
+		}
+		if seen[canon] || depth > maxAlternateDepth {
+			return nil
+		}
+		seen[canon] = true
+		for _, alt := range readAlternates(filepath.Join(canon, "info", "alternates")) {
+			// Git resolves a relative entry against the real path of the
+			// object directory whose file names it, then normalises it
+			// lexically.
+			if !filepath.IsAbs(alt) {
+				alt = filepath.Join(canon, alt)
+			}
+			if err := walk(filepath.Clean(alt), depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(filepath.Join(commonDir, "objects"), 0)
+}
+
+// readAlternates reads an objects/info/alternates file as git does: one
+// object directory a line, lines starting with "#" and empty ones skipped,
+// a line starting with a double quote read in git's C-style quoting.
+func readAlternates(p string) []string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if strings.HasPrefix(line, `"`) {
+			if u, ok := gitpath.Unquote(line); ok {
+				line = u
+			}
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 // readGitLink reads the target of a ".git" file ("gitdir: <path>").

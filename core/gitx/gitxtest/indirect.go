@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 )
 
 // Fixtures for the things git consults besides the objects: replace refs,
@@ -72,4 +73,32 @@ func (r *Repo) AddAlternate(dir string) {
 	if _, err := f.WriteString(dir + "\n"); err != nil {
 		r.t.Fatal(err)
 	}
+}
+
+// AlternateOutside is a fixture for object-store confinement: Root is the
+// allowed root; Outside is a repository next to it, outside the root,
+// whose last commit (Secret, with secret.txt) exists only there; Inside
+// is a `git clone --shared` of it inside the root, which reads Outside's
+// objects through objects/info/alternates and has none of its own.
+type AlternateOutside struct {
+	Root, Secret    string
+	Inside, Outside *Repo
+}
+
+// NewAlternateOutside builds an AlternateOutside fixture.
+func NewAlternateOutside(t testing.TB) AlternateOutside {
+	t.Helper()
+	parent, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := AlternateOutside{Root: filepath.Join(parent, "root"), Outside: InitAt(t, filepath.Join(parent, "outside"))}
+	f.Outside.WriteCommit("README", "outside\n", "outside start")
+	f.Secret = f.Outside.WriteCommit("secret.txt", "outside secret\n", "outside commit")
+	if err := os.MkdirAll(f.Root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	Git(t, f.Root, "clone", "-q", "--shared", f.Outside.Dir, "borrowing")
+	f.Inside = &Repo{t: t, Dir: filepath.Join(f.Root, "borrowing")}
+	return f
 }
