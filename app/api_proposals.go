@@ -53,6 +53,12 @@ type Card struct {
 	// controls, zero-width characters); reason, repo and files above are
 	// already shown with them escaped.
 	Invisible []InvisibleText `json:"invisible"`
+	// InvisibleContent lists the lines of the diff's files and of the
+	// workspace runs' output that held invisible characters, each with its
+	// file and line (the diff and the evidence show them as ⟨U+XXXX⟩);
+	// InvisibleContentMore counts those beyond the list.
+	InvisibleContent     []InvisibleLine `json:"invisibleContent"`
+	InvisibleContentMore int             `json:"invisibleContentMore"`
 	// Locks are git's lock files in the repositories of an interrupted
 	// execution (needs_reconciliation only); those its own killed git
 	// left can be removed from the card (RemoveLocks).
@@ -100,6 +106,7 @@ func (a *App) cardFor(rec journal.Record, withCollisions bool) Card {
 		}
 	}
 	flagInvisible(&c)
+	a.flagContent(&c, p, withCollisions)
 	return c
 }
 

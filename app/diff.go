@@ -45,15 +45,34 @@ type proposalDiff struct {
 	text     string
 	compared string
 	notices  []string
+	// invisible lists the lines of content that held invisible
+	// characters; text shows each of them as ⟨U+XXXX⟩.
+	invisible contentFlags
 }
 
 type diffCache struct {
 	mu    sync.Mutex
 	items map[string]*proposalDiff
 	order []string
+	// flagged keeps each computed diff's invisible lines longer than the
+	// diff itself: a queue of more cards than the cache holds is listed
+	// without computing their diffs again.
+	flagged      map[string]contentFlags
+	flaggedOrder []string
 }
 
-const diffCacheEntries = 32
+const (
+	diffCacheEntries    = 32
+	flaggedCacheEntries = 4096
+)
+
+// flags are the invisible lines of proposal id's diff, if it was computed.
+func (c *diffCache) flags(id string) (contentFlags, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.flagged[id]
+	return f, ok
+}
 
 func (c *diffCache) get(id string) *proposalDiff {
 	c.mu.Lock()
@@ -75,6 +94,17 @@ func (c *diffCache) put(id string, d *proposalDiff) {
 		delete(c.items, c.order[0])
 		c.order = c.order[1:]
 	}
+	if c.flagged == nil {
+		c.flagged = map[string]contentFlags{}
+	}
+	if _, ok := c.flagged[id]; !ok {
+		c.flaggedOrder = append(c.flaggedOrder, id)
+	}
+	c.flagged[id] = d.invisible
+	for len(c.flaggedOrder) > flaggedCacheEntries {
+		delete(c.flagged, c.flaggedOrder[0])
+		c.flaggedOrder = c.flaggedOrder[1:]
+	}
 }
 
 // ProposalDiff returns the chunk of a proposal's diff that starts at
@@ -92,15 +122,30 @@ func (api *API) ProposalDiff(id string, offset int) (DiffChunk, error) {
 		if err != nil {
 			return DiffChunk{}, err
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		d, err = a.computeDiff(ctx, rec.Proposal)
-		if err != nil {
+		if d, err = a.cardDiff(rec.Proposal); err != nil {
 			return DiffChunk{}, err
 		}
-		a.diffs.put(id, d)
 	}
 	return chunkOf(d, offset)
+}
+
+// cardDiff is the diff a card shows, from the cache or computed and
+// cached: invisible characters in it are written as ⟨U+XXXX⟩ and the lines
+// that held them listed, so the card that flags them and the diff that
+// shows them are the same computation.
+func (a *App) cardDiff(p proposal.Proposal) (*proposalDiff, error) {
+	if d := a.diffs.get(p.ID); d != nil {
+		return d, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d, err := a.computeDiff(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	d.text = visibleDiff(d.text, &d.invisible)
+	a.diffs.put(p.ID, d)
+	return d, nil
 }
 
 func chunkOf(d *proposalDiff, offset int) (DiffChunk, error) {

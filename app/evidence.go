@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/sluicehq/sluice/core/proposal"
@@ -18,6 +19,10 @@ type CardEvidence struct {
 	Failed     bool `json:"failed"`
 	FailedRuns int  `json:"failedRuns"`
 	LastFailed bool `json:"lastFailed"`
+	// invisible lists the lines of the runs' commands and output that
+	// held invisible characters (shown above as ⟨U+XXXX⟩); the card lists
+	// them with its diff's.
+	invisible contentFlags
 }
 
 // workspaceRef is where a sealed workspace's commits are handed off.
@@ -58,8 +63,26 @@ func (a *App) evidenceFor(p proposal.Proposal) *CardEvidence {
 			ev.FailedRuns++
 		}
 		ev.LastFailed = failed && i == len(runs)-1
-		ev.Runs = append(ev.Runs, runView(r))
+		ev.Runs = append(ev.Runs, visibleRun(runView(r), i+1, &ev.invisible))
 	}
 	ev.Failed = ev.FailedRuns > 0
 	return ev
+}
+
+// visibleRun shows the command and output of the n-th run listed with
+// every invisible character written as ⟨U+XXXX⟩: what a run printed is
+// the agent's text as much as its reason is.
+func visibleRun(rv WorkspaceRunView, n int, f *contentFlags) WorkspaceRunView {
+	argv := make([]string, len(rv.Argv))
+	for i, a := range rv.Argv {
+		shown, chars := contentLine(a, false)
+		if len(chars) > 0 {
+			f.add(fmt.Sprintf("workspace run %d argument %d", n, i+1), 0, false, shown, chars)
+		}
+		argv[i] = shown
+	}
+	rv.Argv = argv
+	rv.Stdout = visibleOutput(fmt.Sprintf("workspace run %d stdout", n), rv.Stdout, f)
+	rv.Stderr = visibleOutput(fmt.Sprintf("workspace run %d stderr", n), rv.Stderr, f)
+	return rv
 }

@@ -143,6 +143,21 @@ export interface Evidence {
   lastFailed: boolean;
 }
 
+/** One line of content that held invisible characters. */
+export interface InvisibleLine {
+  /** The repository path, or a run's stream ("workspace run 2 stdout"). */
+  file: string;
+  /** In the new file, or the old one when removed; 0 for a run's argument. */
+  line: number;
+  removed?: boolean;
+  /** Each character once: "right-to-left override U+202E". */
+  chars: string[];
+  /** The line with each invisible character written as ⟨U+XXXX⟩. */
+  shown: string;
+  /** "src/auth.js line 12: right-to-left override U+202E". */
+  text: string;
+}
+
 /** Everything a person needs to decide on one proposal. */
 export interface Card {
   id: string;
@@ -175,6 +190,13 @@ export interface Card {
   history: Step[];
   /** Fields that held invisible characters, shown escaped as ⟨U+XXXX⟩. */
   invisible?: { field: string; shown: string }[];
+  /**
+   * Lines of the diff's files and of the workspace runs' output that held
+   * invisible characters, each with its file and line; the diff and the
+   * evidence show them as ⟨U+XXXX⟩. invisibleContentMore counts the rest.
+   */
+  invisibleContent?: InvisibleLine[];
+  invisibleContentMore?: number;
   /** git's lock files in the repositories of an interrupted execution. */
   locks?: GitLock[];
   /** Set when the agent ran in a confined session Sluice started. */
