@@ -275,7 +275,10 @@ func (e *Executor) Revalidate(rec journal.Record) error {
 	if _, ok := r.p.Args.(*proposal.BranchDeleteArgs); ok {
 		return r.revalidateBranchDelete(ctx)
 	}
-	return r.checkPins(ctx)
+	if err := r.checkPins(ctx); err != nil {
+		return err
+	}
+	return r.checkHead(ctx)
 }
 
 var errFingerprint = &errcode.Error{Code: errcode.Unsupported, Msg: "the proposal pins a worktree fingerprint, which this executor cannot verify; nothing was run"}
@@ -532,6 +535,9 @@ func (r *run) ready(ctx context.Context) ([]step, error) {
 			return nil, err
 		}
 	}
+	if err := r.checkHead(ctx); err != nil {
+		return nil, err
+	}
 	r.e.step("pins-checked")
 	return ops, nil
 }
@@ -747,6 +753,87 @@ func (r *run) checkPins(ctx context.Context) error {
 		return staleBase(moved, expected)
 	}
 	return nil
+}
+
+// pinsHead reports whether p's outcome depends on the branch the main
+// working tree has checked out: it pins HEAD (a commit, a patch, a reset,
+// a discard and a submodule pointer work on the checked-out branch and its
+// files), or it merges or rebases (the checkout follows the branch moved
+// when that branch is the one checked out).
+func pinsHead(p proposal.Proposal) bool {
+	if slices.Contains(p.Args.Pins(), "HEAD") {
+		return true
+	}
+	for _, s := range stepsOf(p.Args) {
+		switch s.(type) {
+		case *mergeStep, *rebaseStep:
+			return true
+		}
+	}
+	return false
+}
+
+// headName is what the main working tree's HEAD names, for the sealed
+// outcome to pin (proposal.Sealed.Head): its branch, or "HEAD" when
+// detached; "" when the outcome does not depend on it.
+func (r *run) headName(ctx context.Context) (string, error) {
+	if !pinsHead(r.p) {
+		return "", nil
+	}
+	h, err := r.head(ctx)
+	if err != nil {
+		return "", err
+	}
+	if h.sym == "" {
+		return "HEAD", nil
+	}
+	return h.sym, nil
+}
+
+// headMoved says, when HEAD names another branch than the one the
+// outcome was sealed on (even at the same commit), which the card was for
+// and which is checked out now; "" when it is the same, or the outcome
+// pins none.
+func (r *run) headMoved(ctx context.Context) (string, error) {
+	want := ""
+	if r.p.Sealed != nil {
+		want = r.p.Sealed.Head
+	}
+	if want == "" {
+		return "", nil
+	}
+	h, err := r.head(ctx)
+	if err != nil {
+		return "", err
+	}
+	now := h.sym
+	if now == "" {
+		now = "HEAD"
+	}
+	if now == want {
+		return "", nil
+	}
+	return fmt.Sprintf("the card is for %s, but %s is checked out now", headLabel(want), headLabel(now)), nil
+}
+
+// checkHead fails with stale_base when HEAD names another branch than the
+// one the outcome was sealed on.
+func (r *run) checkHead(ctx context.Context) error {
+	moved, err := r.headMoved(ctx)
+	if err != nil || moved == "" {
+		return err
+	}
+	return &errcode.Error{Code: errcode.StaleBase, Data: map[string]string{"head": r.p.Sealed.Head},
+		Msg: moved + ", so nothing was changed: switch back to approve it, or send it back"}
+}
+
+// headLabel names what HEAD names for a person: the branch, or "a
+// detached HEAD".
+func headLabel(ref string) string {
+	if ref == "HEAD" {
+		return "a detached HEAD"
+	}
+	return "branch " + strings.TrimPrefix(ref, "refs/heads/")
 }
 
 // movedPins resolves every pin and returns, sorted, the keys of those that

@@ -50,7 +50,14 @@ func (e *Executor) Preflight(ctx context.Context, p proposal.Proposal) (*Preflig
 			}
 		}
 	}
-	if len(out.Moved) > 0 {
+	// The branch checked out: a card for main does not land on another
+	// branch at the same commit.
+	if moved, err := r.headMoved(ctx); err != nil {
+		return nil, err
+	} else if moved != "" {
+		out.Changed = append(out.Changed, "the checked-out branch ("+moved+")")
+	}
+	if len(out.Moved) > 0 || len(out.Changed) > 0 {
 		out.Stale = true
 		return out, nil
 	}

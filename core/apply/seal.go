@@ -93,6 +93,10 @@ func (e *Executor) Seal(ctx context.Context, p proposal.Proposal) (*proposal.Sea
 			return nil, err
 		}
 	}
+	head, err := r.headName(ctx)
+	if err != nil {
+		return nil, err
+	}
 	tmp, err := os.MkdirTemp("", "sluice-seal-")
 	if err != nil {
 		return nil, err
@@ -111,7 +115,7 @@ func (e *Executor) Seal(ctx context.Context, p proposal.Proposal) (*proposal.Sea
 			return nil, err
 		}
 	}
-	out.Ref = proposal.SealedRef(p.ID)
+	out.Ref, out.Head = proposal.SealedRef(p.ID), head
 	e.step("seal-computed")
 	return &out, nil
 }

@@ -16,6 +16,14 @@ import (
 type Sealed struct {
 	// Ref keeps the sealed objects reachable: refs/sluice/sealed/<id>.
 	Ref string `json:"ref,omitempty"`
+	// Head is what the main working tree's HEAD named when the outcome was
+	// sealed: a branch (refs/heads/main), or "HEAD" when it was detached.
+	// It is set for an outcome that depends on the checked-out branch (a
+	// commit, a patch, a reset or discard, a merge or rebase, which moves
+	// the checkout of the branch it moves), and the executor runs the
+	// proposal only while HEAD names the same: a card for main never lands
+	// on another branch at the same commit.
+	Head string `json:"head,omitempty"`
 	// Base is the commit the outcome was computed on (HEAD for working-tree
 	// operations, the target branch of a merge).
 	Base string `json:"base,omitempty"`
@@ -160,6 +168,9 @@ func (s *Sealed) validate(id string) error {
 		if sha != "" && !shaPattern.MatchString(sha) {
 			return invalid("sealed", "%q is not a full object id", sha)
 		}
+	}
+	if s.Head != "" && s.Head != "HEAD" && (!strings.HasPrefix(s.Head, "refs/heads/") || strings.ContainsAny(s.Head, "\x00\n\r")) {
+		return invalid("sealed.head", "must be a branch ref or HEAD")
 	}
 	if s.Effect != "" && s.Effect != EffectLands && s.Effect != EffectLoses {
 		return invalid("sealed.effect", "must be lands or loses")
