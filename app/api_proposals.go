@@ -222,7 +222,9 @@ func (api *API) Approve(d Decision) (Card, error) {
 	if err != nil {
 		return Card{}, err
 	}
-	if rec.Proposal.Destructive() && strings.TrimSpace(d.Confirm) != confirmWord(rec.Proposal) {
+	// The word must be typed exactly: a space before or after it is not
+	// the word the card asked for.
+	if rec.Proposal.Destructive() && d.Confirm != confirmWord(rec.Proposal) {
 		return Card{}, ErrConfirmation
 	}
 	if err := a.approvable(rec); err != nil {
