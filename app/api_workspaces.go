@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/journal"
+	"github.com/sluicehq/sluice/core/proposal"
 	"github.com/sluicehq/sluice/core/workspace"
 )
 
@@ -46,6 +47,7 @@ func openWorkspaces(cfg *config.Config, log interface {
 		Image:        cfg.WorkspaceImage,
 		RuntimeName:  cfg.WorkspaceRuntime,
 		AllowedRoots: gitx.Roots(cfg.AllowedRoots),
+		OwnPlaces:    cfg.OwnPlaces(),
 	})
 	if err != nil {
 		log.Warn("workspaces: cannot open the workspace store; workspaces are disabled", "err", err)
@@ -284,6 +286,9 @@ func sourceLabel(s workspace.Source) string {
 // proposal that names the ref is decided on its card.
 type workspaceHandoff struct{ m *workspace.Manager }
 
+// handoffRefPrefix is where a sealed workspace's commits are handed off.
+const handoffRefPrefix = "refs/sluice/proposals/"
+
 func (h workspaceHandoff) Handoff(ctx context.Context, agent, id, repo string) (gateway.HandoffResult, error) {
 	ws, err := h.m.Get(id)
 	if err != nil {
@@ -299,12 +304,77 @@ func (h workspaceHandoff) Handoff(ctx context.Context, agent, id, repo string) (
 	case ws.Source.Kind != workspace.SourceRepo || ws.Source.Path != repo:
 		return gateway.HandoffResult{}, errcode.New(errcode.InvalidArgument, "a workspace is handed off only into the repository it was created from")
 	}
-	ref := "refs/sluice/proposals/" + id
+	ref := handoffRefPrefix + id
+	// The app checks again what the seal checked (with the app's own idea
+	// of Sluice's places): a seal made elsewhere proves nothing.
+	findings, err := h.m.HandoffChecks(ctx, id, "", "")
+	if err != nil {
+		return gateway.HandoffResult{}, h.release(ctx, ws, repo, ref, handoffError(err))
+	}
+	if workspace.Refused(findings) {
+		return gateway.HandoffResult{}, h.release(ctx, ws, repo, ref, &errcode.Error{Code: errcode.ProposalRefused,
+			Msg: "the handoff checks refused this change", Data: map[string]any{"findings": findings}})
+	}
 	sha, err := h.m.FetchInto(ctx, id, repo, ref)
 	if err != nil {
-		return gateway.HandoffResult{}, handoffError(err)
+		return gateway.HandoffResult{}, h.release(ctx, ws, repo, ref, handoffError(err))
 	}
 	return gateway.HandoffResult{Ref: ref, SHA: sha}, nil
+}
+
+// release takes back a handoff that will not become a card: the handoff
+// ref goes (when it still points at the workspace's head) and the
+// workspace opens for edits again, so that the agent can fix what was
+// refused and seal again. cause is returned, saying so.
+func (h workspaceHandoff) release(ctx context.Context, ws *workspace.Workspace, repo, ref string, cause error) error {
+	ctx = context.WithoutCancel(ctx)
+	rmErr := h.m.RemoveHandoff(ctx, ws.ID, repo, ref)
+	unErr := h.m.Unseal(ws.ID)
+	if err := errors.Join(rmErr, unErr); err != nil {
+		return errors.Join(cause, err)
+	}
+	e, ok := errcode.As(cause)
+	if !ok {
+		return cause
+	}
+	return &errcode.Error{Code: e.Code, Data: e.Data, Err: e.Err,
+		Msg: e.Msg + "; workspace " + ws.ID + " is open again: fix this in the workspace and call workspace_seal again"}
+}
+
+// handoffBackend is the gateway's backend with one addition: when the
+// proposal of a sealed workspace (a merge of its handoff ref) is refused,
+// the handoff is taken back, so that no workspace is left sealed without
+// a card.
+type handoffBackend struct {
+	gateway.Backend
+	h workspaceHandoff
+	j *journal.Journal
+}
+
+func (b handoffBackend) Submit(ctx context.Context, agent string, p proposal.Proposal) (gateway.ProposalStatus, error) {
+	st, err := b.Backend.Submit(ctx, agent, p)
+	if err == nil {
+		return st, nil
+	}
+	merge, ok := p.Args.(*proposal.MergeArgs)
+	if !ok || !strings.HasPrefix(merge.Source, handoffRefPrefix) {
+		return st, err
+	}
+	ws, gerr := b.h.m.Get(strings.TrimPrefix(merge.Source, handoffRefPrefix))
+	if gerr != nil || ws.Agent != agent || ws.State != workspace.StateSealed || ws.Source.Kind != workspace.SourceRepo || ws.Source.Path != p.Repo {
+		return st, err
+	}
+	// A card that already names the ref keeps it (and the seal).
+	open, lerr := b.j.List(journal.Filter{States: []proposal.State{proposal.Pending, proposal.Approved, proposal.Executing, proposal.NeedsReconciliation}, Repo: p.Repo})
+	if lerr != nil {
+		return st, err
+	}
+	for _, rec := range open {
+		if m, ok := rec.Proposal.Args.(*proposal.MergeArgs); ok && m.Source == merge.Source {
+			return st, err
+		}
+	}
+	return st, b.h.release(ctx, ws, p.Repo, merge.Source, err)
 }
 
 // handoffError keeps the workspace's stable codes on the wire (the

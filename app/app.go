@@ -148,11 +148,15 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 	backend := gateway.NewJournalBackend(j, gateway.BackendOptions{Roots: roots, Policy: pol, Logger: log,
 		RestorePoints: restoreLister(exec), Sealer: sealer(exec), OwnPlaces: cfg.OwnPlaces()})
 	ss.exec, ss.backend = exec, backend
+	var gwBackend gateway.Backend = backend
+	if wsm != nil {
+		gwBackend = handoffBackend{Backend: backend, h: workspaceHandoff{wsm}, j: j}
+	}
 	gw, err := gateway.Listen(gateway.Options{
 		Token:      token,
 		AppVersion: config.Version,
 		Logger:     log,
-		Backend:    backend,
+		Backend:    gwBackend,
 		Handoff:    handoff,
 		Sessions:   ss,
 	})

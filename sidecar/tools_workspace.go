@@ -77,6 +77,7 @@ func (w *wsTools) manager(ctx context.Context) (*workspace.Manager, error) {
 		Image:        cfg.WorkspaceImage,
 		RuntimeName:  cfg.WorkspaceRuntime,
 		AllowedRoots: w.s.roots,
+		OwnPlaces:    cfg.OwnPlaces(),
 		Logger:       w.s.log,
 	})
 	if err != nil {
