@@ -7,6 +7,7 @@ import { api, type DiffChunk } from "./api";
 import { errorMessage } from "./bits";
 import type { DiffFormat, DiffRenderer } from "./diffRender";
 import { kb } from "./format";
+import { showInvisible } from "./InvisibleChars";
 
 const formatKey = "sluice.diffFormat";
 
@@ -115,11 +116,16 @@ export function DiffView({ proposalId }: { proposalId: string }) {
     try {
       const chunk = await api.proposalDiff(proposalId, offset.current);
       if (!mounted.current) return;
-      rawText.current += chunk.text;
+      // The app sends content with invisible characters already written
+      // as ⟨U+XXXX⟩; whatever is left raw is written so here. A chunk
+      // ends on a line, so a line's end is never mistaken for the
+      // chunk's.
+      const text = showInvisible(chunk.text);
+      rawText.current += text;
       try {
         const r = await getRenderer();
         if (!mounted.current) return;
-        r.append(chunk.text, chunk.done);
+        r.append(text, chunk.done);
       } catch (e) {
         // Show the text itself rather than nothing: the person must be
         // able to read every line they approve.

@@ -8,6 +8,7 @@ import { Countdown, ErrorBox, RiskBadge, Sha, StateBadge, Time, errorMessage } f
 import { DiffView } from "./DiffView";
 import { opLabel, shortRef } from "./format";
 import { href } from "./route";
+import { InvisibleContent } from "./InvisibleChars";
 import { LeftLocks } from "./LeftLocks";
 import { EvidenceBlock, SealedOutcome } from "./SealedOutcome";
 import { TrustSimilar } from "./TrustSimilar";
@@ -265,6 +266,8 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
           </ul>
         </div>
       )}
+
+      <InvisibleContent card={card} />
 
       {staleMessage && (
         <div className="stale" role="alert">

@@ -5,6 +5,7 @@ import { useState } from "react";
 import type { CommitList, Evidence, FileChange, RefMove, Sealed, WorkspaceRun } from "./api";
 import { Sha } from "./bits";
 import { shortRef } from "./format";
+import { showInvisible } from "./InvisibleChars";
 
 const fileLimit = 20;
 
@@ -281,7 +282,7 @@ export function EvidenceBlock({ evidence }: { evidence: Evidence }) {
       <ol className="runs">
         {evidence.runs.map((r, i) => (
           <li key={i} className={runFailed(r) ? "run failed" : "run"}>
-            <code>{r.argv.join(" ")}</code> exited {r.exitCode} in {(r.durationMs / 1000).toFixed(1)}s
+            <code>{showInvisible(r.argv.join(" "))}</code> exited {r.exitCode} in {(r.durationMs / 1000).toFixed(1)}s
             {r.oomKilled && " (killed: out of memory)"}
             {r.tests && (
               <span className="tests">
@@ -293,8 +294,8 @@ export function EvidenceBlock({ evidence }: { evidence: Evidence }) {
             {(r.stdout || r.stderr) && (
               <details>
                 <summary>Output</summary>
-                {r.stdout && <pre className="run-output">{r.stdout}</pre>}
-                {r.stderr && <pre className="run-output stderr">{r.stderr}</pre>}
+                {r.stdout && <pre className="run-output">{showInvisible(r.stdout)}</pre>}
+                {r.stderr && <pre className="run-output stderr">{showInvisible(r.stderr)}</pre>}
               </details>
             )}
           </li>

@@ -8,6 +8,7 @@ import type { DiffFile, OutputFormatType } from "diff2html/lib-esm/types";
 import { Diff2HtmlUI, type Diff2HtmlUIConfig } from "diff2html/lib-esm/ui/js/diff2html-ui-slim";
 import "diff2html/bundles/css/diff2html.min.css";
 import "./diff.css";
+import { showsInvisible } from "./InvisibleChars";
 
 export type DiffFormat = "side-by-side" | "line-by-line";
 
@@ -34,6 +35,20 @@ function config(format: DiffFormat, drawFileList: boolean): Diff2HtmlUIConfig {
 function lastFileStart(text: string, from: number): number {
   const i = text.lastIndexOf("\ndiff --git ");
   return i >= from ? i + 1 : from;
+}
+
+/**
+ * Marks each drawn line that shows an invisible character (written as
+ * ⟨U+XXXX⟩ by the app, and again by DiffView) so that it stands out
+ * however the highlighter split its text.
+ */
+function markInvisible(el: HTMLElement) {
+  el.querySelectorAll<HTMLElement>(".d2h-code-line-ctn").forEach((ctn) => {
+    if (!showsInvisible(ctn.textContent ?? "")) return;
+    const line = ctn.closest<HTMLElement>(".d2h-code-line, .d2h-code-side-line") ?? ctn;
+    line.classList.add("has-invisible");
+    line.title = "This line holds invisible characters, shown as ⟨U+XXXX⟩";
+  });
 }
 
 /** Longer file lists start folded. */
@@ -103,6 +118,7 @@ export class DiffRenderer {
 
   private draw(el: HTMLElement, files: DiffFile[]) {
     new Diff2HtmlUI(el, files, config(this.format, false)).draw();
+    markInvisible(el);
   }
 
   // The file list covers every file read so far; drawing it with empty
