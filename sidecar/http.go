@@ -151,7 +151,7 @@ func ListenHTTP(opts HTTPOptions) (*HTTPServer, error) {
 		// hiccup during a proposal_wait), from a bounded in-memory log.
 		EventStore: mcp.NewMemoryEventStore(nil),
 	})
-	var inner http.Handler = perRequest(mcpHandler)
+	var inner http.Handler = refuseDuplicateKeysHTTP(perRequest(mcpHandler))
 	if !opts.insecureNoAuthForTests {
 		inner = h.authenticate(auth.RequireBearerToken(h.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(inner))
 	}

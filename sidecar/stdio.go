@@ -140,6 +140,15 @@ func (f *lineFilter) vet(line []byte, tooLong bool) []byte {
 		return f.refuse(nil, jsonrpc.CodeParseError, fmt.Sprintf("parse error: line longer than %d bytes", f.max), 0)
 	case !json.Valid(line):
 		return f.refuse(nil, jsonrpc.CodeParseError, "parse error: the line is not one JSON value", len(line))
+	}
+	if code, msg, dup := duplicateKeyError(line); dup {
+		id := idOf(line)
+		if duplicateKey(line) == "id" {
+			id = nil
+		}
+		return f.refuse(id, code, msg, len(line))
+	}
+	switch {
 	case line[0] == '[':
 		var batch []json.RawMessage
 		if err := json.Unmarshal(line, &batch); err != nil || len(batch) == 0 {
