@@ -150,6 +150,10 @@ func (a *App) readPolicy() (f *policy.File, creates bool, err error) {
 			// would silently drop the person's restrictions.
 			return nil, false, &errcode.Error{Code: errcode.InvalidPolicy, Msg: fmt.Sprintf("the configured policy file %s does not exist any more; restore it, or clear policyFile in the settings", rb.path)}
 		}
+		// A change made outside Sluice is audited before anything applies it.
+		if err := notePolicyFile(a.cfg, a.ledger, f, "policy_file_changed"); err != nil {
+			return nil, false, err
+		}
 		return f, false, nil
 	}
 	if slices.Contains(config.OverriddenByEnv(), "policyFile") {
@@ -171,6 +175,11 @@ func (a *App) readPolicy() (f *policy.File, creates bool, err error) {
 func (a *App) applyPolicy(f *policy.File, created bool) error {
 	rb := a.rules
 	rb.backend.SetPolicy(f.Policy)
+	// Sluice's own change is audited already (rule_created, rule_revoked):
+	// the file as saved is the one it last applied.
+	if err := seenPolicySaved(a.cfg, f); err != nil {
+		a.log.Warn("rules: could not record the policy file as applied; its next read audits it as changed", "err", err)
+	}
 	if created {
 		rb.path = f.Path
 		if err := a.cfg.SavePolicyFile(f.Path); err != nil {
@@ -395,7 +404,7 @@ func (a *App) saveRule(rule policy.Rule, by string) (RuleView, error) {
 	if err := f.AddRule(rule); err != nil {
 		return RuleView{}, ruleError(err)
 	}
-	data := map[string]any{"rule": rule.Name, "ops": joinOps(rule.Ops), "maxRisk": rule.MaxRisk,
+	data := map[string]any{"rule": rule.Name, "source": ruleSource(by), "ops": joinOps(rule.Ops), "maxRisk": rule.MaxRisk,
 		"refPatterns": int64(len(rule.Refs)), "pathPrefixes": int64(len(rule.Paths))}
 	if !rule.ExpiresAt.IsZero() {
 		data["expiresAt"] = rule.ExpiresAt.UTC().Format(time.RFC3339)
@@ -413,6 +422,19 @@ func (a *App) saveRule(rule policy.Rule, by string) (RuleView, error) {
 		return RuleView{}, err
 	}
 	return ruleView(policy.Listed{Rule: rule, Agent: rule.Agent}, rule.CreatedAt), nil
+}
+
+// ruleSource is where the person created a rule: "ui" for the window and
+// the browser, "cli" for the command line. An agent has no way to create
+// one: no tool writes rules, and no proposal may change the policy file.
+func ruleSource(by string) string {
+	switch strings.TrimPrefix(by, "owner:") {
+	case "web", "desktop":
+		return "ui"
+	case "cli":
+		return "cli"
+	}
+	return by
 }
 
 func joinOps(ops []proposal.Op) string {

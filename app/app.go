@@ -96,6 +96,16 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 		if pol, err = policy.Load(cfg.PolicyFile); err != nil {
 			return nil, fmt.Errorf("policy: %w", err)
 		}
+		// The file's rules are audited with its digest whenever they are
+		// not the ones Sluice last applied (edited while it was not running).
+		f, err := policy.ReadFile(cfg.PolicyFile)
+		if err != nil {
+			return nil, fmt.Errorf("policy: %w", err)
+		}
+		if err := notePolicyFile(cfg, ledger, f, "policy_loaded"); err != nil {
+			return nil, fmt.Errorf("policy: %w", err)
+		}
+		pol = f.Policy
 	}
 	j, err := journal.Open(cfg.JournalFile(), journal.Options{
 		Recorder:      journalRecorder{ledger},

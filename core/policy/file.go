@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -93,6 +94,20 @@ func readCapped(path string) ([]byte, fs.FileInfo, error) {
 
 // Exists reports whether the file existed when it was read.
 func (f *File) Exists() bool { return f.exists }
+
+// Digest is the SHA-256, in hex, of the content read or last saved.
+func (f *File) Digest() string { return hex.EncodeToString(f.sum[:]) }
+
+// RuleKeys lists every rule of p as "agent/name", sorted: what a change
+// of the file added or removed is the difference of two lists.
+func (p *Policy) RuleKeys() []string {
+	out := []string{}
+	for _, r := range p.All() {
+		out = append(out, r.Agent+"/"+r.Name)
+	}
+	slices.Sort(out)
+	return out
+}
 
 // Listed is one rule of a file, with where it lives.
 type Listed struct {
