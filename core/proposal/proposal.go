@@ -210,7 +210,7 @@ func ShortDigest(digest string) string {
 
 // Risk classifies p; see Risk. The sealed outcome can raise what the
 // operation alone would be: an executable file, a large binary, CI
-// configuration, work that is lost.
+// configuration, an embedded bare repository, work that is lost.
 func (p Proposal) Risk() Risk {
 	r, _ := p.RiskWhy()
 	return r
@@ -222,7 +222,7 @@ func (p Proposal) RiskWhy() (Risk, string) {
 		return RiskHigh, "the proposal has no arguments"
 	}
 	r, why := p.Args.risk(p.Pinned), p.Args.why(p.Pinned)
-	if reasons := p.Sealed.riskReasons(); len(reasons) > 0 && reasons[0].level >= r {
+	if reasons := p.Sealed.allRiskReasons(); len(reasons) > 0 && reasons[0].level >= r {
 		r, why = reasons[0].level, reasons[0].why
 		if n := len(reasons) - 1; n > 0 {
 			why += fmt.Sprintf(" and %d more", n)

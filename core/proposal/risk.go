@@ -1,6 +1,10 @@
 package proposal
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // Risk is how much an approval can cost if it is wrong. The order matters:
 // a plan is as risky as its riskiest step.
@@ -58,4 +62,76 @@ func (r *Risk) UnmarshalText(b []byte) error {
 	}
 	*r = v
 	return nil
+}
+
+// A directory that holds HEAD beside config, objects/ or refs/ is a git
+// repository to git itself (a bare one): git run in it, or in a folder
+// below it, uses its config, and core.fsmonitor, core.sshCommand,
+// core.hooksPath and the like run programs from there. A commit that adds
+// one plants that config in every checkout of the branch, so the sealed
+// outcome's paths are read for the shape, whatever the directory is
+// called. The comparison ignores case: on a case-insensitive file system
+// "head" is HEAD to git.
+
+// embeddedRepos lists the directories of s's landing files that make up
+// a bare repository, sorted, plan steps included.
+func (s *Sealed) embeddedRepos() []string {
+	if s == nil {
+		return nil
+	}
+	type parts struct{ head, config, store bool }
+	dirs := map[string]*parts{}
+	at := func(dir string) *parts {
+		if dirs[dir] == nil {
+			dirs[dir] = &parts{}
+		}
+		return dirs[dir]
+	}
+	if s.Effect != EffectLoses {
+		for _, f := range s.Files {
+			if f.Status == FileDeleted {
+				continue
+			}
+			elems := strings.Split(f.Path, "/")
+			last := len(elems) - 1
+			dir := strings.Join(elems[:last], "/")
+			switch strings.ToLower(elems[last]) {
+			case "head":
+				at(dir).head = true
+			case "config":
+				at(dir).config = true
+			}
+			for i, e := range elems[:last] {
+				if low := strings.ToLower(e); low == "objects" || low == "refs" {
+					at(strings.Join(elems[:i], "/")).store = true
+				}
+			}
+		}
+	}
+	var out []string
+	for dir, p := range dirs {
+		if p.head && (p.config || p.store) {
+			if dir == "" {
+				dir = "the repository's top folder"
+			}
+			out = append(out, dir)
+		}
+	}
+	for i := range s.Steps {
+		out = append(out, s.Steps[i].embeddedRepos()...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// allRiskReasons are the sealed outcome's reasons (riskReasons) with the
+// embedded repositories it adds, most severe first.
+func (s *Sealed) allRiskReasons() []riskReason {
+	out := s.riskReasons()
+	for _, dir := range s.embeddedRepos() {
+		out = append(out, riskReason{RiskHigh, "adds a git repository's directory, " + dir +
+			" (a bare repository: its config can run programs when git is used in it)"})
+	}
+	slices.SortStableFunc(out, func(a, b riskReason) int { return int(b.level) - int(a.level) })
+	return out
 }
