@@ -116,6 +116,12 @@ func (e *Executor) Seal(ctx context.Context, p proposal.Proposal) (*proposal.Sea
 		}
 	}
 	out.Ref, out.Head = proposal.SealedRef(p.ID), head
+	// The outcome is the objects themselves (no git Sluice runs reads
+	// replace refs or grafts); the card says when the person's own git
+	// would show the repository otherwise.
+	if out.Indirections, err = r.main.repo.Indirections(ctx); err != nil {
+		return nil, err
+	}
 	e.step("seal-computed")
 	return &out, nil
 }

@@ -135,3 +135,23 @@ func TestRunner_ProcessAlternatesNotInherited(t *testing.T) {
 		}
 	}
 }
+
+// TestRepo_Indirections: a repository says when it has replace refs or
+// grafts, and an ordinary one (or a graft file of comments) says nothing.
+func TestRepo_Indirections(t *testing.T) {
+	run := newRunner(t)
+	r := gitxtest.Basic(t, 3)
+	if err := os.WriteFile(filepath.Join(r.Dir, ".git", "info", "grafts"), []byte("# none\n\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := openIn(t, run, r.Dir).Indirections(ctx(t))
+	if err != nil || len(got) != 0 {
+		t.Fatalf("ordinary repository: %q %v", got, err)
+	}
+	r.Graft("HEAD", "HEAD~2")
+	r.ReplaceBlob("src/file3.txt", "benign\n")
+	got, err = openIn(t, run, r.Dir).Indirections(ctx(t))
+	if err != nil || len(got) != 2 || got[0] != ReplaceRefsNote || got[1] != GraftsNote {
+		t.Fatalf("replace refs and grafts: %q %v", got, err)
+	}
+}

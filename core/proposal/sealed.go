@@ -74,6 +74,12 @@ type Sealed struct {
 	// changed file the person has uncommitted work in stays as it is and
 	// is named in Keeps.
 	Checkout []string `json:"checkout,omitempty"`
+	// Indirections say, one sentence each, what in the repository makes
+	// the person's own git show other history than its objects hold
+	// (replace refs, grafts). Sluice ignores them: the outcome is the
+	// objects themselves; the card says that the person's git log or git
+	// show would not agree with it.
+	Indirections []string `json:"indirections,omitempty"`
 }
 
 // Effect is how a sealed diff reads.
@@ -235,6 +241,9 @@ func (s *Sealed) riskReasons() []riskReason {
 	}
 	if s.Lost != nil && s.Lost.Count > 0 {
 		out = append(out, riskReason{RiskDestructive, fmt.Sprintf("%d commit(s) become unreachable", s.Lost.Count)})
+	}
+	for _, n := range s.Indirections {
+		out = append(out, riskReason{RiskHigh, n})
 	}
 	if s.Effect != EffectLoses {
 		for _, f := range s.Files {

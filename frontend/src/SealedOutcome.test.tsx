@@ -96,6 +96,20 @@ describe("SealedOutcome", () => {
     expect(el.querySelector(".moves")?.textContent).toContain("the commit made on approval");
   });
 
+  it("says when the person's own git shows the repository otherwise", async () => {
+    const note =
+      "this repository has grafts (info/grafts): git log here shows other parents than the commits have; Sluice shows the real history";
+    const grafted = { ...hardReset, id: "g1", sealed: { ...hardReset.sealed, indirections: [note] } };
+    stubFetch({
+      "GET /api/proposals": { body: [grafted] },
+      "GET /api/proposals/g1/preflight": { body: { stale: false, moved: [], changed: [], notes: [] } },
+      ...diffRoutes("g1", [sampleDiff]),
+    });
+    await renderPending();
+    const el = await screen.findByRole("article", { name: /reset in shop/i });
+    expect(within(el).getByRole("note", { name: /shows this repository otherwise/ }).textContent).toBe(note);
+  });
+
   it("marks a card stale from its preflight, disables Approve and offers send back", async () => {
     const calls = stubFetch({
       "GET /api/proposals": { body: [commit] },

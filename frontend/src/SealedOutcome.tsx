@@ -10,6 +10,22 @@ import { showInvisible } from "./InvisibleChars";
 const fileLimit = 20;
 
 /**
+ * What in the repository makes the person's own git (git log, git show)
+ * show other objects or history than the ones the card shows and that
+ * land: replace refs, grafts.
+ */
+function Indirections({ notes }: { notes?: string[] }) {
+  if (!notes || notes.length === 0) return null;
+  return (
+    <ul className="stale plain indirections" role="note" aria-label="Your git shows this repository otherwise">
+      {notes.map((n) => (
+        <li key={n}>{n}</li>
+      ))}
+    </ul>
+  );
+}
+
+/**
  * confined: the proposal came from a confined session, whose commit also
  * writes the person's checkout (sealed.checkout) except the files they
  * have work of their own in (sealed.keeps).
@@ -17,13 +33,16 @@ const fileLimit = 20;
 export function SealedOutcome({ sealed, op, confined }: { sealed: Sealed; op: string; confined?: boolean }) {
   if (sealed.steps && sealed.steps.length > 0) {
     return (
-      <ol className="sealed-steps">
-        {sealed.steps.map((s, i) => (
-          <li key={i}>
-            <SealedOutcome sealed={s} op={op} confined={confined} />
-          </li>
-        ))}
-      </ol>
+      <>
+        <Indirections notes={sealed.indirections} />
+        <ol className="sealed-steps">
+          {sealed.steps.map((s, i) => (
+            <li key={i}>
+              <SealedOutcome sealed={s} op={op} confined={confined} />
+            </li>
+          ))}
+        </ol>
+      </>
     );
   }
   const loses = sealed.effect === "loses";
@@ -35,6 +54,7 @@ export function SealedOutcome({ sealed, op, confined }: { sealed: Sealed; op: st
   const checkoutShown = checkout.length > 0 || (!!confined && keeps.length > 0 && op === "commit");
   return (
     <div className="sealed">
+      <Indirections notes={sealed.indirections} />
       {losses && (
         <section className="losses" aria-label="What is lost">
           <h3>Lost if approved</h3>

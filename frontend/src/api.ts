@@ -123,6 +123,8 @@ export interface Sealed {
   steps?: Sealed[];
   /** A confined session's commit: files of your checkout it writes with the committed content. */
   checkout?: string[];
+  /** What makes your own git show this repository otherwise (replace refs, grafts), one sentence each. */
+  indirections?: string[];
 }
 
 /** What changed since a pending proposal was sealed. */
