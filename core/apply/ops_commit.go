@@ -64,12 +64,8 @@ func (s *commitStep) do(ctx context.Context, r *run, w *writing) error {
 		return errcode.New(errcode.Unsupported, "the commit has no sealed outcome; nothing was run")
 	}
 	if r.p.Origin == nil {
-		sha, err := r.commitSealed(ctx, w, s.sym, withTrailers(s.a.Message, r.p), sealed, nil)
-		if err != nil {
-			return err
-		}
-		r.note("committed the sealed %d file(s) on %s: %s", len(sealed.Files), branchName(s.sym), short(sha))
-		return nil
+		_, err := r.commitSealed(ctx, w, s.sym, withTrailers(s.a.Message, r.p), sealed, nil)
+		return err
 	}
 	// A session's commit writes files of the checkout: each must still be
 	// as the card found it, with nothing of the person's in its way. What
@@ -89,7 +85,6 @@ func (s *commitStep) do(ctx context.Context, r *run, w *writing) error {
 	if err != nil {
 		return err
 	}
-	r.note("committed the sealed %d file(s) on %s: %s", len(sealed.Files), branchName(s.sym), short(sha))
 	// All or nothing: a checkout that cannot be written (something of the
 	// person's appeared in the way since the check) takes the commit back.
 	wr, err := r.writeCheckout(ctx, sealed)
@@ -133,38 +128,32 @@ func (r *run) commitSealed(ctx context.Context, w *writing, sym, msg string, sea
 		return "", err
 	}
 	r.changed = true
-	h, parent, err := rc.afterCommit(ctx)
+	l, err := r.landed(ctx, sym, old, sealed.After, "sluice: undo a commit that is not the sealed one")
 	if err != nil {
 		return "", err
 	}
-	sha, ref := h.sha, sym
-	if ref == "" {
-		ref = "HEAD"
-	}
-	if parent != old || h.tree != sealed.After {
-		// Someone moved the branch between the check and the commit, or a
-		// hook changed the content: take the commit off again (by
-		// compare-and-swap, so nothing newer is lost).
-		if err := r.cas(ctx, rc, ref, parent, sha, "sluice: undo a commit that is not the sealed one"); err != nil {
-			return "", err
-		}
-		// The restore point stays: the person's hooks ran and may have
-		// changed files in the working tree.
-		if parent != old {
-			return "", staleBase(map[string]string{"HEAD": parent}, map[string]string{"HEAD": old})
-		}
-		return "", &errcode.Error{Code: errcode.HookFailed, Data: map[string]any{"sealed": sealed.After, "got": h.tree},
-			Msg: "a commit hook changed what was committed, so the commit was taken back and nothing was committed: the card showed tree " +
-				short(sealed.After) + ", the hook's commit had " + short(h.tree)}
-	}
+	sha, h, ref := l.own, l.head, l.ref
 	w.left[rc].movedHeads[rc.path] = h
-	r.moved(rc, ref, sha, true)
-	// The person's index: the committed paths now match the new HEAD;
-	// every other entry (their own staged work) stays as it was.
+	r.moved(rc, ref, h.sha, true)
+	r.note("committed the sealed %d file(s) on %s: %s", len(sealed.Files), branchName(sym), short(sha))
+	hooked, err := rc.hookFiles(ctx, l)
+	if err != nil {
+		r.e.log.Warn("apply: could not list the files a hook's commits changed", "err", err)
+	}
+	if len(l.above) > 0 {
+		r.note("%s", l.aboveNote(sym, hooked, sealed.SealedPaths()))
+	}
+	// The person's index: the committed paths, and those a hook's commits
+	// on top changed (it committed them from the commit's temporary
+	// index), now match the new HEAD; every other entry (their own staged
+	// work) stays as it was.
 	paths := keep.resetPaths(sealed)
+	for _, p := range hooked {
+		paths = appendNew(paths, p)
+	}
 	// (No paths would make the reset one of the whole index.)
 	if len(paths) > 0 {
-		if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"reset", "--quiet", "--no-refresh", sha, "--pathspec-from-file=-", "--pathspec-file-nul"},
+		if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"reset", "--quiet", "--no-refresh", h.sha, "--pathspec-from-file=-", "--pathspec-file-nul"},
 			stdin: nulList(paths)}); err != nil && keep != nil {
 			return sha, err
 		} else if err != nil {
@@ -220,42 +209,27 @@ func (r *run) commit(ctx context.Context, w *writing, sym, msg string, paths []s
 		return "", err
 	}
 	r.e.step("committed")
-	// The same process reads what the end state records of HEAD.
-	h, parent, err := rc.afterCommit(ctx)
+	l, err := r.landed(ctx, sym, old, "", "sluice: undo a commit made on a moved base")
 	if err != nil {
 		return "", err
 	}
-	sha, ref := h.sha, sym
-	if ref == "" {
-		ref = "HEAD"
+	w.left[rc].movedHeads[rc.path] = l.head
+	r.moved(rc, l.ref, l.head.sha, true)
+	if len(l.above) > 0 {
+		hooked, _ := rc.hookFiles(ctx, l)
+		r.note("%s", l.aboveNote(sym, hooked, paths))
 	}
-	if parent != old {
-		// Someone moved the branch between the check and the commit:
-		// take the commit off again (by compare-and-swap, so nothing
-		// newer is lost) and report the base as stale.
-		if err := r.cas(ctx, rc, ref, parent, sha, "sluice: undo a commit made on a moved base"); err != nil {
-			return "", err
-		}
-		return "", staleBase(map[string]string{"HEAD": parent}, map[string]string{"HEAD": old})
-	}
-	w.left[rc].movedHeads[rc.path] = h
-	r.moved(rc, ref, sha, true)
-	return sha, nil
+	return l.own, nil
 }
 
-// afterCommit reads, in one git process, the HEAD a commit left and its
-// parent.
-func (rc *repoCtx) afterCommit(ctx context.Context) (head, string, error) {
-	lines, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "HEAD^", "HEAD", "HEAD^{tree}", "--symbolic-full-name", "HEAD", "--"}})
+// afterCommit reads, in one git process, the HEAD a commit left (a hook
+// may have moved it anywhere, even to a root commit).
+func (rc *repoCtx) afterCommit(ctx context.Context) (head, error) {
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "HEAD", "HEAD^{tree}", "--symbolic-full-name", "HEAD", "--"}})
 	if err != nil {
-		return head{}, "", err
+		return head{}, err
 	}
-	shas := strings.Split(lines.text(), "\n")
-	if len(shas) < 4 || !hexSHA.MatchString(shas[0]) {
-		return head{}, "", errcode.New(errcode.GitFailed, "git rev-parse gave an unexpected answer after the commit")
-	}
-	h, err := parseHead(shas[1:])
-	return h, shas[0], err
+	return parseHead(strings.Split(res.text(), "\n"))
 }
 
 // commitFailed classifies a failed git commit.
@@ -353,6 +327,13 @@ func (s *submoduleStep) do(ctx context.Context, r *run, w *writing) error {
 		ref := s.sym
 		if ref == "" {
 			ref = "HEAD"
+		}
+		// Only Sluice's own commit is taken back, never one a hook made
+		// on top of it.
+		if tip := r.expect["HEAD"]; tip != sha {
+			return &errcode.Error{Code: errcode.HookFailed, Data: map[string]any{"commit": sha, "head": tip},
+				Msg: fmt.Sprintf("needs reconciliation: the submodule %s moved to %s while it was committed, and commits were then made on top of Sluice's commit %s, so Sluice took nothing back: %s is at %s. Restore point %s holds the state before",
+					s.a.Path, short(got), short(sha), branchName(s.sym), short(tip), r.p.ID)}
 		}
 		if err := r.cas(ctx, r.main, ref, r.p.Pinned.Refs["HEAD"], sha, "sluice: undo a submodule pointer that moved"); err != nil {
 			return err

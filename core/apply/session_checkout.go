@@ -572,9 +572,16 @@ func (r *run) takeBack(ctx context.Context, w *writing, sym, old, sha string, se
 	if e, ok := errcode.As(cause); ok {
 		data = e.Data
 	}
+	// Only Sluice's own commit is taken back: when a hook of the person's
+	// committed on top of it, it stays, and so do the hook's commits.
+	if tip := r.expect["HEAD"]; tip != sha {
+		return &errcode.Error{Code: code, Err: cause, Data: data,
+			Msg: fmt.Sprintf("%v; needs reconciliation: the commit %s landed but its files could not all be written, and commits were made on top of it (%s is at %s), so Sluice took nothing back: restore point %s holds the state before it",
+				cause, short(sha), branchName(sym), short(tip), r.p.ID)}
+	}
 	if err := r.cas(ctx, rc, ref, old, sha, "sluice: undo a commit whose checkout could not be written"); err != nil {
 		return &errcode.Error{Code: code, Err: cause, Data: data,
-			Msg: fmt.Sprintf("%v; the commit landed but its files could not all be written, and it could not be taken back (%v): restore point %s holds the state before it", cause, err, r.p.ID)}
+			Msg: fmt.Sprintf("%v; needs reconciliation: the commit %s landed but its files could not all be written, and it could not be taken back (%v): restore point %s holds the state before it", cause, short(sha), err, r.p.ID)}
 	}
 	delete(w.left[rc].movedHeads, rc.path)
 	r.moved(rc, ref, old, true)
