@@ -686,19 +686,18 @@ func (s *Sidecar) submitProposal(ctx context.Context, req *mcp.CallToolRequest, 
 		Reason: common.Reason, Agent: s.agentName(req), IdempotencyKey: common.IdempotencyKey,
 		CreatedAt: proposal.At(now), ExpiresAt: proposal.At(now.Add(s.cfg.PendingExpiry)),
 	}
+	if p.IdempotencyKey == "" {
+		p.IdempotencyKey = callKey()
+	}
 	if err := p.Seal(); err != nil {
 		return ProposalOut{}, invalidArgument(err)
 	}
 	if err := p.Validate(); err != nil {
 		return ProposalOut{}, invalidArgument(err)
 	}
-	c, err := s.gateway()
+	st, err := s.submit(ctx, p)
 	if err != nil {
 		return ProposalOut{}, err
-	}
-	st, err := c.SubmitProposal(ctx, p.Agent, p)
-	if err != nil {
-		return ProposalOut{}, gatewayToolError(err)
 	}
 	out := statusOut(st)
 	out.OtherAgents = s.proposalPresence(req, repo, args)

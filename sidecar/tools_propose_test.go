@@ -41,14 +41,16 @@ func (r *recorder) Record(ev journal.Event) error {
 // real gateway to a real journal, about a real git repository, all in
 // temp dirs.
 type proposeEnv struct {
-	s    *Sidecar
-	cs   *mcp.ClientSession
-	j    *journal.Journal
-	rec  *recorder
-	srv  *gateway.Server
-	root string
-	repo string
-	git  func(dir string, args ...string) string
+	s   *Sidecar
+	cs  *mcp.ClientSession
+	j   *journal.Journal
+	rec *recorder
+	srv *gateway.Server
+	// token is the gateway's token.
+	token string
+	root  string
+	repo  string
+	git   func(dir string, args ...string) string
 }
 
 func git(t *testing.T) func(dir string, args ...string) string {
@@ -149,7 +151,7 @@ func newProposeEnv(t *testing.T, o envOpt) *proposeEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &proposeEnv{s: s, j: j, rec: rec, srv: srv, root: root, repo: repo, git: git(t)}
+	e := &proposeEnv{s: s, j: j, rec: rec, srv: srv, token: token, root: root, repo: repo, git: git(t)}
 	e.cs = e.connect(t, o.clientName, nil)
 	return e
 }

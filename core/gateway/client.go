@@ -21,6 +21,13 @@ var (
 	// ErrUnavailable means the app could not be reached: not running, wrong
 	// port, or a network error. Never treated as success.
 	ErrUnavailable = errors.New("gateway unavailable")
+	// ErrAnswerLost means the request may have reached the app but no
+	// answer came back: the connection broke or timed out after it was
+	// opened (the app stopped or restarted mid-request). It always comes
+	// wrapped with ErrUnavailable. For a submit it means the proposal may
+	// have been stored: only a retry under the same idempotency key, or a
+	// look at the proposal by its id, can tell.
+	ErrAnswerLost = errors.New("the request may have reached the app, but no answer came")
 	// ErrBadAddr means an address is not a loopback IP literal with a port.
 	ErrBadAddr = errors.New("gateway address must be a loopback IP literal with a port")
 )
@@ -162,7 +169,12 @@ func (c *Client) do(ctx context.Context, agent, method, path string, body io.Rea
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		// Only a failed dial proves the app never saw the request.
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		return fmt.Errorf("%w: %w: %v", ErrUnavailable, ErrAnswerLost, err)
 	}
 	defer resp.Body.Close()
 	lr := io.LimitReader(resp.Body, MaxBodyBytes)
@@ -177,6 +189,11 @@ func (c *Client) do(ctx context.Context, agent, method, path string, body io.Rea
 		return nil
 	}
 	if err := json.NewDecoder(lr).Decode(out); err != nil {
+		// A 2xx whose body broke off is an answer lost too: the app did
+		// what was asked.
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return fmt.Errorf("%w: %w: %v", ErrUnavailable, ErrAnswerLost, err)
+		}
 		return fmt.Errorf("gateway: decode answer: %w", err)
 	}
 	return nil

@@ -130,3 +130,42 @@ func TestClient_ValidatesIDsBeforeSending(t *testing.T) {
 		}
 	}
 }
+
+// TestClient_Do_AnswerLostOnlyAfterTheRequestWasSent: a connection that
+// breaks after the request was sent is ErrAnswerLost (the app may have
+// acted on it); a refused dial is unavailable without it (the app never
+// saw the request). Both stay ErrUnavailable.
+func TestClient_Do_AnswerLostOnlyAfterTheRequestWasSent(t *testing.T) {
+	var seen atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Add(1)
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	defer srv.Close()
+	c, err := NewClient(srv.Listener.Addr().String(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Do(t.Context(), http.MethodPost, "/v1/proposals", strings.NewReader("{}"), nil)
+	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrAnswerLost) || seen.Load() == 0 {
+		t.Fatalf("connection closed after the request: %v (seen %d); want unavailable and answer lost", err, seen.Load())
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c, err = NewClient(addr, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Do(t.Context(), http.MethodPost, "/v1/proposals", strings.NewReader("{}"), nil)
+	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrAnswerLost) {
+		t.Fatalf("refused dial: %v; want unavailable, not answer lost", err)
+	}
+}
