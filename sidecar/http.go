@@ -213,7 +213,7 @@ func perRequest(next http.Handler) http.Handler {
 }
 
 // serverFor returns the MCP server for a request. A request that opens a
-// session (it has no Mcp-Session-Id) gets a new server of its own, so
+// session (a POST with no Mcp-Session-Id) gets a new server of its own, so
 // what toolset_enable adds stays in that session: another session of the
 // same token, perhaps another agent given the same token, sees only its
 // own toolsets. A request of an existing session is served by that
@@ -227,7 +227,8 @@ func (h *HTTPServer) serverFor(r *http.Request) *mcp.Server {
 	if identity == "" && !h.opts.insecureNoAuthForTests {
 		return nil
 	}
-	if r.Header.Get("Mcp-Session-Id") != "" {
+	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+		// Only a POST without a session opens one.
 		return h.versions
 	}
 	rs, _ := r.Context().Value(requestServerKey{}).(*requestServer)
