@@ -353,7 +353,7 @@ func visibleDiff(text string, f *contentFlags) string {
 			if removed {
 				n = oldLine
 			}
-			shown, chars := contentLine(line[1:], n == 1 && !removed)
+			shown, chars := contentLine(line[1:], n == 1)
 			if len(chars) > 0 {
 				f.add(file, n, removed, shown, chars)
 			}
