@@ -106,6 +106,8 @@ export interface RefMove {
 /** The exact outcome approving a proposal produces, sealed when it arrived. */
 export interface Sealed {
   ref?: string;
+  /** The branch (refs/heads/…) your checkout's HEAD named when the card was made, or "HEAD" when detached: approving on another branch is refused. */
+  head?: string;
   base?: string;
   before?: string;
   after?: string;
