@@ -155,8 +155,17 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 		cleanup = append(cleanup, func() { wsm.Close() })
 		handoff = workspaceHandoff{wsm}
 	}
+	// The app is made after the backend: a proposal that comes before it
+	// waits for a person.
+	var made atomic.Pointer[App]
+	holdAuto := func(_ context.Context, p proposal.Proposal) string {
+		if a := made.Load(); a != nil {
+			return a.holdAuto(p)
+		}
+		return "the app is starting"
+	}
 	backend := gateway.NewJournalBackend(j, gateway.BackendOptions{Roots: roots, Policy: pol, Logger: log,
-		RestorePoints: restoreLister(exec), Sealer: sealer(exec), OwnPlaces: cfg.OwnPlaces()})
+		RestorePoints: restoreLister(exec), Sealer: sealer(exec), OwnPlaces: cfg.OwnPlaces(), HoldAuto: holdAuto})
 	ss.exec, ss.backend = exec, backend
 	var gwBackend gateway.Backend = backend
 	if wsm != nil {
@@ -178,6 +187,7 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 		ready: make(chan struct{}), ledger: ledger, auditPub: pub, journal: j, stop: stop,
 		rules:    &rulebook{path: cfg.PolicyFile, backend: backend, now: time.Now},
 		executor: exec, workspaces: wsm, sessions: ss, runCtx: ctx}
+	made.Store(a)
 	ss.changed = func() { a.events.Publish(Event{Name: "session:changed"}) }
 	a.notifications.Store(cfg.Notifications)
 	go func() { a.gwDone <- gw.Serve() }()

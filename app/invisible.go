@@ -514,3 +514,22 @@ func (a *App) flagContent(c *Card, p proposal.Proposal, compute bool) {
 		c.RiskWhy += "; " + why
 	}
 }
+
+// holdAuto says why a rule must not approve p by itself: its diff, or a
+// workspace run behind it, holds invisible characters (what lands reads
+// otherwise than what anyone, a rule's author included, expects from
+// its risk), or its diff cannot be read to tell. "" lets the rule decide.
+func (a *App) holdAuto(p proposal.Proposal) string {
+	d, err := a.cardDiff(p)
+	if err != nil {
+		return "its diff could not be read to look for invisible characters: " + err.Error()
+	}
+	lines := d.invisible.lines
+	if ev := a.evidenceFor(p); ev != nil {
+		lines = append(slices.Clone(lines), ev.invisible.lines...)
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "the content holds invisible characters (" + lines[0].Text + "): a person reads it first"
+}

@@ -327,3 +327,50 @@ func TestRules_KeepsThePersonsFile(t *testing.T) {
 		t.Fatalf("after a broken edit the policy in force changed: %v", res)
 	}
 }
+
+// A rule never approves by itself a proposal whose content holds
+// invisible characters: the card flags it for a person, and the proposal
+// waits for one, though the rule matches it. The same rule still approves
+// the next proposal without them.
+func TestRules_InvisibleContent_WaitsForAPerson(t *testing.T) {
+	a, repo, env := flowEnv(t)
+	w := loginAPI(t, a)
+	cs := agentSession(t, env, "codex")
+	propose := func(content string) string {
+		t.Helper()
+		os.WriteFile(filepath.Join(repo, "README.md"), []byte(content), 0o644)
+		out, isErr := callTool(t, cs, "propose_commit", map[string]any{"repoPath": repo, "reason": "r", "message": "m", "paths": []string{"README.md"}})
+		if isErr {
+			t.Fatalf("propose_commit: %v", out)
+		}
+		return out["proposalId"].(string)
+	}
+	id := propose("hi\n")
+	var draft RuleDraft
+	w.must("GET", "/api/proposals/"+id+"/rule", nil, &draft)
+	var card cardJSON
+	w.must("GET", "/api/proposals/"+id, nil, &card)
+	w.must("POST", "/api/proposals/"+id+"/trust", TrustRequest{Decision: Decision{Digest: card.Digest}, Rule: draft.RuleInput}, nil)
+	if res, _ := callTool(t, cs, "proposal_wait", map[string]any{"proposalId": id, "timeoutSeconds": 30}); res["status"] != "completed" {
+		t.Fatalf("the trusted card: %v", res)
+	}
+
+	hidden := propose("access = \"user\u202e \u2066// admin\u2069 \u2066\"\n")
+	var held struct {
+		cardJSON
+		Risk             string          `json:"risk"`
+		InvisibleContent []InvisibleLine `json:"invisibleContent"`
+	}
+	w.must("GET", "/api/proposals/"+hidden, nil, &held)
+	if held.State != "pending" || held.ApprovedByRule != "" || held.Decision != nil {
+		t.Fatalf("a proposal with invisible characters in its content was decided without a person: %+v", held)
+	}
+	if len(held.InvisibleContent) == 0 || held.InvisibleContent[0].File != "README.md" {
+		t.Fatalf("the card does not flag the line: %+v", held.InvisibleContent)
+	}
+	w.must("POST", "/api/proposals/"+hidden+"/reject", Decision{Digest: held.Digest}, nil)
+
+	if res, _ := callTool(t, cs, "proposal_wait", map[string]any{"proposalId": propose("hi again\n"), "timeoutSeconds": 30}); res["autoApproved"] != true {
+		t.Fatalf("the rule no longer approves what it matches: %v", res)
+	}
+}

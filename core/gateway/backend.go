@@ -43,6 +43,11 @@ type BackendOptions struct {
 	// name a repository in them or change a file in them, wherever they
 	// lie. Nil refuses nothing (tests that have no configuration).
 	OwnPlaces *config.Places
+	// HoldAuto, when set, is asked before a rule approves a proposal by
+	// itself: a reason it returns (what the card flags beyond the
+	// proposal's own risk, such as invisible characters in its content)
+	// keeps the proposal pending for a person. "" lets the rule decide.
+	HoldAuto func(ctx context.Context, p proposal.Proposal) string
 }
 
 // Sealer seals proposals' outcomes. *apply.Executor implements it.
@@ -134,7 +139,7 @@ func (b *JournalBackend) Submit(ctx context.Context, agent string, p proposal.Pr
 		}
 	}
 	if b.opts.Sealer == nil {
-		return b.store(p)
+		return b.store(ctx, p)
 	}
 	out, err := b.opts.Sealer.Seal(ctx, p)
 	if err != nil {
@@ -149,7 +154,7 @@ func (b *JournalBackend) Submit(ctx context.Context, agent string, p proposal.Pr
 	if err := p.Seal(); err != nil {
 		return ProposalStatus{}, journalError(err)
 	}
-	st, err := b.store(p)
+	st, err := b.store(ctx, p)
 	if err != nil || st.Replayed {
 		// Only a stored proposal keeps its sealed objects; the others are
 		// objects nothing refers to.
@@ -197,8 +202,14 @@ func sealError(err error) error {
 }
 
 // store applies the policy and stores a checked, sealed proposal.
-func (b *JournalBackend) store(p proposal.Proposal) (ProposalStatus, error) {
+func (b *JournalBackend) store(ctx context.Context, p proposal.Proposal) (ProposalStatus, error) {
 	verdict := b.policy.Load().EvaluateAt(p, b.opts.Now())
+	if verdict.AutoApprove != "" && b.opts.HoldAuto != nil {
+		if why := b.opts.HoldAuto(ctx, p); why != "" {
+			b.opts.Logger.Info("gateway: a rule would approve this proposal, but it waits for a person", "proposal", p.ID, "rule", verdict.AutoApprove, "why", why)
+			verdict.AutoApprove = ""
+		}
+	}
 	if !verdict.Allowed {
 		if err := b.j.Deny(p, verdict.Denial); err != nil {
 			// Still denied; the failure to audit it is the app's problem.
