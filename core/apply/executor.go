@@ -250,7 +250,11 @@ func (e *Executor) Execute(ctx context.Context, id string) (journal.Record, erro
 	if res.summary != "" {
 		out.Message = clip(res.summary+"; then: "+opErr.Error(), 6000)
 	}
-	final, jerr := e.j.Fail(id, by, out)
+	record := e.j.Fail
+	if u := (*unsettledError)(nil); errors.As(opErr, &u) {
+		record = e.j.Unsettled
+	}
+	final, jerr := record(id, by, out)
 	if jerr != nil {
 		e.log.Error("apply: the proposal failed and the failure could not be recorded", "proposal", id, "err", jerr, "cause", opErr)
 		return final, errors.Join(opErr, jerr)

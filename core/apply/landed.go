@@ -176,14 +176,14 @@ func (r *run) landed(ctx context.Context, sym, old, tree, undo string) (landing,
 		why = "a commit hook changed what was committed: the card showed tree " + short(tree) + ", the hook's commit had " + short(c.tree)
 	}
 	if len(l.above) > 0 {
-		return l, &errcode.Error{Code: errcode.HookFailed, Data: map[string]any{"commit": c.sha, "head": h.sha},
+		return l, unsettled(&errcode.Error{Code: errcode.HookFailed, Data: map[string]any{"commit": c.sha, "head": h.sha},
 			Msg: fmt.Sprintf("needs reconciliation: %s, and commits were then made on top of Sluice's commit %s (%s), so Sluice took nothing back: %s is at %s. Restore point %s holds the state before",
-				why, c, strings.Join(tracedList(l.above), ", "), headLabel(on), short(h.sha), r.p.ID)}
+				why, c, strings.Join(tracedList(l.above), ", "), headLabel(on), short(h.sha), r.p.ID)})
 	}
 	if err := r.cas(ctx, rc, on, c.parent, c.sha, undo); err != nil {
-		return l, &errcode.Error{Code: errcode.HookFailed, Err: err,
+		return l, unsettled(&errcode.Error{Code: errcode.HookFailed, Err: err,
 			Msg: fmt.Sprintf("needs reconciliation: %s, and Sluice's commit %s could not be taken back (%v): %s is at %s. Restore point %s holds the state before",
-				why, c, err, headLabel(on), short(h.sha), r.p.ID)}
+				why, c, err, headLabel(on), short(h.sha), r.p.ID)})
 	}
 	// The restore point stays: the person's hooks ran and may have
 	// changed files in the working tree.
@@ -209,9 +209,9 @@ func (r *run) untraced(h head, on, old string, chain []traced, found bool) error
 	case h.sha != old:
 		what = "which does not descend (by first parents, within " + strconv.Itoa(maxTraced) + " commits) from " + short(old) + ", the commit the card was for"
 	}
-	return &errcode.Error{Code: errcode.HookFailed, Data: map[string]any{"head": h.sha},
+	return unsettled(&errcode.Error{Code: errcode.HookFailed, Data: map[string]any{"head": h.sha},
 		Msg: fmt.Sprintf("needs reconciliation: git commit ran, but Sluice's commit is not on %s now (a hook of yours may have moved it), so Sluice took nothing back: %s is at %s, %s. Restore point %s holds the state before",
-			headLabel(on), headLabel(on), short(h.sha), what, r.p.ID)}
+			headLabel(on), headLabel(on), short(h.sha), what, r.p.ID)})
 }
 
 func tracedList(cs []traced) []string {
@@ -221,3 +221,12 @@ func tracedList(cs []traced) []string {
 	}
 	return out
 }
+
+// unsettledError is an execution's failure that leaves the repository in
+// a state the executor cannot settle: the record becomes
+// needs_reconciliation, for a person to look at, not failed.
+type unsettledError struct{ error }
+
+func (e *unsettledError) Unwrap() error { return e.error }
+
+func unsettled(err error) error { return &unsettledError{err} }

@@ -74,8 +74,8 @@ func TestCommit_PostCommitHookResets_NeedsReconciliation(t *testing.T) {
 	f.repo.Write("src/a.txt", "changed\n")
 	rec := f.propose(&proposal.CommitArgs{Message: "Change a", Paths: []string{"src/a.txt"}})
 	out, err := f.execute(rec)
-	if err == nil || out.State != proposal.Failed {
-		t.Fatalf("state %s, err %v: want failed", out.State, err)
+	if err == nil || out.State != proposal.NeedsReconciliation {
+		t.Fatalf("state %s, err %v: want needs_reconciliation", out.State, err)
 	}
 	msg := out.Outcome.Message
 	for _, want := range []string{"needs reconciliation", "branch main is at " + short(base), "took nothing back"} {

@@ -564,6 +564,14 @@ func (j *Journal) Fail(id, by string, o Outcome) (Record, error) {
 	return j.finish(id, by, proposal.Failed, o)
 }
 
+// Unsettled records an execution whose result the executor could not
+// settle (a hook of the person's moved the branch in a way it cannot
+// trace): needs_reconciliation, as after a crash, until a person has
+// looked at the repository and marks it completed or failed.
+func (j *Journal) Unsettled(id, by string, o Outcome) (Record, error) {
+	return j.finish(id, by, proposal.NeedsReconciliation, o)
+}
+
 func (j *Journal) finish(id, by string, to proposal.State, o Outcome) (Record, error) {
 	return j.update(id, func(rec *Record, now time.Time) (proposal.State, Details, error) {
 		o.At = proposal.At(now)
