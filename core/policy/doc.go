@@ -23,7 +23,8 @@
 //	  },
 //	  // Made with "Approve and trust similar".
 //	  "rules": [
-//	    {"name": "claude-code-commit", "agent": "claude-code", "ops": ["commit"],
+//	    {"name": "claude-code-commit", "agent": "claude-code", "identity": "token",
+//	     "repos": ["/home/me/src/webshop"], "ops": ["commit"],
 //	     "refs": ["agent/*"], "paths": ["src"], "maxRisk": "low",
 //	     "expiresAt": "2026-12-02T00:00:00Z", "createdAt": "2026-12-01T15:04:05Z",
 //	     "fromProposal": "…"}
@@ -36,8 +37,13 @@
 // are never auto-approved, whatever a rule says, and no rule may set
 // maxRisk "destructive".
 //
-// A rule matches when every op of the proposal (a plan's steps too) is in
-// ops, its risk is at most maxRisk (default low), every branch it changes
+// A rule matches when its repos (when set) hold every repository the
+// proposal changes, its identity (when set) is the kind of identity the
+// proposal's agent has ("session": a confined session Sluice started;
+// "token": an HTTP token's or connector's name, which the sidecar
+// authenticated; "declared": any program calling itself agent, which
+// matches whatever vouches for the name), every op of the proposal (a
+// plan's steps too) is in ops, its risk is at most maxRisk (default low), every branch it changes
 // matches refs (when set; a proposal that does not name its branch does not
 // match), every file it touches lies under paths (when set; a proposal
 // whose files cannot be known in advance does not match), and expiresAt
@@ -45,8 +51,12 @@
 // then the top-level rules whose agent is the proposal's (or "*").
 //
 // The top-level "rules" list, and the rule keys agent, paths, expiresAt,
-// createdAt and fromProposal, came after the first files of version 1. The
-// version stays 1: every file an earlier Sluice read reads the same here.
+// createdAt, fromProposal, repos and identity, came after the first files
+// of version 1. The version stays 1: every file an earlier Sluice read
+// reads the same here, and a rule without repos or identity approves in
+// every repository whatever vouches for its agent's name, as it did. A
+// rule made from a card (AddRule with fromProposal) always names the
+// card's repository and its agent's kind of identity.
 //
 // File edits a policy file in place: AddRule and RemoveRule change only
 // the rules list (or, for RemoveRule, the agent's autoApprove list) through

@@ -150,6 +150,12 @@ func (f *File) AddRule(r Rule) error {
 	if r.MaxRisk == proposal.RiskDestructive.String() {
 		return fmt.Errorf("%w: rule %q: %w", ErrInvalid, r.Name, ErrDestructive)
 	}
+	// A rule made from a card is as narrow as the card: its repository
+	// and the kind of identity its agent had. Only a person's own edit of
+	// the file makes a rule for every repository.
+	if r.FromProposal != "" && (len(r.Repos) == 0 || r.Identity == "") {
+		return fmt.Errorf("%w: rule %q: a rule made from a card names the card's repository and the kind of identity it trusts", ErrInvalid, r.Name)
+	}
 	if f.Policy != nil && f.nameUsed(r.Name) {
 		return fmt.Errorf("%w: rule name %q is already used in %s", ErrInvalid, r.Name, f.Path)
 	}
@@ -285,7 +291,14 @@ func (f *File) Save() error {
 // document is the rule as it is written into the file: keys in reading
 // order, and only those that are set.
 func (r Rule) document() jsonc.Ordered {
-	o := jsonc.Ordered{{K: "name", V: r.Name}, {K: "agent", V: r.Agent}, {K: "ops", V: r.Ops}}
+	o := jsonc.Ordered{{K: "name", V: r.Name}, {K: "agent", V: r.Agent}}
+	if r.Identity != "" {
+		o = append(o, jsonc.KV{K: "identity", V: r.Identity})
+	}
+	if len(r.Repos) > 0 {
+		o = append(o, jsonc.KV{K: "repos", V: r.Repos})
+	}
+	o = append(o, jsonc.KV{K: "ops", V: r.Ops})
 	if len(r.Refs) > 0 {
 		o = append(o, jsonc.KV{K: "refs", V: r.Refs})
 	}

@@ -75,7 +75,7 @@ func removeRule(agent, name string) func(*File) error {
 var madeAt = time.Date(2026, 12, 1, 15, 4, 5, 0, time.UTC)
 
 func learned(name string) Rule {
-	return Rule{Name: name, Agent: "claude-code", Ops: []proposal.Op{proposal.OpCommit}, Refs: []string{"agent/*"},
+	return Rule{Name: name, Agent: "claude-code", Identity: proposal.IdentityToken, Repos: []string{"/home/me/src/webshop"}, Ops: []proposal.Op{proposal.OpCommit}, Refs: []string{"agent/*"},
 		Paths: []string{"src"}, MaxRisk: "low", ExpiresAt: madeAt.Add(time.Hour), CreatedAt: madeAt, FromProposal: "p-123"}
 }
 
@@ -89,6 +89,10 @@ func TestFile_AddRemove_KeepsThePersonsBytes(t *testing.T) {
 		{
 			"name": "claude-commits",
 			"agent": "claude-code",
+			"identity": "token",
+			"repos": [
+				"/home/me/src/webshop"
+			],
 			"ops": [
 				"commit"
 			],
@@ -230,16 +234,20 @@ func TestFile_AddRule_RefusesBadRules(t *testing.T) {
 		r    Rule
 		want string
 	}{
-		"destructive":   {mod(func(r *Rule) { r.MaxRisk = "destructive" }), "never auto-approved"},
-		"bad name":      {mod(func(r *Rule) { r.Name = "a b" }), "name"},
-		"used name":     {mod(func(r *Rule) { r.Name = "mine" }), "already used"},
-		"no agent":      {mod(func(r *Rule) { r.Agent = "" }), "agent"},
-		"unknown op":    {mod(func(r *Rule) { r.Ops = []proposal.Op{"amend"} }), "unknown op"},
-		"no ops":        {mod(func(r *Rule) { r.Ops = nil }), "at least one op"},
-		"escaping path": {mod(func(r *Rule) { r.Paths = []string{"../etc"} }), "paths[0]"},
-		"bad pattern":   {mod(func(r *Rule) { r.Refs = []string{"agent/[x]"} }), "refs[0]"},
-		"bad risk":      {mod(func(r *Rule) { r.MaxRisk = "tiny" }), "maxRisk"},
-		"bad card id":   {mod(func(r *Rule) { r.FromProposal = "../x" }), "fromProposal"},
+		"destructive":                      {mod(func(r *Rule) { r.MaxRisk = "destructive" }), "never auto-approved"},
+		"bad name":                         {mod(func(r *Rule) { r.Name = "a b" }), "name"},
+		"used name":                        {mod(func(r *Rule) { r.Name = "mine" }), "already used"},
+		"no agent":                         {mod(func(r *Rule) { r.Agent = "" }), "agent"},
+		"unknown op":                       {mod(func(r *Rule) { r.Ops = []proposal.Op{"amend"} }), "unknown op"},
+		"no ops":                           {mod(func(r *Rule) { r.Ops = nil }), "at least one op"},
+		"escaping path":                    {mod(func(r *Rule) { r.Paths = []string{"../etc"} }), "paths[0]"},
+		"bad pattern":                      {mod(func(r *Rule) { r.Refs = []string{"agent/[x]"} }), "refs[0]"},
+		"bad risk":                         {mod(func(r *Rule) { r.MaxRisk = "tiny" }), "maxRisk"},
+		"bad card id":                      {mod(func(r *Rule) { r.FromProposal = "../x" }), "fromProposal"},
+		"from a card without a repository": {mod(func(r *Rule) { r.Repos = nil }), "names the card's repository"},
+		"from a card without an identity":  {mod(func(r *Rule) { r.Identity = "" }), "kind of identity"},
+		"relative repository":              {mod(func(r *Rule) { r.Repos = []string{"webshop"} }), "repos[0]"},
+		"unknown identity":                 {mod(func(r *Rule) { r.Identity = "trusted" }), "identity"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -275,6 +283,7 @@ func TestRule_Expiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	pr := prop("claude-code", &proposal.CommitArgs{Message: "m", Paths: []string{"src/a.go"}, Branch: "agent/x"})
+	pr.Repo, pr.AgentToken = "/home/me/src/webshop", true // the rule's repository and identity
 	if v := f.Policy.EvaluateAt(pr, madeAt.Add(59*time.Minute)); v.AutoApprove != "soon" {
 		t.Fatalf("before expiry: %+v", v)
 	}
@@ -331,6 +340,7 @@ func TestRule_Matching(t *testing.T) {
 // TestSuggest drafts a rule from a card, and none from a destructive one.
 func TestSuggest(t *testing.T) {
 	pr := prop("claude-code", &proposal.CommitArgs{Message: "m", Paths: []string{"src/a/x.go", "src/b.go", "src/a/y.go", "README.md"}, Branch: "agent/feature"})
+	pr.Repo = "/src/widgets"
 	r, err := Suggest(pr)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -86,6 +87,17 @@ type Rule struct {
 	// proposal touches must lie under; proposals whose files cannot be
 	// known in advance do not match.
 	Paths []string `json:"paths,omitempty"`
+	// Repos, when set, are the repositories (canonical absolute paths) the
+	// rule approves in: every repository a proposal changes must be one of
+	// them. A rule made from a card always names the card's.
+	Repos []string `json:"repos,omitempty"`
+	// Identity is the kind of identity the rule trusts its agent's name
+	// as (proposal.IdentitySession, IdentityToken or IdentityDeclared): a
+	// rule for a confined session or an HTTP token never approves a
+	// proposal whose agent only declared that name. "declared" trusts any
+	// program calling itself Agent. Empty, as in rules written before it
+	// existed, trusts the name whatever vouches for it.
+	Identity string `json:"identity,omitempty"`
 	// MaxRisk is the highest risk the rule approves: "low" (default),
 	// "medium" or "high". Destructive proposals are never auto-approved.
 	MaxRisk string `json:"maxRisk,omitempty"`
@@ -231,6 +243,16 @@ func (r *Rule) compile(rk string, names map[string]bool) error {
 	}
 	if err := compilePaths(rk+".paths", r.Paths); err != nil {
 		return err
+	}
+	for i, repo := range r.Repos {
+		if !filepath.IsAbs(repo) || filepath.Clean(repo) != repo || strings.ContainsAny(repo, "\x00\n\r") {
+			return fmt.Errorf("%w: %s.repos[%d]: %q must be a repository's absolute path", ErrInvalid, rk, i, repo)
+		}
+	}
+	switch r.Identity {
+	case "", proposal.IdentitySession, proposal.IdentityToken, proposal.IdentityDeclared:
+	default:
+		return fmt.Errorf("%w: %s.identity: %q is not session, token or declared", ErrInvalid, rk, r.Identity)
 	}
 	if r.FromProposal != "" && !proposal.ValidID(r.FromProposal) {
 		return fmt.Errorf("%w: %s.fromProposal: not a proposal id", ErrInvalid, rk)
@@ -392,6 +414,9 @@ func (r Rule) matches(pr proposal.Proposal, now time.Time) bool {
 	if r.Expired(now) {
 		return false
 	}
+	if !r.trusts(pr) || !r.inRepos(pr) {
+		return false
+	}
 	for _, op := range opsOf(pr) {
 		if !slices.Contains(r.Ops, op) {
 			return false
@@ -423,6 +448,45 @@ func (r Rule) matches(pr proposal.Proposal, now time.Time) bool {
 		}
 	}
 	return true
+}
+
+// trusts reports whether the rule trusts the kind of identity pr's agent
+// has: a rule for a verified identity (a confined session, an HTTP token)
+// does not approve a program that only declares the same name.
+func (r Rule) trusts(pr proposal.Proposal) bool {
+	switch r.Identity {
+	case "", proposal.IdentityDeclared:
+		return true
+	}
+	return pr.Identity() == r.Identity
+}
+
+// inRepos reports whether every repository pr changes is one of the
+// rule's (when it names any).
+func (r Rule) inRepos(pr proposal.Proposal) bool {
+	if len(r.Repos) == 0 {
+		return true
+	}
+	for _, repo := range reposOf(pr) {
+		if !slices.Contains(r.Repos, repo) {
+			return false
+		}
+	}
+	return true
+}
+
+// reposOf is pr's repository and every other one it pins, sorted after
+// the first.
+func reposOf(pr proposal.Proposal) []string {
+	out := []string{pr.Repo}
+	var more []string
+	for repo := range pr.Pinned.Repos {
+		if repo != pr.Repo {
+			more = append(more, repo)
+		}
+	}
+	slices.Sort(more)
+	return append(out, more...)
 }
 
 // opsOf is the op and, for a plan, every step's op.

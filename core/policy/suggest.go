@@ -32,15 +32,22 @@ func ExpiryAt(choice string, now time.Time) (time.Time, error) {
 }
 
 // Suggest drafts the rule that would approve proposals like pr: the same
-// agent and operations, the branches it changes (a branch below a folder,
-// such as agent/x, becomes the pattern agent/*), the folders of the files
-// it touches, and its risk as the highest. The person sees and edits it
-// before it is saved. A destructive proposal has no such rule.
+// agent, trusted as the kind of identity it is (a confined session, an
+// HTTP token, or only a name it declared), in the same repository (and
+// the others it pins), the same operations, the branches it changes (a
+// branch below a folder, such as agent/x, becomes the pattern agent/*),
+// the folders of the files it touches, and its risk as the highest. The
+// person sees and edits it before it is saved. A destructive proposal has
+// no such rule.
 func Suggest(pr proposal.Proposal) (Rule, error) {
 	if pr.Destructive() {
 		return Rule{}, fmt.Errorf("%w: %s proposals that can lose work always need a person", ErrDestructive, pr.Op)
 	}
-	r := Rule{Name: pr.Agent + "-" + string(pr.Op), Agent: pr.Agent, Ops: []proposal.Op{}, Refs: []string{}, Paths: []string{}}
+	if pr.Repo == "" {
+		return Rule{}, fmt.Errorf("%w: the proposal names no repository, and a rule from a card is for the card's repository", ErrInvalid)
+	}
+	r := Rule{Name: pr.Agent + "-" + string(pr.Op), Agent: pr.Agent, Ops: []proposal.Op{}, Refs: []string{}, Paths: []string{},
+		Repos: reposOf(pr), Identity: pr.Identity()}
 	for _, op := range opsOf(pr) {
 		if !slices.Contains(r.Ops, op) {
 			r.Ops = append(r.Ops, op)

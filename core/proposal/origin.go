@@ -89,3 +89,32 @@ func (o *Origin) Describe() string {
 
 // Unconfined is what a card says about an agent Sluice did not start.
 const Unconfined = "runs as your account: it could write to the repository without asking"
+
+// How Sluice knows who made a proposal: the kinds of identity a proposal's
+// Agent can be, from the most to the least verified. Trust rules record
+// which kind they trust, so a rule made for a verified identity never
+// approves a program that merely calls itself by the same name.
+const (
+	// IdentitySession is a confined session Sluice started: the proposal
+	// came with the token Sluice minted for it (Origin is set).
+	IdentitySession = "session"
+	// IdentityToken is an HTTP token's (or a connector's) name, which the
+	// sidecar authenticated (AgentToken is set).
+	IdentityToken = "token"
+	// IdentityDeclared is only the name the program declared about itself
+	// (an MCP client's clientInfo.name over stdio): any program can give
+	// any name.
+	IdentityDeclared = "declared"
+)
+
+// Identity is the kind of identity p's Agent is: IdentitySession,
+// IdentityToken or IdentityDeclared.
+func (p Proposal) Identity() string {
+	switch {
+	case p.Origin != nil:
+		return IdentitySession
+	case p.AgentToken:
+		return IdentityToken
+	}
+	return IdentityDeclared
+}

@@ -81,6 +81,11 @@ type Proposal struct {
 	// Origin is set by the app when the proposal came from a confined
 	// session Sluice started; an agent never sets it. The digest covers it.
 	Origin *Origin `json:"origin,omitempty"`
+	// AgentToken is set by the app when Agent is the name of an HTTP token
+	// (or a connector's token) that the sidecar authenticated, rather than
+	// a name the program gave itself; an agent never sets it. The digest
+	// covers it. See Identity.
+	AgentToken bool `json:"agentToken,omitempty"`
 	// Digest is "sha256:" + hex of the canonical JSON of everything else.
 	Digest string `json:"digest,omitempty"`
 }
@@ -120,6 +125,7 @@ type wireProposal struct {
 	ExpiresAt      Timestamp       `json:"expiresAt"`
 	Sealed         *Sealed         `json:"sealed,omitempty"`
 	Origin         *Origin         `json:"origin,omitempty"`
+	AgentToken     bool            `json:"agentToken,omitempty"`
 	Digest         string          `json:"digest,omitempty"`
 }
 
@@ -137,7 +143,7 @@ func (p *Proposal) UnmarshalJSON(b []byte) error {
 	*p = Proposal{
 		ID: w.ID, Op: w.Op, Repo: w.Repo, Pinned: w.Pinned, Args: args, Reason: w.Reason,
 		Agent: w.Agent, IdempotencyKey: w.IdempotencyKey, CreatedAt: w.CreatedAt, ExpiresAt: w.ExpiresAt,
-		Sealed: w.Sealed, Origin: w.Origin, Digest: w.Digest,
+		Sealed: w.Sealed, Origin: w.Origin, AgentToken: w.AgentToken, Digest: w.Digest,
 	}
 	return nil
 }
