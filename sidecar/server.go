@@ -125,6 +125,20 @@ func New(opts Options) (*Sidecar, error) {
 	})
 	s.server.AddReceivingMiddleware(s.injectedArgsMiddleware, s.auditMiddleware, s.presenceMiddleware)
 	s.registerCapabilities()
+	if opts.Identity != "" && opts.Session == nil {
+		// The identity is the HTTP token's name, which this sidecar
+		// authenticated; the app records that, so a rule made for the
+		// token never approves a program that only calls itself by its
+		// name. (A confined session's sidecar is known by its own token.)
+		connect := s.gateway
+		s.gateway = func() (*gateway.Client, error) {
+			c, err := connect()
+			if err != nil {
+				return nil, err
+			}
+			return c.WithTokenIdentity(), nil
+		}
+	}
 	enabled := []string{}
 	for _, name := range config.KnownToolsets {
 		if !slices.Contains(s.toolsets, name) {

@@ -129,6 +129,9 @@ func (b *JournalBackend) Submit(ctx context.Context, agent string, p proposal.Pr
 	// names its own repository only: its copy is of that one.
 	if c := CallerFrom(ctx); c != nil {
 		if p.Repo != c.Repo || len(p.Pinned.Repos) > 0 {
+	if p.AgentToken {
+		return ProposalStatus{}, badRequest("agentToken is set by the Sluice app from how the sidecar authenticated the agent; it cannot come with the proposal")
+	}
 			return ProposalStatus{}, &errcode.Error{Code: errcode.PolicyDenied,
 				Msg: "a confined session proposes changes to its own repository (" + c.Repo + ") only"}
 		}
@@ -141,6 +144,13 @@ func (b *JournalBackend) Submit(ctx context.Context, agent string, p proposal.Pr
 	if b.opts.Sealer == nil {
 		return b.store(ctx, p)
 	}
+	} else if TokenIdentityFrom(ctx) {
+		// The name is an HTTP token's, which the sidecar authenticated: a
+		// rule made for it approves no program that merely calls itself so.
+		p.AgentToken = true
+		if err := p.Seal(); err != nil {
+			return ProposalStatus{}, journalError(err)
+		}
 	out, err := b.opts.Sealer.Seal(ctx, p)
 	if err != nil {
 		return ProposalStatus{}, sealError(err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/proposal"
 )
 
 // Errors the client returns; callers branch on them.
@@ -83,6 +84,17 @@ type Client struct {
 	host  string
 	token string
 	hc    *http.Client
+	// tokenIdentity marks the agent names this client sends as an
+	// authenticated HTTP token's (IdentityHeader).
+	tokenIdentity bool
+}
+
+// WithTokenIdentity is a copy of c whose requests say that the agent's
+// name is the name of the HTTP token the sidecar authenticated.
+func (c *Client) WithTokenIdentity() *Client {
+	cc := *c
+	cc.tokenIdentity = true
+	return &cc
 }
 
 // NewClient validates addr and builds a client that dials only that
@@ -163,6 +175,9 @@ func (c *Client) do(ctx context.Context, agent, method, path string, body io.Rea
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	if agent != "" {
 		req.Header.Set(AgentHeader, agent)
+		if c.tokenIdentity {
+			req.Header.Set(IdentityHeader, proposal.IdentityToken)
+		}
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")

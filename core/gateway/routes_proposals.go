@@ -20,6 +20,31 @@ import (
 // holding the token can claim any name.
 const AgentHeader = "X-Sluice-Agent"
 
+// IdentityHeader says how the sidecar knows the name in AgentHeader:
+// "token" when it is the name of an HTTP token (or a connector's token)
+// that the sidecar authenticated. Without it the name is only what the MCP
+// client declared about itself, which any program can declare. Like
+// AgentHeader it is as good as the gateway token that carries it: it
+// separates a program that calls itself X through a sidecar from the
+// holder of X's token, not a process that holds the gateway token itself.
+// A confined session's requests are known by their own token instead.
+const IdentityHeader = "X-Sluice-Identity"
+
+type tokenIdentityKey struct{}
+
+// WithTokenIdentity is ctx for a request whose agent name is an
+// authenticated HTTP token's.
+func WithTokenIdentity(ctx context.Context) context.Context {
+	return context.WithValue(ctx, tokenIdentityKey{}, true)
+}
+
+// TokenIdentityFrom reports whether ctx's request named its agent by an
+// authenticated HTTP token.
+func TokenIdentityFrom(ctx context.Context) bool {
+	v, _ := ctx.Value(tokenIdentityKey{}).(bool)
+	return v
+}
+
 // MaxWait is the longest long-poll of the wait route. It stays under the
 // 60 s tool timeout of common MCP clients.
 const MaxWait = 50 * time.Second

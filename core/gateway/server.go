@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/proposal"
 )
 
 // MaxBodyBytes caps every request body. A proposal's patch is at most
@@ -173,6 +174,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		r = r.WithContext(WithCaller(r.Context(), caller))
+	} else if r.Header.Get(IdentityHeader) == proposal.IdentityToken {
+		r = r.WithContext(WithTokenIdentity(r.Context()))
 	}
 	if r.ContentLength > MaxBodyBytes {
 		WriteError(w, http.StatusRequestEntityTooLarge, errcode.TooLarge, "request body too large", nil)
