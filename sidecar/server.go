@@ -115,16 +115,6 @@ func New(opts Options) (*Sidecar, error) {
 		path := opts.Config.GatewayFile()
 		s.gateway = func() (*gateway.Client, error) { return gateway.NewClientFromEndpoint(path) }
 	}
-	s.server = mcp.NewServer(&mcp.Implementation{
-		Name:    "sluice",
-		Title:   "Sluice",
-		Version: config.Version,
-	}, &mcp.ServerOptions{
-		Instructions: serverInstructions,
-		Logger:       log,
-	})
-	s.server.AddReceivingMiddleware(s.injectedArgsMiddleware, s.auditMiddleware, s.presenceMiddleware)
-	s.registerCapabilities()
 	if opts.Identity != "" && opts.Session == nil {
 		// The identity is the HTTP token's name, which this sidecar
 		// authenticated; the app records that, so a rule made for the
@@ -139,6 +129,16 @@ func New(opts Options) (*Sidecar, error) {
 			return c.WithTokenIdentity(), nil
 		}
 	}
+	s.server = mcp.NewServer(&mcp.Implementation{
+		Name:    "sluice",
+		Title:   "Sluice",
+		Version: config.Version,
+	}, &mcp.ServerOptions{
+		Instructions: serverInstructions,
+		Logger:       log,
+	})
+	s.server.AddReceivingMiddleware(s.injectedArgsMiddleware, s.auditMiddleware, s.presenceMiddleware)
+	s.registerCapabilities()
 	enabled := []string{}
 	for _, name := range config.KnownToolsets {
 		if !slices.Contains(s.toolsets, name) {

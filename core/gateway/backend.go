@@ -125,13 +125,13 @@ func (b *JournalBackend) Submit(ctx context.Context, agent string, p proposal.Pr
 	if p.Origin != nil {
 		return ProposalStatus{}, badRequest("a proposal's origin is set by the Sluice app from the credential it came with; it cannot come with the proposal")
 	}
+	if p.AgentToken {
+		return ProposalStatus{}, badRequest("agentToken is set by the Sluice app from how the sidecar authenticated the agent; it cannot come with the proposal")
+	}
 	// A confined session's proposal says so, from its token alone, and
 	// names its own repository only: its copy is of that one.
 	if c := CallerFrom(ctx); c != nil {
 		if p.Repo != c.Repo || len(p.Pinned.Repos) > 0 {
-	if p.AgentToken {
-		return ProposalStatus{}, badRequest("agentToken is set by the Sluice app from how the sidecar authenticated the agent; it cannot come with the proposal")
-	}
 			return ProposalStatus{}, &errcode.Error{Code: errcode.PolicyDenied,
 				Msg: "a confined session proposes changes to its own repository (" + c.Repo + ") only"}
 		}
@@ -140,10 +140,6 @@ func (b *JournalBackend) Submit(ctx context.Context, agent string, p proposal.Pr
 		if err := p.Seal(); err != nil {
 			return ProposalStatus{}, journalError(err)
 		}
-	}
-	if b.opts.Sealer == nil {
-		return b.store(ctx, p)
-	}
 	} else if TokenIdentityFrom(ctx) {
 		// The name is an HTTP token's, which the sidecar authenticated: a
 		// rule made for it approves no program that merely calls itself so.
@@ -151,6 +147,10 @@ func (b *JournalBackend) Submit(ctx context.Context, agent string, p proposal.Pr
 		if err := p.Seal(); err != nil {
 			return ProposalStatus{}, journalError(err)
 		}
+	}
+	if b.opts.Sealer == nil {
+		return b.store(ctx, p)
+	}
 	out, err := b.opts.Sealer.Seal(ctx, p)
 	if err != nil {
 		return ProposalStatus{}, sealError(err)
