@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -45,8 +46,15 @@ func autoApprovedBy(d *journal.Decision) string {
 
 // RuleView is one auto-approve rule on the Rules screen.
 type RuleView struct {
-	Name    string        `json:"name"`
-	Agent   string        `json:"agent"`
+	Name  string `json:"name"`
+	Agent string `json:"agent"`
+	// Identity is the kind of identity the rule trusts the agent's name
+	// as: "session", "token", "declared", or "" (a rule written by hand
+	// before rules said so: any).
+	Identity string `json:"identity"`
+	// Repos are the repositories it approves in; empty (a rule written by
+	// hand) means any.
+	Repos   []string      `json:"repos"`
 	Ops     []proposal.Op `json:"ops"`
 	Refs    []string      `json:"refs"`
 	Paths   []string      `json:"paths"`
@@ -78,7 +86,16 @@ type RulesView struct {
 // card, for the person to read and edit before it is saved.
 type RuleDraft struct {
 	RuleInput
-	Agent        string        `json:"agent"`
+	Agent string `json:"agent"`
+	// Identity is the kind of identity the card's agent has, which the
+	// rule trusts: "session" (a confined session Sluice started), "token"
+	// (an HTTP token's or connector's name) or "declared" (only a name the
+	// program gave itself: the rule then trusts any program calling itself
+	// Agent, and is saved only when the person opts in).
+	Identity string `json:"identity"`
+	// Repos are the card's repository (and any other it pins): the rule
+	// approves there only.
+	Repos        []string      `json:"repos"`
 	Ops          []proposal.Op `json:"ops"`
 	FromProposal string        `json:"fromProposal"`
 	PolicyFile   string        `json:"policyFile"`
@@ -98,6 +115,9 @@ type RuleInput struct {
 	MaxRisk string   `json:"maxRisk"`
 	// Expiry is "hour", "today" or "always".
 	Expiry string `json:"expiry"`
+	// TrustDeclaredName opts in to a rule for an agent that only declared
+	// its name: it approves any program calling itself that name.
+	TrustDeclaredName bool `json:"trustDeclaredName"`
 }
 
 // TrustRequest approves a card and saves a rule for proposals like it.
@@ -263,13 +283,13 @@ func ruleView(r policy.Listed, now time.Time) RuleView {
 		}
 		return t.UTC().Format(time.RFC3339)
 	}
-	v := RuleView{Name: r.Name, Agent: r.Agent, Ops: r.Ops, Refs: r.Refs, Paths: r.Paths, MaxRisk: r.MaxRisk,
+	v := RuleView{Name: r.Name, Agent: r.Agent, Identity: r.Identity, Repos: r.Repos, Ops: r.Ops, Refs: r.Refs, Paths: r.Paths, MaxRisk: r.MaxRisk,
 		ExpiresAt: stamp(r.ExpiresAt), Expired: r.Expired(now), CreatedAt: stamp(r.CreatedAt),
 		FromProposal: r.FromProposal, InAgentEntry: r.InAgentEntry}
 	if v.MaxRisk == "" {
 		v.MaxRisk = proposal.RiskLow.String()
 	}
-	for _, l := range []*[]string{&v.Refs, &v.Paths} {
+	for _, l := range []*[]string{&v.Repos, &v.Refs, &v.Paths} {
 		if *l == nil {
 			*l = []string{}
 		}
@@ -301,7 +321,10 @@ func (api *API) SuggestRule(id string) (RuleDraft, error) {
 	}
 	d := RuleDraft{
 		RuleInput: RuleInput{Name: f.UniqueName(r.Name), Refs: r.Refs, Paths: r.Paths, MaxRisk: r.MaxRisk, Expiry: policy.ExpiryToday},
-		Agent:     r.Agent, Ops: r.Ops, FromProposal: id, PolicyFile: f.Path, CreatesFile: creates, Notes: []string{},
+		Agent:     r.Agent, Identity: r.Identity, Repos: r.Repos, Ops: r.Ops, FromProposal: id, PolicyFile: f.Path, CreatesFile: creates, Notes: []string{},
+	}
+	if r.Identity == proposal.IdentityDeclared {
+		d.Notes = append(d.Notes, declaredNote(r.Agent))
 	}
 	if _, known := rec.Proposal.FilesTouched(); !known {
 		d.Notes = append(d.Notes, "the files this proposal touches cannot be known in advance, so the rule cannot limit them")
@@ -328,6 +351,11 @@ func (api *API) TrustSimilar(req TrustRequest) (TrustResult, error) {
 	if err != nil {
 		return TrustResult{}, ruleError(err)
 	}
+	// A name the program only declared vouches for nothing: the rule then
+	// trusts any program calling itself so, which the person must choose.
+	if draft.Identity == proposal.IdentityDeclared && !req.Rule.TrustDeclaredName {
+		return TrustResult{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: declaredNote(draft.Agent) + "; opt in to trust it (trustDeclaredName), or approve the card alone"}
+	}
 	// Nothing is saved for a card that could not be approved now.
 	if err := a.approvable(rec); err != nil {
 		return TrustResult{}, err
@@ -340,7 +368,7 @@ func (api *API) TrustSimilar(req TrustRequest) (TrustResult, error) {
 		rb.mu.Unlock()
 		return TrustResult{}, ruleError(err)
 	}
-	rule := policy.Rule{Name: req.Rule.Name, Agent: draft.Agent, Ops: draft.Ops, Refs: trimmed(req.Rule.Refs),
+	rule := policy.Rule{Name: req.Rule.Name, Agent: draft.Agent, Identity: draft.Identity, Repos: draft.Repos, Ops: draft.Ops, Refs: trimmed(req.Rule.Refs),
 		Paths: trimmed(req.Rule.Paths), MaxRisk: req.Rule.MaxRisk, ExpiresAt: expires,
 		CreatedAt: now.Truncate(time.Second), FromProposal: rec.Proposal.ID}
 	view, err := a.saveRule(rule, "owner:"+api.kind)
@@ -353,6 +381,11 @@ func (api *API) TrustSimilar(req TrustRequest) (TrustResult, error) {
 		return TrustResult{Rule: view}, fmt.Errorf("the rule %s is saved, but this card was not approved: %w", rule.Name, err)
 	}
 	return TrustResult{Card: card, Rule: view}, nil
+}
+
+// declaredNote says what a rule for a declared name trusts.
+func declaredNote(agent string) string {
+	return fmt.Sprintf("%s only declared its name, which Sluice cannot verify: the rule would approve any program calling itself %s", agent, agent)
 }
 
 func trimmed(list []string) []string {
@@ -405,7 +438,7 @@ func (a *App) saveRule(rule policy.Rule, by string) (RuleView, error) {
 		return RuleView{}, ruleError(err)
 	}
 	data := map[string]any{"rule": rule.Name, "source": ruleSource(by), "ops": joinOps(rule.Ops), "maxRisk": rule.MaxRisk,
-		"refPatterns": int64(len(rule.Refs)), "pathPrefixes": int64(len(rule.Paths))}
+		"refPatterns": int64(len(rule.Refs)), "pathPrefixes": int64(len(rule.Paths)), "identity": rule.Identity, "repos": int64(len(rule.Repos))}
 	if !rule.ExpiresAt.IsZero() {
 		data["expiresAt"] = rule.ExpiresAt.UTC().Format(time.RFC3339)
 	}
@@ -491,4 +524,54 @@ func (api *API) RevokeRule(r RevokeRequest) (RulesView, error) {
 		return RulesView{}, err
 	}
 	return api.Rules()
+}
+
+// AutoApproval is one proposal a rule approved without a person: what the
+// Pending screen's notice and the Rules screen's feed show, with the
+// restore point that undoes it once it ran.
+type AutoApproval struct {
+	ID       string         `json:"id"`
+	Rule     string         `json:"rule"`
+	Agent    string         `json:"agent"`
+	Op       proposal.Op    `json:"op"`
+	Repo     string         `json:"repo"`
+	RepoName string         `json:"repoName"`
+	Reason   string         `json:"reason"`
+	State    proposal.State `json:"state"`
+	// At is when the rule approved it (RFC 3339).
+	At string `json:"at"`
+	// RestorePoint puts the repository back as it was before (through
+	// Restore); empty until the change ran, and when it never did.
+	RestorePoint string `json:"restorePoint"`
+}
+
+// maxAutoApprovals bounds the feed.
+const maxAutoApprovals = 50
+
+// AutoApprovals lists the newest proposals rules approved, newest first,
+// from the journal (where each is recorded as approved by "policy:RULE").
+func (api *API) AutoApprovals() ([]AutoApproval, error) {
+	recs, err := api.app.journal.List(journal.Filter{})
+	if err != nil {
+		return nil, err
+	}
+	out := []AutoApproval{}
+	for _, rec := range recs {
+		rule := autoApprovedBy(rec.Decision)
+		if rule == "" {
+			continue
+		}
+		p := rec.Proposal
+		v := AutoApproval{ID: p.ID, Rule: rule, Agent: p.Agent, Op: p.Op, Repo: p.Repo, RepoName: filepath.Base(p.Repo),
+			Reason: p.Reason, State: rec.State, At: rec.Decision.At.Time.UTC().Format(time.RFC3339)}
+		if rec.Outcome != nil {
+			v.RestorePoint = rec.Outcome.RestorePoint
+		}
+		out = append(out, v)
+	}
+	slices.SortStableFunc(out, func(a, b AutoApproval) int { return strings.Compare(b.At, a.At) })
+	if len(out) > maxAutoApprovals {
+		out = out[:maxAutoApprovals]
+	}
+	return out, nil
 }

@@ -106,6 +106,7 @@ func TestRules_PolicyFileChangesAudited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	draft.TrustDeclaredName = true // codex only declared its name
 	if _, err := api.TrustSimilar(TrustRequest{Decision: Decision{ID: st.ProposalID, Digest: st.Digest}, Rule: draft.RuleInput}); err != nil {
 		t.Fatal(err)
 	}

@@ -130,12 +130,14 @@ func TestRules_TrustSimilar_WebAPI(t *testing.T) {
 	first := propose("hello\nworld\n")
 	var draft RuleDraft
 	w.must("GET", "/api/proposals/"+first+"/rule", nil, &draft)
-	if draft.Agent != "claude-code" || len(draft.Ops) != 1 || draft.Ops[0] != "commit" || strings.Join(draft.Paths, ",") != "README.md" ||
+	if draft.Agent != "claude-code" || draft.Identity != "declared" || strings.Join(draft.Repos, ",") != canonical(t, repo) || len(draft.Ops) != 1 || draft.Ops[0] != "commit" || strings.Join(draft.Paths, ",") != "README.md" ||
 		draft.MaxRisk != "low" || draft.Expiry != "today" || !draft.CreatesFile || draft.PolicyFile != a.cfg.DefaultPolicyFile() || draft.Name == "" {
 		t.Fatalf("draft: %+v", draft)
 	}
 	var card cardJSON
 	w.must("GET", "/api/proposals/"+first, nil, &card)
+	// The agent only declared its name: the person opts in to trusting it.
+	draft.TrustDeclaredName = true
 
 	// Bad input is refused with a code and changes nothing.
 	bad := []struct {
@@ -147,6 +149,7 @@ func TestRules_TrustSimilar_WebAPI(t *testing.T) {
 		{"escaping path", func(r *RuleInput) { r.Paths = []string{"../x"} }, "invalid_argument"},
 		{"destructive", func(r *RuleInput) { r.MaxRisk = "destructive" }, "destructive_not_trusted"},
 		{"expiry", func(r *RuleInput) { r.Expiry = "forever" }, "invalid_argument"},
+		{"a declared name without opting in", func(r *RuleInput) { r.TrustDeclaredName = false }, "invalid_argument"},
 	}
 	for _, b := range bad {
 		in := draft.RuleInput
@@ -177,7 +180,8 @@ func TestRules_TrustSimilar_WebAPI(t *testing.T) {
 		t.Fatalf("first: %v", out)
 	}
 	saved, err := policy.Load(a.cfg.DefaultPolicyFile())
-	if err != nil || len(saved.Rules) != 1 || saved.Rules[0].Agent != "claude-code" || saved.Rules[0].FromProposal != first || !saved.Rules[0].ExpiresAt.IsZero() {
+	if err != nil || len(saved.Rules) != 1 || saved.Rules[0].Agent != "claude-code" || saved.Rules[0].FromProposal != first || !saved.Rules[0].ExpiresAt.IsZero() ||
+		saved.Rules[0].Identity != "declared" || strings.Join(saved.Rules[0].Repos, ",") != canonical(t, repo) {
 		t.Fatalf("policy file: %+v %v", saved, err)
 	}
 	if st, _ := os.Stat(a.cfg.DefaultPolicyFile()); st.Mode().Perm() != 0o600 {
@@ -297,6 +301,7 @@ func TestRules_KeepsThePersonsFile(t *testing.T) {
 	}
 	var card cardJSON
 	w.must("GET", "/api/proposals/"+id, nil, &card)
+	draft.TrustDeclaredName = true // codex only declared its name
 	w.must("POST", "/api/proposals/"+id+"/trust", TrustRequest{Decision: Decision{Digest: card.Digest}, Rule: draft.RuleInput}, nil)
 	if res, _ := callTool(t, cs, "proposal_wait", map[string]any{"proposalId": id, "timeoutSeconds": 30}); res["status"] != "completed" {
 		t.Fatalf("the trusted card: %v", res)
@@ -350,6 +355,7 @@ func TestRules_InvisibleContent_WaitsForAPerson(t *testing.T) {
 	w.must("GET", "/api/proposals/"+id+"/rule", nil, &draft)
 	var card cardJSON
 	w.must("GET", "/api/proposals/"+id, nil, &card)
+	draft.TrustDeclaredName = true // codex only declared its name
 	w.must("POST", "/api/proposals/"+id+"/trust", TrustRequest{Decision: Decision{Digest: card.Digest}, Rule: draft.RuleInput}, nil)
 	if res, _ := callTool(t, cs, "proposal_wait", map[string]any{"proposalId": id, "timeoutSeconds": 30}); res["status"] != "completed" {
 		t.Fatalf("the trusted card: %v", res)

@@ -243,6 +243,7 @@ func (w *Web) routes() http.Handler {
 		jsonCall(rw, func() (apply.Preflight, error) { return w.api.Preflight(r.PathValue("id")) })
 	}))
 	mux.HandleFunc("GET /api/rules", w.authed(jsonGet(w.api.Rules)))
+	mux.HandleFunc("GET /api/rules/approvals", w.authed(jsonGet(w.api.AutoApprovals)))
 	mux.HandleFunc("POST /api/rules/revoke", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
 		var req RevokeRequest
 		if !decodeBody(rw, r, &req) {

@@ -628,11 +628,24 @@ export interface RuleInput {
   maxRisk: string;
   /** "hour", "today" or "always". */
   expiry: string;
+  /** Opts in to a rule for an agent that only declared its name: it trusts any program calling itself so. */
+  trustDeclaredName: boolean;
 }
+
+/**
+ * The kind of identity a rule trusts an agent's name as: "session" (a
+ * confined session Sluice started), "token" (an HTTP token's or
+ * connector's name), "declared" (only the name a program gave itself), or
+ * "" (a rule written by hand without one: any).
+ */
+export type RuleIdentity = "session" | "token" | "declared" | "";
 
 /** The rule "Approve and trust similar" would save, before the person edits it. */
 export interface RuleDraft extends RuleInput {
   agent: string;
+  identity: RuleIdentity;
+  /** The card's repository (and any other it pins): the rule approves there only. */
+  repos: string[];
   ops: string[];
   fromProposal: string;
   policyFile: string;
@@ -643,6 +656,9 @@ export interface RuleDraft extends RuleInput {
 export interface RuleView {
   name: string;
   agent: string;
+  identity: RuleIdentity;
+  /** Empty (a rule written by hand) means any repository. */
+  repos: string[];
   ops: string[];
   refs: string[];
   paths: string[];
@@ -666,6 +682,21 @@ export interface RulesView {
 export interface TrustResult {
   card: Card;
   rule: RuleView;
+}
+
+/** A proposal a rule approved without a person. */
+export interface AutoApproval {
+  id: string;
+  rule: string;
+  agent: string;
+  op: string;
+  repo: string;
+  repoName: string;
+  reason: string;
+  state: ProposalState;
+  at: string;
+  /** Undoes it through restore; empty until it ran, and when it never did. */
+  restorePoint: string;
 }
 
 export const api = {
@@ -714,6 +745,8 @@ export const api = {
       post(`/api/proposals/${seg(d.id)}/trust`, { digest: d.digest, note: d.note, rule }),
     ),
   rules: () => call<RulesView>("Rules", [], get("/api/rules")),
+  /** The newest proposals rules approved, newest first. */
+  autoApprovals: () => call<AutoApproval[]>("AutoApprovals", [], get("/api/rules/approvals")),
   revokeRule: (agent: string, name: string) =>
     call<RulesView>("RevokeRule", [{ agent, name }], post("/api/rules/revoke", { agent, name })),
 
