@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/proposal"
 )
 
 // After the person's git commit returns, their hooks have run, and a
@@ -48,8 +49,8 @@ func (l landing) aboveNote(sym string, files, committed []string) string {
 	for i := len(l.above) - 1; i >= 0; i-- {
 		list = append(list, l.above[i].String())
 	}
-	note := fmt.Sprintf("a hook of yours then added %d commit(s) on top of it, which stay: %s; %s is at %s",
-		len(l.above), strings.Join(list, ", "), branchName(sym), short(l.head.sha))
+	note := fmt.Sprintf("a hook of yours then added %s on top of it, which stay: %s; %s is at %s",
+		proposal.Count(len(l.above), "commit"), strings.Join(list, ", "), branchName(sym), short(l.head.sha))
 	var ours []string
 	for _, p := range files {
 		if slices.Contains(committed, p) {

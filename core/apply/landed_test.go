@@ -37,7 +37,7 @@ git add hook.log && git commit -q -m "hook: log the commit"`)
 	if !strings.Contains(f.git("log", "-1", "--format=%B", own), "Sluice-Proposal: "+rec.Proposal.ID) {
 		t.Errorf("main^ is not Sluice's commit")
 	}
-	for _, want := range []string{"committed the sealed 1 file(s) on main: " + short(own), "added 1 commit(s)", short(hookCommit), "hook: log the commit", "they change hook.log"} {
+	for _, want := range []string{"committed the sealed 1 file on main: " + short(own), "added 1 commit on top", short(hookCommit), "hook: log the commit", "they change hook.log"} {
 		if !strings.Contains(out.Outcome.Message, want) {
 			t.Errorf("outcome %q does not say %q", out.Outcome.Message, want)
 		}

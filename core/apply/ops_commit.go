@@ -135,7 +135,7 @@ func (r *run) commitSealed(ctx context.Context, w *writing, sym, msg string, sea
 	sha, h, ref := l.own, l.head, l.ref
 	w.left[rc].movedHeads[rc.path] = h
 	r.moved(rc, ref, h.sha, true)
-	r.note("committed the sealed %d file(s) on %s: %s", len(sealed.Files), branchName(sym), short(sha))
+	r.note("committed the sealed %s on %s: %s", proposal.Count(len(sealed.Files), "file"), branchName(sym), short(sha))
 	hooked, err := rc.hookFiles(ctx, l)
 	if err != nil {
 		r.e.log.Warn("apply: could not list the files a hook's commits changed", "err", err)

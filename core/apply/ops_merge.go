@@ -135,8 +135,8 @@ func (s *mergeStep) do(ctx context.Context, r *run, w *writing) error {
 		}
 		if len(conflicts) > 0 {
 			return &errcode.Error{Code: errcode.MergeConflict, Data: map[string]any{"files": conflicts},
-				Msg: fmt.Sprintf("merging %s into %s conflicts in %d file(s): %s; nothing was changed",
-					s.a.Source, s.a.Target, len(conflicts), strings.Join(limitList(conflicts, 50), ", "))}
+				Msg: fmt.Sprintf("merging %s into %s conflicts in %s: %s; nothing was changed",
+					s.a.Source, s.a.Target, proposal.Count(len(conflicts), "file"), strings.Join(limitList(conflicts, 50), ", "))}
 		}
 		if err := r.verifyTree(r.sealedStep(), tree, "the merge"); err != nil {
 			return err
@@ -296,8 +296,8 @@ func (r *run) rebaseAway(ctx context.Context, rc *repoCtx, old, onto string, a *
 			return "", gitFailed([]string{"rebase"}, res)
 		}
 		return "", &errcode.Error{Code: errcode.MergeConflict, Data: map[string]any{"files": files},
-			Msg: fmt.Sprintf("rebasing %s onto %s conflicts in %d file(s): %s; nothing was changed",
-				a.Branch, a.Onto, len(files), strings.Join(limitList(files, 50), ", "))}
+			Msg: fmt.Sprintf("rebasing %s onto %s conflicts in %s: %s; nothing was changed",
+				a.Branch, a.Onto, proposal.Count(len(files), "file"), strings.Join(limitList(files, 50), ", "))}
 	}
 	h, err := rc.g.headOf(ctx, wt)
 	if err != nil {

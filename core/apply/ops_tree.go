@@ -181,7 +181,7 @@ func (s *patchStep) do(ctx context.Context, r *run, w *writing) error {
 		return err
 	}
 	files, _ := s.a.FilesTouched()
-	r.note("applied a patch to %s (%d file(s))", where, len(files))
+	r.note("applied a patch to %s (%s)", where, proposal.Count(len(files), "file"))
 	return nil
 }
 

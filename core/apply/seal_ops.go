@@ -98,8 +98,8 @@ func (s *mergeStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, err
 		}
 		if len(conflicts) > 0 {
 			return out, &errcode.Error{Code: errcode.MergeConflict, Data: map[string]any{"files": conflicts},
-				Msg: fmt.Sprintf("merging %s into %s would conflict in %d file(s): %s. Resolve it on a branch (merge %s into it and fix the files), then propose again",
-					s.a.Source, s.a.Target, len(conflicts), strings.Join(limitList(conflicts, 50), ", "), s.a.Target)}
+				Msg: fmt.Sprintf("merging %s into %s would conflict in %s: %s. Resolve it on a branch (merge %s into it and fix the files), then propose again",
+					s.a.Source, s.a.Target, proposal.Count(len(conflicts), "file"), strings.Join(limitList(conflicts, 50), ", "), s.a.Target)}
 		}
 		out.After = tree
 		out.Moves = []proposal.RefMove{{Ref: ref, From: old}}
@@ -224,6 +224,10 @@ func (s *discardStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, e
 		return proposal.Sealed{}, err
 	}
 	out := proposal.Sealed{Base: head, Before: before, After: headTree, Files: files, Effect: proposal.EffectLoses}
+	// The work, as the person made it: from HEAD to the files as they are.
+	if out.Work, err = sl.changes(ctx, headTree, before); err != nil {
+		return proposal.Sealed{}, err
+	}
 	for _, f := range files {
 		if slices.Contains(untracked, f.Path) {
 			out.Untracked = append(out.Untracked, f.Path)
@@ -295,6 +299,10 @@ func (s *resetStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, err
 	if err != nil {
 		return out, err
 	}
+	// The work is what differs from HEAD, not from the target: the files
+	// that differ only because of the commits the reset drops are counted
+	// as those commits (Lost).
+	out.Work = dirty
 	for _, d := range dirty {
 		if !slices.Contains(inTheWay, d.Path) {
 			out.Uncommitted = append(out.Uncommitted, d.Path)

@@ -101,7 +101,7 @@ func TestSeal_Commit_EditAddDeleteAfterProposal(t *testing.T) {
 			if u := f.git("ls-files", "--others", "--exclude-standard"); u != "late.txt" {
 				t.Errorf("untracked %q: want the later file", u)
 			}
-			if !strings.Contains(out.Outcome.Message, "committed the sealed 2 file(s)") {
+			if !strings.Contains(out.Outcome.Message, "committed the sealed 2 files") {
 				t.Errorf("outcome %q", out.Outcome.Message)
 			}
 		})

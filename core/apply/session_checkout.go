@@ -497,7 +497,7 @@ func (r *run) writeCheckout(ctx context.Context, sealed *proposal.Sealed) (*chec
 			return out, err
 		}
 	}
-	r.note("updated %d file(s) in the checkout to the committed content", len(sealed.Checkout))
+	r.note("updated %s in the checkout to the committed content", proposal.Count(len(sealed.Checkout), "file"))
 	return out, nil
 }
 

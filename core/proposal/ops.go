@@ -716,7 +716,7 @@ func (a *BranchDeleteArgs) WrittenRefs() []string {
 func (a *BranchDeleteArgs) FilesTouched() ([]string, bool) { return nil, true }
 func (a *BranchDeleteArgs) risk(Pinned) Risk               { return RiskDestructive }
 func (a *BranchDeleteArgs) why(Pinned) string {
-	return fmt.Sprintf("deletes %d branch(es)", len(a.WrittenRefs()))
+	return "deletes " + Count(len(a.WrittenRefs()), "branch")
 }
 
 func (a *BranchDeleteArgs) checkRepoPins(p Pinned) error {

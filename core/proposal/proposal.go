@@ -222,20 +222,9 @@ func (p Proposal) Risk() Risk {
 	return r
 }
 
-// RiskWhy is p's risk and one line saying why it is that.
-func (p Proposal) RiskWhy() (Risk, string) {
-	if p.Args == nil {
-		return RiskHigh, "the proposal has no arguments"
-	}
-	r, why := p.Args.risk(p.Pinned), p.Args.why(p.Pinned)
-	if reasons := p.Sealed.allRiskReasons(); len(reasons) > 0 && reasons[0].level >= r {
-		r, why = reasons[0].level, reasons[0].why
-		if n := len(reasons) - 1; n > 0 {
-			why += fmt.Sprintf(" and %d more", n)
-		}
-	}
-	return r, why
-}
+// RiskWhy is p's risk and one line saying why it is that, said before it
+// runs (see RiskWhyIn).
+func (p Proposal) RiskWhy() (Risk, string) { return p.RiskWhyIn(Future) }
 
 // Destructive reports whether approving p can lose work: hard reset,
 // discard, force-with-lease push, rewriting pushed history, branch delete.

@@ -2,6 +2,7 @@ package proposal
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 )
@@ -125,13 +126,138 @@ func (s *Sealed) embeddedRepos() []string {
 }
 
 // allRiskReasons are the sealed outcome's reasons (riskReasons) with the
-// embedded repositories it adds, most severe first.
-func (s *Sealed) allRiskReasons() []riskReason {
-	out := s.riskReasons()
+// embedded repositories it adds and its size, most severe first, said in
+// tense t.
+func (s *Sealed) allRiskReasons(t Tense) []riskReason {
+	out := s.riskReasons(t)
 	for _, dir := range s.embeddedRepos() {
 		out = append(out, riskReason{RiskHigh, "adds a git repository's directory, " + dir +
 			" (a bare repository: its config can run programs when git is used in it)"})
 	}
+	if n := s.landingFiles(); n >= SizeMediumFiles {
+		level := RiskMedium
+		if n >= SizeHighFiles {
+			level = RiskHigh
+		}
+		out = append(out, riskReason{level, say(t, "touches ", "touched ", "would have touched ") + Count(n, "file")})
+	}
 	slices.SortStableFunc(out, func(a, b riskReason) int { return int(b.level) - int(a.level) })
 	return out
+}
+
+// How many files a change may touch before its size alone raises its
+// risk. A person reads every line of a change of a few dozen files on a
+// card; from about a hundred they skim, and a mistake (a stray edit, a
+// file that should not be there) can pass unseen, so such a change is at
+// least medium and no rule that approves only low-risk work approves it.
+// A thousand files is a codemod, a vendored tree or generated code: no
+// one reads it whole, and what it does must be checked some other way
+// (tests, a rerun of the generator), so it is high, like the other
+// changes that need care to check.
+const (
+	SizeMediumFiles = 100
+	SizeHighFiles   = 1000
+)
+
+// landingFiles counts the distinct paths s's content changes land on,
+// plan steps included (a file two steps change is one file). Losses are
+// counted apart (Losses).
+func (s *Sealed) landingFiles() int {
+	if s == nil {
+		return 0
+	}
+	seen := map[string]bool{}
+	var walk func(*Sealed)
+	walk = func(s *Sealed) {
+		if s.Effect != EffectLoses {
+			for _, f := range s.Files {
+				seen[f.Path] = true
+			}
+		}
+		for i := range s.Steps {
+			walk(&s.Steps[i])
+		}
+	}
+	walk(s)
+	return len(seen)
+}
+
+// RiskWhyIn is p's risk and one line saying why it is that, said in tense
+// t (History says what a proposal did, a pending card what it will do).
+// The sealed outcome decides where it knows better than the operation:
+// it can raise the risk (an executable file, work that is lost, a change
+// too large to read) and it can lower it (a rebase that only moves its
+// branch forward rewrites nothing; deleting branches whose commits are
+// all on other branches loses nothing).
+func (p Proposal) RiskWhyIn(t Tense) (Risk, string) {
+	if p.Args == nil {
+		return RiskHigh, "the proposal has no arguments"
+	}
+	r, why := opRisk(p.Args, p.Pinned, p.Sealed, t)
+	if reasons := p.Sealed.allRiskReasons(t); len(reasons) > 0 && reasons[0].level >= r {
+		r, why = reasons[0].level, reasons[0].why
+		if n := len(reasons) - 1; n > 0 {
+			why += "; and " + Count(n, "more reason")
+		}
+	}
+	return r, why
+}
+
+// opRisk is the operation's own risk and why, read with its sealed outcome
+// when it has one (nil for proposals stored before outcomes were sealed).
+func opRisk(a Args, pins Pinned, s *Sealed, t Tense) (Risk, string) {
+	if s == nil {
+		return a.risk(pins), a.why(pins)
+	}
+	switch a := a.(type) {
+	case *RebaseArgs:
+		if s.FastForward && s.Losses().None() {
+			return RiskMedium, say(t, "only moves ", "only moved ", "would only have moved ") + a.Branch +
+				" forward to " + a.Onto + ": " + a.Branch + " has no commits of its own to replay, so no history is rewritten"
+		}
+	case *BranchDeleteArgs:
+		if len(s.Moves) > 0 && s.Losses().None() {
+			return RiskMedium, branchDeleteWhy(s, t)
+		}
+	case *PlanArgs:
+		if len(s.Steps) == len(a.Steps) {
+			r, why := RiskLow, ""
+			for i, st := range a.Steps {
+				if st.Args == nil {
+					continue
+				}
+				if sr, sw := opRisk(st.Args, pins, &s.Steps[i], t); sr >= r {
+					r, why = sr, sw
+				}
+			}
+			return r, fmt.Sprintf("runs %d steps as one unit; the riskiest %s", len(a.Steps), why)
+		}
+	}
+	return a.risk(pins), a.why(pins)
+}
+
+// branchDeleteWhy says which branches a sealed deletion removes and that
+// nothing is lost: the seal deletes only branches whose commits are all in
+// the checked-out branch or in their upstream, and keeps the others.
+func branchDeleteWhy(s *Sealed, t Tense) string {
+	var names []string
+	for _, m := range s.Moves {
+		n := strings.TrimPrefix(m.Ref, "refs/heads/")
+		if m.Repo != "" {
+			n += " in " + path.Base(m.Repo)
+		}
+		names = append(names, n)
+	}
+	what, them := "the branch "+names[0], "it"
+	if len(names) > 1 {
+		what, them = Count(len(names), "branch")+" ("+listNames(names, 5)+")", "them"
+	}
+	why := say(t, "deletes ", "deleted ", "would have deleted ") + what + "; every commit on " + them +
+		" " + say(t, "is", "was", "was") + " in the checked-out branch or in an upstream, so nothing " +
+		say(t, "is", "was", "would have been") + " lost"
+	if n := len(s.Keeps); n > 0 {
+		why += "; " + say(t, "keeps ", "kept ", "would have kept ") + Count(n, "other branch") + " that " +
+			map[bool]string{true: "are", false: "is"}[n > 1] + " not safe to delete"
+	}
+	return why
 }

@@ -58,6 +58,12 @@ type Sealed struct {
 	// Uncommitted lists the paths whose uncommitted changes the operation
 	// throws away; their content is in Before.
 	Uncommitted []string `json:"uncommitted,omitempty"`
+	// Work is the uncommitted work the operation throws away, each file as
+	// a change from Base's tree to the working tree and index as they were
+	// sealed: its status says whether the person modified, added or
+	// deleted the file (untracked files are in Untracked too). Losses
+	// counts from it.
+	Work []FileChange `json:"work,omitempty"`
 	// Keeps lists what the operation leaves alone although it was asked
 	// to change it, each with why (a branch deletion keeps unmerged
 	// branches).
@@ -181,7 +187,7 @@ func (s *Sealed) validate(id string) error {
 	if s.Effect != "" && s.Effect != EffectLands && s.Effect != EffectLoses {
 		return invalid("sealed.effect", "must be lands or loses")
 	}
-	for _, f := range slices.Concat(s.Files, s.Kept) {
+	for _, f := range slices.Concat(s.Files, s.Kept, s.Work) {
 		if !validRelPath(f.Path, false) || (f.OldPath != "" && !validRelPath(f.OldPath, false)) {
 			return invalid("sealed.files", "%q is not a clean repository-relative path", f.Path)
 		}
@@ -224,23 +230,21 @@ func (s *Sealed) SealedPaths() []string {
 }
 
 // RiskReasons are the facts of the sealed outcome that raise a proposal's
-// risk, each with the level it raises it to, most severe first.
-func (s *Sealed) riskReasons() []riskReason {
+// risk, each with the level it raises it to, most severe first, said in
+// tense t.
+func (s *Sealed) riskReasons(t Tense) []riskReason {
 	if s == nil {
 		return nil
 	}
 	var out []riskReason
-	if s.Effect == EffectLoses && len(s.Files)+len(s.Untracked) > 0 {
-		n := len(s.Files)
-		for _, u := range s.Untracked {
-			if !slices.ContainsFunc(s.Files, func(f FileChange) bool { return f.Path == u }) {
-				n++
-			}
-		}
-		out = append(out, riskReason{RiskDestructive, fmt.Sprintf("throws away uncommitted work in %d file(s)", n)})
-	}
-	if s.Lost != nil && s.Lost.Count > 0 {
-		out = append(out, riskReason{RiskDestructive, fmt.Sprintf("%d commit(s) become unreachable", s.Lost.Count)})
+	// What is lost is one reason, counted by kind from this outcome alone
+	// (its steps give their own): the files of a hard reset that differ
+	// from the target only because of commits it drops are not work that
+	// is thrown away, and those commits are counted once, as commits.
+	own := *s
+	own.Steps = nil
+	if l := own.Losses(); !l.None() {
+		out = append(out, riskReason{RiskDestructive, l.Sentence(t)})
 	}
 	for _, n := range s.Indirections {
 		out = append(out, riskReason{RiskHigh, n})
@@ -265,7 +269,7 @@ func (s *Sealed) riskReasons() []riskReason {
 		}
 	}
 	for i := range s.Steps {
-		out = append(out, s.Steps[i].riskReasons()...)
+		out = append(out, s.Steps[i].riskReasons(t)...)
 	}
 	slices.SortStableFunc(out, func(a, b riskReason) int { return int(b.level) - int(a.level) })
 	return out
