@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -27,12 +28,23 @@ type Card struct {
 	RiskWhy     string `json:"riskWhy"`
 	Destructive bool   `json:"destructive"`
 	// ConfirmWord is what the person must type to approve a destructive
-	// proposal: the branch it rewrites, or the operation's name.
-	ConfirmWord string          `json:"confirmWord,omitempty"`
-	Digest      string          `json:"digest"`
-	ShortDigest string          `json:"shortDigest"`
-	Pinned      proposal.Pinned `json:"pinned"`
-	Args        proposal.Args   `json:"args"`
+	// proposal: a name they would say (the branch it rewrites, or the
+	// repository's name), never an internal one. ConfirmWhat says what
+	// the word is ("the name of the branch this rewrites").
+	ConfirmWord string `json:"confirmWord,omitempty"`
+	ConfirmWhat string `json:"confirmWhat,omitempty"`
+	// Tense is when the card's sentences are said: "future" before the
+	// proposal runs, "past" once it landed, "unrealized" when it ended
+	// without changing anything. RiskWhy and LossWhy are said in it.
+	Tense proposal.Tense `json:"tense"`
+	// Losses counts, by kind, what approving loses (nil without a sealed
+	// outcome); LossWhy says it in one sentence ("" when nothing is lost).
+	Losses      *proposal.Losses `json:"losses,omitempty"`
+	LossWhy     string           `json:"lossWhy,omitempty"`
+	Digest      string           `json:"digest"`
+	ShortDigest string           `json:"shortDigest"`
+	Pinned      proposal.Pinned  `json:"pinned"`
+	Args        proposal.Args    `json:"args"`
 	// Sealed is the exact outcome approving produces (nil only for
 	// proposals stored before outcomes were sealed).
 	Sealed *proposal.Sealed `json:"sealed,omitempty"`
@@ -83,7 +95,8 @@ var ErrStaleCard = &errcode.Error{Code: errcode.DigestMismatch, Msg: "the propos
 func (a *App) cardFor(rec journal.Record, withCollisions bool) Card {
 	p := rec.Proposal
 	files, known := p.FilesTouched()
-	risk, why := p.RiskWhy()
+	tense := proposal.TenseOf(rec.State)
+	risk, why := p.RiskWhyIn(tense)
 	c := Card{
 		ID: p.ID, Op: p.Op, Agent: p.Agent, Repo: p.Repo, RepoName: filepath.Base(p.Repo),
 		Reason: p.Reason, State: rec.State, Risk: risk, RiskWhy: why, Destructive: p.Destructive(), Sealed: p.Sealed,
@@ -91,14 +104,18 @@ func (a *App) cardFor(rec journal.Record, withCollisions bool) Card {
 		Files: files, FilesKnown: known, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
 		Decision: rec.Decision, Outcome: rec.Outcome, History: rec.History,
 		Collisions: []journal.Collision{}, ApprovedByRule: autoApprovedBy(rec.Decision),
-		Origin: p.Origin, Confinement: p.Origin.Describe(),
+		Origin: p.Origin, Confinement: p.Origin.Describe(), Tense: tense,
+	}
+	if p.Sealed != nil {
+		l := p.Sealed.Losses()
+		c.Losses, c.LossWhy = &l, l.Sentence(tense)
 	}
 	if c.Files == nil {
 		c.Files = []string{}
 	}
 	c.Evidence = a.evidenceFor(p)
 	if c.Destructive {
-		c.ConfirmWord = confirmWord(p)
+		c.ConfirmWord, c.ConfirmWhat = confirmation(p)
 	}
 	if withCollisions && rec.State == proposal.Pending {
 		if cs, err := a.journal.Collisions(p); err == nil && cs != nil {
@@ -110,19 +127,38 @@ func (a *App) cardFor(rec journal.Record, withCollisions bool) Card {
 	return c
 }
 
-// confirmWord is the branch a destructive proposal rewrites when there is
-// exactly one, else the operation's name.
+// confirmWord is what a person types to approve a destructive proposal
+// (see confirmation).
 func confirmWord(p proposal.Proposal) string {
+	w, _ := confirmation(p)
+	return w
+}
+
+// confirmation is what a person types to approve a destructive proposal,
+// and what it is, in words: a name they would say aloud, never an
+// internal one like an operation's. It is the branch the proposal
+// rewrites when it writes exactly one (the branch it names, or for a
+// reset or discard of the checkout, the branch checked out when it was
+// sealed), else the repository's folder name.
+func confirmation(p proposal.Proposal) (word, what string) {
 	var branches []string
-	for ref := range p.Pinned.Refs {
-		if b, ok := strings.CutPrefix(ref, "refs/heads/"); ok {
+	for _, ref := range p.Args.WrittenRefs() {
+		if b, ok := strings.CutPrefix(ref, "refs/heads/"); ok && !slices.Contains(branches, b) {
 			branches = append(branches, b)
 		}
 	}
 	if len(branches) == 1 {
-		return branches[0]
+		return branches[0], "the name of the branch this rewrites"
 	}
-	return string(p.Op)
+	if len(branches) == 0 && p.Sealed != nil {
+		if b, ok := strings.CutPrefix(p.Sealed.Head, "refs/heads/"); ok {
+			if p.Op == proposal.OpDiscard {
+				return b, "the name of the branch whose checkout this changes"
+			}
+			return b, "the name of the branch this rewrites"
+		}
+	}
+	return filepath.Base(p.Repo), "the name of the repository"
 }
 
 // Pending lists the proposals waiting for a decision, oldest first (the

@@ -67,7 +67,12 @@ interface Progress {
   done: boolean;
 }
 
-export function DiffView({ proposalId }: { proposalId: string }) {
+/**
+ * files is the number of files the whole diff has, from the card's sealed
+ * outcome: the file list shows it from the first chunk, not the number
+ * streamed so far.
+ */
+export function DiffView({ proposalId, files }: { proposalId: string; files?: number }) {
   const root = useRef<HTMLDivElement>(null);
   const listEl = useRef<HTMLDivElement>(null);
   const bodyEl = useRef<HTMLDivElement>(null);
@@ -76,6 +81,8 @@ export function DiffView({ proposalId }: { proposalId: string }) {
   const offset = useRef(0);
   const busy = useRef(false);
   const rawText = useRef("");
+  const totalFiles = useRef(files);
+  totalFiles.current = files;
   // A chunk can arrive after the card is gone (decided, navigated away):
   // its result is then dropped instead of updating an unmounted view.
   const mounted = useRef(true);
@@ -125,7 +132,7 @@ export function DiffView({ proposalId }: { proposalId: string }) {
       try {
         const r = await getRenderer();
         if (!mounted.current) return;
-        r.append(text, chunk.done);
+        r.append(text, chunk.done, totalFiles.current);
       } catch (e) {
         // Show the text itself rather than nothing: the person must be
         // able to read every line they approve.

@@ -172,6 +172,11 @@ export function HistoryView() {
                     <div className="clamp" title={[c.outcome?.code, c.outcome?.message].filter(Boolean).join(" ")}>
                       {c.outcome?.code && <code>{c.outcome.code}</code>} {c.outcome?.message}
                     </div>
+                    {/* What a proposal that landed lost, in the past tense,
+                        counted by kind from its sealed outcome. */}
+                    {c.state === "completed" && c.lossWhy && (
+                      <div className="loss-why">{c.lossWhy.charAt(0).toUpperCase() + c.lossWhy.slice(1)}.</div>
+                    )}
                   </td>
                 </tr>
               ))}

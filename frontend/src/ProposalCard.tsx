@@ -11,6 +11,7 @@ import { href } from "./route";
 import { InvisibleContent } from "./InvisibleChars";
 import { LeftLocks } from "./LeftLocks";
 import { EvidenceBlock, SealedOutcome } from "./SealedOutcome";
+import { sealedDiffFiles } from "./outcomeWords";
 import { TrustSimilar } from "./TrustSimilar";
 
 /** How often a pending card re-checks what it was sealed against. */
@@ -313,7 +314,7 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
 
       {card.sealed && (
         <section className="outcome-block" aria-label="Sealed outcome">
-          <SealedOutcome sealed={card.sealed} op={card.op} confined={!!card.origin} />
+          <SealedOutcome sealed={card.sealed} op={card.op} confined={!!card.origin} tense={card.tense} />
         </section>
       )}
 
@@ -404,7 +405,7 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
 
       {card.state === "needs_reconciliation" && <LeftLocks card={card} onChanged={onReload} />}
 
-      <DiffView proposalId={card.id} />
+      <DiffView proposalId={card.id} files={sealedDiffFiles(card.sealed)} />
 
       {pending && (
         <form
@@ -429,7 +430,9 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
               <span id={`card-${card.id}-confirm-why`}>
                 This can lose work: see what is lost above. Approve stays disabled until you type{" "}
                 <code className="confirm-word">{card.confirmWord}</code>,{" "}
-                {confirmIsBranch(card) ? "the name of the branch this rewrites" : "the name of the operation"}, here.
+                {card.confirmWhat ??
+                  (confirmIsBranch(card) ? "the name of the branch this rewrites" : "the name of the repository")}
+                , here.
               </span>
               <input
                 ref={confirmEl}

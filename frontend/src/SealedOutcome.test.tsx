@@ -22,7 +22,7 @@ const hardReset = card({
   id: "r1",
   op: "reset",
   risk: "destructive",
-  riskWhy: "throws away uncommitted work in 1 file(s) and 1 more",
+  riskWhy: "throws away uncommitted work in 1 modified file and makes 1 commit unreachable",
   destructive: true,
   confirmWord: "main",
   args: { mode: "hard", target: "HEAD~1", branch: "main" },
@@ -32,6 +32,7 @@ const hardReset = card({
     after: tree2,
     lost: { count: 1, commits: [{ sha: "c".repeat(40), subject: "Add the draft" }] },
     uncommitted: ["notes.md"],
+    work: [{ status: "modified", path: "notes.md", size: 120 }],
     files: [
       { status: "modified", path: "notes.md", size: 120 },
       { status: "deleted", path: "draft.txt", size: 30 },
@@ -72,7 +73,8 @@ describe("SealedOutcome", () => {
     const q = within(el);
     const losses = q.getByRole("region", { name: "What is lost" });
     expect(losses.textContent).toContain("Lost if approved");
-    expect(losses.textContent).toContain("1 commit(s) become unreachable");
+    expect(losses.textContent).toContain("1 commit becomes unreachable");
+    expect(losses.textContent).toContain("Uncommitted changes to 1 modified file are thrown away: notes.md");
     expect(losses.textContent).toContain("Add the draft");
     expect(losses.textContent).toContain("notes.md");
     expect(el.querySelector('tr[data-path="draft.txt"] .status')?.textContent).toBe("lost");

@@ -2,10 +2,11 @@
 // lands or is sent, which refs move, and every file with its status, mode
 // and size. The diff below it is the same outcome line by line.
 import { useState } from "react";
-import type { CommitList, Evidence, FileChange, RefMove, Sealed, WorkspaceRun } from "./api";
+import type { CommitList, Evidence, FileChange, RefMove, Sealed, Tense, WorkspaceRun } from "./api";
 import { Sha } from "./bits";
 import { shortRef } from "./format";
 import { showInvisible } from "./InvisibleChars";
+import { count, lossHeading, lostCommitsWhat, say, workKinds, workSentence } from "./outcomeWords";
 
 const fileLimit = 20;
 
@@ -28,9 +29,20 @@ function Indirections({ notes }: { notes?: string[] }) {
 /**
  * confined: the proposal came from a confined session, whose commit also
  * writes the person's checkout (sealed.checkout) except the files they
- * have work of their own in (sealed.keeps).
+ * have work of their own in (sealed.keeps). tense: the card's (what will
+ * be lost, what was, what would have been); future when not given.
  */
-export function SealedOutcome({ sealed, op, confined }: { sealed: Sealed; op: string; confined?: boolean }) {
+export function SealedOutcome({
+  sealed,
+  op,
+  confined,
+  tense,
+}: {
+  sealed: Sealed;
+  op: string;
+  confined?: boolean;
+  tense?: Tense;
+}) {
   if (sealed.steps && sealed.steps.length > 0) {
     return (
       <>
@@ -38,7 +50,7 @@ export function SealedOutcome({ sealed, op, confined }: { sealed: Sealed; op: st
         <ol className="sealed-steps">
           {sealed.steps.map((s, i) => (
             <li key={i}>
-              <SealedOutcome sealed={s} op={op} confined={confined} />
+              <SealedOutcome sealed={s} op={op} confined={confined} tense={tense} />
             </li>
           ))}
         </ol>
@@ -46,7 +58,12 @@ export function SealedOutcome({ sealed, op, confined }: { sealed: Sealed; op: st
     );
   }
   const loses = sealed.effect === "loses";
-  const losses = loses || (sealed.lost?.count ?? 0) > 0;
+  const work = workKinds(sealed);
+  const losses = work.length > 0 || (sealed.lost?.count ?? 0) > 0;
+  // A deletion of branches deletes only those whose commits are all on
+  // another branch (the others stay, in keeps): it loses nothing, and
+  // says so.
+  const deletesOnly = op === "branch_delete" && !losses && (sealed.moves ?? []).some((m) => m.delete);
   const checkout = sealed.checkout ?? [];
   const keeps = sealed.keeps ?? [];
   // A confined session's commit names, in keeps, the files of the
@@ -57,32 +74,60 @@ export function SealedOutcome({ sealed, op, confined }: { sealed: Sealed; op: st
       <Indirections notes={sealed.indirections} />
       {losses && (
         <section className="losses" aria-label="What is lost">
-          <h3>Lost if approved</h3>
+          <h3>{lossHeading(tense)}</h3>
           {sealed.lost && sealed.lost.count > 0 && (
-            <Commits list={sealed.lost} what="commit(s) become unreachable from the branch" className="lost-commits" />
+            <Commits list={sealed.lost} what={lostCommitsWhat(sealed.lost.count, tense)} className="lost-commits" />
           )}
-          {sealed.uncommitted && sealed.uncommitted.length > 0 && (
-            <p className="lost-uncommitted">
-              Uncommitted changes thrown away in {sealed.uncommitted.length} file(s): <Paths paths={sealed.uncommitted} />
+          {work.map((k) => (
+            <p key={k.kind} className={`lost-work lost-${k.kind}`} data-count={k.paths.length}>
+              {workSentence(k, tense)}: <Paths paths={k.paths} />
             </p>
-          )}
-          {sealed.untracked && sealed.untracked.length > 0 && (
-            <p className="lost-untracked">
-              Untracked files deleted or overwritten: <Paths paths={sealed.untracked} />
-            </p>
-          )}
+          ))}
         </section>
       )}
+      {deletesOnly && (
+        <p className="nothing-lost" role="note">
+          {say(
+            tense,
+            "Nothing is lost: every commit on these branches is in the checked-out branch or in an upstream.",
+            "Nothing was lost: every commit on these branches was in the checked-out branch or in an upstream.",
+            "Nothing would have been lost: every commit on these branches was in the checked-out branch or in an upstream.",
+          )}
+        </p>
+      )}
       {sealed.commits && sealed.commits.count > 0 && (
-        <Commits list={sealed.commits} what={commitsWhat(op)} className="incoming-commits" />
+        <Commits list={sealed.commits} what={commitsWhat(op, sealed.commits.count, tense)} className="incoming-commits" />
       )}
       {sealed.kept && sealed.kept.length > 0 && (
         <p className="kept">
-          {sealed.kept.length} file(s) leave the branch and stay in the working tree, uncommitted:{" "}
+          {count(sealed.kept.length, "file")}{" "}
+          {say(
+            tense,
+            sealed.kept.length === 1 ? "leaves the branch and stays" : "leave the branch and stay",
+            "left the branch and stayed",
+            "would have left the branch and stayed",
+          )}{" "}
+          in the working tree, uncommitted:{" "}
           <Paths paths={sealed.kept.map((f) => f.path)} />
         </p>
       )}
-      {sealed.fastForward && <p className="ff">Fast-forward: no new commit is made.</p>}
+      {sealed.fastForward && (
+        <p className="ff">
+          {op === "rebase"
+            ? say(
+                tense,
+                "Fast-forward: the branch only moves forward; no commit is rewritten.",
+                "Fast-forward: the branch only moved forward; no commit was rewritten.",
+                "Fast-forward: the branch would only have moved forward; no commit would have been rewritten.",
+              )
+            : say(
+                tense,
+                "Fast-forward: no new commit is made.",
+                "Fast-forward: no new commit was made.",
+                "Fast-forward: no new commit would have been made.",
+              )}
+        </p>
+      )}
       {sealed.moves && sealed.moves.length > 0 && <Moves moves={sealed.moves} />}
       {checkoutShown && <Checkout writes={checkout} keeps={keeps} />}
       {!checkoutShown && keeps.length > 0 && (
@@ -148,14 +193,15 @@ function Kept({ entry }: { entry: string }) {
   );
 }
 
-function commitsWhat(op: string): string {
+function commitsWhat(op: string, n: number, tense?: Tense): string {
+  const commits = n === 1 ? "commit" : "commits";
   switch (op) {
     case "push":
-      return "commit(s) the remote receives";
+      return `${commits} the remote ${say(tense, "receives", "received", "would have received")}`;
     case "rebase":
-      return "commit(s) replayed onto the new base";
+      return `${commits} ${say(tense, "replayed", "replayed", "that would have been replayed")} onto the new base`;
     default:
-      return "commit(s) brought in";
+      return `${commits} ${say(tense, "brought in", "brought in", "that would have been brought in")}`;
   }
 }
 
@@ -163,7 +209,7 @@ function Commits({ list, what, className }: { list: CommitList; what: string; cl
   return (
     <div className={className}>
       <p>
-        <strong>{list.count}</strong> {what}
+        <strong>{list.count.toLocaleString("en-US")}</strong> {what}
         {list.count > list.commits.length ? ` (the first ${list.commits.length} are listed)` : ""}:
       </p>
       <ul className="plain commits">
@@ -267,7 +313,7 @@ function Files({ files, loses }: { files: FileChange[]; loses: boolean }) {
       </table>
       {files.length > shown.length && (
         <button type="button" className="link" onClick={() => setAll(true)}>
-          Show all {files.length} files
+          Show all {count(files.length, "file")}
         </button>
       )}
     </>

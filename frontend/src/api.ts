@@ -15,6 +15,29 @@ export interface Status {
 
 export type Risk = "low" | "medium" | "high" | "destructive";
 
+/**
+ * When a card's sentences are said: before the proposal runs ("future"),
+ * once it landed ("past"), or when it ended without changing anything
+ * ("unrealized": rejected, cancelled, expired, failed).
+ */
+export type Tense = "future" | "past" | "unrealized";
+
+/** What approving a proposal loses, counted by kind from its sealed outcome. */
+export interface Losses {
+  /** Tracked files whose uncommitted changes are thrown away. */
+  modified: number;
+  /** New files (added, never committed) that are removed. */
+  added: number;
+  /** Files deleted without a commit that come back. */
+  deleted: number;
+  /** Untracked files deleted or overwritten. */
+  untracked: number;
+  /** Files with uncommitted work of a kind the outcome does not record (older outcomes). */
+  changed: number;
+  /** Commits that become unreachable. */
+  commits: number;
+}
+
 export type ProposalState =
   | "pending"
   | "approved"
@@ -127,6 +150,8 @@ export interface Sealed {
   checkout?: string[];
   /** What makes your own git show this repository otherwise (replace refs, grafts), one sentence each. */
   indirections?: string[];
+  /** The uncommitted work thrown away, each file as a change from the base to the working tree (its status is the kind of work). */
+  work?: FileChange[];
 }
 
 /** What changed since a pending proposal was sealed. */
@@ -176,6 +201,14 @@ export interface Card {
   riskWhy: string;
   destructive: boolean;
   confirmWord?: string;
+  /** What the confirmation word is, in words: "the name of the branch this rewrites". */
+  confirmWhat?: string;
+  /** The tense riskWhy and lossWhy are said in. */
+  tense: Tense;
+  /** What approving loses, by kind (absent without a sealed outcome). */
+  losses?: Losses;
+  /** What is lost in one sentence, in the card's tense; absent when nothing is. */
+  lossWhy?: string;
   sealed?: Sealed;
   evidence?: Evidence;
   digest: string;

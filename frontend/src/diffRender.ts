@@ -9,6 +9,7 @@ import { Diff2HtmlUI, type Diff2HtmlUIConfig } from "diff2html/lib-esm/ui/js/dif
 import "diff2html/bundles/css/diff2html.min.css";
 import "./diff.css";
 import { showsInvisible } from "./InvisibleChars";
+import { filesChangedTitle } from "./outcomeWords";
 
 export type DiffFormat = "side-by-side" | "line-by-line";
 
@@ -65,6 +66,9 @@ export class DiffRenderer {
   private cut = 0;
   private segments: Segment[] = [];
   private tail: Segment | null = null;
+  /** The number of files the whole diff has, when the card knows it (its sealed outcome). */
+  private total: number | undefined;
+  private done = false;
 
   constructor(
     private readonly list: HTMLElement,
@@ -83,8 +87,14 @@ export class DiffRenderer {
     });
   }
 
-  /** Adds the next chunk (which ends on a line boundary). */
-  append(chunk: string, done: boolean) {
+  /**
+   * Adds the next chunk (which ends on a line boundary). total is the
+   * number of files of the whole diff when it is known beforehand: the
+   * file list's count is then final from the first chunk on.
+   */
+  append(chunk: string, done: boolean, total?: number) {
+    this.total = total;
+    this.done = done;
     this.text += chunk;
     const cut = done ? this.text.length : lastFileStart(this.text, this.cut);
     if (cut > this.cut) {
@@ -131,7 +141,7 @@ export class DiffRenderer {
     }
     // A long list starts folded; after that it stays as the reader left it.
     const old = this.list.querySelector<HTMLElement>(".d2h-file-list");
-    const visible = old ? old.style.display !== "none" : files.length <= fileListOpenMax;
+    const visible = old ? old.style.display !== "none" : (this.total ?? files.length) <= fileListOpenMax;
     const scratch = document.createElement("div");
     const headers = files.map((f) => ({ ...f, blocks: [] }));
     new Diff2HtmlUI(scratch, headers, {
@@ -140,6 +150,10 @@ export class DiffRenderer {
       fileListStartVisible: visible,
     }).draw();
     scratch.querySelectorAll(".d2h-wrapper").forEach((w) => w.remove());
+    // diff2html counts the files parsed so far; the count shown is the
+    // whole diff's.
+    const title = scratch.querySelector(".d2h-file-list-title");
+    if (title) title.textContent = filesChangedTitle(files.length, this.total, this.done);
     // diff2html's show/hide switches are bare <a> elements: make them
     // reachable and usable from the keyboard.
     scratch.querySelectorAll<HTMLElement>(".d2h-file-switch").forEach((a) => {

@@ -97,6 +97,7 @@ export function card(over: Partial<Card> = {}): Card {
     risk: "medium",
     riskWhy: "merges fix into main",
     destructive: false,
+    tense: "future",
     digest: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
     shortDigest: "0123456789ab",
     pinned: {
