@@ -86,7 +86,15 @@ func TestBrowser_TrustSimilar_KeyboardOnly(t *testing.T) {
 	if _, err := chromedp.Run(f.ctx, chromedp.Poll[bool](noExpiry)); err != nil {
 		t.Fatalf("choosing Always did not remove the expiry: %v", err)
 	}
+	// claude-code only declared its name over stdio: the dialog says whom
+	// the rule would trust, and saves it only once the person opts in.
+	f.waitText(t, ".trust-dialog .rule-scope", "any program calling itself claude-code")
+	disabled := `document.querySelector(".trust-dialog .trust-confirm").disabled`
+	if _, err := chromedp.Run(f.ctx, chromedp.Poll[bool](disabled)); err != nil {
+		t.Fatalf("the rule could be saved without opting in to the declared name: %v", err)
+	}
 	if err := chromedp.Do(f.ctx,
+		focusPress(".trust-dialog .rule-trust-declared input", " "),
 		focusPress(".trust-dialog .trust-confirm", kb.Enter),
 		chromedp.WaitNotPresent(chromedp.CSS(".trust-dialog")),
 	); err != nil {
@@ -127,6 +135,8 @@ func TestBrowser_TrustSimilar_KeyboardOnly(t *testing.T) {
 	if n := f.count(t, row+` a[href="#/proposal/`+first+`"]`); n != 1 {
 		t.Fatalf("the rule links to its card %d times, want once", n)
 	}
+	// The feed names what the rule approved.
+	f.waitText(t, "#auto-feed-"+second, "by rule "+name)
 	f.shot(t, "web-rules.png")
 	if err := chromedp.Do(f.ctx,
 		focusPress(row+" .revoke-rule", kb.Enter),
@@ -145,6 +155,13 @@ func TestBrowser_TrustSimilar_KeyboardOnly(t *testing.T) {
 	); err != nil {
 		t.Fatalf("the proposal after revoking has no card: %v", err)
 	}
+	// The Pending screen tells of what the rule approved, naming it, with
+	// an Undo (its restore point).
+	f.waitText(t, "#auto-"+second, "approved automatically by rule "+name)
+	if n := f.count(t, "#auto-"+second+" .undo-auto"); n != 1 {
+		t.Fatalf("the automatic approval's notice has %d Undo buttons, want 1", n)
+	}
+	f.shot(t, "web-pending-auto-approved.png")
 	if rec, err := f.app.journal.Get(third); err != nil || rec.State != "pending" {
 		t.Fatalf("after revoking: %s %v", rec.State, err)
 	}

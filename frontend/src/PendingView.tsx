@@ -8,6 +8,7 @@
 // queue saying so until dismissed.
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { api, ApiError, onEvents, type Card, type Status } from "./api";
+import { AutoApprovedNotices } from "./AutoApprovals";
 import { ErrorBox, RiskBadge, StateBadge, errorMessage, useNow } from "./bits";
 import { EmptyState } from "./EmptyState";
 import { formatDuration, opLabel, stateLabel, toDate } from "./format";
@@ -341,7 +342,14 @@ export function PendingView({ status }: { status: Status }) {
   }
 
   const quiet = rows.length === 0 && notices.length === 0 && !held;
-  if (quiet) return <EmptyState status={status} />;
+  // What rules approved meanwhile is said even with nothing waiting.
+  if (quiet)
+    return (
+      <>
+        <AutoApprovedNotices />
+        <EmptyState status={status} />
+      </>
+    );
 
   // With nothing waiting the heading is the empty state's, so the page
   // reads the same whether or not notices are still shown.
@@ -376,6 +384,7 @@ export function PendingView({ status }: { status: Status }) {
           </div>
         )}
         {noticeError && <ErrorBox>{noticeError}</ErrorBox>}
+        <AutoApprovedNotices />
         {notices.length > 0 && (
           <ul className="plain decided-list" aria-label="Decided here">
             {notices.map((c) => (

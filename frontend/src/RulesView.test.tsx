@@ -16,6 +16,8 @@ const rules: RulesView = {
     {
       name: "readme-greetings",
       agent: "claude-code",
+      identity: "token",
+      repos: ["/home/me/src/webshop"],
       ops: ["commit"],
       refs: ["agent/*"],
       paths: ["docs"],
@@ -31,6 +33,8 @@ const rules: RulesView = {
     {
       name: "hand-made",
       agent: "*",
+      identity: "",
+      repos: [],
       ops: ["branch"],
       refs: [],
       paths: [],
@@ -50,6 +54,7 @@ describe("RulesView", () => {
   it("shows what each rule allows, where it came from and its count, and revokes after asking", async () => {
     const calls = stubFetch({
       "GET /api/rules": { body: rules },
+      "GET /api/rules/approvals": { body: [] },
       "POST /api/rules/revoke": { body: { ...rules, rules: rules.rules.slice(1) } },
     });
     const { RulesView } = await import("./RulesView");
@@ -87,6 +92,9 @@ describe("RulesView", () => {
 const draft: RuleDraft = {
   name: "claude-code-commit",
   agent: "claude-code",
+  identity: "token",
+  repos: ["/home/me/src/webshop"],
+  trustDeclaredName: false,
   ops: ["commit"],
   refs: [],
   paths: ["README.md"],
@@ -123,6 +131,8 @@ describe("TrustSimilar", () => {
     expect(JSON.parse(preview.textContent!.replace('"at the end of today"', '"x"'))).toEqual({
       name: "claude-code-commit",
       agent: "claude-code",
+      identity: "token",
+      repos: ["/home/me/src/webshop"],
       ops: ["commit"],
       paths: ["README.md"],
       maxRisk: "low",
@@ -139,6 +149,8 @@ describe("TrustSimilar", () => {
     expect(JSON.parse(preview.textContent!)).toEqual({
       name: "greetings",
       agent: "claude-code",
+      identity: "token",
+      repos: ["/home/me/src/webshop"],
       ops: ["commit"],
       refs: ["main", "agent/*"],
       paths: ["README.md", "docs/"],
@@ -154,7 +166,14 @@ describe("TrustSimilar", () => {
     expect(post.body).toEqual({
       digest: c.digest,
       note: "ok",
-      rule: { name: "greetings", refs: ["main", "agent/*"], paths: ["README.md", "docs/"], maxRisk: "low", expiry: "always" },
+      rule: {
+        name: "greetings",
+        refs: ["main", "agent/*"],
+        paths: ["README.md", "docs/"],
+        maxRisk: "low",
+        expiry: "always",
+        trustDeclaredName: false,
+      },
     });
   });
 

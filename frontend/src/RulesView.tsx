@@ -4,6 +4,7 @@
 import { useEffect, useState } from "react";
 import { api, type RuleView, type RulesView as Rules } from "./api";
 import { ErrorBox, ScrollTable, Time, errorMessage } from "./bits";
+import { AutoApprovalFeed } from "./AutoApprovals";
 import { ConfirmDialog } from "./ConfirmDialog";
 import { href } from "./route";
 
@@ -74,10 +75,11 @@ export function RulesView() {
                 <tr key={`${r.agent}/${r.name}`} id={`rule-${r.name}`} className={r.expired ? "expired" : undefined}>
                   <td>
                     <strong className="rule-name">{r.name}</strong>
-                    <div className="muted">{r.agent === "*" ? "every agent" : r.agent}</div>
+                    <div className="muted rule-who">{ruleWho(r)}</div>
                   </td>
                   <td className="rule-allows">
-                    <code>{r.ops.join(", ")}</code> up to {r.maxRisk} risk
+                    <code>{r.ops.join(", ")}</code> up to {r.maxRisk} risk{" "}
+                    <span className="rule-repos">{r.repos.length ? `in ${r.repos.join(", ")}` : "in any repository"}</span>
                     <div className="muted">
                       {r.refs.length ? `on ${r.refs.join(", ")}` : "on any branch"} ·{" "}
                       {r.paths.length ? `under ${r.paths.join(", ")}` : "any file"}
@@ -121,6 +123,7 @@ export function RulesView() {
           </table>
         </ScrollTable>
       )}
+      <AutoApprovalFeed />
       {revoking && (
         <ConfirmDialog
           title={`Revoke rule ${revoking.name}?`}
@@ -139,4 +142,19 @@ export function RulesView() {
       )}
     </section>
   );
+}
+
+/** Whom a rule trusts: the agent, and how Sluice knows it. */
+function ruleWho(r: RuleView): string {
+  if (r.agent === "*") return "every agent";
+  switch (r.identity) {
+    case "session":
+      return `${r.agent}, confined sessions only`;
+    case "token":
+      return `${r.agent}, its token only`;
+    case "declared":
+      return `any program calling itself ${r.agent}`;
+    default:
+      return r.agent;
+  }
 }

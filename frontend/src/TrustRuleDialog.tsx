@@ -1,8 +1,11 @@
 // The rule "Approve and trust similar" will save, shown exactly as it will
 // be written into the policy file, for the person to edit or confirm. The
-// agent and the operations are the card's; the name, branch patterns, path
-// prefixes, highest risk and expiry can change. Confirming approves the
-// card and saves the rule; Escape or Cancel changes nothing.
+// agent, how Sluice knows it, the repository and the operations are the
+// card's; the name, branch patterns, path prefixes, highest risk and expiry
+// can change. An agent that only declared its name is trusted as "any
+// program calling itself X", and only when the person ticks that box.
+// Confirming approves the card and saves the rule; Escape or Cancel changes
+// nothing.
 import { useEffect, useId, useMemo, useRef, useState } from "react";
 import { createPortal } from "react-dom";
 import { api, type Card, type RuleDraft, type RuleInput, type TrustResult } from "./api";
@@ -30,9 +33,24 @@ export function splitList(s: string): string[] {
     .filter((x) => x !== "");
 }
 
+/** Who the rule trusts, in words: the agent as Sluice knows it. */
+export function trustedWho(d: Pick<RuleDraft, "agent" | "identity">): string {
+  switch (d.identity) {
+    case "session":
+      return `${d.agent} in a confined session Sluice started`;
+    case "token":
+      return `the holder of the token named ${d.agent}`;
+    default:
+      return `any program calling itself ${d.agent}`;
+  }
+}
+
 /** The rule as the policy file will hold it (expiry as the choice). */
-export function rulePreview(d: Pick<RuleDraft, "agent" | "ops">, r: RuleInput): string {
-  const o: Record<string, unknown> = { name: r.name, agent: d.agent, ops: d.ops };
+export function rulePreview(d: Pick<RuleDraft, "agent" | "ops" | "identity" | "repos">, r: RuleInput): string {
+  const o: Record<string, unknown> = { name: r.name, agent: d.agent };
+  if (d.identity) o.identity = d.identity;
+  if (d.repos.length) o.repos = d.repos;
+  o.ops = d.ops;
   if (r.refs.length) o.refs = r.refs;
   if (r.paths.length) o.paths = r.paths;
   o.maxRisk = r.maxRisk;
@@ -51,6 +69,7 @@ export function TrustRuleDialog({ card, note, onDone, onCancel }: Props) {
   const [paths, setPaths] = useState("");
   const [maxRisk, setMaxRisk] = useState("low");
   const [expiry, setExpiry] = useState("today");
+  const [trustDeclared, setTrustDeclared] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
 
@@ -85,12 +104,21 @@ export function TrustRuleDialog({ card, note, onDone, onCancel }: Props) {
   }, [draft]);
 
   const input: RuleInput = useMemo(
-    () => ({ name: name.trim(), refs: splitList(refs), paths: splitList(paths), maxRisk, expiry }),
-    [name, refs, paths, maxRisk, expiry],
+    () => ({
+      name: name.trim(),
+      refs: splitList(refs),
+      paths: splitList(paths),
+      maxRisk,
+      expiry,
+      trustDeclaredName: draft?.identity === "declared" && trustDeclared,
+    }),
+    [name, refs, paths, maxRisk, expiry, draft, trustDeclared],
   );
+  // A name the program only declared needs the person's explicit opt-in.
+  const optInMissing = draft?.identity === "declared" && !trustDeclared;
 
   async function confirm() {
-    if (!draft || busy) return;
+    if (!draft || busy || optInMissing) return;
     setBusy(true);
     setError(null);
     try {
@@ -133,10 +161,20 @@ export function TrustRuleDialog({ card, note, onDone, onCancel }: Props) {
               void confirm();
             }}
           >
-            <p>
+            <p className="rule-scope">
               Approves this card, and from now on approves without asking every <strong>{draft.ops.join(", ")}</strong>{" "}
-              proposal from <strong>{draft.agent}</strong> that fits this rule. Destructive changes always wait for you.
+              proposal from <strong>{trustedWho(draft)}</strong> in <strong>{draft.repos.join(", ")}</strong> that fits
+              this rule. Destructive changes always wait for you.
             </p>
+            {draft.identity === "declared" && (
+              <label className="check rule-trust-declared">
+                <input type="checkbox" checked={trustDeclared} onChange={(e) => setTrustDeclared(e.target.checked)} />{" "}
+                <span>
+                  Trust any program calling itself <strong>{draft.agent}</strong>. It only declared that name, which
+                  Sluice cannot check: another program could use it too.
+                </span>
+              </label>
+            )}
             <label className="field">
               <span>Rule name</span>
               <input ref={first} className="rule-name" value={name} onChange={(e) => setName(e.target.value)} spellCheck={false} />
@@ -189,7 +227,7 @@ export function TrustRuleDialog({ card, note, onDone, onCancel }: Props) {
               <button type="button" onClick={onCancel} disabled={busy}>
                 Cancel
               </button>
-              <button type="submit" className="primary trust-confirm" disabled={busy || input.name === ""}>
+              <button type="submit" className="primary trust-confirm" disabled={busy || input.name === "" || optInMissing}>
                 {busy ? "Saving…" : "Approve and save rule"}
               </button>
             </div>
