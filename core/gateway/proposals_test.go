@@ -101,8 +101,15 @@ func TestProposals_Submit_IdempotentReplay(t *testing.T) {
 	if err != nil || !again.Replayed || again.ProposalID != first.ProposalID || again.Digest != first.Digest {
 		t.Fatalf("replay = %+v, %v", again, err)
 	}
+	// The same change in other words is the same proposal again.
+	reworded := retry
+	reworded.Reason = "another reason"
+	reseal(t, &reworded)
+	if again, err := e.client.SubmitProposal(t.Context(), "agent-a", reworded); err != nil || !again.Replayed || again.ProposalID != first.ProposalID {
+		t.Fatalf("a reworded retry = %+v, %v; want the first proposal", again, err)
+	}
 	changed := retry
-	changed.Reason = "another reason"
+	changed.Args = &proposal.BranchArgs{Name: "agent/other", StartPoint: "main"}
 	reseal(t, &changed)
 	if _, err := e.client.SubmitProposal(t.Context(), "agent-a", changed); err == nil {
 		t.Fatalf("a different request under the same key was accepted")
@@ -159,7 +166,10 @@ func TestProposals_Submit_Refuses(t *testing.T) {
 			p.ExpiresAt = proposal.At(time.Now().Add(time.Minute))
 			reseal(t, p)
 		}, 400, errcode.InvalidArgument},
-		{"expiry too long", "agent-a", func(p *proposal.Proposal) { p.ExpiresAt = proposal.At(time.Now().Add(3 * time.Hour)); reseal(t, p) }, 400, errcode.InvalidArgument},
+		{"expiry too long", "agent-a", func(p *proposal.Proposal) {
+			p.ExpiresAt = proposal.At(time.Now().Add(journal.DefaultPendingExpiry + time.Hour))
+			reseal(t, p)
+		}, 400, errcode.InvalidArgument},
 		{"unpinned", "agent-a", func(p *proposal.Proposal) { delete(p.Pinned.Refs, "main"); reseal(t, p) }, 400, errcode.InvalidArgument},
 	}
 	for _, c := range cases {

@@ -32,8 +32,12 @@ var (
 	// ErrDuplicateID: a different proposal already has this id.
 	ErrDuplicateID = errors.New("a proposal with this id already exists")
 	// ErrIdempotencyConflict: the idempotency key was used before by the
-	// same agent for the same op, but with a different request.
-	ErrIdempotencyConflict = errors.New("idempotency key already used for a different request")
+	// same agent for the same op, but for a different change (other
+	// arguments or repository); a reworded reason is the same change.
+	ErrIdempotencyConflict = errors.New("idempotency key already used for a different change")
+	// ErrNotRetryable: Retry named a proposal that is not a failure which
+	// changed nothing.
+	ErrNotRetryable = errors.New("only a failed proposal that changed nothing can be retried")
 	// ErrExpired: the proposal's expiry passed before it could be submitted
 	// or decided; a decision is refused and the record is now expired.
 	ErrExpired = errors.New("the proposal has expired")
@@ -168,8 +172,9 @@ func (j *Journal) now() time.Time { return j.opts.Now() }
 
 // Submit stores p as pending. p must be valid and sealed (its digest is
 // checked). With an idempotency key already used by the same agent for the
-// same op, the stored record is returned with replayed true and nothing
-// is written; a different request under the same key is
+// same op, the stored record is returned as it is now (pending, failed,
+// …) with replayed true and nothing is written, even when the reason is
+// worded differently; a different change under the same key is
 // ErrIdempotencyConflict.
 func (j *Journal) Submit(p proposal.Proposal) (rec Record, replayed bool, err error) {
 	if j.closed.Load() {
@@ -193,8 +198,16 @@ func (j *Journal) Submit(p proposal.Proposal) (rec Record, replayed bool, err er
 				if err != nil {
 					return err
 				}
-				if !proposal.SameIntent(stored.Proposal, p) {
-					return ErrIdempotencyConflict
+				// A retry is the same change asked for again: whatever
+				// the stored proposal's state (a failure included), the
+				// answer is that proposal as it is now. The reason is the
+				// agent's words about the change, which a retry may put
+				// differently; the change itself must be the same.
+				again := p
+				again.Reason = stored.Proposal.Reason
+				if !proposal.SameIntent(stored.Proposal, again) {
+					return fmt.Errorf("%w: the key names proposal %s (%s), which makes another change; use a new key for a new proposal",
+						ErrIdempotencyConflict, stored.Proposal.ID, stored.State)
 				}
 				rec = stored
 				return errReplay
@@ -533,6 +546,54 @@ func (j *Journal) expireIfDue(id string) (Record, error) {
 		return current, nil
 	}
 	return rec, err
+}
+
+// Retryable reports whether rec is a failure that changed nothing, which
+// a person may run again once its cause is fixed (Retry): it failed
+// while approved or executing (not after a reconciliation), and its
+// outcome names no restore point, which the executor keeps whenever the
+// operation may have changed anything.
+func Retryable(rec Record) bool {
+	if rec.State != proposal.Failed || rec.Outcome == nil || rec.Outcome.RestorePoint != "" || len(rec.History) == 0 {
+		return false
+	}
+	from := rec.History[len(rec.History)-1].From
+	return from == proposal.Approved || from == proposal.Executing
+}
+
+// Retry moves a failed proposal that changed nothing back to approved,
+// as a new decision of by's bound to digest (the digest on the card,
+// which must still be the proposal's and verify), so that the executor
+// runs it again. The failure it replaces stays in the history, in the
+// step's note; the record's outcome is cleared until the new execution
+// ends. Anything else is ErrNotRetryable.
+func (j *Journal) Retry(id, digest, by, note string) (Record, error) {
+	if strings.TrimSpace(by) == "" {
+		return Record{}, errors.New("journal: a retry needs who asked for it")
+	}
+	return j.update(id, func(rec *Record, now time.Time) (proposal.State, Details, error) {
+		if !Retryable(*rec) {
+			if rec.State != proposal.Failed {
+				return "", Details{}, fmt.Errorf("%w: it is %s", ErrNotRetryable, rec.State)
+			}
+			return "", Details{}, fmt.Errorf("%w: this failure may have changed the repository (see its restore point)", ErrNotRetryable)
+		}
+		if digest != rec.Proposal.Digest {
+			return "", Details{}, fmt.Errorf("%w: retried %s, proposal is %s", ErrDigestMismatch, digest, rec.Proposal.Digest)
+		}
+		if err := rec.Proposal.VerifyDigest(); err != nil {
+			return "", Details{}, fmt.Errorf("%w: stored proposal: %v", ErrDigestMismatch, err)
+		}
+		failed := rec.Outcome
+		rec.Outcome = nil
+		why := fmt.Sprintf("retried after it failed (%s) without changing anything", failed.Code)
+		if strings.TrimSpace(note) != "" {
+			why += ": " + note
+		}
+		d := Details{By: by, Note: why, Event: EventRetried,
+			Decision: &Decision{By: by, Note: note, Approved: true, ApprovedDigest: digest, At: proposal.At(now)}}
+		return proposal.Approved, d, nil
+	})
 }
 
 // MarkExecuting moves an approved proposal to executing. digest must be the

@@ -110,8 +110,10 @@ func TestJournal_Submit_Idempotency(t *testing.T) {
 	}
 
 	t.Run("different request under the same key", func(t *testing.T) {
+		// Another change: a reworded reason alone is the same change
+		// (TestJournal_Submit_IdempotentRetryAfterFailure).
 		other := retry
-		other.Reason = "something else"
+		other.Args = &proposal.CommitArgs{Message: "update", Paths: []string{"LICENSE"}, Branch: "agent/x"}
 		reseal(t, &other)
 		if _, _, err := j.Submit(other); !errors.Is(err, ErrIdempotencyConflict) {
 			t.Fatalf("Submit = %v, want ErrIdempotencyConflict", err)

@@ -101,7 +101,10 @@ const (
 	EventCompleted           = "proposal_completed"
 	EventFailed              = "proposal_failed"
 	EventNeedsReconciliation = "proposal_needs_reconciliation"
-	EventPolicyDenied        = "policy_denied"
+	// EventRetried: a person ran a failure that changed nothing again
+	// (failed → approved).
+	EventRetried      = "proposal_retried"
+	EventPolicyDenied = "policy_denied"
 )
 
 // Event is what the journal asks the Recorder to write. Repo is the raw

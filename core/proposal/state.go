@@ -31,6 +31,14 @@ var transitions = map[State][]State{
 	Approved:            {Executing, Failed},
 	Executing:           {Completed, Failed, NeedsReconciliation},
 	NeedsReconciliation: {Completed, Failed},
+	// A person's Retry: a failed proposal whose outcome says nothing
+	// changed (the executor refused before it wrote, so it kept no restore
+	// point) is the same sealed change, still unmade, and once the cause
+	// is fixed (a dirty checkout, a lock, a missing identity) it may run
+	// as it was approved. The journal allows this move for such outcomes
+	// only (journal.Retry): a failure that changed something is for the
+	// person to look at and restore, never to run again.
+	Failed: {Approved},
 }
 
 // States lists every state.
@@ -42,7 +50,7 @@ func States() []State {
 func (s State) Valid() bool { return slices.Contains(States(), s) }
 
 // Terminal reports whether s is final: nothing will happen to the proposal
-// any more.
+// any more, unless a person retries a failure that changed nothing.
 func (s State) Terminal() bool {
 	switch s {
 	case Completed, Failed, Rejected, Cancelled, Expired:

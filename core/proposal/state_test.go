@@ -11,6 +11,7 @@ func TestState_Transitions(t *testing.T) {
 		{Approved, Executing}: true, {Approved, Failed}: true,
 		{Executing, Completed}: true, {Executing, Failed}: true, {Executing, NeedsReconciliation}: true,
 		{NeedsReconciliation, Completed}: true, {NeedsReconciliation, Failed}: true,
+		{Failed, Approved}: true,
 	}
 	for _, from := range States() {
 		for _, to := range States() {
@@ -31,6 +32,14 @@ func TestState_Transitions(t *testing.T) {
 
 func TestState_TerminalHasNoWayOut(t *testing.T) {
 	for _, s := range States() {
+		// The one way out of a terminal state: a person retries a failure
+		// that changed nothing (the journal checks the outcome).
+		if s == Failed {
+			if next := s.Next(); len(next) != 1 || next[0] != Approved {
+				t.Errorf("failed can move to %v, want only approved (a retry)", next)
+			}
+			continue
+		}
 		if s.Terminal() && len(s.Next()) != 0 {
 			t.Errorf("terminal state %s can move to %v", s, s.Next())
 		}
