@@ -23,14 +23,34 @@ type Preflight struct {
 	// after the proposal (the commit lands the sealed content, the edit
 	// stays uncommitted).
 	Notes []string `json:"notes"`
+	// Blockers are the reasons, each a sentence naming what and what to
+	// do, that the executor would refuse or fail the proposal now, though
+	// nothing it depends on moved: git's lock files, a checkout that must
+	// follow but has uncommitted changes, a commit in the person's name
+	// without an identity. The person can fix each where it is, and then
+	// approve the same card; until then Approve is refused.
+	Blockers []string `json:"blockers"`
+	// Notices are what the person should know and does not block: their
+	// hooks that will run ("your pre-commit hook will run"), and files of
+	// a checkout Sluice updates that one of their git filters would
+	// transform (they land as git stores them).
+	Notices []string `json:"notices"`
 }
 
 // Preflight checks, changing nothing in the repository, whether p's pins
-// still hold and its sealed working-tree inputs are unchanged.
+// still hold and its sealed working-tree inputs are unchanged, and what
+// else would keep the executor from producing its outcome now (Blockers)
+// or runs beside it (Notices).
 func (e *Executor) Preflight(ctx context.Context, p proposal.Proposal) (*Preflight, error) {
-	out := &Preflight{Moved: []proposal.RefMove{}, Changed: []string{}, Notes: []string{}}
+	out := &Preflight{Moved: []proposal.RefMove{}, Changed: []string{}, Notes: []string{}, Blockers: []string{}, Notices: []string{}}
 	r := &run{e: e, p: p}
 	if err := r.open(ctx); err != nil {
+		return nil, err
+	}
+	// What the executor checks before it writes, besides the pins and
+	// inputs below: a card that cannot land says why before anyone
+	// decides.
+	if err := r.readiness(ctx, out); err != nil {
 		return nil, err
 	}
 	check := func(rc *repoCtx, pins map[string]string, repo string) error {
@@ -130,6 +150,10 @@ func (e *Executor) Preflight(ctx context.Context, p proposal.Proposal) (*Preflig
 	}
 	return out, nil
 }
+
+// Blocked reports whether anything keeps the proposal from landing now:
+// it is stale, or something the person can fix is in the way.
+func (p *Preflight) Blocked() bool { return p.Stale || len(p.Blockers) > 0 }
 
 // Describe says in one line what moved and what changed.
 func (p *Preflight) Describe() string {
