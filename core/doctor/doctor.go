@@ -49,6 +49,8 @@ type Options struct {
 func Run(ctx context.Context, cfg *config.Config, opts Options) []Result {
 	var out []Result
 	out = append(out, checkGit())
+	out = append(out, checkIdentity(ctx))
+	out = append(out, checkRoots(cfg.AllowedRoots)...)
 	out = append(out, checkDir("config directory", cfg.ConfigDir))
 	out = append(out, checkDir("state directory", cfg.StateDir))
 	out = append(out, checkGateway(ctx, cfg, opts.GatewayRequired))
