@@ -60,7 +60,10 @@ type Card struct {
 	// ApprovedByRule names the auto-approve rule that approved it, if one did.
 	ApprovedByRule string           `json:"approvedByRule,omitempty"`
 	Outcome        *journal.Outcome `json:"outcome,omitempty"`
-	History        []journal.Step   `json:"history"`
+	// Retryable: the proposal failed without changing anything, so the
+	// person may run it again (Retry) once its cause is fixed.
+	Retryable bool           `json:"retryable"`
+	History   []journal.Step `json:"history"`
 	// Invisible lists the fields that held invisible characters (bidi
 	// controls, zero-width characters); reason, repo and files above are
 	// already shown with them escaped.
@@ -105,6 +108,7 @@ func (a *App) cardFor(rec journal.Record, withCollisions bool) Card {
 		Decision: rec.Decision, Outcome: rec.Outcome, History: rec.History,
 		Collisions: []journal.Collision{}, ApprovedByRule: autoApprovedBy(rec.Decision),
 		Origin: p.Origin, Confinement: p.Origin.Describe(), Tense: tense,
+		Retryable: journal.Retryable(rec),
 	}
 	if p.Sealed != nil {
 		l := p.Sealed.Losses()

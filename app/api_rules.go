@@ -405,6 +405,9 @@ func trimmed(list []string) []string {
 //   - A lock of git's would fail the execution halfway (repo_locked): the
 //     card stays pending and says which lock, so it can be approved once
 //     it is gone.
+//   - Anything else the preflight finds in the way (a checkout that must
+//     follow but has uncommitted changes, no git identity for a commit in
+//     the person's name) is refused with its sentences (blockedError).
 func (a *App) approvable(rec journal.Record) error {
 	if a.executor == nil {
 		return nil
@@ -414,10 +417,13 @@ func (a *App) approvable(rec journal.Record) error {
 		return &errcode.Error{Code: errcode.StaleBase, Msg: "the repository moved since this was proposed: " + pf.Describe() + "; send it back so the agent can propose again"}
 	}
 	ctx, cancel := context.WithTimeout(a.runCtx, 30*time.Second)
-	err = a.executor.CheckUnlocked(ctx, rec.Proposal)
+	lerr := a.executor.CheckUnlocked(ctx, rec.Proposal)
 	cancel()
-	if errors.Is(err, apply.ErrRepoLocked) {
-		return err
+	if errors.Is(lerr, apply.ErrRepoLocked) {
+		return lerr
+	}
+	if err == nil && len(pf.Blockers) > 0 {
+		return blockedError(pf)
 	}
 	return nil
 }

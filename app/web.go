@@ -231,6 +231,7 @@ func (w *Web) routes() http.Handler {
 	mux.HandleFunc("POST /api/proposals/{id}/approve", w.authed(w.csrf(w.decide(w.api.Approve))))
 	mux.HandleFunc("POST /api/proposals/{id}/reject", w.authed(w.csrf(w.decide(w.api.Reject))))
 	mux.HandleFunc("POST /api/proposals/{id}/send-back", w.authed(w.csrf(w.decide(w.api.SendBack))))
+	mux.HandleFunc("POST /api/proposals/{id}/retry", w.authed(w.csrf(w.decide(w.api.Retry))))
 	mux.HandleFunc("POST /api/proposals/{id}/locks/remove", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
 		var req RemoveLocksRequest
 		if !decodeBody(rw, r, &req) {

@@ -18,12 +18,13 @@ import { TrustSimilar } from "./TrustSimilar";
 const preflightEveryMs = 4000;
 
 /**
- * Re-checks a pending card's pins and sealed inputs: when it opens, when
- * the window regains focus, and every few seconds while it is pending.
+ * Re-checks a pending card's pins and sealed inputs, and what else would
+ * keep it from landing: when it opens, when the window regains focus, and
+ * every few seconds while it is pending (or failed and retryable).
  */
 function usePreflight(card: Card): Preflight | null {
   const [pf, setPf] = useState<Preflight | null>(null);
-  const pending = card.state === "pending";
+  const pending = card.state === "pending" || card.retryable;
   useEffect(() => {
     if (!pending) return;
     let live = true;
@@ -109,7 +110,7 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
     else drafts.delete(card.id);
   };
   const [confirm, setConfirm] = useState("");
-  const [busy, setBusy] = useState<"" | "approve" | "reject">("");
+  const [busy, setBusy] = useState<"" | "approve" | "reject" | "retry">("");
   const [error, setError] = useState<string | null>(null);
   const [staleError, setStaleError] = useState<string | null>(null);
   const preflight = usePreflight(card);
@@ -120,7 +121,16 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
   const staleMessage =
     liveStale ?? staleError ?? (outcomeStale ? card.outcome?.message || "The branch moved since this was proposed." : null);
   const confirmed = !card.destructive || confirm === card.confirmWord;
-  const canApprove = pending && !busy && !staleMessage && confirmed;
+  // What the executor would refuse or fail now, though nothing moved: the
+  // card says why, and Approve (or Retry) waits until it is fixed.
+  const checked = pending || card.retryable;
+  const blockers = checked ? (preflight?.blockers ?? []) : [];
+  const notices = checked ? (preflight?.notices ?? []) : [];
+  const blockedId = `card-${card.id}-blocked`;
+  const canApprove = pending && !busy && !staleMessage && confirmed && blockers.length === 0;
+  const retryStale = card.retryable && preflight?.stale ? describePreflight(preflight) : null;
+  const canRetry =
+    card.retryable && !busy && preflight !== null && !preflight.stale && blockers.length === 0 && confirmed;
   const canReject = pending && !busy;
   const titleId = `card-${card.id}-title`;
   const isStale = !!staleMessage;
@@ -142,6 +152,20 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
     setError(null);
     try {
       const c = await api.approve({ id: card.id, digest: card.digest, note, confirm: card.destructive ? confirm : "" });
+      onDecided?.(c);
+    } catch (e) {
+      fail(e);
+    } finally {
+      setBusy("");
+    }
+  }
+
+  async function retry() {
+    if (!canRetry) return;
+    setBusy("retry");
+    setError(null);
+    try {
+      const c = await api.retry({ id: card.id, digest: card.digest, note, confirm: card.destructive ? confirm : "" });
       onDecided?.(c);
     } catch (e) {
       fail(e);
@@ -300,6 +324,30 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
         </div>
       )}
 
+      {blockers.length > 0 && (
+        <div className="blocked" role="alert" id={blockedId}>
+          <strong>Cannot land now:</strong>
+          <ul className="plain blockers">
+            {blockers.map((b) => (
+              <li key={b} className="blocker">
+                {b}
+              </li>
+            ))}
+          </ul>
+          {pending ? "Approve waits until this is fixed; the card stays as it is." : "Retry waits until this is fixed."}
+        </div>
+      )}
+
+      {notices.length > 0 && (
+        <ul className="plain preflight-notices">
+          {notices.map((n) => (
+            <li key={n} className="preflight-notice">
+              {n}
+            </li>
+          ))}
+        </ul>
+      )}
+
       {pending && preflight && preflight.notes.length > 0 && (
         <ul className="plain preflight-notes">
           {preflight.notes.map((n) => (
@@ -451,14 +499,67 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
               type="submit"
               className={`approve primary${card.destructive ? " danger" : ""}`}
               disabled={!canApprove}
-              aria-describedby={card.destructive && !confirmed ? `card-${card.id}-confirm-why` : undefined}
+              title={blockers.length > 0 ? `Cannot land now: ${blockers.join(" ")}` : undefined}
+              aria-describedby={
+                blockers.length > 0
+                  ? blockedId
+                  : card.destructive && !confirmed
+                    ? `card-${card.id}-confirm-why`
+                    : undefined
+              }
             >
               {busy === "approve" ? "Approving…" : card.destructive ? "Approve destructive change" : "Approve"}
             </button>
             <button type="button" className="reject" disabled={!canReject} onClick={() => void reject()}>
               {busy === "reject" ? "Rejecting…" : "Reject"}
             </button>
-            <TrustSimilar card={card} note={note} enabled={!busy && !staleMessage} onDecided={onDecided} />
+            <TrustSimilar card={card} note={note} enabled={!busy && !staleMessage && blockers.length === 0} onDecided={onDecided} />
+          </div>
+        </form>
+      )}
+      {card.retryable && (
+        <form
+          className="decide retry-block"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void retry();
+          }}
+        >
+          <p className="retry-why">
+            This failed before it changed anything. Once its cause is fixed, it can run again exactly as approved.
+          </p>
+          {retryStale && (
+            <p className="stale" role="alert">
+              <strong>Stale:</strong> {retryStale}. It can no longer run as sealed: ask the agent to propose it again.
+            </p>
+          )}
+          {card.destructive && (
+            <label className="field confirm">
+              <span id={`card-${card.id}-confirm-why`}>
+                This can lose work: type <code className="confirm-word">{card.confirmWord}</code> to run it again.
+              </span>
+              <input
+                ref={confirmEl}
+                className="confirm-input"
+                autoComplete="off"
+                spellCheck={false}
+                value={confirm}
+                aria-invalid={confirm !== "" && !confirmed}
+                onChange={(e) => setConfirm(e.target.value)}
+              />
+            </label>
+          )}
+          {error && <ErrorBox>{error}</ErrorBox>}
+          <div className="actions">
+            <button
+              type="submit"
+              className="retry primary"
+              disabled={!canRetry}
+              title={blockers.length > 0 ? `Cannot land now: ${blockers.join(" ")}` : undefined}
+              aria-describedby={blockers.length > 0 ? blockedId : undefined}
+            >
+              {busy === "retry" ? "Retrying…" : preflight === null ? "Retry (checking…)" : "Retry"}
+            </button>
           </div>
         </form>
       )}

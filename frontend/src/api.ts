@@ -160,6 +160,10 @@ export interface Preflight {
   moved: RefMove[];
   changed: string[];
   notes: string[];
+  /** Why the executor would refuse or fail it now, each a sentence saying what to fix; Approve waits until there are none. */
+  blockers: string[];
+  /** What of the person's will run beside it and does not block ("your pre-commit hook will run"). */
+  notices: string[];
 }
 
 /** Sluice's own record of the workspace runs behind a proposal. */
@@ -224,6 +228,8 @@ export interface Card {
   /** The auto-approve rule that approved it, when one did. */
   approvedByRule?: string;
   outcome?: Outcome;
+  /** It failed without changing anything: Retry runs it again once the cause is fixed. */
+  retryable: boolean;
   history: Step[];
   /** Fields that held invisible characters, shown escaped as ⟨U+XXXX⟩. */
   invisible?: { field: string; shown: string }[];
@@ -756,6 +762,13 @@ export const api = {
   removeLocks: (id: string, locks: GitLock[]) =>
     call<LockRemoval>("RemoveLocks", [{ id, locks }], post(`/api/proposals/${seg(id)}/locks/remove`, { locks })),
   preflight: (id: string) => call<Preflight>("Preflight", [id], get(`/api/proposals/${seg(id)}/preflight`)),
+  /** Runs again a failure that changed nothing, bound to the digest shown. */
+  retry: (d: DecisionRequest) =>
+    call<Card>(
+      "Retry",
+      [{ id: d.id, digest: d.digest, note: d.note, confirm: d.confirm ?? "" }],
+      post(`/api/proposals/${seg(d.id)}/retry`, { digest: d.digest, note: d.note, confirm: d.confirm ?? "" }),
+    ),
   sendBack: (d: DecisionRequest) =>
     call<Card>(
       "SendBack",

@@ -113,6 +113,7 @@ export function card(over: Partial<Card> = {}): Card {
     createdAt: created,
     expiresAt: expires,
     history: [{ version: 1, to: "pending", at: created, by: "claude-code" }],
+    retryable: false,
     confinement: "runs as your account: it could write to the repository without asking",
     ...over,
   };
