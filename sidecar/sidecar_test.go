@@ -156,7 +156,7 @@ func TestCapabilities_InMemory_GatewayDown(t *testing.T) {
 	if out.Version != config.Version || out.Gateway.Reachable || out.Gateway.Problem == "" {
 		t.Fatalf("capabilities with no app running: %+v", out)
 	}
-	if out.Limits.MaxProposalWaitSeconds != 50 || out.Limits.PendingExpirySeconds != 900 {
+	if out.Limits.MaxProposalWaitSeconds != 50 || out.Limits.PendingExpirySeconds != 24*3600 {
 		t.Errorf("limits: %+v", out.Limits)
 	}
 }

@@ -634,6 +634,12 @@ func statusOut(st gateway.ProposalStatus) ProposalOut {
 	case proposal.Pending:
 		out.NextAction = "proposal_wait"
 		out.Message = "waiting for the person to decide in the Sluice app"
+		// A proposal may wait a day or a week: proposal_wait answers in
+		// slices of at most 50 seconds, and the agent need not spend its
+		// session calling it.
+		if st.ExpiresAt != "" {
+			out.Message += " (it waits until " + st.ExpiresAt + "); call proposal_wait again, or go on with other work and come back to it with proposal_wait or proposal_status"
+		}
 	case proposal.Approved, proposal.Executing:
 		out.NextAction = "proposal_wait"
 		out.Message = "approved; not carried out yet"

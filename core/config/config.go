@@ -107,8 +107,13 @@ type fileConfig struct {
 
 // Defaults.
 const (
-	DefaultPendingExpiry = 15 * time.Minute
-	DefaultRetention     = 90 * 24 * time.Hour
+	// DefaultPendingExpiry is long enough that a proposal made while the
+	// person is away is still there when they come back.
+	DefaultPendingExpiry = 24 * time.Hour
+	// MaxPendingExpiry is the longest a proposal may wait: a decision
+	// taken a week later is taken on a repository that has moved on.
+	MaxPendingExpiry = 7 * 24 * time.Hour
+	DefaultRetention = 90 * 24 * time.Hour
 	// DefaultWebAddr is where `sluice serve` listens unless told otherwise.
 	DefaultWebAddr = "127.0.0.1:7733"
 )
@@ -300,8 +305,8 @@ func (c *Config) validate() error {
 		roots = append(roots, canon)
 	}
 	c.AllowedRoots = roots
-	if c.PendingExpiry < time.Minute || c.PendingExpiry > 7*24*time.Hour {
-		return fmt.Errorf("%w: pendingExpiry: %s is outside 1m..168h", ErrInvalid, c.PendingExpiry)
+	if c.PendingExpiry < time.Minute || c.PendingExpiry > MaxPendingExpiry {
+		return fmt.Errorf("%w: pendingExpiry: %s is outside 1m..168h (7 days)", ErrInvalid, c.PendingExpiry)
 	}
 	if c.Retention < time.Hour {
 		return fmt.Errorf("%w: retention: %s is shorter than 1h", ErrInvalid, c.Retention)

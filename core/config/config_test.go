@@ -36,7 +36,7 @@ func TestLoad_Defaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.PendingExpiry != 15*time.Minute || !c.AuditSigning || !c.Notifications || len(c.AllowedRoots) != 0 {
+	if c.PendingExpiry != 24*time.Hour || !c.AuditSigning || !c.Notifications || len(c.AllowedRoots) != 0 {
 		t.Fatalf("defaults: %+v", c)
 	}
 	if !strings.HasSuffix(c.ConfigDir, "config/sluice") || !strings.HasSuffix(c.StateDir, "state/sluice") {

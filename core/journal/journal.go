@@ -59,8 +59,10 @@ var (
 
 // Defaults for Options.
 const (
-	DefaultRetention     = 90 * 24 * time.Hour
-	DefaultPendingExpiry = 15 * time.Minute
+	DefaultRetention = 90 * 24 * time.Hour
+	// DefaultPendingExpiry is a day: a proposal made while the person is
+	// away is still there when they come back.
+	DefaultPendingExpiry = 24 * time.Hour
 	DefaultPendingCap    = 10
 )
 

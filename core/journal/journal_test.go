@@ -222,7 +222,7 @@ func TestJournal_Submit_Refuses(t *testing.T) {
 		}, proposal.ErrDigestMismatch},
 		"too long an expiry": {func() proposal.Proposal {
 			p := newProposal(t, clk.Now(), "a")
-			p.ExpiresAt = proposal.At(clk.Now().Add(2 * time.Hour))
+			p.ExpiresAt = proposal.At(clk.Now().Add(DefaultPendingExpiry + time.Minute))
 			reseal(t, &p)
 			return p
 		}, proposal.ErrInvalid},

@@ -11,7 +11,7 @@ afterEach(() => {
 
 const settings: Settings = {
   allowedRoots: ["/home/me/src"],
-  pendingExpiry: "15m",
+  pendingExpiry: "24h0m0s",
   policyFile: "",
   toolsets: ["git", "propose"],
   notifications: true,
@@ -24,7 +24,7 @@ describe("SettingsView", () => {
     const calls = stubFetch({
       "GET /api/settings": { body: settings },
       "POST /api/settings": (c) => ({
-        body: { ...(c.body as object), availableToolsets: settings.availableToolsets, restartRequired: ["allowedRoots", "pendingExpiry"] },
+        body: { ...(c.body as object), availableToolsets: settings.availableToolsets, restartRequired: ["policyFile"] },
       }),
     });
     const { SettingsView } = await import("./SettingsView");
@@ -35,27 +35,38 @@ describe("SettingsView", () => {
     expect(save.disabled).toBe(true);
 
     fireEvent.change(roots, { target: { value: "/home/me/src\n /work \n\n" } });
-    fireEvent.change(screen.getByLabelText(/Pending expiry/), { target: { value: "forever" } });
-    expect(save.disabled).toBe(true);
-    fireEvent.change(screen.getByLabelText(/Pending expiry/), { target: { value: "30m" } });
+    const expiry = screen.getByLabelText(/Pending expiry/) as HTMLSelectElement;
+    expect(expiry.value).toBe("24h");
+    expect([...expiry.options].map((o) => o.textContent)).toEqual(["15 minutes", "1 hour", "4 hours", "1 day", "3 days", "7 days"]);
+    fireEvent.change(expiry, { target: { value: "168h" } });
     fireEvent.change(screen.getByLabelText(/Policy file/), { target: { value: "/home/me/.config/sluice/policy.json" } });
     fireEvent.click(screen.getByLabelText("workspace"));
     fireEvent.click(screen.getByLabelText(/Desktop notification/));
     expect(save.disabled).toBe(false);
     fireEvent.click(save);
 
-    expect(await screen.findByText(/Restart Sluice for these to take effect: Allowed roots, Pending expiry/)).toBeTruthy();
+    expect(await screen.findByText(/Restart Sluice for these to take effect: Policy file/)).toBeTruthy();
     const post = calls.find((c) => c.method === "POST")!;
     expect(post.url).toBe("/api/settings");
     expect(post.body).toEqual({
       allowedRoots: ["/home/me/src", "/work"],
-      pendingExpiry: "30m",
+      pendingExpiry: "168h",
       policyFile: "/home/me/.config/sluice/policy.json",
       toolsets: ["git", "propose", "workspace"],
       notifications: false,
     });
-    expect(screen.getAllByText("restart needed")).toHaveLength(2);
+    expect(screen.getAllByText("restart needed")).toHaveLength(1);
     await waitFor(() => expect((screen.getByRole("button", { name: "Save" }) as HTMLButtonElement).disabled).toBe(true));
+  });
+
+  it("keeps an expiry written by hand in config.json as a choice", async () => {
+    stubFetch({ "GET /api/settings": { body: { ...settings, pendingExpiry: "1h30m0s" } } });
+    const { SettingsView } = await import("./SettingsView");
+    render(<SettingsView />);
+    const expiry = (await screen.findByLabelText(/Pending expiry/)) as HTMLSelectElement;
+    expect(expiry.value).toBe("1h30m0s");
+    expect(expiry.selectedOptions[0].textContent).toBe("1h30m0s (from config.json)");
+    expect((screen.getByRole("button", { name: "Save" }) as HTMLButtonElement).disabled).toBe(true);
   });
 
   it("shows the server's reason when a setting is refused", async () => {

@@ -22,10 +22,39 @@ interface Form {
   notifications: boolean;
 }
 
+// How long a proposal may wait for a decision: Go's config accepts 1m to
+// 168h; these are the choices a person makes, a day by default.
+export const expiryChoices: { value: string; label: string }[] = [
+  { value: "15m", label: "15 minutes" },
+  { value: "1h", label: "1 hour" },
+  { value: "4h", label: "4 hours" },
+  { value: "24h", label: "1 day" },
+  { value: "72h", label: "3 days" },
+  { value: "168h", label: "7 days" },
+];
+
+// seconds reads a Go duration ("24h0m0s", "1h30m", "90s") as seconds, or
+// NaN when it is not one.
+function seconds(d: string): number {
+  const t = d.trim();
+  if (!durationRe.test(t)) return NaN;
+  const unit: Record<string, number> = { h: 3600, m: 60, s: 1, ms: 0.001 };
+  let total = 0;
+  for (const m of t.matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)) total += parseFloat(m[1]) * unit[m[2]];
+  return total;
+}
+
+// expiryValue is the choice that means the same as a saved duration ("24h0m0s"
+// is "24h"), or the duration as it is when no choice does (written by hand).
+function expiryValue(d: string): string {
+  const c = expiryChoices.find((c) => seconds(c.value) === seconds(d));
+  return c ? c.value : d;
+}
+
 function toForm(s: Settings): Form {
   return {
     roots: (s.allowedRoots ?? []).join("\n"),
-    pendingExpiry: s.pendingExpiry ?? "",
+    pendingExpiry: expiryValue(s.pendingExpiry ?? ""),
     policyFile: s.policyFile ?? "",
     toolsets: s.toolsets ?? [],
     notifications: !!s.notifications,
@@ -75,7 +104,12 @@ export function SettingsView() {
   }
 
   const dirty = JSON.stringify(toInput(form)) !== JSON.stringify(toInput(toForm(settings)));
-  const expiryOk = durationRe.test(form.pendingExpiry.trim());
+  const expirySecs = seconds(form.pendingExpiry);
+  const expiryOk = expirySecs >= 60 && expirySecs <= 168 * 3600;
+  const savedExpiry = expiryValue(settings.pendingExpiry ?? "");
+  const choices = expiryChoices.some((c) => c.value === savedExpiry)
+    ? expiryChoices
+    : [...expiryChoices, { value: savedExpiry, label: `${savedExpiry} (from config.json)` }];
   const restart = new Set(settings.restartRequired ?? []);
   const set = (patch: Partial<Form>) => {
     setForm({ ...form, ...patch });
@@ -135,15 +169,21 @@ export function SettingsView() {
           <span>
             {labels.pendingExpiry} {needsRestart("pendingExpiry")}
           </span>
-          <input
+          <select
             name="pendingExpiry"
             value={form.pendingExpiry}
             onChange={(e) => set({ pendingExpiry: e.target.value })}
             aria-invalid={!expiryOk}
             aria-describedby="expiry-help"
-          />
+          >
+            {choices.map((c) => (
+              <option key={c.value} value={c.value}>
+                {c.label}
+              </option>
+            ))}
+          </select>
           <small id="expiry-help" className={expiryOk ? "muted" : "invalid"}>
-            How long a proposal waits for a decision before it expires, e.g. 15m or 1h.
+            How long a proposal waits for your decision before it expires, up to 7 days.
           </small>
         </label>
         <label className="field">
