@@ -87,6 +87,7 @@ func newLogger(stderr io.Writer) *slog.Logger {
 type serving struct {
 	log      *slog.Logger
 	cfg      *config.Config
+	live     *config.Live
 	ledger   *audit.Ledger
 	presence *presence.File
 }
@@ -100,6 +101,10 @@ func openServing(stderr io.Writer, client presence.ClientInfo) (*serving, bool) 
 		fmt.Fprintln(stderr, "sluice-sidecar:", err)
 		return nil, false
 	}
+	// Roots, the workspace image and runtime and the expiry follow
+	// config.json while the process runs: the person adds a root without
+	// restarting their agents.
+	s.live = config.NewLive(s.cfg)
 	if s.ledger, err = OpenLedger(s.cfg); err != nil {
 		fmt.Fprintln(stderr, "sluice-sidecar:", err)
 		return nil, false
@@ -128,7 +133,7 @@ func runStdio(args []string, _ io.Writer, stderr io.Writer) int {
 	}
 	defer env.close()
 	log, cfg := env.log, env.cfg
-	opts := Options{Config: cfg, Logger: log, Ledger: env.ledger, Presence: env.presence}
+	opts := Options{Config: cfg, Live: env.live, Logger: log, Ledger: env.ledger, Presence: env.presence}
 	if *toolsets != "" {
 		opts.Toolsets = splitComma(*toolsets)
 		if err := checkToolsets(opts.Toolsets); err != nil {

@@ -30,6 +30,9 @@ import (
 // HTTPOptions configure the streamable HTTP transport.
 type HTTPOptions struct {
 	Config *config.Config
+	// Live is config.json as it is now, shared by every session (see
+	// Options.Live); nil means Config as it is.
+	Live *config.Live
 	// Addr to listen on, "127.0.0.1:8765". A non-loopback address needs
 	// AllowRemote.
 	Addr        string
@@ -245,7 +248,7 @@ func (h *HTTPServer) newSession(identity string) *mcp.Server {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s, err := New(Options{
-		Config: h.opts.Config, Toolsets: h.opts.Toolsets, Logger: h.log,
+		Config: h.opts.Config, Live: h.opts.Live, Toolsets: h.opts.Toolsets, Logger: h.log,
 		Identity: identity, Ledger: h.opts.Ledger, Presence: h.opts.Presence,
 		ws: h.ws[identity],
 	})
@@ -419,7 +422,7 @@ func runHTTP(args []string, stdout, stderr io.Writer) int {
 	defer env.close()
 	log, cfg, ledger, pres := env.log, env.cfg, env.ledger, env.presence
 	opts := HTTPOptions{
-		Config: cfg, Addr: *addr, AllowRemote: *allowRemote, AllowHosts: splitComma(*hosts),
+		Config: cfg, Live: env.live, Addr: *addr, AllowRemote: *allowRemote, AllowHosts: splitComma(*hosts),
 		AllowOrigins: splitComma(*origins), AllowPathToken: *pathToken,
 		Tokens: tokens.Open(tokens.DefaultPath(cfg)), Ledger: ledger, Presence: pres, Logger: log,
 	}

@@ -44,6 +44,12 @@ type Options struct {
 	// Session, when set, is the confined session this sidecar serves (see
 	// SessionView).
 	Session *SessionView
+	// Live, when set, is asked on every call for config.json as it is
+	// now, so that roots, the workspace image and runtime and the pending
+	// expiry the person saves while this process runs apply on the next
+	// call. The transports share one per process; nil means Config as it
+	// is (in-process tests).
+	Live *config.Live
 	// ws, when set, is the workspace tools' shared state of another
 	// Sidecar of the same identity (HTTP: an earlier session of the token).
 	ws *wsTools
@@ -59,11 +65,10 @@ type Sidecar struct {
 	identity string
 	ledger   *audit.Ledger
 	presence *presence.File
-	// roots are the allowed roots, checked once; rootsErr is set when the
-	// configured ones are invalid, and every tool that needs them then
-	// fails with it rather than guessing (see checkRoots).
-	roots    gitx.Roots
-	rootsErr error
+	// live and view are the configuration as config.json says now (see
+	// Options.Live and conf).
+	live *config.Live
+	view atomic.Pointer[confView]
 	// mu guards toolsets, which toolset_enable extends while the session
 	// runs.
 	mu sync.Mutex
@@ -98,7 +103,13 @@ func New(opts Options) (*Sidecar, error) {
 	}
 	sets := opts.Toolsets
 	if sets == nil {
-		sets = fitToolsets(opts.Config, opts.Config.Toolsets)
+		now := opts.Config
+		if opts.Live != nil {
+			// A session that starts after the person chose an image
+			// gets the workspace tools.
+			now = opts.Live.Current().Config
+		}
+		sets = fitToolsets(now, opts.Config.Toolsets)
 	}
 	if err := checkToolsets(sets); err != nil {
 		return nil, err
@@ -108,9 +119,8 @@ func New(opts Options) (*Sidecar, error) {
 		log = slog.Default()
 	}
 	s := &Sidecar{cfg: opts.Config, toolsets: slices.Clone(sets), log: log, gateway: opts.Gateway, identity: opts.Identity, ledger: opts.Ledger, presence: opts.Presence, session: opts.Session, ws: opts.ws}
-	if s.roots, s.rootsErr = gitx.NewRoots(opts.Config.AllowedRoots); s.rootsErr != nil {
-		log.Error("invalid allowed roots", "err", s.rootsErr)
-	}
+	s.live = opts.Live
+	s.view.Store(newConfView(&config.Snapshot{Config: opts.Config}, log))
 	if s.gateway == nil {
 		path := opts.Config.GatewayFile()
 		s.gateway = func() (*gateway.Client, error) { return gateway.NewClientFromEndpoint(path) }
@@ -153,6 +163,56 @@ func New(opts Options) (*Sidecar, error) {
 	}
 	s.toolsets = enabled
 	return s, nil
+}
+
+// confView is what the tools read from the configuration on one call.
+type confView struct {
+	snap *config.Snapshot
+	// cfg is the configuration the call sees.
+	cfg *config.Config
+	// roots are the allowed roots, checked; rootsErr is set when the
+	// configured ones are invalid (or config.json no longer loads), and
+	// every tool that needs them then fails with it rather than guessing
+	// (see checkRoots).
+	roots    gitx.Roots
+	rootsErr error
+}
+
+func newConfView(snap *config.Snapshot, log *slog.Logger) *confView {
+	v := &confView{snap: snap, cfg: snap.Config}
+	if snap.Err != nil {
+		v.rootsErr = snap.Err
+	} else {
+		v.roots, v.rootsErr = gitx.NewRoots(snap.Config.AllowedRoots)
+	}
+	if v.rootsErr != nil {
+		log.Error("invalid allowed roots", "err", v.rootsErr)
+	}
+	return v
+}
+
+// conf is the configuration for this call: config.json as it is now when
+// the sidecar has a Live view of it (one stat per call; the file is read
+// again only when it changed), else the configuration it was made with.
+func (s *Sidecar) conf() *confView {
+	v := s.view.Load()
+	if s.live == nil {
+		return v
+	}
+	snap := s.live.Current()
+	if snap == v.snap {
+		return v
+	}
+	nv := newConfView(snap, s.log)
+	if snap.Err == nil {
+		s.log.Info("configuration changed", "allowedRoots", snap.Config.AllowedRoots,
+			"workspaceImage", snap.Config.WorkspaceImage, "workspaceRuntime", snap.Config.WorkspaceRuntime,
+			"pendingExpiry", snap.Config.PendingExpiry)
+	}
+	// Two calls may race to store a view of the same snapshot; either
+	// one is right.
+	s.view.Store(nv)
+	return nv
 }
 
 // fitToolsets fits the toolsets asked for (by --toolsets or the

@@ -104,7 +104,7 @@ func (s *Sidecar) toolsetEnable(_ context.Context, _ *mcp.CallToolRequest, in To
 	// Without an image every workspace tool can only fail, so they are not
 	// added: the agent is told how the person turns workspaces on instead,
 	// and no tool definitions it cannot use cost it context.
-	if needsImage(in.Toolset) && s.cfg.WorkspaceImage == "" {
+	if needsImage(in.Toolset) && s.conf().cfg.WorkspaceImage == "" {
 		return ToolsetEnableOut{}, errNoImage
 	}
 	s.mu.Lock()
@@ -128,10 +128,10 @@ func (s *Sidecar) capabilities(ctx context.Context, _ *mcp.CallToolRequest, _ Ca
 		Toolsets:          enabled,
 		ToolsetTools:      map[string]int{},
 		AvailableToolsets: append([]string{}, availableToolsets()...),
-		AllowedRoots:      append([]string{}, s.cfg.AllowedRoots...),
+		AllowedRoots:      append([]string{}, s.conf().cfg.AllowedRoots...),
 		Limits: Limits{
 			MaxProposalWaitSeconds: 50,
-			PendingExpirySeconds:   int(s.cfg.PendingExpiry / time.Second),
+			PendingExpirySeconds:   int(s.conf().cfg.PendingExpiry / time.Second),
 			MaxPatchBytes:          4 << 20,
 			Git:                    gitLimits(enabled),
 		},

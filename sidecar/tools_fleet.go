@@ -51,7 +51,7 @@ func (g *gitTools) registerFleet() {
 		if err != nil {
 			return FleetRadarOut{}, err
 		}
-		rad, err := r.Radar(ctx, g.s.roots, in.options())
+		rad, err := r.Radar(ctx, g.s.conf().roots, in.options())
 		if err != nil {
 			return FleetRadarOut{}, err
 		}
@@ -73,7 +73,7 @@ func (g *gitTools) registerFleet() {
 		if err != nil {
 			return FleetDigestOut{}, err
 		}
-		d, err := r.Digest(ctx, g.s.roots, in.FleetIn.options(), since)
+		d, err := r.Digest(ctx, g.s.conf().roots, in.FleetIn.options(), since)
 		if err != nil {
 			return FleetDigestOut{}, err
 		}

@@ -56,7 +56,7 @@ func (s *Sidecar) agentsPresence(_ context.Context, req *mcp.CallToolRequest, in
 	if err := s.checkRoots(); err != nil {
 		return PresenceOut{}, err
 	}
-	repo, err := s.roots.Confine(in.RepoPath)
+	repo, err := s.conf().roots.Confine(in.RepoPath)
 	if err != nil {
 		return PresenceOut{}, err
 	}
@@ -164,7 +164,7 @@ func (s *Sidecar) presenceMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if len(call.Params.Arguments) == 0 || json.Unmarshal(call.Params.Arguments, &args) != nil || args.RepoPath == "" {
 			return res, err
 		}
-		repo, cerr := s.roots.Confine(args.RepoPath)
+		repo, cerr := s.conf().roots.Confine(args.RepoPath)
 		if cerr != nil {
 			return res, err
 		}

@@ -659,7 +659,7 @@ func (s *Sidecar) submitProposal(ctx context.Context, req *mcp.CallToolRequest, 
 	if err := s.checkRoots(); err != nil {
 		return ProposalOut{}, err
 	}
-	roots := s.roots
+	roots := s.conf().roots
 	dir, err := roots.Confine(common.RepoPath)
 	if err != nil {
 		return ProposalOut{}, err
@@ -690,7 +690,7 @@ func (s *Sidecar) submitProposal(ctx context.Context, req *mcp.CallToolRequest, 
 	p := proposal.Proposal{
 		ID: uuid.NewString(), Op: args.Op(), Repo: repo, Pinned: pinned, Args: args,
 		Reason: common.Reason, Agent: s.agentName(req), IdempotencyKey: common.IdempotencyKey,
-		CreatedAt: proposal.At(now), ExpiresAt: proposal.At(now.Add(s.cfg.PendingExpiry)),
+		CreatedAt: proposal.At(now), ExpiresAt: proposal.At(now.Add(s.conf().cfg.PendingExpiry)),
 	}
 	if p.IdempotencyKey == "" {
 		p.IdempotencyKey = callKey()

@@ -74,7 +74,7 @@ func (g *gitTools) open(ctx context.Context, repoPath string) (*gitx.Repo, error
 	if err != nil {
 		return nil, err
 	}
-	return r.Open(ctx, g.s.roots, repoPath)
+	return r.Open(ctx, g.s.conf().roots, repoPath)
 }
 
 // checkRevs validates the non-empty revision arguments, given as name,
@@ -91,11 +91,14 @@ func checkRevs(nameValue ...string) error {
 }
 
 // checkRoots fails when no usable roots are configured.
-func (s *Sidecar) checkRoots() error {
+func (s *Sidecar) checkRoots() error { return s.conf().checkRoots() }
+
+// checkRoots fails when v has no usable roots.
+func (v *confView) checkRoots() error {
 	switch {
-	case s.rootsErr != nil:
-		return &errcode.Error{Code: errcode.PathOutsideRoots, Msg: "the allowed roots configuration is invalid: " + s.rootsErr.Error()}
-	case len(s.roots) == 0:
+	case v.rootsErr != nil:
+		return &errcode.Error{Code: errcode.PathOutsideRoots, Msg: "the allowed roots configuration is invalid: " + v.rootsErr.Error()}
+	case len(v.roots) == 0:
 		return errNoRoots
 	}
 	return nil

@@ -26,6 +26,8 @@ type wsTools struct {
 
 	mu  sync.Mutex
 	mgr *workspace.Manager
+	// mgrKey is the image, runtime and roots mgr was opened with.
+	mgrKey string
 }
 
 func init() {
@@ -34,7 +36,7 @@ func init() {
 	featureFlags = append(featureFlags, struct {
 		name string
 		on   func(*Sidecar) bool
-	}{"workspaces", func(s *Sidecar) bool { return s.cfg.WorkspaceImage != "" }})
+	}{"workspaces", func(s *Sidecar) bool { return s.conf().cfg.WorkspaceImage != "" }})
 }
 
 // workspaceTools is what the workspace toolsets share, one per session so
@@ -50,20 +52,32 @@ func (s *Sidecar) workspaceTools() *wsTools {
 // errNoImage says how to turn workspaces on.
 var errNoImage = &errcode.Error{Code: errcode.Unsupported,
 	Msg: "workspaces are not configured: ask the person to choose a container image with `sluice workspace image use NAME[:TAG]` " +
-		"(it pins the image's ID in Sluice's config.json, where this MCP server finds it; SLUICE_WORKSPACE_IMAGE reaches only processes started with it), " +
-		"then restart Sluice and this MCP server"}
+		"(it pins the image's ID in Sluice's config.json, where this MCP server finds it on its next call; SLUICE_WORKSPACE_IMAGE reaches only processes started with it), " +
+		"then call this tool again"}
 
 // manager opens the workspace Manager on the state directory the app
 // shares. A runtime that cannot be reached is not remembered, so that
 // starting Docker later is enough.
+//
+// The image, runtime and roots are the ones config.json holds now: when the
+// person changes them, the next call opens a Manager with the new ones. The
+// old Manager is left to the runs still using it (the store on disk is
+// shared, as it is with the app's and other sidecars' Managers).
 func (w *wsTools) manager(ctx context.Context) (*workspace.Manager, error) {
-	cfg := w.s.cfg
+	v := w.s.conf()
+	cfg := v.cfg
 	if cfg.WorkspaceImage == "" {
 		return nil, errNoImage
 	}
+	if v.rootsErr != nil {
+		// Never a Manager without confinement: nil roots would let a
+		// snapshot name any directory.
+		return nil, v.checkRoots()
+	}
+	key := cfg.WorkspaceImage + "\x00" + cfg.WorkspaceRuntime + "\x00" + strings.Join(v.roots, "\x00")
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.mgr != nil {
+	if w.mgr != nil && w.mgrKey == key {
 		return w.mgr, nil
 	}
 	rt, err := workspace.NewDocker(ctx)
@@ -76,7 +90,7 @@ func (w *wsTools) manager(ctx context.Context) (*workspace.Manager, error) {
 		Runtime:      rt,
 		Image:        cfg.WorkspaceImage,
 		RuntimeName:  cfg.WorkspaceRuntime,
-		AllowedRoots: w.s.roots,
+		AllowedRoots: v.roots,
 		OwnPlaces:    cfg.OwnPlaces(),
 		Logger:       w.s.log,
 	})
@@ -84,7 +98,7 @@ func (w *wsTools) manager(ctx context.Context) (*workspace.Manager, error) {
 		rt.Close()
 		return nil, err
 	}
-	w.mgr = m
+	w.mgr, w.mgrKey = m, key
 	return m, nil
 }
 
@@ -360,7 +374,7 @@ func (w *wsTools) create(ctx context.Context, req *mcp.CallToolRequest, in Works
 		if err := w.s.checkRoots(); err != nil {
 			return WorkspaceOut{}, err
 		}
-		g, err := newGitResolver(w.s.roots)
+		g, err := newGitResolver(w.s.conf().roots)
 		if err != nil {
 			return WorkspaceOut{}, err
 		}
@@ -725,7 +739,7 @@ func (w *wsTools) targetBranch(ctx context.Context, ws *workspace.Workspace, ask
 		return b, nil
 	}
 	if ws.Source.Commit != "" {
-		if g, err := newGitResolver(w.s.roots); err == nil {
+		if g, err := newGitResolver(w.s.conf().roots); err == nil {
 			if _, err := g.resolve(ctx, ws.Source.Path, "refs/heads/"+ws.Source.Commit); err == nil {
 				return ws.Source.Commit, nil
 			}

@@ -147,6 +147,11 @@ func Load() (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	return loadFrom(configDir, stateDir)
+}
+
+// loadFrom is Load for the given directories.
+func loadFrom(configDir, stateDir string) (*Config, error) {
 	c := &Config{
 		ConfigDir:     configDir,
 		StateDir:      stateDir,
