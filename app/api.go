@@ -44,7 +44,7 @@ func (api *API) Status() (Status, error) {
 		return Status{}, &errcode.Error{Code: code, Msg: b.message}
 	}
 	a := api.app
-	roots := append([]string{}, a.cfg.AllowedRoots...)
+	roots := append([]string{}, a.current().AllowedRoots...)
 	pending, err := a.countPending()
 	if err != nil {
 		return Status{}, err

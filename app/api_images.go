@@ -36,8 +36,12 @@ func (api *API) WorkspaceImages() (WorkspaceImagesView, error) {
 	if err != nil {
 		return WorkspaceImagesView{}, err
 	}
-	return WorkspaceImagesView{Images: list, Pinned: saved.WorkspaceImage, Running: api.app.cfg.WorkspaceImage,
-		RestartRequired: saved.WorkspaceImage != api.app.cfg.WorkspaceImage, OverriddenByEnv: config.WorkspaceImageFromEnv()}, nil
+	// The app and every sidecar follow config.json (see App.current): the
+	// running image differs from the saved one only while the file does
+	// not load.
+	running := api.app.current().WorkspaceImage
+	return WorkspaceImagesView{Images: list, Pinned: saved.WorkspaceImage, Running: running,
+		RestartRequired: saved.WorkspaceImage != running, OverriddenByEnv: config.WorkspaceImageFromEnv()}, nil
 }
 
 // UseWorkspaceImage pins a local image (by NAME[:TAG] or ID) in

@@ -8,8 +8,8 @@ import (
 )
 
 // AddRoot allows agents to name repositories under dir: it is saved in
-// config.json, where every sidecar reads it on its next call. The running
-// app applies it when it restarts (restartRequired says so).
+// config.json, where the app and every running sidecar read it on their
+// next request; nothing needs a restart.
 func (api *API) AddRoot(dir string) (SettingsView, error) {
 	roots, err := api.app.cfg.AddRoot(dir)
 	if err != nil {

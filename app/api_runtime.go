@@ -45,8 +45,9 @@ func (api *API) WorkspaceRuntime() (WorkspaceRuntimeView, error) {
 	if err != nil {
 		return WorkspaceRuntimeView{}, err
 	}
-	v := WorkspaceRuntimeView{Saved: saved.WorkspaceRuntime, Running: api.app.cfg.WorkspaceRuntime, Runtimes: []RuntimeChoice{},
-		RestartRequired: saved.WorkspaceRuntime != api.app.cfg.WorkspaceRuntime, OverriddenByEnv: config.WorkspaceRuntimeFromEnv()}
+	running := api.app.current().WorkspaceRuntime
+	v := WorkspaceRuntimeView{Saved: saved.WorkspaceRuntime, Running: running, Runtimes: []RuntimeChoice{},
+		RestartRequired: saved.WorkspaceRuntime != running, OverriddenByEnv: config.WorkspaceRuntimeFromEnv()}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	d, err := dockerFor(ctx)

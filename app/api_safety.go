@@ -56,7 +56,7 @@ func (api *API) Timeline(repo string) (TimelineView, error) {
 	if err != nil {
 		return TimelineView{}, err
 	}
-	g, err := r.Open(ctx, gitx.Roots(a.cfg.AllowedRoots), repo)
+	g, err := r.Open(ctx, a.allowed(), repo)
 	if err != nil {
 		return TimelineView{}, err
 	}
@@ -129,7 +129,7 @@ func (api *API) RestorePreview(repo, id string) (RestorePreview, error) {
 	if err != nil {
 		return RestorePreview{}, err
 	}
-	g, err := r.Open(ctx, gitx.Roots(a.cfg.AllowedRoots), repo)
+	g, err := r.Open(ctx, a.allowed(), repo)
 	if err != nil {
 		return RestorePreview{}, err
 	}
@@ -208,7 +208,7 @@ func (api *API) restore(r RestoreRequest) (*apply.RestoreResult, error) {
 	if r.Repo == "" || r.RestorePoint == "" {
 		return nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: "repo and restorePoint are required"}
 	}
-	repo, err := gitx.Roots(a.cfg.AllowedRoots).Confine(r.Repo)
+	repo, err := a.allowed().Confine(r.Repo)
 	if err != nil {
 		return nil, err
 	}

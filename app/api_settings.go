@@ -30,7 +30,9 @@ func (api *API) Settings() (SettingsView, error) {
 }
 
 func (a *App) settingsView(s config.Settings) SettingsView {
-	run := a.cfg.Settings()
+	// Roots and expiry follow config.json while the app runs (current):
+	// they differ from what was saved only when the file stopped loading.
+	run := a.current().Settings()
 	// A rule made from a card may have created and configured the file.
 	run.PolicyFile = a.rules.file()
 	v := SettingsView{Settings: s, AvailableToolsets: append([]string{}, config.KnownToolsets...),
@@ -50,10 +52,11 @@ func (a *App) settingsView(s config.Settings) SettingsView {
 	return v
 }
 
-// SaveSettings validates and writes the settings. Notifications apply at
-// once; toolsets apply to sidecars started afterwards; roots, expiry and
-// the policy file apply when the app restarts (they are listed in
-// restartRequired).
+// SaveSettings validates and writes the settings. Notifications, roots
+// and the pending expiry apply at once, in the app and in every running
+// sidecar (on its next call); toolsets apply to sidecars started
+// afterwards; the policy file applies when the app restarts (it is then
+// listed in restartRequired).
 func (api *API) SaveSettings(s config.Settings) (SettingsView, error) {
 	a := api.app
 	if err := a.cfg.SaveSettings(s); err != nil {

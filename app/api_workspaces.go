@@ -19,19 +19,29 @@ import (
 
 // errWorkspacesOff answers workspace requests when no image is configured.
 var errWorkspacesOff = &errcode.Error{Code: errcode.Unsupported,
-	Msg: "workspaces are not configured: choose an image with `sluice workspace image use NAME[:TAG]` (or in Settings) and restart Sluice"}
+	Msg: "workspaces are not configured: choose an image with `sluice workspace image use NAME[:TAG]` (or in Settings); Sluice and your agents use it from their next call"}
 
-// openWorkspaces opens the app's workspace Manager on the directory the
-// sidecars share. Workspaces are optional: without an image, or when the
-// container runtime is unreachable, Sluice starts without them and says
-// why. Runtime problems only disable runs; seals (and so handoffs) still
-// work on files.
+// openWorkspaces opens the workspace Manager on the directory the
+// sidecars share, for a command that needs workspaces to be configured:
+// nil without an image.
 func openWorkspaces(cfg *config.Config, log interface {
 	Warn(string, ...any)
 }) *workspace.Manager {
 	if cfg.WorkspaceImage == "" {
 		return nil
 	}
+	return openWorkspaceStore(cfg, log)
+}
+
+// openWorkspaceStore opens the app's workspace Manager, image or not: the
+// person may pin an image while the app runs, and the sidecars then
+// create workspaces whose seals come back through this Manager at once.
+// The app runs nothing in a workspace itself. When the container runtime
+// is unreachable it still opens: runtime problems only disable stopping
+// runs; seals (and so handoffs) work on files.
+func openWorkspaceStore(cfg *config.Config, log interface {
+	Warn(string, ...any)
+}) *workspace.Manager {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var rt workspace.Runtime
@@ -227,6 +237,10 @@ func (api *API) Workspaces() ([]WorkspaceView, error) {
 	list, err := m.List()
 	if err != nil {
 		return nil, err
+	}
+	if len(list) == 0 && api.app.current().WorkspaceImage == "" {
+		// Nothing to show, and nothing will come until an image is pinned.
+		return nil, errWorkspacesOff
 	}
 	sort.SliceStable(list, func(i, j int) bool { return list[i].CreatedAt.After(list[j].CreatedAt) })
 	out := make([]WorkspaceView, 0, len(list))

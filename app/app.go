@@ -28,7 +28,10 @@ import (
 // App is one running instance of Sluice: configuration, the gateway that
 // sidecars talk to, and the event stream the UI listens to.
 type App struct {
-	cfg     *config.Config
+	cfg *config.Config
+	// live is config.json as it is now: the allowed roots and the
+	// workspace image, runtime and expiry follow it (see current).
+	live    *config.Live
 	log     *slog.Logger
 	gw      *gateway.Server
 	gwDone  chan error
@@ -107,32 +110,37 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 		}
 		pol = f.Policy
 	}
+	// Roots, the workspace image and the pending expiry follow config.json
+	// while the app runs: a root the person adds (here or with `sluice
+	// roots add`) is allowed on the next request, here and in every
+	// sidecar, without a restart. A file that stops loading keeps the
+	// last good values here (the sidecars refuse to guess and say why).
+	live := config.NewLive(cfg)
+	roots := func() gitx.Roots { return gitx.Roots(live.Current().Config.AllowedRoots) }
 	j, err := journal.Open(cfg.JournalFile(), journal.Options{
-		Recorder:      journalRecorder{ledger},
-		Retention:     cfg.Retention,
-		PendingExpiry: cfg.PendingExpiry,
+		Recorder:  journalRecorder{ledger},
+		Retention: cfg.Retention,
+		// The expiry a sidecar gives a proposal follows config.json, which
+		// may change while the app runs: the journal accepts any the
+		// settings allow.
+		PendingExpiry: config.MaxPendingExpiry,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	cleanup = append(cleanup, func() { j.Close() })
-	roots := gitx.Roots(cfg.AllowedRoots)
-	// With no allowed roots nothing can be proposed, so there is nothing
-	// to execute; the UI explains how to allow a folder.
-	ss, err := openSessions(cfg, log, ledger, j, roots)
+	ss, err := openSessions(cfg, log, ledger, j, live)
 	if err != nil {
 		return nil, fmt.Errorf("sessions: %w", err)
 	}
-	var exec *apply.Executor
-	revalidate := func(journal.Record) error {
-		return &errcode.Error{Code: errcode.StaleBase, Msg: "no repository roots are allowed any more"}
+	// With no allowed roots nothing can be proposed, and nothing is
+	// executed until the person allows a folder (the UI explains how);
+	// the executor asks for the roots each time, so one added later works.
+	exec, err := apply.New(apply.Options{Journal: j, RootsFunc: roots, Logger: log, Sessions: ss})
+	if err != nil {
+		return nil, fmt.Errorf("executor: %w", err)
 	}
-	if len(roots) > 0 {
-		if exec, err = apply.New(apply.Options{Journal: j, Roots: roots, Logger: log, Sessions: ss}); err != nil {
-			return nil, fmt.Errorf("executor: %w", err)
-		}
-		revalidate = exec.Revalidate
-	}
+	revalidate := exec.Revalidate
 	// Recovery before anything runs: interrupted executions are never
 	// re-run blindly; approved ones run only if their pins still hold.
 	rec, err := j.Recover(revalidate)
@@ -149,7 +157,7 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
-	wsm := openWorkspaces(cfg, log)
+	wsm := openWorkspaceStore(cfg, log)
 	var handoff gateway.WorkspaceHandoff
 	if wsm != nil {
 		cleanup = append(cleanup, func() { wsm.Close() })
@@ -164,7 +172,7 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 		}
 		return "the app is starting"
 	}
-	backend := gateway.NewJournalBackend(j, gateway.BackendOptions{Roots: roots, Policy: pol, Logger: log,
+	backend := gateway.NewJournalBackend(j, gateway.BackendOptions{RootsFunc: roots, Policy: pol, Logger: log,
 		RestorePoints: restoreLister(exec), Sealer: sealer(exec), OwnPlaces: cfg.OwnPlaces(), HoldAuto: holdAuto})
 	ss.exec, ss.backend = exec, backend
 	var gwBackend gateway.Backend = backend
@@ -183,7 +191,7 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 		return nil, err
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	a := &App{cfg: cfg, log: log, gw: gw, gwDone: make(chan error, 1), events: NewBus(), started: time.Now(),
+	a := &App{cfg: cfg, live: live, log: log, gw: gw, gwDone: make(chan error, 1), events: NewBus(), started: time.Now(),
 		ready: make(chan struct{}), ledger: ledger, auditPub: pub, journal: j, stop: stop,
 		rules:    &rulebook{path: cfg.PolicyFile, backend: backend, now: time.Now},
 		executor: exec, workspaces: wsm, sessions: ss, runCtx: ctx}
@@ -234,6 +242,19 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 	log.Info("gateway listening", "addr", gw.Addr(), "file", cfg.GatewayFile())
 	return a, nil
 }
+
+// current is the configuration as config.json says now (the allowed
+// roots, the workspace image and runtime, the pending expiry); a.cfg is
+// what the app started with (its directories and the rest).
+func (a *App) current() *config.Config {
+	if a.live == nil {
+		return a.cfg
+	}
+	return a.live.Current().Config
+}
+
+// allowed is the allowed roots as they are now.
+func (a *App) allowed() gitx.Roots { return gitx.Roots(a.current().AllowedRoots) }
 
 // Close stops the gateway and withdraws gateway.json. It is safe to call
 // more than once.

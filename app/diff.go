@@ -209,7 +209,7 @@ func (a *App) computeDiff(ctx context.Context, p proposal.Proposal) (*proposalDi
 	if err != nil {
 		return nil, err
 	}
-	repo, err := r.Open(ctx, gitx.Roots(a.cfg.AllowedRoots), p.Repo)
+	repo, err := r.Open(ctx, a.allowed(), p.Repo)
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +238,7 @@ func (a *App) sealedDiff(ctx context.Context, p proposal.Proposal) (*proposalDif
 			if err != nil {
 				return nil, err
 			}
-			if repo, err = r.Open(ctx, gitx.Roots(a.cfg.AllowedRoots), p.Repo); err != nil {
+			if repo, err = r.Open(ctx, a.allowed(), p.Repo); err != nil {
 				return nil, err
 			}
 		}

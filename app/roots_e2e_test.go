@@ -158,11 +158,80 @@ func TestBrowser_FirstScreen_AsksForRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	canon, _ := filepath.EvalSymlinks(dir)
-	if !strings.Contains(text, canon) || !strings.Contains(text, "Restart Sluice") {
+	if !strings.Contains(text, canon) || !strings.Contains(text, "nothing needs a restart") {
 		t.Errorf("after allowing a root the screen says %q", text)
 	}
 	roots, err := a.cfg.FileRoots()
 	if err != nil || !slices.Equal(roots, []string{canon}) {
 		t.Fatalf("config.json roots %v (%v), want [%s]", roots, err, canon)
+	}
+}
+
+// A root added with `sluice roots add` while the app and an agent's MCP
+// server both run is usable at once: the same sidecar session reads the
+// repository on its next call, and the same app accepts its proposal
+// there. Nothing is restarted.
+func TestRoots_AddedWhileRunning_NoRestart(t *testing.T) {
+	bin := filepath.Join(binDir(t), "sluice-headless")
+	home := t.TempDir()
+	root := filepath.Join(home, "src")
+	repo := gitRepo(t, root, "widgets")
+
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && !strings.HasPrefix(sc.Text(), "Login: ") {
+	}
+	go io.Copy(io.Discard, stdout)
+
+	cs := emptyEnvSidecar(t, home)
+	caps, _ := callJSON[capsView](t, cs, "sluice_capabilities", nil)
+	if len(caps.AllowedRoots) != 0 || !caps.Gateway.Reachable {
+		t.Fatalf("before: roots %v, app reachable %v (app log: %s)", caps.AllowedRoots, caps.Gateway.Reachable, stderr.String())
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "repo_brief", Arguments: map[string]any{"repoPath": repo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := json.Marshal(res.Content)
+	if !res.IsError || !strings.Contains(string(text), "path_outside_roots") || !strings.Contains(string(text), "ask the person") {
+		t.Fatalf("before the root was added, repo_brief: %s", text)
+	}
+
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("XDG_STATE_HOME", "")
+	os.Unsetenv("SLUICE_ALLOWED_ROOTS")
+	var out, errOut bytes.Buffer
+	if code := Main([]string{"roots", "add", root}, nil, &out, &errOut); code != 0 {
+		t.Fatalf("roots add: %d %s", code, errOut.String())
+	}
+
+	// The same session, its next call.
+	brief, res := callJSON[struct {
+		Branch string `json:"branch"`
+	}](t, cs, "repo_brief", map[string]any{"repoPath": repo})
+	if res.IsError || brief.Branch != "main" {
+		t.Fatalf("repo_brief after `sluice roots add`: %+v", res.Content)
+	}
+	prop, res := callJSON[struct {
+		ProposalID string `json:"proposalId"`
+		Status     string `json:"status"`
+	}](t, cs, "propose_branch", map[string]any{"repoPath": repo, "reason": "a branch to work on", "name": "agent/live"})
+	if res.IsError || prop.Status != "pending" || prop.ProposalID == "" {
+		t.Fatalf("the running app refused a proposal in the root added while it ran: %+v (app log: %s)", res.Content, stderr.String())
 	}
 }

@@ -38,7 +38,8 @@ type sessions struct {
 	store   *confined.Store
 	ledger  *audit.Ledger
 	journal *journal.Journal
-	roots   gitx.Roots
+	// live is config.json as it is now: roots, image and expiry follow it.
+	live *config.Live
 	// exec and backend are set once they exist (Start).
 	exec    *apply.Executor
 	backend *gateway.JournalBackend
@@ -56,7 +57,7 @@ type sessions struct {
 	lastFail map[string]time.Time
 }
 
-func openSessions(cfg *config.Config, log *slog.Logger, ledger *audit.Ledger, j *journal.Journal, roots gitx.Roots) (*sessions, error) {
+func openSessions(cfg *config.Config, log *slog.Logger, ledger *audit.Ledger, j *journal.Journal, live *config.Live) (*sessions, error) {
 	st, err := confined.OpenStore(cfg.StateDir)
 	if err != nil {
 		return nil, err
@@ -64,14 +65,20 @@ func openSessions(cfg *config.Config, log *slog.Logger, ledger *audit.Ledger, j 
 	if err := st.Sweep(); err != nil {
 		log.Warn("sessions: removing unfinished session directories", "err", err)
 	}
-	return &sessions{cfg: cfg, log: log, store: st, ledger: ledger, journal: j, roots: roots, now: time.Now, changed: func() {}}, nil
+	return &sessions{cfg: cfg, log: log, store: st, ledger: ledger, journal: j, live: live, now: time.Now, changed: func() {}}, nil
 }
+
+// current is the configuration as config.json says now.
+func (ss *sessions) current() *config.Config { return ss.live.Current().Config }
+
+// allowed is the allowed roots as they are now.
+func (ss *sessions) allowed() gitx.Roots { return gitx.Roots(ss.current().AllowedRoots) }
 
 var commandName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // Register implements gateway.Sessions.
 func (ss *sessions) Register(ctx context.Context, req gateway.SessionRequest) (gateway.SessionGrant, error) {
-	if len(ss.roots) == 0 {
+	if len(ss.allowed()) == 0 {
 		return gateway.SessionGrant{}, errNoRoots
 	}
 	if req.Runtime == "" {
@@ -80,7 +87,7 @@ func (ss *sessions) Register(ctx context.Context, req gateway.SessionRequest) (g
 	switch req.Runtime {
 	case confined.RuntimeBubblewrap:
 	case confined.RuntimeDocker, confined.RuntimeRunsc:
-		if ss.cfg.WorkspaceImage == "" {
+		if ss.current().WorkspaceImage == "" {
 			return gateway.SessionGrant{}, errcode.New(errcode.Unsupported, "a session under %s runs in the workspace image; choose one first: sluice workspace image use NAME[:TAG]", req.Runtime)
 		}
 	default:
@@ -141,7 +148,7 @@ func (ss *sessions) Register(ctx context.Context, req gateway.SessionRequest) (g
 		ss.store.Discard(id)
 		return gateway.SessionGrant{}, err
 	}
-	c, err := confined.MakeCopy(ctx, r, ss.roots, req.Dir, ss.store.CopyDir(id), gitHome)
+	c, err := confined.MakeCopy(ctx, r, ss.allowed(), req.Dir, ss.store.CopyDir(id), gitHome)
 	if err != nil {
 		ss.store.Discard(id)
 		return gateway.SessionGrant{}, err
@@ -152,7 +159,7 @@ func (ss *sessions) Register(ctx context.Context, req gateway.SessionRequest) (g
 		LauncherPID: req.LauncherPID, LauncherStart: start, TokenHash: hash, StartedAt: ss.now().UTC(),
 	}
 	if req.Runtime != confined.RuntimeBubblewrap {
-		s.Image = ss.cfg.WorkspaceImage
+		s.Image = ss.current().WorkspaceImage
 	}
 	if req.Client != "" {
 		s.Client = agent
@@ -465,7 +472,7 @@ func (ss *sessions) proposeLeftover(ctx context.Context, s *confined.Session, pa
 	if err != nil {
 		return "", err
 	}
-	repo, err := r.Open(ctx, ss.roots, s.Repo)
+	repo, err := r.Open(ctx, ss.allowed(), s.Repo)
 	if err != nil {
 		return "", err
 	}
@@ -488,7 +495,7 @@ func (ss *sessions) proposeLeftover(ctx context.Context, s *confined.Session, pa
 		Reason: fmt.Sprintf("%s's confined session ended with %s. Sluice kept its copy; approving commits them on the branch you have checked out and updates those files in your checkout. Rejecting lets them go.",
 			s.Name(), what),
 		Agent: s.Agent, IdempotencyKey: "session-leftover-" + s.ID + "-" + fmt.Sprint(now.UnixMilli()),
-		CreatedAt: proposal.At(now), ExpiresAt: proposal.At(now.Add(ss.cfg.PendingExpiry)),
+		CreatedAt: proposal.At(now), ExpiresAt: proposal.At(now.Add(ss.current().PendingExpiry)),
 	}
 	if err := p.Seal(); err != nil {
 		return "", err

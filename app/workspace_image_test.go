@@ -164,8 +164,8 @@ func TestWorkspace_ImagePull_ByDigestFromARealRegistry(t *testing.T) {
 
 // TestAPI_WorkspaceImages_SettingsChoice is the settings screen's side:
 // the list marks nothing, then the chosen image; a bad choice changes
-// nothing; the choice is in the ledger, and the running app says it needs
-// a restart to use it.
+// nothing; the choice is in the ledger, and the running app uses it at
+// once (no restart).
 func TestAPI_WorkspaceImages_SettingsChoice(t *testing.T) {
 	_, id := needWorkspaceDocker(t)
 	t.Setenv("SLUICE_WORKSPACE_IMAGE", "")
@@ -183,7 +183,7 @@ func TestAPI_WorkspaceImages_SettingsChoice(t *testing.T) {
 		t.Fatalf("a refused choice pinned %q", got)
 	}
 	v, err = api.UseWorkspaceImage(workspace.TestImageRef)
-	if err != nil || v.Pinned != id || v.Running != "" || !v.RestartRequired {
+	if err != nil || v.Pinned != id || v.Running != id || v.RestartRequired {
 		t.Fatalf("UseWorkspaceImage: %+v %v", v, err)
 	}
 	marked := 0

@@ -31,8 +31,9 @@ func savedRuntime(t *testing.T, configDir string) (string, bool) {
 // TestAPI_WorkspaceRuntime_SettingsChoice: the settings screen lists the
 // Engine's runtimes with the default marked, refuses a name that is no
 // runtime name or that the Engine lacks (a typed error, nothing written),
-// saves a real one in config.json (audited) and says that it applies after
-// a restart; the empty choice goes back to the Engine's default.
+// saves a real one in config.json (audited), which the running app (and
+// every sidecar) uses at once; the empty choice goes back to the Engine's
+// default.
 func TestAPI_WorkspaceRuntime_SettingsChoice(t *testing.T) {
 	needWorkspaceDocker(t)
 	t.Setenv("SLUICE_WORKSPACE_RUNTIME", "")
@@ -75,7 +76,7 @@ func TestAPI_WorkspaceRuntime_SettingsChoice(t *testing.T) {
 		}
 	}
 	v, err = api.UseWorkspaceRuntime(choice)
-	if err != nil || v.Saved != choice || v.Running != "" || !v.RestartRequired {
+	if err != nil || v.Saved != choice || v.Running != choice || v.RestartRequired {
 		t.Fatalf("UseWorkspaceRuntime(%q): %+v %v", choice, v, err)
 	}
 	if got, _ := savedRuntime(t, a.cfg.ConfigDir); got != choice {

@@ -32,8 +32,12 @@ type Options struct {
 	// Journal holds the proposals; required.
 	Journal *journal.Journal
 	// Roots confine every repository and worktree the executor touches;
-	// required.
+	// required unless RootsFunc is set.
 	Roots gitx.Roots
+	// RootsFunc, when set, is asked for the roots each time they are
+	// needed, instead of Roots: the person may add or remove one while
+	// the app runs, and that takes effect at once.
+	RootsFunc func() gitx.Roots
 	// Runner is the hardened git of core/gitx; nil means gitx.Default().
 	Runner *gitx.Runner
 	// Now is the clock; nil means time.Now.
@@ -58,6 +62,7 @@ type Options struct {
 type Executor struct {
 	j       *journal.Journal
 	roots   gitx.Roots
+	rootsFn func() gitx.Roots
 	runner  *gitx.Runner
 	now     func() time.Time
 	log     *slog.Logger
@@ -76,12 +81,20 @@ type Executor struct {
 	sessions SessionCopies
 }
 
+// allowed is the allowed roots as they are now.
+func (e *Executor) allowed() gitx.Roots {
+	if e.rootsFn != nil {
+		return e.rootsFn()
+	}
+	return e.roots
+}
+
 // New returns an Executor.
 func New(opts Options) (*Executor, error) {
 	if opts.Journal == nil {
 		return nil, errors.New("apply: a journal is required")
 	}
-	if len(opts.Roots) == 0 {
+	if len(opts.Roots) == 0 && opts.RootsFunc == nil {
 		return nil, errors.New("apply: allowed roots are required")
 	}
 	r := opts.Runner
@@ -94,7 +107,7 @@ func New(opts Options) (*Executor, error) {
 	if !r.Version().AtLeast(minVersion) {
 		return nil, fmt.Errorf("apply: git %s is too old; executing proposals needs git %s or newer", r.Version(), minVersion)
 	}
-	e := &Executor{j: opts.Journal, roots: opts.Roots, runner: r, now: opts.Now, log: opts.Logger,
+	e := &Executor{j: opts.Journal, roots: opts.Roots, rootsFn: opts.RootsFunc, runner: r, now: opts.Now, log: opts.Logger,
 		timeout: opts.GitTimeout, locks: map[string]chan struct{}{}, beforeStep: opts.OnStep, sessions: opts.Sessions}
 	if e.now == nil {
 		e.now = time.Now
@@ -317,7 +330,7 @@ func (e *Executor) Restore(ctx context.Context, repo, restorePointID string, for
 		if p == "" {
 			continue
 		}
-		if _, err := e.roots.Confine(filepath.Dir(p)); err != nil {
+		if _, err := e.allowed().Confine(filepath.Dir(p)); err != nil {
 			return nil, errcode.New(errcode.InvalidArgument, "the restore point names a working tree outside the allowed roots")
 		}
 	}
@@ -352,7 +365,7 @@ func (e *Executor) RestorePointDetails(ctx context.Context, path, id string) (*D
 // openRepo confines path and opens the repository whose working tree
 // root it is.
 func (e *Executor) openRepo(ctx context.Context, path string) (*repoCtx, error) {
-	repo, err := e.runner.Open(ctx, e.roots, path)
+	repo, err := e.runner.Open(ctx, e.allowed(), path)
 	if err != nil {
 		return nil, err
 	}

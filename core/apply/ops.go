@@ -151,7 +151,7 @@ func (r *run) requireClean(ctx context.Context, rc *repoCtx, wt worktree, what s
 	}
 	if len(dirty) > 0 {
 		return &errcode.Error{Code: errcode.DirtyWorktree, Data: map[string]any{"worktree": wt.path, "files": dirty},
-			Msg: fmt.Sprintf("%s is checked out in %s, which has uncommitted changes (%s); commit or stash them, then approve again. Nothing was changed",
+			Msg: fmt.Sprintf("%s is checked out in %s, which has uncommitted changes (%s); commit or stash them, then retry it from its card. Nothing was changed",
 				what, wt.path, strings.Join(dirty, ", "))}
 	}
 	return nil
@@ -179,7 +179,7 @@ func (r *run) checkedOut(ctx context.Context, rc *repoCtx, ref string) (*worktre
 			wt := rc.main()
 			return &wt, nil
 		}
-		if _, err := r.e.roots.Confine(canon); err != nil {
+		if _, err := r.e.allowed().Confine(canon); err != nil {
 			return nil, errcode.New(errcode.BranchCheckedOut, "%s is checked out in a worktree outside the allowed roots, which Sluice does not change", ref)
 		}
 		wt, err := rc.worktreeAt(ctx, canon)
@@ -316,7 +316,7 @@ func requireNothingInTheWay(wt worktree, added []string) error {
 		return nil
 	}
 	return &errcode.Error{Code: errcode.DirtyWorktree, Data: map[string]any{"worktree": wt.path, "files": limitList(in, 50)},
-		Msg: fmt.Sprintf("the checkout in %s cannot follow without overwriting files git does not track there (untracked or ignored): %s; move them away, then approve again. Nothing was changed",
+		Msg: fmt.Sprintf("the checkout in %s cannot follow without overwriting files git does not track there (untracked or ignored): %s; move them away, then retry it from its card. Nothing was changed",
 			wt.path, strings.Join(limitList(in, 20), ", "))}
 }
 
@@ -345,7 +345,7 @@ func (rc *repoCtx) requireNoIgnoredInTheWay(ctx context.Context, wt worktree, ol
 		return nil
 	}
 	return &errcode.Error{Code: errcode.DirtyWorktree, Data: map[string]any{"worktree": wt.path, "files": limitList(ignored, 50)},
-		Msg: fmt.Sprintf("the reset would overwrite ignored files in %s, which no restore point can bring back: %s; move them away, then approve again. Nothing was changed",
+		Msg: fmt.Sprintf("the reset would overwrite ignored files in %s, which no restore point can bring back: %s; move them away, then retry it from its card. Nothing was changed",
 			wt.path, strings.Join(limitList(ignored, 20), ", "))}
 }
 

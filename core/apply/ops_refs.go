@@ -95,7 +95,7 @@ func (s *worktreeStep) touch(_ context.Context, r *run, t touches) error {
 
 func (s *worktreeStep) check(ctx context.Context, r *run) error {
 	parent := filepath.Dir(s.a.Path)
-	canon, err := r.e.roots.Confine(parent)
+	canon, err := r.e.allowed().Confine(parent)
 	if err != nil || canon != parent {
 		return errcode.New(errcode.InvalidArgument, "the new worktree's parent directory must be a canonical directory inside the allowed roots")
 	}
@@ -122,7 +122,7 @@ func (s *worktreeStep) check(ctx context.Context, r *run) error {
 // never inside a git directory, never under a tree whose git directory is
 // outside the roots, and nested exactly where the proposal says.
 func (s *worktreeStep) checkPlace(r *run) error {
-	place, nested, err := r.e.roots.WorktreePlace(s.a.Path)
+	place, nested, err := r.e.allowed().WorktreePlace(s.a.Path)
 	if err != nil {
 		var ge *errcode.Error
 		if errors.As(err, &ge) {

@@ -24,6 +24,10 @@ type BackendOptions struct {
 	// Roots confine every repository a proposal names; with no roots,
 	// every submit is refused.
 	Roots gitx.Roots
+	// RootsFunc, when set, is asked for the roots on every request
+	// instead of Roots, so that a root the person adds while the app runs
+	// is allowed at once.
+	RootsFunc func() gitx.Roots
 	// Policy, when set, is applied to every submit.
 	Policy *policy.Policy
 	// Now is the clock; nil means time.Now.
@@ -267,11 +271,19 @@ func confineError(err error) error {
 	return badRequest("a repository path cannot be used: " + err.Error())
 }
 
+// roots is the allowed roots as they are now.
+func (b *JournalBackend) roots() gitx.Roots {
+	if b.opts.RootsFunc != nil {
+		return b.opts.RootsFunc()
+	}
+	return b.opts.Roots
+}
+
 // confine re-checks every repository path in p against the allowed roots:
 // each must already be canonical and inside them.
 func (b *JournalBackend) confine(p proposal.Proposal) error {
 	check := func(path string) error {
-		canon, err := b.opts.Roots.Confine(path)
+		canon, err := b.roots().Confine(path)
 		if err != nil {
 			return confineError(err)
 		}
@@ -280,7 +292,7 @@ func (b *JournalBackend) confine(p proposal.Proposal) error {
 		}
 		// The working tree is not enough: its .git file or commondir
 		// must not lead out of the roots either.
-		if err := b.opts.Roots.ConfineGitDirs(canon); err != nil {
+		if err := b.roots().ConfineGitDirs(canon); err != nil {
 			return confineError(err)
 		}
 		return nil
@@ -307,7 +319,7 @@ func (b *JournalBackend) confine(p proposal.Proposal) error {
 		}
 		// Not inside any git directory, and nested exactly where the
 		// proposal (and so its card and digest) says.
-		canon, nested, err := b.opts.Roots.WorktreePlace(a.Path)
+		canon, nested, err := b.roots().WorktreePlace(a.Path)
 		if err != nil {
 			return confineError(err)
 		}
@@ -458,7 +470,7 @@ func (b *JournalBackend) RestorePoints(ctx context.Context, _ string, repo strin
 	}
 	var repos []string
 	if repo != "" {
-		canon, err := b.opts.Roots.Confine(repo)
+		canon, err := b.roots().Confine(repo)
 		if err != nil {
 			return RestorePoints{}, confineError(err)
 		}

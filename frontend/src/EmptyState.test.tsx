@@ -30,7 +30,7 @@ describe("EmptyState", () => {
     fireEvent.click(button);
     expect(await screen.findByText("Agents may work in")).toBeTruthy();
     expect(screen.getByText("/home/me/src")).toBeTruthy();
-    expect(screen.getByText(/Restart Sluice so that it accepts their proposals there too/)).toBeTruthy();
+    expect(screen.getByText(/Sluice and your agents use it from their next call: nothing needs a restart/)).toBeTruthy();
     const post = calls.find((c) => c.method === "POST")!;
     expect(post.url).toBe("/api/roots");
     expect(post.body).toEqual({ dir: "/home/me/src" });

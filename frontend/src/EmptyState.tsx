@@ -76,8 +76,8 @@ function RootQuestion() {
           <code>{saved.join(", ")}</code>
         </p>
         <p className="note">
-          Saved in <code>config.json</code>: agents can read there from their next call. Restart Sluice so that it
-          accepts their proposals there too.
+          Saved in <code>config.json</code>. Sluice and your agents use it from their next call: nothing needs a
+          restart.
         </p>
         {envOverride && (
           <p className="note">
