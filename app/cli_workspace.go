@@ -19,6 +19,8 @@ import (
 )
 
 const workspaceUsage = `usage: sluice workspace grant --id WS [--secret NAME] [--egress host,host] [--revoke-secret NAME]
+       sluice workspace stop WS [--yes]
+       sluice workspace destroy WS [--yes]
        sluice workspace image list
        sluice workspace image use NAME[:TAG]
        sluice workspace image pull NAME@sha256:DIGEST`
@@ -30,6 +32,9 @@ const workspaceUsage = `usage: sluice workspace grant --id WS [--secret NAME] [-
 func runWorkspace(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "image" {
 		return runWorkspaceImage(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && (args[0] == "stop" || args[0] == "destroy") {
+		return runWorkspaceEnd(args, stdin, stdout, stderr)
 	}
 	if len(args) == 0 || args[0] != "grant" {
 		fmt.Fprintln(stderr, workspaceUsage)

@@ -77,6 +77,8 @@ func usage(w io.Writer) {
   workspace grant a workspace a secret or network hosts:
             sluice workspace grant --id WS [--secret NAME] [--egress host,host] [--revoke-secret NAME]
             (the secret's value is read from standard input, never from the command line)
+            stop its running commands, or destroy it (asks first; --yes does not):
+            sluice workspace stop WS | destroy WS [--yes]
             choose the image workspaces run on (pinned by ID in config.json):
             sluice workspace image list | use NAME[:TAG] | pull NAME@sha256:DIGEST
   run       start an agent confined, in a private copy of this repository:

@@ -136,6 +136,12 @@ func (w *Web) routes() http.Handler {
 		jsonCall(rw, func() (bool, error) { return w.api.GrantWorkspace(g) })
 	})))
 	mux.HandleFunc("GET /api/workspaces", w.authed(jsonGet(w.api.Workspaces)))
+	mux.HandleFunc("POST /api/workspaces/{id}/stop", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
+		jsonCall(rw, func() (WorkspaceEnded, error) { return w.api.StopWorkspace(r.PathValue("id")) })
+	})))
+	mux.HandleFunc("POST /api/workspaces/{id}/destroy", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
+		jsonCall(rw, func() (WorkspaceEnded, error) { return w.api.DestroyWorkspace(r.PathValue("id")) })
+	})))
 	mux.HandleFunc("GET /api/sessions", w.authed(jsonGet(w.api.Sessions)))
 	mux.HandleFunc("POST /api/sessions/{id}/stop", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
 		jsonCall(rw, func() (bool, error) { return w.api.StopSession(r.PathValue("id")) })

@@ -1,4 +1,4 @@
-import { cleanup, fireEvent, render, screen, within } from "@testing-library/react";
+import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { FakeEventSource, stubEventSource, stubFetch } from "./testing";
 
@@ -147,5 +147,88 @@ describe("WorkspacesView sealed", () => {
     expect(within(unlinked).queryByText("Grant access…")).toBeNull();
     expect(unlinked.querySelector(".workspace-sealed")?.textContent).toMatch(/not yet stored/);
     expect(within(ready).getByText("Grant access…")).toBeTruthy();
+  });
+});
+
+describe("WorkspacesView stop and destroy", () => {
+  const ready = { id: "ws1", state: "ready", owner: "claude-code", source: "repo /src/widgets", base: "", leaseExpiresAt: "", runs: [] };
+
+  it("destroys a workspace only after the person confirms, then says so", async () => {
+    let destroyed = false;
+    const calls = stubFetch({
+      "GET /api/workspaces": () => ({ body: destroyed ? [] : [ready] }),
+      "POST /api/workspaces/ws1/destroy": () => {
+        destroyed = true;
+        return { body: { id: "ws1", runsStopped: 0, destroyed: true } };
+      },
+    });
+    const { WorkspacesView } = await import("./WorkspacesView");
+    render(<WorkspacesView />);
+    const article = await screen.findByRole("article");
+    // Nothing runs: there is nothing to stop.
+    expect(within(article).queryByRole("button", { name: "Stop…" })).toBeNull();
+
+    fireEvent.click(within(article).getByRole("button", { name: "Destroy…" }));
+    const dialog = within(article).getByRole("alertdialog");
+    expect(dialog.textContent).toMatch(/Destroy workspace ws1\? Its files, commits and run records are deleted/);
+    expect(dialog.textContent).toMatch(/claude-code can no longer use it\. This cannot be undone\./);
+    fireEvent.click(within(dialog).getByRole("button", { name: "Cancel" }));
+    expect(within(article).queryByRole("alertdialog")).toBeNull();
+    expect(calls.some((c) => c.method === "POST")).toBe(false);
+
+    fireEvent.click(within(article).getByRole("button", { name: "Destroy…" }));
+    fireEvent.click(within(article).getByRole("button", { name: "Destroy workspace" }));
+    expect((await screen.findByText("Workspace ws1 destroyed.")).getAttribute("role")).toBe("status");
+    const post = calls.find((c) => c.method === "POST")!;
+    expect(post.url).toBe("/api/workspaces/ws1/destroy");
+    expect(post.headers.get("X-Sluice-CSRF")).toBe("csrf-token");
+    await waitFor(() => expect(screen.queryByRole("article")).toBeNull());
+  });
+
+  it("shows why a workspace whose changes are an open card is kept", async () => {
+    const sealed = { ...ready, state: "sealed", proposalId: "0a1b2c3d-0000-4000-8000-000000000009" };
+    stubFetch({
+      "GET /api/workspaces": { body: [sealed] },
+      "POST /api/workspaces/ws1/destroy": {
+        status: 409,
+        body: { error: { code: "conflict", message: "workspace ws1's changes are card 0a1b2c3d, which is pending: decide the card first" } },
+      },
+    });
+    const { WorkspacesView } = await import("./WorkspacesView");
+    render(<WorkspacesView />);
+    const article = await screen.findByRole("article");
+    fireEvent.click(within(article).getByRole("button", { name: "Destroy…" }));
+    expect(within(article).getByRole("alertdialog").textContent).toMatch(
+      /came back as proposal 0a1b2c3d: while that card is open, Sluice keeps the workspace/,
+    );
+    fireEvent.click(within(article).getByRole("button", { name: "Destroy workspace" }));
+    expect((await within(article).findByRole("alert")).textContent).toMatch(/card 0a1b2c3d, which is pending: decide the card first/);
+    expect(screen.getByRole("article")).toBeTruthy();
+  });
+
+  it("stops a running command after the person confirms", async () => {
+    let stopped = false;
+    const run = { id: "r1", argv: ["sleep", "600"], exitCode: 0, oomKilled: false, durationMs: 1000, truncated: false, tests: null };
+    const calls = stubFetch({
+      "GET /api/workspaces": () => ({
+        body: [{ ...ready, runs: [stopped ? { ...run, interrupted: true } : { ...run, running: true }] }],
+      }),
+      "POST /api/workspaces/ws1/stop": () => {
+        stopped = true;
+        return { body: { id: "ws1", runsStopped: 1, destroyed: false } };
+      },
+    });
+    const { WorkspacesView } = await import("./WorkspacesView");
+    render(<WorkspacesView />);
+    const article = await screen.findByRole("article");
+    fireEvent.click(within(article).getByRole("button", { name: "Stop…" }));
+    expect(within(article).getByRole("alertdialog").textContent).toMatch(
+      /Stop the command running in workspace ws1\? The agent's run ends as interrupted; the workspace, its files and its runs so far stay\./,
+    );
+    fireEvent.click(within(article).getByRole("button", { name: "Stop the command" }));
+    expect((await screen.findByText("Workspace ws1: stopped 1 running command.")).getAttribute("role")).toBe("status");
+    expect(calls.filter((c) => c.method === "POST").map((c) => c.url)).toEqual(["/api/workspaces/ws1/stop"]);
+    await waitFor(() => expect(within(screen.getByRole("article")).getByText("interrupted")).toBeTruthy());
+    expect(within(screen.getByRole("article")).queryByRole("button", { name: "Stop…" })).toBeNull();
   });
 });

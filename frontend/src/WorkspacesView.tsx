@@ -11,6 +11,8 @@ type Load = { kind: "loading" } | { kind: "ready"; list: Workspace[] } | { kind:
 
 export function WorkspacesView() {
   const [load, setLoad] = useState<Load>({ kind: "loading" });
+  // What the person's last stop or destroy did (the workspace may be gone).
+  const [notice, setNotice] = useState<string | null>(null);
 
   const refresh = useCallback(async () => {
     try {
@@ -48,6 +50,11 @@ export function WorkspacesView() {
       <p className="muted">
         Disposable, network-less containers where agents edit and run tests. Their changes come back only as proposals.
       </p>
+      {notice && (
+        <p className="panel ok workspace-notice" role="status">
+          {notice}
+        </p>
+      )}
       {load.kind === "loading" && <p className="muted">Loading…</p>}
       {load.kind === "unsupported" && (
         <div className="panel workspaces-unavailable" role="status">
@@ -95,6 +102,15 @@ export function WorkspacesView() {
             ) : w.state === "ready" ? (
               <GrantForm id={w.id} />
             ) : null}
+            {w.state !== "destroying" && (
+              <WorkspaceActions
+                ws={w}
+                onDone={(msg) => {
+                  setNotice(msg);
+                  void refresh();
+                }}
+              />
+            )}
             {w.runs.length === 0 ? (
               <p className="muted">No runs yet.</p>
             ) : (
@@ -169,6 +185,96 @@ export function WorkspacesView() {
           </article>
         ))}
     </section>
+  );
+}
+
+// WorkspaceActions stops a workspace's running commands or destroys it,
+// each after the person confirms what it will do. The app audits both and
+// refuses to destroy a workspace whose changes are still an open card (its
+// runs are that card's evidence).
+function WorkspaceActions({ ws, onDone }: { ws: Workspace; onDone: (message: string) => void }) {
+  const [asking, setAsking] = useState<"stop" | "destroy" | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const ask = (what: "stop" | "destroy" | null) => {
+    setAsking(what);
+    setError(null);
+  };
+  const running = ws.runs.some((r) => r.running);
+
+  async function confirm() {
+    const what = asking;
+    if (!what) return;
+    setBusy(true);
+    setError(null);
+    try {
+      const res = what === "stop" ? await api.stopWorkspace(ws.id) : await api.destroyWorkspace(ws.id);
+      setAsking(null);
+      onDone(
+        what === "stop"
+          ? `Workspace ${ws.id}: stopped ${res.runsStopped} running command${res.runsStopped === 1 ? "" : "s"}.`
+          : `Workspace ${ws.id} destroyed.`,
+      );
+    } catch (e) {
+      setError(errorMessage(e));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <div className="workspace-actions">
+      {asking === null ? (
+        <div className="actions">
+          {running && (
+            <button type="button" className="stop-workspace" onClick={() => ask("stop")}>
+              Stop…
+            </button>
+          )}
+          <button type="button" className="destroy-workspace" onClick={() => ask("destroy")}>
+            Destroy…
+          </button>
+        </div>
+      ) : (
+        <div className="panel warn confirm" role="alertdialog" aria-labelledby={`ws-confirm-${ws.id}`}>
+          <p id={`ws-confirm-${ws.id}`}>
+            {asking === "stop" ? (
+              <>
+                Stop the command running in workspace <code>{ws.id}</code>? The agent&apos;s run ends as interrupted; the
+                workspace, its files and its runs so far stay.
+              </>
+            ) : (
+              <>
+                Destroy workspace <code>{ws.id}</code>? Its files, commits and run records are deleted, any running
+                command is stopped, and {ws.owner ? <code>{ws.owner}</code> : "its agent"} can no longer use it. This
+                cannot be undone.
+                {ws.proposalId && (
+                  <>
+                    {" "}
+                    Its changes came back as proposal {ws.proposalId.slice(0, 8)}: while that card is open, Sluice keeps
+                    the workspace (its runs are the card&apos;s evidence), so decide the card first.
+                  </>
+                )}
+              </>
+            )}
+          </p>
+          <div className="actions">
+            <button
+              type="button"
+              className={asking === "destroy" ? "primary danger" : "primary"}
+              disabled={busy}
+              onClick={() => void confirm()}
+            >
+              {busy ? "Working…" : asking === "stop" ? "Stop the command" : "Destroy workspace"}
+            </button>
+            <button type="button" disabled={busy} onClick={() => ask(null)}>
+              Cancel
+            </button>
+          </div>
+        </div>
+      )}
+      {error && <ErrorBox>{error}</ErrorBox>}
+    </div>
   );
 }
 

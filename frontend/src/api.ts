@@ -472,6 +472,15 @@ export interface Workspace {
   proposalId?: string;
 }
 
+/** What stopping or destroying a workspace did. */
+export interface WorkspaceEnded {
+  id: string;
+  /** Run containers that were ended. */
+  runsStopped: number;
+  /** Its containers, files and run records are gone (verified). */
+  destroyed: boolean;
+}
+
 export interface WorkspaceImage {
   id: string;
   tags: string[];
@@ -833,6 +842,11 @@ export const api = {
   /** Saves the OCI runtime workspace runs use ("" for the Engine's default) in config.json. */
   useWorkspaceRuntime: (name: string) =>
     call<WorkspaceRuntime>("UseWorkspaceRuntime", [name], post("/api/workspace-runtime", { name })),
+  /** Ends the commands running in a workspace; the workspace and its files stay. */
+  stopWorkspace: (id: string) => call<WorkspaceEnded>("StopWorkspace", [id], post(`/api/workspaces/${seg(id)}/stop`)),
+  /** Removes a workspace with its files and runs; refused while its changes are an open card. */
+  destroyWorkspace: (id: string) =>
+    call<WorkspaceEnded>("DestroyWorkspace", [id], post(`/api/workspaces/${seg(id)}/destroy`)),
   /** A person's grant: a secret for the workspace's runs, or the hosts they may reach. */
   grantWorkspace: (g: GrantRequest) =>
     call<boolean>("GrantWorkspace", [g], post(`/api/workspaces/${encodeURIComponent(g.id)}/grants`, { ...g, id: undefined })),
