@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -23,7 +24,9 @@ func TestBrowser_LoginRecovery(t *testing.T) {
 		_, err := cdp.Call(ctx, tg, network.ClearBrowserCookies, cdp.Empty{})
 		return err
 	})
-	recovery := `document.body.textContent.includes("no longer works") && document.querySelector("code, pre") !== null && document.body.textContent.includes("sluice login")`
+	// The page names the command as this binary is typed (see loginCommand).
+	cmd, _ := json.Marshal(loginCommand())
+	recovery := `document.body.textContent.includes("no longer works") && document.querySelector("pre code")?.textContent === ` + string(cmd)
 
 	// The link works once.
 	if err := chromedp.Do(ctx, chromedp.Navigate(w.LoginURL(token)), chromedp.WaitVisible(chromedp.ID("empty-title"))); err != nil {

@@ -166,10 +166,10 @@ code{background:#eef1f4;padding:.1rem .35rem;border-radius:4px;font-size:.95em}p
 <h1 id="login-expired">This login link no longer works</h1>
 <p>Each login link opens Sluice once, within %d minutes. This one was already used, has expired, or belongs to an earlier run of Sluice.</p>
 <p>For a new link, run this in a terminal on this machine:</p>
-<pre><code>sluice login</code></pre>
+<pre><code>%s</code></pre>
 <p>It prints a fresh link for the Sluice that is serving at <code>%s</code>.</p>
 </main></body></html>
-`, int(loginTTL/time.Minute), html.EscapeString("http://"+w.Addr()))
+`, int(loginTTL/time.Minute), html.EscapeString(loginCommand()), html.EscapeString("http://"+w.Addr()))
 }
 
 // persistedSession is one session as web-sessions.json keeps it: the
@@ -319,7 +319,7 @@ func gatewayAnswers(ctx context.Context, gep gateway.Endpoint) bool {
 // UI's address (with how to get in), or the desktop window's pid.
 func runningInstance(cfg *config.Config) string {
 	if ep, err := readUIEndpoint(UIEndpointFile(cfg)); err == nil {
-		return fmt.Sprintf("Sluice is already running as `sluice serve` (pid %d) at %s: run `sluice login` for a login link, or stop that one first", ep.PID, ep.URL)
+		return fmt.Sprintf("Sluice is already running as `sluice serve` (pid %d) at %s: run `%s` for a login link, or stop that one first", ep.PID, ep.URL, loginCommand())
 	}
 	if gep, err := gateway.ReadEndpoint(cfg.GatewayFile()); err == nil {
 		return fmt.Sprintf("Sluice is already running as the desktop window (pid %d): open it from its tray icon, or quit it there first", gep.PID)

@@ -86,7 +86,28 @@ func TestServe_LoginCommand_RecoveryAndRestart(t *testing.T) {
 		return string(out), cmd.ProcessState.ExitCode()
 	}
 
+	// The command as the person can type it: the binary's name when the
+	// shell finds it on PATH, else its full path.
+	real, err := filepath.EvalSymlinks(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loginCmd := real + " login"
+	if found, err := exec.LookPath("sluice-headless"); err == nil {
+		a, aerr := os.Stat(found)
+		b, berr := os.Stat(real)
+		if aerr == nil && berr == nil && os.SameFile(a, b) {
+			loginCmd = "sluice-headless login"
+		}
+	}
+
 	first := startServe(t, bin, env)
+	waitFor(t, 10*time.Second, "sluice serve to say how to get a new link", func() bool {
+		return strings.Contains(first.out.String(), "prints a new one")
+	})
+	if !strings.Contains(first.out.String(), "`"+loginCmd+"` prints a new one") {
+		t.Fatalf("serve names the login command as %q? it printed:\n%s", loginCmd, first.out.String())
+	}
 	if got := loginLine(t, first.out.String()); !strings.HasPrefix(got, "http://"+addr+"/login?token=") {
 		t.Fatalf("serve printed %q, want a link on the configured address %s", got, addr)
 	}
@@ -106,14 +127,14 @@ func TestServe_LoginCommand_RecoveryAndRestart(t *testing.T) {
 		t.Fatalf("status after login: %d", resp.StatusCode)
 	}
 	resp, body := get(t, newBrowserClient(t), link, nil)
-	if !recoveryPage(resp, body) {
-		t.Fatalf("the link used a second time: %d %q, want the page naming `sluice login`", resp.StatusCode, body)
+	if !recoveryPageNaming(resp, body, loginCmd) {
+		t.Fatalf("the link used a second time: %d %q, want the page naming `%s`", resp.StatusCode, body, loginCmd)
 	}
 
 	// A second server on the same journal names the first and exits.
 	out, code = run("serve")
 	if code == 0 || !strings.Contains(out, "already running as `sluice serve`") || !strings.Contains(out, "http://"+addr) ||
-		!strings.Contains(out, "sluice login") || strings.Contains(out, "journal is open in another process") {
+		!strings.Contains(out, "`"+loginCmd+"`") || strings.Contains(out, "journal is open in another process") {
 		t.Fatalf("a second sluice serve: exit %d\n%s", code, out)
 	}
 

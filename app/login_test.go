@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/json"
+	"html"
 	"net/http"
 	"net/url"
 	"os"
@@ -11,11 +12,16 @@ import (
 )
 
 // recoveryPage reports whether an answer is the page a dead login link
-// opens: HTML, naming `sluice login`.
+// opens: HTML, naming the login command of the binary that serves it
+// (this test binary when the server runs in this process).
 func recoveryPage(resp *http.Response, body string) bool {
+	return recoveryPageNaming(resp, body, loginCommand())
+}
+
+func recoveryPageNaming(resp *http.Response, body, command string) bool {
 	return resp.StatusCode == http.StatusUnauthorized &&
 		strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") &&
-		strings.Contains(body, `id="login-expired"`) && strings.Contains(body, "<code>sluice login</code>")
+		strings.Contains(body, `id="login-expired"`) && strings.Contains(body, "<pre><code>"+html.EscapeString(command)+"</code></pre>")
 }
 
 func TestWeb_LoginLink_UsedStaleOrWrongShowsRecoveryPage(t *testing.T) {

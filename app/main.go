@@ -151,8 +151,8 @@ func runServe(args []string, assets fs.FS, stdout, stderr io.Writer) int {
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- web.Serve() }()
-	fmt.Fprintf(stdout, "Sluice %s is serving its UI at http://%s\nLogin: %s\n(the link works once, within %d minutes; `sluice login` prints a new one)\n",
-		config.Version, web.Addr(), web.LoginURL(token), int(loginTTL/time.Minute))
+	fmt.Fprintf(stdout, "Sluice %s is serving its UI at http://%s\nLogin: %s\n(the link works once, within %d minutes; `%s` prints a new one)\n",
+		config.Version, web.Addr(), web.LoginURL(token), int(loginTTL/time.Minute), loginCommand())
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
