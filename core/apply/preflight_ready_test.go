@@ -148,6 +148,10 @@ func TestRetry_AfterDirtyTargetFixed_Lands(t *testing.T) {
 	if failed.Outcome.RestorePoint != "" || !journal.Retryable(failed) {
 		t.Fatalf("outcome %+v: a refusal before any write must be retryable", failed.Outcome)
 	}
+	// The failure says what the card offers.
+	if !strings.Contains(failed.Outcome.Message, "commit or stash them, then retry it from its card") {
+		t.Errorf("outcome %q: want it to say to retry it from its card", failed.Outcome.Message)
+	}
 	// Not yet: the cause is still there.
 	if pf := f.preflight(failed); blockerWith(pf, "src/a.txt") == "" {
 		t.Fatalf("blockers %q: want the dirty file", pf.Blockers)
