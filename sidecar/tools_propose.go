@@ -645,6 +645,13 @@ func statusOut(st gateway.ProposalStatus) ProposalOut {
 		out.Message = "approved; not carried out yet"
 	case proposal.Completed:
 		out.Message = "the change was carried out"
+	case proposal.Failed:
+		// A failure that kept no restore point changed nothing: it is the
+		// same sealed change, still unmade, and the person can run it
+		// again from its card once its cause is fixed.
+		if o := st.Outcome; o != nil && o.RestorePoint == "" {
+			out.Message = "it failed before changing anything (the outcome says why): once that is fixed, the person can retry it from its card, and proposal_wait then follows it; if the repository moved instead, propose the change again under a new idempotencyKey"
+		}
 	}
 	if n := len(out.Collisions); n > 0 {
 		out.Message += fmt.Sprintf("; %d other pending proposal(s) touch some of the same files", n)
