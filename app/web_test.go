@@ -102,7 +102,7 @@ func TestWeb_Login_OpensSessionOnce(t *testing.T) {
 	// with a page that says how to get a new link.
 	other := newBrowserClient(t)
 	resp, body = get(t, other, w.LoginURL(token), nil)
-	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "sluice login") {
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, " login</code></pre>") {
 		t.Fatalf("reused login token: got %d %q, want 401 with the recovery page", resp.StatusCode, body)
 	}
 	resp, _ = get(t, other, base+"/api/status", nil)

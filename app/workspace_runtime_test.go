@@ -106,8 +106,8 @@ func TestAPI_WorkspaceRuntime_SettingsChoice(t *testing.T) {
 
 // TestBrowser_Settings_WorkspaceRuntime: on the Settings screen in
 // Chromium the person picks gVisor (or runc where runsc is not
-// registered), the choice lands in config.json and the screen says a
-// restart is needed.
+// registered), the choice lands in config.json and the screen says the
+// running app uses it (no restart).
 func TestBrowser_Settings_WorkspaceRuntime(t *testing.T) {
 	needWorkspaceDocker(t)
 	t.Setenv("SLUICE_WORKSPACE_RUNTIME", "")
@@ -139,8 +139,15 @@ func TestBrowser_Settings_WorkspaceRuntime(t *testing.T) {
 		s.value = "`+choice+`"; s.dispatchEvent(new Event("change", {bubbles: true})); return true; })()`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(".use-runtime")), chromedp.WaitVisible(chromedp.CSS(".runtime-restart"))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(".use-runtime"))); err != nil {
 		t.Fatalf("saving the runtime: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(document.querySelector('.saved-runtime')?.textContent ?? "").includes("this app runs with `+choice+`")`)); err != nil {
+		text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".saved-runtime")))
+		t.Fatalf("after saving, the screen says %q; want the app running with %s: %v", text, choice, err)
+	}
+	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('.runtime-restart').length`)); n != 0 {
+		t.Fatal("the screen still asks for a restart")
 	}
 	if got, _ := savedRuntime(t, a.cfg.ConfigDir); got != choice {
 		t.Fatalf("config.json holds %q, want %q", got, choice)
