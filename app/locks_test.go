@@ -198,7 +198,7 @@ func TestLocks_App_TrustSimilarRefusedBeforeTheRuleIsSaved(t *testing.T) {
 	}
 	next := out["proposalId"].(string)
 	_, err := api.TrustSimilar(TrustRequest{Decision: Decision{ID: next, Digest: out["digest"].(string)},
-		Rule: RuleInput{Name: "greetings", Expiry: "always"}})
+		Rule: RuleInput{Name: "greetings", Expiry: "always", TrustDeclaredName: true}})
 	if ue := FormatError(err).(UIError); ue.Code != errcode.RepoLocked {
 		t.Fatalf("trust similar with locks: %+v, want repo_locked", ue)
 	}
