@@ -75,6 +75,23 @@ describe("Pending: automatic approvals", () => {
     expect(document.getElementById("auto-a1")).toBeNull();
   });
 
+  it("draws nothing from an answer that is not a list, and the screen stays", async () => {
+    const calls = stubFetch({
+      "GET /api/proposals": { body: [] },
+      "GET /api/rules/approvals": { body: true },
+    });
+    const { PendingView } = await import("./PendingView");
+    render(<PendingView status={status} />);
+    expect(await screen.findByRole("heading", { name: "No proposals waiting" })).toBeTruthy();
+    await waitFor(() => expect(calls.some((c) => c.url === "/api/rules/approvals")).toBe(true));
+    // Every answer has arrived and been drawn (a crash would surface here).
+    await act(async () => {
+      await Promise.all(vi.mocked(fetch).mock.results.map((r) => r.value));
+    });
+    expect(document.querySelector(".auto-approved-list")).toBeNull();
+    expect(screen.getByRole("heading", { name: "No proposals waiting" })).toBeTruthy();
+  });
+
   it("has no Undo before the change ran", async () => {
     stubFetch({
       "GET /api/proposals": { body: [] },

@@ -30,6 +30,12 @@ export function useAutoApprovals(): { list: AutoApproval[] | null; error: string
       api.autoApprovals().then(
         (l) => {
           if (!live) return;
+          // An answer that is not a list (a proxy's page, an older app)
+          // is an error, never a list to draw.
+          if (!Array.isArray(l)) {
+            setError("the app's answer was not a list of approvals");
+            return;
+          }
           setList(l);
           setError(null);
         },
