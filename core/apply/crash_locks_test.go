@@ -137,8 +137,22 @@ func reap(t *testing.T, pid int, what string) syscall.WaitStatus {
 	done := make(chan error, 1)
 	var ws syscall.WaitStatus
 	go func() {
-		_, err := syscall.Wait4(pid, &ws, 0, nil)
-		done <- err
+		for {
+			_, err := syscall.Wait4(pid, &ws, 0, nil)
+			// Not (yet) this test's child: its killed parent's children
+			// are handed on thread by thread as the parent's threads
+			// exit. While the process still exists, wait for it to
+			// arrive here; one that is gone was reaped elsewhere, which
+			// is the failure.
+			if errors.Is(err, syscall.ECHILD) {
+				if _, serr := os.Stat("/proc/" + strconv.Itoa(pid)); serr == nil {
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+			}
+			done <- err
+			return
+		}
 	}()
 	select {
 	case err := <-done:
