@@ -226,6 +226,20 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
   const refs = Object.entries(card.pinned?.refs ?? {});
   const otherRepos = Object.entries(card.pinned?.repos ?? {});
 
+  // The field for the confirmation word: the Approve form and the Retry
+  // form (never shown together) ask for it the same way.
+  const confirmInput = (
+    <input
+      ref={confirmEl}
+      className="confirm-input"
+      autoComplete="off"
+      spellCheck={false}
+      value={confirm}
+      aria-invalid={confirm !== "" && !confirmed}
+      onChange={(e) => setConfirm(e.target.value)}
+    />
+  );
+
   return (
     <article
       id={`card-${card.id}`}
@@ -482,15 +496,7 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
                   (confirmIsBranch(card) ? "the name of the branch this rewrites" : "the name of the repository")}
                 , here.
               </span>
-              <input
-                ref={confirmEl}
-                className="confirm-input"
-                autoComplete="off"
-                spellCheck={false}
-                value={confirm}
-                aria-invalid={confirm !== "" && !confirmed}
-                onChange={(e) => setConfirm(e.target.value)}
-              />
+              {confirmInput}
             </label>
           )}
           {error && <ErrorBox>{error}</ErrorBox>}
@@ -538,15 +544,7 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
               <span id={`card-${card.id}-confirm-why`}>
                 This can lose work: type <code className="confirm-word">{card.confirmWord}</code> to run it again.
               </span>
-              <input
-                ref={confirmEl}
-                className="confirm-input"
-                autoComplete="off"
-                spellCheck={false}
-                value={confirm}
-                aria-invalid={confirm !== "" && !confirmed}
-                onChange={(e) => setConfirm(e.target.value)}
-              />
+              {confirmInput}
             </label>
           )}
           {error && <ErrorBox>{error}</ErrorBox>}
