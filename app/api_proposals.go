@@ -84,6 +84,18 @@ type Card struct {
 	// the person's account and could write without asking).
 	Origin      *proposal.Origin `json:"origin,omitempty"`
 	Confinement string           `json:"confinement"`
+	// Stale is set, for a pending proposal, when the app's watch of its
+	// repository found that something it depends on moved in a way it
+	// cannot be re-sealed over; StaleWhy says what, in one line. (The
+	// open card checks again itself: this is what the list shows.)
+	Stale    bool   `json:"stale"`
+	StaleWhy string `json:"staleWhy,omitempty"`
+	// Resealed is the latest re-sealing of a pending proposal on a moved
+	// base: the same changes, on a new tree, under a new digest.
+	Resealed *journal.Reseal `json:"resealed,omitempty"`
+	// Below is the pending proposal this one is stacked on: it lands
+	// after that one, and is re-sealed on it when it does.
+	Below string `json:"below,omitempty"`
 }
 
 // ErrConfirmation is returned when a destructive proposal is approved

@@ -20,6 +20,22 @@ type Record struct {
 	// without running (expired, cancelled, failed revalidation).
 	Outcome *Outcome `json:"outcome,omitempty"`
 	History []Step   `json:"history"`
+	// Reseals are the times the pending proposal was sealed again on a
+	// base that moved under it, with the same changes (oldest first).
+	Reseals []Reseal `json:"reseals,omitempty"`
+}
+
+// Reseal is one re-sealing of a pending proposal: what moved under it,
+// and the digest it had and has.
+type Reseal struct {
+	From  string             `json:"from"`
+	To    string             `json:"to"`
+	Moves []proposal.RefMove `json:"moves"`
+	// Branch is the branch the outcome is sealed on now ("" when HEAD is
+	// detached) and Base the commit it is sealed on.
+	Branch string             `json:"branch,omitempty"`
+	Base   string             `json:"base"`
+	At     proposal.Timestamp `json:"at"`
 }
 
 // Decision is who decided, and what exactly they approved.

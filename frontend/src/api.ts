@@ -246,6 +246,29 @@ export interface Card {
   origin?: Origin;
   /** One line on how the agent ran: confined, or as the person's account. */
   confinement: string;
+  /**
+   * Set for a pending proposal when what it depends on moved in a way it
+   * cannot be re-sealed over; staleWhy says what.
+   */
+  stale: boolean;
+  staleWhy?: string;
+  /** The latest re-sealing on a moved base: the same changes, a new digest. */
+  resealed?: Reseal;
+  /** The pending proposal this one is stacked on (it lands after it). */
+  below?: string;
+}
+
+/** A pending proposal re-sealed on a base that moved under it. */
+export interface Reseal {
+  /** The digests before and after. */
+  from: string;
+  to: string;
+  /** What moved: the pinned refs, from and to. */
+  moves: RefMove[];
+  /** The branch it is now sealed on, and that branch's commit. */
+  branch?: string;
+  base: string;
+  at: string;
 }
 
 /** The confined session a proposal came from. */

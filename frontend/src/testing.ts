@@ -115,6 +115,7 @@ export function card(over: Partial<Card> = {}): Card {
     history: [{ version: 1, to: "pending", at: created, by: "claude-code" }],
     retryable: false,
     confinement: "runs as your account: it could write to the repository without asking",
+    stale: false,
     ...over,
   };
 }
