@@ -70,9 +70,20 @@ interface Progress {
 /**
  * files is the number of files the whole diff has, from the card's sealed
  * outcome: the file list shows it from the first chunk, not the number
- * streamed so far.
+ * streamed so far. onLoadingChange is told whether any part of the diff
+ * is still loading (nothing shown yet, or a request in flight), so that a
+ * card can hold its decision until what it shows is there; a view given
+ * it loads its first chunk at once rather than when scrolled to.
  */
-export function DiffView({ proposalId, files }: { proposalId: string; files?: number }) {
+export function DiffView({
+  proposalId,
+  files,
+  onLoadingChange,
+}: {
+  proposalId: string;
+  files?: number;
+  onLoadingChange?: (loading: boolean) => void;
+}) {
   const root = useRef<HTMLDivElement>(null);
   const listEl = useRef<HTMLDivElement>(null);
   const bodyEl = useRef<HTMLDivElement>(null);
@@ -149,10 +160,19 @@ export function DiffView({ proposalId, files }: { proposalId: string; files?: nu
     }
   }, [proposalId, getRenderer]);
 
-  // The first chunk, once the viewer is (nearly) on screen.
+  // The first chunk, once the viewer is (nearly) on screen, or at once
+  // for a card that waits for it.
+  const eager = !!onLoadingChange;
   useEffect(() => {
-    if (visible.current && !progress && !busy.current && !error) void loadNext();
+    if ((visible.current || eager) && !progress && !busy.current && !error) void loadNext();
   });
+
+  // Still loading: nothing loaded yet (and no error to show instead), or a
+  // chunk on its way.
+  const stillLoading = loading || (!progress && !error);
+  const reportLoading = useRef(onLoadingChange);
+  reportLoading.current = onLoadingChange;
+  useEffect(() => reportLoading.current?.(stillLoading), [stillLoading]);
 
   // The next chunks, while the end of what is loaded is near the viewport.
   useEffect(() => {
