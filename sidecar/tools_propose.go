@@ -210,10 +210,19 @@ type ProposalWaitIn struct {
 
 // DecisionOut is who decided a proposal.
 type DecisionOut struct {
-	Approved bool   `json:"approved"`
-	By       string `json:"by" jsonschema:"a person, or policy:<rule> for an automatic approval"`
-	Note     string `json:"note,omitempty"`
-	At       string `json:"at"`
+	Approved bool         `json:"approved"`
+	By       string       `json:"by" jsonschema:"a person, or policy:<rule> for an automatic approval"`
+	Note     string       `json:"note,omitempty"`
+	At       string       `json:"at"`
+	Comments []CommentOut `json:"comments,omitempty" jsonschema:"a rejection's notes on files and lines of the proposal: address each before proposing again"`
+}
+
+// CommentOut is the person's note on a file (line 0) or a line of it.
+type CommentOut struct {
+	Path string `json:"path"`
+	Line int    `json:"line" jsonschema:"0: the whole file"`
+	Side string `json:"side,omitempty" jsonschema:"new: the line in the file as proposed; old: as it was (a deleted line)"`
+	Note string `json:"note"`
 }
 
 // OutcomeOut is how a proposal ended.
@@ -355,8 +364,8 @@ func (s *Sidecar) registerPropose() {
 		Name:  "proposal_wait",
 		Title: "Wait for a decision",
 		Description: "Wait up to timeoutSeconds (at most 50) for a proposal's outcome; call it again when time runs out. " +
-			"done is true only when it completed; any other end is an isError result. Use it after every " +
-			"propose_* call.",
+			"done is true only when it completed; any other end is an isError result; a rejection may carry the " +
+			"person's notes on files and lines (decision.comments). Use it after every propose_* call.",
 		Annotations: readOnly("Wait for a decision"),
 	}, true, s.proposalWait)
 	addStatusTool(s, &mcp.Tool{
@@ -559,6 +568,9 @@ func outcomeError(out ProposalOut) *ToolError {
 		if out.Decision != nil && out.Decision.Note != "" {
 			msg += ": " + out.Decision.Note
 		}
+		if out.Decision != nil && len(out.Decision.Comments) > 0 {
+			msg += fmt.Sprintf(" (with %d note(s) on files and lines in decision.comments)", len(out.Decision.Comments))
+		}
 	case proposal.Cancelled:
 		code, msg = errcode.ProposalTerminal, "the proposal was cancelled"
 	case proposal.Expired:
@@ -623,6 +635,9 @@ func statusOut(st gateway.ProposalStatus) ProposalOut {
 	}
 	if d := st.Decision; d != nil {
 		out.Decision = &DecisionOut{Approved: d.Approved, By: d.By, Note: d.Note, At: d.At}
+		for _, c := range d.Comments {
+			out.Decision.Comments = append(out.Decision.Comments, CommentOut{Path: c.Path, Line: c.Line, Side: c.Side, Note: c.Note})
+		}
 	}
 	if o := st.Outcome; o != nil {
 		out.Outcome = &OutcomeOut{Code: o.Code, Message: o.Message, RestorePoint: o.RestorePoint, At: o.At}

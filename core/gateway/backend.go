@@ -555,6 +555,9 @@ func StatusFromRecord(rec journal.Record) ProposalStatus {
 	if d := rec.Decision; d != nil {
 		st.Decision = &Decision{Approved: d.Approved, By: d.By, Note: d.Note, Auto: d.Auto, At: d.At.String()}
 		st.AutoApproved = d.Auto && d.Approved
+		for _, c := range d.Comments {
+			st.Decision.Comments = append(st.Decision.Comments, Comment{Path: c.Path, Line: c.Line, Side: c.Side, Note: c.Note})
+		}
 	}
 	if o := rec.Outcome; o != nil {
 		st.Outcome = &Outcome{Code: o.Code, Message: o.Message, RestorePoint: o.RestorePoint, At: o.At.String()}

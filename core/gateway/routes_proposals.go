@@ -103,6 +103,18 @@ type Decision struct {
 	Note     string `json:"note,omitempty"`
 	Auto     bool   `json:"auto,omitempty"`
 	At       string `json:"at"`
+	// Comments are a rejection's notes on the proposal's files and lines.
+	Comments []Comment `json:"comments,omitempty"`
+}
+
+// Comment is a person's note on a file of a proposal (Line 0) or on one
+// line of it: Line is in the new version of the file (Side "new"), or in
+// the old one for a line the proposal deletes (Side "old").
+type Comment struct {
+	Path string `json:"path"`
+	Line int    `json:"line"`
+	Side string `json:"side,omitempty"`
+	Note string `json:"note"`
 }
 
 // Outcome is how a proposal ended.

@@ -727,7 +727,7 @@ func eventFor(rec Record, typ string, from, to proposal.State, by, note, code st
 	return Event{
 		Type: typ, ProposalID: p.ID, Digest: p.Digest, Agent: p.Agent, Op: p.Op, Repo: p.Repo,
 		Risk: p.Risk().String(), From: from, To: to, Version: rec.Version, By: by, Note: note, Code: code,
-		At: rec.UpdatedAt, Origin: p.Origin,
+		At: rec.UpdatedAt, Origin: p.Origin, Comments: rejectionComments(rec, typ),
 	}
 }
 

@@ -48,6 +48,9 @@ type Decision struct {
 	Approved       bool               `json:"approved"`
 	Auto           bool               `json:"auto,omitempty"`
 	At             proposal.Timestamp `json:"at"`
+	// Comments are a rejection's notes on the proposal's files and lines
+	// (RejectWith), which the agent reads with the decision.
+	Comments []Comment `json:"comments,omitempty"`
 }
 
 // Outcome is how a proposal ended.
@@ -142,4 +145,6 @@ type Event struct {
 	At         proposal.Timestamp `json:"at"`
 	// Origin is the proposal's: set when it came from a confined session.
 	Origin *proposal.Origin `json:"origin,omitempty"`
+	// Comments are a rejection's comments (proposal_rejected only).
+	Comments []Comment `json:"comments,omitempty"`
 }
