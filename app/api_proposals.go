@@ -133,6 +133,11 @@ func (a *App) cardFor(rec journal.Record, withCollisions bool) Card {
 	if c.Destructive {
 		c.ConfirmWord, c.ConfirmWhat = confirmation(p)
 	}
+	if rec.State == proposal.Pending {
+		c.StaleWhy = a.pending.staleWhy(p.ID)
+		c.Stale = c.StaleWhy != ""
+	}
+	c.Resealed = rec.LastReseal()
 	if withCollisions && rec.State == proposal.Pending {
 		if cs, err := a.journal.Collisions(p); err == nil && cs != nil {
 			c.Collisions = cs
@@ -264,7 +269,13 @@ type Decision struct {
 	Note   string `json:"note"`
 	// Confirm is the typed confirmation word for destructive proposals.
 	Confirm string `json:"confirm"`
+	// Comments are notes on the proposal's files and lines that a
+	// rejection sends to the agent; other decisions refuse them.
+	Comments []journal.Comment `json:"comments,omitempty"`
 }
+
+// errCommentsNotRejecting refuses comments on any decision but a rejection.
+var errCommentsNotRejecting = &errcode.Error{Code: errcode.InvalidArgument, Msg: "notes on files and lines go with a rejection only"}
 
 // Approve records the person's approval of exactly the digest they saw;
 // the executor then runs it (see bridgeJournal).
@@ -292,10 +303,14 @@ func (api *API) Approve(d Decision) (Card, error) {
 // Reject records the person's rejection.
 func (api *API) Reject(d Decision) (Card, error) {
 	a := api.app
-	if _, err := a.decisionTarget(d); err != nil {
+	common := d
+	common.Comments = nil
+	if _, err := a.decisionTarget(common); err != nil {
 		return Card{}, err
 	}
-	rec, err := a.journal.Reject(d.ID, "owner:"+api.kind, d.Note)
+	// The journal checks the comments against the proposal's files and
+	// records nothing when one does not fit.
+	rec, err := a.journal.RejectWith(d.ID, "owner:"+api.kind, d.Note, d.Comments)
 	if err != nil {
 		return Card{}, decisionError(err)
 	}
@@ -349,6 +364,9 @@ func (api *API) SendBack(d Decision) (Card, error) {
 func (a *App) decisionTarget(d Decision) (journal.Record, error) {
 	if len(d.Note) > 2000 {
 		return journal.Record{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: "the note is longer than 2000 bytes"}
+	}
+	if len(d.Comments) > 0 {
+		return journal.Record{}, errCommentsNotRejecting
 	}
 	rec, err := a.record(d.ID)
 	if err != nil {

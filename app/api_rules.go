@@ -414,6 +414,14 @@ func (a *App) approvable(rec journal.Record) error {
 	}
 	pf, err := a.preflight(rec.Proposal)
 	if err == nil && pf.Stale {
+		// The watch may not have looked since the branch moved: a card
+		// whose changes carry over is re-sealed now, and the person looks
+		// at the new one (the approval binds to what they saw).
+		if why, rerr := a.reseal(a.runCtx, rec); rerr == nil && why == "" {
+			return &errcode.Error{Code: errcode.DigestMismatch, Msg: "the branch moved under this card, and it was re-sealed on the new base with the same changes: look at it again, then approve"}
+		} else if rerr == nil {
+			return &errcode.Error{Code: errcode.StaleBase, Msg: "the repository moved since this was proposed: " + why + "; send it back so the agent can propose again"}
+		}
 		return &errcode.Error{Code: errcode.StaleBase, Msg: "the repository moved since this was proposed: " + pf.Describe() + "; send it back so the agent can propose again"}
 	}
 	ctx, cancel := context.WithTimeout(a.runCtx, 30*time.Second)

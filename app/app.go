@@ -52,6 +52,9 @@ type App struct {
 	// runCtx bounds executions; it ends when the app closes.
 	runCtx context.Context
 	diffs  diffCache
+	// pending watches the refs pending proposals are pinned to (see
+	// watchPending).
+	pending *pendingWatch
 	// notifications can be paused from the tray and the settings.
 	notifications atomic.Bool
 	notifier      atomic.Pointer[notifierBox]
@@ -194,12 +197,16 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 	a := &App{cfg: cfg, live: live, log: log, gw: gw, gwDone: make(chan error, 1), events: NewBus(), started: time.Now(),
 		ready: make(chan struct{}), ledger: ledger, auditPub: pub, journal: j, stop: stop,
 		rules:    &rulebook{path: cfg.PolicyFile, backend: backend, now: time.Now},
-		executor: exec, workspaces: wsm, sessions: ss, runCtx: ctx}
+		executor: exec, workspaces: wsm, sessions: ss, runCtx: ctx, pending: newPendingWatch()}
 	made.Store(a)
 	ss.changed = func() { a.events.Publish(Event{Name: "session:changed"}) }
 	a.notifications.Store(cfg.Notifications)
 	go func() { a.gwDone <- gw.Serve() }()
-	a.bgDone.Add(4)
+	a.bgDone.Add(5)
+	go func() {
+		defer a.bgDone.Done()
+		a.watchPending(ctx)
+	}()
 	go func() {
 		defer a.bgDone.Done()
 		ss.tend(ctx, sessionTendEvery)
@@ -379,6 +386,9 @@ func (a *App) execute(id string) {
 		if _, err := a.executor.Execute(a.runCtx, id); err != nil {
 			a.log.Warn("execution did not complete", "proposal", id, "err", err)
 		}
+		// What landed moved a branch: the cards pinned to it are checked
+		// again now, not at the next look.
+		a.pending.wake()
 	}()
 }
 

@@ -279,8 +279,26 @@ func (e *Executor) Keep(ctx context.Context, p proposal.Proposal) error {
 	} else if res.exit == 0 {
 		return nil
 	}
+	tree, err := rc.keptTree(ctx, p.Sealed)
+	if err != nil {
+		return err
+	}
+	c, err := rc.commitTree(ctx, tree, nil, "sluice: sealed outcome of proposal "+p.ID)
+	if err != nil {
+		return err
+	}
+	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-m", "sluice: seal", ref, c, rc.g.zero}}); err != nil {
+		return err
+	}
+	e.step("seal-kept")
+	return nil
+}
+
+// keptTree is a tree that holds every tree of a sealed outcome, for a
+// commit under refs/sluice/sealed/ to keep.
+func (rc *repoCtx) keptTree(ctx context.Context, sealed *proposal.Sealed) (string, error) {
 	var trees []string
-	for _, x := range append([]proposal.Sealed{*p.Sealed}, p.Sealed.Steps...) {
+	for _, x := range append([]proposal.Sealed{*sealed}, sealed.Steps...) {
 		for _, t := range []string{x.Before, x.After} {
 			if t != "" && !slices.Contains(trees, t) {
 				trees = append(trees, t)
@@ -294,19 +312,11 @@ func (e *Executor) Keep(ctx context.Context, p proposal.Proposal) error {
 	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"mktree"}, stdin: in.Bytes()})
 	if err != nil {
 		if strings.Contains(stderrOf(err), "bad") || strings.Contains(stderrOf(err), "missing") {
-			return errcode.New(errcode.StaleBase, "the sealed outcome's objects are no longer in the repository; the proposal cannot run")
+			return "", errcode.New(errcode.StaleBase, "the sealed outcome's objects are no longer in the repository; the proposal cannot run")
 		}
-		return err
+		return "", err
 	}
-	c, err := rc.commitTree(ctx, res.text(), nil, "sluice: sealed outcome of proposal "+p.ID)
-	if err != nil {
-		return err
-	}
-	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-m", "sluice: seal", ref, c, rc.g.zero}}); err != nil {
-		return err
-	}
-	e.step("seal-kept")
-	return nil
+	return res.text(), nil
 }
 
 // Unseal drops the ref that keeps proposal id's sealed objects in repo

@@ -1,0 +1,152 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/gitx/gitxtest"
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// waitCard waits until the card of id satisfies ok, and returns it. It
+// waits for a condition (the app's watch looks once a second), bounded
+// only so that a broken build fails instead of hanging.
+func waitCard(t *testing.T, api *API, id string, what string, ok func(Card) bool) Card {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		c, err := api.Proposal(id)
+		if err == nil && ok(c) {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: card %+v, err %v", what, c, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestReseal_AgentCommits_OneLandsOtherResealed: an agent proposes two
+// commits on main through the real sidecar (CHANGELOG.md, then LICENSE).
+// The person approves the first; it lands. The second is not sent back:
+// the app re-seals it on the new main by itself, the card says so, the
+// agent's status still reads pending under the same id, and approving the
+// re-sealed card lands the license on top of the changelog. A third,
+// which changes the file the person then commits, is marked stale in the
+// list with the file named, and Approve refuses it.
+func TestReseal_AgentCommits_OneLandsOtherResealed(t *testing.T) {
+	a, repo, env := flowEnv(t)
+	api := &API{app: a, kind: "web"}
+	cs := agentSession(t, env, "claude-code")
+	write := func(name, content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	propose := func(msg string, paths ...string) string {
+		t.Helper()
+		out, isErr := callTool(t, cs, "propose_commit", map[string]any{
+			"repoPath": repo, "reason": msg, "message": msg, "paths": paths,
+		})
+		if isErr || out["status"] != "pending" {
+			t.Fatalf("propose_commit %s: %v", msg, out)
+		}
+		return out["proposalId"].(string)
+	}
+	write("CHANGELOG.md", "# Changes\n- a license\n")
+	write("LICENSE", "MIT\n")
+	write("NOTES.md", "agent's notes\n")
+	changelog := propose("Changelog", "CHANGELOG.md")
+	license := propose("License", "LICENSE")
+	notes := propose("Notes", "NOTES.md")
+	licenseCard, err := api.Proposal(license)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	first, err := api.Proposal(changelog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.Approve(Decision{ID: changelog, Digest: first.Digest}); err != nil {
+		t.Fatal(err)
+	}
+	waitCard(t, api, changelog, "the changelog to land", func(c Card) bool { return c.State == proposal.Completed })
+	landed := gitxtest.Git(t, repo, "rev-parse", "HEAD")
+
+	resealed := waitCard(t, api, license, "the license card re-sealed", func(c Card) bool { return c.Resealed != nil })
+	if resealed.State != proposal.Pending || resealed.Stale || resealed.Digest == licenseCard.Digest {
+		t.Fatalf("re-sealed card: state %s stale %v digest %s (was %s)", resealed.State, resealed.Stale, resealed.Digest, licenseCard.Digest)
+	}
+	if r := resealed.Resealed; r.Branch != "main" || r.Base != landed || r.From != licenseCard.Digest || r.To != resealed.Digest {
+		t.Fatalf("reseal record %+v; want main at %s", r, landed)
+	}
+	if len(resealed.Sealed.Files) != 1 || resealed.Sealed.Files[0] != licenseCard.Sealed.Files[0] {
+		t.Fatalf("re-sealed files %+v, want %+v", resealed.Sealed.Files, licenseCard.Sealed.Files)
+	}
+	if n := resealed.History[len(resealed.History)-1].Note; !strings.Contains(n, "re-sealed on main at "+landed[:7]+": same changes") {
+		t.Fatalf("history note %q", n)
+	}
+	out, isErr := callTool(t, cs, "proposal_status", map[string]any{"proposalId": license})
+	if isErr || out["status"] != "pending" {
+		t.Fatalf("the agent's status after the re-seal: %v", out)
+	}
+	// The card the person had before is not what would run.
+	if _, err := api.Approve(Decision{ID: license, Digest: licenseCard.Digest}); err == nil {
+		t.Fatal("an approval of the card before the re-seal was taken")
+	}
+
+	// The person commits their own change to the notes file: the notes
+	// card conflicts with it and is marked stale before it is opened.
+	write("NOTES.md", "the person's notes\n")
+	gitxtest.Git(t, repo, "add", "NOTES.md")
+	gitxtest.Git(t, repo, "commit", "-q", "-m", "my notes")
+	write("NOTES.md", "agent's notes\n")
+	stale := waitCard(t, api, notes, "the notes card marked stale", func(c Card) bool { return c.Stale })
+	if !strings.Contains(stale.StaleWhy, "NOTES.md") {
+		t.Fatalf("stale why %q does not name the file", stale.StaleWhy)
+	}
+	if _, err := api.Approve(Decision{ID: notes, Digest: stale.Digest}); !errcode.IsCode(err, errcode.StaleBase) {
+		t.Fatalf("approving the stale card: %v", err)
+	}
+	// The license card, re-sealed on the changelog, moved again with the
+	// person's commit: re-sealed once more, then approved, it lands on
+	// top of both.
+	again := waitCard(t, api, license, "the license card re-sealed on the person's commit", func(c Card) bool {
+		return c.Resealed != nil && c.Resealed.Base == gitxtest.Git(t, repo, "rev-parse", "HEAD")
+	})
+	mine := gitxtest.Git(t, repo, "rev-parse", "HEAD")
+	if _, err := api.Approve(Decision{ID: license, Digest: again.Digest}); err != nil {
+		t.Fatal(err)
+	}
+	waitCard(t, api, license, "the license to land", func(c Card) bool { return c.State == proposal.Completed })
+	if parent := gitxtest.Git(t, repo, "rev-parse", "HEAD^"); parent != mine {
+		t.Fatalf("the license commit's parent is %s, want %s", parent, mine)
+	}
+	if got := gitxtest.Git(t, repo, "diff-tree", "--no-commit-id", "--name-only", "-r", "HEAD"); got != "LICENSE" {
+		t.Fatalf("the license commit changed %q", got)
+	}
+	out, isErr = callTool(t, cs, "proposal_wait", map[string]any{"proposalId": license, "timeoutSeconds": 30})
+	if isErr || out["status"] != "completed" {
+		t.Fatalf("the agent's wait: %v", out)
+	}
+	trail, err := api.ProposalAudit(license)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range trail {
+		kinds = append(kinds, e["event_type"].(string))
+	}
+	if got := strings.Join(kinds, ","); got != "proposal_submitted,proposal_resealed,proposal_resealed,proposal_approved,proposal_executing,proposal_completed" {
+		t.Fatalf("audit trail: %s", got)
+	}
+	if rep, err := api.VerifyAudit(); err != nil || !rep.OK {
+		t.Fatalf("ledger: %+v %v", rep, err)
+	}
+}

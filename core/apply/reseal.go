@@ -1,0 +1,218 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// Re-sealing: a pending proposal whose pinned branch moved (the person
+// committed, or another card landed) is sealed again on where the branch
+// is now, by the same code that sealed it when it arrived. It keeps its
+// card only when the new outcome makes exactly the same changes: the same
+// files with the same content before and after (so nothing it touches
+// moved under it), the same commits brought in and lost, the same refs
+// moved to the same places. Only the base, the trees and the digest
+// differ. Anything else (a file it changes was changed on the branch, a
+// ref it names went elsewhere, the checkout switched branches) is a real
+// conflict, and the card stays stale for the person to send back.
+
+// Resealed is a pending proposal sealed again on a base that moved.
+type Resealed struct {
+	// Proposal is the proposal with its new pins, outcome and digest.
+	Proposal proposal.Proposal
+	// Moves are the pinned refs that moved, from the old pins to the new.
+	Moves []proposal.RefMove
+}
+
+// resealable are the operations whose outcome is a set of changes on the
+// checked-out branch (or a merge into a branch), which a moved base can
+// carry unchanged. Pushes, resets, discards, rebases, branch creation and
+// deletion and plans stay pinned to the commits they named.
+func resealable(p proposal.Proposal) bool {
+	switch p.Args.(type) {
+	case *proposal.CommitArgs, *proposal.PatchArgs, *proposal.MergeArgs:
+		return len(p.Pinned.Repos) == 0
+	}
+	return false
+}
+
+// Reseal seals p again on its pinned refs as they are now. It returns nil
+// when nothing p depends on moved; a stale_base error saying what
+// conflicts when p cannot be re-sealed with the same changes; else the
+// re-sealed proposal, whose objects the caller keeps (KeepResealed) and
+// records. Nothing in the repository changes but new objects.
+func (e *Executor) Reseal(ctx context.Context, p proposal.Proposal) (*Resealed, error) {
+	if p.Sealed == nil {
+		return nil, errcode.New(errcode.StaleBase, "the proposal has no sealed outcome to seal again")
+	}
+	pf, err := e.Preflight(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if !pf.Stale {
+		return nil, nil
+	}
+	if len(pf.Changed) > 0 || len(pf.Moved) == 0 {
+		return nil, &errcode.Error{Code: errcode.StaleBase, Msg: pf.Describe()}
+	}
+	if !resealable(p) {
+		return nil, &errcode.Error{Code: errcode.StaleBase, Msg: pf.Describe() + "; a " + string(p.Op) + " is sealed on the commits it named, so it cannot be carried over"}
+	}
+	np := p
+	np.Pinned.Refs = maps.Clone(p.Pinned.Refs)
+	for _, m := range pf.Moved {
+		if m.Repo != "" || m.To == "" {
+			return nil, &errcode.Error{Code: errcode.StaleBase, Msg: pf.Describe()}
+		}
+		np.Pinned.Refs[m.Ref] = m.To
+	}
+	np.Sealed, np.Digest = nil, ""
+	sealed, err := e.Seal(ctx, np)
+	if err != nil {
+		if errcode.IsCode(err, errcode.StaleBase) {
+			return nil, err
+		}
+		return nil, &errcode.Error{Code: errcode.StaleBase, Err: err, Msg: pf.Describe() + "; on the new base it cannot be made: " + errMsg(err)}
+	}
+	if diff := changesDiffer(p.Sealed, sealed); diff != "" {
+		return nil, &errcode.Error{Code: errcode.StaleBase, Msg: pf.Describe() + "; " + diff}
+	}
+	np.Sealed = sealed
+	if err := np.Seal(); err != nil {
+		return nil, err
+	}
+	return &Resealed{Proposal: np, Moves: pf.Moved}, nil
+}
+
+func errMsg(err error) string {
+	if e, ok := errcode.As(err); ok && e.Msg != "" {
+		return e.Msg
+	}
+	return err.Error()
+}
+
+// changesDiffer says, in words, how b's changes are not a's ("" when they
+// are the same): the files whose change differs, or else what else does.
+func changesDiffer(a, b *proposal.Sealed) string {
+	if reflect.DeepEqual(changesOf(*a), changesOf(*b)) {
+		return ""
+	}
+	files := func(s *proposal.Sealed) map[string]proposal.FileChange {
+		m := map[string]proposal.FileChange{}
+		for _, x := range append([]proposal.Sealed{*s}, s.Steps...) {
+			for _, f := range x.Files {
+				m[f.Path] = f
+			}
+		}
+		return m
+	}
+	fa, fb := files(a), files(b)
+	var paths []string
+	for p, f := range fa {
+		if g, ok := fb[p]; !ok || g != f {
+			paths = append(paths, p)
+		}
+	}
+	for p := range fb {
+		if _, ok := fa[p]; !ok {
+			paths = append(paths, p)
+		}
+	}
+	slices.Sort(paths)
+	if len(paths) > 0 {
+		return fmt.Sprintf("what it changes differs on the new base (%s): it changed there too, or on disk", strings.Join(limitList(paths, 10), ", "))
+	}
+	return "on the new base it would do something else than the card shows (other commits, refs or losses)"
+}
+
+// changesOf is what of an outcome a re-sealing must keep: everything but
+// where it is sealed (the ref, base and trees, and where the refs it
+// moves were).
+func changesOf(s proposal.Sealed) proposal.Sealed {
+	s.Ref, s.Base, s.Before, s.After = "", "", "", ""
+	s.Moves = slices.Clone(s.Moves)
+	for i := range s.Moves {
+		s.Moves[i].From = ""
+	}
+	steps := make([]proposal.Sealed, len(s.Steps))
+	for i, x := range s.Steps {
+		steps[i] = changesOf(x)
+	}
+	s.Steps = steps
+	return s
+}
+
+// KeepResealed keeps the objects of p's new outcome beside the old ones:
+// a commit on top of the one refs/sluice/sealed/<id> names (or a new one),
+// so that whichever digest the journal holds when a crash comes, its
+// objects are reachable.
+func (e *Executor) KeepResealed(ctx context.Context, p proposal.Proposal) error {
+	if p.Sealed == nil {
+		return nil
+	}
+	rc, err := e.openRepo(ctx, p.Repo)
+	if err != nil {
+		return err
+	}
+	ref := proposal.SealedRef(p.ID)
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "--verify", "--quiet", ref + "^{commit}"}, ok: []int{1}})
+	if err != nil {
+		return err
+	}
+	old := ""
+	if res.exit == 0 {
+		old = res.text()
+	}
+	tree, err := rc.keptTree(ctx, p.Sealed)
+	if err != nil {
+		return err
+	}
+	var parents []string
+	if old != "" {
+		parents = []string{old}
+	}
+	c, err := rc.commitTree(ctx, tree, parents, "sluice: sealed outcome of proposal "+p.ID+" (re-sealed)")
+	if err != nil {
+		return err
+	}
+	expect := old
+	if expect == "" {
+		expect = rc.g.zero
+	}
+	_, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-m", "sluice: re-seal", ref, c, expect}})
+	return err
+}
+
+// RefState is what keys name in repo now, and what its HEAD names, as one
+// string that changes whenever any of them moves: the app's watch of the
+// repositories with pending proposals compares it between looks.
+func (e *Executor) RefState(ctx context.Context, repo string, keys []string) (string, error) {
+	rc, err := e.openRepo(ctx, repo)
+	if err != nil {
+		return "", err
+	}
+	keys = slices.Clone(keys)
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	now, err := rc.resolve(ctx, keys)
+	if err != nil {
+		return "", err
+	}
+	h, err := rc.headOf(ctx, rc.path)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "HEAD=%s %s\n", h.sym, h.sha)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s\n", k, now[k])
+	}
+	return b.String(), nil
+}
