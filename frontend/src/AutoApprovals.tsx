@@ -64,8 +64,15 @@ function what(a: AutoApproval) {
   );
 }
 
-/** The Pending screen's notices of recent automatic approvals. */
-export function AutoApprovedNotices() {
+/**
+ * The Pending screen's notices of recent automatic approvals. onRecent is
+ * told the ones on screen (the screen keeps them in its log); a new
+ * dismissAllAt dismisses every one shown.
+ */
+export function AutoApprovedNotices({
+  onRecent,
+  dismissAllAt = 0,
+}: { onRecent?: (recent: AutoApproval[]) => void; dismissAllAt?: number } = {}) {
   const { list } = useAutoApprovals();
   const now = useNow(30_000);
   const [, redraw] = useState(0);
@@ -89,6 +96,17 @@ export function AutoApprovedNotices() {
     const at = toDate(a.at)?.getTime() ?? 0;
     return !dismissed.has(a.id) && now - at < autoNoticeMs;
   });
+  const recentKey = recent.map((a) => `${a.id}:${a.state}`).join(",");
+  useEffect(() => {
+    if (recent.length > 0) onRecent?.(recent);
+    // recentKey stands for recent, a new array on every render.
+  }, [recentKey, onRecent]);
+  useEffect(() => {
+    if (!dismissAllAt) return;
+    for (const a of list ?? []) dismissed.add(a.id);
+    redraw((n) => n + 1);
+    // Only a new "Dismiss all" dismisses: a list read later is not dismissed.
+  }, [dismissAllAt]);
   if (recent.length === 0) return null;
   return (
     <ul className="plain auto-approved-list" aria-label="Approved by rules" aria-live="polite">

@@ -1,7 +1,7 @@
 import { act, cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Card } from "./api";
-import { FakeEventSource, card, diffRoutes, sampleDiff, status, stubEventSource, stubFetch } from "./testing";
+import { FakeEventSource, card, diffRoutes, findEl, sampleDiff, status, stubEventSource, stubFetch } from "./testing";
 
 beforeEach(() => stubEventSource());
 
@@ -82,10 +82,11 @@ describe("PendingView", () => {
     expect(el.querySelector(".reject")).toBeTruthy();
     expect(el.querySelector(".note-input")).toBeTruthy();
     expect(el.querySelector(".confirm-input")).toBeNull();
-    // Its row in the queue says who, what, where, the risk and that it collides.
+    // Its row in the queue says what (the branches it merges: it has no
+    // message), who, where, how many files, the risk and that it collides.
     const row = document.querySelector<HTMLElement>(".queue-item[data-id='p1'] .queue-row")!;
     expect(row.getAttribute("aria-expanded")).toBe("true");
-    expect(row.textContent).toMatch(/^merge in shop\s*claude-code\s*Risk: medium\s*collides ×1\s*1m ago$/);
+    expect(row.textContent).toMatch(/^fix → main, merge in shop· claude-code· 2 files Risk: medium\s*collides ×1 1m ago$/);
   });
 
   it("says files are unknown until executed when the op cannot know them", async () => {
@@ -430,5 +431,223 @@ describe("how the agent ran", () => {
     await renderPending();
     const el = await waitFor(() => cardEl("p1"));
     expect(el.querySelector("#card-confinement")?.getAttribute("data-confined")).toBe("true");
+  });
+});
+
+describe("the review layout", () => {
+  afterEach(() => {
+    localStorage.removeItem("sluice.replacedPauseMs");
+  });
+
+  const decisionPosts = (calls: { method: string; url: string }[]) =>
+    calls.filter((x) => x.method === "POST" && x.url !== "/api/shown" && x.url !== "/api/ready");
+
+  it("puts the list and the open card side by side, the decision bar inside the card", async () => {
+    const a = card({ id: "a1", createdAt: "2026-01-01T10:00:00.000Z", op: "commit", args: { message: "Fix the cart total\n\nlong body" } });
+    const b = card({ id: "b2", createdAt: "2026-01-01T11:00:00.000Z", op: "branch", args: { name: "agent/b", startPoint: "abc" } });
+    stubFetch({ "GET /api/proposals": { body: [a, b] }, ...diffRoutes("a1", []), ...diffRoutes("b2", []) });
+    await renderPending();
+    await waitFor(() => cardEl("a1"));
+    const list = document.querySelector(".review-body > .review-list")!;
+    const cardCol = document.querySelector(".review-body > .review-card")!;
+    expect(list.querySelectorAll(".queue-row")).toHaveLength(2);
+    // The card is not inside the list any more: it is the column beside it.
+    expect(list.querySelector("article.card")).toBeNull();
+    expect(cardCol.querySelector("article.card")?.id).toBe("card-a1");
+    expect(rowEl("a1").querySelector(".q-subject")?.textContent).toBe("Fix the cart total,");
+    expect(rowEl("b2").querySelector(".q-subject")?.textContent).toBe("agent/b,");
+    const bar = cardEl("a1").querySelector("form.decision-bar")!;
+    expect(bar.getAttribute("aria-label")).toBe("Decision");
+    expect(bar.querySelector(".approve")).toBeTruthy();
+    expect(bar.querySelector(".reject")).toBeTruthy();
+  });
+
+  it("marks stale rows from the card's own stale field, saying why", async () => {
+    const a = card({ id: "a1", createdAt: "2026-01-01T10:00:00.000Z" });
+    const b = card({ id: "b2", createdAt: "2026-01-01T11:00:00.000Z", stale: true, staleWhy: "main moved and changed src/cart.go" });
+    let list = [a, b];
+    stubFetch({ "GET /api/proposals": () => ({ body: list }), ...diffRoutes("a1", []), ...diffRoutes("b2", []) });
+    await renderPending();
+    await waitFor(() => expect(rowEl("b2").querySelector(".mark-stale")).toBeTruthy());
+    expect(rowEl("b2").querySelector(".mark-stale")!.getAttribute("title")).toBe("main moved and changed src/cart.go");
+    expect(rowEl("a1").querySelector(".mark-stale")).toBeNull();
+    // The mark follows the app's events: re-sealed, it is no longer stale.
+    list = [a, { ...b, stale: false, staleWhy: undefined, digest: "sha256:feed" }];
+    act(() => FakeEventSource.emit("proposal:updated", { id: "b2", state: "pending", version: 2 }));
+    await waitFor(() => expect(rowEl("b2").querySelector(".mark-stale")).toBeNull());
+  });
+
+  it("says so when the open card is withdrawn, and a waits until the person has seen the next one", async () => {
+    localStorage.setItem("sluice.replacedPauseMs", "60");
+    const a = card({ id: "a1", createdAt: "2026-01-01T10:00:00.000Z", op: "commit", args: { message: "Add a.txt" } });
+    const b = card({ id: "b2", createdAt: "2026-01-01T11:00:00.000Z", op: "commit", args: { message: "Add b.txt" } });
+    let list = [a, b];
+    const calls = stubFetch({
+      "GET /api/proposals": () => ({ body: list }),
+      ...diffRoutes("a1", []),
+      ...diffRoutes("b2", []),
+      "GET /api/proposals/a1": { body: { ...a, state: "cancelled" } },
+      "POST /api/proposals/b2/approve": { body: { ...b, state: "approved" } },
+    });
+    await renderPending();
+    await waitFor(() => expect(cardEl("a1").classList).toContain("selected"));
+
+    list = [b];
+    act(() => FakeEventSource.emit("proposal:updated", { id: "a1", state: "cancelled", version: 2 }));
+    const notice = await findEl("#replaced-notice");
+    expect(notice.textContent).toMatch(/^The card you had open \(Add a\.txt\) was withdrawn by the agent; this is another card\./);
+    expect(notice.dataset.holding).toBe("true");
+    expect(document.querySelector("article.card")?.id).toBe("card-b2");
+    // The notice is in the new card's decision bar, next to Approve.
+    expect(notice.closest("form.decision-bar")).toBe(cardEl("b2").querySelector("form.decision-bar"));
+    // The withdrawn card stays in the list, saying so.
+    expect(rowEl("a1").textContent).toMatch(/withdrawn by the agent before anyone decided/);
+
+    // a at once is not an approval of the card that took its place.
+    fireEvent.keyDown(document.body, { key: "a" });
+    fireEvent.keyDown(document.body, { key: "r" });
+    expect(decisionPosts(calls)).toHaveLength(0);
+    expect(document.querySelector(".undo-notice")).toBeNull();
+    // After the pause, one key press lets the keys act again; that press
+    // itself decides nothing.
+    await waitFor(() => expect(notice.textContent).toMatch(/Press any key, then decide on this one\./));
+    fireEvent.keyDown(document.body, { key: "a" });
+    expect(decisionPosts(calls)).toHaveLength(0);
+    expect(document.getElementById("replaced-notice")?.dataset.holding).toBe("false");
+    fireEvent.keyDown(document.body, { key: "a" });
+    await waitFor(() => expect(decisionPosts(calls).map((c) => c.url)).toEqual(["/api/proposals/b2/approve"]));
+  });
+
+  it("says so when the open card is re-sealed, and a waits", async () => {
+    localStorage.setItem("sluice.replacedPauseMs", "600000");
+    const a = card({ id: "a1", op: "commit", args: { message: "Add a.txt" } });
+    let list = [a];
+    const calls = stubFetch({ "GET /api/proposals": () => ({ body: list }), ...diffRoutes("a1", []) });
+    await renderPending();
+    await waitFor(() => cardEl("a1"));
+    list = [
+      {
+        ...a,
+        digest: "sha256:" + "f".repeat(64),
+        resealed: { from: a.digest, to: "sha256:" + "f".repeat(64), moves: [], branch: "refs/heads/main", base: "9".repeat(40), at: "2026-01-01T12:00:00Z" },
+      },
+    ];
+    act(() => FakeEventSource.emit("proposal:updated", { id: "a1", state: "pending", version: 2 }));
+    const notice = await findEl("#replaced-notice");
+    expect(notice.textContent).toMatch(/^The card you had open \(Add a\.txt\) was re-sealed on main at 9999999999: same changes\./);
+    fireEvent.keyDown(document.body, { key: "a" });
+    expect(decisionPosts(calls)).toHaveLength(0);
+    // Dismissing it with the mouse is having seen it.
+    fireEvent.click(screen.getByRole("button", { name: "Dismiss notice about the replaced card" }));
+    expect(document.getElementById("replaced-notice")).toBeNull();
+  });
+
+  it("says why a cannot approve a stale card, and s sends it back", async () => {
+    const a = card({ id: "a1" });
+    const calls = stubFetch({
+      "GET /api/proposals": { body: [a] },
+      ...diffRoutes("a1", []),
+      "GET /api/proposals/a1/preflight": {
+        body: {
+          stale: true,
+          moved: [{ ref: "refs/heads/main", from: "1".repeat(40), to: "9".repeat(40) }],
+          changed: [],
+          notes: [],
+          blockers: [],
+          notices: [],
+        },
+      },
+      "POST /api/proposals/a1/send-back": { body: { ...a, state: "rejected", outcome: { code: "stale_base", at: a.createdAt } } },
+    });
+    await renderPending();
+    await waitFor(() => expect(cardEl("a1").dataset.stale).toBe("true"));
+    fireEvent.keyDown(document.body, { key: "a" });
+    const why = cardEl("a1").querySelector(".decision-bar .refusal")!;
+    expect(why.textContent).toBe(
+      "This card cannot be approved: it is stale (main moved from 111111111111 to 999999999999). Send it back (s) so that the agent proposes it again on what is there now.",
+    );
+    expect(decisionPosts(calls)).toHaveLength(0);
+    fireEvent.keyDown(document.body, { key: "s" });
+    await waitFor(() => expect(decisionPosts(calls).map((c) => c.url)).toEqual(["/api/proposals/a1/send-back"]));
+    await waitFor(() => expect(noticeEl("a1").textContent).toMatch(/sent back to the agent as stale/));
+  });
+
+  it("lists the keys on ?, and / searches by subject, repository, agent and file names", async () => {
+    const a = card({ id: "a1", createdAt: "2026-01-01T10:00:00.000Z", op: "commit", args: { message: "Fix the cart" }, files: ["src/cart.go"] });
+    const b = card({ id: "b2", createdAt: "2026-01-01T11:00:00.000Z", op: "commit", args: { message: "Write docs" }, files: ["docs/index.md"], agent: "codex" });
+    const c = card({ id: "c3", createdAt: "2026-01-01T12:00:00.000Z", repo: "/home/me/src/site", repoName: "site", op: "branch", args: { name: "agent/theme" }, files: [] });
+    stubFetch({ "GET /api/proposals": { body: [a, b, c] }, ...diffRoutes("a1", []), ...diffRoutes("b2", []), ...diffRoutes("c3", []) });
+    await renderPending();
+    await waitFor(() => cardEl("a1"));
+
+    fireEvent.keyDown(document.body, { key: "?" });
+    const dialog = screen.getByRole("dialog", { name: "Keyboard shortcuts" });
+    for (const k of ["j", "k", "a", "r", "u", "s", "/", "?"]) expect(within(dialog).getByText(k, { selector: "kbd" })).toBeTruthy();
+    fireEvent.keyDown(document.activeElement!, { key: "Escape" });
+    expect(screen.queryByRole("dialog")).toBeNull();
+
+    const visible = () => Array.from(document.querySelectorAll<HTMLElement>(".queue-item")).map((e) => e.dataset.id);
+    fireEvent.keyDown(document.body, { key: "/" });
+    const search = screen.getByRole("searchbox", { name: "Search proposals" });
+    expect(document.activeElement).toBe(search);
+    fireEvent.change(search, { target: { value: "index.md" } });
+    expect(visible()).toEqual(["b2"]);
+    expect(document.querySelector("article.card")?.id).toBe("card-b2");
+    fireEvent.change(search, { target: { value: "codex" } });
+    expect(visible()).toEqual(["b2"]);
+    fireEvent.change(search, { target: { value: "site" } });
+    expect(visible()).toEqual(["c3"]);
+    fireEvent.change(search, { target: { value: "cart" } });
+    expect(visible()).toEqual(["a1"]);
+    fireEvent.change(search, { target: { value: "nothing like it" } });
+    expect(visible()).toEqual([]);
+    expect(screen.getByRole("status", { name: "" }).textContent).toMatch(/Nothing matches/);
+    fireEvent.change(search, { target: { value: "theme" } });
+    expect(visible()).toEqual(["c3"]);
+    // Esc leaves the box for the keys, keeping what it found.
+    fireEvent.keyDown(search, { key: "Escape" });
+    expect(document.activeElement).toBe(cardEl("c3"));
+    expect(visible()).toEqual(["c3"]);
+  });
+
+  it("dismisses every notice together, and keeps them in the log", async () => {
+    localStorage.setItem("sluice.replacedPauseMs", "600000");
+    const a = card({ id: "a1", createdAt: "2026-01-01T10:00:00.000Z", op: "commit", args: { message: "Add a.txt" } });
+    const b = card({ id: "b2", createdAt: "2026-01-01T11:00:00.000Z", op: "commit", args: { message: "Add b.txt" } });
+    const c = card({ id: "c3", createdAt: "2026-01-01T12:00:00.000Z", op: "commit", args: { message: "Add c.txt" } });
+    let list = [a, b, c];
+    stubFetch({
+      "GET /api/proposals": () => ({ body: list }),
+      ...diffRoutes("a1", []),
+      ...diffRoutes("b2", []),
+      ...diffRoutes("c3", []),
+      "POST /api/proposals/a1/approve": () => ((list = [b, c]), { body: { ...a, state: "approved" } }),
+      "GET /api/proposals/a1": { body: { ...a, state: "approved" } },
+      "GET /api/proposals/b2": { body: { ...b, state: "expired" } },
+    });
+    const { clearNoticeLog } = await import("./NoticeLog");
+    clearNoticeLog();
+    await renderPending();
+    fireEvent.click(await waitFor(() => cardEl("a1").querySelector<HTMLButtonElement>(".approve")!));
+    await waitFor(() => noticeEl("a1"));
+    // The last decision's notice is in the open card's decision bar.
+    expect(noticeEl("a1").closest("form.decision-bar")).toBe(cardEl("b2").querySelector("form.decision-bar"));
+    list = [c];
+    act(() => FakeEventSource.emit("proposal:updated", { id: "b2", state: "expired", version: 2 }));
+    await findEl("#replaced-notice");
+
+    fireEvent.click(screen.getByRole("button", { name: "Dismiss all" }));
+    expect(document.getElementById("decided-a1")).toBeNull();
+    // A notice that still holds the keys back stays until it is seen.
+    expect(document.getElementById("replaced-notice")).toBeTruthy();
+    fireEvent.click(screen.getByRole("button", { name: "Dismiss notice about the replaced card" }));
+    expect(screen.queryByRole("button", { name: "Dismiss all" })).toBeNull();
+
+    fireEvent.click(screen.getByRole("button", { name: /^Notices \(2\)$/ }));
+    const log = screen.getByRole("region", { name: "Notices" });
+    const entries = Array.from(log.querySelectorAll("li")).map((e) => e.textContent);
+    expect(entries).toHaveLength(2);
+    expect(entries.some((t) => /Card replaced: commit in shop \(Add b\.txt\) expired before anyone decided\./.test(t ?? ""))).toBe(true);
+    expect(entries.some((t) => /Decided here: commit in shop from claude-code \(Add a\.txt\): approved/.test(t ?? ""))).toBe(true);
   });
 });

@@ -2,7 +2,7 @@
 // what it was pinned to, and the whole diff, with approve and reject. A
 // decision is bound to the digest shown here; destructive changes need
 // the confirmation word typed first.
-import { useEffect, useImperativeHandle, useRef, useState, type Ref } from "react";
+import { useEffect, useImperativeHandle, useRef, useState, type ReactNode, type Ref } from "react";
 import { api, ApiError, type Card, type Preflight } from "./api";
 import { Countdown, ErrorBox, RiskBadge, Sha, StateBadge, Time, errorMessage } from "./bits";
 import { DiffView } from "./DiffView";
@@ -70,6 +70,8 @@ export interface CardActions {
   approveShortcut(): void;
   /** Whether approveShortcut would send an approval now. */
   approvable(): boolean;
+  /** Sends a stale card back to the agent; on a card that is not stale, says so. */
+  sendBackShortcut(): void;
   /**
    * The note typed so far when the card can be rejected now, else null.
    * The queue sends the reject itself, after its undo window.
@@ -91,6 +93,12 @@ interface Props {
   underRow?: boolean;
   /** Told whether the card is stale, whenever that changes. */
   onStale?: (stale: boolean) => void;
+  /**
+   * Notices drawn in the decision bar, next to Approve (the Pending
+   * screen's undo notice and what became of the last decision), so that
+   * they are in view wherever the card is scrolled.
+   */
+  dock?: ReactNode;
   ref?: Ref<CardActions>;
 }
 
@@ -100,7 +108,7 @@ const staleCodes = new Set(["digest_mismatch", "stale_base"]);
 // or not yet decided, kept for this page's life.
 const drafts = new Map<string, string>();
 
-export function ProposalCard({ card, selected, onSelect, onDecided, onReload, onDismiss, underRow, onStale, ref }: Props) {
+export function ProposalCard({ card, selected, onSelect, onDecided, onReload, onDismiss, underRow, onStale, dock, ref }: Props) {
   const rootEl = useRef<HTMLElement>(null);
   const confirmEl = useRef<HTMLInputElement>(null);
   const [note, setNoteState] = useState(() => drafts.get(card.id) ?? "");
@@ -113,6 +121,8 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
   const [busy, setBusy] = useState<"" | "approve" | "reject" | "retry">("");
   const [error, setError] = useState<string | null>(null);
   const [staleError, setStaleError] = useState<string | null>(null);
+  // Why the a key did not approve, said in the decision bar.
+  const [refusal, setRefusal] = useState<string | null>(null);
   const preflight = usePreflight(card);
 
   const pending = card.state === "pending";
@@ -205,6 +215,20 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
   useImperativeHandle(ref, () => ({
     approveShortcut() {
       if (!pending) return;
+      // A key that cannot approve says why instead of doing nothing.
+      if (staleMessage) {
+        setRefusal(
+          `This card cannot be approved: it is stale (${staleMessage.replace(/\.$/, "")}). ${
+            liveStale ? "Send it back (s) so that the agent proposes it again on what is there now." : ""
+          }`.trim(),
+        );
+        return;
+      }
+      if (blockers.length > 0) {
+        setRefusal(`This card cannot land now: ${blockers.join(" ")}`);
+        return;
+      }
+      setRefusal(null);
       if (card.destructive) {
         confirmEl.current?.focus();
         return;
@@ -213,6 +237,14 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
     },
     approvable() {
       return canApprove;
+    },
+    sendBackShortcut() {
+      if (!pending || busy) return;
+      if (liveStale) {
+        void sendBack();
+        return;
+      }
+      setRefusal("Send back is for a stale card; nothing this card depends on has moved.");
     },
     rejectable() {
       return canReject ? note : null;
@@ -471,12 +503,14 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
 
       {pending && (
         <form
-          className="decide"
+          className="decide decision-bar"
+          aria-label="Decision"
           onSubmit={(e) => {
             e.preventDefault();
             void approve();
           }}
         >
+          {dock && <div className="dock">{dock}</div>}
           <label className="field">
             <span>Note (optional, sent to the agent)</span>
             <textarea
@@ -500,6 +534,11 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
             </label>
           )}
           {error && <ErrorBox>{error}</ErrorBox>}
+          {refusal && (
+            <p className="refusal" role="alert">
+              {refusal}
+            </p>
+          )}
           <div className="actions">
             <button
               type="submit"
@@ -519,6 +558,11 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
             <button type="button" className="reject" disabled={!canReject} onClick={() => void reject()}>
               {busy === "reject" ? "Rejecting…" : "Reject"}
             </button>
+            {liveStale && (
+              <button type="button" className="send-back bar-send-back" disabled={!!busy} onClick={() => void sendBack()}>
+                Send back
+              </button>
+            )}
             <TrustSimilar card={card} note={note} enabled={!busy && !staleMessage && blockers.length === 0} onDecided={onDecided} />
           </div>
         </form>
