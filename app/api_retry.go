@@ -23,6 +23,9 @@ func (api *API) Retry(d Decision) (Card, error) {
 	if len(d.Note) > 2000 {
 		return Card{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: "the note is longer than 2000 bytes"}
 	}
+	if len(d.Comments) > 0 {
+		return Card{}, errCommentsNotRejecting
+	}
 	rec, err := a.record(d.ID)
 	if err != nil {
 		return Card{}, err

@@ -46,6 +46,17 @@ func (r journalRecorder) RecordHead(ev journal.Event) (journal.AuditHead, error)
 	if ev.Code != "" {
 		e.Data["code"] = ev.Code
 	}
+	// A rejection's comments stay in the journal (the ledger holds no
+	// file names or free text); the ledger binds them by count and
+	// fingerprint, so that they cannot be changed afterwards unseen.
+	if len(ev.Comments) > 0 {
+		fp, err := audit.ArgsFingerprint(ev.Comments)
+		if err != nil {
+			return journal.AuditHead{}, err
+		}
+		e.Data["comments"] = len(ev.Comments)
+		e.Data["comments_fingerprint"] = fp
+	}
 	// Whether the proposing agent was confined, and in which session: the
 	// ledger says what the card said.
 	e.Data["confined"] = ev.Origin != nil

@@ -231,17 +231,6 @@ func (w *Web) routes() http.Handler {
 		}
 		jsonCall(rw, func() (DiffChunk, error) { return w.api.ProposalDiff(r.PathValue("id"), off) })
 	}))
-	mux.HandleFunc("GET /api/proposals/{id}/diff/file", w.authed(func(rw http.ResponseWriter, r *http.Request) {
-		jsonCall(rw, func() (DiffFileAt, error) { return w.api.ProposalDiffFile(r.PathValue("id"), r.URL.Query().Get("path")) })
-	}))
-	mux.HandleFunc("GET /api/proposals/{id}/image", w.authed(func(rw http.ResponseWriter, r *http.Request) {
-		jsonCall(rw, func() (ImagePreview, error) { return w.api.ProposalImage(r.PathValue("id"), r.URL.Query().Get("blob")) })
-	}))
-	// The bytes themselves, for an <img> in the browser (see serveImage).
-	mux.HandleFunc("GET /api/proposals/{id}/blob/{blob}", w.authed(func(rw http.ResponseWriter, r *http.Request) {
-		ct, data, err := w.api.proposalBlob(r.PathValue("id"), r.PathValue("blob"))
-		serveImage(rw, ct, data, err)
-	}))
 	mux.HandleFunc("GET /api/proposals/{id}/audit", w.authed(func(rw http.ResponseWriter, r *http.Request) {
 		jsonCall(rw, func() ([]map[string]any, error) { return w.api.ProposalAudit(r.PathValue("id")) })
 	}))
@@ -518,9 +507,19 @@ func statusFor(code errcode.Code) int { return statuses.Of(code) }
 // maxDecisionBody bounds a decision's JSON (id, digest, note, confirm).
 const maxDecisionBody = 16 << 10
 
+// maxRejectBody bounds a decision that may carry a rejection's comments:
+// up to journal.MaxComments notes of journal.MaxCommentBytes each, with
+// their paths, escaped as JSON may escape them.
+const maxRejectBody = 4 << 20
+
 // decodeBody reads a small JSON body strictly (unknown fields refused).
 func decodeBody(rw http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(rw, r.Body, maxDecisionBody))
+	return decodeBodyMax(rw, r, v, maxDecisionBody)
+}
+
+// decodeBodyMax is decodeBody for a body of at most max bytes.
+func decodeBodyMax(rw http.ResponseWriter, r *http.Request, v any, max int64) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(rw, r.Body, max))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		writeAPIError(rw, http.StatusBadRequest, errcode.InvalidArgument, "request body: "+err.Error())
@@ -532,7 +531,7 @@ func decodeBody(rw http.ResponseWriter, r *http.Request, v any) bool {
 func (w *Web) decide(fn func(Decision) (Card, error)) http.HandlerFunc {
 	return func(rw http.ResponseWriter, r *http.Request) {
 		var d Decision
-		if !decodeBody(rw, r, &d) {
+		if !decodeBodyMax(rw, r, &d, maxRejectBody) {
 			return
 		}
 		if d.ID != "" && d.ID != r.PathValue("id") {

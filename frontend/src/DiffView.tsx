@@ -8,6 +8,7 @@ import { errorMessage } from "./bits";
 import type { DiffFormat, DiffRenderer } from "./diffRender";
 import { kb } from "./format";
 import { showInvisible } from "./InvisibleChars";
+import { useDiffNotes } from "./ReviewNotes";
 
 const formatKey = "sluice.diffFormat";
 
@@ -87,6 +88,8 @@ export function DiffView({
   const root = useRef<HTMLDivElement>(null);
   const listEl = useRef<HTMLDivElement>(null);
   const bodyEl = useRef<HTMLDivElement>(null);
+  // Notes for the agent on lines and files, while the card takes them.
+  const noteEditor = useDiffNotes(proposalId, bodyEl);
   const endEl = useRef<HTMLDivElement>(null);
   const renderer = useRef<Promise<DiffRenderer> | null>(null);
   const offset = useRef(0);
@@ -237,6 +240,7 @@ export function DiffView({
       )}
       <div ref={listEl} className="diff-files" />
       <div ref={bodyEl} className="diff-body" hidden={!!renderError} />
+      {noteEditor}
       {renderError && (
         <div className="diff-raw">
           <p className="note">The diff viewer could not draw this diff ({renderError}); here it is as text.</p>

@@ -13,6 +13,7 @@ import { LeftLocks } from "./LeftLocks";
 import { EvidenceBlock, SealedOutcome } from "./SealedOutcome";
 import { sealedDiffFiles } from "./outcomeWords";
 import { TrustSimilar } from "./TrustSimilar";
+import { ReviewNotes, clearReviewNotes, notesToSend } from "./ReviewNotes";
 
 /** How often a pending card re-checks what it was sealed against. */
 const preflightEveryMs = 4000;
@@ -203,7 +204,8 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
     setBusy("reject");
     setError(null);
     try {
-      const c = await api.reject({ id: card.id, digest: card.digest, note });
+      const c = await api.reject({ id: card.id, digest: card.digest, note, comments: notesToSend(card.id) });
+      clearReviewNotes(card.id);
       onDecided?.(c);
     } catch (e) {
       fail(e);
@@ -533,6 +535,7 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
               {confirmInput}
             </label>
           )}
+          <ReviewNotes card={card} />
           {error && <ErrorBox>{error}</ErrorBox>}
           {refusal && (
             <p className="refusal" role="alert">

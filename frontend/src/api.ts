@@ -82,6 +82,20 @@ export interface Decision {
   approved: boolean;
   auto?: boolean;
   at: string;
+  /** A rejection's notes on the proposal's files and lines. */
+  comments?: ReviewComment[];
+}
+
+/**
+ * A person's note on one file of a proposal (line 0) or on one line of
+ * it, sent to the agent with a rejection: the line is in the new version
+ * of the file (side "new"), or in the old one for a deleted line ("old").
+ */
+export interface ReviewComment {
+  path: string;
+  line: number;
+  side?: "new" | "old";
+  note: string;
 }
 
 export interface Outcome {
@@ -351,20 +365,6 @@ export interface DiffChunk {
   notices?: string[];
 }
 
-/** Where one file's part of a proposal's diff lies (byte offsets). */
-export interface DiffFileAt {
-  path: string;
-  offset: number;
-  end: number;
-}
-
-/** An image of a proposal's sealed outcome, its type sniffed from its bytes. */
-export interface ImagePreview {
-  contentType: string;
-  size: number;
-  dataUrl: string;
-}
-
 export type AuditEntry = Record<string, unknown>;
 
 export interface DecisionRequest {
@@ -374,6 +374,8 @@ export interface DecisionRequest {
   note: string;
   /** The typed confirmation word (destructive proposals). */
   confirm?: string;
+  /** Notes on files and lines; a rejection only. */
+  comments?: ReviewComment[];
 }
 
 export interface RestorePoint {
@@ -797,12 +799,6 @@ export const api = {
   proposal: (id: string) => call<Card>("Proposal", [id], get(`/api/proposals/${seg(id)}`)),
   proposalDiff: (id: string, offset: number) =>
     call<DiffChunk>("ProposalDiff", [id, offset], get(`/api/proposals/${seg(id)}/diff?offset=${offset}`)),
-  /** Where path's part of the diff starts, to load it however far down it is. */
-  proposalDiffFile: (id: string, path: string) =>
-    call<DiffFileAt>("ProposalDiffFile", [id, path], get(`/api/proposals/${seg(id)}/diff/file?path=${seg(path)}`)),
-  /** A PNG, JPEG, GIF or WebP blob of the sealed outcome as a data: URL (see proposalImageSrc). */
-  proposalImage: (id: string, blob: string) =>
-    call<ImagePreview>("ProposalImage", [id, blob], get(`/api/proposals/${seg(id)}/image?blob=${seg(blob)}`)),
   proposalAudit: (id: string) => call<AuditEntry[]>("ProposalAudit", [id], get(`/api/proposals/${seg(id)}/audit`)),
   approve: (d: DecisionRequest) =>
     call<Card>(
@@ -830,8 +826,8 @@ export const api = {
   reject: (d: DecisionRequest) =>
     call<Card>(
       "Reject",
-      [{ id: d.id, digest: d.digest, note: d.note }],
-      post(`/api/proposals/${seg(d.id)}/reject`, { digest: d.digest, note: d.note }),
+      [{ id: d.id, digest: d.digest, note: d.note, comments: d.comments }],
+      post(`/api/proposals/${seg(d.id)}/reject`, { digest: d.digest, note: d.note, comments: d.comments }),
     ),
 
   /** The rule "Approve and trust similar" would create from a pending card. */
@@ -894,18 +890,6 @@ export const api = {
   grantWorkspace: (g: GrantRequest) =>
     call<boolean>("GrantWorkspace", [g], post(`/api/workspaces/${encodeURIComponent(g.id)}/grants`, { ...g, id: undefined })),
 };
-
-/**
- * What an <img> shows for a blob of a proposal's sealed outcome: in the
- * browser the app's own route, which serves the bytes only as one of four
- * image types sniffed from them; in the desktop window, which has no such
- * route, the same image as a data: URL from the binding. It fails for
- * anything that is not such an image.
- */
-export async function proposalImageSrc(id: string, blob: string): Promise<string> {
-  if (bound()) return (await api.proposalImage(id, blob)).dataUrl;
-  return `/api/proposals/${seg(id)}/blob/${seg(blob)}`;
-}
 
 export interface AuditView {
   keyId: string;
