@@ -48,6 +48,10 @@ type proposalDiff struct {
 	// invisible lists the lines of content that held invisible
 	// characters; text shows each of them as ⟨U+XXXX⟩.
 	invisible contentFlags
+	// index is where each file's part of text lies, made the first time
+	// the UI jumps to a file.
+	indexOnce sync.Once
+	index     map[string]DiffFileAt
 }
 
 type diffCache struct {

@@ -231,6 +231,17 @@ func (w *Web) routes() http.Handler {
 		}
 		jsonCall(rw, func() (DiffChunk, error) { return w.api.ProposalDiff(r.PathValue("id"), off) })
 	}))
+	mux.HandleFunc("GET /api/proposals/{id}/diff/file", w.authed(func(rw http.ResponseWriter, r *http.Request) {
+		jsonCall(rw, func() (DiffFileAt, error) { return w.api.ProposalDiffFile(r.PathValue("id"), r.URL.Query().Get("path")) })
+	}))
+	mux.HandleFunc("GET /api/proposals/{id}/image", w.authed(func(rw http.ResponseWriter, r *http.Request) {
+		jsonCall(rw, func() (ImagePreview, error) { return w.api.ProposalImage(r.PathValue("id"), r.URL.Query().Get("blob")) })
+	}))
+	// The bytes themselves, for an <img> in the browser (see serveImage).
+	mux.HandleFunc("GET /api/proposals/{id}/blob/{blob}", w.authed(func(rw http.ResponseWriter, r *http.Request) {
+		ct, data, err := w.api.proposalBlob(r.PathValue("id"), r.PathValue("blob"))
+		serveImage(rw, ct, data, err)
+	}))
 	mux.HandleFunc("GET /api/proposals/{id}/audit", w.authed(func(rw http.ResponseWriter, r *http.Request) {
 		jsonCall(rw, func() ([]map[string]any, error) { return w.api.ProposalAudit(r.PathValue("id")) })
 	}))

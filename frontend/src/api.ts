@@ -365,6 +365,20 @@ export interface DiffChunk {
   notices?: string[];
 }
 
+/** Where one file's part of a proposal's diff lies (byte offsets). */
+export interface DiffFileAt {
+  path: string;
+  offset: number;
+  end: number;
+}
+
+/** An image of a proposal's sealed outcome, its type sniffed from its bytes. */
+export interface ImagePreview {
+  contentType: string;
+  size: number;
+  dataUrl: string;
+}
+
 export type AuditEntry = Record<string, unknown>;
 
 export interface DecisionRequest {
@@ -799,6 +813,12 @@ export const api = {
   proposal: (id: string) => call<Card>("Proposal", [id], get(`/api/proposals/${seg(id)}`)),
   proposalDiff: (id: string, offset: number) =>
     call<DiffChunk>("ProposalDiff", [id, offset], get(`/api/proposals/${seg(id)}/diff?offset=${offset}`)),
+  /** Where path's part of the diff starts, to load it however far down it is. */
+  proposalDiffFile: (id: string, path: string) =>
+    call<DiffFileAt>("ProposalDiffFile", [id, path], get(`/api/proposals/${seg(id)}/diff/file?path=${seg(path)}`)),
+  /** A PNG, JPEG, GIF or WebP blob of the sealed outcome as a data: URL (see proposalImageSrc). */
+  proposalImage: (id: string, blob: string) =>
+    call<ImagePreview>("ProposalImage", [id, blob], get(`/api/proposals/${seg(id)}/image?blob=${seg(blob)}`)),
   proposalAudit: (id: string) => call<AuditEntry[]>("ProposalAudit", [id], get(`/api/proposals/${seg(id)}/audit`)),
   approve: (d: DecisionRequest) =>
     call<Card>(
@@ -890,6 +910,18 @@ export const api = {
   grantWorkspace: (g: GrantRequest) =>
     call<boolean>("GrantWorkspace", [g], post(`/api/workspaces/${encodeURIComponent(g.id)}/grants`, { ...g, id: undefined })),
 };
+
+/**
+ * What an <img> shows for a blob of a proposal's sealed outcome: in the
+ * browser the app's own route, which serves the bytes only as one of four
+ * image types sniffed from them; in the desktop window, which has no such
+ * route, the same image as a data: URL from the binding. It fails for
+ * anything that is not such an image.
+ */
+export async function proposalImageSrc(id: string, blob: string): Promise<string> {
+  if (bound()) return (await api.proposalImage(id, blob)).dataUrl;
+  return `/api/proposals/${seg(id)}/blob/${seg(blob)}`;
+}
 
 export interface AuditView {
   keyId: string;
