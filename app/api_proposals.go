@@ -136,6 +136,9 @@ func (a *App) cardFor(rec journal.Record, withCollisions bool) Card {
 	if rec.State == proposal.Pending {
 		c.StaleWhy = a.pending.staleWhy(p.ID)
 		c.Stale = c.StaleWhy != ""
+		if p.Sealed != nil {
+			c.Below = p.Sealed.Below
+		}
 	}
 	c.Resealed = rec.LastReseal()
 	if withCollisions && rec.State == proposal.Pending {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -115,41 +116,78 @@ func (a *App) recheckPending(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		var keys []string
-		for _, rec := range rs {
-			for k := range rec.Proposal.Pinned.Refs {
-				keys = append(keys, k)
-			}
-		}
-		state, err := a.executor.RefState(ctx, repo, keys)
-		if err != nil {
-			a.log.Debug("pending watch: refs", "repo", repo, "err", err)
-			continue
-		}
-		w.mu.Lock()
-		moved := w.seen[repo] != state
-		w.seen[repo] = state
-		w.mu.Unlock()
-		for _, rec := range rs {
-			w.mu.Lock()
-			due := moved || w.checked[rec.Proposal.ID] != rec.Proposal.Digest
-			w.mu.Unlock()
-			if due {
-				a.recheck(ctx, rec)
+		if a.recheckRepo(ctx, repo, rs, false) {
+			// Something was re-sealed: a commit stacked on it is sealed on
+			// it again now, not at the next move.
+			for range 8 {
+				rs, err = a.pendingIn(repo)
+				if err != nil || !a.recheckRepo(ctx, repo, rs, true) {
+					break
+				}
 			}
 		}
 	}
 }
 
+// pendingIn lists the pending proposals of repo.
+func (a *App) pendingIn(repo string) ([]journal.Record, error) {
+	recs, err := a.journal.List(journal.Filter{States: []proposal.State{proposal.Pending}})
+	if err != nil {
+		return nil, err
+	}
+	var out []journal.Record
+	for _, rec := range recs {
+		if rec.Proposal.Repo == repo {
+			out = append(out, rec)
+		}
+	}
+	return out, nil
+}
+
+// recheckRepo checks the pending proposals rs of repo when its refs moved
+// since the last look, or they were not checked at their digest (all of
+// them with again); it reports whether any was re-sealed.
+func (a *App) recheckRepo(ctx context.Context, repo string, rs []journal.Record, again bool) bool {
+	w := a.pending
+	var keys []string
+	for _, rec := range rs {
+		for k := range rec.Proposal.Pinned.Refs {
+			keys = append(keys, k)
+		}
+	}
+	state, err := a.executor.RefState(ctx, repo, keys)
+	if err != nil {
+		a.log.Debug("pending watch: refs", "repo", repo, "err", err)
+		return false
+	}
+	w.mu.Lock()
+	moved := w.seen[repo] != state
+	w.seen[repo] = state
+	w.mu.Unlock()
+	resealed := false
+	for _, rec := range rs {
+		w.mu.Lock()
+		due := again || moved || w.checked[rec.Proposal.ID] != rec.Proposal.Digest
+		w.mu.Unlock()
+		if due && a.recheck(ctx, rec) {
+			resealed = true
+		}
+	}
+	return resealed
+}
+
 // recheck checks one pending proposal: re-sealed when it can be, marked
 // stale when it cannot, unmarked when nothing it depends on moved.
-func (a *App) recheck(ctx context.Context, rec journal.Record) {
+func (a *App) recheck(ctx context.Context, rec journal.Record) (resealed bool) {
 	w := a.pending
 	id := rec.Proposal.ID
 	why, err := a.reseal(ctx, rec)
 	if err != nil {
 		a.log.Warn("pending watch: check", "proposal", id, "err", err)
-		return
+		return false
+	}
+	if now, err := a.journal.Get(id); err == nil && now.Proposal.Digest != rec.Proposal.Digest {
+		resealed = true
 	}
 	w.mu.Lock()
 	before, had := w.stale[id]
@@ -164,6 +202,7 @@ func (a *App) recheck(ctx context.Context, rec journal.Record) {
 	if changed {
 		a.events.Publish(Event{Name: "proposal:updated", Data: map[string]any{"id": id, "agent": rec.Proposal.Agent, "op": rec.Proposal.Op, "state": rec.State, "version": rec.Version}})
 	}
+	return resealed
 }
 
 // reseal re-seals rec's proposal when what it is pinned to moved and its
@@ -172,7 +211,16 @@ func (a *App) recheck(ctx context.Context, rec journal.Record) {
 func (a *App) reseal(ctx context.Context, rec journal.Record) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	res, err := a.executor.Reseal(ctx, rec.Proposal)
+	// A stacked commit is sealed on the proposal below it while that one
+	// has not landed; one below that ended otherwise leaves it nothing to
+	// land on.
+	sctx, err := gateway.StackContext(ctx, a.journal, rec.Proposal)
+	if e, ok := errcode.As(err); ok {
+		return e.Msg, nil
+	} else if err != nil {
+		return "", err
+	}
+	res, err := a.executor.Reseal(sctx, rec.Proposal)
 	if errcode.IsCode(err, errcode.StaleBase) {
 		e, _ := errcode.As(err)
 		return e.Msg, nil

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,5 +149,79 @@ func TestReseal_AgentCommits_OneLandsOtherResealed(t *testing.T) {
 	}
 	if rep, err := api.VerifyAudit(); err != nil || !rep.OK {
 		t.Fatalf("ledger: %+v %v", rep, err)
+	}
+}
+
+// TestStack_AgentStacksCommits: through the real sidecar, an agent
+// commits README.md, edits it again and stacks a second commit on the
+// first (stackOn). The second card is sealed on the first's outcome,
+// shows only the second edit, names the proposal below, and cannot be
+// approved first. The person approves the first; the second is re-sealed
+// on the commit it made and lands on top. Another agent cannot stack on
+// it.
+func TestStack_AgentStacksCommits(t *testing.T) {
+	a, repo, env := flowEnv(t)
+	api := &API{app: a, kind: "web"}
+	cs := agentSession(t, env, "claude-code")
+	write := func(content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("hello\nfirst\n")
+	out, isErr := callTool(t, cs, "propose_commit", map[string]any{"repoPath": repo, "reason": "First", "message": "First", "paths": []string{"README.md"}})
+	if isErr {
+		t.Fatalf("first: %v", out)
+	}
+	first := out["proposalId"].(string)
+	write("hello\nfirst\nsecond\n")
+	out, isErr = callTool(t, cs, "propose_commit", map[string]any{"repoPath": repo, "reason": "Second", "message": "Second", "paths": []string{"README.md"}, "stackOn": first})
+	if isErr || out["status"] != "pending" {
+		t.Fatalf("stacked: %v", out)
+	}
+	second := out["proposalId"].(string)
+
+	other := agentSession(t, env, "gemini-cli")
+	out, isErr = callTool(t, other, "propose_commit", map[string]any{"repoPath": repo, "reason": "Not mine", "message": "x", "paths": []string{"README.md"}, "stackOn": first})
+	if !isErr || !strings.Contains(fmt.Sprint(out), "same agent") {
+		t.Fatalf("another agent stacked on it: %v", out)
+	}
+
+	card, err := api.Proposal(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstCard, _ := api.Proposal(first)
+	if card.Below != first || card.Sealed.Before != firstCard.Sealed.After {
+		t.Fatalf("stacked card: below %q, before %s; want on %s's outcome %s", card.Below, card.Sealed.Before, first, firstCard.Sealed.After)
+	}
+	diff := wholeDiff(t, api, second)
+	if !strings.Contains(diff, "+second") || strings.Contains(diff, "+first") {
+		t.Fatalf("the stacked card's diff is not only the second edit:\n%s", diff)
+	}
+	if _, err := api.Approve(Decision{ID: second, Digest: card.Digest}); err == nil || !strings.Contains(err.Error(), "stacked on proposal "+first) {
+		t.Fatalf("approving the stacked card first: %v", err)
+	}
+	if _, err := api.Approve(Decision{ID: first, Digest: firstCard.Digest}); err != nil {
+		t.Fatal(err)
+	}
+	waitCard(t, api, first, "the first to land", func(c Card) bool { return c.State == proposal.Completed })
+	firstCommit := gitxtest.Git(t, repo, "rev-parse", "HEAD")
+	resealed := waitCard(t, api, second, "the stacked card re-sealed on the first's commit", func(c Card) bool {
+		return c.Resealed != nil && c.Below == ""
+	})
+	if resealed.Sealed.Base != firstCommit || resealed.Stale {
+		t.Fatalf("re-sealed stacked card: base %s stale %v (%s)", resealed.Sealed.Base, resealed.Stale, resealed.StaleWhy)
+	}
+	if _, err := api.Approve(Decision{ID: second, Digest: resealed.Digest}); err != nil {
+		t.Fatal(err)
+	}
+	waitCard(t, api, second, "the second to land", func(c Card) bool { return c.State == proposal.Completed })
+	if parent := gitxtest.Git(t, repo, "rev-parse", "HEAD^"); parent != firstCommit {
+		t.Fatalf("the second commit's parent is %s, want %s", parent, firstCommit)
+	}
+	if got := gitxtest.Git(t, repo, "log", "--format=%s", "-3"); got != "Second\nFirst\nfirst" {
+		t.Fatalf("log %q", got)
 	}
 }

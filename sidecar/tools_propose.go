@@ -157,6 +157,7 @@ type ProposeCommitIn struct {
 	Paths    []string `json:"paths,omitempty" jsonschema:"these or stageAll"`
 	StageAll bool     `json:"stageAll,omitempty" jsonschema:"every change, new files included"`
 	Branch   string   `json:"branch,omitempty" jsonschema:"the checked-out branch (a branch policy needs it)"`
+	StackOn  string   `json:"stackOn,omitempty" jsonschema:"id of your own pending commit proposal to stack this one on: it lands after that one"`
 }
 
 // ProposePushIn is the input of propose_push.
@@ -306,9 +307,9 @@ func (s *Sidecar) registerPropose() {
 	addProposeTool(s, proposeTool{"propose_commit", "Propose a commit",
 		"Propose committing paths, or every change with stageAll, on the checked-out branch as the files are " +
 			"now, with the person's identity, hooks and signing; it never amends. Use it when your edits are " +
-			"ready.", false},
+			"ready; stackOn puts it on top of your own pending commit proposal.", false},
 		func(in ProposeCommitIn) (ProposeCommon, proposal.Args, error) {
-			return in.ProposeCommon, &proposal.CommitArgs{Message: in.Message, Paths: in.Paths, StageAll: in.StageAll, Branch: in.Branch}, nil
+			return in.ProposeCommon, &proposal.CommitArgs{Message: in.Message, Paths: in.Paths, StageAll: in.StageAll, Branch: in.Branch, Below: in.StackOn}, nil
 		})
 	addProposeTool(s, proposeTool{"propose_push", "Propose a push",
 		"Propose pushing a branch to a remote, optionally setting its upstream; forcing is only " +

@@ -38,6 +38,9 @@ func (c *commitsOnHead) touch(ctx context.Context, r *run, t touches) error {
 func (s *commitStep) name() proposal.Op { return proposal.OpCommit }
 
 func (s *commitStep) check(ctx context.Context, r *run) error {
+	if sealed := r.sealedStep(); sealed != nil && sealed.Below != "" {
+		return &errcode.Error{Code: errcode.ProposalRefused, Data: map[string]string{"below": sealed.Below}, Msg: stackedWhy(sealed.Below) + "; nothing was changed"}
+	}
 	if err := r.requireOnBranch(ctx, s.a.Branch); err != nil {
 		return err
 	}

@@ -49,6 +49,9 @@ func (r *run) readiness(ctx context.Context, out *Preflight) error {
 				err = r.readyIdentity(ctx, out, gitx.ProfileSigned, "the rebased commits")
 			}
 		case *commitStep:
+			if sealed != nil && sealed.Below != "" {
+				out.Blockers = append(out.Blockers, stackedWhy(sealed.Below))
+			}
 			err = r.readyCommit(ctx, out, "the commit")
 		case *submoduleStep:
 			if st.a.Action == proposal.SubmoduleReturn {

@@ -218,3 +218,93 @@ func TestReseal_JournalRefusesAnotherRequest(t *testing.T) {
 		t.Fatalf("the record changed: %v %+v", err, got)
 	}
 }
+
+// TestStack_CommitOnPendingCommit: an agent commits src/a.txt, edits it
+// again, and stacks a second commit of it on the first, still pending.
+// The second is sealed on the first's outcome (its diff is only the
+// second edit); it cannot run first; once the first lands it is
+// re-sealed on that commit with the same changes and lands on top.
+func TestStack_CommitOnPendingCommit(t *testing.T) {
+	f := newFixture(t)
+	f.repo.Write("src/a.txt", "a1\nfirst\na3\n")
+	first := f.submitPending(&proposal.CommitArgs{Message: "First", Paths: []string{"src/a.txt"}})
+	f.repo.Write("src/a.txt", "a1\nfirst\na3\nsecond\n")
+
+	p := f.newProposal(f.repo.Dir, &proposal.CommitArgs{Message: "Second", Paths: []string{"src/a.txt"}, Below: first.Proposal.ID})
+	// Sealed as the gateway seals it: with the proposal below in hand.
+	ctx := WithBelow(testCtx(t), first.Proposal)
+	sealed, err := f.e.Seal(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sealed.Below != first.Proposal.ID || sealed.Before != first.Proposal.Sealed.After || len(sealed.Files) != 1 || sealed.Files[0].OldBlob != first.Proposal.Sealed.Files[0].Blob {
+		t.Fatalf("stacked outcome %+v: want it sealed on %s's outcome", sealed, first.Proposal.ID)
+	}
+	p.Sealed = sealed
+	if err := p.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.j.Submit(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.e.Keep(testCtx(t), p); err != nil {
+		t.Fatal(err)
+	}
+	pf, err := f.e.Preflight(testCtx(t), p)
+	if err != nil || pf.Stale || len(pf.Blockers) != 1 || !strings.Contains(pf.Blockers[0], "stacked on proposal "+first.Proposal.ID) {
+		t.Fatalf("preflight of the stacked commit: %+v %v", pf, err)
+	}
+	// Approved first (as a rule would), it refuses and changes nothing.
+	second, err := f.j.Approve(p.ID, p.Digest, "pat", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := repoState(t, f.repo.Dir)
+	out, err := f.execute(second)
+	if !errcode.IsCode(err, errcode.ProposalRefused) || out.State != proposal.Failed {
+		t.Fatalf("the stacked commit ran before the one below: %s %v", out.State, err)
+	}
+	if after := repoState(t, f.repo.Dir); after != before {
+		t.Fatalf("the repository changed:\n%s", diffState(before, after))
+	}
+
+	// A new stacked proposal, the same change, and the one below lands.
+	q := f.newProposal(f.repo.Dir, &proposal.CommitArgs{Message: "Second", Paths: []string{"src/a.txt"}, Below: first.Proposal.ID})
+	if q.Sealed, err = f.e.Seal(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	stacked, _, err := f.j.Submit(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.e.Keep(testCtx(t), q); err != nil {
+		t.Fatal(err)
+	}
+	approvedFirst, err := f.j.Approve(first.Proposal.ID, first.Proposal.Digest, "pat", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mustComplete(approvedFirst)
+	firstCommit := f.git("rev-parse", "HEAD")
+	rec := f.resealAndStore(stacked)
+	if rec.Proposal.Sealed.Below != "" || rec.Proposal.Sealed.Base != firstCommit {
+		t.Fatalf("re-sealed stacked commit: below %q base %s, want on %s", rec.Proposal.Sealed.Below, rec.Proposal.Sealed.Base, firstCommit)
+	}
+	approved, err := f.j.Approve(rec.Proposal.ID, rec.Proposal.Digest, "pat", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mustComplete(approved)
+	if parent := f.git("rev-parse", "HEAD^"); parent != firstCommit {
+		t.Fatalf("the second commit's parent is %s, want the first %s", parent, firstCommit)
+	}
+	if got := f.git("show", "HEAD:src/a.txt"); got != "a1\nfirst\na3\nsecond" {
+		t.Fatalf("src/a.txt at HEAD %q", got)
+	}
+	if got := f.git("show", "HEAD^:src/a.txt"); got != "a1\nfirst\na3" {
+		t.Fatalf("src/a.txt in the first commit %q", got)
+	}
+}

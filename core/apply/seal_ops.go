@@ -20,14 +20,23 @@ import (
 // that is not ignored); the executor commits that tree, whatever the
 // working tree holds by then.
 func (s *commitStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, error) {
+	below, err := s.below(ctx, sl)
+	if err != nil {
+		return proposal.Sealed{}, err
+	}
 	if src, err := sl.r.sessionSource(); err != nil {
 		return proposal.Sealed{}, err
 	} else if src != nil {
+		if below != nil {
+			return proposal.Sealed{}, errcode.New(errcode.Unsupported, "a confined session's commit cannot be stacked on another proposal yet: propose it when that one has landed")
+		}
 		return s.sealFromCopy(ctx, sl, src)
 	}
 	base := sl.r.expect["HEAD"]
-	before, err := sl.tree(ctx, base)
-	if err != nil {
+	var before string
+	if below != nil {
+		before = below.After
+	} else if before, err = sl.tree(ctx, base); err != nil {
 		return proposal.Sealed{}, err
 	}
 	var env []string
@@ -59,8 +68,12 @@ func (s *commitStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, er
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
-	return proposal.Sealed{Base: base, Before: before, After: after, Files: files, Effect: proposal.EffectLands,
-		Moves: []proposal.RefMove{mv}}, nil
+	out := proposal.Sealed{Base: base, Before: before, After: after, Files: files, Effect: proposal.EffectLands,
+		Moves: []proposal.RefMove{mv}}
+	if below != nil {
+		out.Below = s.a.Below
+	}
+	return out, nil
 }
 
 // seal: the result of git merge-tree (or, for a fast-forward, the

@@ -155,7 +155,11 @@ func (b *JournalBackend) Submit(ctx context.Context, agent string, p proposal.Pr
 	if b.opts.Sealer == nil {
 		return b.store(ctx, p)
 	}
-	out, err := b.opts.Sealer.Seal(ctx, p)
+	sctx, err := StackContext(ctx, b.j, p)
+	if err != nil {
+		return ProposalStatus{}, err
+	}
+	out, err := b.opts.Sealer.Seal(sctx, p)
 	if err != nil {
 		return ProposalStatus{}, sealError(err)
 	}
@@ -563,4 +567,36 @@ func StatusFromRecord(rec journal.Record) ProposalStatus {
 		st.Outcome = &Outcome{Code: o.Code, Message: o.Message, RestorePoint: o.RestorePoint, At: o.At.String()}
 	}
 	return st
+}
+
+// StackContext is ctx for sealing p: when p is a commit stacked on
+// another proposal (CommitArgs.Below), that proposal is the base it is
+// sealed on while it has not landed (see apply.WithBelow). Only the same
+// agent's proposals in the same repository, from the same confined
+// session if any, can be stacked on; one that ended without landing
+// leaves nothing to stack on.
+func StackContext(ctx context.Context, j *journal.Journal, p proposal.Proposal) (context.Context, error) {
+	c, ok := p.Args.(*proposal.CommitArgs)
+	if !ok || c.Below == "" {
+		return ctx, nil
+	}
+	rec, err := j.Get(c.Below)
+	if errors.Is(err, journal.ErrNotFound) {
+		return nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: "there is no proposal " + c.Below + " to stack this commit on"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	below := rec.Proposal
+	if below.Agent != p.Agent || below.Repo != p.Repo || below.Origin.SessionID() != p.Origin.SessionID() {
+		return nil, &errcode.Error{Code: errcode.PolicyDenied, Msg: "a commit can be stacked only on a proposal of the same agent in the same repository"}
+	}
+	switch rec.State {
+	case proposal.Pending, proposal.Approved, proposal.Executing:
+		return apply.WithBelow(ctx, below), nil
+	case proposal.Completed:
+		return ctx, nil
+	}
+	return nil, &errcode.Error{Code: errcode.ProposalTerminal, Data: map[string]string{"below": c.Below, "state": string(rec.State)},
+		Msg: "proposal " + c.Below + ", below this one, is " + string(rec.State) + " and will not land: there is nothing to stack on; propose on the branch as it is"}
 }

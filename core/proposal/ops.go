@@ -520,6 +520,10 @@ type CommitArgs struct {
 	Paths    []string `json:"paths,omitempty"`
 	StageAll bool     `json:"stageAll,omitempty"`
 	Branch   string   `json:"branch,omitempty"`
+	// Below stacks the commit on a pending commit proposal of the same
+	// agent (as stacked pull requests are): it is sealed on that one's
+	// outcome and lands after it, re-sealed on it once it has landed.
+	Below string `json:"below,omitempty"`
 }
 
 func (*CommitArgs) Op() Op { return OpCommit }
@@ -535,6 +539,9 @@ func (a *CommitArgs) Validate() error {
 		if err := validPaths("paths", a.Paths, false, true); err != nil {
 			return err
 		}
+	}
+	if a.Below != "" && !ValidID(a.Below) {
+		return invalid("below", "must be a proposal id")
 	}
 	return validOptionalBranch(a.Branch)
 }

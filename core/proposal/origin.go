@@ -118,3 +118,11 @@ func (p Proposal) Identity() string {
 	}
 	return IdentityDeclared
 }
+
+// SessionID is the confined session o names ("" for none).
+func (o *Origin) SessionID() string {
+	if o == nil {
+		return ""
+	}
+	return o.Session
+}

@@ -86,6 +86,11 @@ type Sealed struct {
 	// objects themselves; the card says that the person's git log or git
 	// show would not agree with it.
 	Indirections []string `json:"indirections,omitempty"`
+	// Below, for a commit stacked on another pending proposal, is that
+	// proposal's id: the outcome is sealed on its outcome (Before is its
+	// After), so it cannot run until that one has landed and this one is
+	// re-sealed on the commit it made.
+	Below string `json:"below,omitempty"`
 }
 
 // Effect is how a sealed diff reads.

@@ -166,6 +166,8 @@ export interface Sealed {
   indirections?: string[];
   /** The uncommitted work thrown away, each file as a change from the base to the working tree (its status is the kind of work). */
   work?: FileChange[];
+  /** A stacked commit: the pending proposal whose outcome this one is sealed on (it lands after that one). */
+  below?: string;
 }
 
 /** What changed since a pending proposal was sealed. */
