@@ -13,7 +13,7 @@ import { LeftLocks } from "./LeftLocks";
 import { EvidenceBlock, SealedOutcome } from "./SealedOutcome";
 import { sealedDiffFiles } from "./outcomeWords";
 import { TrustSimilar } from "./TrustSimilar";
-import { ReviewNotes, clearReviewNotes, notesToSend } from "./ReviewNotes";
+import { ReviewNotes, SentNotes, clearReviewNotes, notesToSend } from "./ReviewNotes";
 
 /** How often a pending card re-checks what it was sealed against. */
 const preflightEveryMs = 4000;
@@ -481,6 +481,7 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
               {card.approvedByRule ? <a href={href("rules")}>rule {card.approvedByRule}</a> : card.decision.by} ·{" "}
               <Time at={card.decision.at} />
               {card.decision.note && <q className="note-text">{card.decision.note}</q>}
+              <SentNotes comments={card.decision.comments} />
             </dd>
           </>
         )}

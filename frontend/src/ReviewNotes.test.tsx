@@ -163,8 +163,19 @@ describe("notes for the agent on a card's diff", () => {
     expect(reviewNotes("p1")).toEqual([]);
   });
 
-  it("takes no notes on a card that is not pending", async () => {
-    const c = card({ state: "rejected", decision: { by: "owner:web", approved: false, at: new Date().toISOString() } });
+  it("takes no notes on a card that is not pending, and a rejected card lists the notes it sent", async () => {
+    const c = card({
+      state: "rejected",
+      decision: {
+        by: "owner:web",
+        approved: false,
+        at: new Date().toISOString(),
+        comments: [
+          { path: "src/checkout.go", line: 2, side: "old", note: "keep this one" },
+          { path: "src/checkout.go", line: 0, note: "explain it" },
+        ],
+      },
+    });
     stubFetch({ ...diffRoutes("p1", [sampleDiff]) });
     const { ProposalCard } = await import("./ProposalCard");
     render(<ProposalCard card={c} />);
@@ -172,5 +183,38 @@ describe("notes for the agent on a card's diff", () => {
     expect(document.querySelector(".review-note-add")).toBeNull();
     fireEvent.click(sideCell(1, 2));
     expect(document.querySelector(".note-editor")).toBeNull();
+    const sent = screen.getByRole("list", { name: "Notes sent to the agent" });
+    expect(Array.from(sent.querySelectorAll("li")).map((li) => li.textContent)).toEqual([
+      "src/checkout.go, old line 2 keep this one",
+      "src/checkout.go explain it",
+    ]);
+  });
+
+  it("sends the notes with a reject made with the r key, after its undo window", async () => {
+    localStorage.setItem("sluice.rejectUndoMs", "600000");
+    const c = card({ files: ["src/checkout.go"], filesKnown: true });
+    let rejected = false;
+    const calls = stubFetch({
+      "GET /api/proposals": () => ({ body: rejected ? [] : [c] }),
+      "GET /api/proposals/p1/preflight": { body: clear },
+      ...diffRoutes("p1", [sampleDiff]),
+      "POST /api/proposals/p1/reject": () => ((rejected = true), { body: { ...c, state: "rejected" } }),
+      "GET /api/proposals/p1": { body: { ...c, state: "rejected" } },
+    });
+    const { PendingView } = await import("./PendingView");
+    const { status } = await import("./testing");
+    render(<PendingView status={status} />);
+    await waitFor(() => expect(document.querySelector("#card-p1 .diff-body .d2h-file-wrapper")).toBeTruthy());
+    await waitFor(() => expect(document.querySelector("#card-p1 .review-note-add")).toBeTruthy());
+    fireEvent.click(screen.getByRole("button", { name: "Add a note on src/checkout.go for the agent" }));
+    write("explain it");
+    fireEvent.keyDown(document.body, { key: "r" });
+    fireEvent.click(await screen.findByRole("button", { name: "Reject now" }));
+    await waitFor(() => expect(calls.some((x) => x.url === "/api/proposals/p1/reject")).toBe(true));
+    expect(calls.find((x) => x.url === "/api/proposals/p1/reject")!.body).toEqual({
+      digest: c.digest,
+      note: "",
+      comments: [{ path: "src/checkout.go", line: 0, note: "explain it" }],
+    });
   });
 });

@@ -474,3 +474,17 @@ export function ReviewNotes({ card }: { card: Card }) {
     </section>
   );
 }
+
+/** The notes a rejection sent to the agent, on its decided card. */
+export function SentNotes({ comments }: { comments?: ReviewComment[] }) {
+  if (!comments || comments.length === 0) return null;
+  return (
+    <ul className="plain review-notes-sent" aria-label="Notes sent to the agent">
+      {comments.map((c, i) => (
+        <li key={i} className="review-note">
+          <code className="review-note-where">{noteWhere(c)}</code> <span className="review-note-text">{c.note}</span>
+        </li>
+      ))}
+    </ul>
+  );
+}
