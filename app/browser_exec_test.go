@@ -105,8 +105,9 @@ func TestBrowser_Approve_CommitLands_AndRestores(t *testing.T) {
 }
 
 // TestBrowser_StaleProposal_ShownStale: the branch moves after the
-// proposal was made. The card says so before anyone decides, with what
-// moved; Approve is disabled; sending it back reaches the agent's wait as
+// proposal was made, with a commit of the person's to the file the card
+// changes. The card says so before anyone decides, with what moved;
+// Approve is disabled; sending it back reaches the agent's wait as
 // stale_base with the new SHA, and nothing in the repository changed.
 func TestBrowser_StaleProposal_ShownStale(t *testing.T) {
 	f := startWebFlow(t)
@@ -116,10 +117,11 @@ func TestBrowser_StaleProposal_ShownStale(t *testing.T) {
 	if err := chromedp.Do(f.ctx, chromedp.WaitVisible(chromedp.CSS(card+" .outcome-block .sealed-files"))); err != nil {
 		t.Fatalf("the card did not show its sealed outcome: %v", err)
 	}
-	// The person commits something else first.
-	os.WriteFile(filepath.Join(f.repo, "NOTES.md"), []byte("notes\n"), 0o644)
-	gitxtest.Git(t, f.repo, "add", "NOTES.md")
-	gitxtest.Git(t, f.repo, "commit", "-q", "-m", "Notes")
+	// The person commits their own README.md first; the agent's edit is
+	// still in the working tree.
+	os.WriteFile(filepath.Join(f.repo, "README.md"), []byte("hello\nmine\n"), 0o644)
+	gitxtest.Git(t, f.repo, "commit", "-q", "-am", "My readme")
+	os.WriteFile(filepath.Join(f.repo, "README.md"), []byte("hello\nworld\n"), 0o644)
 	head := gitxtest.Git(t, f.repo, "rev-parse", "HEAD")
 
 	if err := chromedp.Do(f.ctx,
@@ -188,5 +190,48 @@ func TestBrowser_EditAfterProposal_SealedContentLands(t *testing.T) {
 	}
 	if got := gitxtest.Git(t, f.repo, "status", "--porcelain"); got != "M README.md" {
 		t.Errorf("status after the commit: %q, want the later edit unstaged", got)
+	}
+}
+
+// TestBrowser_ResealedCard_Approved: the person commits another file
+// while a card is open. The card is not sent back: it says it was
+// re-sealed on main at the new commit with the same changes, Approve
+// stays enabled, and approving it lands the agent's commit on top of the
+// person's.
+func TestBrowser_ResealedCard_Approved(t *testing.T) {
+	f := startWebFlow(t)
+	_, out := f.proposeGreeting(t, "claude-code")
+	id := out["proposalId"].(string)
+	card := cardSel(id)
+	if err := chromedp.Do(f.ctx, chromedp.WaitVisible(chromedp.CSS(card+" .outcome-block .sealed-files"))); err != nil {
+		t.Fatalf("the card did not show its sealed outcome: %v", err)
+	}
+	os.WriteFile(filepath.Join(f.repo, "NOTES.md"), []byte("notes\n"), 0o644)
+	gitxtest.Git(t, f.repo, "add", "NOTES.md")
+	gitxtest.Git(t, f.repo, "commit", "-q", "-m", "Notes")
+	head := gitxtest.Git(t, f.repo, "rev-parse", "HEAD")
+	if err := chromedp.Do(f.ctx, chromedp.WaitVisible(chromedp.CSS(card+" #card-resealed"))); err != nil {
+		t.Fatalf("the card does not say it was re-sealed: %v", err)
+	}
+	text, err := chromedp.Run(f.ctx, chromedp.Text(chromedp.CSS(card+" #card-resealed")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "Re-sealed on main at "+head[:7]+": same changes") {
+		t.Fatalf("re-seal line %q", text)
+	}
+	f.shot(t, "web-resealed.png")
+	if err := chromedp.Do(f.ctx,
+		chromedp.WaitVisible(chromedp.CSS(card+" .approve:not([disabled])")),
+		chromedp.Click(chromedp.CSS(card+" .approve")),
+		chromedp.WaitVisible(chromedp.CSS(decidedSel(id)+`[data-state="completed"]`)),
+	); err != nil {
+		t.Fatalf("approve the re-sealed card: %v", err)
+	}
+	if got := gitxtest.Git(t, f.repo, "rev-parse", "HEAD^"); got != head {
+		t.Fatalf("the agent's commit is on %s, want the person's %s", got, head)
+	}
+	if got := gitxtest.Git(t, f.repo, "show", "HEAD:README.md"); got != "hello\nworld" {
+		t.Fatalf("README.md at HEAD %q", got)
 	}
 }

@@ -235,6 +235,18 @@ func TestBrowser_NarrowLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 20*time.Second, "the long commit to land", func() bool { return f.state(t, long) == proposal.Completed })
+	// Re-sealed on the long commit (it touches another file), it goes
+	// stale only when the person commits their own stale.txt.
+	waitFor(t, time.Minute, "the other card to be re-sealed", func() bool {
+		rec, err := f.app.journal.Get(stale)
+		return err == nil && len(rec.Reseals) > 0
+	})
+	if err := os.WriteFile(filepath.Join(f.repo, "stale.txt"), []byte("the person's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitxtest.Git(t, f.repo, "add", "stale.txt")
+	gitxtest.Git(t, f.repo, "commit", "-q", "-m", "my stale.txt")
+	waitFor(t, time.Minute, "the other card to be marked stale", func() bool { return f.app.pending.staleWhy(stale) != "" })
 	if _, err := api.SendBack(Decision{ID: stale, Digest: f.digest(t, stale)}); err != nil {
 		t.Fatal(err)
 	}

@@ -232,13 +232,13 @@ func TestSessions_ChangesOutliveTheirCards(t *testing.T) {
 		t.Fatalf("the second card holds %q, want b.txt", got)
 	}
 
-	// The person commits something of their own: the card is stale, and
-	// sending it back offers b.txt again against the new HEAD rather than
-	// letting it go.
-	if err := os.WriteFile(filepath.Join(f.repo, "mine.txt"), []byte("mine\n"), 0o644); err != nil {
+	// The person commits their own b.txt: the card is stale (a commit of
+	// another file would only re-seal it), and sending it back offers
+	// b.txt again against the new HEAD rather than letting it go.
+	if err := os.WriteFile(filepath.Join(f.repo, "b.txt"), []byte("mine\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gitIn(t, f.repo, "add", "mine.txt")
+	gitIn(t, f.repo, "add", "b.txt")
 	gitIn(t, f.repo, "commit", "-q", "-m", "the person's own")
 	if _, err := f.api.SendBack(Decision{ID: second, Digest: f.rec(t, second).Proposal.Digest}); err != nil {
 		t.Fatal(err)
@@ -272,8 +272,8 @@ func TestSessions_ChangesOutliveTheirCards(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(f.repo, "README.md")); string(b) != "hello from the copy\n" {
 		t.Fatalf("the landed leftover is not in the checkout: %q", b)
 	}
-	if _, err := os.Stat(filepath.Join(f.repo, "b.txt")); !os.IsNotExist(err) {
-		t.Fatalf("b.txt, rejected, is in the checkout: %v", err)
+	if b, _ := os.ReadFile(filepath.Join(f.repo, "b.txt")); string(b) != "mine\n" {
+		t.Fatalf("b.txt in the checkout is %q, want the person's own (the session's, rejected, must not land)", b)
 	}
 }
 
