@@ -83,6 +83,36 @@ func TestSentences_HardReset_EachKind(t *testing.T) {
 	}
 }
 
+// TestSentences_HardReset_LosesNothing: a hard reset forward, on a clean
+// checkout, leaves no commit behind and finds no work to throw away: it is
+// not destructive (no word to type), and says that nothing is lost. The
+// same reset with one uncommitted line is destructive again.
+func TestSentences_HardReset_LosesNothing(t *testing.T) {
+	f := newFixture(t)
+	f.git("switch", "-q", "-c", "ahead")
+	f.repo.Write("c1.txt", "one\n")
+	f.repo.Commit("ahead by one")
+	f.git("switch", "-q", "main")
+
+	p := f.sealFor(&proposal.ResetArgs{Mode: proposal.ResetHard, Target: "ahead"})
+	if l := p.Sealed.Losses(); !l.None() {
+		t.Fatalf("losses %+v, want none", l)
+	}
+	r, why := p.RiskWhy()
+	if r != proposal.RiskHigh || p.Destructive() || why != "moves the checked-out branch to ahead and makes the working tree match; there is no uncommitted work and no commit to lose" {
+		t.Fatalf("risk %s destructive %v %q", r, p.Destructive(), why)
+	}
+	if _, past := p.RiskWhyIn(proposal.Past); past != "moved the checked-out branch to ahead and made the working tree match; there was no uncommitted work and no commit to lose" {
+		t.Errorf("past %q", past)
+	}
+
+	f.repo.Write("README.md", "# demo\nmine\n")
+	q := f.sealFor(&proposal.ResetArgs{Mode: proposal.ResetHard, Target: "ahead"})
+	if !q.Destructive() {
+		t.Fatalf("a hard reset that throws away a line is not destructive: %+v", q.Sealed.Losses())
+	}
+}
+
 // TestSentences_Discard_EachKind: a discard counts its files by kind.
 func TestSentences_Discard_EachKind(t *testing.T) {
 	f := newFixture(t)

@@ -219,6 +219,13 @@ func opRisk(a Args, pins Pinned, s *Sealed, t Tense) (Risk, string) {
 		if len(s.Moves) > 0 && s.Losses().None() {
 			return RiskMedium, branchDeleteWhy(s, t)
 		}
+	case *ResetArgs:
+		// A hard reset that finds no uncommitted work and leaves no commit
+		// behind moves a branch and a checkout (high), but loses nothing.
+		if a.Mode == ResetHard && s.Effect == EffectLoses && s.Lost != nil && s.Losses().None() {
+			return RiskHigh, say(t, "moves ", "moved ", "would have moved ") + "the checked-out branch to " + a.Target +
+				" and " + say(t, "makes", "made", "would have made") + " the working tree match; there " + say(t, "is", "was", "was") + " no uncommitted work and no commit to lose"
+		}
 	case *PlanArgs:
 		if len(s.Steps) == len(a.Steps) {
 			r, why := RiskLow, ""
