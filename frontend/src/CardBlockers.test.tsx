@@ -1,7 +1,7 @@
 import { cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Preflight } from "./api";
-import { card, diffRoutes, sampleDiff, stubEventSource, stubFetch } from "./testing";
+import { card, diffOnScreen, diffRoutes, sampleDiff, stubEventSource, stubFetch } from "./testing";
 
 beforeEach(() => stubEventSource());
 
@@ -54,6 +54,7 @@ describe("a card that cannot land now", () => {
     const { ProposalCard } = await import("./ProposalCard");
     render(<ProposalCard card={card()} />);
     await screen.findByText("your pre-commit hook will run");
+    await diffOnScreen("p1");
     expect(document.querySelector<HTMLButtonElement>("#card-p1 .approve")!.disabled).toBe(false);
     expect(document.querySelector(".blocked")).toBeNull();
   });

@@ -1,7 +1,7 @@
 import { act, cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Card } from "./api";
-import { FakeEventSource, card, diffRoutes, findEl, sampleDiff, status, stubEventSource, stubFetch } from "./testing";
+import { FakeEventSource, card, diffOnScreen, diffRoutes, findEl, sampleDiff, status, stubEventSource, stubFetch } from "./testing";
 
 beforeEach(() => stubEventSource());
 
@@ -109,6 +109,7 @@ describe("PendingView", () => {
     });
     await renderPending();
     const el = await waitFor(() => cardEl("p9"));
+    await diffOnScreen("p9");
     const approve = el.querySelector<HTMLButtonElement>(".approve")!;
     const input = el.querySelector<HTMLInputElement>(".confirm-input")!;
     expect(within(el).getByText("main", { selector: "code.confirm-word" })).toBeTruthy();
@@ -182,6 +183,7 @@ describe("PendingView", () => {
     fireEvent.keyDown(document.body, { key: "k" });
     fireEvent.keyDown(document.body, { key: "k" });
     expect(openCards()).toEqual(["card-a1"]);
+    await diffOnScreen("a1");
     fireEvent.keyDown(document.body, { key: "a" });
     await waitFor(() => expect(calls.some((x) => x.url === "/api/proposals/a1/approve")).toBe(true));
 
@@ -240,6 +242,7 @@ describe("PendingView", () => {
     expect(cardEl("b2")).toBeTruthy();
     // Approving the next card is moving on: the held reject is sent first.
     fireEvent.keyDown(document.body, { key: "j" });
+    await diffOnScreen("c3");
     fireEvent.keyDown(document.body, { key: "a" });
     await waitFor(() => expect(calls.some((x) => x.url === "/api/proposals/a1/reject")).toBe(true));
     await waitFor(() => expect(calls.some((x) => x.url === "/api/proposals/c3/approve")).toBe(true));
@@ -308,6 +311,7 @@ describe("PendingView", () => {
     });
     state = "pending";
     await renderPending();
+    await diffOnScreen("p1");
     fireEvent.click(await waitFor(() => cardEl("p1").querySelector<HTMLButtonElement>(".approve")!));
     state = "approved";
     await waitFor(() => expect(noticeEl("p1").dataset.state).toBe("approved"));
@@ -342,6 +346,7 @@ describe("PendingView", () => {
       },
     });
     await renderPending();
+    await diffOnScreen("p1");
     fireEvent.click(await waitFor(() => cardEl("p1").querySelector<HTMLButtonElement>(".approve")!));
     const banner = await waitFor(() => {
       const b = cardEl("p1").querySelector(".stale");
@@ -373,6 +378,7 @@ describe("PendingView", () => {
     });
     await renderPending();
     const el = await waitFor(() => cardEl("p9"));
+    await diffOnScreen("p9");
     fireEvent.change(el.querySelector(".confirm-input")!, { target: { value: "main" } });
     fireEvent.click(el.querySelector(".approve")!);
     expect(await within(el).findByText(/type the confirmation word/)).toBeTruthy();
@@ -624,10 +630,27 @@ describe("the review layout", () => {
       "POST /api/proposals/a1/approve": () => ((list = [b, c]), { body: { ...a, state: "approved" } }),
       "GET /api/proposals/a1": { body: { ...a, state: "approved" } },
       "GET /api/proposals/b2": { body: { ...b, state: "expired" } },
+      "GET /api/rules/approvals": {
+        body: [
+          {
+            id: "r9",
+            rule: "docs",
+            agent: "codex",
+            op: "commit",
+            repo: "/home/me/src/shop",
+            repoName: "shop",
+            reason: "Fix a typo",
+            state: "completed",
+            at: new Date().toISOString(),
+            restorePoint: "rp9",
+          },
+        ],
+      },
     });
     const { clearNoticeLog } = await import("./NoticeLog");
     clearNoticeLog();
     await renderPending();
+    await diffOnScreen("a1");
     fireEvent.click(await waitFor(() => cardEl("a1").querySelector<HTMLButtonElement>(".approve")!));
     await waitFor(() => noticeEl("a1"));
     // The last decision's notice is in the open card's decision bar.
@@ -635,18 +658,21 @@ describe("the review layout", () => {
     list = [c];
     act(() => FakeEventSource.emit("proposal:updated", { id: "b2", state: "expired", version: 2 }));
     await findEl("#replaced-notice");
+    await findEl("#auto-r9");
 
     fireEvent.click(screen.getByRole("button", { name: "Dismiss all" }));
     expect(document.getElementById("decided-a1")).toBeNull();
+    await waitFor(() => expect(document.getElementById("auto-r9")).toBeNull());
     // A notice that still holds the keys back stays until it is seen.
     expect(document.getElementById("replaced-notice")).toBeTruthy();
     fireEvent.click(screen.getByRole("button", { name: "Dismiss notice about the replaced card" }));
     expect(screen.queryByRole("button", { name: "Dismiss all" })).toBeNull();
 
-    fireEvent.click(screen.getByRole("button", { name: /^Notices \(2\)$/ }));
+    fireEvent.click(screen.getByRole("button", { name: /^Notices \(3\)$/ }));
     const log = screen.getByRole("region", { name: "Notices" });
     const entries = Array.from(log.querySelectorAll("li")).map((e) => e.textContent);
-    expect(entries).toHaveLength(2);
+    expect(entries).toHaveLength(3);
+    expect(entries.some((t) => /Approved by a rule: commit in shop from codex: approved automatically by rule docs/.test(t ?? ""))).toBe(true);
     expect(entries.some((t) => /Card replaced: commit in shop \(Add b\.txt\) expired before anyone decided\./.test(t ?? ""))).toBe(true);
     expect(entries.some((t) => /Decided here: commit in shop from claude-code \(Add a\.txt\): approved/.test(t ?? ""))).toBe(true);
   });

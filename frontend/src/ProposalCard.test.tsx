@@ -1,6 +1,6 @@
 import { cleanup, fireEvent, render, waitFor } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { card, diffRoutes, sampleDiff, status, stubEventSource, stubFetch } from "./testing";
+import { card, diffOnScreen, diffRoutes, sampleDiff, status, stubEventSource, stubFetch } from "./testing";
 
 beforeEach(() => stubEventSource());
 
@@ -29,6 +29,7 @@ describe("the confirmation word of a destructive card", () => {
       if (!e) throw new Error("no card yet");
       return e;
     });
+    await diffOnScreen("p9");
     const approve = el.querySelector<HTMLButtonElement>(".approve")!;
     const input = el.querySelector<HTMLInputElement>(".confirm-input")!;
     for (const typed of ["main ", " main", " main ", "main\t", "main\u200b", "MAIN"]) {

@@ -2,10 +2,11 @@
 // what it was pinned to, and the whole diff, with approve and reject. A
 // decision is bound to the digest shown here; destructive changes need
 // the confirmation word typed first.
-import { useEffect, useImperativeHandle, useRef, useState, type ReactNode, type Ref } from "react";
+import { useEffect, useImperativeHandle, useMemo, useRef, useState, type ReactNode, type Ref } from "react";
 import { api, ApiError, type Card, type Preflight } from "./api";
 import { Countdown, ErrorBox, RiskBadge, Sha, StateBadge, Time, errorMessage } from "./bits";
 import { DiffView } from "./DiffView";
+import { sealedDiffChanges } from "./FileTree";
 import { opLabel, shortRef } from "./format";
 import { href } from "./route";
 import { InvisibleContent } from "./InvisibleChars";
@@ -122,6 +123,10 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
   const [busy, setBusy] = useState<"" | "approve" | "reject" | "retry">("");
   const [error, setError] = useState<string | null>(null);
   const [staleError, setStaleError] = useState<string | null>(null);
+  // Approve waits while any part of the diff (a chunk, a jump, an image)
+  // is still loading: nobody approves what is not on screen yet.
+  const [diffLoading, setDiffLoading] = useState(true);
+  const diffChanges = useMemo(() => sealedDiffChanges(card.sealed), [card.sealed]);
   // Why the a key did not approve, said in the decision bar.
   const [refusal, setRefusal] = useState<string | null>(null);
   const preflight = usePreflight(card);
@@ -138,7 +143,7 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
   const blockers = checked ? (preflight?.blockers ?? []) : [];
   const notices = checked ? (preflight?.notices ?? []) : [];
   const blockedId = `card-${card.id}-blocked`;
-  const canApprove = pending && !busy && !staleMessage && confirmed && blockers.length === 0;
+  const canApprove = pending && !busy && !staleMessage && confirmed && blockers.length === 0 && !diffLoading;
   const retryStale = card.retryable && preflight?.stale ? describePreflight(preflight) : null;
   const canRetry =
     card.retryable && !busy && preflight !== null && !preflight.stale && blockers.length === 0 && confirmed;
@@ -502,7 +507,12 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
 
       {card.state === "needs_reconciliation" && <LeftLocks card={card} onChanged={onReload} />}
 
-      <DiffView proposalId={card.id} files={sealedDiffFiles(card.sealed)} />
+      <DiffView
+        proposalId={card.id}
+        files={sealedDiffFiles(card.sealed)}
+        changes={diffChanges}
+        onLoadingChange={pending ? setDiffLoading : undefined}
+      />
 
       {pending && (
         <form
@@ -554,11 +564,18 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
                   ? blockedId
                   : card.destructive && !confirmed
                     ? `card-${card.id}-confirm-why`
-                    : undefined
+                    : diffLoading
+                      ? `card-${card.id}-loading`
+                      : undefined
               }
             >
               {busy === "approve" ? "Approving…" : card.destructive ? "Approve destructive change" : "Approve"}
             </button>
+            {diffLoading && (
+              <span className="approve-wait muted" id={`card-${card.id}-loading`} role="status">
+                Loading… Approve waits until the diff is on screen.
+              </span>
+            )}
             <button type="button" className="reject" disabled={!canReject} onClick={() => void reject()}>
               {busy === "reject" ? "Rejecting…" : "Reject"}
             </button>
@@ -567,7 +584,7 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
                 Send back
               </button>
             )}
-            <TrustSimilar card={card} note={note} enabled={!busy && !staleMessage && blockers.length === 0} onDecided={onDecided} />
+            <TrustSimilar card={card} note={note} enabled={!busy && !staleMessage && blockers.length === 0 && !diffLoading} onDecided={onDecided} />
           </div>
         </form>
       )}

@@ -70,14 +70,21 @@ export class DiffRenderer {
   private total: number | undefined;
   private done = false;
 
+  /**
+   * list is where diff2html's file list goes (null: the card draws its own
+   * file tree). onDraw is called with every element drawn and its files,
+   * in order, and whether they are complete (the file still arriving is
+   * drawn again with the next chunk).
+   */
   constructor(
-    private readonly list: HTMLElement,
+    private readonly list: HTMLElement | null,
     private readonly body: HTMLElement,
     private format: DiffFormat,
+    private readonly onDraw?: (el: HTMLElement, files: DiffFile[], complete: boolean) => void,
   ) {
     // The file list links to "#d2h-…" anchors; the app's screens live in
     // the hash, so follow the link by scrolling within this diff instead.
-    list.addEventListener("click", (ev) => {
+    list?.addEventListener("click", (ev) => {
       const a = (ev.target as Element).closest?.("a[href^='#d2h-']");
       if (!a) return;
       ev.preventDefault();
@@ -101,7 +108,7 @@ export class DiffRenderer {
       const files = parse(this.text.slice(this.cut, cut), { matching: "lines" });
       const el = document.createElement("div");
       el.className = "diff-segment";
-      this.draw(el, files);
+      this.draw(el, files, true);
       this.body.insertBefore(el, this.tail?.el ?? null);
       this.segments.push({ el, files });
       this.cut = cut;
@@ -112,7 +119,7 @@ export class DiffRenderer {
       const files = parse(this.text.slice(this.cut), { matching: "lines" });
       const el = document.createElement("div");
       el.className = "diff-segment diff-tail";
-      this.draw(el, files);
+      this.draw(el, files, false);
       this.body.appendChild(el);
       this.tail = { el, files };
     }
@@ -122,18 +129,20 @@ export class DiffRenderer {
   setFormat(format: DiffFormat) {
     if (format === this.format) return;
     this.format = format;
-    for (const s of this.segments) this.draw(s.el, s.files);
-    if (this.tail) this.draw(this.tail.el, this.tail.files);
+    for (const s of this.segments) this.draw(s.el, s.files, true);
+    if (this.tail) this.draw(this.tail.el, this.tail.files, false);
   }
 
-  private draw(el: HTMLElement, files: DiffFile[]) {
+  private draw(el: HTMLElement, files: DiffFile[], complete: boolean) {
     new Diff2HtmlUI(el, files, config(this.format, false)).draw();
     markInvisible(el);
+    this.onDraw?.(el, files, complete);
   }
 
   // The file list covers every file read so far; drawing it with empty
   // hunks keeps it cheap however large the diff is.
   private drawList() {
+    if (!this.list) return;
     const files = [...this.segments.flatMap((s) => s.files), ...(this.tail?.files ?? [])];
     if (files.length === 0) {
       this.list.replaceChildren();

@@ -188,3 +188,15 @@ export async function findEl<T extends Element = HTMLElement>(selector: string, 
     return el as T;
   });
 }
+
+/**
+ * Waits until the card's diff is on screen: while any of it is loading,
+ * Approve is disabled and says so.
+ */
+export async function diffOnScreen(id: string) {
+  const { waitFor } = await import("@testing-library/react");
+  await waitFor(() => {
+    const card = document.getElementById(`card-${id}`);
+    if (!card || card.querySelector(".approve-wait")) throw new Error(`the diff of ${id} is still loading`);
+  });
+}
