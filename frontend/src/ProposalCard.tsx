@@ -15,6 +15,7 @@ import { EvidenceBlock, SealedOutcome } from "./SealedOutcome";
 import { sealedDiffFiles } from "./outcomeWords";
 import { TrustSimilar } from "./TrustSimilar";
 import { ReviewNotes, SentNotes, clearReviewNotes, notesToSend } from "./ReviewNotes";
+import { ResealNote } from "./ResealNote";
 
 /** How often a pending card re-checks what it was sealed against. */
 const preflightEveryMs = 4000;
@@ -151,6 +152,9 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
   const titleId = `card-${card.id}-title`;
   const isStale = !!staleMessage;
   useEffect(() => onStale?.(isStale), [isStale, onStale]);
+  // Why a did not approve holds for the card as it was: a new digest, or
+  // staleness or blockers that come or go, make it old news.
+  useEffect(() => setRefusal(null), [card.digest, isStale, blockers.length]);
 
   function fail(e: unknown) {
     if (e instanceof ApiError && staleCodes.has(e.code)) {
@@ -346,6 +350,8 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
       )}
 
       <InvisibleContent card={card} />
+
+      <ResealNote card={card} />
 
       {staleMessage && (
         <div className="stale" role="alert">
