@@ -520,6 +520,13 @@ func (a *App) flagContent(c *Card, p proposal.Proposal, compute bool) {
 // otherwise than what anyone, a rule's author included, expects from
 // its risk), or its diff cannot be read to tell. "" lets the rule decide.
 func (a *App) holdAuto(p proposal.Proposal) string {
+	// A rule approves only what would land: a card that cannot land now
+	// (git's lock files, a checkout with uncommitted changes in the way, no
+	// identity) waits for a person, who sees why and can fix it, instead of
+	// failing after an approval nobody gave.
+	if why := a.blockedNow(p); why != "" {
+		return why
+	}
 	d, err := a.cardDiff(p)
 	if err != nil {
 		return "its diff could not be read to look for invisible characters: " + err.Error()
@@ -532,4 +539,22 @@ func (a *App) holdAuto(p proposal.Proposal) string {
 		return ""
 	}
 	return "the content holds invisible characters (" + lines[0].Text + "): a person reads it first"
+}
+
+// blockedNow says why p could not land now ("" when it could), from the
+// same preflight the card shows.
+func (a *App) blockedNow(p proposal.Proposal) string {
+	if a.executor == nil {
+		return ""
+	}
+	pf, err := a.preflight(p)
+	switch {
+	case err != nil:
+		return "it could not be checked before it runs: " + err.Error()
+	case pf.Stale:
+		return "it is stale: " + pf.Describe()
+	case len(pf.Blockers) > 0:
+		return "it cannot land now: " + pf.Blockers[0]
+	}
+	return ""
 }

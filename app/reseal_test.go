@@ -225,3 +225,39 @@ func TestStack_AgentStacksCommits(t *testing.T) {
 		t.Fatalf("log %q", got)
 	}
 }
+
+// TestRetry_SameKeyAfterLanding_SameProposal: an agent's answer was lost
+// and it sends the same propose_commit again, with the same key, after
+// the commit landed. It gets the same proposal, completed, rather than a
+// refusal: its files are no longer a change to commit, but the request
+// was answered before anything was sealed again.
+func TestRetry_SameKeyAfterLanding_SameProposal(t *testing.T) {
+	a, repo, env := flowEnv(t)
+	api := &API{app: a, kind: "web"}
+	cs := agentSession(t, env, "claude-code")
+	if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte("hello\nagain\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := map[string]any{"repoPath": repo, "reason": "Readme", "message": "Readme", "paths": []string{"README.md"}, "idempotencyKey": "readme-1"}
+	out, isErr := callTool(t, cs, "propose_commit", args)
+	if isErr {
+		t.Fatalf("propose: %v", out)
+	}
+	id := out["proposalId"].(string)
+	c, err := api.Proposal(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.Approve(Decision{ID: id, Digest: c.Digest}); err != nil {
+		t.Fatal(err)
+	}
+	waitCard(t, api, id, "the commit to land", func(c Card) bool { return c.State == proposal.Completed })
+	args["reason"] = "Readme (sent again)"
+	out, isErr = callTool(t, cs, "propose_commit", args)
+	if isErr || out["proposalId"] != id || out["status"] != "completed" {
+		t.Fatalf("the retry after landing: isError=%v %v; want proposal %s, completed", isErr, out, id)
+	}
+	if n := gitxtest.Git(t, repo, "rev-list", "--count", "HEAD"); n != "2" {
+		t.Fatalf("%s commits, want 2", n)
+	}
+}

@@ -380,3 +380,59 @@ func TestRules_InvisibleContent_WaitsForAPerson(t *testing.T) {
 		t.Fatalf("the rule no longer approves what it matches: %v", res)
 	}
 }
+
+// TestRules_BlockedCard_WaitsForAPerson: a rule matches a commit, but the
+// repository holds git's index.lock (a git of the person's is running, or
+// crashed). The rule does not approve what would fail after the approval:
+// the card waits, pending, saying why; once the lock is gone the same rule
+// approves the next one.
+func TestRules_BlockedCard_WaitsForAPerson(t *testing.T) {
+	a, repo, env := flowEnv(t)
+	w := loginAPI(t, a)
+	cs := agentSession(t, env, "codex")
+	propose := func(content string) string {
+		t.Helper()
+		os.WriteFile(filepath.Join(repo, "README.md"), []byte(content), 0o644)
+		out, isErr := callTool(t, cs, "propose_commit", map[string]any{"repoPath": repo, "reason": "r", "message": "m", "paths": []string{"README.md"}})
+		if isErr {
+			t.Fatalf("propose_commit: %v", out)
+		}
+		return out["proposalId"].(string)
+	}
+	id := propose("hi\n")
+	var draft RuleDraft
+	w.must("GET", "/api/proposals/"+id+"/rule", nil, &draft)
+	var card cardJSON
+	w.must("GET", "/api/proposals/"+id, nil, &card)
+	draft.TrustDeclaredName = true
+	w.must("POST", "/api/proposals/"+id+"/trust", TrustRequest{Decision: Decision{Digest: card.Digest}, Rule: draft.RuleInput}, nil)
+	if res, _ := callTool(t, cs, "proposal_wait", map[string]any{"proposalId": id, "timeoutSeconds": 30}); res["status"] != "completed" {
+		t.Fatalf("the trusted card: %v", res)
+	}
+
+	lock := filepath.Join(repo, ".git", "index.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	blocked := propose("hi, while git is busy\n")
+	var held cardJSON
+	w.must("GET", "/api/proposals/"+blocked, nil, &held)
+	if held.State != "pending" || held.ApprovedByRule != "" || held.Decision != nil {
+		t.Fatalf("a card that cannot land was approved by the rule: %+v", held)
+	}
+	var pf struct {
+		Blockers []string `json:"blockers"`
+	}
+	w.must("GET", "/api/proposals/"+blocked+"/preflight", nil, &pf)
+	if len(pf.Blockers) == 0 || !strings.Contains(pf.Blockers[0], "index.lock") {
+		t.Fatalf("the held card does not say why: %+v", pf)
+	}
+	w.must("POST", "/api/proposals/"+blocked+"/reject", Decision{Digest: held.Digest}, nil)
+
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := callTool(t, cs, "proposal_wait", map[string]any{"proposalId": propose("hi again\n"), "timeoutSeconds": 30}); res["autoApproved"] != true {
+		t.Fatalf("the rule no longer approves what it matches: %v", res)
+	}
+}

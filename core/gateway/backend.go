@@ -152,6 +152,17 @@ func (b *JournalBackend) Submit(ctx context.Context, agent string, p proposal.Pr
 			return ProposalStatus{}, journalError(err)
 		}
 	}
+	// A retry of a request already stored (same key, same change) is
+	// answered with that proposal as it is now, before anything is sealed:
+	// sealing it again could fail for reasons that are not the agent's (its
+	// commit landed meanwhile), and would only be thrown away.
+	if rec, ok, err := b.j.Replay(p); err != nil {
+		return ProposalStatus{}, journalError(err)
+	} else if ok {
+		st := StatusFromRecord(rec)
+		st.Replayed = true
+		return st, nil
+	}
 	if b.opts.Sealer == nil {
 		return b.store(ctx, p)
 	}
