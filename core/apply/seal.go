@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
@@ -474,7 +475,19 @@ func (s *sealing) changes(ctx context.Context, a, b string) ([]proposal.FileChan
 	if a == b {
 		return out, nil
 	}
+	// The line counts that say which files git treats as binary read every
+	// blob on both sides; the sizes need only each blob's header. So the
+	// sizes are looked up at the same time, from the list of blobs a tree
+	// comparison gives without reading any.
+	var sizes map[string]int64
+	var sizesErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { sizes, sizesErr = s.blobSizes(ctx, a, b) })
 	res, err := s.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "-M", "--raw", "--numstat", "--no-commit-id", "--abbrev=40", a, b, "--"}})
+	wg.Wait()
+	if err == nil {
+		err = sizesErr
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -495,32 +508,46 @@ func (s *sealing) changes(ctx context.Context, a, b string) ([]proposal.FileChan
 				*p = ""
 			}
 		}
-		out = append(out, c)
-	}
-	// Sizes, in one process.
-	var in bytes.Buffer
-	for _, c := range out {
 		blob := c.Blob
 		if blob == "" {
 			blob = c.OldBlob
 		}
-		in.WriteString(blob + "\n")
+		c.Size = sizes[blob]
+		out = append(out, c)
 	}
-	if len(out) > 0 {
-		res, err := s.run(ctx, call{args: []string{"cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"}, stdin: in.Bytes()})
-		if err != nil {
-			return nil, err
-		}
-		lines := strings.Split(res.text(), "\n")
-		for i := range out {
-			if i < len(lines) {
-				if f := strings.Fields(lines[i]); len(f) == 3 && f[1] == "blob" {
-					out[i].Size, _ = strconv.ParseInt(f[2], 10, 64)
-				}
+	return out, nil
+}
+
+// blobSizes are the sizes of the blobs that differ between trees a and b
+// (a gitlink's commit is no blob and has none), in two processes that
+// read no blob's content: the raw comparison and one cat-file.
+func (s *sealing) blobSizes(ctx context.Context, a, b string) (map[string]int64, error) {
+	res, err := s.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "--raw", "--no-commit-id", "--abbrev=40", a, b, "--"}})
+	if err != nil {
+		return nil, err
+	}
+	var in bytes.Buffer
+	for _, r := range gitx.ParseRawNumstat(res.out) {
+		for _, blob := range []string{r.Blob, r.OldBlob} {
+			if strings.Trim(blob, "0") != "" {
+				in.WriteString(blob + "\n")
 			}
 		}
 	}
-	return out, nil
+	sizes := map[string]int64{}
+	if in.Len() == 0 {
+		return sizes, nil
+	}
+	res, err = s.run(ctx, call{args: []string{"cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"}, stdin: in.Bytes()})
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range strings.Split(res.text(), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[1] == "blob" {
+			sizes[f[0]], _ = strconv.ParseInt(f[2], 10, 64)
+		}
+	}
+	return sizes, nil
 }
 
 // commitList lists the commits reachable from include and from none of

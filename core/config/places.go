@@ -85,7 +85,13 @@ func (p *Places) Contains(abs string) (place string, ok bool) {
 	if p == nil || !filepath.IsAbs(abs) {
 		return "", false
 	}
-	for _, cand := range []string{filepath.Clean(abs), CanonicalPath(abs)} {
+	return p.match(filepath.Clean(abs), CanonicalPath(abs))
+}
+
+// match reports which place the path, as written (clean) and resolved
+// (canon), is or lies in.
+func (p *Places) match(clean, canon string) (place string, ok bool) {
+	for _, cand := range []string{clean, canon} {
 		for _, f := range p.files {
 			if cand == f {
 				return f, true
@@ -98,6 +104,46 @@ func (p *Places) Contains(abs string) (place string, ok bool) {
 		}
 	}
 	return "", false
+}
+
+// Checker checks many paths of one proposal against the places,
+// resolving the symlinks of each directory once: a commit of 1,000 files
+// in 50 directories resolves 50 directories instead of every component of
+// 1,000 paths. A directory resolved once stays so for the Checker's life,
+// so a Checker is for one check and is then dropped.
+type Checker struct {
+	p    *Places
+	dirs map[string]string
+}
+
+// Checker returns a Checker of p.
+func (p *Places) Checker() *Checker { return &Checker{p: p, dirs: map[string]string{}} }
+
+// Contains is Places.Contains.
+func (c *Checker) Contains(abs string) (place string, ok bool) {
+	if c.p == nil || !filepath.IsAbs(abs) {
+		return "", false
+	}
+	abs = filepath.Clean(abs)
+	return c.p.match(abs, c.canonical(abs))
+}
+
+// canonical is CanonicalPath(abs) for a clean abs. A path that exists and
+// is not a symlink resolves to its directory's canonical form with its own
+// name; anything else (a symlink, a path that does not exist) is resolved
+// whole.
+func (c *Checker) canonical(abs string) string {
+	dir := filepath.Dir(abs)
+	st, err := os.Lstat(abs)
+	if dir == abs || err != nil || st.Mode()&fs.ModeSymlink != 0 {
+		return CanonicalPath(abs)
+	}
+	d, ok := c.dirs[dir]
+	if !ok {
+		d = CanonicalPath(dir)
+		c.dirs[dir] = d
+	}
+	return filepath.Join(d, filepath.Base(abs))
 }
 
 // Check returns an ErrOwnPlace error naming rel (a path of repo) when

@@ -125,3 +125,71 @@ func TestPlaces_Contains_CanonicalAndNotYetExisting(t *testing.T) {
 		}
 	}
 }
+
+// TestPlacesChecker_Contains_SameAsPlaces: the Checker, which resolves
+// each directory once for a proposal's many paths, answers as Contains
+// for every kind of path: files in a directory reached through a symlink
+// (existing, and not yet existing), a file that is itself a symlink into
+// Sluice's places, a dangling symlink, files of plain directories, and
+// the same directory asked again after a file in it was answered.
+func TestPlacesChecker_Contains_SameAsPlaces(t *testing.T) {
+	dir := isolate(t)
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EnsureDirs(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.File(), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	repo := t.TempDir()
+	for _, d := range []string{"src/pkg", "docs"} {
+		if err := os.MkdirAll(filepath.Join(repo, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"src/pkg/a.go", "src/pkg/b.go", "docs/README.md"} {
+		if err := os.WriteFile(filepath.Join(repo, f), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	links := map[string]string{
+		"cfg":          filepath.Dir(dir),                               // a directory of Sluice's
+		"src/conf":     c.File(),                                        // a file of Sluice's
+		"src/gone":     filepath.Join(filepath.Dir(dir), "sluice", "x"), // dangling, into Sluice's
+		"docs/outside": t.TempDir(),                                     // somewhere else
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(repo, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := c.OwnPlaces()
+	chk := p.Checker()
+	rels := []string{
+		"src/pkg/a.go", "src/pkg/b.go", "docs/README.md", "src/pkg/new.go",
+		"cfg/sluice/config.json", "cfg/sluice/new/file", "cfg/other",
+		"src/conf", "src/gone", "docs/outside", "docs/outside/x",
+		"cfg/sluice/config.json", "src/pkg/a.go", "", ".", "../escape",
+	}
+	refused := 0
+	for _, rel := range rels {
+		abs := filepath.Join(repo, filepath.FromSlash(rel))
+		wantPlace, want := p.Contains(abs)
+		gotPlace, got := chk.Contains(abs)
+		if got != want || gotPlace != wantPlace {
+			t.Errorf("%s: the Checker says (%q, %v), Contains (%q, %v)", rel, gotPlace, got, wantPlace, want)
+		}
+		if got {
+			refused++
+		}
+	}
+	if refused != 5 {
+		t.Errorf("%d paths are Sluice's, want 5 (cfg/sluice twice, its new file, src/conf, src/gone)", refused)
+	}
+	if _, ok := chk.Contains("relative/path"); ok {
+		t.Error("a relative path is not one of Sluice's places")
+	}
+}

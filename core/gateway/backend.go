@@ -357,8 +357,9 @@ func (b *JournalBackend) ownPlaces(p proposal.Proposal) error {
 	if places == nil {
 		return nil
 	}
+	chk := places.Checker()
 	refuse := func(path, shown string) error {
-		if _, ok := places.Contains(path); !ok {
+		if _, ok := chk.Contains(path); !ok {
 			return nil
 		}
 		return &errcode.Error{Code: errcode.PolicyDenied,
