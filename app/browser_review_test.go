@@ -62,6 +62,19 @@ func pressKey(t *testing.T, f *webFlow, key string) {
 	}
 }
 
+// viewShot keeps a screenshot of the window as a person sees it (a full
+// page of a tall card would hide what is in view).
+func (f *webFlow) viewShot(t *testing.T, name string) {
+	t.Helper()
+	b, err := chromedp.Run(f.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(artifactDir(t), name), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // rect is an element's box in the viewport, as getBoundingClientRect says.
 type rect struct{ Top, Bottom, Left, Right float64 }
 
@@ -109,7 +122,7 @@ func TestBrowser_Review_Layout(t *testing.T) {
 	until(t, f, "14 rows", `document.querySelectorAll(".queue-row").length === 14`)
 	until(t, f, "the 7-file card's diff", `!!document.querySelector("#card-`+big+` .d2h-file-wrapper")`)
 	until(t, f, "Approve enabled", `!!document.querySelector("#card-`+big+` .approve:not([disabled])")`)
-	f.shot(t, "web-review-1280.png")
+	f.viewShot(t, "web-review-1280.png")
 
 	if y := eval[float64](t, f, `window.scrollY`); y != 0 {
 		t.Fatalf("the page opened scrolled to %.0f", y)
@@ -154,7 +167,7 @@ func TestBrowser_Review_Layout(t *testing.T) {
 	eval[bool](t, f, `window.scrollTo(0, 1200), true`)
 	until(t, f, "the scroll", `window.scrollY >= 1100`)
 	check("scrolled 1200 px")
-	f.shot(t, "web-review-1280-scrolled.png")
+	f.viewShot(t, "web-review-1280-scrolled.png")
 
 	// Approving from there: the next card opens, and what became of the
 	// approval (with its Undo once it landed) is next to its bar, in view.
@@ -171,14 +184,14 @@ func TestBrowser_Review_Layout(t *testing.T) {
 	if s := f.state(t, big); s != proposal.Completed {
 		t.Fatalf("the 7-file commit is %s", s)
 	}
-	f.shot(t, "web-review-undo-notice.png")
+	f.viewShot(t, "web-review-undo-notice.png")
 
 	// A narrow window: the card above the queue.
 	if err := chromedp.Do(f.ctx, chromedp.EmulateViewport(1000, h)); err != nil {
 		t.Fatal(err)
 	}
 	until(t, f, "the narrow layout", `document.querySelector(".review-card").getBoundingClientRect().top < document.querySelector(".review-list").getBoundingClientRect().top`)
-	f.shot(t, "web-review-1000.png")
+	f.viewShot(t, "web-review-1000.png")
 }
 
 // TestBrowser_Review_ReplacedCardTakesNoKey: the open card is withdrawn
@@ -208,7 +221,7 @@ func TestBrowser_Review_ReplacedCardTakesNoKey(t *testing.T) {
 	if r := f.rect(t, "#replaced-notice"); !r.inView(eval[float64](t, f, `window.innerHeight`)) {
 		t.Errorf("the notice is at %.0f–%.0f px, out of view", r.Top, r.Bottom)
 	}
-	f.shot(t, "web-review-replaced.png")
+	f.viewShot(t, "web-review-replaced.png")
 	// The keys wait for the pause, and then for one key press.
 	until(t, f, "the end of the pause", `/Press any key/.test(document.getElementById("replaced-notice").textContent)`)
 	if s := f.state(t, b); s != proposal.Pending {
@@ -281,5 +294,5 @@ func TestBrowser_Review_KeysAndSearch(t *testing.T) {
 	if s := f.state(t, one); s != proposal.Pending {
 		t.Fatalf("the stale card is %s", s)
 	}
-	f.shot(t, "web-review-stale-a.png")
+	f.viewShot(t, "web-review-stale-a.png")
 }

@@ -345,6 +345,9 @@ export function PendingView({ status }: { status: Status }) {
     if (!id) return;
     setSelected(id);
     wantFocus.current = focus;
+    // Moving on is having seen the card that replaced the one before
+    // (unless its keys still wait); the log keeps the notice.
+    setReplaced((r) => (r && !r.holding ? null : r));
   }, []);
 
   const move = useCallback(
