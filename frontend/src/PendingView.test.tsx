@@ -548,6 +548,36 @@ describe("the review layout", () => {
     expect(document.getElementById("replaced-notice")).toBeNull();
   });
 
+  it("checks a re-sealed card again at once: it is stale no longer", async () => {
+    localStorage.setItem("sluice.replacedPauseMs", "1");
+    const a = card({ id: "a1", op: "commit", args: { message: "Add a.txt" } });
+    const resealed = { ...a, digest: "sha256:" + "e".repeat(64), shortDigest: "eeeeeeeeeeee" };
+    let list = [a];
+    stubFetch({
+      "GET /api/proposals": () => ({ body: list }),
+      ...diffRoutes("a1", []),
+      // What moved, said of the digest the card was sealed with; the
+      // re-sealed digest is not stale.
+      "GET /api/proposals/a1/preflight": () => ({
+        body:
+          list[0].digest === a.digest
+            ? { stale: true, moved: [{ ref: "HEAD", from: "1".repeat(40), to: "2".repeat(40) }], changed: [], notes: [], blockers: [], notices: [] }
+            : { stale: false, moved: [], changed: [], notes: [], blockers: [], notices: [] },
+      }),
+    });
+    await renderPending();
+    await waitFor(() => expect(cardEl("a1").dataset.stale).toBe("true"));
+    await waitFor(() => expect(rowEl("a1").querySelector(".mark-stale")).toBeTruthy());
+    list = [resealed];
+    act(() => FakeEventSource.emit("proposal:updated", { id: "a1", state: "pending", version: 2 }));
+    // From the moment the card shows the new digest, the old answer is
+    // not said of it.
+    await findEl(`#card-a1 code[title='${resealed.digest}']`);
+    expect(cardEl("a1").dataset.stale).toBeUndefined();
+    expect(rowEl("a1").querySelector(".mark-stale")).toBeNull();
+    await waitFor(() => expect(document.querySelectorAll(".preflight-notes, .stale")).toHaveLength(0));
+  });
+
   it("says why a cannot approve a stale card, and s sends it back", async () => {
     const a = card({ id: "a1" });
     const calls = stubFetch({

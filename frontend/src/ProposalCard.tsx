@@ -26,8 +26,12 @@ const preflightEveryMs = 4000;
  * every few seconds while it is pending (or failed and retryable).
  */
 function usePreflight(card: Card): Preflight | null {
-  const [pf, setPf] = useState<Preflight | null>(null);
+  // Each answer is for the digest it was asked about: a card re-sealed on
+  // a moved branch is checked again at once, and what was said of the
+  // digest before is never shown of the new one.
+  const [answer, setAnswer] = useState<{ digest: string; pf: Preflight } | null>(null);
   const pending = card.state === "pending" || card.retryable;
+  const digest = card.digest;
   useEffect(() => {
     if (!pending) return;
     let live = true;
@@ -37,7 +41,7 @@ function usePreflight(card: Card): Preflight | null {
       inFlight = true;
       try {
         const r = await api.preflight(card.id);
-        if (live) setPf(r);
+        if (live) setAnswer({ digest, pf: r });
       } catch {
         // A failed check says nothing about staleness; the next one runs.
       } finally {
@@ -53,8 +57,8 @@ function usePreflight(card: Card): Preflight | null {
       clearInterval(t);
       window.removeEventListener("focus", onFocus);
     };
-  }, [card.id, pending]);
-  return pf;
+  }, [card.id, digest, pending]);
+  return answer?.digest === digest ? answer.pf : null;
 }
 
 function describePreflight(pf: Preflight): string {
