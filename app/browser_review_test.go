@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -262,6 +263,7 @@ func TestBrowser_Review_KeysAndSearch(t *testing.T) {
 		}
 	}
 	f.shot(t, "web-review-keys.png")
+	f.axeClean(t, "the keys dialog")
 	press(t, f, "\x1b")
 	until(t, f, "the dialog closed", `!document.getElementById("keys-help")`)
 
@@ -295,4 +297,37 @@ func TestBrowser_Review_KeysAndSearch(t *testing.T) {
 		t.Fatalf("the stale card is %s", s)
 	}
 	f.viewShot(t, "web-review-stale-a.png")
+	f.axeClean(t, "a stale card's refusal")
+
+	// The log of notices, opened (at the top of the page: the sticky
+	// header would cover a button scrolled just into view).
+	eval[bool](t, f, `window.scrollTo(0, 0), true`)
+	until(t, f, "the top of the page", `window.scrollY === 0`)
+	if err := chromedp.Do(f.ctx, chromedp.Click(chromedp.CSS(".notice-log-toggle"))); err != nil {
+		t.Fatal(err)
+	}
+	until(t, f, "the notices log", `!!document.getElementById("notice-log")`)
+	f.axeClean(t, "the notices log")
+}
+
+// axeClean runs axe-core (when SLUICE_TOOLS_DIR has it) on the page as it
+// is: what the review layout adds has no serious or critical violation.
+func (f *webFlow) axeClean(t *testing.T, what string) {
+	t.Helper()
+	if !eval[bool](t, f, `typeof axe !== "undefined"`) {
+		if _, err := chromedp.Run(f.ctx, chromedp.Evaluate[bool](axeSource(t)+"\n;true")); err != nil {
+			t.Fatalf("injecting axe-core: %v", err)
+		}
+	}
+	out, err := chromedp.Run(f.ctx, chromedp.Evaluate[string](axeRun, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("axe on %s: %v", what, err)
+	}
+	var vs []axeViolation
+	if err := json.Unmarshal([]byte(out), &vs); err != nil {
+		t.Fatalf("axe's answer %q: %v", out, err)
+	}
+	for _, v := range vs {
+		t.Errorf("%s: %s (%s) %s:\n    %s", what, v.ID, v.Impact, v.Help, strings.Join(v.Nodes, "\n    "))
+	}
 }
