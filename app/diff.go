@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -217,7 +218,7 @@ func (a *App) computeDiff(ctx context.Context, p proposal.Proposal) (*proposalDi
 	if err != nil {
 		return nil, err
 	}
-	return pagedDiff(ctx, repo, spec)
+	return pagedDiff(ctx, repo, spec, nil)
 }
 
 // sealedDiff is the diff of a sealed outcome, step by step for a plan.
@@ -246,7 +247,7 @@ func (a *App) sealedDiff(ctx context.Context, p proposal.Proposal) (*proposalDif
 				return nil, err
 			}
 		}
-		d, err := pagedDiff(ctx, repo, spec)
+		d, err := pagedDiff(ctx, repo, spec, sealedPaths(s))
 		if err != nil {
 			return nil, err
 		}
@@ -333,13 +334,39 @@ func diffSpecFor(p proposal.Proposal) (gitx.DiffSpec, bool) {
 	return gitx.DiffSpec{}, false
 }
 
+// sealedPaths are the paths a sealed outcome's diff shows (old and new
+// paths of renames), in its order: what pagedDiff asks for after a cut.
+func sealedPaths(s proposal.Sealed) []string {
+	files := s.Files
+	if s.Effect != proposal.EffectLoses && len(s.Kept) > 0 {
+		files = s.Kept
+	}
+	out := make([]string, 0, len(files))
+	for _, f := range files {
+		out = append(out, f.Path)
+		if f.OldPath != "" {
+			out = append(out, f.OldPath)
+		}
+	}
+	return out
+}
+
+// pathsPerCall is how many paths one git diff call of a paged diff names
+// (gitx takes at most 256).
+const pathsPerCall = 256
+
 // pagedDiff collects a whole diff with bounded git calls: when one call is
-// cut, the next asks for the files that were cut off. A file whose own diff
-// exceeds the per-call bound, and files beyond what one pass can name, are
-// reported as notices instead of disappearing.
-func pagedDiff(ctx context.Context, repo *gitx.Repo, spec gitx.DiffSpec) (*proposalDiff, error) {
+// cut, the next asks for the files that were cut off. When the files are
+// known beforehand (all: a sealed outcome's paths), the next call names
+// those not yet in the diff, however many there are; otherwise git names
+// at most 50 cut-off files, and a diff with more says so. A file whose own
+// diff exceeds the per-call bound is reported as a notice instead of
+// disappearing.
+func pagedDiff(ctx context.Context, repo *gitx.Repo, spec gitx.DiffSpec, all []string) (*proposalDiff, error) {
 	out := &proposalDiff{}
 	var b strings.Builder
+	// The paths of all that are in b already (when all is known).
+	have := map[string]bool{}
 	for round := 0; ; round++ {
 		d, err := repo.DiffText(ctx, spec, 3, gitx.MaxDiffBytes)
 		if err != nil {
@@ -358,13 +385,33 @@ func pagedDiff(ctx context.Context, repo *gitx.Repo, spec gitx.DiffSpec) (*propo
 			}
 		}
 		b.WriteString(text)
-		if !d.Truncated || b.Len() > maxProposalDiffBytes {
-			if b.Len() > maxProposalDiffBytes {
-				out.notices = append(out.notices, fmt.Sprintf("the diff is larger than %d MiB; the rest is not shown here — inspect the repository", maxProposalDiffBytes>>20))
-			}
+		if b.Len() > maxProposalDiffBytes {
+			out.notices = append(out.notices, fmt.Sprintf("the diff is larger than %d MiB; the rest is not shown here — inspect the repository", maxProposalDiffBytes>>20))
 			break
 		}
-		next := d.OmittedFiles
+		if !d.Truncated && (all == nil || spec.Paths == nil) {
+			// The whole diff in one call, or (paths unknown) the last part.
+			break
+		}
+		var next []string
+		if all != nil {
+			for p := range indexDiffFiles(text) {
+				have[p] = true
+			}
+			next = notYetIn(have, all, pathsPerCall)
+			if len(next) == 0 || (text == "" && slices.Equal(next, spec.Paths)) {
+				// Everything is there, or git answers nothing for what is
+				// left (nothing to show for it): asking again would not help.
+				break
+			}
+			spec.Paths = next
+			if round > 400 {
+				out.notices = append(out.notices, "the diff has more files than can be collected here; inspect the repository for the rest")
+				break
+			}
+			continue
+		}
+		next = d.OmittedFiles
 		if cut := lastHeaderPath(d.Diff); cut != "" && len(text) < len(d.Diff) {
 			next = append([]string{cut}, next...)
 		}
@@ -381,6 +428,21 @@ func pagedDiff(ctx context.Context, repo *gitx.Repo, spec gitx.DiffSpec) (*propo
 	}
 	out.text = b.String()
 	return out, nil
+}
+
+// notYetIn is up to max of paths, in order, that are not in have.
+func notYetIn(have map[string]bool, paths []string, max int) []string {
+	var out []string
+	for _, p := range paths {
+		if have[p] || slices.Contains(out, p) {
+			continue
+		}
+		out = append(out, p)
+		if len(out) == max {
+			break
+		}
+	}
+	return out
 }
 
 // lastHeaderPath is the b/ path of the last "diff --git" header in text.

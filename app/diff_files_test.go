@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 )
 
@@ -186,7 +187,9 @@ func TestProposalBlob_ServesSniffedImagesOnly(t *testing.T) {
 }
 
 // The UI finds any file's part of a large diff: the chunk at the offset it
-// is given starts with that file's header, whatever its name.
+// is given starts with that file's header, whatever its name. The diff
+// holds every file of the outcome, though it is larger than one git call
+// answers and more files were cut off than git names at once.
 func TestProposalDiffFile_FindsEachFilesPart(t *testing.T) {
 	a, repo, env := flowEnv(t)
 	api := &API{app: a, kind: "web"}
@@ -194,7 +197,7 @@ func TestProposalDiffFile_FindsEachFilesPart(t *testing.T) {
 	for i := range 400 {
 		p := filepath.Join("pkg", string(rune('a'+i%7)), "file"+strings.Repeat("x", i%3)+"-"+strconv.Itoa(i)+".txt")
 		os.MkdirAll(filepath.Dir(filepath.Join(repo, p)), 0o755)
-		writeFile(t, filepath.Join(repo, p), strings.Repeat("line of "+p+"\n", 40))
+		writeFile(t, filepath.Join(repo, p), strings.Repeat("line of "+p+"\n", 120))
 		paths = append(paths, p)
 	}
 	for _, p := range []string{"with space.txt", "naïve.txt", "pic.bin"} {
@@ -209,8 +212,13 @@ func TestProposalDiffFile_FindsEachFilesPart(t *testing.T) {
 		"repoPath": repo, "reason": "Many files", "message": "Many files", "paths": paths,
 	})
 	whole := wholeDiff(t, api, card.ID)
-	if len(whole) < diffFirstChunkBytes+diffChunkBytes {
-		t.Fatalf("the diff is %d bytes: too small to need pages", len(whole))
+	if len(whole) < gitx.MaxDiffBytes+100<<10 {
+		t.Fatalf("the diff is %d bytes: too small to need several git calls", len(whole))
+	}
+	for _, p := range paths {
+		if _, err := api.ProposalDiffFile(card.ID, p); err != nil {
+			t.Errorf("%s is not in the card's diff: %v", p, err)
+		}
 	}
 	for _, p := range []string{paths[0], paths[200], paths[399], "with space.txt", "naïve.txt", "pic.bin"} {
 		at, err := api.ProposalDiffFile(card.ID, p)

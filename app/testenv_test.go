@@ -54,10 +54,14 @@ func startApp(t *testing.T) *App {
 }
 
 // distFS is the built front end; tests that render it need `make build`
-// (or `npm run build` in frontend/) first.
+// (or `npm run build` in frontend/) first. SLUICE_FRONTEND_DIST names
+// another build of it (one that no other build replaces while tests run).
 func distFS(t testing.TB) fs.FS {
 	t.Helper()
 	dir, err := filepath.Abs("../frontend/dist")
+	if d := os.Getenv("SLUICE_FRONTEND_DIST"); d != "" {
+		dir, err = filepath.Abs(d)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
