@@ -78,7 +78,7 @@ func TestBrowser_Axe_EveryScreen(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A changed file, so that the card shows diff2html's CHANGED tag and
-	// its +N/-N counts.
+	// the file tree its +N/−N counts.
 	_, greeting := f.proposeGreeting(t, "claude-code")
 	open := greeting["proposalId"].(string)
 	codex := agentSession(t, f.env, "codex")
@@ -143,7 +143,7 @@ func TestBrowser_Axe_EveryScreen(t *testing.T) {
 			// The screen's own content, where the test knows what it is.
 			switch {
 			case strings.HasPrefix(name, "Pending"):
-				until(t, f, "the open card with its CHANGED tag", `!!document.querySelector("#card-`+open+` .d2h-file-wrapper .d2h-changed-tag") && !!document.querySelector("#card-`+open+` .d2h-lines-added")`)
+				until(t, f, "the open card with its CHANGED tag", `!!document.querySelector("#card-`+open+` .d2h-file-wrapper .d2h-changed-tag") && !!document.querySelector("#card-`+open+` .file-tree-add")`)
 			case name == "History":
 				until(t, f, "History's rows", `!!document.getElementById("history-`+no+`")`)
 			case name == "Audit":
