@@ -280,6 +280,35 @@ describe("image previews", () => {
   });
 });
 
+describe("image previews in the desktop window", () => {
+  afterEach(() => {
+    delete (window as unknown as { go?: unknown }).go;
+  });
+
+  it("takes the image as a data: URL from the binding, which has no route to load it from", async () => {
+    const asked: string[] = [];
+    const dataUrl = "data:image/png;base64,iVBORw0KGgo=";
+    (window as unknown as { go: unknown }).go = {
+      app: {
+        API: {
+          ProposalDiff: async () => ({ text: binaryDiff, offset: 0, nextOffset: binaryDiff.length, totalBytes: binaryDiff.length, done: true, notices: [] }),
+          ProposalImage: async (id: string, blob: string) => {
+            asked.push(`${id} ${blob}`);
+            if (blob === fontBlob) throw { code: "unsupported", message: "not a PNG, JPEG, GIF or WebP image" };
+            return { contentType: "image/png", size: 8, dataUrl };
+          },
+        },
+      },
+    };
+    const { container } = render(<DiffView proposalId="pd" files={2} changes={binaryChanges} />);
+    const preview = await previewOf("img/logo.png");
+    await waitFor(() => expect(Array.from(preview.querySelectorAll("img")).map((i) => i.getAttribute("src"))).toEqual([dataUrl, dataUrl]));
+    expect(asked.sort()).toEqual([`pd ${pngBlob}`, `pd ${oldPngBlob}`, `pd ${fontBlob}`]);
+    // What the binding refuses stays a binary file.
+    await waitFor(() => expect(container.querySelector(".d2h-file-wrapper[data-path='fonts/a.woff'] .image-preview")).toBeNull());
+  });
+});
+
 describe("Approve while the card loads", () => {
   it("is disabled, saying Loading…, until the diff and its images are on screen", async () => {
     stubEventSource();
