@@ -1,6 +1,8 @@
 import { act, cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
+import { createRef } from "react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { FileChange } from "./api";
+import type { CardActions } from "./ProposalCard";
 import { DiffView } from "./DiffView";
 import { FileTree, foldFrom } from "./FileTree";
 import { card, diffOnScreen, findEl, stubEventSource, stubFetch } from "./testing";
@@ -328,12 +330,16 @@ describe("Approve while the card loads", () => {
       op: "commit",
       sealed: { before: "1".repeat(40), after: "2".repeat(40), files: binaryChanges },
     });
-    render(<ProposalCard card={c} />);
+    const actions = createRef<CardActions>();
+    render(<ProposalCard card={c} ref={actions} />);
     const approve = document.querySelector<HTMLButtonElement>("#card-p1 .approve")!;
     await screen.findByText("Loading diff…");
     expect(approve.disabled).toBe(true);
     const why = document.getElementById(approve.getAttribute("aria-describedby")!)!;
     expect(why.textContent).toMatch(/^Loading…/);
+    // The a key says why it does nothing.
+    act(() => actions.current!.approveShortcut());
+    expect(document.querySelector(".refusal")?.textContent).toMatch(/Approve waits until the diff is on screen/);
 
     // The diff is there, the image not yet.
     release();
@@ -347,5 +353,6 @@ describe("Approve while the card loads", () => {
     await diffOnScreen("p1");
     expect(approve.disabled).toBe(false);
     expect(approve.getAttribute("aria-describedby")).toBeNull();
+    expect(document.querySelector(".refusal")).toBeNull();
   });
 });

@@ -158,7 +158,7 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
   useEffect(() => onStale?.(isStale), [isStale, onStale]);
   // Why a did not approve holds for the card as it was: a new digest, or
   // staleness or blockers that come or go, make it old news.
-  useEffect(() => setRefusal(null), [card.digest, isStale, blockers.length]);
+  useEffect(() => setRefusal(null), [card.digest, isStale, blockers.length, diffLoading]);
 
   function fail(e: unknown) {
     if (e instanceof ApiError && staleCodes.has(e.code)) {
@@ -246,6 +246,10 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
       setRefusal(null);
       if (card.destructive) {
         confirmEl.current?.focus();
+        return;
+      }
+      if (diffLoading) {
+        setRefusal("Approve waits until the diff is on screen: it is still loading.");
         return;
       }
       void approve();
