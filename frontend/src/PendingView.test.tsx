@@ -477,10 +477,12 @@ describe("the review layout", () => {
     await waitFor(() => expect(rowEl("b2").querySelector(".mark-stale")).toBeTruthy());
     expect(rowEl("b2").querySelector(".mark-stale")!.getAttribute("title")).toBe("main moved and changed src/cart.go");
     expect(rowEl("a1").querySelector(".mark-stale")).toBeNull();
+    expect(document.querySelector(".queue-counts")?.textContent).toBe("1 stale");
     // The mark follows the app's events: re-sealed, it is no longer stale.
     list = [a, { ...b, stale: false, staleWhy: undefined, digest: "sha256:feed" }];
     act(() => FakeEventSource.emit("proposal:updated", { id: "b2", state: "pending", version: 2 }));
     await waitFor(() => expect(rowEl("b2").querySelector(".mark-stale")).toBeNull());
+    expect(document.querySelector(".queue-counts")).toBeNull();
   });
 
   it("says so when the open card is withdrawn, and a waits until the person has seen the next one", async () => {

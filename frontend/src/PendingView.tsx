@@ -571,6 +571,10 @@ export function PendingView({ status }: { status: Status }) {
   // reads the same whether or not notices are still shown.
   const titleId = waiting.length === 0 ? "empty-title" : "pending-title";
   const shownWaiting = rows.filter((c) => c.state === "pending").length;
+  // What needs care before anything is opened.
+  const staleCount = waiting.filter(isStale).length;
+  const collidingCount = waiting.filter((c) => c.collisions?.length > 0).length;
+  const counts = [staleCount > 0 && `${staleCount} stale`, collidingCount > 0 && `${collidingCount} colliding`].filter(Boolean);
 
   // The notices that belong next to the decision: the undo of a held
   // reject, the card replaced under the cursor, and what became of the
@@ -643,6 +647,7 @@ export function PendingView({ status }: { status: Status }) {
             ? "No proposals waiting"
             : `${waiting.length} proposal${waiting.length === 1 ? "" : "s"} waiting`}
         </h1>
+        {counts.length > 0 && <p className="muted queue-counts">{counts.join(" · ")}</p>}
         <div className="review-tools">
           <label className="search">
             <span className="visually-hidden">Search proposals</span>
