@@ -26,6 +26,8 @@ func TestBrowser_Approve_CommitLands_AndRestores(t *testing.T) {
 	card := cardSel(id)
 	if err := chromedp.Do(f.ctx,
 		chromedp.WaitVisible(chromedp.CSS(card+" .diff-view .d2h-file-wrapper")),
+		// Approve is enabled once the whole card is on screen.
+		chromedp.WaitVisible(chromedp.CSS(card+" .approve:not([disabled])")),
 		chromedp.Click(chromedp.CSS(card+" .approve")),
 		chromedp.WaitVisible(chromedp.CSS(decidedSel(id)+`[data-state="completed"]`)),
 	); err != nil {
@@ -177,6 +179,7 @@ func TestBrowser_EditAfterProposal_SealedContentLands(t *testing.T) {
 	os.WriteFile(filepath.Join(f.repo, "README.md"), []byte(later), 0o644)
 	if err := chromedp.Do(f.ctx,
 		chromedp.WaitVisible(chromedp.CSS(card+" .preflight-note")),
+		chromedp.WaitVisible(chromedp.CSS(card+" .approve:not([disabled])")),
 		chromedp.Click(chromedp.CSS(card+" .approve")),
 		chromedp.WaitVisible(chromedp.CSS(decidedSel(id)+`[data-state="completed"]`)),
 	); err != nil {

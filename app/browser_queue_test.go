@@ -139,8 +139,9 @@ func TestBrowser_Queue_KeyboardOnly(t *testing.T) {
 	press(t, f, "k")
 	until(t, f, "k to open the first card again", `document.activeElement && document.activeElement.id === "card-`+ids[0]+`"`)
 
-	// a approves the first: it lands, leaves the queue with a notice, and
-	// the focus is on the next card.
+	// a approves the first (once its diff is on screen): it lands, leaves
+	// the queue with a notice, and the focus is on the next card.
+	until(t, f, "the first card ready to approve", `!!document.querySelector("#card-`+ids[0]+` .approve:not([disabled])")`)
 	press(t, f, "a")
 	until(t, f, "the approved card's notice", `!!document.querySelector("#decided-`+ids[0]+`[data-state='completed']")`)
 	until(t, f, "the focus on the next card", `document.activeElement && document.activeElement.id === "card-`+ids[1]+`"`)
@@ -172,6 +173,7 @@ func TestBrowser_Queue_KeyboardOnly(t *testing.T) {
 	// the approval.
 	press(t, f, "r")
 	until(t, f, "the focus on the third card", `document.activeElement && document.activeElement.id === "card-`+ids[2]+`"`)
+	until(t, f, "the third card ready to approve", `!!document.querySelector("#card-`+ids[2]+` .approve:not([disabled])")`)
 	press(t, f, "a")
 	until(t, f, "the rejected card's notice", `!!document.querySelector("#decided-`+ids[1]+`[data-state='rejected']")`)
 	until(t, f, "the third card's notice", `!!document.querySelector("#decided-`+ids[2]+`[data-state='completed']")`)

@@ -172,6 +172,7 @@ func TestBrowser_Review_Layout(t *testing.T) {
 
 	// Approving from there: the next card opens, and what became of the
 	// approval (with its Undo once it landed) is next to its bar, in view.
+	until(t, f, "the card ready to approve", `!!document.querySelector("`+cardSel(big)+` .approve:not([disabled])")`)
 	press(t, f, "a")
 	until(t, f, "the approval's notice, landed", `!!document.querySelector("#decided-`+big+`[data-state='completed']")`)
 	until(t, f, "the next card", `!!document.querySelector("#card-`+ids[0]+`")`)
