@@ -967,28 +967,91 @@ export function onEvents(names: string[], cb: (name: string, data: unknown) => v
   }
   const streamed = names.filter((n) => !desktopOnlyEvents.has(n));
   if (streamed.length === 0 || typeof EventSource === "undefined") return () => {};
-  const es = new EventSource("/api/events");
-  for (const n of streamed) {
-    es.addEventListener(n, (ev) => {
+  const sub: Subscriber = { names: streamed, cb };
+  if (!stream) {
+    keepNoStreamInPageCache();
+    openStream(new Set([sub]));
+  } else {
+    stream.subs.add(sub);
+    listen(stream, streamed);
+    // The stream opened before this screen read its data: what changed
+    // in between is asked for again, as a new stream's first open does.
+    const s = stream;
+    if (s.open && streamed.includes("proposals:resync")) {
+      queueMicrotask(() => {
+        if (s.subs.has(sub)) cb("proposals:resync", undefined);
+      });
+    }
+  }
+  return () => {
+    const s = stream;
+    if (!s?.subs.delete(sub) || s.subs.size > 0) return;
+    s.es.close();
+    stream = null;
+  };
+}
+
+interface Subscriber {
+  names: string[];
+  cb: (name: string, data: unknown) => void;
+}
+
+/**
+ * The page's one stream of the app's events, shared by every screen and
+ * counter that listens. A browser opens at most six connections to the
+ * app, and a page kept in its back/forward cache keeps its streams: with
+ * a stream per listener (three on Pending), the page opened again after
+ * two such pages waited a minute for a connection before it drew anything.
+ */
+let stream: { es: EventSource; subs: Set<Subscriber>; open: boolean; listening: Set<string> } | null = null;
+
+function openStream(subs: Set<Subscriber>) {
+  const s = { es: new EventSource("/api/events"), subs, open: false, listening: new Set<string>() };
+  stream = s;
+  for (const sub of subs) listen(s, sub.names);
+  // Whatever changed before the stream opened (the screen read its data
+  // first) or while it was down never reaches it: each open asks for a
+  // resync.
+  s.es.onopen = () => {
+    s.open = true;
+    for (const sub of [...s.subs]) if (sub.names.includes("proposals:resync")) sub.cb("proposals:resync", undefined);
+  };
+  // A dropped stream is how an open tab first learns the app stopped: ask
+  // once, so that the page says so instead of going quiet.
+  s.es.onerror = () => {
+    s.open = false;
+    if (!down) http("GET", "/api/status").catch(() => {});
+  };
+}
+
+function listen(s: NonNullable<typeof stream>, names: string[]) {
+  for (const n of names) {
+    if (s.listening.has(n)) continue;
+    s.listening.add(n);
+    s.es.addEventListener(n, (ev) => {
       let data: unknown;
       try {
         data = JSON.parse((ev as MessageEvent).data);
       } catch {
         data = undefined;
       }
-      cb(n, data);
+      for (const sub of [...s.subs]) if (sub.names.includes(n)) sub.cb(n, data);
     });
   }
-  // Whatever changed before the stream opened (the screen read its data
-  // first) or while it was down never reaches it: each open asks for a
-  // resync.
-  es.onopen = () => {
-    if (names.includes("proposals:resync")) cb("proposals:resync", undefined);
-  };
-  // A dropped stream is how an open tab first learns the app stopped: ask
-  // once, so that the page says so instead of going quiet.
-  es.onerror = () => {
-    if (!down) http("GET", "/api/status").catch(() => {});
-  };
-  return () => es.close();
+}
+
+let watchingPageCache = false;
+
+/** Closes the stream while the page sits in the back/forward cache, and opens it again (with a resync) when the page comes back. */
+function keepNoStreamInPageCache() {
+  if (watchingPageCache || typeof window === "undefined") return;
+  watchingPageCache = true;
+  window.addEventListener("pagehide", (ev) => {
+    if (!ev.persisted || !stream) return;
+    stream.es.close();
+    stream.open = false;
+  });
+  window.addEventListener("pageshow", (ev) => {
+    if (ev.persisted && stream) openStream(stream.subs);
+  });
 }
