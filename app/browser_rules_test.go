@@ -64,6 +64,8 @@ func TestBrowser_TrustSimilar_KeyboardOnly(t *testing.T) {
 	card := cardSel(first)
 	if err := chromedp.Do(f.ctx,
 		chromedp.WaitVisible(chromedp.CSS(card+" .diff-view .d2h-file-wrapper")),
+		// Enabled once the whole card is on screen.
+		chromedp.WaitVisible(chromedp.CSS(card+" .trust-similar:not([disabled])")),
 		focusPress(card+" .trust-similar", kb.Enter),
 		chromedp.WaitVisible(chromedp.CSS(".trust-dialog .rule-name")),
 	); err != nil {

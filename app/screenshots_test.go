@@ -80,7 +80,7 @@ func TestScreenshots_ForDocs(t *testing.T) {
 	commitCard := cardSel(commit["proposalId"].(string))
 	row := ".queue-item[data-id='" + commit["proposalId"].(string) + "'] .queue-row"
 	shot("trust-dialog.png", chromedp.Navigate(f.base+"/#/"), chromedp.WaitVisible(chromedp.CSS(row)), chromedp.Click(chromedp.CSS(row)),
-		chromedp.WaitVisible(chromedp.CSS(commitCard+" .trust-similar")), chromedp.Click(chromedp.CSS(commitCard+" .trust-similar")), chromedp.WaitVisible(chromedp.CSS(".trust-dialog .rule-name")))
+		chromedp.WaitVisible(chromedp.CSS(commitCard+" .trust-similar:not([disabled])")), chromedp.Click(chromedp.CSS(commitCard+" .trust-similar")), chromedp.WaitVisible(chromedp.CSS(".trust-dialog .rule-name")))
 	shot("rules.png", chromedp.Click(chromedp.CSS(".trust-dialog .trust-confirm")),
 		chromedp.WaitVisible(chromedp.CSS("#decided-"+commit["proposalId"].(string))),
 		chromedp.Navigate(f.base+"/#/rules"), chromedp.WaitVisible(chromedp.CSS("table.rules tbody tr")))
