@@ -142,6 +142,7 @@ func TestBrowser_FileTree_FilterJumpImageApprove(t *testing.T) {
 	if rows := eval[int](t, f, `document.querySelectorAll("`+card+` .file-tree-file").length`); rows != 1 {
 		t.Errorf("%d files listed for the filter", rows)
 	}
+	clicked := time.Now()
 	if err := chromedp.Do(f.ctx,
 		chromedp.Click(chromedp.CSS(card+` .file-tree-file[data-path='zz/far/target.txt']`)),
 	); err != nil {
@@ -153,6 +154,7 @@ func TestBrowser_FileTree_FilterJumpImageApprove(t *testing.T) {
 		const r = w.getBoundingClientRect();
 		return document.activeElement === w && r.top < window.innerHeight && r.bottom > 0;
 	})()`)
+	t.Logf("the far file on screen %v after the click (a bound, not a measurement: the wait polls)", time.Since(clicked).Round(time.Millisecond))
 	// Only the far file's part was loaded: what lies between is a gap.
 	gaps := eval[int](t, f, `document.querySelectorAll("`+card+` .diff-gap").length`)
 	drawn := eval[int](t, f, `document.querySelectorAll("`+card+` .d2h-file-wrapper").length`)
