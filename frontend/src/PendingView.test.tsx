@@ -526,7 +526,7 @@ describe("the review layout", () => {
     await waitFor(() => expect(decisionPosts(calls).map((c) => c.url)).toEqual(["/api/proposals/b2/approve"]));
   });
 
-  it("says so when the open card is re-sealed, and a waits", async () => {
+  it("says so when the open card is re-sealed with the same changes, and a approves the re-sealed digest", async () => {
     localStorage.setItem("sluice.replacedPauseMs", "600000");
     const a = card({ id: "a1", op: "commit", args: { message: "Add a.txt" } });
     let list = [a];
@@ -543,6 +543,24 @@ describe("the review layout", () => {
     act(() => FakeEventSource.emit("proposal:updated", { id: "a1", state: "pending", version: 2 }));
     const notice = await findEl("#replaced-notice");
     expect(notice.textContent).toMatch(/^The card you had open \(Add a\.txt\) was re-sealed on main at 9999999999: same changes\./);
+    expect(notice.getAttribute("data-holding")).toBe("false");
+    await findEl(`#card-a1 code[title='sha256:${"f".repeat(64)}']`);
+    fireEvent.keyDown(document.body, { key: "a" });
+    await waitFor(() => expect(decisionPosts(calls).map((c) => c.url)).toEqual(["/api/proposals/a1/approve"]));
+    expect((decisionPosts(calls)[0].body as { digest: string }).digest).toBe("sha256:" + "f".repeat(64));
+  });
+
+  it("a digest that changed without a re-seal of the same changes makes a wait", async () => {
+    localStorage.setItem("sluice.replacedPauseMs", "600000");
+    const a = card({ id: "a1", op: "commit", args: { message: "Add a.txt" } });
+    let list = [a];
+    const calls = stubFetch({ "GET /api/proposals": () => ({ body: list }), ...diffRoutes("a1", []) });
+    await renderPending();
+    await waitFor(() => cardEl("a1"));
+    list = [{ ...a, digest: "sha256:" + "f".repeat(64) }];
+    act(() => FakeEventSource.emit("proposal:updated", { id: "a1", state: "pending", version: 2 }));
+    const notice = await findEl("#replaced-notice");
+    expect(notice.getAttribute("data-holding")).toBe("true");
     fireEvent.keyDown(document.body, { key: "a" });
     expect(decisionPosts(calls)).toHaveLength(0);
     // Dismissing it with the mouse is having seen it.

@@ -309,8 +309,12 @@ export function PendingView({ status }: { status: Status }) {
       }
       r = { was, next, words: goneWords(was) };
     }
-    guard.current = { until: Date.now() + replacedPauseMs() };
-    setReplaced({ ...r, holding: true, paused: false });
+    // Re-sealed with the same changes, it is still the card the person
+    // was reading: the notice says so, and the keys act on it at once
+    // (approving a run of commits re-seals the next card as each lands).
+    const sameCard = !!still && still.resealed?.to === still.digest;
+    guard.current = sameCard ? null : { until: Date.now() + replacedPauseMs() };
+    setReplaced({ ...r, holding: !sameCard, paused: sameCard });
     logNotice({
       key: `replaced-${r.was.id}-${r.was.digest}-${r.was.state}`,
       kind: "replaced",
