@@ -383,8 +383,18 @@ const pathsPerCall = 256
 func pagedDiff(ctx context.Context, repo *gitx.Repo, spec gitx.DiffSpec, all []string) (*proposalDiff, error) {
 	out := &proposalDiff{}
 	var b strings.Builder
-	// The paths of all that are in b already (when all is known).
+	// The paths of all that are in b already (when all is known), and
+	// those git cannot be asked for by name (gitx refuses them as
+	// pathspecs: a leading "-", control characters), which are left out
+	// with a notice rather than failing the whole diff.
 	have := map[string]bool{}
+	var unnamed []string
+	for _, p := range all {
+		if _, err := gitx.CheckPath("path", p); err != nil && !have[p] {
+			have[p] = true
+			unnamed = append(unnamed, p)
+		}
+	}
 	for round := 0; ; round++ {
 		d, err := repo.DiffText(ctx, spec, 3, gitx.MaxDiffBytes)
 		if err != nil {
@@ -417,6 +427,18 @@ func pagedDiff(ctx context.Context, repo *gitx.Repo, spec gitx.DiffSpec, all []s
 				have[p] = true
 			}
 			next = notYetIn(have, all, pathsPerCall)
+			if len(next) == 0 && len(unnamed) > 0 {
+				idx := indexDiffFiles(b.String())
+				missing := 0
+				for _, p := range unnamed {
+					if _, ok := idx[p]; !ok {
+						missing++
+					}
+				}
+				if missing > 0 {
+					out.notices = append(out.notices, fmt.Sprintf("%d files are not shown: their names cannot be asked of git one by one — inspect the repository", missing))
+				}
+			}
 			if len(next) == 0 || (text == "" && slices.Equal(next, spec.Paths)) {
 				// Everything is there, or git answers nothing for what is
 				// left (nothing to show for it): asking again would not help.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/color"
 	"image/gif"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -148,7 +150,7 @@ func TestProposalBlob_ServesSniffedImagesOnly(t *testing.T) {
 
 	for _, tc := range []struct {
 		what, id, blob string
-		status        int
+		status         int
 	}{
 		{"an SVG named .png", card.ID, sealedBlob(t, card, "img/logo.png"), http.StatusUnsupportedMediaType},
 		{"a text file", card.ID, sealedBlob(t, card, "docs/notes.md"), http.StatusUnsupportedMediaType},
@@ -239,5 +241,52 @@ func TestProposalDiffFile_FindsEachFilesPart(t *testing.T) {
 	}
 	if _, err := api.ProposalDiffFile(card.ID, "no/such/file.txt"); err == nil {
 		t.Error("a file the diff does not have was found")
+	}
+}
+
+// A paged diff names the outcome's files git has to be asked for one by
+// one; a file whose name cannot be passed to git so (not UTF-8) does not
+// fail the diff: the rest is there and a notice says what is missing.
+func TestPagedDiff_UnnameableFile_NoticeNotFailure(t *testing.T) {
+	root := t.TempDir()
+	r := gitxtest.InitAt(t, filepath.Join(root, "repo"))
+	base := r.WriteCommit("README.md", "hello\n", "first")
+	var all []string
+	for i := range 300 {
+		p := fmt.Sprintf("a/file%03d.txt", i)
+		r.Write(p, strings.Repeat("a line of "+p+"\n", 160))
+		all = append(all, p)
+	}
+	odd := "zz\xff.txt"
+	if err := os.WriteFile(filepath.Join(r.Dir, odd), []byte("odd\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	all = append(all, odd)
+	r.Git("add", "-A")
+	r.Git("commit", "-q", "-m", "many")
+	head := strings.TrimSpace(r.Git("rev-parse", "HEAD"))
+	g, err := gitx.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := g.Open(t.Context(), gitx.Roots{root}, r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := pagedDiff(t.Context(), repo, gitx.DiffSpec{Base: strings.TrimSpace(base), Target: head}, all)
+	if err != nil {
+		t.Fatalf("the diff failed: %v", err)
+	}
+	if len(d.text) <= gitx.MaxDiffBytes {
+		t.Fatalf("the diff is %d bytes: too small to need several calls", len(d.text))
+	}
+	idx := indexDiffFiles(d.text)
+	for _, p := range all[:300] {
+		if _, ok := idx[p]; !ok {
+			t.Errorf("%s is missing", p)
+		}
+	}
+	if !slices.ContainsFunc(d.notices, func(n string) bool { return strings.Contains(n, "1 files are not shown") }) {
+		t.Errorf("no notice for the file git cannot be asked for: %q", d.notices)
 	}
 }

@@ -232,7 +232,9 @@ func (w *Web) routes() http.Handler {
 		jsonCall(rw, func() (DiffChunk, error) { return w.api.ProposalDiff(r.PathValue("id"), off) })
 	}))
 	mux.HandleFunc("GET /api/proposals/{id}/diff/file", w.authed(func(rw http.ResponseWriter, r *http.Request) {
-		jsonCall(rw, func() (DiffFileAt, error) { return w.api.ProposalDiffFile(r.PathValue("id"), r.URL.Query().Get("path")) })
+		jsonCall(rw, func() (DiffFileAt, error) {
+			return w.api.ProposalDiffFile(r.PathValue("id"), r.URL.Query().Get("path"))
+		})
 	}))
 	mux.HandleFunc("GET /api/proposals/{id}/image", w.authed(func(rw http.ResponseWriter, r *http.Request) {
 		jsonCall(rw, func() (ImagePreview, error) { return w.api.ProposalImage(r.PathValue("id"), r.URL.Query().Get("blob")) })
