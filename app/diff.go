@@ -436,7 +436,11 @@ func pagedDiff(ctx context.Context, repo *gitx.Repo, spec gitx.DiffSpec, all []s
 					}
 				}
 				if missing > 0 {
-					out.notices = append(out.notices, fmt.Sprintf("%d files are not shown: their names cannot be asked of git one by one — inspect the repository", missing))
+					what := fmt.Sprintf("%d files are", missing)
+					if missing == 1 {
+						what = "1 file is"
+					}
+					out.notices = append(out.notices, what+" not shown: git cannot be asked for such names one by one — inspect the repository")
 				}
 			}
 			if len(next) == 0 || (text == "" && slices.Equal(next, spec.Paths)) {

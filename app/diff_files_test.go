@@ -286,7 +286,7 @@ func TestPagedDiff_UnnameableFile_NoticeNotFailure(t *testing.T) {
 			t.Errorf("%s is missing", p)
 		}
 	}
-	if !slices.ContainsFunc(d.notices, func(n string) bool { return strings.Contains(n, "1 files are not shown") }) {
+	if !slices.ContainsFunc(d.notices, func(n string) bool { return strings.HasPrefix(n, "1 file is not shown") }) {
 		t.Errorf("no notice for the file git cannot be asked for: %q", d.notices)
 	}
 }
