@@ -265,7 +265,7 @@ func (a *App) sealedDiff(ctx context.Context, p proposal.Proposal) (*proposalDif
 				return nil, err
 			}
 		}
-		d, err := pagedDiff(ctx, repo, spec, sealedPaths(s))
+		d, err := diffAtOnce(ctx, repo, spec, sealedPaths(s))
 		if err != nil {
 			return nil, err
 		}

@@ -122,6 +122,20 @@ func (repo *Repo) DiffText(ctx context.Context, spec DiffSpec, contextLines, max
 	if maxBytes > MaxDiffBytes {
 		return nil, errcode.New(errcode.InvalidArgument, "maxBytes must be at most %d", MaxDiffBytes)
 	}
+	return repo.diffText(ctx, spec, contextLines, maxBytes)
+}
+
+// DiffTextUpTo is DiffText bounded by maxBytes however large: for the app,
+// which reads a card's whole diff once, in one git process, rather than
+// for an answer to a model (bounded by MaxDiffBytes).
+func (repo *Repo) DiffTextUpTo(ctx context.Context, spec DiffSpec, contextLines, maxBytes int) (*DiffText, error) {
+	if maxBytes <= 0 {
+		return nil, errcode.New(errcode.InvalidArgument, "maxBytes must be positive")
+	}
+	return repo.diffText(ctx, spec, contextLines, maxBytes)
+}
+
+func (repo *Repo) diffText(ctx context.Context, spec DiffSpec, contextLines, maxBytes int) (*DiffText, error) {
 	if contextLines < 0 || contextLines > 100 {
 		return nil, errcode.New(errcode.InvalidArgument, "contextLines must be between 0 and 100")
 	}
