@@ -154,6 +154,11 @@ func TestBrowser_ProposeReject_Live(t *testing.T) {
 // disabled until the branch name is typed.
 func TestBrowser_Destructive_NeedsTypedWord(t *testing.T) {
 	f := startWebFlow(t)
+	// Uncommitted work the reset would throw away (one that loses nothing
+	// is not destructive).
+	if err := os.WriteFile(filepath.Join(f.repo, "README.md"), []byte("hello\nmy draft\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cs := agentSession(t, f.env, "codex")
 	out, isErr := callTool(t, cs, "propose_reset", map[string]any{
 		"repoPath": f.repo, "reason": "Start over", "mode": "hard", "target": "HEAD", "branch": "main",

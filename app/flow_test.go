@@ -166,6 +166,11 @@ func TestFlow_ProposeCommit_CardAndReject(t *testing.T) {
 // without typing its confirmation word.
 func TestFlow_Destructive_NeedsConfirmation(t *testing.T) {
 	a, repo, env := flowEnv(t)
+	// Uncommitted work the reset would throw away (one that loses nothing
+	// is not destructive).
+	if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte("hello\nmy draft\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cs := agentSession(t, env, "codex")
 	out, isErr := callTool(t, cs, "propose_reset", map[string]any{
 		"repoPath": repo, "reason": "Start over", "mode": "hard", "target": "HEAD", "branch": "main",

@@ -81,7 +81,8 @@ func TestScreenshots_ForDocs(t *testing.T) {
 	row := ".queue-item[data-id='" + commit["proposalId"].(string) + "'] .queue-row"
 	shot("trust-dialog.png", chromedp.Navigate(f.base+"/#/"), chromedp.WaitVisible(chromedp.CSS(row)), chromedp.Click(chromedp.CSS(row)),
 		chromedp.WaitVisible(chromedp.CSS(commitCard+" .trust-similar:not([disabled])")), chromedp.Click(chromedp.CSS(commitCard+" .trust-similar")), chromedp.WaitVisible(chromedp.CSS(".trust-dialog .rule-name")))
-	shot("rules.png", chromedp.Click(chromedp.CSS(".trust-dialog .trust-confirm")),
+	// The agent only declared its name: trusting it is the person's opt-in.
+	shot("rules.png", chromedp.Click(chromedp.CSS(".trust-dialog .rule-trust-declared input")), chromedp.Click(chromedp.CSS(".trust-dialog .trust-confirm")),
 		chromedp.WaitVisible(chromedp.CSS("#decided-"+commit["proposalId"].(string))),
 		chromedp.Navigate(f.base+"/#/rules"), chromedp.WaitVisible(chromedp.CSS("table.rules tbody tr")))
 	shot("audit.png", chromedp.Navigate(f.base+"/#/audit"), chromedp.WaitVisible(chromedp.CSS("main td")))
@@ -92,5 +93,5 @@ func TestScreenshots_ForDocs(t *testing.T) {
 	shot("login-recovery.png", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		_, err := cdp.Call(ctx, tg, network.ClearBrowserCookies, cdp.Empty{})
 		return err
-	}), chromedp.Navigate(f.base+"/login?token=not-a-token"), chromedp.WaitVisible(chromedp.Search("//*[contains(text(), 'sluice login')]")))
+	}), chromedp.Navigate(f.base+"/login?token=not-a-token"), chromedp.WaitVisible(chromedp.Search("//*[contains(text(), '"+loginCommand()+"')]")))
 }

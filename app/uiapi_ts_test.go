@@ -318,7 +318,14 @@ func (p *tsParser) file() (*tsFile, error) {
 					}
 				}
 			}
+			at := p.pos
 			obj, err := p.object()
+			if err != nil && prev != "export" {
+				// A module's own interface (with a function's type, say) is
+				// not part of what crosses to Go: skipped like the rest.
+				p.pos = at
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}
