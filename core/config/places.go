@@ -91,7 +91,11 @@ func (p *Places) Contains(abs string) (place string, ok bool) {
 // match reports which place the path, as written (clean) and resolved
 // (canon), is or lies in.
 func (p *Places) match(clean, canon string) (place string, ok bool) {
-	for _, cand := range []string{clean, canon} {
+	cands := []string{clean}
+	if canon != clean {
+		cands = append(cands, canon)
+	}
+	for _, cand := range cands {
 		for _, f := range p.files {
 			if cand == f {
 				return f, true
