@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -60,6 +61,9 @@ type call struct {
 	profile gitx.Profile
 	// ok lists exit codes that are answers, not failures.
 	ok []int
+	// stdout, when set, receives the output as it comes, uncapped;
+	// result.out is then empty.
+	stdout io.Writer
 }
 
 type result struct {
@@ -82,6 +86,9 @@ func (g *gitEnv) run(ctx context.Context, c call) (result, error) {
 		Limit: stdoutCap, Timeout: g.timeout, StderrCap: stderrCap}
 	if c.stdin != nil {
 		gc.Stdin = bytes.NewReader(c.stdin)
+	}
+	if c.stdout != nil {
+		gc.Stdout = c.stdout
 	}
 	out, err := g.repo.Run(ctx, gc)
 	var res result

@@ -475,6 +475,13 @@ func (s *sealing) changes(ctx context.Context, a, b string) ([]proposal.FileChan
 	if a == b {
 		return out, nil
 	}
+	return s.changesByRule(ctx, a, b)
+}
+
+// changesByNumstat is changes with git's line counts saying which files
+// are binary (see seal_facts.go).
+func (s *sealing) changesByNumstat(ctx context.Context, a, b string) ([]proposal.FileChange, error) {
+	out := []proposal.FileChange{}
 	// The line counts that say which files git treats as binary read every
 	// blob on both sides; the sizes need only each blob's header. So the
 	// sizes are looked up at the same time, from the list of blobs a tree

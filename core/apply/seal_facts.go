@@ -1,0 +1,269 @@
+package apply
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// A sealed file list needs, for each changed file, its blobs, its size and
+// whether its content is binary. git says which files are binary only
+// through a diff with line counts (--numstat), which reads every blob on
+// both sides and diffs it: for a 1,000-file commit, most of the seal's
+// time after git add. git's rule itself is short, so the seal applies it
+// to the content the list shows (the new content, or the old one of a
+// deletion): binary when its diff attribute says so (-diff, the binary
+// macro, a driver with diff.<driver>.binary), else when its first 8,000
+// bytes hold a NUL. The attributes come from git check-attr, sizes and
+// first bytes from git cat-file --batch, streamed. Where git's numstat
+// calls a change binary because its old side was (binary content replaced
+// by text), the list says what the new content is.
+// TestChanges_ByRuleSameAsGit holds this and git's line counts
+// (changesByNumstat) to the same answer everywhere else.
+
+// firstFewBytes is how much of a blob git looks at for a NUL byte
+// (FIRST_FEW_BYTES in git's xdiff-interface.c).
+const firstFewBytes = 8000
+
+// bigFileThreshold is core.bigFileThreshold's default: git treats a larger
+// blob as binary without reading it.
+const bigFileThreshold = 512 << 20
+
+// readWholeBelow: blobs up to this size are read whole, in batches of up
+// to batchBytes; a larger one is read alone, and only its first bytes kept.
+const (
+	readWholeBelow = 1 << 20
+	batchBytes     = 8 << 20
+)
+
+// firstBytes keeps the first firstFewBytes written to it.
+type firstBytes struct{ b []byte }
+
+func (w *firstBytes) Write(p []byte) (int, error) {
+	if room := firstFewBytes - len(w.b); room > 0 {
+		w.b = append(w.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// changesByRule is changes without line counts (see the top of this
+// file).
+func (s *sealing) changesByRule(ctx context.Context, a, b string) ([]proposal.FileChange, error) {
+	res, err := s.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "-M", "--raw", "--no-commit-id", "--abbrev=40", a, b, "--"}})
+	if err != nil {
+		return nil, err
+	}
+	recs := gitx.ParseRawNumstat(res.out)
+	var paths []string
+	for _, r := range recs {
+		paths = append(paths, r.Path)
+		if r.OrigPath != "" {
+			paths = append(paths, r.OrigPath)
+		}
+	}
+	var byAttr map[string]bool
+	var attrErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { byAttr, attrErr = s.binaryByAttributes(ctx, paths) })
+	facts, err := s.blobFacts(ctx, recs)
+	wg.Wait()
+	if err == nil {
+		err = attrErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	status := map[byte]string{'A': proposal.FileAdded, 'D': proposal.FileDeleted, 'R': proposal.FileRenamed, 'T': proposal.FileTypeChanged}
+	out := make([]proposal.FileChange, 0, len(recs))
+	for _, r := range recs {
+		c := proposal.FileChange{Status: status[r.Status], Path: r.Path, OldPath: r.OrigPath,
+			OldMode: r.OldMode, Mode: r.Mode, OldBlob: r.OldBlob, Blob: r.Blob}
+		if c.Status == "" {
+			c.Status = proposal.FileModified
+		}
+		for _, p := range []*string{&c.OldMode, &c.Mode} {
+			if *p == "000000" {
+				*p = ""
+			}
+		}
+		for _, p := range []*string{&c.OldBlob, &c.Blob} {
+			if strings.Trim(*p, "0") == "" {
+				*p = ""
+			}
+		}
+		// The content the list shows: the new one, or the old one of a
+		// deletion. Its size, and whether git treats it as binary (its
+		// attributes, else its first bytes); a gitlink is a commit, never
+		// binary.
+		mode, blob, path := c.Mode, c.Blob, c.Path
+		if blob == "" {
+			mode, blob = c.OldMode, c.OldBlob
+			if c.OldPath != "" {
+				path = c.OldPath
+			}
+		}
+		if blob != "" && mode != proposal.ModeGitlink {
+			f := facts[blob]
+			c.Size, c.Binary = f.size, f.binary
+			if v, ok := byAttr[path]; ok {
+				c.Binary = v
+			}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// blobFact is what the file list needs of one blob.
+type blobFact struct {
+	size   int64
+	binary bool
+}
+
+// blobFacts reads the size and git's binary test of each blob the file
+// list shows (the new content, or the old for a deletion; gitlinks
+// excepted) from git cat-file --batch, streamed: only each blob's first
+// bytes are kept. A long list is read by two processes at once.
+func (s *sealing) blobFacts(ctx context.Context, recs []gitx.RawChange) (map[string]blobFact, error) {
+	var ids []string
+	seen := map[string]bool{}
+	for _, r := range recs {
+		mode, blob := r.Mode, r.Blob
+		if strings.Trim(blob, "0") == "" {
+			mode, blob = r.OldMode, r.OldBlob
+		}
+		if mode == proposal.ModeGitlink || strings.Trim(blob, "0") == "" || seen[blob] {
+			continue
+		}
+		seen[blob] = true
+		ids = append(ids, blob)
+	}
+	parts := [][]string{ids}
+	if len(ids) >= 200 {
+		parts = [][]string{ids[:len(ids)/2], ids[len(ids)/2:]}
+	}
+	got := make([]*batchHeads, len(parts))
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, part := range parts {
+		got[i] = &batchHeads{facts: map[string]blobFact{}}
+		wg.Go(func() {
+			_, errs[i] = s.run(ctx, call{args: []string{"cat-file", "--batch=%(objectname) %(objectsize)"},
+				stdin: []byte(strings.Join(part, "\n") + "\n"), stdout: got[i]})
+		})
+	}
+	wg.Wait()
+	out := map[string]blobFact{}
+	for i := range parts {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		if got[i].err != nil {
+			return nil, got[i].err
+		}
+		for id, f := range got[i].facts {
+			out[id] = f
+		}
+	}
+	for _, id := range ids {
+		if _, ok := out[id]; !ok {
+			return nil, fmt.Errorf("apply: blob %s of the sealed outcome is not in the repository", id)
+		}
+	}
+	return out, nil
+}
+
+// batchHeads reads git cat-file --batch's answer as it streams: each
+// object's header ("<id> <size>"), then its content, of which it keeps
+// the first firstFewBytes to test for a NUL, then a newline.
+type batchHeads struct {
+	facts map[string]blobFact
+	err   error
+	line  []byte // the header read so far
+	id    string
+	size  int64
+	left  int64 // content bytes of the object still to come
+	head  []byte
+	nl    bool // the newline after the content is still to come
+}
+
+func (w *batchHeads) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 && w.err == nil {
+		switch {
+		case w.nl:
+			p, w.nl = p[1:], false
+		case w.left > 0:
+			k := int(min(int64(len(p)), w.left))
+			if room := firstFewBytes - len(w.head); room > 0 {
+				w.head = append(w.head, p[:min(room, k)]...)
+			}
+			p, w.left = p[k:], w.left-int64(k)
+			if w.left == 0 {
+				w.done()
+			}
+		default:
+			i := bytes.IndexByte(p, '\n')
+			if i < 0 {
+				w.line = append(w.line, p...)
+				p = nil
+				continue
+			}
+			w.line = append(w.line, p[:i]...)
+			p = p[i+1:]
+			id, sz, _ := strings.Cut(string(w.line), " ")
+			w.line = w.line[:0]
+			size, err := strconv.ParseInt(sz, 10, 64)
+			if err != nil || size < 0 {
+				w.err = fmt.Errorf("apply: git cat-file answered %q for a blob of the sealed outcome", id+" "+sz)
+				continue
+			}
+			w.id, w.size, w.left, w.head = id, size, size, w.head[:0]
+			if size == 0 {
+				w.done()
+			}
+		}
+	}
+	return n, nil
+}
+
+// done records the object just read.
+func (w *batchHeads) done() {
+	w.facts[w.id] = blobFact{size: w.size, binary: w.size > bigFileThreshold || bytes.IndexByte(w.head, 0) >= 0}
+	w.nl = true
+}
+
+// binaryByAttributes is, for each path whose diff attribute decides, whether
+// git treats it as binary: -diff (or the binary macro) is binary, a diff
+// driver is binary when diff.<driver>.binary says so; paths the
+// attributes leave to the bytes are not in the map.
+func (s *sealing) binaryByAttributes(ctx context.Context, paths []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(paths) == 0 {
+		return out, nil
+	}
+	res, err := s.run(ctx, call{args: []string{"check-attr", "--stdin", "-z", "diff"}, stdin: nulList(paths)})
+	if err != nil {
+		return nil, err
+	}
+	f := strings.Split(string(res.out), "\x00")
+	for i := 0; i+2 < len(f); i += 3 {
+		switch v := f[i+2]; v {
+		case "unspecified", "set", "":
+		case "unset":
+			out[f[i]] = true
+		default:
+			if b, ok := s.rc.repo.Config("diff." + v + ".binary"); ok {
+				on, err := strconv.ParseBool(b)
+				out[f[i]] = err == nil && on
+			}
+		}
+	}
+	return out, nil
+}
