@@ -490,7 +490,7 @@ func (s *sealing) changesByNumstat(ctx context.Context, a, b string) ([]proposal
 	var sizesErr error
 	var wg sync.WaitGroup
 	wg.Go(func() { sizes, sizesErr = s.blobSizes(ctx, a, b) })
-	res, err := s.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "-M", "--raw", "--numstat", "--no-commit-id", "--abbrev=40", a, b, "--"}})
+	res, err := s.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "-M", "--raw", "--numstat", "--no-commit-id", "--no-abbrev", a, b, "--"}})
 	wg.Wait()
 	if err == nil {
 		err = sizesErr
@@ -529,7 +529,7 @@ func (s *sealing) changesByNumstat(ctx context.Context, a, b string) ([]proposal
 // (a gitlink's commit is no blob and has none), in two processes that
 // read no blob's content: the raw comparison and one cat-file.
 func (s *sealing) blobSizes(ctx context.Context, a, b string) (map[string]int64, error) {
-	res, err := s.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "--raw", "--no-commit-id", "--abbrev=40", a, b, "--"}})
+	res, err := s.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "--raw", "--no-commit-id", "--no-abbrev", a, b, "--"}})
 	if err != nil {
 		return nil, err
 	}

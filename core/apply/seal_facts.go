@@ -55,7 +55,7 @@ func (w *firstBytes) Write(p []byte) (int, error) {
 // changesByRule is changes without line counts (see the top of this
 // file).
 func (s *sealing) changesByRule(ctx context.Context, a, b string) ([]proposal.FileChange, error) {
-	res, err := s.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "-M", "--raw", "--no-commit-id", "--abbrev=40", a, b, "--"}})
+	res, err := s.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "-M", "--raw", "--no-commit-id", "--no-abbrev", a, b, "--"}})
 	if err != nil {
 		return nil, err
 	}
@@ -144,6 +144,10 @@ func (s *sealing) blobFacts(ctx context.Context, recs []gitx.RawChange) (map[str
 		seen[blob] = true
 		ids = append(ids, blob)
 	}
+	out := map[string]blobFact{}
+	if len(ids) == 0 {
+		return out, nil
+	}
 	parts := [][]string{ids}
 	if len(ids) >= 200 {
 		parts = [][]string{ids[:len(ids)/2], ids[len(ids)/2:]}
@@ -159,7 +163,6 @@ func (s *sealing) blobFacts(ctx context.Context, recs []gitx.RawChange) (map[str
 		})
 	}
 	wg.Wait()
-	out := map[string]blobFact{}
 	for i := range parts {
 		if errs[i] != nil {
 			return nil, errs[i]
