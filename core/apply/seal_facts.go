@@ -158,7 +158,7 @@ func (s *sealing) blobFacts(ctx context.Context, recs []gitx.RawChange) (map[str
 	for i, part := range parts {
 		got[i] = &batchHeads{facts: map[string]blobFact{}}
 		wg.Go(func() {
-			_, errs[i] = s.run(ctx, call{args: []string{"cat-file", "--batch=%(objectname) %(objectsize)"},
+			_, errs[i] = s.run(ctx, call{args: []string{"cat-file", "--buffer", "--batch=%(objectname) %(objectsize)"},
 				stdin: []byte(strings.Join(part, "\n") + "\n"), stdout: got[i]})
 		})
 	}
