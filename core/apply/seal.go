@@ -498,23 +498,9 @@ func (s *sealing) changesByNumstat(ctx context.Context, a, b string) ([]proposal
 	if err != nil {
 		return nil, err
 	}
-	status := map[byte]string{'A': proposal.FileAdded, 'D': proposal.FileDeleted, 'R': proposal.FileRenamed, 'T': proposal.FileTypeChanged}
 	for _, r := range gitx.ParseRawNumstat(res.out) {
-		c := proposal.FileChange{Status: status[r.Status], Path: r.Path, OldPath: r.OrigPath,
-			OldMode: r.OldMode, Mode: r.Mode, OldBlob: r.OldBlob, Blob: r.Blob, Binary: r.Binary}
-		if c.Status == "" {
-			c.Status = proposal.FileModified
-		}
-		for _, p := range []*string{&c.OldMode, &c.Mode} {
-			if *p == "000000" {
-				*p = ""
-			}
-		}
-		for _, p := range []*string{&c.OldBlob, &c.Blob} {
-			if strings.Trim(*p, "0") == "" {
-				*p = ""
-			}
-		}
+		c := fileChangeOf(r)
+		c.Binary = r.Binary
 		blob := c.Blob
 		if blob == "" {
 			blob = c.OldBlob

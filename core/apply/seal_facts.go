@@ -79,24 +79,9 @@ func (s *sealing) changesByRule(ctx context.Context, a, b string) ([]proposal.Fi
 	if err != nil {
 		return nil, err
 	}
-	status := map[byte]string{'A': proposal.FileAdded, 'D': proposal.FileDeleted, 'R': proposal.FileRenamed, 'T': proposal.FileTypeChanged}
 	out := make([]proposal.FileChange, 0, len(recs))
 	for _, r := range recs {
-		c := proposal.FileChange{Status: status[r.Status], Path: r.Path, OldPath: r.OrigPath,
-			OldMode: r.OldMode, Mode: r.Mode, OldBlob: r.OldBlob, Blob: r.Blob}
-		if c.Status == "" {
-			c.Status = proposal.FileModified
-		}
-		for _, p := range []*string{&c.OldMode, &c.Mode} {
-			if *p == "000000" {
-				*p = ""
-			}
-		}
-		for _, p := range []*string{&c.OldBlob, &c.Blob} {
-			if strings.Trim(*p, "0") == "" {
-				*p = ""
-			}
-		}
+		c := fileChangeOf(r)
 		// The content the list shows: the new one, or the old one of a
 		// deletion. Its size, and whether git treats it as binary (its
 		// attributes, else its first bytes); a gitlink is a commit, never
@@ -269,4 +254,27 @@ func (s *sealing) binaryByAttributes(ctx context.Context, paths []string) (map[s
 		}
 	}
 	return out, nil
+}
+
+// fileChangeOf is a raw comparison's record as a sealed file change,
+// without its size and binary flag: git's status letter as a word, and no
+// mode or blob where a side has none.
+func fileChangeOf(r gitx.RawChange) proposal.FileChange {
+	status := map[byte]string{'A': proposal.FileAdded, 'D': proposal.FileDeleted, 'R': proposal.FileRenamed, 'T': proposal.FileTypeChanged}
+	c := proposal.FileChange{Status: status[r.Status], Path: r.Path, OldPath: r.OrigPath,
+		OldMode: r.OldMode, Mode: r.Mode, OldBlob: r.OldBlob, Blob: r.Blob}
+	if c.Status == "" {
+		c.Status = proposal.FileModified
+	}
+	for _, p := range []*string{&c.OldMode, &c.Mode} {
+		if *p == "000000" {
+			*p = ""
+		}
+	}
+	for _, p := range []*string{&c.OldBlob, &c.Blob} {
+		if strings.Trim(*p, "0") == "" {
+			*p = ""
+		}
+	}
+	return c
 }

@@ -195,22 +195,11 @@ func (j *Journal) Submit(p proposal.Proposal) (rec Record, replayed bool, err er
 		var idemKey []byte
 		if p.IdempotencyKey != "" {
 			idemKey = idempotencyKey(p)
-			if id := idem.Get(idemKey); id != nil {
-				stored, err := j.getRecord(props, string(id))
-				if err != nil {
-					return err
-				}
-				// A retry is the same change asked for again: whatever
-				// the stored proposal's state (a failure included), the
-				// answer is that proposal as it is now. The reason is the
-				// agent's words about the change, which a retry may put
-				// differently; the change itself must be the same.
-				again := p
-				again.Reason = stored.Proposal.Reason
-				if !proposal.SameIntent(stored.Proposal, again) {
-					return fmt.Errorf("%w: the key names proposal %s (%s), which makes another change; use a new key for a new proposal",
-						ErrIdempotencyConflict, stored.Proposal.ID, stored.State)
-				}
+			stored, found, err := j.replayIn(tx, p)
+			if err != nil {
+				return err
+			}
+			if found {
 				rec = stored
 				return errReplay
 			}

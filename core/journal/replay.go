@@ -25,25 +25,37 @@ func (j *Journal) Replay(p proposal.Proposal) (Record, bool, error) {
 	var rec Record
 	found := false
 	err := j.db.View(func(tx *bolt.Tx) error {
-		id := tx.Bucket(bucketIdem).Get(idempotencyKey(p))
-		if id == nil {
-			return nil
-		}
-		stored, err := j.getRecord(tx.Bucket(bucketProposals), string(id))
-		if err != nil {
-			return err
-		}
-		again := p
-		again.Reason = stored.Proposal.Reason
-		if !proposal.SameIntent(stored.Proposal, again) {
-			return fmt.Errorf("%w: the key names proposal %s (%s), which makes another change; use a new key for a new proposal",
-				ErrIdempotencyConflict, stored.Proposal.ID, stored.State)
-		}
-		rec, found = stored, true
-		return nil
+		var err error
+		rec, found, err = j.replayIn(tx, p)
+		return err
 	})
 	if err != nil {
 		return Record{}, false, fmt.Errorf("journal: replay: %w", err)
 	}
 	return rec, found, nil
+}
+
+// replayIn finds, in tx, the record stored under p's idempotency key (see
+// Replay); p must have a key.
+func (j *Journal) replayIn(tx *bolt.Tx, p proposal.Proposal) (Record, bool, error) {
+	id := tx.Bucket(bucketIdem).Get(idempotencyKey(p))
+	if id == nil {
+		return Record{}, false, nil
+	}
+	stored, err := j.getRecord(tx.Bucket(bucketProposals), string(id))
+	if err != nil {
+		return Record{}, false, err
+	}
+	// A retry is the same change asked for again: whatever the stored
+	// proposal's state (a failure included), the answer is that proposal
+	// as it is now. The reason is the agent's words about the change,
+	// which a retry may put differently; the change itself must be the
+	// same.
+	again := p
+	again.Reason = stored.Proposal.Reason
+	if !proposal.SameIntent(stored.Proposal, again) {
+		return Record{}, false, fmt.Errorf("%w: the key names proposal %s (%s), which makes another change; use a new key for a new proposal",
+			ErrIdempotencyConflict, stored.Proposal.ID, stored.State)
+	}
+	return stored, true, nil
 }
