@@ -2,6 +2,8 @@ package app
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -10,6 +12,11 @@ import (
 // other character, is not the word.
 func TestApprove_ConfirmationWord_MustMatchExactly(t *testing.T) {
 	a, repo, env := flowEnv(t)
+	// Uncommitted work the reset would throw away (one that loses nothing
+	// is not destructive and asks for no word).
+	if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte("hello\nmy draft\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cs := agentSession(t, env, "codex")
 	out, isErr := callTool(t, cs, "propose_reset", map[string]any{
 		"repoPath": repo, "reason": "Start over", "mode": "hard", "target": "HEAD", "branch": "main",
