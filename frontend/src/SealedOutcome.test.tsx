@@ -183,7 +183,11 @@ describe("SealedOutcome", () => {
     await renderPending();
     const el = await screen.findByRole("article", { name: /commit in shop/i });
     await waitFor(() => expect(el.querySelector(".preflight-note")?.textContent).toContain("run.sh changed"));
-    expect((within(el).getByRole("button", { name: "Approve" }) as HTMLButtonElement).disabled).toBe(false);
+    // Approve waits for the diff to be on screen, then the note does not
+    // hold it back.
+    await waitFor(() => expect(el.querySelector(".d2h-file-wrapper")).not.toBeNull());
+    await waitFor(() => expect((within(el).getByRole("button", { name: "Approve" }) as HTMLButtonElement).disabled).toBe(false));
+    expect(el.querySelector(".preflight-note")?.textContent).toContain("run.sh changed");
   });
 });
 
