@@ -38,6 +38,10 @@ describe("a queue row's subject", () => {
     expect(subjectOf(card({ op: "patch", args: { patch: "…", target: "worktree" }, reason: "Tidy the README" }))).toBe(
       "Tidy the README",
     );
+    // The branch a reset or patch names is only the one checked out.
+    expect(subjectOf(card({ op: "reset", args: { mode: "hard", target: "HEAD", branch: "main" }, reason: "Drop the experiment." }))).toBe(
+      "Drop the experiment.",
+    );
     expect(
       subjectOf(
         card({

@@ -37,7 +37,9 @@ function branchOf(op: string, args: Record<string, unknown> | null): string {
   if (op === "merge" && str(args.source)) return str(args.target) ? `${str(args.source)} → ${str(args.target)}` : str(args.source);
   if (op === "branch" && str(args.name)) return str(args.name);
   if (Array.isArray(args.branches) && args.branches.length > 0) return (args.branches as unknown[]).map(String).join(", ");
-  if (str(args.branch)) return str(args.branch);
+  // A push or rebase is of its branch; elsewhere (a commit, patch, reset)
+  // branch only names the branch checked out, which the reason says better.
+  if ((op === "push" || op === "rebase") && str(args.branch)) return str(args.branch);
   if (Array.isArray(args.steps)) {
     for (const s of args.steps as { op?: string; args?: Record<string, unknown> }[]) {
       const b = branchOf(String(s?.op ?? ""), s?.args ?? null);
