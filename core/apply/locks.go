@@ -103,6 +103,13 @@ func scanLocks(repo *gitx.Repo) ([]Lock, error) {
 			}
 			return err
 		}
+		// The refs that keep sealed outcomes are Sluice's own, written
+		// when a card is sealed or re-sealed and never by an execution:
+		// their short-lived locks (another card being re-sealed) keep no
+		// proposal from landing.
+		if d.IsDir() && filepath.ToSlash(p) == filepath.ToSlash(filepath.Join(common, strings.TrimSuffix(proposal.SealedRefPrefix, "/"))) {
+			return fs.SkipDir
+		}
 		if d.Type().IsRegular() && strings.HasSuffix(d.Name(), ".lock") {
 			rel, rerr := filepath.Rel(common, p)
 			if rerr != nil {

@@ -110,6 +110,31 @@ func TestPreflight_IndexLock_Blocked(t *testing.T) {
 	}
 }
 
+// TestPreflight_SealedRefLock_NotABlocker: another card being re-sealed
+// holds a lock on its own refs/sluice/sealed ref for a moment; it keeps no
+// card from landing. A lock on a branch still does.
+func TestPreflight_SealedRefLock_NotABlocker(t *testing.T) {
+	f := newFixture(t)
+	rec := f.propose(f.fastForward())
+	other := filepath.Join(f.repo.Dir, ".git", "refs", "sluice", "sealed", "another-card.lock")
+	if err := os.MkdirAll(filepath.Dir(other), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if pf := f.preflight(rec); len(pf.Blockers) > 0 {
+		t.Fatalf("a sealed ref's lock blocks: %q", pf.Blockers)
+	}
+	branch := filepath.Join(f.repo.Dir, ".git", "refs", "heads", "main.lock")
+	if err := os.WriteFile(branch, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if pf := f.preflight(rec); blockerWith(pf, "refs/heads/main.lock", "") == "" {
+		t.Fatalf("blockers %q: want one naming refs/heads/main.lock", pf.Blockers)
+	}
+}
+
 // The person's pre-commit hook will run on a commit they approve: a
 // notice, not a blocker.
 func TestPreflight_PreCommitHook_Notice(t *testing.T) {

@@ -17,6 +17,9 @@ import { TrustSimilar } from "./TrustSimilar";
 import { ReviewNotes, SentNotes, clearReviewNotes, notesToSend } from "./ReviewNotes";
 import { ResealNote } from "./ResealNote";
 
+/** How the refusal of a to approve a stale card begins. */
+const staleRefusal = "This card cannot be approved: it is stale";
+
 /** How often a pending card re-checks what it was sealed against. */
 const preflightEveryMs = 4000;
 
@@ -158,7 +161,10 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
   useEffect(() => onStale?.(isStale), [isStale, onStale]);
   // Why a did not approve holds for the card as it was: a new digest, or
   // staleness or blockers that come or go, make it old news.
-  useEffect(() => setRefusal(null), [card.digest, isStale, blockers.length, diffLoading]);
+  // (A stale card's refusal holds while it stays stale: a check of its
+  // blockers or a reload of its diff meanwhile changes nothing of it.)
+  useEffect(() => setRefusal(null), [card.digest, isStale]);
+  useEffect(() => setRefusal((r) => (r && r.startsWith(staleRefusal) ? r : null)), [blockers.length, diffLoading]);
 
   function fail(e: unknown) {
     if (e instanceof ApiError && staleCodes.has(e.code)) {
@@ -233,7 +239,7 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
       // A key that cannot approve says why instead of doing nothing.
       if (staleMessage) {
         setRefusal(
-          `This card cannot be approved: it is stale (${staleMessage.replace(/\.$/, "")}). ${
+          `${staleRefusal} (${staleMessage.replace(/\.$/, "")}). ${
             liveStale ? "Send it back (s) so that the agent proposes it again on what is there now." : ""
           }`.trim(),
         );
