@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"io"
 	"net/http"
 	"os"
@@ -341,25 +342,8 @@ func TestRules_InvisibleContent_WaitsForAPerson(t *testing.T) {
 	a, repo, env := flowEnv(t)
 	w := loginAPI(t, a)
 	cs := agentSession(t, env, "codex")
-	propose := func(content string) string {
-		t.Helper()
-		os.WriteFile(filepath.Join(repo, "README.md"), []byte(content), 0o644)
-		out, isErr := callTool(t, cs, "propose_commit", map[string]any{"repoPath": repo, "reason": "r", "message": "m", "paths": []string{"README.md"}})
-		if isErr {
-			t.Fatalf("propose_commit: %v", out)
-		}
-		return out["proposalId"].(string)
-	}
-	id := propose("hi\n")
-	var draft RuleDraft
-	w.must("GET", "/api/proposals/"+id+"/rule", nil, &draft)
-	var card cardJSON
-	w.must("GET", "/api/proposals/"+id, nil, &card)
-	draft.TrustDeclaredName = true // codex only declared its name
-	w.must("POST", "/api/proposals/"+id+"/trust", TrustRequest{Decision: Decision{Digest: card.Digest}, Rule: draft.RuleInput}, nil)
-	if res, _ := callTool(t, cs, "proposal_wait", map[string]any{"proposalId": id, "timeoutSeconds": 30}); res["status"] != "completed" {
-		t.Fatalf("the trusted card: %v", res)
-	}
+	propose := readmeProposer(t, cs, repo)
+	trustReadme(t, w, cs, propose("hi\n"))
 
 	hidden := propose("access = \"user\u202e \u2066// admin\u2069 \u2066\"\n")
 	var held struct {
@@ -390,25 +374,8 @@ func TestRules_BlockedCard_WaitsForAPerson(t *testing.T) {
 	a, repo, env := flowEnv(t)
 	w := loginAPI(t, a)
 	cs := agentSession(t, env, "codex")
-	propose := func(content string) string {
-		t.Helper()
-		os.WriteFile(filepath.Join(repo, "README.md"), []byte(content), 0o644)
-		out, isErr := callTool(t, cs, "propose_commit", map[string]any{"repoPath": repo, "reason": "r", "message": "m", "paths": []string{"README.md"}})
-		if isErr {
-			t.Fatalf("propose_commit: %v", out)
-		}
-		return out["proposalId"].(string)
-	}
-	id := propose("hi\n")
-	var draft RuleDraft
-	w.must("GET", "/api/proposals/"+id+"/rule", nil, &draft)
-	var card cardJSON
-	w.must("GET", "/api/proposals/"+id, nil, &card)
-	draft.TrustDeclaredName = true
-	w.must("POST", "/api/proposals/"+id+"/trust", TrustRequest{Decision: Decision{Digest: card.Digest}, Rule: draft.RuleInput}, nil)
-	if res, _ := callTool(t, cs, "proposal_wait", map[string]any{"proposalId": id, "timeoutSeconds": 30}); res["status"] != "completed" {
-		t.Fatalf("the trusted card: %v", res)
-	}
+	propose := readmeProposer(t, cs, repo)
+	trustReadme(t, w, cs, propose("hi\n"))
 
 	lock := filepath.Join(repo, ".git", "index.lock")
 	if err := os.WriteFile(lock, nil, 0o644); err != nil {
@@ -434,5 +401,35 @@ func TestRules_BlockedCard_WaitsForAPerson(t *testing.T) {
 	}
 	if res, _ := callTool(t, cs, "proposal_wait", map[string]any{"proposalId": propose("hi again\n"), "timeoutSeconds": 30}); res["autoApproved"] != true {
 		t.Fatalf("the rule no longer approves what it matches: %v", res)
+	}
+}
+
+// readmeProposer has cs propose commits of README.md in repo with the
+// content given.
+func readmeProposer(t *testing.T, cs *mcp.ClientSession, repo string) func(content string) string {
+	return func(content string) string {
+		t.Helper()
+		os.WriteFile(filepath.Join(repo, "README.md"), []byte(content), 0o644)
+		out, isErr := callTool(t, cs, "propose_commit", map[string]any{"repoPath": repo, "reason": "r", "message": "m", "paths": []string{"README.md"}})
+		if isErr {
+			t.Fatalf("propose_commit: %v", out)
+		}
+		return out["proposalId"].(string)
+	}
+}
+
+// trustReadme approves card id and trusts what is like it with the rule
+// the card drafts (opting in to the name the agent only declared), and
+// waits until it landed.
+func trustReadme(t *testing.T, w *webAPI, cs *mcp.ClientSession, id string) {
+	t.Helper()
+	var draft RuleDraft
+	w.must("GET", "/api/proposals/"+id+"/rule", nil, &draft)
+	var card cardJSON
+	w.must("GET", "/api/proposals/"+id, nil, &card)
+	draft.TrustDeclaredName = true
+	w.must("POST", "/api/proposals/"+id+"/trust", TrustRequest{Decision: Decision{Digest: card.Digest}, Rule: draft.RuleInput}, nil)
+	if res, _ := callTool(t, cs, "proposal_wait", map[string]any{"proposalId": id, "timeoutSeconds": 30}); res["status"] != "completed" {
+		t.Fatalf("the trusted card: %v", res)
 	}
 }

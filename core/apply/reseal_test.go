@@ -14,12 +14,7 @@ import (
 // receipt, and leaves it pending.
 func (f *fixture) submitPending(args proposal.Args) journal.Record {
 	f.t.Helper()
-	p := f.newProposal(f.repo.Dir, args)
-	sealed, err := f.e.Seal(testCtx(f.t), p)
-	if err != nil {
-		f.t.Fatalf("seal %s: %v", p.Op, err)
-	}
-	p.Sealed = sealed
+	p := f.sealFor(args)
 	if err := p.Seal(); err != nil {
 		f.t.Fatal(err)
 	}
