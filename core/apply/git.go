@@ -20,10 +20,6 @@ var sluiceIdentity = []string{
 	"GIT_COMMITTER_NAME=Sluice", "GIT_COMMITTER_EMAIL=sluice@localhost",
 }
 
-// stderrCap bounds what is kept of a process's stderr (hook output
-// included).
-const stderrCap = 64 << 10
-
 // stdoutCap bounds stdout; nothing the executor parses comes near it.
 const stdoutCap = 64 << 20
 
@@ -83,7 +79,7 @@ func (g *gitEnv) run(ctx context.Context, c call) (result, error) {
 		p = gitx.ProfileWrite
 	}
 	gc := gitx.Call{Profile: p, Dir: c.dir, Global: c.global, Args: c.args, Env: c.env, OK: c.ok,
-		Limit: stdoutCap, Timeout: g.timeout, StderrCap: stderrCap}
+		Limit: stdoutCap, Timeout: g.timeout}
 	if c.stdin != nil {
 		gc.Stdin = bytes.NewReader(c.stdin)
 	}

@@ -3,7 +3,6 @@ package gitx
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -30,10 +29,6 @@ const (
 	// and lines after its cap, so that totals stay honest without letting
 	// a runaway diff stream forever.
 	countCeiling int64 = 1 << 30
-	// stderrCap bounds what is kept of git's stderr.
-	stderrCap = 16 << 10
-	// reportedStderr bounds the stderr put into an error for the model.
-	reportedStderr = 1024
 )
 
 // MinVersion is the oldest git the runner accepts: --path-format,
@@ -233,37 +228,13 @@ type Output struct {
 	Counted    bool
 }
 
-// checkOperands refuses anything that git could read as an option. It runs
-// before a process is started, whatever the caller checked already.
-func checkOperands(c *cmd) error {
-	for _, r := range c.revs {
-		if err := CheckRev("revision", r); err != nil {
-			return err
-		}
-	}
-	for _, p := range c.paths {
-		if err := checkPathspec("path", p); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // call is c as a Read process.
 func (c *cmd) call() Call {
-	args := make([]string, 0, len(c.sub)+len(c.opts)+len(c.revs)+len(c.paths)+2)
+	args := make([]string, 0, len(c.sub)+len(c.opts))
 	args = append(args, c.sub...)
 	args = append(args, c.opts...)
-	if len(c.revs) > 0 {
-		args = append(args, "--end-of-options")
-		args = append(args, c.revs...)
-	}
-	if len(c.paths) > 0 || c.dashdash {
-		args = append(args, "--")
-		args = append(args, c.paths...)
-	}
-	return Call{Profile: ProfileRead, Dir: c.dir, Args: args, Env: c.env, Stdin: c.stdin, OK: c.okExit,
-		Limit: c.limit, Truncate: c.truncate, Timeout: c.timeout, OnChunk: c.onChunk}
+	return Call{Profile: ProfileRead, Dir: c.dir, Args: args, Revs: Revs(c.revs...), Paths: Paths(c.paths...), DashDash: c.dashdash,
+		Env: c.env, Stdin: c.stdin, OK: c.okExit, Limit: c.limit, Truncate: c.truncate, Timeout: c.timeout, OnChunk: c.onChunk}
 }
 
 // argv is the command line of a read.
@@ -280,9 +251,6 @@ func (r *Runner) run(ctx context.Context, c *cmd) (*Output, error) {
 }
 
 func (r *Runner) read(ctx context.Context, c *cmd, repo *Repo) (*Output, error) {
-	if err := checkOperands(c); err != nil {
-		return nil, err
-	}
 	call := c.call()
 	if call.Timeout <= 0 || call.Timeout > r.timeout {
 		call.Timeout = r.timeout
@@ -291,42 +259,10 @@ func (r *Runner) read(ctx context.Context, c *cmd, repo *Repo) (*Output, error) 
 		call.Limit = r.maxOutput
 	}
 	out, err := r.start(ctx, call, repo)
-	var ee *ExitError
-	if errors.As(err, &ee) {
-		return nil, classify(c, ee.ExitCode, ee.Stderr)
+	if err != nil {
+		return nil, Classify(err)
 	}
-	return out, err
-}
-
-// classify turns a git failure into a coded error.
-func classify(c *cmd, code int, stderr string) error {
-	s := strings.TrimSpace(stderr)
-	low := strings.ToLower(s)
-	switch {
-	case strings.Contains(low, "not a git repository"):
-		return ErrNotARepository
-	case strings.Contains(low, "unknown revision"),
-		strings.Contains(low, "bad revision"),
-		strings.Contains(low, "ambiguous argument"),
-		strings.Contains(low, "needed a single revision"),
-		strings.Contains(low, "invalid object name"),
-		strings.Contains(low, "not a valid object name"),
-		strings.Contains(low, "bad object"),
-		strings.Contains(low, "not a valid commit name"),
-		strings.Contains(low, "invalid reference"),
-		strings.Contains(low, "not a commit"),
-		strings.Contains(low, "does not have any commits yet"),
-		strings.Contains(low, "no such ref"):
-		return &errcode.Error{Code: errcode.InvalidArgument, Msg: "git could not resolve a revision: " + firstLine(s, reportedStderr)}
-	case strings.Contains(low, "detected dubious ownership"):
-		return &errcode.Error{Code: errcode.GitFailed, Msg: "git refuses this repository because another user owns it (safe.directory); the person must decide to trust it",
-			Data: errcode.GitFailure{Command: strings.Join(c.sub, " "), ExitCode: code}}
-	}
-	if len(s) > reportedStderr {
-		s = s[:reportedStderr] + "…"
-	}
-	return &errcode.Error{Code: errcode.GitFailed, Msg: fmt.Sprintf("git %s failed (exit %d)", strings.Join(c.sub, " "), code),
-		Data: errcode.GitFailure{Command: strings.Join(c.sub, " "), ExitCode: code, Stderr: s}}
+	return out, nil
 }
 
 func firstLine(s string, max int) string {

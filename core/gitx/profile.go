@@ -97,7 +97,34 @@ type profileSpec struct {
 	// fileTransport: calls may allow the file transport (a clone or
 	// fetch between local repositories).
 	fileTransport bool
+	// caps bound what a process of the profile may write and what of it
+	// a failure reports.
+	caps caps
 }
+
+// caps are a profile's output bounds, declared here for every profile.
+type caps struct {
+	// stdout caps a call that sets no Limit; zero means the runner's
+	// MaxOutput (which the read path never exceeds).
+	stdout int64
+	// stderr bounds what is kept of git's stderr.
+	stderr int
+	// reported bounds the stderr a classified failure carries (Classify).
+	reported int
+}
+
+var (
+	// readCaps: a read answers a model, whose context is small; stdout is
+	// the runner's MaxOutput, which a read tool may only lower.
+	readCaps = caps{stderr: 16 << 10, reported: 1 << 10}
+	// executorCaps: nothing the executor parses comes near 64 MiB of
+	// stdout; a hook's output (ProfilePerson) can be long, and the person
+	// reads it on the card.
+	executorCaps = caps{stdout: 64 << 20, stderr: 64 << 10, reported: 4 << 10}
+	// workspaceCaps: a workspace's clone, diff and commit; calls that
+	// read a blob or a diff lower stdout.
+	workspaceCaps = caps{stdout: 64 << 20, stderr: 16 << 10, reported: 1 << 10}
+)
 
 // The pieces. Each key appears in exactly one of them; a test checks it.
 var (
@@ -266,23 +293,23 @@ const ReadMarker = "SLUICE_GIT_PROFILE=read"
 var profiles = map[Profile]profileSpec{
 	ProfileRead: {
 		name: "read", options: hardenedOptions, config: slices.Concat(hardened, noSigning), diffOptions: noExternalDiff,
-		keep: personEnv, fixed: slices.Concat(baseEnv, onlyObjects, noSystemEnv, []string{ReadMarker}), ceiling: true, emptyFilters: true,
+		keep: personEnv, fixed: slices.Concat(baseEnv, onlyObjects, noSystemEnv, []string{ReadMarker}), ceiling: true, emptyFilters: true, caps: readCaps,
 	},
 	ProfileWrite: {
 		name: "write", options: hardenedOptions, config: slices.Concat(hardened, noSigning, writing), diffOptions: noExternalDiff,
-		keep: personEnv, fixed: slices.Concat(baseEnv, onlyObjects, noSystemEnv), ceiling: true, emptyFilters: true,
+		keep: personEnv, fixed: slices.Concat(baseEnv, onlyObjects, noSystemEnv), ceiling: true, emptyFilters: true, caps: executorCaps,
 	},
 	ProfileSigned: {
 		name: "signed", options: hardenedOptions, config: slices.Concat(hardened, writing), diffOptions: noExternalDiff,
-		keep: slices.Concat(personEnv, signingEnv), fixed: slices.Concat(baseEnv, onlyObjects, noSystemEnv), ceiling: true, emptyFilters: true,
+		keep: slices.Concat(personEnv, signingEnv), fixed: slices.Concat(baseEnv, onlyObjects, noSystemEnv), ceiling: true, emptyFilters: true, caps: executorCaps,
 	},
 	ProfilePerson: {
 		name: "person", options: personOptions, config: slices.Concat(plainOutput, noHousekeeping, noCommandTransport),
-		keep: slices.Concat(personEnv, signingEnv), fixed: slices.Concat(baseEnv, onlyObjects), ceiling: true,
+		keep: slices.Concat(personEnv, signingEnv), fixed: slices.Concat(baseEnv, onlyObjects), ceiling: true, caps: executorCaps,
 	},
 	ProfileHostileTree: {
 		name: "hostile-tree", options: hardenedOptions, config: slices.Concat(hardened, noSigning, ownRepository), diffOptions: noExternalDiff,
-		given: []string{"HOME"}, fixed: slices.Concat(baseEnv, onlyObjects, noSystemEnv, workspaceEnv), safeDirs: true, fileTransport: true,
+		given: []string{"HOME"}, fixed: slices.Concat(baseEnv, onlyObjects, noSystemEnv, workspaceEnv), safeDirs: true, fileTransport: true, caps: workspaceCaps,
 	},
 }
 

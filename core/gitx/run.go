@@ -22,12 +22,12 @@ import (
 // machinery: an absolute git, the profile's options, configuration and
 // environment, its own process group killed as a whole on a timeout,
 // cancellation or an exceeded output cap, bounded stdout and stderr, exit
-// codes that are answers, and one shape of failure (ExitError, ErrTimeout,
-// output_limit) that each package maps to its own errors at its boundary.
+// codes that are answers, revisions and paths placed after
+// --end-of-options and "--" and refused when git could read them as
+// options, and one shape of failure (ExitError, ErrTimeout, output_limit)
+// that Classify turns into the *errcode.Error every caller returns.
 
 const (
-	// defaultStderrCap bounds what is kept of git's stderr.
-	defaultStderrCap = 16 << 10
 	// waitDelay bounds how long Wait waits, after git exited or was
 	// killed, for pipes that a child it started still holds.
 	waitDelay = 2 * time.Second
@@ -41,10 +41,23 @@ type Call struct {
 	Dir string
 	// Global are options before the subcommand (--git-dir, --work-tree).
 	Global []string
-	// Args are the subcommand and its arguments. They are trusted: what
-	// an agent named was validated before it got here, revisions go after
-	// --end-of-options and paths after --.
+	// Args are the subcommand and its options, and operands that are
+	// Sluice's own constants (a ref prefix, a config key). A revision or
+	// a path does not go here: it goes in Revs or Paths, where the
+	// command line builder places it and the runner checks it.
 	Args []string
+	// Revs are revisions and other operands that are not pathspecs (a ref
+	// name, a refspec, a worktree's directory), placed after
+	// --end-of-options in this order. Every profile refuses one that git
+	// could read as an option (see CheckRev).
+	Revs []Rev
+	// Paths are pathspecs and other path operands, placed after "--".
+	// Every profile refuses one that is empty, begins with "-" or holds a
+	// NUL.
+	Paths []Path
+	// DashDash writes "--" even when Paths is empty, so that no revision
+	// can be taken for a path.
+	DashDash bool
 	// Config are -c settings added after the profile's. A key the profile
 	// sets, a protocol.* key or safe.directory is refused.
 	Config []string
@@ -67,27 +80,72 @@ type Call struct {
 	Stdout io.Writer
 	// OK lists exit codes that are answers, not failures.
 	OK []int
-	// Limit caps stdout; zero means the runner's MaxOutput. Past it the
-	// call fails with output_limit, unless Truncate is set: then the first
-	// Limit bytes are kept and the rest is counted.
+	// Limit caps stdout; zero means the profile's cap (see profileSpec.caps).
+	// Past it the call fails with output_limit, unless Truncate is set:
+	// then the first Limit bytes are kept and the rest is counted.
 	Limit    int64
 	Truncate bool
 	// Timeout bounds the process; zero means the runner's Timeout.
 	Timeout time.Duration
-	// StderrCap bounds the stderr kept; zero means 16 KiB.
-	StderrCap int
 	// OnChunk sees every chunk of stdout, kept or not.
 	OnChunk func([]byte)
 }
 
+// Rev is a revision, or another operand that is not a pathspec, in a
+// Call: the command line builder places it after --end-of-options.
+type Rev string
+
+// Path is a pathspec or another path operand in a Call: the command line
+// builder places it after "--".
+type Path string
+
+// Revs converts revisions held as strings.
+func Revs(vs ...string) []Rev {
+	out := make([]Rev, len(vs))
+	for i, v := range vs {
+		out[i] = Rev(v)
+	}
+	return out
+}
+
+// Paths converts paths held as strings.
+func Paths(vs ...string) []Path {
+	out := make([]Path, len(vs))
+	for i, v := range vs {
+		out[i] = Path(v)
+	}
+	return out
+}
+
+// checkOperands refuses a revision or path that git could read as an
+// option. It runs for every call under every profile before a process is
+// started, whatever the caller checked already.
+func checkOperands(c *Call) error {
+	for _, r := range c.Revs {
+		if err := CheckRev("revision", string(r)); err != nil {
+			return err
+		}
+	}
+	for _, p := range c.Paths {
+		if err := checkPathspec("path", string(p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ExitError is a git process that exited with a code its call did not
-// accept as an answer.
+// accept as an answer. Classify turns it into the *errcode.Error callers
+// return.
 type ExitError struct {
 	// Command is the subcommand.
 	Command  string
 	ExitCode int
-	// Stderr is what git wrote to stderr, up to the call's cap.
+	// Stderr is what git wrote to stderr, up to the profile's cap.
 	Stderr string
+	// Profile is the profile the process ran under; it bounds how much of
+	// Stderr a classified error carries.
+	Profile Profile
 }
 
 func (e *ExitError) Error() string {
@@ -123,7 +181,7 @@ func subcommandOf(args []string) string {
 
 // commandLine is the argument list of c under spec.
 func commandLine(spec profileSpec, c *Call) []string {
-	n := len(spec.options) + 2*(len(spec.config)+len(c.Config)+len(c.SafeDirs)+1) + len(c.Global) + len(spec.diffOptions) + len(c.Args)
+	n := len(spec.options) + 2*(len(spec.config)+len(c.Config)+len(c.SafeDirs)+1) + len(c.Global) + len(spec.diffOptions) + len(c.Args) + len(c.Revs) + len(c.Paths) + 2
 	a := make([]string, 0, n)
 	a = append(a, spec.options...)
 	for _, kv := range spec.config {
@@ -145,6 +203,18 @@ func commandLine(spec profileSpec, c *Call) []string {
 			a = append(a, spec.diffOptions...)
 		}
 		a = append(a, c.Args[1:]...)
+	}
+	if len(c.Revs) > 0 {
+		a = append(a, "--end-of-options")
+		for _, r := range c.Revs {
+			a = append(a, string(r))
+		}
+	}
+	if len(c.Paths) > 0 || c.DashDash {
+		a = append(a, "--")
+		for _, p := range c.Paths {
+			a = append(a, string(p))
+		}
 	}
 	return a
 }
@@ -277,6 +347,9 @@ func (r *Runner) start(ctx context.Context, c Call, repo *Repo) (*Output, error)
 	if err := spec.checkCall(&c); err != nil {
 		return nil, err
 	}
+	if err := checkOperands(&c); err != nil {
+		return nil, err
+	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -286,12 +359,12 @@ func (r *Runner) start(ctx context.Context, c Call, repo *Repo) (*Output, error)
 	}
 	limit := c.Limit
 	if limit <= 0 {
+		limit = spec.caps.stdout
+	}
+	if limit <= 0 {
 		limit = r.maxOutput
 	}
-	stderrMax := c.StderrCap
-	if stderrMax <= 0 {
-		stderrMax = defaultStderrCap
-	}
+	stderrMax := spec.caps.stderr
 	env := r.environment(spec, &c, repo)
 	if len(c.SafeDirs) > 0 {
 		cfg, err := safeDirsFile(&c)
@@ -379,5 +452,5 @@ func (r *Runner) start(ctx context.Context, c Call, repo *Repo) (*Output, error)
 	if out.ExitCode == 0 || slices.Contains(c.OK, out.ExitCode) {
 		return out, nil
 	}
-	return out, &ExitError{Command: subcommandOf(c.Args), ExitCode: out.ExitCode, Stderr: out.Stderr}
+	return out, &ExitError{Command: subcommandOf(c.Args), ExitCode: out.ExitCode, Stderr: out.Stderr, Profile: c.Profile}
 }
