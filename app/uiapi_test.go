@@ -4,13 +4,9 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"reflect"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -48,101 +44,35 @@ type webRoute struct {
 	body []string
 }
 
-// webRoutes reads the routes web.go's routes method registers.
+// webRoutes are the routes of the UI's route table, as the checks below
+// compare them with api.ts.
 func webRoutes(t *testing.T) map[string]webRoute {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), "web.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	webFuncs := map[string]*ast.FuncDecl{}
-	for _, d := range f.Decls {
-		if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv != nil {
-			webFuncs[fd.Name.Name] = fd
-		}
-	}
-	read := func(handler ast.Node) webRoute {
-		var r webRoute
-		var visit func(n ast.Node, depth int)
-		visit = func(n ast.Node, depth int) {
-			ast.Inspect(n, func(n ast.Node) bool {
-				switch n := n.(type) {
-				case *ast.StructType:
-					r.body = []string{}
-					for _, fl := range n.Fields.List {
-						tag := ""
-						if fl.Tag != nil {
-							tag, _ = strconv.Unquote(fl.Tag.Value)
-						}
-						name, _, _ := strings.Cut(reflect.StructTag(tag).Get("json"), ",")
-						for _, id := range fl.Names {
-							if name == "" {
-								name = id.Name
-							}
-							r.body = append(r.body, name)
-						}
-					}
-					return false
-				case *ast.CallExpr:
-					if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Get" && len(n.Args) == 1 {
-						if lit, ok := n.Args[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-							name, _ := strconv.Unquote(lit.Value)
-							r.query = append(r.query, name)
-						}
-					}
-				case *ast.SelectorExpr:
-					if inner, ok := n.X.(*ast.SelectorExpr); ok && isIdent(inner.X, "w") && inner.Sel.Name == "api" {
-						r.methods = append(r.methods, n.Sel.Name)
-						return false
-					}
-					if isIdent(n.X, "w") && depth == 0 {
-						if fd := webFuncs[n.Sel.Name]; fd != nil {
-							visit(fd.Body, 1)
-						}
-					}
-				}
-				return true
-			})
-		}
-		visit(handler, 0)
-		slices.Sort(r.methods)
-		r.methods = slices.Compact(r.methods)
-		return r
-	}
-	routes := webFuncs["routes"]
-	if routes == nil {
-		t.Fatal("web.go has no routes method")
-	}
 	out := map[string]webRoute{}
-	ast.Inspect(routes.Body, func(n ast.Node) bool {
-		call, ok := n.(*ast.CallExpr)
-		if !ok || len(call.Args) != 2 {
-			return true
+	for _, rt := range uiRoutes {
+		r := webRoute{methods: []string{rt.Method}}
+		m, err := rt.method()
+		if err != nil {
+			t.Fatal(err)
 		}
-		sel, ok := call.Fun.(*ast.SelectorExpr)
-		if !ok || (sel.Sel.Name != "HandleFunc" && sel.Sel.Name != "Handle") {
-			return true
+		for i, a := range rt.Args {
+			switch a.From {
+			case fromQuery:
+				r.query = append(r.query, a.Name)
+			case fromQueryFields:
+				for n := range jsonFields(m.Type.In(i + 1)) {
+					r.query = append(r.query, n)
+				}
+			case fromBodyField:
+				r.body = append(r.body, a.Name)
+			}
 		}
-		lit, ok := call.Args[0].(*ast.BasicLit)
-		if !ok {
-			return true
-		}
-		pattern, _ := strconv.Unquote(lit.Value)
-		if _, dup := out[pattern]; dup {
-			t.Errorf("web.go registers %q twice", pattern)
-		}
-		out[pattern] = read(call.Args[1])
-		return false
-	})
-	if len(out) < 15 {
-		t.Fatalf("found only %d routes in web.go; the parser is looking in the wrong place", len(out))
+		out[rt.Pattern()] = r
+	}
+	for _, p := range webOnlyRoutes {
+		out[p] = webRoute{}
 	}
 	return out
-}
-
-func isIdent(e ast.Expr, name string) bool {
-	id, ok := e.(*ast.Ident)
-	return ok && id.Name == name
 }
 
 // Every method of API has a route in web.go, and every /api/ route but the

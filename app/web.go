@@ -19,8 +19,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluicehq/sluice/core/apply"
-	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/errcode"
 )
 
@@ -122,174 +120,13 @@ func (w *Web) routes() http.Handler {
 	mux.HandleFunc("GET /login", w.login)
 	mux.HandleFunc("POST /login/new", w.newLoginLink)
 	mux.HandleFunc("GET /api/session", w.authed(w.sessionInfo))
-	mux.HandleFunc("GET /api/status", w.authed(jsonGet(w.api.Status)))
-	mux.HandleFunc("POST /api/ready", w.authed(w.csrf(jsonGet(w.api.Ready))))
-	mux.HandleFunc("GET /api/audit", w.authed(jsonGet(w.api.Audit)))
-	mux.HandleFunc("GET /api/proposals", w.authed(jsonGet(w.api.Pending)))
-	mux.HandleFunc("GET /api/settings", w.authed(jsonGet(w.api.Settings)))
-	mux.HandleFunc("POST /api/workspaces/{id}/grants", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
-		var g GrantRequest
-		if !decodeBody(rw, r, &g) {
-			return
-		}
-		g.ID = r.PathValue("id")
-		jsonCall(rw, func() (bool, error) { return w.api.GrantWorkspace(g) })
-	})))
-	mux.HandleFunc("GET /api/workspaces", w.authed(jsonGet(w.api.Workspaces)))
-	mux.HandleFunc("POST /api/workspaces/{id}/stop", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
-		jsonCall(rw, func() (WorkspaceEnded, error) { return w.api.StopWorkspace(r.PathValue("id")) })
-	})))
-	mux.HandleFunc("POST /api/workspaces/{id}/destroy", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
-		jsonCall(rw, func() (WorkspaceEnded, error) { return w.api.DestroyWorkspace(r.PathValue("id")) })
-	})))
-	mux.HandleFunc("GET /api/sessions", w.authed(jsonGet(w.api.Sessions)))
-	mux.HandleFunc("POST /api/sessions/{id}/stop", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
-		jsonCall(rw, func() (bool, error) { return w.api.StopSession(r.PathValue("id")) })
-	})))
-	mux.HandleFunc("POST /api/sessions/{id}/offer", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
-		jsonCall(rw, func() (SessionOffer, error) { return w.api.OfferSessionChanges(r.PathValue("id")) })
-	})))
-	mux.HandleFunc("GET /api/workspace-images", w.authed(jsonGet(w.api.WorkspaceImages)))
-	mux.HandleFunc("POST /api/workspace-images", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
-		var body struct {
-			Ref string `json:"ref"`
-		}
-		if !decodeBody(rw, r, &body) {
-			return
-		}
-		jsonCall(rw, func() (WorkspaceImagesView, error) { return w.api.UseWorkspaceImage(body.Ref) })
-	})))
-	mux.HandleFunc("GET /api/workspace-runtime", w.authed(jsonGet(w.api.WorkspaceRuntime)))
-	mux.HandleFunc("POST /api/workspace-runtime", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
-		var body struct {
-			Name string `json:"name"`
-		}
-		if !decodeBody(rw, r, &body) {
-			return
-		}
-		jsonCall(rw, func() (WorkspaceRuntimeView, error) { return w.api.UseWorkspaceRuntime(body.Name) })
-	})))
-	mux.HandleFunc("GET /api/timeline", w.authed(func(rw http.ResponseWriter, r *http.Request) {
-		jsonCall(rw, func() (TimelineView, error) { return w.api.Timeline(r.URL.Query().Get("repo")) })
-	}))
-	mux.HandleFunc("GET /api/restore-preview", w.authed(func(rw http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		jsonCall(rw, func() (RestorePreview, error) { return w.api.RestorePreview(q.Get("repo"), q.Get("restorePoint")) })
-	}))
-	mux.HandleFunc("POST /api/restore", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
-		var req RestoreRequest
-		if !decodeBody(rw, r, &req) {
-			return
-		}
-		jsonCall(rw, func() (RestoreView, error) { return w.api.Restore(req) })
-	})))
-	mux.HandleFunc("POST /api/shown", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
-		var body struct {
-			Screen string   `json:"screen"`
-			IDs    []string `json:"ids"`
-		}
-		if !decodeBody(rw, r, &body) {
-			return
-		}
-		jsonCall(rw, func() (bool, error) { return w.api.Shown(body.Screen, body.IDs) })
-	})))
-	mux.HandleFunc("GET /api/connect", w.authed(jsonGet(w.api.Clients)))
-	mux.HandleFunc("POST /api/connect", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
-		var c ConnectRequest
-		if !decodeBody(rw, r, &c) {
-			return
-		}
-		jsonCall(rw, func() (ConnectResult, error) { return w.api.Connect(c) })
-	})))
-	mux.HandleFunc("POST /api/settings", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
-		var s config.Settings
-		if !decodeBody(rw, r, &s) {
-			return
-		}
-		jsonCall(rw, func() (SettingsView, error) { return w.api.SaveSettings(s) })
-	})))
-	mux.HandleFunc("POST /api/roots", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
-		var body struct {
-			Dir string `json:"dir"`
-		}
-		if !decodeBody(rw, r, &body) {
-			return
-		}
-		jsonCall(rw, func() (SettingsView, error) { return w.api.AddRoot(body.Dir) })
-	})))
-	mux.HandleFunc("GET /api/history", w.authed(w.history))
-	mux.HandleFunc("GET /api/proposals/{id}", w.authed(func(rw http.ResponseWriter, r *http.Request) {
-		jsonCall(rw, func() (Card, error) { return w.api.Proposal(r.PathValue("id")) })
-	}))
-	mux.HandleFunc("GET /api/proposals/{id}/diff", w.authed(func(rw http.ResponseWriter, r *http.Request) {
-		off := 0
-		if v := r.URL.Query().Get("offset"); v != "" {
-			if _, err := fmt.Sscanf(v, "%d", &off); err != nil {
-				writeAPIError(rw, http.StatusBadRequest, errcode.InvalidArgument, "offset must be a number")
-				return
-			}
-		}
-		jsonCall(rw, func() (DiffChunk, error) { return w.api.ProposalDiff(r.PathValue("id"), off) })
-	}))
-	mux.HandleFunc("GET /api/proposals/{id}/diff/file", w.authed(func(rw http.ResponseWriter, r *http.Request) {
-		jsonCall(rw, func() (DiffFileAt, error) {
-			return w.api.ProposalDiffFile(r.PathValue("id"), r.URL.Query().Get("path"))
-		})
-	}))
-	mux.HandleFunc("GET /api/proposals/{id}/image", w.authed(func(rw http.ResponseWriter, r *http.Request) {
-		jsonCall(rw, func() (ImagePreview, error) { return w.api.ProposalImage(r.PathValue("id"), r.URL.Query().Get("blob")) })
-	}))
-	// The bytes themselves, for an <img> in the browser (see serveImage).
+	w.registerUIRoutes(mux)
+	// The bytes themselves, for an <img> in the browser (see serveImage):
+	// not JSON, so not a call of the UI's API.
 	mux.HandleFunc("GET /api/proposals/{id}/blob/{blob}", w.authed(func(rw http.ResponseWriter, r *http.Request) {
 		ct, data, err := w.api.proposalBlob(r.PathValue("id"), r.PathValue("blob"))
 		serveImage(rw, ct, data, err)
 	}))
-	mux.HandleFunc("GET /api/proposals/{id}/audit", w.authed(func(rw http.ResponseWriter, r *http.Request) {
-		jsonCall(rw, func() ([]map[string]any, error) { return w.api.ProposalAudit(r.PathValue("id")) })
-	}))
-	mux.HandleFunc("POST /api/proposals/{id}/approve", w.authed(w.csrf(w.decide(w.api.Approve))))
-	mux.HandleFunc("POST /api/proposals/{id}/reject", w.authed(w.csrf(w.decide(w.api.Reject))))
-	mux.HandleFunc("POST /api/proposals/{id}/send-back", w.authed(w.csrf(w.decide(w.api.SendBack))))
-	mux.HandleFunc("POST /api/proposals/{id}/retry", w.authed(w.csrf(w.decide(w.api.Retry))))
-	mux.HandleFunc("POST /api/proposals/{id}/locks/remove", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
-		var req RemoveLocksRequest
-		if !decodeBody(rw, r, &req) {
-			return
-		}
-		req.ID = r.PathValue("id")
-		jsonCall(rw, func() (apply.LockRemoval, error) { return w.api.RemoveLocks(req) })
-	})))
-	mux.HandleFunc("GET /api/proposals/{id}/preflight", w.authed(func(rw http.ResponseWriter, r *http.Request) {
-		jsonCall(rw, func() (apply.Preflight, error) { return w.api.Preflight(r.PathValue("id")) })
-	}))
-	mux.HandleFunc("GET /api/rules", w.authed(jsonGet(w.api.Rules)))
-	mux.HandleFunc("GET /api/rules/approvals", w.authed(jsonGet(w.api.AutoApprovals)))
-	mux.HandleFunc("POST /api/rules/revoke", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
-		var req RevokeRequest
-		if !decodeBody(rw, r, &req) {
-			return
-		}
-		jsonCall(rw, func() (RulesView, error) { return w.api.RevokeRule(req) })
-	})))
-	mux.HandleFunc("GET /api/proposals/{id}/rule", w.authed(func(rw http.ResponseWriter, r *http.Request) {
-		jsonCall(rw, func() (RuleDraft, error) { return w.api.SuggestRule(r.PathValue("id")) })
-	}))
-	mux.HandleFunc("POST /api/proposals/{id}/trust", w.authed(w.csrf(func(rw http.ResponseWriter, r *http.Request) {
-		var req TrustRequest
-		if !decodeBody(rw, r, &req) {
-			return
-		}
-		if req.ID != "" && req.ID != r.PathValue("id") {
-			writeAPIError(rw, http.StatusBadRequest, errcode.InvalidArgument, "the body's id does not match the URL")
-			return
-		}
-		req.ID = r.PathValue("id")
-		jsonCall(rw, func() (TrustResult, error) { return w.api.TrustSimilar(req) })
-	})))
-	mux.HandleFunc("POST /api/audit/verify", w.authed(w.csrf(jsonGet(w.api.VerifyAudit))))
-	// Only a desktop window that found `sluice serve` running opens it; the
-	// browser is told "unsupported", like any other window.
-	mux.HandleFunc("POST /api/open-running", w.authed(w.csrf(jsonGet(w.api.OpenRunning))))
 	mux.HandleFunc("GET /api/events", w.authed(w.eventStream))
 	mux.HandleFunc("/api/", func(rw http.ResponseWriter, r *http.Request) {
 		writeAPIError(rw, http.StatusNotFound, errcode.NotFound, "no such API route")
@@ -482,11 +319,6 @@ func (w *Web) static() http.Handler {
 	})
 }
 
-// jsonGet adapts an API method to a JSON handler.
-func jsonGet[T any](fn func() (T, error)) http.HandlerFunc {
-	return func(rw http.ResponseWriter, r *http.Request) { jsonCall(rw, fn) }
-}
-
 // jsonCall answers with fn's result, or its error as {code, message} with
 // a status that fits the code.
 func jsonCall[T any](rw http.ResponseWriter, fn func() (T, error)) {
@@ -539,30 +371,6 @@ func decodeBodyMax(rw http.ResponseWriter, r *http.Request, v any, max int64) bo
 		return false
 	}
 	return true
-}
-
-func (w *Web) decide(fn func(Decision) (Card, error)) http.HandlerFunc {
-	return func(rw http.ResponseWriter, r *http.Request) {
-		var d Decision
-		if !decodeBodyMax(rw, r, &d, maxRejectBody) {
-			return
-		}
-		if d.ID != "" && d.ID != r.PathValue("id") {
-			writeAPIError(rw, http.StatusBadRequest, errcode.InvalidArgument, "the body's id does not match the URL")
-			return
-		}
-		d.ID = r.PathValue("id")
-		jsonCall(rw, func() (Card, error) { return fn(d) })
-	}
-}
-
-func (w *Web) history(rw http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	hq := HistoryQuery{Agent: q.Get("agent"), Repo: q.Get("repo"), State: q.Get("state"), Text: q.Get("text")}
-	if l := q.Get("limit"); l != "" {
-		fmt.Sscanf(l, "%d", &hq.Limit)
-	}
-	jsonCall(rw, func() ([]Card, error) { return w.api.History(hq) })
 }
 
 func writeJSON(rw http.ResponseWriter, status int, v any) {
