@@ -14,7 +14,7 @@ import (
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/errcode"
-	"github.com/sluicehq/sluice/core/gateway"
+	"github.com/sluicehq/sluice/core/intake"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/policy"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -26,7 +26,7 @@ import (
 type rulebook struct {
 	mu      sync.Mutex
 	path    string // "" until a policy file is configured
-	backend *gateway.JournalBackend
+	backend *intake.Intake
 	now     func() time.Time
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/intake"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/policy"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -175,7 +176,7 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 		}
 		return "the app is starting"
 	}
-	backend := gateway.NewJournalBackend(j, gateway.BackendOptions{RootsFunc: roots, Policy: pol, Logger: log,
+	backend := intake.New(j, intake.Options{RootsFunc: roots, Policy: pol, Logger: log,
 		RestorePoints: restoreLister(exec), Sealer: sealer(exec), OwnPlaces: cfg.OwnPlaces(), HoldAuto: holdAuto})
 	ss.exec, ss.backend = exec, backend
 	var gwBackend gateway.Backend = backend
@@ -392,16 +393,16 @@ func (a *App) execute(id string) {
 	}()
 }
 
-// restoreLister avoids handing the gateway a typed nil.
-func restoreLister(e *apply.Executor) gateway.RestorePointLister {
+// restoreLister avoids handing the intake a typed nil.
+func restoreLister(e *apply.Executor) intake.RestorePointLister {
 	if e == nil {
 		return nil
 	}
 	return e
 }
 
-// sealer avoids handing the gateway a typed nil.
-func sealer(e *apply.Executor) gateway.Sealer {
+// sealer avoids handing the intake a typed nil.
+func sealer(e *apply.Executor) intake.Sealer {
 	if e == nil {
 		return nil
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/core/errcode"
-	"github.com/sluicehq/sluice/core/gateway"
+	"github.com/sluicehq/sluice/core/intake"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -214,7 +214,7 @@ func (a *App) reseal(ctx context.Context, rec journal.Record) (string, error) {
 	// A stacked commit is sealed on the proposal below it while that one
 	// has not landed; one below that ended otherwise leaves it nothing to
 	// land on.
-	sctx, err := gateway.StackContext(ctx, a.journal, rec.Proposal)
+	sctx, err := intake.StackContext(ctx, a.journal, rec.Proposal)
 	if e, ok := errcode.As(err); ok {
 		return e.Msg, nil
 	} else if err != nil {

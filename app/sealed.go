@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/sluicehq/sluice/core/gateway"
+	"github.com/sluicehq/sluice/core/intake"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -19,7 +19,7 @@ const sealedRetention = 7 * 24 * time.Hour
 // are kept (a crash may have come between storing a proposal and keeping
 // them), and the sealed refs of proposals that ended long ago, or whose
 // record is gone, are dropped.
-func (a *App) tendSealed(ctx context.Context, b *gateway.JournalBackend) {
+func (a *App) tendSealed(ctx context.Context, b *intake.Intake) {
 	if a.executor == nil {
 		return
 	}

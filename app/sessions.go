@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/intake"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/presence"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -42,7 +43,7 @@ type sessions struct {
 	live *config.Live
 	// exec and backend are set once they exist (Start).
 	exec    *apply.Executor
-	backend *gateway.JournalBackend
+	backend *intake.Intake
 	now     func() time.Time
 	// changed is told when the list of sessions changed (the UI re-reads).
 	changed func()

@@ -24,6 +24,7 @@ import (
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/intake"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/presence"
 	"github.com/sluicehq/sluice/core/tokens"
@@ -326,7 +327,7 @@ func TestHTTP_TokenIdentity_OnProposal(t *testing.T) {
 	token, _ := gateway.NewToken()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	gw, err := gateway.Listen(gateway.Options{Token: token, AppVersion: "test", Logger: quiet,
-		Backend: gateway.NewJournalBackend(j, gateway.BackendOptions{Roots: gitx.Roots(env.cfg.AllowedRoots), Logger: quiet})})
+		Backend: intake.New(j, intake.Options{Roots: gitx.Roots(env.cfg.AllowedRoots), Logger: quiet})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/intake"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/policy"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -134,7 +135,7 @@ func newProposeEnv(t *testing.T, o envOpt) *proposeEnv {
 	}
 	token, _ := gateway.NewToken()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	backend := gateway.NewJournalBackend(j, gateway.BackendOptions{Roots: gitx.Roots(cfg.AllowedRoots), Policy: o.policy, Logger: quiet})
+	backend := intake.New(j, intake.Options{Roots: gitx.Roots(cfg.AllowedRoots), Policy: o.policy, Logger: quiet})
 	srv, err := gateway.Listen(gateway.Options{Token: token, AppVersion: "test", Backend: backend, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)

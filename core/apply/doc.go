@@ -11,7 +11,7 @@
 //	rec, err := e.Execute(ctx, id)               // an approved proposal
 //	recovery, err := j.Recover(e.Revalidate)      // at start-up, before any Execute
 //	res, err := e.Restore(ctx, repo, rpID, force) // a human action; audit res
-//	list, err := e.ListRestorePoints(ctx, repo)   // also a gateway.RestorePointLister
+//	list, err := e.ListRestorePoints(ctx, repo)   // also an intake.RestorePointLister
 //	d, err := e.RestorePointDetails(ctx, repo, rpID)
 //
 // ListRestorePoints, RestorePointDetails, SafetyTimeline and SafetyEvent

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
+	"github.com/sluicehq/sluice/core/intake"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -42,7 +43,7 @@ func TestGateway_RestorePoints_FromTheExecutor(t *testing.T) {
 	}
 	token, _ := gateway.NewToken()
 	srv, err := gateway.Listen(gateway.Options{Token: token, AppVersion: "test", Logger: quiet,
-		Backend: gateway.NewJournalBackend(j, gateway.BackendOptions{Roots: gitx.Roots{root}, Logger: quiet, RestorePoints: e})})
+		Backend: intake.New(j, intake.Options{Roots: gitx.Roots{root}, Logger: quiet, RestorePoints: e})})
 	if err != nil {
 		t.Fatal(err)
 	}

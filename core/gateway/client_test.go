@@ -54,8 +54,12 @@ func TestClient_IgnoresProxyVariables(t *testing.T) {
 		t.Setenv(v, proxy.URL)
 	}
 	t.Setenv("NO_PROXY", "")
-	e := newEnv(t, envOptions{})
-	h, err := e.client.Health(t.Context())
+	s, tok := startHealthServer(t)
+	c, err := NewClient(s.Addr(), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := c.Health(t.Context())
 	if err != nil || h.AppVersion != "test" {
 		t.Fatalf("Health = %+v, %v", h, err)
 	}

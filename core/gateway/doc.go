@@ -8,4 +8,8 @@
 // client only dials loopback IP literals, follows no redirects and ignores
 // proxy variables. No route reachable with the sidecar token decides a
 // proposal.
+//
+// The server hands every proposal request to a Backend; what the app does
+// with a proposal (checking, sealing, the policy, storing) is core/intake's,
+// so this package knows neither the journal nor the policy.
 package gateway

@@ -50,7 +50,7 @@ func TokenIdentityFrom(ctx context.Context) bool {
 const MaxWait = 50 * time.Second
 
 // Backend serves the proposal routes. The app implements it (see
-// JournalBackend). It has no way to approve or reject: deciding is an
+// core/intake). It has no way to approve or reject: deciding is an
 // in-process API of the app, reachable from its UI only.
 type Backend interface {
 	// Submit stores p for agent; a replay of an idempotent request returns

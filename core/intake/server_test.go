@@ -1,4 +1,4 @@
-package gateway
+package intake
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/gateway"
 )
 
 func TestServer_RefusesAttacks(t *testing.T) {
@@ -31,7 +32,7 @@ func TestServer_RefusesAttacks(t *testing.T) {
 		{"browser origin", e.req("GET", "/v1/proposals/"+p.ID, "Origin: http://evil.example"), 403, errcode.Forbidden},
 		{"null origin", e.req("GET", "/v1/proposals/"+p.ID, "Origin: null"), 403, errcode.Forbidden},
 		{"fetch metadata", e.req("GET", "/v1/proposals/"+p.ID, "Sec-Fetch-Site: cross-site"), 403, errcode.Forbidden},
-		{"oversized body", e.req("POST", "/v1/proposals", fmt.Sprintf("Content-Length: %d", MaxBodyBytes+1)), 413, errcode.TooLarge},
+		{"oversized body", e.req("POST", "/v1/proposals", fmt.Sprintf("Content-Length: %d", gateway.MaxBodyBytes+1)), 413, errcode.TooLarge},
 		{"dot-dot id", e.req("GET", "/v1/proposals/../x"), 400, errcode.InvalidArgument},
 		{"encoded dot-dot id", e.req("GET", "/v1/proposals/..%2Fx"), 400, errcode.InvalidArgument},
 		{"encoded slash", e.req("GET", "/v1/proposals/a%2Fb"), 400, errcode.InvalidArgument},
@@ -50,7 +51,7 @@ func TestServer_RefusesAttacks(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			status, body := raw(t, addr, c.request)
-			var eb ErrorBody
+			var eb gateway.ErrorBody
 			if err := json.Unmarshal([]byte(body), &eb); err != nil {
 				t.Fatalf("status %d, body is not the JSON error shape: %q", status, body)
 			}
@@ -77,32 +78,6 @@ func TestServer_OversizedChunkedBody(t *testing.T) {
 		status, body := raw(t, e.srv.Addr(), b.String())
 		if status != 413 || !strings.Contains(body, string(errcode.TooLarge)) {
 			t.Errorf("%s: got %d %s, want 413 too_large", path, status, body)
-		}
-	}
-}
-
-func TestServer_Listen_LoopbackOnly(t *testing.T) {
-	for _, addr := range []string{"0.0.0.0:0", "192.168.1.1:0", "localhost:0", ":0", "[::]:0"} {
-		if _, err := Listen(Options{Addr: addr, Token: strings.Repeat("t", 32)}); err == nil {
-			t.Errorf("Listen(%q) accepted a non-loopback address", addr)
-		}
-	}
-	if _, err := Listen(Options{Token: "short"}); err == nil {
-		t.Errorf("Listen accepted a short token")
-	}
-}
-
-func TestParseWaitTimeout(t *testing.T) {
-	cases := map[string]string{"": "50s", "30": "30s", "1500ms": "1.5s", "120": "50s", "2m": "50s", "0": "0s"}
-	for in, want := range cases {
-		d, err := ParseWaitTimeout(in)
-		if err != nil || d.String() != want {
-			t.Errorf("ParseWaitTimeout(%q) = %s, %v; want %s", in, d, err, want)
-		}
-	}
-	for _, bad := range []string{"-1", "-5s", "soon", "1e3"} {
-		if _, err := ParseWaitTimeout(bad); err == nil {
-			t.Errorf("ParseWaitTimeout(%q) accepted", bad)
 		}
 	}
 }

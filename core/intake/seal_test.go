@@ -1,6 +1,6 @@
 //go:build unix
 
-package gateway
+package intake
 
 import (
 	"bufio"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/sluicehq/sluice/core/apply"
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/journal"
@@ -31,14 +32,14 @@ import (
 type sealEnv struct {
 	j      *journal.Journal
 	e      *apply.Executor
-	b      *JournalBackend
-	client *Client
+	b      *Intake
+	client *gateway.Client
 	root   string
 	repo   *gitxtest.Repo
 	db     string
 }
 
-func openSealBackend(t testing.TB, root, db string, onStep func(string)) (*journal.Journal, *apply.Executor, *JournalBackend) {
+func openSealBackend(t testing.TB, root, db string, onStep func(string)) (*journal.Journal, *apply.Executor, *Intake) {
 	t.Helper()
 	j, err := journal.Open(db, journal.Options{Recorder: &memRecorder{}, LockTimeout: 10 * time.Second})
 	if err != nil {
@@ -53,7 +54,7 @@ func openSealBackend(t testing.TB, root, db string, onStep func(string)) (*journ
 	if err != nil {
 		t.Fatal(err)
 	}
-	return j, e, NewJournalBackend(j, BackendOptions{Roots: gitx.Roots{root}, Logger: quiet, Sealer: e})
+	return j, e, New(j, Options{Roots: gitx.Roots{root}, Logger: quiet, Sealer: e})
 }
 
 func newSealEnv(t testing.TB) *sealEnv {
@@ -143,7 +144,7 @@ func TestSeal_Submit_RefusalsReachTheAgent(t *testing.T) {
 	for _, c := range cases {
 		p := sealedProposal(t, s.repo.Dir, c.args)
 		_, err := s.client.SubmitProposal(context.Background(), "agent-a", p)
-		var api *APIError
+		var api *gateway.APIError
 		if !errors.As(err, &api) || api.Detail.Code != c.code || api.Status != 422 {
 			t.Errorf("%s: %v, want 422 %s", c.args.Op(), err, c.code)
 			continue
@@ -164,7 +165,7 @@ func TestSeal_Submit_RefusalsReachTheAgent(t *testing.T) {
 	if err := p.Seal(); err != nil {
 		t.Fatal(err)
 	}
-	var api *APIError
+	var api *gateway.APIError
 	if _, err := s.client.SubmitProposal(context.Background(), "agent-a", p); !errors.As(err, &api) || api.Status != 400 {
 		t.Errorf("an agent-sealed proposal: %v, want 400", err)
 	}

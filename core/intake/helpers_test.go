@@ -1,4 +1,4 @@
-package gateway
+package intake
 
 import (
 	"bufio"
@@ -18,6 +18,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/policy"
@@ -50,10 +51,10 @@ func (m *memRecorder) types() []string {
 // env is a real gateway over a real journal in temp dirs.
 type env struct {
 	j       *journal.Journal
-	backend *JournalBackend
+	backend *Intake
 	rec     *memRecorder
-	srv     *Server
-	client  *Client
+	srv     *gateway.Server
+	client  *gateway.Client
 	token   string
 	root    string
 	repo    string
@@ -89,22 +90,22 @@ func newEnv(t testing.TB, o envOptions) *env {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	backend := NewJournalBackend(j, BackendOptions{Roots: gitx.Roots{root}, Policy: o.policy, Logger: quiet, Now: o.now})
+	backend := New(j, Options{Roots: gitx.Roots{root}, Policy: o.policy, Logger: quiet, Now: o.now})
 	srv, client, token := serve(t, backend, j, dbPath)
 	return &env{j: j, backend: backend, rec: mem, srv: srv, client: client, token: token, root: root, repo: repo}
 }
 
 // serve runs a real gateway over backend on loopback with a client for
 // it; on cleanup the server stops, j closes and its file is checked.
-func serve(t testing.TB, backend Backend, j *journal.Journal, dbPath string) (*Server, *Client, string) {
+func serve(t testing.TB, backend gateway.Backend, j *journal.Journal, dbPath string) (*gateway.Server, *gateway.Client, string) {
 	t.Helper()
-	token, _ := NewToken()
-	srv, err := Listen(Options{Token: token, AppVersion: "test", Backend: backend, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	token, _ := gateway.NewToken()
+	srv, err := gateway.Listen(gateway.Options{Token: token, AppVersion: "test", Backend: backend, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	go srv.Serve()
-	client, err := NewClient(srv.Addr(), token)
+	client, err := gateway.NewClient(srv.Addr(), token)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package gateway
+package intake
 
 import (
 	"slices"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -27,7 +28,7 @@ func TestProposals_RejectionComments_InStatusAndWait(t *testing.T) {
 	if _, err := e.j.RejectWith(p.ID, "owner:web", "not like this", cs); err != nil {
 		t.Fatal(err)
 	}
-	want := []Comment{
+	want := []gateway.Comment{
 		{Path: "README.md", Note: "say what the flag is for"},
 		{Path: "src/main.go", Line: 12, Side: "new", Note: "this never ends"},
 		{Path: "src/main.go", Line: 3, Side: "old", Note: "keep this check"},

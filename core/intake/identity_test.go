@@ -1,10 +1,11 @@
-package gateway
+package intake
 
 import (
 	"fmt"
 	"testing"
 
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/policy"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -22,7 +23,7 @@ func TestSubmit_TokenIdentity(t *testing.T) {
 	}
 	e.backend.SetPolicy(p)
 
-	stored := func(c *Client) (proposal.Proposal, bool) {
+	stored := func(c *gateway.Client) (proposal.Proposal, bool) {
 		t.Helper()
 		st, err := c.SubmitProposal(t.Context(), "claude-code", e.branchProposal(t, "claude-code"))
 		if err != nil {

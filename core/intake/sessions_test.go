@@ -1,4 +1,4 @@
-package gateway
+package intake
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -21,10 +22,10 @@ import (
 // session with a known token (the app's real one is tested in app/).
 type oneSession struct {
 	token string
-	c     Caller
+	c     gateway.Caller
 }
 
-func (o *oneSession) Authenticate(tok string) (*Caller, bool) {
+func (o *oneSession) Authenticate(tok string) (*gateway.Caller, bool) {
 	if tok != o.token {
 		return nil, false
 	}
@@ -32,16 +33,16 @@ func (o *oneSession) Authenticate(tok string) (*Caller, bool) {
 	return &c, true
 }
 
-func (o *oneSession) Register(context.Context, SessionRequest) (SessionGrant, error) {
-	return SessionGrant{}, errcode.New(errcode.Unsupported, "not in this test")
+func (o *oneSession) Register(context.Context, gateway.SessionRequest) (gateway.SessionGrant, error) {
+	return gateway.SessionGrant{}, errcode.New(errcode.Unsupported, "not in this test")
 }
 
-func (o *oneSession) End(context.Context, string, string) (SessionEnd, error) {
-	return SessionEnd{Message: "ended"}, nil
+func (o *oneSession) End(context.Context, string, string) (gateway.SessionEnd, error) {
+	return gateway.SessionEnd{Message: "ended"}, nil
 }
 
 // sessionEnv is a gateway with one confined session.
-func sessionEnv(t *testing.T) (*env, *Client, *oneSession) {
+func sessionEnv(t *testing.T) (*env, *gateway.Client, *oneSession) {
 	t.Helper()
 	e := newEnv(t, envOptions{})
 	dbPath := filepath.Join(e.root, "journal2.db")
@@ -50,11 +51,11 @@ func sessionEnv(t *testing.T) (*env, *Client, *oneSession) {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	backend := NewJournalBackend(j, BackendOptions{Roots: gitx.Roots{e.root}, Logger: quiet})
+	backend := New(j, Options{Roots: gitx.Roots{e.root}, Logger: quiet})
 	s := &oneSession{token: "sluice_session_" + strings.Repeat("ab", 32),
-		c: Caller{Session: "s1", Agent: "claude-code", Repo: e.repo, Origin: &proposal.Origin{Session: "s1", Runtime: "bubblewrap", Network: []string{"api.anthropic.com:443"}}}}
-	token, _ := NewToken()
-	srv, err := Listen(Options{Token: token, AppVersion: "test", Backend: backend, Sessions: s, Logger: quiet})
+		c: gateway.Caller{Session: "s1", Agent: "claude-code", Repo: e.repo, Origin: &proposal.Origin{Session: "s1", Runtime: "bubblewrap", Network: []string{"api.anthropic.com:443"}}}}
+	token, _ := gateway.NewToken()
+	srv, err := gateway.Listen(gateway.Options{Token: token, AppVersion: "test", Backend: backend, Sessions: s, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,10 +66,10 @@ func sessionEnv(t *testing.T) (*env, *Client, *oneSession) {
 		checkDB(t, dbPath)
 	})
 	e.j, e.backend, e.srv, e.token = j, backend, srv, token
-	if e.client, err = NewClient(srv.Addr(), token); err != nil {
+	if e.client, err = gateway.NewClient(srv.Addr(), token); err != nil {
 		t.Fatal(err)
 	}
-	sc, err := NewClient(srv.Addr(), s.token)
+	sc, err := gateway.NewClient(srv.Addr(), s.token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestSessions_TokenStampsOrigin_OwnershipBySession(t *testing.T) {
 func TestSessions_TokenLimits(t *testing.T) {
 	e, sc, s := sessionEnv(t)
 	p := e.branchProposal(t, "codex")
-	var api *APIError
+	var api *gateway.APIError
 	if _, err := sc.SubmitProposal(t.Context(), "codex", p); !errors.As(err, &api) || api.Status != http.StatusForbidden {
 		t.Fatalf("a session submitted as another agent: %v", err)
 	}
@@ -142,7 +143,7 @@ func TestSessions_TokenLimits(t *testing.T) {
 	// No client sets an origin: not the gateway's token, not a session's
 	// (claiming another session, or its own with a wider network).
 	for _, f := range []struct {
-		client *Client
+		client *gateway.Client
 		agent  string
 		origin proposal.Origin
 	}{

@@ -1,4 +1,4 @@
-package gateway
+package intake
 
 import (
 	"encoding/json"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/policy"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -21,7 +22,7 @@ import (
 
 func apiCode(t *testing.T, err error) (int, errcode.Code) {
 	t.Helper()
-	var e *APIError
+	var e *gateway.APIError
 	if !errors.As(err, &e) {
 		t.Fatalf("error %v is not an *APIError", err)
 	}
@@ -334,7 +335,7 @@ func TestProposals_PolicyReplaced_RuleExpires(t *testing.T) {
 	var offset atomic.Int64
 	e := newEnv(t, envOptions{now: func() time.Time { return t0.Add(time.Duration(offset.Load())) }})
 	ctx := t.Context()
-	submit := func() ProposalStatus {
+	submit := func() gateway.ProposalStatus {
 		t.Helper()
 		st, err := e.client.SubmitProposal(ctx, "agent-a", e.branchProposal(t, "agent-a"))
 		if err != nil {
@@ -388,7 +389,7 @@ func TestProposals_RestorePoints_SaysUnsupported(t *testing.T) {
 // recorded as a decision.
 func TestRoutes_NoneDecides(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	want := append(append(append([]string{"GET /v1/health"}, ProposalRoutes...), WorkspaceRoutes...), SessionRoutes...)
+	want := append(append(append([]string{"GET /v1/health"}, gateway.ProposalRoutes...), gateway.WorkspaceRoutes...), gateway.SessionRoutes...)
 	if got := e.srv.Routes(); !slices.Equal(got, want) {
 		t.Fatalf("routes = %v\nwant %v\n(a new route must be added here and proven not to decide)", got, want)
 	}
@@ -443,8 +444,8 @@ func TestRoutes_NoneDecides(t *testing.T) {
 			t.Fatalf("a decision was recorded: %v", e.rec.types())
 		}
 	}
-	// And the Backend interface has no way to decide at all.
-	bt := reflect.TypeFor[Backend]()
+	// And the gateway.Backend interface has no way to decide at all.
+	bt := reflect.TypeFor[gateway.Backend]()
 	for i := range bt.NumMethod() {
 		name := strings.ToLower(bt.Method(i).Name)
 		for _, bad := range []string{"approve", "reject", "decide", "transition", "complete", "fail", "execut"} {

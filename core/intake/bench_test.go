@@ -1,4 +1,4 @@
-package gateway
+package intake
 
 import (
 	"encoding/binary"
@@ -13,6 +13,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -134,14 +135,14 @@ func BenchmarkSubmit_Concurrent20(b *testing.B) {
 			e := newEnv(b, envOptions{pendingCap: 1 << 30, recorder: recorders(b)[name]()})
 			v := watch(b, e.j)
 			type worker struct {
-				c     *Client
+				c     *gateway.Client
 				agent string
 				props []proposal.Proposal
 				lat   []time.Duration
 			}
 			ws := make([]*worker, clients)
 			for i := range ws {
-				c, err := NewClient(e.srv.Addr(), e.token)
+				c, err := gateway.NewClient(e.srv.Addr(), e.token)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package gateway
+package intake
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -55,7 +56,7 @@ func TestSubmit_OwnPlaces_Refused(t *testing.T) {
 	for _, c := range cases {
 		p := sealedProposal(t, s.repo.Dir, c.args)
 		_, err := s.client.SubmitProposal(context.Background(), "agent-a", p)
-		var api *APIError
+		var api *gateway.APIError
 		if !errors.As(err, &api) || api.Detail.Code != errcode.PolicyDenied {
 			t.Errorf("%s: %v, want policy_denied", c.name, err)
 			continue

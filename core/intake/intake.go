@@ -1,4 +1,4 @@
-package gateway
+package intake
 
 import (
 	"context"
@@ -13,14 +13,15 @@ import (
 	"github.com/sluicehq/sluice/core/apply"
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/policy"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
-// BackendOptions configure a JournalBackend.
-type BackendOptions struct {
+// Options configure an Intake.
+type Options struct {
 	// Roots confine every repository a proposal names; with no roots,
 	// every submit is refused.
 	Roots gitx.Roots
@@ -67,19 +68,20 @@ type RestorePointLister interface {
 	ListRestorePoints(ctx context.Context, repo string) ([]apply.RestorePoint, error)
 }
 
-// JournalBackend is the Backend over a *journal.Journal. It re-checks
-// everything a sidecar sent instead of trusting it: the digest, the
-// agent, the clock, the repository paths against the allowed roots, and
-// the policy.
-type JournalBackend struct {
+// Intake receives the proposals the gateway's server hands it (it is the
+// server's gateway.Backend) and keeps them in a *journal.Journal. It
+// re-checks everything a sidecar sent instead of trusting it: the digest,
+// the agent, the clock, the repository paths against the allowed roots,
+// and the policy.
+type Intake struct {
 	j    *journal.Journal
-	opts BackendOptions
+	opts Options
 	// policy is opts.Policy until SetPolicy replaces it.
 	policy atomic.Pointer[policy.Policy]
 }
 
-// NewJournalBackend returns a Backend that stores proposals in j.
-func NewJournalBackend(j *journal.Journal, opts BackendOptions) *JournalBackend {
+// New returns an Intake that stores proposals in j.
+func New(j *journal.Journal, opts Options) *Intake {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -89,67 +91,67 @@ func NewJournalBackend(j *journal.Journal, opts BackendOptions) *JournalBackend 
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	b := &JournalBackend{j: j, opts: opts}
+	b := &Intake{j: j, opts: opts}
 	b.policy.Store(opts.Policy)
 	return b
 }
 
 // SetPolicy replaces the policy applied to every later submit, so that a
 // rule the person creates or revokes takes effect without a restart.
-func (b *JournalBackend) SetPolicy(p *policy.Policy) { b.policy.Store(p) }
+func (b *Intake) SetPolicy(p *policy.Policy) { b.policy.Store(p) }
 
 func badRequest(msg string) *errcode.Error {
 	return &errcode.Error{Code: errcode.InvalidArgument, Msg: msg}
 }
 
-// Submit implements Backend. The proposal as the sidecar made it is
+// Submit implements gateway.Backend. The proposal as the sidecar made it is
 // checked first (its digest included); then the app seals its outcome and
 // the digest is computed again over the proposal with its outcome, which
 // is what a card shows and an approval binds to.
-func (b *JournalBackend) Submit(ctx context.Context, agent string, p proposal.Proposal) (ProposalStatus, error) {
+func (b *Intake) Submit(ctx context.Context, agent string, p proposal.Proposal) (gateway.ProposalStatus, error) {
 	if p.Agent != agent {
-		return ProposalStatus{}, badRequest("the proposal's agent does not match " + AgentHeader)
+		return gateway.ProposalStatus{}, badRequest("the proposal's agent does not match " + gateway.AgentHeader)
 	}
 	if err := p.Validate(); err != nil {
-		return ProposalStatus{}, journalError(err)
+		return gateway.ProposalStatus{}, journalError(err)
 	}
 	if err := b.confine(p); err != nil {
-		return ProposalStatus{}, err
+		return gateway.ProposalStatus{}, err
 	}
 	if err := b.ownPlaces(p); err != nil {
-		return ProposalStatus{}, err
+		return gateway.ProposalStatus{}, err
 	}
 	now := b.opts.Now()
 	if d := p.CreatedAt.Sub(now); d > b.opts.MaxClockSkew || d < -b.opts.MaxClockSkew {
-		return ProposalStatus{}, badRequest("createdAt is too far from the app's clock")
+		return gateway.ProposalStatus{}, badRequest("createdAt is too far from the app's clock")
 	}
 	if p.Sealed != nil {
-		return ProposalStatus{}, badRequest("a proposal's outcome is sealed by the Sluice app; it cannot come with the proposal")
+		return gateway.ProposalStatus{}, badRequest("a proposal's outcome is sealed by the Sluice app; it cannot come with the proposal")
 	}
 	if p.Origin != nil {
-		return ProposalStatus{}, badRequest("a proposal's origin is set by the Sluice app from the credential it came with; it cannot come with the proposal")
+		return gateway.ProposalStatus{}, badRequest("a proposal's origin is set by the Sluice app from the credential it came with; it cannot come with the proposal")
 	}
 	if p.AgentToken {
-		return ProposalStatus{}, badRequest("agentToken is set by the Sluice app from how the sidecar authenticated the agent; it cannot come with the proposal")
+		return gateway.ProposalStatus{}, badRequest("agentToken is set by the Sluice app from how the sidecar authenticated the agent; it cannot come with the proposal")
 	}
 	// A confined session's proposal says so, from its token alone, and
 	// names its own repository only: its copy is of that one.
-	if c := CallerFrom(ctx); c != nil {
+	if c := gateway.CallerFrom(ctx); c != nil {
 		if p.Repo != c.Repo || len(p.Pinned.Repos) > 0 {
-			return ProposalStatus{}, &errcode.Error{Code: errcode.PolicyDenied,
+			return gateway.ProposalStatus{}, &errcode.Error{Code: errcode.PolicyDenied,
 				Msg: "a confined session proposes changes to its own repository (" + c.Repo + ") only"}
 		}
 		o := *c.Origin
 		p.Origin = &o
 		if err := p.Seal(); err != nil {
-			return ProposalStatus{}, journalError(err)
+			return gateway.ProposalStatus{}, journalError(err)
 		}
-	} else if TokenIdentityFrom(ctx) {
+	} else if gateway.TokenIdentityFrom(ctx) {
 		// The name is an HTTP token's, which the sidecar authenticated: a
 		// rule made for it approves no program that merely calls itself so.
 		p.AgentToken = true
 		if err := p.Seal(); err != nil {
-			return ProposalStatus{}, journalError(err)
+			return gateway.ProposalStatus{}, journalError(err)
 		}
 	}
 	// A retry of a request already stored (same key, same change) is
@@ -157,7 +159,7 @@ func (b *JournalBackend) Submit(ctx context.Context, agent string, p proposal.Pr
 	// sealing it again could fail for reasons that are not the agent's (its
 	// commit landed meanwhile), and would only be thrown away.
 	if rec, ok, err := b.j.Replay(p); err != nil {
-		return ProposalStatus{}, journalError(err)
+		return gateway.ProposalStatus{}, journalError(err)
 	} else if ok {
 		st := StatusFromRecord(rec)
 		st.Replayed = true
@@ -168,20 +170,20 @@ func (b *JournalBackend) Submit(ctx context.Context, agent string, p proposal.Pr
 	}
 	sctx, err := StackContext(ctx, b.j, p)
 	if err != nil {
-		return ProposalStatus{}, err
+		return gateway.ProposalStatus{}, err
 	}
 	out, err := b.opts.Sealer.Seal(sctx, p)
 	if err != nil {
-		return ProposalStatus{}, sealError(err)
+		return gateway.ProposalStatus{}, sealError(err)
 	}
 	p.Sealed = out
 	// What the outcome writes is known only now: a merge, a workspace's
 	// handoff or a reset names its files in the sealed list alone.
 	if err := b.ownPlaces(p); err != nil {
-		return ProposalStatus{}, err
+		return gateway.ProposalStatus{}, err
 	}
 	if err := p.Seal(); err != nil {
-		return ProposalStatus{}, journalError(err)
+		return gateway.ProposalStatus{}, journalError(err)
 	}
 	st, err := b.store(ctx, p)
 	if err != nil || st.Replayed {
@@ -192,7 +194,7 @@ func (b *JournalBackend) Submit(ctx context.Context, agent string, p proposal.Pr
 	if err := b.opts.Sealer.Keep(context.WithoutCancel(ctx), p); err != nil {
 		// The record holds the whole outcome and its objects exist; the
 		// ref that keeps them is made again at the next start.
-		b.opts.Logger.Error("gateway: could not keep a proposal's sealed objects", "proposal", p.ID, "err", err)
+		b.opts.Logger.Error("intake: could not keep a proposal's sealed objects", "proposal", p.ID, "err", err)
 	}
 	return st, nil
 }
@@ -200,7 +202,7 @@ func (b *JournalBackend) Submit(ctx context.Context, agent string, p proposal.Pr
 // KeepSealed makes sure every open proposal's sealed objects are kept
 // (a crash between storing a proposal and keeping its objects leaves them
 // unreferenced). The app calls it at start-up.
-func (b *JournalBackend) KeepSealed(ctx context.Context) error {
+func (b *Intake) KeepSealed(ctx context.Context) error {
 	if b.opts.Sealer == nil {
 		return nil
 	}
@@ -231,30 +233,30 @@ func sealError(err error) error {
 }
 
 // store applies the policy and stores a checked, sealed proposal.
-func (b *JournalBackend) store(ctx context.Context, p proposal.Proposal) (ProposalStatus, error) {
+func (b *Intake) store(ctx context.Context, p proposal.Proposal) (gateway.ProposalStatus, error) {
 	verdict := b.policy.Load().EvaluateAt(p, b.opts.Now())
 	if verdict.AutoApprove != "" && b.opts.HoldAuto != nil {
 		if why := b.opts.HoldAuto(ctx, p); why != "" {
-			b.opts.Logger.Info("gateway: a rule would approve this proposal, but it waits for a person", "proposal", p.ID, "rule", verdict.AutoApprove, "why", why)
+			b.opts.Logger.Info("intake: a rule would approve this proposal, but it waits for a person", "proposal", p.ID, "rule", verdict.AutoApprove, "why", why)
 			verdict.AutoApprove = ""
 		}
 	}
 	if !verdict.Allowed {
 		if err := b.j.Deny(p, verdict.Denial); err != nil {
 			// Still denied; the failure to audit it is the app's problem.
-			b.opts.Logger.Error("gateway: audit of a policy denial failed", "proposal", p.ID, "err", err)
+			b.opts.Logger.Error("intake: audit of a policy denial failed", "proposal", p.ID, "err", err)
 		}
-		return ProposalStatus{}, errcode.New(errcode.PolicyDenied, "%s", verdict.Denial)
+		return gateway.ProposalStatus{}, errcode.New(errcode.PolicyDenied, "%s", verdict.Denial)
 	}
 	rec, replayed, err := b.j.Submit(p)
 	if err != nil {
-		return ProposalStatus{}, journalError(err)
+		return gateway.ProposalStatus{}, journalError(err)
 	}
 	if !replayed && verdict.AutoApprove != "" {
 		approved, err := b.j.ApproveAuto(p.ID, p.Digest, verdict.AutoApprove)
 		if err != nil {
 			// The proposal stays pending and a person decides instead.
-			b.opts.Logger.Error("gateway: auto-approval failed", "proposal", p.ID, "err", err)
+			b.opts.Logger.Error("intake: auto-approval failed", "proposal", p.ID, "err", err)
 		} else {
 			rec = approved
 		}
@@ -264,10 +266,10 @@ func (b *JournalBackend) store(ctx context.Context, p proposal.Proposal) (Propos
 	if rec.State == proposal.Pending {
 		cs, err := b.j.Collisions(rec.Proposal)
 		if err != nil {
-			b.opts.Logger.Warn("gateway: collision check failed", "proposal", p.ID, "err", err)
+			b.opts.Logger.Warn("intake: collision check failed", "proposal", p.ID, "err", err)
 		}
 		for _, c := range cs {
-			st.Collisions = append(st.Collisions, Collision(c))
+			st.Collisions = append(st.Collisions, gateway.Collision(c))
 		}
 	}
 	return st, nil
@@ -287,7 +289,7 @@ func confineError(err error) error {
 }
 
 // roots is the allowed roots as they are now.
-func (b *JournalBackend) roots() gitx.Roots {
+func (b *Intake) roots() gitx.Roots {
 	if b.opts.RootsFunc != nil {
 		return b.opts.RootsFunc()
 	}
@@ -296,7 +298,7 @@ func (b *JournalBackend) roots() gitx.Roots {
 
 // confine re-checks every repository path in p against the allowed roots:
 // each must already be canonical and inside them.
-func (b *JournalBackend) confine(p proposal.Proposal) error {
+func (b *Intake) confine(p proposal.Proposal) error {
 	check := func(path string) error {
 		canon, err := b.roots().Confine(path)
 		if err != nil {
@@ -352,7 +354,7 @@ func (b *JournalBackend) confine(p proposal.Proposal) error {
 // configuration or data: its repositories, a new worktree's place, and
 // every path its sealed outcome (each step's included) and its args name,
 // joined to its repository and compared by canonical path.
-func (b *JournalBackend) ownPlaces(p proposal.Proposal) error {
+func (b *Intake) ownPlaces(p proposal.Proposal) error {
 	places := b.opts.OwnPlaces
 	if places == nil {
 		return nil
@@ -411,11 +413,11 @@ func (b *JournalBackend) ownPlaces(p proposal.Proposal) error {
 	return nil
 }
 
-// Get implements Backend.
-func (b *JournalBackend) Get(ctx context.Context, agent, id string) (ProposalStatus, error) {
+// Get implements gateway.Backend.
+func (b *Intake) Get(ctx context.Context, agent, id string) (gateway.ProposalStatus, error) {
 	rec, err := b.owned(ctx, agent, id)
 	if err != nil {
-		return ProposalStatus{}, err
+		return gateway.ProposalStatus{}, err
 	}
 	return StatusFromRecord(rec), nil
 }
@@ -424,13 +426,13 @@ func (b *JournalBackend) Get(ctx context.Context, agent, id string) (ProposalSta
 // a confined session, the same session (an agent outside the session,
 // whatever it calls itself, cannot read, wait on or cancel the session's
 // proposals, nor a session those of anyone else).
-func (b *JournalBackend) owned(ctx context.Context, agent, id string) (journal.Record, error) {
+func (b *Intake) owned(ctx context.Context, agent, id string) (journal.Record, error) {
 	rec, err := b.j.Get(id)
 	if err != nil {
 		return journal.Record{}, journalError(err)
 	}
 	session := ""
-	if c := CallerFrom(ctx); c != nil {
+	if c := gateway.CallerFrom(ctx); c != nil {
 		session = c.Session
 	}
 	mine := ""
@@ -443,28 +445,28 @@ func (b *JournalBackend) owned(ctx context.Context, agent, id string) (journal.R
 	return rec, nil
 }
 
-// Wait implements Backend.
-func (b *JournalBackend) Wait(ctx context.Context, agent, id string, timeout time.Duration) (ProposalStatus, error) {
+// Wait implements gateway.Backend.
+func (b *Intake) Wait(ctx context.Context, agent, id string, timeout time.Duration) (gateway.ProposalStatus, error) {
 	if _, err := b.owned(ctx, agent, id); err != nil {
-		return ProposalStatus{}, err
+		return gateway.ProposalStatus{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, min(timeout, MaxWait))
+	ctx, cancel := context.WithTimeout(ctx, min(timeout, gateway.MaxWait))
 	defer cancel()
 	rec, err := b.j.WaitSettled(ctx, id)
 	if err != nil {
-		return ProposalStatus{}, journalError(err)
+		return gateway.ProposalStatus{}, journalError(err)
 	}
 	return StatusFromRecord(rec), nil
 }
 
-// Cancel implements Backend.
-func (b *JournalBackend) Cancel(ctx context.Context, agent, id string) (ProposalStatus, error) {
+// Cancel implements gateway.Backend.
+func (b *Intake) Cancel(ctx context.Context, agent, id string) (gateway.ProposalStatus, error) {
 	if _, err := b.owned(ctx, agent, id); err != nil {
-		return ProposalStatus{}, err
+		return gateway.ProposalStatus{}, err
 	}
 	rec, err := b.j.Cancel(id, agent)
 	if err != nil {
-		return ProposalStatus{}, journalError(err)
+		return gateway.ProposalStatus{}, journalError(err)
 	}
 	return StatusFromRecord(rec), nil
 }
@@ -473,14 +475,14 @@ func (b *JournalBackend) Cancel(ctx context.Context, agent, id string) (Proposal
 // repository looks into.
 const maxRestoreRepos = 20
 
-// RestorePoints implements Backend: the restore points of repo, or, with
+// RestorePoints implements gateway.Backend: the restore points of repo, or, with
 // no repo, of the repositories the journal has proposals for. It reads
 // only.
-func (b *JournalBackend) RestorePoints(ctx context.Context, _ string, repo string) (RestorePoints, error) {
+func (b *Intake) RestorePoints(ctx context.Context, _ string, repo string) (gateway.RestorePoints, error) {
 	if b.opts.RestorePoints == nil {
-		return RestorePoints{
+		return gateway.RestorePoints{
 			Supported:     false,
-			RestorePoints: []RestorePoint{},
+			RestorePoints: []gateway.RestorePoint{},
 			Message:       "this Sluice app does not take restore points yet, so there are none to list",
 		}, nil
 	}
@@ -488,13 +490,13 @@ func (b *JournalBackend) RestorePoints(ctx context.Context, _ string, repo strin
 	if repo != "" {
 		canon, err := b.roots().Confine(repo)
 		if err != nil {
-			return RestorePoints{}, confineError(err)
+			return gateway.RestorePoints{}, confineError(err)
 		}
 		repos = []string{canon}
 	} else {
 		recs, err := b.j.List(journal.Filter{})
 		if err != nil {
-			return RestorePoints{}, journalError(err)
+			return gateway.RestorePoints{}, journalError(err)
 		}
 		seen := map[string]bool{}
 		for _, r := range recs {
@@ -504,7 +506,7 @@ func (b *JournalBackend) RestorePoints(ctx context.Context, _ string, repo strin
 			}
 		}
 	}
-	out := RestorePoints{Supported: true, RestorePoints: []RestorePoint{}}
+	out := gateway.RestorePoints{Supported: true, RestorePoints: []gateway.RestorePoint{}}
 	for _, r := range repos {
 		list, err := b.opts.RestorePoints.ListRestorePoints(ctx, r)
 		if err != nil {
@@ -513,14 +515,14 @@ func (b *JournalBackend) RestorePoints(ctx context.Context, _ string, repo strin
 				// proposals does not hide the others.
 				continue
 			}
-			return RestorePoints{}, badRequest("restore points cannot be listed: " + err.Error())
+			return gateway.RestorePoints{}, badRequest("restore points cannot be listed: " + err.Error())
 		}
 		for _, rp := range list {
 			refs := map[string]string{}
 			for _, ref := range rp.Refs {
 				refs[ref.Ref] = ref.SHA
 			}
-			out.RestorePoints = append(out.RestorePoints, RestorePoint{ID: rp.ID, ProposalID: rp.ProposalID, Repo: rp.Repo,
+			out.RestorePoints = append(out.RestorePoints, gateway.RestorePoint{ID: rp.ID, ProposalID: rp.ProposalID, Repo: rp.Repo,
 				CreatedAt: proposal.At(rp.CreatedAt).String(), Refs: refs})
 		}
 	}
@@ -559,9 +561,9 @@ func journalError(err error) error {
 }
 
 // StatusFromRecord is the wire form of a journal record.
-func StatusFromRecord(rec journal.Record) ProposalStatus {
+func StatusFromRecord(rec journal.Record) gateway.ProposalStatus {
 	p := rec.Proposal
-	st := ProposalStatus{
+	st := gateway.ProposalStatus{
 		ProposalID: p.ID, Status: rec.State, Op: p.Op, Agent: p.Agent, Repo: p.Repo,
 		Digest: p.Digest, ShortDigest: proposal.ShortDigest(p.Digest), Risk: p.Risk().String(),
 		Destructive: p.Destructive(), Pinned: p.Pinned,
@@ -569,14 +571,14 @@ func StatusFromRecord(rec journal.Record) ProposalStatus {
 		Version: rec.Version, Terminal: rec.State.Terminal(), Done: rec.State == proposal.Completed,
 	}
 	if d := rec.Decision; d != nil {
-		st.Decision = &Decision{Approved: d.Approved, By: d.By, Note: d.Note, Auto: d.Auto, At: d.At.String()}
+		st.Decision = &gateway.Decision{Approved: d.Approved, By: d.By, Note: d.Note, Auto: d.Auto, At: d.At.String()}
 		st.AutoApproved = d.Auto && d.Approved
 		for _, c := range d.Comments {
-			st.Decision.Comments = append(st.Decision.Comments, Comment{Path: c.Path, Line: c.Line, Side: c.Side, Note: c.Note})
+			st.Decision.Comments = append(st.Decision.Comments, gateway.Comment{Path: c.Path, Line: c.Line, Side: c.Side, Note: c.Note})
 		}
 	}
 	if o := rec.Outcome; o != nil {
-		st.Outcome = &Outcome{Code: o.Code, Message: o.Message, RestorePoint: o.RestorePoint, At: o.At.String()}
+		st.Outcome = &gateway.Outcome{Code: o.Code, Message: o.Message, RestorePoint: o.RestorePoint, At: o.At.String()}
 	}
 	return st
 }
