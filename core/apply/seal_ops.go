@@ -45,7 +45,7 @@ func (s *commitStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, er
 		if env, _, err = sl.index(ctx, "", &wt); err != nil {
 			return proposal.Sealed{}, err
 		}
-		if _, err := sl.run(ctx, call{args: []string{"add", "--all"}, env: env}); err != nil {
+		if _, err := sl.run(ctx, call{global: bulkObjects, args: []string{"add", "--all"}, env: env}); err != nil {
 			return proposal.Sealed{}, err
 		}
 	} else {

@@ -3,6 +3,7 @@ package apply
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -499,5 +500,72 @@ func TestSeal_Plan_StepsOnEarlierSteps(t *testing.T) {
 	}
 	if got := f.read("src/b.txt"); got != "b1\nb2\nb3\n" {
 		t.Errorf("b = %q", got)
+	}
+}
+
+// TestSeal_Commit_ManyFilesInOnePack: a commit of many files (stageAll, or
+// a long path list) stores its blobs in one pack, not a loose object
+// each, and seals exactly the tree git's own add writes for the same
+// working tree, a file that git converts on the way in (line endings)
+// and a file that stays loose (empty) among them.
+func TestSeal_Commit_ManyFilesInOnePack(t *testing.T) {
+	for _, stageAll := range []bool{true, false} {
+		t.Run("stageAll="+strconv.FormatBool(stageAll), func(t *testing.T) {
+			f := newFixture(t)
+			f.repo.Write(".gitattributes", "*.crlf text eol=lf\n")
+			f.repo.Commit("attributes")
+			var paths []string
+			for i := range 150 {
+				p := fmt.Sprintf("gen/d%02d/f%03d.txt", i%10, i)
+				f.repo.Write(p, fmt.Sprintf("file %d\n", i))
+				paths = append(paths, p)
+			}
+			f.repo.Write("gen/dos.crlf", "one\r\ntwo\r\n")
+			f.repo.Write("gen/empty.txt", "")
+			paths = append(paths, "gen/dos.crlf", "gen/empty.txt")
+			loose := func() int {
+				for _, l := range splitLines(f.git("count-objects", "-v")) {
+					if n, ok := strings.CutPrefix(l, "count: "); ok {
+						c, _ := strconv.Atoi(n)
+						return c
+					}
+				}
+				t.Fatal("no count in count-objects")
+				return 0
+			}
+			before := loose()
+			args := &proposal.CommitArgs{Message: "Generate", Paths: paths}
+			if stageAll {
+				args = &proposal.CommitArgs{Message: "Generate", StageAll: true}
+			}
+			rec := f.propose(args)
+			if grew := loose() - before; grew > 20 {
+				t.Errorf("%d loose objects written for 152 files: the blobs are not in a pack", grew)
+			}
+			// The same working tree staged by git's own add, loose objects and all.
+			idx := filepath.Join(t.TempDir(), "index")
+			git := func(args ...string) string {
+				cmd := exec.Command("git", args...)
+				cmd.Dir = f.repo.Dir
+				cmd.Env = append(os.Environ(), "GIT_INDEX_FILE="+idx)
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("git %v: %v\n%s", args, err, out)
+				}
+				return strings.TrimSpace(string(out))
+			}
+			git("read-tree", "HEAD")
+			git("add", "--all")
+			if want := git("write-tree"); rec.Proposal.Sealed.After != want {
+				t.Fatalf("sealed tree %s, git's add writes %s", rec.Proposal.Sealed.After, want)
+			}
+			if got := f.git("show", rec.Proposal.Sealed.After+":gen/dos.crlf"); got != "one\ntwo" {
+				t.Errorf("the converted file is stored as %q", got)
+			}
+			f.mustComplete(rec)
+			if got := f.git("rev-parse", "HEAD^{tree}"); got != rec.Proposal.Sealed.After {
+				t.Fatalf("landed tree %s, sealed %s", got, rec.Proposal.Sealed.After)
+			}
+		})
 	}
 }
