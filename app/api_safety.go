@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/restorepoint"
 )
 
 // TimelineView is the safety timeline of one repository.
@@ -64,7 +65,7 @@ func (api *API) Timeline(repo string) (TimelineView, error) {
 	if err != nil {
 		return TimelineView{}, err
 	}
-	tl, err := apply.SafetyTimeline(ctx, g, 0)
+	tl, err := restorepoint.SafetyTimeline(ctx, g, 0)
 	if err != nil {
 		return TimelineView{}, err
 	}

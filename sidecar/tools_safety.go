@@ -8,8 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/sluicehq/sluice/core/apply"
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/restorepoint"
 )
 
 // The safety tools: what Sluice recorded before each approved change, and
@@ -135,7 +135,7 @@ func (g *gitTools) registerSafety() {
 		if err != nil {
 			return RestorePointsOut{}, err
 		}
-		list, err := apply.ListRestorePoints(ctx, repo)
+		list, err := restorepoint.List(ctx, repo)
 		if err != nil {
 			return RestorePointsOut{}, safetyError(err)
 		}
@@ -157,7 +157,7 @@ func (g *gitTools) registerSafety() {
 		if err != nil {
 			return RestorePointDetailsOut{}, err
 		}
-		d, err := apply.RestorePointDetails(ctx, repo, in.RestorePointID)
+		d, err := restorepoint.Describe(ctx, repo, in.RestorePointID)
 		if err != nil {
 			return RestorePointDetailsOut{}, safetyError(err)
 		}
@@ -175,7 +175,7 @@ func (g *gitTools) registerSafety() {
 		if err != nil {
 			return SafetyTimelineOut{}, err
 		}
-		tl, err := apply.SafetyTimeline(ctx, repo, in.Limit)
+		tl, err := restorepoint.SafetyTimeline(ctx, repo, in.Limit)
 		if err != nil {
 			return SafetyTimelineOut{}, safetyError(err)
 		}
@@ -200,7 +200,7 @@ func (g *gitTools) registerSafety() {
 		if err != nil {
 			return SafetyEventOut{}, err
 		}
-		d, err := apply.SafetyEvent(ctx, repo, in.EventID)
+		d, err := restorepoint.SafetyEvent(ctx, repo, in.EventID)
 		if err != nil {
 			return SafetyEventOut{}, safetyError(err)
 		}
@@ -217,12 +217,12 @@ func (g *gitTools) registerSafety() {
 
 const stamp = "2006-01-02T15:04:05.000Z07:00"
 
-func eventOut(e apply.TimelineEvent) TimelineEventOut {
+func eventOut(e restorepoint.TimelineEvent) TimelineEventOut {
 	return TimelineEventOut{ID: e.ID, At: e.At.Format(stamp), Kind: e.Kind, Ref: e.Ref, From: e.From, To: e.To,
 		Message: e.Message, BySluice: e.BySluice}
 }
 
-func detailsOut(d *apply.Details) RestorePointDetailsOut {
+func detailsOut(d *restorepoint.Details) RestorePointDetailsOut {
 	out := RestorePointDetailsOut{RestorePointHead: headOf(d.RestorePoint), Refs: []string{}, ChangedSince: changedSince(d), Note: d.Note}
 	sha := func(s string) string {
 		if s == "" {
@@ -270,7 +270,7 @@ func detailsOut(d *apply.Details) RestorePointDetailsOut {
 
 // changedSince is the work done after the operation that a restore would
 // overwrite.
-func changedSince(d *apply.Details) []string {
+func changedSince(d *restorepoint.Details) []string {
 	out := []string{}
 	for _, c := range d.Conflicts {
 		out = append(out, c.Message)
@@ -278,7 +278,7 @@ func changedSince(d *apply.Details) []string {
 	return out
 }
 
-func headOf(rp apply.RestorePoint) RestorePointHead {
+func headOf(rp restorepoint.RestorePoint) RestorePointHead {
 	h := RestorePointHead{ID: rp.ID, Kind: rp.Kind, ProposalID: rp.ProposalID, Op: rp.Op,
 		CreatedAt: rp.CreatedAt.UTC().Format(stamp), Outcome: "unfinished"}
 	if rp.End != nil {
@@ -287,7 +287,7 @@ func headOf(rp apply.RestorePoint) RestorePointHead {
 	return h
 }
 
-func summarize(rp apply.RestorePoint) RestorePointSummary {
+func summarize(rp restorepoint.RestorePoint) RestorePointSummary {
 	s := RestorePointSummary{RestorePointHead: headOf(rp)}
 	if len(rp.Refs) > 0 {
 		s.Refs = map[string]string{}

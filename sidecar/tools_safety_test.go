@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
+	"github.com/sluicehq/sluice/core/restorepoint"
 )
 
 // safetyRepo is a repository in which the executor ran two approved
@@ -107,11 +108,11 @@ func TestSafety_Tools_ReadRestorePointsAndTimeline(t *testing.T) {
 	var rp, reset, bySluice string
 	for _, e := range tl.Events {
 		switch {
-		case e.Kind == apply.EventRestorePoint && rp == "":
+		case e.Kind == restorepoint.EventRestorePoint && rp == "":
 			rp = e.ID
-		case e.Kind == apply.EventRefMoved && strings.HasPrefix(e.Message, "reset:") && reset == "":
+		case e.Kind == restorepoint.EventRefMoved && strings.HasPrefix(e.Message, "reset:") && reset == "":
 			reset = e.ID
-		case e.BySluice && e.Kind == apply.EventRefMoved:
+		case e.BySluice && e.Kind == restorepoint.EventRefMoved:
 			bySluice = e.ID
 		}
 	}
@@ -125,7 +126,7 @@ func TestSafety_Tools_ReadRestorePointsAndTimeline(t *testing.T) {
 		t.Errorf("reset event %+v", ev)
 	}
 	ev = gitCallOK[SafetyEventOut](t, cs, "safety_event", map[string]any{"repoPath": sr.dir, "eventId": rp})
-	if ev.Kind != apply.EventRestorePoint {
+	if ev.Kind != restorepoint.EventRestorePoint {
 		t.Errorf("restore point event %+v", ev)
 	}
 	requireUnchanged(t, before, gitxtest.Snapshot(t, sr.root))

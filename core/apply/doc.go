@@ -14,9 +14,11 @@
 //	list, err := e.ListRestorePoints(ctx, repo)   // also an intake.RestorePointLister
 //	d, err := e.RestorePointDetails(ctx, repo, rpID)
 //
-// ListRestorePoints, RestorePointDetails, SafetyTimeline and SafetyEvent
-// also exist as functions of an opened *gitx.Repo, for the sidecar's
-// read-only safety tools; they write nothing to the repository.
+// Reading restore points and the safety timeline is core/restorepoint's
+// (List, Describe, SafetyTimeline, SafetyEvent over an opened *gitx.Repo),
+// which writes nothing and which the sidecar's read-only safety tools use
+// without linking the executor; the two methods above confine the path
+// first and read through it.
 //
 // Lock files git left after a crash (index.lock, HEAD.lock, ref locks) stop
 // an execution, a restore and CheckUnlocked with repo_locked naming them;

@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
+	"github.com/sluicehq/sluice/core/restorepoint"
 )
 
 // DefaultGitTimeout bounds one git process of an execution. Executions
@@ -318,7 +319,7 @@ func (e *Executor) Restore(ctx context.Context, repo, restorePointID string, for
 		return nil, err
 	}
 	defer unlock()
-	rp, err := findRestorePoint(ctx, rc.repo, restorePointID)
+	rp, err := restorepoint.Find(ctx, rc.repo, restorePointID)
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +350,7 @@ func (e *Executor) ListRestorePoints(ctx context.Context, path string) ([]Restor
 	if err != nil {
 		return nil, err
 	}
-	return ListRestorePoints(ctx, rc.repo)
+	return restorepoint.List(ctx, rc.repo)
 }
 
 // RestorePointDetails describes one restore point of the repository at
@@ -359,7 +360,7 @@ func (e *Executor) RestorePointDetails(ctx context.Context, path, id string) (*D
 	if err != nil {
 		return nil, err
 	}
-	return RestorePointDetails(ctx, rc.repo, id)
+	return restorepoint.Describe(ctx, rc.repo, id)
 }
 
 // openRepo confines path and opens the repository whose working tree

@@ -85,31 +85,3 @@ func countOf(n int, what string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, what)
 }
-
-// labelOf is rp's label; points taken before labels were recorded get
-// one from what they do record.
-func labelOf(rp *RestorePoint) string {
-	if rp.Label != "" {
-		return rp.Label
-	}
-	if rp.Kind == KindRestore {
-		return "before restore of " + rp.Restores
-	}
-	if rp.Op != "" {
-		return "before " + rp.Op + " " + rp.ProposalID
-	}
-	return "restore point " + rp.ID
-}
-
-// uniqueLabel is label, or label with " (2)", " (3)" … when taken already
-// has it: two restore points never read the same in a list.
-func uniqueLabel(label string, taken map[string]bool) string {
-	if !taken[label] {
-		return label
-	}
-	for n := 2; ; n++ {
-		if l := fmt.Sprintf("%s (%d)", label, n); !taken[l] {
-			return l
-		}
-	}
-}

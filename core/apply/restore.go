@@ -19,108 +19,8 @@ import (
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
+	"github.com/sluicehq/sluice/core/restorepoint"
 )
-
-// RestorePrefix is where restore points live. Everything of one restore
-// point is under RestorePrefix + id + "/":
-//
-//	meta              a commit by Sluice whose message holds the record (JSON)
-//	end               the same for the state the operation left behind
-//	ref/<full ref>    each ref the operation touches, as it was
-//	worktree/<n>      each working tree it touches, as a stash-shaped commit
-//
-// The refs keep every recorded object alive through gc; nothing outside
-// refs/sluice/ is written to take a restore point.
-const RestorePrefix = "refs/sluice/restore/"
-
-// Restore point kinds.
-const (
-	// KindProposal is taken before an approved proposal runs. Its id is
-	// the proposal's id.
-	KindProposal = "proposal"
-	// KindRestore is taken before a restore, so that a restore can itself
-	// be undone.
-	KindRestore = "restore"
-)
-
-// End outcomes.
-const (
-	EndCompleted = "completed"
-	EndFailed    = "failed"
-	EndRestored  = "restored"
-)
-
-// RestorePoint is what was recorded before an operation, and, once it
-// ended, what it left behind.
-type RestorePoint struct {
-	ID   string `json:"id"`
-	Kind string `json:"kind" jsonschema:"proposal (taken before an approved proposal ran) or restore (taken before a restore)"`
-	// Label names what the point preserves ("before commit 'Add line' by
-	// claude-code", "before restore of …"); no two in a repository share
-	// one.
-	Label string `json:"label"`
-	// ProposalID and Digest name the proposal this was taken for.
-	ProposalID string    `json:"proposalId,omitempty"`
-	Op         string    `json:"op,omitempty"`
-	Digest     string    `json:"digest,omitempty"`
-	Repo       string    `json:"repo"`
-	CreatedAt  time.Time `json:"createdAt"`
-	// Restores names the restore point a KindRestore point was taken for.
-	Restores string `json:"restores,omitempty"`
-	// Refs are the refs the operation could change, as they were (SHA ""
-	// for a ref that did not exist).
-	Refs []RefState `json:"refs"`
-	// Worktrees are the working trees it could change.
-	Worktrees []WorktreeState `json:"worktrees,omitempty"`
-	// Config holds branch configuration sections it could change.
-	Config []ConfigSection `json:"config,omitempty"`
-	// NewWorktree is a worktree the operation adds; restoring removes it.
-	NewWorktree string `json:"newWorktree,omitempty"`
-	// Note says what a restore cannot bring back (a push reached a
-	// remote).
-	Note string `json:"note,omitempty"`
-	// End is the state the operation left behind; nil while it runs, and
-	// for an operation interrupted by a crash.
-	End *EndState `json:"end,omitempty"`
-}
-
-// EndState is the state an operation left behind, which a restore
-// compares with the present to find work done since.
-type EndState struct {
-	At        time.Time       `json:"at"`
-	Outcome   string          `json:"outcome" jsonschema:"completed, failed or restored"`
-	Refs      []RefState      `json:"refs"`
-	Worktrees []WorktreeState `json:"worktrees,omitempty"`
-	Config    []ConfigSection `json:"config,omitempty"`
-}
-
-// RefState is a ref at one moment.
-type RefState struct {
-	Ref string `json:"ref"`
-	// SHA is "" when the ref did not exist.
-	SHA string `json:"sha,omitempty"`
-}
-
-// ConfigSection is the configuration of one branch (branch.<name>.*).
-type ConfigSection struct {
-	Branch  string     `json:"branch"`
-	Entries []ConfigKV `json:"entries,omitempty"`
-}
-
-// ConfigKV is one configuration value.
-type ConfigKV struct {
-	Key   string `json:"key"`
-	Value string `json:"value"`
-}
-
-func (rp *RestorePoint) ref(name string) (RefState, bool) {
-	for _, r := range rp.Refs {
-		if r.Ref == name {
-			return r, true
-		}
-	}
-	return RefState{}, false
-}
 
 // touchSet is what an operation may change in one repository.
 type touchSet struct {
@@ -199,7 +99,7 @@ func (tk *taken) cleanup() {
 // created in one transaction that fails if any already exists.
 func (rc *repoCtx) takeRestorePoint(ctx context.Context, rp *RestorePoint, t touchSet) (*taken, error) {
 	if rp.Label != "" {
-		existing, err := ListRestorePoints(ctx, rc.repo)
+		existing, err := restorepoint.List(ctx, rc.repo)
 		if err != nil {
 			return nil, err
 		}
@@ -207,7 +107,7 @@ func (rc *repoCtx) takeRestorePoint(ctx context.Context, rp *RestorePoint, t tou
 		for _, o := range existing {
 			labels[o.Label] = true
 		}
-		rp.Label = uniqueLabel(rp.Label, labels)
+		rp.Label = restorepoint.UniqueLabel(rp.Label, labels)
 	}
 	tk := &taken{rp: rp, current: map[string]trees{}}
 	rp.Repo, rp.Note = rc.path, t.note
@@ -328,7 +228,7 @@ func (rc *repoCtx) endState(ctx context.Context, rp *RestorePoint, outcome strin
 			}
 			return nil, err
 		}
-		st, _, err := rc.stateOf(ctx, wt, w.depth(), how, "", dirtied[wt.path])
+		st, _, err := rc.stateOf(ctx, wt, depthOf(w), how, "", dirtied[wt.path])
 		if err != nil {
 			return nil, err
 		}
@@ -413,15 +313,7 @@ func (rc *repoCtx) configSections(ctx context.Context, branches []string) ([]Con
 		if err != nil {
 			return nil, err
 		}
-		sec := ConfigSection{Branch: b}
-		for _, rec := range strings.Split(string(res.out), "\x00") {
-			if k, v, ok := strings.Cut(rec, "\n"); ok {
-				sec.Entries = append(sec.Entries, ConfigKV{Key: k, Value: v})
-			} else if rec != "" {
-				sec.Entries = append(sec.Entries, ConfigKV{Key: rec})
-			}
-		}
-		out = append(out, sec)
+		out = append(out, restorepoint.ParseConfigSection(b, res.out))
 	}
 	return out, nil
 }
@@ -439,281 +331,7 @@ func (rc *repoCtx) restoreConfig(ctx context.Context, sec ConfigSection) error {
 	return nil
 }
 
-// ---------------------------------------------------------------------
-// Reading restore points (read-only; usable from the sidecar).
-
-// ListRestorePoints lists the restore points of repo, newest first. It
-// writes nothing.
-func ListRestorePoints(ctx context.Context, repo *gitx.Repo) ([]RestorePoint, error) {
-	out, err := repo.ReadGit(ctx, "for-each-ref", []string{"--format=%(refname)%00%(contents)%1e",
-		RestorePrefix + "*/meta", RestorePrefix + "*/end"}, nil, nil, 0)
-	if err != nil {
-		return nil, err
-	}
-	byID := map[string]*RestorePoint{}
-	ends := map[string]*EndState{}
-	for _, rec := range bytes.Split(out.Stdout, []byte{0x1e}) {
-		name, contents, ok := bytes.Cut(bytes.TrimLeft(rec, "\n"), []byte{0})
-		if !ok {
-			continue
-		}
-		rest, found := strings.CutPrefix(string(name), RestorePrefix)
-		if !found {
-			continue
-		}
-		id, part, _ := strings.Cut(rest, "/")
-		if !proposal.ValidID(id) {
-			continue
-		}
-		body := messageBody(contents)
-		switch part {
-		case "meta":
-			var rp RestorePoint
-			if json.Unmarshal(body, &rp) == nil && rp.ID == id && validRestorePoint(&rp) {
-				byID[id] = &rp
-			}
-		case "end":
-			var end EndState
-			if json.Unmarshal(body, &end) == nil {
-				ends[id] = &end
-			}
-		}
-	}
-	list := make([]RestorePoint, 0, len(byID))
-	for id, rp := range byID {
-		rp.End = ends[id]
-		list = append(list, *rp)
-	}
-	sort.Slice(list, func(i, j int) bool {
-		if !list[i].CreatedAt.Equal(list[j].CreatedAt) {
-			return list[i].CreatedAt.After(list[j].CreatedAt)
-		}
-		return list[i].ID < list[j].ID
-	})
-	// Labels are unique when taken; older points get one here, and the
-	// oldest keeps a label that two would share.
-	seen := map[string]bool{}
-	for i := len(list) - 1; i >= 0; i-- {
-		list[i].Label = uniqueLabel(labelOf(&list[i]), seen)
-		seen[list[i].Label] = true
-	}
-	return list, nil
-}
-
-// messageBody is what follows the subject line of a commit message.
-func messageBody(contents []byte) []byte {
-	if _, body, ok := bytes.Cut(contents, []byte("\n\n")); ok {
-		return bytes.TrimSpace(body)
-	}
-	return nil
-}
-
 var hexSHA = regexp.MustCompile(`^(?:[0-9a-f]{40}|[0-9a-f]{64})$`)
-
-// validRestorePoint refuses a record that names anything a restore must
-// not touch: refs outside refs/, malformed ids, relative paths.
-func validRestorePoint(rp *RestorePoint) bool {
-	okSHA := func(s string, empty bool) bool { return (empty && s == "") || hexSHA.MatchString(s) }
-	for _, r := range rp.Refs {
-		if !strings.HasPrefix(r.Ref, "refs/") || strings.HasPrefix(r.Ref, "refs/sluice/") || gitx.CheckRev("ref", r.Ref) != nil ||
-			strings.Contains(r.Ref, "..") || !okSHA(r.SHA, true) {
-			return false
-		}
-	}
-	for _, w := range rp.Worktrees {
-		if !filepath.IsAbs(w.Path) || filepath.Clean(w.Path) != w.Path || !okSHA(w.HeadSHA, false) ||
-			(w.Head != "" && !strings.HasPrefix(w.Head, "refs/heads/")) {
-			return false
-		}
-		if w.Files && (!okSHA(w.Index, false) || !okSHA(w.Tree, false)) {
-			return false
-		}
-		if !w.Files && (!okSHA(w.Index, true) || w.Tree != "" || w.Clean) {
-			return false
-		}
-	}
-	for _, c := range rp.Config {
-		if gitx.CheckRev("branch", c.Branch) != nil {
-			return false
-		}
-		for _, kv := range c.Entries {
-			if !strings.HasPrefix(kv.Key, "branch."+c.Branch+".") || strings.ContainsAny(kv.Key, "\n\x00") {
-				return false
-			}
-		}
-	}
-	if rp.NewWorktree != "" && (!filepath.IsAbs(rp.NewWorktree) || filepath.Clean(rp.NewWorktree) != rp.NewWorktree) {
-		return false
-	}
-	return true
-}
-
-// findRestorePoint returns the restore point id of repo.
-func findRestorePoint(ctx context.Context, repo *gitx.Repo, id string) (*RestorePoint, error) {
-	if !proposal.ValidID(id) {
-		return nil, errcode.New(errcode.InvalidArgument, "a restore point id matches ^[A-Za-z0-9_-]{1,128}$")
-	}
-	list, err := ListRestorePoints(ctx, repo)
-	if err != nil {
-		return nil, err
-	}
-	for i := range list {
-		if list[i].ID == id {
-			return &list[i], nil
-		}
-	}
-	return nil, &errcode.Error{Code: errcode.RestorePointNotFound, Msg: "no restore point " + id + " in this repository"}
-}
-
-// Conflict is a change made after a restore point that a restore would
-// overwrite.
-type Conflict struct {
-	Kind string `json:"kind" jsonschema:"ref, head, index, files, config, worktree or incomplete"`
-	// Ref or Path names what changed.
-	Ref  string `json:"ref,omitempty"`
-	Path string `json:"path,omitempty"`
-	// Expected is what the operation left behind; Current is what is
-	// there now ("" for gone).
-	Expected string `json:"expected,omitempty"`
-	Current  string `json:"current,omitempty"`
-	Message  string `json:"message"`
-}
-
-// Details is a restore point with how the repository differs from the
-// state the operation left behind.
-type Details struct {
-	RestorePoint
-	// Current are the refs as they are now.
-	Current []RefState `json:"current"`
-	// Conflicts are changes made since the operation ended; a restore
-	// refuses to overwrite them unless the person confirms.
-	Conflicts []Conflict `json:"conflicts"`
-	// Restorable is false when nothing recorded can be restored any more.
-	Restorable bool `json:"restorable"`
-}
-
-// RestorePointDetails describes one restore point of repo and what
-// restoring it would overwrite. It writes nothing to the repository:
-// the working tree is compared through a temporary index and object
-// directory.
-func RestorePointDetails(ctx context.Context, repo *gitx.Repo, id string) (*Details, error) {
-	rp, err := findRestorePoint(ctx, repo, id)
-	if err != nil {
-		return nil, err
-	}
-	rc := readOnlyCtx(repo)
-	d := &Details{RestorePoint: *rp, Conflicts: []Conflict{}, Restorable: true}
-	refs := make([]string, 0, len(rp.Refs))
-	for _, r := range rp.Refs {
-		refs = append(refs, r.Ref)
-	}
-	if d.Current, err = rc.refStates(ctx, refs); err != nil {
-		return nil, err
-	}
-	if d.Conflicts, err = rc.conflicts(ctx, rp); err != nil {
-		return nil, err
-	}
-	return d, nil
-}
-
-// readOnlyCtx is a repository context for reads only; the caller already
-// confined and opened repo.
-func readOnlyCtx(repo *gitx.Repo) *repoCtx {
-	return &repoCtx{path: repo.Root, repo: repo, g: newGitEnv(repo, gitx.DefaultTimeout), store: &objectStore{}}
-}
-
-// conflicts compares the present with the state the operation left
-// behind. It writes nothing.
-func (rc *repoCtx) conflicts(ctx context.Context, rp *RestorePoint) ([]Conflict, error) {
-	out := []Conflict{}
-	if rp.End == nil {
-		return append(out, Conflict{Kind: "incomplete",
-			Message: "the operation never recorded how it ended (the app stopped while it ran): changes made since cannot be told apart from its own; restoring needs confirmation"}), nil
-	}
-	end := rp.End
-	refs := make([]string, 0, len(end.Refs))
-	for _, r := range end.Refs {
-		refs = append(refs, r.Ref)
-	}
-	now, err := rc.refStates(ctx, refs)
-	if err != nil {
-		return nil, err
-	}
-	for i, r := range end.Refs {
-		if now[i].SHA != r.SHA {
-			out = append(out, Conflict{Kind: "ref", Ref: r.Ref, Expected: r.SHA, Current: now[i].SHA,
-				Message: fmt.Sprintf("%s moved after the operation (%s → %s)", r.Ref, orGone(r.SHA), orGone(now[i].SHA))})
-		}
-	}
-	for _, w := range end.Worktrees {
-		wt, err := rc.worktreeAt(ctx, w.Path)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				out = append(out, Conflict{Kind: "worktree", Path: w.Path, Message: "the working tree no longer exists"})
-				continue
-			}
-			return nil, err
-		}
-		st, _, err := rc.stateOf(ctx, wt, w.depth(), keepNothing, "", false)
-		if errors.Is(err, &errcode.Error{Code: errcode.OperationInProgress}) {
-			out = append(out, Conflict{Kind: "index", Path: w.Path, Message: err.Error()})
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if st.Head != w.Head || st.HeadSHA != w.HeadSHA {
-			out = append(out, Conflict{Kind: "head", Path: w.Path, Expected: headName(w), Current: headName(st),
-				Message: fmt.Sprintf("HEAD of %s moved after the operation", w.Path)})
-		}
-		if w.Index != "" && st.Index != w.Index {
-			out = append(out, Conflict{Kind: "index", Path: w.Path, Expected: w.Index, Current: st.Index,
-				Message: fmt.Sprintf("the index of %s changed after the operation", w.Path)})
-		}
-		if w.Files && st.Tree != w.Tree {
-			out = append(out, Conflict{Kind: "files", Path: w.Path, Expected: w.Tree, Current: st.Tree,
-				Message: fmt.Sprintf("files in %s changed after the operation", w.Path)})
-		}
-	}
-	branches := make([]string, 0, len(end.Config))
-	for _, c := range end.Config {
-		branches = append(branches, c.Branch)
-	}
-	cfg, err := rc.configSections(ctx, branches)
-	if err != nil {
-		return nil, err
-	}
-	for i, c := range end.Config {
-		if !slices.Equal(cfg[i].Entries, c.Entries) {
-			out = append(out, Conflict{Kind: "config", Ref: "branch." + c.Branch,
-				Message: fmt.Sprintf("the configuration of branch %s changed after the operation", c.Branch)})
-		}
-	}
-	if p := rp.NewWorktree; p != "" {
-		if wt, err := rc.worktreeAt(ctx, p); err == nil {
-			if clean, err := rc.clean(ctx, wt); err != nil {
-				return nil, err
-			} else if !clean {
-				out = append(out, Conflict{Kind: "worktree", Path: p, Message: "the worktree the operation added has changes; restoring removes it"})
-			}
-		}
-	}
-	return out, nil
-}
-
-func orGone(sha string) string {
-	if sha == "" {
-		return "gone"
-	}
-	return short(sha)
-}
-
-func headName(w WorktreeState) string {
-	if w.Head != "" {
-		return w.Head + "@" + short(w.HeadSHA)
-	}
-	return "detached@" + short(w.HeadSHA)
-}
 
 // ---------------------------------------------------------------------
 // Restoring.
@@ -780,7 +398,7 @@ func (e *Executor) restore(ctx context.Context, rc *repoCtx, rp *RestorePoint, f
 // (restore_conflict) when something did and force is not set, or when a
 // ref to move is checked out where the restore point does not reach.
 func (rc *repoCtx) restorable(ctx context.Context, rp *RestorePoint, force bool) ([]Conflict, error) {
-	conflicts, err := rc.conflicts(ctx, rp)
+	conflicts, err := restorepoint.Conflicts(ctx, present{rc}, rp)
 	if err != nil {
 		return nil, err
 	}
@@ -826,13 +444,13 @@ func (rc *repoCtx) takeUndoPoint(ctx context.Context, rp *RestorePoint, now time
 			return nil, err
 		}
 		wts = append(wts, wt)
-		t.addWorktree(wt, w.depth())
+		t.addWorktree(wt, depthOf(w))
 	}
 	for _, c := range rp.Config {
 		t.addConfig(c.Branch)
 	}
 	undo := &RestorePoint{ID: undoID(now), Kind: KindRestore, Restores: rp.ID, ProposalID: rp.ProposalID,
-		Op: rp.Op, CreatedAt: now.UTC().Truncate(time.Millisecond), Label: "before restore of “" + labelOf(rp) + "”"}
+		Op: rp.Op, CreatedAt: now.UTC().Truncate(time.Millisecond), Label: "before restore of “" + restorepoint.Label(rp) + "”"}
 	tk, err := rc.takeRestorePoint(ctx, undo, t)
 	if err != nil {
 		return nil, err
@@ -884,7 +502,7 @@ func (rc *repoCtx) putBack(ctx context.Context, rp *RestorePoint, undo *undoPoin
 func (rc *repoCtx) putBackRefs(ctx context.Context, rp, undo *RestorePoint, res *RestoreResult) error {
 	var in bytes.Buffer
 	for _, want := range rp.Refs {
-		cur, _ := undo.ref(want.Ref)
+		cur, _ := undo.Ref(want.Ref)
 		if cur.SHA == want.SHA {
 			continue
 		}
@@ -920,7 +538,7 @@ func (rc *repoCtx) putBackWorktree(ctx context.Context, id string, wt worktree, 
 			return err
 		}
 	}
-	switch want.depth() {
+	switch depthOf(want) {
 	case depthFiles:
 		return rc.g.restoreFiles(ctx, wt, want, undo.current[wt.path])
 	case depthIndex:

@@ -228,32 +228,6 @@ func (g *gitEnv) treesOf(ctx context.Context, wt worktree, objectsDir string, fi
 	return t, nil
 }
 
-// WorktreeState is the state of one working tree: where its HEAD was,
-// when the operation could change the index, the index, and when it could
-// change files, index and files.
-type WorktreeState struct {
-	Path string `json:"path"`
-	// Head is the branch HEAD pointed to, or "" when it was detached.
-	Head    string `json:"head,omitempty"`
-	HeadSHA string `json:"headSha"`
-	// Files is set when index and working tree were recorded.
-	Files bool `json:"files,omitempty"`
-	// Index and Tree are tree ids of the index and of the working tree
-	// (untracked files included, ignored files not). Index alone is set
-	// when only the index was recorded.
-	Index string `json:"index,omitempty"`
-	Tree  string `json:"tree,omitempty"`
-	// Clean: index and working tree matched HEAD exactly (set only when
-	// files were recorded).
-	Clean bool `json:"clean,omitempty"`
-	// Snapshot is the commit that keeps the recorded content: shaped like
-	// a git stash entry (parents HEAD and the index commit, tree the
-	// working tree), or HEAD itself for a clean worktree. When only the
-	// index was recorded, it is a commit of the index whose parent is
-	// HEAD, or HEAD itself when the index matched it.
-	Snapshot string `json:"snapshot,omitempty"`
-}
-
 // depth is how much of a working tree an operation may change, and so
 // how much of it a restore point records.
 type depth int
@@ -268,8 +242,8 @@ const (
 	depthFiles
 )
 
-// depth is how much of the worktree the state recorded.
-func (w WorktreeState) depth() depth {
+// depthOf is how much of the worktree w recorded.
+func depthOf(w WorktreeState) depth {
 	switch {
 	case w.Files:
 		return depthFiles

@@ -8,6 +8,7 @@ import (
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/proposal"
+	"github.com/sluicehq/sluice/core/restorepoint"
 )
 
 func TestSafetyTimeline_RestorePointsAndReflog(t *testing.T) {
@@ -20,19 +21,19 @@ func TestSafetyTimeline_RestorePointsAndReflog(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := gitxtest.Snapshot(t, f.root)
-	tl, err := SafetyTimeline(testCtx(t), repo, 20)
+	tl, err := restorepoint.SafetyTimeline(testCtx(t), repo, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	requireSame(t, before, gitxtest.Snapshot(t, f.root))
-	var rp, bySluice, reset *TimelineEvent
+	var rp, bySluice, reset *restorepoint.TimelineEvent
 	for i, e := range tl.Events {
 		switch {
-		case e.Kind == EventRestorePoint && e.RestorePoint == done.Outcome.RestorePoint:
+		case e.Kind == restorepoint.EventRestorePoint && e.RestorePoint == done.Outcome.RestorePoint:
 			rp = &tl.Events[i]
-		case e.Kind == EventRefMoved && e.BySluice && e.Ref == "refs/heads/main":
+		case e.Kind == restorepoint.EventRefMoved && e.BySluice && e.Ref == "refs/heads/main":
 			bySluice = &tl.Events[i]
-		case e.Kind == EventRefMoved && e.Action == "reset" && e.Ref == "HEAD":
+		case e.Kind == restorepoint.EventRefMoved && e.Action == "reset" && e.Ref == "HEAD":
 			reset = &tl.Events[i]
 		}
 	}
@@ -43,19 +44,19 @@ func TestSafetyTimeline_RestorePointsAndReflog(t *testing.T) {
 		t.Errorf("merge movement %+v; events not newest first", bySluice)
 	}
 
-	d, err := SafetyEvent(testCtx(t), repo, rp.ID)
+	d, err := restorepoint.SafetyEvent(testCtx(t), repo, rp.ID)
 	if err != nil || d.RestorePoint == nil || len(d.RestorePoint.Conflicts) == 0 {
 		t.Fatalf("restore point event: %+v, %v (the reset moved main after the merge: a conflict)", d, err)
 	}
 	// The reset left the merge commit reachable from the reflog only.
-	d, err = SafetyEvent(testCtx(t), repo, reset.ID)
+	d, err = restorepoint.SafetyEvent(testCtx(t), repo, reset.ID)
 	if err != nil {
 		t.Fatalf("reset event: %v", err)
 	}
 	if d.Event.Action != "reset" || len(d.Recoverable) != 1 || !strings.HasPrefix(d.Recoverable[0].SHA, reset.From) {
 		t.Errorf("reset event %+v: want the merge commit as recoverable", d)
 	}
-	if _, err := SafetyEvent(testCtx(t), repo, "reflog:refs/heads/main:0000000:1"); errcode.Of(err) != errcode.InvalidArgument {
+	if _, err := restorepoint.SafetyEvent(testCtx(t), repo, "reflog:refs/heads/main:0000000:1"); errcode.Of(err) != errcode.InvalidArgument {
 		t.Errorf("unknown event: %v", err)
 	}
 	requireSame(t, before, gitxtest.Snapshot(t, f.root))

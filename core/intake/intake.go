@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/policy"
 	"github.com/sluicehq/sluice/core/proposal"
+	"github.com/sluicehq/sluice/core/restorepoint"
 )
 
 // Options configure an Intake.
@@ -65,7 +66,7 @@ type Sealer interface {
 // canonical working-tree root inside the allowed roots), newest first.
 // *apply.Executor implements it.
 type RestorePointLister interface {
-	ListRestorePoints(ctx context.Context, repo string) ([]apply.RestorePoint, error)
+	ListRestorePoints(ctx context.Context, repo string) ([]restorepoint.RestorePoint, error)
 }
 
 // Intake receives the proposals the gateway's server hands it (it is the

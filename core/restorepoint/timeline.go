@@ -1,4 +1,4 @@
-package apply
+package restorepoint
 
 import (
 	"context"
@@ -77,7 +77,7 @@ func SafetyTimeline(ctx context.Context, repo *gitx.Repo, limit int) (*Timeline,
 }
 
 func timelineEvents(ctx context.Context, repo *gitx.Repo, perRef int) ([]TimelineEvent, []string, error) {
-	rps, err := ListRestorePoints(ctx, repo)
+	rps, err := List(ctx, repo)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -152,7 +152,7 @@ type SafetyEventDetails struct {
 // nothing.
 func SafetyEvent(ctx context.Context, repo *gitx.Repo, id string) (*SafetyEventDetails, error) {
 	if rp, ok := strings.CutPrefix(id, "rp:"); ok {
-		d, err := RestorePointDetails(ctx, repo, rp)
+		d, err := Describe(ctx, repo, rp)
 		if err != nil {
 			return nil, err
 		}
