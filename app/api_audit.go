@@ -10,10 +10,14 @@ import (
 // AuditView is what the audit screen shows: the newest entries and the
 // signing key's id.
 type AuditView struct {
-	KeyID   string           `json:"keyId"`
-	Signed  bool             `json:"signed"`
-	Entries []map[string]any `json:"entries"`
+	KeyID   string       `json:"keyId"`
+	Signed  bool         `json:"signed"`
+	Entries []AuditEntry `json:"entries"`
 }
+
+// AuditEntry is one entry of the audit ledger as the ledger holds it: its
+// fields depend on the event it records.
+type AuditEntry map[string]any
 
 // AuditReport is the verifier's result for the audit screen: the same
 // counts `sluice-sidecar verify-audit` prints.
@@ -50,12 +54,12 @@ func (api *API) Audit() (AuditView, error) {
 	for i, j := 0, len(entries)-1; i < j; i, j = i+1, j-1 {
 		entries[i], entries[j] = entries[j], entries[i]
 	}
-	v := AuditView{Signed: a.auditPub != nil, Entries: entries}
+	v := AuditView{Signed: a.auditPub != nil, Entries: make([]AuditEntry, 0, len(entries))}
+	for _, e := range entries {
+		v.Entries = append(v.Entries, e)
+	}
 	if a.auditPub != nil {
 		v.KeyID = audit.KeyID(a.auditPub)
-	}
-	if v.Entries == nil {
-		v.Entries = []map[string]any{}
 	}
 	return v, nil
 }
@@ -97,7 +101,7 @@ func (api *API) VerifyAudit() (AuditReport, error) {
 
 // ProposalAudit returns the ledger entries about one proposal, oldest
 // first, from the newest part of the ledger.
-func (api *API) ProposalAudit(id string) ([]map[string]any, error) {
+func (api *API) ProposalAudit(id string) ([]AuditEntry, error) {
 	if _, err := api.app.record(id); err != nil {
 		return nil, err
 	}
@@ -105,7 +109,7 @@ func (api *API) ProposalAudit(id string) ([]map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []map[string]any{}
+	out := []AuditEntry{}
 	for _, e := range entries {
 		if e["proposal_id"] == id {
 			out = append(out, e)

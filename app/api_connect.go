@@ -12,9 +12,9 @@ import (
 
 // ClientInfo is one agent client on the Connect screen.
 type ClientInfo struct {
-	Client      string   `json:"client"`
-	DisplayName string   `json:"displayName"`
-	Scopes      []string `json:"scopes"`
+	Client      string          `json:"client"`
+	DisplayName string          `json:"displayName"`
+	Scopes      []connect.Scope `json:"scopes"`
 	// Path is the user-scope configuration file ("" for clients without
 	// one, such as ChatGPT).
 	Path   string `json:"path"`
@@ -56,10 +56,7 @@ func (a *App) connectOptions(client, scope, project string) connect.Options {
 func (api *API) Clients() ([]ClientInfo, error) {
 	out := []ClientInfo{}
 	for _, c := range connect.Clients() {
-		info := ClientInfo{Client: c.Name, DisplayName: c.Title, Scopes: []string{}, PreAllows: []string{}}
-		for _, s := range c.Scopes {
-			info.Scopes = append(info.Scopes, string(s))
-		}
+		info := ClientInfo{Client: c.Name, DisplayName: c.Title, Scopes: append([]connect.Scope{}, c.Scopes...), PreAllows: []string{}}
 		plan, err := connect.Make(api.app.connectOptions(c.Name, "", ""))
 		if err != nil {
 			info.Problem = err.Error()

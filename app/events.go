@@ -1,12 +1,62 @@
 package app
 
-import "sync"
+import (
+	"reflect"
+	"sync"
+
+	"github.com/sluicehq/sluice/core/proposal"
+)
 
 // Event is something the UI should react to without a reload. Names are
 // namespaced ("proposal:created", "proposal:updated").
 type Event struct {
 	Name string `json:"name"`
 	Data any    `json:"data,omitempty"`
+}
+
+// uiEvents are the events the UI listens for, each with the Go type of
+// what it carries (nil: nothing); the TypeScript client's EventPayloads
+// is written from it (see GenerateUIClient).
+var uiEvents = []uiEvent{
+	{Name: "proposal:created", Payload: reflect.TypeFor[ProposalEvent](), Doc: "A proposal arrived."},
+	{Name: "proposal:updated", Payload: reflect.TypeFor[ProposalEvent](), Doc: "A proposal moved to another state, or its card changed."},
+	{Name: "proposals:resync", Doc: "Changes may have been missed: read the proposals again."},
+	{Name: "workspace:changed"},
+	{Name: "session:changed"},
+	{Name: "timeline:changed", Payload: reflect.TypeFor[TimelineChanged]()},
+	{Name: "app:notifications", Payload: reflect.TypeFor[bool](), Doc: "Desktop notifications were turned on or off."},
+	{Name: "ui:focus", Payload: reflect.TypeFor[FocusEvent](), DesktopOnly: true,
+		Doc: "A notification was clicked: show this proposal."},
+}
+
+// uiEvent is one event of uiEvents.
+type uiEvent struct {
+	Name    string
+	Payload reflect.Type
+	// DesktopOnly: only the desktop window's Wails bridge emits it, never
+	// the headless server's stream.
+	DesktopOnly bool
+	Doc         string
+}
+
+// ProposalEvent is what proposal:created and proposal:updated carry.
+type ProposalEvent struct {
+	ID      string         `json:"id"`
+	Agent   string         `json:"agent,omitempty"`
+	Op      proposal.Op    `json:"op,omitempty"`
+	State   proposal.State `json:"state"`
+	Version uint64         `json:"version"`
+}
+
+// TimelineChanged is what timeline:changed carries: the repository whose
+// restore points changed.
+type TimelineChanged struct {
+	Repo string `json:"repo"`
+}
+
+// FocusEvent is what ui:focus carries: the proposal to show.
+type FocusEvent struct {
+	ID string `json:"id"`
 }
 
 // Bus fans events out to subscribers (the desktop window's event bridge and

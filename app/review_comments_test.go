@@ -38,7 +38,7 @@ func proposeTwoFiles(t *testing.T, cs *mcp.ClientSession, repo string) string {
 }
 
 // auditKinds lists the event types of proposal id's ledger entries.
-func auditKinds(t *testing.T, api *API, id string) []map[string]any {
+func auditKinds(t *testing.T, api *API, id string) []AuditEntry {
 	t.Helper()
 	trail, err := api.ProposalAudit(id)
 	if err != nil {

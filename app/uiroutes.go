@@ -46,7 +46,7 @@ var uiRoutes = []uiRoute{
 		Args: []uiArg{inBody("d")}, MaxBody: maxRejectBody},
 	{Method: "Retry", Verb: http.MethodPost, Path: "/api/proposals/{id}/retry", CSRF: true,
 		Args: []uiArg{inBody("d")}, MaxBody: maxRejectBody,
-		Doc:  "Runs again a failure that changed nothing, bound to the digest shown."},
+		Doc: "Runs again a failure that changed nothing, bound to the digest shown."},
 	{Method: "RemoveLocks", Verb: http.MethodPost, Path: "/api/proposals/{id}/locks/remove", CSRF: true,
 		Args: []uiArg{inBody("r")},
 		Doc:  "Removes exactly these lock files, each only if unchanged since shown."},

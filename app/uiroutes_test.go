@@ -1,7 +1,10 @@
 package app
 
 import (
+	"bytes"
 	"net/http"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 )
@@ -37,4 +40,21 @@ func TestUIAPI_RouteTable_CoversAPI(t *testing.T) {
 	// The server registers them all without a conflict of patterns.
 	w := &Web{api: &API{}}
 	w.registerUIRoutes(http.NewServeMux())
+}
+
+// The TypeScript client is what GenerateUIClient writes now: a change of
+// the route table, of a method or of a type it carries is a change of
+// frontend/src/api.gen.ts, made by `go generate ./app`.
+func TestUIAPI_GeneratedClient_Current(t *testing.T) {
+	want, err := GenerateUIClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join("..", "frontend", "src", "api.gen.ts"))
+	if err != nil {
+		t.Fatalf("frontend/src/api.gen.ts is missing: run go generate ./app (%v)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("frontend/src/api.gen.ts is stale: the UI's API or a type it carries changed; run go generate ./app and review the diff")
+	}
 }
