@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -76,5 +77,65 @@ func TestImports_DetectsViolation(t *testing.T) {
 	}
 	if !caught {
 		t.Fatal("a wails import was not flagged")
+	}
+}
+
+// readOnlyForbidden are the packages that write to a repository or own
+// the app's state: the executor, the journal, the policy and the database
+// under the journal. The sidecar only reads and forwards proposals, and
+// the gateway only carries them, so neither links any of them; that holds
+// by the import graph, not by discipline.
+var readOnlyForbidden = []string{
+	"github.com/sluicehq/sluice/core/apply",
+	"github.com/sluicehq/sluice/core/journal",
+	"github.com/sluicehq/sluice/core/policy",
+	"go.etcd.io/bbolt",
+}
+
+// deps lists every package pkg links, as `go list -deps` reports it.
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to list dependencies with")
+	}
+	out, err := exec.Command(gobin, "list", "-deps", pkg).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	return strings.Fields(string(out))
+}
+
+// forbiddenIn is every package of list that is one of bad or inside it.
+func forbiddenIn(list, bad []string) []string {
+	var found []string
+	for _, p := range list {
+		for _, b := range bad {
+			if p == b || strings.HasPrefix(p, b+"/") {
+				found = append(found, p)
+			}
+		}
+	}
+	return found
+}
+
+func TestImports_SidecarAndGatewayLinkNoWriter(t *testing.T) {
+	for _, pkg := range []string{"../sidecar/cmd/sluice-sidecar", "./gateway"} {
+		list := deps(t, pkg)
+		if len(list) < 10 {
+			t.Fatalf("go list -deps %s listed only %v", pkg, list)
+		}
+		if bad := forbiddenIn(list, readOnlyForbidden); len(bad) > 0 {
+			t.Errorf("%s depends on %v; it must link none of %v", pkg, bad, readOnlyForbidden)
+		}
+	}
+}
+
+// TestImports_ForbiddenInFindsNested proves the dependency check is not
+// vacuous: a package inside a forbidden one is found.
+func TestImports_ForbiddenInFindsNested(t *testing.T) {
+	got := forbiddenIn([]string{"fmt", "go.etcd.io/bbolt/internal/common", "github.com/sluicehq/sluice/core/applyx"}, readOnlyForbidden)
+	if len(got) != 1 || got[0] != "go.etcd.io/bbolt/internal/common" {
+		t.Fatalf("forbiddenIn = %v", got)
 	}
 }
