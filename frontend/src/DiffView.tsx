@@ -163,7 +163,7 @@ export function DiffView({
   const [format, setFormat] = useState<DiffFormat>(initialFormat);
   const formatNow = useRef(format);
   const [progress, setProgress] = useState<Progress | null>(null);
-  const [meta, setMeta] = useState<Pick<DiffChunk, "compared" | "notices">>({});
+  const [meta, setMeta] = useState<Partial<Pick<DiffChunk, "compared" | "notices">>>({});
   const [loading, setLoading] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [renderError, setRenderError] = useState<string | null>(null);

@@ -28,7 +28,7 @@ export function LeftLocks({ card, onChanged }: Props) {
     setBusy(true);
     setError("");
     try {
-      const r = await api.removeLocks(card.id, leftover);
+      const r = await api.removeLocks({ id: card.id, locks: leftover });
       setResult(r);
       setAsking(false);
       onChanged?.();

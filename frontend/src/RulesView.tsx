@@ -22,7 +22,7 @@ export function RulesView() {
   async function revoke(r: RuleView) {
     setBusy(true);
     try {
-      setView(await api.revokeRule(r.agent, r.name));
+      setView(await api.revokeRule({ agent: r.agent, name: r.name }));
       setNotice(`Rule ${r.name} revoked: proposals like it wait for you again.`);
       setError(null);
     } catch (e) {

@@ -17,6 +17,7 @@ const settings: Settings = {
   notifications: true,
   availableToolsets: ["git", "propose", "workspace"],
   restartRequired: [],
+  overriddenByEnv: [],
 };
 
 describe("SettingsView", () => {

@@ -34,7 +34,7 @@ const timeline: Timeline = {
     },
   ],
   events: [
-    { time: "2026-01-01T10:00:00.000Z", kind: "restore_point", restorePointId: "rp1" },
+    { time: "2026-01-01T10:00:00.000Z", kind: "restore_point", restorePointId: "rp1", message: "" },
     {
       time: "2026-01-01T10:00:01.000Z",
       kind: "ref_move",
@@ -43,7 +43,7 @@ const timeline: Timeline = {
       to: "2222222222222222222222222222222222222222",
       message: "merge fix into main (p1)",
     },
-    { time: "2026-01-01T12:00:00.000Z", kind: "restore_point", restorePointId: "rp2" },
+    { time: "2026-01-01T12:00:00.000Z", kind: "restore_point", restorePointId: "rp2", message: "" },
   ],
 };
 

@@ -46,7 +46,7 @@ export function trustedWho(d: Pick<RuleDraft, "agent" | "identity">): string {
 }
 
 /** The rule as the policy file will hold it (expiry as the choice). */
-export function rulePreview(d: Pick<RuleDraft, "agent" | "ops" | "identity" | "repos">, r: RuleInput): string {
+export function rulePreview(d: Pick<RuleDraft, "agent" | "ops" | "identity" | "repos">, r: Required<RuleInput>): string {
   const o: Record<string, unknown> = { name: r.name, agent: d.agent };
   if (d.identity) o.identity = d.identity;
   if (d.repos.length) o.repos = d.repos;
@@ -103,7 +103,7 @@ export function TrustRuleDialog({ card, note, onDone, onCancel }: Props) {
     else box.current?.querySelector<HTMLElement>("button")?.focus();
   }, [draft]);
 
-  const input: RuleInput = useMemo(
+  const input: Required<RuleInput> = useMemo(
     () => ({
       name: name.trim(),
       refs: splitList(refs),
@@ -122,7 +122,7 @@ export function TrustRuleDialog({ card, note, onDone, onCancel }: Props) {
     setBusy(true);
     setError(null);
     try {
-      onDone(await api.trustSimilar({ id: card.id, digest: card.digest, note }, input));
+      onDone(await api.trustSimilar({ id: card.id, digest: card.digest, note, rule: input }));
     } catch (e) {
       setError(errorMessage(e));
       setBusy(false);

@@ -116,6 +116,9 @@ export function card(over: Partial<Card> = {}): Card {
     retryable: false,
     confinement: "runs as your account: it could write to the repository without asking",
     stale: false,
+    invisible: [],
+    invisibleContent: [],
+    invisibleContentMore: 0,
     ...over,
   };
 }
