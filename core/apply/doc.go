@@ -127,8 +127,10 @@
 // run under gitx.ProfilePerson, the person's own git, because the person
 // approved exactly that commit or push. Because filters are off, a
 // checkout Sluice updates gets the blobs as stored (Git LFS pointers stay
-// pointers). A git failure becomes an *errcode.Error here (git_failed with its
-// errcode.GitFailure), whatever gitx's own error was.
+// pointers). A git failure is classified by gitx.Classify, as every
+// profile's is (repo_locked, conflict, not_found, invalid_argument,
+// git_failed, …), and carries its errcode.GitFailure. Revisions and paths
+// go in a call's revs and paths, which gitx places and checks.
 //
 // # Restoring
 //

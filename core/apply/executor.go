@@ -924,7 +924,7 @@ func (rc *repoCtx) resolve(ctx context.Context, revs []string) (map[string]strin
 	}
 	// Some revision is gone; find which, one at a time.
 	for _, rev := range revs {
-		res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}"}, ok: []int{1, 128}})
+		res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "--verify", "--quiet"}, revs: []string{rev + "^{commit}"}, ok: []int{1, 128}})
 		if err != nil {
 			return nil, err
 		}

@@ -20,9 +20,6 @@ var sluiceIdentity = []string{
 	"GIT_COMMITTER_NAME=Sluice", "GIT_COMMITTER_EMAIL=sluice@localhost",
 }
 
-// stdoutCap bounds stdout; nothing the executor parses comes near it.
-const stdoutCap = 64 << 20
-
 // gitEnv starts the executor's git processes for one repository, through
 // core/gitx: every one runs under a named profile (gitx.ProfileWrite
 // unless the call names another).
@@ -41,17 +38,25 @@ func newGitEnv(repo *gitx.Repo, timeout time.Duration) *gitEnv {
 	return &gitEnv{repo: repo, timeout: timeout, zero: zero}
 }
 
-// call is one git invocation. args are trusted by the time they get here:
-// every revision and path an agent named was validated by core/proposal
-// and every SHA was resolved by git; paths still go after "--" and
-// revisions after --end-of-options where git accepts it.
+// call is one git invocation, in gitx's shape: args are the subcommand,
+// its options and Sluice's own constants; revisions go in revs and paths
+// in paths, and gitx places them after --end-of-options and "--" and
+// refuses one that git could read as an option, whatever core/proposal
+// validated before.
 type call struct {
 	dir string
 	// global are options before the subcommand (--git-dir, --work-tree).
 	global []string
 	args   []string
-	stdin  []byte
-	env    []string
+	// revs are revisions and other operands that are not paths (ref
+	// names, refspecs, a worktree's directory): gitx.Call.Revs.
+	revs []string
+	// paths are pathspecs: gitx.Call.Paths. dashdash writes "--" without
+	// any, so that no revision is taken for a path.
+	paths    []string
+	dashdash bool
+	stdin    []byte
+	env      []string
 	// profile is gitx.ProfileWrite when zero. gitx.ProfileSigned and
 	// gitx.ProfilePerson are named at the call, with why.
 	profile gitx.Profile
@@ -78,8 +83,8 @@ func (g *gitEnv) run(ctx context.Context, c call) (result, error) {
 	if p == 0 {
 		p = gitx.ProfileWrite
 	}
-	gc := gitx.Call{Profile: p, Dir: c.dir, Global: c.global, Args: c.args, Env: c.env, OK: c.ok,
-		Limit: stdoutCap, Timeout: g.timeout}
+	gc := gitx.Call{Profile: p, Dir: c.dir, Global: c.global, Args: c.args, Revs: gitx.Revs(c.revs...), Paths: gitx.Paths(c.paths...),
+		DashDash: c.dashdash, Env: c.env, OK: c.ok, Timeout: g.timeout}
 	if c.stdin != nil {
 		gc.Stdin = bytes.NewReader(c.stdin)
 	}
@@ -94,19 +99,23 @@ func (g *gitEnv) run(ctx context.Context, c call) (result, error) {
 	if err == nil {
 		return res, nil
 	}
-	// The executor's own error contract, from gitx's failure.
-	var ee *gitx.ExitError
-	switch {
-	case errors.As(err, &ee):
-		return res, gitFailed(c.args, res)
-	case errors.Is(err, gitx.ErrTimeout):
-		return res, &errcode.Error{Code: errcode.GitFailed, Msg: fmt.Sprintf("git %s did not finish within %s and was stopped", subcommand(c.args), g.timeout), Err: context.DeadlineExceeded}
-	case ctx.Err() != nil:
-		return res, &errcode.Error{Code: errcode.GitFailed, Msg: fmt.Sprintf("git %s did not finish within %s and was stopped", subcommand(c.args), g.timeout), Err: ctx.Err()}
-	case errcode.IsCode(err, errcode.OutputLimit):
-		return res, &errcode.Error{Code: errcode.GitFailed, Msg: fmt.Sprintf("git %s produced more than %d bytes of output", subcommand(c.args), stdoutCap), Err: err}
+	if err = gitx.Classify(err); isCoded(err) {
+		return res, err
 	}
 	return res, fmt.Errorf("apply: git %s: %w", subcommand(c.args), err)
+}
+
+// failed classifies an exit that a call accepted as an answer (ok) but
+// its caller found to be a failure, the same way gitx classifies every
+// other failed run.
+func failed(command string, p gitx.Profile, res result) error {
+	return gitx.Classify(&gitx.ExitError{Command: command, ExitCode: res.exit, Stderr: res.stderr, Profile: p})
+}
+
+// isCoded reports whether err carries an errcode code.
+func isCoded(err error) bool {
+	_, ok := errcode.As(err)
+	return ok
 }
 
 func subcommand(args []string) string {
@@ -116,18 +125,6 @@ func subcommand(args []string) string {
 		}
 	}
 	return "?"
-}
-
-func gitFailed(args []string, res result) *errcode.Error {
-	s := strings.TrimSpace(res.stderr)
-	first := s
-	if i := strings.IndexByte(first, '\n'); i >= 0 {
-		first = first[:i]
-	}
-	first = strings.TrimPrefix(strings.TrimPrefix(first, "fatal: "), "error: ")
-	return &errcode.Error{Code: errcode.GitFailed,
-		Msg:  fmt.Sprintf("git %s failed (exit %d): %s", subcommand(args), res.exit, clip(first, 300)),
-		Data: errcode.GitFailure{Command: subcommand(args), ExitCode: res.exit, Stderr: clip(s, 4096)}}
 }
 
 // stderrOf is the stderr of a git failure, or "".

@@ -71,7 +71,7 @@ func (rc *repoCtx) hookFiles(ctx context.Context, l landing) ([]string, error) {
 	if len(l.above) == 0 {
 		return nil, nil
 	}
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"diff", "--name-only", "--no-renames", "-z", l.own, l.head.sha, "--"}})
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"diff", "--name-only", "--no-renames", "-z"}, revs: []string{l.own, l.head.sha}, dashdash: true})
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func (rc *repoCtx) hookFiles(ctx context.Context, l landing) ([]string, error) {
 // old was reached (or, for old "", a root commit).
 func (rc *repoCtx) firstParents(ctx context.Context, tip, old, id string) ([]traced, bool, error) {
 	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"log", "--first-parent", "--no-decorate", "--max-count=" + strconv.Itoa(maxTraced+1),
-		"--format=%H%x09%T%x09%P%x09%(trailers:key=Sluice-Proposal,valueonly,separator=%x2C)%x09%s", tip, "--"}})
+		"--format=%H%x09%T%x09%P%x09%(trailers:key=Sluice-Proposal,valueonly,separator=%x2C)%x09%s"}, revs: []string{tip}, dashdash: true})
 	if err != nil {
 		return nil, false, err
 	}

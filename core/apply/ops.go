@@ -203,12 +203,11 @@ func (r *run) cas(ctx context.Context, rc *repoCtx, ref, new, old, msg string) e
 	if o == "" {
 		o = rc.g.zero
 	}
+	revs := []string{ref, new, o}
 	if new == "" {
-		args = append(args, "-d", ref, o)
-	} else {
-		args = append(args, ref, new, o)
+		args, revs = append(args, "-d"), []string{ref, o}
 	}
-	if _, err := rc.g.run(ctx, call{dir: rc.path, args: args}); err != nil {
+	if _, err := rc.g.run(ctx, call{dir: rc.path, args: args, revs: revs}); err != nil {
 		return rc.casFailed(ctx, err, ref, old)
 	}
 	return nil
@@ -282,7 +281,7 @@ func (rc *repoCtx) followable(ctx context.Context, wt worktree, old, new string,
 // read-tree, which checks everything before it writes a file; a worktree
 // that had no change at all is left exactly at new (settled in left).
 func (rc *repoCtx) follow(ctx context.Context, left *effects, wt worktree, old, new string) error {
-	if _, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"read-tree", "-m", "-u", old, new}}); err != nil {
+	if _, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"read-tree", "-m", "-u"}, revs: []string{old, new}}); err != nil {
 		return checkoutBlocked(err, &wt)
 	}
 	left.settled[wt.path] = left.pristine[wt.path]
@@ -292,7 +291,7 @@ func (rc *repoCtx) follow(ctx context.Context, left *effects, wt worktree, old, 
 // addedPaths lists the paths a checkout update from old to new adds (old
 // and new are commits or trees): one git process.
 func (rc *repoCtx) addedPaths(ctx context.Context, old, new string) ([]string, error) {
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"diff-tree", "-r", "-z", "--name-only", "--no-renames", "--diff-filter=A", old, new}})
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"diff-tree", "-r", "-z", "--name-only", "--no-renames", "--diff-filter=A"}, revs: []string{old, new}})
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +330,7 @@ func (rc *repoCtx) requireNoIgnoredInTheWay(ctx context.Context, wt worktree, ol
 	if len(present) == 0 {
 		return nil
 	}
-	res, err := rc.g.run(ctx, call{dir: wt.path, args: append([]string{"ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory", "--"}, present...)})
+	res, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"}, paths: present, dashdash: true})
 	if err != nil {
 		return err
 	}
@@ -395,16 +394,18 @@ func checkoutBlocked(err error, wt *worktree) error {
 
 // resolveTrees returns the tree of each commit.
 func (rc *repoCtx) resolveTrees(ctx context.Context, commits ...string) (map[string]string, error) {
-	args := []string{"rev-parse"}
+	trees := make([]string, 0, len(commits))
 	for _, c := range commits {
-		args = append(args, c+"^{tree}")
+		trees = append(trees, c+"^{tree}")
 	}
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: append(args, "--")})
+	// --revs-only: rev-parse prints the revisions, not the
+	// --end-of-options and "--" around them.
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "--revs-only"}, revs: trees, dashdash: true})
 	if err != nil {
 		return nil, err
 	}
 	lines := strings.Split(res.text(), "\n")
-	if len(lines) != len(commits)+1 {
+	if len(lines) != len(commits) {
 		return nil, errcode.New(errcode.GitFailed, "git rev-parse gave an unexpected answer")
 	}
 	out := map[string]string{}
@@ -419,7 +420,7 @@ func (rc *repoCtx) resolveTrees(ctx context.Context, commits ...string) (map[str
 
 // mergeBase is the best common ancestor of a and b, or "".
 func (rc *repoCtx) mergeBase(ctx context.Context, a, b string) (string, error) {
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"merge-base", a, b}, ok: []int{1}})
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"merge-base"}, revs: []string{a, b}, ok: []int{1}})
 	if err != nil {
 		return "", err
 	}
@@ -430,7 +431,7 @@ func (rc *repoCtx) mergeBase(ctx context.Context, a, b string) (string, error) {
 // writes the result's objects and prints its tree, or the conflicting
 // paths.
 func (rc *repoCtx) mergeTree(ctx context.Context, a, b string) (string, []string, error) {
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", a, b}, ok: []int{1}})
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"merge-tree", "--write-tree", "-z", "--name-only", "--no-messages"}, revs: []string{a, b}, ok: []int{1}})
 	if err != nil {
 		return "", nil, err
 	}
@@ -463,8 +464,7 @@ func (r *run) personCommit(ctx context.Context, rc *repoCtx, tree string, parent
 	for _, p := range parents {
 		args = append(args, "-p", p)
 	}
-	args = append(args, tree)
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: args, stdin: []byte(msg), profile: gitx.ProfileSigned})
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: args, revs: []string{tree}, stdin: []byte(msg), profile: gitx.ProfileSigned})
 	if err != nil {
 		return "", err
 	}
@@ -503,7 +503,7 @@ func withTrailers(msg string, p proposal.Proposal) string {
 
 // shortlog lists the subjects of base..tip for a squash message.
 func (rc *repoCtx) shortlog(ctx context.Context, base, tip string) string {
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"log", "--no-ext-diff", "--no-textconv", "--format=* %s", "--max-count=100", base + ".." + tip, "--"}})
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"log", "--no-ext-diff", "--no-textconv", "--format=* %s", "--max-count=100"}, revs: []string{base + ".." + tip}, dashdash: true})
 	if err != nil {
 		return ""
 	}

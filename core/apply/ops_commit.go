@@ -117,7 +117,7 @@ func (r *run) commitSealed(ctx context.Context, w *writing, sym, msg string, sea
 	}
 	defer os.RemoveAll(tmp)
 	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
-	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"read-tree", sealed.After}, env: env}); err != nil {
+	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"read-tree"}, revs: []string{sealed.After}, env: env}); err != nil {
 		return "", err
 	}
 	// The person's git: they approved this commit, so their hooks,
@@ -193,17 +193,16 @@ func (r *run) commit(ctx context.Context, w *writing, sym, msg string, paths []s
 	add := []string{"add", "--all"}
 	commit := []string{"commit", "--quiet", "--file=-"}
 	if paths != nil {
-		add = append(append(add, "--"), paths...)
-		commit = append(append(commit, "--only", "--"), paths...)
+		commit = append(commit, "--only")
 	}
 	r.changed = true
 	// The person's git for the add and the commit: they approved this
 	// commit, so their filters, hooks, identity and signing apply.
-	if _, err := rc.g.run(ctx, call{dir: rc.path, args: add, profile: gitx.ProfilePerson}); err != nil {
+	if _, err := rc.g.run(ctx, call{dir: rc.path, args: add, paths: paths, dashdash: paths != nil, profile: gitx.ProfilePerson}); err != nil {
 		r.rollbackIndex(ctx, w)
 		return "", err
 	}
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: commit, stdin: []byte(msg), profile: gitx.ProfilePerson, ok: []int{1}})
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: commit, paths: paths, dashdash: paths != nil, stdin: []byte(msg), profile: gitx.ProfilePerson, ok: []int{1}})
 	if err == nil && res.exit != 0 {
 		err = r.commitFailed(ctx, res)
 	}
@@ -228,7 +227,7 @@ func (r *run) commit(ctx context.Context, w *writing, sym, msg string, paths []s
 // afterCommit reads, in one git process, the HEAD a commit left (a hook
 // may have moved it anywhere, even to a root commit).
 func (rc *repoCtx) afterCommit(ctx context.Context) (head, error) {
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "HEAD", "HEAD^{tree}", "--symbolic-full-name", "HEAD", "--"}})
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "HEAD", "HEAD^{tree}", "--symbolic-full-name", "HEAD"}, dashdash: true})
 	if err != nil {
 		return head{}, err
 	}
@@ -250,7 +249,7 @@ func (r *run) commitFailed(ctx context.Context, res result) error {
 		return &errcode.Error{Code: errcode.HookFailed, Data: map[string]any{"output": clip(out, 8000)},
 			Msg: "a commit hook refused the commit; nothing was committed. Hook output:\n" + clip(out, 4000)}
 	}
-	return gitFailed([]string{"commit"}, res)
+	return failed("commit", gitx.ProfilePerson, res)
 }
 
 // rollbackIndex puts the index back as the restore point recorded it, after
@@ -322,7 +321,7 @@ func (s *submoduleStep) do(ctx context.Context, r *run, w *writing) error {
 	}
 	// The commit took the submodule's HEAD as it was when git ran; it
 	// must be the approved one.
-	res, err := r.main.g.run(ctx, call{dir: r.main.path, args: []string{"ls-tree", "-z", sha, "--", s.a.Path}})
+	res, err := r.main.g.run(ctx, call{dir: r.main.path, args: []string{"ls-tree", "-z"}, revs: []string{sha}, paths: []string{s.a.Path}})
 	if err != nil {
 		return err
 	}
@@ -350,7 +349,7 @@ func (s *submoduleStep) do(ctx context.Context, r *run, w *writing) error {
 // returnTo checks the submodule out, detached, at the commit the
 // superproject's index records.
 func (s *submoduleStep) returnTo(ctx context.Context, r *run, w *writing, subHead string) error {
-	res, err := r.main.g.run(ctx, call{dir: r.main.path, args: []string{"ls-files", "-s", "-z", "--", s.a.Path}})
+	res, err := r.main.g.run(ctx, call{dir: r.main.path, args: []string{"ls-files", "-s", "-z"}, paths: []string{s.a.Path}})
 	if err != nil {
 		return err
 	}

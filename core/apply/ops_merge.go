@@ -271,15 +271,15 @@ func (r *run) rebaseAway(ctx context.Context, rc *repoCtx, old, onto string, a *
 	}
 	defer os.RemoveAll(tmp)
 	wt := filepath.Join(tmp, "wt")
-	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"worktree", "add", "--detach", "--quiet", "--", wt, old}}); err != nil {
+	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"worktree", "add", "--detach", "--quiet"}, revs: []string{wt, old}}); err != nil {
 		return "", err
 	}
 	defer func() {
-		if _, err := rc.g.run(context.WithoutCancel(ctx), call{dir: rc.path, args: []string{"worktree", "remove", "--force", "--", wt}}); err != nil {
+		if _, err := rc.g.run(context.WithoutCancel(ctx), call{dir: rc.path, args: []string{"worktree", "remove", "--force"}, revs: []string{wt}}); err != nil {
 			r.e.log.Warn("apply: could not remove a temporary rebase worktree", "path", wt, "err", err)
 		}
 	}()
-	res, err := rc.g.run(ctx, call{dir: wt, profile: how, args: []string{"rebase", "--quiet", "--no-autostash", "--no-update-refs", onto}, ok: []int{1}})
+	res, err := rc.g.run(ctx, call{dir: wt, profile: how, args: []string{"rebase", "--quiet", "--no-autostash", "--no-update-refs"}, revs: []string{onto}, ok: []int{1}})
 	if err != nil {
 		return "", err
 	}
@@ -293,7 +293,7 @@ func (r *run) rebaseAway(ctx context.Context, rc *repoCtx, old, onto string, a *
 			}
 		}
 		if len(files) == 0 {
-			return "", gitFailed([]string{"rebase"}, res)
+			return "", failed("rebase", how, res)
 		}
 		return "", &errcode.Error{Code: errcode.MergeConflict, Data: map[string]any{"files": files},
 			Msg: fmt.Sprintf("rebasing %s onto %s conflicts in %s: %s; nothing was changed",

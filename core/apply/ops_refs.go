@@ -70,7 +70,7 @@ func (s *branchStep) switchTo(ctx context.Context, r *run, w *writing, ref, star
 			return err
 		}
 	}
-	if _, err := r.main.g.run(ctx, call{dir: wt.path, args: []string{"symbolic-ref", "-m", msg + " (checkout)", "HEAD", ref}}); err != nil {
+	if _, err := r.main.g.run(ctx, call{dir: wt.path, args: []string{"symbolic-ref", "-m", msg + " (checkout)"}, revs: []string{"HEAD", ref}}); err != nil {
 		return err
 	}
 	r.moved(r.main, ref, start, true)
@@ -146,7 +146,7 @@ func (s *worktreeStep) do(ctx context.Context, r *run, w *writing) error {
 		}
 		r.changed = true
 	}
-	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"worktree", "add", "--quiet", "--", s.a.Path, s.a.Branch}}); err != nil {
+	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"worktree", "add", "--quiet"}, revs: []string{s.a.Path, s.a.Branch}}); err != nil {
 		if s.a.NewBranch {
 			if derr := r.cas(ctx, rc, ref, "", r.expect[s.a.StartPoint], "sluice: undo a branch whose worktree failed"); derr == nil {
 				r.changed = false
@@ -190,11 +190,10 @@ func (s *pushStep) do(ctx context.Context, r *run, w *writing) error {
 	if s.a.ForceWithLease {
 		args = append(args, "--force-with-lease="+dst+":"+r.expect[s.a.LeaseRef()])
 	}
-	args = append(args, "--", s.a.Remote, sha+":"+dst)
 	r.e.step("before-push")
 	// The person's git: they approved this push, which needs their
 	// credentials, and their pre-push hook runs as it would for them.
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: args, profile: gitx.ProfilePerson, ok: []int{1}})
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: args, revs: []string{s.a.Remote, sha + ":" + dst}, profile: gitx.ProfilePerson, ok: []int{1}})
 	if err != nil {
 		return err
 	}
@@ -208,7 +207,7 @@ func (s *pushStep) do(ctx context.Context, r *run, w *writing) error {
 			return &errcode.Error{Code: errcode.PushRejected, Data: errcode.GitFailure{Command: "push", ExitCode: res.exit, Stderr: clip(res.stderr, 4096)},
 				Msg: fmt.Sprintf("%s refused the push of %s: %s", s.a.Remote, s.a.RemoteName(), summary)}
 		}
-		return gitFailed([]string{"push"}, res)
+		return failed("push", gitx.ProfilePerson, res)
 	}
 	r.changed = true
 	if s.a.SetUpstream {
@@ -399,7 +398,7 @@ func (set branchSet) evaluate(ctx context.Context) ([]string, []kept, error) {
 	for _, b := range set.branches {
 		refs = append(refs, proposal.BranchRef(b))
 	}
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: append([]string{"for-each-ref", "--format=%(refname)%00%(objectname)%00%(upstream)%00%(worktreepath)"}, refs...)})
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"for-each-ref", "--format=%(refname)%00%(objectname)%00%(upstream)%00%(worktreepath)"}, revs: refs})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -415,7 +414,7 @@ func (set branchSet) evaluate(ctx context.Context) ([]string, []kept, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	res, err = rc.g.run(ctx, call{dir: rc.path, args: append([]string{"for-each-ref", "--format=%(refname)", "--merged=" + h.sha}, refs...)})
+	res, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"for-each-ref", "--format=%(refname)", "--merged=" + h.sha}, revs: refs})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -440,7 +439,7 @@ func (set branchSet) evaluate(ctx context.Context) ([]string, []kept, error) {
 			del = append(del, b)
 			continue
 		case in.upstream != "":
-			res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"merge-base", "--is-ancestor", in.sha, in.upstream}, ok: []int{1}})
+			res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"merge-base", "--is-ancestor"}, revs: []string{in.sha, in.upstream}, ok: []int{1}})
 			if err != nil {
 				return nil, nil, err
 			}

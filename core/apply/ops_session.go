@@ -99,7 +99,7 @@ func (src *sessionSource) changes(ctx context.Context, sl *sealing) ([]copyChang
 	if err != nil {
 		return nil, err
 	}
-	res, err := sl.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-commit-id", baseTree, now, "--"}})
+	res, err := sl.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-commit-id"}, revs: []string{baseTree, now}, dashdash: true})
 	if err != nil {
 		return nil, err
 	}

@@ -37,22 +37,20 @@ func (s *discardStep) do(ctx context.Context, r *run, w *writing) error {
 	// git restore refuses a path it knows nothing about (one that holds
 	// only untracked files), so only the paths known to the index or HEAD
 	// go to it; clean takes care of the rest.
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: append([]string{"ls-files", "-z", "--with-tree=" + head, "--"}, s.a.Paths...)})
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"ls-files", "-z", "--with-tree=" + head}, paths: s.a.Paths, dashdash: true})
 	if err != nil {
 		return err
 	}
 	known := knownPaths(s.a.Paths, strings.Split(string(res.out), "\x00"))
 	r.changed = true
 	if len(known) > 0 {
-		args := append([]string{"restore", "--source=" + head, "--staged", "--worktree", "--"}, known...)
-		if _, err := rc.g.run(ctx, call{dir: rc.path, args: args}); err != nil {
+		if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"restore", "--source=" + head, "--staged", "--worktree"}, paths: known, dashdash: true}); err != nil {
 			return err
 		}
 	}
 	what := "uncommitted changes"
 	if s.a.Untracked {
-		args := append([]string{"clean", "--force", "-d", "--quiet", "--"}, s.a.Paths...)
-		if _, err := rc.g.run(ctx, call{dir: rc.path, args: args}); err != nil {
+		if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"clean", "--force", "-d", "--quiet"}, paths: s.a.Paths, dashdash: true}); err != nil {
 			return err
 		}
 		what = "uncommitted changes and untracked files"
@@ -122,11 +120,11 @@ func (s *resetStep) do(ctx context.Context, r *run, w *writing) error {
 	case proposal.ResetMixed:
 		// A single-tree read keeps the stat data of unchanged entries,
 		// as git reset --mixed does.
-		if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"read-tree", "-m", target}}); err != nil {
+		if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"read-tree", "-m"}, revs: []string{target}}); err != nil {
 			return err
 		}
 	case proposal.ResetHard:
-		if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"read-tree", "--reset", "-u", target}}); err != nil {
+		if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"read-tree", "--reset", "-u"}, revs: []string{target}}); err != nil {
 			return err
 		}
 	}

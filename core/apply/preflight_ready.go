@@ -171,7 +171,7 @@ func (r *run) readyBranch(ctx context.Context, out *Preflight, branch, what, aft
 // out again with their own git.
 func (r *run) readyFilters(ctx context.Context, out *Preflight, wt worktree, old, after string) error {
 	rc := r.main
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"diff-tree", "-r", "-z", "--name-only", "--no-renames", "--diff-filter=AMT", old, after}})
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"diff-tree", "-r", "-z", "--name-only", "--no-renames", "--diff-filter=AMT"}, revs: []string{old, after}})
 	if err != nil {
 		return nil
 	}

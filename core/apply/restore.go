@@ -191,7 +191,7 @@ func (rc *repoCtx) endRestorePoint(ctx context.Context, tk *taken, outcome strin
 	if err != nil {
 		return err
 	}
-	_, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", RestorePrefix + tk.rp.ID + "/end", c, rc.g.zero}})
+	_, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref"}, revs: []string{RestorePrefix + tk.rp.ID + "/end", c, rc.g.zero}})
 	if err == nil {
 		tk.rp.End = end
 	}
@@ -255,7 +255,7 @@ func (rc *repoCtx) endState(ctx context.Context, rp *RestorePoint, outcome strin
 // dropRestorePoint deletes every ref of a restore point, for an
 // operation that failed before it changed anything.
 func (rc *repoCtx) dropRestorePoint(ctx context.Context, id string) error {
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"for-each-ref", "--format=%(refname) %(objectname)", RestorePrefix + id + "/"}})
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"for-each-ref", "--format=%(refname) %(objectname)"}, revs: []string{RestorePrefix + id + "/"}})
 	if err != nil {
 		return err
 	}
@@ -288,8 +288,7 @@ func (rc *repoCtx) refStates(ctx context.Context, refs []string) ([]RefState, er
 		}
 	}
 	if len(ask) > 0 {
-		args := append([]string{"for-each-ref", "--format=%(refname) %(objectname)"}, ask...)
-		res, err := rc.g.run(ctx, call{dir: rc.path, args: args})
+		res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"for-each-ref", "--format=%(refname) %(objectname)"}, revs: ask})
 		if err != nil {
 			return nil, err
 		}
@@ -469,7 +468,7 @@ func (rc *repoCtx) putBack(ctx context.Context, rp *RestorePoint, undo *undoPoin
 			if force {
 				args = append(args, "--force")
 			}
-			if _, err := rc.g.run(ctx, call{dir: rc.path, args: append(args, "--", p)}); err != nil {
+			if _, err := rc.g.run(ctx, call{dir: rc.path, args: args, revs: []string{p}}); err != nil {
 				return err
 			}
 			res.RemovedWorktree = p
@@ -530,11 +529,11 @@ func (rc *repoCtx) putBackRefs(ctx context.Context, rp, undo *RestorePoint, res 
 func (rc *repoCtx) putBackWorktree(ctx context.Context, id string, wt worktree, want WorktreeState, undo *undoPoint) error {
 	cur := undo.rp.Worktrees[slices.IndexFunc(undo.rp.Worktrees, func(w WorktreeState) bool { return w.Path == wt.path })]
 	if want.Head != "" && cur.Head != want.Head {
-		if _, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"symbolic-ref", "-m", "sluice: restore " + id, "HEAD", want.Head}}); err != nil {
+		if _, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"symbolic-ref", "-m", "sluice: restore " + id}, revs: []string{"HEAD", want.Head}}); err != nil {
 			return err
 		}
 	} else if want.Head == "" && (cur.Head != "" || cur.HeadSHA != want.HeadSHA) {
-		if _, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"update-ref", "--no-deref", "-m", "sluice: restore " + id, "HEAD", want.HeadSHA}}); err != nil {
+		if _, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"update-ref", "--no-deref", "-m", "sluice: restore " + id}, revs: []string{"HEAD", want.HeadSHA}}); err != nil {
 			return err
 		}
 	}

@@ -131,9 +131,8 @@ type indexKeep struct {
 type statusOf struct{ x, y byte }
 
 // planCheckout plans the checkout of a commit that changes files. It
-// reads only: git status and ls-files with the read profile (no optional
-// lock, no fsmonitor, nothing the repository configures is run), and the
-// file system.
+// reads only: git status and ls-files (readCheckoutState), and the file
+// system.
 func (r *run) planCheckout(ctx context.Context, files []proposal.FileChange) (*checkoutPlan, error) {
 	plan := &checkoutPlan{changes: pathChanges(files), keep: map[string]keepKind{}, blocked: map[string][]string{}}
 	if len(plan.changes) == 0 {
@@ -146,41 +145,12 @@ func (r *run) planCheckout(ctx context.Context, files []proposal.FileChange) (*c
 	slices.Sort(paths)
 	rc := r.main
 	wt := rc.main()
-	// Each path as a pathspec matches what is under it too: a directory
-	// the commit replaces by a file is seen whole. --ignored=matching
-	// names an ignored directory by itself ("build/") and an ignored
-	// file in a directory that is not ignored by itself.
-	st, err := rc.g.run(ctx, call{dir: rc.path, profile: gitx.ProfileRead,
-		args: append([]string{"status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames", "--ignore-submodules=dirty", "--"}, paths...)})
+	st, ls, err := rc.readCheckoutState(ctx, paths)
 	if err != nil {
 		return nil, err
 	}
-	// git status hides a file marked assume-unchanged or skip-worktree;
-	// ls-files -v tags it (lowercase, S).
-	ls, err := rc.g.run(ctx, call{dir: rc.path, profile: gitx.ProfileRead, args: append([]string{"ls-files", "-v", "-z", "--"}, paths...)})
-	if err != nil {
-		return nil, err
-	}
-	tracked := map[string]statusOf{}
-	var untracked []string
-	for _, e := range strings.Split(string(st.out), "\x00") {
-		if len(e) < 4 {
-			continue
-		}
-		if e[0] == '?' || e[0] == '!' {
-			untracked = append(untracked, e[3:])
-		} else {
-			tracked[e[3:]] = statusOf{e[0], e[1]}
-		}
-	}
-	tags := map[string]byte{}
-	var indexed []string
-	for _, e := range strings.Split(string(ls.out), "\x00") {
-		if len(e) >= 3 && e[1] == ' ' {
-			tags[e[2:]] = e[0]
-			indexed = append(indexed, e[2:])
-		}
-	}
+	tracked, untracked := parseStatusZ(st)
+	tags, indexed := parseLsFilesV(ls)
 	unstatted, _ := rc.repo.Config("core.ignoreStat")
 	var candidates []*pathChange
 	for _, p := range paths {
@@ -236,6 +206,59 @@ func (r *run) planCheckout(ctx context.Context, files []proposal.FileChange) (*c
 		plan.write = append(plan.write, c.path)
 	}
 	return plan, nil
+}
+
+// readCheckoutState runs git status and git ls-files -v on paths with the
+// read profile (no optional lock, no fsmonitor, nothing the repository
+// configures is run).
+func (rc *repoCtx) readCheckoutState(ctx context.Context, paths []string) (status, lsFiles []byte, err error) {
+	// Each path as a pathspec matches what is under it too: a directory
+	// the commit replaces by a file is seen whole. --ignored=matching
+	// names an ignored directory by itself ("build/") and an ignored
+	// file in a directory that is not ignored by itself.
+	st, err := rc.g.run(ctx, call{dir: rc.path, profile: gitx.ProfileRead,
+		args: []string{"status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames", "--ignore-submodules=dirty"}, paths: paths, dashdash: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	// git status hides a file marked assume-unchanged or skip-worktree;
+	// ls-files -v tags it (lowercase, S).
+	ls, err := rc.g.run(ctx, call{dir: rc.path, profile: gitx.ProfileRead, args: []string{"ls-files", "-v", "-z"}, paths: paths, dashdash: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	return st.out, ls.out, nil
+}
+
+// parseStatusZ reads `git status --porcelain=v1 -z --no-renames`: the
+// status of each tracked path that changed, and the untracked and
+// ignored paths.
+func parseStatusZ(out []byte) (tracked map[string]statusOf, untracked []string) {
+	tracked = map[string]statusOf{}
+	for _, e := range strings.Split(string(out), "\x00") {
+		if len(e) < 4 {
+			continue
+		}
+		if e[0] == '?' || e[0] == '!' {
+			untracked = append(untracked, e[3:])
+		} else {
+			tracked[e[3:]] = statusOf{e[0], e[1]}
+		}
+	}
+	return tracked, untracked
+}
+
+// parseLsFilesV reads `git ls-files -v -z`: each indexed path's tag and
+// the indexed paths in order.
+func parseLsFilesV(out []byte) (tags map[string]byte, indexed []string) {
+	tags = map[string]byte{}
+	for _, e := range strings.Split(string(out), "\x00") {
+		if len(e) >= 3 && e[1] == ' ' {
+			tags[e[2:]] = e[0]
+			indexed = append(indexed, e[2:])
+		}
+	}
+	return tags, indexed
 }
 
 // blockers lists what of the person's stands in the way of writing c:
@@ -662,7 +685,7 @@ func (r *run) unwriteCheckout(ctx context.Context, sealed *proposal.Sealed, wr *
 	}
 	defer os.RemoveAll(tmp)
 	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
-	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"read-tree", sealed.Before}, env: env}); err != nil {
+	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"read-tree"}, revs: []string{sealed.Before}, env: env}); err != nil {
 		return append(left, restore...)
 	}
 	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"checkout-index", "-z", "--stdin"}, env: env, stdin: nulList(restore)}); err != nil {

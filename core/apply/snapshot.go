@@ -22,7 +22,7 @@ type head struct {
 
 // headOf reads the HEAD of the worktree at dir in one process.
 func (g *gitEnv) headOf(ctx context.Context, dir string) (head, error) {
-	res, err := g.run(ctx, call{dir: dir, args: []string{"rev-parse", "HEAD", "HEAD^{tree}", "--symbolic-full-name", "HEAD", "--"}})
+	res, err := g.run(ctx, call{dir: dir, args: []string{"rev-parse", "HEAD", "HEAD^{tree}", "--symbolic-full-name", "HEAD"}, dashdash: true})
 	if err != nil {
 		return head{}, err
 	}
@@ -346,8 +346,7 @@ func (g *gitEnv) commitTree(ctx context.Context, dir, tree string, parents []str
 	for _, p := range parents {
 		args = append(args, "-p", p)
 	}
-	args = append(args, tree)
-	res, err := g.run(ctx, call{dir: dir, args: args, stdin: []byte(msg + "\n"), env: sluiceIdentity})
+	res, err := g.run(ctx, call{dir: dir, args: args, revs: []string{tree}, stdin: []byte(msg + "\n"), env: sluiceIdentity})
 	if err != nil {
 		return "", err
 	}
@@ -365,7 +364,7 @@ func (g *gitEnv) restoreFiles(ctx context.Context, wt worktree, want WorktreeSta
 	}
 	// --reset -u: every file of the current state that the recorded tree
 	// lacks is removed, every other one is written as recorded.
-	if _, err := g.run(ctx, call{dir: wt.path, args: []string{"read-tree", "--reset", "-u", want.Tree}, env: env}); err != nil {
+	if _, err := g.run(ctx, call{dir: wt.path, args: []string{"read-tree", "--reset", "-u"}, revs: []string{want.Tree}, env: env}); err != nil {
 		return err
 	}
 	return g.restoreIndex(ctx, wt, want.Index)
@@ -374,7 +373,7 @@ func (g *gitEnv) restoreFiles(ctx context.Context, wt worktree, want WorktreeSta
 // restoreIndex makes the worktree's index the tree index, leaving its
 // files as they are.
 func (g *gitEnv) restoreIndex(ctx context.Context, wt worktree, index string) error {
-	if _, err := g.run(ctx, call{dir: wt.path, args: []string{"read-tree", index}}); err != nil {
+	if _, err := g.run(ctx, call{dir: wt.path, args: []string{"read-tree"}, revs: []string{index}}); err != nil {
 		return err
 	}
 	_, err := g.run(ctx, call{dir: wt.path, args: []string{"update-index", "-q", "--refresh"}, ok: []int{1}})
