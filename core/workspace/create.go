@@ -160,7 +160,7 @@ func (m *Manager) populate(ctx context.Context, w *Workspace) error {
 		return errcode.Wrap(errcode.Internal, err, "cannot create the workspace tree")
 	}
 	// --template= keeps the sample hooks and other template files out.
-	if _, err := m.git.run(ctx, gitCall{args: []string{"init", "-q", "--bare", "--template=", gitDir}}); err != nil {
+	if _, err := m.git.run(ctx, gitCall{args: []string{"init", "-q", "--bare", "--template="}, paths: []string{gitDir}}); err != nil {
 		return err
 	}
 	if _, err := m.git.run(ctx, gitCall{gitDir: gitDir, args: []string{"config", "core.bare", "false"}}); err != nil {
@@ -248,7 +248,7 @@ func (m *Manager) resolveBase(ctx context.Context, srcGit, commit string) (strin
 	if rev == "" {
 		rev = "HEAD"
 	}
-	out, err := m.git.run(ctx, gitCall{gitDir: srcGit, safeDirs: []string{srcGit}, args: []string{"rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}"}})
+	out, err := m.git.run(ctx, gitCall{gitDir: srcGit, safeDirs: []string{srcGit}, args: []string{"rev-parse", "--verify", "--quiet"}, revs: []string{rev + "^{commit}"}})
 	if err != nil {
 		return "", errcode.New(errcode.InvalidArgument, "the commit %q does not exist in the repository", commit)
 	}
@@ -270,8 +270,7 @@ func (m *Manager) fetchBase(ctx context.Context, srcGit, sha string, depth int, 
 		// Take over the source's own shallow boundary.
 		fetch = append(fetch, "--update-shallow")
 	}
-	fetch = append(fetch, "--", srcGit, sha)
-	if _, err := m.git.run(ctx, gitCall{gitDir: gitDir, args: fetch, allowFile: true, safeDirs: []string{srcGit}}); err != nil {
+	if _, err := m.git.run(ctx, gitCall{gitDir: gitDir, args: fetch, revs: []string{srcGit, sha}, allowFile: true, safeDirs: []string{srcGit}}); err != nil {
 		return err
 	}
 	if _, err := m.git.run(ctx, checkoutBase(gitDir, tree, sha)); err != nil {
@@ -311,7 +310,7 @@ func (m *Manager) copyBase(ctx context.Context, srcGit, srcCommon, sha, tree, gi
 		return coErr
 	}
 	// The commit and its tree must now be in the workspace's own store.
-	if _, err := m.git.run(ctx, gitCall{gitDir: gitDir, args: []string{"cat-file", "-e", sha + "^{tree}"}}); err != nil {
+	if _, err := m.git.run(ctx, gitCall{gitDir: gitDir, args: []string{"cat-file", "-e"}, revs: []string{sha + "^{tree}"}}); err != nil {
 		return errcode.Wrap(errcode.Internal, err, "the workspace repository is incomplete after the import")
 	}
 	return nil

@@ -75,14 +75,14 @@ func (m *Manager) Diff(ctx context.Context, id string, opt DiffOptions) (*DiffRe
 	if err != nil {
 		return nil, err
 	}
-	names, err := m.git.run(ctx, gitCall{gitDir: gitDir, workTree: tree, env: env, args: []string{"diff", "--cached", "--no-ext-diff", "--no-textconv", "--no-renames", "--name-status", "-z", base, "--"}})
+	names, err := m.git.run(ctx, gitCall{gitDir: gitDir, workTree: tree, env: env, args: []string{"diff", "--cached", "--no-ext-diff", "--no-textconv", "--no-renames", "--name-status", "-z"}, revs: []string{base}, dashdash: true})
 	if err != nil {
 		return nil, err
 	}
 	res := &DiffResult{Base: w.Base, Files: parseNameStatus(names)}
 	var truncated bool
 	patch, err := m.git.run(ctx, gitCall{gitDir: gitDir, workTree: tree, env: env, limit: limit, truncated: &truncated,
-		args: []string{"diff", "--cached", "--no-ext-diff", "--no-textconv", "--no-renames", "--no-color", base, "--"}})
+		args: []string{"diff", "--cached", "--no-ext-diff", "--no-textconv", "--no-renames", "--no-color"}, revs: []string{base}, dashdash: true})
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func (m *Manager) baseTree(ctx context.Context, w *Workspace) (string, error) {
 	if w.Base != "" {
 		return w.Base, nil
 	}
-	out, err := m.git.run(ctx, gitCall{gitDir: m.gitDir(w.ID), args: []string{"hash-object", "-t", "tree", "/dev/null"}})
+	out, err := m.git.run(ctx, gitCall{gitDir: m.gitDir(w.ID), args: []string{"hash-object", "-t", "tree"}, paths: []string{"/dev/null"}})
 	if err != nil {
 		return "", err
 	}
@@ -267,7 +267,7 @@ func (m *Manager) FetchInto(ctx context.Context, id, personRepo, ref string) (st
 		return "", errcode.New(errcode.InvalidArgument, "the workspace has no commit to hand off")
 	}
 	gitDir := m.gitDir(id)
-	if _, err := m.git.run(ctx, gitCall{gitDir: gitDir, args: []string{"update-ref", "--no-deref", "refs/sluice/head", w.Head}}); err != nil {
+	if _, err := m.git.run(ctx, gitCall{gitDir: gitDir, args: []string{"update-ref", "--no-deref"}, revs: []string{"refs/sluice/head", w.Head}}); err != nil {
 		return "", err
 	}
 	_, err = m.git.run(ctx, gitCall{
@@ -275,12 +275,13 @@ func (m *Manager) FetchInto(ctx context.Context, id, personRepo, ref string) (st
 		allowFile:   true,
 		safeDirs:    []string{repo, gitDir},
 		extraConfig: []string{"transfer.fsckObjects=true", "fetch.writeCommitGraph=false"},
-		args:        []string{"fetch", "-q", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--", gitDir, "refs/sluice/head:" + ref},
+		args:        []string{"fetch", "-q", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules"},
+		revs:        []string{gitDir, "refs/sluice/head:" + ref},
 	})
 	if err != nil {
 		return "", err
 	}
-	out, err := m.git.run(ctx, gitCall{dir: repo, safeDirs: []string{repo}, args: []string{"rev-parse", "--verify", "--end-of-options", ref + "^{commit}"}})
+	out, err := m.git.run(ctx, gitCall{dir: repo, safeDirs: []string{repo}, args: []string{"rev-parse", "--verify"}, revs: []string{ref + "^{commit}"}})
 	if err != nil {
 		return "", err
 	}
@@ -308,7 +309,7 @@ func (m *Manager) RemoveHandoff(ctx context.Context, id, personRepo, ref string)
 		return err
 	}
 	defer unlock()
-	out, err := m.git.run(ctx, gitCall{dir: repo, safeDirs: []string{repo}, args: []string{"for-each-ref", "--format=%(objectname)", "--end-of-options", ref}})
+	out, err := m.git.run(ctx, gitCall{dir: repo, safeDirs: []string{repo}, args: []string{"for-each-ref", "--format=%(objectname)"}, revs: []string{ref}})
 	if err != nil {
 		return err
 	}
@@ -316,6 +317,6 @@ func (m *Manager) RemoveHandoff(ctx context.Context, id, personRepo, ref string)
 	if got == "" || got != w.Head {
 		return nil
 	}
-	_, err = m.git.run(ctx, gitCall{dir: repo, safeDirs: []string{repo}, args: []string{"update-ref", "--no-deref", "-d", ref, got}})
+	_, err = m.git.run(ctx, gitCall{dir: repo, safeDirs: []string{repo}, args: []string{"update-ref", "--no-deref", "-d"}, revs: []string{ref, got}})
 	return err
 }

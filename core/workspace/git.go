@@ -56,7 +56,13 @@ type gitCall struct {
 	gitDir   string // --git-dir (explicit, so no discovery ever runs)
 	workTree string // --work-tree
 	dir      string // working directory (defaults to gitDir)
+	// args are the subcommand, its options and Sluice's own constants;
+	// revisions go in revs and paths in paths, which gitx places after
+	// --end-of-options and "--" and checks (gitx.Call).
 	args     []string
+	revs     []string
+	paths    []string
+	dashdash bool
 	env      []string // extra environment
 	stdin    io.Reader
 	// stdout, when set, receives stdout instead of the returned buffer.
@@ -100,26 +106,24 @@ func (g *gitRunner) run(ctx context.Context, c gitCall) ([]byte, error) {
 	if timeout <= 0 {
 		timeout = gitTimeout
 	}
-	limit := c.limit
-	if limit <= 0 {
-		limit = 64 << 20
-	}
 	out, err := g.r.Run(ctx, gitx.Call{
 		Profile:            gitx.ProfileHostileTree,
 		Dir:                dir,
 		Global:             global,
 		Args:               c.args,
+		Revs:               gitx.Revs(c.revs...),
+		Paths:              gitx.Paths(c.paths...),
+		DashDash:           c.dashdash,
 		Config:             c.extraConfig,
 		AllowFileTransport: c.allowFile,
 		SafeDirs:           c.safeDirs,
 		Env:                append([]string{"HOME=" + g.home}, c.env...),
 		Stdin:              c.stdin,
 		Stdout:             c.stdout,
-		Limit:              limit,
+		Limit:              c.limit,
 		Truncate:           c.truncated != nil,
 		Timeout:            timeout,
 	})
-	name := gitCommandName(c.args)
 	var stdout []byte
 	if out != nil {
 		stdout = out.Stdout
@@ -130,23 +134,13 @@ func (g *gitRunner) run(ctx context.Context, c gitCall) ([]byte, error) {
 	if err == nil {
 		return stdout, nil
 	}
-	// The workspace's own error contract, from gitx's failure.
-	var ee *gitx.ExitError
-	switch {
-	case errors.Is(err, gitx.ErrTimeout):
-		return nil, &errcode.Error{Code: errcode.Timeout, Msg: "git " + name + " did not finish in time and was stopped"}
-	case errcode.IsCode(err, errcode.OutputLimit):
-		return nil, &errcode.Error{Code: errcode.OutputLimit, Msg: "git " + name + " produced more output than allowed", Data: LimitData{Limit: "output", Max: limit}}
-	case errcode.IsCode(err, errcode.InvalidArgument):
-		return nil, errcode.New(errcode.InvalidArgument, "a repository path contains a control character")
-	case errors.As(err, &ee):
-		msg := strings.TrimSpace(ee.Stderr)
-		if len(msg) > 1024 {
-			msg = msg[:1024]
-		}
-		return stdout, &errcode.Error{Code: errcode.GitFailed, Msg: "git " + name + " failed",
-			Data: errcode.GitFailure{Command: name, ExitCode: ee.ExitCode, Stderr: msg}, Err: err}
+	// gitx classifies what git answered (and passes through what it
+	// refused or stopped: a bad operand, a timeout, output_limit).
+	if err = gitx.Classify(err); errcode.Of(err) != errcode.Internal {
+		return stdout, err
 	}
+	// A git that did not run to an answer (cancelled, not started).
+	name := gitCommandName(c.args)
 	return nil, &errcode.Error{Code: errcode.GitFailed, Msg: "git " + name + " failed",
 		Data: errcode.GitFailure{Command: name, ExitCode: -1}, Err: err}
 }
@@ -181,7 +175,8 @@ func gitCommandName(args []string) string {
 	return "?"
 }
 
-// gitExitCode is the exit code of a git_failed error, or -1.
+// gitExitCode is the exit code of a classified git failure (whatever its
+// code), or -1 when git did not answer.
 func gitExitCode(err error) int {
 	var e *errcode.Error
 	if errors.As(err, &e) {

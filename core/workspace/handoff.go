@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/core/config"
-	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitpath"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -85,7 +84,7 @@ func (m *Manager) handoffLocked(ctx context.Context, w *Workspace, base, head st
 		return []Finding{}, nil
 	}
 	gitDir := m.gitDir(w.ID)
-	out, err := m.git.run(ctx, gitCall{gitDir: gitDir, args: []string{"diff-tree", "-r", "-z", "--no-renames", "--raw", "--no-commit-id", "--end-of-options", base, head}})
+	out, err := m.git.run(ctx, gitCall{gitDir: gitDir, args: []string{"diff-tree", "-r", "-z", "--no-renames", "--raw", "--no-commit-id"}, revs: []string{base, head}})
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +133,10 @@ func (c *checker) blob(sha string) string {
 	if c.err != nil || strings.Trim(sha, "0") == "" {
 		return ""
 	}
-	b, err := c.m.git.run(c.ctx, gitCall{gitDir: c.gitDir, limit: maxCheckedBlob, truncated: new(bool), args: []string{"cat-file", "blob", sha}})
+	b, err := c.m.git.run(c.ctx, gitCall{gitDir: c.gitDir, limit: maxCheckedBlob, truncated: new(bool), args: []string{"cat-file"},
+		// The type goes after --end-of-options too: cat-file takes no
+		// option after its first operand.
+		revs: []string{"blob", sha}})
 	if err != nil {
 		c.err = err
 		return ""
@@ -315,7 +317,7 @@ func gitmoduleValues(c *checker, sha string) map[string]string {
 	}
 	b, err := c.m.git.run(c.ctx, gitCall{gitDir: c.gitDir, limit: maxCheckedBlob, args: []string{"config", "--blob", sha, "-z", "--get-regexp", `^submodule\..*\.(url|update|path)$`}})
 	if err != nil && gitExitCode(err) != 1 { // 1: no such key
-		if errcode.IsCode(err, errcode.GitFailed) {
+		if gitExitCode(err) >= 0 { // git ran and could not read it
 			c.add(SeverityRefuse, "gitmodules", "", ".gitmodules cannot be parsed")
 			return out
 		}
