@@ -28,10 +28,12 @@
 //     (GIT_CONFIG_COUNT, so that a driver name cannot be mis-split); diff,
 //     log and show always get --no-ext-diff --no-textconv; custom merge
 //     drivers make the merge prediction refuse rather than run them.
-//   - --no-pager --no-optional-locks on every process; agent-supplied
-//     revisions follow --end-of-options and paths follow --; anything that
-//     begins with "-" is refused with invalid_argument before a process
-//     starts.
+//   - --no-pager --no-optional-locks on every process; under every
+//     profile, revisions (Call.Revs) follow --end-of-options and paths
+//     (Call.Paths) follow --; one that begins with "-" is refused with
+//     invalid_argument before a process starts.
+//   - A failed run is classified once (Classify) into the errcode error
+//     that the read tools, the executor and the workspace all return.
 //   - Each process runs in its own process group under a time limit and an
 //     output cap; the whole group is killed when either is reached. A capped
 //     result fails with output_limit unless the caller truncates honestly
