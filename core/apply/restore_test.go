@@ -402,15 +402,3 @@ func TestRestorePoints_LabelsNameOperationAndAgent_Unique(t *testing.T) {
 		t.Fatalf("labels %v", got)
 	}
 }
-
-func TestDescribe_EveryOperation(t *testing.T) {
-	for _, op := range proposal.Ops() {
-		args, err := proposal.DecodeArgs(op, []byte(`{}`))
-		if err != nil {
-			t.Fatalf("%s: %v", op, err)
-		}
-		if d := describe(op, args); d == "" || (d == string(op) && op != proposal.OpPatch) {
-			t.Errorf("%s is described as %q: every operation says more than its name", op, d)
-		}
-	}
-}

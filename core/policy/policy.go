@@ -507,22 +507,7 @@ func writtenRefs(pr proposal.Proposal) ([]string, bool) {
 	if pr.Args == nil {
 		return nil, false
 	}
-	known := func(a proposal.Args) bool {
-		switch x := a.(type) {
-		case *proposal.ResetArgs:
-			return x.Branch != ""
-		case *proposal.CommitArgs:
-			return x.Branch != ""
-		}
-		return true
-	}
-	if plan, ok := pr.Args.(*proposal.PlanArgs); ok {
-		for _, s := range plan.Steps {
-			if !known(s.Args) {
-				return nil, false
-			}
-		}
-	} else if !known(pr.Args) {
+	if !proposal.WrittenRefsKnown(pr.Args) {
 		return nil, false
 	}
 	return pr.Args.WrittenRefs(), true

@@ -1,0 +1,50 @@
+package proposal
+
+import (
+	"fmt"
+	"slices"
+)
+
+// MergeStrategy is how a merge lands on its target.
+type MergeStrategy string
+
+// Merge strategies.
+const (
+	MergeCommit MergeStrategy = "merge"
+	MergeSquash MergeStrategy = "squash"
+)
+
+// MergeStrategies lists every merge strategy, as the tool's schema offers them.
+func MergeStrategies() []MergeStrategy { return []MergeStrategy{MergeCommit, MergeSquash} }
+
+// MergeArgs merges Source into the branch Target.
+type MergeArgs struct {
+	Source   string        `json:"source"`
+	Target   string        `json:"target"`
+	Strategy MergeStrategy `json:"strategy"`
+	Message  string        `json:"message,omitempty"`
+}
+
+func (*MergeArgs) Op() Op { return OpMerge }
+
+func (a *MergeArgs) Validate() error {
+	if !validRevision(a.Source) {
+		return invalid("source", "is not a valid revision")
+	}
+	if !validBranchName(a.Target) {
+		return invalid("target", "is not a valid branch name (give the short name, e.g. main)")
+	}
+	if !slices.Contains(MergeStrategies(), a.Strategy) {
+		return invalid("strategy", "must be merge or squash")
+	}
+	return validMessage("message", a.Message, false)
+}
+
+func (a *MergeArgs) Pins() []string                 { return []string{a.Source, BranchRef(a.Target)} }
+func (a *MergeArgs) WrittenRefs() []string          { return []string{BranchRef(a.Target)} }
+func (a *MergeArgs) FilesTouched() ([]string, bool) { return nil, false }
+func (a *MergeArgs) risk(Pinned) Risk               { return RiskMedium }
+func (a *MergeArgs) why(Pinned) string              { return fmt.Sprintf("merges %s into %s", a.Source, a.Target) }
+
+// Describe says what the merge does, in a few words.
+func (a *MergeArgs) Describe() string { return fmt.Sprintf("merge of %s into %s", a.Source, a.Target) }

@@ -1,0 +1,77 @@
+package proposal
+
+import (
+	"fmt"
+	"strings"
+)
+
+// PushArgs pushes Branch to Remote (as RemoteBranch, default the same
+// name). A forced push is only ever --force-with-lease against the pinned
+// remote-tracking ref.
+type PushArgs struct {
+	Remote         string `json:"remote"`
+	Branch         string `json:"branch"`
+	RemoteBranch   string `json:"remoteBranch,omitempty"`
+	SetUpstream    bool   `json:"setUpstream,omitempty"`
+	ForceWithLease bool   `json:"forceWithLease,omitempty"`
+}
+
+func (*PushArgs) Op() Op { return OpPush }
+
+func (a *PushArgs) Validate() error {
+	if !validRemoteName(a.Remote) {
+		return invalid("remote", "is not a valid remote name")
+	}
+	if !validBranchName(a.Branch) {
+		return invalid("branch", "is not a valid branch name")
+	}
+	if a.RemoteBranch != "" && !validBranchName(a.RemoteBranch) {
+		return invalid("remoteBranch", "is not a valid branch name")
+	}
+	return nil
+}
+
+// RemoteName is the branch name on the remote.
+func (a *PushArgs) RemoteName() string {
+	if a.RemoteBranch != "" {
+		return a.RemoteBranch
+	}
+	return a.Branch
+}
+
+// LeaseRef is the remote-tracking ref a forced push leases against.
+func (a *PushArgs) LeaseRef() string { return "refs/remotes/" + a.Remote + "/" + a.RemoteName() }
+
+func (a *PushArgs) Pins() []string {
+	if a.ForceWithLease {
+		return []string{BranchRef(a.Branch), a.LeaseRef()}
+	}
+	return []string{BranchRef(a.Branch)}
+}
+
+// WrittenRefs names the branch on the remote, which is what a push changes.
+func (a *PushArgs) WrittenRefs() []string          { return []string{BranchRef(a.RemoteName())} }
+func (a *PushArgs) FilesTouched() ([]string, bool) { return nil, true }
+func (a *PushArgs) risk(Pinned) Risk {
+	if a.ForceWithLease {
+		return RiskDestructive
+	}
+	return RiskMedium
+}
+func (a *PushArgs) why(Pinned) string {
+	if a.ForceWithLease {
+		return "overwrites " + a.Remote + "/" + a.RemoteName() + " on the remote"
+	}
+	return "publishes commits to " + a.Remote + "/" + a.RemoteName()
+}
+
+// Describe says what the push does, in a few words.
+func (a *PushArgs) Describe() string { return fmt.Sprintf("push of %s to %s", a.Branch, a.Remote) }
+
+// pinHint: a lease needs the remote-tracking ref to lease against.
+func (a *PushArgs) pinHint(ref string) string {
+	if ref != a.LeaseRef() {
+		return ""
+	}
+	return "forceWithLease needs the remote-tracking ref " + strings.TrimPrefix(ref, "refs/remotes/") + " to lease against; fetch first"
+}

@@ -1,0 +1,66 @@
+package proposal
+
+import (
+	"fmt"
+)
+
+// WorktreeArgs adds a linked worktree at Path with Branch checked out,
+// creating Branch from StartPoint when NewBranch is set.
+type WorktreeArgs struct {
+	Path       string `json:"path"`
+	Branch     string `json:"branch"`
+	NewBranch  bool   `json:"newBranch,omitempty"`
+	StartPoint string `json:"startPoint,omitempty"`
+}
+
+func (*WorktreeArgs) Op() Op { return OpWorktree }
+
+func (a *WorktreeArgs) Validate() error {
+	if err := validAbsPath("path", a.Path); err != nil {
+		return err
+	}
+	if !validBranchName(a.Branch) {
+		return invalid("branch", "is not a valid branch name")
+	}
+	if a.NewBranch {
+		if !validRevision(a.StartPoint) {
+			return invalid("startPoint", "is required with newBranch and must be a valid revision")
+		}
+	} else if a.StartPoint != "" {
+		return invalid("startPoint", "is only used with newBranch")
+	}
+	return nil
+}
+
+func (a *WorktreeArgs) Pins() []string {
+	if a.NewBranch {
+		return []string{a.StartPoint}
+	}
+	return []string{BranchRef(a.Branch)}
+}
+
+func (a *WorktreeArgs) WrittenRefs() []string {
+	if a.NewBranch {
+		return []string{BranchRef(a.Branch)}
+	}
+	return nil
+}
+func (a *WorktreeArgs) FilesTouched() ([]string, bool) { return nil, true }
+func (a *WorktreeArgs) risk(p Pinned) Risk {
+	if p.WorktreeNestedIn != "" {
+		return RiskHigh
+	}
+	return RiskLow
+}
+func (a *WorktreeArgs) why(p Pinned) string {
+	if p.WorktreeNestedIn != "" {
+		return "adds a working tree inside another working tree, whose tools and commands will see its files"
+	}
+	return "adds a working tree; nothing existing changes"
+}
+
+// Describe says what the worktree proposal does, in a few words.
+func (a *WorktreeArgs) Describe() string { return fmt.Sprintf("worktree %s for %s", a.Path, a.Branch) }
+
+// places: the new worktree's directory.
+func (a *WorktreeArgs) places() []Place { return []Place{{Kind: PlaceNewWorktree, Path: &a.Path}} }
