@@ -82,7 +82,7 @@ func (api *API) RemoveLocks(r RemoveLocksRequest) (apply.LockRemoval, error) {
 	if rerr != nil {
 		return apply.LockRemoval{}, rerr
 	}
-	a.events.Publish(Event{Name: "proposal:updated", Data: map[string]any{"id": rec.Proposal.ID, "state": rec.State, "version": rec.Version}})
+	a.events.Publish(Event{Name: "proposal:updated", Data: ProposalEvent{ID: rec.Proposal.ID, State: rec.State, Version: rec.Version}})
 	return *res, nil
 }
 

@@ -235,6 +235,6 @@ func (api *API) restore(r RestoreRequest) (*apply.RestoreResult, error) {
 	if rerr != nil {
 		return nil, rerr
 	}
-	a.events.Publish(Event{Name: "timeline:changed", Data: map[string]string{"repo": repo}})
+	a.events.Publish(Event{Name: "timeline:changed", Data: TimelineChanged{Repo: repo}})
 	return res, nil
 }

@@ -55,7 +55,7 @@ func runDesktop(assets fs.FS, stderr io.Writer) int {
 		wruntime.WindowShow(wctx)
 		wruntime.WindowUnminimise(wctx)
 		if proposalID != "" {
-			wruntime.EventsEmit(wctx, "ui:focus", map[string]string{"id": proposalID})
+			wruntime.EventsEmit(wctx, "ui:focus", FocusEvent{ID: proposalID})
 		}
 	}
 	if n, err := newDBusNotifier(func(id string) { show(id) }); err != nil {

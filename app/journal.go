@@ -118,8 +118,8 @@ func (a *App) bridgeJournal(ctx context.Context) {
 			if c.To == proposal.Approved {
 				a.execute(c.ID)
 			}
-			a.events.Publish(Event{Name: name, Data: map[string]any{
-				"id": c.ID, "agent": c.Agent, "op": c.Op, "state": c.To, "version": c.Version,
+			a.events.Publish(Event{Name: name, Data: ProposalEvent{
+				ID: c.ID, Agent: c.Agent, Op: c.Op, State: c.To, Version: c.Version,
 			}})
 		}
 	}

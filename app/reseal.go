@@ -200,7 +200,7 @@ func (a *App) recheck(ctx context.Context, rec journal.Record) (resealed bool) {
 	changed := had != (why != "") || before != why
 	w.mu.Unlock()
 	if changed {
-		a.events.Publish(Event{Name: "proposal:updated", Data: map[string]any{"id": id, "agent": rec.Proposal.Agent, "op": rec.Proposal.Op, "state": rec.State, "version": rec.Version}})
+		a.events.Publish(Event{Name: "proposal:updated", Data: ProposalEvent{ID: id, Agent: rec.Proposal.Agent, Op: rec.Proposal.Op, State: rec.State, Version: rec.Version}})
 	}
 	return resealed
 }

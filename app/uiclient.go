@@ -345,16 +345,26 @@ func (g *tsGen) declare(t reflect.Type) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		decl = fmt.Sprintf("/** Go's %s. */\nexport type %s = %s;\n", goName(t), name, v)
+		decl = fmt.Sprintf("%sexport type %s = %s;\n", goNameNote(t, name), name, v)
 	} else {
 		obj, err := g.object(t, "")
 		if err != nil {
 			return "", err
 		}
-		decl = fmt.Sprintf("/** Go's %s. */\nexport interface %s %s\n", goName(t), name, obj)
+		decl = fmt.Sprintf("%sexport interface %s %s\n", goNameNote(t, name), name, obj)
 	}
 	g.decls[name] = decl
 	return name, nil
+}
+
+// goNameNote is a comment naming t's Go name when TypeScript names it
+// otherwise. (The package is left out: moving a type to another package
+// changes nothing the front end sees.)
+func goNameNote(t reflect.Type, name string) string {
+	if t.Name() == name {
+		return ""
+	}
+	return "/** Go's " + t.Name() + ". */\n"
 }
 
 // goName is t as Go code outside its package names it.

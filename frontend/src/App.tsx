@@ -101,7 +101,7 @@ export function App() {
   useEffect(() => {
     if (load.kind !== "ready") return;
     return onEvents(["ui:focus"], (_name, data) => {
-      const id = (data as { id?: string } | undefined)?.id;
+      const id = data?.id;
       if (id) navigate("proposal", id);
     });
   }, [load.kind]);

@@ -5,7 +5,7 @@
 // feed. Both read the app's list of automatic approvals and follow its
 // proposal events.
 import { useCallback, useEffect, useState } from "react";
-import { api, onEvents, type AutoApproval } from "./api";
+import { api, onEvents, type AutoApproval, type EventName } from "./api";
 import { ErrorBox, StateBadge, Time, errorMessage, useNow } from "./bits";
 import { opLabel, toDate } from "./format";
 import { href } from "./route";
@@ -13,7 +13,7 @@ import { href } from "./route";
 /** How long an automatic approval stays on the Pending screen. */
 export const autoNoticeMs = 15 * 60_000;
 
-const liveEvents = ["proposal:created", "proposal:updated", "proposals:resync"];
+const liveEvents: EventName[] = ["proposal:created", "proposal:updated", "proposals:resync"];
 
 // Dismissed and undone notices, for as long as the page lives: the Pending
 // screen mounts the notices again when its queue empties or fills.

@@ -11,7 +11,7 @@
 // screen says so and the decision keys wait until the person has seen
 // the new one.
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type ReactNode } from "react";
-import { api, ApiError, onEvents, type AutoApproval, type Card, type Status } from "./api";
+import { api, ApiError, onEvents, type AutoApproval, type Card, type EventName, type Status } from "./api";
 import { AutoApprovedNotices } from "./AutoApprovals";
 import { ErrorBox, StateBadge, errorMessage } from "./bits";
 import { EmptyState } from "./EmptyState";
@@ -23,7 +23,7 @@ import { QueueRow, matchesSearch, subjectOf } from "./QueueRow";
 import { clearReviewNotes, notesToSend } from "./ReviewNotes";
 import { href } from "./route";
 
-const liveEvents = ["proposal:created", "proposal:updated", "proposals:resync"];
+const liveEvents: EventName[] = ["proposal:created", "proposal:updated", "proposals:resync"];
 const terminal = ["completed", "failed", "rejected", "cancelled", "expired"];
 
 /** How long a reject made with the `r` key can be undone before it is sent. */

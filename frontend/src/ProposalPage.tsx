@@ -40,7 +40,7 @@ export function ProposalPage({ id }: { id: string }) {
     setAudit(null);
     void load();
     const off = onEvents(["proposal:updated", "proposals:resync"], (name, data) => {
-      if (name === "proposals:resync" || (data as { id?: string } | undefined)?.id === id) void load();
+      if (name === "proposals:resync" || data?.id === id) void load();
     });
     return off;
   }, [id, load]);

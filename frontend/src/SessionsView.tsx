@@ -4,14 +4,14 @@
 // running session can be stopped here; an ended one's kept changes can be
 // offered again as a new card.
 import { useCallback, useEffect, useRef, useState } from "react";
-import { api, onEvents, type AgentSession, type SessionOffer } from "./api";
+import { api, onEvents, type AgentSession, type EventName, type SessionOffer } from "./api";
 import { ErrorBox, StateBadge, Time, errorMessage, useNow } from "./bits";
 import { formatDuration, toDate } from "./format";
 import { href } from "./route";
 
 // A session's proposals and its leftover card change with the proposals'
 // events; the list itself with session:changed.
-const liveEvents = ["session:changed", "proposal:created", "proposal:updated", "proposals:resync"];
+const liveEvents: EventName[] = ["session:changed", "proposal:created", "proposal:updated", "proposals:resync"];
 
 type Load = { kind: "loading" } | { kind: "ready"; list: AgentSession[] } | { kind: "error"; message: string };
 

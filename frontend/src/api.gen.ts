@@ -6,7 +6,7 @@
 
 import { call, omit, queryOf, seg } from "./transport";
 
-/** Go's app.SessionView. */
+/** Go's SessionView. */
 export interface AgentSession {
   id: string;
   agent: string;
@@ -26,10 +26,8 @@ export interface AgentSession {
   note?: string;
 }
 
-/** Go's app.AuditEntry. */
 export type AuditEntry = Record<string, unknown>;
 
-/** Go's app.AuditReport. */
 export interface AuditReport {
   ok: boolean;
   problem?: string;
@@ -46,14 +44,12 @@ export interface AuditReport {
   expectedHead?: string;
 }
 
-/** Go's app.AuditView. */
 export interface AuditView {
   keyId: string;
   signed: boolean;
   entries: AuditEntry[];
 }
 
-/** Go's app.AutoApproval. */
 export interface AutoApproval {
   id: string;
   rule: string;
@@ -67,7 +63,6 @@ export interface AutoApproval {
   restorePoint: string;
 }
 
-/** Go's app.Card. */
 export interface Card {
   id: string;
   op: string;
@@ -112,7 +107,7 @@ export interface Card {
   below?: string;
 }
 
-/** Go's app.ClientInfo. */
+/** Go's ClientInfo. */
 export interface Client {
   client: string;
   displayName: string;
@@ -125,26 +120,22 @@ export interface Client {
   problem?: string;
 }
 
-/** Go's journal.Collision. */
 export interface Collision {
   proposalId: string;
   agent: string;
   files: string[];
 }
 
-/** Go's proposal.CommitList. */
 export interface CommitList {
   count: number;
   commits: CommitRef[];
 }
 
-/** Go's proposal.CommitRef. */
 export interface CommitRef {
   sha: string;
   subject: string;
 }
 
-/** Go's apply.Conflict. */
 export interface Conflict {
   kind: string;
   ref?: string;
@@ -154,14 +145,12 @@ export interface Conflict {
   message: string;
 }
 
-/** Go's app.ConnectRequest. */
 export interface ConnectRequest {
   client?: string;
   scope?: string;
   project?: string;
 }
 
-/** Go's app.ConnectResult. */
 export interface ConnectResult {
   client: string;
   path: string;
@@ -171,7 +160,6 @@ export interface ConnectResult {
   message: string;
 }
 
-/** Go's journal.Decision. */
 export interface Decision {
   by: string;
   note?: string;
@@ -182,7 +170,7 @@ export interface Decision {
   comments?: ReviewComment[];
 }
 
-/** Go's app.Decision. */
+/** Go's Decision. */
 export interface DecisionRequest {
   id?: string;
   digest?: string;
@@ -191,7 +179,6 @@ export interface DecisionRequest {
   comments?: ReviewComment[];
 }
 
-/** Go's app.DiffChunk. */
 export interface DiffChunk {
   text: string;
   offset: number;
@@ -202,7 +189,6 @@ export interface DiffChunk {
   notices: string[];
 }
 
-/** Go's app.DiffFileAt. */
 export interface DiffFileAt {
   path: string;
   offset: number;
@@ -211,7 +197,7 @@ export interface DiffFileAt {
 
 export type Effect = "lands" | "loses";
 
-/** Go's app.CardEvidence. */
+/** Go's CardEvidence. */
 export interface Evidence {
   workspaceId: string;
   runs: WorkspaceRun[];
@@ -220,7 +206,6 @@ export interface Evidence {
   lastFailed: boolean;
 }
 
-/** Go's proposal.FileChange. */
 export interface FileChange {
   status: string;
   path: string;
@@ -233,12 +218,11 @@ export interface FileChange {
   binary?: boolean;
 }
 
-/** Go's app.FocusEvent. */
 export interface FocusEvent {
   id: string;
 }
 
-/** Go's apply.Lock. */
+/** Go's Lock. */
 export interface GitLock {
   repo: string;
   path: string;
@@ -250,7 +234,6 @@ export interface GitLock {
   leftover: boolean;
 }
 
-/** Go's app.GrantRequest. */
 export interface GrantRequest {
   id?: string;
   secretName?: string;
@@ -259,7 +242,6 @@ export interface GrantRequest {
   egress?: string[];
 }
 
-/** Go's app.HistoryQuery. */
 export interface HistoryQuery {
   agent?: string;
   repo?: string;
@@ -268,14 +250,12 @@ export interface HistoryQuery {
   limit?: number;
 }
 
-/** Go's app.ImagePreview. */
 export interface ImagePreview {
   contentType: string;
   size: number;
   dataUrl: string;
 }
 
-/** Go's app.InvisibleLine. */
 export interface InvisibleLine {
   file: string;
   line: number;
@@ -285,25 +265,21 @@ export interface InvisibleLine {
   text: string;
 }
 
-/** Go's app.InvisibleText. */
 export interface InvisibleText {
   field: string;
   shown: string;
 }
 
-/** Go's apply.LockRefusal. */
 export interface LockRefusal {
   lock: GitLock;
   reason: string;
 }
 
-/** Go's apply.LockRemoval. */
 export interface LockRemoval {
   removed: GitLock[];
   kept: LockRefusal[];
 }
 
-/** Go's proposal.Losses. */
 export interface Losses {
   modified: number;
   added: number;
@@ -313,7 +289,6 @@ export interface Losses {
   commits: number;
 }
 
-/** Go's proposal.Origin. */
 export interface Origin {
   session: string;
   runtime: string;
@@ -321,7 +296,6 @@ export interface Origin {
   leftover?: boolean;
 }
 
-/** Go's journal.Outcome. */
 export interface Outcome {
   code?: string;
   message?: string;
@@ -329,7 +303,6 @@ export interface Outcome {
   at: string;
 }
 
-/** Go's proposal.Pinned. */
 export interface Pinned {
   refs: Record<string, string>;
   worktreeFingerprint?: string;
@@ -337,7 +310,6 @@ export interface Pinned {
   worktreeNestedIn?: string;
 }
 
-/** Go's apply.Preflight. */
 export interface Preflight {
   stale: boolean;
   moved: RefMove[];
@@ -347,7 +319,6 @@ export interface Preflight {
   notices: string[];
 }
 
-/** Go's app.ProposalEvent. */
 export interface ProposalEvent {
   id: string;
   agent?: string;
@@ -359,14 +330,12 @@ export interface ProposalEvent {
 export type ProposalState = "pending" | "approved" | "executing" | "completed" | "failed" | "rejected" | "cancelled" | "expired" | "needs_reconciliation";
 export const proposalStates: ProposalState[] = ["pending", "approved", "executing", "completed", "failed", "rejected", "cancelled", "expired", "needs_reconciliation"];
 
-/** Go's apply.RefChange. */
 export interface RefChange {
   ref: string;
   from?: string;
   to?: string;
 }
 
-/** Go's proposal.RefMove. */
 export interface RefMove {
   ref: string;
   from?: string;
@@ -375,7 +344,6 @@ export interface RefMove {
   repo?: string;
 }
 
-/** Go's app.RefPreview. */
 export interface RefPreview {
   ref: string;
   now?: string;
@@ -383,19 +351,16 @@ export interface RefPreview {
   leaving: number;
 }
 
-/** Go's apply.RefState. */
 export interface RefState {
   ref: string;
   sha?: string;
 }
 
-/** Go's app.RemoveLocksRequest. */
 export interface RemoveLocksRequest {
   id?: string;
   locks?: GitLock[];
 }
 
-/** Go's journal.Reseal. */
 export interface Reseal {
   from: string;
   to: string;
@@ -405,7 +370,7 @@ export interface Reseal {
   at: string;
 }
 
-/** Go's app.RestorePointRow. */
+/** Go's RestorePointRow. */
 export interface RestorePoint {
   id: string;
   label: string;
@@ -417,7 +382,6 @@ export interface RestorePoint {
   note?: string;
 }
 
-/** Go's app.RestorePreview. */
 export interface RestorePreview {
   label: string;
   refs: RefPreview[];
@@ -426,14 +390,13 @@ export interface RestorePreview {
   note?: string;
 }
 
-/** Go's app.RestoreRequest. */
 export interface RestoreRequest {
   repo?: string;
   restorePoint?: string;
   force?: boolean;
 }
 
-/** Go's app.RestoreView. */
+/** Go's RestoreView. */
 export interface RestoreResult {
   restored: RefChange[];
   worktreeRestored: boolean;
@@ -441,7 +404,7 @@ export interface RestoreResult {
   note?: string;
 }
 
-/** Go's journal.Comment. */
+/** Go's Comment. */
 export interface ReviewComment {
   path: string;
   line: number;
@@ -449,7 +412,6 @@ export interface ReviewComment {
   note: string;
 }
 
-/** Go's app.RevokeRequest. */
 export interface RevokeRequest {
   agent?: string;
   name?: string;
@@ -457,7 +419,6 @@ export interface RevokeRequest {
 
 export type Risk = "low" | "medium" | "high" | "destructive";
 
-/** Go's app.RuleDraft. */
 export interface RuleDraft {
   name: string;
   refs: string[];
@@ -475,7 +436,6 @@ export interface RuleDraft {
   notes: string[];
 }
 
-/** Go's app.RuleInput. */
 export interface RuleInput {
   name?: string;
   refs?: string[];
@@ -485,7 +445,6 @@ export interface RuleInput {
   trustDeclaredName?: boolean;
 }
 
-/** Go's app.RuleView. */
 export interface RuleView {
   name: string;
   agent: string;
@@ -504,14 +463,12 @@ export interface RuleView {
   lastApproved: string;
 }
 
-/** Go's app.RulesView. */
 export interface RulesView {
   policyFile: string;
   configured: boolean;
   rules: RuleView[];
 }
 
-/** Go's app.RuntimeChoice. */
 export interface RuntimeChoice {
   name: string;
   default: boolean;
@@ -520,7 +477,6 @@ export interface RuntimeChoice {
 
 export type Scope = "user" | "project";
 
-/** Go's proposal.Sealed. */
 export interface Sealed {
   ref?: string;
   head?: string;
@@ -544,14 +500,13 @@ export interface Sealed {
   below?: string;
 }
 
-/** Go's app.SessionOffer. */
 export interface SessionOffer {
   proposal?: string;
   files?: number;
   message: string;
 }
 
-/** Go's app.SettingsView. */
+/** Go's SettingsView. */
 export interface Settings {
   allowedRoots: string[];
   pendingExpiry: string;
@@ -563,7 +518,7 @@ export interface Settings {
   restartRequired: string[];
 }
 
-/** Go's config.Settings. */
+/** Go's Settings. */
 export interface SettingsInput {
   allowedRoots?: string[];
   pendingExpiry?: string;
@@ -572,7 +527,6 @@ export interface SettingsInput {
   notifications?: boolean;
 }
 
-/** Go's app.Status. */
 export interface Status {
   version: string;
   ui: string;
@@ -583,7 +537,6 @@ export interface Status {
   startedAt: string;
 }
 
-/** Go's journal.Step. */
 export interface Step {
   version: number;
   from?: ProposalState;
@@ -595,19 +548,18 @@ export interface Step {
 
 export type Tense = "future" | "past" | "unrealized";
 
-/** Go's app.TimelineView. */
+/** Go's TimelineView. */
 export interface Timeline {
   repo: string;
   restorePoints: RestorePoint[];
   events: TimelineEvent[];
 }
 
-/** Go's app.TimelineChanged. */
 export interface TimelineChanged {
   repo: string;
 }
 
-/** Go's app.TimelineRow. */
+/** Go's TimelineRow. */
 export interface TimelineEvent {
   time: string;
   kind: string;
@@ -618,7 +570,6 @@ export interface TimelineEvent {
   restorePointId?: string;
 }
 
-/** Go's app.TrustRequest. */
 export interface TrustRequest {
   id?: string;
   digest?: string;
@@ -628,13 +579,12 @@ export interface TrustRequest {
   rule?: RuleInput;
 }
 
-/** Go's app.TrustResult. */
 export interface TrustResult {
   card: Card;
   rule: RuleView;
 }
 
-/** Go's app.WorkspaceView. */
+/** Go's WorkspaceView. */
 export interface Workspace {
   id: string;
   state: string;
@@ -646,14 +596,13 @@ export interface Workspace {
   proposalId?: string;
 }
 
-/** Go's app.WorkspaceEnded. */
 export interface WorkspaceEnded {
   id: string;
   runsStopped: number;
   destroyed: boolean;
 }
 
-/** Go's app.WorkspaceImageView. */
+/** Go's WorkspaceImageView. */
 export interface WorkspaceImage {
   id: string;
   tags: string[];
@@ -663,7 +612,7 @@ export interface WorkspaceImage {
   inUse: boolean;
 }
 
-/** Go's app.WorkspaceImagesView. */
+/** Go's WorkspaceImagesView. */
 export interface WorkspaceImages {
   images: WorkspaceImage[];
   pinned: string;
@@ -672,7 +621,7 @@ export interface WorkspaceImages {
   overriddenByEnv: boolean;
 }
 
-/** Go's app.WorkspaceRunView. */
+/** Go's WorkspaceRunView. */
 export interface WorkspaceRun {
   id: string;
   argv: string[];
@@ -691,7 +640,7 @@ export interface WorkspaceRun {
   stderr: string;
 }
 
-/** Go's app.WorkspaceRuntimeView. */
+/** Go's WorkspaceRuntimeView. */
 export interface WorkspaceRuntime {
   saved: string;
   running: string;
@@ -701,7 +650,6 @@ export interface WorkspaceRuntime {
   overriddenByEnv: boolean;
 }
 
-/** Go's app.WorkspaceTestView. */
 export interface WorkspaceTestView {
   passed: number;
   failed: number;

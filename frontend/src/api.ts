@@ -4,7 +4,7 @@
 // is transport.ts. What is here is what Go does not declare: the image
 // route an <img> loads, and the shared stream of the app's events.
 
-import { api } from "./api.gen";
+import { api, desktopOnlyEvents, type EventName, type EventPayloads } from "./api.gen";
 import { bound, http, isDown, seg, type WailsWindow } from "./transport";
 
 export * from "./api.gen";
@@ -26,18 +26,21 @@ export async function proposalImageSrc(id: string, blob: string): Promise<string
  * In the browser the stream reconnects by itself after a drop; events sent
  * while it was down are lost, so a reconnect is reported as
  * "proposals:resync" (when subscribed) for the screen to re-read.
+ * Each event comes with what it carries (EventPayloads, declared in Go).
+ * Listening for an event only the desktop app emits (desktopOnlyEvents)
+ * opens no stream in a browser.
  */
-// Events only the desktop app emits (through Wails, never on
-// /api/events): in a browser, listening for them opens no stream.
-const desktopOnlyEvents = new Set(["ui:focus"]);
-
-export function onEvents(names: string[], cb: (name: string, data: unknown) => void): () => void {
+export function onEvents<K extends EventName>(
+  names: readonly K[],
+  listener: (name: K, data: NoInfer<EventPayloads[K]>) => unknown,
+): () => void {
+  const cb = listener as (name: string, data: unknown) => void;
   const rt = (window as unknown as WailsWindow).runtime;
   if (bound() && rt) {
     const offs = names.map((n) => rt.EventsOn(n, (d) => cb(n, d)));
     return () => offs.forEach((off) => off());
   }
-  const streamed = names.filter((n) => !desktopOnlyEvents.has(n));
+  const streamed: string[] = names.filter((n) => !desktopOnlyEvents.includes(n));
   if (streamed.length === 0 || typeof EventSource === "undefined") return () => {};
   const sub: Subscriber = { names: streamed, cb };
   if (!stream) {

@@ -1,9 +1,9 @@
 // The number of proposals waiting, for the navigation and the title: read
 // from the app's status and re-read whenever a proposal changes.
 import { useEffect, useState } from "react";
-import { api, onEvents } from "./api";
+import { api, onEvents, type EventName } from "./api";
 
-const liveEvents = ["proposal:created", "proposal:updated", "proposals:resync"];
+const liveEvents: EventName[] = ["proposal:created", "proposal:updated", "proposals:resync"];
 
 /** The pending count, starting from `initial` (null before the app answered). */
 export function usePendingCount(initial: number | null): number | null {
