@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -241,7 +242,7 @@ func jsonFieldsOf(st reflect.Type) []goJSONField {
 		if name == "" {
 			name = f.Name
 		}
-		out = append(out, goJSONField{name: name, typ: f.Type, omitempty: containsString(strings.Split(opts, ","), "omitempty")})
+		out = append(out, goJSONField{name: name, typ: f.Type, omitempty: slices.Contains(strings.Split(opts, ","), "omitempty")})
 	}
 	return out
 }

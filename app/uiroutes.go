@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/sluicehq/sluice/core/errcode"
@@ -180,12 +181,12 @@ func (rt uiRoute) method() (reflect.Method, error) {
 		return m, fmt.Errorf("%s: API.%s does not return (T, error)", rt.Pattern(), rt.Method)
 	}
 	paths := rt.pathNames()
-	bodies := 0
+	bodies, whole := 0, false
 	for i, a := range rt.Args {
 		pt := m.Type.In(i + 1)
 		switch a.From {
 		case fromPath:
-			if pt.Kind() != reflect.String || !containsString(paths, a.Name) {
+			if pt.Kind() != reflect.String || !slices.Contains(paths, a.Name) {
 				return m, fmt.Errorf("%s: argument %s is not a string path value of the route", rt.Pattern(), a.Name)
 			}
 		case fromQuery:
@@ -198,6 +199,7 @@ func (rt uiRoute) method() (reflect.Method, error) {
 			}
 		case fromBody:
 			bodies++
+			whole = true
 			for _, p := range paths {
 				if pt.Kind() != reflect.Struct || jsonFieldIndex(pt, p) == nil || jsonFieldType(pt, p).Kind() != reflect.String {
 					return m, fmt.Errorf("%s: the body %s has no string field %q for the path value", rt.Pattern(), a.Name, p)
@@ -206,9 +208,9 @@ func (rt uiRoute) method() (reflect.Method, error) {
 		case fromBodyField:
 			bodies++
 		}
-		if a.From == fromBody && bodies > 1 {
-			return m, fmt.Errorf("%s: a whole body cannot share the body with another argument", rt.Pattern())
-		}
+	}
+	if whole && bodies > 1 {
+		return m, fmt.Errorf("%s: a whole body cannot share the body with another argument", rt.Pattern())
 	}
 	if bodies > 0 && rt.Verb != http.MethodPost {
 		return m, fmt.Errorf("%s: only a POST has a body", rt.Pattern())
@@ -217,15 +219,6 @@ func (rt uiRoute) method() (reflect.Method, error) {
 		return m, fmt.Errorf("%s: a POST changes state and needs the CSRF token; a GET must not", rt.Pattern())
 	}
 	return m, nil
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // jsonFieldIndex is the index path of the field encoding/json names

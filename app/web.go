@@ -357,12 +357,8 @@ const maxDecisionBody = 16 << 10
 // their paths, escaped as JSON may escape them.
 const maxRejectBody = 4 << 20
 
-// decodeBody reads a small JSON body strictly (unknown fields refused).
-func decodeBody(rw http.ResponseWriter, r *http.Request, v any) bool {
-	return decodeBodyMax(rw, r, v, maxDecisionBody)
-}
-
-// decodeBodyMax is decodeBody for a body of at most max bytes.
+// decodeBodyMax reads a JSON body of at most max bytes strictly (unknown
+// fields refused).
 func decodeBodyMax(rw http.ResponseWriter, r *http.Request, v any, max int64) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(rw, r.Body, max))
 	dec.DisallowUnknownFields()
