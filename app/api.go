@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
@@ -78,8 +79,11 @@ type UIError struct {
 }
 
 // FormatError maps an error to {code, message}. It is the Wails
-// ErrorFormatter and the headless server's error encoder.
+// ErrorFormatter and the headless server's error encoder. A journal
+// sentinel that reaches it uncoded gets the code journal.Coded gives it
+// at every boundary.
 func FormatError(err error) any {
+	err = journal.Coded(err)
 	return UIError{Code: errcode.Of(err), Message: err.Error()}
 }
 

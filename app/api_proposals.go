@@ -1,7 +1,6 @@
 package app
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -258,10 +257,7 @@ func (a *App) record(id string) (journal.Record, error) {
 		return journal.Record{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: "invalid proposal id"}
 	}
 	rec, err := a.journal.Get(id)
-	if errors.Is(err, journal.ErrNotFound) {
-		return rec, &errcode.Error{Code: errcode.ProposalNotFound, Msg: "no such proposal"}
-	}
-	return rec, err
+	return rec, journal.Coded(err)
 }
 
 // Decision is what the person sends from a card.
@@ -384,14 +380,9 @@ func (a *App) decisionTarget(d Decision) (journal.Record, error) {
 	return rec, nil
 }
 
+// decisionError is a decision's failure as the person sees it: the
+// journal's sentinels coded as journal.Coded codes them for every
+// boundary (a digest that no longer matches is the stale card's code).
 func decisionError(err error) error {
-	switch {
-	case errors.Is(err, journal.ErrNotPending), errors.Is(err, journal.ErrExpired), errors.Is(err, proposal.ErrInvalidTransition):
-		return &errcode.Error{Code: errcode.ProposalTerminal, Msg: "this proposal is no longer pending"}
-	case errors.Is(err, journal.ErrDigestMismatch):
-		return ErrStaleCard
-	case errors.Is(err, journal.ErrAudit):
-		return &errcode.Error{Code: errcode.AuditFailed, Msg: "the decision was not recorded because the audit ledger could not be written; nothing happened"}
-	}
-	return err
+	return journal.Coded(err)
 }

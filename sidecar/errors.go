@@ -46,6 +46,7 @@ var nextSteps = map[errcode.Code]string{
 	errcode.PathOutsideRoots:    "sluice_capabilities lists the allowed roots; ask the person to add a folder outside them",
 	errcode.NotARepository:      "name a folder inside a git repository (fleet_radar finds them)",
 	errcode.GatewayUnavailable:  "ask the person to start Sluice, then retry",
+	errcode.AuditFailed:         "Sluice is running but cannot write its audit ledger (its log says why: a full disk, a damaged file); ask the person to fix that, then retry",
 	errcode.ProposalNotFound:    "use a proposalId that a propose_* tool returned in this session",
 	errcode.ProposalRefused:     "change what the message names and propose again",
 	errcode.ProposalTerminal:    "proposal_status shows how it ended; propose again if the change is still wanted",
@@ -102,6 +103,38 @@ func codedToolError(err error) *ToolError {
 		return &ToolError{Code: e.Code, Message: err.Error(), Data: e.Data}
 	}
 	return &ToolError{Code: errcode.Internal, Message: "internal error: " + err.Error()}
+}
+
+// gatewayToolError is a gateway answer as the model meets it. The app's
+// code passes through (an audit failure, an outcome that cannot be sealed,
+// a policy's refusal: the app coded each once, for every boundary), except
+// the few that say something about the request or the transport rather
+// than the proposal, which become the code a model acts on.
+func gatewayToolError(err error) error {
+	var api *gateway.APIError
+	if !errors.As(err, &api) {
+		return err
+	}
+	d := api.Detail
+	te := &errcode.Error{Code: d.Code, Msg: d.Message, Data: d.Data}
+	switch d.Code {
+	case errcode.TooManyPending:
+		te.Code, te.Data = errcode.ProposalRefused, map[string]string{"reason": string(d.Code)}
+	case errcode.Forbidden, errcode.Conflict:
+		te.Code = errcode.ProposalRefused
+	case errcode.TooLarge:
+		te.Code = errcode.InvalidArgument
+	case errcode.Unauthorized:
+		te.Code, te.Msg = errcode.GatewayUnavailable, "the Sluice app refused this sidecar's token (it may have restarted); restart the MCP server, then retry"
+	case errcode.Unavailable:
+		// The app answered, but it is shutting down.
+		te.Code = errcode.GatewayUnavailable
+	case errcode.NotFound:
+		te.Code, te.Msg = errcode.GatewayUnavailable, "the Sluice app does not know this request; it may be a different version than this sidecar"
+	case errcode.Internal:
+		te.Msg = "the Sluice app failed: " + d.Message
+	}
+	return te
 }
 
 // handlerFunc is the shape of every tool implementation in this package:

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
+	"github.com/sluicehq/sluice/core/journal"
 )
 
 // modelNeverSees are the codes of core/errcode that never reach a model
@@ -42,7 +44,6 @@ var modelNeverSees = map[errcode.Code]string{
 	errcode.InvalidPolicy:         "the UI's",
 	errcode.RuleNotFound:          "the UI's",
 	errcode.DestructiveNotTrusted: "the UI's",
-	errcode.AuditFailed:           "the UI's",
 	errcode.AlreadyRunning:        "the UI's",
 	errcode.AlreadyServing:        "the UI's",
 }
@@ -131,5 +132,33 @@ func TestErrors_RealFailures_NameTheNextStep(t *testing.T) {
 		if !nextStepCue.MatchString(e.Message) {
 			t.Errorf("%s %v: %q names no next step", c.tool, c.args, e.Message)
 		}
+	}
+}
+
+// TestErrors_AuditFailure_ReachesTheAgentAsAuditFailed: when the running
+// app cannot write its audit ledger, the agent is told that (audit_failed,
+// coded once by the journal and passed through the gateway and this edge),
+// not that Sluice is not running; and nothing was stored.
+func TestErrors_AuditFailure_ReachesTheAgentAsAuditFailed(t *testing.T) {
+	e := newProposeEnv(t, envOpt{})
+	e.rec.failWith(errors.New("write audit.jsonl: no space left on device"))
+	res, out := call(t, e.cs, "propose_branch", withCommon(e, map[string]any{"name": "agent/audited"}))
+	if !res.IsError || out.Error == nil || out.Error.Code != errcode.AuditFailed {
+		t.Fatalf("propose with the ledger unwritable: %s; want code %s", resultText(res), errcode.AuditFailed)
+	}
+	msg := strings.ToLower(out.Error.Message)
+	for _, wrong := range []string{"start sluice", "not reachable", "not running"} {
+		if strings.Contains(msg, wrong) {
+			t.Errorf("an audit failure is explained as %q (it says %q)", out.Error.Message, wrong)
+		}
+	}
+	if !strings.Contains(msg, "audit ledger") || !strings.Contains(msg, "nothing was changed") {
+		t.Errorf("message %q does not say the audit ledger could not be written and nothing changed", out.Error.Message)
+	}
+	if strings.Contains(msg, "no space left") {
+		t.Errorf("message %q shows the app's own detail", out.Error.Message)
+	}
+	if recs, err := e.j.List(journal.Filter{}); err != nil || len(recs) != 0 {
+		t.Fatalf("journal after a failed audit: %d records, %v; want none", len(recs), err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 
@@ -596,37 +595,6 @@ func outcomeError(out ProposalOut) *ToolError {
 
 // modelCodes are the stable codes a failed outcome may pass through.
 var modelCodes = []errcode.Code{errcode.StaleBase, errcode.GitFailed, errcode.PolicyDenied, errcode.Timeout, errcode.Unsupported}
-
-// gatewayToolError maps a gateway answer to the model-facing error codes.
-func gatewayToolError(err error) error {
-	var api *gateway.APIError
-	if !errors.As(err, &api) {
-		return err
-	}
-	d := api.Detail
-	te := &errcode.Error{Code: d.Code, Msg: d.Message, Data: d.Data}
-	switch d.Code {
-	case errcode.InvalidArgument, errcode.PathOutsideRoots, errcode.PolicyDenied, errcode.ProposalNotFound, errcode.ProposalTerminal:
-	case errcode.MergeConflict, errcode.PatchDoesNotApply, errcode.NothingToCommit, errcode.UnrelatedHistories,
-		errcode.DirtyWorktree, errcode.OperationInProgress, errcode.NothingDeleted, errcode.StaleBase, errcode.Unsupported:
-		// The outcome could not be sealed: the reason is the model's to act on.
-	case errcode.TooManyPending:
-		te.Code, te.Data = errcode.ProposalRefused, map[string]string{"reason": string(d.Code)}
-	case errcode.Forbidden, errcode.Conflict:
-		te.Code = errcode.ProposalRefused
-	case errcode.TooLarge:
-		te.Code = errcode.InvalidArgument
-	case errcode.Unauthorized:
-		te.Code, te.Msg = errcode.GatewayUnavailable, "the Sluice app refused this sidecar's token (it may have restarted); restart the MCP server, then retry"
-	case errcode.Unavailable:
-		te.Code = errcode.GatewayUnavailable
-	case errcode.NotFound:
-		te.Code, te.Msg = errcode.GatewayUnavailable, "the Sluice app does not know this request; it may be a different version than this sidecar"
-	default:
-		te.Code, te.Msg = errcode.Internal, "the Sluice app failed: "+d.Message
-	}
-	return te
-}
 
 func statusOut(st gateway.ProposalStatus) ProposalOut {
 	out := ProposalOut{

@@ -29,13 +29,26 @@ import (
 type recorder struct {
 	mu     sync.Mutex
 	events []journal.Event
+	// fail, when set, is every later Record's answer: the ledger cannot
+	// be written.
+	fail error
 }
 
 func (r *recorder) Record(ev journal.Event) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.fail != nil {
+		return r.fail
+	}
 	r.events = append(r.events, ev)
 	return nil
+}
+
+// failWith makes every later Record fail with err.
+func (r *recorder) failWith(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fail = err
 }
 
 // proposeEnv is a sidecar with the propose toolset, talking through a

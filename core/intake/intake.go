@@ -114,7 +114,7 @@ func (b *Intake) Submit(ctx context.Context, agent string, p proposal.Proposal) 
 		return gateway.ProposalStatus{}, badRequest("the proposal's agent does not match " + gateway.AgentHeader)
 	}
 	if err := p.Validate(); err != nil {
-		return gateway.ProposalStatus{}, journalError(err)
+		return gateway.ProposalStatus{}, journal.Coded(err)
 	}
 	if err := b.confine(p); err != nil {
 		return gateway.ProposalStatus{}, err
@@ -145,14 +145,14 @@ func (b *Intake) Submit(ctx context.Context, agent string, p proposal.Proposal) 
 		o := *c.Origin
 		p.Origin = &o
 		if err := p.Seal(); err != nil {
-			return gateway.ProposalStatus{}, journalError(err)
+			return gateway.ProposalStatus{}, journal.Coded(err)
 		}
 	} else if gateway.TokenIdentityFrom(ctx) {
 		// The name is an HTTP token's, which the sidecar authenticated: a
 		// rule made for it approves no program that merely calls itself so.
 		p.AgentToken = true
 		if err := p.Seal(); err != nil {
-			return gateway.ProposalStatus{}, journalError(err)
+			return gateway.ProposalStatus{}, journal.Coded(err)
 		}
 	}
 	// A retry of a request already stored (same key, same change) is
@@ -160,7 +160,7 @@ func (b *Intake) Submit(ctx context.Context, agent string, p proposal.Proposal) 
 	// sealing it again could fail for reasons that are not the agent's (its
 	// commit landed meanwhile), and would only be thrown away.
 	if rec, ok, err := b.j.Replay(p); err != nil {
-		return gateway.ProposalStatus{}, journalError(err)
+		return gateway.ProposalStatus{}, journal.Coded(err)
 	} else if ok {
 		st := StatusFromRecord(rec)
 		st.Replayed = true
@@ -184,7 +184,7 @@ func (b *Intake) Submit(ctx context.Context, agent string, p proposal.Proposal) 
 		return gateway.ProposalStatus{}, err
 	}
 	if err := p.Seal(); err != nil {
-		return gateway.ProposalStatus{}, journalError(err)
+		return gateway.ProposalStatus{}, journal.Coded(err)
 	}
 	st, err := b.store(ctx, p)
 	if err != nil || st.Replayed {
@@ -251,7 +251,7 @@ func (b *Intake) store(ctx context.Context, p proposal.Proposal) (gateway.Propos
 	}
 	rec, replayed, err := b.j.Submit(p)
 	if err != nil {
-		return gateway.ProposalStatus{}, journalError(err)
+		return gateway.ProposalStatus{}, journal.Coded(err)
 	}
 	if !replayed && verdict.AutoApprove != "" {
 		approved, err := b.j.ApproveAuto(p.ID, p.Digest, verdict.AutoApprove)
@@ -430,7 +430,7 @@ func (b *Intake) Get(ctx context.Context, agent, id string) (gateway.ProposalSta
 func (b *Intake) owned(ctx context.Context, agent, id string) (journal.Record, error) {
 	rec, err := b.j.Get(id)
 	if err != nil {
-		return journal.Record{}, journalError(err)
+		return journal.Record{}, journal.Coded(err)
 	}
 	session := ""
 	if c := gateway.CallerFrom(ctx); c != nil {
@@ -441,7 +441,7 @@ func (b *Intake) owned(ctx context.Context, agent, id string) (journal.Record, e
 		mine = o.Session
 	}
 	if rec.Proposal.Agent != agent || mine != session {
-		return journal.Record{}, journalError(journal.ErrNotOwner)
+		return journal.Record{}, journal.Coded(journal.ErrNotOwner)
 	}
 	return rec, nil
 }
@@ -455,7 +455,7 @@ func (b *Intake) Wait(ctx context.Context, agent, id string, timeout time.Durati
 	defer cancel()
 	rec, err := b.j.WaitSettled(ctx, id)
 	if err != nil {
-		return gateway.ProposalStatus{}, journalError(err)
+		return gateway.ProposalStatus{}, journal.Coded(err)
 	}
 	return StatusFromRecord(rec), nil
 }
@@ -467,7 +467,7 @@ func (b *Intake) Cancel(ctx context.Context, agent, id string) (gateway.Proposal
 	}
 	rec, err := b.j.Cancel(id, agent)
 	if err != nil {
-		return gateway.ProposalStatus{}, journalError(err)
+		return gateway.ProposalStatus{}, journal.Coded(err)
 	}
 	return StatusFromRecord(rec), nil
 }
@@ -497,7 +497,7 @@ func (b *Intake) RestorePoints(ctx context.Context, _ string, repo string) (gate
 	} else {
 		recs, err := b.j.List(journal.Filter{})
 		if err != nil {
-			return gateway.RestorePoints{}, journalError(err)
+			return gateway.RestorePoints{}, journal.Coded(err)
 		}
 		seen := map[string]bool{}
 		for _, r := range recs {
@@ -529,36 +529,6 @@ func (b *Intake) RestorePoints(ctx context.Context, _ string, repo string) (gate
 	}
 	sort.SliceStable(out.RestorePoints, func(i, j int) bool { return out.RestorePoints[i].CreatedAt > out.RestorePoints[j].CreatedAt })
 	return out, nil
-}
-
-// journalError maps journal and proposal errors to gateway answers.
-func journalError(err error) error {
-	e := func(code errcode.Code, msg string) *errcode.Error { return &errcode.Error{Code: code, Msg: msg} }
-	switch {
-	case errors.Is(err, journal.ErrNotFound):
-		return e(errcode.ProposalNotFound, "no proposal with this id")
-	case errors.Is(err, journal.ErrNotOwner):
-		return e(errcode.Forbidden, "the proposal belongs to another agent")
-	case errors.Is(err, journal.ErrNotPending):
-		return e(errcode.ProposalTerminal, "the proposal is no longer pending")
-	case errors.Is(err, journal.ErrPendingCap):
-		return e(errcode.TooManyPending, "this agent has too many pending proposals; wait for decisions or cancel some")
-	case errors.Is(err, journal.ErrDuplicateID):
-		return e(errcode.Conflict, "a proposal with this id already exists")
-	case errors.Is(err, journal.ErrIdempotencyConflict):
-		return e(errcode.Conflict, "this idempotency key was already used for a different request")
-	case errors.Is(err, journal.ErrExpired):
-		return e(errcode.InvalidArgument, "the proposal expired before it arrived")
-	case errors.Is(err, proposal.ErrDigestMismatch):
-		return e(errcode.InvalidArgument, "the digest does not match the proposal's content")
-	case errors.Is(err, proposal.ErrInvalid):
-		return e(errcode.InvalidArgument, err.Error())
-	case errors.Is(err, journal.ErrClosed):
-		return e(errcode.Unavailable, "the app is shutting down")
-	case errors.Is(err, journal.ErrAudit):
-		return e(errcode.Unavailable, "the audit ledger cannot be written, so nothing was changed")
-	}
-	return err
 }
 
 // StatusFromRecord is the wire form of a journal record.

@@ -208,7 +208,7 @@ func (j *Journal) Submit(p proposal.Proposal) (rec Record, replayed bool, err er
 			return ErrDuplicateID
 		}
 		if !p.ExpiresAt.After(now) {
-			return ErrExpired
+			return errExpiredOnArrival
 		}
 		if n := countPending(pending, p.Agent, now); n >= j.opts.PendingCap {
 			return fmt.Errorf("%w (%d of %d)", ErrPendingCap, n, j.opts.PendingCap)
