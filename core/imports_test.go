@@ -139,3 +139,17 @@ func TestImports_ForbiddenInFindsNested(t *testing.T) {
 		t.Fatalf("forbiddenIn = %v", got)
 	}
 }
+
+// TestImports_CanonicalJSONIsALeaf: canonical JSON depends on no other
+// Sluice package, and a proposal computes its digest without linking the
+// audit ledger.
+func TestImports_CanonicalJSONIsALeaf(t *testing.T) {
+	for _, p := range deps(t, "./canonjson") {
+		if strings.HasPrefix(p, "github.com/sluicehq/sluice/") && p != "github.com/sluicehq/sluice/core/canonjson" {
+			t.Errorf("core/canonjson depends on %s", p)
+		}
+	}
+	if bad := forbiddenIn(deps(t, "./proposal"), []string{"github.com/sluicehq/sluice/core/audit"}); len(bad) > 0 {
+		t.Errorf("core/proposal depends on %v", bad)
+	}
+}

@@ -1,11 +1,11 @@
-// Package audit owns the tamper-evident ledger (format v1): canonical JSON,
-// the hash chain, Ed25519 signatures, rotation into segments with signed
+// Package audit owns the tamper-evident ledger (format v1): the hash
+// chain, Ed25519 signatures, rotation into segments with signed
 // checkpoints, torn-tail recovery, and the streaming verifier behind
-// verify-audit.
+// verify-audit. Its lines are canonical JSON (core/canonjson).
 //
 // The format is shared with the FluxGit sidecar's ledger (chain version 1,
 // signature version 3), so either tool's verifier reads the other's logs.
-// Canonical defines the byte form that is hashed and signed.
+// canonjson.Marshal defines the byte form that is hashed and signed.
 //
 // # Durability contract
 //

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/sluicehq/sluice/core/canonjson"
 )
 
 // ErrInvalidEntry is returned by Append when an entry breaks the rules below.
@@ -71,7 +73,7 @@ func RepoScope(path string) string {
 // of v. It lets two calls with the same arguments be matched without the
 // arguments themselves being written.
 func ArgsFingerprint(v any) (string, error) {
-	b, err := Canonical(v)
+	b, err := canonjson.Marshal(v)
 	if err != nil {
 		return "", err
 	}
@@ -155,7 +157,7 @@ func (e Entry) body() (map[string]any, error) {
 					return nil, bad("data %q must be UTF-8 of at most %d bytes", k, maxDataValueBytes)
 				}
 			case json.Number:
-				if !isIntegerLiteral([]byte(x)) {
+				if !canonjson.IsIntegerLiteral([]byte(x)) {
 					return nil, bad("data %q is not an integer", k)
 				}
 			default:

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/core/canonjson"
 )
 
 // testKey is a key pair on disk with the loaded private key.
@@ -144,7 +146,7 @@ func rehash(t testing.TB, m map[string]any) string {
 	delete(m, "entryHash")
 	sig, hasSig := m["signature"]
 	delete(m, "signature")
-	h, err := Canonical(m)
+	h, err := canonjson.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +154,7 @@ func rehash(t testing.TB, m map[string]any) string {
 	if hasSig {
 		m["signature"] = sig
 	}
-	line, err := Canonical(m)
+	line, err := canonjson.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/sluicehq/sluice/core/canonjson"
 )
 
 var (
@@ -276,7 +278,7 @@ func (l *Ledger) build(body map[string]any, head chainHead, segID string, ts int
 		m["signatureKeyId"] = l.keyID
 		m["signatureVersion"] = signatureVersion
 	}
-	hashInput, err := Canonical(m)
+	hashInput, err := canonjson.Marshal(m)
 	if err != nil {
 		return nil, Receipt{}, fmt.Errorf("%w: %v", ErrInvalidEntry, err)
 	}
@@ -284,13 +286,13 @@ func (l *Ledger) build(body map[string]any, head chainHead, segID string, ts int
 	entryHash := sha256Prefix + hex.EncodeToString(sum[:])
 	m["entryHash"] = entryHash
 	if l.key != nil {
-		sigInput, err := Canonical(m)
+		sigInput, err := canonjson.Marshal(m)
 		if err != nil {
 			return nil, Receipt{}, err
 		}
 		m["signature"] = sigEncoding.EncodeToString(ed25519.Sign(l.key, sigInput))
 	}
-	line, err := Canonical(m)
+	line, err := canonjson.Marshal(m)
 	if err != nil {
 		return nil, Receipt{}, err
 	}
@@ -699,13 +701,13 @@ func (l *Ledger) ensureCheckpoint(existing []checkpointFile, nextSeq uint64, pre
 	if l.key != nil {
 		m["signatureKeyId"] = l.keyID
 		m["signatureVersion"] = signatureVersion
-		msg, err := Canonical(m)
+		msg, err := canonjson.Marshal(m)
 		if err != nil {
 			return err
 		}
 		m["signature"] = sigEncoding.EncodeToString(ed25519.Sign(l.key, msg))
 	}
-	data, err := Canonical(m)
+	data, err := canonjson.Marshal(m)
 	if err != nil {
 		return err
 	}

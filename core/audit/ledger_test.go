@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sluicehq/sluice/core/canonjson"
 )
 
 func TestLedger_RoundTripSigned(t *testing.T) {
@@ -48,15 +50,15 @@ func TestLedger_RoundTripSigned(t *testing.T) {
 
 	// The line is canonical, and entryHash and signature follow the format
 	// definitions when recomputed independently here.
-	if canon, _ := Canonical(json.RawMessage(lines[0])); string(canon) != lines[0] {
+	if canon, _ := canonjson.Marshal(json.RawMessage(lines[0])); string(canon) != lines[0] {
 		t.Error("written line is not canonical")
 	}
 	sig := first["signature"].(string)
 	delete(first, "signature")
-	withHash, _ := Canonical(first)
+	withHash, _ := canonjson.Marshal(first)
 	hash := first["entryHash"]
 	delete(first, "entryHash")
-	hashInput, _ := Canonical(first)
+	hashInput, _ := canonjson.Marshal(first)
 	if sha256Hex(hashInput) != hash {
 		t.Error("entryHash is not sha256 of the canonical entry without entryHash and signature")
 	}
@@ -266,7 +268,7 @@ func TestLedger_LegacyLines(t *testing.T) {
 	// A chained line with its version stripped is not legacy.
 	m := decodeLine(t, lines[4])
 	delete(m, "auditChainVersion")
-	stripped, _ := Canonical(m)
+	stripped, _ := canonjson.Marshal(m)
 	writeLines(t, path, append(lines[:4:4], string(stripped)), true)
 	if code, _, errOut := runVerify(path, "--pubkey", key.pubPath); code != 3 || !strings.Contains(errOut, reasonLegacyChain) {
 		t.Errorf("stripped chain version = %d %s", code, errOut)

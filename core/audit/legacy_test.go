@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/core/canonjson"
 )
 
 // fluxgitLegacy builds the lines FluxGit wrote before its chain: one
@@ -24,12 +26,12 @@ func fluxgitLegacy(t *testing.T, k testKey) []string {
 			}
 			signed[key] = v
 		}
-		msg, err := Canonical(signed)
+		msg, err := canonjson.Marshal(signed)
 		if err != nil {
 			t.Fatal(err)
 		}
 		m["signature"] = sigEncoding.EncodeToString(ed25519.Sign(k.priv, msg))
-		line, err := Canonical(m)
+		line, err := canonjson.Marshal(m)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +49,7 @@ func anchorOf(t *testing.T, lines []string) string {
 	t.Helper()
 	var prev [32]byte
 	for _, l := range lines {
-		canon, err := Canonical(decodeLine(t, l))
+		canon, err := canonjson.Marshal(decodeLine(t, l))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +118,7 @@ func TestVerify_FluxGitLegacyPrefix_TamperRefused(t *testing.T) {
 	}
 	forgedSig := decodeLine(t, lines[1])
 	forgedSig["tool"] = "operation.preview.reset"
-	forged, _ := Canonical(forgedSig)
+	forged, _ := canonjson.Marshal(forgedSig)
 
 	for _, tc := range []struct {
 		name   string

@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"math"
+
+	"github.com/sluicehq/sluice/core/canonjson"
 )
 
 // Format constants, fixed by format v1 and shared with FluxGit.
@@ -85,8 +87,8 @@ const (
 // lineChecker parses and checks single lines, reusing its buffers from one
 // line to the next.
 type lineChecker struct {
-	p      parser
-	enc    encoder
+	p      canonjson.Parser
+	enc    canonjson.Encoder
 	sigBuf []byte
 	pub    ed25519.PublicKey
 	keyID  string
@@ -104,28 +106,28 @@ func newLineChecker(pub ed25519.PublicKey) *lineChecker {
 
 // fields parses a line and checks the form of its chain fields without
 // hashing. It returns the sorted top-level members for check.
-func (c *lineChecker) fields(line []byte) (lineInfo, []jmember, string) {
+func (c *lineChecker) fields(line []byte) (lineInfo, []canonjson.Member, string) {
 	var info lineInfo
-	v, err := c.p.parse(line)
+	v, err := c.p.Parse(line)
 	if err != nil {
 		return info, nil, reasonJSON
 	}
-	if v.kind != jObject {
+	if v.Kind != canonjson.Object {
 		return info, nil, reasonNotObject
 	}
-	m := v.obj
-	cv, ok := lookup(m, "auditChainVersion")
+	m := v.Obj
+	cv, ok := canonjson.Lookup(m, "auditChainVersion")
 	if !ok {
 		// A line from before the chain existed. One that still carries
 		// chain fields is a chained line with its version stripped. It may
 		// be signed (FluxGit signed lines before it chained them).
 		for _, k := range [...]string{"entryHash", "previousHash", "segmentId"} {
-			if _, ok := lookup(m, k); ok {
+			if _, ok := canonjson.Lookup(m, k); ok {
 				return info, nil, reasonLegacyChain
 			}
 		}
 		info.legacy = true
-		if _, ok := lookup(m, "signature"); ok {
+		if _, ok := canonjson.Lookup(m, "signature"); ok {
 			info.signed = true
 		}
 		return info, m, ""
@@ -133,37 +135,37 @@ func (c *lineChecker) fields(line []byte) (lineInfo, []jmember, string) {
 	if !isSmallInt(cv, chainVersion) {
 		return info, nil, reasonChainVersion
 	}
-	if sv, ok := lookup(m, "auditSchemaVersion"); !ok || !isSmallInt(sv, schemaVersion) {
+	if sv, ok := canonjson.Lookup(m, "auditSchemaVersion"); !ok || !isSmallInt(sv, schemaVersion) {
 		return info, nil, reasonSchemaVersion
 	}
-	if id, ok := lookup(m, "id"); !ok || id.kind != jString || len(id.str) == 0 {
+	if id, ok := canonjson.Lookup(m, "id"); !ok || id.Kind != canonjson.String || len(id.Str) == 0 {
 		return info, nil, reasonID
 	}
-	seq, ok := lookup(m, "sequence")
-	if !ok || seq.kind != jNumber {
+	seq, ok := canonjson.Lookup(m, "sequence")
+	if !ok || seq.Kind != canonjson.Number {
 		return info, nil, reasonSequence
 	}
-	if info.seq, ok = parseSequence(seq.str); !ok {
+	if info.seq, ok = parseSequence(seq.Str); !ok {
 		return info, nil, reasonSequence
 	}
-	seg, ok := lookup(m, "segmentId")
-	if !ok || seg.kind != jString || len(seg.str) == 0 || len(seg.str) > 128 {
+	seg, ok := canonjson.Lookup(m, "segmentId")
+	if !ok || seg.Kind != canonjson.String || len(seg.Str) == 0 || len(seg.Str) > 128 {
 		return info, nil, reasonSegmentID
 	}
-	info.segmentID = seg.str
-	prev, ok := lookup(m, "previousHash")
-	if !ok || prev.kind != jString || !(string(prev.str) == genesisHash || isDigest(prev.str) || isLegacyAnchor(prev.str)) {
+	info.segmentID = seg.Str
+	prev, ok := canonjson.Lookup(m, "previousHash")
+	if !ok || prev.Kind != canonjson.String || !(string(prev.Str) == genesisHash || isDigest(prev.Str) || isLegacyAnchor(prev.Str)) {
 		return info, nil, reasonPreviousHash
 	}
-	info.previousHash = prev.str
-	if ts, ok := lookup(m, "timestamp"); !ok || ts.kind != jNumber || !isIntegerLiteral(ts.str) || ts.str[0] == '-' {
+	info.previousHash = prev.Str
+	if ts, ok := canonjson.Lookup(m, "timestamp"); !ok || ts.Kind != canonjson.Number || !canonjson.IsIntegerLiteral(ts.Str) || ts.Str[0] == '-' {
 		return info, nil, reasonTimestamp
 	}
-	eh, ok := lookup(m, "entryHash")
-	if !ok || eh.kind != jString || !isDigest(eh.str) {
+	eh, ok := canonjson.Lookup(m, "entryHash")
+	if !ok || eh.Kind != canonjson.String || !isDigest(eh.Str) {
 		return info, nil, reasonEntryHash
 	}
-	info.entryHash = eh.str
+	info.entryHash = eh.Str
 	signed, reason := sigFields(m)
 	if reason != "" {
 		return info, nil, reason
@@ -174,16 +176,16 @@ func (c *lineChecker) fields(line []byte) (lineInfo, []jmember, string) {
 
 // sigFields checks that a line's (or a checkpoint's) signature fields come
 // together and are well formed, and reports whether it is signed.
-func sigFields(m []jmember) (signed bool, reason string) {
-	_, hasSig := lookup(m, "signature")
-	kid, hasKid := lookup(m, "signatureKeyId")
-	sv, hasSV := lookup(m, "signatureVersion")
+func sigFields(m []canonjson.Member) (signed bool, reason string) {
+	_, hasSig := canonjson.Lookup(m, "signature")
+	kid, hasKid := canonjson.Lookup(m, "signatureKeyId")
+	sv, hasSV := canonjson.Lookup(m, "signatureVersion")
 	switch {
 	case !hasSig && (hasKid || hasSV):
 		return false, reasonSigFields
 	case !hasSig:
 		return false, ""
-	case !hasKid || kid.kind != jString || len(kid.str) != 16:
+	case !hasKid || kid.Kind != canonjson.String || len(kid.Str) != 16:
 		return true, reasonSigKeyID
 	case !hasSV || !isSmallInt(sv, signatureVersion):
 		return true, reasonSigVersion
@@ -194,9 +196,9 @@ func sigFields(m []jmember) (signed bool, reason string) {
 // signature decodes the signature of a signed m for verification with
 // c.pub. verify is false, with no reason, for a signature by another key
 // that the checker accepts unverified (foreignKeysOK).
-func (c *lineChecker) signature(m []jmember) (raw [ed25519.SignatureSize]byte, verify bool, reason string) {
-	kid, _ := lookup(m, "signatureKeyId")
-	if c.pub == nil || string(kid.str) != c.keyID {
+func (c *lineChecker) signature(m []canonjson.Member) (raw [ed25519.SignatureSize]byte, verify bool, reason string) {
+	kid, _ := canonjson.Lookup(m, "signatureKeyId")
+	if c.pub == nil || string(kid.Str) != c.keyID {
 		switch {
 		case c.foreignKeysOK:
 			return raw, false, ""
@@ -214,12 +216,12 @@ func (c *lineChecker) signature(m []jmember) (raw [ed25519.SignatureSize]byte, v
 
 // decodeSignature decodes m's signature member, which must be a string of
 // exactly one encoded Ed25519 signature.
-func decodeSignature(m []jmember) (raw [ed25519.SignatureSize]byte, ok bool) {
-	sig, _ := lookup(m, "signature")
-	if sig.kind != jString || len(sig.str) != sigEncoding.EncodedLen(len(raw)) {
+func decodeSignature(m []canonjson.Member) (raw [ed25519.SignatureSize]byte, ok bool) {
+	sig, _ := canonjson.Lookup(m, "signature")
+	if sig.Kind != canonjson.String || len(sig.Str) != sigEncoding.EncodedLen(len(raw)) {
 		return raw, false
 	}
-	if n, err := sigEncoding.Decode(raw[:], sig.str); err != nil || n != len(raw) {
+	if n, err := sigEncoding.Decode(raw[:], sig.Str); err != nil || n != len(raw) {
 		return raw, false
 	}
 	return raw, true
@@ -246,7 +248,7 @@ func (c *lineChecker) check(line []byte) (lineInfo, string) {
 		case "entryHash":
 			// Skip is asked before the separator goes in, so this is
 			// where the member would have started.
-			ehOff = len(c.enc.buf)
+			ehOff = len(c.enc.Buf)
 			return true
 		}
 		return false
@@ -285,22 +287,22 @@ func (c *lineChecker) check(line []byte) (lineInfo, string) {
 // checkLegacy verifies a signed legacy line the way FluxGit signed it (the
 // canonical line without signature, and without signatureKeyId below
 // signature version 2) and leaves its canonical form in info.canonical.
-func (c *lineChecker) checkLegacy(info lineInfo, m []jmember) (lineInfo, string) {
+func (c *lineChecker) checkLegacy(info lineInfo, m []canonjson.Member) (lineInfo, string) {
 	if info.signed {
-		sv, hasSV := lookup(m, "signatureVersion")
+		sv, hasSV := canonjson.Lookup(m, "signatureVersion")
 		v2 := false
 		if hasSV {
-			n, ok := parseDigits(sv.str)
-			if sv.kind != jNumber || !ok {
+			n, ok := parseDigits(sv.Str)
+			if sv.Kind != canonjson.Number || !ok {
 				return info, reasonSigVersion
 			}
 			v2 = n >= 2
 		}
-		kid, hasKid := lookup(m, "signatureKeyId")
+		kid, hasKid := canonjson.Lookup(m, "signatureKeyId")
 		switch {
 		case c.pub == nil:
 			return info, reasonNoPublicKey
-		case hasKid && (kid.kind != jString || string(kid.str) != c.keyID):
+		case hasKid && (kid.Kind != canonjson.String || string(kid.Str) != c.keyID):
 			return info, reasonKeyIDMismatch
 		}
 		raw, ok := decodeSignature(m)
@@ -328,32 +330,32 @@ func (c *lineChecker) checkLegacy(info lineInfo, m []jmember) (lineInfo, string)
 // encodeMembers is the canonical form of the object m without the keys
 // skip names; it aliases the checker's buffer. skip takes the key's bytes
 // because a string made for an indirect call would be allocated per member.
-func (c *lineChecker) encodeMembers(m []jmember, skip func(key []byte) bool) ([]byte, string) {
+func (c *lineChecker) encodeMembers(m []canonjson.Member, skip func(key []byte) bool) ([]byte, string) {
 	e := &c.enc
-	e.buf = append(e.buf[:0], '{')
+	e.Buf = append(e.Buf[:0], '{')
 	first := true
 	for i := range m {
-		if skip(m[i].key) {
+		if skip(m[i].Key) {
 			continue
 		}
 		if !first {
-			e.buf = append(e.buf, ',')
+			e.Buf = append(e.Buf, ',')
 		}
 		first = false
-		err := e.strBytes(m[i].key)
+		err := e.StringBytes(m[i].Key)
 		if err == nil {
-			e.buf = append(e.buf, ':')
-			err = e.value(&m[i].val, 1)
+			e.Buf = append(e.Buf, ':')
+			err = e.Value(&m[i].Val, 1)
 		}
-		if errors.Is(err, ErrNonInteger) {
+		if errors.Is(err, canonjson.ErrNonInteger) {
 			return nil, reasonNonInteger
 		}
 		if err != nil {
 			return nil, reasonCanonical
 		}
 	}
-	e.buf = append(e.buf, '}')
-	return e.buf, ""
+	e.Buf = append(e.Buf, '}')
+	return e.Buf, ""
 }
 
 // legacyAnchorPrefix and legacyAnchorLabel are FluxGit's: every line from
@@ -384,9 +386,9 @@ func legacyAnchorString(anchor [32]byte) string {
 // isLegacyAnchor reports whether b is "legacy-sha256:" and 64 lowercase hex.
 func isLegacyAnchor(b []byte) bool { return hasHexDigest(b, legacyAnchorLabel) }
 
-func isSmallInt(v *jvalue, want uint64) bool {
-	n, ok := parseDigits(v.str)
-	return v.kind == jNumber && ok && n == want
+func isSmallInt(v *canonjson.Value, want uint64) bool {
+	n, ok := parseDigits(v.Str)
+	return v.Kind == canonjson.Number && ok && n == want
 }
 
 // parseSequence accepts a positive integer literal that fits in uint64.

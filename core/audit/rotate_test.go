@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/core/canonjson"
 )
 
 func TestLedger_RotationWithCheckpoint(t *testing.T) {
@@ -85,7 +87,7 @@ func TestLedger_RotationWithCheckpoint(t *testing.T) {
 		delete(m, "signature")
 		delete(m, "signatureKeyId")
 		delete(m, "signatureVersion")
-		stripped, _ := Canonical(m)
+		stripped, _ := canonjson.Marshal(m)
 		os.WriteFile(cpPath, stripped, 0o600)
 		defer os.WriteFile(cpPath, data, 0o600)
 		if code, _, errOut := runVerify(path, "--pubkey", key.pubPath, "--require-signed"); code != 3 || !strings.Contains(errOut, "unsigned checkpoint") {

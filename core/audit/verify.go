@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/core/canonjson"
 )
 
 // VerifyOptions tune Verify.
@@ -405,41 +407,41 @@ func readCheckpointData(path string) ([]byte, error) {
 // signature, with the same key rules as entries.
 func parseCheckpoint(data []byte, c *lineChecker) (checkpointDoc, string) {
 	var cp checkpointDoc
-	v, err := c.p.parse(data)
-	if err != nil || v.kind != jObject {
+	v, err := c.p.Parse(data)
+	if err != nil || v.Kind != canonjson.Object {
 		return cp, "checkpoint is not a JSON object"
 	}
-	m := v.obj
-	if ver, ok := lookup(m, "auditCheckpointVersion"); !ok || !isSmallInt(ver, checkpointVersion) {
+	m := v.Obj
+	if ver, ok := canonjson.Lookup(m, "auditCheckpointVersion"); !ok || !isSmallInt(ver, checkpointVersion) {
 		return cp, "unsupported auditCheckpointVersion"
 	}
-	ns, ok := lookup(m, "nextSequence")
-	if !ok || ns.kind != jNumber {
+	ns, ok := canonjson.Lookup(m, "nextSequence")
+	if !ok || ns.Kind != canonjson.Number {
 		return cp, "missing or invalid nextSequence"
 	}
-	if cp.nextSeq, ok = parseSequence(ns.str); !ok || cp.nextSeq < 2 {
+	if cp.nextSeq, ok = parseSequence(ns.Str); !ok || cp.nextSeq < 2 {
 		return cp, "missing or invalid nextSequence"
 	}
-	pt, ok := lookup(m, "prunedThroughSequence")
-	if !ok || pt.kind != jNumber {
+	pt, ok := canonjson.Lookup(m, "prunedThroughSequence")
+	if !ok || pt.Kind != canonjson.Number {
 		return cp, "missing or invalid prunedThroughSequence"
 	}
-	if n, ok := parseSequence(pt.str); !ok || n != cp.nextSeq-1 {
+	if n, ok := parseSequence(pt.Str); !ok || n != cp.nextSeq-1 {
 		return cp, "prunedThroughSequence does not precede nextSequence"
 	}
-	ph, ok := lookup(m, "previousHash")
-	if !ok || ph.kind != jString || !isDigest(ph.str) {
+	ph, ok := canonjson.Lookup(m, "previousHash")
+	if !ok || ph.Kind != canonjson.String || !isDigest(ph.Str) {
 		return cp, "missing or invalid previousHash"
 	}
-	cp.previousHash = string(ph.str)
-	if ca, ok := lookup(m, "createdAt"); !ok || ca.kind != jNumber || !isIntegerLiteral(ca.str) || ca.str[0] == '-' {
+	cp.previousHash = string(ph.Str)
+	if ca, ok := canonjson.Lookup(m, "createdAt"); !ok || ca.Kind != canonjson.Number || !canonjson.IsIntegerLiteral(ca.Str) || ca.Str[0] == '-' {
 		return cp, "missing or invalid createdAt"
 	}
-	if seg, ok := lookup(m, "segmentId"); ok {
-		if seg.kind != jString || len(seg.str) == 0 {
+	if seg, ok := canonjson.Lookup(m, "segmentId"); ok {
+		if seg.Kind != canonjson.String || len(seg.Str) == 0 {
 			return cp, "invalid segmentId"
 		}
-		cp.segmentID = string(seg.str)
+		cp.segmentID = string(seg.Str)
 	}
 	signed, reason := sigFields(m)
 	if reason != "" || !signed {
@@ -450,11 +452,11 @@ func parseCheckpoint(data []byte, c *lineChecker) (checkpointDoc, string) {
 	if !verify {
 		return cp, reason
 	}
-	c.enc.buf = c.enc.buf[:0]
-	if err := c.enc.object(m, 0, "signature"); err != nil {
+	c.enc.Buf = c.enc.Buf[:0]
+	if err := c.enc.Object(m, 0, "signature"); err != nil {
 		return cp, reasonCanonical
 	}
-	if !ed25519.Verify(c.pub, c.enc.buf, raw[:]) {
+	if !ed25519.Verify(c.pub, c.enc.Buf, raw[:]) {
 		return cp, reasonSigInvalid
 	}
 	return cp, ""

@@ -1,4 +1,4 @@
-package audit
+package canonjson
 
 import (
 	"encoding/json"
@@ -25,20 +25,20 @@ var (
 	// ErrNonInteger is returned when a value to be canonicalized holds a
 	// floating-point number. The format carries integers only so that every
 	// implementation prints a number the same way.
-	ErrNonInteger = errors.New("audit: canonical JSON allows integers only")
+	ErrNonInteger = errors.New("canonical JSON allows integers only")
 
-	// ErrInvalidJSON is returned when bytes handed to the canonical encoder,
+	// ErrInvalidJSON is returned when bytes handed to the canonical Encoder,
 	// or a ledger line, are not strict JSON: malformed syntax, invalid
 	// UTF-8, a lone surrogate escape, a duplicate object key, or nesting
-	// deeper than the encoder accepts.
-	ErrInvalidJSON = errors.New("audit: invalid JSON")
+	// deeper than the Encoder accepts.
+	ErrInvalidJSON = errors.New("invalid JSON")
 )
 
-// maxDepth bounds nesting so that neither the parser nor the encoder can be
+// maxDepth bounds nesting so that neither the Parser nor the Encoder can be
 // driven into unbounded recursion by a hostile line.
 const maxDepth = 64
 
-// Canonical returns the canonical JSON encoding of v.
+// Marshal returns the canonical JSON encoding of v.
 //
 // Accepted: nil, bool, string (valid UTF-8), every Go integer type,
 // json.Number holding an integer literal, json.RawMessage (parsed strictly,
@@ -46,49 +46,54 @@ const maxDepth = 64
 // encoding/json can marshal (structs, typed maps and slices), which is
 // marshalled and then canonicalized. Floating-point values are refused with
 // ErrNonInteger wherever they appear, even when their value is whole.
-func Canonical(v any) ([]byte, error) {
-	var e encoder
+func Marshal(v any) ([]byte, error) {
+	var e Encoder
 	if err := e.any(v, 0); err != nil {
 		return nil, err
 	}
-	return e.buf, nil
+	return e.Buf, nil
 }
 
-type encoder struct {
-	buf []byte
+// Encoder writes canonical JSON. Marshal is the way in for Go values; the
+// audit ledger's verifier uses an Encoder directly to re-encode parsed lines
+// without allocating per line.
+type Encoder struct {
+	// Buf is the encoding so far; a caller that reuses an Encoder for
+	// many values truncates it between them.
+	Buf []byte
 }
 
-func (e *encoder) any(v any, depth int) error {
+func (e *Encoder) any(v any, depth int) error {
 	if depth > maxDepth {
 		return fmt.Errorf("%w: nesting deeper than %d", ErrInvalidJSON, maxDepth)
 	}
 	switch x := v.(type) {
 	case nil:
-		e.buf = append(e.buf, "null"...)
+		e.Buf = append(e.Buf, "null"...)
 	case bool:
-		e.buf = strconv.AppendBool(e.buf, x)
+		e.Buf = strconv.AppendBool(e.Buf, x)
 	case string:
-		return e.str(x)
+		return e.quote(x)
 	case int:
-		e.buf = strconv.AppendInt(e.buf, int64(x), 10)
+		e.Buf = strconv.AppendInt(e.Buf, int64(x), 10)
 	case int8:
-		e.buf = strconv.AppendInt(e.buf, int64(x), 10)
+		e.Buf = strconv.AppendInt(e.Buf, int64(x), 10)
 	case int16:
-		e.buf = strconv.AppendInt(e.buf, int64(x), 10)
+		e.Buf = strconv.AppendInt(e.Buf, int64(x), 10)
 	case int32:
-		e.buf = strconv.AppendInt(e.buf, int64(x), 10)
+		e.Buf = strconv.AppendInt(e.Buf, int64(x), 10)
 	case int64:
-		e.buf = strconv.AppendInt(e.buf, x, 10)
+		e.Buf = strconv.AppendInt(e.Buf, x, 10)
 	case uint:
-		e.buf = strconv.AppendUint(e.buf, uint64(x), 10)
+		e.Buf = strconv.AppendUint(e.Buf, uint64(x), 10)
 	case uint8:
-		e.buf = strconv.AppendUint(e.buf, uint64(x), 10)
+		e.Buf = strconv.AppendUint(e.Buf, uint64(x), 10)
 	case uint16:
-		e.buf = strconv.AppendUint(e.buf, uint64(x), 10)
+		e.Buf = strconv.AppendUint(e.Buf, uint64(x), 10)
 	case uint32:
-		e.buf = strconv.AppendUint(e.buf, uint64(x), 10)
+		e.Buf = strconv.AppendUint(e.Buf, uint64(x), 10)
 	case uint64:
-		e.buf = strconv.AppendUint(e.buf, x, 10)
+		e.Buf = strconv.AppendUint(e.Buf, x, 10)
 	case float32, float64:
 		return ErrNonInteger
 	case json.Number:
@@ -101,31 +106,31 @@ func (e *encoder) any(v any, depth int) error {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys) // Go string order is UTF-8 byte order.
-		e.buf = append(e.buf, '{')
+		e.Buf = append(e.Buf, '{')
 		for i, k := range keys {
 			if i > 0 {
-				e.buf = append(e.buf, ',')
+				e.Buf = append(e.Buf, ',')
 			}
-			if err := e.str(k); err != nil {
+			if err := e.quote(k); err != nil {
 				return err
 			}
-			e.buf = append(e.buf, ':')
+			e.Buf = append(e.Buf, ':')
 			if err := e.any(x[k], depth+1); err != nil {
 				return err
 			}
 		}
-		e.buf = append(e.buf, '}')
+		e.Buf = append(e.Buf, '}')
 	case []any:
-		e.buf = append(e.buf, '[')
+		e.Buf = append(e.Buf, '[')
 		for i, el := range x {
 			if i > 0 {
-				e.buf = append(e.buf, ',')
+				e.Buf = append(e.Buf, ',')
 			}
 			if err := e.any(el, depth+1); err != nil {
 				return err
 			}
 		}
-		e.buf = append(e.buf, ']')
+		e.Buf = append(e.Buf, ']')
 	default:
 		// encoding/json prints a whole float as an integer, so floats are
 		// looked for before marshalling rather than after.
@@ -134,7 +139,7 @@ func (e *encoder) any(v any, depth int) error {
 		}
 		b, err := json.Marshal(v)
 		if err != nil {
-			return fmt.Errorf("audit: canonical JSON: %w", err)
+			return fmt.Errorf("canonical JSON: %w", err)
 		}
 		return e.raw(b, depth)
 	}
@@ -182,19 +187,19 @@ func hasFloat(v reflect.Value, depth int) bool {
 	return false
 }
 
-func (e *encoder) raw(b []byte, depth int) error {
-	p := parser{depth: depth}
-	v, err := p.parse(b)
+func (e *Encoder) raw(b []byte, depth int) error {
+	p := Parser{depth: depth}
+	v, err := p.Parse(b)
 	if err != nil {
 		return err
 	}
-	return e.value(&v, depth)
+	return e.Value(&v, depth)
 }
 
 // number writes an integer literal, refusing fractions and exponents.
 // "-0" is written as "0", as JSON.stringify does.
-func (e *encoder) number(lit []byte) error {
-	if !isIntegerLiteral(lit) {
+func (e *Encoder) number(lit []byte) error {
+	if !IsIntegerLiteral(lit) {
 		if isNumberLiteral(lit) {
 			return ErrNonInteger
 		}
@@ -203,23 +208,23 @@ func (e *encoder) number(lit []byte) error {
 	if len(lit) == 2 && lit[0] == '-' && lit[1] == '0' {
 		lit = lit[1:]
 	}
-	e.buf = append(e.buf, lit...)
+	e.Buf = append(e.Buf, lit...)
 	return nil
 }
 
 const hexDigits = "0123456789abcdef"
 
-func (e *encoder) str(s string) error { return appendQuoted(e, s, utf8.DecodeRuneInString) }
+func (e *Encoder) quote(s string) error { return appendQuoted(e, s, utf8.DecodeRuneInString) }
 
-// strBytes is str for a byte slice, so that the verifier's hot path does
-// not convert every string it re-encodes.
-func (e *encoder) strBytes(s []byte) error { return appendQuoted(e, s, utf8.DecodeRune) }
+// StringBytes writes s as a JSON string; a byte slice, so that the
+// verifier's hot path does not convert every string it re-encodes.
+func (e *Encoder) StringBytes(s []byte) error { return appendQuoted(e, s, utf8.DecodeRune) }
 
 // appendQuoted writes s as a JSON string: control characters, '"' and '\\'
 // escaped, everything else (HTML characters, U+2028/U+2029, non-ASCII)
 // as itself; invalid UTF-8 is an error.
-func appendQuoted[T string | []byte](e *encoder, s T, decode func(T) (rune, int)) error {
-	e.buf = append(e.buf, '"')
+func appendQuoted[T string | []byte](e *Encoder, s T, decode func(T) (rune, int)) error {
+	e.Buf = append(e.Buf, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -235,13 +240,13 @@ func appendQuoted[T string | []byte](e *encoder, s T, decode func(T) (rune, int)
 			i += size
 			continue
 		}
-		e.buf = append(e.buf, s[start:i]...)
-		e.buf = appendEscape(e.buf, c)
+		e.Buf = append(e.Buf, s[start:i]...)
+		e.Buf = appendEscape(e.Buf, c)
 		i++
 		start = i
 	}
-	e.buf = append(e.buf, s[start:]...)
-	e.buf = append(e.buf, '"')
+	e.Buf = append(e.Buf, s[start:]...)
+	e.Buf = append(e.Buf, '"')
 	return nil
 }
 
@@ -265,68 +270,70 @@ func appendEscape(buf []byte, c byte) []byte {
 	return append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 }
 
-// value encodes a parsed value. Object members are already sorted and free
-// of duplicates (the parser guarantees both).
-func (e *encoder) value(v *jvalue, depth int) error {
+// Value encodes a parsed value at nesting depth. Object members are already sorted and free
+// of duplicates (the Parser guarantees both).
+func (e *Encoder) Value(v *Value, depth int) error {
 	if depth > maxDepth {
 		return fmt.Errorf("%w: nesting deeper than %d", ErrInvalidJSON, maxDepth)
 	}
-	switch v.kind {
-	case jNull:
-		e.buf = append(e.buf, "null"...)
-	case jFalse:
-		e.buf = append(e.buf, "false"...)
-	case jTrue:
-		e.buf = append(e.buf, "true"...)
-	case jNumber:
-		return e.number(v.str)
-	case jString:
-		return e.strBytes(v.str)
-	case jArray:
-		e.buf = append(e.buf, '[')
-		for i := range v.arr {
+	switch v.Kind {
+	case Null:
+		e.Buf = append(e.Buf, "null"...)
+	case False:
+		e.Buf = append(e.Buf, "false"...)
+	case True:
+		e.Buf = append(e.Buf, "true"...)
+	case Number:
+		return e.number(v.Str)
+	case String:
+		return e.StringBytes(v.Str)
+	case Array:
+		e.Buf = append(e.Buf, '[')
+		for i := range v.Arr {
 			if i > 0 {
-				e.buf = append(e.buf, ',')
+				e.Buf = append(e.Buf, ',')
 			}
-			if err := e.value(&v.arr[i], depth+1); err != nil {
+			if err := e.Value(&v.Arr[i], depth+1); err != nil {
 				return err
 			}
 		}
-		e.buf = append(e.buf, ']')
-	case jObject:
-		return e.object(v.obj, depth, "")
+		e.Buf = append(e.Buf, ']')
+	case Object:
+		return e.Object(v.Obj, depth, "")
 	}
 	return nil
 }
 
-// object encodes sorted members, leaving out the key skip (when not
+// Object encodes sorted members at nesting depth, leaving out the key skip (when not
 // empty). Leaving a key out here is how the signature input is produced
 // from a parsed line without copying it.
-func (e *encoder) object(members []jmember, depth int, skip string) error {
-	e.buf = append(e.buf, '{')
+func (e *Encoder) Object(members []Member, depth int, skip string) error {
+	e.Buf = append(e.Buf, '{')
 	first := true
 	for i := range members {
 		m := &members[i]
-		if skip != "" && string(m.key) == skip {
+		if skip != "" && string(m.Key) == skip {
 			continue
 		}
 		if !first {
-			e.buf = append(e.buf, ',')
+			e.Buf = append(e.Buf, ',')
 		}
 		first = false
-		if err := e.strBytes(m.key); err != nil {
+		if err := e.StringBytes(m.Key); err != nil {
 			return err
 		}
-		e.buf = append(e.buf, ':')
-		if err := e.value(&m.val, depth+1); err != nil {
+		e.Buf = append(e.Buf, ':')
+		if err := e.Value(&m.Val, depth+1); err != nil {
 			return err
 		}
 	}
-	e.buf = append(e.buf, '}')
+	e.Buf = append(e.Buf, '}')
 	return nil
 }
 
-func isIntegerLiteral(b []byte) bool {
+// IsIntegerLiteral reports whether b is a JSON number without fraction or
+// exponent.
+func IsIntegerLiteral(b []byte) bool {
 	if len(b) > 0 && b[0] == '-' {
 		b = b[1:]
 	}
@@ -345,7 +352,7 @@ func isIntegerLiteral(b []byte) bool {
 }
 
 func isNumberLiteral(b []byte) bool {
-	p := parser{data: b}
+	p := Parser{data: b}
 	end, ok := p.scanNumber(0)
 	return ok && end == len(b)
 }

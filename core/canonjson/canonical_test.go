@@ -1,4 +1,4 @@
-package audit
+package canonjson
 
 import (
 	"crypto/sha256"
@@ -52,14 +52,14 @@ func TestCanonical_Vectors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Canonical(tt.in)
+			got, err := Marshal(tt.in)
 			if err != nil {
 				t.Fatalf("Canonical: %v", err)
 			}
 			if string(got) != tt.want {
 				t.Errorf("Canonical = %s\nwant        %s", got, tt.want)
 			}
-			again, err := Canonical(json.RawMessage(got))
+			again, err := Marshal(json.RawMessage(got))
 			if err != nil || string(again) != string(got) {
 				t.Errorf("not a fixed point: %s, %v", again, err)
 			}
@@ -67,7 +67,7 @@ func TestCanonical_Vectors(t *testing.T) {
 	}
 }
 
-// TestCanonical_DiffersFromEncodingJSON documents why the encoder is our own:
+// TestCanonical_DiffersFromEncodingJSON documents why the Encoder is our own:
 // encoding/json escapes what the format keeps literal.
 func TestCanonical_DiffersFromEncodingJSON(t *testing.T) {
 	in := map[string]any{"s": "<&>\u2028\u2029"}
@@ -75,7 +75,7 @@ func TestCanonical_DiffersFromEncodingJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours, err := Canonical(in)
+	ours, err := Marshal(in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,8 +105,8 @@ func TestCanonical_RefusesFloats(t *testing.T) {
 		"typed float slice": []float64{1},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := Canonical(v); !errors.Is(err, ErrNonInteger) {
-				t.Errorf("Canonical(%v) error = %v, want ErrNonInteger", v, err)
+			if _, err := Marshal(v); !errors.Is(err, ErrNonInteger) {
+				t.Errorf("Marshal(%v) error = %v, want ErrNonInteger", v, err)
 			}
 		})
 	}
@@ -127,39 +127,9 @@ func TestCanonical_RefusesInvalid(t *testing.T) {
 		"unsupported type":     make(chan int),
 	} {
 		t.Run(name, func(t *testing.T) {
-			if out, err := Canonical(v); err == nil {
+			if out, err := Marshal(v); err == nil {
 				t.Errorf("Canonical accepted it: %s", out)
 			}
 		})
-	}
-}
-
-func TestArgsFingerprint(t *testing.T) {
-	a, err := ArgsFingerprint(map[string]any{"b": 1, "a": "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := ArgsFingerprint(json.RawMessage(`{"a":"x","b":1}`))
-	if a != b {
-		t.Errorf("key order changed the fingerprint: %s vs %s", a, b)
-	}
-	if want := sha256Hex([]byte(`{"a":"x","b":1}`)); a != want {
-		t.Errorf("ArgsFingerprint = %s, want %s", a, want)
-	}
-	if _, err := ArgsFingerprint(map[string]any{"f": 0.5}); !errors.Is(err, ErrNonInteger) {
-		t.Errorf("float args: %v", err)
-	}
-}
-
-func TestRepoScope(t *testing.T) {
-	got := RepoScope("/home/u/src/repo/")
-	if got != RepoScope("/home/u/src/repo") {
-		t.Error("a trailing slash changed the scope")
-	}
-	if !strings.HasPrefix(got, "repoPath:sha256:") || len(got) != len("repoPath:sha256:")+64 {
-		t.Errorf("RepoScope = %q", got)
-	}
-	if strings.Contains(got, "/home") {
-		t.Error("scope leaks the path")
 	}
 }

@@ -1,7 +1,7 @@
-package audit
+package canonjson
 
-// The ledger's reader. A line is verified over its canonical form,
-// re-encoded from exactly what the line holds, so the reader must refuse
+// The strict reader. The audit ledger verifies a line over its canonical
+// form, re-encoded from exactly what the line holds, so the reader must refuse
 // what encoding/json quietly accepts: invalid UTF-8 and lone surrogate
 // escapes (it substitutes U+FFFD) and duplicate keys (the last wins); and
 // it must keep every number as its literal. encoding/json/jsontext would
@@ -16,75 +16,79 @@ import (
 	"unicode/utf8"
 )
 
-// jvalue is a parsed JSON value that keeps what canonical encoding needs and
+// Value is a parsed JSON value that keeps what canonical encoding needs and
 // nothing more: strings as decoded bytes, numbers as their literal, objects
 // as members sorted by key.
-type jvalue struct {
-	kind jkind
-	str  []byte
-	arr  []jvalue
-	obj  []jmember
+type Value struct {
+	Kind Kind
+	Str  []byte
+	Arr  []Value
+	Obj  []Member
 }
 
-type jmember struct {
-	key []byte
-	val jvalue
+// Member is one member of an object: its key, decoded, and its value.
+type Member struct {
+	Key []byte
+	Val Value
 }
 
-type jkind uint8
+// Kind is which JSON value a Value is.
+type Kind uint8
 
 const (
-	jNull jkind = iota
-	jFalse
-	jTrue
-	jNumber
-	jString
-	jArray
-	jObject
+	Null Kind = iota
+	False
+	True
+	Number
+	String
+	Array
+	Object
 )
 
-// lookup finds a member of a sorted object.
-func lookup(members []jmember, key string) (*jvalue, bool) {
-	i, ok := slices.BinarySearchFunc(members, key, func(m jmember, k string) int {
-		return bytes.Compare(m.key, []byte(k))
+// Lookup finds a member of a sorted object (a parsed Value's Obj).
+func Lookup(members []Member, key string) (*Value, bool) {
+	i, ok := slices.BinarySearchFunc(members, key, func(m Member, k string) int {
+		return bytes.Compare(m.Key, []byte(k))
 	})
 	if !ok {
 		return nil, false
 	}
-	return &members[i].val, true
+	return &members[i].Val, true
 }
 
-// parser is a strict RFC 8259 parser. Strings without escapes alias the input
+// Parser is a strict RFC 8259 parser. Strings without escapes alias the input
 // rather than being copied, so a parsed value is valid only as long as the
 // bytes it came from. The member stack is reused across parses of top-level
 // objects, which keeps the verifier's per-line allocations low.
-type parser struct {
+type Parser struct {
 	data  []byte
 	pos   int
 	depth int
-	stack []jmember
+	stack []Member
 }
 
-func (p *parser) parse(data []byte) (jvalue, error) {
+// Parse reads data, which must hold exactly one JSON value. The value
+// aliases data (see Parser).
+func (p *Parser) Parse(data []byte) (Value, error) {
 	p.data = data
 	p.pos = 0
 	p.stack = p.stack[:0]
 	v, err := p.value(p.depth)
 	if err != nil {
-		return jvalue{}, err
+		return Value{}, err
 	}
 	p.skipSpace()
 	if p.pos != len(p.data) {
-		return jvalue{}, p.fail("trailing data")
+		return Value{}, p.fail("trailing data")
 	}
 	return v, nil
 }
 
-func (p *parser) fail(msg string) error {
+func (p *Parser) fail(msg string) error {
 	return fmt.Errorf("%w: %s at offset %d", ErrInvalidJSON, msg, p.pos)
 }
 
-func (p *parser) skipSpace() {
+func (p *Parser) skipSpace() {
 	for p.pos < len(p.data) {
 		switch p.data[p.pos] {
 		case ' ', '\t', '\n', '\r':
@@ -95,13 +99,13 @@ func (p *parser) skipSpace() {
 	}
 }
 
-func (p *parser) value(depth int) (jvalue, error) {
+func (p *Parser) value(depth int) (Value, error) {
 	if depth > maxDepth {
-		return jvalue{}, p.fail("nesting too deep")
+		return Value{}, p.fail("nesting too deep")
 	}
 	p.skipSpace()
 	if p.pos >= len(p.data) {
-		return jvalue{}, p.fail("unexpected end")
+		return Value{}, p.fail("unexpected end")
 	}
 	switch c := p.data[p.pos]; {
 	case c == '{':
@@ -111,37 +115,37 @@ func (p *parser) value(depth int) (jvalue, error) {
 	case c == '"':
 		s, err := p.string()
 		if err != nil {
-			return jvalue{}, err
+			return Value{}, err
 		}
-		return jvalue{kind: jString, str: s}, nil
+		return Value{Kind: String, Str: s}, nil
 	case c == 't':
-		return p.literal("true", jTrue)
+		return p.literal("true", True)
 	case c == 'f':
-		return p.literal("false", jFalse)
+		return p.literal("false", False)
 	case c == 'n':
-		return p.literal("null", jNull)
+		return p.literal("null", Null)
 	case c == '-' || (c >= '0' && c <= '9'):
 		end, ok := p.scanNumber(p.pos)
 		if !ok {
-			return jvalue{}, p.fail("malformed number")
+			return Value{}, p.fail("malformed number")
 		}
-		v := jvalue{kind: jNumber, str: p.data[p.pos:end]}
+		v := Value{Kind: Number, Str: p.data[p.pos:end]}
 		p.pos = end
 		return v, nil
 	}
-	return jvalue{}, p.fail("unexpected character")
+	return Value{}, p.fail("unexpected character")
 }
 
-func (p *parser) literal(word string, kind jkind) (jvalue, error) {
+func (p *Parser) literal(word string, kind Kind) (Value, error) {
 	if !bytes.HasPrefix(p.data[p.pos:], []byte(word)) {
-		return jvalue{}, p.fail("invalid literal")
+		return Value{}, p.fail("invalid literal")
 	}
 	p.pos += len(word)
-	return jvalue{kind: kind}, nil
+	return Value{Kind: kind}, nil
 }
 
 // scanNumber returns the end of the JSON number starting at i.
-func (p *parser) scanNumber(i int) (int, bool) {
+func (p *Parser) scanNumber(i int) (int, bool) {
 	d := p.data
 	if i < len(d) && d[i] == '-' {
 		i++
@@ -180,73 +184,73 @@ func (p *parser) scanNumber(i int) (int, bool) {
 	return i, true
 }
 
-func (p *parser) array(depth int) (jvalue, error) {
+func (p *Parser) array(depth int) (Value, error) {
 	p.pos++ // [
-	var arr []jvalue
+	var arr []Value
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == ']' {
 		p.pos++
-		return jvalue{kind: jArray, arr: []jvalue{}}, nil
+		return Value{Kind: Array, Arr: []Value{}}, nil
 	}
 	for {
 		v, err := p.value(depth + 1)
 		if err != nil {
-			return jvalue{}, err
+			return Value{}, err
 		}
 		arr = append(arr, v)
 		p.skipSpace()
 		if p.pos >= len(p.data) {
-			return jvalue{}, p.fail("unterminated array")
+			return Value{}, p.fail("unterminated array")
 		}
 		switch p.data[p.pos] {
 		case ',':
 			p.pos++
 		case ']':
 			p.pos++
-			return jvalue{kind: jArray, arr: arr}, nil
+			return Value{Kind: Array, Arr: arr}, nil
 		default:
-			return jvalue{}, p.fail("expected , or ]")
+			return Value{}, p.fail("expected , or ]")
 		}
 	}
 }
 
-func (p *parser) object(depth int) (jvalue, error) {
+func (p *Parser) object(depth int) (Value, error) {
 	p.pos++ // {
 	start := len(p.stack)
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
-		return jvalue{kind: jObject, obj: []jmember{}}, nil
+		return Value{Kind: Object, Obj: []Member{}}, nil
 	}
 	for {
 		p.skipSpace()
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
-			return jvalue{}, p.fail("expected object key")
+			return Value{}, p.fail("expected object key")
 		}
 		key, err := p.string()
 		if err != nil {
-			return jvalue{}, err
+			return Value{}, err
 		}
 		p.skipSpace()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
-			return jvalue{}, p.fail("expected :")
+			return Value{}, p.fail("expected :")
 		}
 		p.pos++
 		v, err := p.value(depth + 1)
 		if err != nil {
-			return jvalue{}, err
+			return Value{}, err
 		}
-		p.stack = append(p.stack, jmember{key: key, val: v})
+		p.stack = append(p.stack, Member{Key: key, Val: v})
 		p.skipSpace()
 		if p.pos >= len(p.data) {
-			return jvalue{}, p.fail("unterminated object")
+			return Value{}, p.fail("unterminated object")
 		}
 		if p.data[p.pos] == ',' {
 			p.pos++
 			continue
 		}
 		if p.data[p.pos] != '}' {
-			return jvalue{}, p.fail("expected , or }")
+			return Value{}, p.fail("expected , or }")
 		}
 		p.pos++
 		break
@@ -254,8 +258,8 @@ func (p *parser) object(depth int) (jvalue, error) {
 	members := p.stack[start:]
 	sortMembers(members)
 	for i := 1; i < len(members); i++ {
-		if bytes.Equal(members[i-1].key, members[i].key) {
-			return jvalue{}, p.fail("duplicate object key")
+		if bytes.Equal(members[i-1].Key, members[i].Key) {
+			return Value{}, p.fail("duplicate object key")
 		}
 	}
 	if start > 0 || depth > p.depth {
@@ -264,25 +268,25 @@ func (p *parser) object(depth int) (jvalue, error) {
 		members = slices.Clone(members)
 		p.stack = p.stack[:start]
 	}
-	return jvalue{kind: jObject, obj: members}, nil
+	return Value{Kind: Object, Obj: members}, nil
 }
 
 // sortMembers sorts by key bytes. Ledger entries have a dozen or so keys,
 // often already in order, where insertion sort beats the general sort.
-func sortMembers(m []jmember) {
+func sortMembers(m []Member) {
 	if len(m) > 24 {
-		slices.SortFunc(m, func(a, b jmember) int { return bytes.Compare(a.key, b.key) })
+		slices.SortFunc(m, func(a, b Member) int { return bytes.Compare(a.Key, b.Key) })
 		return
 	}
 	for i := 1; i < len(m); i++ {
-		for j := i; j > 0 && bytes.Compare(m[j-1].key, m[j].key) > 0; j-- {
+		for j := i; j > 0 && bytes.Compare(m[j-1].Key, m[j].Key) > 0; j-- {
 			m[j-1], m[j] = m[j], m[j-1]
 		}
 	}
 }
 
 // string parses a JSON string at p.pos and returns its decoded bytes.
-func (p *parser) string() ([]byte, error) {
+func (p *Parser) string() ([]byte, error) {
 	p.pos++ // opening quote
 	start := p.pos
 	d := p.data
