@@ -199,44 +199,13 @@ func chunkOf(d *proposalDiff, offset int) (DiffChunk, error) {
 // (or, for a discard or hard reset, the work as it is now against what
 // remains: red lines are what is lost). The same diff stays in History
 // after the proposal ran, whatever happened to the branch since.
-// Proposals stored before outcomes were sealed fall back to the pinned
-// SHAs.
+// Every stored proposal is sealed (the app seals on arrival); one
+// without an outcome has nothing true to show.
 func (a *App) computeDiff(ctx context.Context, p proposal.Proposal) (*proposalDiff, error) {
-	if p.Sealed != nil {
-		return a.sealedDiff(ctx, p)
+	if p.Sealed == nil {
+		return nil, errcode.New(errcode.Unsupported, "proposal %s has no sealed outcome, so what it would change cannot be shown", p.ID)
 	}
-	if pa, ok := p.Args.(*proposal.PatchArgs); ok {
-		return &proposalDiff{text: pa.Patch, compared: "patch → " + string(pa.Target)}, nil
-	}
-	if pl, ok := p.Args.(*proposal.PlanArgs); ok {
-		out := &proposalDiff{}
-		for i, st := range pl.Steps {
-			sub := p
-			sub.Op, sub.Args = st.Op, st.Args
-			d, err := a.computeDiff(ctx, sub)
-			if err != nil {
-				return nil, err
-			}
-			out.text += d.text
-			out.notices = append(out.notices, fmt.Sprintf("step %d (%s): %s", i+1, st.Op, d.compared))
-			out.notices = append(out.notices, d.notices...)
-		}
-		out.compared = fmt.Sprintf("plan of %d steps", len(pl.Steps))
-		return out, nil
-	}
-	spec, ok := diffSpecFor(p)
-	if !ok {
-		return &proposalDiff{compared: "no file changes: " + string(p.Op) + " only moves or creates refs"}, nil
-	}
-	r, err := gitx.Default()
-	if err != nil {
-		return nil, err
-	}
-	repo, err := r.Open(ctx, a.allowed(), p.Repo)
-	if err != nil {
-		return nil, err
-	}
-	return pagedDiff(ctx, repo, spec, nil)
+	return a.sealedDiff(ctx, p)
 }
 
 // sealedDiff is the diff of a sealed outcome, step by step for a plan.
@@ -298,58 +267,6 @@ func sealedSpec(s proposal.Sealed) (gitx.DiffSpec, string, bool) {
 		return gitx.DiffSpec{Base: s.Before, Target: s.After}, "the sealed outcome: exactly what lands", true
 	}
 	return gitx.DiffSpec{}, "no file changes: only refs move", false
-}
-
-// pin returns the SHA a proposal pinned for rev, or rev itself.
-func pin(p proposal.Proposal, rev string) string {
-	for _, k := range []string{rev, "refs/heads/" + rev, "refs/tags/" + rev, "refs/remotes/" + rev} {
-		if sha, ok := p.Pinned.Refs[k]; ok {
-			return sha
-		}
-	}
-	return rev
-}
-
-// diffSpecFor says what to compare for each operation, against pinned SHAs
-// so that the card shows exactly what was proposed.
-func diffSpecFor(p proposal.Proposal) (gitx.DiffSpec, bool) {
-	switch a := p.Args.(type) {
-	case *proposal.MergeArgs:
-		return gitx.DiffSpec{Base: pin(p, a.Target), Target: pin(p, a.Source), MergeBase: true}, true
-	case *proposal.RebaseArgs:
-		return gitx.DiffSpec{Base: pin(p, a.Onto), Target: pin(p, a.Branch), MergeBase: true}, true
-	case *proposal.ResetArgs:
-		if a.Mode == proposal.ResetHard {
-			// A hard reset makes the working tree equal the target: the
-			// diff from the target to the working tree is exactly what it
-			// throws away, uncommitted changes included.
-			return gitx.DiffSpec{Base: pin(p, a.Target)}, true
-		}
-		// What the branch loses (or gains) by moving to the target.
-		branch := a.Branch
-		if branch == "" {
-			branch = "HEAD"
-		}
-		return gitx.DiffSpec{Base: pin(p, branch), Target: pin(p, a.Target)}, true
-	case *proposal.PushArgs:
-		remote := "refs/remotes/" + a.Remote + "/" + a.Branch
-		if a.RemoteBranch != "" {
-			remote = "refs/remotes/" + a.Remote + "/" + a.RemoteBranch
-		}
-		base, ok := p.Pinned.Refs[remote]
-		if !ok {
-			return gitx.DiffSpec{}, false
-		}
-		return gitx.DiffSpec{Base: base, Target: pin(p, a.Branch)}, true
-	case *proposal.CommitArgs:
-		if a.StageAll {
-			return gitx.DiffSpec{Base: "HEAD"}, true
-		}
-		return gitx.DiffSpec{Base: "HEAD", Paths: a.Paths}, true
-	case *proposal.DiscardArgs:
-		return gitx.DiffSpec{Base: "HEAD", Paths: a.Paths}, true
-	}
-	return gitx.DiffSpec{}, false
 }
 
 // sealedPaths are the paths a sealed outcome's diff shows (old and new

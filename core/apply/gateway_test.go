@@ -43,7 +43,7 @@ func TestGateway_RestorePoints_FromTheExecutor(t *testing.T) {
 	}
 	token, _ := gateway.NewToken()
 	srv, err := gateway.Listen(gateway.Options{Token: token, AppVersion: "test", Logger: quiet,
-		Backend: intake.New(j, intake.Options{Roots: gitx.Roots{root}, Logger: quiet, RestorePoints: e})})
+		Backend: intake.New(j, intake.Options{Roots: gitx.Roots{root}, Logger: quiet, RestorePoints: e, Sealer: e})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,13 @@ func TestGateway_RestorePoints_FromTheExecutor(t *testing.T) {
 	if _, err := client.SubmitProposal(ctx, "agent-a", p); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.Approve(p.ID, p.Digest, "pat", ""); err != nil {
+	// The app sealed the outcome on arrival: the card's digest is the
+	// stored one.
+	stored, err := j.Get(p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Approve(p.ID, stored.Proposal.Digest, "pat", ""); err != nil {
 		t.Fatal(err)
 	}
 	if rec, err := e.Execute(ctx, p.ID); err != nil || rec.State != proposal.Completed {

@@ -82,6 +82,7 @@ func (e *Executor) Preflight(ctx context.Context, p proposal.Proposal) (*Preflig
 		return out, nil
 	}
 	if p.Sealed == nil {
+		out.Blockers = append(out.Blockers, "the proposal has no sealed outcome, so what it would change was never shown: ask the agent to propose it again")
 		return out, nil
 	}
 	steps := stepsOf(p.Args)

@@ -248,16 +248,6 @@ func (s *sealing) applyOverlay(ctx context.Context, env []string, files []string
 	return err
 }
 
-func readsWorktree(st step) bool {
-	switch x := st.(type) {
-	case *discardStep, *patchStep:
-		return true
-	case *resetStep:
-		return x.a.Mode == proposal.ResetHard
-	}
-	return false
-}
-
 // Keep makes the objects of p's sealed outcome reachable: a commit whose
 // tree holds every sealed tree, under refs/sluice/sealed/<id>. Until then
 // they are objects nothing refers to, so a proposal that is never stored
@@ -728,17 +718,12 @@ func (s *sealing) worktreeState(ctx context.Context, headTree string, paths []st
 }
 
 // checkSealed refuses to run a proposal whose outcome was never sealed
-// when the operation reads the working tree (what would land could not
-// be shown), and one whose sealed objects are gone.
+// (what would land was never shown), and one whose sealed objects are
+// gone.
 func (r *run) checkSealed(ctx context.Context) error {
 	s := r.p.Sealed
 	if s == nil {
-		for _, st := range stepsOf(r.p.Args) {
-			if readsWorktree(st) || st.name() == proposal.OpCommit {
-				return errcode.New(errcode.Unsupported, "the proposal has no sealed outcome, so what it would change was never shown; nothing was run. Propose it again")
-			}
-		}
-		return nil
+		return errcode.New(errcode.Unsupported, "the proposal has no sealed outcome, so what it would change was never shown; nothing was run. Propose it again")
 	}
 	var trees []string
 	for _, x := range append([]proposal.Sealed{*s}, s.Steps...) {
