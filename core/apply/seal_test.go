@@ -569,3 +569,37 @@ func TestSeal_Commit_ManyFilesInOnePack(t *testing.T) {
 		})
 	}
 }
+
+// TestSeal_Unsealed_RefusedWhateverTheOperation: a proposal stored
+// without a sealed outcome (none is: the app seals on arrival) has a
+// blocker on its card and is refused by the executor, changing nothing,
+// even for an operation that reads nothing of the working tree.
+func TestSeal_Unsealed_RefusedWhateverTheOperation(t *testing.T) {
+	f := newFixture(t)
+	p := f.newProposal(f.repo.Dir, &proposal.BranchArgs{Name: "topic", StartPoint: "main"})
+	if err := p.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.j.Submit(p); err != nil {
+		t.Fatal(err)
+	}
+	pf, err := f.e.Preflight(testCtx(t), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pf.Blockers) != 1 || !strings.Contains(pf.Blockers[0], "no sealed outcome") {
+		t.Errorf("blockers %q: want the missing outcome named", pf.Blockers)
+	}
+	rec, err := f.j.Approve(p.ID, p.Digest, "pat", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := repoState(t, f.repo.Dir)
+	out, _ := f.execute(rec)
+	if out.State == proposal.Completed || out.Outcome == nil || out.Outcome.Code != errcode.Unsupported {
+		t.Fatalf("executed an unsealed proposal: %s %+v", out.State, out.Outcome)
+	}
+	if after := repoState(t, f.repo.Dir); after != before {
+		t.Errorf("the repository changed:\n%s", diffState(before, after))
+	}
+}
