@@ -708,29 +708,29 @@ func invalidArgument(err error) *errcode.Error {
 // canonicalizeArgs replaces paths that name other places on disk (other
 // repositories, a new worktree) by their canonical, confined form.
 func canonicalizeArgs(roots gitx.Roots, args proposal.Args) error {
-	switch a := args.(type) {
-	case *proposal.BranchDeleteArgs:
-		for i := range a.OtherRepos {
-			canon, err := roots.Confine(a.OtherRepos[i].Repo)
+	for _, pl := range proposal.Places(args) {
+		switch pl.Kind {
+		case proposal.PlaceRepository:
+			canon, err := roots.Confine(*pl.Path)
 			if err != nil {
 				return err
 			}
-			a.OtherRepos[i].Repo = canon
-		}
-	case *proposal.WorktreeArgs:
-		if !filepath.IsAbs(a.Path) {
-			return &errcode.Error{Code: errcode.InvalidArgument, Msg: "path must be an absolute path"}
-		}
-		// Not in any git directory (.git in any case, a bare repository, a
-		// common directory), not under a tree whose git directory is
-		// outside the roots; the nesting is pinned by pin.
-		canon, _, err := roots.WorktreePlace(a.Path)
-		if err != nil {
-			return err
-		}
-		a.Path = canon
-		if _, err := os.Lstat(a.Path); err == nil {
-			return &errcode.Error{Code: errcode.InvalidArgument, Msg: "path already exists; a worktree needs a new directory"}
+			*pl.Path = canon
+		case proposal.PlaceNewWorktree:
+			if !filepath.IsAbs(*pl.Path) {
+				return &errcode.Error{Code: errcode.InvalidArgument, Msg: "path must be an absolute path"}
+			}
+			// Not in any git directory (.git in any case, a bare
+			// repository, a common directory), not under a tree whose git
+			// directory is outside the roots; the nesting is pinned by pin.
+			canon, _, err := roots.WorktreePlace(*pl.Path)
+			if err != nil {
+				return err
+			}
+			*pl.Path = canon
+			if _, err := os.Lstat(canon); err == nil {
+				return &errcode.Error{Code: errcode.InvalidArgument, Msg: "path already exists; a worktree needs a new directory"}
+			}
 		}
 	}
 	return nil
@@ -743,16 +743,15 @@ func pin(ctx context.Context, g *gitResolver, roots gitx.Roots, repo string, arg
 	for _, ref := range args.Pins() {
 		sha, err := g.resolve(ctx, repo, ref)
 		if err != nil {
-			if pa, ok := args.(*proposal.PushArgs); ok && ref == pa.LeaseRef() {
-				return pinned, &errcode.Error{Code: errcode.InvalidArgument,
-					Msg: "forceWithLease needs the remote-tracking ref " + strings.TrimPrefix(ref, "refs/remotes/") + " to lease against; fetch first"}
+			if hint := proposal.PinHint(args, ref); hint != "" {
+				return pinned, &errcode.Error{Code: errcode.InvalidArgument, Msg: hint}
 			}
 			return pinned, err
 		}
 		pinned.Refs[ref] = sha
 	}
 	var head string
-	for i, b := range checkedOutBranches(args) {
+	for i, b := range proposal.CheckedOutBranches(args) {
 		if i == 0 {
 			var err error
 			if head, err = g.symbolicHead(ctx, repo); err != nil {
@@ -764,63 +763,35 @@ func pin(ctx context.Context, g *gitResolver, roots gitx.Roots, repo string, arg
 				Msg: fmt.Sprintf("the working tree is not on branch %s (HEAD is %s)", b, strings.TrimPrefix(orDefault(head, "detached"), "refs/heads/"))}
 		}
 	}
-	forEachArgs(args, func(a proposal.Args) {
-		if r, ok := a.(*proposal.RebaseArgs); ok {
-			// A branch with an upstream has been pushed: pinning the
-			// upstream marks its rebase as a history rewrite.
-			if up, _ := g.upstream(ctx, repo, r.Branch); up != "" {
-				if sha, err := g.resolve(ctx, repo, up); err == nil {
-					pinned.Refs[up] = sha
-				}
+	// A branch with an upstream has been pushed: pinning the upstream
+	// marks its rebase as a history rewrite.
+	for _, b := range proposal.UpstreamsToPin(args) {
+		if up, _ := g.upstream(ctx, repo, b); up != "" {
+			if sha, err := g.resolve(ctx, repo, up); err == nil {
+				pinned.Refs[up] = sha
 			}
 		}
-	})
-	switch a := args.(type) {
-	case *proposal.WorktreeArgs:
-		// A worktree inside another working tree is pinned as such: its
-		// card is high risk, and the app checks the claim.
-		_, nested, err := roots.WorktreePlace(a.Path)
-		if err != nil {
-			return pinned, err
-		}
-		pinned.WorktreeNestedIn = nested
-	case *proposal.BranchDeleteArgs:
-		pinned.Repos = map[string]map[string]string{}
-		for _, r := range a.OtherRepos {
-			if r.Repo == repo {
-				return pinned, &errcode.Error{Code: errcode.InvalidArgument, Msg: "otherRepos repeats repoPath; list its branches under branches"}
-			}
-			top, err := g.toplevel(ctx, r.Repo)
+	}
+	for _, pl := range proposal.Places(args) {
+		if pl.Kind == proposal.PlaceNewWorktree {
+			// A worktree inside another working tree is pinned as such:
+			// its card is high risk, and the app checks the claim.
+			_, nested, err := roots.WorktreePlace(*pl.Path)
 			if err != nil {
 				return pinned, err
 			}
-			if top != r.Repo {
-				return pinned, &errcode.Error{Code: errcode.InvalidArgument, Msg: "each otherRepos entry must be the top level of a repository"}
-			}
-			refs := map[string]string{}
-			for _, b := range r.Branches {
-				sha, err := g.resolve(ctx, r.Repo, proposal.BranchRef(b))
-				if err != nil {
-					return pinned, err
-				}
-				refs[proposal.BranchRef(b)] = sha
-			}
-			pinned.Repos[r.Repo] = refs
+			pinned.WorktreeNestedIn = nested
 		}
-	case *proposal.SubmodulePointerArgs:
-		sub, err := roots.Confine(filepath.Join(repo, a.Path))
+	}
+	for _, o := range proposal.OtherRepos(args, repo) {
+		path, refs, err := pinOtherRepo(ctx, g, roots, repo, o)
 		if err != nil {
 			return pinned, err
 		}
-		top, err := g.toplevel(ctx, sub)
-		if err != nil || top != sub || sub == repo {
-			return pinned, &errcode.Error{Code: errcode.InvalidArgument, Msg: "path is not a checked-out submodule"}
+		if pinned.Repos == nil {
+			pinned.Repos = map[string]map[string]string{}
 		}
-		sha, err := g.resolve(ctx, sub, "HEAD")
-		if err != nil {
-			return pinned, err
-		}
-		pinned.Repos = map[string]map[string]string{sub: {"HEAD": sha}}
+		pinned.Repos[path] = refs
 	}
 	return pinned, nil
 }
@@ -832,38 +803,42 @@ func orDefault(s, fallback string) string {
 	return s
 }
 
-// forEachArgs calls fn for args and, for a plan, for each step.
-func forEachArgs(args proposal.Args, fn func(proposal.Args)) {
-	if plan, ok := args.(*proposal.PlanArgs); ok {
-		for _, s := range plan.Steps {
-			fn(s.Args)
+// pinOtherRepo pins the refs of a repository other than repo that the
+// arguments name: a submodule inside it (its checked-out HEAD) or another
+// repository beside it, named by its top level.
+func pinOtherRepo(ctx context.Context, g *gitResolver, roots gitx.Roots, repo string, o proposal.OtherRepo) (string, map[string]string, error) {
+	path := o.Path
+	if o.Within {
+		sub, err := roots.Confine(o.Path)
+		if err != nil {
+			return "", nil, err
 		}
-		return
+		top, err := g.toplevel(ctx, sub)
+		if err != nil || top != sub || sub == repo {
+			return "", nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: "path is not a checked-out submodule"}
+		}
+		path = sub
+	} else {
+		if o.Path == repo {
+			return "", nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: "otherRepos repeats repoPath; list its branches under branches"}
+		}
+		top, err := g.toplevel(ctx, o.Path)
+		if err != nil {
+			return "", nil, err
+		}
+		if top != o.Path {
+			return "", nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: "each otherRepos entry must be the top level of a repository"}
+		}
 	}
-	fn(args)
-}
-
-// checkedOutBranches lists the branches the args say the working tree is
-// on.
-func checkedOutBranches(args proposal.Args) []string {
-	var out []string
-	forEachArgs(args, func(a proposal.Args) {
-		var b string
-		switch x := a.(type) {
-		case *proposal.DiscardArgs:
-			b = x.Branch
-		case *proposal.ResetArgs:
-			b = x.Branch
-		case *proposal.PatchArgs:
-			b = x.Branch
-		case *proposal.CommitArgs:
-			b = x.Branch
+	refs := map[string]string{}
+	for _, ref := range o.Refs {
+		sha, err := g.resolve(ctx, path, ref)
+		if err != nil {
+			return "", nil, err
 		}
-		if b != "" && !slices.Contains(out, b) {
-			out = append(out, b)
-		}
-	})
-	return out
+		refs[ref] = sha
+	}
+	return path, refs, nil
 }
 
 func (s *Sidecar) proposalWait(ctx context.Context, req *mcp.CallToolRequest, in ProposalWaitIn) (ProposalOut, error) {
@@ -922,11 +897,11 @@ func boundedSchema[In any]() *jsonschema.Schema {
 
 var (
 	enums = map[string][]any{
-		"strategy": {"merge", "squash"},
-		"mode":     {"soft", "mixed", "hard"},
-		"applyTo":  {"worktree", "index"},
-		"action":   {"record", "return"},
-		"op":       {"merge", "rebase", "discard", "reset", "patch"},
+		"strategy": enumOf(proposal.MergeStrategies()),
+		"mode":     enumOf(proposal.ResetModes()),
+		"applyTo":  enumOf(proposal.PatchTargets()),
+		"action":   enumOf(proposal.SubmoduleActions()),
+		"op":       enumOf(proposal.PlanStepOps()),
 	}
 	maxLengths = map[string]int{
 		"reason": proposal.MaxReasonBytes, "patch": proposal.MaxPatchBytes, "message": proposal.MaxMessageBytes,
@@ -935,6 +910,15 @@ var (
 		"proposalId": `^[A-Za-z0-9_-]{1,128}$`,
 	}
 )
+
+// enumOf is a schema enum of core/proposal's list of values.
+func enumOf[T ~string](values []T) []any {
+	out := make([]any, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
+}
 
 func boundSchema(s *jsonschema.Schema, name string) {
 	if s == nil {
