@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -16,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/proposal"
 )
 
 // updateGolden rewrites golden files (tool schema snapshots, docs/tools.md)
@@ -249,4 +251,57 @@ func TestToolsList_TokenBudget(t *testing.T) {
 func countGit(t *testing.T, cfg *config.Config) int {
 	res, _ := listTools(t, cfg, []string{"git"})
 	return len(res.Tools)
+}
+
+// TestToolSchemas_EnumsAreCoreProposals: every enum a client sees in any
+// tool's input schema is one of core/proposal's lists for that property
+// (or, for a toolset, the configuration's list), in its order, so that a
+// value added there is offered everywhere and no schema offers one the
+// app would refuse.
+func TestToolSchemas_EnumsAreCoreProposals(t *testing.T) {
+	lists := map[string][]any{
+		"strategy": enumOf(proposal.MergeStrategies()),
+		"mode":     enumOf(proposal.ResetModes()),
+		"applyTo":  enumOf(proposal.PatchTargets()),
+		"action":   enumOf(proposal.SubmoduleActions()),
+		"op":       enumOf(proposal.PlanStepOps()),
+		"toolset":  enumOf(config.KnownToolsets),
+	}
+	seen := map[string]bool{}
+	var walk func(tool, prop string, v any)
+	walk = func(tool, prop string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if e, ok := x["enum"]; ok {
+				want, known := lists[prop]
+				if !known {
+					t.Errorf("%s: %q has an enum %v that core/proposal does not list", tool, prop, e)
+				} else if !reflect.DeepEqual(e, want) {
+					t.Errorf("%s: %q offers %v, core/proposal lists %v", tool, prop, e, want)
+				}
+				seen[prop] = true
+			}
+			for k, c := range x {
+				if k == "properties" {
+					for name, ps := range c.(map[string]any) {
+						walk(tool, name, ps)
+					}
+				} else {
+					walk(tool, prop, c)
+				}
+			}
+		case []any:
+			for _, c := range x {
+				walk(tool, prop, c)
+			}
+		}
+	}
+	for _, tl := range allTools(t) {
+		walk(tl.Tool.Name, "", schemaMap(t, tl.Tool.InputSchema))
+	}
+	for prop := range lists {
+		if !seen[prop] {
+			t.Errorf("no tool offers %q as an enum", prop)
+		}
+	}
 }
