@@ -41,9 +41,9 @@ type Options struct {
 	// RestorePoints lists restore points for GET /v1/restore-points; nil
 	// answers that this app takes none.
 	RestorePoints RestorePointLister
-	// Sealer computes every proposal's outcome before it is stored; with
-	// none, proposals are stored unsealed (and the executor refuses those
-	// that read the working tree).
+	// Sealer computes every proposal's outcome before it is stored. The
+	// app always has one; without it (tests of the wire alone) proposals
+	// are stored unsealed, and the executor refuses every one of them.
 	Sealer Sealer
 	// OwnPlaces are Sluice's own configuration and data: no proposal may
 	// name a repository in them or change a file in them, wherever they
@@ -323,25 +323,25 @@ func (b *Intake) confine(p proposal.Proposal) error {
 			return err
 		}
 	}
-	switch a := p.Args.(type) {
-	case *proposal.BranchDeleteArgs:
-		for _, r := range a.OtherRepos {
-			if err := check(r.Repo); err != nil {
+	for _, pl := range proposal.Places(p.Args) {
+		path := *pl.Path
+		if pl.Kind != proposal.PlaceNewWorktree {
+			if err := check(path); err != nil {
 				return err
 			}
+			continue
 		}
-	case *proposal.WorktreeArgs:
 		// The worktree does not exist yet: its parent must.
-		if err := check(filepath.Dir(a.Path)); err != nil {
+		if err := check(filepath.Dir(path)); err != nil {
 			return err
 		}
 		// Not inside any git directory, and nested exactly where the
 		// proposal (and so its card and digest) says.
-		canon, nested, err := b.roots().WorktreePlace(a.Path)
+		canon, nested, err := b.roots().WorktreePlace(path)
 		if err != nil {
 			return confineError(err)
 		}
-		if canon != a.Path {
+		if canon != path {
 			return badRequest("the worktree path must be canonical (symlinks resolved)")
 		}
 		if nested != p.Pinned.WorktreeNestedIn {
@@ -377,17 +377,14 @@ func (b *Intake) ownPlaces(p proposal.Proposal) error {
 			return err
 		}
 	}
-	var rels []string
-	switch a := p.Args.(type) {
-	case *proposal.WorktreeArgs:
-		if err := refuse(a.Path, a.Path); err != nil {
+	for _, pl := range proposal.Places(p.Args) {
+		if err := refuse(*pl.Path, *pl.Path); err != nil {
 			return err
 		}
-	case *proposal.CommitArgs:
-		rels = append(rels, a.Paths...)
-	case *proposal.DiscardArgs:
-		rels = append(rels, a.Paths...)
 	}
+	// The paths the arguments name (a commit's, a discard's, a patch's):
+	// the sealed outcome's below cover what lands, these what was asked.
+	rels, _ := p.Args.FilesTouched()
 	var walk func(s *proposal.Sealed)
 	walk = func(s *proposal.Sealed) {
 		if s == nil {
