@@ -121,7 +121,7 @@ func grantWorkspace(m *workspace.Manager, ledger *audit.Ledger, by string, g Gra
 	if m == nil {
 		return errWorkspacesOff
 	}
-	if !gateway.ValidWorkspaceID(g.ID) {
+	if !proposal.ValidID(g.ID) {
 		return &errcode.Error{Code: errcode.InvalidArgument, Msg: "invalid workspace id"}
 	}
 	if g.SecretName == "" && g.RevokeSecret == "" && g.Egress == nil {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/errcode"
-	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
 	"github.com/sluicehq/sluice/core/workspace"
@@ -87,7 +86,7 @@ func endWorkspace(ctx context.Context, m *workspace.Manager, ledger *audit.Ledge
 	if m == nil {
 		return WorkspaceEnded{}, errWorkspacesOff
 	}
-	if !gateway.ValidWorkspaceID(id) {
+	if !proposal.ValidID(id) {
 		return WorkspaceEnded{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: "invalid workspace id"}
 	}
 	w, err := m.Get(id)

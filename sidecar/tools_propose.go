@@ -907,7 +907,7 @@ var (
 		"reason": proposal.MaxReasonBytes, "patch": proposal.MaxPatchBytes, "message": proposal.MaxMessageBytes,
 	}
 	patterns = map[string]string{
-		"proposalId": `^[A-Za-z0-9_-]{1,128}$`,
+		"proposalId": proposal.IDPattern,
 	}
 )
 

@@ -41,7 +41,7 @@ func checkAgentAndID(agent, id string) error {
 		return err
 	}
 	if !proposal.ValidID(id) {
-		return badArgument("proposal id must match ^[A-Za-z0-9_-]{1,128}$")
+		return badArgument("proposal id must match " + proposal.IDPattern)
 	}
 	return nil
 }

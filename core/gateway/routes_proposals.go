@@ -193,7 +193,7 @@ func agentOf(w http.ResponseWriter, r *http.Request) (string, bool) {
 func idOf(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("id")
 	if !proposal.ValidID(id) {
-		WriteError(w, http.StatusBadRequest, errcode.InvalidArgument, "proposal id must match ^[A-Za-z0-9_-]{1,128}$", nil)
+		WriteError(w, http.StatusBadRequest, errcode.InvalidArgument, "proposal id must match "+proposal.IDPattern, nil)
 		return "", false
 	}
 	return id, true

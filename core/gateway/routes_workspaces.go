@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"regexp"
 	"time"
 
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/proposal"
 )
 
 // HandoffResult says where a sealed workspace's commits now are in the
@@ -42,12 +42,6 @@ var WorkspaceRoutes = []string{
 	"POST /v1/workspaces/{id}/handoff",
 }
 
-var workspaceIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
-
-// ValidWorkspaceID reports whether id may name a workspace (the same rule
-// as core/workspace, repeated so that the gateway stays independent of it).
-func ValidWorkspaceID(id string) bool { return workspaceIDRe.MatchString(id) }
-
 func (s *Server) handleWorkspaces(h WorkspaceHandoff) {
 	s.Handle(WorkspaceRoutes[0], func(w http.ResponseWriter, r *http.Request) {
 		agent, ok := agentOf(w, r)
@@ -55,8 +49,8 @@ func (s *Server) handleWorkspaces(h WorkspaceHandoff) {
 			return
 		}
 		id := r.PathValue("id")
-		if !ValidWorkspaceID(id) {
-			WriteError(w, http.StatusBadRequest, errcode.InvalidArgument, "workspace id must match ^[A-Za-z0-9_-]{1,128}$", nil)
+		if !proposal.ValidID(id) {
+			WriteError(w, http.StatusBadRequest, errcode.InvalidArgument, "workspace id must match "+proposal.IDPattern, nil)
 			return
 		}
 		var req HandoffRequest
@@ -91,8 +85,8 @@ func (c *Client) WorkspaceHandoff(ctx context.Context, agent, workspaceID, repo 
 	if err := checkAgent(agent); err != nil {
 		return HandoffResult{}, err
 	}
-	if !ValidWorkspaceID(workspaceID) {
-		return HandoffResult{}, badArgument("workspace id must match ^[A-Za-z0-9_-]{1,128}$")
+	if !proposal.ValidID(workspaceID) {
+		return HandoffResult{}, badArgument("workspace id must match " + proposal.IDPattern)
 	}
 	body, err := json.Marshal(HandoffRequest{Repo: repo})
 	if err != nil {

@@ -43,8 +43,15 @@ const (
 	MaxBranchesPerOp  = 100
 )
 
+// IDPattern is the form of a proposal id, written once: ValidID checks it,
+// every message that states the rule quotes it, and the tools' input
+// schemas carry it. A workspace id has the same form, since its handoff's
+// ref is refs/sluice/proposals/<id>, and a restore point is named by the
+// proposal that took it.
+const IDPattern = `^[A-Za-z0-9_-]{1,128}$`
+
 var (
-	idPattern    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+	idPattern    = regexp.MustCompile(IDPattern)
 	agentPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 	keyPattern   = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 	shaPattern   = regexp.MustCompile(`^(?:[0-9a-f]{40}|[0-9a-f]{64})$`)
@@ -272,7 +279,7 @@ func SameIntent(a, b Proposal) bool {
 // pinned to a SHA, and the digest.
 func (p Proposal) Validate() error {
 	if !ValidID(p.ID) {
-		return invalid("id", "must match ^[A-Za-z0-9_-]{1,128}$")
+		return invalid("id", "must match %s", IDPattern)
 	}
 	if !p.Op.Valid() {
 		return invalid("op", "unknown operation %q", p.Op)

@@ -253,7 +253,7 @@ func validRestorePoint(rp *RestorePoint) bool {
 // Find returns the restore point id of repo.
 func Find(ctx context.Context, repo *gitx.Repo, id string) (*RestorePoint, error) {
 	if !proposal.ValidID(id) {
-		return nil, errcode.New(errcode.InvalidArgument, "a restore point id matches ^[A-Za-z0-9_-]{1,128}$")
+		return nil, errcode.New(errcode.InvalidArgument, "a restore point id matches "+proposal.IDPattern)
 	}
 	list, err := List(ctx, repo)
 	if err != nil {

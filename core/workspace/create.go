@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/proposal"
 )
 
 // CreateRequest asks for a new workspace.
@@ -56,7 +57,7 @@ func (m *Manager) checkCreateRequest(req CreateRequest) (string, Source, error) 
 	if id == "" {
 		id = strings.ReplaceAll(uuid.NewString(), "-", "")
 	}
-	if !ValidID(id) {
+	if !proposal.ValidID(id) {
 		return "", Source{}, ErrInvalidID
 	}
 	if req.Lease < 0 || req.Lease > 7*24*time.Hour {

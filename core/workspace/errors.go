@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/proposal"
 )
 
 // Sentinel errors callers branch on with errors.Is.
@@ -10,8 +11,9 @@ var (
 	ErrNotFound = &errcode.Error{Code: errcode.WorkspaceNotFound, Msg: "no such workspace"}
 	// ErrLocked: another operation holds the workspace; nothing was done.
 	ErrLocked = &errcode.Error{Code: errcode.WorkspaceLocked, Msg: "the workspace is busy with another operation; try again when it finishes"}
-	// ErrInvalidID: a workspace id does not match ^[A-Za-z0-9_-]{1,128}$.
-	ErrInvalidID = &errcode.Error{Code: errcode.InvalidArgument, Msg: "workspace id must match ^[A-Za-z0-9_-]{1,128}$"}
+	// ErrInvalidID: a workspace id does not match proposal.IDPattern (its
+	// handoff's ref is refs/sluice/proposals/<id>).
+	ErrInvalidID = &errcode.Error{Code: errcode.InvalidArgument, Msg: "workspace id must match " + proposal.IDPattern}
 	// ErrPathOutside: a file path is absolute, contains "..", or resolves
 	// (through a symlink) outside the workspace tree.
 	ErrPathOutside = &errcode.Error{Code: errcode.PathOutsideRoots, Msg: "the path is outside the workspace"}

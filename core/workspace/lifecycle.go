@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/proposal"
 )
 
 // SealResult is what Seal did.
@@ -107,7 +108,7 @@ const destroyLockWait = 30 * time.Second
 // Destroy stops any run of the workspace, removes its containers, revokes
 // its secrets and deletes its directory, then verifies each step.
 func (m *Manager) Destroy(ctx context.Context, id string) (*DestroyReport, error) {
-	if !ValidID(id) {
+	if !proposal.ValidID(id) {
 		return nil, ErrInvalidID
 	}
 	m.mu.Lock()
@@ -253,7 +254,7 @@ func (m *Manager) Reconcile(ctx context.Context) (*ReconcileReport, error) {
 	}
 	for _, e := range ents {
 		id := e.Name()
-		if !e.IsDir() || !ValidID(id) {
+		if !e.IsDir() || !proposal.ValidID(id) {
 			continue
 		}
 		unlock, err := m.lockWS(id, true)
@@ -288,7 +289,7 @@ func (m *Manager) Reconcile(ctx context.Context) (*ReconcileReport, error) {
 		return rep, err
 	}
 	for _, c := range list {
-		if ValidID(c.WorkspaceID) {
+		if proposal.ValidID(c.WorkspaceID) {
 			m.mu.Lock()
 			running := m.active[c.WorkspaceID] != nil
 			m.mu.Unlock()

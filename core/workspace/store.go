@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/proposal"
 )
 
 // The store is one directory per workspace:
@@ -29,7 +30,7 @@ import (
 // the old or the new metadata, never a torn file.
 
 func (m *Manager) readMeta(id string) (*Workspace, error) {
-	if !ValidID(id) {
+	if !proposal.ValidID(id) {
 		return nil, ErrInvalidID
 	}
 	b, err := os.ReadFile(m.metaPath(id))
@@ -96,7 +97,7 @@ func (m *Manager) List() ([]Workspace, error) {
 	}
 	var out []Workspace
 	for _, e := range ents {
-		if !e.IsDir() || !ValidID(e.Name()) {
+		if !e.IsDir() || !proposal.ValidID(e.Name()) {
 			continue
 		}
 		w, err := m.readMeta(e.Name())
@@ -115,7 +116,7 @@ func (m *Manager) List() ([]Workspace, error) {
 // or the metadata takes it exclusively. The lock is an flock on a file in
 // the workspace directory, so it also holds between processes.
 func (m *Manager) lockWS(id string, exclusive bool) (func(), error) {
-	if !ValidID(id) {
+	if !proposal.ValidID(id) {
 		return nil, ErrInvalidID
 	}
 	f, err := os.OpenFile(filepath.Join(m.dir(id), "lock"), os.O_RDWR|noFollowFlag, 0)
@@ -229,7 +230,7 @@ func (m *Manager) Stamp() (string, error) {
 		}
 	}
 	for _, e := range ents {
-		if !e.IsDir() || !ValidID(e.Name()) {
+		if !e.IsDir() || !proposal.ValidID(e.Name()) {
 			continue
 		}
 		fmt.Fprintf(h, "workspace %s\n", e.Name())

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sync"
 	"time"
 
@@ -161,11 +160,6 @@ const (
 	DefaultSnapshotMaxBytes = 2 << 30
 	nobodyID                = 65534
 )
-
-var idRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
-
-// ValidID reports whether id may name a workspace.
-func ValidID(id string) bool { return idRe.MatchString(id) }
 
 // Manager owns the workspaces under one state directory. It is safe for
 // concurrent use; concurrent operations on one workspace are refused with
