@@ -162,7 +162,7 @@ func (e *Executor) KeepResealed(ctx context.Context, p proposal.Proposal) error 
 		return err
 	}
 	ref := proposal.SealedRef(p.ID)
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "--verify", "--quiet", ref + "^{commit}"}, ok: []int{1}})
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "--verify", "--quiet"}, revs: []string{ref + "^{commit}"}, ok: []int{1}})
 	if err != nil {
 		return err
 	}
@@ -186,7 +186,7 @@ func (e *Executor) KeepResealed(ctx context.Context, p proposal.Proposal) error 
 	if expect == "" {
 		expect = rc.g.zero
 	}
-	_, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-m", "sluice: re-seal", ref, c, expect}})
+	_, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-m", "sluice: re-seal"}, revs: []string{ref, c, expect}})
 	return err
 }
 

@@ -238,7 +238,7 @@ func (s *sealing) applyOverlay(ctx context.Context, env []string, files []string
 	if err != nil {
 		return err
 	}
-	res, err := s.run(ctx, call{args: append([]string{"ls-files", "-s", "-z", "--"}, files...), env: over})
+	res, err := s.run(ctx, call{args: []string{"ls-files", "-s", "-z"}, paths: files, dashdash: true, env: over})
 	if err != nil {
 		return err
 	}
@@ -265,7 +265,7 @@ func (e *Executor) Keep(ctx context.Context, p proposal.Proposal) error {
 		return err
 	}
 	ref := proposal.SealedRef(p.ID)
-	if res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "--verify", "--quiet", ref}, ok: []int{1}}); err != nil {
+	if res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "--verify", "--quiet"}, revs: []string{ref}, ok: []int{1}}); err != nil {
 		return err
 	} else if res.exit == 0 {
 		return nil
@@ -278,7 +278,7 @@ func (e *Executor) Keep(ctx context.Context, p proposal.Proposal) error {
 	if err != nil {
 		return err
 	}
-	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-m", "sluice: seal", ref, c, rc.g.zero}}); err != nil {
+	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-m", "sluice: seal"}, revs: []string{ref, c, rc.g.zero}}); err != nil {
 		return err
 	}
 	e.step("seal-kept")
@@ -321,7 +321,7 @@ func (e *Executor) Unseal(ctx context.Context, repo, id string) error {
 	if err != nil {
 		return err
 	}
-	_, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-d", proposal.SealedRef(id)}})
+	_, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-d"}, revs: []string{proposal.SealedRef(id)}})
 	return err
 }
 
@@ -331,7 +331,7 @@ func (e *Executor) SealedIDs(ctx context.Context, repo string) ([]string, error)
 	if err != nil {
 		return nil, err
 	}
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"for-each-ref", "--format=%(refname)", proposal.SealedRefPrefix}})
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"for-each-ref", "--format=%(refname)"}, revs: []string{proposal.SealedRefPrefix}})
 	if err != nil {
 		return nil, err
 	}
@@ -358,7 +358,7 @@ func (s *sealing) index(ctx context.Context, tree string, copyOf *worktree) ([]s
 		return env, path, nil
 	}
 	if tree != "" {
-		if _, err := s.run(ctx, call{args: []string{"read-tree", tree}, env: env}); err != nil {
+		if _, err := s.run(ctx, call{args: []string{"read-tree"}, revs: []string{tree}, env: env}); err != nil {
 			return nil, "", err
 		}
 	}
@@ -435,8 +435,9 @@ func nulList(paths []string) []byte {
 }
 
 // listPaths runs a git command that prints NUL-separated paths.
-func (s *sealing) listPaths(ctx context.Context, env []string, args ...string) ([]string, error) {
-	res, err := s.run(ctx, call{args: args, env: env})
+func (s *sealing) listPaths(ctx context.Context, env []string, c call) ([]string, error) {
+	c.env = env
+	res, err := s.run(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -499,7 +500,7 @@ func (s *sealing) changesByNumstat(ctx context.Context, a, b string) ([]proposal
 	var sizesErr error
 	var wg sync.WaitGroup
 	wg.Go(func() { sizes, sizesErr = s.blobSizes(ctx, a, b) })
-	res, err := s.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "-M", "--raw", "--numstat", "--no-commit-id", "--no-abbrev", a, b, "--"}})
+	res, err := s.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "-M", "--raw", "--numstat", "--no-commit-id", "--no-abbrev"}, revs: []string{a, b}, dashdash: true})
 	wg.Wait()
 	if err == nil {
 		err = sizesErr
@@ -524,7 +525,7 @@ func (s *sealing) changesByNumstat(ctx context.Context, a, b string) ([]proposal
 // (a gitlink's commit is no blob and has none), in two processes that
 // read no blob's content: the raw comparison and one cat-file.
 func (s *sealing) blobSizes(ctx context.Context, a, b string) (map[string]int64, error) {
-	res, err := s.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "--raw", "--no-commit-id", "--no-abbrev", a, b, "--"}})
+	res, err := s.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "--raw", "--no-commit-id", "--no-abbrev"}, revs: []string{a, b}, dashdash: true})
 	if err != nil {
 		return nil, err
 	}
@@ -557,10 +558,10 @@ func (s *sealing) blobSizes(ctx context.Context, a, b string) (map[string]int64,
 // the count.
 func (rc *repoCtx) commitList(ctx context.Context, include string, exclude ...string) (*proposal.CommitList, error) {
 	revs := []string{include}
-	if len(exclude) > 0 {
-		revs = append(append(revs, "--not"), exclude...)
+	for _, x := range exclude {
+		revs = append(revs, "^"+x)
 	}
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: append(append([]string{"rev-list", "--count"}, revs...), "--")})
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-list", "--count"}, revs: revs, dashdash: true})
 	if err != nil {
 		return nil, err
 	}
@@ -572,7 +573,7 @@ func (rc *repoCtx) commitList(ctx context.Context, include string, exclude ...st
 	if n == 0 {
 		return out, nil
 	}
-	res, err = rc.g.run(ctx, call{dir: rc.path, args: append(append([]string{"log", "--no-decorate", "--format=%H%x00%s", "-n", strconv.Itoa(proposal.MaxListedCommits)}, revs...), "--")})
+	res, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"log", "--no-decorate", "--format=%H%x00%s", "-n", strconv.Itoa(proposal.MaxListedCommits)}, revs: revs, dashdash: true})
 	if err != nil {
 		return nil, err
 	}
@@ -661,7 +662,7 @@ func (s *sealing) worktreeState(ctx context.Context, headTree string, paths []st
 	}
 	known := map[string]bool{}
 	for _, which := range [][]string{scan, env} {
-		entries, err := s.listPaths(ctx, which, append([]string{"ls-files", "-z", "--"}, paths...)...)
+		entries, err := s.listPaths(ctx, which, call{args: []string{"ls-files", "-z"}, paths: paths, dashdash: true})
 		if err != nil {
 			return "", "", err
 		}
@@ -690,7 +691,7 @@ func (s *sealing) worktreeState(ctx context.Context, headTree string, paths []st
 		env: env, stdin: nulList(paths)}); err != nil {
 		return "", "", err
 	}
-	res, err := s.run(ctx, call{args: append([]string{"ls-files", "-s", "-z", "--"}, paths...), env: scan})
+	res, err := s.run(ctx, call{args: []string{"ls-files", "-s", "-z"}, paths: paths, dashdash: true, env: scan})
 	if err != nil {
 		return "", "", err
 	}

@@ -35,27 +35,10 @@ const firstFewBytes = 8000
 // blob as binary without reading it.
 const bigFileThreshold = 512 << 20
 
-// readWholeBelow: blobs up to this size are read whole, in batches of up
-// to batchBytes; a larger one is read alone, and only its first bytes kept.
-const (
-	readWholeBelow = 1 << 20
-	batchBytes     = 8 << 20
-)
-
-// firstBytes keeps the first firstFewBytes written to it.
-type firstBytes struct{ b []byte }
-
-func (w *firstBytes) Write(p []byte) (int, error) {
-	if room := firstFewBytes - len(w.b); room > 0 {
-		w.b = append(w.b, p[:min(room, len(p))]...)
-	}
-	return len(p), nil
-}
-
 // changesByRule is changes without line counts (see the top of this
 // file).
 func (s *sealing) changesByRule(ctx context.Context, a, b string) ([]proposal.FileChange, error) {
-	res, err := s.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "-M", "--raw", "--no-commit-id", "--no-abbrev", a, b, "--"}})
+	res, err := s.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "-M", "--raw", "--no-commit-id", "--no-abbrev"}, revs: []string{a, b}, dashdash: true})
 	if err != nil {
 		return nil, err
 	}

@@ -190,17 +190,17 @@ func (s *discardStep) files(ctx context.Context, sl *sealing, head string) (trac
 	if err != nil {
 		return nil, nil, err
 	}
-	inIndex, err := sl.listPaths(ctx, env, append([]string{"ls-files", "-z", "--"}, s.a.Paths...)...)
+	inIndex, err := sl.listPaths(ctx, env, call{args: []string{"ls-files", "-z"}, paths: s.a.Paths, dashdash: true})
 	if err != nil {
 		return nil, nil, err
 	}
-	inHead, err := sl.listPaths(ctx, nil, append([]string{"ls-tree", "-r", "-z", "--name-only", "--full-tree", head, "--"}, s.a.Paths...)...)
+	inHead, err := sl.listPaths(ctx, nil, call{args: []string{"ls-tree", "-r", "-z", "--name-only", "--full-tree"}, revs: []string{head}, paths: s.a.Paths, dashdash: true})
 	if err != nil {
 		return nil, nil, err
 	}
 	tracked = appendNew(inIndex, inHead...)
 	if s.a.Untracked {
-		if untracked, err = sl.listPaths(ctx, env, append([]string{"ls-files", "-z", "--others", "--exclude-standard", "--"}, s.a.Paths...)...); err != nil {
+		if untracked, err = sl.listPaths(ctx, env, call{args: []string{"ls-files", "-z", "--others", "--exclude-standard"}, paths: s.a.Paths, dashdash: true}); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -343,13 +343,13 @@ func (s *resetStep) state(ctx context.Context, sl *sealing, target string) (stri
 	if _, err := sl.run(ctx, call{args: []string{"add", "--update"}, env: env}); err != nil {
 		return "", nil, err
 	}
-	untracked, err := sl.listPaths(ctx, env, "ls-files", "-z", "--others", "--exclude-standard")
+	untracked, err := sl.listPaths(ctx, env, call{args: []string{"ls-files", "-z", "--others", "--exclude-standard"}})
 	if err != nil {
 		return "", nil, err
 	}
 	var inTheWay []string
 	if len(untracked) > 0 {
-		inTarget, err := sl.listPaths(ctx, nil, "ls-tree", "-r", "-z", "--name-only", "--full-tree", target)
+		inTarget, err := sl.listPaths(ctx, nil, call{args: []string{"ls-tree", "-r", "-z", "--name-only", "--full-tree"}, revs: []string{target}})
 		if err != nil {
 			return "", nil, err
 		}
@@ -493,8 +493,17 @@ func (s *pushStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, erro
 		if out.Files, err = sl.changes(ctx, out.Before, out.After); err != nil {
 			return out, err
 		}
-	} else if out.Commits, err = rc.commitList(ctx, local, "--remotes="+s.a.Remote); err != nil {
-		return out, err
+	} else {
+		// A new branch on the remote: the commits none of the remote's
+		// tracking refs has (rev-list's --remotes=<remote>, as revisions).
+		res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"for-each-ref", "--format=%(objectname)"},
+			revs: []string{"refs/remotes/" + s.a.Remote + "/"}})
+		if err != nil {
+			return out, err
+		}
+		if out.Commits, err = rc.commitList(ctx, local, strings.Fields(res.text())...); err != nil {
+			return out, err
+		}
 	}
 	if s.a.ForceWithLease && remoteAt != "" {
 		if out.Lost, err = rc.commitList(ctx, remoteAt, local); err != nil {
@@ -584,7 +593,7 @@ func (s *submoduleStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed,
 		return proposal.Sealed{}, err
 	}
 	if s.a.Action == proposal.SubmoduleReturn {
-		res, err := sl.run(ctx, call{args: []string{"ls-files", "-s", "-z", "--", s.a.Path}})
+		res, err := sl.run(ctx, call{args: []string{"ls-files", "-s", "-z"}, paths: []string{s.a.Path}})
 		if err != nil {
 			return proposal.Sealed{}, err
 		}
