@@ -99,8 +99,9 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 	}
 	var pol *policy.Policy
 	if cfg.PolicyFile != "" {
-		// Fail closed: a policy the person configured is never skipped.
-		if pol, err = policy.Load(cfg.PolicyFile); err != nil {
+		// Fail closed: a policy the person configured is never skipped
+		// (Load refuses a missing file, where ReadFile reads it as empty).
+		if _, err := policy.Load(cfg.PolicyFile); err != nil {
 			return nil, fmt.Errorf("policy: %w", err)
 		}
 		// The file's rules are audited with its digest whenever they are

@@ -18,7 +18,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -514,5 +513,3 @@ func procScan(s string) (inCmdline []string, inEnviron int) {
 	}
 	return
 }
-
-var procScanMu sync.Mutex

@@ -263,12 +263,15 @@ func runLogin(args []string, stdout, stderr io.Writer) int {
 }
 
 // errNotServing is what `sluice login` says when no UI server answers.
+//
+//lint:ignore ST1005 Sluice is the product's name, and this sentence is shown to the person as written.
 var errNotServing = errors.New("Sluice isn't running: start it with `sluice serve` (or `sluice` for the desktop window)")
 
 func requestLoginLink(ctx context.Context, cfg *config.Config) (string, error) {
 	ep, err := readUIEndpoint(UIEndpointFile(cfg))
 	if errors.Is(err, os.ErrNotExist) {
 		if gep, gerr := gateway.ReadEndpoint(cfg.GatewayFile()); gerr == nil && gatewayAnswers(ctx, gep) {
+			//lint:ignore ST1005 Sluice is the product's name, and this sentence is shown to the person as written.
 			return "", fmt.Errorf("Sluice is running as the desktop window (pid %d), which needs no login link: open it from its tray icon", gep.PID)
 		}
 		return "", errNotServing

@@ -163,6 +163,7 @@ func launch(o runOptions, stdin *os.File, stdout, stderr io.Writer) (int, error)
 	}
 	c, err := gateway.NewClientFromEndpoint(cfg.GatewayFile())
 	if err != nil {
+		//lint:ignore ST1005 Sluice is the product's name, and this sentence is shown to the person as written.
 		return 0, errors.New("Sluice is not running: start it first (`sluice`, or `sluice serve` without a display); it is where you approve what the agent proposes")
 	}
 	req := gateway.SessionRequest{Dir: cwd, Runtime: o.Runtime, AllowHosts: o.AllowHosts, LauncherPID: os.Getpid()}

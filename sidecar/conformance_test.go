@@ -152,6 +152,7 @@ func addConformanceFixtures(s *Sidecar) {
 			if i > 0 {
 				time.Sleep(50 * time.Millisecond)
 			}
+			//lint:ignore SA1019 the conformance suite's test_tool_with_logging checks exactly this deprecated protocol feature, which clients still call during its deprecation window.
 			req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: msg})
 		}
 		return &mcp.CallToolResult{Content: text("Tool with logging executed successfully")}, nil
@@ -178,7 +179,9 @@ func addConformanceFixtures(s *Sidecar) {
 		Prompt string `json:"prompt"`
 	}
 	mcp.AddTool(srv, &mcp.Tool{Name: "test_sampling", Description: "conformance fixture test_sampling"}, func(ctx context.Context, req *mcp.CallToolRequest, in promptIn) (*mcp.CallToolResult, any, error) {
+		//lint:ignore SA1019 the conformance suite's test_sampling checks exactly this deprecated protocol feature, which clients still call during its deprecation window.
 		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{
+			//lint:ignore SA1019 the same deprecated sampling feature test_sampling checks.
 			Messages:  []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Prompt}}},
 			MaxTokens: 100,
 		})

@@ -93,7 +93,7 @@ func ListenHTTP(opts HTTPOptions) (*HTTPServer, error) {
 	if opts.Config == nil {
 		return nil, errors.New("http: nil config")
 	}
-	host, port, err := net.SplitHostPort(opts.Addr)
+	host, _, err := net.SplitHostPort(opts.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("--addr %q: %w", opts.Addr, err)
 	}
@@ -140,7 +140,7 @@ func ListenHTTP(opts HTTPOptions) (*HTTPServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", opts.Addr, err)
 	}
-	_, port, _ = net.SplitHostPort(ln.Addr().String())
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	h := &HTTPServer{opts: opts, ln: ln, log: log, port: port, ws: map[string]*wsTools{},
 		versions: mcp.NewServer(&mcp.Implementation{Name: "sluice", Version: config.Version}, nil)}
 	mcpHandler := mcp.NewStreamableHTTPHandler(h.serverFor, &mcp.StreamableHTTPOptions{

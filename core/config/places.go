@@ -18,6 +18,8 @@ import (
 
 // ErrOwnPlace is returned for a path that is Sluice's own configuration
 // or data.
+//
+//lint:ignore ST1005 Sluice is the product's name, and this sentence is shown to the person as written.
 var ErrOwnPlace = errors.New("Sluice's own configuration")
 
 // OwnPlaceReason is what the person is told when a proposal names one of

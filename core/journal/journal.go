@@ -13,6 +13,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -128,7 +129,7 @@ func Open(path string, opts Options) (*Journal, error) {
 		opts.LockTimeout = time.Second
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("journal: %s: %w", path, ErrLocked)
 	}
 	if err != nil {
@@ -256,7 +257,7 @@ func (j *Journal) Deny(p proposal.Proposal, rule string) error {
 		Risk: p.Risk().String(), By: "policy", Note: rule, Code: "policy_denied", At: proposal.At(j.now()), Origin: p.Origin,
 	}
 	err := j.db.Update(func(tx *bolt.Tx) error { return j.record(tx, ev) })
-	if errors.Is(err, bolt.ErrDatabaseNotOpen) {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return ErrClosed
 	}
 	return err
@@ -308,7 +309,7 @@ func (j *Journal) AuditHead() (AuditHead, error) {
 		h, err = decodeHead(tx.Bucket(bucketMeta).Get(metaAuditHead))
 		return err
 	})
-	if errors.Is(err, bolt.ErrDatabaseNotOpen) {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return AuditHead{}, ErrClosed
 	}
 	return h, err
@@ -325,7 +326,7 @@ func (j *Journal) Get(id string) (Record, error) {
 		rec, err = j.getRecord(tx.Bucket(bucketProposals), id)
 		return err
 	})
-	if errors.Is(err, bolt.ErrDatabaseNotOpen) {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return Record{}, ErrClosed
 	}
 	return rec, err
@@ -696,7 +697,7 @@ func (j *Journal) update(id string, fn func(rec *Record, now time.Time) (proposa
 		out = rec
 		return nil
 	})
-	if errors.Is(err, bolt.ErrDatabaseNotOpen) {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return Record{}, ErrClosed
 	}
 	if err != nil {

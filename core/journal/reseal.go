@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -73,7 +74,7 @@ func (j *Journal) Reseal(id, from string, np proposal.Proposal, r Reseal) (Recor
 		out = rec
 		return nil
 	})
-	if errors.Is(err, bolt.ErrDatabaseNotOpen) {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return Record{}, ErrClosed
 	}
 	if err != nil {

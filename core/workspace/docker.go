@@ -76,7 +76,7 @@ func (d *Docker) CheckImage(ctx context.Context, imageID string) error {
 	}
 	ins, err := d.cli.ImageInspect(ctx, imageID)
 	if err != nil {
-		if client.IsErrNotFound(err) {
+		if cerrdefs.IsNotFound(err) {
 			return &errcode.Error{Code: errcode.Unsupported, Msg: "the configured workspace image is not present in the Docker Engine", Err: err}
 		}
 		return &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine cannot inspect the workspace image", Err: err}
@@ -299,7 +299,7 @@ func (k *killer) kill() {
 		cancel()
 		// Killing a container that already exited is a conflict:
 		// nothing is left to do.
-		if err == nil || client.IsErrNotFound(err) || cerrdefs.IsConflict(err) {
+		if err == nil || cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) {
 			return
 		}
 		// The Engine does not process a kill while it is blocked
@@ -433,13 +433,13 @@ const removeWait = 60 * time.Second
 // that answers not found.
 func (d *Docker) Remove(ctx context.Context, containerID string) error {
 	err := d.cli.ContainerRemove(ctx, containerID, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !client.IsErrNotFound(err) {
+	if err != nil && !cerrdefs.IsNotFound(err) {
 		return &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine could not remove a workspace container", Err: err}
 	}
 	deadline := time.Now().Add(removeWait)
 	for {
 		_, err := d.cli.ContainerInspect(ctx, containerID)
-		if client.IsErrNotFound(err) {
+		if cerrdefs.IsNotFound(err) {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -482,7 +482,7 @@ func (d *Docker) EgressNetwork(ctx context.Context) (EgressNetwork, error) {
 		return *d.net, nil
 	}
 	ins, err := d.cli.NetworkInspect(ctx, egressNetName, network.InspectOptions{})
-	if client.IsErrNotFound(err) {
+	if cerrdefs.IsNotFound(err) {
 		_, cerr := d.cli.NetworkCreate(ctx, egressNetName, network.CreateOptions{
 			Driver:   "bridge",
 			Internal: true,

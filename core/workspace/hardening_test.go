@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/client"
+	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/sluicehq/sluice/core/errcode"
 )
@@ -78,7 +78,7 @@ echo "mounts=$(grep -c ' /workspace' /proc/self/mountinfo)"
 		t.Errorf("evidence: %+v", res)
 	}
 	// The container is gone once Run returns.
-	if _, err := needDocker(t).Client().ContainerInspect(context.Background(), res.ContainerID); !client.IsErrNotFound(err) {
+	if _, err := needDocker(t).Client().ContainerInspect(context.Background(), res.ContainerID); !cerrdefs.IsNotFound(err) {
 		t.Errorf("the run's container still exists: %v", err)
 	}
 }
@@ -598,7 +598,7 @@ func TestDestroy_VerifiedAndReconcile(t *testing.T) {
 		t.Fatalf("Reconcile report: %+v", rep)
 	}
 	for _, id := range []string{created.ID, staleC.ID} {
-		if _, err := d.Client().ContainerInspect(ctx, id); !client.IsErrNotFound(err) {
+		if _, err := d.Client().ContainerInspect(ctx, id); !cerrdefs.IsNotFound(err) {
 			t.Fatalf("orphan %s still exists: %v", id, err)
 		}
 	}
@@ -636,7 +636,7 @@ func TestDestroy_VerifiedAndReconcile(t *testing.T) {
 		t.Fatalf("the interrupted run reported success")
 	}
 	for _, c := range append(running, ContainerInfo{ID: res.ContainerID}) {
-		if _, err := d.Client().ContainerInspect(ctx, c.ID); !client.IsErrNotFound(err) {
+		if _, err := d.Client().ContainerInspect(ctx, c.ID); !cerrdefs.IsNotFound(err) {
 			t.Fatalf("container %s survived Destroy: %v", c.ID, err)
 		}
 	}

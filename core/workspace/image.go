@@ -11,9 +11,9 @@ import (
 	"sort"
 	"strings"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/client"
 
 	"github.com/sluicehq/sluice/core/errcode"
 )
@@ -61,7 +61,7 @@ func (d *Docker) ResolveImage(ctx context.Context, name string) (ImageSummary, e
 	}
 	ins, err := d.cli.ImageInspect(ctx, name)
 	if err != nil {
-		if client.IsErrNotFound(err) {
+		if cerrdefs.IsNotFound(err) {
 			return ImageSummary{}, ErrImageNotFound
 		}
 		return ImageSummary{}, &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine cannot inspect the image", Err: err}
@@ -176,7 +176,7 @@ func readPullStream(r io.Reader, progress io.Writer) error {
 // pullError keeps the Engine's message (it names the registry's answer)
 // under a stable code.
 func pullError(err error) error {
-	if client.IsErrNotFound(err) {
+	if cerrdefs.IsNotFound(err) {
 		return &errcode.Error{Code: errcode.InvalidArgument, Msg: "the registry has no image with that digest: " + err.Error(), Err: err}
 	}
 	return &errcode.Error{Code: errcode.Unsupported, Msg: "the image could not be pulled: " + err.Error(), Err: err}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 )
@@ -29,7 +30,7 @@ func EnsureTestImage(ctx context.Context, cli *client.Client) (string, error) {
 	defer cancel()
 	if ins, err := cli.ImageInspect(ctx, TestImageRef); err == nil {
 		return ins.ID, nil
-	} else if !client.IsErrNotFound(err) {
+	} else if !cerrdefs.IsNotFound(err) {
 		return "", err
 	}
 	rootfs, err := busyboxRootfs()
