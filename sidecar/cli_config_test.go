@@ -213,7 +213,7 @@ func TestConnect_PreAllowLists_MatchRegisteredTools(t *testing.T) {
 		list []string
 	}{{"git", connect.ReadTools}, {"fleet", connect.ReadTools}, {"safety", connect.ReadTools}, {"propose", connect.ProposeTools},
 		{"propose_more", connect.ProposeTools}} {
-		if toolsets[c.set] == nil {
+		if toolsetRegistration(c.set) == nil {
 			continue
 		}
 		s, err := New(Options{Config: cfg, Toolsets: []string{c.set}})

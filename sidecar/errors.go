@@ -167,7 +167,6 @@ func registerTool[In, Out any, P errorSetter[Out]](s *mcp.Server, t *mcp.Tool, h
 	if t.OutputSchema == nil {
 		t.OutputSchema = compactOutputSchema[Out](t.Name)
 	}
-	noteTool(s, t.Name)
 	mcp.AddTool(s, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 		out, err := h(ctx, req, in)
 		if err != nil {

@@ -80,21 +80,6 @@ type Sidecar struct {
 	session *SessionView
 }
 
-// toolset registration functions, by name. Families add themselves in
-// their own files' init so that this file never lists tools.
-var toolsets = map[string]func(*Sidecar){}
-
-// registerToolset is called from init in each tools_*.go file.
-func registerToolset(name string, fn func(*Sidecar)) {
-	prev := toolsets[name]
-	toolsets[name] = func(s *Sidecar) {
-		if prev != nil {
-			prev(s)
-		}
-		fn(s)
-	}
-}
-
 // New builds the MCP server with the chosen toolsets. The sluice_capabilities
 // tool is always present.
 func New(opts Options) (*Sidecar, error) {
@@ -156,7 +141,7 @@ func New(opts Options) (*Sidecar, error) {
 		}
 		// A toolset known to the configuration but not built into this
 		// sidecar is left out rather than advertised empty.
-		if fn := toolsets[name]; fn != nil {
+		if fn := toolsetRegistration(name); fn != nil {
 			fn(s)
 			enabled = append(enabled, name)
 		}
@@ -236,17 +221,6 @@ func fitToolsets(cfg *config.Config, sets []string) []string {
 // workspace image.
 func needsImage(toolset string) bool {
 	return toolset == "workspace" || toolset == "workspace_search"
-}
-
-// availableToolsets are the toolsets built into this sidecar.
-func availableToolsets() []string {
-	var out []string
-	for _, name := range config.KnownToolsets {
-		if toolsets[name] != nil {
-			out = append(out, name)
-		}
-	}
-	return out
 }
 
 // Server is the underlying MCP server, for transports and tests.

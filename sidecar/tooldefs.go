@@ -2,14 +2,10 @@ package sidecar
 
 import (
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/sluicehq/sluice/core/config"
 )
 
 // An agent pays for every tool definition on every turn, so what tools/list
@@ -99,45 +95,3 @@ func fullOutputSchema(tool string) *jsonschema.Schema {
 	}
 	return nil
 }
-
-// recording collects the names of the tools registered on a scratch
-// server, so that toolsetToolNames can say which tools a toolset brings.
-// Only scratch servers are recorded: a session's own server is not kept
-// here, so nothing accumulates as sessions come and go.
-var (
-	recordingMu sync.Mutex
-	recording   = map[*mcp.Server][]string{}
-)
-
-// noteTool records a tool registered on srv when srv is being recorded.
-func noteTool(srv *mcp.Server, name string) {
-	recordingMu.Lock()
-	defer recordingMu.Unlock()
-	if names, ok := recording[srv]; ok {
-		recording[srv] = append(names, name)
-	}
-}
-
-// toolsetToolNames are the tools a toolset registers, found once by
-// registering it on a scratch server (registration only declares tools:
-// nothing is opened or started until a tool is called).
-func toolsetToolNames(toolset string) []string {
-	return toolsetNames()[toolset]
-}
-
-var toolsetNames = sync.OnceValue(func() map[string][]string {
-	out := map[string][]string{}
-	for _, name := range availableToolsets() {
-		sc := &Sidecar{cfg: &config.Config{}, log: slog.New(slog.DiscardHandler),
-			server: mcp.NewServer(&mcp.Implementation{Name: "scratch", Version: "0"}, nil)}
-		recordingMu.Lock()
-		recording[sc.server] = []string{}
-		recordingMu.Unlock()
-		toolsets[name](sc)
-		recordingMu.Lock()
-		out[name] = slices.Clone(recording[sc.server])
-		delete(recording, sc.server)
-		recordingMu.Unlock()
-	}
-	return out
-})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/gitx"
 )
 
 // CapabilitiesIn takes no arguments.
@@ -96,7 +97,7 @@ func toolsetEnableSchema() *jsonschema.Schema {
 // process; HTTP: one per session), so one agent's choice never widens
 // another's tools.
 func (s *Sidecar) toolsetEnable(_ context.Context, _ *mcp.CallToolRequest, in ToolsetEnableIn) (ToolsetEnableOut, error) {
-	fn := toolsets[in.Toolset]
+	fn := toolsetRegistration(in.Toolset)
 	if fn == nil {
 		return ToolsetEnableOut{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: fmt.Sprintf("unknown toolset %q", in.Toolset) +
 			"; choose one of " + strings.Join(availableToolsets(), ", ") + " (sluice_capabilities lists them)"}
@@ -161,8 +162,15 @@ func (s *Sidecar) capabilities(ctx context.Context, _ *mcp.CallToolRequest, _ Ca
 	return out, nil
 }
 
-// featureFlags are reported by sluice_capabilities; families append to it.
-var featureFlags []struct {
+// featureFlags are reported by sluice_capabilities.
+var featureFlags = []struct {
 	name string
 	on   func(*Sidecar) bool
+}{
+	{"gitConflictPreflight", func(*Sidecar) bool {
+		r, err := gitx.Default()
+		return err == nil && r.Version().AtLeast(gitx.MinMergeTree)
+	}},
+	{"gitSemanticDiffGo", func(*Sidecar) bool { return true }},
+	{"workspaces", func(s *Sidecar) bool { return s.conf().cfg.WorkspaceImage != "" }},
 }

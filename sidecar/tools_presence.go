@@ -12,10 +12,6 @@ import (
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
-func init() {
-	registerToolset("git", func(s *Sidecar) { s.registerPresence() })
-}
-
 // PresenceIn names the repository.
 type PresenceIn struct {
 	RepoPath string `json:"repoPath" jsonschema:"the repository"`

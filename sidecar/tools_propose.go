@@ -23,11 +23,6 @@ import (
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
-func init() {
-	registerToolset("propose", (*Sidecar).registerPropose)
-	registerToolset("propose_more", (*Sidecar).registerProposeMore)
-}
-
 // progressInterval is how often proposal_wait reports progress while it
 // waits; it also bounds each long-poll to the app, so that a cancelled
 // request is noticed within it.

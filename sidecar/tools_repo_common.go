@@ -16,34 +16,6 @@ type gitTools struct {
 	s *Sidecar
 }
 
-func init() {
-	registerToolset("git", func(s *Sidecar) {
-		g := &gitTools{s: s}
-		g.registerRepo()
-		g.registerWorktree()
-		g.registerDiff()
-	})
-	// Read-only like git, but needed less often: across many repositories,
-	// and when something has to be undone. They are off by default and one
-	// toolset_enable away, so that a session pays for them only when it
-	// uses them.
-	registerToolset("fleet", func(s *Sidecar) { (&gitTools{s: s}).registerFleet() })
-	registerToolset("safety", func(s *Sidecar) { (&gitTools{s: s}).registerSafety() })
-	featureFlags = append(featureFlags,
-		struct {
-			name string
-			on   func(*Sidecar) bool
-		}{"gitConflictPreflight", func(*Sidecar) bool {
-			r, err := gitx.Default()
-			return err == nil && r.Version().AtLeast(gitx.MinMergeTree)
-		}},
-		struct {
-			name string
-			on   func(*Sidecar) bool
-		}{"gitSemanticDiffGo", func(*Sidecar) bool { return true }},
-	)
-}
-
 // errNoRoots explains an empty roots list, which would otherwise read as
 // a plain path_outside_roots.
 var errNoRoots = &errcode.Error{Code: errcode.PathOutsideRoots,

@@ -30,15 +30,6 @@ type wsTools struct {
 	mgrKey string
 }
 
-func init() {
-	registerToolset("workspace", func(s *Sidecar) { s.workspaceTools().register() })
-	registerToolset("workspace_search", func(s *Sidecar) { s.workspaceTools().registerSearch() })
-	featureFlags = append(featureFlags, struct {
-		name string
-		on   func(*Sidecar) bool
-	}{"workspaces", func(s *Sidecar) bool { return s.conf().cfg.WorkspaceImage != "" }})
-}
-
 // workspaceTools is what the workspace toolsets share, one per session so
 // that both use one Manager. Toolsets are registered by New or, under mu,
 // by toolset_enable, never concurrently.

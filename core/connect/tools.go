@@ -5,28 +5,9 @@ import (
 	"strings"
 )
 
-// The one list of what may be pre-allowed. Read tools (the git toolset)
-// change nothing; propose tools only ask: the person decides in Sluice. A
-// test in the sidecar fails when a tool is registered in those toolsets but
-// missing here, or when a listed read tool is not annotated read-only.
-var (
-	// ReadTools are the git toolset and sluice_capabilities.
-	ReadTools = []string{
-		"repo_brief", "repo_scope", "repo_status", "repo_refs", "repo_branch_stack",
-		"repo_history", "repo_reflog", "repo_conflict_preflight", "conflict_read",
-		"commit_details", "worktree_changes", "worktree_list", "submodule_status",
-		"diff_text", "diff_semantic", "fleet_radar", "fleet_digest", "agents_presence",
-		"safety_timeline", "safety_event", "restore_points", "restore_point_details",
-		"sluice_capabilities",
-	}
-	// ProposeTools are the propose and propose_more toolsets.
-	ProposeTools = []string{
-		"propose_merge", "propose_rebase", "propose_discard", "propose_reset",
-		"propose_patch", "propose_plan", "propose_worktree", "propose_commit",
-		"propose_push", "propose_branch", "propose_branch_delete",
-		"propose_submodule_pointer", "proposal_status", "proposal_wait", "proposal_cancel",
-	}
-)
+// ReadTools and ProposeTools, what may be pre-allowed, are generated from
+// the sidecar's tool table (tools_gen.go): read tools change nothing;
+// propose tools only ask, and the person decides in Sluice.
 
 // ServerName is the name Sluice's entry has in every client's file; tool
 // names in clients' allow-lists are derived from it.
