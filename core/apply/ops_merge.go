@@ -198,67 +198,6 @@ func limitList(s []string, n int) []string {
 	return append(s[:n:n], fmt.Sprintf("… %d more", len(s)-n))
 }
 
-// rebaseStep replays Branch onto Onto in a temporary worktree of its own,
-// never in the person's checkout, then moves the branch by
-// compare-and-swap.
-type rebaseStep struct {
-	a *proposal.RebaseArgs
-	branchMove
-}
-
-func (s *rebaseStep) name() proposal.Op { return proposal.OpRebase }
-
-func (s *rebaseStep) touch(ctx context.Context, r *run, t touches) error {
-	return s.touchBranch(ctx, r, t, s.a.Branch)
-}
-
-func (s *rebaseStep) check(ctx context.Context, r *run) error {
-	return s.checkBranch(ctx, r, "the branch "+s.a.Branch)
-}
-
-func (s *rebaseStep) do(ctx context.Context, r *run, w *writing) error {
-	rc := r.main
-	ref := proposal.BranchRef(s.a.Branch)
-	old, onto := r.expect[ref], r.expect[s.a.Onto]
-	if err := rc.repo.RefuseMergeDrivers(ctx, old, onto); err != nil {
-		return asInvalid(err)
-	}
-	base, err := rc.mergeBase(ctx, old, onto)
-	if err != nil {
-		return err
-	}
-	var next, how string
-	switch {
-	case base == "":
-		return errcode.New(errcode.UnrelatedHistories, "%s and %s share no history; nothing was changed", s.a.Branch, s.a.Onto)
-	case base == onto:
-		r.note("%s already contains %s; nothing to rebase", s.a.Branch, s.a.Onto)
-		return nil
-	case base == old:
-		next, how = onto, "fast-forward"
-	default:
-		if next, err = r.rebaseAway(ctx, rc, old, onto, s.a, gitx.ProfileSigned); err != nil {
-			return err
-		}
-		how = "replayed"
-		trees, err := rc.resolveTrees(ctx, next)
-		if err != nil {
-			return err
-		}
-		if err := r.verifyTree(r.sealedStep(), trees[next], "the rebase"); err != nil {
-			return err
-		}
-	}
-	r.e.step("before-ref-update")
-	msg := fmt.Sprintf("sluice: rebase %s onto %s (proposal %s)", s.a.Branch, s.a.Onto, r.p.ID)
-	if err := r.moveCheckout(ctx, w, rc, ref, old, next, s.wt, msg, nil); err != nil {
-		return err
-	}
-	r.moved(rc, ref, next, s.wt != nil && s.wt.path == rc.path)
-	r.note("rebased %s onto %s (%s): %s → %s", s.a.Branch, s.a.Onto, how, short(old), short(next))
-	return nil
-}
-
 // rebaseAway runs git rebase in a detached temporary worktree outside the
 // repository and returns the rebased tip. Hooks stay off. how is
 // gitx.ProfileSigned when the approved rebase runs (the person's signing
@@ -304,4 +243,52 @@ func (r *run) rebaseAway(ctx context.Context, rc *repoCtx, old, onto string, a *
 		return "", err
 	}
 	return h.sha, nil
+}
+
+// seal: the result of git merge-tree (or, for a fast-forward, the
+// source's tree); a conflicting merge is refused before any card, with
+// the files, so the agent can resolve it and propose again.
+func (s *mergeStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, error) {
+	rc := sl.rc
+	ref := proposal.BranchRef(s.a.Target)
+	old, src := sl.r.expect[ref], sl.r.expect[s.a.Source]
+	p := s.read(ctx, rc, old, src)
+	if p.err != nil {
+		return proposal.Sealed{}, p.err
+	}
+	switch {
+	case p.base == "":
+		return proposal.Sealed{}, errcode.New(errcode.UnrelatedHistories, "%s and %s share no history", s.a.Source, s.a.Target)
+	case p.base == src:
+		return proposal.Sealed{}, errcode.New(errcode.NothingToCommit, "%s already contains %s; there is nothing to merge", s.a.Target, s.a.Source)
+	}
+	before, err := sl.tree(ctx, old)
+	if err != nil {
+		return proposal.Sealed{}, err
+	}
+	out := proposal.Sealed{Base: old, Before: before, Effect: proposal.EffectLands}
+	if s.fastForward(p.base, old, src) {
+		out.FastForward = true
+		if out.After, err = sl.tree(ctx, src); err != nil {
+			return out, err
+		}
+		out.Moves = []proposal.RefMove{{Ref: ref, From: old, To: src}}
+	} else {
+		tree, conflicts, err := rc.mergeTree(ctx, old, src)
+		if err != nil {
+			return out, err
+		}
+		if len(conflicts) > 0 {
+			return out, &errcode.Error{Code: errcode.MergeConflict, Data: map[string]any{"files": conflicts},
+				Msg: fmt.Sprintf("merging %s into %s would conflict in %s: %s. Resolve it on a branch (merge %s into it and fix the files), then propose again",
+					s.a.Source, s.a.Target, proposal.Count(len(conflicts), "file"), strings.Join(limitList(conflicts, 50), ", "), s.a.Target)}
+		}
+		out.After = tree
+		out.Moves = []proposal.RefMove{{Ref: ref, From: old}}
+	}
+	if out.Commits, err = rc.commitList(ctx, src, old); err != nil {
+		return out, err
+	}
+	out.Files, err = sl.changes(ctx, out.Before, out.After)
+	return out, err
 }

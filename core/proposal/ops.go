@@ -27,10 +27,11 @@ const (
 )
 
 // opDef is everything this package knows of one operation: its arguments
-// type (whose methods say how they are validated, what they pin, what
-// they write, their risk and why) and whether it can be a plan step. How
-// an operation is sealed and executed is its step in core/apply; its tool
-// is in sidecar/tools_propose.go.
+// type (in op_<operation>.go, whose methods say how they are validated,
+// what they pin, what they write and name, their risk and why) and
+// whether it can be a plan step. How an operation is sealed and executed
+// is its step in core/apply/ops_<operation>.go (and a case of stepsOf);
+// its tool is a row of the sidecar's tool table.
 type opDef struct {
 	op       Op
 	newArgs  func() Args
