@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/workspace"
+	"github.com/sluicehq/sluice/core/workspace/workspacetest"
 )
 
 // startWorkspaceFlow is startWebFlow with workspaces on the test image, and
@@ -42,7 +43,7 @@ func needWorkspaceDocker(t *testing.T) (*workspace.Docker, string) {
 		needOrSkip(t, false, "Docker Engine reachable ("+err.Error()+")")
 	}
 	t.Cleanup(func() { d.Close() })
-	id, err := workspace.EnsureTestImage(context.Background(), d.Client())
+	id, err := workspacetest.EnsureImage(context.Background(), d.Client())
 	if err != nil {
 		t.Fatalf("test image: %v", err)
 	}

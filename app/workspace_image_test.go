@@ -13,7 +13,7 @@ import (
 
 	"github.com/docker/docker/api/types/image"
 
-	"github.com/sluicehq/sluice/core/workspace"
+	"github.com/sluicehq/sluice/core/workspace/workspacetest"
 )
 
 // imageCLI runs `sluice workspace image ARGS…` as a person would, with
@@ -78,9 +78,9 @@ func TestWorkspace_ImageUse_ReachesTheAgentsSidecar(t *testing.T) {
 		t.Fatalf("list before pinning: %v\n%s", err, out)
 	}
 
-	out, err = imageCLI(t, env, "use", workspace.TestImageRef)
+	out, err = imageCLI(t, env, "use", workspacetest.ImageRef)
 	if err != nil || !strings.Contains(out, id) {
-		t.Fatalf("use %s: %v\n%s", workspace.TestImageRef, err, out)
+		t.Fatalf("use %s: %v\n%s", workspacetest.ImageRef, err, out)
 	}
 	if got := pinnedImage(t, configDir); got != id {
 		t.Fatalf("pinned %q, want %s", got, id)
@@ -91,7 +91,7 @@ func TestWorkspace_ImageUse_ReachesTheAgentsSidecar(t *testing.T) {
 	}
 	inUse := false
 	for _, line := range strings.Split(out, "\n") {
-		if strings.HasPrefix(line, "*") && strings.Contains(line, id) && strings.Contains(line, workspace.TestImageRef) {
+		if strings.HasPrefix(line, "*") && strings.Contains(line, id) && strings.Contains(line, workspacetest.ImageRef) {
 			inUse = true
 		}
 	}
@@ -121,15 +121,15 @@ func TestWorkspace_ImagePull_ByDigestFromARealRegistry(t *testing.T) {
 	d, _ := needWorkspaceDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	reg, err := workspace.StartTestRegistry(ctx, t.TempDir())
-	if errors.Is(err, workspace.ErrNoRegistryBinary) {
+	reg, err := workspacetest.StartRegistry(ctx, t.TempDir())
+	if errors.Is(err, workspacetest.ErrNoRegistryBinary) {
 		needOrSkip(t, false, err.Error())
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { reg.Close() })
-	id, digest, err := reg.PushTestImage(ctx, d.Client(), "sluice-test/cli-pull:1", true)
+	id, digest, err := reg.PushImage(ctx, d.Client(), "sluice-test/cli-pull:1", true)
 	if err != nil {
 		t.Fatalf("push: %v", err)
 	}
@@ -182,7 +182,7 @@ func TestAPI_WorkspaceImages_SettingsChoice(t *testing.T) {
 	if got := pinnedImage(t, filepath.Dir(a.cfg.ConfigDir)); got != "" {
 		t.Fatalf("a refused choice pinned %q", got)
 	}
-	v, err = api.UseWorkspaceImage(workspace.TestImageRef)
+	v, err = api.UseWorkspaceImage(workspacetest.ImageRef)
 	if err != nil || v.Pinned != id || v.Running != id || v.RestartRequired {
 		t.Fatalf("UseWorkspaceImage: %+v %v", v, err)
 	}

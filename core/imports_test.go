@@ -131,6 +131,34 @@ func TestImports_SidecarAndGatewayLinkNoWriter(t *testing.T) {
 	}
 }
 
+// testSupport is every Sluice package of list that exists for tests: one
+// whose name ends in "test" (gitxtest, workspacetest) or the fake model.
+func testSupport(list []string) []string {
+	var found []string
+	for _, p := range list {
+		name := p[strings.LastIndex(p, "/")+1:]
+		if strings.HasPrefix(p, "github.com/sluicehq/sluice/") && (strings.HasSuffix(name, "test") || name == "fakemodel") {
+			found = append(found, p)
+		}
+	}
+	return found
+}
+
+// TestImports_BinariesLinkNoTestSupport: fixtures (a test image, a
+// registry, generated repositories, a fake model) are in packages only
+// tests import, so neither binary ships them.
+func TestImports_BinariesLinkNoTestSupport(t *testing.T) {
+	for _, pkg := range []string{"../sidecar/cmd/sluice-sidecar", ".."} {
+		list := deps(t, pkg)
+		if len(list) < 10 {
+			t.Fatalf("go list -deps %s listed only %v", pkg, list)
+		}
+		if bad := testSupport(list); len(bad) > 0 {
+			t.Errorf("%s links the test-support packages %v", pkg, bad)
+		}
+	}
+}
+
 // TestImports_ForbiddenInFindsNested proves the dependency check is not
 // vacuous: a package inside a forbidden one is found.
 func TestImports_ForbiddenInFindsNested(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/workspace"
+	"github.com/sluicehq/sluice/core/workspace/workspacetest"
 )
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -115,7 +116,7 @@ func needWorkspaceImage(t *testing.T) string {
 		needOrSkip(t, false, "Docker Engine reachable: "+err.Error())
 	}
 	defer d.Close()
-	id, err := workspace.EnsureTestImage(t.Context(), d.Client())
+	id, err := workspacetest.EnsureImage(t.Context(), d.Client())
 	if err != nil {
 		t.Fatalf("test image: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/workspace"
+	"github.com/sluicehq/sluice/core/workspace/workspacetest"
 )
 
 func testConfig(t *testing.T) *config.Config {
@@ -118,7 +119,7 @@ func TestRun_WorkspaceImageAndRuntime(t *testing.T) {
 		t.Skip(err)
 	}
 	defer d.Close()
-	id, err := workspace.EnsureTestImage(ctx, d.Client())
+	id, err := workspacetest.EnsureImage(ctx, d.Client())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func TestRun_WorkspaceImageAndRuntime(t *testing.T) {
 	}
 	cfg.WorkspaceImage = id
 	m := byName(Run(ctx, cfg, Options{}))
-	if r := m["workspace image"]; r.Status != OK || !strings.Contains(r.Detail, workspace.TestImageRef) {
+	if r := m["workspace image"]; r.Status != OK || !strings.Contains(r.Detail, workspacetest.ImageRef) {
 		t.Errorf("the test image pinned: %+v", r)
 	}
 	if r := m["workspace runtime"]; r.Status != OK {

@@ -19,6 +19,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/workspace/workspacetest"
 )
 
 // These tests observe each hardening property from inside a real
@@ -307,7 +308,7 @@ func TestRun_ImageIsVerified(t *testing.T) {
 	if err := needDocker(t).CheckImage(context.Background(), "busybox:latest"); !errcode.IsCode(err, errcode.InvalidArgument) {
 		t.Fatalf("an image by tag: %v", err)
 	}
-	if _, err := Open(Options{StateDir: t.TempDir() + "/s", ConfigDir: t.TempDir() + "/c", Image: TestImageRef}); !errcode.IsCode(err, errcode.InvalidArgument) {
+	if _, err := Open(Options{StateDir: t.TempDir() + "/s", ConfigDir: t.TempDir() + "/c", Image: workspacetest.ImageRef}); !errcode.IsCode(err, errcode.InvalidArgument) {
 		t.Fatalf("Open with an image tag: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/workspace/workspacetest"
 )
 
 var (
@@ -47,7 +48,7 @@ func needDocker(t testing.TB) *Docker {
 // returns its ID.
 func needImage(t testing.TB, d *Docker) string {
 	t.Helper()
-	imageOnce.Do(func() { imageID, imageErr = EnsureTestImage(context.Background(), d.Client()) })
+	imageOnce.Do(func() { imageID, imageErr = workspacetest.EnsureImage(context.Background(), d.Client()) })
 	if imageErr != nil {
 		t.Fatalf("test image: %v", imageErr)
 	}

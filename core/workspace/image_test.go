@@ -13,15 +13,16 @@ import (
 	"github.com/docker/docker/api/types/image"
 
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/workspace/workspacetest"
 )
 
 // needRegistry starts a real registry on 127.0.0.1 for one test.
-func needRegistry(t *testing.T) *TestRegistry {
+func needRegistry(t *testing.T) *workspacetest.Registry {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := StartTestRegistry(ctx, t.TempDir())
-	if errors.Is(err, ErrNoRegistryBinary) && os.Getenv("SLUICE_REQUIRE_E2E") != "1" {
+	r, err := workspacetest.StartRegistry(ctx, t.TempDir())
+	if errors.Is(err, workspacetest.ErrNoRegistryBinary) && os.Getenv("SLUICE_REQUIRE_E2E") != "1" {
 		t.Skip(err)
 	}
 	if err != nil {
@@ -36,7 +37,7 @@ func TestImage_ResolveAndList(t *testing.T) {
 	d := needDocker(t)
 	id := needImage(t, d)
 	ctx := context.Background()
-	for _, name := range []string{TestImageRef, id} {
+	for _, name := range []string{workspacetest.ImageRef, id} {
 		im, err := d.ResolveImage(ctx, name)
 		if err != nil || im.ID != id {
 			t.Fatalf("ResolveImage(%q) = %+v, %v; want %s", name, im, err, id)
@@ -53,12 +54,12 @@ func TestImage_ResolveAndList(t *testing.T) {
 	}
 	found := false
 	for _, im := range list {
-		if im.ID == id && strings.Contains(strings.Join(im.Tags, " "), TestImageRef) {
+		if im.ID == id && strings.Contains(strings.Join(im.Tags, " "), workspacetest.ImageRef) {
 			found = true
 		}
 	}
 	if !found {
-		t.Fatalf("ListImages does not show %s (%s): %+v", TestImageRef, id, list)
+		t.Fatalf("ListImages does not show %s (%s): %+v", workspacetest.ImageRef, id, list)
 	}
 }
 
@@ -71,7 +72,7 @@ func TestImage_PullByDigestFromARealRegistry(t *testing.T) {
 	d := needDocker(t)
 	reg := needRegistry(t)
 	ctx := context.Background()
-	id, digest, err := reg.PushTestImage(ctx, d.Client(), "sluice-test/pull:1", true)
+	id, digest, err := reg.PushImage(ctx, d.Client(), "sluice-test/pull:1", true)
 	if err != nil {
 		t.Fatalf("push: %v", err)
 	}

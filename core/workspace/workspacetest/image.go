@@ -1,6 +1,6 @@
 //go:build unix
 
-package workspace
+package workspacetest
 
 import (
 	"archive/tar"
@@ -17,18 +17,17 @@ import (
 	"github.com/docker/docker/client"
 )
 
-// TestImageRef is the image tests run workspaces on: busybox (the host's
+// ImageRef is the image tests run workspaces on: busybox (the host's
 // static build) on an otherwise empty root file system, imported locally
 // so that no registry has to be reachable.
-const TestImageRef = "sluice-test/busybox:1"
+const ImageRef = "sluice-test/busybox:1"
 
-// EnsureTestImage imports TestImageRef from the host's /bin/busybox unless
-// it is present, and returns its image ID. It exists for tests (this
-// package's and those of its callers); nothing in Sluice runs it.
-func EnsureTestImage(ctx context.Context, cli *client.Client) (string, error) {
+// EnsureImage imports ImageRef from the host's /bin/busybox unless it is
+// present, and returns its image ID.
+func EnsureImage(ctx context.Context, cli *client.Client) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if ins, err := cli.ImageInspect(ctx, TestImageRef); err == nil {
+	if ins, err := cli.ImageInspect(ctx, ImageRef); err == nil {
 		return ins.ID, nil
 	} else if !cerrdefs.IsNotFound(err) {
 		return "", err
@@ -37,13 +36,13 @@ func EnsureTestImage(ctx context.Context, cli *client.Client) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	rc, err := cli.ImageImport(ctx, image.ImportSource{Source: rootfs, SourceName: "-"}, TestImageRef, image.ImportOptions{})
+	rc, err := cli.ImageImport(ctx, image.ImportSource{Source: rootfs, SourceName: "-"}, ImageRef, image.ImportOptions{})
 	if err != nil {
 		return "", err
 	}
 	io.Copy(io.Discard, rc)
 	rc.Close()
-	ins, err := cli.ImageInspect(ctx, TestImageRef)
+	ins, err := cli.ImageInspect(ctx, ImageRef)
 	if err != nil {
 		return "", err
 	}

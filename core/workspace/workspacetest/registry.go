@@ -1,6 +1,6 @@
 //go:build unix
 
-package workspace
+package workspacetest
 
 import (
 	"archive/tar"
@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,10 +23,10 @@ import (
 	"github.com/docker/docker/client"
 )
 
-// TestRegistry is a real registry (Debian's docker-registry, the CNCF
-// distribution) serving on 127.0.0.1 from a directory. It exists for
-// tests of pulls by digest; nothing in Sluice runs it.
-type TestRegistry struct {
+// Registry is a real registry (Debian's docker-registry, the CNCF
+// distribution) serving on 127.0.0.1 from a directory, for tests of pulls
+// by digest.
+type Registry struct {
 	// Addr is host:port; the Engine treats 127.0.0.0/8 registries as
 	// insecure (plain HTTP) without configuration.
 	Addr string
@@ -37,9 +38,9 @@ var ErrNoRegistryBinary = errors.New("docker-registry is not installed (apt inst
 
 var listenRe = regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
 
-// StartTestRegistry starts docker-registry on a free loopback port with
+// StartRegistry starts docker-registry on a free loopback port with
 // its storage under dir, and waits until it says where it listens.
-func StartTestRegistry(ctx context.Context, dir string) (*TestRegistry, error) {
+func StartRegistry(ctx context.Context, dir string) (*Registry, error) {
 	bin, err := exec.LookPath("docker-registry")
 	if err != nil {
 		return nil, ErrNoRegistryBinary
@@ -75,7 +76,7 @@ func StartTestRegistry(ctx context.Context, dir string) (*TestRegistry, error) {
 	go func() { exited <- cmd.Wait(); pw.Close() }()
 	select {
 	case addr := <-found:
-		return &TestRegistry{Addr: addr, cmd: cmd}, nil
+		return &Registry{Addr: addr, cmd: cmd}, nil
 	case err := <-exited:
 		return nil, fmt.Errorf("docker-registry exited: %v", err)
 	case <-ctx.Done():
@@ -85,18 +86,18 @@ func StartTestRegistry(ctx context.Context, dir string) (*TestRegistry, error) {
 }
 
 // Close stops the registry.
-func (r *TestRegistry) Close() error {
+func (r *Registry) Close() error {
 	if r.cmd.Process == nil {
 		return nil
 	}
 	return r.cmd.Process.Kill()
 }
 
-// PushTestImage imports a tiny image with a unique marker file as
+// PushImage imports a tiny image with a unique marker file as
 // r.Addr/NAME:TAG, pushes it and returns its image ID and the digest the
 // registry gave it. With removeLocal, the local copy is removed after the
 // push, so that a pull has to fetch it from the registry.
-func (r *TestRegistry) PushTestImage(ctx context.Context, cli *client.Client, name string, removeLocal bool) (id, digest string, err error) {
+func (r *Registry) PushImage(ctx context.Context, cli *client.Client, name string, removeLocal bool) (id, digest string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	var buf bytes.Buffer
@@ -121,7 +122,7 @@ func (r *TestRegistry) PushTestImage(ctx context.Context, cli *client.Client, na
 	if err != nil {
 		return "", "", err
 	}
-	err = readPullStream(rc, nil)
+	err = streamError(rc)
 	rc.Close()
 	if err != nil {
 		return "", "", fmt.Errorf("push: %w", err)
@@ -148,4 +149,24 @@ func (r *TestRegistry) PushTestImage(ctx context.Context, cli *client.Client, na
 		}
 	}
 	return ins.ID, digest, nil
+}
+
+// streamError reads the Engine's JSON message stream to its end and
+// returns the first error it reports (a push that fails still answers
+// 200, with the error in the stream).
+func streamError(r io.Reader) error {
+	dec := json.NewDecoder(r)
+	for {
+		var msg struct {
+			Error string `json:"error"`
+		}
+		if err := dec.Decode(&msg); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if msg.Error != "" {
+			return errors.New(msg.Error)
+		}
+	}
 }
