@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -17,6 +18,76 @@ import (
 	"github.com/sluicehq/sluice/core/doctor"
 	"github.com/sluicehq/sluice/core/journal"
 )
+
+// appCommand is one subcommand of sluice.
+type appCommand struct {
+	// names are the command and its aliases; "" is what runs without one.
+	names []string
+	// usage is what `sluice help` says of it: the first line beside its
+	// name, the others below it.
+	usage []string
+	run   func(c cmdIO, args []string) int
+}
+
+// cmdIO is what a command is given besides its arguments: the built front
+// end and the standard streams.
+type cmdIO struct {
+	assets         fs.FS
+	stdin          *os.File
+	stdout, stderr io.Writer
+}
+
+// appCommands are every subcommand, in the order usage lists them; `help`
+// (-h, --help) prints that list.
+var appCommands = []appCommand{
+	{[]string{""}, []string{"open the desktop window (or serve the web UI when there is no display)"}, func(c cmdIO, _ []string) int {
+		if DesktopAvailable() {
+			return runDesktop(c.assets, c.stderr)
+		}
+		fmt.Fprintln(c.stderr, "sluice: no desktop in this build or no display; serving the web UI instead")
+		return runServe(nil, c.assets, c.stdout, c.stderr)
+	}},
+	{[]string{"desktop"}, []string{"open the desktop window"}, func(c cmdIO, _ []string) int {
+		if !DesktopAvailable() {
+			fmt.Fprintln(c.stderr, "sluice: this build has no desktop window or there is no display (DISPLAY/WAYLAND_DISPLAY); use `sluice serve`")
+			return 1
+		}
+		return runDesktop(c.assets, c.stderr)
+	}},
+	{[]string{"serve"}, []string{
+		"serve the web UI on loopback: sluice serve [--addr 127.0.0.1:PORT]",
+		"(the port stays the same across restarts: webAddr in config.json,",
+		"SLUICE_WEB_ADDR, default " + config.DefaultWebAddr + ")",
+	}, func(c cmdIO, args []string) int { return runServe(args, c.assets, c.stdout, c.stderr) }},
+	{[]string{"login"}, []string{"print a fresh one-time login link for the running `sluice serve`"},
+		func(c cmdIO, args []string) int { return runLogin(args, c.stdout, c.stderr) }},
+	{[]string{"doctor"}, []string{"check the installation"}, func(c cmdIO, args []string) int {
+		// The app starts its own gateway, so a stopped one only warns.
+		return doctor.Command(args, c.stdout, c.stderr, doctor.Options{})
+	}},
+	{[]string{"workspace"}, []string{
+		"grant a workspace a secret or network hosts:",
+		"sluice workspace grant --id WS [--secret NAME] [--egress host,host] [--revoke-secret NAME]",
+		"(the secret's value is read from standard input, never from the command line)",
+		"stop its running commands, or destroy it (asks first; --yes does not):",
+		"sluice workspace stop WS | destroy WS [--yes]",
+		"choose the image workspaces run on (pinned by ID in config.json):",
+		"sluice workspace image list | use NAME[:TAG] | pull NAME@sha256:DIGEST",
+	}, func(c cmdIO, args []string) int { return runWorkspace(args, c.stdin, c.stdout, c.stderr) }},
+	{[]string{"run"}, []string{
+		"start an agent confined, in a private copy of this repository:",
+		"sluice run claude | codex | gemini | copilot | opencode | qwen [ARGS...]",
+		"sluice run [--allow-host H] [--env NAME] -- COMMAND [ARGS...]",
+	}, func(c cmdIO, args []string) int { return runRun(args, c.stdin, c.stdout, c.stderr) }},
+	{[]string{"roots"}, []string{
+		"the directories agents may name repositories under (in config.json):",
+		"sluice roots list | add DIR... | remove DIR...",
+	}, func(c cmdIO, args []string) int { return runRoots(args, c.stdout, c.stderr) }},
+	{[]string{"version", "--version", "-version", "-v"}, []string{"print the version"}, func(c cmdIO, _ []string) int {
+		fmt.Fprintln(c.stdout, "sluice", config.Version)
+		return 0
+	}},
+}
 
 // Main runs the sluice command with args (without the program name) and
 // returns the exit code. assets is the built front end (frontend/dist).
@@ -26,68 +97,32 @@ func Main(args []string, assets fs.FS, stdout, stderr io.Writer) int {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
-	case "":
-		if DesktopAvailable() {
-			return runDesktop(assets, stderr)
-		}
-		fmt.Fprintln(stderr, "sluice: no desktop in this build or no display; serving the web UI instead")
-		return runServe(nil, assets, stdout, stderr)
-	case "desktop":
-		if !DesktopAvailable() {
-			fmt.Fprintln(stderr, "sluice: this build has no desktop window or there is no display (DISPLAY/WAYLAND_DISPLAY); use `sluice serve`")
-			return 1
-		}
-		return runDesktop(assets, stderr)
-	case "serve":
-		return runServe(args, assets, stdout, stderr)
-	case "login":
-		return runLogin(args, stdout, stderr)
-	case "doctor":
-		// The app starts its own gateway, so a stopped one only warns.
-		return doctor.Command(args, stdout, stderr, doctor.Options{})
-	case "workspace":
-		return runWorkspace(args, os.Stdin, stdout, stderr)
-	case "roots":
-		return runRoots(args, stdout, stderr)
-	case "run":
-		return runRun(args, os.Stdin, stdout, stderr)
-	case "version", "--version", "-version", "-v":
-		fmt.Fprintln(stdout, "sluice", config.Version)
-		return 0
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0
-	default:
-		fmt.Fprintf(stderr, "sluice: unknown command %q\n", cmd)
-		usage(stderr)
-		return 2
 	}
+	for _, c := range appCommands {
+		if slices.Contains(c.names, cmd) {
+			return c.run(cmdIO{assets: assets, stdin: os.Stdin, stdout: stdout, stderr: stderr}, args)
+		}
+	}
+	fmt.Fprintf(stderr, "sluice: unknown command %q\n", cmd)
+	usage(stderr)
+	return 2
 }
 
 func usage(w io.Writer) {
-	fmt.Fprint(w, `usage: sluice [command]
-
-  (none)    open the desktop window (or serve the web UI when there is no display)
-  desktop   open the desktop window
-  serve     serve the web UI on loopback: sluice serve [--addr 127.0.0.1:PORT]
-            (the port stays the same across restarts: webAddr in config.json,
-            SLUICE_WEB_ADDR, default `+config.DefaultWebAddr+`)
-  login     print a fresh one-time login link for the running `+"`sluice serve`"+`
-  doctor    check the installation
-  workspace grant a workspace a secret or network hosts:
-            sluice workspace grant --id WS [--secret NAME] [--egress host,host] [--revoke-secret NAME]
-            (the secret's value is read from standard input, never from the command line)
-            stop its running commands, or destroy it (asks first; --yes does not):
-            sluice workspace stop WS | destroy WS [--yes]
-            choose the image workspaces run on (pinned by ID in config.json):
-            sluice workspace image list | use NAME[:TAG] | pull NAME@sha256:DIGEST
-  run       start an agent confined, in a private copy of this repository:
-            sluice run claude | codex | gemini | copilot | opencode | qwen [ARGS...]
-            sluice run [--allow-host H] [--env NAME] -- COMMAND [ARGS...]
-  roots     the directories agents may name repositories under (in config.json):
-            sluice roots list | add DIR... | remove DIR...
-  version   print the version
-`)
+	fmt.Fprint(w, "usage: sluice [command]\n\n")
+	for _, c := range appCommands {
+		name := c.names[0]
+		if name == "" {
+			name = "(none)"
+		}
+		fmt.Fprintf(w, "  %-9s %s\n", name, c.usage[0])
+		for _, line := range c.usage[1:] {
+			fmt.Fprintf(w, "            %s\n", line)
+		}
+	}
 }
 
 func newLogger(w io.Writer) *slog.Logger {

@@ -25,22 +25,26 @@ type command struct {
 	run     func(args []string, stdout, stderr io.Writer) int
 }
 
-// commands are the subcommands; families of features add theirs in init.
-var commands []command
-
-func addCommand(c command) { commands = append(commands, c) }
-
-func init() {
-	addCommand(command{"stdio", "serve MCP over stdin/stdout (the default)", runStdio})
-	addCommand(command{"doctor", "check git, directories, the app's gateway, Docker and the audit key", func(args []string, out, errs io.Writer) int {
+// commands are every subcommand, in the order usage lists them. The
+// runners live beside what they serve (cli_config.go, cli_token.go,
+// http.go, session.go, sandbox_init.go).
+var commands = []command{
+	{"stdio", "serve MCP over stdin/stdout (the default)", runStdio},
+	{"doctor", "check git, directories, the app's gateway, Docker and the audit key", func(args []string, out, errs io.Writer) int {
 		return doctor.Command(args, out, errs, doctor.Options{GatewayRequired: true})
-	}})
-	addCommand(command{"verify-audit", "verify an audit ledger: verify-audit FILE --pubkey PEM [--require-signed] [--expect-head SEQ:HASH] [--print-head]", audit.VerifyCommand})
-	addCommand(command{"audit", "audit key management: audit keygen [--out PRIVPATH]", runAudit})
-	addCommand(command{"version", "print the version", func(_ []string, out, _ io.Writer) int {
+	}},
+	{"verify-audit", "verify an audit ledger: verify-audit FILE --pubkey PEM [--require-signed] [--expect-head SEQ:HASH] [--print-head]", audit.VerifyCommand},
+	{"audit", "audit key management: audit keygen [--out PRIVPATH]", runAudit},
+	{"version", "print the version", func(_ []string, out, _ io.Writer) int {
 		fmt.Fprintln(out, "sluice-sidecar", config.Version)
 		return 0
-	}})
+	}},
+	{"config", "connect an MCP client: config --client NAME [--scope user|project] [--project DIR] [--write]", runConfig},
+	{"token", "HTTP bearer tokens: token create --name NAME | token list | token revoke --name NAME", runToken},
+	{"http", "serve MCP over streamable HTTP with bearer tokens: http --addr 127.0.0.1:PORT", runHTTP},
+	{"session", "serve a confined session's agent (started by `sluice run`)", runSessionServer},
+	{"relay", "inside a confined session: connect stdio to the session's sidecar", runRelay},
+	{"sandbox-init", "inside a confined session: the forwarders, then the agent", runSandboxInit},
 }
 
 // Main runs sluice-sidecar with args (without the program name) and

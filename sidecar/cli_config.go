@@ -15,10 +15,6 @@ import (
 	"github.com/sluicehq/sluice/core/tokens"
 )
 
-func init() {
-	addCommand(command{"config", "connect an MCP client: config --client NAME [--scope user|project] [--project DIR] [--write]", runConfig})
-}
-
 func runConfig(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("config", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -11,10 +11,6 @@ import (
 	"github.com/sluicehq/sluice/core/tokens"
 )
 
-func init() {
-	addCommand(command{"token", "HTTP bearer tokens: token create --name NAME | token list | token revoke --name NAME", runToken})
-}
-
 const tokenUsage = "usage: sluice-sidecar token create --name NAME | token list | token revoke --name NAME"
 
 func runToken(args []string, stdout, stderr io.Writer) int {

@@ -399,10 +399,6 @@ func httpError(w http.ResponseWriter, status int, msg string) {
 	fmt.Fprintf(w, "{\"error\":{\"code\":%q,\"message\":%q}}\n", strings.ToLower(strings.ReplaceAll(http.StatusText(status), " ", "_")), msg)
 }
 
-func init() {
-	addCommand(command{"http", "serve MCP over streamable HTTP with bearer tokens: http --addr 127.0.0.1:PORT", runHTTP})
-}
-
 func runHTTP(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("http", flag.ContinueOnError)
 	fs.SetOutput(stderr)

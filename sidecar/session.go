@@ -39,12 +39,6 @@ type SessionView struct {
 	Repo, Origin string
 }
 
-func init() {
-	addCommand(command{"session", "serve a confined session's agent (started by `sluice run`)", runSessionServer})
-	addCommand(command{"relay", "inside a confined session: connect stdio to the session's sidecar", runRelay})
-	addCommand(command{"sandbox-init", "inside a confined session: the forwarders, then the agent", runSandboxInit})
-}
-
 // pinFor pins args in repo; a session's own repository is pinned where
 // the person's repository is seen.
 func (s *Sidecar) pinFor(ctx context.Context, g *gitResolver, roots gitx.Roots, repo string, args proposal.Args) (proposal.Pinned, error) {
