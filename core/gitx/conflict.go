@@ -75,17 +75,9 @@ func (repo *Repo) ConflictRead(ctx context.Context, paths []string, maxBytes, li
 	if err := repo.needWorkTree(); err != nil {
 		return nil, err
 	}
-	if maxBytes <= 0 {
-		maxBytes = DefaultConflictSideBytes
-	}
-	if maxBytes > MaxConflictSideBytes {
-		return nil, errcode.New(errcode.InvalidArgument, "maxBytesPerSide must be at most %d", MaxConflictSideBytes)
-	}
-	if limit <= 0 {
-		limit = DefaultConflictFiles
-	}
-	if limit > MaxConflictFiles {
-		return nil, errcode.New(errcode.InvalidArgument, "limit must be at most %d", MaxConflictFiles)
+	maxBytes, limit, err := conflictLimits(maxBytes, limit)
+	if err != nil {
+		return nil, err
 	}
 	ps, err := CheckPaths("paths", paths)
 	if err != nil {
@@ -96,27 +88,7 @@ func (repo *Repo) ConflictRead(ctx context.Context, paths []string, maxBytes, li
 	if err != nil {
 		return nil, err
 	}
-	type stages [4]*ConflictSide
-	byPath := map[string]*stages{}
-	var order []string
-	for _, rec := range bytes.Split(out.Stdout, []byte{0}) {
-		meta, p, ok := strings.Cut(string(rec), "\t")
-		f := strings.Fields(meta)
-		if !ok || len(f) != 3 {
-			continue
-		}
-		n, _ := strconv.Atoi(f[2])
-		if n < 1 || n > 3 {
-			continue
-		}
-		s := byPath[p]
-		if s == nil {
-			s = &stages{}
-			byPath[p] = s
-			order = append(order, p)
-		}
-		s[n] = &ConflictSide{Blob: f[1], Mode: f[0]}
-	}
+	byPath, order := parseUnmerged(out.Stdout)
 	st.TotalFiles = len(order)
 	st.InProgress = st.Operation != nil || len(order) > 0
 	if !st.InProgress {
@@ -142,6 +114,66 @@ func (repo *Repo) ConflictRead(ctx context.Context, paths []string, maxBytes, li
 	if err != nil {
 		return nil, err
 	}
+	fillConflictSides(sides, blobs, maxBytes)
+	for _, p := range order {
+		s := byPath[p]
+		cf := ConflictFile{Path: p, Kind: stageKind(s[1] != nil, s[2] != nil, s[3] != nil), Base: s[1], Ours: s[2], Theirs: s[3], Markers: []MarkerRange{}}
+		cf.Worktree, cf.Markers = repo.conflictWorktree(p, cf.Markers)
+		st.Files = append(st.Files, cf)
+	}
+	return st, nil
+}
+
+// conflictLimits fills in and bounds ConflictRead's sizes.
+func conflictLimits(maxBytes, limit int) (int, int, error) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultConflictSideBytes
+	}
+	if maxBytes > MaxConflictSideBytes {
+		return 0, 0, errcode.New(errcode.InvalidArgument, "maxBytesPerSide must be at most %d", MaxConflictSideBytes)
+	}
+	if limit <= 0 {
+		limit = DefaultConflictFiles
+	}
+	if limit > MaxConflictFiles {
+		return 0, 0, errcode.New(errcode.InvalidArgument, "limit must be at most %d", MaxConflictFiles)
+	}
+	return maxBytes, limit, nil
+}
+
+// conflictStages are an unmerged path's stages 1 (base), 2 (ours) and 3
+// (theirs); index 0 is unused.
+type conflictStages [4]*ConflictSide
+
+// parseUnmerged reads git ls-files --unmerged -z ("<mode> <blob>
+// <stage>\t<path>" records): each path's stages, and the paths in git's
+// order.
+func parseUnmerged(out []byte) (byPath map[string]*conflictStages, order []string) {
+	byPath = map[string]*conflictStages{}
+	for _, rec := range bytes.Split(out, []byte{0}) {
+		meta, p, ok := strings.Cut(string(rec), "\t")
+		f := strings.Fields(meta)
+		if !ok || len(f) != 3 {
+			continue
+		}
+		n, _ := strconv.Atoi(f[2])
+		if n < 1 || n > 3 {
+			continue
+		}
+		s := byPath[p]
+		if s == nil {
+			s = &conflictStages{}
+			byPath[p] = s
+			order = append(order, p)
+		}
+		s[n] = &ConflictSide{Blob: f[1], Mode: f[0]}
+	}
+	return byPath, order
+}
+
+// fillConflictSides puts what cat-file read for each side into it: its
+// size, and its text up to maxBytes unless it is binary or too big.
+func fillConflictSides(sides []*ConflictSide, blobs []blob, maxBytes int) {
 	for i, s := range sides {
 		b := blobs[i]
 		s.Blob = abbrev(s.Blob)
@@ -155,29 +187,27 @@ func (repo *Repo) ConflictRead(ctx context.Context, paths []string, maxBytes, li
 			s.Content, s.Truncated = cutLines(b.data, maxBytes)
 		}
 	}
-	for _, p := range order {
-		s := byPath[p]
-		cf := ConflictFile{Path: p, Kind: stageKind(s[1] != nil, s[2] != nil, s[3] != nil), Base: s[1], Ours: s[2], Theirs: s[3], Markers: []MarkerRange{}}
-		data, _, err := repo.readWorktreeFile(p, worktreeReadMax)
-		switch {
-		case err == errWorktreeFile:
-			cf.Worktree = "other"
-			if lst, lerr := lstatIn(repo.Root, p); lerr == nil && lst {
-				cf.Worktree = "symlink"
-			}
-		case err != nil:
-			cf.Worktree = "missing"
-		case data == nil:
-			cf.Worktree = "too_large"
-		case isBinary(data):
-			cf.Worktree = "binary"
-		default:
-			cf.Worktree = "text"
-			cf.Markers = findMarkers(data)
+}
+
+// conflictWorktree says what the working tree holds at p and, for text,
+// where its conflict markers are (else markers as given).
+func (repo *Repo) conflictWorktree(p string, markers []MarkerRange) (string, []MarkerRange) {
+	data, _, err := repo.readWorktreeFile(p, worktreeReadMax)
+	switch {
+	case err == errWorktreeFile:
+		if lst, lerr := lstatIn(repo.Root, p); lerr == nil && lst {
+			return "symlink", markers
 		}
-		st.Files = append(st.Files, cf)
+		return "other", markers
+	case err != nil:
+		return "missing", markers
+	case data == nil:
+		return "too_large", markers
+	case isBinary(data):
+		return "binary", markers
+	default:
+		return "text", findMarkers(data)
 	}
-	return st, nil
 }
 
 // describeSides fills ours/theirs with the meaning they have in the

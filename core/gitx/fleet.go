@@ -53,46 +53,11 @@ var skipDirs = map[string]bool{"node_modules": true, "vendor": true, ".cache": t
 // confined one by one; searches walk real directories only (no symlinks)
 // and stop descending at a repository.
 func (r *Runner) discover(roots Roots, o FleetOptions) (paths []string, errs []FleetError, truncated bool, err error) {
-	max := o.MaxRepos
-	if max <= 0 {
-		max = DefaultFleetRepos
+	max, depth, err := fleetLimits(o)
+	if err != nil {
+		return nil, nil, false, err
 	}
-	if max > MaxFleetRepos {
-		return nil, nil, false, errcode.New(errcode.InvalidArgument, "maxRepos must be at most %d", MaxFleetRepos)
-	}
-	depth := o.Depth
-	if depth <= 0 {
-		depth = DefaultFleetDepth
-	}
-	if depth > MaxFleetDepth {
-		return nil, nil, false, errcode.New(errcode.InvalidArgument, "depth must be at most %d", MaxFleetDepth)
-	}
-	if len(o.RepoPaths) > MaxFleetRepos || len(o.Under) > 64 {
-		return nil, nil, false, errcode.New(errcode.InvalidArgument, "too many repoPaths or under entries")
-	}
-	// A malformed entry fails the whole call before anything is read; an
-	// entry outside the roots is reported on its own (by index, never
-	// echoed) so that a mixed list still gets scanned.
-	for name, list := range map[string][]string{"repoPaths": o.RepoPaths, "under": o.Under} {
-		for i, p := range list {
-			if p == "" || !filepath.IsAbs(p) || strings.HasPrefix(p, "-") || strings.ContainsRune(p, 0) {
-				return nil, nil, false, errcode.New(errcode.InvalidArgument, "%s[%d] must be an absolute path", name, i)
-			}
-		}
-	}
-	seen := map[string]bool{}
-	add := func(p string) bool {
-		if seen[p] {
-			return true
-		}
-		if len(paths) == max {
-			truncated = true
-			return false
-		}
-		seen[p] = true
-		paths = append(paths, p)
-		return true
-	}
+	set := &repoSet{max: max, seen: map[string]bool{}}
 	for i, p := range o.RepoPaths {
 		canon, cerr := roots.Confine(p)
 		if cerr != nil {
@@ -100,7 +65,7 @@ func (r *Runner) discover(roots Roots, o FleetOptions) (paths []string, errs []F
 			errs = append(errs, FleetError{Path: fmt.Sprintf("repoPaths[%d]", i), Code: codeOf(cerr), Message: cerr.Error()})
 			continue
 		}
-		if !add(canon) {
+		if !set.add(canon) {
 			break
 		}
 	}
@@ -114,40 +79,101 @@ func (r *Runner) discover(roots Roots, o FleetOptions) (paths []string, errs []F
 			errs = append(errs, FleetError{Path: fmt.Sprintf("under[%d]", i), Code: codeOf(cerr), Message: cerr.Error()})
 			continue
 		}
-		base := strings.Count(canon, string(filepath.Separator))
-		werr := filepath.WalkDir(canon, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if d != nil && d.IsDir() {
-					return fs.SkipDir
-				}
-				return nil
-			}
-			if !d.IsDir() {
-				return nil
-			}
-			name := d.Name()
-			if p != canon && (skipDirs[name] || name == ".git") {
-				return fs.SkipDir
-			}
-			if _, e := os.Lstat(filepath.Join(p, ".git")); e == nil {
-				if !add(p) {
-					return fs.SkipAll
-				}
-				return fs.SkipDir
-			}
-			if strings.Count(p, string(filepath.Separator))-base >= depth {
-				return fs.SkipDir
-			}
-			return nil
-		})
-		if werr != nil {
+		if werr := walkRepos(canon, depth, set.add); werr != nil {
 			return nil, nil, false, werr
 		}
-		if truncated {
+		if set.truncated {
 			break
 		}
 	}
-	return paths, errs, truncated, nil
+	return set.paths, errs, set.truncated, nil
+}
+
+// fleetLimits checks o's bounds and entries and fills in the defaults.
+func fleetLimits(o FleetOptions) (max, depth int, err error) {
+	max = o.MaxRepos
+	if max <= 0 {
+		max = DefaultFleetRepos
+	}
+	if max > MaxFleetRepos {
+		return 0, 0, errcode.New(errcode.InvalidArgument, "maxRepos must be at most %d", MaxFleetRepos)
+	}
+	depth = o.Depth
+	if depth <= 0 {
+		depth = DefaultFleetDepth
+	}
+	if depth > MaxFleetDepth {
+		return 0, 0, errcode.New(errcode.InvalidArgument, "depth must be at most %d", MaxFleetDepth)
+	}
+	if len(o.RepoPaths) > MaxFleetRepos || len(o.Under) > 64 {
+		return 0, 0, errcode.New(errcode.InvalidArgument, "too many repoPaths or under entries")
+	}
+	// A malformed entry fails the whole call before anything is read; an
+	// entry outside the roots is reported on its own (by index, never
+	// echoed) so that a mixed list still gets scanned.
+	for name, list := range map[string][]string{"repoPaths": o.RepoPaths, "under": o.Under} {
+		for i, p := range list {
+			if p == "" || !filepath.IsAbs(p) || strings.HasPrefix(p, "-") || strings.ContainsRune(p, 0) {
+				return 0, 0, errcode.New(errcode.InvalidArgument, "%s[%d] must be an absolute path", name, i)
+			}
+		}
+	}
+	return max, depth, nil
+}
+
+// repoSet collects repository paths once each, up to max.
+type repoSet struct {
+	max       int
+	seen      map[string]bool
+	paths     []string
+	truncated bool
+}
+
+// add adds p unless it is there already; false (and truncated) when the
+// set is full.
+func (s *repoSet) add(p string) bool {
+	if s.seen[p] {
+		return true
+	}
+	if len(s.paths) == s.max {
+		s.truncated = true
+		return false
+	}
+	s.seen[p] = true
+	s.paths = append(s.paths, p)
+	return true
+}
+
+// walkRepos finds the repositories under dir, at most depth directories
+// down, without entering one (nor a directory of skipDirs), and gives each
+// to add until add says stop.
+func walkRepos(dir string, depth int, add func(string) bool) error {
+	base := strings.Count(dir, string(filepath.Separator))
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		name := d.Name()
+		if p != dir && (skipDirs[name] || name == ".git") {
+			return fs.SkipDir
+		}
+		if _, e := os.Lstat(filepath.Join(p, ".git")); e == nil {
+			if !add(p) {
+				return fs.SkipAll
+			}
+			return fs.SkipDir
+		}
+		if strings.Count(p, string(filepath.Separator))-base >= depth {
+			return fs.SkipDir
+		}
+		return nil
+	})
 }
 
 // codeOf is the code of err when err itself is an *errcode.Error (not one

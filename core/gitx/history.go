@@ -158,49 +158,17 @@ type historyCursor struct {
 // first. The first page pins the start commit in the cursor so that later
 // pages are consistent even if the branch moves meanwhile.
 func (repo *Repo) History(ctx context.Context, o HistoryOptions) (*History, error) {
-	limit := o.Limit
-	if limit <= 0 {
-		limit = DefaultHistoryLimit
-	}
-	if limit > MaxHistoryLimit {
-		return nil, errcode.New(errcode.InvalidArgument, "limit must be at most %d", MaxHistoryLimit)
-	}
-	paths, err := CheckPaths("paths", o.Paths)
+	limit, paths, opts, err := historyQuery(o)
 	if err != nil {
 		return nil, err
-	}
-	var opts []string
-	for _, v := range []struct{ name, val, flag string }{
-		{"author", o.Author, "--author="}, {"grep", o.Grep, "--grep="},
-		{"since", o.Since, "--since="}, {"until", o.Until, "--until="},
-	} {
-		if v.val == "" {
-			continue
-		}
-		if len(v.val) > 256 || hasControl(v.val) {
-			return nil, errcode.New(errcode.InvalidArgument, "%s must be at most 256 bytes without control characters", v.name)
-		}
-		// One argv element with our own prefix: the value can never become
-		// an option of its own.
-		opts = append(opts, v.flag+v.val)
-	}
-	if o.Author != "" || o.Grep != "" {
-		opts = append(opts, "--fixed-strings", "--regexp-ignore-case")
-	}
-	if o.FirstParent {
-		opts = append(opts, "--first-parent")
 	}
 	filter := filterKey(paths, opts)
 
 	var cur historyCursor
 	anchorFromLog := false
 	if o.Cursor != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(o.Cursor)
-		if err != nil || json.Unmarshal(raw, &cur) != nil || !isHex(cur.Head) || cur.Skip < 0 {
-			return nil, errcode.New(errcode.InvalidArgument, "cursor is not one this tool returned")
-		}
-		if cur.Filter != filter {
-			return nil, errcode.New(errcode.InvalidArgument, "cursor belongs to a different query; repeat the original arguments with it")
+		if cur, err = decodeHistoryCursor(o.Cursor, filter); err != nil {
+			return nil, err
 		}
 	} else {
 		rev := o.Rev
@@ -214,10 +182,8 @@ func (repo *Repo) History(ctx context.Context, o HistoryOptions) (*History, erro
 		filtered := len(paths) > 0 || o.Author != "" || o.Grep != "" || o.Since != "" || o.Until != ""
 		if filtered {
 			if cur.Head, err = repo.ResolveCommit(ctx, "rev", rev); err != nil {
-				if o.Rev == "" && errcode.IsCode(err, errcode.InvalidArgument) {
-					if h, herr := repo.headSHA(ctx); herr == nil && h == "" {
-						return &History{Commits: []Commit{}, Unborn: true}, nil
-					}
+				if o.Rev == "" && repo.unbornHead(ctx, err) {
+					return unbornHistory(), nil
 				}
 				return nil, err
 			}
@@ -231,10 +197,8 @@ func (repo *Repo) History(ctx context.Context, o HistoryOptions) (*History, erro
 	opts = append(opts, "--skip="+strconv.Itoa(cur.Skip), "--max-count="+strconv.Itoa(limit+1))
 	commits, full, err := repo.logCommitsFull(ctx, logOpts{opts: opts, revs: []string{cur.Head}, paths: paths, withStats: o.WithStats})
 	if err != nil {
-		if anchorFromLog && o.Rev == "" && errcode.IsCode(err, errcode.InvalidArgument) {
-			if h, herr := repo.headSHA(ctx); herr == nil && h == "" {
-				return &History{Commits: []Commit{}, Unborn: true}, nil
-			}
+		if anchorFromLog && o.Rev == "" && repo.unbornHead(ctx, err) {
+			return unbornHistory(), nil
 		}
 		if anchorFromLog && errcode.IsCode(err, errcode.InvalidArgument) {
 			return nil, errcode.New(errcode.InvalidArgument, "rev does not name a commit in this repository")
@@ -247,14 +211,82 @@ func (repo *Repo) History(ctx context.Context, o HistoryOptions) (*History, erro
 			cur.Head = full[0]
 		}
 	}
+	return historyPage(commits, cur, limit), nil
+}
+
+// historyQuery checks o's limit, paths and filters and turns the filters
+// into git log options.
+func historyQuery(o HistoryOptions) (limit int, paths, opts []string, err error) {
+	limit = o.Limit
+	if limit <= 0 {
+		limit = DefaultHistoryLimit
+	}
+	if limit > MaxHistoryLimit {
+		return 0, nil, nil, errcode.New(errcode.InvalidArgument, "limit must be at most %d", MaxHistoryLimit)
+	}
+	if paths, err = CheckPaths("paths", o.Paths); err != nil {
+		return 0, nil, nil, err
+	}
+	for _, v := range []struct{ name, val, flag string }{
+		{"author", o.Author, "--author="}, {"grep", o.Grep, "--grep="},
+		{"since", o.Since, "--since="}, {"until", o.Until, "--until="},
+	} {
+		if v.val == "" {
+			continue
+		}
+		if len(v.val) > 256 || hasControl(v.val) {
+			return 0, nil, nil, errcode.New(errcode.InvalidArgument, "%s must be at most 256 bytes without control characters", v.name)
+		}
+		// One argv element with our own prefix: the value can never become
+		// an option of its own.
+		opts = append(opts, v.flag+v.val)
+	}
+	if o.Author != "" || o.Grep != "" {
+		opts = append(opts, "--fixed-strings", "--regexp-ignore-case")
+	}
+	if o.FirstParent {
+		opts = append(opts, "--first-parent")
+	}
+	return limit, paths, opts, nil
+}
+
+// decodeHistoryCursor reads a cursor History returned, refusing one of
+// another query.
+func decodeHistoryCursor(s, filter string) (historyCursor, error) {
+	var cur historyCursor
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || json.Unmarshal(raw, &cur) != nil || !isHex(cur.Head) || cur.Skip < 0 {
+		return historyCursor{}, errcode.New(errcode.InvalidArgument, "cursor is not one this tool returned")
+	}
+	if cur.Filter != filter {
+		return historyCursor{}, errcode.New(errcode.InvalidArgument, "cursor belongs to a different query; repeat the original arguments with it")
+	}
+	return cur, nil
+}
+
+// unbornHead says whether err, git's refusal of HEAD, is because HEAD has
+// no commit yet.
+func (repo *Repo) unbornHead(ctx context.Context, err error) bool {
+	if !errcode.IsCode(err, errcode.InvalidArgument) {
+		return false
+	}
+	h, herr := repo.headSHA(ctx)
+	return herr == nil && h == ""
+}
+
+func unbornHistory() *History { return &History{Commits: []Commit{}, Unborn: true} }
+
+// historyPage is the page of commits (limit+1 were asked for: one more
+// means there is a next page) starting at cur.
+func historyPage(commits []Commit, cur historyCursor, limit int) *History {
 	h := &History{Head: cur.Head, Commits: commits}
 	if len(commits) > limit {
 		h.Commits = commits[:limit]
-		next := historyCursor{Head: cur.Head, Skip: cur.Skip + limit, Filter: filter}
+		next := historyCursor{Head: cur.Head, Skip: cur.Skip + limit, Filter: cur.Filter}
 		b, _ := json.Marshal(next)
 		h.NextCursor = base64.RawURLEncoding.EncodeToString(b)
 	}
-	return h, nil
+	return h
 }
 
 func filterKey(paths, opts []string) string {

@@ -184,37 +184,19 @@ func (repo *Repo) BranchStack(ctx context.Context, branch, base string) (*Branch
 	if err != nil {
 		return nil, err
 	}
-	tips := map[string][]string{} // sha -> branches
-	local := map[string]string{}  // branch -> sha
-	current, originHead := "", ""
-	for _, line := range strings.Split(string(out.Stdout), "\n") {
-		f := strings.Split(line, "\x00")
-		if len(f) < 4 {
-			continue
-		}
-		if f[1] == "refs/remotes/origin/HEAD" {
-			originHead = strings.TrimPrefix(f[3], "refs/remotes/origin/")
-			continue
-		}
-		name := strings.TrimPrefix(f[1], "refs/heads/")
-		tips[f[0]] = append(tips[f[0]], name)
-		local[name] = f[0]
-		if f[2] == "*" {
-			current = name
-		}
-	}
+	bt := parseBranchTips(out.Stdout)
 	if branch == "" {
-		branch = current
+		branch = bt.current
 		if branch == "" {
 			branch = "HEAD"
 		}
 	}
 	if base == "" {
 		present := map[string]bool{}
-		for n := range local {
+		for n := range bt.local {
 			present[n] = true
 		}
-		base = repo.defaultBranch(originHead, present)
+		base = repo.defaultBranch(bt.originHead, present)
 		if base == "" {
 			return nil, errcode.New(errcode.InvalidArgument, "no default branch found; pass base")
 		}
@@ -237,14 +219,85 @@ func (repo *Repo) BranchStack(ctx context.Context, branch, base string) (*Branch
 	if mb == tip {
 		st.Merged = true
 	}
+	w, err := repo.stackWalk(ctx, tip, baseSHA, mb)
+	if err != nil {
+		return nil, err
+	}
+	st.BehindBase = w.behind
+	st.Stack = stackLayers(w.chain, bt, base, branch, tip)
+	// Branches above: they contain the tip; count their own commits.
+	above := aboveBranches(w.above, bt.local, base, branch, tip)
+	counts := make([]int, len(above))
+	for i, n := range above {
+		if counts[i], err = repo.countRevs(ctx, bt.local[n], "^"+tip); err != nil {
+			return nil, err
+		}
+	}
+	for i, n := range above {
+		st.Above = append(st.Above, StackBranch{Name: n, SHA: abbrev(bt.local[n]), Commits: counts[i], Current: n == bt.current})
+	}
+	sort.SliceStable(st.Above, func(i, j int) bool { return st.Above[i].Commits < st.Above[j].Commits })
+	// Forked: contain the bottom of the stack but not its tip.
+	if len(w.chain) > 1 {
+		bottom := w.chain[len(w.chain)-1]
+		forkOut, err := repo.git(ctx, &cmd{sub: []string{"for-each-ref"}, opts: []string{"--format=%(refname:short)", "--contains=" + bottom, "--no-contains=" + tip}, revs: []string{"refs/heads"}, limit: 4 << 20})
+		if err != nil {
+			return nil, err
+		}
+		st.Forked = forkedBranches(forkOut.Stdout, st.Stack, base)
+	}
+	return st, nil
+}
 
-	// Each process keeps its own error: the first in this order is the one
-	// reported, whichever failed first.
+// branchTips is what for-each-ref says of the local branches: which
+// branches point at each commit, each branch's commit, the one checked
+// out, and the branch origin's HEAD names.
+type branchTips struct {
+	tips                map[string][]string // sha -> branches
+	local               map[string]string   // branch -> sha
+	current, originHead string
+}
+
+// parseBranchTips reads for-each-ref's NUL-separated objectname, refname,
+// HEAD and symref lines over refs/heads and refs/remotes/origin/HEAD.
+func parseBranchTips(out []byte) branchTips {
+	bt := branchTips{tips: map[string][]string{}, local: map[string]string{}}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Split(line, "\x00")
+		if len(f) < 4 {
+			continue
+		}
+		if f[1] == "refs/remotes/origin/HEAD" {
+			bt.originHead = strings.TrimPrefix(f[3], "refs/remotes/origin/")
+			continue
+		}
+		name := strings.TrimPrefix(f[1], "refs/heads/")
+		bt.tips[f[0]] = append(bt.tips[f[0]], name)
+		bt.local[name] = f[0]
+		if f[2] == "*" {
+			bt.current = name
+		}
+	}
+	return bt
+}
+
+// stackWalkOut is what BranchStack reads in parallel: the first-parent
+// chain from the tip down to the merge base (newest first), for-each-ref's
+// branches that contain the tip, and how far the base is ahead.
+type stackWalkOut struct {
+	chain  []string
+	above  []byte
+	behind int
+}
+
+// stackWalk runs those three reads at once (the base's count only when
+// there is a merge base). Each process keeps its own error: the first in
+// this order is the one reported, whichever failed first.
+func (repo *Repo) stackWalk(ctx context.Context, tip, baseSHA, mb string) (stackWalkOut, error) {
 	var (
-		g                  errgroup.Group
-		chainOut, aboveOut *Output
-		forkOut, behindOut *Output
-		e1, e2, e3, e4     error
+		g                             errgroup.Group
+		chainOut, aboveOut, behindOut *Output
+		e1, e2, e4                    error
 	)
 	chainRevs := []string{tip}
 	if mb != "" {
@@ -267,29 +320,50 @@ func (repo *Repo) BranchStack(ctx context.Context, branch, base string) (*Branch
 	g.Wait()
 	for _, e := range []error{e1, e2, e4} {
 		if e != nil {
-			return nil, e
+			return stackWalkOut{}, e
 		}
 	}
+	w := stackWalkOut{chain: strings.Fields(string(chainOut.Stdout)), above: aboveOut.Stdout}
 	if behindOut != nil {
-		st.BehindBase, _ = strconv.Atoi(strings.TrimSpace(string(behindOut.Stdout)))
+		w.behind, _ = strconv.Atoi(strings.TrimSpace(string(behindOut.Stdout)))
 	}
-	chain := strings.Fields(string(chainOut.Stdout)) // newest first
-	// Walk from the bottom: every local branch whose tip is on the chain
-	// is a layer of the stack.
+	return w, nil
+}
+
+// countRevs is rev-list --count over revs.
+func (repo *Repo) countRevs(ctx context.Context, revs ...string) (int, error) {
+	o, err := repo.git(ctx, &cmd{sub: []string{"rev-list"}, opts: []string{"--count"}, revs: revs, limit: 4096})
+	if err != nil {
+		return 0, err
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(o.Stdout)))
+	return n, nil
+}
+
+// stackLayers walks chain (newest first) from the bottom: every local
+// branch whose tip is on it is a layer of the stack, and branch is the
+// top.
+func stackLayers(chain []string, bt branchTips, base, branch, tip string) []StackBranch {
+	stack := []StackBranch{}
 	last := len(chain)
 	for i := len(chain) - 1; i >= 1; i-- {
-		for _, name := range tips[chain[i]] {
+		for _, name := range bt.tips[chain[i]] {
 			if name == base || name == branch {
 				continue
 			}
-			st.Stack = append(st.Stack, StackBranch{Name: name, SHA: abbrev(chain[i]), Commits: last - i, Current: name == current})
+			stack = append(stack, StackBranch{Name: name, SHA: abbrev(chain[i]), Commits: last - i, Current: name == bt.current})
 			last = i
 		}
 	}
-	st.Stack = append(st.Stack, StackBranch{Name: branch, SHA: abbrev(tip), Commits: last, Current: branch == current})
-	// Branches above: they contain the tip; count their own commits.
+	return append(stack, StackBranch{Name: branch, SHA: abbrev(tip), Commits: last, Current: branch == bt.current})
+}
+
+// aboveBranches are the branches of for-each-ref's answer other than
+// branch and base that have commits of their own on top of tip, at most
+// 20.
+func aboveBranches(out []byte, local map[string]string, base, branch, tip string) []string {
 	var above []string
-	for _, n := range strings.Fields(string(aboveOut.Stdout)) {
+	for _, n := range strings.Fields(string(out)) {
 		if n != branch && n != base && local[n] != tip {
 			above = append(above, n)
 		}
@@ -297,34 +371,21 @@ func (repo *Repo) BranchStack(ctx context.Context, branch, base string) (*Branch
 	if len(above) > 20 {
 		above = above[:20]
 	}
-	counts := make([]int, len(above))
-	for i, n := range above {
-		o, err := repo.git(ctx, &cmd{sub: []string{"rev-list"}, opts: []string{"--count"}, revs: []string{local[n], "^" + tip}, limit: 4096})
-		if err != nil {
-			return nil, err
-		}
-		counts[i], _ = strconv.Atoi(strings.TrimSpace(string(o.Stdout)))
+	return above
+}
+
+// forkedBranches are the branches of for-each-ref's answer that are
+// neither a layer of stack nor base.
+func forkedBranches(out []byte, stack []StackBranch, base string) []string {
+	inStack := map[string]bool{}
+	for _, s := range stack {
+		inStack[s.Name] = true
 	}
-	for i, n := range above {
-		st.Above = append(st.Above, StackBranch{Name: n, SHA: abbrev(local[n]), Commits: counts[i], Current: n == current})
-	}
-	sort.SliceStable(st.Above, func(i, j int) bool { return st.Above[i].Commits < st.Above[j].Commits })
-	// Forked: contain the bottom of the stack but not its tip.
-	if len(chain) > 1 {
-		bottom := chain[len(chain)-1]
-		forkOut, e3 = repo.git(ctx, &cmd{sub: []string{"for-each-ref"}, opts: []string{"--format=%(refname:short)", "--contains=" + bottom, "--no-contains=" + tip}, revs: []string{"refs/heads"}, limit: 4 << 20})
-		if e3 != nil {
-			return nil, e3
-		}
-		inStack := map[string]bool{}
-		for _, s := range st.Stack {
-			inStack[s.Name] = true
-		}
-		for _, n := range strings.Fields(string(forkOut.Stdout)) {
-			if !inStack[n] && n != base {
-				st.Forked = append(st.Forked, n)
-			}
+	var forked []string
+	for _, n := range strings.Fields(string(out)) {
+		if !inStack[n] && n != base {
+			forked = append(forked, n)
 		}
 	}
-	return st, nil
+	return forked
 }

@@ -80,75 +80,19 @@ func (repo *Repo) DiffSemantic(ctx context.Context, spec DiffSpec, maxFiles int)
 	if err != nil {
 		return nil, err
 	}
-	res := &SemanticDiff{Compared: compared, Files: []SemanticFile{}}
-	recs := strings.Split(string(out.Stdout), "\x00")
-	for i := 0; i+1 < len(recs); i++ {
-		st := recs[i]
-		if st == "" {
-			continue
-		}
-		f := SemanticFile{Status: rawStatus[st[0]]}
-		i++
-		f.Path = recs[i]
-		if (st[0] == 'R' || st[0] == 'C') && i+1 < len(recs) {
-			f.OrigPath = f.Path
-			i++
-			f.Path = recs[i]
-		}
-		if len(res.Files) == maxFiles {
-			res.Truncated = true
-			break
-		}
-		res.Files = append(res.Files, f)
-	}
+	res := &SemanticDiff{Compared: compared}
+	res.Files, res.Truncated = parseNameStatus(out.Stdout, maxFiles)
 	// Resolve the two sides once.
 	oldRev, newRev, newWorktree, err := repo.semanticSides(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
-	var specs []string
-	type want struct{ file, side int }
-	var wants []want
-	for i := range res.Files {
-		f := &res.Files[i]
-		if !strings.HasSuffix(f.Path, ".go") || (f.OrigPath != "" && !strings.HasSuffix(f.OrigPath, ".go")) {
-			repo.fallback(f, spec, "not Go source: only Go is parsed structurally")
-			continue
-		}
-		if f.Status == "typechange" {
-			repo.fallback(f, spec, "the file changed type (for example to a symlink)")
-			continue
-		}
-		oldPath := f.Path
-		if f.OrigPath != "" {
-			oldPath = f.OrigPath
-		}
-		if f.Status != "added" {
-			specs = append(specs, oldRev+":"+oldPath)
-			wants = append(wants, want{i, 0})
-		}
-		if f.Status != "deleted" && !newWorktree {
-			specs = append(specs, newRev+":"+f.Path)
-			wants = append(wants, want{i, 1})
-		}
-	}
+	specs, wants := repo.semanticBlobs(res.Files, spec, oldRev, newRev, newWorktree)
 	blobs, err := repo.readBlobs(ctx, specs, maxSemanticFileBytes)
 	if err != nil {
 		return nil, err
 	}
-	src := make(map[want][]byte)
-	problem := map[int]string{}
-	for k, w := range wants {
-		b := blobs[k]
-		switch {
-		case b.missing:
-			problem[w.file] = "a side could not be read from git"
-		case b.data == nil:
-			problem[w.file] = fmt.Sprintf("larger than %d bytes", maxSemanticFileBytes)
-		default:
-			src[w] = b.data
-		}
-	}
+	src, problem := semanticSources(blobs, wants)
 	for i := range res.Files {
 		f := &res.Files[i]
 		if f.FallbackToText {
@@ -159,18 +103,14 @@ func (repo *Repo) DiffSemantic(ctx context.Context, spec DiffSpec, maxFiles int)
 			continue
 		}
 		if newWorktree && f.Status != "deleted" {
-			data, _, err := repo.readWorktreeFile(f.Path, maxSemanticFileBytes)
-			switch {
-			case err != nil:
-				repo.fallback(f, spec, "the working-tree file cannot be read as a regular file")
-				continue
-			case data == nil:
-				repo.fallback(f, spec, fmt.Sprintf("larger than %d bytes", maxSemanticFileBytes))
+			data, reason := repo.semanticWorktreeSide(f.Path)
+			if reason != "" {
+				repo.fallback(f, spec, reason)
 				continue
 			}
-			src[want{i, 1}] = data
+			src[semanticWant{i, 1}] = data
 		}
-		changes, err := goDeclDiff(src[want{i, 0}], src[want{i, 1}], f.Status != "added", f.Status != "deleted")
+		changes, err := goDeclDiff(src[semanticWant{i, 0}], src[semanticWant{i, 1}], f.Status != "added", f.Status != "deleted")
 		if err != nil {
 			repo.fallback(f, spec, err.Error())
 			continue
@@ -186,6 +126,98 @@ func (repo *Repo) DiffSemantic(ctx context.Context, spec DiffSpec, maxFiles int)
 		}
 	}
 	return res, nil
+}
+
+// parseNameStatus reads git diff --name-status -z: a status, then the
+// path (for a rename or copy, the old path and then the new), at most
+// maxFiles of them; truncated when there were more.
+func parseNameStatus(out []byte, maxFiles int) (files []SemanticFile, truncated bool) {
+	files = []SemanticFile{}
+	recs := strings.Split(string(out), "\x00")
+	for i := 0; i+1 < len(recs); i++ {
+		st := recs[i]
+		if st == "" {
+			continue
+		}
+		f := SemanticFile{Status: rawStatus[st[0]]}
+		i++
+		f.Path = recs[i]
+		if (st[0] == 'R' || st[0] == 'C') && i+1 < len(recs) {
+			f.OrigPath = f.Path
+			i++
+			f.Path = recs[i]
+		}
+		if len(files) == maxFiles {
+			return files, true
+		}
+		files = append(files, f)
+	}
+	return files, false
+}
+
+// semanticWant is one side (0 old, 1 new) of the file at an index of
+// SemanticDiff.Files.
+type semanticWant struct{ file, side int }
+
+// semanticBlobs marks the files that cannot be diffed structurally as
+// fallbacks and names, for cat-file, the sides of the others that git
+// holds (a new side in the working tree is read from disk).
+func (repo *Repo) semanticBlobs(files []SemanticFile, spec DiffSpec, oldRev, newRev string, newWorktree bool) (specs []string, wants []semanticWant) {
+	for i := range files {
+		f := &files[i]
+		if !strings.HasSuffix(f.Path, ".go") || (f.OrigPath != "" && !strings.HasSuffix(f.OrigPath, ".go")) {
+			repo.fallback(f, spec, "not Go source: only Go is parsed structurally")
+			continue
+		}
+		if f.Status == "typechange" {
+			repo.fallback(f, spec, "the file changed type (for example to a symlink)")
+			continue
+		}
+		oldPath := f.Path
+		if f.OrigPath != "" {
+			oldPath = f.OrigPath
+		}
+		if f.Status != "added" {
+			specs = append(specs, oldRev+":"+oldPath)
+			wants = append(wants, semanticWant{i, 0})
+		}
+		if f.Status != "deleted" && !newWorktree {
+			specs = append(specs, newRev+":"+f.Path)
+			wants = append(wants, semanticWant{i, 1})
+		}
+	}
+	return specs, wants
+}
+
+// semanticSources sorts what cat-file read into each side's source, and
+// the reason a file cannot be diffed when a side is missing or too big.
+func semanticSources(blobs []blob, wants []semanticWant) (src map[semanticWant][]byte, problem map[int]string) {
+	src, problem = map[semanticWant][]byte{}, map[int]string{}
+	for k, w := range wants {
+		b := blobs[k]
+		switch {
+		case b.missing:
+			problem[w.file] = "a side could not be read from git"
+		case b.data == nil:
+			problem[w.file] = fmt.Sprintf("larger than %d bytes", maxSemanticFileBytes)
+		default:
+			src[w] = b.data
+		}
+	}
+	return src, problem
+}
+
+// semanticWorktreeSide reads a file's new side from the working tree, or
+// says why it cannot be diffed.
+func (repo *Repo) semanticWorktreeSide(path string) (data []byte, reason string) {
+	data, _, err := repo.readWorktreeFile(path, maxSemanticFileBytes)
+	switch {
+	case err != nil:
+		return nil, "the working-tree file cannot be read as a regular file"
+	case data == nil:
+		return nil, fmt.Sprintf("larger than %d bytes", maxSemanticFileBytes)
+	}
+	return data, ""
 }
 
 func (repo *Repo) fallback(f *SemanticFile, spec DiffSpec, reason string) {
