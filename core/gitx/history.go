@@ -171,27 +171,13 @@ func (repo *Repo) History(ctx context.Context, o HistoryOptions) (*History, erro
 			return nil, err
 		}
 	} else {
-		rev := o.Rev
-		if rev == "" {
-			rev = "HEAD"
+		var unborn bool
+		cur, anchorFromLog, unborn, err = repo.historyStart(ctx, o, paths, filter)
+		if unborn {
+			return unbornHistory(), nil
 		}
-		if err := CheckRev("rev", rev); err != nil {
+		if err != nil {
 			return nil, err
-		}
-		cur.Filter = filter
-		filtered := len(paths) > 0 || o.Author != "" || o.Grep != "" || o.Since != "" || o.Until != ""
-		if filtered {
-			if cur.Head, err = repo.ResolveCommit(ctx, "rev", rev); err != nil {
-				if o.Rev == "" && repo.unbornHead(ctx, err) {
-					return unbornHistory(), nil
-				}
-				return nil, err
-			}
-		} else {
-			// Unfiltered, the first commit git lists is the start itself:
-			// its id pins the cursor without a separate rev-parse.
-			cur.Head = peelCommit(rev)
-			anchorFromLog = true
 		}
 	}
 	opts = append(opts, "--skip="+strconv.Itoa(cur.Skip), "--max-count="+strconv.Itoa(limit+1))
@@ -212,6 +198,31 @@ func (repo *Repo) History(ctx context.Context, o HistoryOptions) (*History, erro
 		}
 	}
 	return historyPage(commits, cur, limit), nil
+}
+
+// historyStart is the first page's cursor: the commit o.Rev (HEAD by
+// default) names, resolved now when the listing is filtered; unfiltered,
+// the first commit git log lists is the start itself, so its id pins the
+// cursor without a separate rev-parse (anchorFromLog). unborn: HEAD has
+// no commit yet.
+func (repo *Repo) historyStart(ctx context.Context, o HistoryOptions, paths []string, filter string) (cur historyCursor, anchorFromLog, unborn bool, err error) {
+	rev := o.Rev
+	if rev == "" {
+		rev = "HEAD"
+	}
+	if err := CheckRev("rev", rev); err != nil {
+		return cur, false, false, err
+	}
+	cur.Filter = filter
+	filtered := len(paths) > 0 || o.Author != "" || o.Grep != "" || o.Since != "" || o.Until != ""
+	if !filtered {
+		cur.Head = peelCommit(rev)
+		return cur, true, false, nil
+	}
+	if cur.Head, err = repo.ResolveCommit(ctx, "rev", rev); err != nil {
+		return cur, false, o.Rev == "" && repo.unbornHead(ctx, err), err
+	}
+	return cur, false, false, nil
 }
 
 // historyQuery checks o's limit, paths and filters and turns the filters

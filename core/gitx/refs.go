@@ -185,21 +185,8 @@ func (repo *Repo) BranchStack(ctx context.Context, branch, base string) (*Branch
 		return nil, err
 	}
 	bt := parseBranchTips(out.Stdout)
-	if branch == "" {
-		branch = bt.current
-		if branch == "" {
-			branch = "HEAD"
-		}
-	}
-	if base == "" {
-		present := map[string]bool{}
-		for n := range bt.local {
-			present[n] = true
-		}
-		base = repo.defaultBranch(bt.originHead, present)
-		if base == "" {
-			return nil, errcode.New(errcode.InvalidArgument, "no default branch found; pass base")
-		}
+	if branch, base, err = repo.stackNames(bt, branch, base); err != nil {
+		return nil, err
 	}
 	tip, err := repo.ResolveCommit(ctx, "branch", branch)
 	if err != nil {
@@ -226,15 +213,12 @@ func (repo *Repo) BranchStack(ctx context.Context, branch, base string) (*Branch
 	st.BehindBase = w.behind
 	st.Stack = stackLayers(w.chain, bt, base, branch, tip)
 	// Branches above: they contain the tip; count their own commits.
-	above := aboveBranches(w.above, bt.local, base, branch, tip)
-	counts := make([]int, len(above))
-	for i, n := range above {
-		if counts[i], err = repo.countRevs(ctx, bt.local[n], "^"+tip); err != nil {
+	for _, n := range aboveBranches(w.above, bt.local, base, branch, tip) {
+		c, err := repo.countRevs(ctx, bt.local[n], "^"+tip)
+		if err != nil {
 			return nil, err
 		}
-	}
-	for i, n := range above {
-		st.Above = append(st.Above, StackBranch{Name: n, SHA: abbrev(bt.local[n]), Commits: counts[i], Current: n == bt.current})
+		st.Above = append(st.Above, StackBranch{Name: n, SHA: abbrev(bt.local[n]), Commits: c, Current: n == bt.current})
 	}
 	sort.SliceStable(st.Above, func(i, j int) bool { return st.Above[i].Commits < st.Above[j].Commits })
 	// Forked: contain the bottom of the stack but not its tip.
@@ -247,6 +231,28 @@ func (repo *Repo) BranchStack(ctx context.Context, branch, base string) (*Branch
 		st.Forked = forkedBranches(forkOut.Stdout, st.Stack, base)
 	}
 	return st, nil
+}
+
+// stackNames fills in branch (the checked-out one, else HEAD) and base
+// (the default branch) when they are not given.
+func (repo *Repo) stackNames(bt branchTips, branch, base string) (string, string, error) {
+	if branch == "" {
+		branch = bt.current
+		if branch == "" {
+			branch = "HEAD"
+		}
+	}
+	if base == "" {
+		present := map[string]bool{}
+		for n := range bt.local {
+			present[n] = true
+		}
+		base = repo.defaultBranch(bt.originHead, present)
+		if base == "" {
+			return "", "", errcode.New(errcode.InvalidArgument, "no default branch found; pass base")
+		}
+	}
+	return branch, base, nil
 }
 
 // branchTips is what for-each-ref says of the local branches: which

@@ -94,29 +94,9 @@ func (repo *Repo) DiffSemantic(ctx context.Context, spec DiffSpec, maxFiles int)
 	}
 	src, problem := semanticSources(blobs, wants)
 	for i := range res.Files {
-		f := &res.Files[i]
-		if f.FallbackToText {
-			continue
+		if f := &res.Files[i]; !f.FallbackToText {
+			repo.semanticFile(f, spec, src[semanticWant{i, 0}], src[semanticWant{i, 1}], problem[i], newWorktree)
 		}
-		if p, ok := problem[i]; ok {
-			repo.fallback(f, spec, p)
-			continue
-		}
-		if newWorktree && f.Status != "deleted" {
-			data, reason := repo.semanticWorktreeSide(f.Path)
-			if reason != "" {
-				repo.fallback(f, spec, reason)
-				continue
-			}
-			src[semanticWant{i, 1}] = data
-		}
-		changes, err := goDeclDiff(src[semanticWant{i, 0}], src[semanticWant{i, 1}], f.Status != "added", f.Status != "deleted")
-		if err != nil {
-			repo.fallback(f, spec, err.Error())
-			continue
-		}
-		f.Language = "go"
-		f.Changes = changes
 	}
 	for _, f := range res.Files {
 		if f.FallbackToText {
@@ -205,6 +185,31 @@ func semanticSources(blobs []blob, wants []semanticWant) (src map[semanticWant][
 		}
 	}
 	return src, problem
+}
+
+// semanticFile diffs f's declarations from its old and new sources (the
+// new one read from the working tree when newWorktree), or makes it a
+// fallback with the reason: problem, when a side could not be read.
+func (repo *Repo) semanticFile(f *SemanticFile, spec DiffSpec, oldSrc, newSrc []byte, problem string, newWorktree bool) {
+	if problem != "" {
+		repo.fallback(f, spec, problem)
+		return
+	}
+	if newWorktree && f.Status != "deleted" {
+		data, reason := repo.semanticWorktreeSide(f.Path)
+		if reason != "" {
+			repo.fallback(f, spec, reason)
+			return
+		}
+		newSrc = data
+	}
+	changes, err := goDeclDiff(oldSrc, newSrc, f.Status != "added", f.Status != "deleted")
+	if err != nil {
+		repo.fallback(f, spec, err.Error())
+		return
+	}
+	f.Language = "go"
+	f.Changes = changes
 }
 
 // semanticWorktreeSide reads a file's new side from the working tree, or
