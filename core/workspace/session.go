@@ -90,6 +90,32 @@ func ValidateSessionContainer(cfg *container.Config, hc *container.HostConfig, a
 	if cfg == nil || hc == nil {
 		return refusal("the container configuration is incomplete")
 	}
+	if err := checkSessionConfig(cfg); err != nil {
+		return err
+	}
+	if err := checkPrivilege(hc); err != nil {
+		return err
+	}
+	if err := checkNamespaces(hc, nil, ""); err != nil {
+		return err
+	}
+	if hc.NetworkMode != "none" {
+		return refusal("a session's container has no network")
+	}
+	if len(hc.Devices) != 0 || len(hc.DeviceRequests) != 0 || len(hc.Binds) != 0 || len(hc.VolumesFrom) != 0 || hc.VolumeDriver != "" {
+		return refusal("devices, binds and volumes are refused; only the session's mounts are allowed")
+	}
+	if err := checkSessionMounts(hc, allow); err != nil {
+		return err
+	}
+	return checkResources(hc)
+}
+
+// checkSessionConfig is ValidateSessionContainer's check of what runs: an
+// image by ID, an unprivileged user, the session's own command in an
+// absolute directory, nothing exposed or triggered, and an environment
+// that does not point at the Docker socket.
+func checkSessionConfig(cfg *container.Config) error {
 	if !imageIDRe.MatchString(cfg.Image) {
 		return refusal("the image must be given by ID (sha256:…)")
 	}
@@ -105,35 +131,45 @@ func ValidateSessionContainer(cfg *container.Config, hc *container.HostConfig, a
 	if len(cfg.Volumes) != 0 || len(cfg.ExposedPorts) != 0 || cfg.Healthcheck != nil || len(cfg.OnBuild) != 0 {
 		return refusal("volumes, exposed ports, health checks and build triggers are refused")
 	}
-	for _, kv := range cfg.Env {
+	return checkSessionEnv(cfg.Env)
+}
+
+// checkSessionEnv refuses a malformed environment entry and any that
+// points at the Docker socket.
+func checkSessionEnv(env []string) error {
+	for _, kv := range env {
 		k, _, ok := strings.Cut(kv, "=")
 		if !ok || !envNameRe.MatchString(k) || k == "DOCKER_HOST" || strings.Contains(kv, "docker.sock") {
 			return refusal("an environment entry is malformed or points at the Docker socket")
 		}
 	}
-	if err := checkPrivilege(hc); err != nil {
-		return err
+	return nil
+}
+
+// checkSessionBind allows m only when it is one of the binds the session
+// names, privately propagated.
+func checkSessionBind(m mount.Mount, allow []SessionBind) error {
+	if m.Type != mount.TypeBind || strings.Contains(m.Source, "docker.sock") || strings.Contains(m.Target, "docker.sock") {
+		return refusal("only the session's bind mounts are allowed, never the Docker socket")
 	}
-	if err := checkNamespaces(hc, nil, ""); err != nil {
-		return err
+	if !slices.ContainsFunc(allow, func(b SessionBind) bool {
+		return filepath.Clean(b.Source) == filepath.Clean(m.Source) && b.Target == m.Target && (b.ReadOnly == m.ReadOnly || m.ReadOnly)
+	}) {
+		return refusal("host path %s is not one the session names", m.Target)
 	}
-	if hc.NetworkMode != "none" {
-		return refusal("a session's container has no network")
+	if m.BindOptions != nil && m.BindOptions.Propagation != "" && m.BindOptions.Propagation != mount.PropagationRPrivate && m.BindOptions.Propagation != mount.PropagationPrivate {
+		return refusal("mount propagation must be private")
 	}
-	if len(hc.Devices) != 0 || len(hc.DeviceRequests) != 0 || len(hc.Binds) != 0 || len(hc.VolumesFrom) != 0 || hc.VolumeDriver != "" {
-		return refusal("devices, binds and volumes are refused; only the session's mounts are allowed")
-	}
+	return nil
+}
+
+// checkSessionMounts allows only the binds the session names (read-only
+// where it says so), privately propagated, and never the Docker socket;
+// tmpfs at /tmp and /run; no ID file, log driver or restart.
+func checkSessionMounts(hc *container.HostConfig, allow []SessionBind) error {
 	for _, m := range hc.Mounts {
-		if m.Type != mount.TypeBind || strings.Contains(m.Source, "docker.sock") || strings.Contains(m.Target, "docker.sock") {
-			return refusal("only the session's bind mounts are allowed, never the Docker socket")
-		}
-		if !slices.ContainsFunc(allow, func(b SessionBind) bool {
-			return filepath.Clean(b.Source) == filepath.Clean(m.Source) && b.Target == m.Target && (b.ReadOnly == m.ReadOnly || m.ReadOnly)
-		}) {
-			return refusal("host path %s is not one the session names", m.Target)
-		}
-		if m.BindOptions != nil && m.BindOptions.Propagation != "" && m.BindOptions.Propagation != mount.PropagationRPrivate && m.BindOptions.Propagation != mount.PropagationPrivate {
-			return refusal("mount propagation must be private")
+		if err := checkSessionBind(m, allow); err != nil {
+			return err
 		}
 	}
 	for target := range hc.Tmpfs {
@@ -144,7 +180,7 @@ func ValidateSessionContainer(cfg *container.Config, hc *container.HostConfig, a
 	if hc.ContainerIDFile != "" || hc.LogConfig.Type != "none" || (hc.RestartPolicy.Name != "" && hc.RestartPolicy.Name != container.RestartPolicyDisabled) {
 		return refusal("no ID file, log driver or restart")
 	}
-	return checkResources(hc)
+	return nil
 }
 
 // SessionContainer is a session's container that runs.
