@@ -34,8 +34,8 @@ var reviewedPrograms = map[string][]string{
 	// Inside the sandbox, the agent itself.
 	"sidecar/sandbox_init.go": {"argv[0]"},
 	// The local registry and image that workspace tests use.
-	"core/workspace/testregistry.go": {"bin"},
-	"core/workspace/testimage.go":    {`"/bin/busybox"`},
+	"core/workspace/workspacetest/registry.go": {"bin"},
+	"core/workspace/workspacetest/image.go":    {`"/bin/busybox"`},
 }
 
 // processStarts lists, for one parsed file, every call that starts a
