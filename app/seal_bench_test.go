@@ -22,9 +22,15 @@ import (
 // repositories (not timed), so neither side finds its blobs written.
 //
 //	go test -run '^$' -bench 'Agent_StageAll1000' -benchtime 10x ./app/
-func BenchmarkAgent_StageAll1000_vs_Git(b *testing.B) {
+func BenchmarkAgent_StageAll1000_vs_Git(b *testing.B) { agentStageAll(b, 1000) }
+
+// BenchmarkAgent_StageAll10_vs_Git and BenchmarkAgent_StageAll20000_vs_Git
+// are the same call for a commit of 10 and of 20,000 files.
+func BenchmarkAgent_StageAll10_vs_Git(b *testing.B)    { agentStageAll(b, 10) }
+func BenchmarkAgent_StageAll20000_vs_Git(b *testing.B) { agentStageAll(b, 20000) }
+
+func agentStageAll(b *testing.B, n int) {
 	_, repo, env := flowEnv(b)
-	const n = 1000
 	path := func(i int) string { return fmt.Sprintf("src/pkg%02d/file%04d.go", i%50, i) }
 	write := func(dir string, round int) {
 		for i := range n {
@@ -45,10 +51,10 @@ func BenchmarkAgent_StageAll1000_vs_Git(b *testing.B) {
 		}
 		return string(out)
 	}
-	// The 1,000 files are committed first; every round changes them all.
+	// The files are committed first; every round changes them all.
 	write(repo, -1000)
 	git(repo, "add", "-A")
-	git(repo, "commit", "-q", "-m", "1,000 files")
+	git(repo, "commit", "-q", "-m", fmt.Sprintf("%d files", n))
 	byHand := filepath.Join(b.TempDir(), "by-hand")
 	git(filepath.Dir(byHand), "clone", "-q", repo, byHand)
 

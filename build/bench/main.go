@@ -37,6 +37,7 @@ var suites = []suite{
 	{"Sealed outcomes", "./core/apply/", "Seal1000|Reseal1000", "10x"},
 	{"Sealed outcomes (submit → card)", "./core/intake/", "BenchmarkSubmit_Sealed1000", "20x"},
 	{"Sealed outcomes: the agent's call", "./app/", "Agent_StageAll1000", "10x"},
+	{"Sealed outcomes: the agent's call at 10 and 20,000 files", "./app/", "Agent_StageAll10_vs|Agent_StageAll20000_vs", "3x"},
 	{"Sealed outcomes in the browser", "./app/", "Browser_SubmitToCard|Browser_FirstDiffPaint1000", "10x"},
 	{"Sealed outcomes in the browser: 20,000 files", "./app/", "Browser_FirstDiffPaint20000", "3x"},
 	{"Workspaces: runs", "./core/workspace/", "Run_Trivial|DockerCLIRunRm", "20x"},
