@@ -29,8 +29,11 @@ func callKey() string { return "call-" + uuid.NewString() }
 // again under the same key until the app answers or submitRetryFor runs
 // out: an answer then is the stored proposal (replayed), never a second
 // one. The app's address is read again for each send, since a restarted
-// app listens on a new port. If no answer comes, the agent is told that
-// the proposal may have been stored, and how to find out and retry safely.
+// app listens on a new port. A submit the app does not answer in time
+// (a very large change is still being sealed) is answered by the
+// proposal's status instead: "sealing", and proposal_wait follows it. If
+// no answer comes at all, the agent is told that the proposal may have
+// been stored, and how to find out and retry safely.
 func (s *Sidecar) submit(ctx context.Context, p proposal.Proposal) (gateway.ProposalStatus, error) {
 	deadline := time.Now().Add(submitRetryFor)
 	pause := 100 * time.Millisecond
@@ -41,6 +44,14 @@ func (s *Sidecar) submit(ctx context.Context, p proposal.Proposal) (gateway.Prop
 			var st gateway.ProposalStatus
 			if st, err = c.SubmitProposal(ctx, p.Agent, p); err == nil {
 				return st, nil
+			}
+			// No answer in time from an app that is up: it may be sealing
+			// a large change still (or hold the proposal already). Ask it,
+			// by id, rather than tell the agent it stopped answering.
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				if st, gerr := c.GetProposal(ctx, p.Agent, p.ID); gerr == nil {
+					return st, nil
+				}
 			}
 		}
 		lost = lost || errors.Is(err, gateway.ErrAnswerLost)

@@ -3,6 +3,7 @@ package sidecar
 import (
 	"bytes"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -10,9 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/core/apply"
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gateway"
+	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/intake"
 	"github.com/sluicehq/sluice/core/journal"
+	"github.com/sluicehq/sluice/core/proposal"
 )
 
 // lossyGateway stands between the sidecar and the real gateway. Each
@@ -144,5 +149,70 @@ func TestPropose_AnswerNeverComes_SaysMayBeStoredAndHowToRetry(t *testing.T) {
 	}
 	if n := pendingCount(t, e.j); n != 1 {
 		t.Fatalf("the journal holds %d proposals, want 1", n)
+	}
+}
+
+// TestPropose_SealOutlastsTheSubmit_AnsweredSealing: the app takes longer
+// to seal a proposal than the sidecar waits for its answer (a very large
+// change). The agent is not told the app stopped answering: the call
+// answers "sealing" with the proposal's id, and proposal_wait follows it
+// until it is pending for the person. Nothing is sealed or stored twice.
+func TestPropose_SealOutlastsTheSubmit_AnsweredSealing(t *testing.T) {
+	held, release := make(chan struct{}), make(chan struct{})
+	var seals atomic.Int32
+	e := newProposeEnv(t, envOpt{sealer: func(j *journal.Journal, roots gitx.Roots) intake.Sealer {
+		runner, err := gitx.NewRunner(gitx.RunnerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ex, err := apply.New(apply.Options{Journal: j, Roots: roots, Runner: runner, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			OnStep: func(step string) {
+				if step != "seal-start" {
+					return
+				}
+				if seals.Add(1) == 1 {
+					close(held)
+				}
+				<-release
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ex
+	}})
+	addr, token := e.srv.Addr(), e.token
+	// The submit's deadline passes while the seal is held; the seal itself
+	// is never timed.
+	e.s.gateway = func() (*gateway.Client, error) {
+		c, err := gateway.NewClient(addr, token)
+		if err == nil {
+			c.SubmitTimeout = 50 * time.Millisecond
+		}
+		return c, err
+	}
+	res, out := call(t, e.cs, "propose_branch", withCommon(e, map[string]any{"name": "agent/large"}))
+	if res.IsError || out.Status != string(gateway.StatusSealing) || out.ProposalID == "" || out.NextAction != "proposal_wait" {
+		t.Fatalf("propose while the seal outlasts the submit: %s", resultText(res))
+	}
+	<-held
+	close(release)
+	for {
+		res, st := call(t, e.cs, "proposal_wait", map[string]any{"proposalId": out.ProposalID, "timeoutSeconds": 1})
+		if res.IsError {
+			t.Fatalf("proposal_wait: %s", resultText(res))
+		}
+		if st.Status == string(gateway.StatusSealing) {
+			continue
+		}
+		if st.Status != string(proposal.Pending) || st.Digest == "" {
+			t.Fatalf("after the seal: %s; want it pending for the person", resultText(res))
+		}
+		break
+	}
+	if n := pendingCount(t, e.j); n != 1 {
+		t.Errorf("the journal holds %d proposals, want 1", n)
+	}
+	if n := seals.Load(); n != 1 {
+		t.Errorf("sealed %d times, want once", n)
 	}
 }

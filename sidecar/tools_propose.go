@@ -240,7 +240,7 @@ type CollisionOut struct {
 // only proposal_wait's output schema carries them (proposalOutputSchema).
 type ProposalOut struct {
 	ProposalID   string            `json:"proposalId,omitempty"`
-	Status       string            `json:"status,omitempty" jsonschema:"pending, approved, executing, completed, failed, rejected, cancelled, expired or needs_reconciliation"`
+	Status       string            `json:"status,omitempty" jsonschema:"sealing (a large change's outcome is still being computed), pending, approved, executing, completed, failed, rejected, cancelled, expired or needs_reconciliation"`
 	Done         bool              `json:"done" jsonschema:"true only when the change was carried out (completed); approved or executing is not done"`
 	Terminal     bool              `json:"terminal"`
 	Op           string            `json:"op,omitempty"`
@@ -610,6 +610,9 @@ func statusOut(st gateway.ProposalStatus) ProposalOut {
 		out.Collisions = append(out.Collisions, CollisionOut{ProposalID: c.ProposalID, Agent: c.Agent, Files: c.Files})
 	}
 	switch st.Status {
+	case gateway.StatusSealing:
+		out.NextAction = "proposal_wait"
+		out.Message = "the Sluice app is still computing what this change does (a large change takes a while); there is no card yet. proposal_wait follows it until it is pending for the person, or says why it was refused"
 	case proposal.Pending:
 		out.NextAction = "proposal_wait"
 		out.Message = "waiting for the person to decide in the Sluice app"

@@ -129,6 +129,8 @@ type envOpt struct {
 	policy     *policy.Policy
 	clientName string
 	identity   string
+	// sealer, when set, makes what seals every proposal as the app does.
+	sealer func(j *journal.Journal, roots gitx.Roots) intake.Sealer
 }
 
 func newProposeEnv(t *testing.T, o envOpt) *proposeEnv {
@@ -148,7 +150,11 @@ func newProposeEnv(t *testing.T, o envOpt) *proposeEnv {
 	}
 	token, _ := gateway.NewToken()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	backend := intake.New(j, intake.Options{Roots: gitx.Roots(cfg.AllowedRoots), Policy: o.policy, Logger: quiet})
+	var sealer intake.Sealer
+	if o.sealer != nil {
+		sealer = o.sealer(j, gitx.Roots(cfg.AllowedRoots))
+	}
+	backend := intake.New(j, intake.Options{Roots: gitx.Roots(cfg.AllowedRoots), Policy: o.policy, Logger: quiet, Sealer: sealer})
 	srv, err := gateway.Listen(gateway.Options{Token: token, AppVersion: "test", Backend: backend, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)

@@ -87,6 +87,10 @@ type Client struct {
 	// tokenIdentity marks the agent names this client sends as an
 	// authenticated HTTP token's (IdentityHeader).
 	tokenIdentity bool
+	// SubmitTimeout bounds how long a submit waits for the app's answer
+	// (zero: 15 s). A seal that takes longer goes on in the app; the
+	// proposal's status then says so (StatusSealing).
+	SubmitTimeout time.Duration
 }
 
 // WithTokenIdentity is a copy of c whose requests say that the agent's
@@ -189,7 +193,7 @@ func (c *Client) do(ctx context.Context, agent, method, path string, body io.Rea
 		if errors.As(err, &op) && op.Op == "dial" {
 			return fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
-		return fmt.Errorf("%w: %w: %v", ErrUnavailable, ErrAnswerLost, err)
+		return fmt.Errorf("%w: %w: %w", ErrUnavailable, ErrAnswerLost, err)
 	}
 	defer resp.Body.Close()
 	lr := io.LimitReader(resp.Body, MaxBodyBytes)

@@ -57,7 +57,11 @@ func (c *Client) SubmitProposal(ctx context.Context, agent string, p proposal.Pr
 	if err != nil {
 		return ProposalStatus{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, submitTimeout)
+	timeout := submitTimeout
+	if c.SubmitTimeout > 0 {
+		timeout = c.SubmitTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var st ProposalStatus
 	err = c.do(ctx, agent, http.MethodPost, "/v1/proposals", bytes.NewReader(body), &st)

@@ -67,6 +67,12 @@ type Backend interface {
 	RestorePoints(ctx context.Context, agent, repo string) (RestorePoints, error)
 }
 
+// StatusSealing is the status of a proposal whose outcome the app is
+// still computing (a very large change outlasts a submit's answer): it
+// has no card yet, its id is known, and a wait follows it until it is
+// stored (pending, or approved by a rule) or refused.
+const StatusSealing proposal.State = "sealing"
+
 // ProposalStatus is the wire form of a proposal and its lifecycle state.
 type ProposalStatus struct {
 	ProposalID  string          `json:"proposalId"`

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -79,6 +80,10 @@ type Intake struct {
 	opts Options
 	// policy is opts.Policy until SetPolicy replaces it.
 	policy atomic.Pointer[policy.Policy]
+
+	mu sync.Mutex
+	// sealing holds the proposals being sealed, by id (see inflight.go).
+	sealing map[string]*inflight
 }
 
 // New returns an Intake that stores proposals in j.
@@ -169,6 +174,11 @@ func (b *Intake) Submit(ctx context.Context, agent string, p proposal.Proposal) 
 	if b.opts.Sealer == nil {
 		return b.store(ctx, p)
 	}
+	return b.sealInBackground(ctx, p)
+}
+
+// sealAndStore seals p's outcome, stores it and keeps its objects.
+func (b *Intake) sealAndStore(ctx context.Context, p proposal.Proposal) (gateway.ProposalStatus, error) {
 	sctx, err := StackContext(ctx, b.j, p)
 	if err != nil {
 		return gateway.ProposalStatus{}, err
@@ -192,7 +202,7 @@ func (b *Intake) Submit(ctx context.Context, agent string, p proposal.Proposal) 
 		// objects nothing refers to.
 		return st, err
 	}
-	if err := b.opts.Sealer.Keep(context.WithoutCancel(ctx), p); err != nil {
+	if err := b.opts.Sealer.Keep(ctx, p); err != nil {
 		// The record holds the whole outcome and its objects exist; the
 		// ref that keeps them is made again at the next start.
 		b.opts.Logger.Error("intake: could not keep a proposal's sealed objects", "proposal", p.ID, "err", err)
@@ -414,6 +424,9 @@ func (b *Intake) ownPlaces(p proposal.Proposal) error {
 // Get implements gateway.Backend.
 func (b *Intake) Get(ctx context.Context, agent, id string) (gateway.ProposalStatus, error) {
 	rec, err := b.owned(ctx, agent, id)
+	if st, ok, serr := b.notStored(ctx, agent, id, err); ok {
+		return st, serr
+	}
 	if err != nil {
 		return gateway.ProposalStatus{}, err
 	}
@@ -445,11 +458,28 @@ func (b *Intake) owned(ctx context.Context, agent, id string) (journal.Record, e
 
 // Wait implements gateway.Backend.
 func (b *Intake) Wait(ctx context.Context, agent, id string, timeout time.Duration) (gateway.ProposalStatus, error) {
-	if _, err := b.owned(ctx, agent, id); err != nil {
-		return gateway.ProposalStatus{}, err
-	}
 	ctx, cancel := context.WithTimeout(ctx, min(timeout, gateway.MaxWait))
 	defer cancel()
+	if _, err := b.owned(ctx, agent, id); err != nil {
+		f := b.under(ctx, agent, id)
+		if f == nil || !errors.Is(err, journal.ErrNotFound) {
+			return gateway.ProposalStatus{}, err
+		}
+		// Being sealed, or sealed since: wait for the seal, then for the
+		// proposal.
+		select {
+		case <-f.done:
+		default:
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return f.sealingStatus(id), nil
+			}
+		}
+		if f.err != nil || f.st.Terminal {
+			return f.st, f.err
+		}
+	}
 	rec, err := b.j.WaitSettled(ctx, id)
 	if err != nil {
 		return gateway.ProposalStatus{}, journal.Coded(err)
