@@ -206,11 +206,17 @@ type HistoryQuery struct {
 	State string `json:"state"`
 	Text  string `json:"text"`
 	Limit int    `json:"limit"`
+	// After is the id of the last row already shown: the answer is the
+	// page that follows it.
+	After string `json:"after"`
 }
 
-// History lists proposals in every state, newest first.
+// History lists proposals in every state, newest first, a page at a time.
+// The filters, the text search included, are applied to every record in
+// the journal before the page is cut, so an old proposal is found however
+// many came after it.
 func (api *API) History(q HistoryQuery) ([]Card, error) {
-	f := journal.Filter{Agent: q.Agent, Repo: q.Repo, Limit: q.Limit}
+	f := journal.Filter{Agent: q.Agent, Repo: q.Repo, Limit: q.Limit, After: q.After}
 	if q.State != "" {
 		st := proposal.State(q.State)
 		if !st.Valid() {
@@ -218,23 +224,40 @@ func (api *API) History(q HistoryQuery) ([]Card, error) {
 		}
 		f.States = []proposal.State{st}
 	}
+	if q.After != "" && !proposal.ValidID(q.After) {
+		return nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: "invalid proposal id to continue after"}
+	}
 	if f.Limit <= 0 || f.Limit > 500 {
 		f.Limit = 500
 	}
+	if text := strings.ToLower(strings.TrimSpace(q.Text)); text != "" {
+		f.Match = func(r journal.Record) bool { return historyText(r, text) }
+	}
 	recs, err := api.app.journal.List(f)
 	if err != nil {
-		return nil, err
+		return nil, journal.Coded(err)
 	}
-	text := strings.ToLower(strings.TrimSpace(q.Text))
-	cards := []Card{}
+	cards := make([]Card, 0, len(recs))
 	for _, r := range recs {
-		c := api.app.cardFor(r, false)
-		if text != "" && !strings.Contains(strings.ToLower(c.Reason+" "+c.Agent+" "+c.RepoName+" "+string(c.Op)+" "+c.ID), text) {
-			continue
-		}
-		cards = append(cards, c)
+		cards = append(cards, api.app.cardFor(r, false))
 	}
 	return cards, nil
+}
+
+// historyText reports whether the words a history row shows (its reason,
+// agent, repository name, operation and id) contain text, which is lower
+// case. The reason and the name are matched as the row shows them, with
+// hidden characters escaped (see flagInvisible); the record is not built
+// into a card, so a search over many records stays cheap.
+func historyText(r journal.Record, text string) bool {
+	p := r.Proposal
+	shown := func(s string) string {
+		if v, ok := visible(s); ok {
+			return v
+		}
+		return s
+	}
+	return strings.Contains(strings.ToLower(shown(p.Reason)+" "+p.Agent+" "+shown(filepath.Base(p.Repo))+" "+string(p.Op)+" "+p.ID), text)
 }
 
 // Proposal returns one card.

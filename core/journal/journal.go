@@ -337,11 +337,19 @@ type Filter struct {
 	States []proposal.State
 	Agent  string
 	Repo   string
+	// Match, when set, keeps only the records it accepts. It is applied
+	// with the other fields, before Limit, so that a search finds what it
+	// looks for however old it is.
+	Match func(Record) bool
+	// After continues a listing: only records that come after the one
+	// with this id, in List's order, are returned. The id must name a
+	// stored record (ErrNotFound otherwise).
+	After string
 	// Limit caps the result (newest first); zero means no limit.
 	Limit int
 }
 
-// List returns matching records, newest first.
+// List returns matching records, newest first (by createdAt, then by id).
 func (j *Journal) List(f Filter) ([]Record, error) {
 	// Records that are still open are indexed, so that start-up and the
 	// pending view do not read the whole history.
@@ -350,17 +358,22 @@ func (j *Journal) List(f Filter) ([]Record, error) {
 		onlyOpen = onlyOpen && !s.Terminal()
 	}
 	var out []Record
+	var after *Record
 	err := j.db.View(func(tx *bolt.Tx) error {
 		props := tx.Bucket(bucketProposals)
+		if f.After != "" {
+			rec, err := j.getRecord(props, f.After)
+			if err != nil {
+				return err
+			}
+			after = &rec
+		}
 		consider := func(k, v []byte) error {
 			rec, err := j.cache.decodeRecord(string(k), v)
 			if err != nil {
 				return err
 			}
-			if len(f.States) > 0 && !slices.Contains(f.States, rec.State) {
-				return nil
-			}
-			if (f.Agent != "" && rec.Proposal.Agent != f.Agent) || (f.Repo != "" && rec.Proposal.Repo != f.Repo) {
+			if !f.matches(rec) || (after != nil && listOrder(rec, *after) <= 0) {
 				return nil
 			}
 			out = append(out, rec)
@@ -383,16 +396,30 @@ func (j *Journal) List(f Filter) ([]Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal: list: %w", err)
 	}
-	slices.SortFunc(out, func(a, b Record) int {
-		if c := b.Proposal.CreatedAt.Compare(a.Proposal.CreatedAt.Time); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Proposal.ID, b.Proposal.ID)
-	})
+	slices.SortFunc(out, listOrder)
 	if f.Limit > 0 && len(out) > f.Limit {
 		out = out[:f.Limit]
 	}
 	return out, nil
+}
+
+// matches reports whether rec passes every field of f but After and Limit.
+func (f Filter) matches(rec Record) bool {
+	if len(f.States) > 0 && !slices.Contains(f.States, rec.State) {
+		return false
+	}
+	if (f.Agent != "" && rec.Proposal.Agent != f.Agent) || (f.Repo != "" && rec.Proposal.Repo != f.Repo) {
+		return false
+	}
+	return f.Match == nil || f.Match(rec)
+}
+
+// listOrder is List's order: newest createdAt first, then by id.
+func listOrder(a, b Record) int {
+	if c := b.Proposal.CreatedAt.Compare(a.Proposal.CreatedAt.Time); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Proposal.ID, b.Proposal.ID)
 }
 
 // Details describe a transition: who made it and why, and what to store

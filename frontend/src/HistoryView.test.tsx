@@ -93,6 +93,25 @@ describe("HistoryView", () => {
     expect(document.querySelectorAll("#history-h2 > td")).toHaveLength(7);
   });
 
+  it("shows older proposals a page at a time, after the last row shown", async () => {
+    const page = Array.from({ length: 200 }, (_, i) => card({ id: `p${i}`, state: "completed", reason: `Change ${i}` }));
+    const older = [card({ id: "p200", state: "failed", reason: "The oldest change" })];
+    const calls = stubFetch({
+      "GET /api/history?limit=200": { body: page },
+      "GET /api/history?limit=200&after=p199": { body: older },
+    });
+    const { HistoryView } = await import("./HistoryView");
+    render(<HistoryView />);
+    expect(await screen.findByText("200+ proposals")).toBeTruthy();
+    fireEvent.click(screen.getByRole("button", { name: "Show older proposals" }));
+    expect(await screen.findByText("The oldest change")).toBeTruthy();
+    expect(screen.getByText("201 proposals")).toBeTruthy();
+    expect(document.querySelectorAll("tbody tr")).toHaveLength(201);
+    // A short page is the last: nothing more to ask for.
+    expect(screen.queryByRole("button", { name: "Show older proposals" })).toBeNull();
+    expect(calls.map((c) => c.url)).toEqual(["/api/history?limit=200", "/api/history?limit=200&after=p199"]);
+  });
+
   it("opens a proposal's page from its row", async () => {
     stubFetch({ "GET /api/history?limit=200": { body: [done] } });
     const { HistoryView } = await import("./HistoryView");

@@ -1,6 +1,8 @@
 // Every proposal, newest first, with what became of it and how its agent
 // ran (confined, or as the person's account). The search runs on the Go
-// side (text, agent, repository, state); a row opens the proposal's page.
+// side (text, agent, repository, state) over every record, a page at a
+// time: "Show older proposals" asks for the page after the last row shown.
+// A row opens the proposal's page.
 import { useEffect, useRef, useState } from "react";
 import { api, proposalStates, type Card, type HistoryQuery } from "./api";
 import { ErrorBox, RiskBadge, ScrollTable, StateBadge, Time, errorMessage } from "./bits";
@@ -18,14 +20,24 @@ export function HistoryView() {
   const [rows, setRows] = useState<Card[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [loading, setLoading] = useState(false);
+  // A full page may have more after it; a shorter one is the end.
+  const [more, setMore] = useState(false);
+  const [loadingMore, setLoadingMore] = useState(false);
   // Filter choices seen so far; a filtered answer must not shrink them.
   const [agents, setAgents] = useState<string[]>([]);
   const [repos, setRepos] = useState<Record<string, string>>({});
   const seq = useRef(0);
 
-  // Text waits for a pause in typing; the selects apply at once.
+  // Text waits for a pause in typing; the selects apply at once. The
+  // same filters again are not a new search (it would drop the pages
+  // already shown).
   useEffect(() => {
-    const t = setTimeout(() => setQuery({ agent, repo, state, text, limit: historyLimit }), text === query.text ? 0 : 300);
+    const same = (q: HistoryQuery) =>
+      (q.agent ?? "") === agent && (q.repo ?? "") === repo && (q.state ?? "") === state && (q.text ?? "") === text;
+    const t = setTimeout(
+      () => setQuery((q) => (same(q) ? q : { agent, repo, state, text, limit: historyLimit })),
+      text === (query.text ?? "") ? 0 : 300,
+    );
     return () => clearTimeout(t);
   }, [agent, repo, state, text]);
 
@@ -36,18 +48,48 @@ export function HistoryView() {
       (cards) => {
         if (n !== seq.current) return;
         setRows(cards);
+        setMore(cards.length === historyLimit);
         setError(null);
         setLoading(false);
-        setAgents((a) => [...new Set([...a, ...cards.map((c) => c.agent)])].sort());
-        setRepos((r) => ({ ...r, ...Object.fromEntries(cards.map((c) => [c.repo, c.repoName])) }));
+        setLoadingMore(false);
+        seen(cards);
       },
       (e) => {
         if (n !== seq.current) return;
         setError(errorMessage(e));
         setLoading(false);
+        setLoadingMore(false);
       },
     );
   }, [query]);
+
+  function seen(cards: Card[]) {
+    setAgents((a) => [...new Set([...a, ...cards.map((c) => c.agent)])].sort());
+    setRepos((r) => ({ ...r, ...Object.fromEntries(cards.map((c) => [c.repo, c.repoName])) }));
+  }
+
+  // The next page continues after the last row shown, under the same
+  // filters; a new search while it loads wins.
+  function showOlder() {
+    if (!rows || rows.length === 0) return;
+    const n = seq.current;
+    setLoadingMore(true);
+    api.history({ ...query, after: rows[rows.length - 1].id }).then(
+      (cards) => {
+        if (n !== seq.current) return;
+        setRows((r) => [...(r ?? []), ...cards]);
+        setMore(cards.length === historyLimit);
+        setError(null);
+        setLoadingMore(false);
+        seen(cards);
+      },
+      (e) => {
+        if (n !== seq.current) return;
+        setError(errorMessage(e));
+        setLoadingMore(false);
+      },
+    );
+  }
 
   const filtered = !!(query.agent || query.repo || query.state || query.text);
 
@@ -106,7 +148,7 @@ export function HistoryView() {
         <p className="muted" role="status" aria-live="polite">
           {loading
             ? "Searching…"
-            : `${rows.length}${rows.length === historyLimit ? "+" : ""} proposal${rows.length === 1 ? "" : "s"}${filtered ? " match" : ""}`}
+            : `${rows.length}${more ? "+" : ""} proposal${rows.length === 1 ? "" : "s"}${filtered ? " match" : ""}`}
         </p>
       )}
       {rows && rows.length === 0 && !loading && (
@@ -183,6 +225,13 @@ export function HistoryView() {
             </tbody>
           </table>
         </ScrollTable>
+      )}
+      {rows && more && !loading && (
+        <p>
+          <button type="button" className="history-more" onClick={showOlder} disabled={loadingMore}>
+            {loadingMore ? "Loading…" : "Show older proposals"}
+          </button>
+        </p>
       )}
     </section>
   );

@@ -248,6 +248,7 @@ export interface HistoryQuery {
   state?: string;
   text?: string;
   limit?: number;
+  after?: string;
 }
 
 export interface ImagePreview {
@@ -669,7 +670,7 @@ export const api = {
   pending: (): Promise<Card[]> =>
     call("Pending", [], { method: "GET", path: "/api/proposals" }),
   history: (q: HistoryQuery): Promise<Card[]> =>
-    call("History", [q], { method: "GET", path: `/api/history${queryOf(q, ["agent", "repo", "state", "text", "limit"])}` }),
+    call("History", [q], { method: "GET", path: `/api/history${queryOf(q, ["agent", "repo", "state", "text", "limit", "after"])}` }),
   proposal: (id: string): Promise<Card> =>
     call("Proposal", [id], { method: "GET", path: `/api/proposals/${seg(id)}` }),
   proposalDiff: (id: string, offset: number): Promise<DiffChunk> =>
