@@ -144,11 +144,13 @@ func Open(path string, opts Options) (*Journal, error) {
 		meta := tx.Bucket(bucketMeta)
 		switch v := meta.Get([]byte("schema")); {
 		case v == nil:
-			return meta.Put([]byte("schema"), []byte(schemaVersion))
+			if err := meta.Put([]byte("schema"), []byte(schemaVersion)); err != nil {
+				return err
+			}
 		case string(v) != schemaVersion:
 			return fmt.Errorf("%w: %q", ErrSchema, v)
 		}
-		return nil
+		return indexByTime(tx)
 	})
 	if err != nil {
 		db.Close()
@@ -226,6 +228,9 @@ func (j *Journal) Submit(p proposal.Proposal) (rec Record, replayed bool, err er
 			return err
 		}
 		if err := tx.Bucket(bucketOpen).Put([]byte(p.ID), []byte(proposal.Pending)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketByTime).Put(timeKey(p.CreatedAt, p.ID), nil); err != nil {
 			return err
 		}
 		if idemKey != nil {
@@ -379,19 +384,24 @@ func (j *Journal) List(f Filter) ([]Record, error) {
 			out = append(out, rec)
 			return nil
 		}
-		if onlyOpen {
-			return tx.Bucket(bucketOpen).ForEach(func(k, st []byte) error {
-				if !slices.Contains(f.States, proposal.State(st)) {
-					return nil
-				}
-				v := props.Get(k)
-				if v == nil {
-					return fmt.Errorf("open index names %s, which is missing", k)
-				}
-				return consider(k, v)
+		if !onlyOpen {
+			// The time index is already in List's order: reading stops
+			// at the end of the page.
+			return j.listByTime(tx, after, func(k, v []byte) (bool, error) {
+				err := consider(k, v)
+				return f.Limit > 0 && len(out) == f.Limit, err
 			})
 		}
-		return props.ForEach(consider)
+		return tx.Bucket(bucketOpen).ForEach(func(k, st []byte) error {
+			if !slices.Contains(f.States, proposal.State(st)) {
+				return nil
+			}
+			v := props.Get(k)
+			if v == nil {
+				return fmt.Errorf("open index names %s, which is missing", k)
+			}
+			return consider(k, v)
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("journal: list: %w", err)
@@ -863,10 +873,11 @@ func (j *Journal) Prune() (int, error) {
 		State     proposal.State     `json:"state"`
 		UpdatedAt proposal.Timestamp `json:"updatedAt"`
 		Proposal  struct {
-			ID             string      `json:"id"`
-			Op             proposal.Op `json:"op"`
-			Agent          string      `json:"agent"`
-			IdempotencyKey string      `json:"idempotencyKey"`
+			ID             string             `json:"id"`
+			CreatedAt      proposal.Timestamp `json:"createdAt"`
+			Op             proposal.Op        `json:"op"`
+			Agent          string             `json:"agent"`
+			IdempotencyKey string             `json:"idempotencyKey"`
 			Origin         *struct {
 				Session string `json:"session"`
 			} `json:"origin"`
@@ -891,6 +902,9 @@ func (j *Journal) Prune() (int, error) {
 		for _, rec := range doomed {
 			p := rec.Proposal
 			if err := props.Delete([]byte(p.ID)); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketByTime).Delete(timeKey(p.CreatedAt, p.ID)); err != nil {
 				return err
 			}
 			if p.IdempotencyKey != "" {
@@ -953,13 +967,11 @@ func (j *Journal) Collisions(p proposal.Proposal) ([]Collision, error) {
 				return err
 			}
 			theirs, _ := rec.Proposal.FilesTouched()
+			set := proposal.NewPathSet(theirs)
 			var files []string
 			for _, a := range mine {
-				for _, b := range theirs {
-					if proposal.PathsOverlap(a, b) {
-						files = append(files, a)
-						break
-					}
+				if set.Overlaps(a) {
+					files = append(files, a)
 				}
 			}
 			if len(files) > 0 {
