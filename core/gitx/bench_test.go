@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
@@ -136,5 +138,39 @@ func BenchmarkOpen_Cold(b *testing.B) {
 		if _, err := run.openCanonical(context.Background(), Roots{repo.Root}, repo.Root); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkCommitDetails_Refs_vs_CLI is commit_details beside `git show
+// --stat` in a repository with 0 and 10,000 refs that name nothing the
+// person asked about (Sluice keeps one per proposal under refs/sluice/).
+func BenchmarkCommitDetails_Refs_vs_CLI(b *testing.B) {
+	for _, n := range []int{0, 10000} {
+		b.Run(fmt.Sprintf("refs=%d", n), func(b *testing.B) {
+			r := gitxtest.Diverged(b)
+			head := gitxtest.Git(b, r.Dir, "rev-parse", "HEAD")
+			var in strings.Builder
+			for i := range n {
+				fmt.Fprintf(&in, "create refs/sluice/sealed/p%05d %s\n", i, head)
+			}
+			c := exec.Command("git", "update-ref", "--stdin")
+			c.Dir, c.Stdin = r.Dir, strings.NewReader(in.String())
+			if out, err := c.CombinedOutput(); err != nil {
+				b.Fatalf("update-ref: %v\n%s", err, out)
+			}
+			run, err := NewRunner(RunnerOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			repo, err := run.Open(context.Background(), Roots{r.Dir}, r.Dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			compare(b, func() {
+				if _, err := repo.CommitDetails(context.Background(), "HEAD", 0); err != nil {
+					b.Fatal(err)
+				}
+			}, func() { cli(b, r.Dir, "show", "--stat", "HEAD") })
+		})
 	}
 }

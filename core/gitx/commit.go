@@ -67,8 +67,10 @@ func (repo *Repo) CommitDetails(ctx context.Context, rev string, maxFiles int) (
 	if err != nil {
 		return nil, err
 	}
-	out, err := repo.git(ctx, &cmd{sub: []string{"show"}, opts: []string{"-s", "--decorate-refs=refs/heads", "--decorate-refs=refs/tags", "--decorate-refs=refs/remotes",
-		"--format=%H%x00%P%x00%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%D%x00%B"}, revs: []string{sha}, dashdash: true, limit: 4 << 20})
+	// The refs at the commit come from refNames (the field after the
+	// committer's date stays empty): git's decoration reads every ref.
+	out, err := repo.git(ctx, &cmd{sub: []string{"show"}, opts: []string{"-s",
+		"--format=%H%x00%P%x00%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%x00%B"}, revs: []string{sha}, dashdash: true, limit: 4 << 20})
 	if err != nil {
 		return nil, err
 	}
@@ -85,12 +87,11 @@ func (repo *Repo) CommitDetails(ctx context.Context, rev string, maxFiles int) (
 	if d.Parents == nil {
 		d.Parents = []string{}
 	}
-	for _, r := range strings.Split(strings.TrimSpace(string(f[8])), ", ") {
-		r = strings.TrimPrefix(strings.TrimPrefix(r, "HEAD -> "), "tag: ")
-		if r != "" && r != "HEAD" {
-			d.Refs = append(d.Refs, r)
-		}
+	names, err := repo.refNames(ctx, sha)
+	if err != nil {
+		return nil, err
 	}
+	d.Refs = names[sha]
 	msg := strings.TrimRight(string(f[9]), "\n")
 	d.Subject, d.Body, _ = strings.Cut(msg, "\n")
 	d.Body = strings.TrimLeft(d.Body, "\n")

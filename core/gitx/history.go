@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"regexp"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/core/errcode"
@@ -33,7 +32,9 @@ type Commit struct {
 const logMark = "\x1e\x1d\x1c"
 
 // logFormat fields, each NUL terminated.
-const logFormat = "--format=" + "%x1e%x1d%x1c" + "%H%x00%h%x00%P%x00%an%x00%aI%x00%s%x00%D%x00"
+// The field after the subject is left empty: the refs that point at each
+// commit come from refNames, not from git's decoration (see there).
+const logFormat = "--format=" + "%x1e%x1d%x1c" + "%H%x00%h%x00%P%x00%an%x00%aI%x00%s%x00%x00"
 
 type logOpts struct {
 	opts      []string
@@ -52,7 +53,7 @@ func (repo *Repo) logCommits(ctx context.Context, o logOpts) ([]Commit, error) {
 
 // logCommitsFull also returns the full ids, in the same order.
 func (repo *Repo) logCommitsFull(ctx context.Context, o logOpts) ([]Commit, []string, error) {
-	opts := append([]string{logFormat, "--abbrev=12", "--decorate-refs=refs/heads", "--decorate-refs=refs/tags", "--decorate-refs=refs/remotes"}, o.opts...)
+	opts := append([]string{logFormat, "--abbrev=12"}, o.opts...)
 	if o.withStats {
 		opts = append(opts, "--shortstat")
 	}
@@ -61,6 +62,15 @@ func (repo *Repo) logCommitsFull(ctx context.Context, o logOpts) ([]Commit, []st
 		return nil, nil, err
 	}
 	c, full := parseLog(out.Stdout, o.withStats)
+	if len(c) > 0 {
+		names, err := repo.refNames(ctx, "")
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := range c {
+			c[i].Refs = names[full[i]]
+		}
+	}
 	return c, full, nil
 }
 
@@ -85,15 +95,6 @@ func parseLog(b []byte, withStats bool) ([]Commit, []string) {
 			Author:  string(f[2]),
 			Date:    string(f[3]),
 			Subject: clip(string(f[4]), 200),
-		}
-		if d := strings.TrimSpace(string(f[5])); d != "" {
-			for _, r := range strings.Split(d, ", ") {
-				r = strings.TrimPrefix(r, "HEAD -> ")
-				r = strings.TrimPrefix(r, "tag: ")
-				if r != "HEAD" && r != "" {
-					c.Refs = append(c.Refs, r)
-				}
-			}
 		}
 		if withStats {
 			files, ins, del := 0, 0, 0
