@@ -32,6 +32,7 @@ var suites = []suite{
 	{"Read-only git surface", "./core/gitx/", ".", "20x"},
 	{"Read-only git surface over MCP", "./sidecar/", "RepoBrief_Stdio|Sidecar_", "20x"},
 	{"Proposals and the gateway", "./core/journal/", "BenchmarkJournal_Submit", "2s"},
+	{"Journal: History's first page at 0, 100, 1,000, 10,000 and 100,000 records", "./core/journal/", "BenchmarkJournal_HistoryFirstPage", "100x"},
 	{"Collisions between large pending proposals", "./core/journal/", "BenchmarkJournal_Collisions20000", "5x"},
 	{"Proposals and the gateway (HTTP)", "./core/intake/", "BenchmarkSubmit_EndToEnd|BenchmarkSubmit_Concurrent20|BenchmarkBoltFsyncTx", "2s"},
 	{"Execution", "./core/apply/", "Patch1000|Merge500", "20x"},

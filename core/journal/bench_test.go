@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -23,3 +24,53 @@ func BenchmarkJournal_Submit(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkJournal_HistoryFirstPage is History's first page (the newest
+// 200 records, no filter) from a journal of 0 (the baseline), 100, 1,000, 10,000
+// and 100,000 decided records. Each journal is built once, through Submit
+// and Reject without fsync (building is not what is measured).
+func BenchmarkJournal_HistoryFirstPage(b *testing.B) {
+	for _, n := range []int{0, 100, 1_000, 10_000, 100_000} {
+		j := decidedJournal(b, n)
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			for range b.N {
+				recs, err := j.List(Filter{Limit: 200})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(recs) != min(n, 200) {
+					b.Fatalf("%d records on the first page of %d", len(recs), n)
+				}
+			}
+		})
+	}
+}
+
+// decidedJournal opens a journal holding n rejected proposals, one a
+// second apart, in b.TempDir().
+func decidedJournal(b *testing.B, n int) *Journal {
+	b.Helper()
+	clk := newClock()
+	j, _ := testJournal(b, Options{Recorder: discardRecorder{}, Now: clk.Now, PendingCap: 1 << 30})
+	j.db.NoSync = true
+	start := time.Now()
+	for range n {
+		p := newProposal(b, clk.Now(), "agent-a")
+		if _, _, err := j.Submit(p); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := j.Reject(p.ID, "owner:web", ""); err != nil {
+			b.Fatal(err)
+		}
+		clk.Advance(time.Second)
+	}
+	j.db.NoSync = false
+	b.Logf("%d records built in %s", n, time.Since(start).Round(time.Millisecond))
+	return j
+}
+
+// discardRecorder keeps no events: a journal of 100,000 records would
+// otherwise hold 200,000 of them in memory.
+type discardRecorder struct{}
+
+func (discardRecorder) Record(Event) error { return nil }

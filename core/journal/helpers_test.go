@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -95,6 +96,42 @@ func checkDB(t testing.TB, path string) {
 	if err != nil {
 		t.Errorf("bbolt check: %v", err)
 	}
+	if err := db.View(checkTimeIndex); err != nil {
+		t.Errorf("time index: %v", err)
+	}
+}
+
+// checkTimeIndex reports where the time index and the records disagree:
+// a record without its key, or a key without its record.
+func checkTimeIndex(tx *bolt.Tx) error {
+	idx := tx.Bucket(bucketByTime)
+	if idx == nil {
+		return errors.New("no time index")
+	}
+	want := map[string]bool{}
+	err := tx.Bucket(bucketProposals).ForEach(func(k, v []byte) error {
+		var rec Record
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return err
+		}
+		want[string(timeKey(rec.Proposal.CreatedAt, string(k)))] = true
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	n := 0
+	err = idx.ForEach(func(k, _ []byte) error {
+		if !want[string(k)] {
+			return fmt.Errorf("key for %s has no record", idOfTimeKey(k))
+		}
+		n++
+		return nil
+	})
+	if err == nil && n != len(want) {
+		err = fmt.Errorf("%d keys for %d records", n, len(want))
+	}
+	return err
 }
 
 var seq atomic.Int64
