@@ -11,8 +11,8 @@ import (
 )
 
 // TestOpen_TimeIndexMissing_Rebuilt: a journal written before the time
-// index existed, or one that lost it, gets it back whole at Open, and
-// History reads it in the same order as before.
+// indexes existed, or one that lost them, gets them back whole at Open,
+// and History reads them in the same order as before.
 func TestOpen_TimeIndexMissing_Rebuilt(t *testing.T) {
 	clk := newClock()
 	opts := Options{Recorder: &memRecorder{}, Now: clk.Now, PendingCap: 100}
@@ -34,13 +34,22 @@ func TestOpen_TimeIndexMissing_Rebuilt(t *testing.T) {
 		}
 	}
 	before := ids(t, j, Filter{})
+	beforeAgent := ids(t, j, Filter{Agent: "agent-a"})
 	j.Close()
 
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketByTime) }); err != nil {
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, ix := range timeIndexes {
+			if err := tx.DeleteBucket(ix.bucket); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -57,6 +66,9 @@ func TestOpen_TimeIndexMissing_Rebuilt(t *testing.T) {
 	if !slices.Equal(after, before) || len(after) != len(want) {
 		t.Errorf("after rebuilding: %v, before: %v", after, before)
 	}
+	if got := ids(t, j, Filter{Agent: "agent-a"}); !slices.Equal(got, beforeAgent) || len(got) != len(want) {
+		t.Errorf("agent-a's after rebuilding: %v, before: %v", got, beforeAgent)
+	}
 }
 
 // TestList_AfterAndLimit_WalkTheTimeIndex: pages of every record, and of
@@ -71,6 +83,10 @@ func TestList_AfterAndLimit_WalkTheTimeIndex(t *testing.T) {
 			agent = "agent-b"
 		}
 		p := newProposal(t, clk.Now(), agent)
+		if i%5 == 0 {
+			p.Repo = "/work/other"
+			reseal(t, &p)
+		}
 		if _, _, err := j.Submit(p); err != nil {
 			t.Fatal(err)
 		}
@@ -101,6 +117,10 @@ func TestList_AfterAndLimit_WalkTheTimeIndex(t *testing.T) {
 	for _, f := range []Filter{
 		{},
 		{Agent: "agent-b"},
+		{Repo: "/work/other"},
+		{Repo: "/work/repo", Agent: "agent-a"},
+		{Repo: "/work/nowhere"},
+		{Agent: "agent-b", States: []proposal.State{proposal.Rejected}},
 		{States: []proposal.State{proposal.Rejected}},
 		{States: []proposal.State{proposal.Pending, proposal.Rejected}},
 		{Match: func(r Record) bool { return r.Proposal.ID[len(r.Proposal.ID)-1] == '1' }},

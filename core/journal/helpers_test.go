@@ -101,37 +101,47 @@ func checkDB(t testing.TB, path string) {
 	}
 }
 
-// checkTimeIndex reports where the time index and the records disagree:
-// a record without its key, or a key without its record.
+// checkTimeIndex reports where a time index and the records disagree: a
+// record without its key, or a key without its record.
 func checkTimeIndex(tx *bolt.Tx) error {
-	idx := tx.Bucket(bucketByTime)
-	if idx == nil {
-		return errors.New("no time index")
-	}
-	want := map[string]bool{}
+	want := map[string]map[string]bool{}
 	err := tx.Bucket(bucketProposals).ForEach(func(k, v []byte) error {
 		var rec Record
 		if err := json.Unmarshal(v, &rec); err != nil {
 			return err
 		}
-		want[string(timeKey(rec.Proposal.CreatedAt, string(k)))] = true
+		for _, ix := range timeIndexes {
+			if want[string(ix.bucket)] == nil {
+				want[string(ix.bucket)] = map[string]bool{}
+			}
+			want[string(ix.bucket)][string(ix.key(indexedOf(rec.Proposal)))] = true
+		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	n := 0
-	err = idx.ForEach(func(k, _ []byte) error {
-		if !want[string(k)] {
-			return fmt.Errorf("key for %s has no record", idOfTimeKey(k))
+	for _, ix := range timeIndexes {
+		b := tx.Bucket(ix.bucket)
+		if b == nil {
+			return fmt.Errorf("no %s index", ix.bucket)
 		}
-		n++
-		return nil
-	})
-	if err == nil && n != len(want) {
-		err = fmt.Errorf("%d keys for %d records", n, len(want))
+		n := 0
+		err = b.ForEach(func(k, _ []byte) error {
+			if !want[string(ix.bucket)][string(k)] {
+				return fmt.Errorf("%s: key %q has no record", ix.bucket, k)
+			}
+			n++
+			return nil
+		})
+		if err == nil && n != len(want[string(ix.bucket)]) {
+			err = fmt.Errorf("%s: %d keys for %d records", ix.bucket, n, len(want[string(ix.bucket)]))
+		}
+		if err != nil {
+			return err
+		}
 	}
-	return err
+	return nil
 }
 
 var seq atomic.Int64

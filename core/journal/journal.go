@@ -230,7 +230,7 @@ func (j *Journal) Submit(p proposal.Proposal) (rec Record, replayed bool, err er
 		if err := tx.Bucket(bucketOpen).Put([]byte(p.ID), []byte(proposal.Pending)); err != nil {
 			return err
 		}
-		if err := tx.Bucket(bucketByTime).Put(timeKey(p.CreatedAt, p.ID), nil); err != nil {
+		if err := putIndexed(tx, indexedOf(p)); err != nil {
 			return err
 		}
 		if idemKey != nil {
@@ -385,9 +385,9 @@ func (j *Journal) List(f Filter) ([]Record, error) {
 			return nil
 		}
 		if !onlyOpen {
-			// The time index is already in List's order: reading stops
+			// The time indexes are already in List's order: reading stops
 			// at the end of the page.
-			return j.listByTime(tx, after, func(k, v []byte) (bool, error) {
+			return j.listByTime(tx, f, after, func(k, v []byte) (bool, error) {
 				err := consider(k, v)
 				return f.Limit > 0 && len(out) == f.Limit, err
 			})
@@ -874,6 +874,7 @@ func (j *Journal) Prune() (int, error) {
 		UpdatedAt proposal.Timestamp `json:"updatedAt"`
 		Proposal  struct {
 			ID             string             `json:"id"`
+			Repo           string             `json:"repo"`
 			CreatedAt      proposal.Timestamp `json:"createdAt"`
 			Op             proposal.Op        `json:"op"`
 			Agent          string             `json:"agent"`
@@ -904,7 +905,7 @@ func (j *Journal) Prune() (int, error) {
 			if err := props.Delete([]byte(p.ID)); err != nil {
 				return err
 			}
-			if err := tx.Bucket(bucketByTime).Delete(timeKey(p.CreatedAt, p.ID)); err != nil {
+			if err := deleteIndexed(tx, indexed{ID: p.ID, Repo: p.Repo, Agent: p.Agent, CreatedAt: p.CreatedAt}); err != nil {
 				return err
 			}
 			if p.IdempotencyKey != "" {
