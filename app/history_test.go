@@ -9,13 +9,20 @@ import (
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
-// historyJournal fills a started app's journal with n decided proposals,
-// one a second, oldest first; reason gives each its reason and repository.
-// They are submitted and rejected straight in the journal: History reads
-// nothing else.
+// historyJournal starts an app whose journal holds n decided proposals
+// (see fillHistory).
 func historyJournal(t *testing.T, n int, reason func(i int) (why, repo string)) (*App, []string) {
 	t.Helper()
 	a := startApp(t)
+	return a, fillHistory(t, a, n, reason)
+}
+
+// fillHistory fills a's journal with n decided proposals, one a second,
+// oldest first, and returns their ids; reason gives each its reason and
+// repository. They are submitted and rejected straight in the journal:
+// History reads nothing else.
+func fillHistory(t *testing.T, a *App, n int, reason func(i int) (why, repo string)) []string {
+	t.Helper()
 	// These records need not survive a power cut; an fsync per
 	// transaction would make the test wait on the disk.
 	a.journal.DB().NoSync = true
@@ -45,7 +52,8 @@ func historyJournal(t *testing.T, n int, reason func(i int) (why, repo string)) 
 		}
 		ids[i] = p.ID
 	}
-	return a, ids
+	a.journal.DB().NoSync = false
+	return ids
 }
 
 // TestHistory_SearchOlderThanFirstPage_Found: a search looks at every
