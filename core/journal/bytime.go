@@ -13,19 +13,21 @@ import (
 
 // The time indexes hold every record in List's order, so that a page of
 // History reads the records on it and not the whole journal: bytime all
-// of them, byrepo and byagent those of each repository and each agent
-// (what History filters by), so that a filter that keeps few records does
-// not read the others either. A key is the repository or agent and a NUL
-// (nothing for bytime), then the proposal's createdAt in milliseconds,
-// complemented so that the newest sorts first, then its id; the value is
-// empty. A proposal's repository, agent, createdAt and id never change,
-// so only Submit adds keys and only Prune removes them, each in the
+// of them, byrepo, byagent and bystate those of each repository, agent
+// and state (what History filters by), so that a filter that keeps few
+// records does not read the others either. A key is the repository,
+// agent or state and a NUL (nothing for bytime), then the proposal's
+// createdAt in milliseconds, complemented so that the newest sorts first,
+// then its id; the value is empty. A proposal's repository, agent,
+// createdAt and id never change: Submit adds its keys and Prune removes
+// them, and each transition moves its bystate key, each in the
 // transaction that writes or deletes the record: the indexes cannot
 // disagree with the records, whenever the process stops.
 var (
 	bucketByTime  = []byte("bytime")
 	bucketByRepo  = []byte("byrepo")
 	bucketByAgent = []byte("byagent")
+	bucketByState = []byte("bystate")
 )
 
 // timeIndex is one of the time indexes and what of a proposal its keys
@@ -35,23 +37,40 @@ type timeIndex struct {
 	prefix func(indexed) []byte
 }
 
-// indexed is what the time indexes read of a proposal.
+// indexed is what the time indexes read of a record: its proposal's
+// fields, and its state.
 type indexed struct {
 	ID        string             `json:"id"`
 	Repo      string             `json:"repo"`
 	Agent     string             `json:"agent"`
 	CreatedAt proposal.Timestamp `json:"createdAt"`
+	State     proposal.State     `json:"-"`
 }
 
-func indexedOf(p proposal.Proposal) indexed {
-	return indexed{ID: p.ID, Repo: p.Repo, Agent: p.Agent, CreatedAt: p.CreatedAt}
+func indexedOf(p proposal.Proposal, st proposal.State) indexed {
+	return indexed{ID: p.ID, Repo: p.Repo, Agent: p.Agent, CreatedAt: p.CreatedAt, State: st}
 }
 
-// Repository paths and agent names cannot contain NUL.
+// Repository paths, agent names and states cannot contain NUL.
 var timeIndexes = []timeIndex{
 	{bucketByTime, func(indexed) []byte { return nil }},
 	{bucketByRepo, func(p indexed) []byte { return joinKey(p.Repo, "") }},
 	{bucketByAgent, func(p indexed) []byte { return joinKey(p.Agent, "") }},
+	{bucketByState, func(p indexed) []byte { return joinKey(string(p.State), "") }},
+}
+
+// byState is the bystate index.
+var byState = timeIndexes[3]
+
+// moveState moves p's bystate key from its state to to, in the
+// transaction of the transition.
+func moveState(tx *bolt.Tx, p indexed, to proposal.State) error {
+	b := tx.Bucket(byState.bucket)
+	if err := b.Delete(byState.key(p)); err != nil {
+		return err
+	}
+	p.State = to
+	return b.Put(byState.key(p), nil)
 }
 
 // key is p's key in ix.
@@ -109,12 +128,13 @@ func indexByTime(tx *bolt.Tx) error {
 	}
 	return tx.Bucket(bucketProposals).ForEach(func(k, v []byte) error {
 		var rec struct {
-			Proposal indexed `json:"proposal"`
+			State    proposal.State `json:"state"`
+			Proposal indexed        `json:"proposal"`
 		}
 		if err := json.Unmarshal(v, &rec); err != nil {
 			return fmt.Errorf("indexing record %s: %w", k, err)
 		}
-		rec.Proposal.ID = string(k)
+		rec.Proposal.ID, rec.Proposal.State = string(k), rec.State
 		for _, ix := range missing {
 			if err := tx.Bucket(ix.bucket).Put(ix.key(rec.Proposal), nil); err != nil {
 				return err
@@ -128,15 +148,17 @@ func indexByTime(tx *bolt.Tx) error {
 // order, starting after the record after (nil: from the newest), until
 // consider says stop. It reads the narrowest time index f allows.
 func (j *Journal) listByTime(tx *bolt.Tx, f Filter, after *Record, consider func(k, v []byte) (stop bool, err error)) error {
-	ix, prefix := timeIndexes[0], []byte(nil)
-	switch at := (indexed{Repo: f.Repo, Agent: f.Agent}); {
+	ix := timeIndexes[0]
+	at := indexed{Repo: f.Repo, Agent: f.Agent}
+	switch {
 	case f.Repo != "":
 		ix = timeIndexes[1]
-		prefix = ix.prefix(at)
+	case len(f.States) == 1:
+		ix, at.State = byState, f.States[0]
 	case f.Agent != "":
 		ix = timeIndexes[2]
-		prefix = ix.prefix(at)
 	}
+	prefix := ix.prefix(at)
 	props := tx.Bucket(bucketProposals)
 	c := tx.Bucket(ix.bucket).Cursor()
 	k, _ := c.Seek(prefix)

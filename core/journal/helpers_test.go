@@ -114,7 +114,7 @@ func checkTimeIndex(tx *bolt.Tx) error {
 			if want[string(ix.bucket)] == nil {
 				want[string(ix.bucket)] = map[string]bool{}
 			}
-			want[string(ix.bucket)][string(ix.key(indexedOf(rec.Proposal)))] = true
+			want[string(ix.bucket)][string(ix.key(indexedOf(rec.Proposal, rec.State)))] = true
 		}
 		return nil
 	})

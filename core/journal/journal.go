@@ -230,7 +230,7 @@ func (j *Journal) Submit(p proposal.Proposal) (rec Record, replayed bool, err er
 		if err := tx.Bucket(bucketOpen).Put([]byte(p.ID), []byte(proposal.Pending)); err != nil {
 			return err
 		}
-		if err := putIndexed(tx, indexedOf(p)); err != nil {
+		if err := putIndexed(tx, indexedOf(p, proposal.Pending)); err != nil {
 			return err
 		}
 		if idemKey != nil {
@@ -710,6 +710,9 @@ func (j *Journal) update(id string, fn func(rec *Record, now time.Time) (proposa
 		if err := putRecord(props, rec); err != nil {
 			return err
 		}
+		if err := moveState(tx, indexedOf(rec.Proposal, from), to); err != nil {
+			return err
+		}
 		if from == proposal.Pending {
 			if err := tx.Bucket(bucketPending).Delete(joinKey(rec.Proposal.Agent, id)); err != nil {
 				return err
@@ -905,7 +908,7 @@ func (j *Journal) Prune() (int, error) {
 			if err := props.Delete([]byte(p.ID)); err != nil {
 				return err
 			}
-			if err := deleteIndexed(tx, indexed{ID: p.ID, Repo: p.Repo, Agent: p.Agent, CreatedAt: p.CreatedAt}); err != nil {
+			if err := deleteIndexed(tx, indexed{ID: p.ID, Repo: p.Repo, Agent: p.Agent, CreatedAt: p.CreatedAt, State: rec.State}); err != nil {
 				return err
 			}
 			if p.IdempotencyKey != "" {
