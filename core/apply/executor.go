@@ -156,12 +156,39 @@ func (e *Executor) lock(ctx context.Context, paths []string) (func(), error) {
 		select {
 		case m <- struct{}{}:
 			held = append(held, m)
+			continue
+		default:
+		}
+		// Something else of Sluice's works in the repository: tests see
+		// the wait here.
+		e.step("lock-wait")
+		select {
+		case m <- struct{}{}:
+			held = append(held, m)
 		case <-ctx.Done():
 			unlock()
 			return nil, ctx.Err()
 		}
 	}
 	return unlock, nil
+}
+
+// tryLock takes the lock of the repository at path when nothing else of
+// Sluice's holds it, and reports whether it did.
+func (e *Executor) tryLock(path string) (func(), bool) {
+	e.mu.Lock()
+	m := e.locks[path]
+	if m == nil {
+		m = make(chan struct{}, 1)
+		e.locks[path] = m
+	}
+	e.mu.Unlock()
+	select {
+	case m <- struct{}{}:
+		return func() { <-m }, true
+	default:
+		return nil, false
+	}
 }
 
 // reposOf lists every repository a proposal touches.

@@ -269,7 +269,25 @@ func lockedError(ls []Lock) *errcode.Error {
 // CheckUnlocked fails with repo_locked when any repository p touches holds
 // a lock file of git's (after a brief wait for one a running git holds).
 // It changes nothing.
+//
+// It looks while holding the repositories' locks, as an execution does:
+// the git this Sluice runs in the person's repository and that creates a
+// lock file the scan reads (an execution, a restore, the start-up's drop
+// of old sealed refs, whose delete locks packed-refs) holds them too, so
+// the check runs between two such gits and never sees their locks. Seen,
+// such a lock was refused as the person's: held for the whole wait while
+// one drop followed another, or taken for a leftover when its git ended
+// between the scan and the look at the running processes. The writes of
+// sealed refs need no lock here: a ref's own lock under
+// refs/sluice/sealed/ is not read (scanLocks), and creating or moving a
+// ref locks nothing else. A check made while another card runs in the
+// repository waits for it, rather than refusing for its locks.
 func (e *Executor) CheckUnlocked(ctx context.Context, p proposal.Proposal) error {
+	unlock, err := e.lock(ctx, reposOf(p))
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	r := &run{e: e, p: p}
 	if err := r.open(ctx); err != nil {
 		return err

@@ -28,6 +28,7 @@ func (r *run) readiness(ctx context.Context, out *Preflight) error {
 	if err := r.readyLocks(out); err != nil {
 		return err
 	}
+	r.e.step("locks-read")
 	for i, s := range stepsOf(r.p.Args) {
 		sealed := r.sealedAt(i)
 		// The tree a checkout update leads to, from the pinned commit: only
@@ -92,10 +93,20 @@ func needsCommit(s *proposal.Sealed) bool {
 }
 
 // readyLocks reports git's lock files in every repository the proposal
-// touches: the executor refuses to start while one is there.
+// touches: the executor refuses to start while one is there. A repository
+// where a git of Sluice's own that leaves lock files works now (an
+// execution, a restore, the start-up's drop of sealed refs: they hold the
+// repository's lock) is not looked at: its locks could not be told from
+// the person's. The approval's check waits for it and looks then
+// (CheckUnlocked), and so does the execution.
 func (r *run) readyLocks(out *Preflight) error {
 	for _, rc := range r.repos() {
+		unlock, ok := r.e.tryLock(rc.path)
+		if !ok {
+			continue
+		}
 		ls, err := rc.locks()
+		unlock()
 		if err != nil {
 			return err
 		}

@@ -321,6 +321,16 @@ func (e *Executor) Unseal(ctx context.Context, repo, id string) error {
 	if err != nil {
 		return err
 	}
+	// Deleting a ref, git locks packed-refs as well as the ref (the ref
+	// may be packed), and packed-refs.lock is one of the locks the lock
+	// check reads. The repository's lock keeps this delete and the check
+	// apart, so that the start-up's drops are never taken for the
+	// person's git (see CheckUnlocked).
+	unlock, err := e.lock(ctx, []string{rc.path})
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	_, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-d"}, revs: []string{proposal.SealedRef(id)}})
 	return err
 }
