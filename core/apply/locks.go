@@ -177,11 +177,26 @@ func (rc *repoCtx) locks() ([]Lock, error) {
 	if err != nil || len(ls) == 0 {
 		return ls, err
 	}
+	rc.e.step("locks-scanned")
 	procs, known := gitsIn(rc.dirs())
-	for i := range ls {
-		ls[i].InUse = !known || slices.ContainsFunc(procs, func(p gitProc) bool { return p.mayHold(ls[i]) })
+	// Each lock is looked at again once the processes are read. One that
+	// is gone was held by a git that ended meanwhile, and is not listed;
+	// one that is another file now was taken by a git since. Only a lock
+	// that is the same file before and after was there all through the
+	// read, and so was any git that holds it: without that second look,
+	// a git ending between the two was taken for one that was stopped.
+	out := ls[:0]
+	for _, l := range ls {
+		st, err := os.Lstat(lockAbs(rc.repo, l.Path))
+		if err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		changed := st.Size() != l.Size || !st.ModTime().Equal(l.ModTime)
+		l.Size, l.ModTime = st.Size(), st.ModTime()
+		l.InUse = changed || !known || slices.ContainsFunc(procs, func(p gitProc) bool { return p.mayHold(l) })
+		out = append(out, l)
 	}
-	return ls, nil
+	return out, nil
 }
 
 // gitProc is a running git process, and whether this Sluice started it

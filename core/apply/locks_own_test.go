@@ -195,3 +195,55 @@ func TestLocks_SluiceDropBeside_NotThePersons(t *testing.T) {
 		t.Fatalf("after the person's git finished: %v", err)
 	}
 }
+
+// TestLocks_GitEndsBetweenLooks_NotALeftover: the person's git that ends
+// after the check found its lock and before it read the running processes
+// left nothing: the check is not refused as if a stopped git had left
+// the lock.
+func TestLocks_GitEndsBetweenLooks_NotALeftover(t *testing.T) {
+	f := newFixture(t)
+	rec := f.propose(&proposal.BranchArgs{Name: "topic", StartPoint: "main"})
+	gate := newHookGate(t, f.repo.Dir, "pre-commit", false)
+	f.repo.Write("src/a.txt", "the person's\n")
+	f.git("add", "src/a.txt")
+	person := exec.Command("git", "commit", "-q", "--only", "-m", "mine", "--", "src/a.txt")
+	person.Dir = f.repo.Dir
+	person.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Pat", "GIT_AUTHOR_EMAIL=p@example.com", "GIT_COMMITTER_NAME=Pat", "GIT_COMMITTER_EMAIL=p@example.com")
+	if err := person.Start(); err != nil {
+		t.Fatal(err)
+	}
+	gate.waitReady(t, make(chan string))
+	t.Cleanup(func() {
+		if !gate.released {
+			gate.release(t)
+			person.Wait()
+		}
+	})
+
+	// The check stops once it has found the locks, the first time.
+	scanned, resume := make(chan struct{}), make(chan struct{})
+	first := true
+	f.e.beforeStep = func(step string) {
+		if step == "locks-scanned" && first {
+			first = false
+			close(scanned)
+			<-resume
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- f.e.CheckUnlocked(testCtx(t), rec.Proposal) }()
+	select {
+	case <-scanned:
+	case err := <-done:
+		t.Fatalf("the check ended without finding the person's lock: %v", err)
+	}
+	// Meanwhile the person's commit finishes and its git ends.
+	gate.release(t)
+	if err := person.Wait(); err != nil {
+		t.Fatalf("the person's commit: %v", err)
+	}
+	close(resume)
+	if err := <-done; err != nil {
+		t.Fatalf("the check after the person's git ended between its looks: %v", err)
+	}
+}
