@@ -13,20 +13,21 @@ import (
 
 // The time indexes hold every record in List's order, so that a page of
 // History reads the records on it and not the whole journal: bytime all
-// of them, byrepo, byagent and bystate those of each repository, agent
-// and state (what History filters by), so that a filter that keeps few
-// records does not read the others either. A key is the repository,
-// agent or state and a NUL (nothing for bytime), then the proposal's
+// of them, byrepo and bystate those of each repository and state (what
+// History filters by), so that a filter that keeps few records does not
+// read the others either. (An agent's filter walks bytime: each index is
+// one more page for every submit to write before its fsync.) A key is
+// the repository or state and a NUL (nothing for bytime), then the
+// proposal's
 // createdAt in milliseconds, complemented so that the newest sorts first,
-// then its id; the value is empty. A proposal's repository, agent,
-// createdAt and id never change: Submit adds its keys and Prune removes
+// then its id; the value is empty. A proposal's repository, createdAt and
+// id never change: Submit adds its keys and Prune removes
 // them, and each transition moves its bystate key, each in the
 // transaction that writes or deletes the record: the indexes cannot
 // disagree with the records, whenever the process stops.
 var (
 	bucketByTime  = []byte("bytime")
 	bucketByRepo  = []byte("byrepo")
-	bucketByAgent = []byte("byagent")
 	bucketByState = []byte("bystate")
 )
 
@@ -42,25 +43,23 @@ type timeIndex struct {
 type indexed struct {
 	ID        string             `json:"id"`
 	Repo      string             `json:"repo"`
-	Agent     string             `json:"agent"`
 	CreatedAt proposal.Timestamp `json:"createdAt"`
 	State     proposal.State     `json:"-"`
 }
 
 func indexedOf(p proposal.Proposal, st proposal.State) indexed {
-	return indexed{ID: p.ID, Repo: p.Repo, Agent: p.Agent, CreatedAt: p.CreatedAt, State: st}
+	return indexed{ID: p.ID, Repo: p.Repo, CreatedAt: p.CreatedAt, State: st}
 }
 
-// Repository paths, agent names and states cannot contain NUL.
+// Repository paths and states cannot contain NUL.
 var timeIndexes = []timeIndex{
 	{bucketByTime, func(indexed) []byte { return nil }},
 	{bucketByRepo, func(p indexed) []byte { return joinKey(p.Repo, "") }},
-	{bucketByAgent, func(p indexed) []byte { return joinKey(p.Agent, "") }},
 	{bucketByState, func(p indexed) []byte { return joinKey(string(p.State), "") }},
 }
 
 // byState is the bystate index.
-var byState = timeIndexes[3]
+var byState = timeIndexes[2]
 
 // moveState moves p's bystate key from its state to to, in the
 // transaction of the transition.
@@ -149,14 +148,12 @@ func indexByTime(tx *bolt.Tx) error {
 // consider says stop. It reads the narrowest time index f allows.
 func (j *Journal) listByTime(tx *bolt.Tx, f Filter, after *Record, consider func(k, v []byte) (stop bool, err error)) error {
 	ix := timeIndexes[0]
-	at := indexed{Repo: f.Repo, Agent: f.Agent}
+	at := indexed{Repo: f.Repo}
 	switch {
 	case f.Repo != "":
 		ix = timeIndexes[1]
 	case len(f.States) == 1:
 		ix, at.State = byState, f.States[0]
-	case f.Agent != "":
-		ix = timeIndexes[2]
 	}
 	prefix := ix.prefix(at)
 	props := tx.Bucket(bucketProposals)

@@ -908,7 +908,7 @@ func (j *Journal) Prune() (int, error) {
 			if err := props.Delete([]byte(p.ID)); err != nil {
 				return err
 			}
-			if err := deleteIndexed(tx, indexed{ID: p.ID, Repo: p.Repo, Agent: p.Agent, CreatedAt: p.CreatedAt, State: rec.State}); err != nil {
+			if err := deleteIndexed(tx, indexed{ID: p.ID, Repo: p.Repo, CreatedAt: p.CreatedAt, State: rec.State}); err != nil {
 				return err
 			}
 			if p.IdempotencyKey != "" {
