@@ -148,22 +148,7 @@ func TestLocks_SluiceDropBeside_NotThePersons(t *testing.T) {
 	}
 
 	// The person's commit holds the index, stopped in its pre-commit hook.
-	gate := newHookGate(t, f.repo.Dir, "pre-commit", false)
-	f.repo.Write("src/a.txt", "the person's\n")
-	f.git("add", "src/a.txt")
-	person := exec.Command("git", "commit", "-q", "--only", "-m", "mine", "--", "src/a.txt")
-	person.Dir = f.repo.Dir
-	person.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Pat", "GIT_AUTHOR_EMAIL=p@example.com", "GIT_COMMITTER_NAME=Pat", "GIT_COMMITTER_EMAIL=p@example.com")
-	if err := person.Start(); err != nil {
-		t.Fatal(err)
-	}
-	gate.waitReady(t, make(chan string))
-	t.Cleanup(func() {
-		if !gate.released {
-			gate.release(t)
-			person.Wait()
-		}
-	})
+	gate, person := f.personCommitHeld(t)
 
 	err := f.checkBesideDrop(t, rec.Proposal, holdDrop(t, f, "p-gone-3"))
 	if !errors.Is(err, ErrRepoLocked) {
@@ -203,22 +188,7 @@ func TestLocks_SluiceDropBeside_NotThePersons(t *testing.T) {
 func TestLocks_GitEndsBetweenLooks_NotALeftover(t *testing.T) {
 	f := newFixture(t)
 	rec := f.propose(&proposal.BranchArgs{Name: "topic", StartPoint: "main"})
-	gate := newHookGate(t, f.repo.Dir, "pre-commit", false)
-	f.repo.Write("src/a.txt", "the person's\n")
-	f.git("add", "src/a.txt")
-	person := exec.Command("git", "commit", "-q", "--only", "-m", "mine", "--", "src/a.txt")
-	person.Dir = f.repo.Dir
-	person.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Pat", "GIT_AUTHOR_EMAIL=p@example.com", "GIT_COMMITTER_NAME=Pat", "GIT_COMMITTER_EMAIL=p@example.com")
-	if err := person.Start(); err != nil {
-		t.Fatal(err)
-	}
-	gate.waitReady(t, make(chan string))
-	t.Cleanup(func() {
-		if !gate.released {
-			gate.release(t)
-			person.Wait()
-		}
-	})
+	gate, person := f.personCommitHeld(t)
 
 	// The check stops once it has found the locks, the first time.
 	scanned, resume := make(chan struct{}), make(chan struct{})
@@ -246,4 +216,29 @@ func TestLocks_GitEndsBetweenLooks_NotALeftover(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("the check after the person's git ended between its looks: %v", err)
 	}
+}
+
+// personCommitHeld starts the person's own `git commit --only` of a
+// changed file and holds it in its pre-commit hook, with the index locked
+// (and a temporary index of its own); the hook is released at cleanup if
+// the test did not.
+func (f *fixture) personCommitHeld(t *testing.T) (*hookGate, *exec.Cmd) {
+	t.Helper()
+	gate := newHookGate(t, f.repo.Dir, "pre-commit", false)
+	f.repo.Write("src/a.txt", "the person's\n")
+	f.git("add", "src/a.txt")
+	person := exec.Command("git", "commit", "-q", "--only", "-m", "mine", "--", "src/a.txt")
+	person.Dir = f.repo.Dir
+	person.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Pat", "GIT_AUTHOR_EMAIL=p@example.com", "GIT_COMMITTER_NAME=Pat", "GIT_COMMITTER_EMAIL=p@example.com")
+	if err := person.Start(); err != nil {
+		t.Fatal(err)
+	}
+	gate.waitReady(t, make(chan string))
+	t.Cleanup(func() {
+		if !gate.released {
+			gate.release(t)
+			person.Wait()
+		}
+	})
+	return gate, person
 }
