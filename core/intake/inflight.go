@@ -3,6 +3,7 @@ package intake
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/sluicehq/sluice/core/errcode"
@@ -18,6 +19,11 @@ import (
 // "sealing" (gateway.StatusSealing) to whoever asks with its id, and a
 // wait follows it to its end. A resend of the same proposal joins the
 // seal under way instead of starting another.
+
+// maxSealing bounds the seals under way for one agent (in one session):
+// a seal goes on after its request gave up, so without a bound an agent
+// that keeps sending and hanging up would queue work without end.
+const maxSealing = 4
 
 // keepFinished is how long the end of a seal nobody waited for stays
 // answerable (a refusal is not in the journal: only here).
@@ -67,6 +73,16 @@ func (b *Intake) join(ctx context.Context, p proposal.Proposal) (f *inflight, fi
 		}
 		// A resend after a refusal is sealed again: what refused it may
 		// have changed.
+	}
+	under := 0
+	for _, g := range b.sealing {
+		if g.ended.IsZero() && g.agent == p.Agent && g.session == sessionOf(ctx) {
+			under++
+		}
+	}
+	if under >= maxSealing {
+		return nil, false, &errcode.Error{Code: errcode.TooManyPending,
+			Msg: fmt.Sprintf("%d proposals of yours are still being sealed; follow them with proposal_wait before proposing more", under)}
 	}
 	if b.sealing == nil {
 		b.sealing = map[string]*inflight{}

@@ -5,9 +5,11 @@ package intake
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gateway"
@@ -73,6 +75,7 @@ func (h *heldSeal) settled(t *testing.T, id string) (gateway.ProposalStatus, err
 		if err != nil || st.Status != gateway.StatusSealing {
 			return st, err
 		}
+		time.Sleep(5 * time.Millisecond) // a pause between reads, not a deadline
 	}
 }
 
@@ -128,5 +131,47 @@ func TestSubmit_SealOutlastsTheRequest_Refused(t *testing.T) {
 	}
 	if _, err := h.client.WaitProposal(context.Background(), "agent-a", p.ID, 0); !errcode.IsCode(err, errcode.NothingToCommit) {
 		t.Errorf("wait after a refused seal: %v; want nothing_to_commit", err)
+	}
+}
+
+// TestSubmit_SealsUnderWay_Bounded: an agent can have a few seals under
+// way at once, not an unbounded queue of them (a seal outlives its
+// request); one more is refused with too_many_pending, and once the seals
+// end the agent may propose again.
+func TestSubmit_SealsUnderWay_Bounded(t *testing.T) {
+	h := newHeldSeal(t)
+	var ids []string
+	done := make(chan error, maxSealing)
+	for i := range maxSealing {
+		h.repo.Write("a.txt", fmt.Sprintf("change %d\n", i))
+		p := sealedProposal(t, h.repo.Dir, &proposal.CommitArgs{Message: "Change a", Paths: []string{"a.txt"}})
+		ids = append(ids, p.ID)
+		go func() {
+			_, err := h.client.SubmitProposal(context.Background(), "agent-a", p)
+			done <- err
+		}()
+	}
+	// Wait until every one of them is being sealed.
+	for _, id := range ids {
+		for {
+			st, err := h.client.GetProposal(context.Background(), "agent-a", id)
+			if err == nil && st.Status == gateway.StatusSealing {
+				break
+			}
+			time.Sleep(5 * time.Millisecond) // a pause between reads, not a deadline
+		}
+	}
+	one := sealedProposal(t, h.repo.Dir, &proposal.CommitArgs{Message: "One more", Paths: []string{"a.txt"}})
+	if _, err := h.client.SubmitProposal(context.Background(), "agent-a", one); !errcode.IsCode(err, errcode.TooManyPending) {
+		t.Fatalf("one more seal than the bound: %v; want too_many_pending", err)
+	}
+	close(h.release)
+	for range ids {
+		<-done
+	}
+	h.repo.Write("a.txt", "after\n")
+	again := sealedProposal(t, h.repo.Dir, &proposal.CommitArgs{Message: "After", Paths: []string{"a.txt"}})
+	if _, err := h.client.SubmitProposal(context.Background(), "agent-a", again); err != nil {
+		t.Fatalf("a proposal once the seals ended: %v", err)
 	}
 }
