@@ -101,6 +101,8 @@ func (m *Manager) checkSource(src Source) (Source, error) {
 // takes the lock. The directory is new, so a second Create of the same id
 // fails here rather than sharing it.
 func (m *Manager) makeWorkspaceDir(id string) (unlock func(), err error) {
+	m.dirMu.RLock()
+	defer m.dirMu.RUnlock()
 	dir := m.dir(id)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		if errors.Is(err, os.ErrExist) {

@@ -675,3 +675,46 @@ func TestExpire_DestroysIdleWorkspaces(t *testing.T) {
 		t.Fatalf("a used workspace expired: %v", err)
 	}
 }
+
+// TestReconcile_SparesWorkspacesBeingMade: Reconcile runs at start-up
+// while agents may already be creating workspaces. A directory made a
+// moment ago whose lock is not there yet is a workspace being made, not
+// one a crash left behind: the scan must never remove it under Create.
+func TestReconcile_SparesWorkspacesBeingMade(t *testing.T) {
+	m, err := Open(Options{StateDir: t.TempDir() + "/s", ConfigDir: t.TempDir() + "/c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if _, err := m.Reconcile(context.Background()); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	for i := 0; i < 300; i++ {
+		id := fmt.Sprintf("ws-made-%d", i)
+		unlock, err := m.makeWorkspaceDir(id)
+		if err != nil {
+			close(stop)
+			t.Fatalf("workspace %d: %v", i, err)
+		}
+		if _, err := os.Stat(filepath.Join(m.dir(id), "lock")); err != nil {
+			t.Errorf("workspace %d lost its lock under Reconcile: %v", i, err)
+		}
+		unlock()
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -248,38 +248,8 @@ type ReconcileReport struct {
 // an operation are left alone.
 func (m *Manager) Reconcile(ctx context.Context) (*ReconcileReport, error) {
 	rep := &ReconcileReport{RemovedContainers: []string{}, RemovedWorkspaces: []string{}}
-	ents, err := os.ReadDir(m.root)
-	if err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "cannot list workspaces")
-	}
-	for _, e := range ents {
-		id := e.Name()
-		if !e.IsDir() || !proposal.ValidID(id) {
-			continue
-		}
-		unlock, err := m.lockWS(id, true)
-		if errors.Is(err, ErrLocked) {
-			continue
-		}
-		var w *Workspace
-		if err == nil {
-			w, err = m.readMeta(id)
-		}
-		if err == nil && w.State != StateCreating && w.State != StateDestroying {
-			unlock()
-			continue
-		}
-		// No lock file, no metadata, or an unfinished state.
-		if _, derr := m.destroyLocked(ctx, id); derr != nil {
-			if unlock != nil {
-				unlock()
-			}
-			return rep, derr
-		}
-		if unlock != nil {
-			unlock()
-		}
-		rep.RemovedWorkspaces = append(rep.RemovedWorkspaces, id)
+	if err := m.reconcileDirs(ctx, rep); err != nil {
+		return rep, err
 	}
 	if m.opts.Runtime == nil {
 		return rep, nil
@@ -308,4 +278,45 @@ func (m *Manager) Reconcile(ctx context.Context) (*ReconcileReport, error) {
 		rep.RemovedContainers = append(rep.RemovedContainers, c.ID)
 	}
 	return rep, nil
+}
+
+// reconcileDirs removes the workspace directories a crash left half
+// made (no lock, no metadata) or half destroyed.
+func (m *Manager) reconcileDirs(ctx context.Context, rep *ReconcileReport) error {
+	m.dirMu.Lock()
+	defer m.dirMu.Unlock()
+	ents, err := os.ReadDir(m.root)
+	if err != nil {
+		return errcode.Wrap(errcode.Internal, err, "cannot list workspaces")
+	}
+	for _, e := range ents {
+		id := e.Name()
+		if !e.IsDir() || !proposal.ValidID(id) {
+			continue
+		}
+		unlock, err := m.lockWS(id, true)
+		if errors.Is(err, ErrLocked) {
+			continue
+		}
+		var w *Workspace
+		if err == nil {
+			w, err = m.readMeta(id)
+		}
+		if err == nil && w.State != StateCreating && w.State != StateDestroying {
+			unlock()
+			continue
+		}
+		// No lock file, no metadata, or an unfinished state.
+		if _, derr := m.destroyLocked(ctx, id); derr != nil {
+			if unlock != nil {
+				unlock()
+			}
+			return derr
+		}
+		if unlock != nil {
+			unlock()
+		}
+		rep.RemovedWorkspaces = append(rep.RemovedWorkspaces, id)
+	}
+	return nil
 }

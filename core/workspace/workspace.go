@@ -177,6 +177,12 @@ type Manager struct {
 	mu     sync.Mutex
 	active map[string]context.CancelFunc // runs in flight, by workspace
 
+	// dirMu closes the window between a new workspace's directory and
+	// its lock: Create holds it shared until the lock is taken, and
+	// Reconcile's scan holds it exclusive, so the scan never mistakes a
+	// workspace being made for one a crash left without a lock.
+	dirMu sync.RWMutex
+
 	imageMu      sync.Mutex
 	imageChecked string
 	runtimeInfo  *RuntimeInfo
