@@ -135,8 +135,9 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
   // is still loading: nobody approves what is not on screen yet.
   const [diffLoading, setDiffLoading] = useState(true);
   const diffChanges = useMemo(() => sealedDiffChanges(card.sealed), [card.sealed]);
-  // Why the a key did not approve, said in the decision bar.
-  const [refusal, setRefusal] = useState<string | null>(null);
+  // Why the a key did not approve, said in the decision bar, with the
+  // state of the card it was said of (see refusalAt below).
+  const [refusal, setRefusalState] = useState<{ text: string; at: string } | null>(null);
   const preflight = usePreflight(card);
 
   const pending = card.state === "pending";
@@ -160,11 +161,16 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
   const isStale = !!staleMessage;
   useEffect(() => onStale?.(isStale), [isStale, onStale]);
   // Why a did not approve holds for the card as it was: a new digest, or
-  // staleness or blockers that come or go, make it old news.
+  // staleness, blockers or loading that come or go, make it old news.
   // (A stale card's refusal holds while it stays stale: a check of its
   // blockers or a reload of its diff meanwhile changes nothing of it.)
-  useEffect(() => setRefusal(null), [card.digest, isStale]);
-  useEffect(() => setRefusal((r) => (r && r.startsWith(staleRefusal) ? r : null)), [blockers.length, diffLoading]);
+  // The refusal carries the state it was said of, and is shown only in
+  // that state: the effect that drops old news may run after a key press
+  // that came in before it, and must not drop what that key just said.
+  const refusalAt = `${card.digest}|${isStale}|${isStale ? "" : `${blockers.length}|${diffLoading}`}`;
+  const setRefusal = (text: string | null) => setRefusalState(text === null ? null : { text, at: refusalAt });
+  useEffect(() => setRefusalState((r) => (r && r.at !== refusalAt ? null : r)), [refusalAt]);
+  const refusalText = refusal?.at === refusalAt ? refusal.text : null;
 
   function fail(e: unknown) {
     if (e instanceof ApiError && staleCodes.has(e.code)) {
@@ -568,9 +574,9 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
           )}
           <ReviewNotes card={card} />
           {error && <ErrorBox>{error}</ErrorBox>}
-          {refusal && (
+          {refusalText && (
             <p className="refusal" role="alert">
-              {refusal}
+              {refusalText}
             </p>
           )}
           <div className="actions">
