@@ -29,36 +29,21 @@ type step interface {
 	do(ctx context.Context, r *run, w *writing) error
 }
 
+// stepsOf is the steps of a proposal's arguments: a plan's, in order, or
+// the one step of its operation (stepOf, generated from the
+// ops_<operation>.go files by go generate).
+//
+//go:generate go run ../../build/opsgen apply
 func stepsOf(a proposal.Args) []step {
-	switch x := a.(type) {
-	case *proposal.PlanArgs:
+	if x, ok := a.(*proposal.PlanArgs); ok {
 		var out []step
 		for _, s := range x.Steps {
 			out = append(out, stepsOf(s.Args)...)
 		}
 		return out
-	case *proposal.MergeArgs:
-		return []step{&mergeStep{a: x}}
-	case *proposal.RebaseArgs:
-		return []step{&rebaseStep{a: x}}
-	case *proposal.DiscardArgs:
-		return []step{&discardStep{a: x}}
-	case *proposal.ResetArgs:
-		return []step{&resetStep{a: x}}
-	case *proposal.PatchArgs:
-		return []step{&patchStep{a: x}}
-	case *proposal.WorktreeArgs:
-		return []step{&worktreeStep{a: x}}
-	case *proposal.CommitArgs:
-		return []step{&commitStep{a: x}}
-	case *proposal.PushArgs:
-		return []step{&pushStep{a: x}}
-	case *proposal.BranchArgs:
-		return []step{&branchStep{a: x}}
-	case *proposal.BranchDeleteArgs:
-		return []step{&branchDeleteStep{a: x}}
-	case *proposal.SubmodulePointerArgs:
-		return []step{&submoduleStep{a: x}}
+	}
+	if st := stepOf(a); st != nil {
+		return []step{st}
 	}
 	return []step{unknownStep{}}
 }

@@ -11,6 +11,11 @@ type BranchArgs struct {
 
 func (*BranchArgs) Op() Op { return OpBranch }
 
+// OpBranch names the operation.
+const OpBranch Op = "branch"
+
+var branchDef = opDef{op: OpBranch, newArgs: func() Args { return &BranchArgs{} }, planStep: false, phrase: "a branch"}
+
 func (a *BranchArgs) Validate() error {
 	if !validBranchName(a.Name) {
 		return invalid("name", "is not a valid branch name")

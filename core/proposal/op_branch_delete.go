@@ -22,6 +22,11 @@ type BranchDeleteArgs struct {
 
 func (*BranchDeleteArgs) Op() Op { return OpBranchDelete }
 
+// OpBranchDelete names the operation.
+const OpBranchDelete Op = "branch_delete"
+
+var branchDeleteDef = opDef{op: OpBranchDelete, newArgs: func() Args { return &BranchDeleteArgs{} }, planStep: false, phrase: "deleting branches"}
+
 func (a *BranchDeleteArgs) Validate() error {
 	if err := validBranches("branches", a.Branches); err != nil {
 		return err

@@ -20,6 +20,11 @@ type CommitArgs struct {
 
 func (*CommitArgs) Op() Op { return OpCommit }
 
+// OpCommit names the operation.
+const OpCommit Op = "commit"
+
+var commitDef = opDef{op: OpCommit, newArgs: func() Args { return &CommitArgs{} }, planStep: false, phrase: "a commit"}
+
 func (a *CommitArgs) Validate() error {
 	if err := validMessage("message", a.Message, true); err != nil {
 		return err

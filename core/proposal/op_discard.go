@@ -15,6 +15,11 @@ type DiscardArgs struct {
 
 func (*DiscardArgs) Op() Op { return OpDiscard }
 
+// OpDiscard names the operation.
+const OpDiscard Op = "discard"
+
+var discardDef = opDef{op: OpDiscard, newArgs: func() Args { return &DiscardArgs{} }, planStep: true, phrase: "discarding changes"}
+
 func (a *DiscardArgs) Validate() error {
 	if err := validPaths("paths", a.Paths, true, true); err != nil {
 		return err

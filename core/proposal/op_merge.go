@@ -27,6 +27,11 @@ type MergeArgs struct {
 
 func (*MergeArgs) Op() Op { return OpMerge }
 
+// OpMerge names the operation.
+const OpMerge Op = "merge"
+
+var mergeDef = opDef{op: OpMerge, newArgs: func() Args { return &MergeArgs{} }, planStep: true, phrase: "a merge"}
+
 func (a *MergeArgs) Validate() error {
 	if !validRevision(a.Source) {
 		return invalid("source", "is not a valid revision")

@@ -27,6 +27,11 @@ type PatchArgs struct {
 
 func (*PatchArgs) Op() Op { return OpPatch }
 
+// OpPatch names the operation.
+const OpPatch Op = "patch"
+
+var patchDef = opDef{op: OpPatch, newArgs: func() Args { return &PatchArgs{} }, planStep: true, phrase: "a patch"}
+
 func (a *PatchArgs) Validate() error {
 	if !slices.Contains(PatchTargets(), a.Target) {
 		return invalid("target", "must be worktree or index")

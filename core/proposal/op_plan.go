@@ -41,6 +41,11 @@ type PlanArgs struct {
 
 func (*PlanArgs) Op() Op { return OpPlan }
 
+// OpPlan names the operation.
+const OpPlan Op = "plan"
+
+var planDef = opDef{op: OpPlan, newArgs: func() Args { return &PlanArgs{} }, planStep: false, phrase: "a plan"}
+
 func (a *PlanArgs) Validate() error {
 	if len(a.Steps) == 0 || len(a.Steps) > MaxPlanSteps {
 		return invalid("steps", "a plan has 1 to %d steps", MaxPlanSteps)

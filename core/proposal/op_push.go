@@ -18,6 +18,11 @@ type PushArgs struct {
 
 func (*PushArgs) Op() Op { return OpPush }
 
+// OpPush names the operation.
+const OpPush Op = "push"
+
+var pushDef = opDef{op: OpPush, newArgs: func() Args { return &PushArgs{} }, planStep: false, phrase: "a push"}
+
 func (a *PushArgs) Validate() error {
 	if !validRemoteName(a.Remote) {
 		return invalid("remote", "is not a valid remote name")

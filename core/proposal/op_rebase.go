@@ -14,6 +14,11 @@ type RebaseArgs struct {
 
 func (*RebaseArgs) Op() Op { return OpRebase }
 
+// OpRebase names the operation.
+const OpRebase Op = "rebase"
+
+var rebaseDef = opDef{op: OpRebase, newArgs: func() Args { return &RebaseArgs{} }, planStep: true, phrase: "a rebase"}
+
 func (a *RebaseArgs) Validate() error {
 	if !validBranchName(a.Branch) {
 		return invalid("branch", "is not a valid branch name")

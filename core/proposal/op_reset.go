@@ -27,6 +27,11 @@ type ResetArgs struct {
 
 func (*ResetArgs) Op() Op { return OpReset }
 
+// OpReset names the operation.
+const OpReset Op = "reset"
+
+var resetDef = opDef{op: OpReset, newArgs: func() Args { return &ResetArgs{} }, planStep: true, phrase: "a reset"}
+
 func (a *ResetArgs) Validate() error {
 	if !slices.Contains(ResetModes(), a.Mode) {
 		return invalid("mode", "must be soft, mixed or hard")

@@ -31,6 +31,11 @@ type SubmodulePointerArgs struct {
 
 func (*SubmodulePointerArgs) Op() Op { return OpSubmodulePointer }
 
+// OpSubmodulePointer names the operation.
+const OpSubmodulePointer Op = "submodule_pointer"
+
+var submodulePointerDef = opDef{op: OpSubmodulePointer, newArgs: func() Args { return &SubmodulePointerArgs{} }, planStep: false, phrase: "a submodule update"}
+
 func (a *SubmodulePointerArgs) Validate() error {
 	if !validRelPath(a.Path, false) {
 		return invalid("path", "is not a clean repository-relative path")

@@ -15,6 +15,11 @@ type WorktreeArgs struct {
 
 func (*WorktreeArgs) Op() Op { return OpWorktree }
 
+// OpWorktree names the operation.
+const OpWorktree Op = "worktree"
+
+var worktreeDef = opDef{op: OpWorktree, newArgs: func() Args { return &WorktreeArgs{} }, planStep: false, phrase: "a worktree"}
+
 func (a *WorktreeArgs) Validate() error {
 	if err := validAbsPath("path", a.Path); err != nil {
 		return err

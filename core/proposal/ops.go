@@ -10,28 +10,16 @@ import (
 // Op names what a proposal asks for.
 type Op string
 
-// The operations an agent may propose.
-const (
-	OpMerge            Op = "merge"
-	OpRebase           Op = "rebase"
-	OpDiscard          Op = "discard"
-	OpReset            Op = "reset"
-	OpPatch            Op = "patch"
-	OpPlan             Op = "plan"
-	OpWorktree         Op = "worktree"
-	OpCommit           Op = "commit"
-	OpPush             Op = "push"
-	OpBranch           Op = "branch"
-	OpBranchDelete     Op = "branch_delete"
-	OpSubmodulePointer Op = "submodule_pointer"
-)
+//go:generate go run ../../build/opsgen proposal
 
 // opDef is everything this package knows of one operation: its arguments
 // type (in op_<operation>.go, whose methods say how they are validated,
 // what they pin, what they write and name, their risk and why) and
-// whether it can be a plan step. How an operation is sealed and executed
-// is its step in core/apply/ops_<operation>.go (and a case of stepsOf);
-// its tool is a row of the sidecar's tool table.
+// whether it can be a plan step. Each operation declares its Op and its
+// opDef in its op_<operation>.go file, and `go generate` lists them in
+// ops_gen.go. How an operation is sealed and executed is its step in
+// core/apply/ops_<operation>.go; its tool is a row of the sidecar's tool
+// table.
 type opDef struct {
 	op       Op
 	newArgs  func() Args
@@ -39,21 +27,6 @@ type opDef struct {
 	// phrase names the operation in a sentence ("claude-code proposes a
 	// merge on shop"): notifications use it.
 	phrase string
-}
-
-var opDefs = []opDef{
-	{OpMerge, func() Args { return &MergeArgs{} }, true, "a merge"},
-	{OpRebase, func() Args { return &RebaseArgs{} }, true, "a rebase"},
-	{OpDiscard, func() Args { return &DiscardArgs{} }, true, "discarding changes"},
-	{OpReset, func() Args { return &ResetArgs{} }, true, "a reset"},
-	{OpPatch, func() Args { return &PatchArgs{} }, true, "a patch"},
-	{OpPlan, func() Args { return &PlanArgs{} }, false, "a plan"},
-	{OpWorktree, func() Args { return &WorktreeArgs{} }, false, "a worktree"},
-	{OpCommit, func() Args { return &CommitArgs{} }, false, "a commit"},
-	{OpPush, func() Args { return &PushArgs{} }, false, "a push"},
-	{OpBranch, func() Args { return &BranchArgs{} }, false, "a branch"},
-	{OpBranchDelete, func() Args { return &BranchDeleteArgs{} }, false, "deleting branches"},
-	{OpSubmodulePointer, func() Args { return &SubmodulePointerArgs{} }, false, "a submodule update"},
 }
 
 // Phrase names the operation in a sentence: "a merge", "discarding
