@@ -1,9 +1,7 @@
 package sidecar
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 
@@ -35,161 +33,11 @@ type ProposeCommon struct {
 	IdempotencyKey string `json:"idempotencyKey,omitempty" jsonschema:"a retry with it returns the first proposal"`
 }
 
-// MergeStep merges one revision into a branch.
-type MergeStep struct {
-	Source   string `json:"source" jsonschema:"branch, tag or commit"`
-	Target   string `json:"target" jsonschema:"the branch to merge into"`
-	Strategy string `json:"strategy" jsonschema:"merge (fast-forward when possible) or squash (one new commit)"`
-	Message  string `json:"message,omitempty" jsonschema:"commit message"`
-}
-
-// RebaseStep replays a branch onto another revision. It is never
-// interactive.
-type RebaseStep struct {
-	Branch string `json:"branch" jsonschema:"the branch to rebase"`
-	Onto   string `json:"onto" jsonschema:"revision"`
-}
-
-// DiscardStep throws away uncommitted changes.
-type DiscardStep struct {
-	Paths     []string `json:"paths" jsonschema:"repository-relative; \".\" for all"`
-	Untracked bool     `json:"untracked,omitempty" jsonschema:"also delete untracked files there"`
-	Branch    string   `json:"branch,omitempty" jsonschema:"the branch expected to be checked out"`
-}
-
-// ResetStep moves the checked-out branch.
-type ResetStep struct {
-	Mode   string `json:"mode" jsonschema:"soft, mixed or hard"`
-	Target string `json:"target" jsonschema:"revision, e.g. HEAD~1"`
-	Branch string `json:"branch,omitempty" jsonschema:"the branch expected to be checked out"`
-}
-
-// PatchStep applies a unified diff.
-type PatchStep struct {
-	Patch   string `json:"patch" jsonschema:"git diff format, at most 4 MiB"`
-	ApplyTo string `json:"applyTo" jsonschema:"worktree or index (stage only)"`
-	Branch  string `json:"branch,omitempty" jsonschema:"the branch expected to be checked out"`
-}
-
-// ProposeMergeIn is the input of propose_merge.
-type ProposeMergeIn struct {
-	ProposeCommon
-	MergeStep
-}
-
-// ProposeRebaseIn is the input of propose_rebase.
-type ProposeRebaseIn struct {
-	ProposeCommon
-	RebaseStep
-}
-
-// ProposeDiscardIn is the input of propose_discard.
-type ProposeDiscardIn struct {
-	ProposeCommon
-	DiscardStep
-}
-
-// ProposeResetIn is the input of propose_reset.
-type ProposeResetIn struct {
-	ProposeCommon
-	ResetStep
-}
-
-// ProposePatchIn is the input of propose_patch.
-type ProposePatchIn struct {
-	ProposeCommon
-	PatchStep
-}
-
-// PlanStepIn is one step of a plan: op and the arguments propose_<op>
-// takes for it, other than repoPath, reason and idempotencyKey. Those
-// tools describe each field, and a plan is only served beside them, so the
-// plan's schema names only op (see planStepSchema) and a step is decoded
-// strictly here: a field no step takes, or one of another op, is refused
-// with the fields its op does take.
-type PlanStepIn struct {
-	Op        string   `json:"op"`
-	Source    string   `json:"source,omitempty"`
-	Target    string   `json:"target,omitempty"`
-	Strategy  string   `json:"strategy,omitempty"`
-	Message   string   `json:"message,omitempty"`
-	Branch    string   `json:"branch,omitempty"`
-	Onto      string   `json:"onto,omitempty"`
-	Paths     []string `json:"paths,omitempty"`
-	Untracked bool     `json:"untracked,omitempty"`
-	Mode      string   `json:"mode,omitempty"`
-	Patch     string   `json:"patch,omitempty"`
-	ApplyTo   string   `json:"applyTo,omitempty"`
-}
-
 // planStepSchema is the schema of one plan step as tools/list carries it.
 func planStepSchema() *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "object", Required: []string{"op"}, Properties: map[string]*jsonschema.Schema{
 		"op": {Type: "string", Enum: enums["op"]},
 	}}
-}
-
-// ProposePlanIn is the input of propose_plan.
-type ProposePlanIn struct {
-	ProposeCommon
-	Steps []json.RawMessage `json:"steps" jsonschema:"1 to 10, run in order"`
-}
-
-// ProposeWorktreeIn is the input of propose_worktree.
-type ProposeWorktreeIn struct {
-	ProposeCommon
-	Path       string `json:"path" jsonschema:"absolute; must not exist yet"`
-	Branch     string `json:"branch" jsonschema:"checked out there"`
-	NewBranch  bool   `json:"newBranch,omitempty" jsonschema:"create branch from startPoint"`
-	StartPoint string `json:"startPoint,omitempty" jsonschema:"default HEAD; with newBranch"`
-}
-
-// ProposeCommitIn is the input of propose_commit.
-type ProposeCommitIn struct {
-	ProposeCommon
-	Message  string   `json:"message" jsonschema:"the commit message"`
-	Paths    []string `json:"paths,omitempty" jsonschema:"these or stageAll"`
-	StageAll bool     `json:"stageAll,omitempty" jsonschema:"every change, new files included"`
-	Branch   string   `json:"branch,omitempty" jsonschema:"the checked-out branch (a branch policy needs it)"`
-	StackOn  string   `json:"stackOn,omitempty" jsonschema:"id of your own pending commit proposal to stack this one on: it lands after that one"`
-}
-
-// ProposePushIn is the input of propose_push.
-type ProposePushIn struct {
-	ProposeCommon
-	Remote         string `json:"remote,omitempty" jsonschema:"default origin"`
-	Branch         string `json:"branch" jsonschema:"local branch to push"`
-	RemoteBranch   string `json:"remoteBranch,omitempty" jsonschema:"default: the same name"`
-	SetUpstream    bool   `json:"setUpstream,omitempty" jsonschema:"make it the upstream"`
-	ForceWithLease bool   `json:"forceWithLease,omitempty" jsonschema:"overwrite only if the remote is where its tracking ref says"`
-}
-
-// ProposeBranchIn is the input of propose_branch.
-type ProposeBranchIn struct {
-	ProposeCommon
-	Name       string `json:"name" jsonschema:"branch name"`
-	StartPoint string `json:"startPoint,omitempty" jsonschema:"default HEAD"`
-	Checkout   bool   `json:"checkout,omitempty" jsonschema:"also switch to it (no uncommitted changes)"`
-}
-
-// RepoBranchesIn names branches in another repository.
-type RepoBranchesIn struct {
-	RepoPath string   `json:"repoPath"`
-	Branches []string `json:"branches"`
-}
-
-// ProposeBranchDeleteIn is the input of propose_branch_delete.
-type ProposeBranchDeleteIn struct {
-	ProposeCommon
-	Branches   []string         `json:"branches" jsonschema:"in repoPath"`
-	OtherRepos []RepoBranchesIn `json:"otherRepos,omitempty" jsonschema:"repoPath and branches to delete in more repositories"`
-}
-
-// ProposeSubmodulePointerIn is the input of propose_submodule_pointer.
-type ProposeSubmodulePointerIn struct {
-	ProposeCommon
-	Path   string `json:"path" jsonschema:"the submodule's path"`
-	Action string `json:"action" jsonschema:"record or return"`
 }
 
 // ProposalIDIn names a proposal.
@@ -261,83 +109,27 @@ type ProposalOut struct {
 	ErrorField
 }
 
-// proposeTool describes one propose_* tool.
+// proposeTool is how a propose_<op> tool is offered: its row in the tool
+// table names the operation, and the tool takes the fields of the input
+// core/proposal declares for it (proposal.NewInput) beside ProposeCommon.
 type proposeTool struct {
-	name, title, description string
-	destructive              bool
+	op                 proposal.Op
+	title, description string
+	destructive        bool
+}
+
+// registerProposeRows registers the propose_<op> tools of one toolset, in
+// the tool table's order.
+func (s *Sidecar) registerProposeRows(toolset string) {
+	for _, row := range toolTable {
+		if row.toolset == toolset && row.propose != nil {
+			addProposeTool(s, row.name, *row.propose)
+		}
+	}
 }
 
 func (s *Sidecar) registerPropose() {
-	addProposeTool(s, proposeTool{"propose_merge", "Propose a merge",
-		"Propose merging source into target, as a merge commit or one squashed commit. Use it to integrate a " +
-			"branch; a conflicting merge is refused at once with the files.", false},
-		func(in ProposeMergeIn) (ProposeCommon, proposal.Args, error) {
-			return in.ProposeCommon, mergeArgs(in.MergeStep), nil
-		})
-	addProposeTool(s, proposeTool{"propose_rebase", "Propose a rebase",
-		"Propose replaying branch onto another revision (never interactive; rewriting a pushed branch is " +
-			"destructive). Use it to bring a branch up to date.", false},
-		func(in ProposeRebaseIn) (ProposeCommon, proposal.Args, error) {
-			return in.ProposeCommon, &proposal.RebaseArgs{Branch: in.Branch, Onto: in.Onto}, nil
-		})
-	addProposeTool(s, proposeTool{"propose_discard", "Propose discarding changes",
-		"Propose throwing away uncommitted changes to paths, untracked files too with untracked " +
-			"(destructive). Use it to drop edits that are not wanted.", true},
-		func(in ProposeDiscardIn) (ProposeCommon, proposal.Args, error) {
-			return in.ProposeCommon, discardArgs(in.DiscardStep), nil
-		})
-	addProposeTool(s, proposeTool{"propose_reset", "Propose a reset",
-		"Propose moving the checked-out branch to target: soft, mixed, or hard, which discards uncommitted " +
-			"changes (destructive). Use it to undo commits.", true},
-		func(in ProposeResetIn) (ProposeCommon, proposal.Args, error) {
-			return in.ProposeCommon, resetArgs(in.ResetStep), nil
-		})
-	addProposeTool(s, proposeTool{"propose_patch", "Propose a patch",
-		"Propose applying a unified diff to the working tree or only to the index. Use it to change files; a " +
-			"patch that does not apply is refused at once with git's reason.", false},
-		func(in ProposePatchIn) (ProposeCommon, proposal.Args, error) {
-			return in.ProposeCommon, patchArgs(in.PatchStep), nil
-		})
-	addProposeTool(s, proposeTool{"propose_commit", "Propose a commit",
-		"Propose committing paths, or every change with stageAll, on the checked-out branch as the files are " +
-			"now, with the person's identity, hooks and signing; it never amends. Use it when your edits are " +
-			"ready; stackOn puts it on top of your own pending commit proposal.", false},
-		func(in ProposeCommitIn) (ProposeCommon, proposal.Args, error) {
-			return in.ProposeCommon, &proposal.CommitArgs{Message: in.Message, Paths: in.Paths, StageAll: in.StageAll, Branch: in.Branch, Below: in.StackOn}, nil
-		})
-	addProposeTool(s, proposeTool{"propose_push", "Propose a push",
-		"Propose pushing a branch to a remote, optionally setting its upstream; forcing is only " +
-			"--force-with-lease (destructive). Use it to publish commits.", false},
-		func(in ProposePushIn) (ProposeCommon, proposal.Args, error) {
-			remote := in.Remote
-			if remote == "" {
-				remote = "origin"
-			}
-			return in.ProposeCommon, &proposal.PushArgs{Remote: remote, Branch: in.Branch, RemoteBranch: in.RemoteBranch,
-				SetUpstream: in.SetUpstream, ForceWithLease: in.ForceWithLease}, nil
-		})
-	addProposeTool(s, proposeTool{"propose_branch", "Propose a branch",
-		"Propose creating a branch at startPoint (default HEAD), optionally checking it out. Use it before " +
-			"work that should not land on the current branch.", false},
-		func(in ProposeBranchIn) (ProposeCommon, proposal.Args, error) {
-			start := in.StartPoint
-			if start == "" {
-				start = "HEAD"
-			}
-			return in.ProposeCommon, &proposal.BranchArgs{Name: in.Name, StartPoint: start, Checkout: in.Checkout}, nil
-		})
-	addProposeTool(s, proposeTool{"propose_branch_delete", "Propose deleting branches",
-		"Propose deleting branches here and in other repositories; only merged branches that are not checked " +
-			"out go. Use it to clean up.", false},
-		func(in ProposeBranchDeleteIn) (ProposeCommon, proposal.Args, error) {
-			a := &proposal.BranchDeleteArgs{Branches: in.Branches}
-			for _, r := range in.OtherRepos {
-				// Canonicalised (and confined) before pinning.
-				a.OtherRepos = append(a.OtherRepos, proposal.RepoBranches{Repo: r.RepoPath, Branches: r.Branches})
-			}
-			return in.ProposeCommon, a, nil
-		})
-
+	s.registerProposeRows("propose")
 	addStatusTool(s, &mcp.Tool{
 		Name:  "proposal_status",
 		Title: "Proposal status",
@@ -390,134 +182,7 @@ func (s *Sidecar) registerPropose() {
 // their definitions on every turn of every session; toolset_enable adds
 // them, and the tools they follow (worktree_list, submodule_status) name it.
 func (s *Sidecar) registerProposeMore() {
-	addProposeTool(s, proposeTool{"propose_plan", "Propose a plan",
-		"Propose 1 to 10 steps approved as one unit and run in order until one fails; each step is op (merge, " +
-			"rebase, discard, reset or patch) with the arguments propose_<op> takes but repoPath, reason and " +
-			"idempotencyKey. Use it when steps only make sense together.", false},
-		func(in ProposePlanIn) (ProposeCommon, proposal.Args, error) {
-			a, err := planArgs(in.Steps)
-			return in.ProposeCommon, a, err
-		})
-	addProposeTool(s, proposeTool{"propose_worktree", "Propose a worktree",
-		"Propose a linked worktree at path with branch checked out (newBranch creates it from startPoint). " +
-			"Use it to work on a second branch side by side.", false},
-		func(in ProposeWorktreeIn) (ProposeCommon, proposal.Args, error) {
-			a := &proposal.WorktreeArgs{Path: in.Path, Branch: in.Branch, NewBranch: in.NewBranch, StartPoint: in.StartPoint}
-			if a.NewBranch && a.StartPoint == "" {
-				a.StartPoint = "HEAD"
-			}
-			return in.ProposeCommon, a, nil
-		})
-	addProposeTool(s, proposeTool{"propose_submodule_pointer", "Propose a submodule pointer change",
-		"Propose recording a submodule's checked-out commit as the superproject's pointer (record), or " +
-			"checking out the recorded one (return). Use it when submodule_status shows drift.", false},
-		func(in ProposeSubmodulePointerIn) (ProposeCommon, proposal.Args, error) {
-			return in.ProposeCommon, &proposal.SubmodulePointerArgs{Path: in.Path, Action: proposal.SubmoduleAction(in.Action)}, nil
-		})
-}
-
-func mergeArgs(m MergeStep) proposal.Args {
-	return &proposal.MergeArgs{Source: m.Source, Target: m.Target, Strategy: proposal.MergeStrategy(m.Strategy), Message: m.Message}
-}
-
-func discardArgs(d DiscardStep) proposal.Args {
-	return &proposal.DiscardArgs{Paths: d.Paths, Untracked: d.Untracked, Branch: d.Branch}
-}
-
-func resetArgs(r ResetStep) proposal.Args {
-	return &proposal.ResetArgs{Mode: proposal.ResetMode(r.Mode), Target: r.Target, Branch: r.Branch}
-}
-
-func patchArgs(p PatchStep) proposal.Args {
-	return &proposal.PatchArgs{Patch: p.Patch, Target: proposal.PatchTarget(p.ApplyTo), Branch: p.Branch}
-}
-
-// planStepFields are the fields each kind of plan step takes, as
-// propose_<op> names them.
-var planStepFields = map[string][]string{
-	"merge":   {"source", "target", "strategy", "message"},
-	"rebase":  {"branch", "onto"},
-	"discard": {"paths", "untracked", "branch"},
-	"reset":   {"mode", "target", "branch"},
-	"patch":   {"patch", "applyTo", "branch"},
-}
-
-// planArgs converts the steps. A step that sets a field its op does not
-// take is refused with the fields it does take; what is missing or
-// malformed is left to validation, as for the single-op tools.
-func planArgs(steps []json.RawMessage) (proposal.Args, error) {
-	a := &proposal.PlanArgs{}
-	for i, raw := range steps {
-		var st PlanStepIn
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&st); err != nil {
-			return nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: fmt.Sprintf(
-				"steps[%d]: %v; a step is op and the arguments propose_<op> takes, other than repoPath, reason and idempotencyKey", i, err)}
-		}
-		fields, ok := planStepFields[st.Op]
-		if !ok {
-			// Validation names the ops a step may have.
-			a.Steps = append(a.Steps, proposal.PlanStep{Op: proposal.Op(st.Op)})
-			continue
-		}
-		set := []struct {
-			name string
-			on   bool
-		}{
-			{"source", st.Source != ""}, {"target", st.Target != ""}, {"strategy", st.Strategy != ""},
-			{"message", st.Message != ""}, {"branch", st.Branch != ""}, {"onto", st.Onto != ""},
-			{"paths", st.Paths != nil}, {"untracked", st.Untracked}, {"mode", st.Mode != ""},
-			{"patch", st.Patch != ""}, {"applyTo", st.ApplyTo != ""},
-		}
-		for _, f := range set {
-			if f.on && !slices.Contains(fields, f.name) {
-				return nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: fmt.Sprintf(
-					"steps[%d]: a %s step takes %s (as propose_%s does), not %s; move %s to a step of its own",
-					i, st.Op, strings.Join(fields, ", "), st.Op, f.name, f.name)}
-			}
-		}
-		var args proposal.Args
-		switch st.Op {
-		case "merge":
-			args = mergeArgs(MergeStep{Source: st.Source, Target: st.Target, Strategy: st.Strategy, Message: st.Message})
-		case "rebase":
-			args = &proposal.RebaseArgs{Branch: st.Branch, Onto: st.Onto}
-		case "discard":
-			args = discardArgs(DiscardStep{Paths: st.Paths, Untracked: st.Untracked, Branch: st.Branch})
-		case "reset":
-			args = resetArgs(ResetStep{Mode: st.Mode, Target: st.Target, Branch: st.Branch})
-		case "patch":
-			args = patchArgs(PatchStep{Patch: st.Patch, ApplyTo: st.ApplyTo, Branch: st.Branch})
-		}
-		a.Steps = append(a.Steps, proposal.PlanStep{Op: proposal.Op(st.Op), Args: args})
-	}
-	return a, nil
-}
-
-// addProposeTool registers a propose_* tool: convert the input to args,
-// then submit.
-func addProposeTool[In any](s *Sidecar, t proposeTool, convert func(In) (ProposeCommon, proposal.Args, error)) {
-	tool := &mcp.Tool{
-		Name:        t.name,
-		Title:       t.title,
-		Description: t.description,
-		InputSchema: boundedSchema[In](),
-		Annotations: &mcp.ToolAnnotations{
-			Title:           t.title,
-			ReadOnlyHint:    false,
-			DestructiveHint: boolPtr(t.destructive),
-			IdempotentHint:  false,
-			OpenWorldHint:   boolPtr(false),
-		},
-	}
-	addStatusTool(s, tool, true, func(ctx context.Context, req *mcp.CallToolRequest, in In) (ProposalOut, error) {
-		common, args, err := convert(in)
-		if err != nil {
-			return ProposalOut{}, err
-		}
-		return s.submitProposal(ctx, req, common, args)
-	})
+	s.registerProposeRows("propose_more")
 }
 
 // addStatusTool registers a tool whose result describes a proposal. With
@@ -894,12 +559,10 @@ func boundedSchema[In any]() *jsonschema.Schema {
 }
 
 var (
+	// enums are the values of string fields named so anywhere in a
+	// schema; an operation's input names its own (see proposeSchema).
 	enums = map[string][]any{
-		"strategy": enumOf(proposal.MergeStrategies()),
-		"mode":     enumOf(proposal.ResetModes()),
-		"applyTo":  enumOf(proposal.PatchTargets()),
-		"action":   enumOf(proposal.SubmoduleActions()),
-		"op":       enumOf(proposal.PlanStepOps()),
+		"op": enumOf(proposal.PlanStepOps()),
 	}
 	maxLengths = map[string]int{
 		"reason": proposal.MaxReasonBytes, "patch": proposal.MaxPatchBytes, "message": proposal.MaxMessageBytes,

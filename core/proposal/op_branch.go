@@ -14,7 +14,26 @@ func (*BranchArgs) Op() Op { return OpBranch }
 // OpBranch names the operation.
 const OpBranch Op = "branch"
 
-var branchDef = opDef{op: OpBranch, newArgs: func() Args { return &BranchArgs{} }, planStep: false, phrase: "a branch"}
+var branchDef = opDef{op: OpBranch, newArgs: func() Args { return &BranchArgs{} }, newInput: func() Input { return &BranchInput{} }, planStep: false, phrase: "a branch"}
+
+// BranchInput is what an agent gives propose_branch besides the repository,
+// the reason and an idempotency key; the jsonschema tags describe each
+// field to the model.
+type BranchInput struct {
+	Name       string `json:"name" jsonschema:"branch name"`
+	StartPoint string `json:"startPoint,omitempty" jsonschema:"default HEAD"`
+	Checkout   bool   `json:"checkout,omitempty" jsonschema:"also switch to it (no uncommitted changes)"`
+}
+
+// Args are the branch's arguments; it starts at HEAD unless startPoint
+// says otherwise.
+func (in *BranchInput) Args() Args {
+	start := in.StartPoint
+	if start == "" {
+		start = "HEAD"
+	}
+	return &BranchArgs{Name: in.Name, StartPoint: start, Checkout: in.Checkout}
+}
 
 func (a *BranchArgs) Validate() error {
 	if !validBranchName(a.Name) {

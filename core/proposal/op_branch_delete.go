@@ -25,7 +25,31 @@ func (*BranchDeleteArgs) Op() Op { return OpBranchDelete }
 // OpBranchDelete names the operation.
 const OpBranchDelete Op = "branch_delete"
 
-var branchDeleteDef = opDef{op: OpBranchDelete, newArgs: func() Args { return &BranchDeleteArgs{} }, planStep: false, phrase: "deleting branches"}
+var branchDeleteDef = opDef{op: OpBranchDelete, newArgs: func() Args { return &BranchDeleteArgs{} }, newInput: func() Input { return &BranchDeleteInput{} }, planStep: false, phrase: "deleting branches"}
+
+// BranchDeleteInput is what an agent gives propose_branch_delete besides the repository,
+// the reason and an idempotency key; the jsonschema tags describe each
+// field to the model.
+type BranchDeleteInput struct {
+	Branches   []string            `json:"branches" jsonschema:"in repoPath"`
+	OtherRepos []RepoBranchesInput `json:"otherRepos,omitempty" jsonschema:"repoPath and branches to delete in more repositories"`
+}
+
+// RepoBranchesInput names branches in another repository.
+type RepoBranchesInput struct {
+	RepoPath string   `json:"repoPath"`
+	Branches []string `json:"branches"`
+}
+
+// Args are the deletion's arguments (the other repositories are
+// canonicalised and confined before they are pinned).
+func (in *BranchDeleteInput) Args() Args {
+	a := &BranchDeleteArgs{Branches: in.Branches}
+	for _, r := range in.OtherRepos {
+		a.OtherRepos = append(a.OtherRepos, RepoBranches{Repo: r.RepoPath, Branches: r.Branches})
+	}
+	return a
+}
 
 func (a *BranchDeleteArgs) Validate() error {
 	if err := validBranches("branches", a.Branches); err != nil {

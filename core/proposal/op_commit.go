@@ -23,7 +23,23 @@ func (*CommitArgs) Op() Op { return OpCommit }
 // OpCommit names the operation.
 const OpCommit Op = "commit"
 
-var commitDef = opDef{op: OpCommit, newArgs: func() Args { return &CommitArgs{} }, planStep: false, phrase: "a commit"}
+var commitDef = opDef{op: OpCommit, newArgs: func() Args { return &CommitArgs{} }, newInput: func() Input { return &CommitInput{} }, planStep: false, phrase: "a commit"}
+
+// CommitInput is what an agent gives propose_commit besides the repository,
+// the reason and an idempotency key; the jsonschema tags describe each
+// field to the model.
+type CommitInput struct {
+	Message  string   `json:"message" jsonschema:"the commit message"`
+	Paths    []string `json:"paths,omitempty" jsonschema:"these or stageAll"`
+	StageAll bool     `json:"stageAll,omitempty" jsonschema:"every change, new files included"`
+	Branch   string   `json:"branch,omitempty" jsonschema:"the checked-out branch (a branch policy needs it)"`
+	StackOn  string   `json:"stackOn,omitempty" jsonschema:"id of your own pending commit proposal to stack this one on: it lands after that one"`
+}
+
+// Args are the commit's arguments.
+func (in *CommitInput) Args() Args {
+	return &CommitArgs{Message: in.Message, Paths: in.Paths, StageAll: in.StageAll, Branch: in.Branch, Below: in.StackOn}
+}
 
 func (a *CommitArgs) Validate() error {
 	if err := validMessage("message", a.Message, true); err != nil {

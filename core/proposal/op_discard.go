@@ -18,7 +18,21 @@ func (*DiscardArgs) Op() Op { return OpDiscard }
 // OpDiscard names the operation.
 const OpDiscard Op = "discard"
 
-var discardDef = opDef{op: OpDiscard, newArgs: func() Args { return &DiscardArgs{} }, planStep: true, phrase: "discarding changes"}
+var discardDef = opDef{op: OpDiscard, newArgs: func() Args { return &DiscardArgs{} }, newInput: func() Input { return &DiscardInput{} }, planStep: true, phrase: "discarding changes"}
+
+// DiscardInput is what an agent gives propose_discard besides the repository,
+// the reason and an idempotency key; the jsonschema tags describe each
+// field to the model.
+type DiscardInput struct {
+	Paths     []string `json:"paths" jsonschema:"repository-relative; \".\" for all"`
+	Untracked bool     `json:"untracked,omitempty" jsonschema:"also delete untracked files there"`
+	Branch    string   `json:"branch,omitempty" jsonschema:"the branch expected to be checked out"`
+}
+
+// Args are the discard's arguments.
+func (in *DiscardInput) Args() Args {
+	return &DiscardArgs{Paths: in.Paths, Untracked: in.Untracked, Branch: in.Branch}
+}
 
 func (a *DiscardArgs) Validate() error {
 	if err := validPaths("paths", a.Paths, true, true); err != nil {

@@ -30,7 +30,27 @@ func (*MergeArgs) Op() Op { return OpMerge }
 // OpMerge names the operation.
 const OpMerge Op = "merge"
 
-var mergeDef = opDef{op: OpMerge, newArgs: func() Args { return &MergeArgs{} }, planStep: true, phrase: "a merge"}
+var mergeDef = opDef{op: OpMerge, newArgs: func() Args { return &MergeArgs{} }, newInput: func() Input { return &MergeInput{} }, planStep: true, phrase: "a merge"}
+
+// MergeInput is what an agent gives propose_merge besides the repository,
+// the reason and an idempotency key; the jsonschema tags describe each
+// field to the model.
+type MergeInput struct {
+	Source   string `json:"source" jsonschema:"branch, tag or commit"`
+	Target   string `json:"target" jsonschema:"the branch to merge into"`
+	Strategy string `json:"strategy" jsonschema:"merge (fast-forward when possible) or squash (one new commit)"`
+	Message  string `json:"message,omitempty" jsonschema:"commit message"`
+}
+
+// Args are the merge's arguments.
+func (in *MergeInput) Args() Args {
+	return &MergeArgs{Source: in.Source, Target: in.Target, Strategy: MergeStrategy(in.Strategy), Message: in.Message}
+}
+
+// Enums are the values the schema offers.
+func (*MergeInput) Enums() map[string][]string {
+	return map[string][]string{"strategy": enumStrings(MergeStrategies())}
+}
 
 func (a *MergeArgs) Validate() error {
 	if !validRevision(a.Source) {

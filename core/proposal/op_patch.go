@@ -30,7 +30,26 @@ func (*PatchArgs) Op() Op { return OpPatch }
 // OpPatch names the operation.
 const OpPatch Op = "patch"
 
-var patchDef = opDef{op: OpPatch, newArgs: func() Args { return &PatchArgs{} }, planStep: true, phrase: "a patch"}
+var patchDef = opDef{op: OpPatch, newArgs: func() Args { return &PatchArgs{} }, newInput: func() Input { return &PatchInput{} }, planStep: true, phrase: "a patch"}
+
+// PatchInput is what an agent gives propose_patch besides the repository,
+// the reason and an idempotency key; the jsonschema tags describe each
+// field to the model.
+type PatchInput struct {
+	Patch   string `json:"patch" jsonschema:"git diff format, at most 4 MiB"`
+	ApplyTo string `json:"applyTo" jsonschema:"worktree or index (stage only)"`
+	Branch  string `json:"branch,omitempty" jsonschema:"the branch expected to be checked out"`
+}
+
+// Args are the patch's arguments.
+func (in *PatchInput) Args() Args {
+	return &PatchArgs{Patch: in.Patch, Target: PatchTarget(in.ApplyTo), Branch: in.Branch}
+}
+
+// Enums are the values the schema offers.
+func (*PatchInput) Enums() map[string][]string {
+	return map[string][]string{"applyTo": enumStrings(PatchTargets())}
+}
 
 func (a *PatchArgs) Validate() error {
 	if !slices.Contains(PatchTargets(), a.Target) {

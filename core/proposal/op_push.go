@@ -21,7 +21,28 @@ func (*PushArgs) Op() Op { return OpPush }
 // OpPush names the operation.
 const OpPush Op = "push"
 
-var pushDef = opDef{op: OpPush, newArgs: func() Args { return &PushArgs{} }, planStep: false, phrase: "a push"}
+var pushDef = opDef{op: OpPush, newArgs: func() Args { return &PushArgs{} }, newInput: func() Input { return &PushInput{} }, planStep: false, phrase: "a push"}
+
+// PushInput is what an agent gives propose_push besides the repository,
+// the reason and an idempotency key; the jsonschema tags describe each
+// field to the model.
+type PushInput struct {
+	Remote         string `json:"remote,omitempty" jsonschema:"default origin"`
+	Branch         string `json:"branch" jsonschema:"local branch to push"`
+	RemoteBranch   string `json:"remoteBranch,omitempty" jsonschema:"default: the same name"`
+	SetUpstream    bool   `json:"setUpstream,omitempty" jsonschema:"make it the upstream"`
+	ForceWithLease bool   `json:"forceWithLease,omitempty" jsonschema:"overwrite only if the remote is where its tracking ref says"`
+}
+
+// Args are the push's arguments; the remote is origin unless named.
+func (in *PushInput) Args() Args {
+	remote := in.Remote
+	if remote == "" {
+		remote = "origin"
+	}
+	return &PushArgs{Remote: remote, Branch: in.Branch, RemoteBranch: in.RemoteBranch,
+		SetUpstream: in.SetUpstream, ForceWithLease: in.ForceWithLease}
+}
 
 func (a *PushArgs) Validate() error {
 	if !validRemoteName(a.Remote) {

@@ -17,7 +17,18 @@ func (*RebaseArgs) Op() Op { return OpRebase }
 // OpRebase names the operation.
 const OpRebase Op = "rebase"
 
-var rebaseDef = opDef{op: OpRebase, newArgs: func() Args { return &RebaseArgs{} }, planStep: true, phrase: "a rebase"}
+var rebaseDef = opDef{op: OpRebase, newArgs: func() Args { return &RebaseArgs{} }, newInput: func() Input { return &RebaseInput{} }, planStep: true, phrase: "a rebase"}
+
+// RebaseInput is what an agent gives propose_rebase besides the repository,
+// the reason and an idempotency key; the jsonschema tags describe each
+// field to the model.
+type RebaseInput struct {
+	Branch string `json:"branch" jsonschema:"the branch to rebase"`
+	Onto   string `json:"onto" jsonschema:"revision"`
+}
+
+// Args are the rebase's arguments.
+func (in *RebaseInput) Args() Args { return &RebaseArgs{Branch: in.Branch, Onto: in.Onto} }
 
 func (a *RebaseArgs) Validate() error {
 	if !validBranchName(a.Branch) {

@@ -30,7 +30,26 @@ func (*ResetArgs) Op() Op { return OpReset }
 // OpReset names the operation.
 const OpReset Op = "reset"
 
-var resetDef = opDef{op: OpReset, newArgs: func() Args { return &ResetArgs{} }, planStep: true, phrase: "a reset"}
+var resetDef = opDef{op: OpReset, newArgs: func() Args { return &ResetArgs{} }, newInput: func() Input { return &ResetInput{} }, planStep: true, phrase: "a reset"}
+
+// ResetInput is what an agent gives propose_reset besides the repository,
+// the reason and an idempotency key; the jsonschema tags describe each
+// field to the model.
+type ResetInput struct {
+	Mode   string `json:"mode" jsonschema:"soft, mixed or hard"`
+	Target string `json:"target" jsonschema:"revision, e.g. HEAD~1"`
+	Branch string `json:"branch,omitempty" jsonschema:"the branch expected to be checked out"`
+}
+
+// Args are the reset's arguments.
+func (in *ResetInput) Args() Args {
+	return &ResetArgs{Mode: ResetMode(in.Mode), Target: in.Target, Branch: in.Branch}
+}
+
+// Enums are the values the schema offers.
+func (*ResetInput) Enums() map[string][]string {
+	return map[string][]string{"mode": enumStrings(ResetModes())}
+}
 
 func (a *ResetArgs) Validate() error {
 	if !slices.Contains(ResetModes(), a.Mode) {

@@ -34,7 +34,25 @@ func (*SubmodulePointerArgs) Op() Op { return OpSubmodulePointer }
 // OpSubmodulePointer names the operation.
 const OpSubmodulePointer Op = "submodule_pointer"
 
-var submodulePointerDef = opDef{op: OpSubmodulePointer, newArgs: func() Args { return &SubmodulePointerArgs{} }, planStep: false, phrase: "a submodule update"}
+var submodulePointerDef = opDef{op: OpSubmodulePointer, newArgs: func() Args { return &SubmodulePointerArgs{} }, newInput: func() Input { return &SubmodulePointerInput{} }, planStep: false, phrase: "a submodule update"}
+
+// SubmodulePointerInput is what an agent gives propose_submodule_pointer besides the repository,
+// the reason and an idempotency key; the jsonschema tags describe each
+// field to the model.
+type SubmodulePointerInput struct {
+	Path   string `json:"path" jsonschema:"the submodule's path"`
+	Action string `json:"action" jsonschema:"record or return"`
+}
+
+// Args are the submodule pointer change's arguments.
+func (in *SubmodulePointerInput) Args() Args {
+	return &SubmodulePointerArgs{Path: in.Path, Action: SubmoduleAction(in.Action)}
+}
+
+// Enums are the values the schema offers.
+func (*SubmodulePointerInput) Enums() map[string][]string {
+	return map[string][]string{"action": enumStrings(SubmoduleActions())}
+}
 
 func (a *SubmodulePointerArgs) Validate() error {
 	if !validRelPath(a.Path, false) {

@@ -18,7 +18,27 @@ func (*WorktreeArgs) Op() Op { return OpWorktree }
 // OpWorktree names the operation.
 const OpWorktree Op = "worktree"
 
-var worktreeDef = opDef{op: OpWorktree, newArgs: func() Args { return &WorktreeArgs{} }, planStep: false, phrase: "a worktree"}
+var worktreeDef = opDef{op: OpWorktree, newArgs: func() Args { return &WorktreeArgs{} }, newInput: func() Input { return &WorktreeInput{} }, planStep: false, phrase: "a worktree"}
+
+// WorktreeInput is what an agent gives propose_worktree besides the repository,
+// the reason and an idempotency key; the jsonschema tags describe each
+// field to the model.
+type WorktreeInput struct {
+	Path       string `json:"path" jsonschema:"absolute; must not exist yet"`
+	Branch     string `json:"branch" jsonschema:"checked out there"`
+	NewBranch  bool   `json:"newBranch,omitempty" jsonschema:"create branch from startPoint"`
+	StartPoint string `json:"startPoint,omitempty" jsonschema:"default HEAD; with newBranch"`
+}
+
+// Args are the worktree's arguments; a new branch starts at HEAD unless
+// startPoint says otherwise.
+func (in *WorktreeInput) Args() Args {
+	a := &WorktreeArgs{Path: in.Path, Branch: in.Branch, NewBranch: in.NewBranch, StartPoint: in.StartPoint}
+	if a.NewBranch && a.StartPoint == "" {
+		a.StartPoint = "HEAD"
+	}
+	return a
+}
 
 func (a *WorktreeArgs) Validate() error {
 	if err := validAbsPath("path", a.Path); err != nil {

@@ -21,12 +21,42 @@ type Op string
 // core/apply/ops_<operation>.go; its tool is a row of the sidecar's tool
 // table.
 type opDef struct {
-	op       Op
-	newArgs  func() Args
+	op      Op
+	newArgs func() Args
+	// newInput is what an agent gives the operation's propose_<op> tool
+	// (nil for a plan, whose tool takes steps).
+	newInput func() Input
 	planStep bool
 	// phrase names the operation in a sentence ("claude-code proposes a
 	// merge on shop"): notifications use it.
 	phrase string
+}
+
+// Input is how an agent asks for an operation: the fields its
+// propose_<op> tool takes besides the repository, the reason and an
+// idempotency key (a plan's step takes the same), described to the model
+// by jsonschema tags, and the arguments they make. An input may also have
+// an Enums method naming the values its string fields take.
+type Input interface {
+	Args() Args
+}
+
+// NewInput is a new, empty input of operation o, or nil when o takes
+// none (a plan) or is unknown.
+func NewInput(o Op) Input {
+	if d, ok := defOf(o); ok && d.newInput != nil {
+		return d.newInput()
+	}
+	return nil
+}
+
+// enumStrings is a schema enum of a list of values.
+func enumStrings[T ~string](values []T) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
 }
 
 // Phrase names the operation in a sentence: "a merge", "discarding
