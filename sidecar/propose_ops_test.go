@@ -22,3 +22,25 @@ func TestPropose_EveryOperationHasATool(t *testing.T) {
 		}
 	}
 }
+
+// TestPropose_RowsNameTheirOperation: a propose row's tool is named for
+// its operation, and every operation but a plan declares its input, so a
+// row and the input it offers cannot drift apart.
+func TestPropose_RowsNameTheirOperation(t *testing.T) {
+	n := 0
+	for _, row := range toolTable {
+		if row.propose == nil {
+			continue
+		}
+		n++
+		if row.name != "propose_"+string(row.propose.op) || !row.propose.op.Valid() {
+			t.Errorf("row %s proposes %q", row.name, row.propose.op)
+		}
+		if proposal.NewInput(row.propose.op) == nil && row.propose.op != proposal.OpPlan {
+			t.Errorf("%s: core/proposal declares no input for it", row.propose.op)
+		}
+	}
+	if n != len(proposal.Ops()) {
+		t.Errorf("%d propose rows for %d operations", n, len(proposal.Ops()))
+	}
+}
