@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/core/intake"
-	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
@@ -15,10 +14,15 @@ import (
 // executed diff in History.
 const sealedRetention = 7 * 24 * time.Hour
 
-// tendSealed runs once at start-up: every open proposal's sealed objects
-// are kept (a crash may have come between storing a proposal and keeping
-// them), and the sealed refs of proposals that ended long ago, or whose
-// record is gone, are dropped.
+// sealedTendEvery is how often the app folds the refs of new proposals'
+// sealed objects into each repository's one kept ref and lets go of those
+// past their retention (see apply.TendSealed).
+const sealedTendEvery = time.Hour
+
+// tendSealed runs from start-up until ctx ends. At start-up every open
+// proposal's sealed objects are kept (a crash may have come between
+// storing a proposal and keeping them); then, at once and every
+// sealedTendEvery, each repository's sealed refs are tended.
 func (a *App) tendSealed(ctx context.Context, b *intake.Intake) {
 	if a.executor == nil {
 		return
@@ -26,35 +30,59 @@ func (a *App) tendSealed(ctx context.Context, b *intake.Intake) {
 	if err := b.KeepSealed(ctx); err != nil {
 		a.log.Error("keeping the sealed objects of open proposals", "err", err)
 	}
-	recs, err := a.journal.List(journal.Filter{})
+	t := time.NewTicker(sealedTendEvery)
+	defer t.Stop()
+	for {
+		a.tendSealedOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// tendSealedOnce tends the sealed objects of every repository the
+// journal has records of: a proposal's own ref is folded into the
+// repository's kept ref, and the objects of a proposal whose record is
+// gone, or that ended without running longer than sealedRetention ago,
+// are let go. The journal is asked after the executor read the refs: a
+// ref is written only once its proposal is stored, so a proposal found
+// without a record has none any more.
+func (a *App) tendSealedOnce(ctx context.Context) {
+	repos, err := a.journal.Repos()
 	if err != nil {
-		a.log.Error("listing proposals for sealed objects", "err", err)
+		a.log.Error("listing repositories for sealed objects", "err", err)
 		return
 	}
-	byID := map[string]journal.Record{}
-	repos := map[string]bool{}
-	for _, r := range recs {
-		byID[r.Proposal.ID] = r
-		repos[r.Proposal.Repo] = true
-	}
 	cutoff := time.Now().Add(-sealedRetention)
-	for repo := range repos {
+	drop := func(ids []string) (map[string]bool, error) {
+		st, err := a.journal.Standings(ids)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]bool{}
+		for _, id := range ids {
+			s, ok := st[id]
+			if !ok || (s.State.Terminal() && s.State != proposal.Completed && s.UpdatedAt.Before(cutoff)) {
+				out[id] = true
+			}
+		}
+		return out, nil
+	}
+	for _, repo := range repos {
 		if ctx.Err() != nil {
 			return
 		}
-		ids, err := a.executor.SealedIDs(ctx, repo)
+		got, err := a.executor.TendSealed(ctx, repo, drop)
 		if err != nil {
-			continue // the repository is gone or outside the roots now
+			// The repository is gone or outside the roots now, or is
+			// busy: the next tend tries again.
+			a.log.Debug("tending sealed objects", "repo", repo, "err", err)
+			continue
 		}
-		for _, id := range ids {
-			rec, ok := byID[id]
-			drop := !ok || (rec.State.Terminal() && rec.State != proposal.Completed && rec.UpdatedAt.Before(cutoff))
-			if !drop {
-				continue
-			}
-			if err := a.executor.Unseal(ctx, repo, id); err != nil {
-				a.log.Warn("dropping sealed objects", "proposal", id, "err", err)
-			}
+		if got.Folded > 0 || got.Dropped > 0 {
+			a.log.Info("sealed objects tended", "repo", repo, "folded", got.Folded, "dropped", got.Dropped, "kept", got.Kept)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -310,9 +311,10 @@ func (rc *repoCtx) keptTree(ctx context.Context, sealed *proposal.Sealed) (strin
 	return res.text(), nil
 }
 
-// Unseal drops the ref that keeps proposal id's sealed objects in repo
-// (when the proposal was never stored, or its retention ended). A ref
-// that is already gone is not an error.
+// Unseal lets go of proposal id's sealed objects in repo (when the
+// proposal was never stored, or its retention ended): its own ref, and
+// its entry in the ref that keeps every folded outcome (see kept.go).
+// Objects that are already let go are not an error.
 func (e *Executor) Unseal(ctx context.Context, repo, id string) error {
 	if !proposal.ValidID(id) {
 		return errcode.New(errcode.InvalidArgument, "invalid proposal id")
@@ -331,26 +333,35 @@ func (e *Executor) Unseal(ctx context.Context, repo, id string) error {
 		return err
 	}
 	defer unlock()
-	_, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-d"}, revs: []string{proposal.SealedRef(id)}})
+	if _, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-d"}, revs: []string{proposal.SealedRef(id)}}); err != nil {
+		return err
+	}
+	_, k, err := rc.readSealed(ctx)
+	if err != nil || k.entries[id] == "" {
+		return err
+	}
+	_, err = rc.rewriteKept(ctx, k, nil, map[string]bool{id: true})
 	return err
 }
 
-// SealedIDs lists the proposal ids that have sealed objects in repo.
+// SealedIDs lists the proposal ids that have sealed objects in repo,
+// under a ref of their own or folded into the one that keeps them all.
 func (e *Executor) SealedIDs(ctx context.Context, repo string) ([]string, error) {
 	rc, err := e.openRepo(ctx, repo)
 	if err != nil {
 		return nil, err
 	}
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"for-each-ref", "--format=%(refname)"}, revs: []string{proposal.SealedRefPrefix}})
+	refs, k, err := rc.readSealed(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var ids []string
-	for _, l := range strings.Split(res.text(), "\n") {
-		if id, ok := strings.CutPrefix(l, proposal.SealedRefPrefix); ok && proposal.ValidID(id) {
-			ids = append(ids, id)
+	ids := slices.Collect(maps.Keys(k.entries))
+	for _, r := range refs {
+		if k.entries[r.id] == "" {
+			ids = append(ids, r.id)
 		}
 	}
+	slices.Sort(ids)
 	return ids, nil
 }
 

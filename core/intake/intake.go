@@ -61,6 +61,8 @@ type Options struct {
 type Sealer interface {
 	Seal(ctx context.Context, p proposal.Proposal) (*proposal.Sealed, error)
 	Keep(ctx context.Context, p proposal.Proposal) error
+	// SealedIDs lists the proposals whose sealed objects repo keeps.
+	SealedIDs(ctx context.Context, repo string) ([]string, error)
 }
 
 // RestorePointLister lists the restore points of one repository (a
@@ -212,7 +214,10 @@ func (b *Intake) sealAndStore(ctx context.Context, p proposal.Proposal) (gateway
 
 // KeepSealed makes sure every open proposal's sealed objects are kept
 // (a crash between storing a proposal and keeping its objects leaves them
-// unreferenced). The app calls it at start-up.
+// unreferenced). The app calls it at start-up. Each repository is asked
+// once which proposals it keeps, and only the others are kept now: a
+// kept proposal's own ref may have been folded into the repository's one
+// kept ref, and is not written again.
 func (b *Intake) KeepSealed(ctx context.Context) error {
 	if b.opts.Sealer == nil {
 		return nil
@@ -221,10 +226,27 @@ func (b *Intake) KeepSealed(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var errs []error
+	byRepo := map[string][]proposal.Proposal{}
 	for _, rec := range recs {
-		if err := b.opts.Sealer.Keep(ctx, rec.Proposal); err != nil {
-			errs = append(errs, fmt.Errorf("proposal %s: %w", rec.Proposal.ID, err))
+		if rec.Proposal.Sealed != nil {
+			byRepo[rec.Proposal.Repo] = append(byRepo[rec.Proposal.Repo], rec.Proposal)
+		}
+	}
+	var errs []error
+	for repo, ps := range byRepo {
+		// A repository that cannot say keeps each of its proposals again.
+		ids, _ := b.opts.Sealer.SealedIDs(ctx, repo)
+		held := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			held[id] = true
+		}
+		for _, p := range ps {
+			if held[p.ID] {
+				continue
+			}
+			if err := b.opts.Sealer.Keep(ctx, p); err != nil {
+				errs = append(errs, fmt.Errorf("proposal %s: %w", p.ID, err))
+			}
 		}
 	}
 	return errors.Join(errs...)

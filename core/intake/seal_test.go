@@ -327,3 +327,34 @@ func BenchmarkSubmit_Sealed1000(b *testing.B) {
 	b.StopTimer()
 	report(b, lat, total)
 }
+
+// TestSeal_KeepSealed_FoldedNotKeptAgain: at start-up, a pending
+// proposal whose objects were folded into the repository's one kept ref
+// gets no ref of its own again, and its objects outlast git's gc.
+func TestSeal_KeepSealed_FoldedNotKeptAgain(t *testing.T) {
+	s := newSealEnv(t)
+	s.repo.Write("a.txt", "two\n")
+	p := sealedProposal(t, s.repo.Dir, &proposal.CommitArgs{Message: "m", Paths: []string{"a.txt"}})
+	if _, err := s.client.SubmitProposal(context.Background(), "agent-a", p); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.j.Get(p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := func([]string) (map[string]bool, error) { return nil, nil }
+	if _, err := s.e.TendSealed(context.Background(), s.repo.Dir, none); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.b.KeepSealed(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if refs := s.repo.Git("for-each-ref", "--format=%(refname)", "refs/sluice/"); refs != "refs/sluice/kept" {
+		t.Errorf("Sluice refs after the start-up's keep: %q", refs)
+	}
+	s.repo.Git("-c", "gc.reflogExpire=now", "-c", "gc.reflogExpireUnreachable=now", "reflog", "expire", "--all")
+	s.repo.Git("gc", "--prune=now", "--quiet")
+	if got := s.repo.Git("cat-file", "-t", rec.Proposal.Sealed.After); got != "tree" {
+		t.Errorf("the sealed tree after gc: %q", got)
+	}
+}

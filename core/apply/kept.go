@@ -1,0 +1,353 @@
+package apply
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// A proposal's sealed objects are first kept by a ref of its own
+// (refs/sluice/sealed/<id>, written by Keep and KeepResealed): one cheap
+// write when a card is made. Left there, such refs pile up one per
+// proposal, and every git that reads all refs (a decorated `git log`,
+// `git for-each-ref`, Sluice's own reads, the lock check's walk of
+// refs/) pays for each of them. TendSealed therefore folds them, on a
+// schedule, into one ref per repository, keptRef, whose commit's tree
+// holds every kept outcome:
+//
+//	<bucket>/<proposal id>/<tree id>   a tree Keep made (its sealed trees)
+//
+// A bucket is two hex digits of a hash of the id, so that adding or
+// dropping one proposal rewrites a tree of a few dozen entries and the
+// 256-entry root, not a tree of every proposal. The commit has no parent:
+// `git log --all` shows it once, not once per change.
+//
+// Every change to keptRef is one compare-and-swap update-ref, made from
+// the tree it replaces, so nothing already kept is lost by a fold; a
+// proposal's own ref is deleted only after keptRef holds its trees (a
+// crash in between leaves them kept twice, and the next fold finds them
+// already there). Folds and drops hold the repository's lock, as an
+// execution does, so they never run beside one, and the locks their git
+// takes (packed-refs.lock when a ref is deleted) are never seen by the
+// lock check.
+const keptRef = "refs/sluice/kept"
+
+// keptBucket is the bucket of proposal id in keptRef's tree.
+func keptBucket(id string) string {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return fmt.Sprintf("%02x", h.Sum32()&0xff)
+}
+
+// keptState is keptRef as read: its commit ("" when there is none), its tree,
+// the root's buckets and every proposal's entry.
+type keptState struct {
+	commit, tree string
+	buckets      map[string]string // bucket → tree
+	entries      map[string]string // id → tree of its kept trees
+}
+
+// sealedRef is one proposal's own ref under proposal.SealedRefPrefix.
+type sealedRef struct {
+	id, commit, tree string
+	// resealed: the commit has parents (KeepResealed put it on top of the
+	// earlier outcome's), whose trees are kept too.
+	resealed bool
+}
+
+// readSealed lists the proposals' own sealed refs and reads keptRef.
+func (rc *repoCtx) readSealed(ctx context.Context) ([]sealedRef, keptState, error) {
+	k := keptState{buckets: map[string]string{}, entries: map[string]string{}}
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"for-each-ref", "--format=%(refname) %(objectname) %(tree) %(parent)"},
+		revs: []string{proposal.SealedRefPrefix, keptRef}})
+	if err != nil {
+		return nil, k, err
+	}
+	var refs []sealedRef
+	for _, l := range strings.Split(res.text(), "\n") {
+		f := strings.SplitN(l, " ", 4)
+		if len(f) < 3 {
+			continue
+		}
+		if f[0] == keptRef {
+			k.commit, k.tree = f[1], f[2]
+			continue
+		}
+		if id, ok := strings.CutPrefix(f[0], proposal.SealedRefPrefix); ok && proposal.ValidID(id) && f[2] != "" {
+			refs = append(refs, sealedRef{id: id, commit: f[1], tree: f[2], resealed: len(f) == 4 && strings.TrimSpace(f[3]) != ""})
+		}
+	}
+	if k.tree == "" {
+		return refs, k, nil
+	}
+	root, err := rc.lsTree(ctx, k.tree, nil)
+	if err != nil {
+		return nil, k, err
+	}
+	var dirs []string
+	for name, t := range root {
+		k.buckets[name] = t
+		dirs = append(dirs, name+"/")
+	}
+	if len(dirs) == 0 {
+		return refs, k, nil
+	}
+	slices.Sort(dirs)
+	ents, err := rc.lsTree(ctx, k.tree, dirs)
+	if err != nil {
+		return nil, k, err
+	}
+	for name, t := range ents {
+		if _, id, ok := strings.Cut(name, "/"); ok {
+			k.entries[id] = t
+		}
+	}
+	return refs, k, nil
+}
+
+// lsTree lists the trees in tree (under the directories dirs, when
+// given) by path.
+func (rc *repoCtx) lsTree(ctx context.Context, tree string, dirs []string) (map[string]string, error) {
+	// (git 2.39's ls-tree lists nothing for "--end-of-options <tree> --"
+	// with no path after it.)
+	c := call{dir: rc.path, args: []string{"ls-tree", "-z"}, revs: []string{tree}, paths: dirs}
+	res, err := rc.g.run(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, l := range strings.Split(string(res.out), "\x00") {
+		meta, name, ok := strings.Cut(l, "\t")
+		if f := strings.Fields(meta); ok && len(f) == 3 && f[1] == "tree" {
+			out[name] = f[2]
+		}
+	}
+	return out, nil
+}
+
+// mktrees writes trees (each a name → tree list) in one git mktree and
+// returns their ids in order.
+func (rc *repoCtx) mktrees(ctx context.Context, trees []map[string]string) ([]string, error) {
+	if len(trees) == 0 {
+		return nil, nil
+	}
+	var in bytes.Buffer
+	for _, t := range trees {
+		for _, name := range slices.Sorted(maps.Keys(t)) {
+			fmt.Fprintf(&in, "040000 tree %s\t%s\n", t[name], name)
+		}
+		in.WriteString("\n")
+	}
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"mktree", "--batch"}, stdin: in.Bytes()})
+	if err != nil {
+		return nil, err
+	}
+	ids := strings.Fields(res.text())
+	if len(ids) != len(trees) {
+		return nil, fmt.Errorf("apply: git mktree wrote %d trees of %d", len(ids), len(trees))
+	}
+	return ids, nil
+}
+
+// rewriteKept moves keptRef to hold, besides what it holds, the trees
+// of add (proposal id → trees Keep made), and no longer the proposals of
+// drop. It reports whether keptRef changed.
+func (rc *repoCtx) rewriteKept(ctx context.Context, k keptState, add map[string][]string, drop map[string]bool) (bool, error) {
+	// An entry that is there already gains the trees it lacks.
+	var had []string
+	for id := range add {
+		if k.entries[id] != "" && !drop[id] {
+			had = append(had, keptBucket(id)+"/"+id+"/")
+		}
+	}
+	old := map[string]string{}
+	if len(had) > 0 {
+		slices.Sort(had)
+		var err error
+		if old, err = rc.lsTree(ctx, k.tree, had); err != nil {
+			return false, err
+		}
+	}
+	var ids []string
+	var trees []map[string]string
+	for _, id := range slices.Sorted(maps.Keys(add)) {
+		if drop[id] {
+			continue
+		}
+		t := map[string]string{}
+		prefix := keptBucket(id) + "/" + id + "/"
+		for name, sha := range old {
+			if rest, ok := strings.CutPrefix(name, prefix); ok {
+				t[rest] = sha
+			}
+		}
+		n := len(t)
+		for _, sha := range add[id] {
+			t[sha] = sha
+		}
+		if k.entries[id] != "" && len(t) == n {
+			continue // every tree is kept already
+		}
+		ids, trees = append(ids, id), append(trees, t)
+	}
+	made, err := rc.mktrees(ctx, trees)
+	if err != nil {
+		return false, err
+	}
+	// The buckets that change, with their entries as they become.
+	touched := map[string]map[string]string{}
+	bucket := func(b string) map[string]string {
+		if touched[b] == nil {
+			touched[b] = map[string]string{}
+			for id, t := range k.entries {
+				if keptBucket(id) == b {
+					touched[b][id] = t
+				}
+			}
+		}
+		return touched[b]
+	}
+	for i, id := range ids {
+		bucket(keptBucket(id))[id] = made[i]
+	}
+	for id := range drop {
+		if k.entries[id] != "" {
+			delete(bucket(keptBucket(id)), id)
+		}
+	}
+	if len(touched) == 0 {
+		return false, nil
+	}
+	root := maps.Clone(k.buckets)
+	var names []string
+	trees = trees[:0]
+	for _, b := range slices.Sorted(maps.Keys(touched)) {
+		if len(touched[b]) == 0 {
+			delete(root, b)
+			continue
+		}
+		names, trees = append(names, b), append(trees, touched[b])
+	}
+	if made, err = rc.mktrees(ctx, trees); err != nil {
+		return false, err
+	}
+	for i, b := range names {
+		root[b] = made[i]
+	}
+	expect := k.commit
+	if expect == "" {
+		expect = rc.g.zero
+	}
+	if len(root) == 0 {
+		_, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-m", "sluice: nothing sealed to keep", "-d"}, revs: []string{keptRef, expect}})
+		return err == nil, err
+	}
+	made, err = rc.mktrees(ctx, []map[string]string{root})
+	if err != nil {
+		return false, err
+	}
+	if made[0] == k.tree {
+		return false, nil
+	}
+	c, err := rc.commitTree(ctx, made[0], nil, "sluice: sealed outcomes kept for Sluice's proposals")
+	if err != nil {
+		return false, err
+	}
+	_, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-m", "sluice: keep sealed outcomes"}, revs: []string{keptRef, c, expect}})
+	return err == nil, err
+}
+
+// SealedTend is what one TendSealed did in a repository.
+type SealedTend struct {
+	// Folded is how many proposals' own refs were folded into keptRef,
+	// Dropped how many proposals' sealed objects were let go, Kept how
+	// many proposals keptRef holds afterwards.
+	Folded, Dropped, Kept int
+}
+
+// TendSealed folds every proposal's own sealed ref in repo into the one
+// ref that keeps them all, and lets go of the sealed objects of the
+// proposals drop names. drop is asked about every proposal whose sealed
+// objects are kept, after they were read: a proposal whose ref Keep
+// writes meanwhile is neither folded nor dropped now, and is left for
+// the next tend. It runs under the repository's lock, never beside an
+// execution.
+func (e *Executor) TendSealed(ctx context.Context, repo string, drop func(ids []string) (map[string]bool, error)) (SealedTend, error) {
+	rc, err := e.openRepo(ctx, repo)
+	if err != nil {
+		return SealedTend{}, err
+	}
+	unlock, err := e.lock(ctx, []string{rc.path})
+	if err != nil {
+		return SealedTend{}, err
+	}
+	defer unlock()
+	refs, k, err := rc.readSealed(ctx)
+	if err != nil {
+		return SealedTend{}, err
+	}
+	if len(refs) == 0 && len(k.entries) == 0 {
+		return SealedTend{}, nil
+	}
+	ids := slices.Collect(maps.Keys(k.entries))
+	for _, r := range refs {
+		if k.entries[r.id] == "" {
+			ids = append(ids, r.id)
+		}
+	}
+	slices.Sort(ids)
+	dropped, err := drop(ids)
+	if err != nil {
+		return SealedTend{}, err
+	}
+	e.step("sealed-read")
+	add := map[string][]string{}
+	for _, r := range refs {
+		if dropped[r.id] {
+			continue
+		}
+		trees := []string{r.tree}
+		if r.resealed {
+			// Every outcome the proposal was sealed with: the journal may
+			// name any of them until the re-sealing is recorded.
+			res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"log", "--format=%T"}, revs: []string{r.commit}, dashdash: true})
+			if err != nil {
+				return SealedTend{}, err
+			}
+			trees = strings.Fields(res.text())
+		}
+		add[r.id] = append(add[r.id], trees...)
+	}
+	out := SealedTend{}
+	for _, id := range ids {
+		if dropped[id] {
+			out.Dropped++
+		}
+	}
+	if _, err := rc.rewriteKept(ctx, k, add, dropped); err != nil {
+		return SealedTend{}, err
+	}
+	e.step("sealed-folded")
+	// keptRef holds every folded tree now: the proposals' own refs go, in
+	// one transaction that deletes each only if it still names what was
+	// folded (a re-sealing that moved one meanwhile keeps it all).
+	if len(refs) > 0 {
+		var in bytes.Buffer
+		for _, r := range refs {
+			fmt.Fprintf(&in, "delete %s %s\n", proposal.SealedRef(r.id), r.commit)
+		}
+		if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-m", "sluice: sealed outcomes folded", "--stdin"}, stdin: in.Bytes()}); err != nil {
+			return SealedTend{}, err
+		}
+	}
+	out.Folded = len(add)
+	out.Kept = len(ids) - out.Dropped
+	e.step("sealed-tended")
+	return out, nil
+}

@@ -1,0 +1,249 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/core/journal"
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// sealedTrees are every tree of rec's sealed outcome.
+func sealedTrees(rec journal.Record) []string {
+	s := rec.Proposal.Sealed
+	var out []string
+	for _, x := range append([]proposal.Sealed{*s}, s.Steps...) {
+		for _, t := range []string{x.Before, x.After} {
+			if t != "" {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// prune lets the person's own git collect everything no ref keeps.
+func (f *fixture) prune() {
+	f.t.Helper()
+	f.git("-c", "gc.reflogExpire=now", "-c", "gc.reflogExpireUnreachable=now", "reflog", "expire", "--all")
+	f.git("gc", "--prune=now", "--quiet")
+}
+
+// requireObjects fails unless every sealed tree of recs is in the
+// repository.
+func (f *fixture) requireObjects(recs ...journal.Record) {
+	f.t.Helper()
+	for _, rec := range recs {
+		for _, t := range sealedTrees(rec) {
+			if out, err := f.gitErr("cat-file", "-t", t); err != nil || out != "tree" {
+				f.t.Errorf("proposal %s (%s): its sealed tree %s is gone", rec.Proposal.ID, rec.State, t)
+			}
+		}
+	}
+}
+
+func (f *fixture) gitErr(args ...string) (string, error) {
+	c := exec.Command("git", args...)
+	c.Dir = f.repo.Dir
+	out, err := c.Output()
+	return strings.TrimSpace(string(out)), err
+}
+
+// sluiceRefs is what the person's for-each-ref lists of Sluice's refs.
+func (f *fixture) sluiceRefs() []string {
+	out := f.git("for-each-ref", "--format=%(refname)", "refs/sluice/")
+	if out == "" {
+		return nil
+	}
+	return strings.Split(out, "\n")
+}
+
+// dropIDs is a drop callback that lets go of exactly ids.
+func dropIDs(ids ...string) func([]string) (map[string]bool, error) {
+	return func(all []string) (map[string]bool, error) {
+		out := map[string]bool{}
+		for _, id := range all {
+			if slices.Contains(ids, id) {
+				out[id] = true
+			}
+		}
+		return out, nil
+	}
+}
+
+// distinctCommit proposes a commit of a file no other proposal writes,
+// so that its sealed tree is its own.
+func (f *fixture) distinctCommit(i int) journal.Record {
+	f.t.Helper()
+	name := fmt.Sprintf("n%03d.txt", i)
+	f.repo.Write(name, fmt.Sprintf("only in proposal %d\n", i))
+	return f.submitPending(&proposal.CommitArgs{Message: name, Paths: []string{name}})
+}
+
+// TestTendSealed_FoldsRefs_KeepsPendingDropsOld: after 24 proposals and
+// a tend, the person's for-each-ref lists one Sluice ref and `git log
+// --all` one of Sluice's commits; after git's own gc every pending
+// proposal's sealed trees are still there and those let go are not; a
+// folded proposal still lands.
+func TestTendSealed_FoldsRefs_KeepsPendingDropsOld(t *testing.T) {
+	f := newFixture(t)
+	var pending, old []journal.Record
+	for i := range 24 {
+		rec := f.distinctCommit(i)
+		if i%3 == 0 {
+			r, err := f.j.Reject(rec.Proposal.ID, "pat", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			old = append(old, r)
+			continue
+		}
+		pending = append(pending, rec)
+	}
+	if n := len(f.sluiceRefs()); n != 24 {
+		t.Fatalf("before the tend: %d Sluice refs, want one per proposal", n)
+	}
+	var ids []string
+	for _, r := range old {
+		ids = append(ids, r.Proposal.ID)
+	}
+	got, err := f.e.TendSealed(testCtx(t), f.repo.Dir, dropIDs(ids...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Folded != len(pending) || got.Dropped != len(old) || got.Kept != len(pending) {
+		t.Errorf("tend: %+v, want %d folded and kept, %d dropped", got, len(pending), len(old))
+	}
+	if refs := f.sluiceRefs(); !slices.Equal(refs, []string{keptRef}) {
+		t.Errorf("Sluice refs after the tend: %q", refs)
+	}
+	if n := strings.Count(f.git("log", "--all", "--format=%an %s"), "Sluice "); n != 1 {
+		t.Errorf("git log --all shows %d of Sluice's commits", n)
+	}
+	kept, err := f.e.SealedIDs(testCtx(t), f.repo.Dir)
+	if err != nil || len(kept) != len(pending) {
+		t.Fatalf("SealedIDs: %d ids, %v", len(kept), err)
+	}
+	f.prune()
+	f.requireObjects(pending...)
+	for _, r := range old {
+		if _, err := f.gitErr("cat-file", "-e", r.Proposal.Sealed.After); err == nil {
+			t.Errorf("rejected %s: its sealed tree is still kept", r.Proposal.ID)
+		}
+	}
+	// A second tend changes nothing.
+	before := f.git("rev-parse", keptRef)
+	if _, err := f.e.TendSealed(testCtx(t), f.repo.Dir, dropIDs()); err != nil || f.git("rev-parse", keptRef) != before {
+		t.Errorf("a tend with nothing to do moved %s: %v", keptRef, err)
+	}
+	approved, err := f.j.Approve(pending[0].Proposal.ID, pending[0].Proposal.Digest, "pat", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mustComplete(approved)
+}
+
+// TestTendSealed_CrashBetweenSteps: a tend stopped after it read the refs,
+// or after it wrote the kept ref but before it deleted the proposals'
+// own, leaves every pending proposal's objects through git's gc; the next
+// tend finishes the fold.
+func TestTendSealed_CrashBetweenSteps(t *testing.T) {
+	for _, step := range []string{"sealed-read", "sealed-folded"} {
+		t.Run(step, func(t *testing.T) {
+			f := newFixture(t)
+			var recs []journal.Record
+			for i := range 4 {
+				recs = append(recs, f.distinctCommit(i))
+			}
+			// The first two were folded by an earlier tend.
+			if _, err := f.e.TendSealed(testCtx(t), f.repo.Dir, dropIDs()); err != nil {
+				t.Fatal(err)
+			}
+			for i := 4; i < 8; i++ {
+				recs = append(recs, f.distinctCommit(i))
+			}
+			ctx, cancel := context.WithCancel(testCtx(t))
+			f.e.beforeStep = func(s string) {
+				if s == step {
+					cancel() // the process stops here: no git runs after
+				}
+			}
+			if _, err := f.e.TendSealed(ctx, f.repo.Dir, dropIDs()); err == nil {
+				t.Fatal("the stopped tend finished")
+			}
+			f.e.beforeStep = nil
+			f.prune()
+			f.requireObjects(recs...)
+			if _, err := f.e.TendSealed(testCtx(t), f.repo.Dir, dropIDs()); err != nil {
+				t.Fatal(err)
+			}
+			if refs := f.sluiceRefs(); !slices.Equal(refs, []string{keptRef}) {
+				t.Errorf("Sluice refs after the next tend: %q", refs)
+			}
+			f.prune()
+			f.requireObjects(recs...)
+		})
+	}
+}
+
+// TestTendSealed_ResealedKeepsEveryOutcome: a proposal re-sealed after
+// its objects were folded, and again before the next fold, keeps every
+// outcome it was sealed with (the journal may name any until the
+// re-sealing is recorded), and lands on the last.
+func TestTendSealed_ResealedKeepsEveryOutcome(t *testing.T) {
+	f := newFixture(t)
+	f.repo.Write("CHANGELOG.md", "# Changes\n- one\n")
+	f.repo.Write("LICENSE", "MIT\n")
+	f.repo.Write("NOTICE", "notice\n")
+	first := f.proposeIn(f.repo.Dir, &proposal.CommitArgs{Message: "Changelog", Paths: []string{"CHANGELOG.md"}})
+	second := f.submitPending(&proposal.CommitArgs{Message: "License", Paths: []string{"LICENSE"}})
+	if _, err := f.e.TendSealed(testCtx(t), f.repo.Dir, dropIDs()); err != nil {
+		t.Fatal(err)
+	}
+	f.mustComplete(first)
+	once := f.resealAndStore(second)
+	f.git("add", "NOTICE")
+	f.git("commit", "-q", "-m", "the person's own commit")
+	twice := f.resealAndStore(once)
+	if _, err := f.e.TendSealed(testCtx(t), f.repo.Dir, dropIDs()); err != nil {
+		t.Fatal(err)
+	}
+	f.prune()
+	f.requireObjects(second, once, twice)
+	approved, err := f.j.Approve(twice.Proposal.ID, twice.Proposal.Digest, "pat", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mustComplete(approved)
+}
+
+// TestUnseal_FoldedProposal: Unseal lets go of a folded proposal's
+// objects and of nothing else; the last one let go removes the kept ref.
+func TestUnseal_FoldedProposal(t *testing.T) {
+	f := newFixture(t)
+	a, b := f.distinctCommit(1), f.distinctCommit(2)
+	if _, err := f.e.TendSealed(testCtx(t), f.repo.Dir, dropIDs()); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.e.Unseal(testCtx(t), f.repo.Dir, a.Proposal.ID); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := f.e.SealedIDs(testCtx(t), f.repo.Dir); err != nil || !slices.Equal(ids, []string{b.Proposal.ID}) {
+		t.Fatalf("after Unseal: %q %v", ids, err)
+	}
+	f.prune()
+	f.requireObjects(b)
+	if _, err := f.gitErr("cat-file", "-e", a.Proposal.Sealed.After); err == nil {
+		t.Error("the let-go proposal's tree is still kept")
+	}
+	if err := f.e.Unseal(testCtx(t), f.repo.Dir, b.Proposal.ID); err != nil {
+		t.Fatal(err)
+	}
+	if refs := f.sluiceRefs(); len(refs) != 0 {
+		t.Errorf("Sluice refs with nothing kept: %q", refs)
+	}
+}
