@@ -43,7 +43,7 @@ func addProposeTool(s *Sidecar, name string, t proposeTool) {
 		Name:        name,
 		Title:       t.title,
 		Description: t.description,
-		InputSchema: proposeSchema(t.op),
+		InputSchema: memoSchema(t.op, func() *jsonschema.Schema { return proposeSchema(t.op) }),
 		Annotations: &mcp.ToolAnnotations{
 			Title:           t.title,
 			ReadOnlyHint:    false,

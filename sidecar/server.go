@@ -131,6 +131,7 @@ func New(opts Options) (*Sidecar, error) {
 	}, &mcp.ServerOptions{
 		Instructions: serverInstructions,
 		Logger:       log,
+		SchemaCache:  schemaCache,
 	})
 	s.server.AddReceivingMiddleware(s.injectedArgsMiddleware, s.auditMiddleware, s.presenceMiddleware)
 	s.registerCapabilities()

@@ -2,10 +2,12 @@ package sidecar
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // An agent pays for every tool definition on every turn, so what tools/list
@@ -25,14 +27,42 @@ var fullOutputSchemas sync.Map // string → *jsonschema.Schema
 
 // compactOutputSchema derives the output schema of Out, records the full
 // one under the tool's name and returns the compact one for the wire.
+// Both are derived once per process and shared by every server it builds,
+// so that the SDK resolves each once (schemaCache); nothing changes a
+// schema once it is made.
 func compactOutputSchema[Out any](tool string) *jsonschema.Schema {
+	full := fullSchemaOf[Out](tool)
+	fullOutputSchemas.Store(tool, full)
+	if v, ok := compactOutputSchemas.Load(tool); ok {
+		return v.(*jsonschema.Schema)
+	}
+	v, _ := compactOutputSchemas.LoadOrStore(tool, compactOf(full))
+	return v.(*jsonschema.Schema)
+}
+
+var (
+	fullByType           sync.Map // reflect.Type → *jsonschema.Schema
+	compactOutputSchemas sync.Map // tool name → *jsonschema.Schema
+)
+
+// fullSchemaOf is the complete schema of Out.
+func fullSchemaOf[Out any](tool string) *jsonschema.Schema {
+	t := reflect.TypeFor[Out]()
+	if v, ok := fullByType.Load(t); ok {
+		return v.(*jsonschema.Schema)
+	}
 	full, err := jsonschema.For[Out](nil)
 	if err != nil {
 		// Out types are this package's own; one that has no schema is a
 		// programming error found by every test that lists the tools.
 		panic(fmt.Sprintf("sidecar: output schema of %s: %v", tool, err))
 	}
-	fullOutputSchemas.Store(tool, full)
+	v, _ := fullByType.LoadOrStore(t, full)
+	return v.(*jsonschema.Schema)
+}
+
+// compactOf is the wire form of a full output schema.
+func compactOf(full *jsonschema.Schema) *jsonschema.Schema {
 	out := &jsonschema.Schema{
 		Type:                 full.Type,
 		Types:                full.Types,
@@ -63,18 +93,53 @@ func compactOutputSchema[Out any](tool string) *jsonschema.Schema {
 
 // sharedOutputSchema is the wire output schema of a tool whose result
 // another tool also returns: the same fields and types, described on one
-// of them (describedOn) rather than on each, with a pointer there.
+// of them (describedOn) rather than on each, with a pointer there. The
+// tools that are not describedOn share one schema.
 func sharedOutputSchema[Out any](tool, describedOn string) *jsonschema.Schema {
-	out := compactOutputSchema[Out](tool)
 	if tool == describedOn {
-		return out
+		return compactOutputSchema[Out](tool)
 	}
+	full := fullSchemaOf[Out](tool)
+	fullOutputSchemas.Store(tool, full)
+	key := sharedKey{reflect.TypeFor[Out](), describedOn}
+	if v, ok := sharedOutputSchemas.Load(key); ok {
+		return v.(*jsonschema.Schema)
+	}
+	out := compactOf(full)
 	out.Description = "as " + describedOn + "'s output schema describes it"
 	for _, p := range out.Properties {
 		p.Description = ""
 	}
-	return out
+	v, _ := sharedOutputSchemas.LoadOrStore(key, out)
+	return v.(*jsonschema.Schema)
 }
+
+// memoSchema is the schema kept under key for the process, made by make
+// the first time.
+func memoSchema(key any, make func() *jsonschema.Schema) *jsonschema.Schema {
+	if v, ok := inputSchemas.Load(key); ok {
+		return v.(*jsonschema.Schema)
+	}
+	v, _ := inputSchemas.LoadOrStore(key, make())
+	return v.(*jsonschema.Schema)
+}
+
+var inputSchemas sync.Map // a tool's name, or its operation → *jsonschema.Schema
+
+// sharedKey names a shared output schema: the result type, and the tool
+// whose schema describes it.
+type sharedKey struct {
+	out         reflect.Type
+	describedOn string
+}
+
+var sharedOutputSchemas sync.Map // sharedKey → *jsonschema.Schema
+
+// schemaCache lets the SDK resolve a schema it has seen once per process:
+// the inferred input schemas by type, and the shared output schemas by
+// pointer. Every server this process builds (one per HTTP identity) uses
+// it.
+var schemaCache = mcp.NewSchemaCache()
 
 // typeOnly keeps the type of a schema, and of an array's items.
 func typeOnly(p *jsonschema.Schema) *jsonschema.Schema {

@@ -192,7 +192,7 @@ func (s *Sidecar) registerProposeMore() {
 // as in addTool.
 func addStatusTool[In any](s *Sidecar, t *mcp.Tool, outcomeIsError bool, h handlerFunc[In, ProposalOut]) {
 	if t.InputSchema == nil {
-		t.InputSchema = boundedSchema[In]()
+		t.InputSchema = memoSchema(t.Name, boundedSchema[In])
 	}
 	if t.OutputSchema == nil {
 		t.OutputSchema = proposalOutputSchema(t.Name)

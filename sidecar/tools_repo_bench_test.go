@@ -114,6 +114,23 @@ func BenchmarkSidecar_StartToInitialize(b *testing.B) {
 	}
 }
 
+// BenchmarkSidecar_StartToToolsList: process start until the tools/list
+// answer, the first thing every client asks after initialize.
+func BenchmarkSidecar_StartToToolsList(b *testing.B) {
+	env := benchEnv(b, b.TempDir())
+	sidecarBinary(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cs, _ := startSidecar(b, env)
+		if _, err := cs.ListTools(context.Background(), nil); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		cs.Close()
+		b.StartTimer()
+	}
+}
+
 // BenchmarkSidecar_IdleRSS: resident memory of an initialised sidecar
 // with every default toolset, after one repo_brief, idle for a second.
 func BenchmarkSidecar_IdleRSS(b *testing.B) {
