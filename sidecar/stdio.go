@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -81,10 +83,20 @@ type lineFilter struct {
 	batchOK bool
 }
 
+// idleTrimAfter is how long a session waits without a message from its
+// client before it gives the memory it no longer uses back to the system.
+// A sidecar spends most of its life idle between an agent's turns, one per
+// agent session on the machine; what a turn left on the heap need not stay
+// resident until the next.
+const idleTrimAfter = time.Second
+
 func (f *lineFilter) run() {
 	f.batchOK = true
+	trim := time.AfterFunc(idleTrimAfter, debug.FreeOSMemory)
+	defer trim.Stop()
 	for {
 		line, tooLong, err := f.readLine()
+		trim.Reset(idleTrimAfter)
 		if tooLong || len(bytes.TrimSpace(line)) > 0 {
 			if reply := f.vet(line, tooLong); reply != nil {
 				if _, werr := f.out.Write(reply); werr != nil {

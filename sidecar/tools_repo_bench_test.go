@@ -132,7 +132,8 @@ func BenchmarkSidecar_StartToToolsList(b *testing.B) {
 }
 
 // BenchmarkSidecar_IdleRSS: resident memory of an initialised sidecar
-// with every default toolset, after one repo_brief, idle for a second.
+// with every default toolset, after one repo_brief, idle for two seconds
+// (a session gives unused memory back after one: idleTrimAfter).
 func BenchmarkSidecar_IdleRSS(b *testing.B) {
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		b.Skip("needs /proc")
@@ -144,7 +145,7 @@ func BenchmarkSidecar_IdleRSS(b *testing.B) {
 		if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "repo_brief", Arguments: map[string]any{"repoPath": repo}}); err != nil {
 			b.Fatal(err)
 		}
-		time.Sleep(time.Second)
+		time.Sleep(2 * time.Second)
 		total += vmRSSMiB(b, cmd.Process.Pid)
 		cs.Close()
 	}
