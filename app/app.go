@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/intake"
 	"github.com/sluicehq/sluice/core/journal"
+	"github.com/sluicehq/sluice/core/oauth"
 	"github.com/sluicehq/sluice/core/policy"
 	"github.com/sluicehq/sluice/core/proposal"
 	"github.com/sluicehq/sluice/core/workspace"
@@ -59,6 +60,10 @@ type App struct {
 	// notifications can be paused from the tray and the settings.
 	notifications atomic.Bool
 	notifier      atomic.Pointer[notifierBox]
+	// oauth is the authorization server of `sluice remote`; nil when no
+	// remote listener runs (the consent page and the connector list then
+	// have nothing to show).
+	oauth atomic.Pointer[oauth.Server]
 	// stop ends the background work (journal maintenance, event bridge).
 	stop   context.CancelFunc
 	bgDone sync.WaitGroup

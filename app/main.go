@@ -59,6 +59,10 @@ var appCommands = []appCommand{
 		"(the port stays the same across restarts: webAddr in config.json,",
 		"SLUICE_WEB_ADDR, default " + config.DefaultWebAddr + ")",
 	}, func(c cmdIO, args []string) int { return runServe(args, c.assets, c.stdout, c.stderr) }},
+	{[]string{"remote"}, []string{
+		"serve remote connectors (ChatGPT, Claude.ai) through your tunnel, with the web UI on loopback:",
+		"sluice remote --public-url https://NAME.example.com [--addr 127.0.0.1:8766] [--trusted-proxy CIDR,...]",
+	}, func(c cmdIO, args []string) int { return runRemote(args, c.assets, c.stdout, c.stderr) }},
 	{[]string{"login"}, []string{"print a fresh one-time login link for the running `sluice serve`"},
 		func(c cmdIO, args []string) int { return runLogin(args, c.stdout, c.stderr) }},
 	{[]string{"doctor"}, []string{"check the installation"}, func(c cmdIO, args []string) int {

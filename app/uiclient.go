@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/connect"
 	"github.com/sluicehq/sluice/core/journal"
+	"github.com/sluicehq/sluice/core/oauth"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
@@ -41,8 +42,10 @@ var tsNames = map[reflect.Type]string{
 	reflect.TypeFor[apply.Lock]():      "GitLock",
 	// The front end's names of the views it shows (its components are
 	// named SettingsView, TimelineView, …).
-	reflect.TypeFor[SettingsView]():         "Settings",
-	reflect.TypeFor[ClientInfo]():           "Client",
+	reflect.TypeFor[SettingsView](): "Settings",
+	reflect.TypeFor[ClientInfo]():   "Client",
+	// A remote connector known to the authorization server.
+	reflect.TypeFor[oauth.Client]():         "Connector",
 	reflect.TypeFor[SessionView]():          "AgentSession",
 	reflect.TypeFor[WorkspaceView]():        "Workspace",
 	reflect.TypeFor[WorkspaceRunView]():     "WorkspaceRun",

@@ -82,6 +82,15 @@ var uiRoutes = []uiRoute{
 	{Method: "Clients", Verb: http.MethodGet, Path: "/api/connect"},
 	{Method: "Connect", Verb: http.MethodPost, Path: "/api/connect", CSRF: true, Args: []uiArg{inBody("c")}},
 
+	{Method: "ConnectorConsent", Verb: http.MethodGet, Path: "/api/connectors/consent/{id}", Args: []uiArg{inPath("id")},
+		Doc: "A remote connector's authorization request waiting for the person."},
+	{Method: "DecideConnector", Verb: http.MethodPost, Path: "/api/connectors/consent/{id}", CSRF: true,
+		Args: []uiArg{inPath("id"), inBodyField("allow")},
+		Doc:  "Allows or denies it; the answer says where the browser goes next."},
+	{Method: "Connectors", Verb: http.MethodGet, Path: "/api/connectors"},
+	{Method: "RevokeConnector", Verb: http.MethodPost, Path: "/api/connectors/revoke", CSRF: true, Args: []uiArg{inBody("r")},
+		Doc: "Ends every token of a remote connector at once."},
+
 	{Method: "Workspaces", Verb: http.MethodGet, Path: "/api/workspaces"},
 	{Method: "Sessions", Verb: http.MethodGet, Path: "/api/sessions"},
 	{Method: "StopSession", Verb: http.MethodPost, Path: "/api/sessions/{id}/stop", CSRF: true, Args: []uiArg{inPath("id")},

@@ -52,6 +52,12 @@ type HTTPOptions struct {
 	Ledger         *audit.Ledger
 	Presence       *presence.File
 	Logger         *slog.Logger
+	// OAuth, when set, makes /mcp an OAuth 2.1 protected resource of
+	// Sluice's authorization server (`sluice remote`) instead of a holder
+	// of the token store's bearer tokens.
+	OAuth *OAuthResource
+	// Listener, when set, is served instead of a socket bound to Addr.
+	Listener net.Listener
 
 	// insecureNoAuthForTests serves without tokens. It is unexported and set
 	// only by the conformance test, whose client cannot send a header; no
@@ -102,7 +108,7 @@ func ListenHTTP(opts HTTPOptions) (*HTTPServer, error) {
 	if !loopback && !opts.AllowRemote {
 		return nil, fmt.Errorf("%w (got %s)", ErrRemoteNotAllowed, opts.Addr)
 	}
-	if !opts.insecureNoAuthForTests {
+	if !opts.insecureNoAuthForTests && opts.OAuth == nil {
 		if opts.Tokens == nil {
 			return nil, ErrNoTokens
 		}
@@ -136,9 +142,11 @@ func ListenHTTP(opts HTTPOptions) (*HTTPServer, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	ln, err := net.Listen("tcp", opts.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen %s: %w", opts.Addr, err)
+	ln := opts.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", opts.Addr); err != nil {
+			return nil, fmt.Errorf("listen %s: %w", opts.Addr, err)
+		}
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	h := &HTTPServer{opts: opts, ln: ln, log: log, port: port, ws: map[string]*wsTools{},
@@ -155,13 +163,23 @@ func ListenHTTP(opts HTTPOptions) (*HTTPServer, error) {
 		EventStore: mcp.NewMemoryEventStore(nil),
 	})
 	var inner http.Handler = refuseDuplicateKeysHTTP(perRequest(mcpHandler))
-	if !opts.insecureNoAuthForTests {
+	if opts.OAuth != nil {
+		inner = h.requireOAuth(inner)
+	} else if !opts.insecureNoAuthForTests {
 		inner = h.authenticate(auth.RequireBearerToken(h.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(inner))
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", inner)
-	if opts.AllowPathToken {
+	if opts.AllowPathToken && opts.OAuth == nil {
 		mux.Handle("/mcp/", h.pathToken(inner))
+	}
+	if opts.OAuth != nil {
+		md := opts.OAuth.metadataHandler()
+		mux.Handle(metadataPath, md)
+		mux.Handle(metadataPath+"/mcp", md)
+		for _, p := range opts.OAuth.Paths {
+			mux.Handle(p, opts.OAuth.Server)
+		}
 	}
 	h.handler = h.guard(mux)
 	h.srv = &http.Server{
@@ -238,17 +256,30 @@ func (h *HTTPServer) serverFor(r *http.Request) *mcp.Server {
 	if rs == nil {
 		rs = &requestServer{}
 	}
-	rs.once.Do(func() { rs.s = h.newSession(identity) })
+	var allowed, start []string
+	if h.opts.OAuth != nil {
+		var err error
+		if allowed, start, err = oauthSessionToolsets(r); err != nil {
+			return nil
+		}
+	}
+	rs.once.Do(func() { rs.s = h.newSession(identity, allowed, start) })
 	return rs.s
 }
 
 // newSession builds the Sidecar of one new session, or nil (the SDK then
-// answers 400) when it cannot be built.
-func (h *HTTPServer) newSession(identity string) *mcp.Server {
+// answers 400) when it cannot be built. allowed, when set, are the only
+// toolsets the session may have (an OAuth grant's), and start those it
+// begins with.
+func (h *HTTPServer) newSession(identity string, allowed, start []string) *mcp.Server {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	sets := h.opts.Toolsets
+	if allowed != nil {
+		sets = start
+	}
 	s, err := New(Options{
-		Config: h.opts.Config, Live: h.opts.Live, Toolsets: h.opts.Toolsets, Logger: h.log,
+		Config: h.opts.Config, Live: h.opts.Live, Toolsets: sets, Logger: h.log,
 		Identity: identity, Ledger: h.opts.Ledger, Presence: h.opts.Presence,
 		ws: h.ws[identity],
 	})
@@ -256,6 +287,7 @@ func (h *HTTPServer) newSession(identity string) *mcp.Server {
 		h.log.Error("cannot build the MCP server", "err", err)
 		return nil
 	}
+	s.allowedToolsets = allowed
 	if h.opts.onSidecar != nil {
 		h.opts.onSidecar(s)
 	}

@@ -78,6 +78,9 @@ type Sidecar struct {
 	auditDegraded atomic.Bool
 	// session is Options.Session.
 	session *SessionView
+	// allowedToolsets, when set, are the only toolsets toolset_enable
+	// may add (an OAuth connector's scopes).
+	allowedToolsets []string
 }
 
 // New builds the MCP server with the chosen toolsets. The sluice_capabilities

@@ -102,6 +102,10 @@ func (s *Sidecar) toolsetEnable(_ context.Context, _ *mcp.CallToolRequest, in To
 		return ToolsetEnableOut{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: fmt.Sprintf("unknown toolset %q", in.Toolset) +
 			"; choose one of " + strings.Join(availableToolsets(), ", ") + " (sluice_capabilities lists them)"}
 	}
+	if s.allowedToolsets != nil && !slices.Contains(s.allowedToolsets, in.Toolset) {
+		return ToolsetEnableOut{}, &errcode.Error{Code: errcode.InvalidArgument, Msg: fmt.Sprintf("toolset %q is not granted to this connector", in.Toolset) +
+			"; it may enable " + strings.Join(s.allowedToolsets, ", ")}
+	}
 	// Without an image every workspace tool can only fail, so they are not
 	// added: the agent is told how the person turns workspaces on instead,
 	// and no tool definitions it cannot use cost it context.

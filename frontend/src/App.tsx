@@ -2,6 +2,7 @@ import { Fragment, useEffect, useState } from "react";
 import { api, ApiError, detectDesktop, onConnection, onEvents, type Status } from "./api";
 import { AuditView } from "./AuditView";
 import { ConnectView } from "./ConnectView";
+import { ConsentView } from "./ConsentView";
 import { HistoryView } from "./HistoryView";
 import { usePendingCount } from "./pendingCount";
 import { PendingView } from "./PendingView";
@@ -172,6 +173,7 @@ export function App() {
             <p>
               Run <code>sluice login</code> in a terminal on this machine and open the link it prints. Each link works
               once, within 15 minutes; <code>sluice serve</code> prints one when it starts.
+              {route.screen === "consent" && " Then open this page again to answer the connector."}
             </p>
           </section>
         )}
@@ -241,6 +243,8 @@ function screenFor(route: Route, status: Status) {
       return <SettingsView />;
     case "connect":
       return <ConnectView />;
+    case "consent":
+      return <ConsentView id={route.id ?? ""} />;
     default:
       return <PendingView status={status} />;
   }

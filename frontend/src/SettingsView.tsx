@@ -4,6 +4,7 @@ import { useEffect, useState } from "react";
 import { api, type Settings, type SettingsInput } from "./api";
 import { ErrorBox, errorMessage } from "./bits";
 import { WorkspaceImagePicker } from "./WorkspaceImagePicker";
+import { ConnectorsList } from "./ConsentView";
 import { WorkspaceRuntimePicker } from "./WorkspaceRuntimePicker";
 
 const labels: Record<string, string> = {
@@ -268,6 +269,7 @@ export function SettingsView() {
       </form>
       <WorkspaceImagePicker />
       <WorkspaceRuntimePicker />
+      <ConnectorsList />
     </section>
   );
 }

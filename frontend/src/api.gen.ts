@@ -160,6 +160,44 @@ export interface ConnectResult {
   message: string;
 }
 
+/** Go's Client. */
+export interface Connector {
+  id: string;
+  name: string;
+  kind: string;
+  uri?: string;
+  redirectUris: string[];
+  createdAt: string;
+  grantedAt: string;
+  scopes: string[];
+  lastUse: string;
+  revoked: boolean;
+}
+
+export interface ConnectorDecided {
+  redirect: string;
+}
+
+export interface ConnectorRevoke {
+  id?: string;
+}
+
+export interface ConnectorsView {
+  serving: boolean;
+  connectors: Connector[];
+}
+
+export interface ConsentView {
+  id: string;
+  client: Connector;
+  redirectUri: string;
+  redirectHost: string;
+  scopes: string[];
+  resource: string;
+  created: string;
+  allowedRoots: string[];
+}
+
 export interface Decision {
   by: string;
   note?: string;
@@ -733,6 +771,17 @@ export const api = {
     call("Clients", [], { method: "GET", path: "/api/connect" }),
   connect: (c: ConnectRequest): Promise<ConnectResult> =>
     call("Connect", [c], { method: "POST", path: "/api/connect", body: c }),
+  /** A remote connector's authorization request waiting for the person. */
+  connectorConsent: (id: string): Promise<ConsentView> =>
+    call("ConnectorConsent", [id], { method: "GET", path: `/api/connectors/consent/${seg(id)}` }),
+  /** Allows or denies it; the answer says where the browser goes next. */
+  decideConnector: (id: string, allow: boolean): Promise<ConnectorDecided> =>
+    call("DecideConnector", [id, allow], { method: "POST", path: `/api/connectors/consent/${seg(id)}`, body: { allow } }),
+  connectors: (): Promise<ConnectorsView> =>
+    call("Connectors", [], { method: "GET", path: "/api/connectors" }),
+  /** Ends every token of a remote connector at once. */
+  revokeConnector: (r: ConnectorRevoke): Promise<ConnectorsView> =>
+    call("RevokeConnector", [r], { method: "POST", path: "/api/connectors/revoke", body: r }),
   workspaces: (): Promise<Workspace[]> =>
     call("Workspaces", [], { method: "GET", path: "/api/workspaces" }),
   sessions: (): Promise<AgentSession[]> =>

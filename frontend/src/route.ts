@@ -13,6 +13,7 @@ export type Screen =
   | "audit"
   | "settings"
   | "connect"
+  | "consent"
   | "rules";
 
 export interface Route {
@@ -32,6 +33,7 @@ const screens: Screen[] = [
   "audit",
   "settings",
   "connect",
+  "consent",
   "rules",
 ];
 
@@ -41,6 +43,7 @@ export function parseRoute(hash: string): Route {
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
   const screen = (screens as string[]).includes(parts[0]) ? (parts[0] as Screen) : "pending";
   const route: Route = { screen, params: new URLSearchParams(query) };
+  if (screen === "consent") route.id = parts[1] ?? "";
   if (screen === "proposal") {
     if (!parts[1]) return { screen: "history", params: new URLSearchParams() };
     route.id = parts[1];
