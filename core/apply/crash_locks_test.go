@@ -131,39 +131,50 @@ func becomeSubreaper(t *testing.T) {
 }
 
 // reap waits for the orphan pid (a child of this test by now) to end and
-// returns how it ended.
-func reap(t *testing.T, pid int, what string) syscall.WaitStatus {
+// returns how it ended. reapedHere is false when the process ended and was
+// reaped before it came here: a thread of its killed parent may complete a
+// wait for it on its way out (the kernel lets a blocked wait finish before
+// the fatal signal is acted on), so its status is nobody's to read.
+// Whether that is allowed is the caller's to say.
+func reap(t *testing.T, pid int, what string) (ws syscall.WaitStatus, reapedHere bool) {
 	t.Helper()
-	done := make(chan error, 1)
-	var ws syscall.WaitStatus
+	type result struct {
+		ws  syscall.WaitStatus
+		err error
+	}
+	done := make(chan result, 1)
 	go func() {
 		for {
+			var ws syscall.WaitStatus
 			_, err := syscall.Wait4(pid, &ws, 0, nil)
 			// Not (yet) this test's child: its killed parent's children
 			// are handed on thread by thread as the parent's threads
 			// exit. While the process still exists, wait for it to
-			// arrive here; one that is gone was reaped elsewhere, which
-			// is the failure.
+			// arrive here.
 			if errors.Is(err, syscall.ECHILD) {
 				if _, serr := os.Stat("/proc/" + strconv.Itoa(pid)); serr == nil {
 					time.Sleep(10 * time.Millisecond)
 					continue
 				}
 			}
-			done <- err
+			done <- result{ws, err}
 			return
 		}
 	}()
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("wait for %s (pid %d): %v", what, pid, err)
+	case r := <-done:
+		if errors.Is(r.err, syscall.ECHILD) {
+			return 0, false
 		}
+		if r.err != nil {
+			t.Fatalf("wait for %s (pid %d): %v", what, pid, r.err)
+		}
+		return r.ws, true
 	case <-time.After(time.Minute):
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Fatalf("%s (pid %d) is still running after its executor was killed", what, pid)
 	}
-	return ws
+	return 0, false
 }
 
 func procName(pid int) string {
@@ -246,12 +257,18 @@ func crashInHook(t *testing.T, c opCase, hook string, onlyPrepared bool, wantLoc
 	cmd.Wait()
 
 	// The executor's git dies with it: it was killed, it did not finish.
-	if ws := reap(t, gitPid, "the executor's git"); !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+	// (When the dying executor reaped it on its way out, its status is
+	// gone with it; that it did not finish is then shown by what it left:
+	// the locks below, and the restore point without an end.)
+	if ws, here := reap(t, gitPid, "the executor's git"); here && (!ws.Signaled() || ws.Signal() != syscall.SIGKILL) {
 		t.Errorf("the executor's git ended %v, want killed by SIGKILL", ws)
 	}
-	// The person's hook ends when the test lets it, and is gone.
+	// The person's hook ends when the test lets it, and is gone: nothing
+	// but this test may reap it (its parent git is gone).
 	gate.release(t)
-	reap(t, hookPid, "the person's hook")
+	if _, here := reap(t, hookPid, "the person's hook"); !here {
+		t.Errorf("the person's hook (pid %d) was reaped by someone other than this test", hookPid)
+	}
 
 	// Restart: the app opens the journal again and recovers.
 	nr := f.recoverInterrupted(t, db, audit, id)
