@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/sluicehq/sluice/core/apply"
@@ -184,10 +183,17 @@ func confirmation(p proposal.Proposal) (word, what string) {
 	return filepath.Base(p.Repo), "the name of the repository"
 }
 
+// pendingPage is how many cards the pending list holds at most: the
+// oldest, read in order from the journal's index of pending records, each
+// card's collisions from its index of pending paths, so that the list
+// costs the same with 10 or 100,000 waiting. The status's count says how
+// many wait; a card past the page shows once older ones are decided.
+const pendingPage = 500
+
 // Pending lists the proposals waiting for a decision, oldest first (the
-// order they should be read in).
+// order they should be read in), at most pendingPage of them.
 func (api *API) Pending() ([]Card, error) {
-	recs, err := api.app.journal.List(journal.Filter{States: []proposal.State{proposal.Pending}})
+	recs, err := api.app.journal.List(journal.Filter{States: []proposal.State{proposal.Pending}, Oldest: true, Limit: pendingPage})
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +201,6 @@ func (api *API) Pending() ([]Card, error) {
 	for _, r := range recs {
 		cards = append(cards, api.app.cardFor(r, true))
 	}
-	sort.SliceStable(cards, func(i, j int) bool { return cards[i].CreatedAt.Before(cards[j].CreatedAt.Time) })
 	return cards, nil
 }
 

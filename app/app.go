@@ -374,9 +374,10 @@ func (a *App) pendingCount() int {
 	return n
 }
 
+// countPending counts the keys of the journal's pending index: no record
+// is read.
 func (a *App) countPending() (int, error) {
-	recs, err := a.journal.List(journal.Filter{States: []proposal.State{proposal.Pending}})
-	return len(recs), err
+	return a.journal.Count(proposal.Pending)
 }
 
 // execute runs an approved proposal in the background. The journal

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -144,30 +145,57 @@ func indexByTime(tx *bolt.Tx) error {
 }
 
 // listByTime calls consider with each record f could keep, in List's
-// order, starting after the record after (nil: from the newest), until
-// consider says stop. It reads the narrowest time index f allows.
+// order (the reverse with f.Oldest), starting after the record after
+// (nil: from the first), until consider says stop. It reads the
+// narrowest time index f allows: the bystate index of each state f keeps
+// when they are all open states (few records, whatever the history) or
+// when f names no repository, else byrepo for a repository, else bytime.
+// The keys of several states are merged in order, so that a page reads
+// the records on it and no others.
 func (j *Journal) listByTime(tx *bolt.Tx, f Filter, after *Record, consider func(k, v []byte) (stop bool, err error)) error {
+	open := len(f.States) > 0
+	for _, s := range f.States {
+		open = open && !s.Terminal()
+	}
+	var prefixes [][]byte
 	ix := timeIndexes[0]
-	at := indexed{Repo: f.Repo}
 	switch {
+	case len(f.States) > 0 && (open || f.Repo == ""):
+		ix = byState
+		for _, s := range slices.Compact(slices.Sorted(slices.Values(f.States))) {
+			prefixes = append(prefixes, ix.prefix(indexed{State: s}))
+		}
 	case f.Repo != "":
 		ix = timeIndexes[1]
-	case len(f.States) == 1:
-		ix, at.State = byState, f.States[0]
+		prefixes = [][]byte{ix.prefix(indexed{Repo: f.Repo})}
+	default:
+		prefixes = [][]byte{nil}
 	}
-	prefix := ix.prefix(at)
-	props := tx.Bucket(bucketProposals)
-	c := tx.Bucket(ix.bucket).Cursor()
-	k, _ := c.Seek(prefix)
+	var from []byte
 	if after != nil {
-		from := append(bytes.Clone(prefix), timeKey(after.Proposal.CreatedAt, after.Proposal.ID)...)
-		k, _ = c.Seek(from)
-		if bytes.Equal(k, from) {
-			k, _ = c.Next()
-		}
+		from = timeKey(after.Proposal.CreatedAt, after.Proposal.ID)
 	}
-	for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		id := idOfTimeKey(k[len(prefix):])
+	b := tx.Bucket(ix.bucket)
+	walks := make([]*indexWalk, 0, len(prefixes))
+	for _, p := range prefixes {
+		walks = append(walks, newIndexWalk(b, p, from, f.Oldest))
+	}
+	props := tx.Bucket(bucketProposals)
+	for {
+		// The walk whose key comes first in the order asked for.
+		var w *indexWalk
+		for _, x := range walks {
+			if x.k == nil {
+				continue
+			}
+			if w == nil || (bytes.Compare(x.suffix(), w.suffix()) < 0) != f.Oldest {
+				w = x
+			}
+		}
+		if w == nil {
+			return nil
+		}
+		id := idOfTimeKey(w.suffix())
 		v := props.Get(id)
 		if v == nil {
 			return fmt.Errorf("time index %s names %s, which is missing", ix.bucket, id)
@@ -176,6 +204,82 @@ func (j *Journal) listByTime(tx *bolt.Tx, f Filter, after *Record, consider func
 		if stop || err != nil {
 			return err
 		}
+		w.next()
 	}
-	return nil
+}
+
+// indexWalk walks the keys of a time index that begin with prefix,
+// forward (newest first) or back (oldest first), from after the time
+// key from (nil: from the first).
+type indexWalk struct {
+	c      *bolt.Cursor
+	prefix []byte
+	back   bool
+	k      []byte // nil once the walk is over
+}
+
+func newIndexWalk(b *bolt.Bucket, prefix, from []byte, back bool) *indexWalk {
+	w := &indexWalk{c: b.Cursor(), prefix: prefix, back: back}
+	switch {
+	case !back && from == nil:
+		w.k, _ = w.c.Seek(prefix)
+	case !back:
+		at := append(bytes.Clone(prefix), from...)
+		if w.k, _ = w.c.Seek(at); bytes.Equal(w.k, at) {
+			w.k, _ = w.c.Next()
+		}
+	default:
+		// Back: the last key before from, or before the first key past
+		// the prefix.
+		var at []byte
+		if from != nil {
+			at = append(bytes.Clone(prefix), from...)
+		} else if len(prefix) > 0 {
+			at = bytes.Clone(prefix)
+			at[len(at)-1]++ // prefixes end with a NUL
+		}
+		if k, _ := w.c.Seek(at); at == nil || k == nil {
+			w.k, _ = w.c.Last()
+		} else {
+			w.k, _ = w.c.Prev()
+		}
+	}
+	w.check()
+	return w
+}
+
+func (w *indexWalk) next() {
+	if w.back {
+		w.k, _ = w.c.Prev()
+	} else {
+		w.k, _ = w.c.Next()
+	}
+	w.check()
+}
+
+func (w *indexWalk) check() {
+	if w.k != nil && !bytes.HasPrefix(w.k, w.prefix) {
+		w.k = nil
+	}
+}
+
+// suffix is the time key of the walk's key.
+func (w *indexWalk) suffix() []byte { return w.k[len(w.prefix):] }
+
+// Count is how many records are in state st, counted from its bystate
+// keys without reading a record.
+func (j *Journal) Count(st proposal.State) (int, error) {
+	n := 0
+	err := j.db.View(func(tx *bolt.Tx) error {
+		prefix := byState.prefix(indexed{State: st})
+		c := tx.Bucket(byState.bucket).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("journal: count: %w", err)
+	}
+	return n, nil
 }

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"slices"
 	"testing"
 	"time"
@@ -123,6 +124,11 @@ func TestList_AfterAndLimit_WalkTheTimeIndex(t *testing.T) {
 		{Agent: "agent-b", States: []proposal.State{proposal.Rejected}},
 		{States: []proposal.State{proposal.Rejected}},
 		{States: []proposal.State{proposal.Pending, proposal.Rejected}},
+		{States: []proposal.State{proposal.Rejected, proposal.Pending, proposal.Rejected}},
+		{States: []proposal.State{proposal.Pending}},
+		{States: []proposal.State{proposal.Pending}, Repo: "/work/other"},
+		{States: []proposal.State{proposal.Pending, proposal.Approved}, Repo: "/work/repo", Agent: "agent-a"},
+		{States: []proposal.State{proposal.Rejected}, Repo: "/work/other"},
 		{Match: func(r Record) bool { return r.Proposal.ID[len(r.Proposal.ID)-1] == '1' }},
 	} {
 		var want []string
@@ -150,6 +156,25 @@ func TestList_AfterAndLimit_WalkTheTimeIndex(t *testing.T) {
 		if !slices.Equal(paged, want) {
 			t.Errorf("%+v in pages: %v, want %v", f, paged, want)
 		}
+		// Oldest first, whole and in pages: the same records reversed.
+		f.Oldest, f.Limit, f.After = true, 0, ""
+		slices.Reverse(want)
+		if whole := ids(t, j, f); !slices.Equal(whole, want) {
+			t.Errorf("%+v: %v, want %v", f, whole, want)
+		}
+		paged = nil
+		f.Limit = 4
+		for {
+			page := ids(t, j, f)
+			if len(page) == 0 {
+				break
+			}
+			paged = append(paged, page...)
+			f.After = page[len(page)-1]
+		}
+		if !slices.Equal(paged, want) {
+			t.Errorf("%+v in pages: %v, want %v", f, paged, want)
+		}
 	}
 }
 
@@ -164,4 +189,65 @@ func ids(t *testing.T, j *Journal, f Filter) []string {
 		out = append(out, r.Proposal.ID)
 	}
 	return out
+}
+
+// TestList_OpenStates_ReadOnlyThePage: a page of open records (the
+// pending list, the lists read at start-up) reads the records on it and
+// no others: a record that cannot be decoded, off the page, is never
+// read.
+func TestList_OpenStates_ReadOnlyThePage(t *testing.T) {
+	clk := newClock()
+	j, _ := testJournal(t, Options{Recorder: &memRecorder{}, Now: clk.Now, PendingCap: 100})
+	var all []string
+	for range 30 {
+		p := newProposal(t, clk.Now(), "agent-a")
+		if _, _, err := j.Submit(p); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, p.ID)
+		clk.Advance(time.Second)
+	}
+	// A record made unreadable, off the page.
+	spoil := func(ids ...string) func() {
+		var saved [][]byte
+		err := j.db.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketProposals)
+			for _, id := range ids {
+				saved = append(saved, bytes.Clone(b.Get([]byte(id))))
+				if err := b.Put([]byte(id), []byte("{not json")); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func() {
+			j.db.Update(func(tx *bolt.Tx) error {
+				for i, id := range ids {
+					if err := tx.Bucket(bucketProposals).Put([]byte(id), saved[i]); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}
+	}
+	open := []proposal.State{proposal.Pending, proposal.Approved, proposal.Executing}
+	restore := spoil(all[0])
+	newest, err := j.List(Filter{States: open, Limit: 5})
+	if err != nil || len(newest) != 5 || newest[0].Proposal.ID != all[29] {
+		t.Errorf("newest first, the oldest unreadable: %d records, %v", len(newest), err)
+	}
+	restore()
+	restore = spoil(all[29])
+	oldest, err := j.List(Filter{States: []proposal.State{proposal.Pending}, Limit: 5, Oldest: true})
+	if err != nil || len(oldest) != 5 || oldest[0].Proposal.ID != all[0] {
+		t.Errorf("oldest first, the newest unreadable: %d records, %v", len(oldest), err)
+	}
+	restore()
+	if n, err := j.Count(proposal.Pending); err != nil || n != 30 {
+		t.Errorf("Count(pending) = %d, %v", n, err)
+	}
 }

@@ -99,6 +99,9 @@ func checkDB(t testing.TB, path string) {
 	if err := db.View(checkTimeIndex); err != nil {
 		t.Errorf("time index: %v", err)
 	}
+	if err := db.View(checkPendingPaths); err != nil {
+		t.Errorf("pending paths index: %v", err)
+	}
 }
 
 // checkTimeIndex reports where a time index and the records disagree: a
@@ -177,4 +180,37 @@ func reseal(t testing.TB, p *proposal.Proposal) {
 	if err := p.Seal(); err != nil {
 		t.Fatalf("Seal: %v", err)
 	}
+}
+
+// checkPendingPaths reports where the pending paths index and the
+// pending records disagree.
+func checkPendingPaths(tx *bolt.Tx) error {
+	want := map[string]string{}
+	err := tx.Bucket(bucketProposals).ForEach(func(k, v []byte) error {
+		var rec Record
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return err
+		}
+		if rec.State == proposal.Pending {
+			for _, key := range pathKeys(rec.Proposal) {
+				want[string(key)] = rec.Proposal.Agent
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	n := 0
+	err = tx.Bucket(bucketPendingPaths).ForEach(func(k, v []byte) error {
+		if a, ok := want[string(k)]; !ok || a != string(v) {
+			return fmt.Errorf("key %q (%q) has no pending record", k, v)
+		}
+		n++
+		return nil
+	})
+	if err == nil && n != len(want) {
+		err = fmt.Errorf("%d keys for %d of the pending records' paths", n, len(want))
+	}
+	return err
 }

@@ -150,7 +150,10 @@ func Open(path string, opts Options) (*Journal, error) {
 		case string(v) != schemaVersion:
 			return fmt.Errorf("%w: %q", ErrSchema, v)
 		}
-		return indexByTime(tx)
+		if err := indexByTime(tx); err != nil {
+			return err
+		}
+		return indexPendingPaths(tx)
 	})
 	if err != nil {
 		db.Close()
@@ -231,6 +234,9 @@ func (j *Journal) Submit(p proposal.Proposal) (rec Record, replayed bool, err er
 			return err
 		}
 		if err := putIndexed(tx, indexedOf(p, proposal.Pending)); err != nil {
+			return err
+		}
+		if err := putPaths(tx, p); err != nil {
 			return err
 		}
 		if idemKey != nil {
@@ -352,16 +358,16 @@ type Filter struct {
 	After string
 	// Limit caps the result (newest first); zero means no limit.
 	Limit int
+	// Oldest lists oldest first (After then continues towards the
+	// newest): the pending list's order.
+	Oldest bool
 }
 
-// List returns matching records, newest first (by createdAt, then by id).
+// List returns matching records, newest first (by createdAt, then by id),
+// or oldest first with f.Oldest. It reads a time index (see
+// listByTime), in order, and stops at the end of the page: the first
+// page costs the same however many records the journal holds.
 func (j *Journal) List(f Filter) ([]Record, error) {
-	// Records that are still open are indexed, so that start-up and the
-	// pending view do not read the whole history.
-	onlyOpen := len(f.States) > 0
-	for _, s := range f.States {
-		onlyOpen = onlyOpen && !s.Terminal()
-	}
 	var out []Record
 	var after *Record
 	err := j.db.View(func(tx *bolt.Tx) error {
@@ -373,42 +379,19 @@ func (j *Journal) List(f Filter) ([]Record, error) {
 			}
 			after = &rec
 		}
-		consider := func(k, v []byte) error {
+		return j.listByTime(tx, f, after, func(k, v []byte) (bool, error) {
 			rec, err := j.cache.decodeRecord(string(k), v)
 			if err != nil {
-				return err
+				return false, err
 			}
-			if !f.matches(rec) || (after != nil && listOrder(rec, *after) <= 0) {
-				return nil
+			if f.matches(rec) {
+				out = append(out, rec)
 			}
-			out = append(out, rec)
-			return nil
-		}
-		if !onlyOpen {
-			// The time indexes are already in List's order: reading stops
-			// at the end of the page.
-			return j.listByTime(tx, f, after, func(k, v []byte) (bool, error) {
-				err := consider(k, v)
-				return f.Limit > 0 && len(out) == f.Limit, err
-			})
-		}
-		return tx.Bucket(bucketOpen).ForEach(func(k, st []byte) error {
-			if !slices.Contains(f.States, proposal.State(st)) {
-				return nil
-			}
-			v := props.Get(k)
-			if v == nil {
-				return fmt.Errorf("open index names %s, which is missing", k)
-			}
-			return consider(k, v)
+			return f.Limit > 0 && len(out) == f.Limit, nil
 		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("journal: list: %w", err)
-	}
-	slices.SortFunc(out, listOrder)
-	if f.Limit > 0 && len(out) > f.Limit {
-		out = out[:f.Limit]
 	}
 	return out, nil
 }
@@ -717,6 +700,9 @@ func (j *Journal) update(id string, fn func(rec *Record, now time.Time) (proposa
 			if err := tx.Bucket(bucketPending).Delete(joinKey(rec.Proposal.Agent, id)); err != nil {
 				return err
 			}
+			if err := deletePaths(tx, rec.Proposal); err != nil {
+				return err
+			}
 		}
 		if to.Terminal() {
 			err = tx.Bucket(bucketOpen).Delete([]byte(id))
@@ -952,7 +938,7 @@ type Collision struct {
 }
 
 // Collisions lists pending proposals in p's repository whose known files
-// overlap p's.
+// overlap p's, found through the index of pending paths.
 func (j *Journal) Collisions(p proposal.Proposal) ([]Collision, error) {
 	mine, _ := p.FilesTouched()
 	if len(mine) == 0 {
@@ -960,30 +946,12 @@ func (j *Journal) Collisions(p proposal.Proposal) ([]Collision, error) {
 	}
 	var out []Collision
 	err := j.db.View(func(tx *bolt.Tx) error {
-		props := tx.Bucket(bucketProposals)
-		return tx.Bucket(bucketPending).ForEach(func(k, _ []byte) error {
-			_, id, _ := bytes.Cut(k, []byte{0})
-			if string(id) == p.ID {
-				return nil
-			}
-			rec, err := j.getRecord(props, string(id))
-			if err != nil || rec.Proposal.Repo != p.Repo || rec.State != proposal.Pending {
-				return err
-			}
-			theirs, _ := rec.Proposal.FilesTouched()
-			set := proposal.NewPathSet(theirs)
-			var files []string
-			for _, a := range mine {
-				if set.Overlaps(a) {
-					files = append(files, a)
-				}
-			}
-			if len(files) > 0 {
-				out = append(out, Collision{ProposalID: rec.Proposal.ID, Agent: rec.Proposal.Agent, Files: files})
-			}
-			return nil
-		})
+		out = collisionsIn(tx, p, mine)
+		return nil
 	})
+	if len(out) == 0 {
+		out = nil
+	}
 	return out, err
 }
 

@@ -58,6 +58,12 @@ func (j *Journal) Reseal(id, from string, np proposal.Proposal, r Reseal) (Recor
 		}
 		at := proposal.At(now)
 		r.From, r.To, r.At = from, np.Digest, at
+		if err := deletePaths(tx, rec.Proposal); err != nil {
+			return err
+		}
+		if err := putPaths(tx, np); err != nil {
+			return err
+		}
 		rec.Proposal = np
 		rec.Version++
 		rec.UpdatedAt = at
