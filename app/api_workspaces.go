@@ -298,7 +298,22 @@ func sourceLabel(s workspace.Source) string {
 // fetches a sealed workspace's commits into the repository the workspace
 // came from, under refs/sluice/proposals/<id>. It decides nothing; the
 // proposal that names the ref is decided on its card.
-type workspaceHandoff struct{ m *workspace.Manager }
+type workspaceHandoff struct {
+	m *workspace.Manager
+	// inRepo runs Sluice's own writes in the person's repository (the
+	// handoff ref, made and taken back) under the executor's lock for it
+	// (apply.Executor.InRepo), so that an approval's lock check never sees
+	// their locks as the person's; nil runs them as they come.
+	inRepo func(ctx context.Context, repo string, f func() error) error
+}
+
+// in runs f under the repository's lock when there is an executor.
+func (h workspaceHandoff) in(ctx context.Context, repo string, f func() error) error {
+	if h.inRepo == nil {
+		return f()
+	}
+	return h.inRepo(ctx, repo, f)
+}
 
 // handoffRefPrefix is where a sealed workspace's commits are handed off.
 const handoffRefPrefix = "refs/sluice/proposals/"
@@ -329,7 +344,11 @@ func (h workspaceHandoff) Handoff(ctx context.Context, agent, id, repo string) (
 		return gateway.HandoffResult{}, h.release(ctx, ws, repo, ref, &errcode.Error{Code: errcode.ProposalRefused,
 			Msg: "the handoff checks refused this change", Data: map[string]any{"findings": findings}})
 	}
-	sha, err := h.m.FetchInto(ctx, id, repo, ref)
+	var sha string
+	err = h.in(ctx, repo, func() (err error) {
+		sha, err = h.m.FetchInto(ctx, id, repo, ref)
+		return err
+	})
 	if err != nil {
 		return gateway.HandoffResult{}, h.release(ctx, ws, repo, ref, handoffError(err))
 	}
@@ -342,7 +361,7 @@ func (h workspaceHandoff) Handoff(ctx context.Context, agent, id, repo string) (
 // refused and seal again. cause is returned, saying so.
 func (h workspaceHandoff) release(ctx context.Context, ws *workspace.Workspace, repo, ref string, cause error) error {
 	ctx = context.WithoutCancel(ctx)
-	rmErr := h.m.RemoveHandoff(ctx, ws.ID, repo, ref)
+	rmErr := h.in(ctx, repo, func() error { return h.m.RemoveHandoff(ctx, ws.ID, repo, ref) })
 	unErr := h.m.Unseal(ws.ID)
 	if err := errors.Join(rmErr, unErr); err != nil {
 		return errors.Join(cause, err)

@@ -171,7 +171,7 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 	var handoff gateway.WorkspaceHandoff
 	if wsm != nil {
 		cleanup = append(cleanup, func() { wsm.Close() })
-		handoff = workspaceHandoff{wsm}
+		handoff = workspaceHandoff{m: wsm, inRepo: exec.InRepo}
 	}
 	// The app is made after the backend: a proposal that comes before it
 	// waits for a person.
@@ -187,7 +187,7 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 	ss.exec, ss.backend = exec, backend
 	var gwBackend gateway.Backend = backend
 	if wsm != nil {
-		gwBackend = handoffBackend{Backend: backend, h: workspaceHandoff{wsm}, j: j}
+		gwBackend = handoffBackend{Backend: backend, h: workspaceHandoff{m: wsm, inRepo: exec.InRepo}, j: j}
 	}
 	gw, err := gateway.Listen(gateway.Options{
 		Token:      token,

@@ -310,6 +310,20 @@ func (e *Executor) CheckUnlocked(ctx context.Context, p proposal.Proposal) error
 	return requireUnlocked(ctx, r.repos()...)
 }
 
+// InRepo runs f while it holds the repository's lock, as an execution
+// does: Sluice's own writes in the person's repository outside an
+// execution (a workspace's commits handed off under refs/sluice/proposals/,
+// and the handoff taken back) lock refs, or packed-refs, that the lock
+// check reads, and must not be seen there as the person's.
+func (e *Executor) InRepo(ctx context.Context, repo string, f func() error) error {
+	unlock, err := e.lock(ctx, []string{repo})
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return f()
+}
+
 // lockSlack absorbs the difference between the clock the journal reads and
 // the coarser one file systems stamp files with.
 const lockSlack = 2 * time.Second

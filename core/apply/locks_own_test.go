@@ -242,3 +242,62 @@ func (f *fixture) personCommitHeld(t *testing.T) (*hookGate, *exec.Cmd) {
 	})
 	return gate, person
 }
+
+// TestLocks_InRepo_CheckWaits: Sluice's own writes in the person's
+// repository outside an execution (a workspace's commits handed off
+// under refs/sluice/proposals/, and taken back) run under the
+// repository's lock (InRepo). An approval's check made while one holds a
+// ref lock waits for it, and is not refused for Sluice's own lock.
+func TestLocks_InRepo_CheckWaits(t *testing.T) {
+	f := newFixture(t)
+	rec := f.propose(&proposal.BranchArgs{Name: "topic", StartPoint: "main"})
+	dir := filepath.Join(f.repo.Dir, ".git", "refs", "sluice", "proposals")
+	lock := filepath.Join(dir, "ws-handoff-1.lock")
+	held, hold := make(chan struct{}), make(chan struct{})
+	work := make(chan error, 1)
+	go func() {
+		work <- f.e.InRepo(context.Background(), f.repo.Dir, func() error {
+			// What git update-ref leaves while it writes the ref.
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(lock, []byte("0123\n"), 0o644); err != nil {
+				return err
+			}
+			close(held)
+			<-hold
+			return os.Remove(lock)
+		})
+	}()
+	select {
+	case <-held:
+	case err := <-work:
+		t.Fatalf("the work ended before it held its lock: %v", err)
+	}
+	reached := make(chan struct{}, 1)
+	f.e.beforeStep = func(s string) {
+		if s == "lock-wait" {
+			select {
+			case reached <- struct{}{}:
+			default:
+			}
+		}
+	}
+	defer func() { f.e.beforeStep = nil }()
+	check := make(chan error, 1)
+	go func() { check <- f.e.CheckUnlocked(testCtx(t), rec.Proposal) }()
+	select {
+	case <-reached:
+	case err := <-check:
+		close(hold)
+		<-work
+		t.Fatalf("the check answered while Sluice's own work held a ref lock: %v", err)
+	}
+	close(hold)
+	if err := <-work; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-check; err != nil {
+		t.Fatalf("the check after Sluice's own work: %v", err)
+	}
+}
