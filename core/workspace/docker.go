@@ -204,14 +204,16 @@ func (d *Docker) Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.
 	if err := ValidateContainerConfig(cfg, hc, nc, spec.allowedMounts()); err != nil {
 		return st, err
 	}
-	created, err := d.cli.ContainerCreate(ctx, cfg, hc, nc, nil, "")
+	// Cleanup must happen even when ctx is cancelled (a destroyed
+	// workspace, a client that went away).
+	bg := context.WithoutCancel(ctx)
+	created, err := createUncancelled(ctx, func(cctx context.Context) (container.CreateResponse, error) {
+		return d.cli.ContainerCreate(cctx, cfg, hc, nc, nil, "")
+	})
 	if err != nil {
 		return st, cancelledOr(ctx, &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine refused to create the run's container", Err: err})
 	}
 	st.ContainerID = created.ID
-	// Cleanup must happen even when ctx is cancelled (a destroyed
-	// workspace, a client that went away).
-	bg := context.WithoutCancel(ctx)
 	defer func() {
 		rctx, cancel := context.WithTimeout(bg, 30*time.Second)
 		defer cancel()
@@ -219,6 +221,9 @@ func (d *Docker) Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.
 			err = rerr
 		}
 	}()
+	if ctx.Err() != nil {
+		return st, cancelledOr(ctx, ctx.Err())
+	}
 
 	attach, err := d.cli.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
 	if err != nil {
@@ -419,6 +424,22 @@ func cancelledOr(ctx context.Context, err error) error {
 		return &errcode.Error{Code: errcode.Timeout, Msg: "the run was cancelled", Err: ctx.Err()}
 	}
 	return err
+}
+
+// createWait bounds a container's create, which the run's or session's
+// context does not cancel (see createUncancelled).
+const createWait = 60 * time.Second
+
+// createUncancelled creates a container without letting ctx cancel the
+// request: the Engine finishes a create whose caller went away, and that
+// container would be left with nobody knowing its id to remove it (a
+// workspace destroyed during a run's create found one more container
+// after it had removed them all). The caller removes what was created
+// and then sees ctx's end.
+func createUncancelled(ctx context.Context, create func(context.Context) (container.CreateResponse, error)) (container.CreateResponse, error) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createWait)
+	defer cancel()
+	return create(cctx)
 }
 
 // runscThreadHeadroom is added to a run's PID limit under runsc (see

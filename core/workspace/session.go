@@ -199,11 +199,17 @@ func (d *Docker) StartSession(ctx context.Context, s SessionContainerSpec, in io
 	if err := ValidateSessionContainer(cfg, hc, s.Binds); err != nil {
 		return nil, err
 	}
-	created, err := d.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
+	created, err := createUncancelled(ctx, func(cctx context.Context) (container.CreateResponse, error) {
+		return d.cli.ContainerCreate(cctx, cfg, hc, nil, nil, "")
+	})
 	if err != nil {
 		return nil, &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine refused to create the session's container: " + err.Error(), Err: err}
 	}
 	c := &SessionContainer{d: d, id: created.ID, tty: s.TTY, closed: make(chan struct{})}
+	if err := ctx.Err(); err != nil {
+		c.Remove()
+		return nil, &errcode.Error{Code: errcode.Timeout, Msg: "the session was cancelled while its container was created", Err: err}
+	}
 	attach, err := d.cli.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
 		c.Remove()
