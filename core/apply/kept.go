@@ -21,7 +21,8 @@ import (
 // schedule, into one ref per repository, keptRef, whose commit's tree
 // holds every kept outcome:
 //
-//	<bucket>/<proposal id>/<tree id>   a tree Keep made (its sealed trees)
+//	<bucket>/<proposal id>             the tree Keep made (its sealed trees)
+//	<bucket>/<proposal id>/<tree id>   or, re-sealed, each tree Keep made
 //
 // A bucket is two hex digits of a hash of the id, so that adding or
 // dropping one proposal rewrites a tree of a few dozen entries and the
@@ -158,8 +159,14 @@ func (rc *repoCtx) mktrees(ctx context.Context, trees []map[string]string) ([]st
 // rewriteKept moves keptRef to hold, besides what it holds, the trees
 // of add (proposal id → trees Keep made), and no longer the proposals of
 // drop. It reports whether keptRef changed.
+//
+// A proposal's entry is the one tree Keep made for it, or, once it holds
+// more than one (a re-sealed proposal), a tree of those trees, each named
+// by its id: Keep's trees name their entries t00, t01…, never by an id,
+// so the two cannot be taken for each other.
 func (rc *repoCtx) rewriteKept(ctx context.Context, k keptState, add map[string][]string, drop map[string]bool) (bool, error) {
-	// An entry that is there already gains the trees it lacks.
+	// An entry that is there already gains the trees it lacks; a list
+	// of trees, not one of Keep's, is read to be merged.
 	var had []string
 	for id := range add {
 		if k.entries[id] != "" && !drop[id] {
@@ -174,6 +181,7 @@ func (rc *repoCtx) rewriteKept(ctx context.Context, k keptState, add map[string]
 			return false, err
 		}
 	}
+	entry := map[string]string{} // id → its new entry
 	var ids []string
 	var trees []map[string]string
 	for _, id := range slices.Sorted(maps.Keys(add)) {
@@ -181,24 +189,37 @@ func (rc *repoCtx) rewriteKept(ctx context.Context, k keptState, add map[string]
 			continue
 		}
 		t := map[string]string{}
-		prefix := keptBucket(id) + "/" + id + "/"
-		for name, sha := range old {
-			if rest, ok := strings.CutPrefix(name, prefix); ok {
-				t[rest] = sha
+		if e := k.entries[id]; e != "" {
+			prefix := keptBucket(id) + "/" + id + "/"
+			list := false
+			for name, sha := range old {
+				if rest, ok := strings.CutPrefix(name, prefix); ok && isObjectID(rest) {
+					t[rest], list = sha, true
+				}
+			}
+			if !list {
+				t[e] = e
 			}
 		}
 		n := len(t)
 		for _, sha := range add[id] {
 			t[sha] = sha
 		}
-		if k.entries[id] != "" && len(t) == n {
+		switch {
+		case k.entries[id] != "" && len(t) == n:
 			continue // every tree is kept already
+		case len(t) == 1:
+			entry[id] = add[id][0]
+		default:
+			ids, trees = append(ids, id), append(trees, t)
 		}
-		ids, trees = append(ids, id), append(trees, t)
 	}
 	made, err := rc.mktrees(ctx, trees)
 	if err != nil {
 		return false, err
+	}
+	for i, id := range ids {
+		entry[id] = made[i]
 	}
 	// The buckets that change, with their entries as they become.
 	touched := map[string]map[string]string{}
@@ -213,8 +234,8 @@ func (rc *repoCtx) rewriteKept(ctx context.Context, k keptState, add map[string]
 		}
 		return touched[b]
 	}
-	for i, id := range ids {
-		bucket(keptBucket(id))[id] = made[i]
+	for id, t := range entry {
+		bucket(keptBucket(id))[id] = t
 	}
 	for id := range drop {
 		if k.entries[id] != "" {
@@ -261,6 +282,19 @@ func (rc *repoCtx) rewriteKept(ctx context.Context, k keptState, add map[string]
 	}
 	_, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-m", "sluice: keep sealed outcomes"}, revs: []string{keptRef, c, expect}})
 	return err == nil, err
+}
+
+// isObjectID reports whether name is a hex object id (SHA-1 or SHA-256).
+func isObjectID(name string) bool {
+	if len(name) != 40 && len(name) != 64 {
+		return false
+	}
+	for _, c := range name {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // SealedTend is what one TendSealed did in a repository.

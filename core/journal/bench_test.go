@@ -2,6 +2,7 @@ package journal
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -74,3 +75,105 @@ func decidedJournal(b *testing.B, n int) *Journal {
 type discardRecorder struct{}
 
 func (discardRecorder) Record(Event) error { return nil }
+
+// BenchmarkJournal_PendingFirstPage is the pending list's page as the app
+// reads it (API.Pending): the oldest pending records, and each one's
+// collisions, from a journal of 100, 1,000, 10,000 and 100,000 pending
+// proposals in one repository, each of a file of its own. The page is
+// 100 cards at every size (the app's holds up to 500), so that each size
+// reads the same page.
+func BenchmarkJournal_PendingFirstPage(b *testing.B) {
+	for _, n := range []int{100, 1_000, 10_000, 100_000} {
+		j, _ := mixedJournal(b, n, n)
+		b.Run(fmt.Sprintf("pending=%d", n), func(b *testing.B) {
+			for range b.N {
+				pendingPage(b, j, 100)
+			}
+		})
+	}
+}
+
+// BenchmarkJournal_StartupLists is what the app reads of the journal as
+// it starts and its screens first load, from a journal of 100, 1,000,
+// 10,000 and 100,000 records (one in ten pending, the others decided):
+// Open, Recover, the pending count, the pending list's first page with
+// collisions, History's first page, the approved records to run, and the
+// repositories whose sealed objects are tended.
+func BenchmarkJournal_StartupLists(b *testing.B) {
+	for _, n := range []int{100, 1_000, 10_000, 100_000} {
+		j, path := mixedJournal(b, n, n/10)
+		j.Close()
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			for range b.N {
+				// The clock of the records: none has expired.
+				j, err := Open(path, Options{Recorder: discardRecorder{}, PendingCap: 1 << 30, Now: newClock().Now})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := j.Recover(func(Record) error { return nil }); err != nil {
+					b.Fatal(err)
+				}
+				if c, err := j.Count(proposal.Pending); err != nil || c != n/10 {
+					b.Fatalf("count %d, %v", c, err)
+				}
+				pendingPage(b, j, min(n/10, 100))
+				if recs, err := j.List(Filter{Limit: 200}); err != nil || len(recs) != min(n, 200) {
+					b.Fatalf("History: %d, %v", len(recs), err)
+				}
+				if _, err := j.List(Filter{States: []proposal.State{proposal.Approved}}); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := j.Repos(); err != nil {
+					b.Fatal(err)
+				}
+				j.Close()
+			}
+		})
+	}
+}
+
+// pendingPage reads the pending list's first page and its collisions.
+func pendingPage(b *testing.B, j *Journal, want int) {
+	recs, err := j.List(Filter{States: []proposal.State{proposal.Pending}, Oldest: true, Limit: 100})
+	if err != nil || len(recs) != want {
+		b.Fatalf("%d pending on the page, want %d: %v", len(recs), want, err)
+	}
+	for _, r := range recs {
+		if _, err := j.Collisions(r.Proposal); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// mixedJournal opens a journal in b.TempDir() holding n proposals, one a
+// second apart, the newest pending of them pending and the others
+// rejected; each touches a file of its own.
+func mixedJournal(b *testing.B, n, pending int) (*Journal, string) {
+	b.Helper()
+	clk := newClock()
+	path := filepath.Join(b.TempDir(), "journal.db")
+	j, err := Open(path, Options{Recorder: discardRecorder{}, Now: clk.Now, PendingCap: 1 << 30, PendingExpiry: 2000 * time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { j.Close() })
+	j.db.NoSync = true
+	start := time.Now()
+	for i := range n {
+		p := newProposal(b, clk.Now(), "agent-a", fmt.Sprintf("d%02d/f%06d.txt", i%100, i))
+		p.ExpiresAt = proposal.At(clk.Now().Add(1000 * time.Hour))
+		reseal(b, &p)
+		if _, _, err := j.Submit(p); err != nil {
+			b.Fatal(err)
+		}
+		if i < n-pending {
+			if _, err := j.Reject(p.ID, "owner:web", ""); err != nil {
+				b.Fatal(err)
+			}
+		}
+		clk.Advance(time.Second)
+	}
+	j.db.NoSync = false
+	b.Logf("%d records (%d pending) built in %s", n, pending, time.Since(start).Round(time.Millisecond))
+	return j, path
+}
