@@ -33,7 +33,7 @@ func (a *App) tendSealed(ctx context.Context, b *intake.Intake) {
 	t := time.NewTicker(sealedTendEvery)
 	defer t.Stop()
 	for {
-		a.tendSealedOnce(ctx)
+		a.tendSealedOnce(ctx, time.Now())
 		select {
 		case <-ctx.Done():
 			return
@@ -46,16 +46,17 @@ func (a *App) tendSealed(ctx context.Context, b *intake.Intake) {
 // journal has records of: a proposal's own ref is folded into the
 // repository's kept ref, and the objects of a proposal whose record is
 // gone, or that ended without running longer than sealedRetention ago,
-// are let go. The journal is asked after the executor read the refs: a
-// ref is written only once its proposal is stored, so a proposal found
-// without a record has none any more.
-func (a *App) tendSealedOnce(ctx context.Context) {
+// are let go (now is the time the retention is counted to). The journal
+// is asked after the executor read the refs: a ref is written only once
+// its proposal is stored, so a proposal found without a record has none
+// any more.
+func (a *App) tendSealedOnce(ctx context.Context, now time.Time) {
 	repos, err := a.journal.Repos()
 	if err != nil {
 		a.log.Error("listing repositories for sealed objects", "err", err)
 		return
 	}
-	cutoff := time.Now().Add(-sealedRetention)
+	cutoff := now.Add(-sealedRetention)
 	drop := func(ids []string) (map[string]bool, error) {
 		st, err := a.journal.Standings(ids)
 		if err != nil {
