@@ -255,6 +255,8 @@ func detailsOut(d *restorepoint.Details) RestorePointDetailsOut {
 		switch {
 		case w.Files && w.Clean:
 			line += "; clean"
+		case len(w.Paths) > 0:
+			line += fmt.Sprintf("; the %d paths the operation changes (index and files) recorded in snapshot %s", len(w.Paths), w.Snapshot)
 		case w.Files:
 			line += "; index and files recorded in snapshot " + w.Snapshot
 		case w.Index != "":

@@ -95,7 +95,9 @@ func TestSafety_Tools_ReadRestorePointsAndTimeline(t *testing.T) {
 	}
 
 	d := gitCallOK[RestorePointDetailsOut](t, cs, "restore_point_details", map[string]any{"repoPath": sr.dir, "restorePointId": sr.patch})
-	if d.Op != "patch" || len(d.Worktrees) != 1 || !strings.Contains(d.Worktrees[0], "HEAD main at ") {
+	// A patch to the files records the paths it changes, and says so.
+	if d.Op != "patch" || len(d.Worktrees) != 1 || !strings.Contains(d.Worktrees[0], "HEAD main at ") ||
+		!strings.Contains(d.Worktrees[0], "paths the operation changes") {
 		t.Errorf("details %+v", d)
 	}
 	// The person's reset after the patch is work a restore would

@@ -94,10 +94,11 @@ func TestMerge_IgnoredInTheWay_RefusedNothingMoved(t *testing.T) {
 	}
 }
 
-// A merge into a checkout with no change at all records its end state as
-// clean at the HEAD it left, without reading the files or HEAD again; a
-// later edit still shows as a change made after the operation. Both a
-// merge commit and a fast-forward.
+// A merge into a checkout with no change at all records its end state
+// as the paths it changed, exactly as the HEAD it left has them; a later
+// edit of one of those paths shows as a change made after the operation,
+// and an edit elsewhere, which a restore would not touch, does not. Both
+// a merge commit and a fast-forward.
 func TestMerge_PristineCheckout_EndStateClean(t *testing.T) {
 	for name, setup := range map[string]func(*fixture){
 		"merge commit": func(f *fixture) { f.diverge() },
@@ -122,14 +123,20 @@ func TestMerge_PristineCheckout_EndStateClean(t *testing.T) {
 				t.Fatalf("restore points %+v, %v", list, err)
 			}
 			w := list[0].End.Worktrees[0]
-			tree := f.git("rev-parse", "HEAD^{tree}")
-			if !w.Clean || w.Index != tree || w.Tree != tree || w.HeadSHA != f.git("rev-parse", "HEAD") || w.Head != "refs/heads/main" {
-				t.Errorf("end state %+v: want clean on main at HEAD's tree %s", w, tree)
+			changed := strings.Split(f.git("diff", "--name-only", list[0].Worktrees[0].HeadSHA, "HEAD"), "\n")
+			atHead := f.git(append([]string{"ls-tree", "-r", "HEAD", "--"}, changed...)...)
+			if !slices.Equal(w.Paths, changed) || f.git("ls-tree", "-r", w.Index) != atHead || f.git("ls-tree", "-r", w.Tree) != atHead ||
+				w.HeadSHA != f.git("rev-parse", "HEAD") || w.Head != "refs/heads/main" {
+				t.Errorf("end state %+v: want the paths %q on main as HEAD has them", w, changed)
 			}
 			if d, err := f.e.RestorePointDetails(testCtx(t), f.repo.Dir, done.Outcome.RestorePoint); err != nil || len(d.Conflicts) != 0 {
 				t.Fatalf("details right after: %+v, %v", d, err)
 			}
-			f.repo.Write("src/a.txt", "edited after the merge\n")
+			f.repo.Write("README.md", "edited after the merge, where the merge changed nothing\n")
+			if d, err := f.e.RestorePointDetails(testCtx(t), f.repo.Dir, done.Outcome.RestorePoint); err != nil || len(d.Conflicts) != 0 {
+				t.Fatalf("details after an edit outside the merge: %+v, %v", d, err)
+			}
+			f.repo.Write("feature.txt", "edited after the merge\n")
 			if d, err := f.e.RestorePointDetails(testCtx(t), f.repo.Dir, done.Outcome.RestorePoint); err != nil || len(d.Conflicts) != 1 || d.Conflicts[0].Kind != "files" {
 				t.Fatalf("details after an edit: %+v, %v", d, err)
 			}

@@ -121,6 +121,9 @@ func (s *patchStep) verify(ctx context.Context, r *run) error {
 	if sealed == nil {
 		return nil
 	}
+	if same, err := s.sameOnDisk(ctx, r, sealed.Before); err != nil || same {
+		return err
+	}
 	return r.unchanged(ctx, sealed.Before, s.stateNow)
 }
 
@@ -134,6 +137,9 @@ func (s *patchStep) verifyAfter(ctx context.Context, r *run) error {
 	sealed := r.sealedStep()
 	if sealed == nil {
 		return nil
+	}
+	if same, err := s.sameOnDisk(ctx, r, sealed.After); err != nil || same {
+		return err
 	}
 	now, _, err := r.compareState(ctx, sealed.After, s.stateNow)
 	if err != nil {

@@ -27,6 +27,10 @@ type touchSet struct {
 	refs []string
 	// worktrees maps a worktree to how much of it may change.
 	worktrees map[worktree]depth
+	// scopes maps a worktree to the paths the operation changes there,
+	// when they are known for certain (see scope.go); the restore point
+	// then records those paths alone.
+	scopes map[worktree][]string
 	// config lists branches whose configuration section may change.
 	config      []string
 	newWorktree string
@@ -48,6 +52,18 @@ func (t *touchSet) addWorktree(wt worktree, d depth) {
 		t.worktrees = map[worktree]depth{}
 	}
 	t.worktrees[wt] = max(t.worktrees[wt], d)
+}
+
+// addScope records the paths an operation changes in wt (nil: not
+// known, the whole working tree is recorded).
+func (t *touchSet) addScope(wt worktree, paths []string) {
+	if len(paths) == 0 {
+		return
+	}
+	if t.scopes == nil {
+		t.scopes = map[worktree][]string{}
+	}
+	t.scopes[wt] = paths
 }
 
 func (t *touchSet) addConfig(branch string) {
@@ -116,7 +132,12 @@ func (rc *repoCtx) takeRestorePoint(ctx context.Context, rp *RestorePoint, t tou
 		return nil, err
 	}
 	for _, wt := range t.sortedWorktrees() {
-		st, tr, err := rc.stateOf(ctx, wt, t.worktrees[wt], keepSnapshot, "sluice restore point "+rp.ID, false)
+		st, tr, err := rc.stateOf(ctx, wt, t.worktrees[wt], keepSnapshot, "sluice restore point "+rp.ID, false, t.scopes[wt])
+		if errors.Is(err, restorepoint.ErrNotAFile) {
+			// A directory where the operation writes a file: the whole
+			// working tree is recorded instead.
+			st, tr, err = rc.stateOf(ctx, wt, t.worktrees[wt], keepSnapshot, "sluice restore point "+rp.ID, false, nil)
+		}
 		if err != nil {
 			tk.cleanup()
 			return nil, err
@@ -228,7 +249,7 @@ func (rc *repoCtx) endState(ctx context.Context, rp *RestorePoint, outcome strin
 			}
 			return nil, err
 		}
-		st, _, err := rc.stateOf(ctx, wt, depthOf(w), how, "", dirtied[wt.path])
+		st, _, err := rc.stateOf(ctx, wt, depthOf(w), how, "", dirtied[wt.path], w.Paths)
 		if err != nil {
 			return nil, err
 		}
@@ -444,6 +465,7 @@ func (rc *repoCtx) takeUndoPoint(ctx context.Context, rp *RestorePoint, now time
 		}
 		wts = append(wts, wt)
 		t.addWorktree(wt, depthOf(w))
+		t.addScope(wt, w.Paths)
 	}
 	for _, c := range rp.Config {
 		t.addConfig(c.Branch)

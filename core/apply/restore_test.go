@@ -41,9 +41,25 @@ func TestRestore_RefMovedAfter_RefusedUnlessForced(t *testing.T) {
 	if !res.Forced || len(res.Conflicts) == 0 || len(res.Refs) != 1 || res.Refs[0].Ref != "refs/heads/main" || res.Refs[0].To != mainBefore {
 		t.Errorf("result %+v", res)
 	}
+	// The restore point holds the paths the merge changed: those, main
+	// and HEAD come back as they were before the merge. The person's
+	// later.txt, which the merge never touched, is not overwritten: it
+	// stays in the index and on disk, now a change on top of main.
+	if got := f.git("diff", "--cached", "--name-status"); got != "A\tlater.txt" {
+		t.Errorf("staged after the forced restore: %q, want the person's later.txt alone", got)
+	}
+	if got := f.read("later.txt"); got != "later\n" {
+		t.Errorf("later.txt after the forced restore: %q", got)
+	}
+	f.git("rm", "-q", "--cached", "later.txt")
+	if err := os.Remove(filepath.Join(f.repo.Dir, "later.txt")); err != nil {
+		t.Fatal(err)
+	}
 	if now := repoState(t, f.repo.Dir); now != before {
 		t.Errorf("forced restore did not bring back the state before the merge:\n%s", diffState(before, now))
 	}
+	f.repo.Write("later.txt", "later\n")
+	f.git("add", "later.txt")
 
 	// The restore took its own restore point: undoing it brings back the
 	// person's later work.
@@ -75,9 +91,18 @@ func TestRestore_FilesChangedAfter_RefusedUnlessForced(t *testing.T) {
 	if err != nil {
 		t.Fatalf("forced restore: %v", err)
 	}
+	// The person's edit of the patched file is overwritten (they
+	// confirmed); their notes.txt, which the patch never touched, stays.
+	if got := f.read("notes.txt"); got != "new untracked notes\n" {
+		t.Errorf("notes.txt after the forced restore: %q", got)
+	}
+	if err := os.Remove(filepath.Join(f.repo.Dir, "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
 	if now := repoState(t, f.repo.Dir); now != before {
 		t.Errorf("forced restore:\n%s", diffState(before, now))
 	}
+	f.repo.Write("notes.txt", "new untracked notes\n")
 	if _, err := f.e.Restore(testCtx(t), f.repo.Dir, res.UndoPoint, false); err != nil {
 		t.Fatalf("undo the restore: %v", err)
 	}
@@ -331,8 +356,10 @@ func TestRestorePoint_RacilyCleanFileIsRecorded(t *testing.T) {
 	if st := f.git("--no-optional-locks", "status", "--porcelain"); st != "M src/b.txt" {
 		t.Fatalf("status %q: the fixture should see the change", st)
 	}
+	// A patch to the index: the restore point records the whole working
+	// tree (a patch to the working tree records its own files alone).
 	patch := "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-# demo\n+# patched\n"
-	done := f.mustComplete(f.propose(&proposal.PatchArgs{Patch: patch, Target: proposal.PatchWorktree}))
+	done := f.mustComplete(f.propose(&proposal.PatchArgs{Patch: patch, Target: proposal.PatchIndex}))
 	snap := f.git("rev-parse", RestorePrefix+done.Outcome.RestorePoint+"/worktree/0")
 	if got := f.git("show", snap+":src/b.txt"); got != "B1\nB2\nB3" {
 		t.Errorf("the snapshot holds src/b.txt as %q, not the rewritten file", got)

@@ -50,7 +50,7 @@ func (p present) Worktree(ctx context.Context, path string, like WorktreeState) 
 	if err != nil {
 		return WorktreeState{}, err
 	}
-	st, _, err := p.rc.stateOf(ctx, wt, depthOf(like), keepNothing, "", false)
+	st, _, err := p.rc.stateOf(ctx, wt, depthOf(like), keepNothing, "", false, like.Paths)
 	return st, err
 }
 

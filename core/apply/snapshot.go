@@ -1,14 +1,17 @@
 package apply
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/restorepoint"
 )
 
 // head is where a worktree's HEAD is.
@@ -272,7 +275,11 @@ const (
 // stateOf records the worktree: its HEAD and, to depth, its index and
 // files as trees. dirty says the worktree has changes for certain, so
 // its files go straight to hashing.
-func (rc *repoCtx) stateOf(ctx context.Context, wt worktree, d depth, how keep, label string, dirty bool) (WorktreeState, trees, error) {
+//
+// With paths (a scope, for depthFiles), only those paths of the index
+// and of the working tree are recorded (see WorktreeState.Paths): no
+// status, no walk of the working tree.
+func (rc *repoCtx) stateOf(ctx context.Context, wt worktree, d depth, how keep, label string, dirty bool, paths []string) (WorktreeState, trees, error) {
 	g := rc.g
 	h, err := rc.headOf(ctx, wt.path)
 	if err != nil {
@@ -285,6 +292,22 @@ func (rc *repoCtx) stateOf(ctx context.Context, wt worktree, d depth, how keep, 
 	on := "(no branch)"
 	if h.sym != "" {
 		on = strings.TrimPrefix(h.sym, "refs/heads/")
+	}
+	if d == depthFiles && len(paths) > 0 {
+		st.Paths = paths
+		if st.Index, st.Tree, err = g.pathTrees(ctx, wt, rc.objectsDir(), paths, how != keepNothing); err != nil {
+			return WorktreeState{}, trees{}, err
+		}
+		if how == keepSnapshot {
+			ic, err := rc.commitTree(ctx, st.Index, []string{h.sha}, "index on "+on+": "+label)
+			if err != nil {
+				return WorktreeState{}, trees{}, err
+			}
+			if st.Snapshot, err = rc.commitTree(ctx, st.Tree, []string{h.sha, ic}, "WIP on "+on+": "+label); err != nil {
+				return WorktreeState{}, trees{}, err
+			}
+		}
+		return st, trees{}, nil
 	}
 	if d == depthIndex {
 		t, err := g.treesOf(ctx, wt, rc.objectsDir(), false, how != keepNothing, false)
@@ -339,6 +362,34 @@ func (rc *repoCtx) stateOf(ctx context.Context, wt worktree, d depth, how keep, 
 	return st, t, nil
 }
 
+// pathTrees records the index entries and the files at paths of wt as
+// two trees (restorepoint.PathTrees). With persist the objects go to the
+// repository; without it to a temporary object directory that is deleted.
+func (g *gitEnv) pathTrees(ctx context.Context, wt worktree, objectsDir string, paths []string, persist bool) (string, string, error) {
+	tmp, err := os.MkdirTemp("", "sluice-snapshot-")
+	if err != nil {
+		return "", "", err
+	}
+	defer os.RemoveAll(tmp)
+	var objEnv []string
+	if !persist {
+		objs := filepath.Join(tmp, "objects")
+		if err := os.Mkdir(objs, 0o700); err != nil {
+			return "", "", err
+		}
+		objEnv = []string{"GIT_OBJECT_DIRECTORY=" + objs, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + objectsDir}
+	}
+	return restorepoint.PathTrees(ctx, g.inWorktree(wt), wt.path, tmp, paths, objEnv)
+}
+
+// inWorktree is g as restorepoint.Git, in the working tree wt.
+func (g *gitEnv) inWorktree(wt worktree) restorepoint.Git {
+	return func(ctx context.Context, c restorepoint.Call) ([]byte, error) {
+		res, err := g.run(ctx, call{dir: wt.path, args: c.Args, revs: c.Revs, paths: c.Paths, env: c.Env, stdin: c.Stdin})
+		return res.out, err
+	}
+}
+
 // commitTree makes one of Sluice's own bookkeeping commits: Sluice's
 // identity, never signed.
 func (g *gitEnv) commitTree(ctx context.Context, dir, tree string, parents []string, msg string) (string, error) {
@@ -358,6 +409,9 @@ func (g *gitEnv) commitTree(ctx context.Context, dir, tree string, parents []str
 // (see treesOf); for a clean worktree it is empty and the real index is
 // used, which then matches the files.
 func (g *gitEnv) restoreFiles(ctx context.Context, wt worktree, want WorktreeState, cur trees) error {
+	if len(want.Paths) > 0 {
+		return g.restorePaths(ctx, wt, want)
+	}
 	var env []string
 	if cur.tmpIndex != "" {
 		env = []string{"GIT_INDEX_FILE=" + cur.tmpIndex}
@@ -373,9 +427,112 @@ func (g *gitEnv) restoreFiles(ctx context.Context, wt worktree, want WorktreeSta
 // restoreIndex makes the worktree's index the tree index, leaving its
 // files as they are.
 func (g *gitEnv) restoreIndex(ctx context.Context, wt worktree, index string) error {
-	if _, err := g.run(ctx, call{dir: wt.path, args: []string{"read-tree"}, revs: []string{index}}); err != nil {
+	// --reset (a one-tree merge that drops unmerged entries) keeps the
+	// stat data of every entry whose content stays, so the refresh after
+	// it hashes only the files that changed, not the whole working tree.
+	if _, err := g.run(ctx, call{dir: wt.path, args: []string{"read-tree", "--reset"}, revs: []string{index}}); err != nil {
 		return err
 	}
 	_, err := g.run(ctx, call{dir: wt.path, args: []string{"update-index", "-q", "--refresh"}, ok: []int{1}})
 	return err
+}
+
+// restorePaths puts the paths of a scoped state back (want.Paths): each
+// file as want.Tree has it, or removed when it has none, and each index
+// entry as want.Index has it. Only those paths are written; the index
+// keeps the stat data of every other entry, so nothing else is read again.
+func (g *gitEnv) restorePaths(ctx context.Context, wt worktree, want WorktreeState) error {
+	git := g.inWorktree(wt)
+	files, err := restorepoint.TreeEntries(ctx, git, want.Tree)
+	if err != nil {
+		return err
+	}
+	index, err := restorepoint.TreeEntries(ctx, git, want.Index)
+	if err != nil {
+		return err
+	}
+	// First every path's index entry becomes its file's recorded content
+	// (or its recorded index entry, or nothing, for a file that was not
+	// there), so that checkout-index writes the files and records their
+	// stat data; then the entries whose index content differed from the
+	// file are set as recorded.
+	var first, then, out bytes.Buffer
+	entry := func(b *bytes.Buffer, modeSHA, path string) {
+		if modeSHA == "" {
+			modeSHA = "0 " + g.zero
+		}
+		fmt.Fprintf(b, "%s\t%s\x00", modeSHA, path)
+	}
+	var gone []string
+	for _, p := range want.Paths {
+		f, inFiles := files[p]
+		ix := index[p]
+		if !inFiles {
+			entry(&first, ix, p)
+			gone = append(gone, p)
+			continue
+		}
+		entry(&first, f, p)
+		out.WriteString(p)
+		out.WriteByte(0)
+		if ix != f {
+			entry(&then, ix, p)
+		}
+	}
+	if _, err := g.run(ctx, call{dir: wt.path, args: []string{"update-index", "-z", "--index-info"}, stdin: first.Bytes()}); err != nil {
+		return err
+	}
+	if out.Len() > 0 {
+		if _, err := g.run(ctx, call{dir: wt.path, args: []string{"checkout-index", "-f", "-u", "-q", "-z", "--stdin"}, stdin: out.Bytes()}); err != nil {
+			return err
+		}
+	}
+	for _, p := range gone {
+		if err := removeFile(wt.path, p); err != nil {
+			return err
+		}
+	}
+	if then.Len() > 0 {
+		if _, err := g.run(ctx, call{dir: wt.path, args: []string{"update-index", "-z", "--index-info"}, stdin: then.Bytes()}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeFile removes the file at rel in the working tree at dir, if it
+// is there, and then each parent directory it leaves empty, as git does
+// when a checkout removes a file.
+func removeFile(dir, rel string) error {
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	// A leading directory that is a symlink would take the removal
+	// outside the working tree.
+	for d := filepath.Dir(p); d != dir && strings.HasPrefix(d, dir+string(filepath.Separator)); d = filepath.Dir(d) {
+		if fi, err := os.Lstat(d); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			return errcode.New(errcode.RestoreConflict, "a leading directory of %s is a symbolic link now; nothing is removed through it", rel)
+		}
+	}
+	fi, err := os.Lstat(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		// A submodule's directory, or one the person put there: removed
+		// when empty, otherwise left with what is in it, as git's own
+		// checkout leaves it.
+		_ = os.Remove(p)
+		return nil
+	}
+	if err := os.Remove(p); err != nil {
+		return err
+	}
+	for d := filepath.Dir(p); d != dir && strings.HasPrefix(d, dir+string(filepath.Separator)); d = filepath.Dir(d) {
+		if os.Remove(d) != nil {
+			break
+		}
+	}
+	return nil
 }

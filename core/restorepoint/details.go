@@ -108,6 +108,10 @@ func Conflicts(ctx context.Context, now State, rp *RestorePoint) ([]Conflict, er
 			out = append(out, Conflict{Kind: "worktree", Path: w.Path, Message: "the working tree no longer exists"})
 			continue
 		}
+		if errors.Is(err, ErrNotAFile) {
+			out = append(out, Conflict{Kind: "files", Path: w.Path, Message: fmt.Sprintf("a path the operation wrote in %s is a directory now (%v)", w.Path, err)})
+			continue
+		}
 		if errors.Is(err, &errcode.Error{Code: errcode.OperationInProgress}) {
 			out = append(out, Conflict{Kind: "index", Path: w.Path, Message: err.Error()})
 			continue

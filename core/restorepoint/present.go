@@ -1,6 +1,7 @@
 package restorepoint
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -127,6 +128,10 @@ func (g present) Worktree(ctx context.Context, path string, like WorktreeState) 
 		st.Head = lines[2]
 	}
 	switch {
+	case len(like.Paths) > 0:
+		st.Paths = like.Paths
+		st.Index, st.Tree, err = g.pathTrees(ctx, dir, like.Paths)
+		return st, err
 	case like.Files:
 		changes, err := g.status(ctx, dir)
 		if err != nil {
@@ -182,6 +187,29 @@ func (g present) trees(ctx context.Context, dir, gitDir string, files bool) (ind
 		return "", "", err
 	}
 	return index, strings.TrimSpace(string(out)), nil
+}
+
+// pathTrees is PathTrees of the paths of dir, into a temporary object
+// directory deleted before it returns.
+func (g present) pathTrees(ctx context.Context, dir string, paths []string) (index, tree string, err error) {
+	tmp, err := os.MkdirTemp("", "sluice-snapshot-")
+	if err != nil {
+		return "", "", err
+	}
+	defer os.RemoveAll(tmp)
+	objs := filepath.Join(tmp, "objects")
+	if err := os.Mkdir(objs, 0o700); err != nil {
+		return "", "", err
+	}
+	run := func(ctx context.Context, c Call) ([]byte, error) {
+		gc := gitx.Call{Dir: dir, Args: c.Args, Revs: gitx.Revs(c.Revs...), Paths: gitx.Paths(c.Paths...), Env: c.Env}
+		if c.Stdin != nil {
+			gc.Stdin = bytes.NewReader(c.Stdin)
+		}
+		return g.git(ctx, gc)
+	}
+	return PathTrees(ctx, run, dir, tmp, paths, []string{"GIT_OBJECT_DIRECTORY=" + objs,
+		"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(g.repo.CommonDir, "objects")})
 }
 
 // stderr is what git wrote to stderr, as a classified failure carries it.

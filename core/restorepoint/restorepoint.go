@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -134,8 +135,15 @@ type WorktreeState struct {
 	Index string `json:"index,omitempty"`
 	Tree  string `json:"tree,omitempty"`
 	// Clean: index and working tree matched HEAD exactly (set only when
-	// files were recorded).
+	// files were recorded, and never with Paths).
 	Clean bool `json:"clean,omitempty"`
+	// Paths, when set, is the scope: the operation changes these paths
+	// of the working tree and no other, so Index and Tree hold these
+	// paths alone (the index entries at them; the files at them, a path
+	// missing from Tree being missing on disk; see PathTrees), a restore
+	// compares and writes these paths alone, and the rest of the working
+	// tree and index is neither read nor rewritten. Sorted.
+	Paths []string `json:"paths,omitempty"`
 	// Snapshot is the commit that keeps the recorded content: shaped like
 	// a git stash entry (parents HEAD and the index commit, tree the
 	// working tree), or HEAD itself for a clean worktree. When only the
@@ -233,6 +241,9 @@ func validRestorePoint(rp *RestorePoint) bool {
 		if !w.Files && (!okSHA(w.Index, true) || w.Tree != "" || w.Clean) {
 			return false
 		}
+		if len(w.Paths) > 0 && (!w.Files || w.Clean || !validPaths(w.Paths)) {
+			return false
+		}
 	}
 	for _, c := range rp.Config {
 		if gitx.CheckRev("branch", c.Branch) != nil {
@@ -246,6 +257,23 @@ func validRestorePoint(rp *RestorePoint) bool {
 	}
 	if rp.NewWorktree != "" && (!filepath.IsAbs(rp.NewWorktree) || filepath.Clean(rp.NewWorktree) != rp.NewWorktree) {
 		return false
+	}
+	return true
+}
+
+// validPaths: every path of a scope is relative, clean, inside the
+// working tree and outside .git, and they are sorted without repeats.
+func validPaths(paths []string) bool {
+	for i, p := range paths {
+		if p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") ||
+			strings.ContainsAny(p, "\x00\n") || (i > 0 && paths[i-1] >= p) {
+			return false
+		}
+		for _, part := range strings.Split(p, "/") {
+			if strings.EqualFold(part, ".git") {
+				return false
+			}
+		}
 	}
 	return true
 }

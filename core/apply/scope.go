@@ -1,0 +1,162 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sluicehq/sluice/core/proposal"
+	"github.com/sluicehq/sluice/core/restorepoint"
+)
+
+// scope narrows the restore point of a working tree to the paths the
+// operation changes there, where those are known for certain before it
+// runs: then the restore point, the end state and a restore read and
+// write those paths alone, and cost what the change touches rather than
+// what the working tree holds. Everything else keeps the whole-tree
+// record.
+//
+// Known for certain are:
+//   - a patch to the working tree: git apply writes the files the patch
+//     names and nothing else;
+//   - a merge or fast-forward that moves the branch checked out in a
+//     working tree: the checkout (clean, as the merge requires) goes from
+//     HEAD's tree to the sealed result, which the merge verifies it
+//     reaches, so exactly the paths that differ between the two change.
+//
+// Only single-step proposals are narrowed: in a plan, a later step may
+// change what an earlier one left.
+func (r *run) scope(ctx context.Context, ops []step, t touches) error {
+	if len(ops) != 1 {
+		return nil
+	}
+	switch s := ops[0].(type) {
+	case *patchStep:
+		if s.a.Target != proposal.PatchWorktree {
+			return nil
+		}
+		files, ok := s.a.FilesTouched()
+		if !ok {
+			return nil
+		}
+		t.of(r.main).addScope(r.main.main(), restorepoint.SortedPaths(files))
+	case *mergeStep:
+		sealed := r.p.Sealed
+		if s.wt == nil || sealed == nil || sealed.After == "" {
+			return nil
+		}
+		h, err := r.main.headOf(ctx, s.wt.path)
+		if err != nil {
+			return err
+		}
+		paths, err := r.main.changedPaths(ctx, h.tree, sealed.After)
+		if err != nil {
+			return err
+		}
+		t.of(r.main).addScope(*s.wt, paths)
+	}
+	return nil
+}
+
+// changedPaths lists, sorted, every path whose entry differs between two
+// trees (both sides of a rename, as git read-tree changes them). git
+// diff-tree skips the subtrees the two share, so this costs what
+// differs.
+func (rc *repoCtx) changedPaths(ctx context.Context, from, to string) ([]string, error) {
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"diff-tree", "-r", "-z", "--name-only", "--no-renames"}, revs: []string{from, to}})
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, p := range strings.Split(string(res.out), "\x00") {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return restorepoint.SortedPaths(paths), nil
+}
+
+// sameAtPaths reports whether the working tree of the main worktree at
+// paths is what the tree want holds there, for a state tree that is
+// HEAD's tree with those paths alone replaced by what is on disk (a
+// patch's state before or after, sealed on the pinned HEAD, which the
+// checks already found in place): then want equals the state tree now
+// exactly when the paths do, and the check reads those paths alone
+// instead of building the whole tree again. false sends the caller to
+// the whole comparison, which also names what differs; so does a want
+// that holds a directory at one of the paths.
+func (r *run) sameAtPaths(ctx context.Context, want string, paths []string) (bool, error) {
+	rc := r.main
+	if len(paths) == 0 {
+		return false, nil
+	}
+	paths = restorepoint.SortedPaths(paths)
+	wt := rc.main()
+	// The files are hashed into a scratch object directory: a check
+	// leaves the repository as it was.
+	tmp, err := os.MkdirTemp("", "sluice-check-")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(tmp)
+	objs := filepath.Join(tmp, "objects")
+	if err := os.Mkdir(objs, 0o700); err != nil {
+		return false, err
+	}
+	objEnv := []string{"GIT_OBJECT_DIRECTORY=" + objs, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + rc.objectsDir()}
+	git := rc.g.inWorktree(wt)
+	_, files, err := restorepoint.PathTrees(ctx, git, wt.path, tmp, paths, objEnv)
+	if errors.Is(err, restorepoint.ErrNotAFile) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"ls-tree", "-r", "-z", "--full-tree"}, revs: []string{want}, paths: paths})
+	if err != nil {
+		return false, err
+	}
+	in := map[string]bool{}
+	for _, p := range paths {
+		in[p] = true
+	}
+	wanted := map[string]string{}
+	for _, rec := range strings.Split(string(res.out), "\x00") {
+		meta, p, ok := strings.Cut(rec, "\t")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(meta)
+		if !in[p] || len(f) != 3 {
+			return false, nil
+		}
+		wanted[p] = f[0] + " " + f[2]
+	}
+	scratch := func(ctx context.Context, c restorepoint.Call) ([]byte, error) {
+		c.Env = append(c.Env, objEnv...)
+		return git(ctx, c)
+	}
+	have, err := restorepoint.TreeEntries(ctx, scratch, files)
+	if err != nil {
+		return false, err
+	}
+	return maps.Equal(have, wanted), nil
+}
+
+// sameOnDisk is the patch's check of its state before or after (want)
+// through sameAtPaths, where that holds: a patch to the working tree
+// that is the proposal's only step, whose state tree is HEAD's with the
+// patch's files as they are on disk.
+func (s *patchStep) sameOnDisk(ctx context.Context, r *run, want string) (bool, error) {
+	if s.a.Target != proposal.PatchWorktree || r.p.Sealed == nil || len(r.p.Sealed.Steps) > 0 {
+		return false, nil
+	}
+	files, ok := s.a.FilesTouched()
+	if !ok {
+		return false, nil
+	}
+	return r.sameAtPaths(ctx, want, files)
+}
