@@ -763,6 +763,10 @@ type effects struct {
 	// certain (a patch applied to the files): their end state goes
 	// straight to hashing, without a status first.
 	dirtied map[string]bool
+	// restored holds, for a restore, the scoped states it wrote back
+	// (see restorePaths): the paths of those worktrees are exactly as the
+	// restore point recorded them, and the end state records that.
+	restored map[string]WorktreeState
 }
 
 // writing is what the steps of an execution share once it writes.

@@ -230,7 +230,9 @@ func (rc *repoCtx) endState(ctx context.Context, rp *RestorePoint, outcome strin
 	// branch checked out in the main one is not read twice.
 	rc = rc.atOneMoment()
 	var dirtied map[string]bool
+	var restored map[string]WorktreeState
 	if left != nil {
+		restored = left.restored
 		for path, ok := range left.settled {
 			if ok {
 				rc.reads.putStatus(path, []byte{})
@@ -248,6 +250,17 @@ func (rc *repoCtx) endState(ctx context.Context, rp *RestorePoint, outcome strin
 				continue
 			}
 			return nil, err
+		}
+		if k, ok := restored[wt.path]; ok && slices.Equal(k.Paths, w.Paths) {
+			// What a restore wrote back is not read again: if it is not
+			// so, a later restore sees it as a change and asks.
+			h, err := rc.headOf(ctx, wt.path)
+			if err != nil {
+				return nil, err
+			}
+			end.Worktrees = append(end.Worktrees, WorktreeState{Path: wt.path, Head: h.sym, HeadSHA: h.sha, Files: true,
+				Index: k.Index, Tree: k.Tree, Paths: w.Paths})
+			continue
 		}
 		st, _, err := rc.stateOf(ctx, wt, depthOf(w), how, "", dirtied[wt.path], w.Paths)
 		if err != nil {
@@ -405,10 +418,11 @@ func (e *Executor) restore(ctx context.Context, rc *repoCtx, rp *RestorePoint, f
 		res.Conflicts = conflicts
 	}
 	e.step("restore-undo-point")
-	if err := rc.putBack(ctx, rp, undo, force, res); err != nil {
+	left := &effects{restored: map[string]WorktreeState{}}
+	if err := rc.putBack(ctx, rp, undo, force, res, left); err != nil {
 		return res, err
 	}
-	if err := rc.endRestorePoint(ctx, undo.taken, EndRestored, now, nil); err != nil {
+	if err := rc.endRestorePoint(ctx, undo.taken, EndRestored, now, left); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -481,7 +495,7 @@ func (rc *repoCtx) takeUndoPoint(ctx context.Context, rp *RestorePoint, now time
 
 // putBack writes rp back over what undo recorded of the present, and
 // adds what it changed to res.
-func (rc *repoCtx) putBack(ctx context.Context, rp *RestorePoint, undo *undoPoint, force bool, res *RestoreResult) error {
+func (rc *repoCtx) putBack(ctx context.Context, rp *RestorePoint, undo *undoPoint, force bool, res *RestoreResult, left *effects) error {
 	// A worktree the operation added goes first: its branch may be among
 	// the refs to delete.
 	if p := rp.NewWorktree; p != "" {
@@ -506,6 +520,9 @@ func (rc *repoCtx) putBack(ctx context.Context, rp *RestorePoint, undo *undoPoin
 		}
 		if err := rc.putBackWorktree(ctx, rp.ID, wt, want, undo); err != nil {
 			return err
+		}
+		if len(want.Paths) > 0 {
+			left.restored[wt.path] = want
 		}
 		res.Worktrees = append(res.Worktrees, wt.path)
 	}
