@@ -108,7 +108,11 @@ func (r *run) sameAtPaths(ctx context.Context, want string, paths []string) (boo
 	}
 	objEnv := []string{"GIT_OBJECT_DIRECTORY=" + objs, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + rc.objectsDir()}
 	git := rc.g.inWorktree(wt)
-	_, files, err := restorepoint.PathTrees(ctx, git, wt.path, tmp, paths, objEnv)
+	entries, err := rc.indexEntries(ctx, wt, paths)
+	if err != nil {
+		return false, err
+	}
+	_, files, err := restorepoint.PathTrees(ctx, git, wt.path, tmp, paths, objEnv, entries)
 	if errors.Is(err, restorepoint.ErrNotAFile) {
 		return false, nil
 	}

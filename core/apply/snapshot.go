@@ -121,10 +121,13 @@ func (rc *repoCtx) headOf(ctx context.Context, dir string) (head, error) {
 type readCache struct {
 	heads  map[string]head
 	status map[string][]byte
+	// entries holds index entries at a scope's paths, by worktree and
+	// paths (see indexEntries).
+	entries map[string][]byte
 }
 
 func newReadCache() *readCache {
-	return &readCache{heads: map[string]head{}, status: map[string][]byte{}}
+	return &readCache{heads: map[string]head{}, status: map[string][]byte{}, entries: map[string][]byte{}}
 }
 
 // live reports whether the cache still caches.
@@ -136,8 +139,22 @@ func (c *readCache) end() map[string][]byte {
 		return nil
 	}
 	seen := c.status
-	c.heads, c.status = nil, nil
+	c.heads, c.status, c.entries = nil, nil, nil
 	return seen
+}
+
+func (c *readCache) entriesOf(key string) ([]byte, bool) {
+	if !c.live() {
+		return nil, false
+	}
+	out, ok := c.entries[key]
+	return out, ok
+}
+
+func (c *readCache) putEntries(key string, out []byte) {
+	if c.live() {
+		c.entries[key] = out
+	}
 }
 
 func (c *readCache) headOf(dir string) (head, bool) {
@@ -295,7 +312,11 @@ func (rc *repoCtx) stateOf(ctx context.Context, wt worktree, d depth, how keep, 
 	}
 	if d == depthFiles && len(paths) > 0 {
 		st.Paths = paths
-		if st.Index, st.Tree, err = g.pathTrees(ctx, wt, rc.objectsDir(), paths, how != keepNothing); err != nil {
+		entries, err := rc.indexEntries(ctx, wt, paths)
+		if err != nil {
+			return WorktreeState{}, trees{}, err
+		}
+		if st.Index, st.Tree, err = g.pathTrees(ctx, wt, rc.objectsDir(), paths, how != keepNothing, entries); err != nil {
 			return WorktreeState{}, trees{}, err
 		}
 		if how == keepSnapshot {
@@ -365,7 +386,7 @@ func (rc *repoCtx) stateOf(ctx context.Context, wt worktree, d depth, how keep, 
 // pathTrees records the index entries and the files at paths of wt as
 // two trees (restorepoint.PathTrees). With persist the objects go to the
 // repository; without it to a temporary object directory that is deleted.
-func (g *gitEnv) pathTrees(ctx context.Context, wt worktree, objectsDir string, paths []string, persist bool) (string, string, error) {
+func (g *gitEnv) pathTrees(ctx context.Context, wt worktree, objectsDir string, paths []string, persist bool, entries []byte) (string, string, error) {
 	tmp, err := os.MkdirTemp("", "sluice-snapshot-")
 	if err != nil {
 		return "", "", err
@@ -379,7 +400,23 @@ func (g *gitEnv) pathTrees(ctx context.Context, wt worktree, objectsDir string, 
 		}
 		objEnv = []string{"GIT_OBJECT_DIRECTORY=" + objs, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + objectsDir}
 	}
-	return restorepoint.PathTrees(ctx, g.inWorktree(wt), wt.path, tmp, paths, objEnv)
+	return restorepoint.PathTrees(ctx, g.inWorktree(wt), wt.path, tmp, paths, objEnv, entries)
+}
+
+// indexEntries are the index entries of wt at paths
+// (restorepoint.IndexEntries), cached like status: a restore point and
+// the checks before it, or a restore's checks and its undo point, read
+// the index once.
+func (rc *repoCtx) indexEntries(ctx context.Context, wt worktree, paths []string) ([]byte, error) {
+	key := wt.path + "\x00" + strings.Join(paths, "\x00")
+	if out, ok := rc.reads.entriesOf(key); ok {
+		return out, nil
+	}
+	out, err := restorepoint.IndexEntries(ctx, rc.g.inWorktree(wt), paths)
+	if err == nil {
+		rc.reads.putEntries(key, out)
+	}
+	return out, err
 }
 
 // inWorktree is g as restorepoint.Git, in the working tree wt.

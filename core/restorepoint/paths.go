@@ -42,11 +42,14 @@ const argPaths = 1000
 // scope is read: the cost follows the paths, not the repository. The
 // person's index is only read; the trees are built on a temporary index
 // in tmp. objEnv says where the objects go (nil: the repository).
+// entries are the index entries at the paths, as IndexEntries reads
+// them (a caller that looks at one moment reads them once for several
+// records).
 //
 // A scope is what an operation changes; a restore point whose worktree
 // state has Paths records these two trees, and restoring it writes those
 // paths alone (see WorktreeState.Paths).
-func PathTrees(ctx context.Context, git Git, dir, tmp string, paths []string, objEnv []string) (index, files string, err error) {
+func PathTrees(ctx context.Context, git Git, dir, tmp string, paths, objEnv []string, entries []byte) (index, files string, err error) {
 	for _, p := range paths {
 		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p)))
 		if err == nil && fi.IsDir() {
@@ -54,10 +57,6 @@ func PathTrees(ctx context.Context, git Git, dir, tmp string, paths []string, ob
 				return "", "", fmt.Errorf("%w: %s", ErrNotAFile, p)
 			}
 		}
-	}
-	entries, err := IndexEntries(ctx, git, paths)
-	if err != nil {
-		return "", "", err
 	}
 	env := append([]string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "scope-index")}, objEnv...)
 	if len(entries) > 0 {

@@ -208,8 +208,12 @@ func (g present) pathTrees(ctx context.Context, dir string, paths []string) (ind
 		}
 		return g.git(ctx, gc)
 	}
+	entries, err := IndexEntries(ctx, run, paths)
+	if err != nil {
+		return "", "", err
+	}
 	return PathTrees(ctx, run, dir, tmp, paths, []string{"GIT_OBJECT_DIRECTORY=" + objs,
-		"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(g.repo.CommonDir, "objects")})
+		"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(g.repo.CommonDir, "objects")}, entries)
 }
 
 // stderr is what git wrote to stderr, as a classified failure carries it.
