@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -41,6 +42,9 @@ type remoteOptions struct {
 	allowLoopbackClientIDs bool
 	// accessTokenLifespan is the tests' way to an expired token.
 	accessTokenLifespan time.Duration
+	// metadataTLS lets tests trust the certificate of the https client ID
+	// metadata documents they serve.
+	metadataTLS *tls.Config
 }
 
 // Remote is the running internet-facing listener: only the MCP endpoint,
@@ -107,6 +111,7 @@ func StartRemote(a *App, web *Web, o remoteOptions) (*Remote, error) {
 		},
 		AllowLoopbackClientIDs: o.allowLoopbackClientIDs,
 		AccessTokenLifespan:    o.accessTokenLifespan,
+		MetadataTLS:            o.metadataTLS,
 		OnEvent:                a.auditOAuth,
 	})
 	if err != nil {

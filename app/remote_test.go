@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -34,8 +35,15 @@ type remoteEnv struct {
 
 func startRemoteEnv(t *testing.T, mod func(*remoteOptions)) *remoteEnv {
 	t.Helper()
+	return startRemoteEnvUI(t, testAssets, mod)
+}
+
+// startRemoteEnvUI is startRemoteEnv with the front end assets (the built
+// one for a browser).
+func startRemoteEnvUI(t *testing.T, assets fs.FS, mod func(*remoteOptions)) *remoteEnv {
+	t.Helper()
 	a, repo, _ := flowEnv(t)
-	w, token, err := NewWeb(a, testAssets, "127.0.0.1:0")
+	w, token, err := NewWeb(a, assets, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +430,9 @@ func TestRemote_Refused_ExpiredToken(t *testing.T) {
 // URL's host, and a browser origin other than it is refused.
 func TestRemote_Refused_ForeignHost(t *testing.T) {
 	e := startRemoteEnv(t, nil)
-	if resp, _ := get(t, http.DefaultClient, e.base()+"/.well-known/oauth-authorization-server", map[string]string{"Host": "evil.example"}); resp.StatusCode != http.StatusForbidden {
+	// Refused as the MCP endpoint refuses any other host (403, or 421
+	// Misdirected Request).
+	if resp, _ := get(t, http.DefaultClient, e.base()+"/.well-known/oauth-authorization-server", map[string]string{"Host": "evil.example"}); resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusMisdirectedRequest {
 		t.Fatalf("foreign Host: %d", resp.StatusCode)
 	}
 	if resp, _ := get(t, http.DefaultClient, e.base()+"/.well-known/oauth-authorization-server", map[string]string{"Origin": "https://evil.example"}); resp.StatusCode != http.StatusForbidden {

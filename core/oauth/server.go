@@ -3,6 +3,7 @@ package oauth
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -37,6 +38,9 @@ type Options struct {
 	// AllowLoopbackClientIDs accepts client ID metadata documents served
 	// on http://127.0.0.1 (a client on this machine; the tests).
 	AllowLoopbackClientIDs bool
+	// MetadataTLS, when set, is the TLS configuration for fetching client
+	// ID metadata documents (tests trust their own certificate with it).
+	MetadataTLS *tls.Config
 	// OnEvent is told of what the person and connectors do (registration,
 	// consent, revocation), for the audit ledger.
 	OnEvent func(Event)
@@ -83,6 +87,8 @@ type Server struct {
 type pendingRequest struct {
 	ar      fosite.AuthorizeRequester
 	created time.Time
+	// noState is set when the client sent no state (see authorize).
+	noState bool
 }
 
 // New builds the server. Issuer and Resource must be absolute URLs.
@@ -120,10 +126,7 @@ func New(opts Options) (*Server, error) {
 		AudienceMatchingStrategy:       fosite.ExactAudienceMatchingStrategy,
 		// A refresh token is issued without an offline_access scope:
 		// connectors run for days and Sluice has no such scope.
-		RefreshTokenScopes: []string{},
-		// PKCE binds the code to the client that asked for it; OAuth 2.1
-		// leaves state to the client, and some MCP clients send none.
-		MinParameterEntropy:        0,
+		RefreshTokenScopes:         []string{},
 		TokenURL:                   opts.Issuer + "/token",
 		SendDebugMessagesToClients: false,
 		GlobalSecret:               secret,
@@ -134,6 +137,9 @@ func New(opts Options) (*Server, error) {
 	}
 	st := newStore()
 	fetcher := newMetadataFetcher(opts.AllowLoopbackClientIDs)
+	if opts.MetadataTLS != nil {
+		fetcher.http.Transport.(*http.Transport).TLSClientConfig = opts.MetadataTLS
+	}
 	st.fetch = func(ctx context.Context, id string) (*client, error) {
 		c, err := fetcher.fetch(ctx, id)
 		if err != nil {
@@ -198,6 +204,17 @@ func (s *Server) metadata(rw http.ResponseWriter, _ *http.Request) {
 func (s *Server) authorize(rw http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	q := r.URL.Query()
+	// fosite wants a state of at least 8 characters, but OAuth 2.1 leaves
+	// state to the client (PKCE, required here, already binds the code
+	// to the client that asked for it) and the TypeScript SDK's client
+	// sends none. A request without one is given one of the server's,
+	// which the response then leaves out again.
+	noState := !q.Has("state")
+	if noState {
+		q.Set("state", randomID())
+		r = r.Clone(ctx)
+		r.URL.RawQuery = q.Encode()
+	}
 	c, err := s.store.GetClient(ctx, q.Get("client_id"))
 	if err != nil {
 		plainError(rw, http.StatusBadRequest, "invalid_client", "unknown client")
@@ -210,17 +227,17 @@ func (s *Server) authorize(rw http.ResponseWriter, r *http.Request) {
 	}
 	ar, err := s.provider.NewAuthorizeRequest(ctx, r)
 	if err != nil {
-		s.authorizeError(rw, r, ar, err)
+		s.authorizeError(rw, r, ar, err, noState)
 		return
 	}
 	// PKCE is checked by fosite when the code is issued; it is checked
 	// here too so that a request without it never reaches the person.
 	if m := q.Get("code_challenge_method"); q.Get("code_challenge") == "" || m != "S256" {
-		s.authorizeError(rw, r, ar, fosite.ErrInvalidRequest.WithHint("PKCE with code_challenge_method S256 is required"))
+		s.authorizeError(rw, r, ar, fosite.ErrInvalidRequest.WithHint("PKCE with code_challenge_method S256 is required"), noState)
 		return
 	}
 	if err := s.checkResource(q["resource"]); err != nil {
-		s.authorizeError(rw, r, ar, err)
+		s.authorizeError(rw, r, ar, err, noState)
 		return
 	}
 	if len(ar.GetRequestedScopes()) == 0 {
@@ -231,10 +248,10 @@ func (s *Server) authorize(rw http.ResponseWriter, r *http.Request) {
 	s.sweepLocked(time.Now())
 	if len(s.pending) >= maxPending {
 		s.mu.Unlock()
-		s.authorizeError(rw, r, ar, fosite.ErrTemporarilyUnavailable.WithHint("too many authorization requests wait for the person"))
+		s.authorizeError(rw, r, ar, fosite.ErrTemporarilyUnavailable.WithHint("too many authorization requests wait for the person"), noState)
 		return
 	}
-	s.pending[id] = &pendingRequest{ar: ar, created: time.Now()}
+	s.pending[id] = &pendingRequest{ar: ar, created: time.Now(), noState: noState}
 	s.mu.Unlock()
 	rw.Header().Set("Cache-Control", "no-store")
 	http.Redirect(rw, r, s.opts.ConsentURL(id), http.StatusFound)
@@ -258,32 +275,36 @@ var errInvalidTarget = errors.New("invalid_target")
 
 // authorizeError answers through fosite (a redirect to the validated
 // redirect URI, or a page) with the RFC 9207 iss parameter added.
-func (s *Server) authorizeError(rw http.ResponseWriter, r *http.Request, ar fosite.AuthorizeRequester, err error) {
+func (s *Server) authorizeError(rw http.ResponseWriter, r *http.Request, ar fosite.AuthorizeRequester, err error, noState bool) {
 	rec := httptest.NewRecorder()
 	s.provider.WriteAuthorizeError(r.Context(), rec, ar, err)
-	s.relay(rw, rec)
+	s.relay(rw, rec, noState)
 }
 
 // relay copies a recorded fosite response, adding iss to a redirect.
-func (s *Server) relay(rw http.ResponseWriter, rec *httptest.ResponseRecorder) {
+func (s *Server) relay(rw http.ResponseWriter, rec *httptest.ResponseRecorder, noState bool) {
 	for k, v := range rec.Header() {
 		rw.Header()[k] = v
 	}
 	if loc := rec.Header().Get("Location"); loc != "" {
-		rw.Header().Set("Location", s.withIssuer(loc))
+		rw.Header().Set("Location", s.withIssuer(loc, noState))
 	}
 	rw.WriteHeader(rec.Code)
 	rw.Write(rec.Body.Bytes())
 }
 
-// withIssuer adds iss (RFC 9207) to an authorization response's redirect.
-func (s *Server) withIssuer(loc string) string {
+// withIssuer adds iss (RFC 9207) to an authorization response's redirect,
+// and drops the state the server made up for a client that sent none.
+func (s *Server) withIssuer(loc string, noState bool) string {
 	u, err := url.Parse(loc)
 	if err != nil {
 		return loc
 	}
 	q := u.Query()
 	q.Set("iss", s.opts.Issuer)
+	if noState {
+		q.Del("state")
+	}
 	u.RawQuery = q.Encode()
 	return u.String()
 }
@@ -347,7 +368,7 @@ func (s *Server) Decide(ctx context.Context, id string, allow bool, by string) (
 	if !allow {
 		s.provider.WriteAuthorizeError(ctx, rec, ar, fosite.ErrAccessDenied.WithHint("The person denied the request."))
 		s.event(Event{Type: "oauth_consent_denied", Client: c.view(), Scopes: scopes, By: by})
-		return s.withIssuer(rec.Header().Get("Location")), nil
+		return s.withIssuer(rec.Header().Get("Location"), p.noState), nil
 	}
 	for _, sc := range scopes {
 		ar.GrantScope(sc)
@@ -357,7 +378,7 @@ func (s *Server) Decide(ctx context.Context, id string, allow bool, by string) (
 	resp, err := s.provider.NewAuthorizeResponse(ctx, ar, sess)
 	if err != nil {
 		s.provider.WriteAuthorizeError(ctx, rec, ar, err)
-		return s.withIssuer(rec.Header().Get("Location")), nil
+		return s.withIssuer(rec.Header().Get("Location"), p.noState), nil
 	}
 	s.provider.WriteAuthorizeResponse(ctx, rec, ar, resp)
 	s.store.mu.Lock()
@@ -366,7 +387,7 @@ func (s *Server) Decide(ctx context.Context, id string, allow bool, by string) (
 	view := c.view()
 	s.store.mu.Unlock()
 	s.event(Event{Type: "oauth_consent_allowed", Client: view, Scopes: scopes, By: by})
-	return s.withIssuer(rec.Header().Get("Location")), nil
+	return s.withIssuer(rec.Header().Get("Location"), p.noState), nil
 }
 
 func (s *Server) event(e Event) {

@@ -549,3 +549,22 @@ func TestOAuth_MetadataDocument_MustNameItself(t *testing.T) {
 		t.Fatalf("fetch = %v, want errBadMetadata", err)
 	}
 }
+
+// TestOAuth_NoState: a client that sends no state (the TypeScript SDK's)
+// is served, PKCE binding its code, and gets no made-up state back.
+func TestOAuth_NoState(t *testing.T) {
+	ta := newTestAS(t, nil)
+	verifier, challenge := pkcePair()
+	id := ta.consentID(ta.authorize(ta.authorizeQuery(challenge, func(q url.Values) { q.Del("state") })))
+	to, err := ta.srv.Decide(context.Background(), id, true, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(to)
+	if u.Query().Has("state") || u.Query().Get("code") == "" {
+		t.Fatalf("redirect %s", to)
+	}
+	if tok := ta.exchange(u.Query().Get("code"), verifier); tok.Status != http.StatusOK {
+		t.Fatalf("token %+v", tok)
+	}
+}
