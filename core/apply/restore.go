@@ -578,6 +578,13 @@ func (rc *repoCtx) putBackWorktree(ctx context.Context, id string, wt worktree, 
 	}
 	switch depthOf(want) {
 	case depthFiles:
+		if len(want.Paths) > 0 {
+			now := ""
+			if slices.Equal(cur.Paths, want.Paths) {
+				now = cur.Index
+			}
+			return rc.g.restorePaths(ctx, wt, want, now)
+		}
 		return rc.g.restoreFiles(ctx, wt, want, undo.current[wt.path])
 	case depthIndex:
 		return rc.g.restoreIndex(ctx, wt, want.Index)

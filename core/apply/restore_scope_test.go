@@ -99,14 +99,16 @@ func scopedPatch(n int) (string, []string) {
 
 // personWork gives the repository of f the person's own uncommitted work
 // around a change: a staged and an unstaged edit and an untracked file
-// outside it, and a staged edit inside it (the first file the patch
-// changes, away from the lines the patch changes). It returns the
+// outside it, and inside it (the first file the patch changes, away
+// from the lines the patch changes) a staged edit with an unstaged one on
+// top, so that its index entry is not its file. It returns the
 // untracked file's blob id, which no one has written to the repository.
 func personWork(t *testing.T, f *fixture) string {
 	t.Helper()
 	inside := scalePath(1)
 	f.repo.Write(inside, strings.Replace(benchContent(1, ""), "file 1 line 0\n", "staged by the person\n", 1))
 	f.git("add", inside)
+	f.repo.Write(inside, strings.Replace(benchContent(1, ""), "file 1 line 0\n", "staged by the person, then edited\n", 1))
 	f.repo.Write(scalePath(2), "staged outside the change\n")
 	f.git("add", scalePath(2))
 	f.repo.Write(scalePath(3), "unstaged outside the change\n")

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"bytes"
+	"maps"
 	"context"
 	"errors"
 	"fmt"
@@ -446,9 +447,6 @@ func (g *gitEnv) commitTree(ctx context.Context, dir, tree string, parents []str
 // (see treesOf); for a clean worktree it is empty and the real index is
 // used, which then matches the files.
 func (g *gitEnv) restoreFiles(ctx context.Context, wt worktree, want WorktreeState, cur trees) error {
-	if len(want.Paths) > 0 {
-		return g.restorePaths(ctx, wt, want)
-	}
 	var env []string
 	if cur.tmpIndex != "" {
 		env = []string{"GIT_INDEX_FILE=" + cur.tmpIndex}
@@ -478,7 +476,13 @@ func (g *gitEnv) restoreIndex(ctx context.Context, wt worktree, index string) er
 // file as want.Tree has it, or removed when it has none, and each index
 // entry as want.Index has it. Only those paths are written; the index
 // keeps the stat data of every other entry, so nothing else is read again.
-func (g *gitEnv) restorePaths(ctx context.Context, wt worktree, want WorktreeState) error {
+//
+// now, when not empty, is the scoped index tree of the same paths as they
+// are now (the undo point's): with it, and when every recorded index
+// entry is its file's content (the usual case: no staged work at those
+// paths), one `git restore` writes the files and the index entries
+// together, so the index is written once.
+func (g *gitEnv) restorePaths(ctx context.Context, wt worktree, want WorktreeState, now string) error {
 	git := g.inWorktree(wt)
 	files, err := restorepoint.TreeEntries(ctx, git, want.Tree)
 	if err != nil {
@@ -487,6 +491,9 @@ func (g *gitEnv) restorePaths(ctx context.Context, wt worktree, want WorktreeSta
 	index, err := restorepoint.TreeEntries(ctx, git, want.Index)
 	if err != nil {
 		return err
+	}
+	if now != "" && maps.Equal(files, index) {
+		return g.restoreSame(ctx, wt, want, files, now)
 	}
 	// First every path's index entry becomes its file's recorded content
 	// (or its recorded index entry, or nothing, for a file that was not
@@ -535,6 +542,38 @@ func (g *gitEnv) restorePaths(ctx context.Context, wt worktree, want WorktreeSta
 		}
 	}
 	return nil
+}
+
+// restoreSame is restorePaths for a state whose index entries are its
+// files (files): `git restore --source --staged --worktree` of the paths
+// sets each index entry from the recorded tree, writes its file and
+// records its stat data, and takes out of both a tracked path the tree
+// does not hold; an untracked file at a path the tree does not hold is
+// removed here. now is the scoped index tree as it is.
+func (g *gitEnv) restoreSame(ctx context.Context, wt worktree, want WorktreeState, files map[string]string, now string) error {
+	tracked, err := restorepoint.TreeEntries(ctx, g.inWorktree(wt), now)
+	if err != nil {
+		return err
+	}
+	var specs bytes.Buffer
+	for _, p := range want.Paths {
+		_, inTree := files[p]
+		_, inIndex := tracked[p]
+		if !inTree && !inIndex {
+			if err := removeFile(wt.path, p); err != nil {
+				return err
+			}
+			continue
+		}
+		specs.WriteString(p)
+		specs.WriteByte(0)
+	}
+	if specs.Len() == 0 {
+		return nil
+	}
+	_, err = g.run(ctx, call{dir: wt.path, args: []string{"restore", "--source=" + want.Tree, "--staged", "--worktree", "--no-overlay",
+		"--pathspec-from-file=-", "--pathspec-file-nul"}, stdin: specs.Bytes()})
+	return err
 }
 
 // removeFile removes the file at rel in the working tree at dir, if it
