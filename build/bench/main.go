@@ -47,6 +47,7 @@ var suites = []suite{
 	{"Confined sessions: start", "./app/", "Session_Start", "10x"},
 	{"Confined sessions: start in a 20,000-file repository", "./app/", "SessionStart_Repo20k", "3x"},
 	{"Confined sessions: the copy, and work inside", "./core/session/", "Session_Copy20k|Session_GitStatus20k|Session_Grep20k", "5x"},
+	{"Remote connectors: OAuth sign-in to the first tool call, and the token check per request", "./sidecar/", "BenchmarkRemote_", "300x"},
 }
 
 var benchLine = regexp.MustCompile(`^Benchmark\S+\s+\d+\s+`)

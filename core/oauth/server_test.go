@@ -18,7 +18,7 @@ import (
 // testAS is an authorization server on a real HTTP listener, with a
 // client ID metadata document served on 127.0.0.1 beside it.
 type testAS struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *Server
 	http   *httptest.Server
 	events []Event
@@ -30,7 +30,7 @@ type testAS struct {
 
 const testResourcePath = "/mcp"
 
-func newTestAS(t *testing.T, mod func(*Options)) *testAS {
+func newTestAS(t testing.TB, mod func(*Options)) *testAS {
 	t.Helper()
 	ta := &testAS{t: t}
 	mux := http.NewServeMux()
@@ -566,5 +566,18 @@ func TestOAuth_NoState(t *testing.T) {
 	}
 	if tok := ta.exchange(u.Query().Get("code"), verifier); tok.Status != http.StatusOK {
 		t.Fatalf("token %+v", tok)
+	}
+}
+
+// BenchmarkOAuth_Verify is the token check every request to the MCP
+// endpoint makes.
+func BenchmarkOAuth_Verify(b *testing.B) {
+	ta := newTestAS(b, nil)
+	code, verifier := ta.code(nil)
+	tok := ta.exchange(code, verifier)
+	for b.Loop() {
+		if _, err := ta.srv.Verify(context.Background(), tok.AccessToken); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
