@@ -237,6 +237,9 @@ func (api *API) History(q HistoryQuery) ([]Card, error) {
 	}
 	if text := strings.ToLower(strings.TrimSpace(q.Text)); text != "" {
 		f.Match = func(r journal.Record) bool { return historyText(r, text) }
+		if outsideEscapes(text) {
+			f.Text = text
+		}
 	}
 	recs, err := api.app.journal.List(f)
 	if err != nil {
@@ -247,6 +250,20 @@ func (api *API) History(q HistoryQuery) ([]Card, error) {
 		cards = append(cards, api.app.cardFor(r, false))
 	}
 	return cards, nil
+}
+
+// outsideEscapes reports whether text, found in the words a row shows,
+// is found in them as stored (journal.SearchText), so that the journal
+// need read only the records whose stored words hold it. The row writes
+// each hidden character as ⟨U+XXXX⟩ (flagInvisible); a text without ⟨ or
+// ⟩ that lies within such an escape is made of u, + and hex digits alone,
+// so a text with any other character lies outside every escape, where the
+// row's words are the stored ones.
+func outsideEscapes(text string) bool {
+	if strings.ContainsAny(text, "⟨⟩") {
+		return false
+	}
+	return strings.ContainsFunc(text, func(r rune) bool { return !strings.ContainsRune("u+0123456789abcdef", r) })
 }
 
 // historyText reports whether the words a history row shows (its reason,

@@ -195,6 +195,10 @@ func (j *Journal) listByTime(tx *bolt.Tx, f Filter, after *Record, consider func
 		if w == nil {
 			return nil
 		}
+		if !hasText(tx, w.suffix(), f.Text) {
+			w.next()
+			continue
+		}
 		id := idOfTimeKey(w.suffix())
 		v := props.Get(id)
 		if v == nil {

@@ -102,6 +102,9 @@ func checkDB(t testing.TB, path string) {
 	if err := db.View(checkPendingPaths); err != nil {
 		t.Errorf("pending paths index: %v", err)
 	}
+	if err := db.View(checkText); err != nil {
+		t.Errorf("text bucket: %v", err)
+	}
 }
 
 // checkTimeIndex reports where a time index and the records disagree: a
@@ -213,4 +216,29 @@ func checkPendingPaths(tx *bolt.Tx) error {
 		err = fmt.Errorf("%d keys for %d of the pending records' paths", n, len(want))
 	}
 	return err
+}
+
+// checkText reports where the text bucket and the records disagree.
+func checkText(tx *bolt.Tx) error {
+	n := 0
+	err := tx.Bucket(bucketProposals).ForEach(func(k, v []byte) error {
+		var rec Record
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return err
+		}
+		// Present for each record (a test may rewrite a record's words
+		// behind the journal's back, so not compared).
+		if tx.Bucket(bucketByText).Get(timeKey(rec.Proposal.CreatedAt, rec.Proposal.ID)) == nil {
+			return fmt.Errorf("%s has no words", k)
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if m := tx.Bucket(bucketByText).Stats().KeyN; m != n {
+		return fmt.Errorf("%d values for %d records", m, n)
+	}
+	return nil
 }

@@ -153,6 +153,9 @@ func Open(path string, opts Options) (*Journal, error) {
 		if err := indexByTime(tx); err != nil {
 			return err
 		}
+		if err := indexText(tx); err != nil {
+			return err
+		}
 		return indexPendingPaths(tx)
 	})
 	if err != nil {
@@ -237,6 +240,9 @@ func (j *Journal) Submit(p proposal.Proposal) (rec Record, replayed bool, err er
 			return err
 		}
 		if err := putPaths(tx, p); err != nil {
+			return err
+		}
+		if err := putText(tx, p); err != nil {
 			return err
 		}
 		if idemKey != nil {
@@ -348,6 +354,10 @@ type Filter struct {
 	States []proposal.State
 	Agent  string
 	Repo   string
+	// Text, when set, keeps only the records whose SearchText contains
+	// it; it must be in lower case. It is looked for before a record is
+	// read, so a search reads only the records it may keep.
+	Text string
 	// Match, when set, keeps only the records it accepts. It is applied
 	// with the other fields, before Limit, so that a search finds what it
 	// looks for however old it is.
@@ -895,6 +905,9 @@ func (j *Journal) Prune() (int, error) {
 				return err
 			}
 			if err := deleteIndexed(tx, indexed{ID: p.ID, Repo: p.Repo, CreatedAt: p.CreatedAt, State: rec.State}); err != nil {
+				return err
+			}
+			if err := deleteText(tx, p.CreatedAt, p.ID); err != nil {
 				return err
 			}
 			if p.IdempotencyKey != "" {
