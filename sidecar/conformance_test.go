@@ -10,9 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -30,10 +32,13 @@ import (
 //     Sluice's transport: streamed logging and progress notifications,
 //     and server-to-client sampling and elicitation requests.
 //
-// Scenarios that need server features Sluice does not offer (resources,
-// prompts, completion) are listed in testdata/conformance-baseline.yml
-// with the reason per line; the suite fails when a listed scenario starts
-// to pass, so the list cannot go stale.
+// The suite runs twice: every scenario (`--suite all`, each at its own
+// protocol version) and what MCP 2026-07-28 requires (`--requirements
+// 2026-07-28`, spoken statelessly). Scenarios and checks that need server
+// features Sluice does not offer (resources, prompts, completion, Tasks,
+// input-required results, x-mcp-header parameters) are listed in
+// testdata/conformance-baseline.yml with the reason per entry; the suite
+// fails when a listed one starts to pass, so the list cannot go stale.
 
 func conformanceBin(t *testing.T) (string, string) {
 	t.Helper()
@@ -76,23 +81,38 @@ func TestConformance_OfficialSuite_HTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "server", "--url", srv.URL(), "--expected-failures", baseline, "-o", outDir)
-	cmd.Env = append(os.Environ(), "PATH="+path)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	report := out.String()
-	if err != nil {
-		t.Fatalf("conformance suite failed (%v); a scenario failed that is not in the baseline, or a baseline entry now passes:\n%s", err, report)
+	// Every scenario, each at its own protocol version (2025-11-25's
+	// sessions and 2026-07-28's stateless requests side by side on one
+	// endpoint), then what 2026-07-28 requires, at 2026-07-28.
+	for _, run := range []struct {
+		name string
+		args []string
+		// must name scenarios the run has to pass, against a vacuous
+		// pass.
+		must []string
+	}{
+		{"all", []string{"--suite", "all"}, []string{"server-initialize", "server-sse-polling", "tools-call-with-progress"}},
+		{"2026-07-28", []string{"--requirements", "2026-07-28"}, []string{"tools-list", "tools-call-with-progress", "caching", "http-header-validation"}},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+		args := append([]string{"server", "--url", srv.URL(), "--expected-failures", baseline, "-o", filepath.Join(outDir, run.name)}, run.args...)
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Env = append(os.Environ(), "PATH="+path)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err = cmd.Run()
+		cancel()
+		report := out.String()
+		if err != nil {
+			t.Fatalf("conformance suite (%s) failed (%v); a scenario failed that is not in the baseline, or a baseline entry now passes:\n%s", run.name, err, report)
+		}
+		for _, s := range run.must {
+			if !strings.Contains(report, "✓ "+s+":") {
+				t.Fatalf("the suite (%s) did not pass %s:\n%s", run.name, s, report)
+			}
+		}
+		t.Logf("conformance suite (%s):\n%s", run.name, lastLines(report, 40))
 	}
-	// Guard against a vacuous pass: the suite must have run scenarios and
-	// passed checks.
-	if !strings.Contains(report, "server-initialize") || !strings.Contains(report, "tools-call-with-progress") {
-		t.Fatalf("the suite did not run the expected scenarios:\n%s", report)
-	}
-	t.Logf("conformance suite:\n%s", lastLines(report, 40))
 }
 
 func lastLines(s string, n int) string {
@@ -172,8 +192,41 @@ func addConformanceFixtures(s *Sidecar) {
 		}
 		return &mcp.CallToolResult{Content: text("Tool with progress executed successfully")}, nil
 	})
-	add("test_reconnection", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	add("test_reconnection", func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		// The server ends the response stream mid-call with a retry
+		// interval (SEP-1699); the client comes back with Last-Event-ID and
+		// gets the result from the transport's event store.
+		if req.Extra != nil && req.Extra.CloseSSEStream != nil {
+			req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{RetryAfter: 200 * time.Millisecond})
+		}
 		return &mcp.CallToolResult{Content: text("Reconnection test completed successfully.")}, nil
+	})
+	// The 2026-07-28 diagnostics of server-stateless: a tool list that
+	// changes (so that a subscriptions/listen stream is told), a log
+	// message sent only at the level a request's _meta asks for, and a
+	// call refused for a client capability the request did not declare.
+	var added atomic.Int32
+	add("test_trigger_tool_change", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		n := added.Add(1)
+		srv.AddTool(&mcp.Tool{Name: fmt.Sprintf("test_added_tool_%d", n), Description: "conformance fixture: a tool added by test_trigger_tool_change", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: text("ok")}, nil
+			})
+		return &mcp.CallToolResult{Content: text("tool list changed")}, nil
+	})
+	add("test_logging_tool", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		//lint:ignore SA1019 the suite's test_logging_tool checks exactly this deprecated protocol feature.
+		req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "logged at the request's level"})
+		return &mcp.CallToolResult{Content: text("logging tool done")}, nil
+	})
+	add("test_missing_capability", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		//lint:ignore SA1019 the suite's test_missing_capability requires exactly the deprecated sampling capability.
+		if caps := req.ClientCapabilities(); caps == nil || caps.Sampling == nil {
+			//lint:ignore SA1019 the same deprecated sampling capability, named in the refusal.
+			data, _ := json.Marshal(mcp.MissingRequiredClientCapabilityData{RequiredCapabilities: &mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{}}})
+			return nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "this tool needs the sampling capability", Data: data}
+		}
+		return &mcp.CallToolResult{Content: text("sampling declared")}, nil
 	})
 	type promptIn struct {
 		Prompt string `json:"prompt"`
@@ -229,8 +282,10 @@ func addConformanceFixtures(s *Sidecar) {
 		Name:        "json_schema_2020_12_tool",
 		Description: "Tool with JSON Schema 2020-12 features",
 		InputSchema: json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",
-			"$defs":{"address":{"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},
-			"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"}},"additionalProperties":false}`),
+			"$defs":{"address":{"$anchor":"address","type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},
+			"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"}},"additionalProperties":false,
+			"allOf":[{"anyOf":[{"required":["name"]},{"required":["address"]}]}],
+			"if":{"required":["address"]},"then":{"properties":{"name":{"minLength":1}}},"else":{"properties":{"name":{"type":"string"}}}}`),
 	}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: text("ok")}, nil
 	})

@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -90,6 +91,8 @@ type HTTPServer struct {
 	// ws is what the workspace tools of one token share across its
 	// sessions (one workspace Manager), by token name.
 	ws map[string]*wsTools
+	// stateless serves MCP 2026-07-28 (see http_protocol.go).
+	stateless statelessServers
 }
 
 // ListenHTTP validates the options and binds the socket. Each MCP session
@@ -162,7 +165,15 @@ func ListenHTTP(opts HTTPOptions) (*HTTPServer, error) {
 		// hiccup during a proposal_wait), from a bounded in-memory log.
 		EventStore: mcp.NewMemoryEventStore(nil),
 	})
-	var inner http.Handler = refuseDuplicateKeysHTTP(perRequest(mcpHandler))
+	// MCP 2026-07-28 has no sessions, and go-sdk serves it only
+	// statelessly: its requests go to a stateless handler (byProtocol).
+	statelessHandler := mcp.NewStreamableHTTPHandler(h.serverFor, &mcp.StreamableHTTPOptions{
+		Logger:                       log,
+		Stateless:                    true,
+		DisableLocalhostProtection:   len(opts.AllowHosts) > 0,
+		PropagateRequestCancellation: true,
+	})
+	var inner http.Handler = refuseDuplicateKeysHTTP(perRequest(byProtocol(mcpHandler, statelessHandler)))
 	if opts.OAuth != nil {
 		inner = h.requireOAuth(inner)
 	} else if !opts.insecureNoAuthForTests {
@@ -239,7 +250,9 @@ func perRequest(next http.Handler) http.Handler {
 // same token, perhaps another agent given the same token, sees only its
 // own toolsets. A request of an existing session is served by that
 // session's server; the SDK asks here only to check the protocol version,
-// which every server of this sidecar negotiates alike.
+// which every server of this sidecar negotiates alike. A 2026-07-28
+// request, which has no session, is served by its token's stateless
+// server (statelessServer).
 func (h *HTTPServer) serverFor(r *http.Request) *mcp.Server {
 	identity := ""
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
@@ -262,6 +275,9 @@ func (h *HTTPServer) serverFor(r *http.Request) *mcp.Server {
 		if allowed, start, err = oauthSessionToolsets(r); err != nil {
 			return nil
 		}
+	}
+	if isStatelessRequest(r) {
+		return h.statelessServer(identity, allowed, start)
 	}
 	rs.once.Do(func() { rs.s = h.newSession(identity, allowed, start) })
 	return rs.s
@@ -380,7 +396,7 @@ func (h *HTTPServer) pathToken(next http.Handler) http.Handler {
 func (h *HTTPServer) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !h.hostAllowed(r.Host) {
-			httpError(w, http.StatusForbidden, "host not allowed")
+			h.refuseHost(w, r.Host)
 			return
 		}
 		if o := r.Header.Get("Origin"); o != "" && !h.originAllowed(o) {
@@ -393,8 +409,10 @@ func (h *HTTPServer) guard(next http.Handler) http.Handler {
 
 // hostAllowed accepts an IP literal with our port (a rebinding attack
 // needs a DNS name, so an IP literal cannot be one) when it is loopback or
-// remote access is allowed, and the configured names. "localhost" is a
-// name like any other: it is not accepted unless configured.
+// remote access is allowed, "localhost" with our port, and the configured
+// names. localhost is the one name accepted unasked: it is how people and
+// clients write a loopback URL, and a hostile page cannot have a browser
+// send it for the page's own name, which is what rebinding needs.
 func (h *HTTPServer) hostAllowed(hostport string) bool {
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil {
@@ -402,6 +420,9 @@ func (h *HTTPServer) hostAllowed(hostport string) bool {
 	}
 	if ip, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
 		return port == h.port && (ip.IsLoopback() || h.opts.AllowRemote)
+	}
+	if host == "localhost" {
+		return port == h.port
 	}
 	for _, name := range h.opts.AllowHosts {
 		if strings.EqualFold(host, name) {
@@ -424,11 +445,38 @@ func (h *HTTPServer) originAllowed(origin string) bool {
 	return h.hostAllowed(u.Host)
 }
 
+// refuseHost answers a request whose Host this server does not answer to
+// with 421 Misdirected Request (RFC 9110: the request reached a server
+// that will not answer for its host) and a message naming the host and
+// how to allow it. Not 401 or 403: clients report those as a bad token.
+func (h *HTTPServer) refuseHost(w http.ResponseWriter, hostport string) {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	msg := fmt.Sprintf("this server does not answer to the host %q: it accepts 127.0.0.1, [::1] and localhost on port %s", hostport, h.port)
+	if h.opts.OAuth != nil {
+		msg += ", and the host of its public URL"
+	} else if host != "" && !strings.ContainsAny(host, "[]:") {
+		msg += fmt.Sprintf(", and other names only when started with --allow-host %s (sluice-sidecar http --allow-host %s)", host, host)
+	}
+	h.log.Warn("refused a request for a host this server does not answer to", "host", hostport)
+	writeHTTPError(w, http.StatusMisdirectedRequest, "host_not_allowed", msg)
+}
+
 func httpError(w http.ResponseWriter, status int, msg string) {
+	writeHTTPError(w, status, strings.ToLower(strings.ReplaceAll(http.StatusText(status), " ", "_")), msg)
+}
+
+// writeHTTPError writes the JSON error body of a refusal that happens
+// before MCP: {"error": {"code", "message"}}.
+func writeHTTPError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	fmt.Fprintf(w, "{\"error\":{\"code\":%q,\"message\":%q}}\n", strings.ToLower(strings.ReplaceAll(http.StatusText(status), " ", "_")), msg)
+	// JSON, not Go quoting: the message may quote a request's Host.
+	b, _ := json.Marshal(map[string]map[string]string{"error": {"code": code, "message": msg}})
+	w.Write(append(b, '\n'))
 }
 
 func runHTTP(args []string, stdout, stderr io.Writer) int {

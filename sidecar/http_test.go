@@ -117,15 +117,23 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// connectHTTP connects the go-sdk streamable client with a bearer token.
+// connectHTTP connects the go-sdk streamable client with a bearer token at
+// MCP 2025-11-25, the protocol with sessions.
 func connectHTTP(t *testing.T, url, token, clientName string) (*mcp.ClientSession, error) {
 	t.Helper()
-	client := mcp.NewClient(&mcp.Implementation{Name: clientName, Version: "1"}, nil)
+	return connectHTTPAt(t, url, token, clientName, "2025-11-25", nil)
+}
+
+// connectHTTPAt connects the go-sdk streamable client with a bearer token
+// at one protocol version.
+func connectHTTPAt(t *testing.T, url, token, clientName, version string, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: clientName, Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{token}}, MaxRetries: -1,
-	}, nil)
+	}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err == nil {
 		t.Cleanup(func() { cs.Close() })
 	}
@@ -217,11 +225,11 @@ func TestHTTP_ForeignHost_Refused(t *testing.T) {
 		host, origin string
 		want         int
 	}{
-		{"evil.example.com", "", http.StatusForbidden},
-		{"evil.example.com" + port, "", http.StatusForbidden},
-		{"localhost" + port, "", http.StatusForbidden},
-		{"127.0.0.1:1", "", http.StatusForbidden},
-		{"10.0.0.1" + port, "", http.StatusForbidden},
+		{"evil.example.com", "", http.StatusMisdirectedRequest},
+		{"evil.example.com" + port, "", http.StatusMisdirectedRequest},
+		{"localhost:1", "", http.StatusMisdirectedRequest},
+		{"127.0.0.1:1", "", http.StatusMisdirectedRequest},
+		{"10.0.0.1" + port, "", http.StatusMisdirectedRequest},
 		{env.srv.Addr(), "http://evil.example.com", http.StatusForbidden},
 		{env.srv.Addr(), "null", http.StatusForbidden},
 		{env.srv.Addr(), "", http.StatusOK},
@@ -238,7 +246,7 @@ func TestHTTP_ForeignHost_Refused(t *testing.T) {
 	}
 	// The Host check comes first: a foreign host learns nothing, not even
 	// that a token is needed.
-	if code, hdr, _ := post(t, env.srv.URL(), map[string]string{"Host": "evil.example.com"}, initializeBody); code != http.StatusForbidden || hdr.Get("WWW-Authenticate") != "" {
+	if code, hdr, _ := post(t, env.srv.URL(), map[string]string{"Host": "evil.example.com"}, initializeBody); code != http.StatusMisdirectedRequest || hdr.Get("WWW-Authenticate") != "" {
 		t.Errorf("foreign host without token: %d %v", code, hdr)
 	}
 }

@@ -135,6 +135,11 @@ func New(opts Options) (*Sidecar, error) {
 		Instructions: serverInstructions,
 		Logger:       log,
 		SchemaCache:  schemaCache,
+		// Not go-sdk's default, which advertises logging: Sluice sends
+		// no log messages through MCP (its log is stderr and the audit
+		// ledger, and MCP 2026-07-28 deprecates logging), so it does not
+		// claim the capability. Tools are added to it as they register.
+		Capabilities: &mcp.ServerCapabilities{},
 	})
 	s.server.AddReceivingMiddleware(s.injectedArgsMiddleware, s.auditMiddleware, s.presenceMiddleware)
 	s.registerCapabilities()
