@@ -64,11 +64,8 @@ func indexText(tx *bolt.Tx) error {
 	})
 }
 
-// hasText reports whether the words of the record with time key tk
-// contain text (always, when text is empty).
-func hasText(tx *bolt.Tx, tk []byte, text string) bool {
-	if text == "" {
-		return true
-	}
-	return bytes.Contains(tx.Bucket(bucketByText).Get(tk), []byte(text))
+// hasText reports whether the words under time key tk in words (the
+// text bucket) contain text (always, when text is empty).
+func hasText(words *bolt.Bucket, tk, text []byte) bool {
+	return len(text) == 0 || bytes.Contains(words.Get(tk), text)
 }

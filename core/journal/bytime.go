@@ -180,7 +180,7 @@ func (j *Journal) listByTime(tx *bolt.Tx, f Filter, after *Record, consider func
 	for _, p := range prefixes {
 		walks = append(walks, newIndexWalk(b, p, from, f.Oldest))
 	}
-	props := tx.Bucket(bucketProposals)
+	props, words, text := tx.Bucket(bucketProposals), tx.Bucket(bucketByText), []byte(f.Text)
 	for {
 		// The walk whose key comes first in the order asked for.
 		var w *indexWalk
@@ -195,7 +195,7 @@ func (j *Journal) listByTime(tx *bolt.Tx, f Filter, after *Record, consider func
 		if w == nil {
 			return nil
 		}
-		if !hasText(tx, w.suffix(), f.Text) {
+		if !hasText(words, w.suffix(), text) {
 			w.next()
 			continue
 		}
