@@ -73,6 +73,7 @@ describe("SettingsView", () => {
   it("shows the server's reason when a setting is refused", async () => {
     stubFetch({
       "GET /api/settings": { body: settings },
+      "GET /api/connectors": { body: { serving: false, connectors: [] } },
       "POST /api/settings": { status: 400, body: { error: { code: "invalid_argument", message: "allowedRoots: /nope does not exist" } } },
     });
     const { SettingsView } = await import("./SettingsView");
