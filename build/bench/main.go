@@ -39,6 +39,7 @@ var suites = []suite{
 	{"Sluice's own refs: reads beside git with 0, 1,000 and 10,000 proposals' sealed refs", "./core/apply/", "BenchmarkSealedRefs", "20x"},
 	{"Proposals and the gateway (HTTP)", "./core/intake/", "BenchmarkSubmit_EndToEnd|BenchmarkSubmit_Concurrent20|BenchmarkBoltFsyncTx", "2s"},
 	{"Execution", "./core/apply/", "Patch1000|Merge500", "20x"},
+	{"Execution and restore at 1,000, 20,000 and 100,000 files", "./core/apply/", "BenchmarkScale", "3x"},
 	{"Sealed outcomes", "./core/apply/", "Seal1000|Reseal1000", "10x"},
 	{"Sealed outcomes (submit → card)", "./core/intake/", "BenchmarkSubmit_Sealed1000", "20x"},
 	{"Sealed outcomes: the agent's call", "./app/", "Agent_StageAll1000", "10x"},
@@ -79,7 +80,9 @@ func main() {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "== %s (%s)\n", s.title, s.pkg)
-		args := []string{"test", "-run", "^$", "-bench", s.bench, "-benchmem", "-benchtime", s.benchtime, "-count", "1", s.pkg}
+		// go test's own 10-minute limit would stop the suites that build
+		// large repositories.
+		args := []string{"test", "-run", "^$", "-bench", s.bench, "-benchmem", "-benchtime", s.benchtime, "-count", "1", "-timeout", "60m", s.pkg}
 		cmd := exec.Command("go", args...)
 		var buf bytes.Buffer
 		cmd.Stdout = &buf
