@@ -565,7 +565,9 @@ const maxAutoApprovals = 50
 // AutoApprovals lists the newest proposals rules approved, newest first,
 // from the journal (where each is recorded as approved by "policy:RULE").
 func (api *API) AutoApprovals() ([]AutoApproval, error) {
-	recs, err := api.app.journal.List(journal.Filter{})
+	// The journal keeps these records in an index of their own, newest
+	// decision first: the feed beside the pending list reads them alone.
+	recs, err := api.app.journal.ApprovedByRules(maxAutoApprovals)
 	if err != nil {
 		return nil, err
 	}

@@ -51,3 +51,55 @@ func TestAPI_Pending_OldestPage(t *testing.T) {
 		t.Errorf("count %d, %v; want %d", got, err, n)
 	}
 }
+
+// TestAPI_AutoApprovals_NewestDecisionFirst: the feed beside the pending
+// list names what rules approved, the newest decision first, and nothing
+// a person decided.
+func TestAPI_AutoApprovals_NewestDecisionFirst(t *testing.T) {
+	a := startApp(t)
+	start := time.Now().Add(-time.Hour)
+	var ids []string
+	for i := range 4 {
+		p := proposal.Proposal{
+			ID: fmt.Sprintf("auto-%d", i), Op: proposal.OpCommit, Repo: "/work/src/widgets",
+			Args:   &proposal.CommitArgs{Message: "update", Paths: []string{"README.md"}, Branch: "agent/x"},
+			Reason: "routine", Agent: "agent-a",
+			Pinned: proposal.Pinned{Refs: map[string]string{
+				"HEAD":               "0123456789abcdef0123456789abcdef01234567",
+				"refs/heads/agent/x": "0123456789abcdef0123456789abcdef01234567",
+			}},
+			CreatedAt: proposal.At(start.Add(time.Duration(i) * time.Second)), ExpiresAt: proposal.At(time.Now().Add(time.Hour)),
+		}
+		if err := p.Seal(); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := a.journal.Submit(p); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, p.ID)
+	}
+	// The newest proposal is decided first: the feed follows the
+	// decisions (one in the same millisecond comes in id order).
+	for _, i := range []int{3, 0, 2} {
+		rec, err := a.journal.Get(ids[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 2 {
+			_, err = a.journal.Approve(ids[i], rec.Proposal.Digest, "owner:web", "")
+		} else {
+			_, err = a.journal.ApproveAuto(ids[i], rec.Proposal.Digest, fmt.Sprintf("rule-%d", i))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	api := &API{app: a, kind: "web"}
+	feed, err := api.AutoApprovals()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(feed) != 2 || feed[0].ID != ids[0] || feed[0].Rule != "rule-0" || feed[1].ID != ids[3] {
+		t.Fatalf("feed %+v", feed)
+	}
+}

@@ -122,8 +122,9 @@ func BenchmarkJournal_PendingFirstPage(b *testing.B) {
 // it starts and its screens first load, from a journal of 100, 1,000,
 // 10,000 and 100,000 records (one in ten pending, the others decided):
 // Open, Recover, the pending count, the pending list's first page with
-// collisions, History's first page, the approved records to run, and the
-// repositories whose sealed objects are tended.
+// collisions, History's first page, the approved records to run, the
+// repositories whose sealed objects are tended, and the feed of what
+// rules approved.
 func BenchmarkJournal_StartupLists(b *testing.B) {
 	for _, n := range []int{100, 1_000, 10_000, 100_000} {
 		j, path := mixedJournal(b, n, n/10)
@@ -149,6 +150,9 @@ func BenchmarkJournal_StartupLists(b *testing.B) {
 					b.Fatal(err)
 				}
 				if _, err := j.Repos(); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := j.ApprovedByRules(50); err != nil {
 					b.Fatal(err)
 				}
 				j.Close()

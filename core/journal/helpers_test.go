@@ -105,6 +105,9 @@ func checkDB(t testing.TB, path string) {
 	if err := db.View(checkText); err != nil {
 		t.Errorf("text bucket: %v", err)
 	}
+	if err := db.View(checkRules); err != nil {
+		t.Errorf("rule index: %v", err)
+	}
 }
 
 // checkTimeIndex reports where a time index and the records disagree: a
@@ -241,4 +244,35 @@ func checkText(tx *bolt.Tx) error {
 		return fmt.Errorf("%d values for %d records", m, n)
 	}
 	return nil
+}
+
+// checkRules reports where the rule index and the records' decisions
+// disagree.
+func checkRules(tx *bolt.Tx) error {
+	want := map[string]string{}
+	err := tx.Bucket(bucketProposals).ForEach(func(k, v []byte) error {
+		var rec Record
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return err
+		}
+		if r := ruleOf(rec.Decision); r != "" {
+			want[string(timeKey(rec.Decision.At, rec.Proposal.ID))] = r
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	n := 0
+	err = tx.Bucket(bucketByRule).ForEach(func(k, v []byte) error {
+		if want[string(k)] != string(v) {
+			return fmt.Errorf("key %q names rule %q, the record %q", k, v, want[string(k)])
+		}
+		n++
+		return nil
+	})
+	if err == nil && n != len(want) {
+		err = fmt.Errorf("%d keys for %d records approved by rules", n, len(want))
+	}
+	return err
 }

@@ -156,6 +156,9 @@ func Open(path string, opts Options) (*Journal, error) {
 		if err := indexText(tx); err != nil {
 			return err
 		}
+		if err := indexRules(tx); err != nil {
+			return err
+		}
 		return indexPendingPaths(tx)
 	})
 	if err != nil {
@@ -694,6 +697,9 @@ func (j *Journal) update(id string, fn func(rec *Record, now time.Time) (proposa
 		rec.Version++
 		rec.UpdatedAt = at
 		if d.Decision != nil {
+			if err := moveRule(tx, rec.Proposal, rec.Decision, d.Decision); err != nil {
+				return err
+			}
 			rec.Decision = d.Decision
 		}
 		if d.Outcome != nil {
@@ -871,6 +877,7 @@ func (j *Journal) Prune() (int, error) {
 	type pruned struct {
 		State     proposal.State     `json:"state"`
 		UpdatedAt proposal.Timestamp `json:"updatedAt"`
+		Decision  *Decision          `json:"decision"`
 		Proposal  struct {
 			ID             string             `json:"id"`
 			Repo           string             `json:"repo"`
@@ -908,6 +915,9 @@ func (j *Journal) Prune() (int, error) {
 				return err
 			}
 			if err := deleteText(tx, p.CreatedAt, p.ID); err != nil {
+				return err
+			}
+			if err := moveRule(tx, proposal.Proposal{ID: p.ID}, rec.Decision, nil); err != nil {
 				return err
 			}
 			if p.IdempotencyKey != "" {
