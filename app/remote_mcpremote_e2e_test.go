@@ -87,8 +87,17 @@ func TestRemoteMCPRemote_EndToEnd(t *testing.T) {
 	// mcp-remote closes its callback server before it serves stdio, and
 	// Node's close waits for the browser's kept-alive connection to it:
 	// the person closes the window, as they would.
-	if err := chromedp.Do(consent, chromedp.WaitVisible(chromedp.CSS("body"))); err != nil {
-		t.Fatal(err)
+	// Wait until the browser is on mcp-remote's callback page (asking
+	// again while the page navigates, which interrupts an evaluation).
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		at, err := chromedp.Run(consent, chromedp.Evaluate[string](`document.readyState === "complete" ? location.pathname : ""`))
+		if err == nil && at == "/oauth/callback" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the browser did not come back to mcp-remote (%q, %v)\n%s", at, err, log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	if err := chromedp.Cancel(consent); err != nil {
 		t.Fatal(err)
@@ -123,7 +132,7 @@ func TestRemoteMCPRemote_EndToEnd(t *testing.T) {
 		m, _ := res.StructuredContent.(map[string]any)
 		waited <- m
 	}()
-	personApproves(t, browserWithin(t, 60*time.Second), e, pid, ":connector-granted-")
+	personApproves(t, browserWithin(t, 60*time.Second), e, pid, ", connector granted ")
 	select {
 	case w := <-waited:
 		if w["status"] != string(proposal.Completed) {

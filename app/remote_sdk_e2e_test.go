@@ -151,7 +151,7 @@ func runSDKConnector(t *testing.T, metadataDocument bool) {
 	next("BRIEF")
 	pid := next("PROPOSED")
 
-	personApproves(t, ctx, e, pid, "SDK-Test-Client:connector-granted-")
+	personApproves(t, ctx, e, pid, "SDK Test Client, connector granted ")
 	if status := next("WAITED"); status != "completed" {
 		t.Fatalf("proposal_wait: %s", status)
 	}

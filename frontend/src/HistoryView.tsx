@@ -6,7 +6,7 @@
 import { useEffect, useRef, useState } from "react";
 import { api, proposalStates, type Card, type HistoryQuery } from "./api";
 import { ErrorBox, RiskBadge, ScrollTable, StateBadge, Time, errorMessage } from "./bits";
-import { opLabel, stateLabel } from "./format";
+import { agentLabel, opLabel, stateLabel } from "./format";
 import { href, navigate } from "./route";
 
 export const historyLimit = 200;
@@ -184,7 +184,7 @@ export function HistoryView() {
                     </div>
                   </td>
                   <td>
-                    {c.agent}
+                    {agentLabel(c.agent)}
                     <div>
                       <span
                         className={`badge origin-mark${c.origin ? " confined" : " warn"}`}

@@ -7,7 +7,7 @@ import { api, ApiError, type Card, type Preflight } from "./api";
 import { Countdown, ErrorBox, RiskBadge, Sha, StateBadge, Time, errorMessage } from "./bits";
 import { DiffView } from "./DiffView";
 import { sealedDiffChanges } from "./FileTree";
-import { opLabel, shortRef } from "./format";
+import { agentLabel, opLabel, shortRef } from "./format";
 import { href } from "./route";
 import { InvisibleContent } from "./InvisibleChars";
 import { LeftLocks } from "./LeftLocks";
@@ -330,7 +330,7 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
         </div>
       </header>
       <p className="byline">
-        Proposed by <strong className="agent">{card.agent}</strong> · <Time at={card.createdAt} /> ·{" "}
+        Proposed by <strong className="agent">{agentLabel(card.agent)}</strong> · <Time at={card.createdAt} /> ·{" "}
         <a href={href("proposal", card.id)} className="muted">
           {card.id}
         </a>

@@ -4,7 +4,7 @@
 // has waited, and marks for what needs care (stale, colliding).
 import { RiskBadge, StateBadge, useNow } from "./bits";
 import type { Card } from "./api";
-import { formatDuration, opLabel, toDate } from "./format";
+import { agentLabel, formatDuration, opLabel, toDate } from "./format";
 
 /** How many words of the reason a subject takes when nothing better names the change. */
 const reasonWords = 8;
@@ -132,7 +132,7 @@ export function QueueRow({
         <span className="op">{opLabel(c.op)}</span> <span className="muted">in</span> <span className="repo">{c.repoName}</span>
       </span>
       <span className="q-sep muted" aria-hidden="true">·</span>{" "}
-      <span className="q-agent">{c.agent}</span>
+      <span className="q-agent">{agentLabel(c.agent)}</span>
       <span className="q-sep muted" aria-hidden="true">·</span>{" "}
       <span className="q-files muted">{filesWords(c)}</span>{" "}
       <span className="q-marks">

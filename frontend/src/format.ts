@@ -9,6 +9,14 @@ export function toDate(t: When): Date | null {
   return Number.isNaN(d.getTime()) ? null : d;
 }
 
+// A remote connector's identity ("ChatGPT:connector-granted-5-Dec", see
+// app/remote.go) read as a person says it: "ChatGPT, connector granted 5
+// Dec". Any other agent name is shown as it is.
+export function agentLabel(agent: string): string {
+  const m = /^(.+):connector-granted-(\d{1,2})-([A-Za-z]{3})$/.exec(agent);
+  return m ? `${m[1].replace(/-/g, " ")}, connector granted ${m[2]} ${m[3]}` : agent;
+}
+
 export function formatTime(t: When): string {
   const d = toDate(t);
   return d ? d.toLocaleString() : "";
