@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
+	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
@@ -328,4 +331,87 @@ func TestRestore_ScopedPatch_DirectoryInPlaceOfAFile(t *testing.T) {
 	if now := repoState(t, f.repo.Dir); now != later {
 		t.Errorf("undoing the restore did not bring back the person's directory:\n%s", diffState(later, now))
 	}
+}
+
+// loggedGit is an executor over f's journal and roots whose git is the
+// real one behind a script that appends each command line to a file,
+// which it returns with the executor.
+func loggedGit(t *testing.T, f *fixture) (*Executor, string) {
+	t.Helper()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	log := filepath.Join(dir, "git.log")
+	script := "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '" + log + "'\nexec '" + real + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runner, err := gitx.NewRunner(gitx.RunnerOptions{GitPath: filepath.Join(dir, "git")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Options{Journal: f.j, Roots: gitx.Roots{f.root}, Runner: runner, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, log
+}
+
+// An approved merge into the checked-out branch and a patch to the
+// working tree, and the restore of each, run no git command that walks
+// or rewrites the whole working tree: no status that looks for untracked
+// files, no add --all, no read-tree --reset -u, no refresh of the whole
+// index.
+func TestExecuteAndRestore_Scoped_NoWholeTreeWalk(t *testing.T) {
+	f := newFixture(t)
+	f.diverge()
+	e, log := loggedGit(t, f)
+	f.e = e
+	merge := f.propose(&proposal.MergeArgs{Source: "feature", Target: "main", Strategy: proposal.MergeCommit})
+	patch := func() journal.Record {
+		return f.propose(&proposal.PatchArgs{Patch: "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-# demo\n+# patched\n", Target: proposal.PatchWorktree})
+	}
+	// What sealing runs when the proposal arrives is not the execution's.
+	for i, run := range []func() journal.Record{func() journal.Record { return merge }, patch} {
+		rec := run()
+		if err := os.WriteFile(log, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		done := f.mustComplete(rec)
+		if _, err := f.e.Restore(testCtx(t), f.repo.Dir, done.Outcome.RestorePoint, false); err != nil {
+			t.Fatalf("restore %d: %v", i, err)
+		}
+		b, err := os.ReadFile(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			sub, rest := gitSubcommand(line)
+			walks := sub == "status" && !slices.Contains(strings.Fields(rest), "--untracked-files=no") ||
+				sub == "add" && strings.Contains(rest, "--all") && !strings.Contains(rest, "pathspec") ||
+				sub == "read-tree" && strings.Contains(rest, "--reset") && strings.Contains(rest, "-u") ||
+				sub == "update-index" && strings.Contains(rest, "--refresh")
+			if walks {
+				t.Errorf("%s: git %s %s walks the whole working tree", rec.Proposal.Op, sub, rest)
+			}
+		}
+	}
+}
+
+// gitSubcommand splits a logged git command line into its subcommand and
+// what follows it, past the global options (-c takes a value).
+func gitSubcommand(line string) (string, string) {
+	f := strings.Fields(line)
+	for i := 0; i < len(f); i++ {
+		switch {
+		case f[i] == "-c":
+			i++
+		case strings.HasPrefix(f[i], "-"):
+		default:
+			return f[i], strings.Join(f[i+1:], " ")
+		}
+	}
+	return "", ""
 }

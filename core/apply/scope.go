@@ -30,6 +30,7 @@ import (
 // Only single-step proposals are narrowed: in a plan, a later step may
 // change what an earlier one left.
 func (r *run) scope(ctx context.Context, ops []step, t touches) error {
+	defer wantFullStatus(t)
 	if len(ops) != 1 {
 		return nil
 	}
@@ -59,6 +60,20 @@ func (r *run) scope(ctx context.Context, ops []step, t touches) error {
 		t.of(r.main).addScope(*s.wt, paths)
 	}
 	return nil
+}
+
+// wantFullStatus tells each repository's moment which worktrees get a
+// whole-tree restore point (files, no scope), whose status the checks
+// of tracked files then share; the others' checks read tracked files
+// alone.
+func wantFullStatus(t touches) {
+	for rc, ts := range t {
+		for wt, d := range ts.worktrees {
+			if d == depthFiles && len(ts.scopes[wt]) == 0 {
+				rc.reads.wantFull(wt.path)
+			}
+		}
+	}
 }
 
 // changedPaths lists, sorted, every path whose entry differs between two

@@ -79,7 +79,7 @@ func (rc *repoCtx) clean(ctx context.Context, wt worktree) (bool, error) {
 // dirtyTracked lists tracked paths with staged or unstaged changes
 // (untracked files are allowed), capped at 20.
 func (rc *repoCtx) dirtyTracked(ctx context.Context, wt worktree) ([]string, error) {
-	out, err := rc.status(ctx, wt)
+	out, err := rc.trackedStatus(ctx, wt)
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +99,29 @@ func (rc *repoCtx) dirtyTracked(ctx context.Context, wt worktree) ([]string, err
 		}
 	}
 	return paths, nil
+}
+
+// trackedStatus is a status that answers for tracked files: the full
+// status when this moment has one, or will want one (a whole-tree
+// restore point of wt follows, see readCache.wantFull); otherwise `git
+// status --untracked-files=no`, which checks the index's stat data and
+// walks no directory for untracked files.
+func (rc *repoCtx) trackedStatus(ctx context.Context, wt worktree) ([]byte, error) {
+	if out, ok := rc.reads.statusOf(wt.path); ok {
+		return out, nil
+	}
+	if rc.reads.wantsFull(wt.path) {
+		return rc.status(ctx, wt)
+	}
+	if out, ok := rc.reads.trackedOf(wt.path); ok {
+		return out, nil
+	}
+	res, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"status", "--porcelain=v1", "-z", "--untracked-files=no", "--ignore-submodules=dirty"}})
+	if err != nil {
+		return nil, err
+	}
+	rc.reads.putTracked(wt.path, res.out)
+	return res.out, nil
 }
 
 // headOf reads the HEAD of the worktree at dir, cached like status.
@@ -125,10 +148,16 @@ type readCache struct {
 	// entries holds index entries at a scope's paths, by worktree and
 	// paths (see indexEntries).
 	entries map[string][]byte
+	// tracked holds statuses without untracked files (see
+	// trackedStatus); full marks the worktrees whose full status this
+	// moment will want anyway.
+	tracked map[string][]byte
+	full    map[string]bool
 }
 
 func newReadCache() *readCache {
-	return &readCache{heads: map[string]head{}, status: map[string][]byte{}, entries: map[string][]byte{}}
+	return &readCache{heads: map[string]head{}, status: map[string][]byte{}, entries: map[string][]byte{},
+		tracked: map[string][]byte{}, full: map[string]bool{}}
 }
 
 // live reports whether the cache still caches.
@@ -140,8 +169,32 @@ func (c *readCache) end() map[string][]byte {
 		return nil
 	}
 	seen := c.status
-	c.heads, c.status, c.entries = nil, nil, nil
+	c.heads, c.status, c.entries, c.tracked, c.full = nil, nil, nil, nil, nil
 	return seen
+}
+
+// wantFull says that this moment will read the full status of the
+// worktree at dir, so a check of its tracked files reads that one.
+func (c *readCache) wantFull(dir string) {
+	if c.live() {
+		c.full[dir] = true
+	}
+}
+
+func (c *readCache) wantsFull(dir string) bool { return c.live() && c.full[dir] }
+
+func (c *readCache) trackedOf(dir string) ([]byte, bool) {
+	if !c.live() {
+		return nil, false
+	}
+	out, ok := c.tracked[dir]
+	return out, ok
+}
+
+func (c *readCache) putTracked(dir string, out []byte) {
+	if c.live() {
+		c.tracked[dir] = out
+	}
 }
 
 func (c *readCache) entriesOf(key string) ([]byte, bool) {
