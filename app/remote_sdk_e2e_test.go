@@ -208,3 +208,31 @@ func personApproves(t *testing.T, ctx context.Context, e *remoteEnv, pid, agent 
 		t.Fatalf("approve: %v", err)
 	}
 }
+
+// TestRemoteBrowser_ConsentWithoutSession_AsksForLogin: the consent page
+// opened in a browser without the person's session shows how to log in
+// (a command on this machine, never a password form) and nothing of the
+// request.
+func TestRemoteBrowser_ConsentWithoutSession_AsksForLogin(t *testing.T) {
+	e := startRemoteEnvUI(t, distFS(t), nil)
+	clientID, redirect := e.register(t, "Intruder")
+	id, _ := e.authorize(t, clientID, redirect)
+	ctx := browserWithin(t, 60*time.Second)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate("http://"+e.web.Addr()+"/#/consent/"+id),
+		chromedp.WaitVisible(chromedp.ID("login-title")),
+	); err != nil {
+		t.Fatalf("consent page without session: %v", err)
+	}
+	page, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page, "sluice login") || !strings.Contains(page, "open this page again") || strings.Contains(page, "Intruder") {
+		t.Fatalf("page without session:\n%s", page)
+	}
+	passwords, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("input[type=password], form").length`))
+	if err != nil || passwords != 0 {
+		t.Fatalf("a form or password field on the page: %d %v", passwords, err)
+	}
+}
