@@ -155,6 +155,34 @@ func runSDKConnector(t *testing.T, metadataDocument bool) {
 	if status := next("WAITED"); status != "completed" {
 		t.Fatalf("proposal_wait: %s", status)
 	}
+
+	// Settings lists the connector with its scopes and last use; Revoke
+	// there ends it.
+	row := `#connectors tbody tr`
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate("http://"+e.web.Addr()+"/#/settings"),
+		chromedp.WaitVisible(chromedp.CSS(row)),
+	); err != nil {
+		t.Fatalf("connector list: %v", err)
+	}
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(row)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "SDK Test Client") || !strings.Contains(text, "read, propose") || strings.Contains(text, "never") {
+		t.Fatalf("connector row: %s", text)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(row+` button[aria-label="Revoke SDK Test Client"]`))); err != nil {
+		t.Fatalf("revoke: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`[...document.querySelectorAll("#connectors td")].some((td) => td.textContent === "revoked")`,
+		chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatalf("the row does not say revoked: %v", err)
+	}
+	list, err := (&API{app: e.a, kind: "web"}).Connectors()
+	if err != nil || len(list.Connectors) != 1 || !list.Connectors[0].Revoked {
+		t.Fatalf("after Revoke: %+v %v", list, err)
+	}
 }
 
 // personAllows is the person, logging in to their UI in the browser ctx,

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"io/fs"
 	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -457,4 +459,31 @@ func TestCheckPublicURL(t *testing.T) {
 func s256(verifier string) string {
 	sum := sha256.Sum256([]byte(verifier))
 	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// TestForwardedFrom_TrustedProxiesOnly: X-Forwarded-* and Forwarded are
+// dropped from a peer that is not a configured proxy, and a configured
+// proxy's X-Forwarded-For names the client.
+func TestForwardedFrom_TrustedProxiesOnly(t *testing.T) {
+	var got *http.Request
+	h := forwardedFrom([]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { got = r }))
+	for _, tc := range []struct {
+		peer, wantAddr, wantXFF string
+	}{
+		{"203.0.113.9:4000", "203.0.113.9:4000", ""},
+		{"127.0.0.1:4000", "198.51.100.7:0", "10.0.0.1, 198.51.100.7"},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/token", nil)
+		r.RemoteAddr = tc.peer
+		r.Header.Set("X-Forwarded-For", "10.0.0.1, 198.51.100.7")
+		r.Header.Set("X-Forwarded-Host", "evil.example")
+		r.Header.Set("Forwarded", "host=evil.example")
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		if got.RemoteAddr != tc.wantAddr || got.Header.Get("X-Forwarded-For") != tc.wantXFF {
+			t.Errorf("peer %s: RemoteAddr %q, X-Forwarded-For %q", tc.peer, got.RemoteAddr, got.Header.Get("X-Forwarded-For"))
+		}
+		if tc.wantXFF == "" && (got.Header.Get("X-Forwarded-Host") != "" || got.Header.Get("Forwarded") != "") {
+			t.Errorf("peer %s: forwarded headers kept", tc.peer)
+		}
+	}
 }
