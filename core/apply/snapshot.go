@@ -2,10 +2,10 @@ package apply
 
 import (
 	"bytes"
-	"maps"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
