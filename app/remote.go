@@ -205,7 +205,6 @@ func (a *App) auditOAuth(e oauth.Event) {
 		}
 	}
 	summary := map[string]string{
-		"oauth_client_registered": "Connector registered: ",
 		"oauth_consent_allowed":   "Connector allowed: ",
 		"oauth_consent_denied":    "Connector denied: ",
 		"oauth_client_revoked":    "Connector revoked: ",

@@ -48,7 +48,11 @@ type Options struct {
 
 // Event is something the audit ledger records.
 type Event struct {
-	Type   string // oauth_client_registered, oauth_consent_allowed, oauth_consent_denied, oauth_client_revoked
+	// Type is oauth_consent_allowed, oauth_consent_denied or
+	// oauth_client_revoked. A registration is not an event: it grants
+	// nothing, anyone on the internet can make one, and the person's
+	// decision records the client as registered.
+	Type   string
 	Client Client
 	Scopes []string
 	By     string // who decided: the UI's kind ("web", "desktop"), or "" for the connector itself
@@ -62,13 +66,16 @@ var (
 
 // Limits on what a stranger can make the server hold.
 const (
-	pendingTTL        = 10 * time.Minute
-	maxPending        = 64
-	maxUnusedClients  = 200
-	maxRegisterBody   = 16 << 10
-	defaultAccessTTL  = 15 * time.Minute
-	defaultRefreshTTL = 30 * 24 * time.Hour
-	authorizeCodeTTL  = 2 * time.Minute
+	pendingTTL       = 10 * time.Minute
+	maxPending       = 64
+	maxUnusedClients = 200
+	// maxRegistrationsPerMinute is far above what a person connecting
+	// a few connectors needs.
+	maxRegistrationsPerMinute = 30
+	maxRegisterBody           = 16 << 10
+	defaultAccessTTL          = 15 * time.Minute
+	defaultRefreshTTL         = 30 * 24 * time.Hour
+	authorizeCodeTTL          = 2 * time.Minute
 )
 
 // Server is the authorization server.
@@ -81,6 +88,32 @@ type Server struct {
 
 	mu      sync.Mutex
 	pending map[string]*pendingRequest
+	// registrations bounds how fast strangers can register clients.
+	registrations window
+}
+
+// window allows at most max events in any minute.
+type window struct {
+	mu    sync.Mutex
+	times []time.Time
+	max   int
+}
+
+func (w *window) allow(now time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	kept := w.times[:0]
+	for _, t := range w.times {
+		if now.Sub(t) < time.Minute {
+			kept = append(kept, t)
+		}
+	}
+	w.times = kept
+	if len(w.times) >= w.max {
+		return false
+	}
+	w.times = append(w.times, now)
+	return true
 }
 
 // pendingRequest is an authorization request waiting for the person.
@@ -155,7 +188,8 @@ func New(opts Options) (*Server, error) {
 		compose.OAuth2TokenRevocationFactory,
 		compose.OAuth2PKCEFactory,
 	)
-	return &Server{opts: opts, store: st, provider: provider, issuerURL: iss, pending: map[string]*pendingRequest{}}, nil
+	return &Server{opts: opts, store: st, provider: provider, issuerURL: iss, pending: map[string]*pendingRequest{},
+		registrations: window{max: maxRegistrationsPerMinute}}, nil
 }
 
 // Issuer is the issuer identifier.
@@ -440,6 +474,11 @@ func (s *Server) revoke(rw http.ResponseWriter, r *http.Request) {
 // client ID metadata document. A client asking for a secret
 // (client_secret_basic or _post) gets one, shown only in this answer.
 func (s *Server) register(rw http.ResponseWriter, r *http.Request) {
+	if !s.registrations.allow(time.Now()) {
+		rw.Header().Set("Retry-After", "60")
+		plainError(rw, http.StatusTooManyRequests, "temporarily_unavailable", "too many registrations; try again in a minute")
+		return
+	}
 	var md clientMetadata
 	dec := json.NewDecoder(http.MaxBytesReader(rw, r.Body, maxRegisterBody))
 	if err := dec.Decode(&md); err != nil {
@@ -475,9 +514,7 @@ func (s *Server) register(rw http.ResponseWriter, r *http.Request) {
 	s.store.mu.Lock()
 	s.dropUnusedLocked()
 	s.store.clients[c.fosite.ID] = c
-	view := c.view()
 	s.store.mu.Unlock()
-	s.event(Event{Type: "oauth_client_registered", Client: view})
 	out := map[string]any{
 		"client_id":                  c.fosite.ID,
 		"client_id_issued_at":        c.createdAt.Unix(),

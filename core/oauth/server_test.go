@@ -581,3 +581,25 @@ func BenchmarkOAuth_Verify(b *testing.B) {
 		}
 	}
 }
+
+// TestOAuth_Register_RateLimited: registration is open to the internet,
+// so it is bounded per minute, and it writes nothing to the ledger.
+func TestOAuth_Register_RateLimited(t *testing.T) {
+	ta := newTestAS(t, nil)
+	body := `{"client_name":"x","redirect_uris":["https://x.example/cb"],"token_endpoint_auth_method":"none"}`
+	codes := map[int]int{}
+	for range maxRegistrationsPerMinute + 5 {
+		resp, err := http.Post(ta.http.URL+"/register", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		codes[resp.StatusCode]++
+	}
+	if codes[http.StatusCreated] != maxRegistrationsPerMinute || codes[http.StatusTooManyRequests] != 5 {
+		t.Fatalf("answers %v", codes)
+	}
+	if len(ta.events) != 0 {
+		t.Fatalf("registrations wrote events: %+v", ta.events)
+	}
+}
