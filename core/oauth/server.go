@@ -512,7 +512,7 @@ func (s *Server) register(rw http.ResponseWriter, r *http.Request) {
 		c.fosite.Secret = h
 	}
 	s.store.mu.Lock()
-	s.dropUnusedLocked()
+	s.store.dropUnusedLocked()
 	s.store.clients[c.fosite.ID] = c
 	s.store.mu.Unlock()
 	out := map[string]any{
@@ -532,12 +532,12 @@ func (s *Server) register(rw http.ResponseWriter, r *http.Request) {
 	writeJSON(rw, http.StatusCreated, out)
 }
 
-// dropUnusedLocked forgets the oldest registered clients the person never
-// allowed once there are too many: registration is open to anyone who can
-// reach the server. The store's lock is held.
-func (s *Server) dropUnusedLocked() {
+// dropUnusedLocked forgets the oldest clients (registered, or known by a
+// metadata document) the person never allowed once there are too many:
+// both are open to anyone who can reach the server. s.mu is held.
+func (s *store) dropUnusedLocked() {
 	var unused []*client
-	for _, c := range s.store.clients {
+	for _, c := range s.clients {
 		if c.grantedAt.IsZero() {
 			unused = append(unused, c)
 		}
@@ -547,7 +547,7 @@ func (s *Server) dropUnusedLocked() {
 	}
 	slices.SortFunc(unused, func(a, b *client) int { return a.createdAt.Compare(b.createdAt) })
 	for _, c := range unused[:len(unused)-maxUnusedClients+1] {
-		delete(s.store.clients, c.fosite.ID)
+		delete(s.clients, c.fosite.ID)
 	}
 }
 

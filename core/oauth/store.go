@@ -79,6 +79,7 @@ func (s *store) GetClient(ctx context.Context, id string) (fosite.Client, error)
 		}
 		return old.fosite, nil
 	}
+	s.dropUnusedLocked()
 	s.clients[id] = c
 	return c.fosite, nil
 }
