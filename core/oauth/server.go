@@ -394,7 +394,7 @@ func (s *Server) Decide(ctx context.Context, id string, allow bool, by string) (
 	}
 	ar := p.ar
 	c := s.clientLocked(ar.GetClient().GetID())
-	if c == nil || c.revoked {
+	if c == nil {
 		return "", ErrNoSuchRequest
 	}
 	rec := httptest.NewRecorder()
@@ -418,6 +418,7 @@ func (s *Server) Decide(ctx context.Context, id string, allow bool, by string) (
 	s.store.mu.Lock()
 	c.grantedAt = time.Now()
 	c.scopes = scopes
+	c.revoked = false
 	view := c.view()
 	s.store.mu.Unlock()
 	s.event(Event{Type: "oauth_consent_allowed", Client: view, Scopes: scopes, By: by})
@@ -566,8 +567,9 @@ func (s *Server) Clients() []Client {
 	return out
 }
 
-// RevokeClient ends every token of the client at once and refuses it from
-// now on; by names who revoked it, for the ledger.
+// RevokeClient ends every token and code of the client at once, and its
+// requests waiting for the person; to come back it has to ask the person
+// again. by names who revoked it, for the ledger.
 func (s *Server) RevokeClient(id, by string) error {
 	s.store.mu.Lock()
 	c := s.store.clients[id]
@@ -575,6 +577,13 @@ func (s *Server) RevokeClient(id, by string) error {
 	if c == nil || !s.store.revokeClient(id) {
 		return ErrNoSuchClient
 	}
+	s.mu.Lock()
+	for pid, p := range s.pending {
+		if p.ar.GetClient().GetID() == id {
+			delete(s.pending, pid)
+		}
+	}
+	s.mu.Unlock()
 	s.store.mu.Lock()
 	view := c.view()
 	s.store.mu.Unlock()

@@ -466,25 +466,35 @@ func TestOAuth_Refused_DecideScope(t *testing.T) {
 }
 
 // TestOAuth_Refused_RevokedClient: Revoke ends the client's tokens at
-// once, refuses its refresh token and any new authorization request.
+// once and refuses its refresh token; only a new decision of the person
+// lets it back.
 func TestOAuth_Refused_RevokedClient(t *testing.T) {
 	ta := newTestAS(t, nil)
 	code, verifier := ta.code(nil)
 	tok := ta.exchange(code, verifier)
 	ta.mustVerify(tok.AccessToken)
+	_, challenge := pkcePair()
+	waiting := ta.consentID(ta.authorize(ta.authorizeQuery(challenge, nil)))
 	if err := ta.srv.RevokeClient(ta.docURL, "web"); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := ta.srv.Decide(context.Background(), waiting, true, "web"); !errors.Is(err, ErrNoSuchRequest) {
+		t.Fatalf("a request made before Revoke was still answerable: %v", err)
 	}
 	ta.refused(tok.AccessToken)
 	if r := ta.refresh(tok.RefreshToken); r.Status == http.StatusOK {
 		t.Fatalf("refresh after revoke: %+v", r)
 	}
-	_, challenge := pkcePair()
-	if resp := ta.authorize(ta.authorizeQuery(challenge, nil)); resp.StatusCode != http.StatusBadRequest {
-		t.Fatalf("authorize after revoke: %d", resp.StatusCode)
-	}
 	if last := ta.events[len(ta.events)-1]; last.Type != "oauth_client_revoked" || last.By != "web" {
 		t.Fatalf("last event %+v", last)
+	}
+	// To come back it asks the person again; the old tokens stay dead.
+	code, verifier = ta.code(nil)
+	again := ta.exchange(code, verifier)
+	ta.mustVerify(again.AccessToken)
+	ta.refused(tok.AccessToken)
+	if r := ta.refresh(tok.RefreshToken); r.Status == http.StatusOK {
+		t.Fatalf("old refresh token after the new grant: %+v", r)
 	}
 }
 

@@ -53,15 +53,13 @@ func newStore() *store {
 
 // GetClient is a registered client, or a client ID metadata document's
 // client fetched now (and kept, so that the consent and the token request
-// see the same document).
+// see the same document). A revoked client is still known: it holds no
+// token, and it may ask the person again.
 func (s *store) GetClient(ctx context.Context, id string) (fosite.Client, error) {
 	s.mu.Lock()
 	c := s.clients[id]
 	s.mu.Unlock()
 	if c != nil {
-		if c.revoked {
-			return nil, fosite.ErrNotFound
-		}
 		return c.fosite, nil
 	}
 	if !isMetadataURL(id) || s.fetch == nil {
@@ -74,9 +72,6 @@ func (s *store) GetClient(ctx context.Context, id string) (fosite.Client, error)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old := s.clients[id]; old != nil {
-		if old.revoked {
-			return nil, fosite.ErrNotFound
-		}
 		return old.fosite, nil
 	}
 	s.dropUnusedLocked()
