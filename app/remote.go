@@ -205,9 +205,9 @@ func (a *App) auditOAuth(e oauth.Event) {
 		}
 	}
 	summary := map[string]string{
-		"oauth_consent_allowed":   "Connector allowed: ",
-		"oauth_consent_denied":    "Connector denied: ",
-		"oauth_client_revoked":    "Connector revoked: ",
+		"oauth_consent_allowed": "Connector allowed: ",
+		"oauth_consent_denied":  "Connector denied: ",
+		"oauth_client_revoked":  "Connector revoked: ",
 	}[e.Type] + e.Client.Name
 	if _, err := a.ledger.Append(audit.Entry{EventType: e.Type, Approval: approval, Result: "ok", Summary: summary, Data: data}); err != nil {
 		a.log.Error("audit append failed", "event", e.Type, "err", err)
