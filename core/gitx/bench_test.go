@@ -174,3 +174,65 @@ func BenchmarkCommitDetails_Refs_vs_CLI(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCommitDetails_Scale_vs_CLI is commit_details beside `git show
+// --stat` and repo_brief beside `git status`, in the same run, in
+// repositories of 1,000, 20,000 and 100,000 files (200 commits, the newest
+// changing 3 files) with 0, 1,000 and 10,000 loose refs under
+// refs/sluice/ (Sluice keeps one per proposal), none of them naming
+// anything the person asked about.
+func BenchmarkCommitDetails_Scale_vs_CLI(b *testing.B) {
+	for _, files := range []int{1_000, 20_000, 100_000} {
+		dir := gitxtest.LargeRepo(b, gitxtest.Large{Files: files, Commits: 200})
+		for _, refs := range []int{0, 1_000, 10_000} {
+			sluiceRefs(b, dir, refs)
+			run, err := NewRunner(RunnerOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			repo, err := run.Open(context.Background(), Roots{dir}, dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			name := fmt.Sprintf("files=%d/refs=%d", files, refs)
+			b.Run(name+"/commit_details", func(b *testing.B) {
+				compare(b, func() {
+					if _, err := repo.CommitDetails(context.Background(), "HEAD", 0); err != nil {
+						b.Fatal(err)
+					}
+				}, func() { cli(b, dir, "show", "--stat", "HEAD") })
+			})
+			b.Run(name+"/repo_brief", func(b *testing.B) {
+				compare(b, func() {
+					if _, err := repo.Brief(context.Background()); err != nil {
+						b.Fatal(err)
+					}
+				}, func() { cli(b, dir, "status") })
+			})
+		}
+		// The generated repository is shared by later runs: it keeps none.
+		sluiceRefs(b, dir, 0)
+	}
+}
+
+// sluiceRefs leaves exactly n loose refs under refs/sluice/sealed/ in dir,
+// all at HEAD.
+func sluiceRefs(b *testing.B, dir string, n int) {
+	b.Helper()
+	var del, add strings.Builder
+	for _, ref := range strings.Fields(gitxtest.Git(b, dir, "for-each-ref", "--format=%(refname)", "refs/sluice/")) {
+		fmt.Fprintf(&del, "delete %s\n", ref)
+	}
+	head := gitxtest.Git(b, dir, "rev-parse", "HEAD")
+	for i := range n {
+		fmt.Fprintf(&add, "create refs/sluice/sealed/p%05d %s\n", i, head)
+	}
+	// A ref may be named once per transaction: deletes, then creates.
+	for _, in := range []string{del.String(), add.String()} {
+		c := exec.Command("git", "update-ref", "--stdin")
+		c.Dir, c.Stdin = dir, strings.NewReader(in)
+		if out, err := c.CombinedOutput(); err != nil {
+			b.Fatalf("update-ref: %v\n%s", err, out)
+		}
+	}
+}
