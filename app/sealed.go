@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/sluicehq/sluice/core/apply"
+	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/intake"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -46,7 +48,8 @@ func (a *App) tendSealed(ctx context.Context, b *intake.Intake) {
 // journal has records of: a proposal's own ref is folded into the
 // repository's kept ref, and the objects of a proposal whose record is
 // gone, or that ended without running longer than sealedRetention ago,
-// are let go (now is the time the retention is counted to). The journal
+// are let go (now is the time the retention is counted to); then its
+// restore points past their retention are removed. The journal
 // is asked after the executor read the refs: a ref is written only once
 // its proposal is stored, so a proposal found without a record has none
 // any more.
@@ -85,5 +88,45 @@ func (a *App) tendSealedOnce(ctx context.Context, now time.Time) {
 		if got.Folded > 0 || got.Dropped > 0 {
 			a.log.Info("sealed objects tended", "repo", repo, "folded", got.Folded, "dropped", got.Dropped, "kept", got.Kept)
 		}
+		a.tendRestorePoints(ctx, repo, now)
+	}
+}
+
+// tendRestorePoints removes the restore points of repo whose operation
+// ended longer than the configured restorePointRetention before now (see
+// apply.Executor.TendRestorePoints), keeping those of proposals that
+// need reconciliation: the person settles such a proposal from its
+// restore point.
+func (a *App) tendRestorePoints(ctx context.Context, repo string, now time.Time) {
+	retention := a.current().RestorePointRetention
+	if retention <= 0 {
+		retention = config.DefaultRestorePointRetention
+	}
+	keep := func(old []apply.RestorePoint) (map[string]bool, error) {
+		var ids []string
+		for _, rp := range old {
+			if rp.ProposalID != "" {
+				ids = append(ids, rp.ProposalID)
+			}
+		}
+		st, err := a.journal.Standings(ids)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]bool{}
+		for _, rp := range old {
+			if s, ok := st[rp.ProposalID]; ok && s.State == proposal.NeedsReconciliation {
+				out[rp.ID] = true
+			}
+		}
+		return out, nil
+	}
+	got, err := a.executor.TendRestorePoints(ctx, repo, now.Add(-retention), keep)
+	if err != nil {
+		a.log.Debug("tending restore points", "repo", repo, "err", err)
+		return
+	}
+	if got.Removed > 0 {
+		a.log.Info("restore points past their retention removed", "repo", repo, "removed", got.Removed, "kept", got.Kept)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/core/apply"
+	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -89,5 +91,80 @@ func TestTendSealed_App_FoldsAndLetsGoPastRetention(t *testing.T) {
 	}
 	if out, err := gitxtest.GitErr(t, r.Dir, "cat-file", "-t", rejected.Proposal.Sealed.After); err == nil && strings.TrimSpace(out) == "tree" {
 		t.Error("the rejected proposal's tree is still kept past its retention")
+	}
+}
+
+// TestTendRestorePoints_App_RemovesPastRetention: the app's hourly tend
+// also removes the restore points past restorePointRetention, keeping
+// each repository's newest; the journal still records the execution
+// whose restore point went.
+func TestTendRestorePoints_App_RemovesPastRetention(t *testing.T) {
+	cfg := isolate(t)
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.AllowedRoots = []string{root}
+	r := gitxtest.InitAt(t, filepath.Join(root, "repo"))
+	r.WriteCommit("a.txt", "one\n", "base")
+	a, err := Start(cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	ctx := context.Background()
+	var ids []string
+	for i := range apply.RestorePointsKeptAtLeast + 1 {
+		name := fmt.Sprintf("f%d.txt", i)
+		r.Write(name, fmt.Sprintf("execution %d\n", i))
+		args := &proposal.CommitArgs{Message: name, Paths: []string{name}}
+		now := time.Now()
+		p := proposal.Proposal{ID: fmt.Sprintf("rp-%02d", i), Op: args.Op(), Repo: r.Dir, Args: args, Reason: "test", Agent: "agent-a",
+			Pinned: proposal.Pinned{Refs: map[string]string{}}, CreatedAt: proposal.At(now), ExpiresAt: proposal.At(now.Add(time.Hour))}
+		for _, ref := range args.Pins() {
+			p.Pinned.Refs[ref] = r.Git("rev-parse", ref)
+		}
+		if p.Sealed, err = a.executor.Seal(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Seal(); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := a.journal.Submit(p); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.journal.Approve(p.ID, p.Digest, "owner:web", ""); err != nil {
+			t.Fatal(err)
+		}
+		// The app runs an approved proposal at once.
+		var rec journal.Record
+		waitFor(t, time.Minute, p.ID+" to complete", func() bool {
+			rec, err = a.journal.Get(p.ID)
+			return err == nil && rec.State.Terminal()
+		})
+		if rec.State != proposal.Completed {
+			t.Fatalf("execute %s: %s", p.ID, rec.State)
+		}
+		ids = append(ids, rec.Outcome.RestorePoint)
+	}
+	restoreRefs := func(id string) string {
+		return r.Git("for-each-ref", "--format=%(refname)", apply.RestorePrefix+id+"/")
+	}
+	// Within the retention every restore point stays.
+	a.tendSealedOnce(ctx, time.Now())
+	if restoreRefs(ids[0]) == "" {
+		t.Fatal("a restore point within its retention was removed")
+	}
+	a.tendSealedOnce(ctx, time.Now().Add(config.DefaultRestorePointRetention+time.Hour))
+	if refs := restoreRefs(ids[0]); refs != "" {
+		t.Errorf("the oldest restore point past its retention keeps %q", refs)
+	}
+	for _, id := range ids[1:] {
+		if restoreRefs(id) == "" {
+			t.Errorf("restore point %s, one of the newest, was removed", id)
+		}
+	}
+	if rec, err := a.journal.Get(ids[0]); err != nil || rec.State != proposal.Completed {
+		t.Errorf("the journal's record of %s: %s %v", ids[0], rec.State, err)
 	}
 }

@@ -348,7 +348,7 @@ func (e *Executor) Restore(ctx context.Context, repo, restorePointID string, for
 	defer unlock()
 	rp, err := restorepoint.Find(ctx, rc.repo, restorePointID)
 	if err != nil {
-		return nil, err
+		return nil, restorepoint.OrExpired(ctx, rc.repo, restorePointID, err)
 	}
 	paths := []string{rp.NewWorktree}
 	for _, w := range rp.Worktrees {

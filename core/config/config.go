@@ -68,6 +68,11 @@ type Config struct {
 	AuditSigning bool `json:"-"`
 	// Retention of terminal proposals in the journal.
 	Retention time.Duration `json:"-"`
+	// RestorePointRetention is how long a restore point stays
+	// restorable after its operation ended; the app's hourly tend removes
+	// older ones (see apply.Executor.TendRestorePoints), keeping those of
+	// proposals that need reconciliation and each repository's newest.
+	RestorePointRetention time.Duration `json:"-"`
 	// WorkspaceImage is the image ID ("sha256:<64 hex>") that workspace
 	// runs use. An ID rather than a tag, so that what runs is exactly what
 	// the person chose; empty means workspaces are unsupported.
@@ -97,6 +102,8 @@ type fileConfig struct {
 	AuditKeyFile  string   `json:"auditKeyFile,omitempty"`
 	AuditSigning  *bool    `json:"auditSigning,omitempty"`
 	Retention     string   `json:"retention,omitempty"`
+	// RestorePointRetention is a duration ("720h").
+	RestorePointRetention string `json:"restorePointRetention,omitempty"`
 	// WorkspaceImage is set by hand (or SLUICE_WORKSPACE_IMAGE).
 	WorkspaceImage string `json:"workspaceImage,omitempty"`
 	// WorkspaceRuntime is set by hand (or SLUICE_WORKSPACE_RUNTIME).
@@ -114,6 +121,8 @@ const (
 	// taken a week later is taken on a repository that has moved on.
 	MaxPendingExpiry = 7 * 24 * time.Hour
 	DefaultRetention = 90 * 24 * time.Hour
+	// DefaultRestorePointRetention keeps a month of operations to undo.
+	DefaultRestorePointRetention = 30 * 24 * time.Hour
 	// DefaultWebAddr is where `sluice serve` listens unless told otherwise.
 	DefaultWebAddr = "127.0.0.1:7733"
 )
@@ -160,6 +169,8 @@ func loadFrom(configDir, stateDir string) (*Config, error) {
 		Notifications: true,
 		AuditSigning:  true,
 		Retention:     DefaultRetention,
+
+		RestorePointRetention: DefaultRestorePointRetention,
 	}
 	if err := c.applyFile(filepath.Join(configDir, "config.json")); err != nil {
 		return nil, err
@@ -206,6 +217,13 @@ func (c *Config) applyFile(path string) error {
 			return fmt.Errorf("%w: retention: %v", ErrInvalid, err)
 		}
 		c.Retention = d
+	}
+	if f.RestorePointRetention != "" {
+		d, err := time.ParseDuration(f.RestorePointRetention)
+		if err != nil {
+			return fmt.Errorf("%w: restorePointRetention: %v", ErrInvalid, err)
+		}
+		c.RestorePointRetention = d
 	}
 	if f.PolicyFile != "" {
 		c.PolicyFile = f.PolicyFile
@@ -315,6 +333,9 @@ func (c *Config) validate() error {
 	}
 	if c.Retention < time.Hour {
 		return fmt.Errorf("%w: retention: %s is shorter than 1h", ErrInvalid, c.Retention)
+	}
+	if c.RestorePointRetention < time.Hour {
+		return fmt.Errorf("%w: restorePointRetention: %s is shorter than 1h", ErrInvalid, c.RestorePointRetention)
 	}
 	for _, t := range c.Toolsets {
 		if !contains(KnownToolsets, t) {
@@ -552,7 +573,7 @@ func (c *Config) SaveSettings(s Settings) error {
 		return fmt.Errorf("%w: pendingExpiry: %v", ErrInvalid, err)
 	}
 	probe := &Config{ConfigDir: c.ConfigDir, StateDir: c.StateDir, AllowedRoots: s.AllowedRoots, PendingExpiry: d,
-		PolicyFile: s.PolicyFile, Toolsets: s.Toolsets, Retention: c.Retention, AuditKeyFile: c.AuditKeyFile}
+		PolicyFile: s.PolicyFile, Toolsets: s.Toolsets, Retention: c.Retention, RestorePointRetention: c.RestorePointRetention, AuditKeyFile: c.AuditKeyFile}
 	if err := probe.validate(); err != nil {
 		return err
 	}

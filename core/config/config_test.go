@@ -80,6 +80,8 @@ func TestLoad_Invalid_NamesKey(t *testing.T) {
 		{`{"pendingExpiry":"soon"}`, "", "pendingExpiry"},
 		{`{"pendingExpiry":"1s"}`, "", "pendingExpiry"},
 		{`{"toolsets":["shell"]}`, "", "toolsets"},
+		{`{"restorePointRetention":"a month"}`, "", "restorePointRetention"},
+		{`{"restorePointRetention":"30m"}`, "", "restorePointRetention"},
 		{`{"colour":"blue"}`, "", "colour"},
 		{`{"allowedRoots":[]} {}`, "", "trailing"},
 		{`{}`, "SLUICE_PENDING_EXPIRY=forever", "SLUICE_PENDING_EXPIRY"},
@@ -240,5 +242,19 @@ func TestLoad_WebAddr(t *testing.T) {
 		if _, err := Load(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "webAddr") {
 			t.Errorf("%q: %v, want ErrInvalid naming webAddr", bad, err)
 		}
+	}
+}
+
+// TestLoad_RestorePointRetention: a month unless config.json says
+// otherwise.
+func TestLoad_RestorePointRetention(t *testing.T) {
+	dir := isolate(t)
+	c, err := Load()
+	if err != nil || c.RestorePointRetention != 30*24*time.Hour {
+		t.Fatalf("default: %v, %v", c, err)
+	}
+	writeConfig(t, dir, `{"restorePointRetention":"2160h"}`)
+	if c, err = Load(); err != nil || c.RestorePointRetention != 90*24*time.Hour {
+		t.Fatalf("from file: %v, %v", c, err)
 	}
 }

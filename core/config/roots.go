@@ -86,7 +86,7 @@ func (c *Config) RemoveRoot(dir string) ([]string, error) {
 // CanonicalRoots validates roots exactly as Load does and returns them
 // canonical (absolute, symlinks resolved, existing directories).
 func CanonicalRoots(roots []string) ([]string, error) {
-	probe := &Config{AllowedRoots: roots, PendingExpiry: DefaultPendingExpiry, Retention: DefaultRetention, AuditKeyFile: "/"}
+	probe := &Config{AllowedRoots: roots, PendingExpiry: DefaultPendingExpiry, Retention: DefaultRetention, RestorePointRetention: DefaultRestorePointRetention, AuditKeyFile: "/"}
 	if err := probe.validate(); err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ type Details struct {
 func Describe(ctx context.Context, repo *gitx.Repo, id string) (*Details, error) {
 	rp, err := Find(ctx, repo, id)
 	if err != nil {
-		return nil, err
+		return nil, OrExpired(ctx, repo, id, err)
 	}
 	now := Present(repo)
 	d := &Details{RestorePoint: *rp, Conflicts: []Conflict{}, Restorable: true}

@@ -91,6 +91,15 @@ func timelineEvents(ctx context.Context, repo *gitx.Repo, perRef int) ([]Timelin
 			}
 		}
 	}
+	// Restore points removed past their retention stay on the timeline,
+	// dated when they were removed.
+	expired, err := ListExpired(ctx, repo)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range expired[:min(len(expired), perRef)] {
+		events = append(events, expiredEvent(e))
+	}
 	for _, ref := range refs {
 		log, err := repo.Reflog(ctx, ref, min(perRef, gitx.MaxReflogLimit))
 		if err != nil {
@@ -153,6 +162,17 @@ type SafetyEventDetails struct {
 func SafetyEvent(ctx context.Context, repo *gitx.Repo, id string) (*SafetyEventDetails, error) {
 	if rp, ok := strings.CutPrefix(id, "rp:"); ok {
 		d, err := Describe(ctx, repo, rp)
+		if errcode.IsCode(err, errcode.RestorePointNotFound) {
+			// An expired restore point is still an event, with nothing
+			// left to restore.
+			if expired, lerr := ListExpired(ctx, repo); lerr == nil {
+				for _, e := range expired {
+					if e.ID == rp {
+						return &SafetyEventDetails{Event: expiredEvent(e)}, nil
+					}
+				}
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
