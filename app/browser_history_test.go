@@ -37,7 +37,14 @@ func TestBrowser_History_OlderPagesAndSearchOverEveryRecord(t *testing.T) {
 	}
 	f.shot(t, "web-history-older.png")
 
-	if err := chromedp.Do(f.ctx, chromedp.Navigate(f.base+"/#/rules"), chromedp.Navigate(f.base+"/#/history")); err != nil {
+	// Away to Rules (History goes off the screen and forgets its older
+	// pages) and back: each move waits for its screen, or a loaded machine
+	// could take both moves in one render and never leave History.
+	if err := chromedp.Do(f.ctx, chromedp.Navigate(f.base+"/#/rules")); err != nil {
+		t.Fatal(err)
+	}
+	f.waitText(t, "#rules-title", "Rules")
+	if err := chromedp.Do(f.ctx, chromedp.Navigate(f.base+"/#/history")); err != nil {
 		t.Fatal(err)
 	}
 	f.waitText(t, "[role=status]", "200+ proposals")
