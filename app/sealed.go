@@ -127,6 +127,6 @@ func (a *App) tendRestorePoints(ctx context.Context, repo string, now time.Time)
 		return
 	}
 	if got.Removed > 0 {
-		a.log.Info("restore points past their retention removed", "repo", repo, "removed", got.Removed, "kept", got.Kept)
+		a.log.Info("restore points past their retention removed", "repo", repo, "removed", got.Removed, "kept", got.Kept, "left for the next tend", got.Left)
 	}
 }

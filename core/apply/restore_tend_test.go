@@ -163,3 +163,27 @@ func TestTendRestorePoints_CrashBetweenSteps(t *testing.T) {
 		})
 	}
 }
+
+// TestTendRestorePoints_Batches: a tend removes at most restoreTendBatch
+// restore points, the oldest first, and says how many it left for the
+// next.
+func TestTendRestorePoints_Batches(t *testing.T) {
+	defer func(n int) { restoreTendBatch = n }(restoreTendBatch)
+	restoreTendBatch = 2
+	f := newFixture(t)
+	now := time.Now()
+	oldest := f.executedAt(now.Add(-90*24*time.Hour), 0, 1)
+	old := f.executedAt(now.Add(-60*24*time.Hour), 1, 2)
+	f.executedAt(now, 3, RestorePointsKeptAtLeast)
+	cutoff := now.Add(-30 * 24 * time.Hour)
+	got, err := f.e.TendRestorePoints(testCtx(t), f.repo.Dir, cutoff, nil)
+	if err != nil || got.Removed != 2 || got.Left != 1 {
+		t.Fatalf("first tend: %+v, %v; want 2 removed, 1 left", got, err)
+	}
+	if f.restorePointRefs(oldest[0]) != 0 || f.restorePointRefs(old[0])+f.restorePointRefs(old[1]) == 0 {
+		t.Errorf("the first tend did not remove the oldest first")
+	}
+	if got, err := f.e.TendRestorePoints(testCtx(t), f.repo.Dir, cutoff, nil); err != nil || got.Removed != 1 || got.Left != 0 {
+		t.Errorf("second tend: %+v, %v", got, err)
+	}
+}
