@@ -255,8 +255,10 @@ func detailsOut(d *restorepoint.Details) RestorePointDetailsOut {
 		switch {
 		case w.Files && w.Clean:
 			line += "; clean"
-		case len(w.Paths) > 0:
+		case len(w.Paths) > 0 && w.Files:
 			line += fmt.Sprintf("; the %d paths the operation changes (index and files) recorded in snapshot %s", len(w.Paths), w.Snapshot)
+		case len(w.Paths) > 0:
+			line += fmt.Sprintf("; the index entries at the %d paths the operation changes recorded in snapshot %s", len(w.Paths), w.Snapshot)
 		case w.Files:
 			line += "; index and files recorded in snapshot " + w.Snapshot
 		case w.Index != "":

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,9 +116,30 @@ func (r *run) commitSealed(ctx context.Context, w *writing, sym, msg string, sea
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
-	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"read-tree"}, revs: []string{sealed.After}, env: env}); err != nil {
+	idx := filepath.Join(tmp, "index")
+	env := []string{"GIT_INDEX_FILE=" + idx}
+	// The temporary index starts as a copy of the person's, and --reset
+	// then makes its entries the sealed tree's, keeping the stat data of
+	// every entry whose content stays: git commit refreshes the index it
+	// commits, and without stat data that would hash every file of the
+	// working tree. What is committed is the entries alone either way.
+	// git refuses the --reset where it would have to clear a
+	// skip-worktree mark over a file that differs; then the index starts
+	// empty.
+	kept := false
+	if err := gitx.CopyIndex(filepath.Join(rc.main().gitDir, "index"), idx); err == nil {
+		_, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"read-tree", "--reset"}, revs: []string{sealed.After}, env: env})
+		kept = err == nil
+	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", err
+	}
+	if !kept {
+		if err := os.Remove(idx); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"read-tree"}, revs: []string{sealed.After}, env: env}); err != nil {
+			return "", err
+		}
 	}
 	// The person's git: they approved this commit, so their hooks,
 	// identity and signing apply, as if they had run it.
@@ -263,7 +285,12 @@ func (r *run) rollbackIndex(ctx context.Context, w *writing) {
 		if wt.Path != rc.path || wt.Index == "" {
 			continue
 		}
-		if err := rc.g.restoreIndex(ctx, rc.main(), wt.Index); err != nil {
+		restore := func() error { return rc.g.restoreIndex(ctx, rc.main(), wt.Index) }
+		if len(wt.Paths) > 0 {
+			// A scope: the entries at the commit's paths alone.
+			restore = func() error { return rc.g.restoreIndexPaths(ctx, rc.main(), wt.Index, wt.Paths) }
+		}
+		if err := restore(); err != nil {
 			r.e.log.Error("apply: could not put the index back after a failed commit", "err", err)
 			return
 		}

@@ -258,7 +258,7 @@ func (rc *repoCtx) endState(ctx context.Context, rp *RestorePoint, outcome strin
 			if err != nil {
 				return nil, err
 			}
-			end.Worktrees = append(end.Worktrees, WorktreeState{Path: wt.path, Head: h.sym, HeadSHA: h.sha, Files: true,
+			end.Worktrees = append(end.Worktrees, WorktreeState{Path: wt.path, Head: h.sym, HeadSHA: h.sha, Files: k.Files,
 				Index: k.Index, Tree: k.Tree, Paths: w.Paths})
 			continue
 		}
@@ -587,6 +587,9 @@ func (rc *repoCtx) putBackWorktree(ctx context.Context, id string, wt worktree, 
 		}
 		return rc.g.restoreFiles(ctx, wt, want, undo.current[wt.path])
 	case depthIndex:
+		if len(want.Paths) > 0 {
+			return rc.g.restoreIndexPaths(ctx, wt, want.Index, want.Paths)
+		}
 		return rc.g.restoreIndex(ctx, wt, want.Index)
 	}
 	return nil

@@ -175,8 +175,9 @@ func TestRestorePoints_ListAndDetails(t *testing.T) {
 }
 
 // Without a hook of the person's, a commit changes only the branch and
-// the index, and that is what its restore point records and restores;
-// later edits to files are not the restore's business.
+// the index entries at its paths, and that is what its restore point
+// records (a scope of the index) and restores; later edits to files, and
+// later work staged at other paths, are not the restore's business.
 func TestRestore_CommitWithoutHooks_RecordsIndexOnly(t *testing.T) {
 	f := newFixture(t)
 	f.repo.Write("src/a.txt", "staged\n")
@@ -185,6 +186,13 @@ func TestRestore_CommitWithoutHooks_RecordsIndexOnly(t *testing.T) {
 	f.repo.Write("src/new.txt", "new\n")
 	indexBefore := f.git("write-tree")
 	headBefore := f.git("rev-parse", "HEAD")
+	// entryAt is the index entry at src/a.txt as ls-tree shows it.
+	entryAt := func() string {
+		mode, rest, _ := strings.Cut(f.git("ls-files", "-s", "--", "src/a.txt"), " ")
+		sha, _, _ := strings.Cut(rest, " ")
+		return mode + " blob " + sha + "\tsrc/a.txt"
+	}
+	stagedBefore := entryAt()
 	done := f.mustComplete(f.propose(&proposal.CommitArgs{Message: "commit a", Paths: []string{"src/a.txt"}}))
 
 	list, err := f.e.ListRestorePoints(testCtx(t), f.repo.Dir)
@@ -192,14 +200,18 @@ func TestRestore_CommitWithoutHooks_RecordsIndexOnly(t *testing.T) {
 		t.Fatalf("restore points %+v, %v", list, err)
 	}
 	w := list[0].Worktrees
-	if len(w) != 1 || w[0].Files || w[0].Tree != "" || w[0].Index != indexBefore || w[0].HeadSHA != headBefore {
-		t.Fatalf("worktree record %+v: want the index %s and HEAD %s only", w, indexBefore, headBefore)
+	if len(w) != 1 || w[0].Files || w[0].Tree != "" || !slices.Equal(w[0].Paths, []string{"src/a.txt"}) || w[0].HeadSHA != headBefore {
+		t.Fatalf("worktree record %+v: want the index at src/a.txt and HEAD %s only", w, headBefore)
 	}
-	// The snapshot is a commit of the index on top of HEAD.
-	if got := f.git("rev-parse", w[0].Snapshot+"^{tree}", w[0].Snapshot+"^"); got != indexBefore+"\n"+headBefore {
+	if got := f.git("ls-tree", "-r", "--full-tree", w[0].Index); got != stagedBefore {
+		t.Errorf("the recorded index entries are %q, want %q", got, stagedBefore)
+	}
+	// The snapshot is a commit of those entries on top of HEAD.
+	if got := f.git("rev-parse", w[0].Snapshot+"^{tree}", w[0].Snapshot+"^"); got != w[0].Index+"\n"+headBefore {
 		t.Errorf("snapshot %s: tree and parent %q", w[0].Snapshot, got)
 	}
-	if end := list[0].End; end == nil || len(end.Worktrees) != 1 || end.Worktrees[0].Index != f.git("write-tree") || end.Worktrees[0].Files {
+	if end := list[0].End; end == nil || len(end.Worktrees) != 1 || end.Worktrees[0].Files ||
+		f.git("ls-tree", "-r", "--full-tree", end.Worktrees[0].Index) != entryAt() {
 		t.Errorf("end state %+v", list[0].End)
 	}
 
@@ -229,12 +241,19 @@ func TestRestore_CommitWithoutHooks_RecordsIndexOnly(t *testing.T) {
 		t.Errorf("status after the restore:\n%s", st)
 	}
 
-	// A change to the index after the commit is a conflict.
+	// Work staged at another path after the commit is not a conflict;
+	// a change to the index at the commit's path is.
 	again := f.mustComplete(f.propose(&proposal.CommitArgs{Message: "commit a again", Paths: []string{"src/a.txt"}}))
 	f.git("add", "src/new.txt")
 	d, err := f.e.RestorePointDetails(testCtx(t), f.repo.Dir, again.Outcome.RestorePoint)
+	if err != nil || len(d.Conflicts) != 0 {
+		t.Fatalf("details after staging elsewhere: %+v, %v", d, err)
+	}
+	f.repo.Write("src/a.txt", "staged after the commit\n")
+	f.git("add", "src/a.txt")
+	d, err = f.e.RestorePointDetails(testCtx(t), f.repo.Dir, again.Outcome.RestorePoint)
 	if err != nil || len(d.Conflicts) != 1 || d.Conflicts[0].Kind != "index" {
-		t.Fatalf("details after staging: %+v, %v", d, err)
+		t.Fatalf("details after staging at the commit's path: %+v, %v", d, err)
 	}
 }
 

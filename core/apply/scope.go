@@ -25,7 +25,20 @@ import (
 //   - a merge or fast-forward that moves the branch checked out in a
 //     working tree: the checkout (clean, as the merge requires) goes from
 //     HEAD's tree to the sealed result, which the merge verifies it
-//     reaches, so exactly the paths that differ between the two change.
+//     reaches, so exactly the paths that differ between the two change;
+//   - a discard of named paths: it sets the index entries and files
+//     that differ from HEAD under those paths back to HEAD's (and
+//     removes the untracked files there, when asked). Which files differ
+//     is the sealed outcome's (the check finds them still as sealed);
+//     which index entries differ is read now, from the index alone;
+//   - a commit with no hook of the person's to run: it sets the index
+//     entries at the sealed paths to the new HEAD's (see commitSealed)
+//     and writes no file, so the restore point records those entries
+//     alone (a scope of the index, WorktreeState.Paths without Files).
+//     A hook is the person's own program and may write any file or
+//     stage anything, so with hooks the whole working tree is recorded;
+//     so it is for a session's commit, whose checkout is written from
+//     the whole index.
 //
 // Only single-step proposals are narrowed: in a plan, a later step may
 // change what an earlier one left.
@@ -58,6 +71,24 @@ func (r *run) scope(ctx context.Context, ops []step, t touches) error {
 			return err
 		}
 		t.of(r.main).addScope(*s.wt, paths)
+	case *discardStep:
+		sealed := r.sealedStep()
+		if sealed == nil {
+			return nil
+		}
+		res, err := r.main.g.run(ctx, call{dir: r.main.path, args: []string{"diff-index", "--cached", "--name-only", "-z", "--no-renames"},
+			revs: []string{r.expect["HEAD"]}, paths: s.a.Paths, dashdash: true})
+		if err != nil {
+			return err
+		}
+		paths := append(sealed.SealedPaths(), strings.Split(string(res.out), "\x00")...)
+		t.of(r.main).addScope(r.main.main(), restorepoint.SortedPaths(paths))
+	case *commitStep:
+		wt := r.main.main()
+		if r.p.Origin != nil || t.of(r.main).worktrees[wt] != depthIndex {
+			return nil
+		}
+		t.of(r.main).addScope(wt, r.sealedStep().SealedPaths())
 	}
 	return nil
 }

@@ -384,6 +384,24 @@ func (rc *repoCtx) stateOf(ctx context.Context, wt worktree, d depth, how keep, 
 		}
 		return st, trees{}, nil
 	}
+	if d == depthIndex && len(paths) > 0 {
+		// A scope of the index (a commit of known paths): the entries at
+		// those paths, no copy of the whole index.
+		st.Paths = paths
+		entries, err := rc.indexEntries(ctx, wt, paths)
+		if err != nil {
+			return WorktreeState{}, trees{}, err
+		}
+		if st.Index, err = g.indexTree(ctx, rc.objectsDir(), wt, how != keepNothing, entries); err != nil {
+			return WorktreeState{}, trees{}, err
+		}
+		if how == keepSnapshot {
+			if st.Snapshot, err = rc.commitTree(ctx, st.Index, []string{h.sha}, "index on "+on+": "+label); err != nil {
+				return WorktreeState{}, trees{}, err
+			}
+		}
+		return st, trees{}, nil
+	}
 	if d == depthIndex {
 		t, err := g.treesOf(ctx, wt, rc.objectsDir(), false, how != keepNothing, false)
 		if err != nil {
@@ -455,6 +473,50 @@ func (g *gitEnv) pathTrees(ctx context.Context, wt worktree, objectsDir string, 
 		objEnv = []string{"GIT_OBJECT_DIRECTORY=" + objs, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + objectsDir}
 	}
 	return restorepoint.PathTrees(ctx, g.inWorktree(wt), wt.path, tmp, paths, objEnv, entries)
+}
+
+// indexTree records index entries at a scope's paths as a tree
+// (restorepoint.IndexTree), on a temporary index; with persist the
+// objects go to the repository, without it to a temporary object
+// directory that is deleted.
+func (g *gitEnv) indexTree(ctx context.Context, objectsDir string, wt worktree, persist bool, entries []byte) (string, error) {
+	tmp, err := os.MkdirTemp("", "sluice-snapshot-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	var objEnv []string
+	if !persist {
+		objs := filepath.Join(tmp, "objects")
+		if err := os.Mkdir(objs, 0o700); err != nil {
+			return "", err
+		}
+		objEnv = []string{"GIT_OBJECT_DIRECTORY=" + objs, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + objectsDir}
+	}
+	return restorepoint.IndexTree(ctx, g.inWorktree(wt), tmp, objEnv, entries)
+}
+
+// restoreIndexPaths puts the index entries at the paths of a scope of
+// the index back as the tree index records them, and takes out of the
+// index each of the paths it does not hold. Only those entries are
+// written; the working tree is not touched, and every other entry keeps
+// its stat data.
+func (g *gitEnv) restoreIndexPaths(ctx context.Context, wt worktree, index string, paths []string) error {
+	want, err := restorepoint.TreeEntries(ctx, g.inWorktree(wt), index)
+	if err != nil {
+		return err
+	}
+	var in bytes.Buffer
+	for _, p := range paths {
+		e := want[p]
+		if e == "" {
+			// Mode 0 removes the entry.
+			e = "0 " + g.zero
+		}
+		fmt.Fprintf(&in, "%s\t%s\x00", e, p)
+	}
+	_, err = g.run(ctx, call{dir: wt.path, args: []string{"update-index", "-z", "--index-info"}, stdin: in.Bytes()})
+	return err
 }
 
 // indexEntries are the index entries of wt at paths

@@ -59,16 +59,9 @@ func PathTrees(ctx context.Context, git Git, dir, tmp string, paths, objEnv []st
 		}
 	}
 	env := append([]string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "scope-index")}, objEnv...)
-	if len(entries) > 0 {
-		if _, err := git(ctx, Call{Args: []string{"update-index", "-z", "--index-info"}, Env: env, Stdin: entries}); err != nil {
-			return "", "", err
-		}
-	}
-	out, err := git(ctx, Call{Args: []string{"write-tree"}, Env: env})
-	if err != nil {
+	if index, err = IndexTree(ctx, git, tmp, objEnv, entries); err != nil {
 		return "", "", err
 	}
-	index = strings.TrimSpace(string(out))
 	// --add takes a file that is not in the index, --remove drops one that
 	// is gone from disk; update-index, unlike add, takes ignored files too,
 	// which is right here: the scope says which paths, not .gitignore.
@@ -80,10 +73,31 @@ func PathTrees(ctx context.Context, git Git, dir, tmp string, paths, objEnv []st
 	if _, err := git(ctx, Call{Args: []string{"update-index", "--add", "--remove", "-z", "--stdin"}, Env: env, Stdin: in.Bytes()}); err != nil {
 		return "", "", err
 	}
-	if out, err = git(ctx, Call{Args: []string{"write-tree"}, Env: env}); err != nil {
+	out, err := git(ctx, Call{Args: []string{"write-tree"}, Env: env})
+	if err != nil {
 		return "", "", err
 	}
 	return index, strings.TrimSpace(string(out)), nil
+}
+
+// IndexTree records index entries (as IndexEntries reads them) as a
+// tree, on a temporary index in tmp (scope-index, which PathTrees goes
+// on to fill with the files): the index half of a scope, for an
+// operation that changes index entries at known paths and no file (a
+// commit of them). objEnv says where the objects go (nil: the
+// repository).
+func IndexTree(ctx context.Context, git Git, tmp string, objEnv []string, entries []byte) (string, error) {
+	env := append([]string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "scope-index")}, objEnv...)
+	if len(entries) > 0 {
+		if _, err := git(ctx, Call{Args: []string{"update-index", "-z", "--index-info"}, Env: env, Stdin: entries}); err != nil {
+			return "", err
+		}
+	}
+	out, err := git(ctx, Call{Args: []string{"write-tree"}, Env: env})
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // IndexEntries is `git ls-files -s -z` of the worktree's index for the

@@ -130,7 +130,7 @@ func (g present) Worktree(ctx context.Context, path string, like WorktreeState) 
 	switch {
 	case len(like.Paths) > 0:
 		st.Paths = like.Paths
-		st.Index, st.Tree, err = g.pathTrees(ctx, dir, like.Paths)
+		st.Index, st.Tree, err = g.pathTrees(ctx, dir, like.Paths, like.Files)
 		return st, err
 	case like.Files:
 		changes, err := g.status(ctx, dir)
@@ -190,8 +190,9 @@ func (g present) trees(ctx context.Context, dir, gitDir string, files bool) (ind
 }
 
 // pathTrees is PathTrees of the paths of dir, into a temporary object
-// directory deleted before it returns.
-func (g present) pathTrees(ctx context.Context, dir string, paths []string) (index, tree string, err error) {
+// directory deleted before it returns; without files, the index entries
+// alone (IndexTree), as a scope of the index records them.
+func (g present) pathTrees(ctx context.Context, dir string, paths []string, files bool) (index, tree string, err error) {
 	tmp, err := os.MkdirTemp("", "sluice-snapshot-")
 	if err != nil {
 		return "", "", err
@@ -212,8 +213,12 @@ func (g present) pathTrees(ctx context.Context, dir string, paths []string) (ind
 	if err != nil {
 		return "", "", err
 	}
-	return PathTrees(ctx, run, dir, tmp, paths, []string{"GIT_OBJECT_DIRECTORY=" + objs,
-		"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(g.repo.CommonDir, "objects")}, entries)
+	objEnv := []string{"GIT_OBJECT_DIRECTORY=" + objs, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(g.repo.CommonDir, "objects")}
+	if !files {
+		index, err = IndexTree(ctx, run, tmp, objEnv, entries)
+		return index, "", err
+	}
+	return PathTrees(ctx, run, dir, tmp, paths, objEnv, entries)
 }
 
 // stderr is what git wrote to stderr, as a classified failure carries it.

@@ -142,7 +142,9 @@ type WorktreeState struct {
 	// paths alone (the index entries at them; the files at them, a path
 	// missing from Tree being missing on disk; see PathTrees), a restore
 	// compares and writes these paths alone, and the rest of the working
-	// tree and index is neither read nor rewritten. Sorted.
+	// tree and index is neither read nor rewritten. Sorted. Without Files
+	// the scope is of the index alone (a commit of those paths): Index
+	// holds the entries at them, and no file is read or written.
 	Paths []string `json:"paths,omitempty"`
 	// Snapshot is the commit that keeps the recorded content: shaped like
 	// a git stash entry (parents HEAD and the index commit, tree the
@@ -241,7 +243,7 @@ func validRestorePoint(rp *RestorePoint) bool {
 		if !w.Files && (!okSHA(w.Index, true) || w.Tree != "" || w.Clean) {
 			return false
 		}
-		if len(w.Paths) > 0 && (!w.Files || w.Clean || !validPaths(w.Paths)) {
+		if len(w.Paths) > 0 && (w.Clean || !validPaths(w.Paths)) {
 			return false
 		}
 	}
