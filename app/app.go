@@ -79,6 +79,11 @@ type App struct {
 // journal (recovering what a crash left), starts the gateway on a random
 // loopback port and publishes gateway.json. Any failure stops start-up:
 // Sluice does not run without its record.
+// executorOnStep is the OnStep of the executor of every app started after
+// it is set (apply.Options): tests stop an execution at a named point to
+// look at what the app does meanwhile. Nothing else sets it.
+var executorOnStep func(step string)
+
 func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 	if err := cfg.EnsureDirs(); err != nil {
 		return nil, err
@@ -146,7 +151,7 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 	// With no allowed roots nothing can be proposed, and nothing is
 	// executed until the person allows a folder (the UI explains how);
 	// the executor asks for the roots each time, so one added later works.
-	exec, err := apply.New(apply.Options{Journal: j, RootsFunc: roots, Logger: log, Sessions: ss})
+	exec, err := apply.New(apply.Options{Journal: j, RootsFunc: roots, Logger: log, Sessions: ss, OnStep: executorOnStep})
 	if err != nil {
 		return nil, fmt.Errorf("executor: %w", err)
 	}

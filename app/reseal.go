@@ -167,13 +167,24 @@ func (a *App) recheckRepo(ctx context.Context, repo string, rs []journal.Record,
 	resealed := false
 	for _, rec := range rs {
 		w.mu.Lock()
-		due := again || moved || w.checked[rec.Proposal.ID] != rec.Proposal.Digest
+		due := again || moved || w.checked[rec.Proposal.ID] != rec.Proposal.Digest ||
+			stackedAndStale(rec.Proposal, w.stale[rec.Proposal.ID])
 		w.mu.Unlock()
 		if due && a.recheck(ctx, rec) {
 			resealed = true
 		}
 	}
 	return resealed
+}
+
+// stackedAndStale reports a commit sealed on the proposal below it that
+// was found stale: it hangs on that proposal's state too, which moves no
+// ref when it ends (a landing moves the branch before the journal says it
+// completed, and the look between the two finds the stacked commit
+// sealed on a base that is gone). It is looked at again at every look
+// until it is current.
+func stackedAndStale(p proposal.Proposal, why string) bool {
+	return why != "" && p.Sealed != nil && p.Sealed.Below != ""
 }
 
 // recheck checks one pending proposal: re-sealed when it can be, marked

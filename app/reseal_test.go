@@ -1,10 +1,12 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -259,5 +261,85 @@ func TestRetry_SameKeyAfterLanding_SameProposal(t *testing.T) {
 	}
 	if n := gitxtest.Git(t, repo, "rev-list", "--count", "HEAD"); n != "2" {
 		t.Fatalf("%s commits, want 2", n)
+	}
+}
+
+// TestStack_BelowLandsBetweenTwoLooks: the watch looks at a stacked commit
+// while the proposal below it executes and its commit is already on the
+// branch (the journal does not say completed yet): the look finds the
+// stacked card sealed on a base that is gone, and says it is stale. When
+// the journal says completed, no ref moves; the next look re-seals the
+// stacked commit on that commit all the same, rather than leaving it stale.
+func TestStack_BelowLandsBetweenTwoLooks(t *testing.T) {
+	ended, release, lockWait := make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
+	var once sync.Once
+	executorOnStep = func(step string) {
+		switch step {
+		case "ended":
+			// The first's execution: its commit is on main, its end not
+			// yet in the journal.
+			once.Do(func() {
+				close(ended)
+				<-release
+			})
+		case "lock-wait":
+			select {
+			case lockWait <- struct{}{}:
+			default:
+			}
+		}
+	}
+	t.Cleanup(func() { executorOnStep = nil })
+	a, repo, env := flowEnv(t)
+	api := &API{app: a, kind: "web"}
+	cs := agentSession(t, env, "claude-code")
+	write := func(content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("hello\nfirst\n")
+	out, isErr := callTool(t, cs, "propose_commit", map[string]any{"repoPath": repo, "reason": "First", "message": "First", "paths": []string{"README.md"}})
+	if isErr {
+		t.Fatalf("first: %v", out)
+	}
+	first := out["proposalId"].(string)
+	write("hello\nfirst\nsecond\n")
+	out, isErr = callTool(t, cs, "propose_commit", map[string]any{"repoPath": repo, "reason": "Second", "message": "Second", "paths": []string{"README.md"}, "stackOn": first})
+	if isErr {
+		t.Fatalf("stacked: %v", out)
+	}
+	second := out["proposalId"].(string)
+
+	firstCard, err := api.Proposal(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.Approve(Decision{ID: first, Digest: firstCard.Digest}); err != nil {
+		t.Fatal(err)
+	}
+	<-ended
+	// A look now reads the one below as executing, finds main moved, and
+	// waits for the repository, which the execution holds.
+	looked := make(chan struct{})
+	go func() {
+		a.recheckPending(context.Background())
+		close(looked)
+	}()
+	<-lockWait
+	close(release)
+	<-looked
+	waitCard(t, api, first, "the first to land", func(c Card) bool { return c.State == proposal.Completed })
+	commit := gitxtest.Git(t, repo, "rev-parse", "HEAD")
+
+	a.recheckPending(context.Background())
+	c, err := api.Proposal(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Stale || c.Resealed == nil || c.Below != "" || c.Sealed.Base != commit {
+		t.Fatalf("after the one below completed, the stacked card: stale %v (%s), resealed %+v, below %q, base %s; want re-sealed on %s",
+			c.Stale, c.StaleWhy, c.Resealed, c.Below, c.Sealed.Base, commit)
 	}
 }
