@@ -106,6 +106,9 @@ func TestTendRestorePoints_App_RemovesPastRetention(t *testing.T) {
 	}
 	cfg.AllowedRoots = []string{root}
 	r := gitxtest.InitAt(t, filepath.Join(root, "repo"))
+	// The person's identity, which approved commits use.
+	r.Git("config", "user.name", "Ada")
+	r.Git("config", "user.email", "ada@example.com")
 	r.WriteCommit("a.txt", "one\n", "base")
 	a, err := Start(cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
