@@ -146,9 +146,25 @@ func TestTendRestorePoints_CrashBetweenSteps(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			tl, err := restorepoint.SafetyTimeline(testCtx(t), repo, restorepoint.MaxTimelineLimit)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, id := range old {
 				if rp, err := restorepoint.Find(testCtx(t), repo, id); err != nil || rp.End == nil {
 					t.Errorf("after the stopped tend, %s: %+v, %v", id, rp, err)
+				}
+				n := 0
+				for _, e := range tl.Events {
+					if e.RestorePoint == id {
+						n++
+						if strings.Contains(e.Message, "expired") {
+							t.Errorf("the timeline says %s, still there, expired: %q", id, e.Message)
+						}
+					}
+				}
+				if n != 1 {
+					t.Errorf("the timeline shows %s %d times", id, n)
 				}
 			}
 			got, err := f.e.TendRestorePoints(testCtx(t), f.repo.Dir, cutoff, nil)

@@ -92,13 +92,20 @@ func timelineEvents(ctx context.Context, repo *gitx.Repo, perRef int) ([]Timelin
 		}
 	}
 	// Restore points removed past their retention stay on the timeline,
-	// dated when they were removed.
+	// dated when they were removed (one recorded as expired by a tend
+	// stopped before it removed it is still listed above, and not here).
 	expired, err := ListExpired(ctx, repo)
 	if err != nil {
 		return nil, nil, err
 	}
+	listed := map[string]bool{}
+	for _, rp := range rps {
+		listed[rp.ID] = true
+	}
 	for _, e := range expired[:min(len(expired), perRef)] {
-		events = append(events, expiredEvent(e))
+		if !listed[e.ID] {
+			events = append(events, expiredEvent(e))
+		}
 	}
 	for _, ref := range refs {
 		log, err := repo.Reflog(ctx, ref, min(perRef, gitx.MaxReflogLimit))
