@@ -37,6 +37,7 @@ var suites = []suite{
 	{"Journal: the pending list's first page at 100, 1,000, 10,000 and 100,000 pending", "./core/journal/", "BenchmarkJournal_PendingFirstPage", "20x"},
 	{"Journal: the start-up lists at 100, 1,000, 10,000 and 100,000 records", "./core/journal/", "BenchmarkJournal_StartupLists", "20x"},
 	{"Sluice's own refs: reads beside git with 0, 1,000 and 10,000 proposals' sealed refs", "./core/apply/", "BenchmarkSealedRefs", "20x"},
+	{"Sluice's own refs: reads beside a repository without them at 0, 1,000 and 10,000 restore points", "./core/apply/", "BenchmarkRestoreRefs", "5x"},
 	{"commit_details and repo_brief beside git at 1,000, 20,000 and 100,000 files and 0, 1,000 and 10,000 refs", "./core/gitx/", "BenchmarkCommitDetails_Scale", "20x"},
 	{"Proposals and the gateway (HTTP)", "./core/intake/", "BenchmarkSubmit_EndToEnd|BenchmarkSubmit_Concurrent20|BenchmarkBoltFsyncTx", "2s"},
 	{"Execution", "./core/apply/", "Patch1000|Merge500", "20x"},
