@@ -42,6 +42,7 @@ var suites = []suite{
 	{"Proposals and the gateway (HTTP)", "./core/intake/", "BenchmarkSubmit_EndToEnd|BenchmarkSubmit_Concurrent20|BenchmarkBoltFsyncTx", "2s"},
 	{"Execution", "./core/apply/", "Patch1000|Merge500", "20x"},
 	{"Execution and restore at 1,000, 20,000 and 100,000 files", "./core/apply/", "BenchmarkScale", "3x"},
+	{"Commit and discard of 10 named paths at 1,000, 20,000 and 100,000 files", "./core/apply/", "BenchmarkPathsAtScale", "3x"},
 	{"Sealed outcomes", "./core/apply/", "Seal1000|Reseal1000", "10x"},
 	{"Sealed outcomes (submit → card)", "./core/intake/", "BenchmarkSubmit_Sealed1000", "20x"},
 	{"Sealed outcomes: the agent's call", "./app/", "Agent_StageAll1000", "10x"},
