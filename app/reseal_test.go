@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -165,20 +166,8 @@ func TestStack_AgentStacksCommits(t *testing.T) {
 	a, repo, env := flowEnv(t)
 	api := &API{app: a, kind: "web"}
 	cs := agentSession(t, env, "claude-code")
-	write := func(content string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("hello\nfirst\n")
-	out, isErr := callTool(t, cs, "propose_commit", map[string]any{"repoPath": repo, "reason": "First", "message": "First", "paths": []string{"README.md"}})
-	if isErr {
-		t.Fatalf("first: %v", out)
-	}
-	first := out["proposalId"].(string)
-	write("hello\nfirst\nsecond\n")
-	out, isErr = callTool(t, cs, "propose_commit", map[string]any{"repoPath": repo, "reason": "Second", "message": "Second", "paths": []string{"README.md"}, "stackOn": first})
+	first := proposeFirstOfStack(t, cs, repo)
+	out, isErr := callTool(t, cs, "propose_commit", map[string]any{"repoPath": repo, "reason": "Second", "message": "Second", "paths": []string{"README.md"}, "stackOn": first})
 	if isErr || out["status"] != "pending" {
 		t.Fatalf("stacked: %v", out)
 	}
@@ -293,20 +282,8 @@ func TestStack_BelowLandsBetweenTwoLooks(t *testing.T) {
 	a, repo, env := flowEnv(t)
 	api := &API{app: a, kind: "web"}
 	cs := agentSession(t, env, "claude-code")
-	write := func(content string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("hello\nfirst\n")
-	out, isErr := callTool(t, cs, "propose_commit", map[string]any{"repoPath": repo, "reason": "First", "message": "First", "paths": []string{"README.md"}})
-	if isErr {
-		t.Fatalf("first: %v", out)
-	}
-	first := out["proposalId"].(string)
-	write("hello\nfirst\nsecond\n")
-	out, isErr = callTool(t, cs, "propose_commit", map[string]any{"repoPath": repo, "reason": "Second", "message": "Second", "paths": []string{"README.md"}, "stackOn": first})
+	first := proposeFirstOfStack(t, cs, repo)
+	out, isErr := callTool(t, cs, "propose_commit", map[string]any{"repoPath": repo, "reason": "Second", "message": "Second", "paths": []string{"README.md"}, "stackOn": first})
 	if isErr {
 		t.Fatalf("stacked: %v", out)
 	}
@@ -342,4 +319,24 @@ func TestStack_BelowLandsBetweenTwoLooks(t *testing.T) {
 		t.Fatalf("after the one below completed, the stacked card: stale %v (%s), resealed %+v, below %q, base %s; want re-sealed on %s",
 			c.Stale, c.StaleWhy, c.Resealed, c.Below, c.Sealed.Base, commit)
 	}
+}
+
+// proposeFirstOfStack has the agent commit README.md ("hello\nfirst\n")
+// and edits it again ("…second\n") for a commit to stack on it; it
+// returns the first proposal's id.
+func proposeFirstOfStack(t *testing.T, cs *mcp.ClientSession, repo string) string {
+	t.Helper()
+	write := func(content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("hello\nfirst\n")
+	out, isErr := callTool(t, cs, "propose_commit", map[string]any{"repoPath": repo, "reason": "First", "message": "First", "paths": []string{"README.md"}})
+	if isErr {
+		t.Fatalf("first: %v", out)
+	}
+	write("hello\nfirst\nsecond\n")
+	return out["proposalId"].(string)
 }
