@@ -159,15 +159,9 @@ func runServe(args []string, assets fs.FS, stdout, stderr io.Writer) int {
 		}
 		listen, fixed = *addr, true
 	}
-	persistEnvOverrides(cfg, log)
-	a, err := Start(cfg, log)
-	if errors.Is(err, journal.ErrLocked) {
-		fmt.Fprintln(stderr, "sluice:", runningInstance(cfg))
-		return 1
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "sluice:", err)
-		return 1
+	a, code := startFor(cfg, log, stderr)
+	if a == nil {
+		return code
 	}
 	defer a.Close()
 	web, token, err := NewWeb(a, assets, listen)
@@ -204,4 +198,21 @@ func runServe(args []string, assets fs.FS, stdout, stderr io.Writer) int {
 	defer cancel()
 	web.Shutdown(sctx)
 	return 0
+}
+
+// startFor starts the app for a command that serves it, or says on stderr
+// why it cannot (another Sluice holds the journal, or anything else) and
+// returns the exit code.
+func startFor(cfg *config.Config, log *slog.Logger, stderr io.Writer) (*App, int) {
+	persistEnvOverrides(cfg, log)
+	a, err := Start(cfg, log)
+	if errors.Is(err, journal.ErrLocked) {
+		fmt.Fprintln(stderr, "sluice:", runningInstance(cfg))
+		return nil, 1
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "sluice:", err)
+		return nil, 1
+	}
+	return a, 0
 }

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
-	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/oauth"
 	"github.com/sluicehq/sluice/sidecar"
 )
@@ -261,15 +259,9 @@ func runRemote(args []string, assets fs.FS, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sluice:", err)
 		return 1
 	}
-	persistEnvOverrides(cfg, log)
-	a, err := Start(cfg, log)
-	if errors.Is(err, journal.ErrLocked) {
-		fmt.Fprintln(stderr, "sluice:", runningInstance(cfg))
-		return 1
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "sluice:", err)
-		return 1
+	a, code := startFor(cfg, log, stderr)
+	if a == nil {
+		return code
 	}
 	defer a.Close()
 	web, token, err := NewWeb(a, assets, cfg.WebAddr)
