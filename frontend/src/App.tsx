@@ -186,7 +186,7 @@ export function App() {
             <p>{load.message}</p>
           </section>
         )}
-        {load.kind === "ready" && <Fragment key={generation}>{screenFor(route, load.status)}</Fragment>}
+        {load.kind === "ready" && <Fragment key={generation}>{screenFor(route, load.status, pendingCount)}</Fragment>}
       </main>
     </div>
   );
@@ -221,7 +221,7 @@ function AlreadyRunning({ message, serving }: { message: string; serving: boolea
   );
 }
 
-function screenFor(route: Route, status: Status) {
+function screenFor(route: Route, status: Status, pendingCount: number | null) {
   switch (route.screen) {
     case "history":
       return <HistoryView />;
@@ -246,6 +246,6 @@ function screenFor(route: Route, status: Status) {
     case "consent":
       return <ConsentView id={route.id ?? ""} />;
     default:
-      return <PendingView status={status} />;
+      return <PendingView status={status} total={pendingCount} />;
   }
 }

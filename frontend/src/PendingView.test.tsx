@@ -726,4 +726,21 @@ describe("the review layout", () => {
     expect(entries.some((t) => /Card replaced: commit in shop \(Add b\.txt\) expired before anyone decided\./.test(t ?? ""))).toBe(true);
     expect(entries.some((t) => /Decided here: commit in shop from claude-code \(Add a\.txt\): approved/.test(t ?? ""))).toBe(true);
   });
+
+  it("says how many wait in all when the list holds only the oldest 500", async () => {
+    const cards = Array.from({ length: 500 }, (_, i) => card({ id: `q${i}`, reason: `Change ${i}` }));
+    stubFetch({ "GET /api/proposals": { body: cards }, ...diffRoutes("q0", [sampleDiff]) });
+    const { PendingView } = await import("./PendingView");
+    render(<PendingView status={status} total={812} />);
+    expect((await screen.findByRole("heading", { level: 1 })).textContent).toBe("812 proposals waiting");
+    expect(screen.getByRole("note", { name: "" }).textContent).toContain("The oldest 500 are listed");
+  });
+
+  it("says nothing of a cut when all that wait are listed", async () => {
+    stubFetch({ "GET /api/proposals": { body: [card({})] }, ...diffRoutes("p1", [sampleDiff]) });
+    const { PendingView } = await import("./PendingView");
+    render(<PendingView status={status} total={1} />);
+    expect((await screen.findByRole("heading", { level: 1 })).textContent).toBe("1 proposal waiting");
+    expect(document.querySelector(".queue-cut")).toBeNull();
+  });
 });

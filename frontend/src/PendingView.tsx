@@ -120,7 +120,15 @@ interface HeldReject {
   timer: ReturnType<typeof setTimeout>;
 }
 
-export function PendingView({ status }: { status: Status }) {
+/** How many cards the server's pending list holds at most (app/api_proposals.go pendingPage). */
+const pendingListMax = 500;
+
+/**
+ * The queue and the open card. total is how many proposals wait in all
+ * (the app's live count): the list holds the oldest 500 at most, and the
+ * heading and a note say so when more wait.
+ */
+export function PendingView({ status, total = null }: { status: Status; total?: number | null }) {
   const [pending, setPending] = useState<Card[] | null>(null);
   // Cards no longer pending that the screen still shows: decided here
   // (as notices) or gone from the queue without a decision here (as rows).
@@ -643,14 +651,21 @@ export function PendingView({ status }: { status: Status }) {
   const dock = dockItems.length > 0 ? <div aria-live="polite">{dockItems}</div> : null;
   const dismissable = notices.length > 0 || !!replaced || !!noticeError;
 
+  // The server lists the oldest pendingListMax; more may wait.
+  const cut = total !== null && waiting.length >= pendingListMax && total > waiting.length;
   return (
     <section aria-labelledby={titleId} className="pending review">
       <div className="row pending-head">
         <h1 id={titleId}>
           {waiting.length === 0
             ? "No proposals waiting"
-            : `${waiting.length} proposal${waiting.length === 1 ? "" : "s"} waiting`}
+            : `${Math.max(waiting.length, cut ? (total ?? 0) : 0)} proposal${waiting.length === 1 && !cut ? "" : "s"} waiting`}
         </h1>
+        {cut && (
+          <p className="muted queue-cut" role="note">
+            The oldest {waiting.length} are listed; the others appear here as these are decided.
+          </p>
+        )}
         {counts.length > 0 && <p className="muted queue-counts">{counts.join(" · ")}</p>}
         <div className="review-tools">
           <label className="search">
