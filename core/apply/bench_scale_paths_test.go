@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
@@ -40,14 +39,7 @@ func BenchmarkPathsAtScale(b *testing.B) {
 		sl, cli := scaleFixture(b, n, false), scaleFixture(b, n, false)
 		slStart, cliStart := sl.git("rev-parse", "main"), cli.git("rev-parse", "main")
 		run := func(name string, sluice, person func(b *testing.B) func(int) time.Duration) {
-			b.Run(fmt.Sprintf("files=%d/%s", n, name), func(b *testing.B) {
-				sl.t, cli.t = b, b
-				s, p := gitxtest.Pair(b, 1, sluice(b), person(b))
-				b.ReportMetric(float64(s.Mean()), "ns/op")
-				b.ReportMetric(float64(p.Mean()), "git-ns/op")
-				b.ReportMetric(gitxtest.Ratio(s, p), "x-git")
-				b.ReportMetric(float64(s.Median())/float64(p.Median()), "x-git-p50")
-			})
+			runScale(b, n, name, sl, cli, sluice, person)
 		}
 		restore := func(b *testing.B, id string) {
 			if _, err := sl.e.Restore(testCtx(b), sl.repo.Dir, id, false); err != nil {

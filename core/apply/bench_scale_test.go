@@ -113,18 +113,8 @@ func BenchmarkScale(b *testing.B) {
 	for _, n := range scaleSizes {
 		sl, cli := scaleFixture(b, n, true), scaleFixture(b, n, true)
 		slStart, cliStart := sl.git("rev-parse", "main"), cli.git("rev-parse", "main")
-		// Each sub-benchmark fails through its own b.
 		run := func(name string, sluice, person func(b *testing.B) func(int) time.Duration) {
-			b.Run(fmt.Sprintf("files=%d/%s", n, name), func(b *testing.B) {
-				sl.t, cli.t = b, b
-				// One warm-up round: the repositories are the size's
-				// own, already read by the sub-benchmarks before.
-				s, p := gitxtest.Pair(b, 1, sluice(b), person(b))
-				b.ReportMetric(float64(s.Mean()), "ns/op")
-				b.ReportMetric(float64(p.Mean()), "git-ns/op")
-				b.ReportMetric(gitxtest.Ratio(s, p), "x-git")
-				b.ReportMetric(float64(s.Median())/float64(p.Median()), "x-git-p50")
-			})
+			runScale(b, n, name, sl, cli, sluice, person)
 		}
 		patch := func(i int) *proposal.PatchArgs {
 			return &proposal.PatchArgs{Patch: scalePatch(n, i), Target: proposal.PatchWorktree}
@@ -188,4 +178,19 @@ func BenchmarkScale(b *testing.B) {
 		os.RemoveAll(sl.root)
 		os.RemoveAll(cli.root)
 	}
+}
+
+// runScale runs one sub-benchmark at one size: Sluice's path (sl) against
+// the person's git (cli), side by side with one warm-up round (the
+// repositories are the size's own, already read by the sub-benchmarks
+// before); each sub-benchmark fails through its own b.
+func runScale(b *testing.B, n int, name string, sl, cli *fixture, sluice, person func(b *testing.B) func(int) time.Duration) {
+	b.Run(fmt.Sprintf("files=%d/%s", n, name), func(b *testing.B) {
+		sl.t, cli.t = b, b
+		s, p := gitxtest.Pair(b, 1, sluice(b), person(b))
+		b.ReportMetric(float64(s.Mean()), "ns/op")
+		b.ReportMetric(float64(p.Mean()), "git-ns/op")
+		b.ReportMetric(gitxtest.Ratio(s, p), "x-git")
+		b.ReportMetric(float64(s.Median())/float64(p.Median()), "x-git-p50")
+	})
 }
