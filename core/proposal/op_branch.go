@@ -14,7 +14,7 @@ func (*BranchArgs) Op() Op { return OpBranch }
 // OpBranch names the operation.
 const OpBranch Op = "branch"
 
-var branchDef = opDef{op: OpBranch, newArgs: func() Args { return &BranchArgs{} }, newInput: func() Input { return &BranchInput{} }, planStep: false, phrase: "a branch"}
+var branchDef = opDef{op: OpBranch, newArgs: func() Args { return &BranchArgs{} }, newInput: func() Input { return &BranchInput{} }, planStep: false, phrase: "a branch", label: "branch", outcome: &OutcomeFacts{}}
 
 // BranchInput is what an agent gives propose_branch besides the repository,
 // the reason and an idempotency key; the jsonschema tags describe each
@@ -63,3 +63,6 @@ func (a *BranchArgs) why(Pinned) string {
 
 // Describe says what the branch proposal does, in a few words.
 func (a *BranchArgs) Describe() string { return "branch " + a.Name }
+
+// SubjectBranch is the branch created.
+func (a *BranchArgs) SubjectBranch() string { return a.Name }

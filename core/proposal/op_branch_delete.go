@@ -25,7 +25,7 @@ func (*BranchDeleteArgs) Op() Op { return OpBranchDelete }
 // OpBranchDelete names the operation.
 const OpBranchDelete Op = "branch_delete"
 
-var branchDeleteDef = opDef{op: OpBranchDelete, newArgs: func() Args { return &BranchDeleteArgs{} }, newInput: func() Input { return &BranchDeleteInput{} }, planStep: false, phrase: "deleting branches"}
+var branchDeleteDef = opDef{op: OpBranchDelete, newArgs: func() Args { return &BranchDeleteArgs{} }, newInput: func() Input { return &BranchDeleteInput{} }, planStep: false, phrase: "deleting branches", label: "branch delete", outcome: &OutcomeFacts{DeletesBranches: true}}
 
 // BranchDeleteInput is what an agent gives propose_branch_delete besides the repository,
 // the reason and an idempotency key; the jsonschema tags describe each
@@ -137,3 +137,6 @@ func (a *BranchDeleteArgs) otherRepos(string) []OtherRepo {
 	}
 	return out
 }
+
+// SubjectBranch is the branches deleted in the proposal's repository.
+func (a *BranchDeleteArgs) SubjectBranch() string { return strings.Join(a.Branches, ", ") }

@@ -23,7 +23,7 @@ func (*CommitArgs) Op() Op { return OpCommit }
 // OpCommit names the operation.
 const OpCommit Op = "commit"
 
-var commitDef = opDef{op: OpCommit, newArgs: func() Args { return &CommitArgs{} }, newInput: func() Input { return &CommitInput{} }, planStep: false, phrase: "a commit"}
+var commitDef = opDef{op: OpCommit, newArgs: func() Args { return &CommitArgs{} }, newInput: func() Input { return &CommitInput{} }, planStep: false, phrase: "a commit", label: "commit", outcome: &OutcomeFacts{WritesCheckoutWhenConfined: true}}
 
 // CommitInput is what an agent gives propose_commit besides the repository,
 // the reason and an idempotency key; the jsonschema tags describe each
@@ -89,3 +89,6 @@ func (a *CommitArgs) Describe() string {
 
 func (a *CommitArgs) checkedOut() string     { return a.Branch }
 func (a *CommitArgs) writesCheckedOut() bool { return a.Branch == "" }
+
+// SubjectBranch: a commit's branch only names the branch checked out.
+func (a *CommitArgs) SubjectBranch() string { return "" }

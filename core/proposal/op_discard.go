@@ -18,7 +18,7 @@ func (*DiscardArgs) Op() Op { return OpDiscard }
 // OpDiscard names the operation.
 const OpDiscard Op = "discard"
 
-var discardDef = opDef{op: OpDiscard, newArgs: func() Args { return &DiscardArgs{} }, newInput: func() Input { return &DiscardInput{} }, planStep: true, phrase: "discarding changes"}
+var discardDef = opDef{op: OpDiscard, newArgs: func() Args { return &DiscardArgs{} }, newInput: func() Input { return &DiscardInput{} }, planStep: true, phrase: "discarding changes", label: "discard", outcome: &OutcomeFacts{}}
 
 // DiscardInput is what an agent gives propose_discard besides the repository,
 // the reason and an idempotency key; the jsonschema tags describe each
@@ -56,3 +56,6 @@ func (a *DiscardArgs) Describe() string {
 
 func (a *DiscardArgs) checkedOut() string     { return a.Branch }
 func (a *DiscardArgs) writesCheckedOut() bool { return false }
+
+// SubjectBranch: a discard's branch only names the branch checked out.
+func (a *DiscardArgs) SubjectBranch() string { return "" }

@@ -30,7 +30,7 @@ func (*MergeArgs) Op() Op { return OpMerge }
 // OpMerge names the operation.
 const OpMerge Op = "merge"
 
-var mergeDef = opDef{op: OpMerge, newArgs: func() Args { return &MergeArgs{} }, newInput: func() Input { return &MergeInput{} }, planStep: true, phrase: "a merge"}
+var mergeDef = opDef{op: OpMerge, newArgs: func() Args { return &MergeArgs{} }, newInput: func() Input { return &MergeInput{} }, planStep: true, phrase: "a merge", label: "merge", outcome: &OutcomeFacts{}}
 
 // MergeInput is what an agent gives propose_merge besides the repository,
 // the reason and an idempotency key; the jsonschema tags describe each
@@ -73,3 +73,11 @@ func (a *MergeArgs) why(Pinned) string              { return fmt.Sprintf("merges
 
 // Describe says what the merge does, in a few words.
 func (a *MergeArgs) Describe() string { return fmt.Sprintf("merge of %s into %s", a.Source, a.Target) }
+
+// SubjectBranch is the merge's source and target.
+func (a *MergeArgs) SubjectBranch() string {
+	if a.Target == "" {
+		return a.Source
+	}
+	return a.Source + " → " + a.Target
+}

@@ -30,7 +30,7 @@ func (*PatchArgs) Op() Op { return OpPatch }
 // OpPatch names the operation.
 const OpPatch Op = "patch"
 
-var patchDef = opDef{op: OpPatch, newArgs: func() Args { return &PatchArgs{} }, newInput: func() Input { return &PatchInput{} }, planStep: true, phrase: "a patch"}
+var patchDef = opDef{op: OpPatch, newArgs: func() Args { return &PatchArgs{} }, newInput: func() Input { return &PatchInput{} }, planStep: true, phrase: "a patch", label: "patch", outcome: &OutcomeFacts{}}
 
 // PatchInput is what an agent gives propose_patch besides the repository,
 // the reason and an idempotency key; the jsonschema tags describe each
@@ -89,3 +89,6 @@ func (a *PatchArgs) Describe() string {
 
 func (a *PatchArgs) checkedOut() string     { return a.Branch }
 func (a *PatchArgs) writesCheckedOut() bool { return false }
+
+// SubjectBranch: a patch's branch only names the branch checked out.
+func (a *PatchArgs) SubjectBranch() string { return "" }

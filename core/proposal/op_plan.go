@@ -44,7 +44,7 @@ func (*PlanArgs) Op() Op { return OpPlan }
 // OpPlan names the operation.
 const OpPlan Op = "plan"
 
-var planDef = opDef{op: OpPlan, newArgs: func() Args { return &PlanArgs{} }, planStep: false, phrase: "a plan"}
+var planDef = opDef{op: OpPlan, newArgs: func() Args { return &PlanArgs{} }, planStep: false, phrase: "a plan", label: "plan", outcome: &OutcomeFacts{}}
 
 func (a *PlanArgs) Validate() error {
 	if len(a.Steps) == 0 || len(a.Steps) > MaxPlanSteps {
@@ -129,4 +129,17 @@ func (a *PlanArgs) Describe() string {
 		parts = append(parts, string(st.Op))
 	}
 	return "plan (" + strings.Join(parts, ", ") + ")"
+}
+
+// SubjectBranch is the first branch a step is of.
+func (a *PlanArgs) SubjectBranch() string {
+	for _, s := range a.Steps {
+		if s.Args == nil {
+			continue
+		}
+		if b := s.Args.SubjectBranch(); b != "" {
+			return b
+		}
+	}
+	return ""
 }

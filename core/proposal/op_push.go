@@ -21,7 +21,7 @@ func (*PushArgs) Op() Op { return OpPush }
 // OpPush names the operation.
 const OpPush Op = "push"
 
-var pushDef = opDef{op: OpPush, newArgs: func() Args { return &PushArgs{} }, newInput: func() Input { return &PushInput{} }, planStep: false, phrase: "a push"}
+var pushDef = opDef{op: OpPush, newArgs: func() Args { return &PushArgs{} }, newInput: func() Input { return &PushInput{} }, planStep: false, phrase: "a push", label: "push", outcome: &OutcomeFacts{SendsCommits: true}}
 
 // PushInput is what an agent gives propose_push besides the repository,
 // the reason and an idempotency key; the jsonschema tags describe each
@@ -101,3 +101,6 @@ func (a *PushArgs) pinHint(ref string) string {
 	}
 	return "forceWithLease needs the remote-tracking ref " + strings.TrimPrefix(ref, "refs/remotes/") + " to lease against; fetch first"
 }
+
+// SubjectBranch is the branch pushed.
+func (a *PushArgs) SubjectBranch() string { return a.Branch }

@@ -17,7 +17,7 @@ func (*RebaseArgs) Op() Op { return OpRebase }
 // OpRebase names the operation.
 const OpRebase Op = "rebase"
 
-var rebaseDef = opDef{op: OpRebase, newArgs: func() Args { return &RebaseArgs{} }, newInput: func() Input { return &RebaseInput{} }, planStep: true, phrase: "a rebase"}
+var rebaseDef = opDef{op: OpRebase, newArgs: func() Args { return &RebaseArgs{} }, newInput: func() Input { return &RebaseInput{} }, planStep: true, phrase: "a rebase", label: "rebase", outcome: &OutcomeFacts{ReplaysCommits: true}}
 
 // RebaseInput is what an agent gives propose_rebase besides the repository,
 // the reason and an idempotency key; the jsonschema tags describe each
@@ -67,3 +67,6 @@ func (a *RebaseArgs) Describe() string { return fmt.Sprintf("rebase of %s onto %
 
 // upstreamOf: a rebased branch's upstream is pinned too (see risk).
 func (a *RebaseArgs) upstreamOf() []string { return []string{a.Branch} }
+
+// SubjectBranch is the branch rebased.
+func (a *RebaseArgs) SubjectBranch() string { return a.Branch }

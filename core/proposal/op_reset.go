@@ -30,7 +30,7 @@ func (*ResetArgs) Op() Op { return OpReset }
 // OpReset names the operation.
 const OpReset Op = "reset"
 
-var resetDef = opDef{op: OpReset, newArgs: func() Args { return &ResetArgs{} }, newInput: func() Input { return &ResetInput{} }, planStep: true, phrase: "a reset"}
+var resetDef = opDef{op: OpReset, newArgs: func() Args { return &ResetArgs{} }, newInput: func() Input { return &ResetInput{} }, planStep: true, phrase: "a reset", label: "reset", outcome: &OutcomeFacts{}}
 
 // ResetInput is what an agent gives propose_reset besides the repository,
 // the reason and an idempotency key; the jsonschema tags describe each
@@ -93,3 +93,6 @@ func (a *ResetArgs) Describe() string {
 
 func (a *ResetArgs) checkedOut() string     { return a.Branch }
 func (a *ResetArgs) writesCheckedOut() bool { return a.Branch == "" }
+
+// SubjectBranch: a reset's branch only names the branch checked out.
+func (a *ResetArgs) SubjectBranch() string { return "" }

@@ -34,7 +34,7 @@ func (*SubmodulePointerArgs) Op() Op { return OpSubmodulePointer }
 // OpSubmodulePointer names the operation.
 const OpSubmodulePointer Op = "submodule_pointer"
 
-var submodulePointerDef = opDef{op: OpSubmodulePointer, newArgs: func() Args { return &SubmodulePointerArgs{} }, newInput: func() Input { return &SubmodulePointerInput{} }, planStep: false, phrase: "a submodule update"}
+var submodulePointerDef = opDef{op: OpSubmodulePointer, newArgs: func() Args { return &SubmodulePointerArgs{} }, newInput: func() Input { return &SubmodulePointerInput{} }, planStep: false, phrase: "a submodule update", label: "submodule pointer", outcome: &OutcomeFacts{}}
 
 // SubmodulePointerInput is what an agent gives propose_submodule_pointer besides the repository,
 // the reason and an idempotency key; the jsonschema tags describe each
@@ -103,3 +103,6 @@ func (a *SubmodulePointerArgs) Describe() string {
 func (a *SubmodulePointerArgs) otherRepos(repo string) []OtherRepo {
 	return []OtherRepo{{Path: filepath.Join(repo, a.Path), Refs: []string{"HEAD"}, Within: true}}
 }
+
+// SubjectBranch: a submodule update names no branch.
+func (a *SubmodulePointerArgs) SubjectBranch() string { return "" }

@@ -18,7 +18,7 @@ func (*WorktreeArgs) Op() Op { return OpWorktree }
 // OpWorktree names the operation.
 const OpWorktree Op = "worktree"
 
-var worktreeDef = opDef{op: OpWorktree, newArgs: func() Args { return &WorktreeArgs{} }, newInput: func() Input { return &WorktreeInput{} }, planStep: false, phrase: "a worktree"}
+var worktreeDef = opDef{op: OpWorktree, newArgs: func() Args { return &WorktreeArgs{} }, newInput: func() Input { return &WorktreeInput{} }, planStep: false, phrase: "a worktree", label: "worktree", outcome: &OutcomeFacts{}}
 
 // WorktreeInput is what an agent gives propose_worktree besides the repository,
 // the reason and an idempotency key; the jsonschema tags describe each
@@ -89,3 +89,7 @@ func (a *WorktreeArgs) Describe() string { return fmt.Sprintf("worktree %s for %
 
 // places: the new worktree's directory.
 func (a *WorktreeArgs) places() []Place { return []Place{{Kind: PlaceNewWorktree, Path: &a.Path}} }
+
+// SubjectBranch: a worktree is called by its reason, not the branch it
+// checks out.
+func (a *WorktreeArgs) SubjectBranch() string { return "" }

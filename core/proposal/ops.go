@@ -30,6 +30,32 @@ type opDef struct {
 	// phrase names the operation in a sentence ("claude-code proposes a
 	// merge on shop"): notifications use it.
 	phrase string
+	// label names the operation on its own, as a card, a queue row and
+	// the history list show it: "merge", "branch delete".
+	label string
+	// outcome is what a card must know of the operation to say its sealed
+	// outcome; every operation declares it, all false when none applies.
+	outcome *OutcomeFacts
+}
+
+// OutcomeFacts are what a card needs to know of an operation, apart from
+// its arguments, to say its sealed outcome in words.
+type OutcomeFacts struct {
+	// DeletesBranches: the operation deletes branches, and its card says
+	// that nothing is lost when it deletes only branches whose commits
+	// are elsewhere.
+	DeletesBranches bool `json:"deletesBranches"`
+	// ReplaysCommits: the commits the outcome lists are replayed onto a
+	// new base, and a fast-forward rewrites none (a rebase).
+	ReplaysCommits bool `json:"replaysCommits"`
+	// SendsCommits: the commits the outcome lists are the ones a remote
+	// receives (a push).
+	SendsCommits bool `json:"sendsCommits"`
+	// WritesCheckoutWhenConfined: proposed from a confined session, the
+	// operation also writes the person's checkout, and the files it
+	// leaves there as they are (the outcome's keeps) belong with the ones
+	// it writes (a commit).
+	WritesCheckoutWhenConfined bool `json:"writesCheckoutWhenConfined"`
 }
 
 // Input is how an agent asks for an operation: the fields its
@@ -66,6 +92,24 @@ func (o Op) Phrase() string {
 		return d.phrase
 	}
 	return string(o)
+}
+
+// Label names the operation on its own, as the UI shows it: "merge",
+// "branch delete".
+func (o Op) Label() string {
+	if d, ok := defOf(o); ok {
+		return d.label
+	}
+	return string(o)
+}
+
+// OutcomeFacts are what a card needs to know of the operation to say its
+// sealed outcome (all false for an unknown operation).
+func (o Op) OutcomeFacts() OutcomeFacts {
+	if d, ok := defOf(o); ok && d.outcome != nil {
+		return *d.outcome
+	}
+	return OutcomeFacts{}
 }
 
 func defOf(o Op) (opDef, bool) {
@@ -129,6 +173,12 @@ type Args interface {
 	// arguments ("commit 'Add line' on main"): restore points are
 	// labelled "before" it.
 	Describe() string
+	// SubjectBranch is the branch (or branches) the operation is of, as a
+	// person would say them ("fix → main", "old-1, old-2"), or "" when its
+	// arguments name none or only the branch checked out (which the
+	// reason says better): a queue row is called by it when no commit
+	// message names the change.
+	SubjectBranch() string
 
 	risk(Pinned) Risk
 	// why says in one line why the operation has the risk it has.
