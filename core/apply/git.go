@@ -1,15 +1,12 @@
 package apply
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/apply/internal/gitrun"
 	"github.com/sluicehq/sluice/core/gitx"
 )
 
@@ -20,10 +17,11 @@ var sluiceIdentity = []string{
 	"GIT_COMMITTER_NAME=Sluice", "GIT_COMMITTER_EMAIL=sluice@localhost",
 }
 
-// gitEnv starts the executor's git processes for one repository, through
-// core/gitx: every one runs under a named profile (gitx.ProfileWrite
-// unless the call names another).
+// gitEnv starts the executor's git processes for one repository,
+// through gitrun (shared with sealing): every one runs under a named
+// profile (gitx.ProfileWrite unless the call names another).
 type gitEnv struct {
+	git     *gitrun.Git
 	repo    *gitx.Repo
 	timeout time.Duration
 	// zero is the null object id of the repository's hash.
@@ -31,14 +29,11 @@ type gitEnv struct {
 }
 
 func newGitEnv(repo *gitx.Repo, timeout time.Duration) *gitEnv {
-	zero := strings.Repeat("0", 40)
-	if repo.ObjectFormat == "sha256" {
-		zero = strings.Repeat("0", 64)
-	}
-	return &gitEnv{repo: repo, timeout: timeout, zero: zero}
+	g := gitrun.New(repo, timeout)
+	return &gitEnv{git: g, repo: repo, timeout: timeout, zero: g.Zero}
 }
 
-// call is one git invocation, in gitx's shape: args are the subcommand,
+// call is one git invocation (gitrun.Call): args are the subcommand,
 // its options and Sluice's own constants; revisions go in revs and paths
 // in paths, and gitx places them after --end-of-options and "--" and
 // refuses one that git could read as an option, whatever core/proposal
@@ -76,64 +71,16 @@ type result struct {
 func (r result) text() string { return strings.TrimSpace(string(r.out)) }
 
 func (g *gitEnv) run(ctx context.Context, c call) (result, error) {
-	if ctx.Err() != nil {
-		return result{}, ctx.Err()
-	}
-	p := c.profile
-	if p == 0 {
-		p = gitx.ProfileWrite
-	}
-	gc := gitx.Call{Profile: p, Dir: c.dir, Global: c.global, Args: c.args, Revs: gitx.Revs(c.revs...), Paths: gitx.Paths(c.paths...),
-		DashDash: c.dashdash, Env: c.env, OK: c.ok, Timeout: g.timeout}
-	if c.stdin != nil {
-		gc.Stdin = bytes.NewReader(c.stdin)
-	}
-	if c.stdout != nil {
-		gc.Stdout = c.stdout
-	}
-	out, err := g.repo.Run(ctx, gc)
-	var res result
-	if out != nil {
-		res = result{out: out.Stdout, stderr: out.Stderr, exit: out.ExitCode}
-	}
-	if err == nil {
-		return res, nil
-	}
-	if err = gitx.Classify(err); isCoded(err) {
-		return res, err
-	}
-	return res, fmt.Errorf("apply: git %s: %w", subcommand(c.args), err)
+	res, err := g.git.Run(ctx, gitrun.Call{Dir: c.dir, Global: c.global, Args: c.args, Revs: c.revs, Paths: c.paths, DashDash: c.dashdash,
+		Stdin: c.stdin, Env: c.env, Profile: c.profile, OK: c.ok, Stdout: c.stdout})
+	return result{out: res.Out, stderr: res.Stderr, exit: res.Exit}, err
 }
 
 // failed classifies an exit that a call accepted as an answer (ok) but
-// its caller found to be a failure, the same way gitx classifies every
-// other failed run.
+// its caller found to be a failure (see gitrun.Failed).
 func failed(command string, p gitx.Profile, res result) error {
-	return gitx.Classify(&gitx.ExitError{Command: command, ExitCode: res.exit, Stderr: res.stderr, Profile: p})
-}
-
-// isCoded reports whether err carries an errcode code.
-func isCoded(err error) bool {
-	_, ok := errcode.As(err)
-	return ok
-}
-
-func subcommand(args []string) string {
-	for _, a := range args {
-		if !strings.HasPrefix(a, "-") {
-			return a
-		}
-	}
-	return "?"
+	return gitrun.Failed(command, p, gitrun.Result{Out: res.out, Stderr: res.stderr, Exit: res.exit})
 }
 
 // stderrOf is the stderr of a git failure, or "".
-func stderrOf(err error) string {
-	var e *errcode.Error
-	if errors.As(err, &e) {
-		if f, ok := e.Data.(errcode.GitFailure); ok {
-			return f.Stderr
-		}
-	}
-	return ""
-}
+func stderrOf(err error) string { return gitrun.StderrOf(err) }

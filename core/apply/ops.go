@@ -379,28 +379,7 @@ func checkoutBlocked(err error, wt *worktree) error {
 
 // resolveTrees returns the tree of each commit.
 func (rc *repoCtx) resolveTrees(ctx context.Context, commits ...string) (map[string]string, error) {
-	trees := make([]string, 0, len(commits))
-	for _, c := range commits {
-		trees = append(trees, c+"^{tree}")
-	}
-	// --revs-only: rev-parse prints the revisions, not the
-	// --end-of-options and "--" around them.
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "--revs-only"}, revs: trees, dashdash: true})
-	if err != nil {
-		return nil, err
-	}
-	lines := strings.Split(res.text(), "\n")
-	if len(lines) != len(commits) {
-		return nil, errcode.New(errcode.GitFailed, "git rev-parse gave an unexpected answer")
-	}
-	out := map[string]string{}
-	for i, c := range commits {
-		if !hexSHA.MatchString(lines[i]) {
-			return nil, errcode.New(errcode.GitFailed, "git rev-parse gave an unexpected answer")
-		}
-		out[c] = lines[i]
-	}
-	return out, nil
+	return rc.g.git.Trees(ctx, rc.path, commits...)
 }
 
 // mergeBase is the best common ancestor of a and b, or "".
