@@ -71,9 +71,18 @@ type result struct {
 func (r result) text() string { return strings.TrimSpace(string(r.out)) }
 
 func (g *gitEnv) run(ctx context.Context, c call) (result, error) {
-	res, err := g.git.Run(ctx, gitrun.Call{Dir: c.dir, Global: c.global, Args: c.args, Revs: c.revs, Paths: c.paths, DashDash: c.dashdash,
-		Stdin: c.stdin, Env: c.env, Profile: c.profile, OK: c.ok, Stdout: c.stdout})
-	return result{out: res.Out, stderr: res.Stderr, exit: res.Exit}, err
+	res, err := g.git.Run(ctx, c.gitrun())
+	return resultOf(res), err
+}
+
+// gitrun is c as gitrun takes it.
+func (c call) gitrun() gitrun.Call {
+	return gitrun.Call{Dir: c.dir, Global: c.global, Args: c.args, Revs: c.revs, Paths: c.paths, DashDash: c.dashdash,
+		Stdin: c.stdin, Env: c.env, Profile: c.profile, OK: c.ok, Stdout: c.stdout}
+}
+
+func resultOf(res gitrun.Result) result {
+	return result{out: res.Out, stderr: res.Stderr, exit: res.Exit}
 }
 
 // failed classifies an exit that a call accepted as an answer (ok) but
@@ -81,6 +90,8 @@ func (g *gitEnv) run(ctx context.Context, c call) (result, error) {
 func failed(command string, p gitx.Profile, res result) error {
 	return gitrun.Failed(command, p, gitrun.Result{Out: res.out, Stderr: res.stderr, Exit: res.exit})
 }
+
+func nulList(paths []string) []byte { return gitrun.NulList(paths) }
 
 // stderrOf is the stderr of a git failure, or "".
 func stderrOf(err error) string { return gitrun.StderrOf(err) }

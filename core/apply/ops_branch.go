@@ -86,6 +86,6 @@ func (s *branchStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, er
 	}
 	out.Before, out.After, out.Effect = trees[h.sha], trees[start], proposal.EffectLands
 	out.Moves = append(out.Moves, proposal.RefMove{Ref: "HEAD", From: h.sha, To: start})
-	out.Files, err = sl.changes(ctx, out.Before, out.After)
+	out.Files, err = sl.Changes(ctx, out.Before, out.After)
 	return out, err
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/apply/seal"
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -331,32 +332,31 @@ func (s *commitStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, er
 	var before string
 	if below != nil {
 		before = below.After
-	} else if before, err = sl.tree(ctx, base); err != nil {
+	} else if before, err = sl.Tree(ctx, base); err != nil {
 		return proposal.Sealed{}, err
 	}
 	var env []string
 	if s.a.StageAll {
-		wt := sl.rc.main()
-		if env, _, err = sl.index(ctx, "", &wt); err != nil {
+		if env, _, err = sl.IndexCopy(ctx); err != nil {
 			return proposal.Sealed{}, err
 		}
-		if _, err := sl.run(ctx, call{global: bulkObjects, args: []string{"add", "--all"}, env: env}); err != nil {
+		if _, err := sl.run(ctx, call{global: seal.BulkObjects, args: []string{"add", "--all"}, env: env}); err != nil {
 			return proposal.Sealed{}, err
 		}
 	} else {
-		if env, _, err = sl.index(ctx, before, nil); err != nil {
+		if env, _, err = sl.Index(ctx, before); err != nil {
 			return proposal.Sealed{}, err
 		}
-		if err := sl.addPaths(ctx, env, s.a.Paths); err != nil {
+		if err := sl.AddPaths(ctx, env, s.a.Paths); err != nil {
 			return proposal.Sealed{}, err
 		}
 	}
-	after, files, err := sl.newTree(ctx, env, before,
+	after, files, err := sl.NewTree(ctx, env, before,
 		&errcode.Error{Code: errcode.NothingToCommit, Msg: "there is nothing to commit: the paths are the same as in HEAD"})
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
-	if err := sl.refuseFilters(ctx, files); err != nil {
+	if err := sl.RefuseFilters(ctx, files); err != nil {
 		return proposal.Sealed{}, err
 	}
 	mv, err := sl.r.headMove(ctx, "")

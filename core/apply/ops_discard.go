@@ -63,8 +63,7 @@ func (s *discardStep) do(ctx context.Context, r *run, w *writing) error {
 // index or HEAD tracks there and, with untracked, the untracked files
 // that are not ignored.
 func (s *discardStep) files(ctx context.Context, sl *sealing, head string) (tracked, untracked []string, err error) {
-	wt := sl.rc.main()
-	env, _, err := sl.index(ctx, "", &wt)
+	env, _, err := sl.IndexCopy(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -90,7 +89,7 @@ func (s *discardStep) files(ctx context.Context, sl *sealing, head string) (trac
 // HEAD's tree.
 func (s *discardStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, error) {
 	head := sl.r.expect["HEAD"]
-	headTree, err := sl.tree(ctx, head)
+	headTree, err := sl.Tree(ctx, head)
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
@@ -101,13 +100,13 @@ func (s *discardStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, e
 	if before == headTree {
 		return proposal.Sealed{}, errcode.New(errcode.NothingToCommit, "there are no uncommitted changes to discard in %s", strings.Join(limitList(s.a.Paths, 10), ", "))
 	}
-	files, err := sl.changes(ctx, before, headTree)
+	files, err := sl.Changes(ctx, before, headTree)
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
 	out := proposal.Sealed{Base: head, Before: before, After: headTree, Files: files, Effect: proposal.EffectLoses}
 	// The work, as the person made it: from HEAD to the files as they are.
-	if out.Work, err = sl.changes(ctx, headTree, before); err != nil {
+	if out.Work, err = sl.Changes(ctx, headTree, before); err != nil {
 		return proposal.Sealed{}, err
 	}
 	for _, f := range files {
@@ -126,7 +125,7 @@ func (s *discardStep) state(ctx context.Context, sl *sealing, head, headTree str
 	if err != nil {
 		return "", nil, err
 	}
-	t, _, err := sl.worktreeState(ctx, headTree, append(tracked, untracked...))
+	t, _, err := sl.WorktreeState(ctx, headTree, append(tracked, untracked...))
 	return t, untracked, err
 }
 

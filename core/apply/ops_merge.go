@@ -262,14 +262,14 @@ func (s *mergeStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, err
 	case p.base == src:
 		return proposal.Sealed{}, errcode.New(errcode.NothingToCommit, "%s already contains %s; there is nothing to merge", s.a.Target, s.a.Source)
 	}
-	before, err := sl.tree(ctx, old)
+	before, err := sl.Tree(ctx, old)
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
 	out := proposal.Sealed{Base: old, Before: before, Effect: proposal.EffectLands}
 	if s.fastForward(p.base, old, src) {
 		out.FastForward = true
-		if out.After, err = sl.tree(ctx, src); err != nil {
+		if out.After, err = sl.Tree(ctx, src); err != nil {
 			return out, err
 		}
 		out.Moves = []proposal.RefMove{{Ref: ref, From: old, To: src}}
@@ -289,6 +289,6 @@ func (s *mergeStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, err
 	if out.Commits, err = rc.commitList(ctx, src, old); err != nil {
 		return out, err
 	}
-	out.Files, err = sl.changes(ctx, out.Before, out.After)
+	out.Files, err = sl.Changes(ctx, out.Before, out.After)
 	return out, err
 }

@@ -63,7 +63,7 @@ func (s *patchStep) do(ctx context.Context, r *run, w *writing) error {
 // they are; one that does not apply is refused with git's reason.
 func (s *patchStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, error) {
 	head := sl.r.expect["HEAD"]
-	headTree, err := sl.tree(ctx, head)
+	headTree, err := sl.Tree(ctx, head)
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
@@ -71,7 +71,7 @@ func (s *patchStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, err
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
-	env, err := sl.copyIndexFile(idx)
+	env, err := sl.CopyIndexFile(idx)
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
@@ -82,11 +82,11 @@ func (s *patchStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, err
 		}
 		return proposal.Sealed{}, err
 	}
-	after, err := sl.writeTree(ctx, env)
+	after, err := sl.WriteTree(ctx, env)
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
-	files, err := sl.changes(ctx, before, after)
+	files, err := sl.Changes(ctx, before, after)
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
@@ -98,21 +98,20 @@ func (s *patchStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, err
 // tree, HEAD's tree with the patch's files as they are on disk.
 func (s *patchStep) state(ctx context.Context, sl *sealing, headTree string) (string, string, error) {
 	if s.a.Target == proposal.PatchIndex {
-		wt := sl.rc.main()
-		env, idx, err := sl.index(ctx, "", &wt)
+		env, idx, err := sl.IndexCopy(ctx)
 		if err != nil {
 			return "", "", err
 		}
-		t, err := sl.writeTree(ctx, env)
+		t, err := sl.WriteTree(ctx, env)
 		return t, idx, err
 	}
-	if sl.worktree != "" {
+	if sl.Worktree != "" {
 		// An earlier step of the plan left the checkout at this tree.
-		_, idx, err := sl.index(ctx, sl.worktree, nil)
-		return sl.worktree, idx, err
+		_, idx, err := sl.Index(ctx, sl.Worktree)
+		return sl.Worktree, idx, err
 	}
 	files, _ := s.a.FilesTouched()
-	return sl.worktreeState(ctx, headTree, files)
+	return sl.WorktreeState(ctx, headTree, files)
 }
 
 // verify: the patch runs only on the content it was sealed on.

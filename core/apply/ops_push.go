@@ -98,7 +98,7 @@ func (s *pushStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, erro
 			return out, err
 		}
 		out.Before, out.After = trees[remoteAt], trees[local]
-		if out.Files, err = sl.changes(ctx, out.Before, out.After); err != nil {
+		if out.Files, err = sl.Changes(ctx, out.Before, out.After); err != nil {
 			return out, err
 		}
 	} else {

@@ -90,7 +90,7 @@ func (s *rebaseStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, er
 	case base == onto:
 		return proposal.Sealed{}, errcode.New(errcode.NothingToCommit, "%s already contains %s; there is nothing to rebase", s.a.Branch, s.a.Onto)
 	}
-	before, err := sl.tree(ctx, old)
+	before, err := sl.Tree(ctx, old)
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
@@ -106,13 +106,13 @@ func (s *rebaseStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, er
 	} else {
 		out.FastForward = true
 	}
-	if out.After, err = sl.tree(ctx, next); err != nil {
+	if out.After, err = sl.Tree(ctx, next); err != nil {
 		return out, err
 	}
 	out.Moves = []proposal.RefMove{{Ref: ref, From: old}}
 	if next == onto {
 		out.Moves[0].To = onto
 	}
-	out.Files, err = sl.changes(ctx, before, out.After)
+	out.Files, err = sl.Changes(ctx, before, out.After)
 	return out, err
 }

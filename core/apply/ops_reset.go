@@ -104,7 +104,7 @@ func (s *resetStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, err
 	}
 	if s.a.Mode != proposal.ResetHard {
 		out.Before, out.After = trees[old], trees[target]
-		out.Kept, err = sl.changes(ctx, trees[target], trees[old])
+		out.Kept, err = sl.Changes(ctx, trees[target], trees[old])
 		return out, err
 	}
 	if err := rc.requireNoIgnoredInTheWay(ctx, rc.main(), old, target); err != nil {
@@ -115,10 +115,10 @@ func (s *resetStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, err
 		return out, err
 	}
 	out.Before, out.After, out.Effect, out.Untracked = before, trees[target], proposal.EffectLoses, inTheWay
-	if out.Files, err = sl.changes(ctx, before, trees[target]); err != nil {
+	if out.Files, err = sl.Changes(ctx, before, trees[target]); err != nil {
 		return out, err
 	}
-	dirty, err := sl.changes(ctx, trees[old], before)
+	dirty, err := sl.Changes(ctx, trees[old], before)
 	if err != nil {
 		return out, err
 	}
@@ -141,12 +141,11 @@ func (s *resetStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, err
 // tracked file as it is on disk, and the untracked files that stand where
 // the target has a file (returned too).
 func (s *resetStep) state(ctx context.Context, sl *sealing, target string) (string, []string, error) {
-	if sl.worktree != "" {
+	if sl.Worktree != "" {
 		// An earlier step of the plan left the checkout at this tree.
-		return sl.worktree, nil, nil
+		return sl.Worktree, nil, nil
 	}
-	wt := sl.rc.main()
-	env, _, err := sl.index(ctx, "", &wt)
+	env, _, err := sl.IndexCopy(ctx)
 	if err != nil {
 		return "", nil, err
 	}
@@ -168,11 +167,11 @@ func (s *resetStep) state(ctx context.Context, sl *sealing, target string) (stri
 				inTheWay = append(inTheWay, u)
 			}
 		}
-		if err := sl.addPaths(ctx, env, inTheWay); err != nil {
+		if err := sl.AddPaths(ctx, env, inTheWay); err != nil {
 			return "", nil, err
 		}
 	}
-	t, err := sl.writeTree(ctx, env)
+	t, err := sl.WriteTree(ctx, env)
 	return t, inTheWay, err
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/apply/seal"
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -65,7 +66,7 @@ func (r *run) sessionSource() (*sessionSource, error) {
 func (src *sessionSource) run(ctx context.Context, sl *sealing, c call) (result, error) {
 	c.dir = src.dir
 	c.global = []string{"--git-dir=" + sl.rc.repo.GitDir, "--work-tree=" + src.dir, "--literal-pathspecs"}
-	c.env = append(slices.Clone(sl.env), c.env...)
+	c.env = append(slices.Clone(sl.Env()), c.env...)
 	return sl.rc.g.run(ctx, c)
 }
 
@@ -77,17 +78,17 @@ type copyChange struct{ path, mode, blob string }
 // state is the tree the copy holds now (every file that is not ignored)
 // and the tree it was made at.
 func (src *sessionSource) state(ctx context.Context, sl *sealing) (baseTree, now string, err error) {
-	if baseTree, err = sl.tree(ctx, src.base); err != nil {
+	if baseTree, err = sl.Tree(ctx, src.base); err != nil {
 		return "", "", err
 	}
-	env, _, err := sl.index(ctx, baseTree, nil)
+	env, _, err := sl.Index(ctx, baseTree)
 	if err != nil {
 		return "", "", err
 	}
 	if _, err := src.run(ctx, sl, call{args: []string{"add", "--all"}, env: env}); err != nil {
 		return "", "", err
 	}
-	now, err = sl.writeTree(ctx, env)
+	now, err = sl.WriteTree(ctx, env)
 	return baseTree, now, err
 }
 
@@ -127,7 +128,7 @@ func named(paths []string, path string) bool {
 // copy's older version of it.
 func (s *commitStep) sealFromCopy(ctx context.Context, sl *sealing, src *sessionSource) (proposal.Sealed, error) {
 	base := sl.r.expect["HEAD"]
-	before, err := sl.tree(ctx, base)
+	before, err := sl.Tree(ctx, base)
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
@@ -145,7 +146,7 @@ func (s *commitStep) sealFromCopy(ctx context.Context, sl *sealing, src *session
 		}
 		return proposal.Sealed{}, &errcode.Error{Code: errcode.NothingToCommit, Msg: msg}
 	}
-	env, _, err := sl.index(ctx, before, nil)
+	env, _, err := sl.Index(ctx, before)
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
@@ -162,7 +163,7 @@ func (s *commitStep) sealFromCopy(ctx context.Context, sl *sealing, src *session
 	if _, err := sl.run(ctx, call{args: []string{"update-index", "-z", "--index-info"}, env: env, stdin: in.Bytes()}); err != nil {
 		return proposal.Sealed{}, err
 	}
-	after, files, err := sl.newTree(ctx, env, before,
+	after, files, err := sl.NewTree(ctx, env, before,
 		&errcode.Error{Code: errcode.NothingToCommit, Msg: "there is nothing to commit: the files in the session's copy are the same as in HEAD"})
 	if err != nil {
 		return proposal.Sealed{}, err
@@ -170,10 +171,10 @@ func (s *commitStep) sealFromCopy(ctx context.Context, sl *sealing, src *session
 	// A filter is refused by the attributes of the tree that lands and by
 	// those of the checkout the files are written to, never by the copy's:
 	// its agent could have edited them there without proposing the edit.
-	if err := sl.refuseFiltersIn(ctx, files, env); err != nil {
+	if err := sl.RefuseFiltersIn(ctx, files, env); err != nil {
 		return proposal.Sealed{}, err
 	}
-	if err := sl.refuseFilters(ctx, files); err != nil {
+	if err := sl.RefuseFilters(ctx, files); err != nil {
 		return proposal.Sealed{}, err
 	}
 	mv, err := sl.r.headMove(ctx, "")
@@ -208,8 +209,8 @@ func (e *Executor) SessionLeftover(ctx context.Context, repo, copyDir, base stri
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	sl := &sealing{r: &run{e: e, main: rc}, rc: rc, tmp: tmp}
-	if err := sl.scratch(); err != nil {
+	sl := &sealing{Work: seal.New(rc.g.git, tmp), r: &run{e: e, main: rc}, rc: rc}
+	if err := sl.Scratch(); err != nil {
 		return nil, err
 	}
 	src := &sessionSource{dir: copyDir, base: base}
@@ -217,7 +218,7 @@ func (e *Executor) SessionLeftover(ctx context.Context, repo, copyDir, base stri
 	if err != nil {
 		return nil, err
 	}
-	changes, err := sl.changes(ctx, baseTree, now)
+	changes, err := sl.Changes(ctx, baseTree, now)
 	if err != nil {
 		return nil, err
 	}

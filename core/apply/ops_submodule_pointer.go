@@ -124,7 +124,7 @@ func (s *submoduleStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed,
 	}
 	subHead := sl.r.p.Pinned.Repos[s.sub.path]["HEAD"]
 	head := sl.r.expect["HEAD"]
-	before, err := sl.tree(ctx, head)
+	before, err := sl.Tree(ctx, head)
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
@@ -139,14 +139,14 @@ func (s *submoduleStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed,
 		}
 		return proposal.Sealed{Base: head, Moves: []proposal.RefMove{{Ref: "HEAD", From: subHead, To: f[1], Repo: s.sub.path}}}, nil
 	}
-	env, _, err := sl.index(ctx, before, nil)
+	env, _, err := sl.Index(ctx, before)
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
 	if _, err := sl.run(ctx, call{args: []string{"update-index", "--add", "--cacheinfo", proposal.ModeGitlink + "," + subHead + "," + s.a.Path}, env: env}); err != nil {
 		return proposal.Sealed{}, err
 	}
-	after, files, err := sl.newTree(ctx, env, before,
+	after, files, err := sl.NewTree(ctx, env, before,
 		errcode.New(errcode.NothingToCommit, "the superproject already records %s at %s", s.a.Path, short(subHead)))
 	if err != nil {
 		return proposal.Sealed{}, err

@@ -126,7 +126,7 @@ func (e *Executor) Preflight(ctx context.Context, p proposal.Proposal) (*Preflig
 		// commit records.
 		paths := sealed.SealedPaths()
 		_, changed, err := r.compareState(ctx, sealed.After, func(ctx context.Context, sl *sealing, headTree string) (string, error) {
-			t, _, err := sl.worktreeState(ctx, headTree, paths)
+			t, _, err := sl.WorktreeState(ctx, headTree, paths)
 			return t, err
 		})
 		if err != nil {

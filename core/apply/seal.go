@@ -3,19 +3,15 @@ package apply
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
-	"path"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
+	"github.com/sluicehq/sluice/core/apply/seal"
 	"github.com/sluicehq/sluice/core/errcode"
-	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
@@ -33,42 +29,30 @@ type sealer interface {
 	seal(ctx context.Context, s *sealing) (proposal.Sealed, error)
 }
 
-// sealing is one proposal being sealed.
+// sealing is one proposal being sealed: the temporary indexes, scratch
+// objects and plan overlays of core/apply/seal, with the execution state
+// its steps read (the pins as they are now, the repositories opened).
 type sealing struct {
+	*seal.Work
 	r  *run
 	rc *repoCtx
-	// tmp holds temporary index files; removed when sealing ends.
-	tmp string
-	n   int
-	// worktree, in a plan, is the tree the main working tree holds after
-	// the steps sealed so far moved its checkout ("" while it is what is
-	// on disk). overlay is a tree that holds, for the files in overlaid,
-	// what earlier steps (a patch, a discard) leave in them.
-	worktree string
-	overlay  string
-	overlaid map[string]bool
-	// env is added to every git process: a scratch object directory when
-	// what is computed is only compared, never kept.
-	env []string
 }
 
 // run runs git in the repository with the sealing's environment.
 func (s *sealing) run(ctx context.Context, c call) (result, error) {
-	c.dir = s.rc.path
-	c.env = append(slices.Clone(s.env), c.env...)
-	return s.rc.g.run(ctx, c)
+	res, err := s.Run(ctx, c.gitrun())
+	return resultOf(res), err
 }
 
-// scratch makes the sealing write its objects to a temporary object
-// directory inside its scratch directory, so the repository stays
-// exactly as it was.
-func (s *sealing) scratch() error {
-	objs := filepath.Join(s.tmp, "objects")
-	if err := os.Mkdir(objs, 0o700); err != nil {
-		return err
-	}
-	s.env = []string{"GIT_OBJECT_DIRECTORY=" + objs, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + s.rc.objectsDir()}
-	return nil
+// listPaths runs a git command that prints NUL-separated paths.
+func (s *sealing) listPaths(ctx context.Context, env []string, c call) ([]string, error) {
+	return s.ListPaths(ctx, env, c.gitrun())
+}
+
+// newSealing starts a sealing of r's proposal in its main repository,
+// with its temporary files in tmp.
+func newSealing(r *run, tmp string) *sealing {
+	return &sealing{Work: seal.New(r.main.g.git, tmp), r: r, rc: r.main}
 }
 
 // Seal computes proposal p's outcome, writes the objects it names into
@@ -104,7 +88,7 @@ func (e *Executor) Seal(ctx context.Context, p proposal.Proposal) (*proposal.Sea
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	s := &sealing{r: r, rc: r.main, tmp: tmp}
+	s := newSealing(r, tmp)
 	e.step("seal-start")
 	var out proposal.Sealed
 	steps := stepsOf(p.Args)
@@ -147,7 +131,7 @@ func (s *sealing) sealPlan(ctx context.Context, steps []step) (proposal.Sealed, 
 	for i, st := range steps {
 		_, isDiscard := st.(*discardStep)
 		reset, isReset := st.(*resetStep)
-		if (isReset && reset.a.Mode == proposal.ResetHard && s.overlay != "") || (isDiscard && s.worktree != "") {
+		if (isReset && reset.a.Mode == proposal.ResetHard && s.Overlay != "") || (isDiscard && s.Worktree != "") {
 			return out, errcode.New(errcode.Unsupported, "plan step %d (%s) works on files an earlier step changes in a way its outcome cannot be computed from: propose the steps one at a time", i+1, st.name())
 		}
 		h, err := s.r.head(ctx)
@@ -162,27 +146,27 @@ func (s *sealing) sealPlan(ctx context.Context, steps []step) (proposal.Sealed, 
 		switch x := st.(type) {
 		case *mergeStep:
 			if h.sym == proposal.BranchRef(x.a.Target) {
-				s.worktree, s.overlay, s.overlaid = sub.After, "", nil
+				s.MovedCheckout(sub.After)
 			}
 		case *rebaseStep:
 			if h.sym == proposal.BranchRef(x.a.Branch) {
-				s.worktree, s.overlay, s.overlaid = sub.After, "", nil
+				s.MovedCheckout(sub.After)
 			}
 		case *resetStep:
 			if x.a.Mode == proposal.ResetHard {
-				s.worktree, s.overlay, s.overlaid = sub.After, "", nil
+				s.MovedCheckout(sub.After)
 			}
 		case *patchStep:
 			if x.a.Target != proposal.PatchWorktree {
 				break
 			}
-			if s.worktree != "" {
-				s.worktree = sub.After
-			} else if err := s.addOverlay(ctx, sub.After, sub.SealedPaths()); err != nil {
+			if s.Worktree != "" {
+				s.Worktree = sub.After
+			} else if err := s.AddOverlay(ctx, sub.After, sub.SealedPaths()); err != nil {
 				return out, err
 			}
 		case *discardStep:
-			if err := s.addOverlay(ctx, sub.After, sub.SealedPaths()); err != nil {
+			if err := s.AddOverlay(ctx, sub.After, sub.SealedPaths()); err != nil {
 				return out, err
 			}
 		}
@@ -194,59 +178,6 @@ func (s *sealing) sealPlan(ctx context.Context, steps []step) (proposal.Sealed, 
 		}
 	}
 	return out, nil
-}
-
-// addOverlay records that files hold what tree has for them after a
-// step; what earlier steps left in other files stays.
-func (s *sealing) addOverlay(ctx context.Context, tree string, files []string) error {
-	env, _, err := s.index(ctx, tree, nil)
-	if err != nil {
-		return err
-	}
-	var keep []string
-	for f := range s.overlaid {
-		if !slices.Contains(files, f) {
-			keep = append(keep, f)
-		}
-	}
-	slices.Sort(keep)
-	if err := s.applyOverlay(ctx, env, keep); err != nil {
-		return err
-	}
-	if s.overlay, err = s.writeTree(ctx, env); err != nil {
-		return err
-	}
-	if s.overlaid == nil {
-		s.overlaid = map[string]bool{}
-	}
-	for _, f := range files {
-		s.overlaid[f] = true
-	}
-	return nil
-}
-
-// applyOverlay replaces, in the index of env, the entries of files by the
-// overlay's (removing those the overlay does not have).
-func (s *sealing) applyOverlay(ctx context.Context, env []string, files []string) error {
-	if len(files) == 0 || s.overlay == "" {
-		return nil
-	}
-	if _, err := s.run(ctx, call{args: []string{"rm", "--cached", "-r", "-q", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"},
-		env: env, stdin: nulList(files)}); err != nil {
-		return err
-	}
-	over, _, err := s.index(ctx, s.overlay, nil)
-	if err != nil {
-		return err
-	}
-	res, err := s.run(ctx, call{args: []string{"ls-files", "-s", "-z"}, paths: files, dashdash: true, env: over})
-	if err != nil {
-		return err
-	}
-	if len(res.out) > 0 {
-		_, err = s.run(ctx, call{args: []string{"update-index", "-z", "--index-info"}, env: env, stdin: res.out})
-	}
-	return err
 }
 
 // Keep makes the objects of p's sealed outcome reachable: a commit whose
@@ -365,215 +296,6 @@ func (e *Executor) SealedIDs(ctx context.Context, repo string) ([]string, error)
 	return ids, nil
 }
 
-// index returns the environment of a new temporary index file, filled
-// from tree ("" leaves it empty), or from a copy of the worktree's own
-// index when copyOf is set.
-func (s *sealing) index(ctx context.Context, tree string, copyOf *worktree) ([]string, string, error) {
-	s.n++
-	path := filepath.Join(s.tmp, "index"+strconv.Itoa(s.n))
-	env := []string{"GIT_INDEX_FILE=" + path}
-	if copyOf != nil {
-		if err := gitx.CopyIndex(filepath.Join(copyOf.gitDir, "index"), path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, "", err
-		}
-		return env, path, nil
-	}
-	if tree != "" {
-		if _, err := s.run(ctx, call{args: []string{"read-tree"}, revs: []string{tree}, env: env}); err != nil {
-			return nil, "", err
-		}
-	}
-	return env, path, nil
-}
-
-// copyIndexFile copies a temporary index to a new one.
-func (s *sealing) copyIndexFile(from string) ([]string, error) {
-	s.n++
-	path := filepath.Join(s.tmp, "index"+strconv.Itoa(s.n))
-	if err := gitx.CopyIndex(from, path); err != nil {
-		return nil, err
-	}
-	return []string{"GIT_INDEX_FILE=" + path}, nil
-}
-
-// writeTree writes the tree of a temporary index.
-func (s *sealing) writeTree(ctx context.Context, env []string) (string, error) {
-	res, err := s.run(ctx, call{args: []string{"write-tree"}, env: env})
-	if err != nil {
-		if strings.Contains(stderrOf(err), "unmerged") {
-			return "", errcode.New(errcode.OperationInProgress, "the index has unresolved conflicts; resolve or abort them first")
-		}
-		return "", err
-	}
-	return res.text(), nil
-}
-
-// bulkObjects makes an add write the blobs it stores into one pack
-// instead of a loose object each: git's bulk check-in, for files larger
-// than core.bigFileThreshold that no filter or line-ending conversion
-// touches (git decides which, and hashes the others as always). The
-// objects, their ids and the index are the same; a 1,000-file change is
-// one file written and synced instead of a thousand, and reading the
-// blobs back for the file list reads one pack. The setting holds for
-// this add only: diffs still use the person's threshold.
-// A path list as long as bulkPaths gets the same; a shorter one keeps
-// git's loose objects, so that small proposals do not each leave a pack
-// behind (git's own gc folds packs together once there are 50).
-var bulkObjects = []string{"-c", "core.bigFileThreshold=1"}
-
-const bulkPaths = 100
-
-// addPaths stages paths (NUL-separated on stdin, so any path is literal)
-// into a temporary index from the working tree, with every change:
-// modifications, deletions, new files and modes.
-func (s *sealing) addPaths(ctx context.Context, env []string, paths []string, extra ...string) error {
-	if len(paths) == 0 {
-		return nil
-	}
-	args := append([]string{"add", "--all"}, extra...)
-	args = append(args, "--pathspec-from-file=-", "--pathspec-file-nul")
-	c := call{args: args, env: env, stdin: nulList(paths)}
-	if len(paths) >= bulkPaths {
-		c.global = bulkObjects
-	}
-	_, err := s.run(ctx, c)
-	if err != nil {
-		if st := stderrOf(err); strings.Contains(st, "did not match") || strings.Contains(st, "ignored by one of your .gitignore") {
-			return &errcode.Error{Code: errcode.InvalidArgument, Err: err, Msg: "a path cannot be committed: " + clip(strings.TrimSpace(st), 500)}
-		}
-		return err
-	}
-	return nil
-}
-
-func nulList(paths []string) []byte {
-	var b bytes.Buffer
-	for _, p := range paths {
-		b.WriteString(p)
-		b.WriteByte(0)
-	}
-	return b.Bytes()
-}
-
-// listPaths runs a git command that prints NUL-separated paths.
-func (s *sealing) listPaths(ctx context.Context, env []string, c call) ([]string, error) {
-	c.env = env
-	res, err := s.run(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, p := range strings.Split(string(res.out), "\x00") {
-		if p != "" {
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
-
-// tree is the tree of a commit.
-func (s *sealing) tree(ctx context.Context, commit string) (string, error) {
-	t, err := s.rc.resolveTrees(ctx, commit)
-	if err != nil {
-		return "", err
-	}
-	return t[commit], nil
-}
-
-// newTree writes the temporary index of env as a tree and lists how it
-// differs from before; a tree the same as before is nothing to commit
-// (nothing says why).
-func (s *sealing) newTree(ctx context.Context, env []string, before string, nothing *errcode.Error) (string, []proposal.FileChange, error) {
-	after, err := s.writeTree(ctx, env)
-	if err != nil {
-		return "", nil, err
-	}
-	if after == before {
-		return "", nil, nothing
-	}
-	files, err := s.changes(ctx, before, after)
-	if err != nil {
-		return "", nil, err
-	}
-	return after, files, nil
-}
-
-// changes lists the changes from tree a to tree b with their modes,
-// blobs, sizes and whether git treats them as binary. Renames are
-// detected as git's diff would show them.
-func (s *sealing) changes(ctx context.Context, a, b string) ([]proposal.FileChange, error) {
-	out := []proposal.FileChange{}
-	if a == b {
-		return out, nil
-	}
-	return s.changesByRule(ctx, a, b)
-}
-
-// changesByNumstat is changes with git's line counts saying which files
-// are binary (see seal_facts.go).
-func (s *sealing) changesByNumstat(ctx context.Context, a, b string) ([]proposal.FileChange, error) {
-	out := []proposal.FileChange{}
-	// The line counts that say which files git treats as binary read every
-	// blob on both sides; the sizes need only each blob's header. So the
-	// sizes are looked up at the same time, from the list of blobs a tree
-	// comparison gives without reading any.
-	var sizes map[string]int64
-	var sizesErr error
-	var wg sync.WaitGroup
-	wg.Go(func() { sizes, sizesErr = s.blobSizes(ctx, a, b) })
-	res, err := s.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "-M", "--raw", "--numstat", "--no-commit-id", "--no-abbrev"}, revs: []string{a, b}, dashdash: true})
-	wg.Wait()
-	if err == nil {
-		err = sizesErr
-	}
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range gitx.ParseRawNumstat(res.out) {
-		c := fileChangeOf(r)
-		c.Binary = r.Binary
-		blob := c.Blob
-		if blob == "" {
-			blob = c.OldBlob
-		}
-		c.Size = sizes[blob]
-		out = append(out, c)
-	}
-	return out, nil
-}
-
-// blobSizes are the sizes of the blobs that differ between trees a and b
-// (a gitlink's commit is no blob and has none), in two processes that
-// read no blob's content: the raw comparison and one cat-file.
-func (s *sealing) blobSizes(ctx context.Context, a, b string) (map[string]int64, error) {
-	res, err := s.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "--raw", "--no-commit-id", "--no-abbrev"}, revs: []string{a, b}, dashdash: true})
-	if err != nil {
-		return nil, err
-	}
-	var in bytes.Buffer
-	for _, r := range gitx.ParseRawNumstat(res.out) {
-		for _, blob := range []string{r.Blob, r.OldBlob} {
-			if strings.Trim(blob, "0") != "" {
-				in.WriteString(blob + "\n")
-			}
-		}
-	}
-	sizes := map[string]int64{}
-	if in.Len() == 0 {
-		return sizes, nil
-	}
-	res, err = s.run(ctx, call{args: []string{"cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"}, stdin: in.Bytes()})
-	if err != nil {
-		return nil, err
-	}
-	for _, l := range strings.Split(res.text(), "\n") {
-		if f := strings.Fields(l); len(f) == 3 && f[1] == "blob" {
-			sizes[f[0]], _ = strconv.ParseInt(f[2], 10, 64)
-		}
-	}
-	return sizes, nil
-}
-
 // commitList lists the commits reachable from include and from none of
 // exclude: the first proposal.MaxListedCommits with their subjects, and
 // the count.
@@ -606,47 +328,6 @@ func (rc *repoCtx) commitList(ctx context.Context, include string, exclude ...st
 	return out, nil
 }
 
-// refuseFilters refuses paths that a git filter (Git LFS, git-crypt, …)
-// would transform on commit: Sluice commits the exact bytes it sealed
-// and runs no filter before a person approved.
-func (s *sealing) refuseFilters(ctx context.Context, files []proposal.FileChange) error {
-	return s.refuseFiltersIn(ctx, files, nil)
-}
-
-// refuseFiltersIn is refuseFilters with the attributes of the temporary
-// index of env (check-attr --cached: its .gitattributes files, and the
-// repository's own info/attributes), or of the working tree when env is
-// nil.
-func (s *sealing) refuseFiltersIn(ctx context.Context, files []proposal.FileChange, env []string) error {
-	if len(files) == 0 {
-		return nil
-	}
-	var paths []string
-	for _, f := range files {
-		if f.Status != proposal.FileDeleted {
-			paths = append(paths, f.Path)
-		}
-	}
-	if len(paths) == 0 {
-		return nil
-	}
-	args := []string{"check-attr", "--stdin", "-z"}
-	if env != nil {
-		args = append(args, "--cached")
-	}
-	res, err := s.run(ctx, call{args: append(args, "filter"), env: env, stdin: nulList(paths)})
-	if err != nil {
-		return err
-	}
-	f := strings.Split(string(res.out), "\x00")
-	for i := 0; i+2 < len(f); i += 3 {
-		if v := f[i+2]; v != "unspecified" && v != "unset" && v != "" {
-			return errcode.New(errcode.Unsupported, "%s uses the git filter %q; Sluice commits exactly the bytes shown on the card and runs no filter before approval, so commit this path yourself", f[i], v)
-		}
-	}
-	return nil
-}
-
 // headMove is the move of the checked-out branch (or a detached HEAD).
 func (r *run) headMove(ctx context.Context, to string) (proposal.RefMove, error) {
 	h, err := r.head(ctx)
@@ -658,85 +339,6 @@ func (r *run) headMove(ctx context.Context, to string) (proposal.RefMove, error)
 		ref = "HEAD"
 	}
 	return proposal.RefMove{Ref: ref, From: r.expect["HEAD"], To: to}, nil
-}
-
-// worktreeState is the state of the given paths of the working tree as a
-// tree: HEAD's tree with each path replaced by what is on disk (absent
-// when it is gone), and the temporary index that holds it. Untracked
-// files are included only when listed. The files are hashed on a copy of
-// the person's index, whose stat data spares rehashing what did not
-// change; the entries for the paths are then carried over onto HEAD's
-// tree, so nothing else the person staged comes along.
-func (s *sealing) worktreeState(ctx context.Context, headTree string, paths []string) (string, string, error) {
-	wt := s.rc.main()
-	scan, _, err := s.index(ctx, "", &wt)
-	if err != nil {
-		return "", "", err
-	}
-	env, idx, err := s.index(ctx, headTree, nil)
-	if err != nil {
-		return "", "", err
-	}
-	if len(paths) == 0 {
-		t, err := s.writeTree(ctx, env)
-		return t, idx, err
-	}
-	known := map[string]bool{}
-	for _, which := range [][]string{scan, env} {
-		entries, err := s.listPaths(ctx, which, call{args: []string{"ls-files", "-z"}, paths: paths, dashdash: true})
-		if err != nil {
-			return "", "", err
-		}
-		for _, e := range entries {
-			for d := e; d != "." && d != "/" && d != ""; d = path.Dir(d) {
-				if known[d] {
-					break
-				}
-				known[d] = true
-			}
-		}
-	}
-	var add []string
-	for _, p := range paths {
-		if known[p] {
-			add = append(add, p)
-		} else if _, err := os.Lstat(filepath.Join(s.rc.path, filepath.FromSlash(p))); err == nil {
-			add = append(add, p)
-		}
-	}
-	if err := s.addPaths(ctx, scan, add); err != nil {
-		return "", "", err
-	}
-	// HEAD's entries under the paths go; the scanned ones take their place.
-	if _, err := s.run(ctx, call{args: []string{"rm", "--cached", "-r", "-q", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"},
-		env: env, stdin: nulList(paths)}); err != nil {
-		return "", "", err
-	}
-	res, err := s.run(ctx, call{args: []string{"ls-files", "-s", "-z"}, paths: paths, dashdash: true, env: scan})
-	if err != nil {
-		return "", "", err
-	}
-	if len(res.out) > 0 {
-		if _, err := s.run(ctx, call{args: []string{"update-index", "-z", "--index-info"}, env: env, stdin: res.out}); err != nil {
-			return "", "", err
-		}
-	}
-	// In a plan, files an earlier step changed hold what it leaves.
-	var over []string
-	for f := range s.overlaid {
-		for _, p := range paths {
-			if f == p || strings.HasPrefix(f, p+"/") || p == "." {
-				over = append(over, f)
-				break
-			}
-		}
-	}
-	slices.Sort(over)
-	if err := s.applyOverlay(ctx, env, over); err != nil {
-		return "", "", err
-	}
-	t, err := s.writeTree(ctx, env)
-	return t, idx, err
 }
 
 // checkSealed refuses to run a proposal whose outcome was never sealed

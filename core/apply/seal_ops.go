@@ -73,11 +73,11 @@ func (r *run) compareState(ctx context.Context, want string, f func(ctx context.
 		return "", nil, err
 	}
 	defer os.RemoveAll(tmp)
-	sl := &sealing{r: r, rc: r.main, tmp: tmp}
-	if err := sl.scratch(); err != nil {
+	sl := newSealing(r, tmp)
+	if err := sl.Scratch(); err != nil {
 		return "", nil, err
 	}
-	headTree, err := sl.tree(ctx, r.expect["HEAD"])
+	headTree, err := sl.Tree(ctx, r.expect["HEAD"])
 	if err != nil {
 		return "", nil, err
 	}
@@ -85,7 +85,7 @@ func (r *run) compareState(ctx context.Context, want string, f func(ctx context.
 	if err != nil || now == want {
 		return now, nil, err
 	}
-	changes, err := sl.changes(ctx, want, now)
+	changes, err := sl.Changes(ctx, want, now)
 	if err != nil {
 		return "", nil, err
 	}

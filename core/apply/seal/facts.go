@@ -1,4 +1,4 @@
-package apply
+package seal
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sluicehq/sluice/core/apply/internal/gitrun"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -37,12 +38,12 @@ const bigFileThreshold = 512 << 20
 
 // changesByRule is changes without line counts (see the top of this
 // file).
-func (s *sealing) changesByRule(ctx context.Context, a, b string) ([]proposal.FileChange, error) {
-	res, err := s.run(ctx, call{args: []string{"diff-tree", "-r", "-z", "-M", "--raw", "--no-commit-id", "--no-abbrev"}, revs: []string{a, b}, dashdash: true})
+func (w *Work) changesByRule(ctx context.Context, a, b string) ([]proposal.FileChange, error) {
+	res, err := w.Run(ctx, gitrun.Call{Args: []string{"diff-tree", "-r", "-z", "-M", "--raw", "--no-commit-id", "--no-abbrev"}, Revs: []string{a, b}, DashDash: true})
 	if err != nil {
 		return nil, err
 	}
-	recs := gitx.ParseRawNumstat(res.out)
+	recs := gitx.ParseRawNumstat(res.Out)
 	var paths []string
 	for _, r := range recs {
 		paths = append(paths, r.Path)
@@ -53,8 +54,8 @@ func (s *sealing) changesByRule(ctx context.Context, a, b string) ([]proposal.Fi
 	var byAttr map[string]bool
 	var attrErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { byAttr, attrErr = s.binaryByAttributes(ctx, paths) })
-	facts, err := s.blobFacts(ctx, recs)
+	wg.Go(func() { byAttr, attrErr = w.binaryByAttributes(ctx, paths) })
+	facts, err := w.blobFacts(ctx, recs)
 	wg.Wait()
 	if err == nil {
 		err = attrErr
@@ -98,7 +99,7 @@ type blobFact struct {
 // list shows (the new content, or the old for a deletion; gitlinks
 // excepted) from git cat-file --batch, streamed: only each blob's first
 // bytes are kept. A long list is read by two processes at once.
-func (s *sealing) blobFacts(ctx context.Context, recs []gitx.RawChange) (map[string]blobFact, error) {
+func (w *Work) blobFacts(ctx context.Context, recs []gitx.RawChange) (map[string]blobFact, error) {
 	var ids []string
 	seen := map[string]bool{}
 	for _, r := range recs {
@@ -126,8 +127,8 @@ func (s *sealing) blobFacts(ctx context.Context, recs []gitx.RawChange) (map[str
 	for i, part := range parts {
 		got[i] = &batchHeads{facts: map[string]blobFact{}}
 		wg.Go(func() {
-			_, errs[i] = s.run(ctx, call{args: []string{"cat-file", "--buffer", "--batch=%(objectname) %(objectsize)"},
-				stdin: []byte(strings.Join(part, "\n") + "\n"), stdout: got[i]})
+			_, errs[i] = w.Run(ctx, gitrun.Call{Args: []string{"cat-file", "--buffer", "--batch=%(objectname) %(objectsize)"},
+				Stdin: []byte(strings.Join(part, "\n") + "\n"), Stdout: got[i]})
 		})
 	}
 	wg.Wait()
@@ -214,23 +215,23 @@ func (w *batchHeads) done() {
 // git treats it as binary: -diff (or the binary macro) is binary, a diff
 // driver is binary when diff.<driver>.binary says so; paths the
 // attributes leave to the bytes are not in the map.
-func (s *sealing) binaryByAttributes(ctx context.Context, paths []string) (map[string]bool, error) {
+func (w *Work) binaryByAttributes(ctx context.Context, paths []string) (map[string]bool, error) {
 	out := map[string]bool{}
 	if len(paths) == 0 {
 		return out, nil
 	}
-	res, err := s.run(ctx, call{args: []string{"check-attr", "--stdin", "-z", "diff"}, stdin: nulList(paths)})
+	res, err := w.Run(ctx, gitrun.Call{Args: []string{"check-attr", "--stdin", "-z", "diff"}, Stdin: gitrun.NulList(paths)})
 	if err != nil {
 		return nil, err
 	}
-	f := strings.Split(string(res.out), "\x00")
+	f := strings.Split(string(res.Out), "\x00")
 	for i := 0; i+2 < len(f); i += 3 {
 		switch v := f[i+2]; v {
 		case "unspecified", "set", "":
 		case "unset":
 			out[f[i]] = true
 		default:
-			if b, ok := s.rc.repo.Config("diff." + v + ".binary"); ok {
+			if b, ok := w.git.Repo.Config("diff." + v + ".binary"); ok {
 				on, err := strconv.ParseBool(b)
 				out[f[i]] = err == nil && on
 			}

@@ -1,4 +1,4 @@
-package apply
+package seal
 
 import (
 	"fmt"
@@ -7,8 +7,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/sluicehq/sluice/core/proposal"
 )
 
 // TestChanges_ByRuleSameAsGit: the file list with git's binary rule
@@ -18,7 +16,7 @@ import (
 // the binary macro, a diff driver that says binary and one that says
 // text, a symlink, a gitlink, a rename, a deletion and a mode change.
 func TestChanges_ByRuleSameAsGit(t *testing.T) {
-	f := newFixture(t)
+	f := newRepo(t)
 	f.git("config", "diff.bin.binary", "true")
 	f.git("config", "diff.txt.binary", "false")
 	f.repo.Write(".gitattributes", "*.nodiff -diff\n*.mac binary\n*.drv diff=bin\n*.txtdrv diff=txt\n")
@@ -70,12 +68,7 @@ func TestChanges_ByRuleSameAsGit(t *testing.T) {
 	f.git("update-index", "--add", "--cacheinfo", "160000,"+f.git("rev-parse", "HEAD")+",sub")
 	after := f.git("write-tree")
 
-	tmp := t.TempDir()
-	r := &run{e: f.e, p: f.newProposal(f.repo.Dir, &proposal.CommitArgs{Message: "m", StageAll: true})}
-	if err := r.open(testCtx(t)); err != nil {
-		t.Fatal(err)
-	}
-	s := &sealing{r: r, rc: r.main, tmp: tmp}
+	s := New(f.gitrun(t), t.TempDir())
 	byRule, err := s.changesByRule(testCtx(t), before, after)
 	if err != nil {
 		t.Fatal(err)

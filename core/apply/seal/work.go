@@ -1,0 +1,468 @@
+package seal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/sluicehq/sluice/core/apply/internal/gitrun"
+	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// Work is one proposal being sealed, or a state the executor computes
+// again, the way sealing did, to compare with the sealed outcome. It
+// writes only git objects and temporary index files under its scratch
+// directory; it never touches the person's index, working tree or refs.
+type Work struct {
+	git *gitrun.Git
+	// tmp holds temporary index files; the caller removes it when the
+	// sealing ends.
+	tmp string
+	n   int
+	// Worktree, in a plan, is the tree the main working tree holds after
+	// the steps sealed so far moved its checkout ("" while it is what is
+	// on disk). Overlay is a tree that holds, for the files in overlaid,
+	// what earlier steps (a patch, a discard) leave in them.
+	Worktree string
+	Overlay  string
+	overlaid map[string]bool
+	// env is added to every git process: a scratch object directory when
+	// what is computed is only compared, never kept.
+	env []string
+}
+
+// New returns a sealing in the repository of git, with its temporary
+// files in tmp.
+func New(git *gitrun.Git, tmp string) *Work { return &Work{git: git, tmp: tmp} }
+
+// MovedCheckout records that a step of a plan leaves the main working
+// tree's checkout at tree: what earlier steps left in its files is gone.
+func (w *Work) MovedCheckout(tree string) { w.Worktree, w.Overlay, w.overlaid = tree, "", nil }
+
+// Run runs git in the repository with the sealing's environment.
+func (w *Work) Run(ctx context.Context, c gitrun.Call) (gitrun.Result, error) {
+	c.Dir = w.git.Repo.Root
+	c.Env = append(slices.Clone(w.env), c.Env...)
+	return w.git.Run(ctx, c)
+}
+
+// Env is what the sealing adds to every git process it runs (see
+// Scratch), for a process run elsewhere (a session's copy as the work
+// tree) that must see the same objects.
+func (w *Work) Env() []string { return w.env }
+
+// Scratch makes the sealing write its objects to a temporary object
+// directory inside its scratch directory, so the repository stays
+// exactly as it was.
+func (w *Work) Scratch() error {
+	objs := filepath.Join(w.tmp, "objects")
+	if err := os.Mkdir(objs, 0o700); err != nil {
+		return err
+	}
+	w.env = []string{"GIT_OBJECT_DIRECTORY=" + objs, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(w.git.Repo.CommonDir, "objects")}
+	return nil
+}
+
+// AddOverlay records that files hold what tree has for them after a
+// step; what earlier steps left in other files stays.
+func (w *Work) AddOverlay(ctx context.Context, tree string, files []string) error {
+	env, _, err := w.Index(ctx, tree)
+	if err != nil {
+		return err
+	}
+	var keep []string
+	for f := range w.overlaid {
+		if !slices.Contains(files, f) {
+			keep = append(keep, f)
+		}
+	}
+	slices.Sort(keep)
+	if err := w.applyOverlay(ctx, env, keep); err != nil {
+		return err
+	}
+	if w.Overlay, err = w.WriteTree(ctx, env); err != nil {
+		return err
+	}
+	if w.overlaid == nil {
+		w.overlaid = map[string]bool{}
+	}
+	for _, f := range files {
+		w.overlaid[f] = true
+	}
+	return nil
+}
+
+// applyOverlay replaces, in the index of env, the entries of files by the
+// overlay's (removing those the overlay does not have).
+func (w *Work) applyOverlay(ctx context.Context, env []string, files []string) error {
+	if len(files) == 0 || w.Overlay == "" {
+		return nil
+	}
+	if _, err := w.Run(ctx, gitrun.Call{Args: []string{"rm", "--cached", "-r", "-q", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"},
+		Env: env, Stdin: gitrun.NulList(files)}); err != nil {
+		return err
+	}
+	over, _, err := w.Index(ctx, w.Overlay)
+	if err != nil {
+		return err
+	}
+	res, err := w.Run(ctx, gitrun.Call{Args: []string{"ls-files", "-s", "-z"}, Paths: files, DashDash: true, Env: over})
+	if err != nil {
+		return err
+	}
+	if len(res.Out) > 0 {
+		_, err = w.Run(ctx, gitrun.Call{Args: []string{"update-index", "-z", "--index-info"}, Env: env, Stdin: res.Out})
+	}
+	return err
+}
+
+// Index returns the environment of a new temporary index file, filled
+// from tree ("" leaves it empty), and its path.
+func (w *Work) Index(ctx context.Context, tree string) ([]string, string, error) {
+	return w.index(ctx, tree, false)
+}
+
+// IndexCopy returns the environment of a new temporary index file that
+// is a copy of the main working tree's own index, and its path.
+func (w *Work) IndexCopy(ctx context.Context) ([]string, string, error) {
+	return w.index(ctx, "", true)
+}
+
+func (w *Work) index(ctx context.Context, tree string, copyMain bool) ([]string, string, error) {
+	w.n++
+	path := filepath.Join(w.tmp, "index"+strconv.Itoa(w.n))
+	env := []string{"GIT_INDEX_FILE=" + path}
+	if copyMain {
+		if err := gitx.CopyIndex(filepath.Join(w.git.Repo.GitDir, "index"), path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, "", err
+		}
+		return env, path, nil
+	}
+	if tree != "" {
+		if _, err := w.Run(ctx, gitrun.Call{Args: []string{"read-tree"}, Revs: []string{tree}, Env: env}); err != nil {
+			return nil, "", err
+		}
+	}
+	return env, path, nil
+}
+
+// CopyIndexFile copies a temporary index to a new one.
+func (w *Work) CopyIndexFile(from string) ([]string, error) {
+	w.n++
+	path := filepath.Join(w.tmp, "index"+strconv.Itoa(w.n))
+	if err := gitx.CopyIndex(from, path); err != nil {
+		return nil, err
+	}
+	return []string{"GIT_INDEX_FILE=" + path}, nil
+}
+
+// WriteTree writes the tree of a temporary index.
+func (w *Work) WriteTree(ctx context.Context, env []string) (string, error) {
+	res, err := w.Run(ctx, gitrun.Call{Args: []string{"write-tree"}, Env: env})
+	if err != nil {
+		if strings.Contains(gitrun.StderrOf(err), "unmerged") {
+			return "", errcode.New(errcode.OperationInProgress, "the index has unresolved conflicts; resolve or abort them first")
+		}
+		return "", err
+	}
+	return res.Text(), nil
+}
+
+// BulkObjects makes an add write the blobs it stores into one pack
+// instead of a loose object each: git's bulk check-in, for files larger
+// than core.bigFileThreshold that no filter or line-ending conversion
+// touches (git decides which, and hashes the others as always). The
+// objects, their ids and the index are the same; a 1,000-file change is
+// one file written and synced instead of a thousand, and reading the
+// blobs back for the file list reads one pack. The setting holds for
+// this add only: diffs still use the person's threshold.
+// A path list as long as bulkPaths gets the same; a shorter one keeps
+// git's loose objects, so that small proposals do not each leave a pack
+// behind (git's own gc folds packs together once there are 50).
+var BulkObjects = []string{"-c", "core.bigFileThreshold=1"}
+
+const bulkPaths = 100
+
+// AddPaths stages paths (NUL-separated on stdin, so any path is literal)
+// into a temporary index from the working tree, with every change:
+// modifications, deletions, new files and modes.
+func (w *Work) AddPaths(ctx context.Context, env []string, paths []string, extra ...string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	args := append([]string{"add", "--all"}, extra...)
+	args = append(args, "--pathspec-from-file=-", "--pathspec-file-nul")
+	c := gitrun.Call{Args: args, Env: env, Stdin: gitrun.NulList(paths)}
+	if len(paths) >= bulkPaths {
+		c.Global = BulkObjects
+	}
+	_, err := w.Run(ctx, c)
+	if err != nil {
+		if st := gitrun.StderrOf(err); strings.Contains(st, "did not match") || strings.Contains(st, "ignored by one of your .gitignore") {
+			return &errcode.Error{Code: errcode.InvalidArgument, Err: err, Msg: "a path cannot be committed: " + clip(strings.TrimSpace(st), 500)}
+		}
+		return err
+	}
+	return nil
+}
+
+// ListPaths runs a git command that prints NUL-separated paths.
+func (w *Work) ListPaths(ctx context.Context, env []string, c gitrun.Call) ([]string, error) {
+	c.Env = env
+	res, err := w.Run(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range strings.Split(string(res.Out), "\x00") {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Tree is the tree of a commit.
+func (w *Work) Tree(ctx context.Context, commit string) (string, error) {
+	t, err := w.git.Trees(ctx, w.git.Repo.Root, commit)
+	if err != nil {
+		return "", err
+	}
+	return t[commit], nil
+}
+
+// NewTree writes the temporary index of env as a tree and lists how it
+// differs from before; a tree the same as before is nothing to commit
+// (nothing says why).
+func (w *Work) NewTree(ctx context.Context, env []string, before string, nothing *errcode.Error) (string, []proposal.FileChange, error) {
+	after, err := w.WriteTree(ctx, env)
+	if err != nil {
+		return "", nil, err
+	}
+	if after == before {
+		return "", nil, nothing
+	}
+	files, err := w.Changes(ctx, before, after)
+	if err != nil {
+		return "", nil, err
+	}
+	return after, files, nil
+}
+
+// Changes lists the changes from tree a to tree b with their modes,
+// blobs, sizes and whether git treats them as binary. Renames are
+// detected as git's diff would show them.
+func (w *Work) Changes(ctx context.Context, a, b string) ([]proposal.FileChange, error) {
+	out := []proposal.FileChange{}
+	if a == b {
+		return out, nil
+	}
+	return w.changesByRule(ctx, a, b)
+}
+
+// changesByNumstat is changes with git's line counts saying which files
+// are binary (see facts.go).
+func (w *Work) changesByNumstat(ctx context.Context, a, b string) ([]proposal.FileChange, error) {
+	out := []proposal.FileChange{}
+	// The line counts that say which files git treats as binary read every
+	// blob on both sides; the sizes need only each blob's header. So the
+	// sizes are looked up at the same time, from the list of blobs a tree
+	// comparison gives without reading any.
+	var sizes map[string]int64
+	var sizesErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { sizes, sizesErr = w.blobSizes(ctx, a, b) })
+	res, err := w.Run(ctx, gitrun.Call{Args: []string{"diff-tree", "-r", "-z", "-M", "--raw", "--numstat", "--no-commit-id", "--no-abbrev"}, Revs: []string{a, b}, DashDash: true})
+	wg.Wait()
+	if err == nil {
+		err = sizesErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range gitx.ParseRawNumstat(res.Out) {
+		c := fileChangeOf(r)
+		c.Binary = r.Binary
+		blob := c.Blob
+		if blob == "" {
+			blob = c.OldBlob
+		}
+		c.Size = sizes[blob]
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// blobSizes are the sizes of the blobs that differ between trees a and b
+// (a gitlink's commit is no blob and has none), in two processes that
+// read no blob's content: the raw comparison and one cat-file.
+func (w *Work) blobSizes(ctx context.Context, a, b string) (map[string]int64, error) {
+	res, err := w.Run(ctx, gitrun.Call{Args: []string{"diff-tree", "-r", "-z", "--raw", "--no-commit-id", "--no-abbrev"}, Revs: []string{a, b}, DashDash: true})
+	if err != nil {
+		return nil, err
+	}
+	var in bytes.Buffer
+	for _, r := range gitx.ParseRawNumstat(res.Out) {
+		for _, blob := range []string{r.Blob, r.OldBlob} {
+			if strings.Trim(blob, "0") != "" {
+				in.WriteString(blob + "\n")
+			}
+		}
+	}
+	sizes := map[string]int64{}
+	if in.Len() == 0 {
+		return sizes, nil
+	}
+	res, err = w.Run(ctx, gitrun.Call{Args: []string{"cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"}, Stdin: in.Bytes()})
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range strings.Split(res.Text(), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[1] == "blob" {
+			sizes[f[0]], _ = strconv.ParseInt(f[2], 10, 64)
+		}
+	}
+	return sizes, nil
+}
+
+// RefuseFilters refuses paths that a git filter (Git LFS, git-crypt, …)
+// would transform on commit: Sluice commits the exact bytes it sealed
+// and runs no filter before a person approved.
+func (w *Work) RefuseFilters(ctx context.Context, files []proposal.FileChange) error {
+	return w.RefuseFiltersIn(ctx, files, nil)
+}
+
+// RefuseFiltersIn is refuseFilters with the attributes of the temporary
+// index of env (check-attr --cached: its .gitattributes files, and the
+// repository's own info/attributes), or of the working tree when env is
+// nil.
+func (w *Work) RefuseFiltersIn(ctx context.Context, files []proposal.FileChange, env []string) error {
+	if len(files) == 0 {
+		return nil
+	}
+	var paths []string
+	for _, f := range files {
+		if f.Status != proposal.FileDeleted {
+			paths = append(paths, f.Path)
+		}
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	args := []string{"check-attr", "--stdin", "-z"}
+	if env != nil {
+		args = append(args, "--cached")
+	}
+	res, err := w.Run(ctx, gitrun.Call{Args: append(args, "filter"), Env: env, Stdin: gitrun.NulList(paths)})
+	if err != nil {
+		return err
+	}
+	f := strings.Split(string(res.Out), "\x00")
+	for i := 0; i+2 < len(f); i += 3 {
+		if v := f[i+2]; v != "unspecified" && v != "unset" && v != "" {
+			return errcode.New(errcode.Unsupported, "%s uses the git filter %q; Sluice commits exactly the bytes shown on the card and runs no filter before approval, so commit this path yourself", f[i], v)
+		}
+	}
+	return nil
+}
+
+// WorktreeState is the state of the given paths of the working tree as a
+// tree: HEAD's tree with each path replaced by what is on disk (absent
+// when it is gone), and the temporary index that holds it. Untracked
+// files are included only when listed. The files are hashed on a copy of
+// the person's index, whose stat data spares rehashing what did not
+// change; the entries for the paths are then carried over onto HEAD's
+// tree, so nothing else the person staged comes along.
+func (w *Work) WorktreeState(ctx context.Context, headTree string, paths []string) (string, string, error) {
+	scan, _, err := w.IndexCopy(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	env, idx, err := w.Index(ctx, headTree)
+	if err != nil {
+		return "", "", err
+	}
+	if len(paths) == 0 {
+		t, err := w.WriteTree(ctx, env)
+		return t, idx, err
+	}
+	known := map[string]bool{}
+	for _, which := range [][]string{scan, env} {
+		entries, err := w.ListPaths(ctx, which, gitrun.Call{Args: []string{"ls-files", "-z"}, Paths: paths, DashDash: true})
+		if err != nil {
+			return "", "", err
+		}
+		for _, e := range entries {
+			for d := e; d != "." && d != "/" && d != ""; d = path.Dir(d) {
+				if known[d] {
+					break
+				}
+				known[d] = true
+			}
+		}
+	}
+	var add []string
+	for _, p := range paths {
+		if known[p] {
+			add = append(add, p)
+		} else if _, err := os.Lstat(filepath.Join(w.git.Repo.Root, filepath.FromSlash(p))); err == nil {
+			add = append(add, p)
+		}
+	}
+	if err := w.AddPaths(ctx, scan, add); err != nil {
+		return "", "", err
+	}
+	// HEAD's entries under the paths go; the scanned ones take their place.
+	if _, err := w.Run(ctx, gitrun.Call{Args: []string{"rm", "--cached", "-r", "-q", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"},
+		Env: env, Stdin: gitrun.NulList(paths)}); err != nil {
+		return "", "", err
+	}
+	res, err := w.Run(ctx, gitrun.Call{Args: []string{"ls-files", "-s", "-z"}, Paths: paths, DashDash: true, Env: scan})
+	if err != nil {
+		return "", "", err
+	}
+	if len(res.Out) > 0 {
+		if _, err := w.Run(ctx, gitrun.Call{Args: []string{"update-index", "-z", "--index-info"}, Env: env, Stdin: res.Out}); err != nil {
+			return "", "", err
+		}
+	}
+	// In a plan, files an earlier step changed hold what it leaves.
+	var over []string
+	for f := range w.overlaid {
+		for _, p := range paths {
+			if f == p || strings.HasPrefix(f, p+"/") || p == "." {
+				over = append(over, f)
+				break
+			}
+		}
+	}
+	slices.Sort(over)
+	if err := w.applyOverlay(ctx, env, over); err != nil {
+		return "", "", err
+	}
+	t, err := w.WriteTree(ctx, env)
+	return t, idx, err
+}
+
+// clip bounds text put into messages, cutting on a line boundary where
+// it can and saying so.
+func clip(s string, max int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= max {
+		return s
+	}
+	cut := s[:max]
+	if i := strings.LastIndexByte(cut, '\n'); i > max/2 {
+		cut = cut[:i]
+	}
+	return cut + "\n… (truncated)"
+}
