@@ -96,7 +96,8 @@ func (a *App) tendSealedOnce(ctx context.Context, now time.Time) {
 // ended longer than the configured restorePointRetention before now (see
 // apply.Executor.TendRestorePoints), keeping those of proposals that
 // need reconciliation: the person settles such a proposal from its
-// restore point.
+// restore point; then it folds the ended ones that are still loose refs
+// (apply.Executor.FoldRestorePoints).
 func (a *App) tendRestorePoints(ctx context.Context, repo string, now time.Time) {
 	retention := a.current().RestorePointRetention
 	if retention <= 0 {
@@ -128,5 +129,15 @@ func (a *App) tendRestorePoints(ctx context.Context, repo string, now time.Time)
 	}
 	if got.Removed > 0 {
 		a.log.Info("restore points past their retention removed", "repo", repo, "removed", got.Removed, "kept", got.Kept, "left for the next tend", got.Left)
+	}
+	// Those within their retention leave their loose refs for the one
+	// folded ref (see restorepoint.FoldedRef).
+	fold, err := a.executor.FoldRestorePoints(ctx, repo)
+	if err != nil {
+		a.log.Debug("folding restore points", "repo", repo, "err", err)
+		return
+	}
+	if fold.Folded > 0 {
+		a.log.Info("restore points folded", "repo", repo, "folded", fold.Folded, "still loose", fold.Loose, "kept folded", fold.Kept)
 	}
 }

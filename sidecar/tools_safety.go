@@ -135,12 +135,12 @@ func (g *gitTools) registerSafety() {
 		if err != nil {
 			return RestorePointsOut{}, err
 		}
-		list, err := restorepoint.List(ctx, repo)
+		list, total, err := restorepoint.Page(ctx, repo, limit)
 		if err != nil {
 			return RestorePointsOut{}, safetyError(err)
 		}
-		out := RestorePointsOut{RestorePoints: []RestorePointSummary{}, Total: len(list)}
-		for _, rp := range list[:min(limit, len(list))] {
+		out := RestorePointsOut{RestorePoints: []RestorePointSummary{}, Total: total}
+		for _, rp := range list {
 			out.RestorePoints = append(out.RestorePoints, summarize(rp))
 		}
 		return out, nil

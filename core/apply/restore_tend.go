@@ -39,7 +39,8 @@ type RestoreTend struct {
 // restore point past the cutoff, after they were read: the app keeps the
 // restore points of proposals that need reconciliation). A removed
 // restore point's refs are deleted, each only if it still names what was
-// read, and its objects left to git's gc; its removal is first recorded
+// read (a folded one leaves restorepoint.FoldedRef), and its objects left
+// to git's gc; its removal is first recorded
 // in restorepoint.ExpiredRef, so that the safety timeline and a restore
 // say it expired. The journal and the audit ledger are not touched. It
 // runs under the repository's lock, never beside an execution or a
@@ -112,6 +113,22 @@ func (e *Executor) TendRestorePoints(ctx context.Context, repo string, cutoff ti
 	}
 	if in.Len() > 0 {
 		if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-m", "sluice: restore points expired", "--stdin"}, stdin: in.Bytes()}); err != nil {
+			return RestoreTend{}, err
+		}
+	}
+	// Folded points leave the folded ref (see restorepoint.FoldedRef).
+	f, err := restorepoint.ReadFolded(ctx, rc.repo)
+	if err != nil {
+		return RestoreTend{}, err
+	}
+	drop := map[string]bool{}
+	for id := range gone {
+		if _, ok := f.Points[id]; ok {
+			drop[id] = true
+		}
+	}
+	if len(drop) > 0 {
+		if err := rc.rewriteFolded(ctx, f, nil, drop); err != nil {
 			return RestoreTend{}, err
 		}
 	}

@@ -154,9 +154,99 @@ type WorktreeState struct {
 	Snapshot string `json:"snapshot,omitempty"`
 }
 
-// List lists the restore points of repo, newest first. It
-// writes nothing.
+// List lists the restore points of repo, newest first, loose and folded
+// (see FoldedRef). It writes nothing.
 func List(ctx context.Context, repo *gitx.Repo) ([]RestorePoint, error) {
+	list, _, err := Page(ctx, repo, 0)
+	return list, err
+}
+
+// Page lists the newest limit restore points of repo (every one when
+// limit is 0), newest first, and how many there are. It reads the
+// records of the points it returns and of the loose ones (those not
+// folded yet: the last hour's, and any never ended), not of every folded
+// one. It writes nothing.
+//
+// Labels are unique when taken; older points get one here, the oldest
+// keeping a label that two would share, among the points returned.
+func Page(ctx context.Context, repo *gitx.Repo, limit int) ([]RestorePoint, int, error) {
+	list, ids, err := page(ctx, repo, limit)
+	return list, len(ids), err
+}
+
+// page is Page, with the ids of every restore point of repo.
+func page(ctx context.Context, repo *gitx.Repo, limit int) ([]RestorePoint, map[string]bool, error) {
+	// Loose refs first, then the folded index: the fold writes FoldedRef
+	// before it deletes a point's loose refs, so a point whose refs are
+	// gone when read here is in the index read after.
+	loose, err := readLoose(ctx, repo)
+	if err != nil {
+		return nil, nil, err
+	}
+	folded, err := ReadFolded(ctx, repo)
+	if err != nil {
+		return nil, nil, err
+	}
+	type candidate struct {
+		id string
+		at time.Time
+	}
+	var all []candidate
+	for id, rp := range loose {
+		if _, ok := folded.Points[id]; !ok {
+			all = append(all, candidate{id, rp.CreatedAt})
+		}
+	}
+	for id, p := range folded.Points {
+		all = append(all, candidate{id, p.At})
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if !all[i].at.Equal(all[j].at) {
+			return all[i].at.After(all[j].at)
+		}
+		return all[i].id < all[j].id
+	})
+	ids := make(map[string]bool, len(all))
+	for _, c := range all {
+		ids[c.id] = true
+	}
+	if limit > 0 && len(all) > limit {
+		all = all[:limit]
+	}
+	// A point both loose and folded (a fold stopped before it deleted the
+	// loose refs, or deleting them now) is read from the index: the fold
+	// wrote it whole, while the loose refs may be half deleted.
+	var paths []string
+	for _, c := range all {
+		if p, ok := folded.Points[c.id]; ok {
+			paths = append(paths, p.Path)
+		}
+	}
+	fromIndex, err := readFoldedPoints(ctx, repo, folded, paths)
+	if err != nil {
+		return nil, nil, err
+	}
+	list := make([]RestorePoint, 0, len(all))
+	for _, c := range all {
+		rp := fromIndex[c.id]
+		if _, ok := folded.Points[c.id]; !ok {
+			rp = loose[c.id]
+		}
+		if rp != nil {
+			list = append(list, *rp)
+		}
+	}
+	seen := map[string]bool{}
+	for i := len(list) - 1; i >= 0; i-- {
+		list[i].Label = UniqueLabel(Label(&list[i]), seen)
+		seen[list[i].Label] = true
+	}
+	return list, ids, nil
+}
+
+// readLoose reads the restore points still kept by loose refs under
+// RestorePrefix, by id.
+func readLoose(ctx context.Context, repo *gitx.Repo) (map[string]*RestorePoint, error) {
 	out, err := repo.ReadGit(ctx, "for-each-ref", []string{"--format=%(refname)%00%(contents)%1e",
 		RestorePrefix + "*/meta", RestorePrefix + "*/end"}, nil, nil, 0)
 	if err != nil {
@@ -177,39 +267,92 @@ func List(ctx context.Context, repo *gitx.Repo) ([]RestorePoint, error) {
 		if !proposal.ValidID(id) {
 			continue
 		}
-		body := messageBody(contents)
 		switch part {
 		case "meta":
-			var rp RestorePoint
-			if json.Unmarshal(body, &rp) == nil && rp.ID == id && validRestorePoint(&rp) {
-				byID[id] = &rp
+			if rp := parseMeta(id, contents); rp != nil {
+				byID[id] = rp
 			}
 		case "end":
-			var end EndState
-			if json.Unmarshal(body, &end) == nil {
-				ends[id] = &end
+			if end := parseEnd(contents); end != nil {
+				ends[id] = end
 			}
 		}
 	}
-	list := make([]RestorePoint, 0, len(byID))
 	for id, rp := range byID {
 		rp.End = ends[id]
-		list = append(list, *rp)
 	}
-	sort.Slice(list, func(i, j int) bool {
-		if !list[i].CreatedAt.Equal(list[j].CreatedAt) {
-			return list[i].CreatedAt.After(list[j].CreatedAt)
+	return byID, nil
+}
+
+// ReadLoose lists the restore points still kept by loose refs under
+// RestorePrefix (see FoldedRef), in no order, labels as recorded.
+func ReadLoose(ctx context.Context, repo *gitx.Repo) ([]RestorePoint, error) {
+	byID, err := readLoose(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RestorePoint, 0, len(byID))
+	for _, rp := range byID {
+		out = append(out, *rp)
+	}
+	return out, nil
+}
+
+// readFoldedPoints reads the records of the folded points at paths.
+func readFoldedPoints(ctx context.Context, repo *gitx.Repo, f *Folded, paths []string) (map[string]*RestorePoint, error) {
+	out := map[string]*RestorePoint{}
+	if len(paths) == 0 {
+		return out, nil
+	}
+	refs, err := FoldedRefs(ctx, repo, f.Tree, paths)
+	if err != nil {
+		return nil, err
+	}
+	var shas []string
+	for _, r := range refs {
+		for _, part := range []string{"meta", "end"} {
+			if sha := r[part]; sha != "" {
+				shas = append(shas, sha)
+			}
 		}
-		return list[i].ID < list[j].ID
-	})
-	// Labels are unique when taken; older points get one here, and the
-	// oldest keeps a label that two would share.
-	seen := map[string]bool{}
-	for i := len(list) - 1; i >= 0; i-- {
-		list[i].Label = UniqueLabel(Label(&list[i]), seen)
-		seen[list[i].Label] = true
 	}
-	return list, nil
+	msgs, err := commitMessages(ctx, repo, shas)
+	if err != nil {
+		return nil, err
+	}
+	for _, path := range paths {
+		id, _, ok := parseFoldedName(path)
+		r := refs[path]
+		if !ok || r == nil {
+			continue
+		}
+		rp := parseMeta(id, msgs[r["meta"]])
+		if rp == nil {
+			continue
+		}
+		rp.End = parseEnd(msgs[r["end"]])
+		out[id] = rp
+	}
+	return out, nil
+}
+
+// parseMeta reads a meta commit's message: nil unless it is a valid
+// record of restore point id.
+func parseMeta(id string, contents []byte) *RestorePoint {
+	var rp RestorePoint
+	if json.Unmarshal(messageBody(contents), &rp) != nil || rp.ID != id || !validRestorePoint(&rp) {
+		return nil
+	}
+	return &rp
+}
+
+// parseEnd reads an end commit's message; nil when it holds none.
+func parseEnd(contents []byte) *EndState {
+	var end EndState
+	if len(contents) == 0 || json.Unmarshal(messageBody(contents), &end) != nil {
+		return nil
+	}
+	return &end
 }
 
 // messageBody is what follows the subject line of a commit message.

@@ -77,7 +77,9 @@ func SafetyTimeline(ctx context.Context, repo *gitx.Repo, limit int) (*Timeline,
 }
 
 func timelineEvents(ctx context.Context, repo *gitx.Repo, perRef int) ([]TimelineEvent, []string, error) {
-	rps, err := List(ctx, repo)
+	// The newest perRef restore points are all a page of perRef events
+	// can hold: an older one sorts below each of them.
+	rps, ids, err := page(ctx, repo, perRef)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -98,12 +100,8 @@ func timelineEvents(ctx context.Context, repo *gitx.Repo, perRef int) ([]Timelin
 	if err != nil {
 		return nil, nil, err
 	}
-	listed := map[string]bool{}
-	for _, rp := range rps {
-		listed[rp.ID] = true
-	}
 	for _, e := range expired[:min(len(expired), perRef)] {
-		if !listed[e.ID] {
+		if !ids[e.ID] {
 			events = append(events, expiredEvent(e))
 		}
 	}
