@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/apply/internal/gitrun"
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -273,20 +274,10 @@ func (rc *repoCtx) follow(ctx context.Context, left *effects, wt worktree, old, 
 	return nil
 }
 
-// addedPaths lists the paths a checkout update from old to new adds (old
-// and new are commits or trees): one git process.
+// addedPaths lists the paths a checkout update from old to new adds (see
+// gitrun.AddedPaths).
 func (rc *repoCtx) addedPaths(ctx context.Context, old, new string) ([]string, error) {
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"diff-tree", "-r", "-z", "--name-only", "--no-renames", "--diff-filter=A"}, revs: []string{old, new}})
-	if err != nil {
-		return nil, err
-	}
-	added := []string{}
-	for _, p := range strings.Split(string(res.out), "\x00") {
-		if p != "" {
-			added = append(added, p)
-		}
-	}
-	return added, nil
+	return rc.g.git.AddedPaths(ctx, old, new)
 }
 
 // requireNothingInTheWay refuses, before anything moves, a checkout
@@ -305,68 +296,18 @@ func requireNothingInTheWay(wt worktree, added []string) error {
 }
 
 // requireNoIgnoredInTheWay refuses an update from old to new that would
-// overwrite an ignored file: one where new has a file that old does not.
+// overwrite an ignored file (see gitrun.RequireNoIgnoredInTheWay).
 func (rc *repoCtx) requireNoIgnoredInTheWay(ctx context.Context, wt worktree, old, new string) error {
-	added, err := rc.addedPaths(ctx, old, new)
-	if err != nil {
-		return err
-	}
-	present := inTheWay(wt, added)
-	if len(present) == 0 {
-		return nil
-	}
-	res, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"}, paths: present, dashdash: true})
-	if err != nil {
-		return err
-	}
-	var ignored []string
-	for _, p := range strings.Split(string(res.out), "\x00") {
-		if p != "" {
-			ignored = append(ignored, strings.TrimSuffix(p, "/"))
-		}
-	}
-	if len(ignored) == 0 {
-		return nil
-	}
-	return &errcode.Error{Code: errcode.DirtyWorktree, Data: map[string]any{"worktree": wt.path, "files": limitList(ignored, 50)},
-		Msg: fmt.Sprintf("the reset would overwrite ignored files in %s, which no restore point can bring back: %s; move them away, then retry it from its card. Nothing was changed",
-			wt.path, strings.Join(limitList(ignored, 20), ", "))}
+	return rc.g.git.RequireNoIgnoredInTheWay(ctx, wt.path, old, new)
 }
 
 // inTheWay lists what stands in the worktree where the added paths would
-// go (see standing), each once.
-func inTheWay(wt worktree, added []string) []string {
-	var in []string
-	for _, p := range added {
-		if at := standing(wt, p); at != "" && !slices.Contains(in, at) {
-			in = append(in, at)
-		}
-	}
-	return in
-}
+// go (see gitrun.InTheWay).
+func inTheWay(wt worktree, added []string) []string { return gitrun.InTheWay(wt.path, added) }
 
-// standing returns what stands in the worktree where path would go: the
-// first of its parents that is not a directory (a file, or a symlink,
-// which git would replace rather than write through), or path itself
-// when it exists; "" when nothing does.
-func standing(wt worktree, path string) string {
-	parts := strings.Split(path, "/")
-	for i := 1; i < len(parts); i++ {
-		p := strings.Join(parts[:i], "/")
-		st, err := os.Lstat(filepath.Join(wt.path, filepath.FromSlash(p)))
-		if err != nil {
-			// A parent that is missing has nothing under it.
-			return ""
-		}
-		if !st.IsDir() {
-			return p
-		}
-	}
-	if _, err := os.Lstat(filepath.Join(wt.path, filepath.FromSlash(path))); err == nil {
-		return path
-	}
-	return ""
-}
+// standing returns what stands in the worktree where path would go (see
+// gitrun.Standing).
+func standing(wt worktree, path string) string { return gitrun.Standing(wt.path, path) }
 
 func checkoutBlocked(err error, wt *worktree) error {
 	s := stderrOf(err)
@@ -384,36 +325,13 @@ func (rc *repoCtx) resolveTrees(ctx context.Context, commits ...string) (map[str
 
 // mergeBase is the best common ancestor of a and b, or "".
 func (rc *repoCtx) mergeBase(ctx context.Context, a, b string) (string, error) {
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"merge-base"}, revs: []string{a, b}, ok: []int{1}})
-	if err != nil {
-		return "", err
-	}
-	return res.text(), nil
+	return rc.g.git.MergeBase(ctx, a, b)
 }
 
-// mergeTree merges b into a without a worktree or index: git merge-tree
-// writes the result's objects and prints its tree, or the conflicting
-// paths.
+// mergeTree merges b into a without a worktree or index (see
+// gitrun.MergeTree).
 func (rc *repoCtx) mergeTree(ctx context.Context, a, b string) (string, []string, error) {
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"merge-tree", "--write-tree", "-z", "--name-only", "--no-messages"}, revs: []string{a, b}, ok: []int{1}})
-	if err != nil {
-		return "", nil, err
-	}
-	fields := strings.Split(string(res.out), "\x00")
-	tree := fields[0]
-	if res.exit == 0 {
-		return tree, nil, nil
-	}
-	var files []string
-	for _, f := range fields[1:] {
-		if f == "" {
-			break
-		}
-		if len(files) == 0 || files[len(files)-1] != f {
-			files = append(files, f)
-		}
-	}
-	return tree, files, nil
+	return rc.g.git.MergeTree(ctx, a, b)
 }
 
 // personCommit makes a commit that is the person's, computed away from

@@ -3,10 +3,9 @@ package apply
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/apply/internal/gitrun"
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -191,58 +190,12 @@ func (s *mergeStep) do(ctx context.Context, r *run, w *writing) error {
 	return nil
 }
 
-func limitList(s []string, n int) []string {
-	if len(s) <= n {
-		return s
-	}
-	return append(s[:n:n], fmt.Sprintf("… %d more", len(s)-n))
-}
+func limitList(s []string, n int) []string { return gitrun.LimitList(s, n) }
 
 // rebaseAway runs git rebase in a detached temporary worktree outside the
-// repository and returns the rebased tip. Hooks stay off. how is
-// gitx.ProfileSigned when the approved rebase runs (the person's signing
-// applies to the replayed commits, as it would to their own rebase) and
-// gitx.ProfileWrite when sealing computes it (unsigned).
+// repository and returns the rebased tip (see gitrun.Rebase).
 func (r *run) rebaseAway(ctx context.Context, rc *repoCtx, old, onto string, a *proposal.RebaseArgs, how gitx.Profile) (string, error) {
-	tmp, err := os.MkdirTemp("", "sluice-rebase-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	wt := filepath.Join(tmp, "wt")
-	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"worktree", "add", "--detach", "--quiet"}, revs: []string{wt, old}}); err != nil {
-		return "", err
-	}
-	defer func() {
-		if _, err := rc.g.run(context.WithoutCancel(ctx), call{dir: rc.path, args: []string{"worktree", "remove", "--force"}, revs: []string{wt}}); err != nil {
-			r.e.log.Warn("apply: could not remove a temporary rebase worktree", "path", wt, "err", err)
-		}
-	}()
-	res, err := rc.g.run(ctx, call{dir: wt, profile: how, args: []string{"rebase", "--quiet", "--no-autostash", "--no-update-refs"}, revs: []string{onto}, ok: []int{1}})
-	if err != nil {
-		return "", err
-	}
-	if res.exit != 0 {
-		files := []string{}
-		if u, err := rc.g.run(ctx, call{dir: wt, args: []string{"diff", "--no-ext-diff", "--name-only", "--diff-filter=U", "-z"}}); err == nil {
-			for _, f := range strings.Split(string(u.out), "\x00") {
-				if f != "" {
-					files = append(files, f)
-				}
-			}
-		}
-		if len(files) == 0 {
-			return "", failed("rebase", how, res)
-		}
-		return "", &errcode.Error{Code: errcode.MergeConflict, Data: map[string]any{"files": files},
-			Msg: fmt.Sprintf("rebasing %s onto %s conflicts in %s: %s; nothing was changed",
-				a.Branch, a.Onto, proposal.Count(len(files), "file"), strings.Join(limitList(files, 50), ", "))}
-	}
-	h, err := rc.g.headOf(ctx, wt)
-	if err != nil {
-		return "", err
-	}
-	return h.sha, nil
+	return rc.g.git.Rebase(ctx, r.e.log, old, onto, a, how)
 }
 
 // seal: the result of git merge-tree (or, for a fast-forward, the

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/apply/internal/gitrun"
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/restorepoint"
@@ -26,25 +27,18 @@ type head struct {
 
 // headOf reads the HEAD of the worktree at dir in one process.
 func (g *gitEnv) headOf(ctx context.Context, dir string) (head, error) {
-	res, err := g.run(ctx, call{dir: dir, args: []string{"rev-parse", "HEAD", "HEAD^{tree}", "--symbolic-full-name", "HEAD"}, dashdash: true})
-	if err != nil {
-		return head{}, err
-	}
-	return parseHead(strings.Split(res.text(), "\n"))
+	h, err := g.git.HeadOf(ctx, dir)
+	return headFrom(h), err
 }
 
 // parseHead reads the answer of `git rev-parse HEAD HEAD^{tree}
 // --symbolic-full-name HEAD`.
 func parseHead(lines []string) (head, error) {
-	if len(lines) < 3 || !hexSHA.MatchString(lines[0]) || !hexSHA.MatchString(lines[1]) {
-		return head{}, errcode.New(errcode.GitFailed, "git rev-parse HEAD gave an unexpected answer")
-	}
-	h := head{sha: lines[0], tree: lines[1]}
-	if lines[2] != "HEAD" {
-		h.sym = lines[2]
-	}
-	return h, nil
+	h, err := gitrun.ParseHead(lines)
+	return headFrom(h), err
 }
+
+func headFrom(h gitrun.Head) head { return head{sym: h.Sym, sha: h.SHA, tree: h.Tree} }
 
 // worktree is one working tree the executor reads or changes.
 type worktree struct {
