@@ -13,6 +13,8 @@
 //	res, err := e.Restore(ctx, repo, rpID, force) // a human action; audit res
 //	list, err := e.ListRestorePoints(ctx, repo)   // also an intake.RestorePointLister
 //	d, err := e.RestorePointDetails(ctx, repo, rpID)
+//	tend, err := e.TendRestorePoints(ctx, repo, cutoff, keep) // hourly: retention
+//	fold, err := e.FoldRestorePoints(ctx, repo)                // then the rest fold
 //
 // Reading restore points and the safety timeline is core/restorepoint's
 // (List, Describe, SafetyTimeline, SafetyEvent over an opened *gitx.Repo),
@@ -60,6 +62,8 @@
 // operation that fails before it changed anything drops its restore point.
 // When it ends, the state it left behind is recorded beside the restore
 // point, and the record is completed or failed with Outcome.RestorePoint.
+// Later, FoldRestorePoints moves an ended restore point's refs into the
+// one ref restorepoint.FoldedRef, which reads as they did.
 // Once executing, a record always ends completed or failed, unless the
 // process dies; journal.Recover then makes it needs_reconciliation. The
 // named steps at which tests kill the process (see beforeStep) all lie

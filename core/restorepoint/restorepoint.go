@@ -26,7 +26,10 @@ import (
 //	worktree/<n>      each working tree it touches, as a stash-shaped commit
 //
 // The refs keep every recorded object alive through gc; nothing outside
-// refs/sluice/ is written to take a restore point.
+// refs/sluice/ is written to take a restore point. Once its operation
+// ended, a restore point is folded into FoldedRef (see there), whose tree
+// names the same commits under the same names; List, Page and Find read
+// both.
 const RestorePrefix = "refs/sluice/restore/"
 
 // Restore point kinds.
