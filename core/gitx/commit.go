@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -59,9 +60,12 @@ const (
 // line counts (against the first parent for a merge). Signatures are not
 // verified: that would run gpg.
 //
-// It starts two git processes at once: one diff-tree that resolves the
-// revision and gives the header, the message and the changed files
-// together, and the for-each-ref that names the refs at the commit. A
+// It starts one git process: a diff-tree that resolves the revision and
+// gives the header, the message and the changed files together. The refs
+// at the commit come from the runner's reading of the branches, tags and
+// remote-tracking refs, kept while packed-refs and the loose refs' files
+// and directories keep their stamps; when they moved, the for-each-ref
+// that reads them again runs beside the diff-tree. A
 // revision that names more than one commit (a range, "^!", a leading
 // "^") or searches messages (":/") is resolved first with rev-parse, as
 // diff-tree would read it otherwise; so is the revision of a failed
@@ -94,11 +98,11 @@ func (repo *Repo) CommitDetails(ctx context.Context, rev string, maxFiles int) (
 		names map[string][]string
 		refs  error
 	)
-	// The refs at the commit come from refNames: git's decoration reads
-	// every ref. It does not need the commit's id, so it runs beside the
-	// diff-tree.
+	// The refs at the commit come from refNames (git's decoration reads
+	// every ref), cached by the ref files' stamps. It does not need the
+	// commit's id, so it runs beside the diff-tree.
 	g.Go(func() error {
-		names, refs = repo.refNames(ctx, "")
+		names, refs = repo.cachedRefNames(ctx)
 		return nil
 	})
 	out, err := repo.git(ctx, &cmd{sub: []string{"diff-tree"}, opts: []string{"-r", "-z", "--raw", "--numstat", "-M", "--abbrev=40",
@@ -121,7 +125,7 @@ func (repo *Repo) CommitDetails(ctx context.Context, rev string, maxFiles int) (
 	if refs != nil {
 		return nil, refs
 	}
-	d.Refs = names[d.SHA]
+	d.Refs = slices.Clone(names[d.SHA])
 	d.FilesTotal = len(changes)
 	for _, c := range changes {
 		d.Insertions += c.Insertions

@@ -7,6 +7,9 @@ import (
 	"strings"
 )
 
+// decoratedNamespaces are the refs a decoration names.
+var decoratedNamespaces = []string{"refs/heads", "refs/tags", "refs/remotes"}
+
 // refNames maps commit ids to the names of the branches, tags and
 // remote-tracking refs that point at them (a tag by the commit it peels
 // to), as git's %D decoration names them and in its order: the branch
@@ -21,7 +24,7 @@ func (repo *Repo) refNames(ctx context.Context, pointsAt string) (map[string][]s
 	if pointsAt != "" {
 		opts = append(opts, "--points-at="+pointsAt)
 	}
-	out, err := repo.git(ctx, &cmd{sub: []string{"for-each-ref"}, opts: opts, revs: []string{"refs/heads", "refs/tags", "refs/remotes"}, limit: 64 << 20})
+	out, err := repo.git(ctx, &cmd{sub: []string{"for-each-ref"}, opts: opts, revs: decoratedNamespaces, limit: 64 << 20})
 	if err != nil {
 		return nil, err
 	}

@@ -79,6 +79,7 @@ type Runner struct {
 	maxOutput int64
 	started   atomic.Int64
 	cache     openCache
+	refNames  refNamesCache
 }
 
 // RunnerOptions configure NewRunner.

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -63,12 +64,12 @@ func (repo *Repo) logCommitsFull(ctx context.Context, o logOpts) ([]Commit, []st
 	}
 	c, full := parseLog(out.Stdout, o.withStats)
 	if len(c) > 0 {
-		names, err := repo.refNames(ctx, "")
+		names, err := repo.cachedRefNames(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
 		for i := range c {
-			c[i].Refs = names[full[i]]
+			c[i].Refs = slices.Clone(names[full[i]])
 		}
 	}
 	return c, full, nil

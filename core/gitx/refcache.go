@@ -1,0 +1,135 @@
+package gitx
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// refCacheRacy is how old every stamped file must be for a reading of the
+// refs to be kept: a ref rewritten within the file system's timestamp
+// granularity of the reading could leave the same stamps behind.
+const refCacheRacy = time.Second
+
+// refNamesCache keeps, per common git directory, the names refNames read
+// with the stamps of the files they came from: packed-refs, the reftable
+// list, and every directory and loose ref under refs/heads, refs/tags and
+// refs/remotes. git writes a ref by renaming a lock file over it, which
+// moves its directory's mtime, and rewrites packed-refs by a rename too; a
+// reading is reused while every stamp is the same, so decorating a commit
+// reads a few directories instead of starting a process that lists the
+// refs.
+type refNamesCache struct {
+	mu sync.Mutex
+	m  map[string]refNamesEntry
+}
+
+type refNamesEntry struct {
+	stamps []refStamp
+	names  map[string][]string
+}
+
+// refStamp is a file's or directory's state: for a directory its mtime
+// moves with every entry created, renamed over or removed in it.
+type refStamp struct {
+	path  string
+	size  int64
+	mtime time.Time
+	id    any
+}
+
+// refStamps stamps the files the names under commonDir are read from, in
+// a fixed order. racy reports a stamp younger than refCacheRacy at start.
+func refStamps(commonDir string, start time.Time) (stamps []refStamp, racy bool) {
+	add := func(p string, st fs.FileInfo) {
+		s := refStamp{path: p}
+		if st != nil {
+			s.size, s.mtime, s.id = st.Size(), st.ModTime(), fileID(st)
+			if st.IsDir() {
+				s.size = -1
+			}
+			racy = racy || !s.mtime.Before(start.Add(-refCacheRacy))
+		}
+		stamps = append(stamps, s)
+	}
+	for _, f := range []string{"packed-refs", filepath.Join("reftable", "tables.list")} {
+		p := filepath.Join(commonDir, f)
+		st, _ := os.Lstat(p)
+		add(p, st)
+	}
+	var walk func(dir string)
+	walk = func(dir string) {
+		st, err := os.Lstat(dir)
+		if err != nil || !st.IsDir() {
+			add(dir, nil)
+			return
+		}
+		add(dir, st)
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			p := filepath.Join(dir, e.Name())
+			if e.IsDir() {
+				walk(p)
+				continue
+			}
+			if st, err := e.Info(); err == nil {
+				add(p, st)
+			} else {
+				add(p, nil)
+			}
+		}
+	}
+	for _, ns := range decoratedNamespaces {
+		walk(filepath.Join(commonDir, filepath.FromSlash(ns)))
+	}
+	return stamps, racy
+}
+
+func sameRefStamps(a, b []refStamp) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].path != b[i].path || a[i].size != b[i].size || !a[i].mtime.Equal(b[i].mtime) || a[i].id != b[i].id {
+			return false
+		}
+	}
+	return true
+}
+
+// cachedRefNames is refNames(ctx, "") read once per state of the ref
+// files. The map it returns is shared: callers do not change it.
+func (repo *Repo) cachedRefNames(ctx context.Context) (map[string][]string, error) {
+	c := &repo.r.refNames
+	stamps, racy := refStamps(repo.CommonDir, time.Now())
+	c.mu.Lock()
+	e, ok := c.m[repo.CommonDir]
+	c.mu.Unlock()
+	if ok && sameRefStamps(e.stamps, stamps) {
+		return e.names, nil
+	}
+	// The stamps are taken before the refs are read: a ref written in
+	// between is in the names and moves a stamp, so the next call reads
+	// again.
+	names, err := repo.refNames(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if racy {
+		delete(c.m, repo.CommonDir)
+	} else {
+		if c.m == nil {
+			c.m = map[string]refNamesEntry{}
+		}
+		c.m[repo.CommonDir] = refNamesEntry{stamps: stamps, names: names}
+	}
+	c.mu.Unlock()
+	return names, nil
+}
