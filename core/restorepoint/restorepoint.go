@@ -182,7 +182,7 @@ func page(ctx context.Context, repo *gitx.Repo, limit int) ([]RestorePoint, map[
 	// Loose refs first, then the folded index: the fold writes FoldedRef
 	// before it deletes a point's loose refs, so a point whose refs are
 	// gone when read here is in the index read after.
-	loose, err := readLoose(ctx, repo)
+	loose, err := readLoose(ctx, repo, RestorePrefix+"*/meta", RestorePrefix+"*/end")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -248,10 +248,9 @@ func page(ctx context.Context, repo *gitx.Repo, limit int) ([]RestorePoint, map[
 }
 
 // readLoose reads the restore points still kept by loose refs under
-// RestorePrefix, by id.
-func readLoose(ctx context.Context, repo *gitx.Repo) (map[string]*RestorePoint, error) {
-	out, err := repo.ReadGit(ctx, "for-each-ref", []string{"--format=%(refname)%00%(contents)%1e",
-		RestorePrefix + "*/meta", RestorePrefix + "*/end"}, nil, nil, 0)
+// RestorePrefix whose meta and end refs match patterns, by id.
+func readLoose(ctx context.Context, repo *gitx.Repo, patterns ...string) (map[string]*RestorePoint, error) {
+	out, err := repo.ReadGit(ctx, "for-each-ref", append([]string{"--format=%(refname)%00%(contents)%1e"}, patterns...), nil, nil, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +289,7 @@ func readLoose(ctx context.Context, repo *gitx.Repo) (map[string]*RestorePoint, 
 // ReadLoose lists the restore points still kept by loose refs under
 // RestorePrefix (see FoldedRef), in no order, labels as recorded.
 func ReadLoose(ctx context.Context, repo *gitx.Repo) ([]RestorePoint, error) {
-	byID, err := readLoose(ctx, repo)
+	byID, err := readLoose(ctx, repo, RestorePrefix+"*/meta", RestorePrefix+"*/end")
 	if err != nil {
 		return nil, err
 	}
@@ -426,21 +425,34 @@ func validPaths(paths []string) bool {
 	return true
 }
 
-// Find returns the restore point id of repo.
+// Find returns the restore point id of repo, reading its record alone
+// (its label as recorded: labels are unique when taken).
 func Find(ctx context.Context, repo *gitx.Repo, id string) (*RestorePoint, error) {
 	if !proposal.ValidID(id) {
 		return nil, errcode.New(errcode.InvalidArgument, "a restore point id matches "+proposal.IDPattern)
 	}
-	list, err := List(ctx, repo)
+	// Loose refs first, then the index, as in Page.
+	loose, err := readLoose(ctx, repo, RestorePrefix+id+"/meta", RestorePrefix+id+"/end")
 	if err != nil {
 		return nil, err
 	}
-	for i := range list {
-		if list[i].ID == id {
-			return &list[i], nil
-		}
+	folded, err := ReadFolded(ctx, repo)
+	if err != nil {
+		return nil, err
 	}
-	return nil, &errcode.Error{Code: errcode.RestorePointNotFound, Msg: "no restore point " + id + " in this repository"}
+	rp := loose[id]
+	if p, ok := folded.Points[id]; ok {
+		got, err := readFoldedPoints(ctx, repo, folded, []string{p.Path})
+		if err != nil {
+			return nil, err
+		}
+		rp = got[id]
+	}
+	if rp == nil {
+		return nil, &errcode.Error{Code: errcode.RestorePointNotFound, Msg: "no restore point " + id + " in this repository"}
+	}
+	rp.Label = Label(rp)
+	return rp, nil
 }
 
 // Label is rp's label; points taken before labels were recorded get
