@@ -238,38 +238,28 @@ func (api *API) Rules() (RulesView, error) {
 // ledger entry, so the two agree; the journal is indexed by proposal and is
 // what History shows, so a count and History's marks agree too; the ledger
 // would have to be read from its first segment on every look. What the
-// journal no longer holds (past its retention) is not counted.
+// journal no longer holds (past its retention) is not counted. The counts
+// come from the journal's index by rule, not from its records: the screen
+// costs the same with 100 records or 100,000.
 func (a *App) ruleViews(rules []policy.Listed) ([]RuleView, error) {
-	recs, err := a.journal.List(journal.Filter{})
+	qs := make([]journal.RuleQuery, len(rules))
+	for i, r := range rules {
+		qs[i] = journal.RuleQuery{Rule: r.Name, Agent: r.Agent, Since: r.CreatedAt}
+		if r.Agent == policy.AnyAgent {
+			qs[i].Agent = ""
+		}
+	}
+	counts, err := a.journal.RuleApprovals(qs)
 	if err != nil {
 		return nil, err
 	}
-	byRule := map[string][]journal.Record{}
-	for _, rec := range recs {
-		if name := autoApprovedBy(rec.Decision); name != "" {
-			byRule[name] = append(byRule[name], rec)
-		}
-	}
 	now := a.rules.now()
 	out := make([]RuleView, 0, len(rules))
-	for _, r := range rules {
+	for i, r := range rules {
 		v := ruleView(r, now)
-		var last time.Time
-		for _, rec := range byRule[r.Name] {
-			d := rec.Decision
-			if r.Agent != policy.AnyAgent && rec.Proposal.Agent != r.Agent {
-				continue
-			}
-			if !r.CreatedAt.IsZero() && d.At.Before(r.CreatedAt) {
-				continue
-			}
-			v.Approved++
-			if d.At.After(last) {
-				last = d.At.Time
-			}
-		}
-		if !last.IsZero() {
-			v.LastApproved = last.UTC().Format(time.RFC3339)
+		v.Approved = counts[i].Approved
+		if !counts[i].Last.IsZero() {
+			v.LastApproved = counts[i].Last.UTC().Format(time.RFC3339)
 		}
 		out = append(out, v)
 	}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/core/errcode"
-	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
 	confined "github.com/sluicehq/sluice/core/session"
 )
@@ -48,19 +47,15 @@ func (api *API) Sessions() ([]SessionView, error) {
 	if err != nil && len(list) == 0 {
 		return nil, err
 	}
-	recs, err := api.app.journal.List(journal.Filter{})
+	ids := make([]string, len(list))
+	for i, s := range list {
+		ids[i] = s.ID
+	}
+	// The journal's index by session: a count and two keys per session,
+	// not every record.
+	standing, err := api.app.journal.Sessions(ids)
 	if err != nil {
 		return nil, err
-	}
-	open, err := ss.openCards()
-	if err != nil {
-		return nil, err
-	}
-	count := map[string]int{}
-	for _, r := range recs {
-		if o := r.Proposal.Origin; o != nil && !o.Leftover {
-			count[o.Session]++
-		}
 	}
 	out := []SessionView{}
 	for _, running := range []bool{true, false} {
@@ -70,7 +65,7 @@ func (api *API) Sessions() ([]SessionView, error) {
 			}
 			v := SessionView{ID: s.ID, Agent: s.Agent, Repo: s.Repo, RepoName: filepath.Base(s.Repo),
 				Runtime: s.Runtime, Network: nonNil(s.Network), Granted: nonNil(s.Granted), State: string(s.State),
-				StartedAt: s.StartedAt.UTC().Format(time.RFC3339), Proposals: count[s.ID], Leftover: s.Leftover,
+				StartedAt: s.StartedAt.UTC().Format(time.RFC3339), Proposals: standing[s.ID].Proposals, Leftover: s.Leftover,
 				LeftoverFiles: s.LeftoverFiles, Note: s.Note}
 			if !s.EndedAt.IsZero() {
 				v.EndedAt = s.EndedAt.UTC().Format(time.RFC3339)
@@ -80,7 +75,7 @@ func (api *API) Sessions() ([]SessionView, error) {
 					v.LeftoverState = string(rec.State)
 				}
 			}
-			v.CanOffer = ss.offerable(s, open)
+			v.CanOffer = ss.offerable(s, openCardOf(standing[s.ID]))
 			out = append(out, v)
 		}
 	}

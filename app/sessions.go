@@ -418,24 +418,20 @@ func (ss *sessions) cardsOf(id string, recs []journal.Record) ([]journal.Record,
 
 // openCards says, per session, which of its cards are still open (the
 // journal keeps open records indexed, so this does not read the history).
-func (ss *sessions) openCards() (map[string]openCard, error) {
-	recs, err := ss.journal.List(journal.Filter{States: openStates})
+func (ss *sessions) openCards(ids ...string) (map[string]openCard, error) {
+	standing, err := ss.journal.Sessions(ids)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]openCard{}
-	for _, r := range recs {
-		if o := r.Proposal.Origin; o != nil {
-			c := out[o.Session]
-			if o.Leftover {
-				c.leftover = true
-			} else {
-				c.agent = true
-			}
-			out[o.Session] = c
-		}
+	out := make(map[string]openCard, len(standing))
+	for id, st := range standing {
+		out[id] = openCardOf(st)
 	}
 	return out, nil
+}
+
+func openCardOf(st journal.SessionStanding) openCard {
+	return openCard{agent: st.OpenAgent, leftover: st.OpenLeftover}
 }
 
 // openCard is what a session has open: a card of its agent's, a card of
@@ -447,9 +443,9 @@ var openStates = []proposal.State{proposal.Pending, proposal.Approved, proposal.
 // offerable reports whether ended session s's kept changes can be offered
 // again by the person: no card of it is open, and its last offer failed,
 // or its card ended without the person deciding on the changes (expired,
-// failed, withdrawn). open is openCards().
-func (ss *sessions) offerable(s *confined.Session, open map[string]openCard) bool {
-	if s.State != confined.StateEnded || open[s.ID] != (openCard{}) {
+// failed, withdrawn). open is what openCards says of it.
+func (ss *sessions) offerable(s *confined.Session, open openCard) bool {
+	if s.State != confined.StateEnded || open != (openCard{}) {
 		return false
 	}
 	if s.Leftover == "" {
@@ -541,6 +537,10 @@ func (ss *sessions) tendOnce(ctx context.Context) {
 		ss.log.Warn("sessions: list", "err", err)
 	}
 	var open map[string]openCard
+	ids := make([]string, len(list))
+	for i, s := range list {
+		ids[i] = s.ID
+	}
 	for _, s := range list {
 		if ctx.Err() != nil {
 			return
@@ -554,7 +554,7 @@ func (ss *sessions) tendOnce(ctx context.Context) {
 			}
 		case confined.StateEnded:
 			if open == nil {
-				if open, err = ss.openCards(); err != nil {
+				if open, err = ss.openCards(ids...); err != nil {
 					ss.log.Warn("sessions: open cards", "err", err)
 					return
 				}
@@ -637,11 +637,11 @@ func (ss *sessions) offerAgain(ctx context.Context, id string, asked bool) (gate
 		return gateway.SessionEnd{}, errcode.New(errcode.Conflict, "only an ended session with its changes kept can offer them again")
 	}
 	if asked {
-		open, err := ss.openCards()
+		open, err := ss.openCards(id)
 		if err != nil {
 			return gateway.SessionEnd{}, err
 		}
-		if !ss.offerable(s, open) {
+		if !ss.offerable(s, open[id]) {
 			return gateway.SessionEnd{}, errcode.New(errcode.Conflict, "the session's changes wait on a card that is open, or the person decided them already")
 		}
 	}

@@ -108,6 +108,9 @@ func checkDB(t testing.TB, path string) {
 	if err := db.View(checkRules); err != nil {
 		t.Errorf("rule index: %v", err)
 	}
+	if err := db.View(checkSessionsAndRuleNames); err != nil {
+		t.Errorf("session and rule-name indexes: %v", err)
+	}
 }
 
 // checkTimeIndex reports where a time index and the records disagree: a

@@ -159,6 +159,12 @@ func Open(path string, opts Options) (*Journal, error) {
 		if err := indexRules(tx); err != nil {
 			return err
 		}
+		if err := indexSessions(tx); err != nil {
+			return err
+		}
+		if err := indexRuleNames(tx); err != nil {
+			return err
+		}
 		return indexPendingPaths(tx)
 	})
 	if err != nil {
@@ -246,6 +252,9 @@ func (j *Journal) Submit(p proposal.Proposal) (rec Record, replayed bool, err er
 			return err
 		}
 		if err := putText(tx, p); err != nil {
+			return err
+		}
+		if err := putSession(tx, p.ID, p.Origin, proposal.Pending); err != nil {
 			return err
 		}
 		if idemKey != nil {
@@ -700,6 +709,9 @@ func (j *Journal) update(id string, fn func(rec *Record, now time.Time) (proposa
 			if err := moveRule(tx, rec.Proposal, rec.Decision, d.Decision); err != nil {
 				return err
 			}
+			if err := moveRuleName(tx, rec.Proposal, rec.Decision, d.Decision); err != nil {
+				return err
+			}
 			rec.Decision = d.Decision
 		}
 		if d.Outcome != nil {
@@ -710,6 +722,9 @@ func (j *Journal) update(id string, fn func(rec *Record, now time.Time) (proposa
 			return err
 		}
 		if err := moveState(tx, indexedOf(rec.Proposal, from), to); err != nil {
+			return err
+		}
+		if err := moveSession(tx, id, rec.Proposal.Origin, from, to); err != nil {
 			return err
 		}
 		if from == proposal.Pending {
@@ -885,9 +900,7 @@ func (j *Journal) Prune() (int, error) {
 			Op             proposal.Op        `json:"op"`
 			Agent          string             `json:"agent"`
 			IdempotencyKey string             `json:"idempotencyKey"`
-			Origin         *struct {
-				Session string `json:"session"`
-			} `json:"origin"`
+			Origin         *proposal.Origin   `json:"origin"`
 		} `json:"proposal"`
 	}
 	err := j.db.Update(func(tx *bolt.Tx) error {
@@ -918,6 +931,12 @@ func (j *Journal) Prune() (int, error) {
 				return err
 			}
 			if err := moveRule(tx, proposal.Proposal{ID: p.ID}, rec.Decision, nil); err != nil {
+				return err
+			}
+			if err := deleteSession(tx, p.ID, p.Origin); err != nil {
+				return err
+			}
+			if err := moveRuleName(tx, proposal.Proposal{ID: p.ID, Agent: p.Agent}, rec.Decision, nil); err != nil {
 				return err
 			}
 			if p.IdempotencyKey != "" {

@@ -1,0 +1,154 @@
+package journal
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// bucketByRuleName holds, per policy rule, the approvals it made, so that
+// the Rules screen reads a count and a few keys per rule instead of every
+// record: "n" NUL rule NUL agent → how many records the rule approved
+// for that agent (agent empty: for any agent; 8 bytes, big endian), and
+// "k" NUL rule NUL agent NUL time id → nothing, one key per approval
+// under its agent and one under the empty agent, the time being the
+// decision's in milliseconds (sign bit flipped, oldest first). The
+// transition that sets or replaces a decision moves its keys and counts
+// in the same transaction, Prune removes them; a journal without the
+// bucket gets it built whole in Open's transaction. Rule names and agent
+// names cannot contain NUL, and an agent's name is never empty.
+var bucketByRuleName = []byte("byrulename")
+
+// RuleQuery asks how many records a rule approved.
+type RuleQuery struct {
+	Rule string
+	// Agent counts only that agent's proposals; empty counts every
+	// agent's.
+	Agent string
+	// Since counts only decisions at or after it (a rule saved again
+	// under a name that was used before starts from zero); zero counts all.
+	Since time.Time
+}
+
+// RuleStanding is what a rule approved.
+type RuleStanding struct {
+	Approved int
+	// Last is the newest of those decisions, zero with none.
+	Last time.Time
+}
+
+// ruleAtKey orders decisions oldest first.
+func ruleAtKey(at time.Time, id string) []byte {
+	return append(binary.BigEndian.AppendUint64(nil, uint64(at.UnixMilli())^1<<63), id...)
+}
+
+func ruleAtOf(k []byte) time.Time {
+	return time.UnixMilli(int64(binary.BigEndian.Uint64(k[:8]) ^ 1<<63))
+}
+
+// moveRuleName updates the keys of p (its id and agent) after its
+// decision went from was to is.
+func moveRuleName(tx *bolt.Tx, p proposal.Proposal, was, is *Decision) error {
+	from, to := ruleOf(was), ruleOf(is)
+	if from == to && (from == "" || was.At.Equal(is.At.Time)) {
+		return nil
+	}
+	b := tx.Bucket(bucketByRuleName)
+	for _, agent := range []string{"", p.Agent} {
+		if from != "" {
+			if err := addCount(b, joinKey("n", from, agent), -1); err != nil {
+				return err
+			}
+			if err := b.Delete(append(joinKey("k", from, agent, ""), ruleAtKey(was.At.Time, p.ID)...)); err != nil {
+				return err
+			}
+		}
+		if to != "" {
+			if err := addCount(b, joinKey("n", to, agent), 1); err != nil {
+				return err
+			}
+			if err := b.Put(append(joinKey("k", to, agent, ""), ruleAtKey(is.At.Time, p.ID)...), nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// indexRuleNames creates the bucket and fills it from the records, for a
+// journal written before it existed. It runs in Open's transaction.
+func indexRuleNames(tx *bolt.Tx) error {
+	if tx.Bucket(bucketByRuleName) != nil {
+		return nil
+	}
+	if _, err := tx.CreateBucket(bucketByRuleName); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketProposals).ForEach(func(k, v []byte) error {
+		var rec struct {
+			Decision *Decision `json:"decision"`
+			Proposal struct {
+				Agent string `json:"agent"`
+			} `json:"proposal"`
+		}
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return fmt.Errorf("indexing the decision of %s: %w", k, err)
+		}
+		return moveRuleName(tx, proposal.Proposal{ID: string(k), Agent: rec.Proposal.Agent}, nil, rec.Decision)
+	})
+}
+
+// RuleApprovals answers each query from the rule's count and keys: the
+// approvals before Since are walked (none, unless a rule of the same name
+// approved before this one was saved), the newest is one seek; no record
+// is read.
+func (j *Journal) RuleApprovals(qs []RuleQuery) ([]RuleStanding, error) {
+	out := make([]RuleStanding, len(qs))
+	err := j.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketByRuleName)
+		c := b.Cursor()
+		for i, q := range qs {
+			n := readCount(b, joinKey("n", q.Rule, q.Agent))
+			if n == 0 {
+				continue
+			}
+			prefix := joinKey("k", q.Rule, q.Agent, "")
+			if !q.Since.IsZero() {
+				for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && ruleAtOf(k[len(prefix):]).Before(q.Since); k, _ = c.Next() {
+					n--
+				}
+			}
+			if n <= 0 {
+				continue
+			}
+			end := bytes.Clone(prefix)
+			end[len(end)-1]++ // the first key past the prefix
+			k, _ := c.Seek(end)
+			if k == nil {
+				k, _ = c.Last()
+			} else {
+				k, _ = c.Prev()
+			}
+			if k == nil || !bytes.HasPrefix(k, prefix) {
+				return fmt.Errorf("rule %q counts %d approvals and has no key", q.Rule, n)
+			}
+			out[i] = RuleStanding{Approved: n, Last: ruleAtOf(k[len(prefix):])}
+		}
+		return nil
+	})
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return nil, ErrClosed
+	}
+	if err != nil {
+		return nil, fmt.Errorf("journal: rule approvals: %w", err)
+	}
+	return out, nil
+}
