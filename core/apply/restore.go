@@ -115,13 +115,9 @@ func (tk *taken) cleanup() {
 // created in one transaction that fails if any already exists.
 func (rc *repoCtx) takeRestorePoint(ctx context.Context, rp *RestorePoint, t touchSet) (*taken, error) {
 	if rp.Label != "" {
-		existing, err := restorepoint.List(ctx, rc.repo)
+		labels, err := restorepoint.Labels(ctx, rc.repo)
 		if err != nil {
 			return nil, err
-		}
-		labels := map[string]bool{}
-		for _, o := range existing {
-			labels[o.Label] = true
 		}
 		rp.Label = restorepoint.UniqueLabel(rp.Label, labels)
 	}

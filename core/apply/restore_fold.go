@@ -79,7 +79,7 @@ func (e *Executor) FoldRestorePoints(ctx context.Context, repo string) (RestoreF
 		if rp.End == nil || r == nil || r.nonCommit || r.refs["meta"] == "" || r.refs["end"] == "" {
 			continue
 		}
-		fold = append(fold, foldPoint{id: rp.ID, path: restorepoint.FoldedName(rp.ID, rp.CreatedAt), refs: r.refs})
+		fold = append(fold, foldPoint{id: rp.ID, path: restorepoint.FoldedName(rp.ID, rp.CreatedAt), label: restorepoint.Label(&rp), refs: r.refs})
 	}
 	slices.SortFunc(fold, func(a, b foldPoint) int { return strings.Compare(a.path, b.path) })
 	out := RestoreFold{Loose: len(refs)}
@@ -118,8 +118,8 @@ func (e *Executor) FoldRestorePoints(ctx context.Context, repo string) (RestoreF
 // foldPoint is a restore point to fold: its id, its tree's path in the
 // folded ref, and its refs (suffix under RestorePrefix+id+"/" → commit).
 type foldPoint struct {
-	id, path string
-	refs     map[string]string
+	id, path, label string
+	refs            map[string]string
 }
 
 // looseRefs are the loose refs of one restore point.
@@ -248,7 +248,12 @@ func (rc *repoCtx) rewriteFolded(ctx context.Context, f *restorepoint.Folded, ad
 		}
 		dayCommits[d] = c
 	}
+	labels, err := rc.foldedLabels(ctx, f, add, drop)
+	if err != nil {
+		return err
+	}
 	var root strings.Builder
+	fmt.Fprintf(&root, "100644 blob %s\t%s\n", labels, restorepoint.FoldedLabelsName)
 	var parents []string
 	for _, d := range slices.Sorted(maps.Keys(dayTrees)) {
 		fmt.Fprintf(&root, "040000 tree %s\t%s\n", dayTrees[d], d)
@@ -266,6 +271,34 @@ func (rc *repoCtx) rewriteFolded(ctx context.Context, f *restorepoint.Folded, ad
 	}
 	_, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-m", "sluice: keep restore points"}, revs: []string{restorepoint.FoldedRef, c, expect}})
 	return err
+}
+
+// foldedLabels writes the labels blob of the points f holds and add
+// holds, less those drop names, and returns its id.
+func (rc *repoCtx) foldedLabels(ctx context.Context, f *restorepoint.Folded, add []foldPoint, drop map[string]bool) (string, error) {
+	had, err := restorepoint.FoldedLabels(ctx, rc.repo, f.Tree)
+	if err != nil {
+		return "", err
+	}
+	labels := map[string]string{}
+	for id := range f.Points {
+		if !drop[id] {
+			labels[id] = had[id]
+		}
+	}
+	for _, p := range add {
+		labels[p.id] = p.label
+	}
+	var b strings.Builder
+	for _, id := range slices.Sorted(maps.Keys(labels)) {
+		// A label is one line.
+		fmt.Fprintf(&b, "%s\t%s\n", id, strings.NewReplacer("\n", " ", "\r", " ").Replace(labels[id]))
+	}
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"hash-object", "-w", "--stdin"}, stdin: []byte(b.String())})
+	if err != nil {
+		return "", err
+	}
+	return res.text(), nil
 }
 
 // foldedDayCommit writes the commit of one day's tree: its parents are

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/proposal"
 	"github.com/sluicehq/sluice/core/restorepoint"
 )
 
@@ -237,5 +238,35 @@ func TestTendRestorePoints_Folded(t *testing.T) {
 	}
 	if refs := f.sluiceRefs(); slices.Contains(refs, restorepoint.FoldedRef) {
 		t.Errorf("the folded ref outlived its last restore point: %q", refs)
+	}
+}
+
+// TestFoldRestorePoints_LabelsStayUnique: a restore point taken after a
+// fold gets a label no folded one has, read from the folded ref's list of
+// labels rather than from every folded record.
+func TestFoldRestorePoints_LabelsStayUnique(t *testing.T) {
+	f := newFixture(t)
+	ctx := testCtx(t)
+	ids, _, _ := f.executedRecording(time.Now(), 0, 1)
+	if got, err := f.e.FoldRestorePoints(ctx, f.repo.Dir); err != nil || got.Folded != 1 {
+		t.Fatalf("fold: %+v, %v", got, err)
+	}
+	repo := f.openRepo()
+	first, err := restorepoint.Find(ctx, repo, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.repo.Write("other.txt", "other\n")
+	rec := f.submitPending(&proposal.CommitArgs{Message: "n000.txt", Paths: []string{"other.txt"}})
+	approved, err := f.j.Approve(rec.Proposal.ID, rec.Proposal.Digest, "pat", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := restorepoint.Find(ctx, repo, f.mustComplete(approved).Outcome.RestorePoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := first.Label + " (2)"; second.Label != want {
+		t.Errorf("label after the fold: %q, want %q", second.Label, want)
 	}
 }

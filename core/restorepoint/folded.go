@@ -28,6 +28,9 @@ import (
 //	  <day>/<taken>_<id>/<ref>        a gitlink per ref the point had, named as under
 //	                                  RestorePrefix+id+"/" with "/" written %2F and "%" %25
 //	                                  (meta, end, ref%2Frefs%2Fheads%2Fmain, worktree%2F0)
+//	  labels                          a blob, "<id>\t<label>\n" per folded point, so that
+//	                                  a new point's label is made unique without
+//	                                  reading every record
 //
 // The gitlinks say exactly which commit each of the point's refs named,
 // so a folded point reads as its refs did (meta and end are still the
@@ -154,6 +157,54 @@ func ReadFolded(ctx context.Context, repo *gitx.Repo) (*Folded, error) {
 		}
 	}
 	return f, nil
+}
+
+// FoldedLabelsName is the blob of labels in FoldedRef's tree.
+const FoldedLabelsName = "labels"
+
+// FoldedLabels reads the labels blob of FoldedRef's tree (tree as
+// ReadFolded read it; "" for none): id → label.
+func FoldedLabels(ctx context.Context, repo *gitx.Repo, tree string) (map[string]string, error) {
+	out := map[string]string{}
+	if tree == "" {
+		return out, nil
+	}
+	res, err := repo.ReadGit(ctx, "cat-file", []string{"-p"}, []string{tree + ":" + FoldedLabelsName}, []int{128}, 0)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range strings.Split(string(res.Stdout), "\n") {
+		if id, label, ok := strings.Cut(l, "\t"); ok && proposal.ValidID(id) {
+			out[id] = label
+		}
+	}
+	return out, nil
+}
+
+// Labels are the labels of every restore point of repo, as a new one's
+// is made unique against (see UniqueLabel): the loose points' records and
+// FoldedRef's labels blob, not every folded record.
+func Labels(ctx context.Context, repo *gitx.Repo) (map[string]bool, error) {
+	loose, err := readLoose(ctx, repo, RestorePrefix+"*/meta")
+	if err != nil {
+		return nil, err
+	}
+	f, err := ReadFolded(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	folded, err := FoldedLabels(ctx, repo, f.Tree)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, rp := range loose {
+		out[Label(rp)] = true
+	}
+	for _, l := range folded {
+		out[l] = true
+	}
+	return out, nil
 }
 
 // FoldedRefs lists the refs of the folded points under paths (their
