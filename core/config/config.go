@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -348,10 +349,10 @@ func (c *Config) validate() error {
 	if err := checkPolicyOutsideRoots(c.PolicyFile, c.ConfigDir, roots); err != nil {
 		return err
 	}
-	if c.WorkspaceRuntime != "" && !workspaceRuntimeRe.MatchString(c.WorkspaceRuntime) {
+	if c.WorkspaceRuntime != "" && !workspaceRuntimeRe().MatchString(c.WorkspaceRuntime) {
 		return fmt.Errorf("%w: workspaceRuntime: %q is not a runtime name (for gVisor: runsc)", ErrInvalid, c.WorkspaceRuntime)
 	}
-	if c.WorkspaceImage != "" && !workspaceImageRe.MatchString(c.WorkspaceImage) {
+	if c.WorkspaceImage != "" && !workspaceImageRe().MatchString(c.WorkspaceImage) {
 		return fmt.Errorf("%w: workspaceImage: %q is not an image ID (sha256:<64 hex digits>); a tag could change under Sluice, an ID cannot (docker image inspect --format '{{.Id}}' IMAGE)", ErrInvalid, c.WorkspaceImage)
 	}
 	c.WebAddrConfigured = c.WebAddr != ""
@@ -414,11 +415,13 @@ func (c *Config) JournalFile() string { return filepath.Join(c.StateDir, "journa
 // shared by the app and every sidecar.
 func (c *Config) WorkspaceDir() string { return filepath.Join(c.StateDir, "workspaces") }
 
-// workspaceRuntimeRe bounds a runtime name to what the Engine accepts.
-var workspaceRuntimeRe = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,63}$`)
+// workspaceRuntimeRe bounds a runtime name to what the Engine accepts. It and
+// workspaceImageRe are compiled on first use, not by every process that
+// links the package.
+var workspaceRuntimeRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,63}$`) })
 
 // workspaceImageRe is the only accepted form of WorkspaceImage.
-var workspaceImageRe = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+var workspaceImageRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
 
 // PresenceDir holds one presence file per running sidecar.
 func (c *Config) PresenceDir() string { return filepath.Join(c.StateDir, "presence") }

@@ -11,7 +11,7 @@ import (
 // the file is kept as it is. Nothing is written when id is not an image ID
 // or the file does not parse.
 func (c *Config) SaveWorkspaceImage(id string) error {
-	if !workspaceImageRe.MatchString(id) {
+	if !workspaceImageRe().MatchString(id) {
 		return fmt.Errorf("%w: workspaceImage: %q is not an image ID (sha256:<64 hex digits>)", ErrInvalid, id)
 	}
 	if err := c.setFileKey("workspaceImage", id); err != nil {
@@ -58,7 +58,7 @@ func WorkspaceRuntimeFromEnv() bool {
 // CheckWorkspaceRuntime validates a runtime name as Load would ("" is the
 // Engine's default), without writing anything.
 func (c *Config) CheckWorkspaceRuntime(name string) error {
-	if name != "" && !workspaceRuntimeRe.MatchString(name) {
+	if name != "" && !workspaceRuntimeRe().MatchString(name) {
 		return fmt.Errorf("%w: workspaceRuntime: %q is not a runtime name (for gVisor: runsc)", ErrInvalid, name)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/core/gitpath"
@@ -49,10 +50,10 @@ func validBranchName(s string) bool {
 	return true
 }
 
-var remotePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+var remotePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`) })
 
 func validRemoteName(s string) bool {
-	return remotePattern.MatchString(s) && !strings.HasSuffix(s, ".lock")
+	return remotePattern().MatchString(s) && !strings.HasSuffix(s, ".lock")
 }
 
 // ValidPath reports whether s is a path a proposal may name: clean,

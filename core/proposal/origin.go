@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Origin says how the agent that made a proposal was running. The app sets
@@ -33,13 +34,13 @@ const (
 )
 
 var (
-	sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	runtimePattern   = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
-	hostPattern      = regexp.MustCompile(`^[a-z0-9.:\[\]-]{1,260}$`)
+	sessionIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
+	runtimePattern   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9_-]{1,32}$`) })
+	hostPattern      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9.:\[\]-]{1,260}$`) })
 )
 
 // ValidSessionID reports whether id may name a confined session.
-func ValidSessionID(id string) bool { return sessionIDPattern.MatchString(id) }
+func ValidSessionID(id string) bool { return sessionIDPattern().MatchString(id) }
 
 func (o *Origin) validate() error {
 	if o == nil {
@@ -48,14 +49,14 @@ func (o *Origin) validate() error {
 	if !ValidSessionID(o.Session) {
 		return invalid("origin.session", "must match ^[A-Za-z0-9_-]{1,64}$")
 	}
-	if !runtimePattern.MatchString(o.Runtime) {
+	if !runtimePattern().MatchString(o.Runtime) {
 		return invalid("origin.runtime", "is not a runtime name")
 	}
 	if len(o.Network) > MaxOriginHosts {
 		return invalid("origin.network", "more than %d hosts", MaxOriginHosts)
 	}
 	for _, h := range o.Network {
-		if len(h) > maxHostBytes || !hostPattern.MatchString(h) {
+		if len(h) > maxHostBytes || !hostPattern().MatchString(h) {
 			return invalid("origin.network", "%q is not a host or host:port", h)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -50,19 +51,23 @@ const (
 // proposal that took it.
 const IDPattern = `^[A-Za-z0-9_-]{1,128}$`
 
+// The patterns of this package are compiled on first use (sync.OnceValue):
+// compiled in init, their programs would cost every process that links the
+// package, an idle sidecar among them, a few hundred KiB of heap and a
+// millisecond at start.
 var (
-	idPattern    = regexp.MustCompile(IDPattern)
-	agentPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
-	keyPattern   = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
-	shaPattern   = regexp.MustCompile(`^(?:[0-9a-f]{40}|[0-9a-f]{64})$`)
+	idPattern    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(IDPattern) })
+	agentPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`) })
+	keyPattern   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`) })
+	shaPattern   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:[0-9a-f]{40}|[0-9a-f]{64})$`) })
 )
 
 // ValidID reports whether id may be used as a proposal id: it is checked
 // before an id touches a path, a URL or a database key.
-func ValidID(id string) bool { return idPattern.MatchString(id) }
+func ValidID(id string) bool { return idPattern().MatchString(id) }
 
 // ValidAgent reports whether name is a sanitized agent name.
-func ValidAgent(name string) bool { return agentPattern.MatchString(name) }
+func ValidAgent(name string) bool { return agentPattern().MatchString(name) }
 
 // Proposal is one immutable request from an agent. Everything but Digest is
 // covered by the digest; once submitted, nothing in it changes. Its
@@ -302,7 +307,7 @@ func (p Proposal) Validate() error {
 	if !ValidAgent(p.Agent) {
 		return invalid("agent", "must match ^[A-Za-z0-9._:-]{1,128}$")
 	}
-	if p.IdempotencyKey != "" && !keyPattern.MatchString(p.IdempotencyKey) {
+	if p.IdempotencyKey != "" && !keyPattern().MatchString(p.IdempotencyKey) {
 		return invalid("idempotencyKey", "must match ^[A-Za-z0-9._:-]{1,128}$")
 	}
 	if p.CreatedAt.IsZero() || p.ExpiresAt.IsZero() {
@@ -349,7 +354,7 @@ func (pin Pinned) validate(required []string) error {
 		if !validPinKey(ref) {
 			return invalid("pinned.refs", "%q is not a revision", ref)
 		}
-		if !shaPattern.MatchString(sha) {
+		if !shaPattern().MatchString(sha) {
 			return invalid("pinned.refs", "%q is not pinned to a full lowercase SHA", ref)
 		}
 	}
@@ -369,7 +374,7 @@ func (pin Pinned) validate(required []string) error {
 			return err
 		}
 		for ref, sha := range refs {
-			if !validPinKey(ref) || !shaPattern.MatchString(sha) {
+			if !validPinKey(ref) || !shaPattern().MatchString(sha) {
 				return invalid("pinned.repos", "%q is not pinned to a full lowercase SHA", ref)
 			}
 		}

@@ -182,7 +182,7 @@ func (s *Sealed) validate(id string) error {
 		return invalid("sealed.ref", "must be %s", SealedRef(id))
 	}
 	for _, sha := range []string{s.Base, s.Before, s.After} {
-		if sha != "" && !shaPattern.MatchString(sha) {
+		if sha != "" && !shaPattern().MatchString(sha) {
 			return invalid("sealed", "%q is not a full object id", sha)
 		}
 	}

@@ -43,10 +43,12 @@ const FileVersion = 1
 // maxFileBytes bounds what Load accepts.
 const maxFileBytes = 1 << 20
 
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
+// namePattern is compiled on first use, not by every process that links
+// the package.
+var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`) })
 
 // ValidName reports whether name can name a token (and so an agent).
-func ValidName(name string) bool { return namePattern.MatchString(name) }
+func ValidName(name string) bool { return namePattern().MatchString(name) }
 
 // Token is a stored token: never the secret, only its hash.
 type Token struct {

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
@@ -241,7 +242,7 @@ func (m *Manager) commitLocked(ctx context.Context, w *Workspace, message string
 	return &CommitResult{Commit: w.Head, Changed: true, Files: files}, nil
 }
 
-var fetchRefRe = regexp.MustCompile(`^refs/sluice/[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$`)
+var fetchRefRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^refs/sluice/[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$`) })
 
 // FetchInto fetches the workspace's head commit (and what it needs) from
 // the workspace repository into personRepo at ref, which must be under
@@ -251,7 +252,7 @@ var fetchRefRe = regexp.MustCompile(`^refs/sluice/[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+
 // (transfer.fsckObjects) because a container wrote it, and no hook, fsmonitor
 // or credential helper runs. An existing ref is never overwritten.
 func (m *Manager) FetchInto(ctx context.Context, id, personRepo, ref string) (string, error) {
-	if !fetchRefRe.MatchString(ref) || len(ref) > 255 {
+	if !fetchRefRe().MatchString(ref) || len(ref) > 255 {
 		return "", errcode.New(errcode.InvalidArgument, "ref must be under refs/sluice/ (letters, digits, _ and - per component)")
 	}
 	repo, err := m.confineSource(personRepo)
@@ -297,7 +298,7 @@ func (m *Manager) FetchInto(ctx context.Context, id, personRepo, ref string) (st
 // the app then refused. A ref that is gone is not an error; one that
 // points elsewhere is not Sluice's to remove and stays.
 func (m *Manager) RemoveHandoff(ctx context.Context, id, personRepo, ref string) error {
-	if !fetchRefRe.MatchString(ref) || len(ref) > 255 {
+	if !fetchRefRe().MatchString(ref) || len(ref) > 255 {
 		return errcode.New(errcode.InvalidArgument, "ref must be under refs/sluice/ (letters, digits, _ and - per component)")
 	}
 	repo, err := m.confineSource(personRepo)

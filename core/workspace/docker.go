@@ -71,7 +71,7 @@ func (d *Docker) Name() string { return "docker" }
 // this ID. Nothing is pulled: a workspace image is built or loaded by a
 // human, and a registry is not trusted to serve the same bytes.
 func (d *Docker) CheckImage(ctx context.Context, imageID string) error {
-	if !imageIDRe.MatchString(imageID) {
+	if !imageIDRe().MatchString(imageID) {
 		return errcode.New(errcode.InvalidArgument, "the image must be given by ID (sha256:…)")
 	}
 	ins, err := d.cli.ImageInspect(ctx, imageID)

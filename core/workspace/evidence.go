@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/sluicehq/sluice/core/errcode"
 )
@@ -230,8 +231,8 @@ func ParseJUnit(r io.Reader) (*TestReport, error) {
 // TAP (versions 12 to 14; subtests are summarised by their parent line).
 
 var (
-	tapPlanRe = regexp.MustCompile(`^1\.\.(\d+)(?:\s*#\s*(.*))?$`)
-	tapTestRe = regexp.MustCompile(`^(not ok|ok)\b\s*(\d+)?\s*(?:-\s*)?(.*)$`)
+	tapPlanRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^1\.\.(\d+)(?:\s*#\s*(.*))?$`) })
+	tapTestRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(not ok|ok)\b\s*(\d+)?\s*(?:-\s*)?(.*)$`) })
 )
 
 // ParseTAP reads a TAP stream.
@@ -267,13 +268,13 @@ func ParseTAP(r io.Reader) (*TestReport, error) {
 		case strings.HasPrefix(line, "Bail out!"):
 			sawAny = true
 			rep.add(TestCase{Name: "bail out", Status: StatusError, Message: strings.TrimSpace(strings.TrimPrefix(line, "Bail out!"))})
-		case tapPlanRe.MatchString(line):
-			m := tapPlanRe.FindStringSubmatch(line)
+		case tapPlanRe().MatchString(line):
+			m := tapPlanRe().FindStringSubmatch(line)
 			planned, _ = strconv.Atoi(m[1])
 			sawPlan, sawAny = true, true
-		case tapTestRe.MatchString(line):
+		case tapTestRe().MatchString(line):
 			sawAny = true
-			rep.add(tapTestCase(tapTestRe.FindStringSubmatch(line)))
+			rep.add(tapTestCase(tapTestRe().FindStringSubmatch(line)))
 		}
 	}
 	if err := sc.Err(); err != nil {

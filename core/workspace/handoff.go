@@ -6,6 +6,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/core/config"
@@ -146,10 +147,14 @@ func (c *checker) blob(sha string) string {
 
 var (
 	hooksDirs      = []string{".githooks", ".husky"}
-	gitConfigNames = regexp.MustCompile(`(?i)(^|/)(\.?gitconfig|[^/]*\.gitconfig|\.lfsconfig|\.config/git/config)$`)
-	hooksPathRe    = regexp.MustCompile(`(?im)^\s*hookspath\s*=`)
-	execConfigRe   = regexp.MustCompile(`(?im)^\s*(fsmonitor|sshcommand|pager|editor|askpass|helper|textconv|command|driver|clean|smudge|process|program|path)\s*=`)
-	attrDriverRe   = regexp.MustCompile(`(?:^|\s)(filter|diff|merge)=(\S+)`)
+	gitConfigNames = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(^|/)(\.?gitconfig|[^/]*\.gitconfig|\.lfsconfig|\.config/git/config)$`)
+	})
+	hooksPathRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?im)^\s*hookspath\s*=`) })
+	execConfigRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?im)^\s*(fsmonitor|sshcommand|pager|editor|askpass|helper|textconv|command|driver|clean|smudge|process|program|path)\s*=`)
+	})
+	attrDriverRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?:^|\s)(filter|diff|merge)=(\S+)`) })
 	// Drivers git implements itself: naming them runs nothing.
 	builtinDrivers = map[string]bool{
 		"diff=ada": true, "diff=bash": true, "diff=bibtex": true, "diff=cpp": true, "diff=csharp": true, "diff=css": true,
@@ -199,12 +204,12 @@ func (c *checker) check(ch rawChange) {
 	if !deleted && base == ".gitmodules" {
 		c.checkGitmodules(ch)
 	}
-	if !deleted && gitConfigNames.MatchString(p) {
+	if !deleted && gitConfigNames().MatchString(p) {
 		content := c.blob(ch.newSHA)
 		switch {
-		case hooksPathRe.MatchString(content):
+		case hooksPathRe().MatchString(content):
 			c.add(SeverityRefuse, "hooks-path", p, "sets core.hooksPath in a committed git config file")
-		case execConfigRe.MatchString(content):
+		case execConfigRe().MatchString(content):
 			c.add(SeverityFlag, "git-config", p, "a committed git config file sets a key that can run a program")
 		default:
 			c.add(SeverityFlag, "git-config", p, "a committed git config file changed")
@@ -340,7 +345,7 @@ func attrDrivers(content string) map[string]bool {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		for _, m := range attrDriverRe.FindAllStringSubmatch(line, -1) {
+		for _, m := range attrDriverRe().FindAllStringSubmatch(line, -1) {
 			out[m[1]+"="+m[2]] = true
 		}
 	}

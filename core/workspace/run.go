@@ -104,7 +104,7 @@ const (
 // minPIDsRunsc is the lowest PID limit a run under runsc is given.
 const minPIDsRunsc = 64
 
-var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+var envNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`) })
 
 // Run runs argv in a fresh hardened container on the workspace tree and
 // returns its evidence. A non-zero exit, a timeout or an OOM kill is
@@ -193,7 +193,7 @@ func checkRunEnv(env map[string]string) error {
 		return errcode.New(errcode.InvalidArgument, "at most %d environment variables may be set", maxEnvVars)
 	}
 	for k, v := range env {
-		if !envNameRe.MatchString(k) || slices.Contains(reservedEnv, k) || strings.HasPrefix(k, "LD_") || strings.ContainsRune(v, 0) {
+		if !envNameRe().MatchString(k) || slices.Contains(reservedEnv, k) || strings.HasPrefix(k, "LD_") || strings.ContainsRune(v, 0) {
 			return errcode.New(errcode.InvalidArgument, "environment variable %q cannot be set", k)
 		}
 	}

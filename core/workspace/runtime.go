@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/core/errcode"
@@ -125,9 +126,12 @@ const (
 	egressBridgeName = "sluice-egress0"
 )
 
+// The patterns of this package are compiled on first use: the sidecar links
+// it for the workspace tools, and a session that never opens a workspace
+// should not carry their programs.
 var (
-	imageIDRe     = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	runtimeNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	imageIDRe     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
+	runtimeNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`) })
 )
 
 // errStopOutput is returned by a run's output writer once a run has

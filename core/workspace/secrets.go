@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/errcode"
@@ -34,7 +35,7 @@ const (
 	maxSecretsPerWS = 32
 )
 
-var secretNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+var secretNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`) })
 
 // reservedEnv are names a secret may not take: the run's fixed environment
 // and the proxy settings of granted egress.
@@ -179,7 +180,7 @@ func (m *Manager) writeSecrets(id string, doc *secretsDoc) error {
 // environment variable name. It is a human's decision: no agent tool may
 // call it. Granting a name again replaces the value.
 func (m *Manager) Grant(id, name, value string) error {
-	if !secretNameRe.MatchString(name) || slices.Contains(reservedEnv, name) || strings.HasPrefix(name, "LD_") {
+	if !secretNameRe().MatchString(name) || slices.Contains(reservedEnv, name) || strings.HasPrefix(name, "LD_") {
 		return errcode.New(errcode.InvalidArgument, "a secret name must be an environment variable name (^[A-Za-z_][A-Za-z0-9_]{0,63}$) and not PATH, HOME, LANG, LD_* or a proxy variable")
 	}
 	if len(value) < minSecretBytes || len(value) > maxSecretBytes || strings.ContainsRune(value, 0) {

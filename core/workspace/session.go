@@ -116,7 +116,7 @@ func ValidateSessionContainer(cfg *container.Config, hc *container.HostConfig, a
 // absolute directory, nothing exposed or triggered, and an environment
 // that does not point at the Docker socket.
 func checkSessionConfig(cfg *container.Config) error {
-	if !imageIDRe.MatchString(cfg.Image) {
+	if !imageIDRe().MatchString(cfg.Image) {
 		return refusal("the image must be given by ID (sha256:…)")
 	}
 	if err := checkUser(cfg.User); err != nil {
@@ -139,7 +139,7 @@ func checkSessionConfig(cfg *container.Config) error {
 func checkSessionEnv(env []string) error {
 	for _, kv := range env {
 		k, _, ok := strings.Cut(kv, "=")
-		if !ok || !envNameRe.MatchString(k) || k == "DOCKER_HOST" || strings.Contains(kv, "docker.sock") {
+		if !ok || !envNameRe().MatchString(k) || k == "DOCKER_HOST" || strings.Contains(kv, "docker.sock") {
 			return refusal("an environment entry is malformed or points at the Docker socket")
 		}
 	}

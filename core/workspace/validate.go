@@ -56,7 +56,7 @@ func ValidateContainerConfig(cfg *container.Config, hc *container.HostConfig, nc
 
 // checkProcess checks the image and what runs from it, as whom.
 func checkProcess(cfg *container.Config) error {
-	if !imageIDRe.MatchString(cfg.Image) {
+	if !imageIDRe().MatchString(cfg.Image) {
 		return refusal("the image must be given by ID (sha256:…)")
 	}
 	if err := checkUser(cfg.User); err != nil {
@@ -79,7 +79,7 @@ func checkProcess(cfg *container.Config) error {
 	}
 	for _, kv := range cfg.Env {
 		k, _, ok := strings.Cut(kv, "=")
-		if !ok || !envNameRe.MatchString(k) {
+		if !ok || !envNameRe().MatchString(k) {
 			return refusal("an environment entry is malformed")
 		}
 		if k == "DOCKER_HOST" || strings.Contains(kv, "docker.sock") {

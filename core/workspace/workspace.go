@@ -217,10 +217,10 @@ func Open(opts Options) (*Manager, error) {
 	if opts.SnapshotMaxBytes <= 0 {
 		opts.SnapshotMaxBytes = DefaultSnapshotMaxBytes
 	}
-	if opts.Image != "" && !imageIDRe.MatchString(opts.Image) {
+	if opts.Image != "" && !imageIDRe().MatchString(opts.Image) {
 		return nil, errcode.New(errcode.InvalidArgument, "workspace Image must be an image ID (sha256:<64 hex digits>), not a tag")
 	}
-	if opts.RuntimeName != "" && !runtimeNameRe.MatchString(opts.RuntimeName) {
+	if opts.RuntimeName != "" && !runtimeNameRe().MatchString(opts.RuntimeName) {
 		return nil, errcode.New(errcode.InvalidArgument, "workspace RuntimeName %q is not a runtime name", opts.RuntimeName)
 	}
 	own, err := chooseOwner(opts.ContainerUID, opts.ContainerGID)
