@@ -18,47 +18,41 @@ import (
 // of the result exactly — every field, its type, whether it is required,
 // and its description — and names only the type of anything nested. That
 // stays a true description of every result (the SDK validates each one
-// against it), while the full schema, nested fields and all, is kept here
-// for the generated reference.
+// against it), while the full schema, nested fields and all, is made here
+// on demand for the generated reference.
 
-// fullOutputSchemas are the complete output schemas, by tool name, as
-// derived from each tool's Out type.
-var fullOutputSchemas sync.Map // string → *jsonschema.Schema
+// fullOutputs make the complete output schemas, by tool name, as derived
+// from each tool's Out type. They are made when the reference asks, not
+// kept: a serving process needs only the compact ones, and the full ones
+// (every nested field of every result) were the largest part of an idle
+// sidecar's heap.
+var fullOutputs sync.Map // string → func() *jsonschema.Schema
 
-// compactOutputSchema derives the output schema of Out, records the full
-// one under the tool's name and returns the compact one for the wire.
-// Both are derived once per process and shared by every server it builds,
-// so that the SDK resolves each once (schemaCache); nothing changes a
-// schema once it is made.
+// compactOutputSchema derives the output schema of Out for the wire and
+// notes how to make the full one under the tool's name. The compact schema
+// is derived once per process and shared by every server it builds, so
+// that the SDK resolves each once (schemaCache); nothing changes a schema
+// once it is made.
 func compactOutputSchema[Out any](tool string) *jsonschema.Schema {
-	full := fullSchemaOf[Out](tool)
-	fullOutputSchemas.Store(tool, full)
+	fullOutputs.Store(tool, fullSchemaOf[Out])
 	if v, ok := compactOutputSchemas.Load(tool); ok {
 		return v.(*jsonschema.Schema)
 	}
-	v, _ := compactOutputSchemas.LoadOrStore(tool, compactOf(full))
+	v, _ := compactOutputSchemas.LoadOrStore(tool, compactOf(fullSchemaOf[Out]()))
 	return v.(*jsonschema.Schema)
 }
 
-var (
-	fullByType           sync.Map // reflect.Type → *jsonschema.Schema
-	compactOutputSchemas sync.Map // tool name → *jsonschema.Schema
-)
+var compactOutputSchemas sync.Map // tool name → *jsonschema.Schema
 
 // fullSchemaOf is the complete schema of Out.
-func fullSchemaOf[Out any](tool string) *jsonschema.Schema {
-	t := reflect.TypeFor[Out]()
-	if v, ok := fullByType.Load(t); ok {
-		return v.(*jsonschema.Schema)
-	}
+func fullSchemaOf[Out any]() *jsonschema.Schema {
 	full, err := jsonschema.For[Out](nil)
 	if err != nil {
 		// Out types are this package's own; one that has no schema is a
 		// programming error found by every test that lists the tools.
-		panic(fmt.Sprintf("sidecar: output schema of %s: %v", tool, err))
+		panic(fmt.Sprintf("sidecar: output schema of %s: %v", reflect.TypeFor[Out](), err))
 	}
-	v, _ := fullByType.LoadOrStore(t, full)
-	return v.(*jsonschema.Schema)
+	return full
 }
 
 // compactOf is the wire form of a full output schema.
@@ -99,13 +93,12 @@ func sharedOutputSchema[Out any](tool, describedOn string) *jsonschema.Schema {
 	if tool == describedOn {
 		return compactOutputSchema[Out](tool)
 	}
-	full := fullSchemaOf[Out](tool)
-	fullOutputSchemas.Store(tool, full)
+	fullOutputs.Store(tool, fullSchemaOf[Out])
 	key := sharedKey{reflect.TypeFor[Out](), describedOn}
 	if v, ok := sharedOutputSchemas.Load(key); ok {
 		return v.(*jsonschema.Schema)
 	}
-	out := compactOf(full)
+	out := compactOf(fullSchemaOf[Out]())
 	out.Description = "as " + describedOn + "'s output schema describes it"
 	for _, p := range out.Properties {
 		p.Description = ""
@@ -155,8 +148,8 @@ func typeOnly(p *jsonschema.Schema) *jsonschema.Schema {
 
 // fullOutputSchema is the complete output schema of a tool, or nil.
 func fullOutputSchema(tool string) *jsonschema.Schema {
-	if v, ok := fullOutputSchemas.Load(tool); ok {
-		return v.(*jsonschema.Schema)
+	if v, ok := fullOutputs.Load(tool); ok {
+		return v.(func() *jsonschema.Schema)()
 	}
 	return nil
 }
