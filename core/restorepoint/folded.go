@@ -119,7 +119,8 @@ type Folded struct {
 	Points       map[string]FoldedPoint
 }
 
-// ReadFolded reads FoldedRef's index: two git processes, no blob.
+// ReadFolded reads FoldedRef's index: the ref, its root tree and its day
+// trees, in three git processes.
 func ReadFolded(ctx context.Context, repo *gitx.Repo) (*Folded, error) {
 	f := &Folded{Days: map[string]string{}, DayCommits: map[string]string{}, Points: map[string]FoldedPoint{}}
 	out, err := repo.ReadGit(ctx, "for-each-ref", []string{"--format=%(objectname) %(tree) %(parent)"}, []string{FoldedRef}, nil, 0)
@@ -132,22 +133,27 @@ func ReadFolded(ctx context.Context, repo *gitx.Repo) (*Folded, error) {
 	}
 	f.Commit, f.Tree = fields[0], fields[1]
 	parents := fields[2:]
-	ls, err := repo.ReadGit(ctx, "ls-tree", []string{"-r", "-d", "-z"}, []string{f.Tree}, nil, 0)
+	// The root lists the days, the days their points: the points' own
+	// trees are not read.
+	root, err := lsTrees(ctx, repo, f.Tree, nil)
 	if err != nil {
 		return nil, err
 	}
-	for _, l := range bytes.Split(ls.Stdout, []byte{0}) {
-		meta, path, ok := strings.Cut(string(l), "\t")
-		m := strings.Fields(meta)
-		if !ok || len(m) != 3 || m[1] != "tree" {
-			continue
+	var dirs []string
+	for day, t := range root {
+		f.Days[day] = t
+		dirs = append(dirs, day+"/")
+	}
+	if len(dirs) > 0 {
+		slices.Sort(dirs)
+		points, err := lsTrees(ctx, repo, f.Tree, dirs)
+		if err != nil {
+			return nil, err
 		}
-		if !strings.Contains(path, "/") {
-			f.Days[path] = m[2]
-			continue
-		}
-		if id, at, ok := parseFoldedName(path); ok {
-			f.Points[id] = FoldedPoint{ID: id, Path: path, Tree: m[2], At: at}
+		for path, t := range points {
+			if id, at, ok := parseFoldedName(path); ok {
+				f.Points[id] = FoldedPoint{ID: id, Path: path, Tree: t, At: at}
+			}
 		}
 	}
 	days := slices.Sorted(maps.Keys(f.Days))
@@ -157,6 +163,26 @@ func ReadFolded(ctx context.Context, repo *gitx.Repo) (*Folded, error) {
 		}
 	}
 	return f, nil
+}
+
+// lsTrees lists the trees in tree (under the directories dirs, when
+// given) by path.
+func lsTrees(ctx context.Context, repo *gitx.Repo, tree string, dirs []string) (map[string]string, error) {
+	// (git 2.39's ls-tree lists nothing for "--end-of-options <tree> --"
+	// with no path after it: Paths only when there are some.)
+	res, err := repo.Run(ctx, gitx.Call{Profile: gitx.ProfileRead, Args: []string{"ls-tree", "-z"}, Revs: gitx.Revs(tree),
+		Paths: gitxPaths(dirs), Limit: 64 << 20})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, l := range bytes.Split(res.Stdout, []byte{0}) {
+		meta, path, ok := strings.Cut(string(l), "\t")
+		if m := strings.Fields(meta); ok && len(m) == 3 && m[1] == "tree" {
+			out[path] = m[2]
+		}
+	}
+	return out, nil
 }
 
 // FoldedLabelsName is the blob of labels in FoldedRef's tree.
@@ -189,11 +215,11 @@ func Labels(ctx context.Context, repo *gitx.Repo) (map[string]bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := ReadFolded(ctx, repo)
+	tree, err := repo.ReadGit(ctx, "for-each-ref", []string{"--format=%(tree)"}, []string{FoldedRef}, nil, 0)
 	if err != nil {
 		return nil, err
 	}
-	folded, err := FoldedLabels(ctx, repo, f.Tree)
+	folded, err := FoldedLabels(ctx, repo, strings.TrimSpace(string(tree.Stdout)))
 	if err != nil {
 		return nil, err
 	}
@@ -249,14 +275,16 @@ func gitxPaths(paths []string) []gitx.Path {
 	return out
 }
 
-// commitMessages reads the messages of commits in one git cat-file.
-func commitMessages(ctx context.Context, repo *gitx.Repo, shas []string) (map[string][]byte, error) {
-	out := map[string][]byte{}
-	if len(shas) == 0 {
+// commitMessages reads, in one git cat-file, the message of the commit
+// each object name names (a "<tree>:<path>" of a gitlink too), in order:
+// nil for one that is missing or not a commit.
+func commitMessages(ctx context.Context, repo *gitx.Repo, names []string) ([][]byte, error) {
+	out := make([][]byte, len(names))
+	if len(names) == 0 {
 		return out, nil
 	}
 	var in bytes.Buffer
-	for _, s := range shas {
+	for _, s := range names {
 		in.WriteString(s + "\n")
 	}
 	res, err := repo.Run(ctx, gitx.Call{Profile: gitx.ProfileRead, Args: []string{"cat-file", "--batch"}, Stdin: &in, Limit: 256 << 20})
@@ -264,14 +292,14 @@ func commitMessages(ctx context.Context, repo *gitx.Repo, shas []string) (map[st
 		return nil, err
 	}
 	b := res.Stdout
-	for len(b) > 0 {
+	for i := range names {
 		head, rest, ok := bytes.Cut(b, []byte{'\n'})
 		if !ok {
-			break
+			return nil, fmt.Errorf("restorepoint: git cat-file --batch answered %d of %d", i, len(names))
 		}
 		f := strings.Fields(string(head))
 		if len(f) != 3 {
-			b = rest // "<sha> missing"
+			b = rest // "<name> missing"
 			continue
 		}
 		n, err := strconv.Atoi(f[2])
@@ -279,9 +307,8 @@ func commitMessages(ctx context.Context, repo *gitx.Repo, shas []string) (map[st
 			return nil, fmt.Errorf("restorepoint: git cat-file --batch: unexpected output")
 		}
 		if f[1] == "commit" {
-			body := rest[:n]
-			if _, msg, ok := bytes.Cut(body, []byte("\n\n")); ok {
-				out[f[0]] = msg
+			if _, msg, ok := bytes.Cut(rest[:n], []byte("\n\n")); ok {
+				out[i] = msg
 			}
 		}
 		b = rest[n+1:]

@@ -306,33 +306,25 @@ func readFoldedPoints(ctx context.Context, repo *gitx.Repo, f *Folded, paths []s
 	if len(paths) == 0 {
 		return out, nil
 	}
-	refs, err := FoldedRefs(ctx, repo, f.Tree, paths)
-	if err != nil {
-		return nil, err
-	}
-	var shas []string
-	for _, r := range refs {
-		for _, part := range []string{"meta", "end"} {
-			if sha := r[part]; sha != "" {
-				shas = append(shas, sha)
-			}
-		}
-	}
-	msgs, err := commitMessages(ctx, repo, shas)
-	if err != nil {
-		return nil, err
-	}
+	// Each point's meta and end gitlinks name the commits to read.
+	names := make([]string, 0, 2*len(paths))
 	for _, path := range paths {
+		names = append(names, f.Tree+":"+path+"/meta", f.Tree+":"+path+"/end")
+	}
+	msgs, err := commitMessages(ctx, repo, names)
+	if err != nil {
+		return nil, err
+	}
+	for i, path := range paths {
 		id, _, ok := parseFoldedName(path)
-		r := refs[path]
-		if !ok || r == nil {
+		if !ok {
 			continue
 		}
-		rp := parseMeta(id, msgs[r["meta"]])
+		rp := parseMeta(id, msgs[2*i])
 		if rp == nil {
 			continue
 		}
-		rp.End = parseEnd(msgs[r["end"]])
+		rp.End = parseEnd(msgs[2*i+1])
 		out[id] = rp
 	}
 	return out, nil
