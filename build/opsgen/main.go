@@ -1,21 +1,25 @@
-// Command opsgen writes the two inventories of proposal operations from
+// Command opsgen writes the three inventories of proposal operations from
 // the operations' own files, so that adding an operation is writing its
-// file in core/proposal, its file in core/apply and its row in the
-// sidecar's tool table, and nothing else by hand:
+// file in core/proposal, its seal file in core/apply/seal, its file in
+// core/apply and its row in the sidecar's tool table, and nothing else by
+// hand:
 //
 //   - core/proposal/ops_gen.go: opDefs, the list of every `var xDef =
 //     opDef{…}` declared in an op_<operation>.go file. The list keeps the
 //     order it had (tool schemas list the operations in that order); an
 //     operation that is new goes at the end.
+//   - core/apply/seal/ops_gen.go: sealOf, which gives each operation's
+//     arguments their seal (what its card shows): every `type xSeal
+//     struct{ a *proposal.XArgs }` of an op_<operation>.go file.
 //   - core/apply/ops_gen.go: stepOf, which gives each operation's
-//     arguments their step: every `type xStep struct{ a *proposal.XArgs
-//     … }` of an ops_<operation>.go file.
+//     arguments their step (how it runs): every `type xStep struct{ a
+//     *proposal.XArgs … }` of an ops_<operation>.go file.
 //
 // It reads the files with go/parser and writes plain Go; `go generate
-// ./core/proposal ./core/apply` runs it, and each package has a test
+// ./core/proposal ./core/apply/...` runs it, and each package has a test
 // that fails when what is generated is not current.
 //
-// Usage: opsgen proposal|apply [-check]
+// Usage: opsgen proposal|apply|seal [-check]
 package main
 
 import (
@@ -39,7 +43,7 @@ func main() {
 	check := flag.Bool("check", false, "only report whether the generated file is current")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: opsgen proposal|apply [-check] (run in the package's directory)")
+		fmt.Fprintln(os.Stderr, "usage: opsgen proposal|apply|seal [-check] (run in the package's directory)")
 		os.Exit(2)
 	}
 	var (
@@ -51,8 +55,10 @@ func main() {
 		src, err = proposalInventory(".")
 	case "apply":
 		src, err = applyInventory(".")
+	case "seal":
+		src, err = sealInventory(".")
 	default:
-		err = fmt.Errorf("unknown inventory %q: proposal or apply", flag.Arg(0))
+		err = fmt.Errorf("unknown inventory %q: proposal, apply or seal", flag.Arg(0))
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "opsgen:", err)
@@ -194,12 +200,57 @@ func isComposite(e ast.Expr, typeName string) bool {
 // applyInventory lists the steps of core/apply's ops_*.go files: the
 // struct types whose first field is `a *proposal.XArgs`.
 func applyInventory(dir string) ([]byte, error) {
-	_, files, err := parseFiles(dir, "ops_*.go")
+	steps, err := argsTypes(dir, "ops_*.go")
 	if err != nil {
 		return nil, err
 	}
-	type pair struct{ args, step string }
-	var steps []pair
+	var b bytes.Buffer
+	b.WriteString(header)
+	b.WriteString("package apply\n\n")
+	b.WriteString("import \"github.com/sluicehq/sluice/core/proposal\"\n\n")
+	b.WriteString("// stepOf is the step of one operation's arguments (each step is\n")
+	b.WriteString("// declared in its ops_<operation>.go file), or nil.\n")
+	b.WriteString("func stepOf(a proposal.Args) step {\n\tswitch x := a.(type) {\n")
+	for _, p := range steps {
+		fmt.Fprintf(&b, "\tcase *proposal.%s:\n\t\treturn &%s{a: x}\n", p.args, p.typ)
+	}
+	b.WriteString("\t}\n\treturn nil\n}\n")
+	return format.Source(b.Bytes())
+}
+
+// sealInventory lists the seals of core/apply/seal's op_*.go files: the
+// struct types whose first field is `a *proposal.XArgs`.
+func sealInventory(dir string) ([]byte, error) {
+	seals, err := argsTypes(dir, "op_*.go")
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteString(header)
+	b.WriteString("package seal\n\n")
+	b.WriteString("import \"github.com/sluicehq/sluice/core/proposal\"\n\n")
+	b.WriteString("// sealOf is the seal of one operation's arguments (each seal is\n")
+	b.WriteString("// declared in its op_<operation>.go file), or nil.\n")
+	b.WriteString("func sealOf(a proposal.Args) sealer {\n\tswitch x := a.(type) {\n")
+	for _, p := range seals {
+		fmt.Fprintf(&b, "\tcase *proposal.%s:\n\t\treturn &%s{a: x}\n", p.args, p.typ)
+	}
+	b.WriteString("\t}\n\treturn nil\n}\n")
+	return format.Source(b.Bytes())
+}
+
+// argsPair is a struct type of an operation's file and the arguments
+// type its first field points to.
+type argsPair struct{ args, typ string }
+
+// argsTypes lists, in file order, the struct types of the files matching
+// pattern whose first field is `a *proposal.XArgs`.
+func argsTypes(dir, pattern string) ([]argsPair, error) {
+	_, files, err := parseFiles(dir, pattern)
+	if err != nil {
+		return nil, err
+	}
+	var out []argsPair
 	for _, f := range files {
 		for _, d := range f.Decls {
 			g, ok := d.(*ast.GenDecl)
@@ -224,25 +275,14 @@ func applyInventory(dir string) ([]byte, error) {
 				if !ok || !isIdent(sel.X, "proposal") || !strings.HasSuffix(sel.Sel.Name, "Args") {
 					continue
 				}
-				steps = append(steps, pair{sel.Sel.Name, ts.Name.Name})
+				out = append(out, argsPair{sel.Sel.Name, ts.Name.Name})
 			}
 		}
 	}
-	if len(steps) == 0 {
-		return nil, fmt.Errorf("no step in %s/ops_*.go", dir)
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no operation in %s/%s", dir, pattern)
 	}
-	var b bytes.Buffer
-	b.WriteString(header)
-	b.WriteString("package apply\n\n")
-	b.WriteString("import \"github.com/sluicehq/sluice/core/proposal\"\n\n")
-	b.WriteString("// stepOf is the step of one operation's arguments (each step is\n")
-	b.WriteString("// declared in its ops_<operation>.go file), or nil.\n")
-	b.WriteString("func stepOf(a proposal.Args) step {\n\tswitch x := a.(type) {\n")
-	for _, p := range steps {
-		fmt.Fprintf(&b, "\tcase *proposal.%s:\n\t\treturn &%s{a: x}\n", p.args, p.step)
-	}
-	b.WriteString("\t}\n\treturn nil\n}\n")
-	return format.Source(b.Bytes())
+	return out, nil
 }
 
 func isIdent(e ast.Expr, name string) bool {

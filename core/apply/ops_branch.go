@@ -68,24 +68,3 @@ func (s *branchStep) switchTo(ctx context.Context, r *run, w *writing, ref, star
 	r.note("checked out %s", s.a.Name)
 	return nil
 }
-
-// seal: a new ref; with checkout, the working tree's change.
-func (s *branchStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, error) {
-	start := sl.r.expect[s.a.StartPoint]
-	out := proposal.Sealed{Base: start, Moves: []proposal.RefMove{{Ref: proposal.BranchRef(s.a.Name), To: start}}}
-	if !s.a.Checkout {
-		return out, nil
-	}
-	h, err := sl.r.head(ctx)
-	if err != nil {
-		return out, err
-	}
-	trees, err := sl.rc.resolveTrees(ctx, h.sha, start)
-	if err != nil {
-		return out, err
-	}
-	out.Before, out.After, out.Effect = trees[h.sha], trees[start], proposal.EffectLands
-	out.Moves = append(out.Moves, proposal.RefMove{Ref: "HEAD", From: h.sha, To: start})
-	out.Files, err = sl.Changes(ctx, out.Before, out.After)
-	return out, err
-}

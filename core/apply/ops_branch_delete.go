@@ -145,33 +145,3 @@ func (s *branchDeleteStep) do(ctx context.Context, r *run, w *writing) error {
 	}
 	return nil
 }
-
-// seal: which branches go (their commits are all reachable elsewhere, as
-// the executor requires) and which stay, and why.
-func (s *branchDeleteStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, error) {
-	out := proposal.Sealed{}
-	for _, set := range s.branchSets(sl.r) {
-		if set.rc == nil {
-			return out, errcode.New(errcode.InvalidArgument, "a repository named by the proposal could not be opened")
-		}
-		del, keep, err := set.evaluate(ctx)
-		if err != nil {
-			return out, err
-		}
-		repo := ""
-		if set.rc != sl.rc {
-			repo = set.rc.path
-		}
-		for _, b := range del {
-			ref := proposal.BranchRef(b)
-			out.Moves = append(out.Moves, proposal.RefMove{Ref: ref, From: set.pins[ref], Repo: repo, Delete: true})
-		}
-		for _, k := range keep {
-			out.Keeps = append(out.Keeps, k.name(sl.r)+" ("+k.why+")")
-		}
-	}
-	if len(out.Moves) == 0 {
-		return out, &errcode.Error{Code: errcode.NothingDeleted, Msg: "no branch is safe to delete: " + strings.Join(out.Keeps, ", ")}
-	}
-	return out, nil
-}

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/sluicehq/sluice/core/apply/seal"
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -309,64 +308,4 @@ func gitlinkOf(out string) string {
 		return f[2]
 	}
 	return ""
-}
-
-// seal: the tree the commit records is HEAD's tree with exactly the
-// committed paths as they are on disk now (with stageAll, every change
-// that is not ignored); the executor commits that tree, whatever the
-// working tree holds by then.
-func (s *commitStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, error) {
-	below, err := s.below(ctx, sl)
-	if err != nil {
-		return proposal.Sealed{}, err
-	}
-	if src, err := sl.r.sessionSource(); err != nil {
-		return proposal.Sealed{}, err
-	} else if src != nil {
-		if below != nil {
-			return proposal.Sealed{}, errcode.New(errcode.Unsupported, "a confined session's commit cannot be stacked on another proposal yet: propose it when that one has landed")
-		}
-		return s.sealFromCopy(ctx, sl, src)
-	}
-	base := sl.r.expect["HEAD"]
-	var before string
-	if below != nil {
-		before = below.After
-	} else if before, err = sl.Tree(ctx, base); err != nil {
-		return proposal.Sealed{}, err
-	}
-	var env []string
-	if s.a.StageAll {
-		if env, _, err = sl.IndexCopy(ctx); err != nil {
-			return proposal.Sealed{}, err
-		}
-		if _, err := sl.run(ctx, call{global: seal.BulkObjects, args: []string{"add", "--all"}, env: env}); err != nil {
-			return proposal.Sealed{}, err
-		}
-	} else {
-		if env, _, err = sl.Index(ctx, before); err != nil {
-			return proposal.Sealed{}, err
-		}
-		if err := sl.AddPaths(ctx, env, s.a.Paths); err != nil {
-			return proposal.Sealed{}, err
-		}
-	}
-	after, files, err := sl.NewTree(ctx, env, before,
-		&errcode.Error{Code: errcode.NothingToCommit, Msg: "there is nothing to commit: the paths are the same as in HEAD"})
-	if err != nil {
-		return proposal.Sealed{}, err
-	}
-	if err := sl.RefuseFilters(ctx, files); err != nil {
-		return proposal.Sealed{}, err
-	}
-	mv, err := sl.r.headMove(ctx, "")
-	if err != nil {
-		return proposal.Sealed{}, err
-	}
-	out := proposal.Sealed{Base: base, Before: before, After: after, Files: files, Effect: proposal.EffectLands,
-		Moves: []proposal.RefMove{mv}}
-	if below != nil {
-		out.Below = s.a.Below
-	}
-	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/core/apply/internal/gitrun"
+	"github.com/sluicehq/sluice/core/apply/seal"
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -106,7 +107,7 @@ func (s *mergeStep) read(ctx context.Context, rc *repoCtx, old, src string) (p m
 }
 
 func (s *mergeStep) fastForward(base, old, src string) bool {
-	return base == old && base != src && s.a.Strategy == proposal.MergeCommit
+	return seal.FastForward(s.a, base, old, src)
 }
 
 func (s *mergeStep) do(ctx context.Context, r *run, w *writing) error {
@@ -196,52 +197,4 @@ func limitList(s []string, n int) []string { return gitrun.LimitList(s, n) }
 // repository and returns the rebased tip (see gitrun.Rebase).
 func (r *run) rebaseAway(ctx context.Context, rc *repoCtx, old, onto string, a *proposal.RebaseArgs, how gitx.Profile) (string, error) {
 	return rc.g.git.Rebase(ctx, r.e.log, old, onto, a, how)
-}
-
-// seal: the result of git merge-tree (or, for a fast-forward, the
-// source's tree); a conflicting merge is refused before any card, with
-// the files, so the agent can resolve it and propose again.
-func (s *mergeStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, error) {
-	rc := sl.rc
-	ref := proposal.BranchRef(s.a.Target)
-	old, src := sl.r.expect[ref], sl.r.expect[s.a.Source]
-	p := s.read(ctx, rc, old, src)
-	if p.err != nil {
-		return proposal.Sealed{}, p.err
-	}
-	switch {
-	case p.base == "":
-		return proposal.Sealed{}, errcode.New(errcode.UnrelatedHistories, "%s and %s share no history", s.a.Source, s.a.Target)
-	case p.base == src:
-		return proposal.Sealed{}, errcode.New(errcode.NothingToCommit, "%s already contains %s; there is nothing to merge", s.a.Target, s.a.Source)
-	}
-	before, err := sl.Tree(ctx, old)
-	if err != nil {
-		return proposal.Sealed{}, err
-	}
-	out := proposal.Sealed{Base: old, Before: before, Effect: proposal.EffectLands}
-	if s.fastForward(p.base, old, src) {
-		out.FastForward = true
-		if out.After, err = sl.Tree(ctx, src); err != nil {
-			return out, err
-		}
-		out.Moves = []proposal.RefMove{{Ref: ref, From: old, To: src}}
-	} else {
-		tree, conflicts, err := rc.mergeTree(ctx, old, src)
-		if err != nil {
-			return out, err
-		}
-		if len(conflicts) > 0 {
-			return out, &errcode.Error{Code: errcode.MergeConflict, Data: map[string]any{"files": conflicts},
-				Msg: fmt.Sprintf("merging %s into %s would conflict in %s: %s. Resolve it on a branch (merge %s into it and fix the files), then propose again",
-					s.a.Source, s.a.Target, proposal.Count(len(conflicts), "file"), strings.Join(limitList(conflicts, 50), ", "), s.a.Target)}
-		}
-		out.After = tree
-		out.Moves = []proposal.RefMove{{Ref: ref, From: old}}
-	}
-	if out.Commits, err = rc.commitList(ctx, src, old); err != nil {
-		return out, err
-	}
-	out.Files, err = sl.Changes(ctx, out.Before, out.After)
-	return out, err
 }

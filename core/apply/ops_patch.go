@@ -3,8 +3,8 @@ package apply
 import (
 	"context"
 	"fmt"
-	"strings"
 
+	"github.com/sluicehq/sluice/core/apply/seal"
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -59,61 +59,6 @@ func (s *patchStep) do(ctx context.Context, r *run, w *writing) error {
 	return nil
 }
 
-// seal: the patch applied, at receipt, to the files (or the index) as
-// they are; one that does not apply is refused with git's reason.
-func (s *patchStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, error) {
-	head := sl.r.expect["HEAD"]
-	headTree, err := sl.Tree(ctx, head)
-	if err != nil {
-		return proposal.Sealed{}, err
-	}
-	before, idx, err := s.state(ctx, sl, headTree)
-	if err != nil {
-		return proposal.Sealed{}, err
-	}
-	env, err := sl.CopyIndexFile(idx)
-	if err != nil {
-		return proposal.Sealed{}, err
-	}
-	if _, err := sl.run(ctx, call{args: []string{"apply", "--cached", "--whitespace=nowarn"}, env: env, stdin: []byte(s.a.Patch)}); err != nil {
-		if st := stderrOf(err); st != "" {
-			return proposal.Sealed{}, &errcode.Error{Code: errcode.PatchDoesNotApply, Err: err, Data: errcode.GitFailure{Command: "apply", Stderr: st},
-				Msg: "the patch does not apply to the " + string(s.a.Target) + " as it is now: " + clip(strings.TrimSpace(st), 2000)}
-		}
-		return proposal.Sealed{}, err
-	}
-	after, err := sl.WriteTree(ctx, env)
-	if err != nil {
-		return proposal.Sealed{}, err
-	}
-	files, err := sl.Changes(ctx, before, after)
-	if err != nil {
-		return proposal.Sealed{}, err
-	}
-	return proposal.Sealed{Base: head, Before: before, After: after, Files: files, Effect: proposal.EffectLands}, nil
-}
-
-// state is what the patch applies to, as a tree, and the temporary index
-// that holds it: for the index, a copy of the index; for the working
-// tree, HEAD's tree with the patch's files as they are on disk.
-func (s *patchStep) state(ctx context.Context, sl *sealing, headTree string) (string, string, error) {
-	if s.a.Target == proposal.PatchIndex {
-		env, idx, err := sl.IndexCopy(ctx)
-		if err != nil {
-			return "", "", err
-		}
-		t, err := sl.WriteTree(ctx, env)
-		return t, idx, err
-	}
-	if sl.Worktree != "" {
-		// An earlier step of the plan left the checkout at this tree.
-		_, idx, err := sl.Index(ctx, sl.Worktree)
-		return sl.Worktree, idx, err
-	}
-	files, _ := s.a.FilesTouched()
-	return sl.WorktreeState(ctx, headTree, files)
-}
-
 // verify: the patch runs only on the content it was sealed on.
 func (s *patchStep) verify(ctx context.Context, r *run) error {
 	sealed := r.sealedStep()
@@ -126,8 +71,8 @@ func (s *patchStep) verify(ctx context.Context, r *run) error {
 	return r.unchanged(ctx, sealed.Before, s.stateNow)
 }
 
-func (s *patchStep) stateNow(ctx context.Context, sl *sealing, headTree string) (string, error) {
-	t, _, err := s.state(ctx, sl, headTree)
+func (s *patchStep) stateNow(ctx context.Context, sl *seal.Work, headTree string) (string, error) {
+	t, _, err := seal.PatchState(ctx, sl, s.a, headTree)
 	return t, err
 }
 

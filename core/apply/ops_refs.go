@@ -2,9 +2,9 @@ package apply
 
 import (
 	"context"
-	"sort"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/apply/seal"
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -40,70 +40,18 @@ func (k kept) name(r *run) string {
 	return k.branch
 }
 
-// evaluate decides which of the set's branches may be deleted.
+// evaluate decides which of the set's branches may be deleted, as their
+// seal did (see seal.SafeToDelete).
 func (set branchSet) evaluate(ctx context.Context) ([]string, []kept, error) {
-	rc := set.rc
-	refs := make([]string, 0, len(set.branches))
-	for _, b := range set.branches {
-		refs = append(refs, proposal.BranchRef(b))
-	}
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"for-each-ref", "--format=%(refname)%00%(objectname)%00%(upstream)%00%(worktreepath)"}, revs: refs})
+	del, keep, err := seal.SafeToDelete(ctx, set.rc.g.git, set.branches, set.pins)
 	if err != nil {
 		return nil, nil, err
 	}
-	type info struct{ sha, upstream, worktree string }
-	have := map[string]info{}
-	for _, line := range strings.Split(res.text(), "\n") {
-		f := strings.Split(line, "\x00")
-		if len(f) == 4 {
-			have[f[0]] = info{f[1], f[2], f[3]}
-		}
+	var out []kept
+	for _, k := range keep {
+		out = append(out, kept{repo: k.Repo, branch: k.Branch, why: k.Why, moved: k.Moved, now: k.Now, pinned: k.Pinned})
 	}
-	h, err := rc.g.headOf(ctx, rc.path)
-	if err != nil {
-		return nil, nil, err
-	}
-	res, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"for-each-ref", "--format=%(refname)", "--merged=" + h.sha}, revs: refs})
-	if err != nil {
-		return nil, nil, err
-	}
-	merged := map[string]bool{}
-	for _, l := range strings.Split(res.text(), "\n") {
-		merged[l] = true
-	}
-	var del []string
-	var keep []kept
-	for _, b := range set.branches {
-		ref := proposal.BranchRef(b)
-		in, ok := have[ref]
-		k := kept{repo: rc.path, branch: b, pinned: set.pins[ref]}
-		switch {
-		case !ok:
-			k.why, k.moved = "it no longer exists", true
-		case in.sha != set.pins[ref]:
-			k.why, k.moved, k.now = "it moved since the proposal; now at "+short(in.sha), true, in.sha
-		case in.worktree != "":
-			k.why = "it is checked out in " + in.worktree
-		case merged[ref]:
-			del = append(del, b)
-			continue
-		case in.upstream != "":
-			res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"merge-base", "--is-ancestor"}, revs: []string{in.sha, in.upstream}, ok: []int{1}})
-			if err != nil {
-				return nil, nil, err
-			}
-			if res.exit == 0 {
-				del = append(del, b)
-				continue
-			}
-			k.why = "its commits are neither in HEAD nor in its upstream"
-		default:
-			k.why = "its commits are not in HEAD and it has no upstream"
-		}
-		keep = append(keep, k)
-	}
-	sort.Strings(del)
-	return del, keep, nil
+	return del, out, nil
 }
 
 // revalidateBranchDelete: a deletion may still run while at least one of

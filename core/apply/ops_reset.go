@@ -3,9 +3,9 @@ package apply
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/apply/seal"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
@@ -83,106 +83,14 @@ func (s *resetStep) do(ctx context.Context, r *run, w *writing) error {
 	return nil
 }
 
-// seal: soft and mixed resets keep every file; what the branch loses
-// stays in the working tree as uncommitted changes (Kept). A hard reset
-// loses what the working tree holds now, tracked files and untracked
-// files the target has; Before is that state, After the target's tree.
-func (s *resetStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, error) {
-	rc := sl.rc
-	old, target := sl.r.expect["HEAD"], sl.r.expect[s.a.Target]
-	trees, err := rc.resolveTrees(ctx, old, target)
-	if err != nil {
-		return proposal.Sealed{}, err
-	}
-	mv, err := sl.r.headMove(ctx, target)
-	if err != nil {
-		return proposal.Sealed{}, err
-	}
-	out := proposal.Sealed{Base: old, Moves: []proposal.RefMove{mv}}
-	if out.Lost, err = rc.commitList(ctx, old, target); err != nil {
-		return out, err
-	}
-	if s.a.Mode != proposal.ResetHard {
-		out.Before, out.After = trees[old], trees[target]
-		out.Kept, err = sl.Changes(ctx, trees[target], trees[old])
-		return out, err
-	}
-	if err := rc.requireNoIgnoredInTheWay(ctx, rc.main(), old, target); err != nil {
-		return out, err
-	}
-	before, inTheWay, err := s.state(ctx, sl, target)
-	if err != nil {
-		return out, err
-	}
-	out.Before, out.After, out.Effect, out.Untracked = before, trees[target], proposal.EffectLoses, inTheWay
-	if out.Files, err = sl.Changes(ctx, before, trees[target]); err != nil {
-		return out, err
-	}
-	dirty, err := sl.Changes(ctx, trees[old], before)
-	if err != nil {
-		return out, err
-	}
-	// The work is what differs from HEAD, not from the target: the files
-	// that differ only because of the commits the reset drops are counted
-	// as those commits (Lost).
-	out.Work = dirty
-	for _, d := range dirty {
-		if !slices.Contains(inTheWay, d.Path) {
-			out.Uncommitted = append(out.Uncommitted, d.Path)
-		}
-		if d.OldPath != "" && !slices.Contains(out.Uncommitted, d.OldPath) {
-			out.Uncommitted = append(out.Uncommitted, d.OldPath)
-		}
-	}
-	return out, nil
-}
-
-// state is what a hard reset to target overwrites, as a tree: every
-// tracked file as it is on disk, and the untracked files that stand where
-// the target has a file (returned too).
-func (s *resetStep) state(ctx context.Context, sl *sealing, target string) (string, []string, error) {
-	if sl.Worktree != "" {
-		// An earlier step of the plan left the checkout at this tree.
-		return sl.Worktree, nil, nil
-	}
-	env, _, err := sl.IndexCopy(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	if _, err := sl.run(ctx, call{args: []string{"add", "--update"}, env: env}); err != nil {
-		return "", nil, err
-	}
-	untracked, err := sl.listPaths(ctx, env, call{args: []string{"ls-files", "-z", "--others", "--exclude-standard"}})
-	if err != nil {
-		return "", nil, err
-	}
-	var inTheWay []string
-	if len(untracked) > 0 {
-		inTarget, err := sl.listPaths(ctx, nil, call{args: []string{"ls-tree", "-r", "-z", "--name-only", "--full-tree"}, revs: []string{target}})
-		if err != nil {
-			return "", nil, err
-		}
-		for _, u := range untracked {
-			if slices.Contains(inTarget, u) {
-				inTheWay = append(inTheWay, u)
-			}
-		}
-		if err := sl.AddPaths(ctx, env, inTheWay); err != nil {
-			return "", nil, err
-		}
-	}
-	t, err := sl.WriteTree(ctx, env)
-	return t, inTheWay, err
-}
-
 // verify: a hard reset runs only on the working tree it sealed.
 func (s *resetStep) verify(ctx context.Context, r *run) error {
 	sealed := r.sealedStep()
 	if sealed == nil || s.a.Mode != proposal.ResetHard {
 		return nil
 	}
-	return r.unchanged(ctx, sealed.Before, func(ctx context.Context, sl *sealing, _ string) (string, error) {
-		t, _, err := s.state(ctx, sl, r.expect[s.a.Target])
+	return r.unchanged(ctx, sealed.Before, func(ctx context.Context, sl *seal.Work, _ string) (string, error) {
+		t, _, err := seal.ResetState(ctx, sl, r.expect[s.a.Target])
 		return t, err
 	})
 }

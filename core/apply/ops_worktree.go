@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/apply/seal"
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -51,23 +52,10 @@ func (s *worktreeStep) check(ctx context.Context, r *run) error {
 	return nil
 }
 
-// checkPlace applies the rule the sidecar and the gateway applied, to the
-// files as they are now (at seal and again before the worktree is added):
-// never inside a git directory, never under a tree whose git directory is
-// outside the roots, and nested exactly where the proposal says.
+// checkPlace applies, before the worktree is added, the rule its seal
+// applied (see seal.WorktreePlace).
 func (s *worktreeStep) checkPlace(r *run) error {
-	place, nested, err := r.e.allowed().WorktreePlace(s.a.Path)
-	if err != nil {
-		var ge *errcode.Error
-		if errors.As(err, &ge) {
-			return &errcode.Error{Code: ge.Code, Msg: ge.Msg, Err: err}
-		}
-		return err
-	}
-	if place != s.a.Path || nested != r.p.Pinned.WorktreeNestedIn {
-		return errcode.New(errcode.InvalidArgument, "the new worktree would not be where the proposal says (its nesting in another working tree changed)")
-	}
-	return nil
+	return seal.WorktreePlace(r.e.allowed(), s.a, r.p.Pinned.WorktreeNestedIn)
 }
 
 func (s *worktreeStep) do(ctx context.Context, r *run, w *writing) error {
@@ -94,20 +82,4 @@ func (s *worktreeStep) do(ctx context.Context, r *run, w *writing) error {
 	r.changed = true
 	r.note("added worktree %s on branch %s", s.a.Path, s.a.Branch)
 	return nil
-}
-
-// seal: a new branch, when one is created, and the new working tree.
-func (s *worktreeStep) seal(ctx context.Context, sl *sealing) (proposal.Sealed, error) {
-	if err := s.checkPlace(sl.r); err != nil {
-		return proposal.Sealed{}, err
-	}
-	out := proposal.Sealed{}
-	if s.a.NewBranch {
-		start := sl.r.expect[s.a.StartPoint]
-		out.Base = start
-		out.Moves = []proposal.RefMove{{Ref: proposal.BranchRef(s.a.Branch), To: start}}
-	} else {
-		out.Base = sl.r.expect[proposal.BranchRef(s.a.Branch)]
-	}
-	return out, nil
 }

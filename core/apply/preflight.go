@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/apply/seal"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
@@ -91,19 +92,19 @@ func (e *Executor) Preflight(ctx context.Context, p proposal.Proposal) (*Preflig
 		sealed = &p.Sealed.Steps[0]
 	}
 	var want string
-	var state func(ctx context.Context, sl *sealing, headTree string) (string, error)
+	var state func(ctx context.Context, sl *seal.Work, headTree string) (string, error)
 	switch s := st.(type) {
 	case *discardStep:
 		want = sealed.Before
-		state = func(ctx context.Context, sl *sealing, headTree string) (string, error) {
-			t, _, err := s.state(ctx, sl, r.expect["HEAD"], headTree)
+		state = func(ctx context.Context, sl *seal.Work, headTree string) (string, error) {
+			t, _, err := seal.DiscardState(ctx, sl, s.a, r.expect["HEAD"], headTree)
 			return t, err
 		}
 	case *resetStep:
 		if s.a.Mode == proposal.ResetHard {
 			want = sealed.Before
-			state = func(ctx context.Context, sl *sealing, _ string) (string, error) {
-				t, _, err := s.state(ctx, sl, r.expect[s.a.Target])
+			state = func(ctx context.Context, sl *seal.Work, _ string) (string, error) {
+				t, _, err := seal.ResetState(ctx, sl, r.expect[s.a.Target])
 				return t, err
 			}
 		}
@@ -125,7 +126,7 @@ func (e *Executor) Preflight(ctx context.Context, p proposal.Proposal) (*Preflig
 		// What is on disk now at the committed paths, against what the
 		// commit records.
 		paths := sealed.SealedPaths()
-		_, changed, err := r.compareState(ctx, sealed.After, func(ctx context.Context, sl *sealing, headTree string) (string, error) {
+		_, changed, err := r.compareState(ctx, sealed.After, func(ctx context.Context, sl *seal.Work, headTree string) (string, error) {
 			t, _, err := sl.WorktreeState(ctx, headTree, paths)
 			return t, err
 		})

@@ -217,50 +217,6 @@ func (e *Executor) RefState(ctx context.Context, repo string, keys []string) (st
 	return b.String(), nil
 }
 
-// belowKey carries, in a sealing's context, the pending proposal a
-// stacked commit is sealed on.
-type belowKey struct{}
-
-// WithBelow tells Seal (and Reseal) that the proposal below the one it
-// seals is p, still pending: a stacked commit is sealed on p's outcome.
-// Without it, a stacked commit whose proposal below has landed is sealed
-// on HEAD like any other.
-func WithBelow(ctx context.Context, p proposal.Proposal) context.Context {
-	return context.WithValue(ctx, belowKey{}, p)
-}
-
-// below is the sealed outcome a stacked commit is sealed on (nil when it
-// is not stacked, or the proposal below has landed): that proposal's,
-// which must be a commit on the same branch at the commit this one pins.
-func (s *commitStep) below(ctx context.Context, sl *sealing) (*proposal.Sealed, error) {
-	if s.a.Below == "" {
-		return nil, nil
-	}
-	b, ok := ctx.Value(belowKey{}).(proposal.Proposal)
-	if !ok {
-		return nil, nil
-	}
-	if b.ID != s.a.Below || b.Sealed == nil || b.Repo != sl.r.p.Repo {
-		return nil, errcode.New(errcode.InvalidArgument, "proposal %s is not a sealed proposal of this repository to stack on", s.a.Below)
-	}
-	if _, ok := b.Args.(*proposal.CommitArgs); !ok {
-		return nil, errcode.New(errcode.Unsupported, "a commit can be stacked on a pending commit only; proposal %s is a %s", b.ID, b.Op)
-	}
-	head, err := sl.r.headName(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if b.Sealed.Base != sl.r.expect["HEAD"] || b.Sealed.Head != head {
-		return nil, errcode.New(errcode.StaleBase, "proposal %s, below this one, is sealed on %s of %s, not on where this one is (%s of %s): wait until it is re-sealed, or propose on its own",
-			b.ID, short(b.Sealed.Base), headLabel(b.Sealed.Head), short(sl.r.expect["HEAD"]), headLabel(head))
-	}
-	last := b.Sealed
-	if n := len(b.Sealed.Steps); n > 0 {
-		last = &b.Sealed.Steps[n-1]
-	}
-	return last, nil
-}
-
 // stackedWhy says why a stacked commit cannot land yet.
 func stackedWhy(below string) string {
 	return "it is stacked on proposal " + below + ", which has not landed: approve that one first, and this one is re-sealed on the commit it makes"

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/core/apply/seal"
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -227,7 +228,7 @@ func TestStack_CommitOnPendingCommit(t *testing.T) {
 
 	p := f.newProposal(f.repo.Dir, &proposal.CommitArgs{Message: "Second", Paths: []string{"src/a.txt"}, Below: first.Proposal.ID})
 	// Sealed as the gateway seals it: with the proposal below in hand.
-	ctx := WithBelow(testCtx(t), first.Proposal)
+	ctx := seal.WithBelow(testCtx(t), first.Proposal)
 	sealed, err := f.e.Seal(ctx, p)
 	if err != nil {
 		t.Fatal(err)

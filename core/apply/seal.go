@@ -4,56 +4,29 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/apply/internal/gitrun"
 	"github.com/sluicehq/sluice/core/apply/seal"
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
 // A sealed outcome is computed by the app when a proposal arrives, before
-// its card opens (see proposal.Sealed). Each operation's step says how it
-// seals (sealer) and checks, when it runs, that it produces exactly that
-// outcome. Sealing writes only git objects and the one ref that keeps them
-// (refs/sluice/sealed/<id>); it never touches the person's index, working
-// tree or branches, and runs no hook, filter or driver the repository
-// configures.
-
-// sealer is implemented by every step: it computes the step's outcome on
-// the state the sealing has reached.
-type sealer interface {
-	seal(ctx context.Context, s *sealing) (proposal.Sealed, error)
-}
-
-// sealing is one proposal being sealed: the temporary indexes, scratch
-// objects and plan overlays of core/apply/seal, with the execution state
-// its steps read (the pins as they are now, the repositories opened).
-type sealing struct {
-	*seal.Work
-	r  *run
-	rc *repoCtx
-}
-
-// run runs git in the repository with the sealing's environment.
-func (s *sealing) run(ctx context.Context, c call) (result, error) {
-	res, err := s.Run(ctx, c.gitrun())
-	return resultOf(res), err
-}
-
-// listPaths runs a git command that prints NUL-separated paths.
-func (s *sealing) listPaths(ctx context.Context, env []string, c call) ([]string, error) {
-	return s.ListPaths(ctx, env, c.gitrun())
-}
-
-// newSealing starts a sealing of r's proposal in its main repository,
-// with its temporary files in tmp.
-func newSealing(r *run, tmp string) *sealing {
-	return &sealing{Work: seal.New(r.main.g.git, tmp), r: r, rc: r.main}
-}
+// its card opens (see proposal.Sealed), by core/apply/seal: what each
+// operation's card shows is its seal there (op_<operation>.go). The
+// executor opens the repositories, holds their lock and checks the pins
+// while it seals (Seal, below), keeps the objects the outcome names
+// (Keep), and checks, when the proposal runs, that each step produces
+// exactly its sealed outcome. Sealing writes only git objects and the one
+// ref that keeps them (refs/sluice/sealed/<id>); it never touches the
+// person's index, working tree or branches, and runs no hook, filter or
+// driver the repository configures.
 
 // Seal computes proposal p's outcome, writes the objects it names into
 // the repository and keeps them under proposal.SealedRef(p.ID). The
@@ -88,18 +61,10 @@ func (e *Executor) Seal(ctx context.Context, p proposal.Proposal) (*proposal.Sea
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	s := newSealing(r, tmp)
 	e.step("seal-start")
-	var out proposal.Sealed
-	steps := stepsOf(p.Args)
-	if len(steps) == 1 {
-		if out, err = sealStep(ctx, s, steps[0]); err != nil {
-			return nil, err
-		}
-	} else {
-		if out, err = s.sealPlan(ctx, steps); err != nil {
-			return nil, err
-		}
+	out, err := seal.Outcome(ctx, r.main.g.git, tmp, p, sealInputs{r})
+	if err != nil {
+		return nil, err
 	}
 	out.Ref, out.Head = proposal.SealedRef(p.ID), head
 	// The outcome is the objects themselves (no git Sluice runs reads
@@ -112,72 +77,66 @@ func (e *Executor) Seal(ctx context.Context, p proposal.Proposal) (*proposal.Sea
 	return &out, nil
 }
 
-func sealStep(ctx context.Context, s *sealing, st step) (proposal.Sealed, error) {
-	sl, ok := st.(sealer)
-	if !ok {
-		return proposal.Sealed{}, errcode.New(errcode.Unsupported, "%s cannot be sealed", st.name())
-	}
-	return sl.seal(ctx, s)
+// sealInputs is what a sealing reads through the execution state r (see
+// seal.Inputs): the repositories r opened at one moment, the pins as r
+// expects them, and what sealing shares with the steps that run.
+type sealInputs struct{ r *run }
+
+func (in sealInputs) Expect(rev string) string { return in.r.expect[rev] }
+
+func (in sealInputs) Moved(ref, sha string, headMoved bool) {
+	in.r.moved(in.r.main, ref, sha, headMoved)
 }
 
-// sealPlan seals each step of a plan on the state the steps before it
-// leave: the refs they move; when a step moves the checkout (a merge or
-// rebase of the checked-out branch, a hard reset), the tree it leaves;
-// when it changes files (a patch, a discard), those files as it leaves
-// them. A hard reset after a step that changed files, or a discard after
-// the checkout moved, refuses the plan with that reason.
-func (s *sealing) sealPlan(ctx context.Context, steps []step) (proposal.Sealed, error) {
-	out := proposal.Sealed{}
-	for i, st := range steps {
-		_, isDiscard := st.(*discardStep)
-		reset, isReset := st.(*resetStep)
-		if (isReset && reset.a.Mode == proposal.ResetHard && s.Overlay != "") || (isDiscard && s.Worktree != "") {
-			return out, errcode.New(errcode.Unsupported, "plan step %d (%s) works on files an earlier step changes in a way its outcome cannot be computed from: propose the steps one at a time", i+1, st.name())
-		}
-		h, err := s.r.head(ctx)
-		if err != nil {
-			return out, err
-		}
-		sub, err := sealStep(ctx, s, st)
-		if err != nil {
-			return out, planStepError(i, len(steps), st, err)
-		}
-		out.Steps = append(out.Steps, sub)
-		switch x := st.(type) {
-		case *mergeStep:
-			if h.sym == proposal.BranchRef(x.a.Target) {
-				s.MovedCheckout(sub.After)
-			}
-		case *rebaseStep:
-			if h.sym == proposal.BranchRef(x.a.Branch) {
-				s.MovedCheckout(sub.After)
-			}
-		case *resetStep:
-			if x.a.Mode == proposal.ResetHard {
-				s.MovedCheckout(sub.After)
-			}
-		case *patchStep:
-			if x.a.Target != proposal.PatchWorktree {
-				break
-			}
-			if s.Worktree != "" {
-				s.Worktree = sub.After
-			} else if err := s.AddOverlay(ctx, sub.After, sub.SealedPaths()); err != nil {
-				return out, err
-			}
-		case *discardStep:
-			if err := s.AddOverlay(ctx, sub.After, sub.SealedPaths()); err != nil {
-				return out, err
-			}
-		}
-		// A later step sees the refs this one moves.
-		for _, m := range sub.Moves {
-			if m.Repo == "" && m.To != "" {
-				s.r.moved(s.rc, m.Ref, m.To, m.Ref == "HEAD" || m.Ref == h.sym)
-			}
-		}
+func (in sealInputs) Head(ctx context.Context) (gitrun.Head, error) {
+	h, err := in.r.head(ctx)
+	return gitrun.Head{Sym: h.sym, SHA: h.sha, Tree: h.tree}, err
+}
+
+func (in sealInputs) HeadName(ctx context.Context) (string, error) { return in.r.headName(ctx) }
+
+func (in sealInputs) Resolve(ctx context.Context, revs []string) (map[string]string, error) {
+	return in.r.main.resolve(ctx, revs)
+}
+
+func (in sealInputs) Repo(path string) *gitrun.Git {
+	if rc := in.r.others[path]; rc != nil {
+		return rc.g.git
 	}
-	return out, nil
+	return nil
+}
+
+func (in sealInputs) Roots() gitx.Roots { return in.r.e.allowed() }
+
+func (in sealInputs) Log() *slog.Logger { return in.r.e.log }
+
+func (in sealInputs) SessionCopy() (string, string, error) {
+	src, err := in.r.sessionSource()
+	if err != nil || src == nil {
+		return "", "", err
+	}
+	return src.dir, src.base, nil
+}
+
+func (in sealInputs) PlanCheckout(ctx context.Context, files []proposal.FileChange) ([]string, []string, error) {
+	plan, err := in.r.planCheckout(ctx, files)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := plan.refuseBlocked(in.r.main.main()); err != nil {
+		return nil, nil, err
+	}
+	return plan.write, plan.notes(), nil
+}
+
+// Submodule finds the submodule as the step's touch does, which the
+// execution asks first.
+func (in sealInputs) Submodule(ctx context.Context, a *proposal.SubmodulePointerArgs) (*gitrun.Git, error) {
+	s := &submoduleStep{a: a}
+	if err := s.touch(ctx, in.r, touches{}); err != nil {
+		return nil, err
+	}
+	return s.sub.g.git, nil
 }
 
 // Keep makes the objects of p's sealed outcome reachable: a commit whose
@@ -294,51 +253,6 @@ func (e *Executor) SealedIDs(ctx context.Context, repo string) ([]string, error)
 	}
 	slices.Sort(ids)
 	return ids, nil
-}
-
-// commitList lists the commits reachable from include and from none of
-// exclude: the first proposal.MaxListedCommits with their subjects, and
-// the count.
-func (rc *repoCtx) commitList(ctx context.Context, include string, exclude ...string) (*proposal.CommitList, error) {
-	revs := []string{include}
-	for _, x := range exclude {
-		revs = append(revs, "^"+x)
-	}
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-list", "--count"}, revs: revs, dashdash: true})
-	if err != nil {
-		return nil, err
-	}
-	n, err := strconv.Atoi(res.text())
-	if err != nil {
-		return nil, errcode.New(errcode.GitFailed, "git rev-list gave an unexpected count")
-	}
-	out := &proposal.CommitList{Count: n, Commits: []proposal.CommitRef{}}
-	if n == 0 {
-		return out, nil
-	}
-	res, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"log", "--no-decorate", "--format=%H%x00%s", "-n", strconv.Itoa(proposal.MaxListedCommits)}, revs: revs, dashdash: true})
-	if err != nil {
-		return nil, err
-	}
-	for _, l := range strings.Split(res.text(), "\n") {
-		if h, subj, ok := strings.Cut(l, "\x00"); ok {
-			out.Commits = append(out.Commits, proposal.CommitRef{SHA: h, Subject: subj})
-		}
-	}
-	return out, nil
-}
-
-// headMove is the move of the checked-out branch (or a detached HEAD).
-func (r *run) headMove(ctx context.Context, to string) (proposal.RefMove, error) {
-	h, err := r.head(ctx)
-	if err != nil {
-		return proposal.RefMove{}, err
-	}
-	ref := h.sym
-	if ref == "" {
-		ref = "HEAD"
-	}
-	return proposal.RefMove{Ref: ref, From: r.expect["HEAD"], To: to}, nil
 }
 
 // checkSealed refuses to run a proposal whose outcome was never sealed

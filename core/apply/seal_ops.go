@@ -7,13 +7,15 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/apply/seal"
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
-// What the operations' seals and executions share. Each operation's own
-// seal (what its card shows) is beside its do (that it produces exactly
-// that), in its file ops_<operation>.go.
+// What execution shares with sealing (core/apply/seal): each operation's
+// seal (what its card shows) is in core/apply/seal/op_<operation>.go;
+// its step here, in ops_<operation>.go, computes the same states again
+// with a seal.Work and refuses to run when they are not the sealed ones.
 
 // verifyTree fails, before anything moves, when a step is about to
 // produce another tree than the one it sealed.
@@ -53,7 +55,7 @@ func (r *run) sealedStep() *proposal.Sealed {
 // unchanged recomputes, in a scratch object directory, a state tree the
 // way sealing computed it, and fails with stale_base naming the paths
 // when it is not want any more.
-func (r *run) unchanged(ctx context.Context, want string, f func(ctx context.Context, sl *sealing, headTree string) (string, error)) error {
+func (r *run) unchanged(ctx context.Context, want string, f func(ctx context.Context, sl *seal.Work, headTree string) (string, error)) error {
 	now, changed, err := r.compareState(ctx, want, f)
 	if err != nil {
 		return err
@@ -67,13 +69,13 @@ func (r *run) unchanged(ctx context.Context, want string, f func(ctx context.Con
 
 // compareState computes a state tree now and the paths where it differs
 // from want.
-func (r *run) compareState(ctx context.Context, want string, f func(ctx context.Context, sl *sealing, headTree string) (string, error)) (string, []string, error) {
+func (r *run) compareState(ctx context.Context, want string, f func(ctx context.Context, sl *seal.Work, headTree string) (string, error)) (string, []string, error) {
 	tmp, err := os.MkdirTemp("", "sluice-check-")
 	if err != nil {
 		return "", nil, err
 	}
 	defer os.RemoveAll(tmp)
-	sl := newSealing(r, tmp)
+	sl := seal.New(r.main.g.git, tmp)
 	if err := sl.Scratch(); err != nil {
 		return "", nil, err
 	}

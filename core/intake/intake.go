@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sluicehq/sluice/core/apply"
+	"github.com/sluicehq/sluice/core/apply/seal"
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gateway"
@@ -605,7 +605,7 @@ func StatusFromRecord(rec journal.Record) gateway.ProposalStatus {
 
 // StackContext is ctx for sealing p: when p is a commit stacked on
 // another proposal (CommitArgs.Below), that proposal is the base it is
-// sealed on while it has not landed (see apply.WithBelow). Only the same
+// sealed on while it has not landed (see seal.WithBelow). Only the same
 // agent's proposals in the same repository, from the same confined
 // session if any, can be stacked on; one that ended without landing
 // leaves nothing to stack on.
@@ -627,7 +627,7 @@ func StackContext(ctx context.Context, j *journal.Journal, p proposal.Proposal) 
 	}
 	switch rec.State {
 	case proposal.Pending, proposal.Approved, proposal.Executing:
-		return apply.WithBelow(ctx, below), nil
+		return seal.WithBelow(ctx, below), nil
 	case proposal.Completed:
 		return ctx, nil
 	}

@@ -38,6 +38,10 @@ type Work struct {
 	// env is added to every git process: a scratch object directory when
 	// what is computed is only compared, never kept.
 	env []string
+	// p and in, when sealing (see Outcome), are the proposal and what the
+	// executor reads for it.
+	p  proposal.Proposal
+	in Inputs
 }
 
 // New returns a sealing in the repository of git, with its temporary
