@@ -14,14 +14,26 @@ import (
 
 // Card is everything a person needs to decide on one proposal.
 type Card struct {
-	ID       string         `json:"id"`
-	Op       proposal.Op    `json:"op"`
-	Agent    string         `json:"agent"`
-	Repo     string         `json:"repo"`
-	RepoName string         `json:"repoName"`
-	Reason   string         `json:"reason"`
-	State    proposal.State `json:"state"`
-	Risk     proposal.Risk  `json:"risk"`
+	ID string      `json:"id"`
+	Op proposal.Op `json:"op"`
+	// Label names the operation as the card, its queue row and History
+	// show it ("merge", "branch delete"); StepLabels name a plan's steps,
+	// in order.
+	Label      string   `json:"label"`
+	StepLabels []string `json:"stepLabels,omitempty"`
+	// SubjectBranch is the branch (or branches) the operation is of, as a
+	// person says them ("fix → main"), or "": a queue row is called by it
+	// when no commit message names the change.
+	SubjectBranch string `json:"subjectBranch"`
+	// OpFacts are what the card needs to know of the operation to say
+	// its sealed outcome.
+	OpFacts  proposal.OutcomeFacts `json:"opFacts"`
+	Agent    string                `json:"agent"`
+	Repo     string                `json:"repo"`
+	RepoName string                `json:"repoName"`
+	Reason   string                `json:"reason"`
+	State    proposal.State        `json:"state"`
+	Risk     proposal.Risk         `json:"risk"`
 	// RiskWhy says in one line why the risk is what it is.
 	RiskWhy     string `json:"riskWhy"`
 	Destructive bool   `json:"destructive"`
@@ -111,7 +123,7 @@ func (a *App) cardFor(rec journal.Record, withCollisions bool) Card {
 	tense := proposal.TenseOf(rec.State)
 	risk, why := p.RiskWhyIn(tense)
 	c := Card{
-		ID: p.ID, Op: p.Op, Agent: p.Agent, Repo: p.Repo, RepoName: filepath.Base(p.Repo),
+		ID: p.ID, Op: p.Op, Label: p.Op.Label(), OpFacts: p.Op.OutcomeFacts(), Agent: p.Agent, Repo: p.Repo, RepoName: filepath.Base(p.Repo),
 		Reason: p.Reason, State: rec.State, Risk: risk, RiskWhy: why, Destructive: p.Destructive(), Sealed: p.Sealed,
 		Digest: p.Digest, ShortDigest: proposal.ShortDigest(p.Digest), Pinned: p.Pinned, Args: p.Args,
 		Files: files, FilesKnown: known, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
@@ -119,6 +131,9 @@ func (a *App) cardFor(rec journal.Record, withCollisions bool) Card {
 		Collisions: []journal.Collision{}, ApprovedByRule: autoApprovedBy(rec.Decision),
 		Origin: p.Origin, Confinement: p.Origin.Describe(), Tense: tense,
 		Retryable: journal.Retryable(rec),
+	}
+	if p.Args != nil {
+		c.SubjectBranch, c.StepLabels = p.Args.SubjectBranch(), proposal.StepLabels(p.Args)
 	}
 	if p.Sealed != nil {
 		l := p.Sealed.Losses()

@@ -534,10 +534,12 @@ func (api *API) RevokeRule(r RevokeRequest) (RulesView, error) {
 // Pending screen's notice and the Rules screen's feed show, with the
 // restore point that undoes it once it ran.
 type AutoApproval struct {
-	ID       string         `json:"id"`
-	Rule     string         `json:"rule"`
-	Agent    string         `json:"agent"`
-	Op       proposal.Op    `json:"op"`
+	ID    string      `json:"id"`
+	Rule  string      `json:"rule"`
+	Agent string      `json:"agent"`
+	Op    proposal.Op `json:"op"`
+	// Label names the operation as the UI shows it ("merge").
+	Label    string         `json:"label"`
 	Repo     string         `json:"repo"`
 	RepoName string         `json:"repoName"`
 	Reason   string         `json:"reason"`
@@ -568,7 +570,7 @@ func (api *API) AutoApprovals() ([]AutoApproval, error) {
 			continue
 		}
 		p := rec.Proposal
-		v := AutoApproval{ID: p.ID, Rule: rule, Agent: p.Agent, Op: p.Op, Repo: p.Repo, RepoName: filepath.Base(p.Repo),
+		v := AutoApproval{ID: p.ID, Rule: rule, Agent: p.Agent, Op: p.Op, Label: p.Op.Label(), Repo: p.Repo, RepoName: filepath.Base(p.Repo),
 			Reason: p.Reason, State: rec.State, At: rec.Decision.At.Time.UTC().Format(time.RFC3339)}
 		if rec.Outcome != nil {
 			v.RestorePoint = rec.Outcome.RestorePoint

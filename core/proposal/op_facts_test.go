@@ -70,5 +70,12 @@ func TestSubjectBranch(t *testing.T) {
 		if got := a.SubjectBranch(); got != c.want {
 			t.Errorf("%s %s: subject branch %q, want %q", c.op, c.args, got, c.want)
 		}
+		if c.op == OpPlan {
+			if got := StepLabels(a); len(got) != 3 || got[0] != "discard" || got[1] != "rebase" || got[2] != "merge" {
+				t.Errorf("plan step labels %q", got)
+			}
+		} else if got := StepLabels(a); got != nil {
+			t.Errorf("%s: step labels %q, want none", c.op, got)
+		}
 	}
 }

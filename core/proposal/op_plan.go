@@ -143,3 +143,17 @@ func (a *PlanArgs) SubjectBranch() string {
 	}
 	return ""
 }
+
+// StepLabels names a plan's steps, in order, as the UI shows them; nil
+// for any other operation's arguments.
+func StepLabels(a Args) []string {
+	p, ok := a.(*PlanArgs)
+	if !ok {
+		return nil
+	}
+	out := make([]string, len(p.Steps))
+	for i, s := range p.Steps {
+		out[i] = s.Op.Label()
+	}
+	return out
+}

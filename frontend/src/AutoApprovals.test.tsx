@@ -17,6 +17,7 @@ function approval(over: Partial<AutoApproval> = {}): AutoApproval {
     rule: "readme-webshop",
     agent: "gemini-cli",
     op: "commit",
+    label: "commit",
     repo: "/home/me/src/webshop",
     repoName: "webshop",
     reason: "Update the readme",

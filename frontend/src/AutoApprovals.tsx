@@ -7,7 +7,7 @@
 import { useCallback, useEffect, useState } from "react";
 import { api, onEvents, type AutoApproval, type EventName } from "./api";
 import { ErrorBox, StateBadge, Time, errorMessage, useNow } from "./bits";
-import { opLabel, toDate } from "./format";
+import { toDate } from "./format";
 import { href } from "./route";
 
 /** How long an automatic approval stays on the Pending screen. */
@@ -59,7 +59,7 @@ export function useAutoApprovals(): { list: AutoApproval[] | null; error: string
 function what(a: AutoApproval) {
   return (
     <>
-      <strong>{opLabel(a.op)}</strong> in {a.repoName} from {a.agent}
+      <strong>{a.label}</strong> in {a.repoName} from {a.agent}
     </>
   );
 }

@@ -5,7 +5,7 @@ import type { FileChange } from "./api";
 import type { CardActions } from "./ProposalCard";
 import { DiffView } from "./DiffView";
 import { FileTree, foldFrom } from "./FileTree";
-import { card, diffOnScreen, findEl, stubEventSource, stubFetch } from "./testing";
+import { card, diffOnScreen, findEl, stubEventSource, stubFetch, opFacts } from "./testing";
 
 afterEach(() => {
   cleanup();
@@ -327,7 +327,7 @@ describe("Approve while the card loads", () => {
     });
     const { ProposalCard } = await import("./ProposalCard");
     const c = card({
-      op: "commit",
+      op: "commit", label: "commit", subjectBranch: "", opFacts: opFacts({ writesCheckoutWhenConfined: true }),
       sealed: { before: "1".repeat(40), after: "2".repeat(40), files: binaryChanges },
     });
     const actions = createRef<CardActions>();

@@ -6,7 +6,7 @@
 import { useEffect, useRef, useState } from "react";
 import { api, proposalStates, type Card, type HistoryQuery } from "./api";
 import { ErrorBox, RiskBadge, ScrollTable, StateBadge, Time, errorMessage } from "./bits";
-import { agentLabel, opLabel, stateLabel } from "./format";
+import { agentLabel, stateLabel } from "./format";
 import { href, navigate } from "./route";
 
 export const historyLimit = 200;
@@ -176,7 +176,7 @@ export function HistoryView() {
                   </td>
                   <td>
                     <a href={href("proposal", c.id)} onClick={(e) => e.stopPropagation()}>
-                      {opLabel(c.op)}
+                      {c.label}
                     </a>
                     <div className="muted clamp">
                       {c.invisible && c.invisible.length > 0 && <span className="badge risk-high">hidden characters</span>}{" "}

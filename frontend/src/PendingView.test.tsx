@@ -1,7 +1,7 @@
 import { act, cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Card } from "./api";
-import { FakeEventSource, card, diffOnScreen, diffRoutes, findEl, sampleDiff, status, stubEventSource, stubFetch } from "./testing";
+import { FakeEventSource, card, diffOnScreen, diffRoutes, findEl, sampleDiff, status, stubEventSource, stubFetch, opFacts } from "./testing";
 
 beforeEach(() => stubEventSource());
 
@@ -37,7 +37,7 @@ function cardEl(id: string): HTMLElement {
 
 const destructive = card({
   id: "p9",
-  op: "reset",
+  op: "reset", label: "reset", subjectBranch: "", opFacts: opFacts(),
   risk: "destructive",
   destructive: true,
   confirmWord: "main",
@@ -449,8 +449,8 @@ describe("the review layout", () => {
     calls.filter((x) => x.method === "POST" && x.url !== "/api/shown" && x.url !== "/api/ready");
 
   it("puts the list and the open card side by side, the decision bar inside the card", async () => {
-    const a = card({ id: "a1", createdAt: "2026-01-01T10:00:00.000Z", op: "commit", args: { message: "Fix the cart total\n\nlong body" } });
-    const b = card({ id: "b2", createdAt: "2026-01-01T11:00:00.000Z", op: "branch", args: { name: "agent/b", startPoint: "abc" } });
+    const a = card({ id: "a1", createdAt: "2026-01-01T10:00:00.000Z", op: "commit", label: "commit", subjectBranch: "", opFacts: opFacts({ writesCheckoutWhenConfined: true }), args: { message: "Fix the cart total\n\nlong body" } });
+    const b = card({ id: "b2", createdAt: "2026-01-01T11:00:00.000Z", op: "branch", label: "branch", subjectBranch: "agent/b", opFacts: opFacts(), args: { name: "agent/b", startPoint: "abc" } });
     stubFetch({ "GET /api/proposals": { body: [a, b] }, ...diffRoutes("a1", []), ...diffRoutes("b2", []) });
     await renderPending();
     await waitFor(() => cardEl("a1"));
@@ -487,8 +487,8 @@ describe("the review layout", () => {
 
   it("says so when the open card is withdrawn, and a waits until the person has seen the next one", async () => {
     localStorage.setItem("sluice.replacedPauseMs", "60");
-    const a = card({ id: "a1", createdAt: "2026-01-01T10:00:00.000Z", op: "commit", args: { message: "Add a.txt" } });
-    const b = card({ id: "b2", createdAt: "2026-01-01T11:00:00.000Z", op: "commit", args: { message: "Add b.txt" } });
+    const a = card({ id: "a1", createdAt: "2026-01-01T10:00:00.000Z", op: "commit", label: "commit", subjectBranch: "", opFacts: opFacts({ writesCheckoutWhenConfined: true }), args: { message: "Add a.txt" } });
+    const b = card({ id: "b2", createdAt: "2026-01-01T11:00:00.000Z", op: "commit", label: "commit", subjectBranch: "", opFacts: opFacts({ writesCheckoutWhenConfined: true }), args: { message: "Add b.txt" } });
     let list = [a, b];
     const calls = stubFetch({
       "GET /api/proposals": () => ({ body: list }),
@@ -528,7 +528,7 @@ describe("the review layout", () => {
 
   it("says so when the open card is re-sealed with the same changes, and a approves the re-sealed digest", async () => {
     localStorage.setItem("sluice.replacedPauseMs", "600000");
-    const a = card({ id: "a1", op: "commit", args: { message: "Add a.txt" } });
+    const a = card({ id: "a1", op: "commit", label: "commit", subjectBranch: "", opFacts: opFacts({ writesCheckoutWhenConfined: true }), args: { message: "Add a.txt" } });
     let list = [a];
     const calls = stubFetch({ "GET /api/proposals": () => ({ body: list }), ...diffRoutes("a1", []) });
     await renderPending();
@@ -552,7 +552,7 @@ describe("the review layout", () => {
 
   it("a digest that changed without a re-seal of the same changes makes a wait", async () => {
     localStorage.setItem("sluice.replacedPauseMs", "600000");
-    const a = card({ id: "a1", op: "commit", args: { message: "Add a.txt" } });
+    const a = card({ id: "a1", op: "commit", label: "commit", subjectBranch: "", opFacts: opFacts({ writesCheckoutWhenConfined: true }), args: { message: "Add a.txt" } });
     let list = [a];
     const calls = stubFetch({ "GET /api/proposals": () => ({ body: list }), ...diffRoutes("a1", []) });
     await renderPending();
@@ -570,7 +570,7 @@ describe("the review layout", () => {
 
   it("checks a re-sealed card again at once: it is stale no longer", async () => {
     localStorage.setItem("sluice.replacedPauseMs", "1");
-    const a = card({ id: "a1", op: "commit", args: { message: "Add a.txt" } });
+    const a = card({ id: "a1", op: "commit", label: "commit", subjectBranch: "", opFacts: opFacts({ writesCheckoutWhenConfined: true }), args: { message: "Add a.txt" } });
     const resealed = { ...a, digest: "sha256:" + "e".repeat(64), shortDigest: "eeeeeeeeeeee" };
     let list = [a];
     stubFetch({
@@ -629,9 +629,9 @@ describe("the review layout", () => {
   });
 
   it("lists the keys on ?, and / searches by subject, repository, agent and file names", async () => {
-    const a = card({ id: "a1", createdAt: "2026-01-01T10:00:00.000Z", op: "commit", args: { message: "Fix the cart" }, files: ["src/cart.go"] });
-    const b = card({ id: "b2", createdAt: "2026-01-01T11:00:00.000Z", op: "commit", args: { message: "Write docs" }, files: ["docs/index.md"], agent: "codex" });
-    const c = card({ id: "c3", createdAt: "2026-01-01T12:00:00.000Z", repo: "/home/me/src/site", repoName: "site", op: "branch", args: { name: "agent/theme" }, files: [] });
+    const a = card({ id: "a1", createdAt: "2026-01-01T10:00:00.000Z", op: "commit", label: "commit", subjectBranch: "", opFacts: opFacts({ writesCheckoutWhenConfined: true }), args: { message: "Fix the cart" }, files: ["src/cart.go"] });
+    const b = card({ id: "b2", createdAt: "2026-01-01T11:00:00.000Z", op: "commit", label: "commit", subjectBranch: "", opFacts: opFacts({ writesCheckoutWhenConfined: true }), args: { message: "Write docs" }, files: ["docs/index.md"], agent: "codex" });
+    const c = card({ id: "c3", createdAt: "2026-01-01T12:00:00.000Z", repo: "/home/me/src/site", repoName: "site", op: "branch", label: "branch", subjectBranch: "agent/theme", opFacts: opFacts(), args: { name: "agent/theme" }, files: [] });
     stubFetch({ "GET /api/proposals": { body: [a, b, c] }, ...diffRoutes("a1", []), ...diffRoutes("b2", []), ...diffRoutes("c3", []) });
     await renderPending();
     await waitFor(() => cardEl("a1"));
@@ -668,9 +668,9 @@ describe("the review layout", () => {
 
   it("dismisses every notice together, and keeps them in the log", async () => {
     localStorage.setItem("sluice.replacedPauseMs", "600000");
-    const a = card({ id: "a1", createdAt: "2026-01-01T10:00:00.000Z", op: "commit", args: { message: "Add a.txt" } });
-    const b = card({ id: "b2", createdAt: "2026-01-01T11:00:00.000Z", op: "commit", args: { message: "Add b.txt" } });
-    const c = card({ id: "c3", createdAt: "2026-01-01T12:00:00.000Z", op: "commit", args: { message: "Add c.txt" } });
+    const a = card({ id: "a1", createdAt: "2026-01-01T10:00:00.000Z", op: "commit", label: "commit", subjectBranch: "", opFacts: opFacts({ writesCheckoutWhenConfined: true }), args: { message: "Add a.txt" } });
+    const b = card({ id: "b2", createdAt: "2026-01-01T11:00:00.000Z", op: "commit", label: "commit", subjectBranch: "", opFacts: opFacts({ writesCheckoutWhenConfined: true }), args: { message: "Add b.txt" } });
+    const c = card({ id: "c3", createdAt: "2026-01-01T12:00:00.000Z", op: "commit", label: "commit", subjectBranch: "", opFacts: opFacts({ writesCheckoutWhenConfined: true }), args: { message: "Add c.txt" } });
     let list = [a, b, c];
     stubFetch({
       "GET /api/proposals": () => ({ body: list }),
@@ -687,6 +687,7 @@ describe("the review layout", () => {
             rule: "docs",
             agent: "codex",
             op: "commit",
+            label: "commit",
             repo: "/home/me/src/shop",
             repoName: "shop",
             reason: "Fix a typo",

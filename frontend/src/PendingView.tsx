@@ -15,7 +15,7 @@ import { api, ApiError, onEvents, type AutoApproval, type Card, type EventName, 
 import { AutoApprovedNotices } from "./AutoApprovals";
 import { ErrorBox, StateBadge, errorMessage } from "./bits";
 import { EmptyState } from "./EmptyState";
-import { opLabel, shortSha, stateLabel } from "./format";
+import { shortSha, stateLabel } from "./format";
 import { KeysHelp } from "./KeysHelp";
 import { logNotice, NoticeLogButton, NoticeLogPanel } from "./NoticeLog";
 import { ProposalCard, type CardActions } from "./ProposalCard";
@@ -224,7 +224,7 @@ export function PendingView({ status, total = null }: { status: Status; total?: 
       setNoticeError(null);
     } catch (e) {
       // Not rejected: the card is back in the queue, saying why.
-      setNoticeError(`Rejecting ${opLabel(h.card.op)} in ${h.card.repoName} failed: ${errorMessage(e)}`);
+      setNoticeError(`Rejecting ${h.card.label} in ${h.card.repoName} failed: ${errorMessage(e)}`);
       if (e instanceof ApiError && (e.code === "proposal_terminal" || e.code === "proposal_not_found")) {
         keep(await api.proposal(h.card.id).catch(() => h.card), false);
       }
@@ -326,7 +326,7 @@ export function PendingView({ status, total = null }: { status: Status; total?: 
     logNotice({
       key: `replaced-${r.was.id}-${r.was.digest}-${r.was.state}`,
       kind: "replaced",
-      text: `${opLabel(r.was.op)} in ${r.was.repoName} (${subjectOf(r.was)}) ${r.words}.`,
+      text: `${r.was.label} in ${r.was.repoName} (${subjectOf(r.was)}) ${r.words}.`,
       proposalId: r.was.id,
     });
   });
@@ -520,7 +520,7 @@ export function PendingView({ status, total = null }: { status: Status; total?: 
       logNotice({
         key: `decided-${c.id}`,
         kind: "decided",
-        text: `${opLabel(c.op)} in ${c.repoName} from ${c.agent} (${subjectOf(c)}): ${outcomeWords(c)}`,
+        text: `${c.label} in ${c.repoName} from ${c.agent} (${subjectOf(c)}): ${outcomeWords(c)}`,
         proposalId: c.id,
       });
   }, [notices]);
@@ -528,7 +528,7 @@ export function PendingView({ status, total = null }: { status: Status; total?: 
     if (noticeError) logNotice({ key: `error-${noticeError}`, kind: "error", text: noticeError });
   }, [noticeError]);
   const heldText = held
-    ? `Rejecting ${opLabel(held.card.op)} in ${held.card.repoName} from ${held.card.agent}${held.note ? " with your note" : ""}.`
+    ? `Rejecting ${held.card.label} in ${held.card.repoName} from ${held.card.agent}${held.note ? " with your note" : ""}.`
     : "";
   useEffect(() => {
     if (held) logNotice({ key: `held-${held.card.id}`, kind: "held", text: heldText, proposalId: held.card.id });
@@ -538,7 +538,7 @@ export function PendingView({ status, total = null }: { status: Status; total?: 
       logNotice({
         key: `auto-${a.id}`,
         kind: "auto",
-        text: `${opLabel(a.op)} in ${a.repoName} from ${a.agent}: approved automatically by rule ${a.rule} (${stateLabel(a.state)})`,
+        text: `${a.label} in ${a.repoName} from ${a.agent}: approved automatically by rule ${a.rule} (${stateLabel(a.state)})`,
         proposalId: a.id,
       });
   }, []);
@@ -631,7 +631,7 @@ export function PendingView({ status, total = null }: { status: Status; total?: 
     dockItems.push(
       <div key="held" className="notice undo-notice" data-id={held.card.id}>
         <span>
-          Rejecting <strong>{opLabel(held.card.op)}</strong> in {held.card.repoName} from {held.card.agent}
+          Rejecting <strong>{held.card.label}</strong> in {held.card.repoName} from {held.card.agent}
           {held.note ? " with your note" : ""}.
         </span>
         <button type="button" className="undo" onClick={undo}>
@@ -802,7 +802,7 @@ function DecidedNotice({ card: c, onDismiss }: { card: Card; onDismiss: () => vo
   return (
     <li className={`notice decided state-${c.state}`} id={`decided-${c.id}`} data-state={c.state}>
       <span>
-        <StateBadge state={c.state} /> <strong>{opLabel(c.op)}</strong> in {c.repoName} from {c.agent}: {outcomeWords(c)}
+        <StateBadge state={c.state} /> <strong>{c.label}</strong> in {c.repoName} from {c.agent}: {outcomeWords(c)}
         {c.outcome?.restorePoint && (
           <>
             {" "}

@@ -1,6 +1,6 @@
 import { cleanup, fireEvent, render, waitFor } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { card, diffOnScreen, diffRoutes, sampleDiff, status, stubEventSource, stubFetch } from "./testing";
+import { card, diffOnScreen, diffRoutes, sampleDiff, status, stubEventSource, stubFetch, opFacts } from "./testing";
 
 beforeEach(() => stubEventSource());
 
@@ -14,7 +14,7 @@ describe("the confirmation word of a destructive card", () => {
   it("is accepted only as typed: a space before or after it, or a hidden character, keeps Approve disabled", async () => {
     const destructive = card({
       id: "p9",
-      op: "reset",
+      op: "reset", label: "reset", subjectBranch: "", opFacts: opFacts(),
       risk: "destructive",
       destructive: true,
       confirmWord: "main",

@@ -7,7 +7,7 @@ import { api, ApiError, type Card, type Preflight } from "./api";
 import { Countdown, ErrorBox, RiskBadge, Sha, StateBadge, Time, errorMessage } from "./bits";
 import { DiffView } from "./DiffView";
 import { sealedDiffChanges } from "./FileTree";
-import { agentLabel, opLabel, shortRef } from "./format";
+import { agentLabel, shortRef } from "./format";
 import { href } from "./route";
 import { InvisibleContent } from "./InvisibleChars";
 import { LeftLocks } from "./LeftLocks";
@@ -318,7 +318,7 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
     >
       <header className="card-head">
         <h2 id={titleId} className={underRow ? "visually-hidden" : undefined}>
-          <span className="op">{opLabel(card.op)}</span> <span className="muted">in</span>{" "}
+          <span className="op">{card.label}</span> <span className="muted">in</span>{" "}
           <span className="repo" title={card.repo}>
             {card.repoName}
           </span>
@@ -441,14 +441,14 @@ export function ProposalCard({ card, selected, onSelect, onDecided, onReload, on
 
       {card.sealed && (
         <section className="outcome-block" aria-label="Sealed outcome">
-          <SealedOutcome sealed={card.sealed} op={card.op} confined={!!card.origin} tense={card.tense} />
+          <SealedOutcome sealed={card.sealed} facts={card.opFacts} confined={!!card.origin} tense={card.tense} />
         </section>
       )}
 
       <dl className="facts">
         <dt>Change</dt>
         <dd>
-          <ArgsSummary op={card.op} args={card.args} />
+          <ArgsSummary label={card.label} args={card.args} stepLabels={card.stepLabels} />
         </dd>
         <dt>Pinned</dt>
         <dd>
@@ -726,22 +726,33 @@ function FileList({ files, known }: { files: string[]; known: boolean }) {
 }
 
 // The op's arguments in words. Patches are in the diff; plans list their
-// steps.
-function ArgsSummary({ op, args }: { op: string; args: Record<string, unknown> | null }) {
-  if (!args) return <span className="muted">{opLabel(op)}</span>;
+// steps, each under the label the app gives it (stepLabels, in order).
+function ArgsSummary({
+  label,
+  args,
+  stepLabels,
+}: {
+  label: string;
+  args: Record<string, unknown> | null;
+  stepLabels?: string[];
+}) {
+  if (!args) return <span className="muted">{label}</span>;
   if (Array.isArray(args.steps)) {
     return (
       <ol className="steps">
-        {(args.steps as { op: string; args: Record<string, unknown> }[]).map((s, i) => (
-          <li key={i}>
-            <strong>{opLabel(s.op)}</strong> <ArgsSummary op={s.op} args={s.args} />
-          </li>
-        ))}
+        {(args.steps as { args: Record<string, unknown> }[]).map((s, i) => {
+          const stepLabel = stepLabels?.[i] ?? "";
+          return (
+            <li key={i}>
+              <strong>{stepLabel}</strong> <ArgsSummary label={stepLabel} args={s.args} />
+            </li>
+          );
+        })}
       </ol>
     );
   }
   const entries = Object.entries(args).filter(([k, v]) => k !== "patch" && v !== "" && v !== false && v != null);
-  if (entries.length === 0) return <span className="muted">{opLabel(op)}</span>;
+  if (entries.length === 0) return <span className="muted">{label}</span>;
   return (
     <span className="args">
       {entries.map(([k, v]) => (

@@ -1,20 +1,20 @@
 import { cleanup, render } from "@testing-library/react";
 import { afterEach, describe, expect, it } from "vitest";
 import { QueueRow, filesWords, matchesSearch, subjectOf } from "./QueueRow";
-import { card } from "./testing";
+import { card, opFacts } from "./testing";
 
 afterEach(() => cleanup());
 
 describe("a queue row's subject", () => {
   it("is the commit message's first line", () => {
-    expect(subjectOf(card({ op: "commit", args: { message: "\nFix the cart total\n\nThe total forgot the tax." } }))).toBe(
+    expect(subjectOf(card({ op: "commit", label: "commit", subjectBranch: "", opFacts: opFacts({ writesCheckoutWhenConfined: true }), args: { message: "\nFix the cart total\n\nThe total forgot the tax." } }))).toBe(
       "Fix the cart total",
     );
     // A plan says the message of its first step that has one.
     expect(
       subjectOf(
         card({
-          op: "plan",
+          op: "plan", label: "plan", stepLabels: ["branch", "commit"], subjectBranch: "agent/x", opFacts: opFacts(),
           args: { steps: [{ op: "branch", args: { name: "agent/x" } }, { op: "commit", args: { message: "Add x" } }] },
         }),
       ),
@@ -22,36 +22,36 @@ describe("a queue row's subject", () => {
     // A sealed single commit (a workspace's, a push's) says its subject.
     expect(
       subjectOf(
-        card({ op: "push", args: { remote: "origin", branch: "main" }, sealed: { commits: { count: 1, commits: [{ sha: "a", subject: "Ship it" }] } } }),
+        card({ op: "push", label: "push", subjectBranch: "main", opFacts: opFacts({ sendsCommits: true }), args: { remote: "origin", branch: "main" }, sealed: { commits: { count: 1, commits: [{ sha: "a", subject: "Ship it" }] } } }),
       ),
     ).toBe("Ship it");
   });
 
   it("is the branch when there is no message", () => {
-    expect(subjectOf(card({ op: "branch", args: { name: "agent/b", startPoint: "abc" } }))).toBe("agent/b");
-    expect(subjectOf(card({ op: "merge", args: { source: "fix", target: "main", strategy: "merge" } }))).toBe("fix → main");
-    expect(subjectOf(card({ op: "branch_delete", args: { branches: ["old-1", "old-2"] } }))).toBe("old-1, old-2");
-    expect(subjectOf(card({ op: "rebase", args: { branch: "feature", onto: "main" } }))).toBe("feature");
+    expect(subjectOf(card({ op: "branch", label: "branch", subjectBranch: "agent/b", opFacts: opFacts(), args: { name: "agent/b", startPoint: "abc" } }))).toBe("agent/b");
+    expect(subjectOf(card({ op: "merge", label: "merge", subjectBranch: "fix → main", opFacts: opFacts(), args: { source: "fix", target: "main", strategy: "merge" } }))).toBe("fix → main");
+    expect(subjectOf(card({ op: "branch_delete", label: "branch delete", subjectBranch: "old-1, old-2", opFacts: opFacts({ deletesBranches: true }), args: { branches: ["old-1", "old-2"] } }))).toBe("old-1, old-2");
+    expect(subjectOf(card({ op: "rebase", label: "rebase", subjectBranch: "feature", opFacts: opFacts({ replaysCommits: true }), args: { branch: "feature", onto: "main" } }))).toBe("feature");
   });
 
   it("is the first words of the reason when nothing else names the change", () => {
-    expect(subjectOf(card({ op: "patch", args: { patch: "…", target: "worktree" }, reason: "Tidy the README" }))).toBe(
+    expect(subjectOf(card({ op: "patch", label: "patch", subjectBranch: "", opFacts: opFacts(), args: { patch: "…", target: "worktree" }, reason: "Tidy the README" }))).toBe(
       "Tidy the README",
     );
     // The branch a reset or patch names is only the one checked out.
-    expect(subjectOf(card({ op: "reset", args: { mode: "hard", target: "HEAD", branch: "main" }, reason: "Drop the experiment." }))).toBe(
+    expect(subjectOf(card({ op: "reset", label: "reset", subjectBranch: "", opFacts: opFacts(), args: { mode: "hard", target: "HEAD", branch: "main" }, reason: "Drop the experiment." }))).toBe(
       "Drop the experiment.",
     );
     expect(
       subjectOf(
         card({
-          op: "discard",
+          op: "discard", label: "discard", subjectBranch: "", opFacts: opFacts(),
           args: { paths: ["a"] },
           reason: "Throw away the scratch files I made while testing the parser yesterday evening",
         }),
       ),
     ).toBe("Throw away the scratch files I made while…");
-    expect(subjectOf(card({ op: "patch", args: { patch: "…" }, reason: "Two lines\nof reason" }))).toBe("Two lines…");
+    expect(subjectOf(card({ op: "patch", label: "patch", subjectBranch: "", opFacts: opFacts(), args: { patch: "…" }, reason: "Two lines\nof reason" }))).toBe("Two lines…");
   });
 });
 
@@ -70,7 +70,7 @@ describe("a queue row", () => {
   });
 
   it("matches every word searched in its subject, repository, agent or files", () => {
-    const c = card({ op: "commit", args: { message: "Fix the cart" }, agent: "codex", files: ["src/cart.go", "docs/tax.md"] });
+    const c = card({ op: "commit", label: "commit", subjectBranch: "", opFacts: opFacts({ writesCheckoutWhenConfined: true }), args: { message: "Fix the cart" }, agent: "codex", files: ["src/cart.go", "docs/tax.md"] });
     expect(matchesSearch(c, "")).toBe(true);
     expect(matchesSearch(c, "CART")).toBe(true);
     expect(matchesSearch(c, "shop codex")).toBe(true);

@@ -4,17 +4,13 @@
 // has waited, and marks for what needs care (stale, colliding).
 import { RiskBadge, StateBadge, useNow } from "./bits";
 import type { Card } from "./api";
-import { agentLabel, formatDuration, opLabel, toDate } from "./format";
+import { agentLabel, formatDuration, toDate } from "./format";
 
 /** How many words of the reason a subject takes when nothing better names the change. */
 const reasonWords = 8;
 
 function firstLine(s: unknown): string {
   return typeof s === "string" ? (s.split("\n").find((l) => l.trim() !== "") ?? "").trim() : "";
-}
-
-function str(v: unknown): string {
-  return typeof v === "string" ? v.trim() : "";
 }
 
 /** The commit message's first line the arguments (or a plan's steps) carry. */
@@ -31,24 +27,6 @@ function messageOf(args: Record<string, unknown> | null): string {
   return "";
 }
 
-/** The branch (or branches) the arguments name, as a person would say them. */
-function branchOf(op: string, args: Record<string, unknown> | null): string {
-  if (!args) return "";
-  if (op === "merge" && str(args.source)) return str(args.target) ? `${str(args.source)} → ${str(args.target)}` : str(args.source);
-  if (op === "branch" && str(args.name)) return str(args.name);
-  if (Array.isArray(args.branches) && args.branches.length > 0) return (args.branches as unknown[]).map(String).join(", ");
-  // A push or rebase is of its branch; elsewhere (a commit, patch, reset)
-  // branch only names the branch checked out, which the reason says better.
-  if ((op === "push" || op === "rebase") && str(args.branch)) return str(args.branch);
-  if (Array.isArray(args.steps)) {
-    for (const s of args.steps as { op?: string; args?: Record<string, unknown> }[]) {
-      const b = branchOf(String(s?.op ?? ""), s?.args ?? null);
-      if (b) return b;
-    }
-  }
-  return "";
-}
-
 /** The first words of the reason, cut with an ellipsis when there is more. */
 function reasonStart(reason: string): string {
   const words = firstLine(reason).split(/\s+/).filter(Boolean);
@@ -59,13 +37,14 @@ function reasonStart(reason: string): string {
 
 /**
  * What a row is called: the commit message's first line, else the branch
- * name, else the first words of the agent's reason (eight rows that all
- * read "Branch in docs-site" tell a person nothing).
+ * the operation is of (the app says which, from the operation's
+ * definition), else the first words of the agent's reason (eight rows
+ * that all read "Branch in docs-site" tell a person nothing).
  */
 export function subjectOf(c: Card): string {
   const commits = c.sealed?.commits;
   const sealedSubject = commits && commits.count === 1 ? firstLine(commits.commits[0]?.subject) : "";
-  return messageOf(c.args) || sealedSubject || branchOf(c.op, c.args) || reasonStart(c.reason) || opLabel(c.op);
+  return messageOf(c.args) || sealedSubject || c.subjectBranch.trim() || reasonStart(c.reason) || c.label;
 }
 
 /** The files a card changes, from its sealed outcome when it has one; null when they are not known before it runs. */
@@ -88,7 +67,7 @@ export function filesWords(c: Card): string {
 export function matchesSearch(c: Card, query: string): boolean {
   const words = query.toLowerCase().split(/\s+/).filter(Boolean);
   if (words.length === 0) return true;
-  const hay = [subjectOf(c), c.repoName, c.repo, c.agent, opLabel(c.op), ...(filesOf(c) ?? c.files)].join("\n").toLowerCase();
+  const hay = [subjectOf(c), c.repoName, c.repo, c.agent, c.label, ...(filesOf(c) ?? c.files)].join("\n").toLowerCase();
   return words.every((w) => hay.includes(w));
 }
 
@@ -129,7 +108,7 @@ export function QueueRow({
         <span className="visually-hidden">,</span>
       </span>{" "}
       <span className="q-what">
-        <span className="op">{opLabel(c.op)}</span> <span className="muted">in</span> <span className="repo">{c.repoName}</span>
+        <span className="op">{c.label}</span> <span className="muted">in</span> <span className="repo">{c.repoName}</span>
       </span>
       <span className="q-sep muted" aria-hidden="true">·</span>{" "}
       <span className="q-agent">{agentLabel(c.agent)}</span>

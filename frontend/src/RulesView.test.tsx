@@ -1,7 +1,7 @@
 import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { RuleDraft, RulesView } from "./api";
-import { card, diffRoutes, findEl, stubFetch } from "./testing";
+import { card, diffRoutes, findEl, stubFetch, opFacts } from "./testing";
 
 afterEach(() => {
   cleanup();
@@ -108,7 +108,7 @@ const draft: RuleDraft = {
 
 describe("TrustSimilar", () => {
   it("shows the exact rule, lets the person edit it, and approves with it", async () => {
-    const c = card({ op: "commit" });
+    const c = card({ op: "commit", label: "commit", subjectBranch: "", opFacts: opFacts({ writesCheckoutWhenConfined: true }) });
     const calls = stubFetch({
       "GET /api/proposals/p1/rule": { body: draft },
       "POST /api/proposals/p1/trust": { body: { card: { ...c, state: "approved" }, rule: rules.rules[0] } },
@@ -178,7 +178,7 @@ describe("TrustSimilar", () => {
   });
 
   it("keeps the dialog open with the server's reason when the rule is refused", async () => {
-    const c = card({ op: "commit" });
+    const c = card({ op: "commit", label: "commit", subjectBranch: "", opFacts: opFacts({ writesCheckoutWhenConfined: true }) });
     stubFetch({
       "GET /api/proposals/p1/rule": { body: draft },
       "POST /api/proposals/p1/trust": {

@@ -1,6 +1,6 @@
 import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { card, diffRoutes, sampleDiff, status, stubEventSource, stubFetch } from "./testing";
+import { card, diffRoutes, sampleDiff, status, stubEventSource, stubFetch, opFacts } from "./testing";
 
 beforeEach(() => stubEventSource());
 
@@ -20,7 +20,7 @@ const tree2 = "b".repeat(40);
 
 const hardReset = card({
   id: "r1",
-  op: "reset",
+  op: "reset", label: "reset", subjectBranch: "", opFacts: opFacts(),
   risk: "destructive",
   riskWhy: "throws away uncommitted work in 1 modified file and makes 1 commit unreachable",
   destructive: true,
@@ -43,7 +43,7 @@ const hardReset = card({
 
 const commit = card({
   id: "c1",
-  op: "commit",
+  op: "commit", label: "commit", subjectBranch: "", opFacts: opFacts({ writesCheckoutWhenConfined: true }),
   risk: "high",
   riskWhy: "adds an executable file (run.sh)",
   args: { message: "Add files", paths: ["run.sh", "catalog.bin", "link"] },
@@ -216,7 +216,7 @@ describe("SealedOutcome of a confined session's commit", () => {
 
   it("lists the files of the checkout it writes apart from the ones it leaves as they are", async () => {
     const { SealedOutcome } = await import("./SealedOutcome");
-    render(<SealedOutcome sealed={sealed} op="commit" confined />);
+    render(<SealedOutcome sealed={sealed} facts={opFacts({ writesCheckoutWhenConfined: true })} confined />);
     const box = screen.getByRole("region", { name: "Your checkout" });
     expect(within(box).getByRole("heading", { name: "Your checkout" })).toBeTruthy();
     expect(box.querySelector(".checkout-writes")?.textContent).toBe(
@@ -233,7 +233,7 @@ describe("SealedOutcome of a confined session's commit", () => {
 
   it("names the files it leaves alone when it writes none", async () => {
     const { SealedOutcome } = await import("./SealedOutcome");
-    render(<SealedOutcome sealed={{ ...sealed, checkout: [] }} op="commit" confined />);
+    render(<SealedOutcome sealed={{ ...sealed, checkout: [] }} facts={opFacts({ writesCheckoutWhenConfined: true })} confined />);
     const box = screen.getByRole("region", { name: "Your checkout" });
     expect(box.querySelector(".checkout-writes")).toBeNull();
     expect(box.querySelector(".checkout-keeps")?.textContent).toContain("README.md");
@@ -241,7 +241,7 @@ describe("SealedOutcome of a confined session's commit", () => {
 
   it("keeps an ordinary operation's keeps as they were", async () => {
     const { SealedOutcome } = await import("./SealedOutcome");
-    render(<SealedOutcome sealed={{ keeps: ["feature (not merged)"] }} op="delete_branches" />);
+    render(<SealedOutcome sealed={{ keeps: ["feature (not merged)"] }} facts={opFacts()} />);
     expect(screen.queryByRole("region", { name: "Your checkout" })).toBeNull();
     expect(document.querySelector(".keeps")?.textContent).toBe("Left alone: feature (not merged)");
   });
@@ -249,7 +249,7 @@ describe("SealedOutcome of a confined session's commit", () => {
   it("shows the section on a confined card", async () => {
     const c = card({
       id: "s1",
-      op: "commit",
+      op: "commit", label: "commit", subjectBranch: "", opFacts: opFacts({ writesCheckoutWhenConfined: true }),
       origin: { session: "x1", runtime: "bubblewrap" },
       confinement: "confined session (bubblewrap; network: none), session 6b794f95",
       sealed,

@@ -2,7 +2,7 @@
 // lands or is sent, which refs move, and every file with its status, mode
 // and size. The diff below it is the same outcome line by line.
 import { useState } from "react";
-import type { CommitList, Evidence, FileChange, RefMove, Sealed, Tense, WorkspaceRun } from "./api";
+import type { CommitList, Evidence, FileChange, OutcomeFacts, RefMove, Sealed, Tense, WorkspaceRun } from "./api";
 import { Sha } from "./bits";
 import { shortRef } from "./format";
 import { showInvisible } from "./InvisibleChars";
@@ -27,19 +27,22 @@ function Indirections({ notes }: { notes?: string[] }) {
 }
 
 /**
- * confined: the proposal came from a confined session, whose commit also
- * writes the person's checkout (sealed.checkout) except the files they
- * have work of their own in (sealed.keeps). tense: the card's (what will
- * be lost, what was, what would have been); future when not given.
+ * facts: what the app says of the operation, from its definition (whether
+ * it deletes branches, replays or sends the commits listed, writes a
+ * confined session's checkout). confined: the proposal came from a
+ * confined session, whose commit also writes the person's checkout
+ * (sealed.checkout) except the files they have work of their own in
+ * (sealed.keeps). tense: the card's (what will be lost, what was, what
+ * would have been); future when not given.
  */
 export function SealedOutcome({
   sealed,
-  op,
+  facts,
   confined,
   tense,
 }: {
   sealed: Sealed;
-  op: string;
+  facts: OutcomeFacts;
   confined?: boolean;
   tense?: Tense;
 }) {
@@ -50,7 +53,7 @@ export function SealedOutcome({
         <ol className="sealed-steps">
           {sealed.steps.map((s, i) => (
             <li key={i}>
-              <SealedOutcome sealed={s} op={op} confined={confined} tense={tense} />
+              <SealedOutcome sealed={s} facts={facts} confined={confined} tense={tense} />
             </li>
           ))}
         </ol>
@@ -63,12 +66,12 @@ export function SealedOutcome({
   // A deletion of branches deletes only those whose commits are all on
   // another branch (the others stay, in keeps): it loses nothing, and
   // says so.
-  const deletesOnly = op === "branch_delete" && !losses && (sealed.moves ?? []).some((m) => m.delete);
+  const deletesOnly = facts.deletesBranches && !losses && (sealed.moves ?? []).some((m) => m.delete);
   const checkout = sealed.checkout ?? [];
   const keeps = sealed.keeps ?? [];
   // A confined session's commit names, in keeps, the files of the
   // checkout it leaves as they are: they belong with the ones it writes.
-  const checkoutShown = checkout.length > 0 || (!!confined && keeps.length > 0 && op === "commit");
+  const checkoutShown = checkout.length > 0 || (!!confined && keeps.length > 0 && facts.writesCheckoutWhenConfined);
   return (
     <div className="sealed">
       <Indirections notes={sealed.indirections} />
@@ -96,7 +99,7 @@ export function SealedOutcome({
         </p>
       )}
       {sealed.commits && sealed.commits.count > 0 && (
-        <Commits list={sealed.commits} what={commitsWhat(op, sealed.commits.count, tense)} className="incoming-commits" />
+        <Commits list={sealed.commits} what={commitsWhat(facts, sealed.commits.count, tense)} className="incoming-commits" />
       )}
       {sealed.kept && sealed.kept.length > 0 && (
         <p className="kept">
@@ -113,7 +116,7 @@ export function SealedOutcome({
       )}
       {sealed.fastForward && (
         <p className="ff">
-          {op === "rebase"
+          {facts.replaysCommits
             ? say(
                 tense,
                 "Fast-forward: the branch only moves forward; no commit is rewritten.",
@@ -193,16 +196,11 @@ function Kept({ entry }: { entry: string }) {
   );
 }
 
-function commitsWhat(op: string, n: number, tense?: Tense): string {
+function commitsWhat(facts: OutcomeFacts, n: number, tense?: Tense): string {
   const commits = n === 1 ? "commit" : "commits";
-  switch (op) {
-    case "push":
-      return `${commits} the remote ${say(tense, "receives", "received", "would have received")}`;
-    case "rebase":
-      return `${commits} ${say(tense, "replayed", "replayed", "that would have been replayed")} onto the new base`;
-    default:
-      return `${commits} ${say(tense, "brought in", "brought in", "that would have been brought in")}`;
-  }
+  if (facts.sendsCommits) return `${commits} the remote ${say(tense, "receives", "received", "would have received")}`;
+  if (facts.replaysCommits) return `${commits} ${say(tense, "replayed", "replayed", "that would have been replayed")} onto the new base`;
+  return `${commits} ${say(tense, "brought in", "brought in", "that would have been brought in")}`;
 }
 
 function Commits({ list, what, className }: { list: CommitList; what: string; className: string }) {

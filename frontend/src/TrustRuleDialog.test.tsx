@@ -1,7 +1,7 @@
 import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { RuleDraft } from "./api";
-import { card, stubFetch } from "./testing";
+import { card, stubFetch, opFacts } from "./testing";
 
 afterEach(() => {
   cleanup();
@@ -29,7 +29,7 @@ function draftFor(identity: RuleDraft["identity"], notes: string[] = []): RuleDr
 }
 
 async function openDialog(d: RuleDraft) {
-  const c = card({ op: "commit" });
+  const c = card({ op: "commit", label: "commit", subjectBranch: "", opFacts: opFacts({ writesCheckoutWhenConfined: true }) });
   const calls = stubFetch({
     "GET /api/proposals/p1/rule": { body: d },
     "POST /api/proposals/p1/trust": { body: { card: { ...c, state: "approved" }, rule: {} } },

@@ -55,6 +55,7 @@ export interface AutoApproval {
   rule: string;
   agent: string;
   op: string;
+  label: string;
   repo: string;
   repoName: string;
   reason: string;
@@ -66,6 +67,10 @@ export interface AutoApproval {
 export interface Card {
   id: string;
   op: string;
+  label: string;
+  stepLabels?: string[];
+  subjectBranch: string;
+  opFacts: OutcomeFacts;
   agent: string;
   repo: string;
   repoName: string;
@@ -340,6 +345,13 @@ export interface Outcome {
   message?: string;
   restorePoint?: string;
   at: string;
+}
+
+export interface OutcomeFacts {
+  deletesBranches: boolean;
+  replaysCommits: boolean;
+  sendsCommits: boolean;
+  writesCheckoutWhenConfined: boolean;
 }
 
 export interface Pinned {

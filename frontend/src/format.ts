@@ -64,7 +64,3 @@ export function shortRef(ref: string): string {
 export function stateLabel(state: string): string {
   return state.replace(/_/g, " ");
 }
-
-export function opLabel(op: string): string {
-  return op.replace(/_/g, " ");
-}

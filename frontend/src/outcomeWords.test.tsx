@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Sealed } from "./api";
 import { count, filesChangedTitle, sealedDiffFiles, workKinds } from "./outcomeWords";
 import { SealedOutcome } from "./SealedOutcome";
-import { card, diffRoutes, sampleDiff, secondDiff, stubEventSource, stubFetch } from "./testing";
+import { card, diffRoutes, sampleDiff, secondDiff, stubEventSource, stubFetch, opFacts } from "./testing";
 
 beforeEach(() => stubEventSource());
 
@@ -62,7 +62,7 @@ function losses(el: HTMLElement) {
 
 describe("what is lost, by kind", () => {
   it("counts a hard reset's work in one file as one modified file, and its commit apart", () => {
-    const { container } = render(<SealedOutcome sealed={hardReset} op="reset" tense="future" />);
+    const { container } = render(<SealedOutcome sealed={hardReset} facts={opFacts()} tense="future" />);
     const l = losses(container);
     expect(l.querySelector("h3")!.textContent).toBe("Lost if approved");
     const work = l.querySelectorAll(".lost-work");
@@ -73,7 +73,7 @@ describe("what is lost, by kind", () => {
   });
 
   it("lists modified, new, deleted and untracked files apart, each with its count", () => {
-    const { container } = render(<SealedOutcome sealed={discardAll} op="discard" tense="future" />);
+    const { container } = render(<SealedOutcome sealed={discardAll} facts={opFacts()} tense="future" />);
     const lines = Array.from(losses(container).querySelectorAll(".lost-work")).map((p) => p.textContent);
     expect(lines).toEqual([
       "Uncommitted changes to 1 modified file are thrown away: README.md",
@@ -84,12 +84,12 @@ describe("what is lost, by kind", () => {
   });
 
   it("speaks in the past once the proposal landed, and conditionally when it never ran", () => {
-    const { container, rerender } = render(<SealedOutcome sealed={hardReset} op="reset" tense="past" />);
+    const { container, rerender } = render(<SealedOutcome sealed={hardReset} facts={opFacts()} tense="past" />);
     let l = losses(container);
     expect(l.querySelector("h3")!.textContent).toBe("Lost");
     expect(l.querySelector(".lost-work")!.textContent).toBe("Uncommitted changes to 1 modified file were thrown away: README.md");
     expect(l.querySelector(".lost-commits")!.textContent).toContain("1 commit became unreachable from the branch");
-    rerender(<SealedOutcome sealed={hardReset} op="reset" tense="unrealized" />);
+    rerender(<SealedOutcome sealed={hardReset} facts={opFacts()} tense="unrealized" />);
     l = losses(container);
     expect(l.querySelector("h3")!.textContent).toBe("Would have been lost");
     expect(l.querySelector(".lost-work")!.textContent).toContain("would have been thrown away");
@@ -103,16 +103,16 @@ describe("what is lost, by kind", () => {
 
 describe("branch deletion and fast-forwards", () => {
   it("says a merged branch deletion loses nothing, and has no loss section", () => {
-    const { container, rerender } = render(<SealedOutcome sealed={mergedDelete} op="branch_delete" tense="future" />);
+    const { container, rerender } = render(<SealedOutcome sealed={mergedDelete} facts={opFacts({ deletesBranches: true })} tense="future" />);
     expect(within(container).queryByRole("region", { name: "What is lost" })).toBeNull();
     expect(container.querySelector(".nothing-lost")!.textContent).toMatch(/^Nothing is lost: every commit on these branches/);
-    rerender(<SealedOutcome sealed={mergedDelete} op="branch_delete" tense="past" />);
+    rerender(<SealedOutcome sealed={mergedDelete} facts={opFacts({ deletesBranches: true })} tense="past" />);
     expect(container.querySelector(".nothing-lost")!.textContent).toMatch(/^Nothing was lost/);
   });
 
   it("says a fast-forward rebase rewrites nothing", () => {
     const ff: Sealed = { effect: "lands", fastForward: true, moves: [{ ref: "refs/heads/feature", from: sha("1"), to: sha("2") }] };
-    const { container } = render(<SealedOutcome sealed={ff} op="rebase" tense="future" />);
+    const { container } = render(<SealedOutcome sealed={ff} facts={opFacts({ replaysCommits: true })} tense="future" />);
     expect(container.querySelector(".ff")!.textContent).toBe(
       "Fast-forward: the branch only moves forward; no commit is rewritten.",
     );
@@ -122,7 +122,7 @@ describe("branch deletion and fast-forwards", () => {
   it("asks no word for a merged branch deletion, and the branch's name for a discard", async () => {
     const del = card({
       id: "d1",
-      op: "branch_delete",
+      op: "branch_delete", label: "branch delete", subjectBranch: "done-1, done-2, done-3", opFacts: opFacts({ deletesBranches: true }),
       risk: "medium",
       riskWhy:
         "deletes 3 branches (done-1, done-2 and done-3); every commit on them is in the checked-out branch or in an upstream, so nothing is lost",
@@ -132,7 +132,7 @@ describe("branch deletion and fast-forwards", () => {
     });
     const discard = card({
       id: "d2",
-      op: "discard",
+      op: "discard", label: "discard", subjectBranch: "", opFacts: opFacts(),
       risk: "destructive",
       destructive: true,
       confirmWord: "main",
@@ -194,7 +194,7 @@ describe("History", () => {
   it("says what a landed proposal lost, in the past tense", async () => {
     const landed = card({
       id: "h9",
-      op: "reset",
+      op: "reset", label: "reset", subjectBranch: "", opFacts: opFacts(),
       state: "completed",
       risk: "destructive",
       destructive: true,

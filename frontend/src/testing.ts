@@ -2,7 +2,7 @@
 // what the UI sent, an EventSource stub the tests can fire events through,
 // and sample data in the API's shapes.
 import { vi } from "vitest";
-import type { AgentSession, Card, Status } from "./api";
+import type { AgentSession, Card, OutcomeFacts, Status } from "./api";
 
 export interface Call {
   method: string;
@@ -83,12 +83,25 @@ export const status: Status = {
   startedAt: "2026-01-01T00:00:00Z",
 };
 
+/** What the app says of an operation's outcome: nothing applies unless given. */
+export function opFacts(over: Partial<OutcomeFacts> = {}): OutcomeFacts {
+  return { deletesBranches: false, replaysCommits: false, sendsCommits: false, writesCheckoutWhenConfined: false, ...over };
+}
+
+/**
+ * A pending merge's card as the app sends it. Give label, subjectBranch
+ * and opFacts with op and args: the app computes them from the
+ * operation's definition, and the UI shows what it is given.
+ */
 export function card(over: Partial<Card> = {}): Card {
   const created = new Date(Date.now() - 60_000).toISOString();
   const expires = new Date(Date.now() + 14 * 60_000).toISOString();
   return {
     id: "p1",
     op: "merge",
+    label: "merge",
+    subjectBranch: "fix → main",
+    opFacts: opFacts(),
     agent: "claude-code",
     repo: "/home/me/src/shop",
     repoName: "shop",
