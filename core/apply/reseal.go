@@ -4,24 +4,17 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/apply/seal"
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
-// Re-sealing: a pending proposal whose pinned branch moved (the person
-// committed, or another card landed) is sealed again on where the branch
-// is now, by the same code that sealed it when it arrived. It keeps its
-// card only when the new outcome makes exactly the same changes: the same
-// files with the same content before and after (so nothing it touches
-// moved under it), the same commits brought in and lost, the same refs
-// moved to the same places. Only the base, the trees and the digest
-// differ. Anything else (a file it changes was changed on the branch, a
-// ref it names went elsewhere, the checkout switched branches) is a real
-// conflict, and the card stays stale for the person to send back.
+// Re-sealing (see core/apply/seal's reseal.go for which outcomes carry
+// over): Reseal seals a pending proposal again where its base is now, and
+// KeepResealed keeps the new objects beside the old.
 
 // Resealed is a pending proposal sealed again on a base that moved.
 type Resealed struct {
@@ -29,18 +22,6 @@ type Resealed struct {
 	Proposal proposal.Proposal
 	// Moves are the pinned refs that moved, from the old pins to the new.
 	Moves []proposal.RefMove
-}
-
-// resealable are the operations whose outcome is a set of changes on the
-// checked-out branch (or a merge into a branch), which a moved base can
-// carry unchanged. Pushes, resets, discards, rebases, branch creation and
-// deletion and plans stay pinned to the commits they named.
-func resealable(p proposal.Proposal) bool {
-	switch p.Args.(type) {
-	case *proposal.CommitArgs, *proposal.PatchArgs, *proposal.MergeArgs:
-		return len(p.Pinned.Repos) == 0
-	}
-	return false
 }
 
 // Reseal seals p again on its pinned refs as they are now. It returns nil
@@ -62,7 +43,7 @@ func (e *Executor) Reseal(ctx context.Context, p proposal.Proposal) (*Resealed, 
 	if len(pf.Changed) > 0 || len(pf.Moved) == 0 {
 		return nil, &errcode.Error{Code: errcode.StaleBase, Msg: pf.Describe()}
 	}
-	if !resealable(p) {
+	if !seal.Resealable(p) {
 		return nil, &errcode.Error{Code: errcode.StaleBase, Msg: pf.Describe() + "; a " + string(p.Op) + " is sealed on the commits it named, so it cannot be carried over"}
 	}
 	np := p
@@ -81,7 +62,7 @@ func (e *Executor) Reseal(ctx context.Context, p proposal.Proposal) (*Resealed, 
 		}
 		return nil, &errcode.Error{Code: errcode.StaleBase, Err: err, Msg: pf.Describe() + "; on the new base it cannot be made: " + errMsg(err)}
 	}
-	if diff := changesDiffer(p.Sealed, sealed); diff != "" {
+	if diff := seal.ChangesDiffer(p.Sealed, sealed); diff != "" {
 		return nil, &errcode.Error{Code: errcode.StaleBase, Msg: pf.Describe() + "; " + diff}
 	}
 	np.Sealed = sealed
@@ -96,57 +77,6 @@ func errMsg(err error) string {
 		return e.Msg
 	}
 	return err.Error()
-}
-
-// changesDiffer says, in words, how b's changes are not a's ("" when they
-// are the same): the files whose change differs, or else what else does.
-func changesDiffer(a, b *proposal.Sealed) string {
-	if reflect.DeepEqual(changesOf(*a), changesOf(*b)) {
-		return ""
-	}
-	files := func(s *proposal.Sealed) map[string]proposal.FileChange {
-		m := map[string]proposal.FileChange{}
-		for _, x := range append([]proposal.Sealed{*s}, s.Steps...) {
-			for _, f := range x.Files {
-				m[f.Path] = f
-			}
-		}
-		return m
-	}
-	fa, fb := files(a), files(b)
-	var paths []string
-	for p, f := range fa {
-		if g, ok := fb[p]; !ok || g != f {
-			paths = append(paths, p)
-		}
-	}
-	for p := range fb {
-		if _, ok := fa[p]; !ok {
-			paths = append(paths, p)
-		}
-	}
-	slices.Sort(paths)
-	if len(paths) > 0 {
-		return fmt.Sprintf("what it changes differs on the new base (%s): it changed there too, or on disk", strings.Join(limitList(paths, 10), ", "))
-	}
-	return "on the new base it would do something else than the card shows (other commits, refs or losses)"
-}
-
-// changesOf is what of an outcome a re-sealing must keep: everything but
-// where it is sealed (the ref, base and trees, and where the refs it
-// moves were).
-func changesOf(s proposal.Sealed) proposal.Sealed {
-	s.Ref, s.Base, s.Before, s.After, s.Below = "", "", "", "", ""
-	s.Moves = slices.Clone(s.Moves)
-	for i := range s.Moves {
-		s.Moves[i].From = ""
-	}
-	steps := make([]proposal.Sealed, len(s.Steps))
-	for i, x := range s.Steps {
-		steps[i] = changesOf(x)
-	}
-	s.Steps = steps
-	return s
 }
 
 // KeepResealed keeps the objects of p's new outcome beside the old ones:
