@@ -270,3 +270,34 @@ func TestFoldRestorePoints_LabelsStayUnique(t *testing.T) {
 		t.Errorf("label after the fold: %q, want %q", second.Label, want)
 	}
 }
+
+// TestTendRestorePoints_ExpiredRecordComesLast: the record of expired
+// restore points comes after every commit of the person's branches in
+// `git log --all`, and lists what expired; a record in the earlier
+// format (the lines in the commit's message) is still read.
+func TestTendRestorePoints_ExpiredRecordComesLast(t *testing.T) {
+	f := newFixture(t)
+	ctx := testCtx(t)
+	now := time.Now()
+	old, _, _ := f.executedRecording(now.Add(-60*24*time.Hour), 0, 2)
+	f.executedRecording(now, 2, RestorePointsKeptAtLeast)
+	if got, err := f.e.TendRestorePoints(ctx, f.repo.Dir, now.Add(-30*24*time.Hour), nil); err != nil || got.Removed != 2 {
+		t.Fatalf("tend: %+v, %v", got, err)
+	}
+	branches, _ := strconv.Atoi(f.git("rev-list", "--count", "--branches"))
+	rec := f.git("rev-parse", restorepoint.ExpiredRef)
+	if at := slices.Index(strings.Split(f.git("log", "--all", "--format=%H"), "\n"), rec); at < branches {
+		t.Errorf("git log --all shows the expired record at %d, before the last of the %d commits of the person's branches", at, branches)
+	}
+	repo := f.openRepo()
+	list, err := restorepoint.ListExpired(ctx, repo)
+	if err != nil || len(list) != 2 || !slices.Contains(old, list[0].ID) || !slices.Contains(old, list[1].ID) {
+		t.Fatalf("ListExpired: %+v, %v; want %q", list, err, old)
+	}
+	line := list[0].Line()
+	earlier := f.git("commit-tree", "-m", "Sluice restore points expired\n\n"+line, f.git("rev-parse", "HEAD^{tree}"))
+	f.git("update-ref", restorepoint.ExpiredRef, earlier)
+	if got, err := restorepoint.ListExpired(ctx, repo); err != nil || len(got) != 1 || got[0].Line() != line {
+		t.Errorf("ListExpired of an earlier record: %+v, %v", got, err)
+	}
+}

@@ -142,12 +142,15 @@ func (e *Executor) TendRestorePoints(ctx context.Context, repo string, cutoff ti
 // restore points listed (and restorable) and recorded as expired, and
 // the next tend removes them.
 func (rc *repoCtx) recordExpired(ctx context.Context, old []RestorePoint, now time.Time) error {
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"for-each-ref", "--format=%(objectname)%00%(contents)"}, revs: []string{restorepoint.ExpiredRef}})
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"for-each-ref", "--format=%(objectname)"}, revs: []string{restorepoint.ExpiredRef}})
 	if err != nil {
 		return err
 	}
-	prev, contents, _ := strings.Cut(strings.TrimSpace(string(res.out)), "\x00")
-	had := restorepoint.ParseExpired([]byte(contents))
+	prev := res.text()
+	had, err := restorepoint.ListExpired(ctx, rc.repo)
+	if err != nil {
+		return err
+	}
 	var lines []string
 	seen := map[string]bool{}
 	for _, rp := range old {
@@ -160,11 +163,16 @@ func (rc *repoCtx) recordExpired(ctx context.Context, old []RestorePoint, now ti
 		}
 	}
 	lines = lines[:min(len(lines), restorepoint.MaxExpired)]
-	empty, err := rc.emptyTree(ctx)
+	blob, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"hash-object", "-w", "--stdin"}, stdin: []byte(strings.Join(lines, "\n") + "\n")})
 	if err != nil {
 		return err
 	}
-	c, err := rc.commitTree(ctx, empty, nil, "Sluice restore points expired\n\n"+strings.Join(lines, "\n")+"\n")
+	tree, err := rc.mktreeBatch(ctx, []string{fmt.Sprintf("100644 blob %s\t%s\n", blob.text(), restorepoint.ExpiredList)})
+	if err != nil {
+		return err
+	}
+	c, err := rc.epochCommit(ctx, tree[0], nil, "Sluice restore points expired\n\n"+
+		"The blob "+restorepoint.ExpiredList+" lists them. Dated 1970 so that a date-ordered git log lists it last.")
 	if err != nil {
 		return err
 	}

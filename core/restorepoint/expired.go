@@ -16,15 +16,23 @@ import (
 // ExpiredRef records the restore points removed when they passed their
 // retention (see apply.Executor.TendRestorePoints), so that the safety
 // timeline and a restore say a restore point expired instead of not
-// knowing it. It is one commit with no parent whose message body holds a
-// line per removed restore point:
+// knowing it. It is one commit with no parent whose tree holds the blob
+// ExpiredList, a line per removed restore point:
 //
 //	<id> <removed at> <taken at> <proposal id or ->
 //
 // (times in RFC 3339, UTC), newest removal first, at most MaxExpired
-// lines. The journal and the audit ledger still say what the operation
-// did; only what a restore would have needed is gone.
+// lines. The commit is dated at the epoch and its message is short, for
+// the reason restorepoint.FoldedRef's are: the person's date-ordered `git
+// log --all` lists it last, and reads neither it nor the list to show
+// their own commits. (Records written before held the lines in the
+// commit's message; they are still read.) The journal and the audit
+// ledger still say what the operation did; only what a restore would
+// have needed is gone.
 const ExpiredRef = "refs/sluice/restore-expired"
+
+// ExpiredList is the blob of ExpiredRef's tree that lists the removals.
+const ExpiredList = "expired"
 
 // MaxExpired bounds the lines ExpiredRef keeps: beyond it the oldest
 // removals are forgotten, and such an id reads as never known.
@@ -47,11 +55,16 @@ func (e Expired) Line() string {
 	return fmt.Sprintf("%s %s %s %s", e.ID, e.RemovedAt.UTC().Format(time.RFC3339), e.TakenAt.UTC().Format(time.RFC3339), p)
 }
 
-// ParseExpired reads the message of ExpiredRef's commit; lines it cannot
-// read are skipped.
+// ParseExpired reads the message of ExpiredRef's commit as records
+// before ExpiredList held it; lines it cannot read are skipped.
 func ParseExpired(contents []byte) []Expired {
+	return ParseExpiredList(messageBody(contents))
+}
+
+// ParseExpiredList reads ExpiredList; lines it cannot read are skipped.
+func ParseExpiredList(list []byte) []Expired {
 	var out []Expired
-	for _, l := range strings.Split(string(messageBody(contents)), "\n") {
+	for _, l := range strings.Split(string(list), "\n") {
 		f := strings.Fields(l)
 		if len(f) != 4 || !proposal.ValidID(f[0]) {
 			continue
@@ -73,11 +86,19 @@ func ParseExpired(contents []byte) []Expired {
 // ListExpired lists the restore points of repo removed past their
 // retention, newest removal first. It writes nothing.
 func ListExpired(ctx context.Context, repo *gitx.Repo) ([]Expired, error) {
-	out, err := repo.ReadGit(ctx, "for-each-ref", []string{"--format=%(contents)"}, []string{ExpiredRef}, nil, 0)
+	out, err := repo.ReadGit(ctx, "for-each-ref", []string{"--format=%(tree)%00%(contents)"}, []string{ExpiredRef}, nil, 0)
 	if err != nil {
 		return nil, err
 	}
-	list := ParseExpired(bytes.TrimSpace(out.Stdout))
+	tree, contents, _ := bytes.Cut(bytes.TrimSpace(out.Stdout), []byte{0})
+	list := ParseExpired(contents)
+	if len(tree) > 0 && len(list) == 0 {
+		blob, err := repo.ReadGit(ctx, "cat-file", []string{"-p"}, []string{string(tree) + ":" + ExpiredList}, []int{128}, 0)
+		if err != nil {
+			return nil, err
+		}
+		list = ParseExpiredList(blob.Stdout)
+	}
 	sort.SliceStable(list, func(i, j int) bool { return list[i].RemovedAt.After(list[j].RemovedAt) })
 	return list, nil
 }
