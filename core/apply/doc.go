@@ -2,6 +2,15 @@
 // operation, the restore point taken before each one, restoring, and what
 // start-up needs to reconcile executions interrupted by a crash.
 //
+// What a card shows, the sealed outcome, is computed by core/apply/seal
+// (one op_<operation>.go there per operation). Seal is its entry here: it
+// opens the proposal's repositories at one moment, holds their lock,
+// checks the pins and lets the seal package compute the outcome; Keep
+// keeps its objects. Each step here (ops_<operation>.go) computes the
+// states it depends on again with the seal package before it writes, and
+// refuses to run when they are not the sealed ones. Both run git through
+// core/apply/internal/gitrun.
+//
 // It is the only code in Sluice that writes to a person's repository, and it
 // runs only proposals whose digest matches the human decision.
 //
