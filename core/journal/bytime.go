@@ -69,7 +69,13 @@ func moveState(tx *bolt.Tx, p indexed, to proposal.State) error {
 	if err := b.Delete(byState.key(p)); err != nil {
 		return err
 	}
+	if err := addStateCount(tx, p.State, -1); err != nil {
+		return err
+	}
 	p.State = to
+	if err := addStateCount(tx, to, 1); err != nil {
+		return err
+	}
 	return b.Put(byState.key(p), nil)
 }
 
@@ -97,7 +103,7 @@ func putIndexed(tx *bolt.Tx, p indexed) error {
 			return err
 		}
 	}
-	return nil
+	return addStateCount(tx, p.State, 1)
 }
 
 func deleteIndexed(tx *bolt.Tx, p indexed) error {
@@ -106,7 +112,7 @@ func deleteIndexed(tx *bolt.Tx, p indexed) error {
 			return err
 		}
 	}
-	return nil
+	return addStateCount(tx, p.State, -1)
 }
 
 // indexByTime creates each missing time index and fills it from the
@@ -270,16 +276,12 @@ func (w *indexWalk) check() {
 // suffix is the time key of the walk's key.
 func (w *indexWalk) suffix() []byte { return w.k[len(w.prefix):] }
 
-// Count is how many records are in state st, counted from its bystate
-// keys without reading a record.
+// Count is how many records are in state st, read from the state's
+// count, kept with its bystate keys.
 func (j *Journal) Count(st proposal.State) (int, error) {
 	n := 0
 	err := j.db.View(func(tx *bolt.Tx) error {
-		prefix := byState.prefix(indexed{State: st})
-		c := tx.Bucket(byState.bucket).Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			n++
-		}
+		n = readCount(tx.Bucket(bucketStateCount), []byte(st))
 		return nil
 	})
 	if err != nil {

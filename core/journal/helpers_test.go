@@ -111,6 +111,9 @@ func checkDB(t testing.TB, path string) {
 	if err := db.View(checkSessionsAndRuleNames); err != nil {
 		t.Errorf("session and rule-name indexes: %v", err)
 	}
+	if err := db.View(checkStartup); err != nil {
+		t.Errorf("expiry index and state counts: %v", err)
+	}
 }
 
 // checkTimeIndex reports where a time index and the records disagree: a

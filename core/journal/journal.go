@@ -165,6 +165,9 @@ func Open(path string, opts Options) (*Journal, error) {
 		if err := indexRuleNames(tx); err != nil {
 			return err
 		}
+		if err := indexStartup(tx); err != nil {
+			return err
+		}
 		return indexPendingPaths(tx)
 	})
 	if err != nil {
@@ -240,6 +243,9 @@ func (j *Journal) Submit(p proposal.Proposal) (rec Record, replayed bool, err er
 			return err
 		}
 		if err := pending.Put(joinKey(p.Agent, p.ID), msBytes(p.ExpiresAt.Time)); err != nil {
+			return err
+		}
+		if err := putExpiry(tx, p); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bucketOpen).Put([]byte(p.ID), []byte(proposal.Pending)); err != nil {
@@ -731,6 +737,9 @@ func (j *Journal) update(id string, fn func(rec *Record, now time.Time) (proposa
 			if err := tx.Bucket(bucketPending).Delete(joinKey(rec.Proposal.Agent, id)); err != nil {
 				return err
 			}
+			if err := deleteExpiry(tx, rec.Proposal); err != nil {
+				return err
+			}
 			if err := deletePaths(tx, rec.Proposal); err != nil {
 				return err
 			}
@@ -783,14 +792,14 @@ func eventFor(rec Record, typ string, from, to proposal.State, by, note, code st
 func (j *Journal) ExpireDue() ([]string, error) {
 	now := j.now()
 	var due []string
+	// The expiry index, soonest first: only the keys that are due.
+	until := expiryKey(proposal.Timestamp{Time: now}, "")
 	err := j.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketPending).ForEach(func(k, v []byte) error {
-			if len(v) == 8 && !now.Before(fromMs(v)) {
-				_, id, _ := bytes.Cut(k, []byte{0})
-				due = append(due, string(id))
-			}
-			return nil
-		})
+		c := tx.Bucket(bucketByExpiry).Cursor()
+		for k, _ := c.First(); k != nil && bytes.Compare(k[:8], until) <= 0; k, _ = c.Next() {
+			due = append(due, string(k[8:]))
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("journal: expire: %w", err)
