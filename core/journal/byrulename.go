@@ -17,7 +17,8 @@ import (
 // bucketByRuleName holds, per policy rule, the approvals it made, so that
 // the Rules screen reads a count and a few keys per rule instead of every
 // record: "n" NUL rule NUL agent → how many records the rule approved
-// for that agent (agent empty: for any agent; 8 bytes, big endian), and
+// for that agent (agent empty: for any agent), then the oldest and the
+// newest of those decisions in milliseconds (three big-endian uint64), and
 // "k" NUL rule NUL agent NUL time id → nothing, one key per approval
 // under its agent and one under the empty agent, the time being the
 // decision's in milliseconds (sign bit flipped, oldest first). The
@@ -64,23 +65,80 @@ func moveRuleName(tx *bolt.Tx, p proposal.Proposal, was, is *Decision) error {
 	b := tx.Bucket(bucketByRuleName)
 	for _, agent := range []string{"", p.Agent} {
 		if from != "" {
-			if err := addCount(b, joinKey("n", from, agent), -1); err != nil {
+			if err := b.Delete(append(joinKey("k", from, agent, ""), ruleAtKey(was.At.Time, p.ID)...)); err != nil {
 				return err
 			}
-			if err := b.Delete(append(joinKey("k", from, agent, ""), ruleAtKey(was.At.Time, p.ID)...)); err != nil {
+			if err := sumRule(b, from, agent, -1); err != nil {
 				return err
 			}
 		}
 		if to != "" {
-			if err := addCount(b, joinKey("n", to, agent), 1); err != nil {
+			if err := b.Put(append(joinKey("k", to, agent, ""), ruleAtKey(is.At.Time, p.ID)...), nil); err != nil {
 				return err
 			}
-			if err := b.Put(append(joinKey("k", to, agent, ""), ruleAtKey(is.At.Time, p.ID)...), nil); err != nil {
+			if err := sumRule(b, to, agent, 1); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// ruleSum is a rule's "n" value.
+type ruleSum struct {
+	count          int
+	oldest, newest time.Time
+}
+
+func readRuleSum(b *bolt.Bucket, rule, agent string) ruleSum {
+	v := b.Get(joinKey("n", rule, agent))
+	if len(v) != 24 {
+		return ruleSum{}
+	}
+	return ruleSum{count: int(binary.BigEndian.Uint64(v)), oldest: ruleAtOf(v[8:16]), newest: ruleAtOf(v[16:24])}
+}
+
+// sumRule adds delta to the count of rule and agent and takes the oldest
+// and newest decision again from its keys (two seeks), after a key was
+// added or removed.
+func sumRule(b *bolt.Bucket, rule, agent string, delta int) error {
+	k := joinKey("n", rule, agent)
+	sum := readRuleSum(b, rule, agent)
+	sum.count += delta
+	if sum.count < 0 {
+		return fmt.Errorf("count %q would go below zero", k)
+	}
+	if sum.count == 0 {
+		return b.Delete(k)
+	}
+	prefix := joinKey("k", rule, agent, "")
+	c := b.Cursor()
+	first, _ := c.Seek(prefix)
+	last := lastWithPrefix(c, prefix)
+	if first == nil || !bytes.HasPrefix(first, prefix) || last == nil {
+		return fmt.Errorf("rule %q counts %d approvals and has no key", rule, sum.count)
+	}
+	v := binary.BigEndian.AppendUint64(nil, uint64(sum.count))
+	v = append(v, first[len(prefix):len(prefix)+8]...)
+	v = append(v, last[len(prefix):len(prefix)+8]...)
+	return b.Put(k, v)
+}
+
+// lastWithPrefix is the last key of c's bucket that begins with prefix
+// (which ends with a NUL), or nil.
+func lastWithPrefix(c *bolt.Cursor, prefix []byte) []byte {
+	end := bytes.Clone(prefix)
+	end[len(end)-1]++ // the first key past the prefix
+	k, _ := c.Seek(end)
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	if k == nil || !bytes.HasPrefix(k, prefix) {
+		return nil
+	}
+	return k
 }
 
 // indexRuleNames creates the bucket and fills it from the records, for a
@@ -106,41 +164,27 @@ func indexRuleNames(tx *bolt.Tx) error {
 	})
 }
 
-// RuleApprovals answers each query from the rule's count and keys: the
-// approvals before Since are walked (none, unless a rule of the same name
-// approved before this one was saved), the newest is one seek; no record
-// is read.
+// RuleApprovals answers each query from the rule's "n" value: one read,
+// unless decisions older than Since are kept (a rule of the same name
+// approved before this one was saved), which are walked; no record is
+// read.
 func (j *Journal) RuleApprovals(qs []RuleQuery) ([]RuleStanding, error) {
 	out := make([]RuleStanding, len(qs))
 	err := j.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketByRuleName)
-		c := b.Cursor()
 		for i, q := range qs {
-			n := readCount(b, joinKey("n", q.Rule, q.Agent))
-			if n == 0 {
-				continue
-			}
-			prefix := joinKey("k", q.Rule, q.Agent, "")
-			if !q.Since.IsZero() {
+			sum := readRuleSum(b, q.Rule, q.Agent)
+			n := sum.count
+			if n > 0 && !q.Since.IsZero() && sum.oldest.Before(q.Since) {
+				prefix := joinKey("k", q.Rule, q.Agent, "")
+				c := b.Cursor()
 				for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && ruleAtOf(k[len(prefix):]).Before(q.Since); k, _ = c.Next() {
 					n--
 				}
 			}
-			if n <= 0 {
-				continue
+			if n > 0 {
+				out[i] = RuleStanding{Approved: n, Last: sum.newest}
 			}
-			end := bytes.Clone(prefix)
-			end[len(end)-1]++ // the first key past the prefix
-			k, _ := c.Seek(end)
-			if k == nil {
-				k, _ = c.Last()
-			} else {
-				k, _ = c.Prev()
-			}
-			if k == nil || !bytes.HasPrefix(k, prefix) {
-				return fmt.Errorf("rule %q counts %d approvals and has no key", q.Rule, n)
-			}
-			out[i] = RuleStanding{Approved: n, Last: ruleAtOf(k[len(prefix):])}
 		}
 		return nil
 	})

@@ -19,6 +19,7 @@ import (
 // bysession and byrulename buckets must hold, key by key.
 func derivedBuckets(tx *bolt.Tx) (sessions, rules map[string]string, err error) {
 	sessions, rules = map[string]string{}, map[string]string{}
+	sums := map[string]ruleSum{}
 	count := func(m map[string]string, k []byte) {
 		n := uint64(0)
 		if v, ok := m[string(k)]; ok {
@@ -41,13 +42,30 @@ func derivedBuckets(tx *bolt.Tx) (sessions, rules map[string]string, err error) 
 		}
 		if r := ruleOf(rec.Decision); r != "" {
 			for _, agent := range []string{"", rec.Proposal.Agent} {
-				count(rules, joinKey("n", r, agent))
-				rules[string(append(joinKey("k", r, agent, ""), ruleAtKey(rec.Decision.At.Time, rec.Proposal.ID)...))] = ""
+				k := string(joinKey("n", r, agent))
+				at := rec.Decision.At.Time
+				sum := sums[k]
+				sum.count++
+				if sum.oldest.IsZero() || at.Before(sum.oldest) {
+					sum.oldest = at
+				}
+				if at.After(sum.newest) {
+					sum.newest = at
+				}
+				sums[k] = sum
+				rules[string(append(joinKey("k", r, agent, ""), ruleAtKey(at, rec.Proposal.ID)...))] = ""
 			}
 		}
 		return nil
 	})
+	for k, sum := range sums {
+		rules[k] = sumString(sum)
+	}
 	return sessions, rules, err
+}
+
+func sumString(s ruleSum) string {
+	return fmt.Sprintf("%d approvals, %d to %d", s.count, s.oldest.UnixMilli(), s.newest.UnixMilli())
 }
 
 // bucketAsDerived reads a bucket as derivedBuckets writes it: a count as
@@ -55,7 +73,10 @@ func derivedBuckets(tx *bolt.Tx) (sessions, rules map[string]string, err error) 
 func bucketAsDerived(b *bolt.Bucket) map[string]string {
 	out := map[string]string{}
 	b.ForEach(func(k, v []byte) error {
-		if len(v) == 8 {
+		if len(v) == 24 {
+			rule, agent, _ := bytes.Cut(k[2:], []byte{0})
+			out[string(k)] = sumString(readRuleSum(b, string(rule), string(agent)))
+		} else if len(v) == 8 {
 			out[string(k)] = string(bytes.Repeat([]byte("x"), readCount(b, k)))
 		} else {
 			out[string(k)] = string(v)
