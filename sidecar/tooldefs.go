@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -38,7 +39,7 @@ func compactOutputSchema[Out any](tool string) *jsonschema.Schema {
 	if v, ok := compactOutputSchemas.Load(tool); ok {
 		return v.(*jsonschema.Schema)
 	}
-	v, _ := compactOutputSchemas.LoadOrStore(tool, compactOf(fullSchemaOf[Out]()))
+	v, _ := compactOutputSchemas.LoadOrStore(tool, compactOf(topSchemaOf[Out]()))
 	return v.(*jsonschema.Schema)
 }
 
@@ -55,7 +56,58 @@ func fullSchemaOf[Out any]() *jsonschema.Schema {
 	return full
 }
 
-// compactOf is the wire form of a full output schema.
+// topSchemaOf is the schema of Out as far as compactOf reads it: its top
+// level is exact, and every Sluice struct type below it is a plain object.
+// Inferring the nested schemas only for compactOf to drop them was most of
+// what a sidecar allocated to start.
+func topSchemaOf[Out any]() *jsonschema.Schema {
+	full, err := jsonschema.For[Out](&jsonschema.ForOptions{TypeSchemas: nestedObjects(reflect.TypeFor[Out]())})
+	if err != nil {
+		panic(fmt.Sprintf("sidecar: output schema of %s: %v", reflect.TypeFor[Out](), err))
+	}
+	return full
+}
+
+// nestedObjects maps the Sluice struct types of t's fields to a plain
+// object schema. A type that t embeds is left out: its fields are t's own
+// (an override would replace them).
+func nestedObjects(t reflect.Type) map[reflect.Type]*jsonschema.Schema {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	fields := reflect.VisibleFields(t)
+	embedded := map[reflect.Type]bool{t: true}
+	for _, f := range fields {
+		if f.Anonymous {
+			embedded[elemOf(f.Type)] = true
+		}
+	}
+	objects := map[reflect.Type]*jsonschema.Schema{}
+	for _, f := range fields {
+		e := elemOf(f.Type)
+		if !f.Anonymous && e.Kind() == reflect.Struct && !embedded[e] && strings.HasPrefix(e.PkgPath(), "github.com/sluicehq/sluice/") {
+			objects[e] = &jsonschema.Schema{Type: "object"}
+		}
+	}
+	return objects
+}
+
+// elemOf is what t holds, through pointers, slices, arrays and maps.
+func elemOf(t reflect.Type) reflect.Type {
+	for {
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+			t = t.Elem()
+		default:
+			return t
+		}
+	}
+}
+
+// compactOf is the wire form of an output schema.
 func compactOf(full *jsonschema.Schema) *jsonschema.Schema {
 	out := &jsonschema.Schema{
 		Type:                 full.Type,
@@ -98,7 +150,7 @@ func sharedOutputSchema[Out any](tool, describedOn string) *jsonschema.Schema {
 	if v, ok := sharedOutputSchemas.Load(key); ok {
 		return v.(*jsonschema.Schema)
 	}
-	out := compactOf(fullSchemaOf[Out]())
+	out := compactOf(topSchemaOf[Out]())
 	out.Description = "as " + describedOn + "'s output schema describes it"
 	for _, p := range out.Properties {
 		p.Description = ""
