@@ -15,18 +15,22 @@ import (
 )
 
 // bucketByRuleName holds, per policy rule, the approvals it made, so that
-// the Rules screen reads a count and a few keys per rule instead of every
-// record: "n" NUL rule NUL agent → how many records the rule approved
-// for that agent (agent empty: for any agent), then the oldest and the
-// newest of those decisions in milliseconds (three big-endian uint64), and
-// "k" NUL rule NUL agent NUL time id → nothing, one key per approval
-// under its agent and one under the empty agent, the time being the
-// decision's in milliseconds (sign bit flipped, oldest first). The
-// transition that sets or replaces a decision moves its keys and counts
-// in the same transaction, Prune removes them; a journal without the
-// bucket gets it built whole in Open's transaction. Rule names and agent
-// names cannot contain NUL, and an agent's name is never empty.
+// the Rules screen reads a value per rule instead of every record: "k"
+// NUL rule NUL agent NUL time id → nothing, one key per approval under
+// its agent and one under the empty agent (for any agent), the time being
+// the decision's in milliseconds (sign bit flipped, oldest first). Beside
+// it, bucketRuleSums holds per rule NUL agent how many keys there are and
+// the oldest and newest decision among them (three big-endian uint64).
+// The transition that sets or replaces a decision moves the keys and
+// sums in the same transaction, Prune removes them; a journal without
+// either bucket gets both built whole in Open's transaction. Rule names
+// and agent names cannot contain NUL, and an agent's name is never empty.
 var bucketByRuleName = []byte("byrulename")
+
+// bucketRuleSums is apart from bucketByRuleName's keys so that the Rules
+// screen reads one value a rule from a bucket of a page or two, not from a
+// tree as deep as the number of approvals makes it.
+var bucketRuleSums = []byte("rulesums")
 
 // RuleQuery asks how many records a rule approved.
 type RuleQuery struct {
@@ -68,7 +72,7 @@ func moveRuleName(tx *bolt.Tx, p proposal.Proposal, was, is *Decision) error {
 			if err := b.Delete(append(joinKey("k", from, agent, ""), ruleAtKey(was.At.Time, p.ID)...)); err != nil {
 				return err
 			}
-			if err := sumRule(b, from, agent, -1); err != nil {
+			if err := sumRule(tx, from, agent, -1); err != nil {
 				return err
 			}
 		}
@@ -76,7 +80,7 @@ func moveRuleName(tx *bolt.Tx, p proposal.Proposal, was, is *Decision) error {
 			if err := b.Put(append(joinKey("k", to, agent, ""), ruleAtKey(is.At.Time, p.ID)...), nil); err != nil {
 				return err
 			}
-			if err := sumRule(b, to, agent, 1); err != nil {
+			if err := sumRule(tx, to, agent, 1); err != nil {
 				return err
 			}
 		}
@@ -84,14 +88,14 @@ func moveRuleName(tx *bolt.Tx, p proposal.Proposal, was, is *Decision) error {
 	return nil
 }
 
-// ruleSum is a rule's "n" value.
+// ruleSum is a rule's value in bucketRuleSums.
 type ruleSum struct {
 	count          int
 	oldest, newest time.Time
 }
 
-func readRuleSum(b *bolt.Bucket, rule, agent string) ruleSum {
-	v := b.Get(joinKey("n", rule, agent))
+func readRuleSum(sums *bolt.Bucket, rule, agent string) ruleSum {
+	v := sums.Get(joinKey(rule, agent))
 	if len(v) != 24 {
 		return ruleSum{}
 	}
@@ -101,15 +105,16 @@ func readRuleSum(b *bolt.Bucket, rule, agent string) ruleSum {
 // sumRule adds delta to the count of rule and agent and takes the oldest
 // and newest decision again from its keys (two seeks), after a key was
 // added or removed.
-func sumRule(b *bolt.Bucket, rule, agent string, delta int) error {
-	k := joinKey("n", rule, agent)
-	sum := readRuleSum(b, rule, agent)
+func sumRule(tx *bolt.Tx, rule, agent string, delta int) error {
+	b, sums := tx.Bucket(bucketByRuleName), tx.Bucket(bucketRuleSums)
+	k := joinKey(rule, agent)
+	sum := readRuleSum(sums, rule, agent)
 	sum.count += delta
 	if sum.count < 0 {
 		return fmt.Errorf("count %q would go below zero", k)
 	}
 	if sum.count == 0 {
-		return b.Delete(k)
+		return sums.Delete(k)
 	}
 	prefix := joinKey("k", rule, agent, "")
 	c := b.Cursor()
@@ -121,7 +126,7 @@ func sumRule(b *bolt.Bucket, rule, agent string, delta int) error {
 	v := binary.BigEndian.AppendUint64(nil, uint64(sum.count))
 	v = append(v, first[len(prefix):len(prefix)+8]...)
 	v = append(v, last[len(prefix):len(prefix)+8]...)
-	return b.Put(k, v)
+	return sums.Put(k, v)
 }
 
 // lastWithPrefix is the last key of c's bucket that begins with prefix
@@ -144,11 +149,19 @@ func lastWithPrefix(c *bolt.Cursor, prefix []byte) []byte {
 // indexRuleNames creates the bucket and fills it from the records, for a
 // journal written before it existed. It runs in Open's transaction.
 func indexRuleNames(tx *bolt.Tx) error {
-	if tx.Bucket(bucketByRuleName) != nil {
+	if tx.Bucket(bucketByRuleName) != nil && tx.Bucket(bucketRuleSums) != nil {
 		return nil
 	}
-	if _, err := tx.CreateBucket(bucketByRuleName); err != nil {
-		return err
+	// Both are built again together.
+	for _, name := range [][]byte{bucketByRuleName, bucketRuleSums} {
+		if tx.Bucket(name) != nil {
+			if err := tx.DeleteBucket(name); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.CreateBucket(name); err != nil {
+			return err
+		}
 	}
 	return tx.Bucket(bucketProposals).ForEach(func(k, v []byte) error {
 		var rec struct {
@@ -164,16 +177,16 @@ func indexRuleNames(tx *bolt.Tx) error {
 	})
 }
 
-// RuleApprovals answers each query from the rule's "n" value: one read,
+// RuleApprovals answers each query from the rule's sum: one read,
 // unless decisions older than Since are kept (a rule of the same name
 // approved before this one was saved), which are walked; no record is
 // read.
 func (j *Journal) RuleApprovals(qs []RuleQuery) ([]RuleStanding, error) {
 	out := make([]RuleStanding, len(qs))
 	err := j.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketByRuleName)
+		b, sums := tx.Bucket(bucketByRuleName), tx.Bucket(bucketRuleSums)
 		for i, q := range qs {
-			sum := readRuleSum(b, q.Rule, q.Agent)
+			sum := readRuleSum(sums, q.Rule, q.Agent)
 			n := sum.count
 			if n > 0 && !q.Since.IsZero() && sum.oldest.Before(q.Since) {
 				prefix := joinKey("k", q.Rule, q.Agent, "")

@@ -42,7 +42,7 @@ func derivedBuckets(tx *bolt.Tx) (sessions, rules map[string]string, err error) 
 		}
 		if r := ruleOf(rec.Decision); r != "" {
 			for _, agent := range []string{"", rec.Proposal.Agent} {
-				k := string(joinKey("n", r, agent))
+				k := "sum:" + string(joinKey(r, agent))
 				at := rec.Decision.At.Time
 				sum := sums[k]
 				sum.count++
@@ -73,10 +73,7 @@ func sumString(s ruleSum) string {
 func bucketAsDerived(b *bolt.Bucket) map[string]string {
 	out := map[string]string{}
 	b.ForEach(func(k, v []byte) error {
-		if len(v) == 24 {
-			rule, agent, _ := bytes.Cut(k[2:], []byte{0})
-			out[string(k)] = sumString(readRuleSum(b, string(rule), string(agent)))
-		} else if len(v) == 8 {
+		if len(v) == 8 {
 			out[string(k)] = string(bytes.Repeat([]byte("x"), readCount(b, k)))
 		} else {
 			out[string(k)] = string(v)
@@ -96,7 +93,14 @@ func checkSessionsAndRuleNames(tx *bolt.Tx) error {
 	if got := bucketAsDerived(tx.Bucket(bucketBySession)); !maps.Equal(got, sessions) {
 		return fmt.Errorf("session index %q, the records say %q", got, sessions)
 	}
-	if got := bucketAsDerived(tx.Bucket(bucketByRuleName)); !maps.Equal(got, rules) {
+	got := bucketAsDerived(tx.Bucket(bucketByRuleName))
+	sums := tx.Bucket(bucketRuleSums)
+	sums.ForEach(func(k, _ []byte) error {
+		rule, agent, _ := bytes.Cut(k, []byte{0})
+		got["sum:"+string(k)] = sumString(readRuleSum(sums, string(rule), string(agent)))
+		return nil
+	})
+	if !maps.Equal(got, rules) {
 		return fmt.Errorf("rule-name index %q, the records say %q", got, rules)
 	}
 	return nil
