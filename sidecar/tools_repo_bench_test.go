@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -167,4 +168,88 @@ func vmRSSMiB(b *testing.B, pid int) float64 {
 	}
 	b.Fatal("no VmRSS")
 	return 0
+}
+
+// BenchmarkCommitDetails_Scale_Stdio_vs_CLI is the path an agent takes:
+// commit_details of HEAD as one tools/call round trip to a real sidecar
+// over stdio beside `git show --stat HEAD`, and repo_brief beside `git
+// status`, in the same run, in repositories of 1,000, 20,000 and 100,000
+// files (200 commits, the newest changing 3 files) with 0, 1,000 and
+// 10,000 loose refs under refs/sluice/ (Sluice keeps one per proposal),
+// none of them naming anything the person asked about. Each size and refs
+// count gets a sidecar of its own, as an agent's session would.
+func BenchmarkCommitDetails_Scale_Stdio_vs_CLI(b *testing.B) {
+	for _, files := range []int{1_000, 20_000, 100_000} {
+		dir := gitxtest.LargeRepo(b, gitxtest.Large{Files: files, Commits: 200})
+		for _, refs := range []int{0, 1_000, 10_000} {
+			sluiceRefs(b, dir, refs)
+			cs, _ := startSidecar(b, benchEnv(b, dir), "--toolsets", "git")
+			call := func(tool string) func() {
+				return func() {
+					res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"repoPath": dir, "rev": "HEAD"}})
+					if err != nil || res.IsError {
+						b.Fatalf("%s: %v %+v", tool, err, res)
+					}
+				}
+			}
+			brief := func() {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "repo_brief", Arguments: map[string]any{"repoPath": dir}})
+				if err != nil || res.IsError {
+					b.Fatalf("repo_brief: %v %+v", err, res)
+				}
+			}
+			name := fmt.Sprintf("files=%d/refs=%d", files, refs)
+			b.Run(name+"/commit_details", func(b *testing.B) {
+				compareCLI(b, call("commit_details"), func() { gitCLI(b, dir, "show", "--stat", "HEAD") })
+			})
+			b.Run(name+"/repo_brief", func(b *testing.B) {
+				compareCLI(b, brief, func() { gitCLI(b, dir, "status") })
+			})
+			cs.Close()
+		}
+		// The generated repository is shared by later runs: it keeps none.
+		sluiceRefs(b, dir, 0)
+	}
+}
+
+// compareCLI times the sidecar's call and git's command in alternating
+// rounds (gitxtest.Pair) and reports both and their ratio.
+func compareCLI(b *testing.B, sluice, git func()) {
+	b.Helper()
+	ts, tg := gitxtest.Pair(b, 1, gitxtest.Timed(sluice), gitxtest.Timed(git))
+	b.ReportMetric(float64(ts.Mean()), "ns/op")
+	b.ReportMetric(gitxtest.Ms(ts.Mean()), "sluice-ms/op")
+	b.ReportMetric(gitxtest.Ms(tg.Mean()), "git-ms/op")
+	b.ReportMetric(gitxtest.Ratio(ts, tg), "ratio")
+}
+
+// gitCLI runs plain git, as a person or an agent with a shell would.
+func gitCLI(b *testing.B, dir string, args ...string) {
+	c := exec.Command("git", args...)
+	c.Dir = dir
+	if out, err := c.CombinedOutput(); err != nil {
+		b.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+// sluiceRefs leaves exactly n loose refs under refs/sluice/sealed/ in dir,
+// all at HEAD.
+func sluiceRefs(b *testing.B, dir string, n int) {
+	b.Helper()
+	var del, add strings.Builder
+	for _, ref := range strings.Fields(gitxtest.Git(b, dir, "for-each-ref", "--format=%(refname)", "refs/sluice/")) {
+		fmt.Fprintf(&del, "delete %s\n", ref)
+	}
+	head := gitxtest.Git(b, dir, "rev-parse", "HEAD")
+	for i := range n {
+		fmt.Fprintf(&add, "create refs/sluice/sealed/p%05d %s\n", i, head)
+	}
+	// A ref may be named once per transaction: deletes, then creates.
+	for _, in := range []string{del.String(), add.String()} {
+		c := exec.Command("git", "update-ref", "--stdin")
+		c.Dir, c.Stdin = dir, strings.NewReader(in)
+		if out, err := c.CombinedOutput(); err != nil {
+			b.Fatalf("update-ref: %v\n%s", err, out)
+		}
+	}
 }

@@ -89,12 +89,12 @@ func BenchmarkJournal_SessionsAndRulesScreens(b *testing.B) {
 	}
 }
 
-// BenchmarkJournal_SessionsAndRulesScreens_Scan is the same answers as
+// BenchmarkJournal_ScreensByScan is the same answers as
 // the screens computed them before the indexes: every record read and
 // tallied (the Sessions screen's count, its open cards, the Rules
 // screen's counts). Not in the suite: at 100,000 records an operation
 // takes seconds.
-func BenchmarkJournal_SessionsAndRulesScreens_Scan(b *testing.B) {
+func BenchmarkJournal_ScreensByScan(b *testing.B) {
 	sessions, rules := screensQueries()
 	for _, n := range []int{100, 1_000, 10_000} {
 		j := screensJournal(b, n)
