@@ -1,5 +1,5 @@
 import { act, cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, onTestFinished, vi } from "vitest";
 import type { Card } from "./api";
 import { FakeEventSource, card, diffOnScreen, diffRoutes, findEl, sampleDiff, status, stubEventSource, stubFetch, opFacts } from "./testing";
 
@@ -486,7 +486,11 @@ describe("the review layout", () => {
   });
 
   it("says so when the open card is withdrawn, and a waits until the person has seen the next one", async () => {
-    localStorage.setItem("sluice.replacedPauseMs", "60");
+    // The pause is long and the clock is moved past it by hand, so a slow
+    // run cannot let it pass before the keys pressed at once are tried.
+    localStorage.setItem("sluice.replacedPauseMs", "600000");
+    vi.useFakeTimers({ shouldAdvanceTime: true, toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "Date"] });
+    onTestFinished(() => void vi.useRealTimers());
     const a = card({ id: "a1", createdAt: "2026-01-01T10:00:00.000Z", op: "commit", label: "commit", subjectBranch: "", opFacts: opFacts({ writesCheckoutWhenConfined: true }), args: { message: "Add a.txt" } });
     const b = card({ id: "b2", createdAt: "2026-01-01T11:00:00.000Z", op: "commit", label: "commit", subjectBranch: "", opFacts: opFacts({ writesCheckoutWhenConfined: true }), args: { message: "Add b.txt" } });
     let list = [a, b];
@@ -518,6 +522,7 @@ describe("the review layout", () => {
     expect(document.querySelector(".undo-notice")).toBeNull();
     // After the pause, one key press lets the keys act again; that press
     // itself decides nothing.
+    act(() => void vi.advanceTimersByTime(600_000));
     await waitFor(() => expect(notice.textContent).toMatch(/Press any key, then decide on this one\./));
     fireEvent.keyDown(document.body, { key: "a" });
     expect(decisionPosts(calls)).toHaveLength(0);
