@@ -209,6 +209,9 @@ func TestBrowser_Review_ReplacedCardTakesNoKey(t *testing.T) {
 	until(t, f, "two rows", `document.querySelectorAll(".queue-row").length === 2`)
 	until(t, f, "card A open", `!!document.querySelector("`+cardSel(a)+`") && !document.querySelector("`+cardSel(b)+`")`)
 	until(t, f, "A's Approve enabled", `!!document.querySelector("`+cardSel(a)+` .approve:not([disabled])")`)
+	// A pause a loaded machine cannot outlast between the card taking A's
+	// place and the test's key press (the default is 1.5 s).
+	eval[bool](t, f, `localStorage.setItem("sluice.replacedPauseMs", "8000"), true`)
 
 	if out, isErr := callTool(t, cs, "proposal_cancel", map[string]any{"proposalId": a}); isErr {
 		t.Fatalf("proposal_cancel: %v", out)
