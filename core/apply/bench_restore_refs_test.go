@@ -25,7 +25,12 @@ import (
 // the safety timeline. "loose" is as the executor leaves them; "tended"
 // after TendRestorePoints removed those past a 30-day retention (the
 // newest 720 stay; tend-ms: how long the tends took, tends: how many
-// hourly tends the backlog took, 500 restore points each).
+// hourly tends the backlog took, 500 restore points each); "folded"
+// after FoldRestorePoints then folded those into the one ref
+// restorepoint.FoldedRef (tend-ms and tends: the folds, 500 restore
+// points each). `git log --decorate -20` and `git status` are measured
+// too. Each repository's branch has 32 commits, more than the page of
+// `git log --all -20`.
 //
 //	go test -run '^$' -bench RestoreRefs -benchtime 20x ./core/apply/
 func BenchmarkRestoreRefs_Reads_vs_Without(b *testing.B) {
@@ -35,6 +40,7 @@ func BenchmarkRestoreRefs_Reads_vs_Without(b *testing.B) {
 		b.Fatal(err)
 	}
 	without := benchFixture(b, 0)
+	pageOfHistory(b, without)
 	bare, err := run.Open(ctx, gitx.Roots{without.root}, without.repo.Dir)
 	if err != nil {
 		b.Fatal(err)
@@ -42,10 +48,26 @@ func BenchmarkRestoreRefs_Reads_vs_Without(b *testing.B) {
 	now := time.Now()
 	for _, n := range []int{0, 1_000, 10_000} {
 		f := benchFixture(b, 0)
+		pageOfHistory(b, f)
 		restoreRefs(b, f, n, now)
-		for _, layout := range []string{"loose", "tended"} {
+		for _, layout := range []string{"loose", "tended", "folded"} {
 			var tend time.Duration
 			tends := 0
+			if layout == "folded" {
+				// As many hourly folds as the backlog takes.
+				start := time.Now()
+				for {
+					got, err := f.e.FoldRestorePoints(ctx, f.repo.Dir)
+					if err != nil {
+						b.Fatal(err)
+					}
+					tends++
+					if got.Folded == 0 {
+						break
+					}
+				}
+				tend = time.Since(start)
+			}
 			if layout == "tended" {
 				// As many hourly tends as the backlog takes.
 				start := time.Now()
@@ -67,7 +89,7 @@ func BenchmarkRestoreRefs_Reads_vs_Without(b *testing.B) {
 			}
 			name := fmt.Sprintf("points=%d/%s", n, layout)
 			b.Run(name+"/git_log_all", func(b *testing.B) {
-				if layout == "tended" {
+				if layout != "loose" {
 					b.ReportMetric(gitxtest.Ms(tend), "tend-ms")
 					b.ReportMetric(float64(tends), "tends")
 				}
@@ -81,6 +103,14 @@ func BenchmarkRestoreRefs_Reads_vs_Without(b *testing.B) {
 				}
 				b.ReportMetric(float64(bytes.Count(out, []byte("\n"))), "refs")
 				pairWithout(b, func() { gitCLI(b, f.repo.Dir, "for-each-ref") }, func() { gitCLI(b, without.repo.Dir, "for-each-ref") })
+			})
+			b.Run(name+"/git_log_decorate", func(b *testing.B) {
+				pairWithout(b, func() { gitCLI(b, f.repo.Dir, "log", "--decorate", "--oneline", "-20") },
+					func() { gitCLI(b, without.repo.Dir, "log", "--decorate", "--oneline", "-20") })
+			})
+			b.Run(name+"/git_status", func(b *testing.B) {
+				pairWithout(b, func() { gitCLI(b, f.repo.Dir, "status", "--porcelain") },
+					func() { gitCLI(b, without.repo.Dir, "status", "--porcelain") })
 			})
 			b.Run(name+"/repo_brief", func(b *testing.B) {
 				pairWithout(b, func() {
@@ -105,6 +135,16 @@ func BenchmarkRestoreRefs_Reads_vs_Without(b *testing.B) {
 				})
 			})
 		}
+	}
+}
+
+// pageOfHistory gives f's branch 30 more commits, a page of `git log
+// -20` and more, as a repository in use has: with fewer, `git log --all
+// -20` goes on into whatever else the refs reach to fill its page.
+func pageOfHistory(b *testing.B, f *fixture) {
+	b.Helper()
+	for i := range 30 {
+		f.git("commit", "-q", "--allow-empty", "-m", fmt.Sprintf("history %d", i))
 	}
 }
 
