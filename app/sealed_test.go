@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
+	"github.com/sluicehq/sluice/core/restorepoint"
 )
 
 // TestTendSealed_App_FoldsAndLetsGoPastRetention: the app's tend folds
@@ -96,8 +97,8 @@ func TestTendSealed_App_FoldsAndLetsGoPastRetention(t *testing.T) {
 
 // TestTendRestorePoints_App_RemovesPastRetention: the app's hourly tend
 // also removes the restore points past restorePointRetention, keeping
-// each repository's newest; the journal still records the execution
-// whose restore point went.
+// each repository's newest, and folds those it keeps into one ref; the
+// journal still records the execution whose restore point went.
 func TestTendRestorePoints_App_RemovesPastRetention(t *testing.T) {
 	cfg := isolate(t)
 	root, err := filepath.EvalSymlinks(t.TempDir())
@@ -150,20 +151,36 @@ func TestTendRestorePoints_App_RemovesPastRetention(t *testing.T) {
 		}
 		ids = append(ids, rec.Outcome.RestorePoint)
 	}
-	restoreRefs := func(id string) string {
-		return r.Git("for-each-ref", "--format=%(refname)", apply.RestorePrefix+id+"/")
+	listed := func() map[string]bool {
+		list, err := a.executor.ListRestorePoints(ctx, r.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, rp := range list {
+			out[rp.ID] = true
+		}
+		return out
 	}
-	// Within the retention every restore point stays.
+	// Within the retention every restore point stays, folded into one
+	// ref: none is left as refs of its own.
 	a.tendSealedOnce(ctx, time.Now())
-	if restoreRefs(ids[0]) == "" {
+	if !listed()[ids[0]] {
 		t.Fatal("a restore point within its retention was removed")
 	}
+	if loose := r.Git("for-each-ref", "--format=%(refname)", apply.RestorePrefix); loose != "" {
+		t.Errorf("restore points within their retention still have refs of their own: %q", loose)
+	}
+	if r.Git("for-each-ref", "--format=%(refname)", restorepoint.FoldedRef) == "" {
+		t.Error("no folded restore points ref")
+	}
 	a.tendSealedOnce(ctx, time.Now().Add(config.DefaultRestorePointRetention+time.Hour))
-	if refs := restoreRefs(ids[0]); refs != "" {
-		t.Errorf("the oldest restore point past its retention keeps %q", refs)
+	now := listed()
+	if now[ids[0]] {
+		t.Errorf("the oldest restore point past its retention is still listed")
 	}
 	for _, id := range ids[1:] {
-		if restoreRefs(id) == "" {
+		if !now[id] {
 			t.Errorf("restore point %s, one of the newest, was removed", id)
 		}
 	}
