@@ -86,17 +86,31 @@ func (e *Executor) FoldRestorePoints(ctx context.Context, repo string) (RestoreF
 	if len(fold) > restoreTendBatch {
 		fold = fold[:restoreTendBatch]
 	}
+	// What is left of the loose refs of a point folded already (a stop
+	// while they were being deleted): the folded copy is whole.
+	folding := map[string]bool{}
+	for _, p := range fold {
+		folding[p.id] = true
+	}
+	var leftover []foldPoint
+	for id, r := range refs {
+		if _, ok := f.Points[id]; ok && !folding[id] {
+			leftover = append(leftover, foldPoint{id: id, refs: r.refs})
+		}
+	}
 	e.step("restore-fold-read")
-	if len(fold) == 0 {
+	if len(fold) == 0 && len(leftover) == 0 {
 		out.Kept = len(f.Points)
 		return out, nil
 	}
-	if err := rc.rewriteFolded(ctx, f, fold, nil); err != nil {
-		return RestoreFold{}, err
+	if len(fold) > 0 {
+		if err := rc.rewriteFolded(ctx, f, fold, nil); err != nil {
+			return RestoreFold{}, err
+		}
 	}
 	e.step("restore-fold-written")
 	var in bytes.Buffer
-	for _, p := range fold {
+	for _, p := range append(fold, leftover...) {
 		for _, suffix := range slices.Sorted(maps.Keys(p.refs)) {
 			fmt.Fprintf(&in, "delete %s%s/%s %s\n", RestorePrefix, p.id, suffix, p.refs[suffix])
 		}
@@ -111,7 +125,7 @@ func (e *Executor) FoldRestorePoints(ctx context.Context, repo string) (RestoreF
 	for _, p := range fold {
 		kept[p.id] = true
 	}
-	out.Folded, out.Loose, out.Kept = len(fold), len(refs)-len(fold), len(kept)
+	out.Folded, out.Loose, out.Kept = len(fold), len(refs)-len(fold)-len(leftover), len(kept)
 	return out, nil
 }
 

@@ -301,3 +301,33 @@ func TestTendRestorePoints_ExpiredRecordComesLast(t *testing.T) {
 		t.Errorf("ListExpired of an earlier record: %+v, %v", got, err)
 	}
 }
+
+// TestFoldRestorePoints_LeftoverLooseRefs: a fold stopped while git
+// deleted a folded point's loose refs leaves some of them; the point
+// reads whole from the folded ref meanwhile, and the next fold deletes
+// what is left.
+func TestFoldRestorePoints_LeftoverLooseRefs(t *testing.T) {
+	f := newFixture(t)
+	ctx := testCtx(t)
+	ids, _, _ := f.executedRecording(time.Now(), 0, 2)
+	repo := f.openRepo()
+	before, err := restorepoint.List(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := f.git("rev-parse", RestorePrefix+ids[0]+"/meta")
+	if _, err := f.e.FoldRestorePoints(ctx, f.repo.Dir); err != nil {
+		t.Fatal(err)
+	}
+	// As if the deletion had stopped after the end ref went.
+	f.git("update-ref", RestorePrefix+ids[0]+"/meta", meta)
+	if after, err := restorepoint.List(ctx, repo); err != nil || !reflect.DeepEqual(before, after) {
+		t.Fatalf("List with a leftover loose ref differs: %v", err)
+	}
+	if got, err := f.e.FoldRestorePoints(ctx, f.repo.Dir); err != nil || got.Folded != 0 || got.Loose != 0 {
+		t.Errorf("the next fold: %+v, %v", got, err)
+	}
+	if refs := f.looseRestoreRefNames(); len(refs) != 0 {
+		t.Errorf("loose refs after the next fold: %q", refs)
+	}
+}
