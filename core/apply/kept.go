@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
@@ -384,4 +385,120 @@ func (e *Executor) TendSealed(ctx context.Context, repo string, drop func(ids []
 	out.Kept = len(ids) - out.Dropped
 	e.step("sealed-tended")
 	return out, nil
+}
+
+// Keep makes the objects of p's sealed outcome reachable: a commit whose
+// tree holds every sealed tree, under refs/sluice/sealed/<id>. Until then
+// they are objects nothing refers to, so a proposal that is never stored
+// leaves nothing behind that git's own gc does not clean. Keep is called
+// once the proposal is stored, and again at start-up for every proposal
+// still open (a crash may have come in between); a ref that exists is
+// left as it is.
+func (e *Executor) Keep(ctx context.Context, p proposal.Proposal) error {
+	if p.Sealed == nil {
+		return nil
+	}
+	e.step("seal-keep")
+	rc, err := e.openRepo(ctx, p.Repo)
+	if err != nil {
+		return err
+	}
+	ref := proposal.SealedRef(p.ID)
+	if res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "--verify", "--quiet"}, revs: []string{ref}, ok: []int{1}}); err != nil {
+		return err
+	} else if res.exit == 0 {
+		return nil
+	}
+	tree, err := rc.keptTree(ctx, p.Sealed)
+	if err != nil {
+		return err
+	}
+	c, err := rc.commitTree(ctx, tree, nil, "sluice: sealed outcome of proposal "+p.ID)
+	if err != nil {
+		return err
+	}
+	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-m", "sluice: seal"}, revs: []string{ref, c, rc.g.zero}}); err != nil {
+		return err
+	}
+	e.step("seal-kept")
+	return nil
+}
+
+// keptTree is a tree that holds every tree of a sealed outcome, for a
+// commit under refs/sluice/sealed/ to keep.
+func (rc *repoCtx) keptTree(ctx context.Context, sealed *proposal.Sealed) (string, error) {
+	var trees []string
+	for _, x := range append([]proposal.Sealed{*sealed}, sealed.Steps...) {
+		for _, t := range []string{x.Before, x.After} {
+			if t != "" && !slices.Contains(trees, t) {
+				trees = append(trees, t)
+			}
+		}
+	}
+	var in bytes.Buffer
+	for i, t := range trees {
+		fmt.Fprintf(&in, "040000 tree %s\tt%02d\n", t, i)
+	}
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"mktree"}, stdin: in.Bytes()})
+	if err != nil {
+		if strings.Contains(stderrOf(err), "bad") || strings.Contains(stderrOf(err), "missing") {
+			return "", errcode.New(errcode.StaleBase, "the sealed outcome's objects are no longer in the repository; the proposal cannot run")
+		}
+		return "", err
+	}
+	return res.text(), nil
+}
+
+// Unseal lets go of proposal id's sealed objects in repo (when the
+// proposal was never stored, or its retention ended): its own ref, and
+// its entry in the ref that keeps every folded outcome (see kept.go).
+// Objects that are already let go are not an error.
+func (e *Executor) Unseal(ctx context.Context, repo, id string) error {
+	if !proposal.ValidID(id) {
+		return errcode.New(errcode.InvalidArgument, "invalid proposal id")
+	}
+	rc, err := e.openRepo(ctx, repo)
+	if err != nil {
+		return err
+	}
+	// Deleting a ref, git locks packed-refs as well as the ref (the ref
+	// may be packed), and packed-refs.lock is one of the locks the lock
+	// check reads. The repository's lock keeps this delete and the check
+	// apart, so that the start-up's drops are never taken for the
+	// person's git (see CheckUnlocked).
+	unlock, err := e.lock(ctx, []string{rc.path})
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-d"}, revs: []string{proposal.SealedRef(id)}}); err != nil {
+		return err
+	}
+	_, k, err := rc.readSealed(ctx)
+	if err != nil || k.entries[id] == "" {
+		return err
+	}
+	_, err = rc.rewriteKept(ctx, k, nil, map[string]bool{id: true})
+	return err
+}
+
+// SealedIDs lists the proposal ids that have sealed objects in repo,
+// under a ref of their own or folded into the one that keeps them all.
+func (e *Executor) SealedIDs(ctx context.Context, repo string) ([]string, error) {
+	rc, err := e.openRepo(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	refs, k, err := rc.readSealed(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := slices.Collect(maps.Keys(k.entries))
+	for _, r := range refs {
+		if k.entries[r.id] == "" {
+			ids = append(ids, r.id)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
 }

@@ -1,14 +1,9 @@
 package apply
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
-	"maps"
 	"os"
-	"slices"
-	"strings"
 
 	"github.com/sluicehq/sluice/core/apply/internal/gitrun"
 	"github.com/sluicehq/sluice/core/apply/seal"
@@ -21,12 +16,12 @@ import (
 // its card opens (see proposal.Sealed), by core/apply/seal: what each
 // operation's card shows is its seal there (op_<operation>.go). The
 // executor opens the repositories, holds their lock and checks the pins
-// while it seals (Seal, below), keeps the objects the outcome names
-// (Keep), and checks, when the proposal runs, that each step produces
-// exactly its sealed outcome. Sealing writes only git objects and the one
-// ref that keeps them (refs/sluice/sealed/<id>); it never touches the
-// person's index, working tree or branches, and runs no hook, filter or
-// driver the repository configures.
+// while it seals (Seal, below), keeps the objects the outcome names (Keep,
+// kept.go), and checks, when the proposal runs, that each step produces
+// exactly its sealed outcome (sealed.go). Sealing writes only git objects
+// and the one ref that keeps them (refs/sluice/sealed/<id>); it never
+// touches the person's index, working tree or branches, and runs no hook,
+// filter or driver the repository configures.
 
 // Seal computes proposal p's outcome, writes the objects it names into
 // the repository and keeps them under proposal.SealedRef(p.ID). The
@@ -137,155 +132,4 @@ func (in sealInputs) Submodule(ctx context.Context, a *proposal.SubmodulePointer
 		return nil, err
 	}
 	return s.sub.g.git, nil
-}
-
-// Keep makes the objects of p's sealed outcome reachable: a commit whose
-// tree holds every sealed tree, under refs/sluice/sealed/<id>. Until then
-// they are objects nothing refers to, so a proposal that is never stored
-// leaves nothing behind that git's own gc does not clean. Keep is called
-// once the proposal is stored, and again at start-up for every proposal
-// still open (a crash may have come in between); a ref that exists is
-// left as it is.
-func (e *Executor) Keep(ctx context.Context, p proposal.Proposal) error {
-	if p.Sealed == nil {
-		return nil
-	}
-	e.step("seal-keep")
-	rc, err := e.openRepo(ctx, p.Repo)
-	if err != nil {
-		return err
-	}
-	ref := proposal.SealedRef(p.ID)
-	if res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "--verify", "--quiet"}, revs: []string{ref}, ok: []int{1}}); err != nil {
-		return err
-	} else if res.exit == 0 {
-		return nil
-	}
-	tree, err := rc.keptTree(ctx, p.Sealed)
-	if err != nil {
-		return err
-	}
-	c, err := rc.commitTree(ctx, tree, nil, "sluice: sealed outcome of proposal "+p.ID)
-	if err != nil {
-		return err
-	}
-	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-m", "sluice: seal"}, revs: []string{ref, c, rc.g.zero}}); err != nil {
-		return err
-	}
-	e.step("seal-kept")
-	return nil
-}
-
-// keptTree is a tree that holds every tree of a sealed outcome, for a
-// commit under refs/sluice/sealed/ to keep.
-func (rc *repoCtx) keptTree(ctx context.Context, sealed *proposal.Sealed) (string, error) {
-	var trees []string
-	for _, x := range append([]proposal.Sealed{*sealed}, sealed.Steps...) {
-		for _, t := range []string{x.Before, x.After} {
-			if t != "" && !slices.Contains(trees, t) {
-				trees = append(trees, t)
-			}
-		}
-	}
-	var in bytes.Buffer
-	for i, t := range trees {
-		fmt.Fprintf(&in, "040000 tree %s\tt%02d\n", t, i)
-	}
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"mktree"}, stdin: in.Bytes()})
-	if err != nil {
-		if strings.Contains(stderrOf(err), "bad") || strings.Contains(stderrOf(err), "missing") {
-			return "", errcode.New(errcode.StaleBase, "the sealed outcome's objects are no longer in the repository; the proposal cannot run")
-		}
-		return "", err
-	}
-	return res.text(), nil
-}
-
-// Unseal lets go of proposal id's sealed objects in repo (when the
-// proposal was never stored, or its retention ended): its own ref, and
-// its entry in the ref that keeps every folded outcome (see kept.go).
-// Objects that are already let go are not an error.
-func (e *Executor) Unseal(ctx context.Context, repo, id string) error {
-	if !proposal.ValidID(id) {
-		return errcode.New(errcode.InvalidArgument, "invalid proposal id")
-	}
-	rc, err := e.openRepo(ctx, repo)
-	if err != nil {
-		return err
-	}
-	// Deleting a ref, git locks packed-refs as well as the ref (the ref
-	// may be packed), and packed-refs.lock is one of the locks the lock
-	// check reads. The repository's lock keeps this delete and the check
-	// apart, so that the start-up's drops are never taken for the
-	// person's git (see CheckUnlocked).
-	unlock, err := e.lock(ctx, []string{rc.path})
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if _, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-d"}, revs: []string{proposal.SealedRef(id)}}); err != nil {
-		return err
-	}
-	_, k, err := rc.readSealed(ctx)
-	if err != nil || k.entries[id] == "" {
-		return err
-	}
-	_, err = rc.rewriteKept(ctx, k, nil, map[string]bool{id: true})
-	return err
-}
-
-// SealedIDs lists the proposal ids that have sealed objects in repo,
-// under a ref of their own or folded into the one that keeps them all.
-func (e *Executor) SealedIDs(ctx context.Context, repo string) ([]string, error) {
-	rc, err := e.openRepo(ctx, repo)
-	if err != nil {
-		return nil, err
-	}
-	refs, k, err := rc.readSealed(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ids := slices.Collect(maps.Keys(k.entries))
-	for _, r := range refs {
-		if k.entries[r.id] == "" {
-			ids = append(ids, r.id)
-		}
-	}
-	slices.Sort(ids)
-	return ids, nil
-}
-
-// checkSealed refuses to run a proposal whose outcome was never sealed
-// (what would land was never shown), and one whose sealed objects are
-// gone.
-func (r *run) checkSealed(ctx context.Context) error {
-	s := r.p.Sealed
-	if s == nil {
-		return errcode.New(errcode.Unsupported, "the proposal has no sealed outcome, so what it would change was never shown; nothing was run. Propose it again")
-	}
-	var trees []string
-	for _, x := range append([]proposal.Sealed{*s}, s.Steps...) {
-		for _, t := range []string{x.Before, x.After} {
-			if t != "" {
-				trees = append(trees, t)
-			}
-		}
-	}
-	if len(trees) == 0 {
-		return nil
-	}
-	var in bytes.Buffer
-	for _, t := range trees {
-		in.WriteString(t + "\n")
-	}
-	res, err := r.main.g.run(ctx, call{dir: r.main.path, args: []string{"cat-file", "--batch-check=%(objecttype)"}, stdin: in.Bytes()})
-	if err != nil {
-		return err
-	}
-	for _, l := range strings.Split(res.text(), "\n") {
-		if l != "tree" {
-			return errcode.New(errcode.StaleBase, "the sealed outcome's objects are no longer in the repository (%s); nothing was run. Propose it again", proposal.SealedRef(r.p.ID))
-		}
-	}
-	return nil
 }

@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -12,10 +13,12 @@ import (
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
-// What execution shares with sealing (core/apply/seal): each operation's
+// How execution holds a proposal to its sealed outcome. Each operation's
 // seal (what its card shows) is in core/apply/seal/op_<operation>.go;
 // its step here, in ops_<operation>.go, computes the same states again
-// with a seal.Work and refuses to run when they are not the sealed ones.
+// with a seal.Work and refuses to run when they are not the sealed ones
+// (unchanged, compareState, verifyTree), and no proposal runs whose
+// outcome was never sealed or whose objects are gone (checkSealed).
 
 // verifyTree fails, before anything moves, when a step is about to
 // produce another tree than the one it sealed.
@@ -99,4 +102,39 @@ func (r *run) compareState(ctx context.Context, want string, f func(ctx context.
 		}
 	}
 	return now, paths, nil
+}
+
+// checkSealed refuses to run a proposal whose outcome was never sealed
+// (what would land was never shown), and one whose sealed objects are
+// gone.
+func (r *run) checkSealed(ctx context.Context) error {
+	s := r.p.Sealed
+	if s == nil {
+		return errcode.New(errcode.Unsupported, "the proposal has no sealed outcome, so what it would change was never shown; nothing was run. Propose it again")
+	}
+	var trees []string
+	for _, x := range append([]proposal.Sealed{*s}, s.Steps...) {
+		for _, t := range []string{x.Before, x.After} {
+			if t != "" {
+				trees = append(trees, t)
+			}
+		}
+	}
+	if len(trees) == 0 {
+		return nil
+	}
+	var in bytes.Buffer
+	for _, t := range trees {
+		in.WriteString(t + "\n")
+	}
+	res, err := r.main.g.run(ctx, call{dir: r.main.path, args: []string{"cat-file", "--batch-check=%(objecttype)"}, stdin: in.Bytes()})
+	if err != nil {
+		return err
+	}
+	for _, l := range strings.Split(res.text(), "\n") {
+		if l != "tree" {
+			return errcode.New(errcode.StaleBase, "the sealed outcome's objects are no longer in the repository (%s); nothing was run. Propose it again", proposal.SealedRef(r.p.ID))
+		}
+	}
+	return nil
 }
