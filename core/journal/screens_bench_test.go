@@ -11,8 +11,9 @@ import (
 
 // screensJournal is a journal of n decided proposals, one a second apart,
 // made by 4 agents: half of them in one of 20 confined sessions, a third
-// approved by one of 10 rules (the others rejected by a person). Built
-// once per size without fsync.
+// approved by one of 10 rules and run (the newest 10 of them still
+// approved), the others rejected by a person. Built once per size
+// without fsync.
 func screensJournal(b *testing.B, n int) *Journal {
 	b.Helper()
 	clk := newClock()
@@ -34,6 +35,11 @@ func screensJournal(b *testing.B, n int) *Journal {
 		}
 		if i%3 == 0 {
 			_, err = j.ApproveAuto(p.ID, p.Digest, fmt.Sprintf("rule-%d", i/3%10))
+			if err == nil && i < n-30 {
+				if _, err = j.MarkExecuting(p.ID, p.Digest); err == nil {
+					_, err = j.Complete(p.ID, "executor", Outcome{})
+				}
+			}
 		} else {
 			_, err = j.Reject(p.ID, "owner:web", "")
 		}
