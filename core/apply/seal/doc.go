@@ -17,7 +17,8 @@
 // the working tree as a tree (WorktreeState: HEAD's tree with the named
 // paths as they are on disk), writes the trees an operation would record,
 // refuses paths a git filter would transform, and lists how two trees
-// differ the way the card's file list shows it (Changes, facts.go). What
+// differ the way the card's file list shows it (Changes, facts.go); in a
+// plan, it carries what earlier steps leave in the checkout. What
 // a sealing reads through the executor (the pins as they are now, the
 // main working tree's HEAD, a session's copy, the checkout a session's
 // commit writes) comes through Inputs; a stacked commit's base through the

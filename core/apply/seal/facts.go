@@ -39,7 +39,7 @@ const bigFileThreshold = 512 << 20
 // changesByRule is changes without line counts (see the top of this
 // file).
 func (w *Work) changesByRule(ctx context.Context, a, b string) ([]proposal.FileChange, error) {
-	res, err := w.Run(ctx, gitrun.Call{Args: []string{"diff-tree", "-r", "-z", "-M", "--raw", "--no-commit-id", "--no-abbrev"}, Revs: []string{a, b}, DashDash: true})
+	res, err := w.run(ctx, gitrun.Call{Args: []string{"diff-tree", "-r", "-z", "-M", "--raw", "--no-commit-id", "--no-abbrev"}, Revs: []string{a, b}, DashDash: true})
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func (w *Work) blobFacts(ctx context.Context, recs []gitx.RawChange) (map[string
 	for i, part := range parts {
 		got[i] = &batchHeads{facts: map[string]blobFact{}}
 		wg.Go(func() {
-			_, errs[i] = w.Run(ctx, gitrun.Call{Args: []string{"cat-file", "--buffer", "--batch=%(objectname) %(objectsize)"},
+			_, errs[i] = w.run(ctx, gitrun.Call{Args: []string{"cat-file", "--buffer", "--batch=%(objectname) %(objectsize)"},
 				Stdin: []byte(strings.Join(part, "\n") + "\n"), Stdout: got[i]})
 		})
 	}
@@ -220,7 +220,7 @@ func (w *Work) binaryByAttributes(ctx context.Context, paths []string) (map[stri
 	if len(paths) == 0 {
 		return out, nil
 	}
-	res, err := w.Run(ctx, gitrun.Call{Args: []string{"check-attr", "--stdin", "-z", "diff"}, Stdin: gitrun.NulList(paths)})
+	res, err := w.run(ctx, gitrun.Call{Args: []string{"check-attr", "--stdin", "-z", "diff"}, Stdin: gitrun.NulList(paths)})
 	if err != nil {
 		return nil, err
 	}

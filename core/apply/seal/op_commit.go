@@ -36,26 +36,26 @@ func (s *commitSeal) seal(ctx context.Context, sl *Work) (proposal.Sealed, error
 	}
 	var env []string
 	if s.a.StageAll {
-		if env, _, err = sl.IndexCopy(ctx); err != nil {
+		if env, _, err = sl.indexCopy(ctx); err != nil {
 			return proposal.Sealed{}, err
 		}
-		if _, err := sl.Run(ctx, gitrun.Call{Global: BulkObjects, Args: []string{"add", "--all"}, Env: env}); err != nil {
+		if _, err := sl.run(ctx, gitrun.Call{Global: bulkObjects, Args: []string{"add", "--all"}, Env: env}); err != nil {
 			return proposal.Sealed{}, err
 		}
 	} else {
-		if env, _, err = sl.Index(ctx, before); err != nil {
+		if env, _, err = sl.index(ctx, before); err != nil {
 			return proposal.Sealed{}, err
 		}
-		if err := sl.AddPaths(ctx, env, s.a.Paths); err != nil {
+		if err := sl.addPaths(ctx, env, s.a.Paths); err != nil {
 			return proposal.Sealed{}, err
 		}
 	}
-	after, files, err := sl.NewTree(ctx, env, before,
+	after, files, err := sl.newTree(ctx, env, before,
 		&errcode.Error{Code: errcode.NothingToCommit, Msg: "there is nothing to commit: the paths are the same as in HEAD"})
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
-	if err := sl.RefuseFilters(ctx, files); err != nil {
+	if err := sl.refuseFilters(ctx, files); err != nil {
 		return proposal.Sealed{}, err
 	}
 	mv, err := sl.headMove(ctx, "")

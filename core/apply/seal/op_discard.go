@@ -51,21 +51,21 @@ func (s *discardSeal) seal(ctx context.Context, sl *Work) (proposal.Sealed, erro
 // index or HEAD tracks there and, with Untracked, the untracked files
 // that are not ignored.
 func discardFiles(ctx context.Context, sl *Work, a *proposal.DiscardArgs, head string) (tracked, untracked []string, err error) {
-	env, _, err := sl.IndexCopy(ctx)
+	env, _, err := sl.indexCopy(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	inIndex, err := sl.ListPaths(ctx, env, gitrun.Call{Args: []string{"ls-files", "-z"}, Paths: a.Paths, DashDash: true})
+	inIndex, err := sl.listPaths(ctx, env, gitrun.Call{Args: []string{"ls-files", "-z"}, Paths: a.Paths, DashDash: true})
 	if err != nil {
 		return nil, nil, err
 	}
-	inHead, err := sl.ListPaths(ctx, nil, gitrun.Call{Args: []string{"ls-tree", "-r", "-z", "--name-only", "--full-tree"}, Revs: []string{head}, Paths: a.Paths, DashDash: true})
+	inHead, err := sl.listPaths(ctx, nil, gitrun.Call{Args: []string{"ls-tree", "-r", "-z", "--name-only", "--full-tree"}, Revs: []string{head}, Paths: a.Paths, DashDash: true})
 	if err != nil {
 		return nil, nil, err
 	}
 	tracked = appendNew(inIndex, inHead...)
 	if a.Untracked {
-		if untracked, err = sl.ListPaths(ctx, env, gitrun.Call{Args: []string{"ls-files", "-z", "--others", "--exclude-standard"}, Paths: a.Paths, DashDash: true}); err != nil {
+		if untracked, err = sl.listPaths(ctx, env, gitrun.Call{Args: []string{"ls-files", "-z", "--others", "--exclude-standard"}, Paths: a.Paths, DashDash: true}); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -23,18 +23,18 @@ func (s *patchSeal) seal(ctx context.Context, sl *Work) (proposal.Sealed, error)
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
-	env, err := sl.CopyIndexFile(idx)
+	env, err := sl.copyIndexFile(idx)
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
-	if _, err := sl.Run(ctx, gitrun.Call{Args: []string{"apply", "--cached", "--whitespace=nowarn"}, Env: env, Stdin: []byte(s.a.Patch)}); err != nil {
+	if _, err := sl.run(ctx, gitrun.Call{Args: []string{"apply", "--cached", "--whitespace=nowarn"}, Env: env, Stdin: []byte(s.a.Patch)}); err != nil {
 		if st := gitrun.StderrOf(err); st != "" {
 			return proposal.Sealed{}, &errcode.Error{Code: errcode.PatchDoesNotApply, Err: err, Data: errcode.GitFailure{Command: "apply", Stderr: st},
 				Msg: "the patch does not apply to the " + string(s.a.Target) + " as it is now: " + clip(strings.TrimSpace(st), 2000)}
 		}
 		return proposal.Sealed{}, err
 	}
-	after, err := sl.WriteTree(ctx, env)
+	after, err := sl.writeTree(ctx, env)
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
@@ -51,17 +51,17 @@ func (s *patchSeal) seal(ctx context.Context, sl *Work) (proposal.Sealed, error)
 // disk. The executor computes it again before and after it applies.
 func PatchState(ctx context.Context, sl *Work, a *proposal.PatchArgs, headTree string) (string, string, error) {
 	if a.Target == proposal.PatchIndex {
-		env, idx, err := sl.IndexCopy(ctx)
+		env, idx, err := sl.indexCopy(ctx)
 		if err != nil {
 			return "", "", err
 		}
-		t, err := sl.WriteTree(ctx, env)
+		t, err := sl.writeTree(ctx, env)
 		return t, idx, err
 	}
-	if sl.Worktree != "" {
+	if sl.worktree != "" {
 		// An earlier step of the plan left the checkout at this tree.
-		_, idx, err := sl.Index(ctx, sl.Worktree)
-		return sl.Worktree, idx, err
+		_, idx, err := sl.index(ctx, sl.worktree)
+		return sl.worktree, idx, err
 	}
 	files, _ := a.FilesTouched()
 	return sl.WorktreeState(ctx, headTree, files)

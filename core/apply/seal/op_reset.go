@@ -68,24 +68,24 @@ func (s *resetSeal) seal(ctx context.Context, sl *Work) (proposal.Sealed, error)
 // the target has a file (returned too). The executor computes it again
 // before it resets.
 func ResetState(ctx context.Context, sl *Work, target string) (string, []string, error) {
-	if sl.Worktree != "" {
+	if sl.worktree != "" {
 		// An earlier step of the plan left the checkout at this tree.
-		return sl.Worktree, nil, nil
+		return sl.worktree, nil, nil
 	}
-	env, _, err := sl.IndexCopy(ctx)
+	env, _, err := sl.indexCopy(ctx)
 	if err != nil {
 		return "", nil, err
 	}
-	if _, err := sl.Run(ctx, gitrun.Call{Args: []string{"add", "--update"}, Env: env}); err != nil {
+	if _, err := sl.run(ctx, gitrun.Call{Args: []string{"add", "--update"}, Env: env}); err != nil {
 		return "", nil, err
 	}
-	untracked, err := sl.ListPaths(ctx, env, gitrun.Call{Args: []string{"ls-files", "-z", "--others", "--exclude-standard"}})
+	untracked, err := sl.listPaths(ctx, env, gitrun.Call{Args: []string{"ls-files", "-z", "--others", "--exclude-standard"}})
 	if err != nil {
 		return "", nil, err
 	}
 	var inTheWay []string
 	if len(untracked) > 0 {
-		inTarget, err := sl.ListPaths(ctx, nil, gitrun.Call{Args: []string{"ls-tree", "-r", "-z", "--name-only", "--full-tree"}, Revs: []string{target}})
+		inTarget, err := sl.listPaths(ctx, nil, gitrun.Call{Args: []string{"ls-tree", "-r", "-z", "--name-only", "--full-tree"}, Revs: []string{target}})
 		if err != nil {
 			return "", nil, err
 		}
@@ -94,10 +94,10 @@ func ResetState(ctx context.Context, sl *Work, target string) (string, []string,
 				inTheWay = append(inTheWay, u)
 			}
 		}
-		if err := sl.AddPaths(ctx, env, inTheWay); err != nil {
+		if err := sl.addPaths(ctx, env, inTheWay); err != nil {
 			return "", nil, err
 		}
 	}
-	t, err := sl.WriteTree(ctx, env)
+	t, err := sl.writeTree(ctx, env)
 	return t, inTheWay, err
 }

@@ -28,7 +28,7 @@ func (s *submoduleSeal) seal(ctx context.Context, sl *Work) (proposal.Sealed, er
 		return proposal.Sealed{}, err
 	}
 	if s.a.Action == proposal.SubmoduleReturn {
-		res, err := sl.Run(ctx, gitrun.Call{Args: []string{"ls-files", "-s", "-z"}, Paths: []string{s.a.Path}})
+		res, err := sl.run(ctx, gitrun.Call{Args: []string{"ls-files", "-s", "-z"}, Paths: []string{s.a.Path}})
 		if err != nil {
 			return proposal.Sealed{}, err
 		}
@@ -38,14 +38,14 @@ func (s *submoduleSeal) seal(ctx context.Context, sl *Work) (proposal.Sealed, er
 		}
 		return proposal.Sealed{Base: head, Moves: []proposal.RefMove{{Ref: "HEAD", From: subHead, To: f[1], Repo: subPath}}}, nil
 	}
-	env, _, err := sl.Index(ctx, before)
+	env, _, err := sl.index(ctx, before)
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
-	if _, err := sl.Run(ctx, gitrun.Call{Args: []string{"update-index", "--add", "--cacheinfo", proposal.ModeGitlink + "," + subHead + "," + s.a.Path}, Env: env}); err != nil {
+	if _, err := sl.run(ctx, gitrun.Call{Args: []string{"update-index", "--add", "--cacheinfo", proposal.ModeGitlink + "," + subHead + "," + s.a.Path}, Env: env}); err != nil {
 		return proposal.Sealed{}, err
 	}
-	after, files, err := sl.NewTree(ctx, env, before,
+	after, files, err := sl.newTree(ctx, env, before,
 		errcode.New(errcode.NothingToCommit, "the superproject already records %s at %s", s.a.Path, short(subHead)))
 	if err != nil {
 		return proposal.Sealed{}, err

@@ -122,7 +122,7 @@ func (s *Work) sealPlan(ctx context.Context, steps []step) (proposal.Sealed, err
 	for i, st := range steps {
 		_, isDiscard := st.a.(*proposal.DiscardArgs)
 		reset, isReset := st.a.(*proposal.ResetArgs)
-		if (isReset && reset.Mode == proposal.ResetHard && s.Overlay != "") || (isDiscard && s.Worktree != "") {
+		if (isReset && reset.Mode == proposal.ResetHard && s.overlay != "") || (isDiscard && s.worktree != "") {
 			return out, errcode.New(errcode.Unsupported, "plan step %d (%s) works on files an earlier step changes in a way its outcome cannot be computed from: propose the steps one at a time", i+1, st.name())
 		}
 		h, err := s.in.Head(ctx)
@@ -137,27 +137,27 @@ func (s *Work) sealPlan(ctx context.Context, steps []step) (proposal.Sealed, err
 		switch x := st.a.(type) {
 		case *proposal.MergeArgs:
 			if h.Sym == proposal.BranchRef(x.Target) {
-				s.MovedCheckout(sub.After)
+				s.movedCheckout(sub.After)
 			}
 		case *proposal.RebaseArgs:
 			if h.Sym == proposal.BranchRef(x.Branch) {
-				s.MovedCheckout(sub.After)
+				s.movedCheckout(sub.After)
 			}
 		case *proposal.ResetArgs:
 			if x.Mode == proposal.ResetHard {
-				s.MovedCheckout(sub.After)
+				s.movedCheckout(sub.After)
 			}
 		case *proposal.PatchArgs:
 			if x.Target != proposal.PatchWorktree {
 				break
 			}
-			if s.Worktree != "" {
-				s.Worktree = sub.After
-			} else if err := s.AddOverlay(ctx, sub.After, sub.SealedPaths()); err != nil {
+			if s.worktree != "" {
+				s.worktree = sub.After
+			} else if err := s.addOverlay(ctx, sub.After, sub.SealedPaths()); err != nil {
 				return out, err
 			}
 		case *proposal.DiscardArgs:
-			if err := s.AddOverlay(ctx, sub.After, sub.SealedPaths()); err != nil {
+			if err := s.addOverlay(ctx, sub.After, sub.SealedPaths()); err != nil {
 				return out, err
 			}
 		}

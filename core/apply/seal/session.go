@@ -57,14 +57,14 @@ func (src *sessionSource) state(ctx context.Context, sl *Work) (baseTree, now st
 	if baseTree, err = sl.Tree(ctx, src.base); err != nil {
 		return "", "", err
 	}
-	env, _, err := sl.Index(ctx, baseTree)
+	env, _, err := sl.index(ctx, baseTree)
 	if err != nil {
 		return "", "", err
 	}
 	if _, err := src.run(ctx, sl, gitrun.Call{Args: []string{"add", "--all"}, Env: env}); err != nil {
 		return "", "", err
 	}
-	now, err = sl.WriteTree(ctx, env)
+	now, err = sl.writeTree(ctx, env)
 	return baseTree, now, err
 }
 
@@ -76,7 +76,7 @@ func (src *sessionSource) changes(ctx context.Context, sl *Work) ([]copyChange, 
 	if err != nil {
 		return nil, err
 	}
-	res, err := sl.Run(ctx, gitrun.Call{Args: []string{"diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-commit-id"}, Revs: []string{baseTree, now}, DashDash: true})
+	res, err := sl.run(ctx, gitrun.Call{Args: []string{"diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-commit-id"}, Revs: []string{baseTree, now}, DashDash: true})
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func (s *commitSeal) sealFromCopy(ctx context.Context, sl *Work, src *sessionSou
 		}
 		return proposal.Sealed{}, &errcode.Error{Code: errcode.NothingToCommit, Msg: msg}
 	}
-	env, _, err := sl.Index(ctx, before)
+	env, _, err := sl.index(ctx, before)
 	if err != nil {
 		return proposal.Sealed{}, err
 	}
@@ -136,10 +136,10 @@ func (s *commitSeal) sealFromCopy(ctx context.Context, sl *Work, src *sessionSou
 			fmt.Fprintf(&in, "%s %s 0\t%s\x00", c.mode, c.blob, c.path)
 		}
 	}
-	if _, err := sl.Run(ctx, gitrun.Call{Args: []string{"update-index", "-z", "--index-info"}, Env: env, Stdin: in.Bytes()}); err != nil {
+	if _, err := sl.run(ctx, gitrun.Call{Args: []string{"update-index", "-z", "--index-info"}, Env: env, Stdin: in.Bytes()}); err != nil {
 		return proposal.Sealed{}, err
 	}
-	after, files, err := sl.NewTree(ctx, env, before,
+	after, files, err := sl.newTree(ctx, env, before,
 		&errcode.Error{Code: errcode.NothingToCommit, Msg: "there is nothing to commit: the files in the session's copy are the same as in HEAD"})
 	if err != nil {
 		return proposal.Sealed{}, err
@@ -147,10 +147,10 @@ func (s *commitSeal) sealFromCopy(ctx context.Context, sl *Work, src *sessionSou
 	// A filter is refused by the attributes of the tree that lands and by
 	// those of the checkout the files are written to, never by the copy's:
 	// its agent could have edited them there without proposing the edit.
-	if err := sl.RefuseFiltersIn(ctx, files, env); err != nil {
+	if err := sl.refuseFiltersIn(ctx, files, env); err != nil {
 		return proposal.Sealed{}, err
 	}
-	if err := sl.RefuseFilters(ctx, files); err != nil {
+	if err := sl.refuseFilters(ctx, files); err != nil {
 		return proposal.Sealed{}, err
 	}
 	mv, err := sl.headMove(ctx, "")

@@ -28,12 +28,12 @@ type Work struct {
 	// sealing ends.
 	tmp string
 	n   int
-	// Worktree, in a plan, is the tree the main working tree holds after
+	// worktree, in a plan, is the tree the main working tree holds after
 	// the steps sealed so far moved its checkout ("" while it is what is
-	// on disk). Overlay is a tree that holds, for the files in overlaid,
+	// on disk). overlay is a tree that holds, for the files in overlaid,
 	// what earlier steps (a patch, a discard) leave in them.
-	Worktree string
-	Overlay  string
+	worktree string
+	overlay  string
 	overlaid map[string]bool
 	// env is added to every git process: a scratch object directory when
 	// what is computed is only compared, never kept.
@@ -48,21 +48,16 @@ type Work struct {
 // files in tmp.
 func New(git *gitrun.Git, tmp string) *Work { return &Work{git: git, tmp: tmp} }
 
-// MovedCheckout records that a step of a plan leaves the main working
+// movedCheckout records that a step of a plan leaves the main working
 // tree's checkout at tree: what earlier steps left in its files is gone.
-func (w *Work) MovedCheckout(tree string) { w.Worktree, w.Overlay, w.overlaid = tree, "", nil }
+func (w *Work) movedCheckout(tree string) { w.worktree, w.overlay, w.overlaid = tree, "", nil }
 
-// Run runs git in the repository with the sealing's environment.
-func (w *Work) Run(ctx context.Context, c gitrun.Call) (gitrun.Result, error) {
+// run runs git in the repository with the sealing's environment.
+func (w *Work) run(ctx context.Context, c gitrun.Call) (gitrun.Result, error) {
 	c.Dir = w.git.Repo.Root
 	c.Env = append(slices.Clone(w.env), c.Env...)
 	return w.git.Run(ctx, c)
 }
-
-// Env is what the sealing adds to every git process it runs (see
-// Scratch), for a process run elsewhere (a session's copy as the work
-// tree) that must see the same objects.
-func (w *Work) Env() []string { return w.env }
 
 // Scratch makes the sealing write its objects to a temporary object
 // directory inside its scratch directory, so the repository stays
@@ -76,10 +71,10 @@ func (w *Work) Scratch() error {
 	return nil
 }
 
-// AddOverlay records that files hold what tree has for them after a
+// addOverlay records that files hold what tree has for them after a
 // step; what earlier steps left in other files stays.
-func (w *Work) AddOverlay(ctx context.Context, tree string, files []string) error {
-	env, _, err := w.Index(ctx, tree)
+func (w *Work) addOverlay(ctx context.Context, tree string, files []string) error {
+	env, _, err := w.index(ctx, tree)
 	if err != nil {
 		return err
 	}
@@ -93,7 +88,7 @@ func (w *Work) AddOverlay(ctx context.Context, tree string, files []string) erro
 	if err := w.applyOverlay(ctx, env, keep); err != nil {
 		return err
 	}
-	if w.Overlay, err = w.WriteTree(ctx, env); err != nil {
+	if w.overlay, err = w.writeTree(ctx, env); err != nil {
 		return err
 	}
 	if w.overlaid == nil {
@@ -108,40 +103,40 @@ func (w *Work) AddOverlay(ctx context.Context, tree string, files []string) erro
 // applyOverlay replaces, in the index of env, the entries of files by the
 // overlay's (removing those the overlay does not have).
 func (w *Work) applyOverlay(ctx context.Context, env []string, files []string) error {
-	if len(files) == 0 || w.Overlay == "" {
+	if len(files) == 0 || w.overlay == "" {
 		return nil
 	}
-	if _, err := w.Run(ctx, gitrun.Call{Args: []string{"rm", "--cached", "-r", "-q", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"},
+	if _, err := w.run(ctx, gitrun.Call{Args: []string{"rm", "--cached", "-r", "-q", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"},
 		Env: env, Stdin: gitrun.NulList(files)}); err != nil {
 		return err
 	}
-	over, _, err := w.Index(ctx, w.Overlay)
+	over, _, err := w.index(ctx, w.overlay)
 	if err != nil {
 		return err
 	}
-	res, err := w.Run(ctx, gitrun.Call{Args: []string{"ls-files", "-s", "-z"}, Paths: files, DashDash: true, Env: over})
+	res, err := w.run(ctx, gitrun.Call{Args: []string{"ls-files", "-s", "-z"}, Paths: files, DashDash: true, Env: over})
 	if err != nil {
 		return err
 	}
 	if len(res.Out) > 0 {
-		_, err = w.Run(ctx, gitrun.Call{Args: []string{"update-index", "-z", "--index-info"}, Env: env, Stdin: res.Out})
+		_, err = w.run(ctx, gitrun.Call{Args: []string{"update-index", "-z", "--index-info"}, Env: env, Stdin: res.Out})
 	}
 	return err
 }
 
-// Index returns the environment of a new temporary index file, filled
+// index returns the environment of a new temporary index file, filled
 // from tree ("" leaves it empty), and its path.
-func (w *Work) Index(ctx context.Context, tree string) ([]string, string, error) {
-	return w.index(ctx, tree, false)
+func (w *Work) index(ctx context.Context, tree string) ([]string, string, error) {
+	return w.newIndex(ctx, tree, false)
 }
 
-// IndexCopy returns the environment of a new temporary index file that
+// indexCopy returns the environment of a new temporary index file that
 // is a copy of the main working tree's own index, and its path.
-func (w *Work) IndexCopy(ctx context.Context) ([]string, string, error) {
-	return w.index(ctx, "", true)
+func (w *Work) indexCopy(ctx context.Context) ([]string, string, error) {
+	return w.newIndex(ctx, "", true)
 }
 
-func (w *Work) index(ctx context.Context, tree string, copyMain bool) ([]string, string, error) {
+func (w *Work) newIndex(ctx context.Context, tree string, copyMain bool) ([]string, string, error) {
 	w.n++
 	path := filepath.Join(w.tmp, "index"+strconv.Itoa(w.n))
 	env := []string{"GIT_INDEX_FILE=" + path}
@@ -152,15 +147,15 @@ func (w *Work) index(ctx context.Context, tree string, copyMain bool) ([]string,
 		return env, path, nil
 	}
 	if tree != "" {
-		if _, err := w.Run(ctx, gitrun.Call{Args: []string{"read-tree"}, Revs: []string{tree}, Env: env}); err != nil {
+		if _, err := w.run(ctx, gitrun.Call{Args: []string{"read-tree"}, Revs: []string{tree}, Env: env}); err != nil {
 			return nil, "", err
 		}
 	}
 	return env, path, nil
 }
 
-// CopyIndexFile copies a temporary index to a new one.
-func (w *Work) CopyIndexFile(from string) ([]string, error) {
+// copyIndexFile copies a temporary index to a new one.
+func (w *Work) copyIndexFile(from string) ([]string, error) {
 	w.n++
 	path := filepath.Join(w.tmp, "index"+strconv.Itoa(w.n))
 	if err := gitx.CopyIndex(from, path); err != nil {
@@ -169,9 +164,9 @@ func (w *Work) CopyIndexFile(from string) ([]string, error) {
 	return []string{"GIT_INDEX_FILE=" + path}, nil
 }
 
-// WriteTree writes the tree of a temporary index.
-func (w *Work) WriteTree(ctx context.Context, env []string) (string, error) {
-	res, err := w.Run(ctx, gitrun.Call{Args: []string{"write-tree"}, Env: env})
+// writeTree writes the tree of a temporary index.
+func (w *Work) writeTree(ctx context.Context, env []string) (string, error) {
+	res, err := w.run(ctx, gitrun.Call{Args: []string{"write-tree"}, Env: env})
 	if err != nil {
 		if strings.Contains(gitrun.StderrOf(err), "unmerged") {
 			return "", errcode.New(errcode.OperationInProgress, "the index has unresolved conflicts; resolve or abort them first")
@@ -181,7 +176,7 @@ func (w *Work) WriteTree(ctx context.Context, env []string) (string, error) {
 	return res.Text(), nil
 }
 
-// BulkObjects makes an add write the blobs it stores into one pack
+// bulkObjects makes an add write the blobs it stores into one pack
 // instead of a loose object each: git's bulk check-in, for files larger
 // than core.bigFileThreshold that no filter or line-ending conversion
 // touches (git decides which, and hashes the others as always). The
@@ -192,14 +187,14 @@ func (w *Work) WriteTree(ctx context.Context, env []string) (string, error) {
 // A path list as long as bulkPaths gets the same; a shorter one keeps
 // git's loose objects, so that small proposals do not each leave a pack
 // behind (git's own gc folds packs together once there are 50).
-var BulkObjects = []string{"-c", "core.bigFileThreshold=1"}
+var bulkObjects = []string{"-c", "core.bigFileThreshold=1"}
 
 const bulkPaths = 100
 
-// AddPaths stages paths (NUL-separated on stdin, so any path is literal)
+// addPaths stages paths (NUL-separated on stdin, so any path is literal)
 // into a temporary index from the working tree, with every change:
 // modifications, deletions, new files and modes.
-func (w *Work) AddPaths(ctx context.Context, env []string, paths []string, extra ...string) error {
+func (w *Work) addPaths(ctx context.Context, env []string, paths []string, extra ...string) error {
 	if len(paths) == 0 {
 		return nil
 	}
@@ -207,9 +202,9 @@ func (w *Work) AddPaths(ctx context.Context, env []string, paths []string, extra
 	args = append(args, "--pathspec-from-file=-", "--pathspec-file-nul")
 	c := gitrun.Call{Args: args, Env: env, Stdin: gitrun.NulList(paths)}
 	if len(paths) >= bulkPaths {
-		c.Global = BulkObjects
+		c.Global = bulkObjects
 	}
-	_, err := w.Run(ctx, c)
+	_, err := w.run(ctx, c)
 	if err != nil {
 		if st := gitrun.StderrOf(err); strings.Contains(st, "did not match") || strings.Contains(st, "ignored by one of your .gitignore") {
 			return &errcode.Error{Code: errcode.InvalidArgument, Err: err, Msg: "a path cannot be committed: " + clip(strings.TrimSpace(st), 500)}
@@ -219,10 +214,10 @@ func (w *Work) AddPaths(ctx context.Context, env []string, paths []string, extra
 	return nil
 }
 
-// ListPaths runs a git command that prints NUL-separated paths.
-func (w *Work) ListPaths(ctx context.Context, env []string, c gitrun.Call) ([]string, error) {
+// listPaths runs a git command that prints NUL-separated paths.
+func (w *Work) listPaths(ctx context.Context, env []string, c gitrun.Call) ([]string, error) {
 	c.Env = env
-	res, err := w.Run(ctx, c)
+	res, err := w.run(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -244,11 +239,11 @@ func (w *Work) Tree(ctx context.Context, commit string) (string, error) {
 	return t[commit], nil
 }
 
-// NewTree writes the temporary index of env as a tree and lists how it
+// newTree writes the temporary index of env as a tree and lists how it
 // differs from before; a tree the same as before is nothing to commit
 // (nothing says why).
-func (w *Work) NewTree(ctx context.Context, env []string, before string, nothing *errcode.Error) (string, []proposal.FileChange, error) {
-	after, err := w.WriteTree(ctx, env)
+func (w *Work) newTree(ctx context.Context, env []string, before string, nothing *errcode.Error) (string, []proposal.FileChange, error) {
+	after, err := w.writeTree(ctx, env)
 	if err != nil {
 		return "", nil, err
 	}
@@ -285,7 +280,7 @@ func (w *Work) changesByNumstat(ctx context.Context, a, b string) ([]proposal.Fi
 	var sizesErr error
 	var wg sync.WaitGroup
 	wg.Go(func() { sizes, sizesErr = w.blobSizes(ctx, a, b) })
-	res, err := w.Run(ctx, gitrun.Call{Args: []string{"diff-tree", "-r", "-z", "-M", "--raw", "--numstat", "--no-commit-id", "--no-abbrev"}, Revs: []string{a, b}, DashDash: true})
+	res, err := w.run(ctx, gitrun.Call{Args: []string{"diff-tree", "-r", "-z", "-M", "--raw", "--numstat", "--no-commit-id", "--no-abbrev"}, Revs: []string{a, b}, DashDash: true})
 	wg.Wait()
 	if err == nil {
 		err = sizesErr
@@ -310,7 +305,7 @@ func (w *Work) changesByNumstat(ctx context.Context, a, b string) ([]proposal.Fi
 // (a gitlink's commit is no blob and has none), in two processes that
 // read no blob's content: the raw comparison and one cat-file.
 func (w *Work) blobSizes(ctx context.Context, a, b string) (map[string]int64, error) {
-	res, err := w.Run(ctx, gitrun.Call{Args: []string{"diff-tree", "-r", "-z", "--raw", "--no-commit-id", "--no-abbrev"}, Revs: []string{a, b}, DashDash: true})
+	res, err := w.run(ctx, gitrun.Call{Args: []string{"diff-tree", "-r", "-z", "--raw", "--no-commit-id", "--no-abbrev"}, Revs: []string{a, b}, DashDash: true})
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +321,7 @@ func (w *Work) blobSizes(ctx context.Context, a, b string) (map[string]int64, er
 	if in.Len() == 0 {
 		return sizes, nil
 	}
-	res, err = w.Run(ctx, gitrun.Call{Args: []string{"cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"}, Stdin: in.Bytes()})
+	res, err = w.run(ctx, gitrun.Call{Args: []string{"cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"}, Stdin: in.Bytes()})
 	if err != nil {
 		return nil, err
 	}
@@ -338,18 +333,18 @@ func (w *Work) blobSizes(ctx context.Context, a, b string) (map[string]int64, er
 	return sizes, nil
 }
 
-// RefuseFilters refuses paths that a git filter (Git LFS, git-crypt, …)
+// refuseFilters refuses paths that a git filter (Git LFS, git-crypt, …)
 // would transform on commit: Sluice commits the exact bytes it sealed
 // and runs no filter before a person approved.
-func (w *Work) RefuseFilters(ctx context.Context, files []proposal.FileChange) error {
-	return w.RefuseFiltersIn(ctx, files, nil)
+func (w *Work) refuseFilters(ctx context.Context, files []proposal.FileChange) error {
+	return w.refuseFiltersIn(ctx, files, nil)
 }
 
-// RefuseFiltersIn is refuseFilters with the attributes of the temporary
+// refuseFiltersIn is refuseFilters with the attributes of the temporary
 // index of env (check-attr --cached: its .gitattributes files, and the
 // repository's own info/attributes), or of the working tree when env is
 // nil.
-func (w *Work) RefuseFiltersIn(ctx context.Context, files []proposal.FileChange, env []string) error {
+func (w *Work) refuseFiltersIn(ctx context.Context, files []proposal.FileChange, env []string) error {
 	if len(files) == 0 {
 		return nil
 	}
@@ -366,7 +361,7 @@ func (w *Work) RefuseFiltersIn(ctx context.Context, files []proposal.FileChange,
 	if env != nil {
 		args = append(args, "--cached")
 	}
-	res, err := w.Run(ctx, gitrun.Call{Args: append(args, "filter"), Env: env, Stdin: gitrun.NulList(paths)})
+	res, err := w.run(ctx, gitrun.Call{Args: append(args, "filter"), Env: env, Stdin: gitrun.NulList(paths)})
 	if err != nil {
 		return err
 	}
@@ -387,21 +382,21 @@ func (w *Work) RefuseFiltersIn(ctx context.Context, files []proposal.FileChange,
 // change; the entries for the paths are then carried over onto HEAD's
 // tree, so nothing else the person staged comes along.
 func (w *Work) WorktreeState(ctx context.Context, headTree string, paths []string) (string, string, error) {
-	scan, _, err := w.IndexCopy(ctx)
+	scan, _, err := w.indexCopy(ctx)
 	if err != nil {
 		return "", "", err
 	}
-	env, idx, err := w.Index(ctx, headTree)
+	env, idx, err := w.index(ctx, headTree)
 	if err != nil {
 		return "", "", err
 	}
 	if len(paths) == 0 {
-		t, err := w.WriteTree(ctx, env)
+		t, err := w.writeTree(ctx, env)
 		return t, idx, err
 	}
 	known := map[string]bool{}
 	for _, which := range [][]string{scan, env} {
-		entries, err := w.ListPaths(ctx, which, gitrun.Call{Args: []string{"ls-files", "-z"}, Paths: paths, DashDash: true})
+		entries, err := w.listPaths(ctx, which, gitrun.Call{Args: []string{"ls-files", "-z"}, Paths: paths, DashDash: true})
 		if err != nil {
 			return "", "", err
 		}
@@ -422,20 +417,20 @@ func (w *Work) WorktreeState(ctx context.Context, headTree string, paths []strin
 			add = append(add, p)
 		}
 	}
-	if err := w.AddPaths(ctx, scan, add); err != nil {
+	if err := w.addPaths(ctx, scan, add); err != nil {
 		return "", "", err
 	}
 	// HEAD's entries under the paths go; the scanned ones take their place.
-	if _, err := w.Run(ctx, gitrun.Call{Args: []string{"rm", "--cached", "-r", "-q", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"},
+	if _, err := w.run(ctx, gitrun.Call{Args: []string{"rm", "--cached", "-r", "-q", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"},
 		Env: env, Stdin: gitrun.NulList(paths)}); err != nil {
 		return "", "", err
 	}
-	res, err := w.Run(ctx, gitrun.Call{Args: []string{"ls-files", "-s", "-z"}, Paths: paths, DashDash: true, Env: scan})
+	res, err := w.run(ctx, gitrun.Call{Args: []string{"ls-files", "-s", "-z"}, Paths: paths, DashDash: true, Env: scan})
 	if err != nil {
 		return "", "", err
 	}
 	if len(res.Out) > 0 {
-		if _, err := w.Run(ctx, gitrun.Call{Args: []string{"update-index", "-z", "--index-info"}, Env: env, Stdin: res.Out}); err != nil {
+		if _, err := w.run(ctx, gitrun.Call{Args: []string{"update-index", "-z", "--index-info"}, Env: env, Stdin: res.Out}); err != nil {
 			return "", "", err
 		}
 	}
@@ -453,7 +448,7 @@ func (w *Work) WorktreeState(ctx context.Context, headTree string, paths []strin
 	if err := w.applyOverlay(ctx, env, over); err != nil {
 		return "", "", err
 	}
-	t, err := w.WriteTree(ctx, env)
+	t, err := w.writeTree(ctx, env)
 	return t, idx, err
 }
 
