@@ -1,17 +1,32 @@
 package apply
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/sluicehq/sluice/core/apply/seal"
 	"github.com/sluicehq/sluice/core/proposal"
+	"github.com/sluicehq/sluice/core/restorepoint"
 )
 
 // discardStep throws away uncommitted changes to paths: index and files
 // go back to HEAD, and with Untracked, untracked files there are removed
 // (ignored files never are).
-type discardStep struct{ a *proposal.DiscardArgs }
+type discardStep struct {
+	a *proposal.DiscardArgs
+	// now is what the paths held when the proposal's only step was
+	// scoped (see scope), before anything was written: its check and its
+	// run read it instead of asking git again. nil in a plan, or when the
+	// index has conflicts there.
+	now *discardRead
+}
 
 func (s *discardStep) name() proposal.Op { return proposal.OpDiscard }
 
@@ -36,11 +51,16 @@ func (s *discardStep) do(ctx context.Context, r *run, w *writing) error {
 	// git restore refuses a path it knows nothing about (one that holds
 	// only untracked files), so only the paths known to the index or HEAD
 	// go to it; clean takes care of the rest.
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"ls-files", "-z", "--with-tree=" + head}, paths: s.a.Paths, dashdash: true})
-	if err != nil {
-		return err
+	var known []string
+	if s.now != nil {
+		known = knownPaths(s.a.Paths, s.now.tracked())
+	} else {
+		res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"ls-files", "-z", "--with-tree=" + head}, paths: s.a.Paths, dashdash: true})
+		if err != nil {
+			return err
+		}
+		known = knownPaths(s.a.Paths, strings.Split(string(res.out), "\x00"))
 	}
-	known := knownPaths(s.a.Paths, strings.Split(string(res.out), "\x00"))
 	r.changed = true
 	if len(known) > 0 {
 		if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"restore", "--source=" + head, "--staged", "--worktree"}, paths: known, dashdash: true}); err != nil {
@@ -64,8 +84,169 @@ func (s *discardStep) verify(ctx context.Context, r *run) error {
 	if sealed == nil {
 		return nil
 	}
+	if s.now != nil {
+		// The usual case, read at the discard's paths alone; anything it
+		// cannot vouch for goes to the whole comparison, which also names
+		// what changed.
+		if same, err := s.sameOnDisk(ctx, r, sealed.Before); err != nil || same {
+			return err
+		}
+	}
 	return r.unchanged(ctx, sealed.Before, func(ctx context.Context, sl *seal.Work, headTree string) (string, error) {
 		t, _, err := seal.DiscardState(ctx, sl, s.a, r.expect["HEAD"], headTree)
 		return t, err
 	})
+}
+
+// discardRead is what a discard's paths hold, read in one moment: the
+// index's entries there, HEAD's, and (with Untracked) the untracked
+// files that are not ignored. Each list is read under the discard's
+// pathspecs, so its cost follows the paths (git still loads the index
+// once for each).
+type discardRead struct {
+	// index and head map each path to "mode sha".
+	index, head map[string]string
+	// entries are the index's records there, as restorepoint.IndexEntries
+	// gives them.
+	entries   []byte
+	untracked []string
+}
+
+// read reads the discard's paths; nil, without error, when the index
+// has conflicts there (the whole-tree path refuses them with its own
+// words).
+func (s *discardStep) read(ctx context.Context, r *run) (*discardRead, error) {
+	rc := r.main
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"ls-files", "-s", "-z"}, paths: s.a.Paths, dashdash: true})
+	if err != nil {
+		return nil, err
+	}
+	d := &discardRead{index: map[string]string{}, head: map[string]string{}}
+	for rec := range bytes.SplitSeq(res.out, []byte{0}) {
+		meta, path, ok := bytes.Cut(rec, []byte{'\t'})
+		if !ok {
+			continue
+		}
+		f := strings.Fields(string(meta))
+		if len(f) != 3 || f[2] != "0" {
+			return nil, nil
+		}
+		d.index[string(path)] = f[0] + " " + f[1]
+		d.entries = append(append(d.entries, rec...), 0)
+	}
+	res, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"ls-tree", "-r", "-z", "--full-tree"}, revs: []string{r.expect["HEAD"]}, paths: s.a.Paths, dashdash: true})
+	if err != nil {
+		return nil, err
+	}
+	for rec := range bytes.SplitSeq(res.out, []byte{0}) {
+		meta, path, ok := bytes.Cut(rec, []byte{'\t'})
+		if f := strings.Fields(string(meta)); ok && len(f) == 3 {
+			d.head[string(path)] = f[0] + " " + f[2]
+		}
+	}
+	if s.a.Untracked {
+		res, err = rc.g.run(ctx, call{dir: rc.path, args: []string{"ls-files", "-z", "--others", "--exclude-standard"}, paths: s.a.Paths, dashdash: true})
+		if err != nil {
+			return nil, err
+		}
+		d.untracked = restorepoint.SortedPaths(strings.Split(string(res.out), "\x00"))
+	}
+	return d, nil
+}
+
+// tracked lists the paths the index or HEAD holds.
+func (d *discardRead) tracked() []string {
+	return restorepoint.SortedPaths(append(slices.Collect(maps.Keys(d.index)), slices.Collect(maps.Keys(d.head))...))
+}
+
+// staged lists the paths whose index entry differs from HEAD's (git
+// diff-index --cached --name-only).
+func (d *discardRead) staged() []string {
+	var out []string
+	for _, p := range d.tracked() {
+		if d.index[p] != d.head[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// entriesAt are the index's records at paths, as
+// restorepoint.IndexEntries reads them.
+func (d *discardRead) entriesAt(paths []string) []byte {
+	want := map[string]bool{}
+	for _, p := range paths {
+		want[p] = true
+	}
+	var keep []byte
+	for rec := range bytes.SplitSeq(d.entries, []byte{0}) {
+		if _, path, ok := bytes.Cut(rec, []byte{'\t'}); ok && want[string(path)] {
+			keep = append(append(keep, rec...), 0)
+		}
+	}
+	return keep
+}
+
+// sameOnDisk reports whether the discard's files are as the sealed state
+// want has them (HEAD's tree with the files the discard throws away as
+// they were on disk): the files now at the discard's paths are hashed,
+// without writing an object, and compared with want's entries under
+// those paths. false sends the caller to the whole comparison; so does
+// anything this cannot tell as git would (a directory, a symbolic link
+// or a special file at a path, an executable bit the index does not
+// agree with, since core.fileMode may tell git to ignore it).
+func (s *discardStep) sameOnDisk(ctx context.Context, r *run, want string) (bool, error) {
+	rc, d := r.main, s.now
+	files := restorepoint.SortedPaths(append(d.tracked(), d.untracked...))
+	have := map[string]string{}
+	var present []string
+	var in bytes.Buffer
+	for _, p := range files {
+		fi, err := os.Lstat(filepath.Join(rc.path, filepath.FromSlash(p)))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil || !fi.Mode().IsRegular() {
+			return false, nil
+		}
+		mode, ix := "100644", d.index[p]
+		if fi.Mode()&0o111 != 0 {
+			mode = "100755"
+		}
+		if ix != "" && !strings.HasPrefix(ix, mode+" ") || ix == "" && mode == "100755" {
+			return false, nil
+		}
+		present = append(present, p)
+		have[p] = mode
+		in.WriteString(p)
+		in.WriteByte('\n')
+	}
+	if len(present) > 0 {
+		if len(present) != strings.Count(in.String(), "\n") || strings.Contains("\n"+in.String(), "\n\"") {
+			return false, nil // a name --stdin-paths would read otherwise
+		}
+		res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"hash-object", "--stdin-paths"}, stdin: in.Bytes()})
+		if err != nil {
+			return false, err
+		}
+		sc := bufio.NewScanner(bytes.NewReader(res.out))
+		for i := 0; sc.Scan(); i++ {
+			if i >= len(present) {
+				return false, nil
+			}
+			have[present[i]] += " " + sc.Text()
+		}
+	}
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"ls-tree", "-r", "-z", "--full-tree"}, revs: []string{want}, paths: s.a.Paths, dashdash: true})
+	if err != nil {
+		return false, err
+	}
+	wanted := map[string]string{}
+	for rec := range bytes.SplitSeq(res.out, []byte{0}) {
+		meta, path, ok := bytes.Cut(rec, []byte{'\t'})
+		if f := strings.Fields(string(meta)); ok && len(f) == 3 {
+			wanted[string(path)] = f[0] + " " + f[2]
+		}
+	}
+	return maps.Equal(have, wanted), nil
 }

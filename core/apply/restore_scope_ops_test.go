@@ -3,7 +3,9 @@
 package apply
 
 import (
+	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -183,5 +185,98 @@ func TestExecuteAndRestore_ScopedCommitDiscard_NoWholeTreeWalk(t *testing.T) {
 		// starts from there.
 		f.git("reset", "-q", "--hard")
 		f.git("clean", "-fdq")
+	}
+}
+
+// wholeIndexCommands are the git commands a scoped execution must not run:
+// each builds, walks or rewrites the whole index or working tree (a
+// temporary index read from HEAD's whole tree, an add or rm over it, a
+// diff of the whole index against a tree, a status).
+func wholeIndexCommands(t *testing.T, log string) []string {
+	t.Helper()
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		sub, rest := gitSubcommand(line)
+		switch {
+		case sub == "read-tree" && !strings.Contains(rest, "--index-output"), sub == "add", sub == "rm", sub == "diff-index",
+			sub == "status", sub == "update-index" && strings.Contains(rest, "--refresh"):
+			found = append(found, "git "+sub+" "+rest)
+		}
+	}
+	return found
+}
+
+// An approved discard of named paths checks its sealed state at those
+// paths alone and reads them once for its scope, its check, its restore
+// point and its run: no temporary index built from HEAD's whole tree, no
+// add or rm over one, no diff of the whole index against HEAD.
+func TestExecute_ScopedDiscard_ReadsItsPathsAlone(t *testing.T) {
+	f := newFixture(t)
+	e, log := loggedGit(t, f)
+	f.e = e
+	f.repo.Write("README.md", "# to discard\n")
+	f.repo.Write("src/a.txt", "staged, to discard\n")
+	f.git("add", "src/a.txt")
+	rec := f.propose(&proposal.DiscardArgs{Paths: []string{"README.md", "src"}})
+	if err := os.WriteFile(log, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.mustComplete(rec)
+	for _, c := range wholeIndexCommands(t, log) {
+		t.Errorf("the discard ran %s", c)
+	}
+	if got := f.git("status", "--porcelain"); got != "" {
+		t.Errorf("after the discard: %q", got)
+	}
+}
+
+// A discard is refused, naming the path and changing nothing, when what
+// it would throw away changed after it was proposed in a way only its
+// paths show: an untracked file it would remove is gone, a file became
+// executable, a staged new file was written again.
+func TestExecute_ScopedDiscard_StaleAtItsPaths(t *testing.T) {
+	cases := []struct {
+		name   string
+		setup  func(f *fixture)
+		args   *proposal.DiscardArgs
+		change func(f *fixture)
+		path   string
+	}{
+		{"untracked gone", func(f *fixture) { f.repo.Write("src/new.txt", "new\n") },
+			&proposal.DiscardArgs{Paths: []string{"src"}, Untracked: true},
+			func(f *fixture) { os.Remove(filepath.Join(f.repo.Dir, "src/new.txt")) }, "src/new.txt"},
+		{"made executable", func(f *fixture) { f.repo.Write("src/a.txt", "mine\n") },
+			&proposal.DiscardArgs{Paths: []string{"src/a.txt"}},
+			func(f *fixture) { os.Chmod(filepath.Join(f.repo.Dir, "src/a.txt"), 0o755) }, "src/a.txt"},
+		{"staged file rewritten", func(f *fixture) { f.repo.Write("src/c.txt", "c\n"); f.git("add", "src/c.txt") },
+			&proposal.DiscardArgs{Paths: []string{"src"}},
+			func(f *fixture) { f.repo.Write("src/c.txt", "c, and more\n") }, "src/c.txt"},
+		{"tracked file deleted", func(f *fixture) { f.repo.Write("src/a.txt", "mine\n") },
+			&proposal.DiscardArgs{Paths: []string{"src"}},
+			func(f *fixture) { os.Remove(filepath.Join(f.repo.Dir, "src/a.txt")) }, "src/a.txt"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			c.setup(f)
+			rec := f.propose(c.args)
+			c.change(f)
+			before := repoState(t, f.repo.Dir)
+			out, err := f.execute(rec)
+			if !errors.Is(err, ErrStaleBase) || out.State != proposal.Failed {
+				t.Fatalf("state %s err %v: want stale_base", out.State, err)
+			}
+			data, _ := dataOf(err).(map[string]any)
+			if changed, _ := data["changed"].([]string); !slices.Contains(changed, c.path) {
+				t.Errorf("changed %v: want %s named", data, c.path)
+			}
+			if after := repoState(t, f.repo.Dir); after != before {
+				t.Errorf("the repository changed:\n%s", diffState(before, after))
+			}
+		})
 	}
 }

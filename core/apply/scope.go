@@ -76,6 +76,22 @@ func (r *run) scope(ctx context.Context, ops []step, t touches) error {
 		if sealed == nil {
 			return nil
 		}
+		d, err := s.read(ctx, r)
+		if err != nil {
+			return err
+		}
+		if d != nil {
+			// One read of the paths serves the scope, the check, the
+			// restore point's index entries and the run.
+			wt := r.main.main()
+			paths := restorepoint.SortedPaths(append(sealed.SealedPaths(), d.staged()...))
+			if allUnder(paths, s.a.Paths) {
+				r.main.reads.putEntries(wt.path+"\x00"+strings.Join(paths, "\x00"), d.entriesAt(paths))
+			}
+			t.of(r.main).addScope(wt, paths)
+			s.now = d
+			return nil
+		}
 		res, err := r.main.g.run(ctx, call{dir: r.main.path, args: []string{"diff-index", "--cached", "--name-only", "-z", "--no-renames"},
 			revs: []string{r.expect["HEAD"]}, paths: s.a.Paths, dashdash: true})
 		if err != nil {
@@ -91,6 +107,17 @@ func (r *run) scope(ctx context.Context, ops []step, t touches) error {
 		t.of(r.main).addScope(wt, r.sealedStep().SealedPaths())
 	}
 	return nil
+}
+
+// allUnder reports whether every path lies at or under one of the
+// pathspecs.
+func allUnder(paths, specs []string) bool {
+	for _, p := range paths {
+		if len(knownPaths(specs, []string{p})) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // wantFullStatus tells each repository's moment which worktrees get a
