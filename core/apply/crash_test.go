@@ -78,6 +78,7 @@ func TestCrash_SIGKILL_MidExecution(t *testing.T) {
 		{"commit_paths", []string{"restore-point", "committed", "applied"}},
 		{"reset_hard", []string{"restore-point", "before-ref-update", "applied"}},
 		{"patch_worktree", []string{"restore-point", "applied"}},
+		{"patch_index", []string{"restore-point", "applied"}},
 		{"discard", []string{"restore-point", "applied"}},
 		{"branch_delete", []string{"before-ref-update", "ended"}},
 	}

@@ -37,10 +37,9 @@ func TestRestorePoint_BookkeepingObjects(t *testing.T) {
 			f.repo.Write("src/b.txt", "unstaged\n")
 			f.repo.Write("notes.txt", "untracked\n")
 			before := repoState(t, f.repo.Dir)
-			// A patch to the index: its restore point records the whole
-			// working tree, staged, unstaged and untracked work included.
-			patch := "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-# demo\n+# patched\n"
-			done := f.mustComplete(f.propose(&proposal.PatchArgs{Patch: patch, Target: proposal.PatchIndex}))
+			// A hard reset: its restore point records the whole working
+			// tree, staged, unstaged and untracked work included.
+			done := f.mustComplete(f.propose(&proposal.ResetArgs{Mode: proposal.ResetHard, Target: "HEAD"}))
 			id := done.Outcome.RestorePoint
 
 			if out, err := gitxtest.GitErr(t, f.repo.Dir, "fsck", "--strict", "--no-dangling", "--no-progress"); err != nil || out != "" {

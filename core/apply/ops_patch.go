@@ -17,7 +17,12 @@ type patchStep struct{ a *proposal.PatchArgs }
 func (s *patchStep) name() proposal.Op { return proposal.OpPatch }
 
 func (s *patchStep) touch(_ context.Context, r *run, t touches) error {
-	t.of(r.main).addWorktree(r.main.main(), depthFiles)
+	// git apply --cached writes index entries and no file.
+	d := depthFiles
+	if s.a.Target == proposal.PatchIndex {
+		d = depthIndex
+	}
+	t.of(r.main).addWorktree(r.main.main(), d)
 	return nil
 }
 
@@ -68,6 +73,9 @@ func (s *patchStep) verify(ctx context.Context, r *run) error {
 	if same, err := s.sameOnDisk(ctx, r, sealed.Before); err != nil || same {
 		return err
 	}
+	if same, err := s.sameInIndex(ctx, r, sealed.Before); err != nil || same {
+		return err
+	}
 	return r.unchanged(ctx, sealed.Before, s.stateNow)
 }
 
@@ -83,6 +91,9 @@ func (s *patchStep) verifyAfter(ctx context.Context, r *run) error {
 		return nil
 	}
 	if same, err := s.sameOnDisk(ctx, r, sealed.After); err != nil || same {
+		return err
+	}
+	if same, err := s.sameInIndex(ctx, r, sealed.After); err != nil || same {
 		return err
 	}
 	now, _, err := r.compareState(ctx, sealed.After, s.stateNow)

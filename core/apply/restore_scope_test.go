@@ -415,3 +415,124 @@ func gitSubcommand(line string) (string, string) {
 	}
 	return "", ""
 }
+
+// A 10-file patch to the index in a 5,000-file working tree with the
+// person's own work in it: the restore point records the index entries
+// at the patch's paths alone, the execution and the restore write no
+// file and run no git that walks or rewrites the whole index, the
+// person's work staged after the patch elsewhere is neither a conflict
+// nor undone, and the restore brings back exactly what was there, the
+// person's staged edit inside the patch's files included.
+func TestRestore_ScopedIndexPatch_ExactAndNothingElseTouched(t *testing.T) {
+	f := scaleFixture(t, scopeFiles, false)
+	e, log := loggedGit(t, f)
+	f.e = e
+	untracked := personWork(t, f)
+	patch, paths := scopedPatch(scopeFiles)
+	before := repoState(t, f.repo.Dir)
+	ids := fileIDs(t, f.repo.Dir)
+	rec := f.propose(&proposal.PatchArgs{Patch: patch, Target: proposal.PatchIndex})
+	if err := os.WriteFile(log, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	done := f.mustComplete(rec)
+	requireUntouched(t, "the execution", ids, fileIDs(t, f.repo.Dir), nil)
+	if _, err := gitxtest.GitErr(t, f.repo.Dir, "cat-file", "-e", untracked); err == nil {
+		t.Error("the person's untracked file was hashed into the repository")
+	}
+	if got := f.git("diff", "--cached", "--", paths[1]); !strings.Contains(got, "+patched") {
+		t.Errorf("the patch is not in the index: %q", got)
+	}
+	list, err := f.e.ListRestorePoints(testCtx(t), f.repo.Dir)
+	if err != nil || len(list) != 1 || len(list[0].Worktrees) != 1 {
+		t.Fatalf("restore points %+v, %v", list, err)
+	}
+	if w := list[0].Worktrees[0]; !slices.Equal(w.Paths, paths) || w.Files {
+		t.Errorf("the restore point records %q (files %v), want the patch's paths %q in the index alone", w.Paths, w.Files, paths)
+	}
+
+	laterWork(f)
+	f.git("add", scalePath(4))
+	afterLater := fileIDs(t, f.repo.Dir)
+	if _, err := f.e.Restore(testCtx(t), f.repo.Dir, done.Outcome.RestorePoint, false); err != nil {
+		t.Fatalf("restore with the person's later work staged outside the patch: %v", err)
+	}
+	requireUntouched(t, "the restore", afterLater, fileIDs(t, f.repo.Dir), nil)
+	for _, c := range wholeIndexCommands(t, log) {
+		t.Errorf("the patch to the index or its restore ran %s", c)
+	}
+	if got := f.git("diff", "--cached", "--name-only", "--", scalePath(4)); got != scalePath(4) {
+		t.Errorf("the person's later staged edit of %s is no longer staged", scalePath(4))
+	}
+	f.git("reset", "-q", "--", scalePath(4))
+	undoLater(t, f)
+	if now := repoState(t, f.repo.Dir); now != before {
+		t.Errorf("the restore did not bring back the state before the patch:\n%s", diffState(before, now))
+	}
+}
+
+// A patch to the index killed after it applied, before its end was
+// recorded: after the restart the restore needs confirmation, and then
+// brings the index entries at the patch's paths back exactly, writing no
+// file, while the person's work after the crash stays.
+func TestCrash_SIGKILL_ScopedIndexPatch_KeepsLaterWork(t *testing.T) {
+	f := scaleFixture(t, 1000, false)
+	personWork(t, f)
+	patch, _ := scopedPatch(1000)
+	before := repoState(t, f.repo.Dir)
+	rec := f.propose(&proposal.PatchArgs{Patch: patch, Target: proposal.PatchIndex})
+	id := rec.Proposal.ID
+	db, audit := f.j.DB().Path(), f.rec.path
+	f.j.Close()
+	killAtApplied(t, f, db, audit, id)
+	f.recoverInterrupted(t, db, audit, id)
+
+	laterWork(f)
+	afterLater := fileIDs(t, f.repo.Dir)
+	if _, err := f.e.Restore(testCtx(t), f.repo.Dir, id, false); !errors.Is(err, ErrRestoreConflict) {
+		t.Fatalf("restore of an interrupted operation without confirmation: %v, want restore_conflict", err)
+	}
+	if _, err := f.e.Restore(testCtx(t), f.repo.Dir, id, true); err != nil {
+		t.Fatalf("confirmed restore: %v", err)
+	}
+	requireUntouched(t, "the restore", afterLater, fileIDs(t, f.repo.Dir), nil)
+	undoLater(t, f)
+	if now := repoState(t, f.repo.Dir); now != before {
+		t.Errorf("the restore did not bring back the state before the patch:\n%s", diffState(before, now))
+	}
+}
+
+// killAtApplied runs proposal id in a helper process and kills it with
+// SIGKILL once the operation has applied, before its end is recorded.
+func killAtApplied(t *testing.T, f *fixture, db, audit, id string) {
+	t.Helper()
+	cmd, out, stderr := startHelper(t, f, db, audit, id, "applied")
+	reached := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if line := sc.Text(); strings.HasPrefix(line, "AT ") || strings.HasPrefix(line, "DONE") {
+				reached <- line
+				return
+			}
+		}
+		reached <- "EOF"
+	}()
+	select {
+	case line := <-reached:
+		if line != "AT applied" {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the helper did not stop after applying: %s\n%s", line, stderr.String())
+		}
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the helper did not reach the applied step\n%s", stderr.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+}

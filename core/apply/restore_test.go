@@ -375,10 +375,9 @@ func TestRestorePoint_RacilyCleanFileIsRecorded(t *testing.T) {
 	if st := f.git("--no-optional-locks", "status", "--porcelain"); st != "M src/b.txt" {
 		t.Fatalf("status %q: the fixture should see the change", st)
 	}
-	// A patch to the index: the restore point records the whole working
-	// tree (a patch to the working tree records its own files alone).
-	patch := "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-# demo\n+# patched\n"
-	done := f.mustComplete(f.propose(&proposal.PatchArgs{Patch: patch, Target: proposal.PatchIndex}))
+	// A hard reset: the restore point records the whole working tree (a
+	// patch records its own files alone).
+	done := f.mustComplete(f.propose(&proposal.ResetArgs{Mode: proposal.ResetHard, Target: "HEAD"}))
 	snap := f.git("rev-parse", RestorePrefix+done.Outcome.RestorePoint+"/worktree/0")
 	if got := f.git("show", snap+":src/b.txt"); got != "B1\nB2\nB3" {
 		t.Errorf("the snapshot holds src/b.txt as %q, not the rewritten file", got)

@@ -22,6 +22,9 @@ import (
 // Known for certain are:
 //   - a patch to the working tree: git apply writes the files the patch
 //     names and nothing else;
+//   - a patch to the index: git apply --cached writes the index entries
+//     of the files the patch names and no file, so the restore point
+//     records those entries alone (a scope of the index);
 //   - a merge or fast-forward that moves the branch checked out in a
 //     working tree: the checkout (clean, as the merge requires) goes from
 //     HEAD's tree to the sealed result, which the merge verifies it
@@ -49,13 +52,12 @@ func (r *run) scope(ctx context.Context, ops []step, t touches) error {
 	}
 	switch s := ops[0].(type) {
 	case *patchStep:
-		if s.a.Target != proposal.PatchWorktree {
-			return nil
-		}
 		files, ok := s.a.FilesTouched()
 		if !ok {
 			return nil
 		}
+		// A patch to the index writes the entries at its files alone: a
+		// scope of the index, as for a commit.
 		t.of(r.main).addScope(r.main.main(), restorepoint.SortedPaths(files))
 	case *mergeStep:
 		sealed := r.p.Sealed
@@ -236,4 +238,56 @@ func (s *patchStep) sameOnDisk(ctx context.Context, r *run, want string) (bool, 
 		return false, nil
 	}
 	return r.sameAtPaths(ctx, want, files)
+}
+
+// sameInIndex is the check of a patch to the index against its sealed
+// state before or after (want, the whole index as a tree when it was
+// sealed): git apply --cached reads and writes the index entries of the
+// patch's files alone, so those entries as want has them are what it
+// needs; the person's staging elsewhere since then is theirs, as for a
+// commit of named paths, and the scoped restore point leaves it. Only
+// the entries at those paths are read. false sends the caller to the
+// whole comparison, which also names what differs.
+func (s *patchStep) sameInIndex(ctx context.Context, r *run, want string) (bool, error) {
+	if s.a.Target != proposal.PatchIndex || r.p.Sealed == nil || len(r.p.Sealed.Steps) > 0 {
+		return false, nil
+	}
+	files, ok := s.a.FilesTouched()
+	if !ok || len(files) == 0 {
+		return false, nil
+	}
+	rc := r.main
+	paths := restorepoint.SortedPaths(files)
+	entries, err := rc.indexEntries(ctx, rc.main(), paths)
+	if err != nil {
+		return false, err
+	}
+	have := map[string]string{}
+	for _, rec := range strings.Split(string(entries), "\x00") {
+		meta, p, ok := strings.Cut(rec, "\t")
+		if f := strings.Fields(meta); ok && len(f) == 3 {
+			have[p] = f[0] + " " + f[1]
+		}
+	}
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"ls-tree", "-r", "-z", "--full-tree"}, revs: []string{want}, paths: paths})
+	if err != nil {
+		return false, err
+	}
+	in := map[string]bool{}
+	for _, p := range paths {
+		in[p] = true
+	}
+	wanted := map[string]string{}
+	for _, rec := range strings.Split(string(res.out), "\x00") {
+		meta, p, ok := strings.Cut(rec, "\t")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(meta)
+		if !in[p] || len(f) != 3 {
+			return false, nil
+		}
+		wanted[p] = f[0] + " " + f[2]
+	}
+	return maps.Equal(have, wanted), nil
 }
