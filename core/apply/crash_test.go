@@ -79,6 +79,7 @@ func TestCrash_SIGKILL_MidExecution(t *testing.T) {
 		{"reset_hard", []string{"restore-point", "before-ref-update", "applied"}},
 		{"patch_worktree", []string{"restore-point", "applied"}},
 		{"patch_index", []string{"restore-point", "applied"}},
+		{"reset_mixed", []string{"restore-point", "before-ref-update", "applied"}},
 		{"discard", []string{"restore-point", "applied"}},
 		{"branch_delete", []string{"before-ref-update", "ended"}},
 	}

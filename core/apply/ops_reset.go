@@ -69,8 +69,10 @@ func (s *resetStep) do(ctx context.Context, r *run, w *writing) error {
 	switch s.a.Mode {
 	case proposal.ResetMixed:
 		// A single-tree read keeps the stat data of unchanged entries,
-		// as git reset --mixed does.
-		if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"read-tree", "-m"}, revs: []string{target}}); err != nil {
+		// as git reset --mixed does; --reset, unlike -m, also takes an
+		// entry whose file has unstaged changes on top of staged ones (git
+		// reset --mixed leaves the file as it is, and so does this).
+		if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"read-tree", "--reset"}, revs: []string{target}}); err != nil {
 			return err
 		}
 	case proposal.ResetHard:

@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
+	"github.com/sluicehq/sluice/core/restorepoint"
 )
 
 // scopeFiles is the size of the repositories the scope tests work in:
@@ -535,4 +536,72 @@ func killAtApplied(t *testing.T, f *fixture, db, audit, id string) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
+}
+
+// A mixed reset of a 10-file commit in a 5,000-file working tree with
+// the person's own work in it: the restore point records the index
+// entries the reset changes alone (the commit's paths and the person's
+// staged edits, each differing from the target's tree), the execution
+// and the restore write no file and run no git that walks or rewrites
+// the whole working tree, the person's work staged after the reset
+// elsewhere is neither a conflict nor undone, and the restore brings
+// back exactly what was there: the branch, the staged edits and the
+// index entries of the commit.
+func TestRestore_ScopedMixedReset_ExactAndNothingElseTouched(t *testing.T) {
+	f := scaleFixture(t, scopeFiles, false)
+	var committed []string
+	for j := range scaleChanged {
+		p := scalePath(j*(scopeFiles/scaleChanged) + 6)
+		f.repo.Write(p, "committed "+p+"\n")
+		committed = append(committed, p)
+	}
+	f.git("add", "--", committed[0], committed[1], committed[2], committed[3], committed[4], committed[5], committed[6], committed[7], committed[8], committed[9])
+	f.git("commit", "-q", "-m", "ten files")
+	e, log := loggedGit(t, f)
+	f.e = e
+	personWork(t, f)
+	target := f.git("rev-parse", "HEAD~1")
+	paths := restorepoint.SortedPaths(append([]string{scalePath(1), scalePath(2)}, committed...))
+	before := repoState(t, f.repo.Dir)
+	ids := fileIDs(t, f.repo.Dir)
+	rec := f.propose(&proposal.ResetArgs{Mode: proposal.ResetMixed, Target: "HEAD~1"})
+	if err := os.WriteFile(log, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	done := f.mustComplete(rec)
+	requireUntouched(t, "the execution", ids, fileIDs(t, f.repo.Dir), nil)
+	if got := f.git("diff", "--cached", "--name-only"); got != "" {
+		t.Errorf("staged after a mixed reset: %q", got)
+	}
+	list, err := f.e.ListRestorePoints(testCtx(t), f.repo.Dir)
+	if err != nil || len(list) != 1 || len(list[0].Worktrees) != 1 {
+		t.Fatalf("restore points %+v, %v", list, err)
+	}
+	if w := list[0].Worktrees[0]; !slices.Equal(w.Paths, paths) || w.Files {
+		t.Errorf("the restore point records %q (files %v), want the entries the reset changes %q in the index alone", w.Paths, w.Files, paths)
+	}
+
+	laterWork(f)
+	f.git("add", scalePath(4))
+	afterLater := fileIDs(t, f.repo.Dir)
+	if _, err := f.e.Restore(testCtx(t), f.repo.Dir, done.Outcome.RestorePoint, false); err != nil {
+		t.Fatalf("restore with the person's later work staged outside the reset's entries: %v", err)
+	}
+	requireUntouched(t, "the restore", afterLater, fileIDs(t, f.repo.Dir), nil)
+	// The reset's own read of the target into the index, and the diff of
+	// the index against the target that finds its entries (git reset
+	// --mixed runs both).
+	for _, c := range wholeIndexCommands(t, log, "read-tree --reset --end-of-options "+target,
+		"diff-index --cached --name-only -z --no-renames --end-of-options "+target+" --") {
+		t.Errorf("the mixed reset or its restore ran %s", c)
+	}
+	if got := f.git("diff", "--cached", "--name-only", "--", scalePath(4)); got != scalePath(4) {
+		t.Errorf("the person's later staged edit of %s is no longer staged", scalePath(4))
+	}
+	f.git("reset", "-q", "--", scalePath(4))
+	undoLater(t, f)
+	if now := repoState(t, f.repo.Dir); now != before {
+		t.Errorf("the restore did not bring back the state before the reset:\n%s", diffState(before, now))
+	}
 }

@@ -25,6 +25,9 @@ import (
 //   - a patch to the index: git apply --cached writes the index entries
 //     of the files the patch names and no file, so the restore point
 //     records those entries alone (a scope of the index);
+//   - a mixed reset: it sets the index entries that differ between the
+//     index and the target's tree to the target's, and writes no file
+//     (a scope of the index); a soft one records HEAD alone anyway;
 //   - a merge or fast-forward that moves the branch checked out in a
 //     working tree: the checkout (clean, as the merge requires) goes from
 //     HEAD's tree to the sealed result, which the merge verifies it
@@ -101,6 +104,21 @@ func (r *run) scope(ctx context.Context, ops []step, t touches) error {
 		}
 		paths := append(sealed.SealedPaths(), strings.Split(string(res.out), "\x00")...)
 		t.of(r.main).addScope(r.main.main(), restorepoint.SortedPaths(paths))
+	case *resetStep:
+		// A mixed reset makes the index the target's tree: exactly the
+		// entries that differ between the index and that tree change (git
+		// diff-index --cached, which skips what the index's cache-tree
+		// shares with it), and no file. A soft one moves HEAD alone.
+		wt := r.main.main()
+		if s.a.Mode != proposal.ResetMixed || t.of(r.main).worktrees[wt] != depthIndex {
+			return nil
+		}
+		res, err := r.main.g.run(ctx, call{dir: r.main.path, args: []string{"diff-index", "--cached", "--name-only", "-z", "--no-renames"},
+			revs: []string{r.expect[s.a.Target]}, dashdash: true})
+		if err != nil {
+			return err
+		}
+		t.of(r.main).addScope(wt, restorepoint.SortedPaths(strings.Split(string(res.out), "\x00")))
 	case *commitStep:
 		wt := r.main.main()
 		if r.p.Origin != nil || t.of(r.main).worktrees[wt] != depthIndex {
