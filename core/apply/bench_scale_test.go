@@ -108,7 +108,13 @@ func scalePatch(n, round int) string {
 //     reset --hard after git apply;
 //   - RestoreMerge: restoring the restore point of an approved merge of
 //     feature (10 commits, 20 files) into main, against git reset --hard
-//     ORIG_HEAD after git merge.
+//     ORIG_HEAD after git merge;
+//   - PatchIndex10: the 10-file patch applied to the index, against git
+//     apply --cached; RestorePatchIndex10 restoring it, against git reset
+//     -q (the index back to HEAD, files as they are);
+//   - ResetMixed: an approved mixed reset of main's last commit, against
+//     git reset --mixed HEAD~1; RestoreResetMixed restoring it, against
+//     git reset --mixed back to where main was.
 func BenchmarkScale(b *testing.B) {
 	for _, n := range scaleSizes {
 		sl, cli := scaleFixture(b, n, true), scaleFixture(b, n, true)
@@ -171,6 +177,81 @@ func BenchmarkScale(b *testing.B) {
 				personGit(b, cli.repo.Dir, nil, "merge", "-q", "--no-edit", "feature")
 				start := time.Now()
 				personGit(b, cli.repo.Dir, nil, "reset", "-q", "--hard", "ORIG_HEAD")
+				return time.Since(start)
+			}
+		})
+		patchIndex := func(i int) *proposal.PatchArgs {
+			return &proposal.PatchArgs{Patch: scalePatch(n, i), Target: proposal.PatchIndex}
+		}
+		restore := func(b *testing.B, id string) {
+			if _, err := sl.e.Restore(testCtx(b), sl.repo.Dir, id, false); err != nil {
+				b.Fatalf("restore: %v", err)
+			}
+		}
+		run("PatchIndex10", func(b *testing.B) func(int) time.Duration {
+			return func(i int) time.Duration {
+				resetBench(b, sl, slStart)
+				rec := sl.propose(patchIndex(i))
+				start := time.Now()
+				sl.mustComplete(rec)
+				return time.Since(start)
+			}
+		}, func(b *testing.B) func(int) time.Duration {
+			return func(i int) time.Duration {
+				resetBench(b, cli, cliStart)
+				p := []byte(scalePatch(n, i))
+				start := time.Now()
+				personGit(b, cli.repo.Dir, p, "apply", "--cached")
+				return time.Since(start)
+			}
+		})
+		run("RestorePatchIndex10", func(b *testing.B) func(int) time.Duration {
+			return func(i int) time.Duration {
+				resetBench(b, sl, slStart)
+				done := sl.mustComplete(sl.propose(patchIndex(i)))
+				start := time.Now()
+				restore(b, done.Outcome.RestorePoint)
+				return time.Since(start)
+			}
+		}, func(b *testing.B) func(int) time.Duration {
+			return func(i int) time.Duration {
+				resetBench(b, cli, cliStart)
+				personGit(b, cli.repo.Dir, []byte(scalePatch(n, i)), "apply", "--cached")
+				start := time.Now()
+				personGit(b, cli.repo.Dir, nil, "reset", "-q")
+				return time.Since(start)
+			}
+		})
+		run("ResetMixed", func(b *testing.B) func(int) time.Duration {
+			return func(int) time.Duration {
+				resetBench(b, sl, slStart)
+				rec := sl.propose(&proposal.ResetArgs{Mode: proposal.ResetMixed, Target: "HEAD~1"})
+				start := time.Now()
+				sl.mustComplete(rec)
+				return time.Since(start)
+			}
+		}, func(b *testing.B) func(int) time.Duration {
+			return func(int) time.Duration {
+				resetBench(b, cli, cliStart)
+				start := time.Now()
+				personGit(b, cli.repo.Dir, nil, "reset", "-q", "--mixed", "HEAD~1")
+				return time.Since(start)
+			}
+		})
+		run("RestoreResetMixed", func(b *testing.B) func(int) time.Duration {
+			return func(int) time.Duration {
+				resetBench(b, sl, slStart)
+				done := sl.mustComplete(sl.propose(&proposal.ResetArgs{Mode: proposal.ResetMixed, Target: "HEAD~1"}))
+				start := time.Now()
+				restore(b, done.Outcome.RestorePoint)
+				return time.Since(start)
+			}
+		}, func(b *testing.B) func(int) time.Duration {
+			return func(int) time.Duration {
+				resetBench(b, cli, cliStart)
+				personGit(b, cli.repo.Dir, nil, "reset", "-q", "--mixed", "HEAD~1")
+				start := time.Now()
+				personGit(b, cli.repo.Dir, nil, "reset", "-q", "--mixed", cliStart)
 				return time.Since(start)
 			}
 		})
