@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -26,6 +27,8 @@ type discardStep struct {
 	// run read it instead of asking git again. nil in a plan, or when the
 	// index has conflicts there.
 	now *discardRead
+	// scope is the paths its restore point records, with now.
+	scope []string
 }
 
 func (s *discardStep) name() proposal.Op { return proposal.OpDiscard }
@@ -74,6 +77,7 @@ func (s *discardStep) do(ctx context.Context, r *run, w *writing) error {
 		}
 		what = "uncommitted changes and untracked files"
 	}
+	s.left(ctx, r, w)
 	r.note("discarded %s in %s", what, strings.Join(limitList(s.a.Paths, 20), ", "))
 	return nil
 }
@@ -249,4 +253,41 @@ func (s *discardStep) sameOnDisk(ctx context.Context, r *run, want string) (bool
 		}
 	}
 	return maps.Equal(have, wanted), nil
+}
+
+// left tells the end state what the discard left at its scope: git
+// restore --source=HEAD --staged --worktree sets each index entry and
+// file there to HEAD's, or takes both away where HEAD has none, and git
+// clean removes the untracked files, so index and files there are HEAD's
+// entries, written as one tree, and the end state reads neither the
+// index nor the files again. Should the files not be so (a filter that
+// does not give back what it was given), a later restore sees a change
+// and asks, as after a restore (see effects.restored). If the tree
+// cannot be written, the end state reads them as usual.
+func (s *discardStep) left(ctx context.Context, r *run, w *writing) {
+	if s.now == nil || len(s.scope) == 0 {
+		return
+	}
+	rc, wt := r.main, r.main.main()
+	var entries bytes.Buffer
+	for _, p := range s.scope {
+		if e, ok := s.now.head[p]; ok {
+			mode, sha, _ := strings.Cut(e, " ")
+			fmt.Fprintf(&entries, "%s %s 0\t%s\x00", mode, sha, p)
+		}
+	}
+	tmp, err := os.MkdirTemp("", "sluice-snapshot-")
+	if err != nil {
+		return
+	}
+	defer os.RemoveAll(tmp)
+	t, err := restorepoint.IndexTree(ctx, rc.g.inWorktree(wt), tmp, nil, entries.Bytes())
+	if err != nil {
+		return
+	}
+	ef := w.left[rc]
+	if ef.restored == nil {
+		ef.restored = map[string]WorktreeState{}
+	}
+	ef.restored[wt.path] = WorktreeState{Paths: s.scope, Files: true, Index: t, Tree: t}
 }

@@ -94,7 +94,7 @@ func (r *run) scope(ctx context.Context, ops []step, t touches) error {
 				r.main.reads.putEntries(wt.path+"\x00"+strings.Join(paths, "\x00"), d.entriesAt(paths))
 			}
 			t.of(r.main).addScope(wt, paths)
-			s.now = d
+			s.now, s.scope = d, paths
 			return nil
 		}
 		res, err := r.main.g.run(ctx, call{dir: r.main.path, args: []string{"diff-index", "--cached", "--name-only", "-z", "--no-renames"},
