@@ -27,7 +27,10 @@ func OpenLedger(cfg *config.Config) (*audit.Ledger, error) {
 // (fingerprinted, never written), the outcome and the duration. The ledger
 // is the record of what agents did; a read whose entry cannot be written
 // still answers (reads change nothing) and the sidecar reports itself as
-// degraded from then on.
+// degraded from then on. So the answer does not wait on the disk either:
+// the entry is in the ledger file before the answer goes out and synced
+// within audit.SyncSoonWithin (AppendSoon). What a call changes is recorded
+// durably by the app before it acts (a proposal, a decision, an execution).
 func (s *Sidecar) auditMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		call, ok := req.(*mcp.CallToolRequest)
@@ -51,7 +54,7 @@ func (s *Sidecar) auditMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 				e.RepoScope = audit.RepoScope(canonicalOrClean(p))
 			}
 		}
-		if _, aerr := s.ledger.Append(e); aerr != nil {
+		if _, aerr := s.ledger.AppendSoon(e); aerr != nil {
 			if s.auditDegraded.CompareAndSwap(false, true) {
 				s.log.Error("audit ledger append failed; continuing degraded", "err", aerr)
 			}

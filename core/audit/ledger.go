@@ -21,7 +21,7 @@ import (
 )
 
 var (
-	// ErrClosed is returned by Append and AppendBatch after Close.
+	// ErrClosed is returned by Append, AppendSoon and AppendBatch after Close.
 	ErrClosed = errors.New("audit: ledger is closed")
 
 	// ErrCorrupt is returned when the ledger's files cannot be continued
@@ -55,7 +55,8 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Receipt identifies an entry that has been durably written.
+// Receipt identifies an entry that has been written: durably, unless
+// AppendSoon wrote it (see there).
 type Receipt struct {
 	ID        string
 	Sequence  uint64
@@ -77,7 +78,18 @@ type Ledger struct {
 	mu    sync.Mutex // serialises this process's goroutines; flock is per open file
 	lock  *os.File   // nil once closed
 	check *lineChecker
+
+	// soon is set while an entry AppendSoon wrote waits for its sync;
+	// syncFile syncs a ledger file and soonAfter, when set, replaces
+	// SyncSoonWithin (seams for the tests that count syncs).
+	soon      bool
+	syncFile  func(*os.File) error
+	soonAfter time.Duration
 }
+
+// SyncSoonWithin is how long an entry written by AppendSoon may stay in the
+// operating system's cache before it is synced to disk.
+const SyncSoonWithin = 100 * time.Millisecond
 
 // Open opens the ledger at opts.Path, creating its directory (0700) and file
 // (0600) if needed, and repairs a torn last line left by a crashed writer.
@@ -148,14 +160,19 @@ func Open(opts Options) (*Ledger, error) {
 	return l, nil
 }
 
-// Close releases the lock file. Appends after Close return ErrClosed.
+// Close syncs what AppendSoon left in the cache and releases the lock
+// file. Appends after Close return ErrClosed.
 func (l *Ledger) Close() error {
+	serr := l.syncSoon()
+	if errors.Is(serr, ErrClosed) {
+		serr = nil
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.lock == nil {
 		return nil
 	}
-	err := l.lock.Close()
+	err := errors.Join(serr, l.lock.Close())
 	l.lock = nil
 	return err
 }
@@ -172,12 +189,72 @@ func (l *Ledger) Append(e Entry) (Receipt, error) {
 	return rs[0], nil
 }
 
+// AppendSoon writes one entry like Append, but returns before it is synced:
+// the entry is in the file when AppendSoon returns (every reader and writer
+// of the ledger sees it, and it outlives this process), and it reaches the
+// disk within SyncSoonWithin, at the next Append of any process (a sync
+// covers the whole file), or at Close, whichever comes first. Only a crash
+// of the machine in that window can lose it, and then the chain ends one
+// entry earlier; it never breaks. It is for records of what changed
+// nothing, such as an agent's read, whose answer does not wait on the disk;
+// a record that permits an action is written with Append.
+func (l *Ledger) AppendSoon(e Entry) (Receipt, error) {
+	rs, err := l.appendBatch([]Entry{e}, false)
+	if err != nil {
+		return Receipt{}, err
+	}
+	l.mu.Lock()
+	schedule := !l.soon && l.lock != nil
+	l.soon = true
+	l.mu.Unlock()
+	if schedule {
+		after := SyncSoonWithin
+		if l.soonAfter > 0 {
+			after = l.soonAfter
+		}
+		time.AfterFunc(after, func() { _ = l.syncSoon() })
+	}
+	return rs[0], nil
+}
+
+// syncSoon syncs the active file for the entries AppendSoon left in the
+// cache. A rotation since then synced the file it renamed (see rotate).
+func (l *Ledger) syncSoon() error {
+	return l.locked(func() error {
+		if !l.soon {
+			return nil
+		}
+		f, _, err := l.openActive()
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := l.sync(f); err != nil {
+			return fmt.Errorf("audit: syncing %s: %w", l.path, err)
+		}
+		l.soon = false
+		return nil
+	})
+}
+
+func (l *Ledger) sync(f *os.File) error {
+	if l.syncFile != nil {
+		return l.syncFile(f)
+	}
+	return f.Sync()
+}
+
 // AppendBatch writes entries in order under one lock and one sync. Invalid
 // entries are refused before anything is written. On error the returned
 // receipts name the entries that are nonetheless durable (possible only when
 // the batch spanned a rotation); the caller must treat the whole batch as
 // not recorded and perform none of its actions.
 func (l *Ledger) AppendBatch(entries []Entry) ([]Receipt, error) {
+	return l.appendBatch(entries, true)
+}
+
+// appendBatch is AppendBatch; durable false leaves the sync to AppendSoon.
+func (l *Ledger) appendBatch(entries []Entry, durable bool) ([]Receipt, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
@@ -209,7 +286,7 @@ func (l *Ledger) AppendBatch(entries []Entry) ([]Receipt, error) {
 			if len(pending) == 0 {
 				return nil
 			}
-			if err := l.writeDurable(f, size, pending); err != nil {
+			if err := l.write(f, size, pending, durable); err != nil {
 				return err
 			}
 			size += int64(len(pending))
@@ -246,7 +323,13 @@ func (l *Ledger) AppendBatch(entries []Entry) ([]Receipt, error) {
 			pendingReceipts = append(pendingReceipts, rec)
 			head = chainHead{seq: rec.Sequence, hash: rec.EntryHash, segID: segID}
 		}
-		return flush()
+		if err := flush(); err != nil {
+			return err
+		}
+		if durable {
+			l.soon = false
+		}
+		return nil
 	})
 	return receipts, err
 }
@@ -367,12 +450,12 @@ func (l *Ledger) openActive() (*os.File, int64, error) {
 	return f, fi.Size(), nil
 }
 
-// writeDurable appends data and syncs it. On failure it cuts the file back
+// write appends data and, when durable, syncs it. On failure it cuts the file back
 // to off so that no partial line is left for the next writer.
-func (l *Ledger) writeDurable(f *os.File, off int64, data []byte) error {
+func (l *Ledger) write(f *os.File, off int64, data []byte, durable bool) error {
 	_, err := f.Write(data)
-	if err == nil {
-		err = f.Sync()
+	if err == nil && durable {
+		err = l.sync(f)
 	}
 	if err != nil {
 		if terr := f.Truncate(off); terr == nil {
@@ -405,7 +488,7 @@ func (l *Ledger) repairTail(f *os.File, size int64) (int64, error) {
 	}
 	start := nl + 1
 	if l.tailAcceptable(f, start, size) {
-		if err := l.writeDurable(f, size, []byte{'\n'}); err != nil {
+		if err := l.write(f, size, []byte{'\n'}, true); err != nil {
 			return 0, err
 		}
 		return size + 1, nil
@@ -547,6 +630,11 @@ func (l *Ledger) rotate(f *os.File, size int64, head chainHead) (*os.File, error
 	seg := filepath.Join(l.dir, segmentName(l.base, first, head.seq, head.segID))
 	if _, err := os.Lstat(seg); !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: segment %s already exists", ErrCorrupt, filepath.Base(seg))
+	}
+	// Entries AppendSoon left unsynced (in any process) go to disk before
+	// the file stops being the one a later sync would open.
+	if err := l.sync(f); err != nil {
+		return nil, fmt.Errorf("audit: rotating: %w", err)
 	}
 	if err := os.Rename(l.path, seg); err != nil {
 		return nil, fmt.Errorf("audit: rotating: %w", err)
