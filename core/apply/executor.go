@@ -953,6 +953,7 @@ func (rc *repoCtx) resolve(ctx context.Context, revs []string) (map[string]strin
 				return nil, err
 			}
 			rc.reads.putHead(rc.path, h)
+			rc.g.git.RememberTree(h.sha, h.tree)
 		}
 		return out, nil
 	}

@@ -1,7 +1,10 @@
 package gitx
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,11 +27,15 @@ const (
 // refs and grafts. It is empty for an ordinary repository.
 func (repo *Repo) Indirections(ctx context.Context) ([]string, error) {
 	var out []string
-	refs, err := repo.git(ctx, &cmd{sub: []string{"for-each-ref"}, opts: []string{"--count=1", "--format=%(refname)", "refs/replace/"}, limit: 4096})
-	if err != nil {
-		return nil, err
+	replace, known := hasReplaceRefs(repo.CommonDir)
+	if !known {
+		refs, err := repo.git(ctx, &cmd{sub: []string{"for-each-ref"}, opts: []string{"--count=1", "--format=%(refname)", "refs/replace/"}, limit: 4096})
+		if err != nil {
+			return nil, err
+		}
+		replace = strings.TrimSpace(string(refs.Stdout)) != ""
 	}
-	if strings.TrimSpace(string(refs.Stdout)) != "" {
+	if replace {
 		out = append(out, ReplaceRefsNote)
 	}
 	// Git reads the graft file of the common directory; one with nothing
@@ -37,6 +44,44 @@ func (repo *Repo) Indirections(ctx context.Context) ([]string, error) {
 		out = append(out, GraftsNote)
 	}
 	return out, nil
+}
+
+// hasReplaceRefs reads, without starting git, whether the repository whose
+// common directory is common has a ref under refs/replace/: a file below
+// refs/replace, or a line of packed-refs naming one. known is false where
+// that cannot be told from those files (a reftable repository, a file it
+// cannot read); git for-each-ref answers then. A stray file under
+// refs/replace that is not a ref counts as one: the sentence is a warning
+// on the card, and saying it once too often is the safe side.
+func hasReplaceRefs(common string) (has, known bool) {
+	if _, err := os.Stat(filepath.Join(common, "reftable")); err == nil {
+		return false, false
+	}
+	found := false
+	err := filepath.WalkDir(filepath.Join(common, "refs", "replace"), func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			found = true
+			return fs.SkipAll
+		}
+		return nil
+	})
+	switch {
+	case found:
+		return true, true
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return false, false
+	}
+	packed, err := os.ReadFile(filepath.Join(common, "packed-refs"))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, true
+	case err != nil:
+		return false, false
+	}
+	return bytes.Contains(packed, []byte(" refs/replace/")), true
 }
 
 func hasGrafts(p string) bool {

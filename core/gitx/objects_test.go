@@ -155,3 +155,40 @@ func TestRepo_Indirections(t *testing.T) {
 		t.Fatalf("replace refs and grafts: %q %v", got, err)
 	}
 }
+
+// Indirections reads replace refs from the ref files, without git: a
+// packed one counts, a deleted one (its directory left behind) does not,
+// and the answer is git's own in each state.
+func TestRepo_Indirections_ReplaceRefsReadFromFiles(t *testing.T) {
+	run := newRunner(t)
+	r := gitxtest.Basic(t, 3)
+	says := func(state string, want bool) {
+		t.Helper()
+		got, err := openIn(t, run, r.Dir).Indirections(ctx(t))
+		if err != nil {
+			t.Fatalf("%s: %v", state, err)
+		}
+		if has := len(got) == 1 && got[0] == ReplaceRefsNote; has != want || (!want && len(got) != 0) {
+			t.Fatalf("%s: %q, want replace refs %v", state, got, want)
+		}
+		if git := r.Git("for-each-ref", "refs/replace/") != ""; git != want {
+			t.Fatalf("%s: git for-each-ref says %v", state, git)
+		}
+	}
+	r.ReplaceBlob("src/file3.txt", "benign\n")
+	says("a loose replace ref", true)
+	r.Git("pack-refs", "--all")
+	if _, err := os.Stat(filepath.Join(r.Dir, ".git", "refs", "replace")); err == nil {
+		if n, _ := os.ReadDir(filepath.Join(r.Dir, ".git", "refs", "replace")); len(n) != 0 {
+			t.Fatalf("pack-refs left %d entries under refs/replace", len(n))
+		}
+	}
+	says("a packed replace ref", true)
+	for _, ref := range strings.Fields(r.Git("for-each-ref", "--format=%(refname)", "refs/replace/")) {
+		r.Git("update-ref", "-d", ref)
+	}
+	if err := os.MkdirAll(filepath.Join(r.Dir, ".git", "refs", "replace", "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	says("replace refs deleted, directories left", false)
+}

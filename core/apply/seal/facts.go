@@ -52,9 +52,10 @@ func (w *Work) changesByRule(ctx context.Context, a, b string) ([]proposal.FileC
 		}
 	}
 	var byAttr map[string]bool
+	var filters map[string]string
 	var attrErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { byAttr, attrErr = w.binaryByAttributes(ctx, paths) })
+	wg.Go(func() { byAttr, filters, attrErr = w.binaryByAttributes(ctx, paths) })
 	facts, err := w.blobFacts(ctx, recs)
 	wg.Wait()
 	if err == nil {
@@ -63,6 +64,7 @@ func (w *Work) changesByRule(ctx context.Context, a, b string) ([]proposal.FileC
 	if err != nil {
 		return nil, err
 	}
+	w.rememberFilters(filters)
 	out := make([]proposal.FileChange, 0, len(recs))
 	for _, r := range recs {
 		c := fileChangeOf(r)
@@ -214,18 +216,24 @@ func (w *batchHeads) done() {
 // binaryByAttributes is, for each path whose diff attribute decides, whether
 // git treats it as binary: -diff (or the binary macro) is binary, a diff
 // driver is binary when diff.<driver>.binary says so; paths the
-// attributes leave to the bytes are not in the map.
-func (w *Work) binaryByAttributes(ctx context.Context, paths []string) (map[string]bool, error) {
+// attributes leave to the bytes are not in the map. The same process
+// reads each path's filter attribute, which refuseFilters asks next.
+func (w *Work) binaryByAttributes(ctx context.Context, paths []string) (map[string]bool, map[string]string, error) {
 	out := map[string]bool{}
+	filters := map[string]string{}
 	if len(paths) == 0 {
-		return out, nil
+		return out, filters, nil
 	}
-	res, err := w.run(ctx, gitrun.Call{Args: []string{"check-attr", "--stdin", "-z", "diff"}, Stdin: gitrun.NulList(paths)})
+	res, err := w.run(ctx, gitrun.Call{Args: []string{"check-attr", "--stdin", "-z", "diff", "filter"}, Stdin: gitrun.NulList(paths)})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	f := strings.Split(string(res.Out), "\x00")
 	for i := 0; i+2 < len(f); i += 3 {
+		if f[i+1] == "filter" {
+			filters[f[i]] = f[i+2]
+			continue
+		}
 		switch v := f[i+2]; v {
 		case "unspecified", "set", "":
 		case "unset":
@@ -237,7 +245,7 @@ func (w *Work) binaryByAttributes(ctx context.Context, paths []string) (map[stri
 			}
 		}
 	}
-	return out, nil
+	return out, filters, nil
 }
 
 // fileChangeOf is a raw comparison's record as a sealed file change,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -42,6 +43,17 @@ type Work struct {
 	// executor reads for it.
 	p  proposal.Proposal
 	in Inputs
+	// filters is each path's filter attribute in the working tree, as the
+	// file list read it (see binaryByAttributes).
+	filters map[string]string
+}
+
+// rememberFilters keeps the filter attributes the file list read.
+func (w *Work) rememberFilters(filters map[string]string) {
+	if w.filters == nil {
+		w.filters = map[string]string{}
+	}
+	maps.Copy(w.filters, filters)
 }
 
 // New returns a sealing in the repository of git, with its temporary
@@ -357,15 +369,30 @@ func (w *Work) refuseFiltersIn(ctx context.Context, files []proposal.FileChange,
 	if len(paths) == 0 {
 		return nil
 	}
-	args := []string{"check-attr", "--stdin", "-z"}
-	if env != nil {
-		args = append(args, "--cached")
+	// The working tree's attributes of every path, when the file list read
+	// them already; the temporary index's are always read.
+	var f []string
+	if env == nil && w.filters != nil {
+		for _, p := range paths {
+			v, ok := w.filters[p]
+			if !ok {
+				f = nil
+				break
+			}
+			f = append(f, p, "filter", v)
+		}
 	}
-	res, err := w.run(ctx, gitrun.Call{Args: append(args, "filter"), Env: env, Stdin: gitrun.NulList(paths)})
-	if err != nil {
-		return err
+	if f == nil {
+		args := []string{"check-attr", "--stdin", "-z"}
+		if env != nil {
+			args = append(args, "--cached")
+		}
+		res, err := w.run(ctx, gitrun.Call{Args: append(args, "filter"), Env: env, Stdin: gitrun.NulList(paths)})
+		if err != nil {
+			return err
+		}
+		f = strings.Split(string(res.Out), "\x00")
 	}
-	f := strings.Split(string(res.Out), "\x00")
 	for i := 0; i+2 < len(f); i += 3 {
 		if v := f[i+2]; v != "unspecified" && v != "unset" && v != "" {
 			return errcode.New(errcode.Unsupported, "%s uses the git filter %q; Sluice commits exactly the bytes shown on the card and runs no filter before approval, so commit this path yourself", f[i], v)

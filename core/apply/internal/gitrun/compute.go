@@ -32,7 +32,11 @@ func (g *Git) HeadOf(ctx context.Context, dir string) (Head, error) {
 	if err != nil {
 		return Head{}, err
 	}
-	return ParseHead(strings.Split(res.Text(), "\n"))
+	h, err := ParseHead(strings.Split(res.Text(), "\n"))
+	if err == nil {
+		g.RememberTree(h.SHA, h.Tree)
+	}
+	return h, err
 }
 
 // ParseHead reads the answer of `git rev-parse HEAD HEAD^{tree}

@@ -15,6 +15,8 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/core/errcode"
@@ -27,6 +29,27 @@ type Git struct {
 	Timeout time.Duration
 	// Zero is the null object id of the repository's hash.
 	Zero string
+	// trees remembers the tree of commits already read (a commit's tree
+	// never changes), so the seal does not ask git again for the tree of
+	// the HEAD the pins were read with; ntrees bounds it.
+	trees  sync.Map
+	ntrees atomic.Int64
+}
+
+// maxTrees is how many commits' trees a Git remembers before it forgets
+// them all and starts again.
+const maxTrees = 4096
+
+// RememberTree records that commit's tree is tree, for Trees.
+func (g *Git) RememberTree(commit, tree string) {
+	if !ObjectID.MatchString(commit) || !ObjectID.MatchString(tree) {
+		return
+	}
+	if g.ntrees.Add(1) > maxTrees {
+		g.trees.Clear()
+		g.ntrees.Store(1)
+	}
+	g.trees.Store(commit, tree)
 }
 
 // New returns the git of repo, each process bounded by timeout.
@@ -156,8 +179,22 @@ func NulList(paths []string) []byte {
 // ObjectID matches a full object id (SHA-1 or SHA-256).
 var ObjectID = regexp.MustCompile(`^(?:[0-9a-f]{40}|[0-9a-f]{64})$`)
 
-// Trees returns the tree of each commit, in one process.
+// Trees returns the tree of each commit, in one process, or none when
+// every commit's tree is remembered.
 func (g *Git) Trees(ctx context.Context, dir string, commits ...string) (map[string]string, error) {
+	out := map[string]string{}
+	ask := make([]string, 0, len(commits))
+	for _, c := range commits {
+		if t, ok := g.trees.Load(c); ok {
+			out[c] = t.(string)
+		} else {
+			ask = append(ask, c)
+		}
+	}
+	if len(ask) == 0 {
+		return out, nil
+	}
+	commits = ask
 	trees := make([]string, 0, len(commits))
 	for _, c := range commits {
 		trees = append(trees, c+"^{tree}")
@@ -172,12 +209,12 @@ func (g *Git) Trees(ctx context.Context, dir string, commits ...string) (map[str
 	if len(lines) != len(commits) {
 		return nil, errcode.New(errcode.GitFailed, "git rev-parse gave an unexpected answer")
 	}
-	out := map[string]string{}
 	for i, c := range commits {
 		if !ObjectID.MatchString(lines[i]) {
 			return nil, errcode.New(errcode.GitFailed, "git rev-parse gave an unexpected answer")
 		}
 		out[c] = lines[i]
+		g.RememberTree(c, lines[i])
 	}
 	return out, nil
 }
