@@ -3,11 +3,19 @@ package apply
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"io/fs"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -277,7 +285,7 @@ func (rc *repoCtx) rewriteKept(ctx context.Context, k keptState, add map[string]
 	if made[0] == k.tree {
 		return false, nil
 	}
-	c, err := rc.commitTree(ctx, made[0], nil, "sluice: sealed outcomes kept for Sluice's proposals")
+	c, err := rc.keptCommit(ctx, made[0], nil, "sluice: sealed outcomes kept for Sluice's proposals")
 	if err != nil {
 		return false, err
 	}
@@ -404,16 +412,20 @@ func (e *Executor) Keep(ctx context.Context, p proposal.Proposal) error {
 		return err
 	}
 	ref := proposal.SealedRef(p.ID)
-	if res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "--verify", "--quiet"}, revs: []string{ref}, ok: []int{1}}); err != nil {
-		return err
-	} else if res.exit == 0 {
+	if exists, known := ownRefExists(rc.repo.CommonDir, ref); known && exists {
 		return nil
+	} else if !known {
+		if res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "--verify", "--quiet"}, revs: []string{ref}, ok: []int{1}}); err != nil {
+			return err
+		} else if res.exit == 0 {
+			return nil
+		}
 	}
 	tree, err := rc.keptTree(ctx, p.Sealed)
 	if err != nil {
 		return err
 	}
-	c, err := rc.commitTree(ctx, tree, nil, "sluice: sealed outcome of proposal "+p.ID)
+	c, err := rc.keptCommit(ctx, tree, nil, "sluice: sealed outcome of proposal "+p.ID)
 	if err != nil {
 		return err
 	}
@@ -435,18 +447,79 @@ func (rc *repoCtx) keptTree(ctx context.Context, sealed *proposal.Sealed) (strin
 			}
 		}
 	}
+	if id, ok := rc.writeKeptTree(trees); ok {
+		return id, nil
+	}
 	var in bytes.Buffer
 	for i, t := range trees {
 		fmt.Fprintf(&in, "040000 tree %s\tt%02d\n", t, i)
 	}
 	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"mktree"}, stdin: in.Bytes()})
 	if err != nil {
-		if strings.Contains(stderrOf(err), "bad") || strings.Contains(stderrOf(err), "missing") {
+		// git says "missing" or "bad" in some versions, "is unavailable"
+		// in others (2.39) of a tree that is not there.
+		if e := stderrOf(err); strings.Contains(e, "bad") || strings.Contains(e, "missing") || strings.Contains(e, "unavailable") {
 			return "", errcode.New(errcode.StaleBase, "the sealed outcome's objects are no longer in the repository; the proposal cannot run")
 		}
 		return "", err
 	}
 	return res.text(), nil
+}
+
+// writeKeptTree writes keptTree's tree in process (as mktree would write
+// it), when every tree it names is in the object directory as go-git sees
+// it. ok is false, and nothing is written, where git must answer: objects
+// not SHA-1, or a tree go-git does not find (a pack made since it read the
+// pack list, an alternate), which git mktree then finds or reports gone.
+func (rc *repoCtx) writeKeptTree(trees []string) (string, bool) {
+	if !rc.inProcessObjects() {
+		return "", false
+	}
+	st := rc.objectStorage()
+	t := &object.Tree{}
+	for i, id := range trees {
+		if !hexSHA.MatchString(id) || len(id) != 40 {
+			return "", false
+		}
+		h := plumbing.NewHash(id)
+		if st.HasEncodedObject(h) != nil {
+			return "", false
+		}
+		t.Entries = append(t.Entries, object.TreeEntry{Name: fmt.Sprintf("t%02d", i), Mode: filemode.Dir, Hash: h})
+	}
+	// A tree's entries are in git's order: for trees, by name and "/".
+	slices.SortFunc(t.Entries, func(a, b object.TreeEntry) int { return strings.Compare(a.Name+"/", b.Name+"/") })
+	obj := st.NewEncodedObject()
+	if err := t.Encode(obj); err != nil {
+		return "", false
+	}
+	h, err := st.SetEncodedObject(obj)
+	if err != nil {
+		return "", false
+	}
+	return strings.ToLower(h.String()), true
+}
+
+// ownRefExists reads, without starting git, whether one of Sluice's own
+// refs exists: its loose file, or its line in packed-refs. known is false
+// where only git can tell (a reftable repository, a file it cannot read).
+func ownRefExists(common, ref string) (exists, known bool) {
+	if _, err := os.Stat(filepath.Join(common, "reftable")); err == nil {
+		return false, false
+	}
+	if _, err := os.Lstat(filepath.Join(common, filepath.FromSlash(ref))); err == nil {
+		return true, true
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return false, false
+	}
+	packed, err := os.ReadFile(filepath.Join(common, "packed-refs"))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, true
+	case err != nil:
+		return false, false
+	}
+	return bytes.Contains(packed, []byte(" "+ref+"\n")), true
 }
 
 // Unseal lets go of proposal id's sealed objects in repo (when the

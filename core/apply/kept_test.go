@@ -2,12 +2,14 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -245,5 +247,115 @@ func TestUnseal_FoldedProposal(t *testing.T) {
 	}
 	if refs := f.sluiceRefs(); len(refs) != 0 {
 		t.Errorf("Sluice refs with nothing kept: %q", refs)
+	}
+}
+
+// TestKeep_TreeInProcess_SameAsMktree: the tree Keep writes in process is
+// the one git mktree writes from the same trees (twelve of them, so that
+// names past t09 are ordered as git orders them); a tree that is gone is
+// left to mktree, which refuses it as before; and an existing sealed ref
+// is seen in its loose file and in packed-refs.
+func TestKeep_TreeInProcess_SameAsMktree(t *testing.T) {
+	f := newFixture(t)
+	rc, err := f.e.openRepo(context.Background(), f.repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trees []string
+	var in strings.Builder
+	for i := range 12 {
+		blob := f.gitStdin(fmt.Sprintf("content %d\n", i), "hash-object", "-w", "--stdin")
+		tree := f.gitStdin(fmt.Sprintf("100644 blob %s\tf%d\n", blob, i), "mktree")
+		trees = append(trees, tree)
+		fmt.Fprintf(&in, "040000 tree %s\tt%02d\n", tree, i)
+	}
+	got, ok := rc.writeKeptTree(trees)
+	if !ok {
+		t.Fatal("the tree was not written in process")
+	}
+	if want := f.gitStdin(in.String(), "mktree"); got != want {
+		t.Fatalf("in process %s, git mktree %s", got, want)
+	}
+	if typ := f.git("cat-file", "-t", got); typ != "tree" {
+		t.Fatalf("%s is a %s", got, typ)
+	}
+	gone := strings.Repeat("e", 40)
+	if _, ok := rc.writeKeptTree([]string{trees[0], gone}); ok {
+		t.Fatal("a tree naming a missing tree was written in process")
+	}
+	if _, err := rc.keptTree(context.Background(), &proposal.Sealed{Before: trees[0], After: gone}); !errors.Is(err, ErrStaleBase) {
+		t.Fatalf("a gone tree: %v", err)
+	}
+
+	f.repo.Write("x.txt", "x\n")
+	rec := f.submitPending(&proposal.CommitArgs{Message: "x", Paths: []string{"x.txt"}})
+	ref := proposal.SealedRef(rec.Proposal.ID)
+	// The commit that keeps the objects is dated as the folded restore
+	// points are: the person's git log --all shows their own commit first.
+	if first, head := f.git("log", "--all", "-1", "--format=%H"), f.git("rev-parse", "HEAD"); first != head {
+		t.Fatalf("git log --all shows %s first (%s), not HEAD %s", first, f.git("log", "-1", "--format=%s", first), head)
+	}
+	if date := f.git("log", "-1", "--format=%ct %at", ref); date != "1 1" {
+		t.Fatalf("the sealed ref's commit is dated %q", date)
+	}
+	for _, state := range []string{"loose", "packed"} {
+		if state == "packed" {
+			f.git("pack-refs", "--all")
+		}
+		exists, known := ownRefExists(rc.repo.CommonDir, ref)
+		if !exists || !known {
+			t.Fatalf("%s: %s exists %v, known %v", state, ref, exists, known)
+		}
+		if exists, _ := ownRefExists(rc.repo.CommonDir, ref+"x"); exists {
+			t.Fatalf("%s: a ref that is not there exists", state)
+		}
+	}
+}
+
+func (f *fixture) gitStdin(stdin string, args ...string) string {
+	f.t.Helper()
+	c := exec.Command("git", args...)
+	c.Dir, c.Stdin = f.repo.Dir, strings.NewReader(stdin)
+	out, err := c.Output()
+	if err != nil {
+		f.t.Fatalf("git %v: %v", args, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestSeal_Commit_RefusesFilteredPath: a commit of a path a git filter
+// would transform is refused, whether the path is named or staged with
+// everything, and whether the attribute is committed or only in the
+// working tree's .gitattributes; the file list's own read of the
+// attributes is what the refusal uses.
+func TestSeal_Commit_RefusesFilteredPath(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		commitAttrs bool
+		stageAll    bool
+	}{
+		{"named, committed attributes", true, false},
+		{"all, committed attributes", true, true},
+		{"named, attributes on disk only", false, false},
+		{"all, attributes on disk only", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			if tc.commitAttrs {
+				f.repo.WriteCommit(".gitattributes", "*.dat filter=lfs\n", "filter")
+			} else {
+				f.repo.Write(".gitattributes", "*.dat filter=lfs\n")
+			}
+			f.repo.Write("plain.txt", "plain\n")
+			f.repo.Write("big.dat", "not really large\n")
+			args := &proposal.CommitArgs{Message: "m", Paths: []string{"plain.txt", "big.dat"}}
+			if tc.stageAll {
+				args = &proposal.CommitArgs{Message: "m", StageAll: true}
+			}
+			_, err := f.e.Seal(testCtx(t), f.newProposal(f.repo.Dir, args))
+			if !errors.Is(err, errcode.New(errcode.Unsupported, "")) || !strings.Contains(err.Error(), `big.dat uses the git filter "lfs"`) {
+				t.Fatalf("seal: %v", err)
+			}
+		})
 	}
 }

@@ -116,8 +116,31 @@ func (rc *repoCtx) objectStorage() *filesystem.ObjectStorage {
 	return rc.store.objects
 }
 
+// keptCommit is a commit of Sluice's that only keeps objects (a sealed
+// outcome's, or the fold of them under refs/sluice/kept): dated as the
+// folded restore points are (foldedEpoch), so that the person's `git log
+// --all` shows it last rather than first; written in process where
+// commitTree would write it, else by git.
+func (rc *repoCtx) keptCommit(ctx context.Context, tree string, parents []string, msg string) (string, error) {
+	if rc.inProcessObjects() {
+		if id, err := rc.writeCommitAt(tree, parents, msg, time.Unix(1, 0).UTC()); err == nil {
+			return id, nil
+		}
+	}
+	return rc.epochCommit(ctx, tree, parents, msg)
+}
+
 // writeCommit writes the commit object with go-git and returns its id.
 func (rc *repoCtx) writeCommit(tree string, parents []string, msg string) (string, error) {
+	now := time.Now()
+	if rc.e != nil {
+		now = rc.e.now()
+	}
+	return rc.writeCommitAt(tree, parents, msg, now)
+}
+
+// writeCommitAt is writeCommit dated now.
+func (rc *repoCtx) writeCommitAt(tree string, parents []string, msg string, now time.Time) (string, error) {
 	if !hexSHA.MatchString(tree) || len(tree) != 40 {
 		return "", fmt.Errorf("not a SHA-1 tree id: %q", tree)
 	}
@@ -127,10 +150,6 @@ func (rc *repoCtx) writeCommit(tree string, parents []string, msg string) (strin
 			return "", fmt.Errorf("not a SHA-1 commit id: %q", p)
 		}
 		c.ParentHashes = append(c.ParentHashes, plumbing.NewHash(p))
-	}
-	now := time.Now()
-	if rc.e != nil {
-		now = rc.e.now()
 	}
 	c.Author, c.Committer = sluiceSig(now), sluiceSig(now)
 	obj := rc.objectStorage().NewEncodedObject()
