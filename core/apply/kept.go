@@ -3,13 +3,9 @@ package apply
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -18,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
@@ -412,7 +409,7 @@ func (e *Executor) Keep(ctx context.Context, p proposal.Proposal) error {
 		return err
 	}
 	ref := proposal.SealedRef(p.ID)
-	if exists, known := ownRefExists(rc.repo.CommonDir, ref); known && exists {
+	if exists, known := gitx.RefInFiles(rc.repo.CommonDir, ref); known && exists {
 		return nil
 	} else if !known {
 		if res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"rev-parse", "--verify", "--quiet"}, revs: []string{ref}, ok: []int{1}}); err != nil {
@@ -498,28 +495,6 @@ func (rc *repoCtx) writeKeptTree(trees []string) (string, bool) {
 		return "", false
 	}
 	return strings.ToLower(h.String()), true
-}
-
-// ownRefExists reads, without starting git, whether one of Sluice's own
-// refs exists: its loose file, or its line in packed-refs. known is false
-// where only git can tell (a reftable repository, a file it cannot read).
-func ownRefExists(common, ref string) (exists, known bool) {
-	if _, err := os.Stat(filepath.Join(common, "reftable")); err == nil {
-		return false, false
-	}
-	if _, err := os.Lstat(filepath.Join(common, filepath.FromSlash(ref))); err == nil {
-		return true, true
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return false, false
-	}
-	packed, err := os.ReadFile(filepath.Join(common, "packed-refs"))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return false, true
-	case err != nil:
-		return false, false
-	}
-	return bytes.Contains(packed, []byte(" "+ref+"\n")), true
 }
 
 // Unseal lets go of proposal id's sealed objects in repo (when the

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
 )
@@ -302,11 +303,11 @@ func TestKeep_TreeInProcess_SameAsMktree(t *testing.T) {
 		if state == "packed" {
 			f.git("pack-refs", "--all")
 		}
-		exists, known := ownRefExists(rc.repo.CommonDir, ref)
+		exists, known := gitx.RefInFiles(rc.repo.CommonDir, ref)
 		if !exists || !known {
 			t.Fatalf("%s: %s exists %v, known %v", state, ref, exists, known)
 		}
-		if exists, _ := ownRefExists(rc.repo.CommonDir, ref+"x"); exists {
+		if exists, _ := gitx.RefInFiles(rc.repo.CommonDir, ref+"x"); exists {
 			t.Fatalf("%s: a ref that is not there exists", state)
 		}
 	}

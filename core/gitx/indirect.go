@@ -54,7 +54,7 @@ func (repo *Repo) Indirections(ctx context.Context) ([]string, error) {
 // refs/replace that is not a ref counts as one: the sentence is a warning
 // on the card, and saying it once too often is the safe side.
 func hasReplaceRefs(common string) (has, known bool) {
-	if _, err := os.Stat(filepath.Join(common, "reftable")); err == nil {
+	if reftable(common) {
 		return false, false
 	}
 	found := false
@@ -74,6 +74,35 @@ func hasReplaceRefs(common string) (has, known bool) {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return false, false
 	}
+	return packedMentions(common, " refs/replace/")
+}
+
+// RefInFiles reads, without starting git, whether ref exists in the
+// repository whose common directory is common: its loose file, or its
+// line in packed-refs. known is false where only git can tell (a
+// reftable repository, a file it cannot read). It is for Sluice's own
+// refs, whose names it made; a person's ref is read through git.
+func RefInFiles(common, ref string) (exists, known bool) {
+	if reftable(common) {
+		return false, false
+	}
+	if _, err := os.Lstat(filepath.Join(common, filepath.FromSlash(ref))); err == nil {
+		return true, true
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return false, false
+	}
+	return packedMentions(common, " "+ref+"\n")
+}
+
+// reftable reports whether the repository keeps its refs in a reftable.
+func reftable(common string) bool {
+	_, err := os.Stat(filepath.Join(common, "reftable"))
+	return err == nil
+}
+
+// packedMentions reports whether packed-refs holds s (known false when it
+// cannot be read; no packed-refs holds nothing).
+func packedMentions(common, s string) (has, known bool) {
 	packed, err := os.ReadFile(filepath.Join(common, "packed-refs"))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -81,7 +110,7 @@ func hasReplaceRefs(common string) (has, known bool) {
 	case err != nil:
 		return false, false
 	}
-	return bytes.Contains(packed, []byte(" refs/replace/")), true
+	return bytes.Contains(packed, []byte(s)), true
 }
 
 func hasGrafts(p string) bool {
