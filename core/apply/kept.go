@@ -173,23 +173,54 @@ func (rc *repoCtx) mktrees(ctx context.Context, trees []map[string]string) ([]st
 func (rc *repoCtx) rewriteKept(ctx context.Context, k keptState, add map[string][]string, drop map[string]bool) (bool, error) {
 	// An entry that is there already gains the trees it lacks; a list
 	// of trees, not one of Keep's, is read to be merged.
+	old := map[string]string{}
+	if had := k.listed(add, drop); len(had) > 0 {
+		var err error
+		if old, err = rc.lsTree(ctx, k.tree, had); err != nil {
+			return false, err
+		}
+	}
+	entry, ids, trees := k.newEntries(add, drop, old)
+	made, err := rc.mktrees(ctx, trees)
+	if err != nil {
+		return false, err
+	}
+	for i, id := range ids {
+		entry[id] = made[i]
+	}
+	touched := k.touched(entry, drop)
+	if len(touched) == 0 {
+		return false, nil
+	}
+	root, names, trees := k.bucketTrees(touched)
+	if made, err = rc.mktrees(ctx, trees); err != nil {
+		return false, err
+	}
+	for i, b := range names {
+		root[b] = made[i]
+	}
+	return rc.moveKept(ctx, k, root)
+}
+
+// listed are the tree paths of the entries add extends that are there
+// already (and not dropped), sorted, for ls-tree to read their lists.
+func (k keptState) listed(add map[string][]string, drop map[string]bool) []string {
 	var had []string
 	for id := range add {
 		if k.entries[id] != "" && !drop[id] {
 			had = append(had, keptBucket(id)+"/"+id+"/")
 		}
 	}
-	old := map[string]string{}
-	if len(had) > 0 {
-		slices.Sort(had)
-		var err error
-		if old, err = rc.lsTree(ctx, k.tree, had); err != nil {
-			return false, err
-		}
-	}
-	entry := map[string]string{} // id → its new entry
-	var ids []string
-	var trees []map[string]string
+	slices.Sort(had)
+	return had
+}
+
+// newEntries is what each proposal add names becomes: entry holds those
+// that are one tree (the tree itself); ids and trees those that need a
+// tree of their trees written, which the caller writes and puts in entry.
+// old is the ls-tree of the listed entries.
+func (k keptState) newEntries(add map[string][]string, drop map[string]bool, old map[string]string) (entry map[string]string, ids []string, trees []map[string]string) {
+	entry = map[string]string{} // id → its new entry
 	for _, id := range slices.Sorted(maps.Keys(add)) {
 		if drop[id] {
 			continue
@@ -220,14 +251,11 @@ func (rc *repoCtx) rewriteKept(ctx context.Context, k keptState, add map[string]
 			ids, trees = append(ids, id), append(trees, t)
 		}
 	}
-	made, err := rc.mktrees(ctx, trees)
-	if err != nil {
-		return false, err
-	}
-	for i, id := range ids {
-		entry[id] = made[i]
-	}
-	// The buckets that change, with their entries as they become.
+	return entry, ids, trees
+}
+
+// touched are the buckets that change, with their entries as they become.
+func (k keptState) touched(entry map[string]string, drop map[string]bool) map[string]map[string]string {
 	touched := map[string]map[string]string{}
 	bucket := func(b string) map[string]string {
 		if touched[b] == nil {
@@ -248,12 +276,16 @@ func (rc *repoCtx) rewriteKept(ctx context.Context, k keptState, add map[string]
 			delete(bucket(keptBucket(id)), id)
 		}
 	}
-	if len(touched) == 0 {
-		return false, nil
+	return touched
+}
+
+// bucketTrees is the root's entries without the buckets that emptied,
+// and the buckets to write (their names and entries, in order).
+func (k keptState) bucketTrees(touched map[string]map[string]string) (root map[string]string, names []string, trees []map[string]string) {
+	root = maps.Clone(k.buckets)
+	if root == nil {
+		root = map[string]string{}
 	}
-	root := maps.Clone(k.buckets)
-	var names []string
-	trees = trees[:0]
 	for _, b := range slices.Sorted(maps.Keys(touched)) {
 		if len(touched[b]) == 0 {
 			delete(root, b)
@@ -261,12 +293,12 @@ func (rc *repoCtx) rewriteKept(ctx context.Context, k keptState, add map[string]
 		}
 		names, trees = append(names, b), append(trees, touched[b])
 	}
-	if made, err = rc.mktrees(ctx, trees); err != nil {
-		return false, err
-	}
-	for i, b := range names {
-		root[b] = made[i]
-	}
+	return root, names, trees
+}
+
+// moveKept writes root as the kept ref's tree and moves the ref to a
+// commit of it, by compare-and-swap from k; no root deletes the ref.
+func (rc *repoCtx) moveKept(ctx context.Context, k keptState, root map[string]string) (bool, error) {
 	expect := k.commit
 	if expect == "" {
 		expect = rc.g.zero
@@ -275,7 +307,7 @@ func (rc *repoCtx) rewriteKept(ctx context.Context, k keptState, add map[string]
 		_, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-m", "sluice: nothing sealed to keep", "-d"}, revs: []string{keptRef, expect}})
 		return err == nil, err
 	}
-	made, err = rc.mktrees(ctx, []map[string]string{root})
+	made, err := rc.mktrees(ctx, []map[string]string{root})
 	if err != nil {
 		return false, err
 	}

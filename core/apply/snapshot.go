@@ -345,107 +345,135 @@ const (
 // and of the working tree are recorded (see WorktreeState.Paths): no
 // status, no walk of the working tree.
 func (rc *repoCtx) stateOf(ctx context.Context, wt worktree, d depth, how keep, label string, dirty bool, paths []string) (WorktreeState, trees, error) {
-	g := rc.g
 	h, err := rc.headOf(ctx, wt.path)
 	if err != nil {
 		return WorktreeState{}, trees{}, err
 	}
 	st := WorktreeState{Path: wt.path, Head: h.sym, HeadSHA: h.sha, Files: d == depthFiles}
-	if d == depthHead {
-		return st, trees{}, nil
-	}
-	on := "(no branch)"
+	s := stating{rc: rc, wt: wt, h: h, how: how, label: label, on: "(no branch)"}
 	if h.sym != "" {
-		on = strings.TrimPrefix(h.sym, "refs/heads/")
+		s.on = strings.TrimPrefix(h.sym, "refs/heads/")
 	}
-	if d == depthFiles && len(paths) > 0 {
-		st.Paths = paths
-		entries, err := rc.indexEntries(ctx, wt, paths)
-		if err != nil {
-			return WorktreeState{}, trees{}, err
-		}
-		if st.Index, st.Tree, err = g.pathTrees(ctx, wt, rc.objectsDir(), paths, how != keepNothing, entries); err != nil {
-			return WorktreeState{}, trees{}, err
-		}
-		if how == keepSnapshot {
-			ic, err := rc.commitTree(ctx, st.Index, []string{h.sha}, "index on "+on+": "+label)
-			if err != nil {
-				return WorktreeState{}, trees{}, err
-			}
-			if st.Snapshot, err = rc.commitTree(ctx, st.Tree, []string{h.sha, ic}, "WIP on "+on+": "+label); err != nil {
-				return WorktreeState{}, trees{}, err
-			}
-		}
-		return st, trees{}, nil
+	switch {
+	case d == depthHead:
+	case d == depthFiles && len(paths) > 0:
+		err = s.pathsOfFiles(ctx, &st, paths)
+	case d == depthIndex && len(paths) > 0:
+		err = s.pathsOfIndex(ctx, &st, paths)
+	case d == depthIndex:
+		err = s.wholeIndex(ctx, &st)
+	default:
+		return s.wholeTree(ctx, st, dirty)
 	}
-	if d == depthIndex && len(paths) > 0 {
-		// A scope of the index (a commit of known paths): the entries at
-		// those paths, no copy of the whole index.
-		st.Paths = paths
-		entries, err := rc.indexEntries(ctx, wt, paths)
-		if err != nil {
-			return WorktreeState{}, trees{}, err
-		}
-		if st.Index, err = g.indexTree(ctx, rc.objectsDir(), wt, how != keepNothing, entries); err != nil {
-			return WorktreeState{}, trees{}, err
-		}
-		if how == keepSnapshot {
-			if st.Snapshot, err = rc.commitTree(ctx, st.Index, []string{h.sha}, "index on "+on+": "+label); err != nil {
-				return WorktreeState{}, trees{}, err
-			}
-		}
-		return st, trees{}, nil
+	if err != nil {
+		return WorktreeState{}, trees{}, err
 	}
-	if d == depthIndex {
-		t, err := g.treesOf(ctx, wt, rc.objectsDir(), false, how != keepNothing, false)
-		if err != nil {
-			return WorktreeState{}, trees{}, err
-		}
-		st.Index = t.index
-		if how == keepSnapshot {
-			st.Snapshot = h.sha
-			if t.index != h.tree {
-				if st.Snapshot, err = rc.commitTree(ctx, t.index, []string{h.sha}, "index on "+on+": "+label); err != nil {
-					return WorktreeState{}, trees{}, err
-				}
-			}
-		}
-		return st, trees{}, nil
+	return st, trees{}, nil
+}
+
+// stating is one worktree's state being recorded by stateOf: at HEAD h
+// (on names its branch for the snapshot commits' messages), kept as how
+// says.
+type stating struct {
+	rc        *repoCtx
+	wt        worktree
+	h         head
+	how       keep
+	label, on string
+}
+
+// snapshot commits index (on HEAD) and, when files is not "", the files
+// (on HEAD and that index commit), stash-shaped: the snapshot's commit.
+func (s stating) snapshot(ctx context.Context, index, files string) (string, error) {
+	ic, err := s.rc.commitTree(ctx, index, []string{s.h.sha}, "index on "+s.on+": "+s.label)
+	if err != nil || files == "" {
+		return ic, err
 	}
+	return s.rc.commitTree(ctx, files, []string{s.h.sha, ic}, "WIP on "+s.on+": "+s.label)
+}
+
+// pathsOfFiles records the index entries and the files at paths alone.
+func (s stating) pathsOfFiles(ctx context.Context, st *WorktreeState, paths []string) error {
+	st.Paths = paths
+	entries, err := s.rc.indexEntries(ctx, s.wt, paths)
+	if err != nil {
+		return err
+	}
+	if st.Index, st.Tree, err = s.rc.g.pathTrees(ctx, s.wt, s.rc.objectsDir(), paths, s.how != keepNothing, entries); err != nil {
+		return err
+	}
+	if s.how == keepSnapshot {
+		st.Snapshot, err = s.snapshot(ctx, st.Index, st.Tree)
+	}
+	return err
+}
+
+// pathsOfIndex records a scope of the index (a commit of known paths):
+// the entries at those paths, no copy of the whole index.
+func (s stating) pathsOfIndex(ctx context.Context, st *WorktreeState, paths []string) error {
+	st.Paths = paths
+	entries, err := s.rc.indexEntries(ctx, s.wt, paths)
+	if err != nil {
+		return err
+	}
+	if st.Index, err = s.rc.g.indexTree(ctx, s.rc.objectsDir(), s.wt, s.how != keepNothing, entries); err != nil {
+		return err
+	}
+	if s.how == keepSnapshot {
+		st.Snapshot, err = s.snapshot(ctx, st.Index, "")
+	}
+	return err
+}
+
+// wholeIndex records the whole index as a tree.
+func (s stating) wholeIndex(ctx context.Context, st *WorktreeState) error {
+	t, err := s.rc.g.treesOf(ctx, s.wt, s.rc.objectsDir(), false, s.how != keepNothing, false)
+	if err != nil {
+		return err
+	}
+	st.Index = t.index
+	if s.how == keepSnapshot {
+		st.Snapshot = s.h.sha
+		if t.index != s.h.tree {
+			st.Snapshot, err = s.snapshot(ctx, t.index, "")
+		}
+	}
+	return err
+}
+
+// wholeTree records the whole index and working tree, untracked files
+// included; a clean worktree (which dirty, when set, says it is not) is
+// its HEAD.
+func (s stating) wholeTree(ctx context.Context, st WorktreeState, dirty bool) (WorktreeState, trees, error) {
 	clean := false
 	if !dirty {
-		if clean, err = rc.clean(ctx, wt); err != nil {
+		var err error
+		if clean, err = s.rc.clean(ctx, s.wt); err != nil {
 			return WorktreeState{}, trees{}, err
 		}
 	}
 	if clean {
-		st.Index, st.Tree, st.Clean = h.tree, h.tree, true
-		if how == keepSnapshot {
-			st.Snapshot = h.sha
+		st.Index, st.Tree, st.Clean = s.h.tree, s.h.tree, true
+		if s.how == keepSnapshot {
+			st.Snapshot = s.h.sha
 		}
 		return st, trees{}, nil
 	}
-	t, err := g.treesOf(ctx, wt, rc.objectsDir(), true, how != keepNothing, how == keepSnapshot)
+	t, err := s.rc.g.treesOf(ctx, s.wt, s.rc.objectsDir(), true, s.how != keepNothing, s.how == keepSnapshot)
 	if err != nil {
 		return WorktreeState{}, trees{}, err
 	}
 	st.Index, st.Tree = t.index, t.files
 	if dirty {
 		// No status said so: the trees tell whether it is clean after all.
-		st.Clean = t.index == h.tree && t.files == h.tree
+		st.Clean = t.index == s.h.tree && t.files == s.h.tree
 	}
-	if how != keepSnapshot {
+	if s.how != keepSnapshot {
 		return st, t, nil
 	}
-	ic, err := rc.commitTree(ctx, t.index, []string{h.sha}, "index on "+on+": "+label)
-	if err != nil {
+	if st.Snapshot, err = s.snapshot(ctx, t.index, t.files); err != nil {
 		return WorktreeState{}, t, err
 	}
-	wc, err := rc.commitTree(ctx, t.files, []string{h.sha, ic}, "WIP on "+on+": "+label)
-	if err != nil {
-		return WorktreeState{}, t, err
-	}
-	st.Snapshot = wc
 	return st, t, nil
 }
 
