@@ -189,7 +189,7 @@ func confirmation(p proposal.Proposal) (word, what string) {
 	}
 	if len(branches) == 0 && p.Sealed != nil {
 		if b, ok := strings.CutPrefix(p.Sealed.Head, "refs/heads/"); ok {
-			if p.Op == proposal.OpDiscard {
+			if p.Op.ChangesCheckoutOnly() {
 				return b, "the name of the branch whose checkout this changes"
 			}
 			return b, "the name of the branch this rewrites"

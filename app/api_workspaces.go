@@ -389,11 +389,11 @@ func (b handoffBackend) Submit(ctx context.Context, agent string, p proposal.Pro
 	if err == nil {
 		return st, nil
 	}
-	merge, ok := p.Args.(*proposal.MergeArgs)
-	if !ok || !strings.HasPrefix(merge.Source, handoffRefPrefix) {
+	source, ok := p.MergeSource()
+	if !ok || !strings.HasPrefix(source, handoffRefPrefix) {
 		return st, err
 	}
-	ws, gerr := b.h.m.Get(strings.TrimPrefix(merge.Source, handoffRefPrefix))
+	ws, gerr := b.h.m.Get(strings.TrimPrefix(source, handoffRefPrefix))
 	if gerr != nil || ws.Agent != agent || ws.State != workspace.StateSealed || ws.Source.Kind != workspace.SourceRepo || ws.Source.Path != p.Repo {
 		return st, err
 	}
@@ -403,11 +403,11 @@ func (b handoffBackend) Submit(ctx context.Context, agent string, p proposal.Pro
 		return st, err
 	}
 	for _, rec := range open {
-		if m, ok := rec.Proposal.Args.(*proposal.MergeArgs); ok && m.Source == merge.Source {
+		if s, ok := rec.Proposal.MergeSource(); ok && s == source {
 			return st, err
 		}
 	}
-	return st, b.h.release(ctx, ws, p.Repo, merge.Source, err)
+	return st, b.h.release(ctx, ws, p.Repo, source, err)
 }
 
 // handoffError keeps the workspace's stable codes on the wire (the

@@ -31,11 +31,11 @@ const workspaceRef = "refs/sluice/proposals/"
 // mergedWorkspace is the id of the workspace whose handed-off commits p
 // merges, if it merges one.
 func mergedWorkspace(p proposal.Proposal) (string, bool) {
-	m, ok := p.Args.(*proposal.MergeArgs)
+	source, ok := p.MergeSource()
 	if !ok {
 		return "", false
 	}
-	id, ok := strings.CutPrefix(m.Source, workspaceRef)
+	id, ok := strings.CutPrefix(source, workspaceRef)
 	return id, ok && proposal.ValidID(id)
 }
 

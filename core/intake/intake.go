@@ -610,13 +610,13 @@ func StatusFromRecord(rec journal.Record) gateway.ProposalStatus {
 // session if any, can be stacked on; one that ended without landing
 // leaves nothing to stack on.
 func StackContext(ctx context.Context, j *journal.Journal, p proposal.Proposal) (context.Context, error) {
-	c, ok := p.Args.(*proposal.CommitArgs)
-	if !ok || c.Below == "" {
+	belowID := p.StackedOn()
+	if belowID == "" {
 		return ctx, nil
 	}
-	rec, err := j.Get(c.Below)
+	rec, err := j.Get(belowID)
 	if errors.Is(err, journal.ErrNotFound) {
-		return nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: "there is no proposal " + c.Below + " to stack this commit on"}
+		return nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: "there is no proposal " + belowID + " to stack this commit on"}
 	}
 	if err != nil {
 		return nil, err
@@ -631,6 +631,6 @@ func StackContext(ctx context.Context, j *journal.Journal, p proposal.Proposal) 
 	case proposal.Completed:
 		return ctx, nil
 	}
-	return nil, &errcode.Error{Code: errcode.ProposalTerminal, Data: map[string]string{"below": c.Below, "state": string(rec.State)},
-		Msg: "proposal " + c.Below + ", below this one, is " + string(rec.State) + " and will not land: there is nothing to stack on; propose on the branch as it is"}
+	return nil, &errcode.Error{Code: errcode.ProposalTerminal, Data: map[string]string{"below": belowID, "state": string(rec.State)},
+		Msg: "proposal " + belowID + ", below this one, is " + string(rec.State) + " and will not land: there is nothing to stack on; propose on the branch as it is"}
 }

@@ -491,13 +491,7 @@ func reposOf(pr proposal.Proposal) []string {
 
 // opsOf is the op and, for a plan, every step's op.
 func opsOf(pr proposal.Proposal) []proposal.Op {
-	ops := []proposal.Op{pr.Op}
-	if plan, ok := pr.Args.(*proposal.PlanArgs); ok {
-		for _, s := range plan.Steps {
-			ops = append(ops, s.Op)
-		}
-	}
-	return ops
+	return pr.Ops()
 }
 
 // writtenRefs lists the refs pr changes and whether that list is known:

@@ -449,3 +449,38 @@ func (t *Timestamp) UnmarshalJSON(b []byte) error {
 	*t = Timestamp{v.UTC()}
 	return nil
 }
+
+// MergeSource is the revision p merges, when it is a merge: what the
+// app's workspace handoff and its evidence look for (a workspace's
+// handed-off commits).
+func (p Proposal) MergeSource() (string, bool) {
+	if m, ok := p.Args.(*MergeArgs); ok {
+		return m.Source, true
+	}
+	return "", false
+}
+
+// StackedOn is the pending proposal p's commit is to be sealed on top of
+// (CommitArgs.Below), or "".
+func (p Proposal) StackedOn() string {
+	if c, ok := p.Args.(*CommitArgs); ok {
+		return c.Below
+	}
+	return ""
+}
+
+// Ops is p's operation and, for a plan, each step's, in order.
+func (p Proposal) Ops() []Op {
+	ops := []Op{p.Op}
+	if plan, ok := p.Args.(*PlanArgs); ok {
+		for _, s := range plan.Steps {
+			ops = append(ops, s.Op)
+		}
+	}
+	return ops
+}
+
+// ChangesCheckoutOnly reports whether o changes the files of the
+// branch's checkout and never the branch itself (a discard): what a
+// confirmation says the branch's name stands for.
+func (o Op) ChangesCheckoutOnly() bool { return o == OpDiscard }
