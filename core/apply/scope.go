@@ -212,25 +212,9 @@ func (r *run) sameAtPaths(ctx context.Context, want string, paths []string) (boo
 	if err != nil {
 		return false, err
 	}
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"ls-tree", "-r", "-z", "--full-tree"}, revs: []string{want}, paths: paths})
-	if err != nil {
+	wanted, ok, err := rc.entriesAt(ctx, want, paths)
+	if err != nil || !ok {
 		return false, err
-	}
-	in := map[string]bool{}
-	for _, p := range paths {
-		in[p] = true
-	}
-	wanted := map[string]string{}
-	for _, rec := range strings.Split(string(res.out), "\x00") {
-		meta, p, ok := strings.Cut(rec, "\t")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(meta)
-		if !in[p] || len(f) != 3 {
-			return false, nil
-		}
-		wanted[p] = f[0] + " " + f[2]
 	}
 	scratch := func(ctx context.Context, c restorepoint.Call) ([]byte, error) {
 		c.Env = append(c.Env, objEnv...)
@@ -287,9 +271,20 @@ func (s *patchStep) sameInIndex(ctx context.Context, r *run, want string) (bool,
 			have[p] = f[0] + " " + f[1]
 		}
 	}
+	wanted, ok, err := rc.entriesAt(ctx, want, paths)
+	if err != nil || !ok {
+		return false, err
+	}
+	return maps.Equal(have, wanted), nil
+}
+
+// entriesAt is the mode and blob ("100644 <id>") of each file of tree
+// want at paths; ok is false when the tree holds at paths something other
+// than those files (a directory's entries, a line it cannot read).
+func (rc *repoCtx) entriesAt(ctx context.Context, want string, paths []string) (map[string]string, bool, error) {
 	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"ls-tree", "-r", "-z", "--full-tree"}, revs: []string{want}, paths: paths})
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	in := map[string]bool{}
 	for _, p := range paths {
@@ -303,9 +298,9 @@ func (s *patchStep) sameInIndex(ctx context.Context, r *run, want string) (bool,
 		}
 		f := strings.Fields(meta)
 		if !in[p] || len(f) != 3 {
-			return false, nil
+			return nil, false, nil
 		}
 		wanted[p] = f[0] + " " + f[2]
 	}
-	return maps.Equal(have, wanted), nil
+	return wanted, true, nil
 }
