@@ -198,10 +198,18 @@ func (d *discardRead) entriesAt(paths []string) []byte {
 // those paths. false sends the caller to the whole comparison; so does
 // anything this cannot tell as git would (a directory, a symbolic link
 // or a special file at a path, an executable bit the index does not
-// agree with, since core.fileMode may tell git to ignore it).
+// agree with, since core.fileMode may tell git to ignore it; a name with a
+// carriage return, which --stdin-paths would read as another; and a file
+// git may convert on the way in (line endings, a filter, an encoding):
+// the sealed blob is what git add made of the bytes, hash-object does not
+// convert as add does when the index holds CRLF, so only bytes git stores
+// as they are can be compared this way).
 func (s *discardStep) sameOnDisk(ctx context.Context, r *run, want string) (bool, error) {
 	rc, d := r.main, s.now
 	files := restorepoint.SortedPaths(append(d.tracked(), d.untracked...))
+	if converts, err := mayConvert(ctx, rc, files); err != nil || converts {
+		return false, err
+	}
 	have := map[string]string{}
 	var present []string
 	var in bytes.Buffer
@@ -226,7 +234,7 @@ func (s *discardStep) sameOnDisk(ctx context.Context, r *run, want string) (bool
 		in.WriteByte('\n')
 	}
 	if len(present) > 0 {
-		if len(present) != strings.Count(in.String(), "\n") || strings.Contains("\n"+in.String(), "\n\"") {
+		if len(present) != strings.Count(in.String(), "\n") || strings.Contains("\n"+in.String(), "\n\"") || strings.Contains(in.String(), "\r") {
 			return false, nil // a name --stdin-paths would read otherwise
 		}
 		res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"hash-object", "--stdin-paths"}, stdin: in.Bytes()})
@@ -253,6 +261,36 @@ func (s *discardStep) sameOnDisk(ctx context.Context, r *run, want string) (bool
 		}
 	}
 	return maps.Equal(have, wanted), nil
+}
+
+// mayConvert reports whether git may store any of paths as other bytes
+// than the file's: core.autocrlf on, or an attribute that converts (text,
+// eol, crlf, a filter, ident, working-tree-encoding) set for a path.
+func mayConvert(ctx context.Context, rc *repoCtx, paths []string) (bool, error) {
+	switch v, _ := rc.repo.Config("core.autocrlf"); strings.ToLower(v) {
+	case "", "false", "no", "off", "0":
+	default:
+		return true, nil
+	}
+	if len(paths) == 0 {
+		return false, nil
+	}
+	var in bytes.Buffer
+	for _, p := range paths {
+		in.WriteString(p)
+		in.WriteByte(0)
+	}
+	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"check-attr", "--stdin", "-z", "text", "eol", "crlf", "filter", "ident", "working-tree-encoding"}, stdin: in.Bytes()})
+	if err != nil {
+		return false, err
+	}
+	f := strings.Split(string(res.out), "\x00")
+	for i := 0; i+2 < len(f); i += 3 {
+		if v := f[i+2]; v != "unspecified" && v != "unset" {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // left tells the end state what the discard left at its scope: git
