@@ -545,6 +545,9 @@ func (r *run) execute(ctx context.Context) (executed, error) {
 	if err := r.scope(ctx, ops, touched); err != nil {
 		return executed{}, err
 	}
+	if err := r.refuseIntentToAdd(ctx, touched); err != nil {
+		return executed{}, err
+	}
 	if err := ops[0].check(ctx, r); err != nil {
 		return executed{}, err
 	}

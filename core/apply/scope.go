@@ -1,13 +1,16 @@
 package apply
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
+	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/proposal"
 	"github.com/sluicehq/sluice/core/restorepoint"
 )
@@ -303,4 +306,61 @@ func (rc *repoCtx) entriesAt(ctx context.Context, want string, paths []string) (
 		wanted[p] = f[0] + " " + f[2]
 	}
 	return wanted, true, nil
+}
+
+// refuseIntentToAdd refuses, before anything is written, an operation
+// whose scope holds an index entry marked intent-to-add (git add -N): a
+// scoped restore point records index entries as mode, object and path,
+// which cannot say "intent to add", so its restore would stage the file
+// empty instead. The person stages or unstages the file and approves
+// again; nothing has changed.
+func (r *run) refuseIntentToAdd(ctx context.Context, t touches) error {
+	for rc, set := range t {
+		for wt, paths := range set.scopes {
+			res, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"ls-files", "-z", "--debug"}, paths: paths})
+			if err != nil {
+				return err
+			}
+			ita, err := intentToAdd(res.out)
+			if err != nil {
+				return err
+			}
+			if len(ita) > 0 {
+				return errcode.New(errcode.Unsupported, "%s is marked intent-to-add (git add -N), which a restore of this operation could not put back as it is; stage it (git add) or unstage it (git rm --cached), then approve again", strings.Join(ita, ", "))
+			}
+		}
+	}
+	return nil
+}
+
+// intentToAdd lists the paths whose entries `git ls-files -z --debug`
+// marks intent-to-add (flag 0x20000000): each entry is its path and a NUL,
+// then five lines, the last "  size: N\tflags: X".
+func intentToAdd(out []byte) ([]string, error) {
+	var ita []string
+	for len(out) > 0 {
+		path, rest, ok := bytes.Cut(out, []byte{0})
+		if !ok {
+			return nil, errcode.New(errcode.GitFailed, "git ls-files --debug gave an unexpected answer")
+		}
+		var line []byte
+		for range 5 {
+			if line, rest, ok = bytes.Cut(rest, []byte{'\n'}); !ok {
+				return nil, errcode.New(errcode.GitFailed, "git ls-files --debug gave an unexpected answer")
+			}
+		}
+		_, flags, ok := bytes.Cut(line, []byte("flags: "))
+		if !ok {
+			return nil, errcode.New(errcode.GitFailed, "git ls-files --debug gave an unexpected answer")
+		}
+		v, err := strconv.ParseUint(string(flags), 16, 32)
+		if err != nil {
+			return nil, errcode.New(errcode.GitFailed, "git ls-files --debug gave an unexpected answer")
+		}
+		if v&0x20000000 != 0 {
+			ita = append(ita, string(path))
+		}
+		out = rest
+	}
+	return ita, nil
 }
