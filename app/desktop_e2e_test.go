@@ -84,6 +84,12 @@ func (b *syncBuffer) String() string {
 }
 
 // itemName finds a registered tray item's bus name in dbus-send output.
+// desktopWait is how long the desktop test waits for each thing it looks
+// for (the tray, the window, a notification): a backstop, not a figure;
+// the race detector and the rest of the suite's parallel tests can hold a
+// freshly started app back for many seconds.
+const desktopWait = 90 * time.Second
+
 var itemName = regexp.MustCompile(`string "(:[0-9]+\.[0-9]+)"`)
 
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
@@ -269,13 +275,15 @@ func TestDesktop_Window_StartsAndServes(t *testing.T) {
 
 	// The tray icon registered with the panel's watcher.
 	dbusCmd := func(args ...string) string {
-		c := exec.Command(dbusSend, append([]string{"--session", "--print-reply"}, args...)...)
+		// A reply that is slow under load is asked again rather than
+		// waited on for dbus-send's default 25 s.
+		c := exec.Command(dbusSend, append([]string{"--session", "--print-reply", "--reply-timeout=5000"}, args...)...)
 		c.Env = env
 		b, _ := c.Output()
 		return string(b)
 	}
 	var registered string
-	waitFor(t, 20*time.Second, "the tray icon to register with the watcher", func() bool {
+	waitFor(t, desktopWait, "the tray icon to register with the watcher", func() bool {
 		registered = dbusCmd("--dest=org.kde.StatusNotifierWatcher", "/StatusNotifierWatcher",
 			"org.freedesktop.DBus.Properties.Get", "string:org.kde.StatusNotifierWatcher",
 			"string:RegisteredStatusNotifierItems")
@@ -288,7 +296,7 @@ func TestDesktop_Window_StartsAndServes(t *testing.T) {
 	}
 	// The item can register before its properties are set: wait for the
 	// title rather than read it once.
-	waitFor(t, 20*time.Second, `the tray title "Sluice" before any proposal`, func() bool {
+	waitFor(t, desktopWait, `the tray title "Sluice" before any proposal`, func() bool {
 		return strings.Contains(trayTitle(), `"Sluice"`)
 	})
 
@@ -302,10 +310,10 @@ func TestDesktop_Window_StartsAndServes(t *testing.T) {
 		t.Fatalf("propose_commit: %v %+v", err, res)
 	}
 	pid := res.StructuredContent.(map[string]any)["proposalId"].(string)
-	waitFor(t, 20*time.Second, "the card in the window", func() bool {
+	waitFor(t, desktopWait, "the card in the window", func() bool {
 		return strings.Contains(out.String(), `msg="cards shown" ui=desktop screen=pending count=1 ids=`+pid)
 	})
-	waitFor(t, 20*time.Second, "a desktop notification", func() bool {
+	waitFor(t, desktopWait, "a desktop notification", func() bool {
 		return strings.Contains(notes.String(), "desktop-e2e proposes a commit on widgets")
 	})
 	if strings.Contains(notes.String(), secret) || strings.Contains(notes.String(), "README.md") {
@@ -318,8 +326,8 @@ func TestDesktop_Window_StartsAndServes(t *testing.T) {
 		b, _ := c.Output()
 		return strings.Fields(string(b))
 	}
-	waitFor(t, 20*time.Second, `the window title "Sluice (1)"`, func() bool { return len(windowsNamed(`^Sluice \(1\)$`)) > 0 })
-	waitFor(t, 20*time.Second, `the tray title "Sluice (1)"`, func() bool { return strings.Contains(trayTitle(), `"Sluice (1)"`) })
+	waitFor(t, desktopWait, `the window title "Sluice (1)"`, func() bool { return len(windowsNamed(`^Sluice \(1\)$`)) > 0 })
+	waitFor(t, desktopWait, `the tray title "Sluice (1)"`, func() bool { return strings.Contains(trayTitle(), `"Sluice (1)"`) })
 	// The window shrinks below 720 px (the UI has a narrow layout).
 	xdo := func(args ...string) string {
 		c := exec.Command("xdotool", args...)
@@ -356,7 +364,7 @@ func TestDesktop_Window_StartsAndServes(t *testing.T) {
 	if b, err := dunstctl.CombinedOutput(); err != nil {
 		t.Fatalf("dunstctl action: %v\n%s", err, b)
 	}
-	waitFor(t, 20*time.Second, "the notification's click to open the proposal's page", func() bool {
+	waitFor(t, desktopWait, "the notification's click to open the proposal's page", func() bool {
 		return strings.Contains(out.String(), `msg="cards shown" ui=desktop screen=proposal count=1 ids=`+pid)
 	})
 	waitFor(t, 10*time.Second, "the window to show again", func() bool { return len(windows()) > 0 })
