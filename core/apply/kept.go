@@ -139,27 +139,17 @@ func (rc *repoCtx) lsTree(ctx context.Context, tree string, dirs []string) (map[
 }
 
 // mktrees writes trees (each a name → tree list) in one git mktree and
-// returns their ids in order.
+// returns their ids in order (see mktreeBatch).
 func (rc *repoCtx) mktrees(ctx context.Context, trees []map[string]string) ([]string, error) {
-	if len(trees) == 0 {
-		return nil, nil
-	}
-	var in bytes.Buffer
-	for _, t := range trees {
+	lines := make([]string, len(trees))
+	for i, t := range trees {
+		var b strings.Builder
 		for _, name := range slices.Sorted(maps.Keys(t)) {
-			fmt.Fprintf(&in, "040000 tree %s\t%s\n", t[name], name)
+			fmt.Fprintf(&b, "040000 tree %s\t%s\n", t[name], name)
 		}
-		in.WriteString("\n")
+		lines[i] = b.String()
 	}
-	res, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"mktree", "--batch"}, stdin: in.Bytes()})
-	if err != nil {
-		return nil, err
-	}
-	ids := strings.Fields(res.text())
-	if len(ids) != len(trees) {
-		return nil, fmt.Errorf("apply: git mktree wrote %d trees of %d", len(ids), len(trees))
-	}
-	return ids, nil
+	return rc.mktreeBatch(ctx, lines)
 }
 
 // rewriteKept moves keptRef to hold, besides what it holds, the trees
