@@ -82,6 +82,8 @@ type Config struct {
 	// means the Engine's default (runc). "runsc" selects gVisor, which the
 	// Engine must have configured.
 	WorkspaceRuntime string `json:"workspaceRuntime"`
+	// Kubernetes configures workspaceRuntime "kubernetes".
+	Kubernetes Kubernetes `json:"kubernetes"`
 	// WebAddr is where `sluice serve` listens: a loopback IP literal with
 	// a port. The port stays the same across restarts so that an open tab
 	// reconnects; ":0" picks a free one each time.
@@ -109,6 +111,8 @@ type fileConfig struct {
 	WorkspaceImage string `json:"workspaceImage,omitempty"`
 	// WorkspaceRuntime is set by hand (or SLUICE_WORKSPACE_RUNTIME).
 	WorkspaceRuntime string `json:"workspaceRuntime,omitempty"`
+	// Kubernetes is set by hand.
+	Kubernetes *Kubernetes `json:"kubernetes,omitempty"`
 	// WebAddr is set by hand (or SLUICE_WEB_ADDR).
 	WebAddr string `json:"webAddr,omitempty"`
 }
@@ -247,6 +251,9 @@ func (c *Config) applyFile(path string) error {
 	if f.WorkspaceImage != "" {
 		c.WorkspaceImage = f.WorkspaceImage
 	}
+	if f.Kubernetes != nil {
+		c.Kubernetes = *f.Kubernetes
+	}
 	if f.WebAddr != "" {
 		c.WebAddr = f.WebAddr
 	}
@@ -350,7 +357,12 @@ func (c *Config) validate() error {
 		return err
 	}
 	if c.WorkspaceRuntime != "" && !workspaceRuntimeRe().MatchString(c.WorkspaceRuntime) {
-		return fmt.Errorf("%w: workspaceRuntime: %q is not a runtime name (for gVisor: runsc)", ErrInvalid, c.WorkspaceRuntime)
+		return fmt.Errorf("%w: workspaceRuntime: %q is not a runtime name (for gVisor: runsc; for pods in a cluster: kubernetes)", ErrInvalid, c.WorkspaceRuntime)
+	}
+	if c.OnKubernetes() {
+		if err := c.Kubernetes.validate(); err != nil {
+			return err
+		}
 	}
 	if c.WorkspaceImage != "" && !workspaceImageRe().MatchString(c.WorkspaceImage) {
 		return fmt.Errorf("%w: workspaceImage: %q is not an image ID (sha256:<64 hex digits>); a tag could change under Sluice, an ID cannot (docker image inspect --format '{{.Id}}' IMAGE)", ErrInvalid, c.WorkspaceImage)

@@ -1,0 +1,107 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"sync"
+)
+
+// RuntimeKubernetes is the workspaceRuntime that runs workspaces as pods
+// in a Kubernetes namespace instead of containers of the local Docker
+// Engine. Any other workspaceRuntime value names an OCI runtime of the
+// Engine (runc, runsc).
+const RuntimeKubernetes = "kubernetes"
+
+// Kubernetes configures the Kubernetes workspace runtime (config.json's
+// "kubernetes" object). It is read only when workspaceRuntime is
+// "kubernetes".
+type Kubernetes struct {
+	// Kubeconfig is the kubeconfig file; empty means client-go's default
+	// rules (KUBECONFIG, then ~/.kube/config).
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// Context is the kubeconfig context; empty means its current one.
+	Context string `json:"context,omitempty"`
+	// Namespace holds every pod, NetworkPolicy and Secret Sluice makes.
+	Namespace string `json:"namespace,omitempty"`
+	// Image is the workspace image as a digest-pinned reference
+	// (NAME@sha256:<64 hex>): a tag could change under Sluice, a digest
+	// cannot.
+	Image string `json:"image,omitempty"`
+	// RuntimeClassName selects a RuntimeClass (gvisor); empty means the
+	// cluster's default.
+	RuntimeClassName string `json:"runtimeClassName,omitempty"`
+	// ImagePullPolicy is IfNotPresent (default) or Never.
+	ImagePullPolicy string `json:"imagePullPolicy,omitempty"`
+	// EgressProxy is host:port where pods with an egress grant reach
+	// Sluice's allowlisting proxy; empty means grants are refused.
+	EgressProxy string `json:"egressProxy,omitempty"`
+}
+
+// OnKubernetes says whether workspaces run as Kubernetes pods.
+func (c *Config) OnKubernetes() bool { return c.WorkspaceRuntime == RuntimeKubernetes }
+
+// WorkspaceRunImage is the image workspace runs use: the Kubernetes
+// image on Kubernetes, the Engine's image ID otherwise.
+func (c *Config) WorkspaceRunImage() string {
+	if c.OnKubernetes() {
+		return c.Kubernetes.Image
+	}
+	return c.WorkspaceImage
+}
+
+// WorkspaceOCIRuntime is the OCI runtime name a workspace Manager checks
+// and runs under: empty on Kubernetes, where the RuntimeClass says it.
+func (c *Config) WorkspaceOCIRuntime() string {
+	if c.OnKubernetes() {
+		return ""
+	}
+	return c.WorkspaceRuntime
+}
+
+var (
+	// dnsLabelRe is a Kubernetes namespace name (RFC 1123 label).
+	dnsLabelRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`) })
+	// dnsSubdomainRe is a RuntimeClass name (RFC 1123 subdomain).
+	dnsSubdomainRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	})
+	// digestRefRe is NAME@sha256:<64 hex>, NAME as a registry accepts it.
+	digestRefRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._/-][a-z0-9]+)*)*@sha256:[0-9a-f]{64}$`)
+	})
+	hostPortRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^([A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9a-fA-F:.]+\]):[0-9]{1,5}$`)
+	})
+)
+
+// DigestPinned says whether ref is NAME@sha256:<64 hex>.
+func DigestPinned(ref string) bool { return digestRefRe().MatchString(ref) }
+
+// validate checks the Kubernetes settings when they are in use.
+func (k Kubernetes) validate() error {
+	if k.Kubeconfig != "" && !filepath.IsAbs(k.Kubeconfig) {
+		return fmt.Errorf("%w: kubernetes.kubeconfig: %q is not an absolute path", ErrInvalid, k.Kubeconfig)
+	}
+	if k.Namespace == "" {
+		return fmt.Errorf("%w: kubernetes.namespace: workspaceRuntime is kubernetes, so a namespace is needed (its pods, NetworkPolicies and Secrets are Sluice's)", ErrInvalid)
+	}
+	if !dnsLabelRe().MatchString(k.Namespace) {
+		return fmt.Errorf("%w: kubernetes.namespace: %q is not a namespace name", ErrInvalid, k.Namespace)
+	}
+	if k.Image == "" || !DigestPinned(k.Image) {
+		return fmt.Errorf("%w: kubernetes.image: %q is not a digest-pinned image (NAME@sha256:<64 hex digits>); a tag could change under Sluice, a digest cannot", ErrInvalid, k.Image)
+	}
+	if k.RuntimeClassName != "" && (len(k.RuntimeClassName) > 253 || !dnsSubdomainRe().MatchString(k.RuntimeClassName)) {
+		return fmt.Errorf("%w: kubernetes.runtimeClassName: %q is not a RuntimeClass name", ErrInvalid, k.RuntimeClassName)
+	}
+	switch k.ImagePullPolicy {
+	case "", "IfNotPresent", "Never":
+	default:
+		return fmt.Errorf("%w: kubernetes.imagePullPolicy: %q (IfNotPresent or Never; Always would fetch by tag semantics Sluice pins away)", ErrInvalid, k.ImagePullPolicy)
+	}
+	if k.EgressProxy != "" && !hostPortRe().MatchString(k.EgressProxy) {
+		return fmt.Errorf("%w: kubernetes.egressProxy: %q is not host:port", ErrInvalid, k.EgressProxy)
+	}
+	return nil
+}
