@@ -217,8 +217,10 @@ func Open(opts Options) (*Manager, error) {
 	if opts.SnapshotMaxBytes <= 0 {
 		opts.SnapshotMaxBytes = DefaultSnapshotMaxBytes
 	}
-	if opts.Image != "" && !imageIDRe().MatchString(opts.Image) {
-		return nil, errcode.New(errcode.InvalidArgument, "workspace Image must be an image ID (sha256:<64 hex digits>), not a tag")
+	// An image ID pins the Engine's image; a runtime that pulls by name
+	// (Kubernetes) is given NAME@sha256:<digest>, which pins it as well.
+	if opts.Image != "" && !imageIDRe().MatchString(opts.Image) && !config.DigestPinned(opts.Image) {
+		return nil, errcode.New(errcode.InvalidArgument, "workspace Image must be an image ID (sha256:<64 hex digits>) or a digest-pinned reference (NAME@sha256:<64 hex digits>), not a tag")
 	}
 	if opts.RuntimeName != "" && !runtimeNameRe().MatchString(opts.RuntimeName) {
 		return nil, errcode.New(errcode.InvalidArgument, "workspace RuntimeName %q is not a runtime name", opts.RuntimeName)
