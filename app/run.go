@@ -346,7 +346,9 @@ func sluiceDirs(cfg *config.Config) []string {
 	if cfg.AuditKeyFile != "" {
 		out = append(out, cfg.AuditKeyFile, cfg.AuditPublicKeyFile())
 	}
-	return out
+	// The cluster credentials workspaces run with are Sluice's too: an
+	// agent holding them could create pods that Sluice never checked.
+	return append(out, cfg.KubeconfigFiles()...)
 }
 
 // toolDirs are the directories the agent's program needs: its own

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"sync"
@@ -104,4 +105,24 @@ func (k Kubernetes) validate() error {
 		return fmt.Errorf("%w: kubernetes.egressProxy: %q is not host:port", ErrInvalid, k.EgressProxy)
 	}
 	return nil
+}
+
+// KubeconfigFiles are the kubeconfig files the Kubernetes runtime reads
+// its credentials from: the configured one, else each file KUBECONFIG
+// lists. (~/.kube, the default, is hidden from confined sessions with the
+// other credential stores.) Empty unless workspaces run on Kubernetes.
+func (c *Config) KubeconfigFiles() []string {
+	if !c.OnKubernetes() {
+		return nil
+	}
+	if c.Kubernetes.Kubeconfig != "" {
+		return []string{c.Kubernetes.Kubeconfig}
+	}
+	var out []string
+	for _, f := range filepath.SplitList(os.Getenv("KUBECONFIG")) {
+		if filepath.IsAbs(f) {
+			out = append(out, filepath.Clean(f))
+		}
+	}
+	return out
 }
