@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
 	"github.com/sluicehq/sluice/core/workspace"
+	"github.com/sluicehq/sluice/core/workspace/dockerrt"
 )
 
 // errWorkspacesOff answers workspace requests when no image is configured.
@@ -45,7 +46,7 @@ func openWorkspaceStore(cfg *config.Config, log interface {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var rt workspace.Runtime
-	if d, err := workspace.NewDocker(ctx); err != nil {
+	if d, err := dockerrt.New(ctx); err != nil {
 		log.Warn("workspaces: container runtime unavailable; runs are disabled", "err", err)
 	} else {
 		rt = d

@@ -15,7 +15,7 @@ import (
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/errcode"
-	"github.com/sluicehq/sluice/core/workspace"
+	"github.com/sluicehq/sluice/core/workspace/dockerrt"
 )
 
 const workspaceUsage = `usage: sluice workspace grant --id WS [--secret NAME] [--egress host,host] [--revoke-secret NAME]
@@ -141,7 +141,7 @@ func runWorkspaceImage(args []string, stdout, stderr io.Writer) int {
 // WorkspaceImageView is one local image as the settings screen and
 // `sluice workspace image list` show it.
 type WorkspaceImageView struct {
-	workspace.ImageSummary
+	dockerrt.ImageSummary
 	// InUse marks the image pinned in config.json.
 	InUse bool `json:"inUse"`
 }
@@ -167,28 +167,28 @@ func listWorkspaceImages(ctx context.Context, cfg *config.Config) ([]WorkspaceIm
 		out = append(out, v)
 	}
 	if cfg.WorkspaceImage != "" && !found {
-		out = append(out, WorkspaceImageView{ImageSummary: workspace.ImageSummary{ID: cfg.WorkspaceImage, Tags: []string{"(not present in the Docker Engine)"}, Digests: []string{}}, InUse: true})
+		out = append(out, WorkspaceImageView{ImageSummary: dockerrt.ImageSummary{ID: cfg.WorkspaceImage, Tags: []string{"(not present in the Docker Engine)"}, Digests: []string{}}, InUse: true})
 	}
 	return out, nil
 }
 
-func dockerFor(ctx context.Context) (*workspace.Docker, error) {
+func dockerFor(ctx context.Context) (*dockerrt.Docker, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return workspace.NewDocker(ctx)
+	return dockerrt.New(ctx)
 }
 
 // pinWorkspaceImage resolves a local image by name (how "use"), or pulls
 // one by digest and verifies it (how "pull"), and pins its ID in
 // config.json, audited first: if the entry cannot be written, nothing is
 // pinned. A failure at any step leaves config.json as it was.
-func pinWorkspaceImage(ctx context.Context, cfg *config.Config, ledger *audit.Ledger, by, how, ref string, progress io.Writer) (workspace.ImageSummary, error) {
+func pinWorkspaceImage(ctx context.Context, cfg *config.Config, ledger *audit.Ledger, by, how, ref string, progress io.Writer) (dockerrt.ImageSummary, error) {
 	d, err := dockerFor(ctx)
 	if err != nil {
-		return workspace.ImageSummary{}, err
+		return dockerrt.ImageSummary{}, err
 	}
 	defer d.Close()
-	var im workspace.ImageSummary
+	var im dockerrt.ImageSummary
 	switch how {
 	case "use":
 		im, err = d.ResolveImage(ctx, ref)
@@ -198,14 +198,14 @@ func pinWorkspaceImage(ctx context.Context, cfg *config.Config, ledger *audit.Le
 		err = &errcode.Error{Code: errcode.InvalidArgument, Msg: "unknown way to choose an image: " + how}
 	}
 	if err != nil {
-		return workspace.ImageSummary{}, err
+		return dockerrt.ImageSummary{}, err
 	}
 	if _, err := ledger.Append(audit.Entry{EventType: "workspace_image_pinned", Approval: by, Result: "ok",
 		Data: map[string]any{"image": im.ID, "how": how}}); err != nil {
-		return workspace.ImageSummary{}, &errcode.Error{Code: errcode.AuditFailed, Msg: "no image was pinned because the audit ledger could not be written"}
+		return dockerrt.ImageSummary{}, &errcode.Error{Code: errcode.AuditFailed, Msg: "no image was pinned because the audit ledger could not be written"}
 	}
 	if err := cfg.SaveWorkspaceImage(im.ID); err != nil {
-		return workspace.ImageSummary{}, err
+		return dockerrt.ImageSummary{}, err
 	}
 	return im, nil
 }

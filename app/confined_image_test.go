@@ -22,7 +22,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 
-	"github.com/sluicehq/sluice/core/workspace"
+	"github.com/sluicehq/sluice/core/workspace/dockerrt"
 )
 
 // The image a confined agent runs in under `sluice run --runtime docker`
@@ -56,7 +56,7 @@ func ensureAgentImage(t testing.TB, person string, uid, gid int) string {
 	ref := "sluice-test/agent:" + hex.EncodeToString(sum[:6])
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	d, err := workspace.NewDocker(ctx)
+	d, err := dockerrt.New(ctx)
 	if err != nil {
 		needOrSkip(t, false, "Docker Engine reachable ("+err.Error()+")")
 	}
@@ -197,12 +197,12 @@ func (m *machine) sessionContainers(id string) int {
 	m.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	d, err := workspace.NewDocker(ctx)
+	d, err := dockerrt.New(ctx)
 	if err != nil {
 		m.t.Fatal(err)
 	}
 	defer d.Close()
-	list, err := d.Client().ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", workspace.LabelSession+"="+id))})
+	list, err := d.Client().ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", dockerrt.LabelSession+"="+id))})
 	if err != nil {
 		m.t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/sluicehq/sluice/core/gitx"
 	confined "github.com/sluicehq/sluice/core/session"
 	"github.com/sluicehq/sluice/core/workspace"
+	"github.com/sluicehq/sluice/core/workspace/dockerrt"
 )
 
 // `sluice run` starts an agent inside a sandbox Sluice builds (see
@@ -247,7 +248,7 @@ func runSession(ctx context.Context, cfg *config.Config, o runOptions, g gateway
 	places := confined.PlanPlaces(home, os.Getenv, append(sluiceDirs(cfg), g.Hide...), cfg.AllowedRoots, tools)
 	var rt confined.Runtime = confined.Bubblewrap{Path: bwrap}
 	if o.Runtime != confined.RuntimeBubblewrap {
-		d, err := workspace.NewDocker(ctx)
+		d, err := dockerrt.New(ctx)
 		if err != nil {
 			return 0, err
 		}

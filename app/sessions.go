@@ -27,6 +27,7 @@ import (
 	"github.com/sluicehq/sluice/core/proposal"
 	confined "github.com/sluicehq/sluice/core/session"
 	"github.com/sluicehq/sluice/core/workspace"
+	"github.com/sluicehq/sluice/core/workspace/dockerrt"
 )
 
 // sessions is the app's side of confined sessions: it registers them
@@ -672,7 +673,7 @@ func (ss *sessions) Stop(id, by string) error {
 
 // removeSessionContainers removes what a session's container left.
 func removeSessionContainers(ctx context.Context, id string) error {
-	d, err := workspace.NewDocker(ctx)
+	d, err := dockerrt.New(ctx)
 	if err != nil {
 		return err
 	}

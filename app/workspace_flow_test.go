@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/workspace"
+	"github.com/sluicehq/sluice/core/workspace/dockerrt"
 	"github.com/sluicehq/sluice/core/workspace/workspacetest"
 )
 
@@ -34,11 +35,11 @@ func startWorkspaceFlow(t *testing.T) (f *webFlow, cs *mcp.ClientSession, env []
 
 // needWorkspaceDocker returns a Docker runtime and the local test image's
 // ID, skipping when the Engine is unreachable unless SLUICE_REQUIRE_E2E=1.
-func needWorkspaceDocker(t *testing.T) (*workspace.Docker, string) {
+func needWorkspaceDocker(t *testing.T) (*dockerrt.Docker, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	d, err := workspace.NewDocker(ctx)
+	d, err := dockerrt.New(ctx)
 	if err != nil {
 		needOrSkip(t, false, "Docker Engine reachable ("+err.Error()+")")
 	}

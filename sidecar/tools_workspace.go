@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/proposal"
 	"github.com/sluicehq/sluice/core/workspace"
+	"github.com/sluicehq/sluice/core/workspace/dockerrt"
 )
 
 // wsTools holds what the workspace toolset shares. The Manager is opened
@@ -71,7 +72,7 @@ func (w *wsTools) manager(ctx context.Context) (*workspace.Manager, error) {
 	if w.mgr != nil && w.mgrKey == key {
 		return w.mgr, nil
 	}
-	rt, err := workspace.NewDocker(ctx)
+	rt, err := dockerrt.New(ctx)
 	if err != nil {
 		return nil, err
 	}

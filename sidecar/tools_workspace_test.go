@@ -15,7 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/errcode"
-	"github.com/sluicehq/sluice/core/workspace"
+	"github.com/sluicehq/sluice/core/workspace/dockerrt"
 	"github.com/sluicehq/sluice/core/workspace/workspacetest"
 )
 
@@ -111,7 +111,7 @@ func needWorkspaceImage(t *testing.T) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	d, err := workspace.NewDocker(ctx)
+	d, err := dockerrt.New(ctx)
 	if err != nil {
 		needOrSkip(t, false, "Docker Engine reachable: "+err.Error())
 	}

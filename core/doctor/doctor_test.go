@@ -12,7 +12,7 @@ import (
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/gateway"
-	"github.com/sluicehq/sluice/core/workspace"
+	"github.com/sluicehq/sluice/core/workspace/dockerrt"
 	"github.com/sluicehq/sluice/core/workspace/workspacetest"
 )
 
@@ -111,7 +111,7 @@ func TestRun_GatewayRunning_OK(t *testing.T) {
 // not present, then a runtime the Engine lacks, on a real Engine.
 func TestRun_WorkspaceImageAndRuntime(t *testing.T) {
 	ctx := context.Background()
-	d, err := workspace.NewDocker(ctx)
+	d, err := dockerrt.New(ctx)
 	if err != nil {
 		if os.Getenv("SLUICE_REQUIRE_E2E") == "1" {
 			t.Fatalf("Docker Engine required: %v", err)

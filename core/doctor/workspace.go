@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/core/config"
-	"github.com/sluicehq/sluice/core/workspace"
+	"github.com/sluicehq/sluice/core/workspace/dockerrt"
 )
 
 // checkWorkspace checks what workspace runs need: the pinned image is
@@ -22,7 +22,7 @@ func checkWorkspace(ctx context.Context, cfg *config.Config) []Result {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	d, err := workspace.NewDocker(ctx)
+	d, err := dockerrt.New(ctx)
 	if err != nil {
 		img.Status, img.Detail, img.Hint = Warn, cfg.WorkspaceImage+" pinned, not checked: the Docker Engine is not reachable", "start dockerd"
 		return []Result{img}

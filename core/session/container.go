@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/workspace"
+	"github.com/sluicehq/sluice/core/workspace/dockerrt"
 )
 
 // Container runs the agent in a container of the Docker Engine, from the
@@ -33,7 +34,7 @@ import (
 // the runtime is registered with --host-uds=open (build/scripts/setup.sh
 // does so); without it MCP and the model cannot be reached.
 type Container struct {
-	Docker *workspace.Docker
+	Docker *dockerrt.Docker
 	// Runtime is "docker" (the Engine's default OCI runtime) or "runsc".
 	Runtime string
 	Image   string
@@ -87,7 +88,7 @@ func (c Container) Start(spec *Spec, stdio Stdio) (Process, error) {
 	if lim.MemoryBytes == 0 {
 		lim = workspace.Limits{MemoryBytes: 4 << 30, CPUs: 4, PIDs: 4096, TmpfsBytes: 1 << 30}
 	}
-	cs := workspace.SessionContainerSpec{
+	cs := dockerrt.SessionContainerSpec{
 		Session: s.ID, Image: c.Image, RuntimeName: oci, User: fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()),
 		Cmd: cmd, Env: spec.Env, WorkingDir: spec.Dir, Binds: binds, TTY: tty, Limits: lim,
 	}
@@ -120,9 +121,9 @@ func (c Container) Start(spec *Spec, stdio Stdio) (Process, error) {
 // leave holes). Hide and Secret name each place both as written and
 // resolved (PlanPlaces), so a root that reaches one through a link is
 // left out too.
-func (c Container) binds(spec *Spec) ([]workspace.SessionBind, []string) {
+func (c Container) binds(spec *Spec) ([]dockerrt.SessionBind, []string) {
 	s := spec.Session
-	binds := []workspace.SessionBind{
+	binds := []dockerrt.SessionBind{
 		{Source: spec.Copy, Target: s.Repo},
 		{Source: s.Objects, Target: s.Repo + "/.git/" + OriginAlternate, ReadOnly: true},
 		{Source: spec.Home, Target: spec.HomePath},
@@ -139,7 +140,7 @@ func (c Container) binds(spec *Spec) ([]workspace.SessionBind, []string) {
 			continue
 		}
 		if _, err := os.Stat(d); err == nil {
-			binds = append(binds, workspace.SessionBind{Source: d, Target: d, ReadOnly: true})
+			binds = append(binds, dockerrt.SessionBind{Source: d, Target: d, ReadOnly: true})
 			if slices.Contains(tools, d) {
 				shown = append(shown, d)
 			}
@@ -175,7 +176,7 @@ func ImageTools(dirs []string) []string {
 }
 
 type containerProcess struct {
-	run     *workspace.SessionContainer
+	run     *dockerrt.SessionContainer
 	stdin   *os.File
 	restore func()
 }

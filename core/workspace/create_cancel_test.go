@@ -49,7 +49,7 @@ func TestRun_CancelledDuringCreate_LeavesNoContainer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &Docker{cli: cli}
+	d := TestEngineWithClient(cli)
 	m := newManager(t, true, func(o *Options) { o.Runtime = d })
 	w, err := m.Create(context.Background(), CreateRequest{Source: Source{Kind: SourceFresh}})
 	if err != nil {

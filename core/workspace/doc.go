@@ -1,7 +1,9 @@
 // Package workspace owns disposable, isolated workspaces: importing trusted
-// source, the hardened container runtime (Docker Engine API today; the Runtime
-// interface is the seam for others), scoped file access, runs and their
-// evidence, and sealing a workspace's commits into a proposal.
+// source, scoped file access, runs and their evidence, and sealing a
+// workspace's commits into a proposal. What executes a run is a Runtime:
+// the Docker Engine's is package dockerrt (and a Kubernetes one package
+// kube); this package links neither, so the sidecar, which reaches the
+// runtime through the app's gateway, carries no container client.
 //
 // # Life of a workspace
 //
@@ -38,8 +40,8 @@
 // theirs and nothing can be given away). When Sluice runs as root, the tree
 // and repository are handed to 65534:65534 (nobody) or the configured user.
 //
-// Every container configuration passes ValidateContainerConfig before it
-// reaches the Engine: no privilege, capabilities, host namespaces, devices,
+// Every container configuration passes dockerrt.ValidateContainerConfig
+// before it reaches the Engine: no privilege, capabilities, host namespaces, devices,
 // host paths other than the workspace, or Docker socket; read-only root,
 // no-new-privileges, memory, CPU and PID limits, no network (or only the
 // egress network), no log driver. The image is pinned by ID and checked

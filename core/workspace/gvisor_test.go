@@ -16,7 +16,7 @@ import (
 
 // needRunsc skips (or, with SLUICE_REQUIRE_E2E=1, fails) when the Engine
 // has no runsc runtime; `make test` registers it (build/scripts/setup.sh).
-func needRunsc(t *testing.T) *Docker {
+func needRunsc(t *testing.T) TestEngine {
 	t.Helper()
 	d := needDocker(t)
 	if _, err := d.CheckRuntime(context.Background(), "runsc"); err != nil {

@@ -572,7 +572,7 @@ func TestDestroy_VerifiedAndReconcile(t *testing.T) {
 	// crash would leave it.
 	orphan := ContainerSpec{WorkspaceID: "ghost", RunID: "r1", StoreKey: m.StoreKey(), Image: m.opts.Image,
 		Argv: []string{"sleep", "600"}, User: m.ContainerUser(), TreePath: m.treeDir(w.ID), Limits: m.opts.Limits}
-	cfg, hc, nc := d.config(orphan)
+	cfg, hc, nc := d.ContainerConfig(orphan)
 	created, err := d.Client().ContainerCreate(ctx, cfg, hc, nc, nil, "")
 	if err != nil {
 		t.Fatal(err)
@@ -580,7 +580,7 @@ func TestDestroy_VerifiedAndReconcile(t *testing.T) {
 	// A stale run container of a live workspace (a crash mid-run).
 	stale := orphan
 	stale.WorkspaceID = w.ID
-	cfg, hc, nc = d.config(stale)
+	cfg, hc, nc = d.ContainerConfig(stale)
 	staleC, err := d.Client().ContainerCreate(ctx, cfg, hc, nc, nil, "")
 	if err != nil {
 		t.Fatal(err)

@@ -13,13 +13,37 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
+
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/workspace/workspacetest"
 )
 
+// TestEngine is the Docker runtime as this package's tests use it: the
+// Runtime, its Engine client and the Engine configuration a spec becomes.
+// It lives in dockerrt, which imports this package, so an internal test
+// cannot import it; engine_test.go (package workspace_test) sets
+// NewTestEngine and TestEngineWithClient from dockerrt, and the test
+// binary links both.
+type TestEngine interface {
+	Runtime
+	Client() *client.Client
+	ContainerConfig(ContainerSpec) (*container.Config, *container.HostConfig, *network.NetworkingConfig)
+}
+
+var (
+	// NewTestEngine connects to the Engine (dockerrt.New).
+	NewTestEngine func(context.Context) (TestEngine, error)
+	// TestEngineWithClient is the runtime over a client the test made
+	// (dockerrt.NewWithClient).
+	TestEngineWithClient func(*client.Client) TestEngine
+)
+
 var (
 	dockerOnce sync.Once
-	dockerRT   *Docker
+	dockerRT   TestEngine
 	dockerErr  error
 	imageOnce  sync.Once
 	imageID    string
@@ -28,12 +52,12 @@ var (
 
 // needDocker returns the shared Docker runtime, skipping the test when the
 // Engine is unreachable unless SLUICE_REQUIRE_E2E=1 demands it.
-func needDocker(t testing.TB) *Docker {
+func needDocker(t testing.TB) TestEngine {
 	t.Helper()
 	dockerOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		dockerRT, dockerErr = NewDocker(ctx)
+		dockerRT, dockerErr = NewTestEngine(ctx)
 	})
 	if dockerErr != nil {
 		if os.Getenv("SLUICE_REQUIRE_E2E") == "1" {
@@ -46,7 +70,7 @@ func needDocker(t testing.TB) *Docker {
 
 // needImage imports the test image once (if it is not present yet) and
 // returns its ID.
-func needImage(t testing.TB, d *Docker) string {
+func needImage(t testing.TB, d TestEngine) string {
 	t.Helper()
 	imageOnce.Do(func() { imageID, imageErr = workspacetest.EnsureImage(context.Background(), d.Client()) })
 	if imageErr != nil {

@@ -106,6 +106,10 @@ const minPIDsRunsc = 64
 
 var envNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`) })
 
+// ValidEnvName reports whether s can name an environment variable of a
+// run or a session's container.
+func ValidEnvName(s string) bool { return envNameRe().MatchString(s) }
+
 // Run runs argv in a fresh hardened container on the workspace tree and
 // returns its evidence. A non-zero exit, a timeout or an OOM kill is
 // evidence, not an error; errors are for runs that could not happen.
@@ -139,6 +143,7 @@ func (m *Manager) Run(ctx context.Context, id string, req RunRequest) (*RunResul
 		defer route.grant.Revoke()
 	}
 	spec := m.containerSpec(w, runID, req.Argv, limits, runEnv(req.Env, secrets, route.proxyURL), route.network)
+	spec.SecretEnv = sortedKeys(secrets)
 	out := newRunOutput(limits.OutputBytes, req, secrets)
 	rec := m.newRunRecord(w, runID, req.Argv, limits, rtInfo.Name, secrets)
 	res, err := m.execute(ctx, spec, rec, out, route.grant, req.OnProgress)
@@ -635,7 +640,7 @@ func (s *captureStream) Write(p []byte) (int, error) {
 		c.onOutput(s.name, append([]byte(nil), kept...))
 	}
 	if stop {
-		return 0, errStopOutput
+		return 0, ErrStopOutput
 	}
 	return len(p), nil
 }

@@ -24,7 +24,7 @@ type Runtime interface {
 	CheckImage(ctx context.Context, imageID string) error
 	// Run creates, starts, waits for and removes one container, streaming
 	// its output to stdout and stderr. A write error from either writer
-	// (errStopOutput) stops the container. The container is removed, and
+	// (ErrStopOutput) stops the container. The container is removed, and
 	// its removal verified, before Run returns, whatever happened.
 	Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.Writer) (ExitStatus, error)
 	// CheckRuntime verifies that the OCI runtime name ("" for the Engine's
@@ -54,6 +54,10 @@ type ContainerSpec struct {
 	// Env is the complete environment (KEY=VALUE); the runtime adds nothing
 	// from the host.
 	Env []string
+	// SecretEnv names the entries of Env that hold granted secrets: a
+	// runtime that would otherwise write Env where others can read it (a
+	// Kubernetes pod spec) keeps these apart.
+	SecretEnv []string
 	// User is uid:gid, never root.
 	User string
 	// TreePath is the workspace tree, mounted read-write at /workspace.
@@ -113,17 +117,15 @@ type EgressNetwork struct {
 
 // Container paths and labels.
 const (
-	WorkspaceMount   = "/workspace"
-	GitMount         = "/workspace/.git"
-	LabelWorkspace   = "sluice.workspace"
-	LabelStore       = "sluice.store"
-	LabelRun         = "sluice.run"
-	LabelEgress      = "sluice.egress"
-	containerPath    = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-	containerHome    = "/tmp"
-	containerLang    = "C.UTF-8"
-	egressNetName    = "sluice-egress"
-	egressBridgeName = "sluice-egress0"
+	WorkspaceMount = "/workspace"
+	GitMount       = "/workspace/.git"
+	LabelWorkspace = "sluice.workspace"
+	LabelStore     = "sluice.store"
+	LabelRun       = "sluice.run"
+	LabelEgress    = "sluice.egress"
+	containerPath  = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	containerHome  = "/tmp"
+	containerLang  = "C.UTF-8"
 )
 
 // The patterns of this package are compiled on first use: the sidecar links
@@ -134,9 +136,18 @@ var (
 	runtimeNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`) })
 )
 
-// errStopOutput is returned by a run's output writer once a run has
-// produced so much more output than can be kept that it is stopped.
-var errStopOutput = errors.New("output limit: run stopped")
+// ValidImageID reports whether s is an image ID (sha256: and 64 hex
+// digits), the only form in which a run names its image.
+func ValidImageID(s string) bool { return imageIDRe().MatchString(s) }
+
+// ValidRuntimeName reports whether s can name an OCI runtime.
+func ValidRuntimeName(s string) bool { return runtimeNameRe().MatchString(s) }
+
+// ErrStopOutput is returned by a run's output writer once a run has
+// produced so much more output than can be kept that it is stopped. A
+// Runtime that sees it from a writer stops the run's container and
+// reports ExitStatus.OutputStopped.
+var ErrStopOutput = errors.New("output limit: run stopped")
 
 // Limits bound one run.
 type Limits struct {

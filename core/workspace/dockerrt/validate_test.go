@@ -1,9 +1,9 @@
-package workspace
+package dockerrt
 
 import (
+	"github.com/sluicehq/sluice/core/workspace"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
@@ -12,8 +12,8 @@ import (
 	"github.com/sluicehq/sluice/core/errcode"
 )
 
-func testSpec() ContainerSpec {
-	return ContainerSpec{
+func testSpec() workspace.ContainerSpec {
+	return workspace.ContainerSpec{
 		WorkspaceID: "ws1",
 		RunID:       "run1",
 		StoreKey:    "store",
@@ -23,13 +23,13 @@ func testSpec() ContainerSpec {
 		User:        "65534:65534",
 		TreePath:    "/state/workspaces/ws1/tree",
 		GitDirPath:  "/state/workspaces/ws1/git",
-		Limits:      DefaultLimits,
+		Limits:      workspace.DefaultLimits,
 	}
 }
 
 func TestValidateContainerConfig_DefaultIsHardened(t *testing.T) {
 	spec := testSpec()
-	cfg, hc, nc := (&Docker{}).config(spec)
+	cfg, hc, nc := (&Docker{}).ContainerConfig(spec)
 	allow := AllowedMounts{Tree: spec.TreePath, GitDir: spec.GitDirPath}
 	if err := ValidateContainerConfig(cfg, hc, nc, allow); err != nil {
 		t.Fatalf("the runtime's own configuration is refused: %v", err)
@@ -38,13 +38,13 @@ func TestValidateContainerConfig_DefaultIsHardened(t *testing.T) {
 		t.Fatalf("not hardened: %+v", hc)
 	}
 	for _, m := range hc.Mounts {
-		if m.Target == GitMount && !m.ReadOnly {
+		if m.Target == workspace.GitMount && !m.ReadOnly {
 			t.Fatalf("the repository is mounted writable")
 		}
 	}
 	// With egress, only the egress network is allowed.
 	spec.Network = "sluice-egress"
-	cfg, hc, nc = (&Docker{}).config(spec)
+	cfg, hc, nc = (&Docker{}).ContainerConfig(spec)
 	allow.EgressNetwork = "sluice-egress"
 	if err := ValidateContainerConfig(cfg, hc, nc, allow); err != nil {
 		t.Fatalf("egress configuration refused: %v", err)
@@ -196,7 +196,7 @@ func TestValidateContainerConfig_Refusals(t *testing.T) {
 	allow := AllowedMounts{Tree: spec.TreePath, GitDir: spec.GitDirPath}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, hc, nc := (&Docker{}).config(spec)
+			cfg, hc, nc := (&Docker{}).ContainerConfig(spec)
 			tc.mutate(cfg, hc, &nc)
 			err := ValidateContainerConfig(cfg, hc, nc, allow)
 			if err == nil {
@@ -210,48 +210,9 @@ func TestValidateContainerConfig_Refusals(t *testing.T) {
 	t.Run("egress network not granted", func(t *testing.T) {
 		s := testSpec()
 		s.Network = "sluice-egress"
-		cfg, hc, nc := (&Docker{}).config(s)
+		cfg, hc, nc := (&Docker{}).ContainerConfig(s)
 		if err := ValidateContainerConfig(cfg, hc, nc, allow); err == nil {
 			t.Fatalf("a network was accepted without an egress grant")
 		}
 	})
-}
-
-func TestLimits_CanOnlyBeLowered(t *testing.T) {
-	cfg := Limits{Timeout: time.Minute, MemoryBytes: 512 << 20, OutputBytes: 1 << 20, CPUs: 1, PIDs: 100, TmpfsBytes: 64 << 20}
-	base, err := cfg.withDefaults(DefaultLimits)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lower, err := Limits{Timeout: time.Second, MemoryBytes: 64 << 20}.withDefaults(base)
-	if err != nil || lower.within(base) != nil {
-		t.Fatalf("lowering refused: %v", err)
-	}
-	if lower.PIDs != 100 || lower.Timeout != time.Second {
-		t.Fatalf("defaults not applied: %+v", lower)
-	}
-	for _, raise := range []Limits{
-		{Timeout: 2 * time.Minute},
-		{MemoryBytes: 1 << 30},
-		{OutputBytes: 2 << 20},
-		{PIDs: 101},
-	} {
-		l, err := raise.withDefaults(base)
-		if err == nil {
-			err = l.within(base)
-		}
-		if !errcode.IsCode(err, errcode.InvalidArgument) {
-			t.Errorf("%+v: raising above the configured limit gave %v", raise, err)
-		}
-	}
-	for _, past := range []Limits{
-		{Timeout: 11 * time.Minute},
-		{MemoryBytes: 5 << 30},
-		{OutputBytes: 5 << 20},
-		{Timeout: -time.Second},
-	} {
-		if _, err := past.withDefaults(DefaultLimits); err == nil {
-			t.Errorf("%+v: past the hard caps was accepted", past)
-		}
-	}
 }

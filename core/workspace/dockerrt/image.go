@@ -1,4 +1,4 @@
-package workspace
+package dockerrt
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/image"
 
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/workspace"
 )
 
 // Images. A workspace runs on one image, pinned by its ID in config.json.
@@ -54,7 +55,7 @@ func (d *Docker) ResolveImage(ctx context.Context, name string) (ImageSummary, e
 	if name == "" || strings.HasPrefix(name, "-") || strings.ContainsAny(name, " \t\n\x00") {
 		return ImageSummary{}, errcode.New(errcode.InvalidArgument, "an image is named NAME[:TAG] or by its ID (sha256:…)")
 	}
-	if !imageIDRe().MatchString(name) {
+	if !workspace.ValidImageID(name) {
 		if _, err := reference.ParseNormalizedNamed(name); err != nil {
 			return ImageSummary{}, errcode.New(errcode.InvalidArgument, "%q is not an image name: %v", name, err)
 		}
@@ -66,7 +67,7 @@ func (d *Docker) ResolveImage(ctx context.Context, name string) (ImageSummary, e
 		}
 		return ImageSummary{}, &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine cannot inspect the image", Err: err}
 	}
-	if !imageIDRe().MatchString(ins.ID) {
+	if !workspace.ValidImageID(ins.ID) {
 		return ImageSummary{}, &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine reported an image ID that is not a sha256 digest: " + ins.ID}
 	}
 	return ImageSummary{ID: ins.ID, Tags: nonNil(ins.RepoTags), Digests: nonNil(ins.RepoDigests), Size: ins.Size}, nil
@@ -130,7 +131,7 @@ func (d *Docker) PullImage(ctx context.Context, ref string, progress io.Writer) 
 	if !slices.ContainsFunc(ins.RepoDigests, func(s string) bool { return sameRef(s, want) }) {
 		return ImageSummary{}, ErrDigestMismatch
 	}
-	if !imageIDRe().MatchString(ins.ID) {
+	if !workspace.ValidImageID(ins.ID) {
 		return ImageSummary{}, &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine reported an image ID that is not a sha256 digest: " + ins.ID}
 	}
 	return ImageSummary{ID: ins.ID, Tags: nonNil(ins.RepoTags), Digests: nonNil(ins.RepoDigests), Size: ins.Size}, nil

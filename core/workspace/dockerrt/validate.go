@@ -1,4 +1,4 @@
-package workspace
+package dockerrt
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"github.com/docker/docker/api/types/network"
 
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/workspace"
 )
 
 // AllowedMounts is what a workspace container may see of the host: its
@@ -56,7 +57,7 @@ func ValidateContainerConfig(cfg *container.Config, hc *container.HostConfig, nc
 
 // checkProcess checks the image and what runs from it, as whom.
 func checkProcess(cfg *container.Config) error {
-	if !imageIDRe().MatchString(cfg.Image) {
+	if !workspace.ValidImageID(cfg.Image) {
 		return refusal("the image must be given by ID (sha256:…)")
 	}
 	if err := checkUser(cfg.User); err != nil {
@@ -74,12 +75,12 @@ func checkProcess(cfg *container.Config) error {
 	if len(cfg.Volumes) != 0 || len(cfg.ExposedPorts) != 0 || cfg.Healthcheck != nil || len(cfg.OnBuild) != 0 {
 		return refusal("volumes, ports, health checks and build triggers are not allowed")
 	}
-	if cfg.WorkingDir != WorkspaceMount {
-		return refusal("the working directory must be " + WorkspaceMount)
+	if cfg.WorkingDir != workspace.WorkspaceMount {
+		return refusal("the working directory must be " + workspace.WorkspaceMount)
 	}
 	for _, kv := range cfg.Env {
 		k, _, ok := strings.Cut(kv, "=")
-		if !ok || !envNameRe().MatchString(k) {
+		if !ok || !workspace.ValidEnvName(k) {
 			return refusal("an environment entry is malformed")
 		}
 		if k == "DOCKER_HOST" || strings.Contains(kv, "docker.sock") {
@@ -230,8 +231,8 @@ func checkHostAccess(hc *container.HostConfig, allow AllowedMounts) error {
 }
 
 func checkResources(hc *container.HostConfig) error {
-	if hc.Memory <= 0 || hc.Memory > HardLimits.MemoryBytes {
-		return refusal("a memory limit within %d bytes is required", HardLimits.MemoryBytes)
+	if hc.Memory <= 0 || hc.Memory > workspace.HardLimits.MemoryBytes {
+		return refusal("a memory limit within %d bytes is required", workspace.HardLimits.MemoryBytes)
 	}
 	if hc.MemorySwap != hc.Memory {
 		return refusal("swap must not extend the memory limit")
@@ -239,10 +240,10 @@ func checkResources(hc *container.HostConfig) error {
 	if hc.OomKillDisable != nil && *hc.OomKillDisable {
 		return refusal("the OOM killer must stay enabled")
 	}
-	if hc.PidsLimit == nil || *hc.PidsLimit <= 0 || *hc.PidsLimit > HardLimits.PIDs {
-		return refusal("a PID limit within %d is required", HardLimits.PIDs)
+	if hc.PidsLimit == nil || *hc.PidsLimit <= 0 || *hc.PidsLimit > workspace.HardLimits.PIDs {
+		return refusal("a PID limit within %d is required", workspace.HardLimits.PIDs)
 	}
-	if hc.NanoCPUs <= 0 || float64(hc.NanoCPUs) > HardLimits.CPUs*1e9 {
+	if hc.NanoCPUs <= 0 || float64(hc.NanoCPUs) > workspace.HardLimits.CPUs*1e9 {
 		return refusal("a CPU limit is required")
 	}
 	return nil
@@ -262,9 +263,9 @@ func checkMounts(ms []mount.Mount, allow AllowedMounts) error {
 		}
 		src := filepath.Clean(m.Source)
 		switch {
-		case src == filepath.Clean(allow.Tree) && m.Target == WorkspaceMount && !m.ReadOnly:
+		case src == filepath.Clean(allow.Tree) && m.Target == workspace.WorkspaceMount && !m.ReadOnly:
 			sawTree = true
-		case allow.GitDir != "" && src == filepath.Clean(allow.GitDir) && m.Target == GitMount && m.ReadOnly:
+		case allow.GitDir != "" && src == filepath.Clean(allow.GitDir) && m.Target == workspace.GitMount && m.ReadOnly:
 		default:
 			return refusal("host path mounts are refused except the workspace tree (read-write) and its repository (read-only)")
 		}
@@ -273,7 +274,7 @@ func checkMounts(ms []mount.Mount, allow AllowedMounts) error {
 		}
 	}
 	if !sawTree {
-		return refusal("the workspace tree must be mounted at " + WorkspaceMount)
+		return refusal("the workspace tree must be mounted at " + workspace.WorkspaceMount)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package workspace
+package dockerrt
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/workspace"
 )
 
 // A confined session's agent in a container (`sluice run --runtime
@@ -51,7 +52,7 @@ type SessionContainerSpec struct {
 	TTY        bool
 	// Rows and Cols size the terminal from the start (with TTY).
 	Rows, Cols uint
-	Limits     Limits
+	Limits     workspace.Limits
 }
 
 // sessionConfig turns a spec into Engine API configuration.
@@ -116,7 +117,7 @@ func ValidateSessionContainer(cfg *container.Config, hc *container.HostConfig, a
 // absolute directory, nothing exposed or triggered, and an environment
 // that does not point at the Docker socket.
 func checkSessionConfig(cfg *container.Config) error {
-	if !imageIDRe().MatchString(cfg.Image) {
+	if !workspace.ValidImageID(cfg.Image) {
 		return refusal("the image must be given by ID (sha256:…)")
 	}
 	if err := checkUser(cfg.User); err != nil {
@@ -139,7 +140,7 @@ func checkSessionConfig(cfg *container.Config) error {
 func checkSessionEnv(env []string) error {
 	for _, kv := range env {
 		k, _, ok := strings.Cut(kv, "=")
-		if !ok || !envNameRe().MatchString(k) || k == "DOCKER_HOST" || strings.Contains(kv, "docker.sock") {
+		if !ok || !workspace.ValidEnvName(k) || k == "DOCKER_HOST" || strings.Contains(kv, "docker.sock") {
 			return refusal("an environment entry is malformed or points at the Docker socket")
 		}
 	}

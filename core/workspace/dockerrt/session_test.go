@@ -1,10 +1,11 @@
 //go:build unix
 
-package workspace
+package dockerrt
 
 import (
 	"bytes"
 	"context"
+	"github.com/sluicehq/sluice/core/workspace"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +24,7 @@ func sessionSpec(image string, binds []SessionBind, cmd ...string) SessionContai
 	return SessionContainerSpec{
 		Session: "0123456789abcdef0123456789abcdef", Image: image, RuntimeName: testRuntime, User: "65534:65534",
 		Cmd: cmd, Env: []string{"HOME=/tmp", "PATH=/bin"}, WorkingDir: "/", Binds: binds,
-		Limits: Limits{MemoryBytes: 256 << 20, CPUs: 1, PIDs: 128, TmpfsBytes: 64 << 20},
+		Limits: workspace.Limits{MemoryBytes: 256 << 20, CPUs: 1, PIDs: 128, TmpfsBytes: 64 << 20},
 	}
 }
 

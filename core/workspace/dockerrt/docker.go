@@ -1,4 +1,4 @@
-package workspace
+package dockerrt
 
 import (
 	"context"
@@ -22,6 +22,14 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/workspace"
+)
+
+// The egress network's name, and the fixed name of its bridge, which host
+// firewall rules name.
+const (
+	egressNetName    = "sluice-egress"
+	egressBridgeName = "sluice-egress0"
 )
 
 // killGrace is how long a killed container has to exit.
@@ -38,13 +46,13 @@ type Docker struct {
 	cli *client.Client
 
 	netMu sync.Mutex
-	net   *EgressNetwork
+	net   *workspace.EgressNetwork
 }
 
-// NewDocker connects to the Engine named by the environment (DOCKER_HOST
+// New connects to the Engine named by the environment (DOCKER_HOST
 // or the default socket), negotiating the API version, and checks that it
 // answers.
-func NewDocker(ctx context.Context) (*Docker, error) {
+func New(ctx context.Context) (*Docker, error) {
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return nil, &errcode.Error{Code: errcode.Unsupported, Msg: "the Docker client cannot be configured", Err: err}
@@ -57,6 +65,10 @@ func NewDocker(ctx context.Context) (*Docker, error) {
 	}
 	return &Docker{cli: cli}, nil
 }
+
+// NewWithClient is the runtime over an Engine API client the caller made
+// (one with its own transport, in tests); nothing is checked.
+func NewWithClient(cli *client.Client) *Docker { return &Docker{cli: cli} }
 
 // Client is the Engine API client (for diagnostics and tests).
 func (d *Docker) Client() *client.Client { return d.cli }
@@ -71,7 +83,7 @@ func (d *Docker) Name() string { return "docker" }
 // this ID. Nothing is pulled: a workspace image is built or loaded by a
 // human, and a registry is not trusted to serve the same bytes.
 func (d *Docker) CheckImage(ctx context.Context, imageID string) error {
-	if !imageIDRe().MatchString(imageID) {
+	if !workspace.ValidImageID(imageID) {
 		return errcode.New(errcode.InvalidArgument, "the image must be given by ID (sha256:…)")
 	}
 	ins, err := d.cli.ImageInspect(ctx, imageID)
@@ -112,10 +124,10 @@ func (d *Docker) EngineRuntimes(ctx context.Context) (names []string, def string
 // (its daemon configuration). The check happens before a container is
 // created, so that a runtime the Engine lacks is named in the error rather
 // than buried in a create failure.
-func (d *Docker) CheckRuntime(ctx context.Context, name string) (RuntimeInfo, error) {
+func (d *Docker) CheckRuntime(ctx context.Context, name string) (workspace.RuntimeInfo, error) {
 	info, err := d.cli.Info(ctx)
 	if err != nil {
-		return RuntimeInfo{}, &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine cannot list its runtimes", Err: err}
+		return workspace.RuntimeInfo{}, &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine cannot list its runtimes", Err: err}
 	}
 	if name == "" {
 		name = info.DefaultRuntime
@@ -130,7 +142,7 @@ func (d *Docker) CheckRuntime(ctx context.Context, name string) (RuntimeInfo, er
 			have = append(have, n)
 		}
 		sort.Strings(have)
-		return RuntimeInfo{}, &errcode.Error{Code: errcode.Unsupported, Data: map[string]any{"runtime": name, "engineRuntimes": have},
+		return workspace.RuntimeInfo{}, &errcode.Error{Code: errcode.Unsupported, Data: map[string]any{"runtime": name, "engineRuntimes": have},
 			Msg: fmt.Sprintf("the configured workspace runtime %q is not a runtime of the Docker Engine (it has: %s); "+
 				"register it in the Engine's daemon configuration (/etc/docker/daemon.json) and reload the Engine, "+
 				"or change workspaceRuntime; Sluice never runs a workspace under another runtime instead", name, strings.Join(have, ", "))}
@@ -144,25 +156,25 @@ func (d *Docker) CheckRuntime(ctx context.Context, name string) (RuntimeInfo, er
 			hostUDS = true
 		}
 	}
-	return RuntimeInfo{Name: name, NoNetwork: noNet, HostUDS: hostUDS}, nil
+	return workspace.RuntimeInfo{Name: name, NoNetwork: noNet, HostUDS: hostUDS}, nil
 }
 
-// config turns a spec into Engine API configuration. Everything the
+// ContainerConfig turns a spec into Engine API configuration. Everything the
 // hardening needs is set here, explicitly, and ValidateContainerConfig
 // checks it again.
-func (d *Docker) config(spec ContainerSpec) (*container.Config, *container.HostConfig, *network.NetworkingConfig) {
+func (d *Docker) ContainerConfig(spec workspace.ContainerSpec) (*container.Config, *container.HostConfig, *network.NetworkingConfig) {
 	cfg := &container.Config{
 		Image:      spec.Image,
 		Cmd:        append([]string(nil), spec.Argv...),
 		Entrypoint: []string{""},
 		Env:        append([]string(nil), spec.Env...),
 		User:       spec.User,
-		WorkingDir: WorkspaceMount,
+		WorkingDir: workspace.WorkspaceMount,
 		Hostname:   "workspace",
 		Labels: map[string]string{
-			LabelWorkspace: spec.WorkspaceID,
-			LabelStore:     spec.StoreKey,
-			LabelRun:       spec.RunID,
+			workspace.LabelWorkspace: spec.WorkspaceID,
+			workspace.LabelStore:     spec.StoreKey,
+			workspace.LabelRun:       spec.RunID,
 		},
 		AttachStdout: true,
 		AttachStderr: true,
@@ -173,14 +185,14 @@ func (d *Docker) config(spec ContainerSpec) (*container.Config, *container.HostC
 	mounts := []mount.Mount{{
 		Type:        mount.TypeBind,
 		Source:      spec.TreePath,
-		Target:      WorkspaceMount,
+		Target:      workspace.WorkspaceMount,
 		BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
 	}}
 	if spec.GitDirPath != "" {
 		mounts = append(mounts, mount.Mount{
 			Type:        mount.TypeBind,
 			Source:      spec.GitDirPath,
-			Target:      GitMount,
+			Target:      workspace.GitMount,
 			ReadOnly:    true,
 			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
 		})
@@ -199,9 +211,9 @@ func (d *Docker) config(spec ContainerSpec) (*container.Config, *container.HostC
 // Run implements Runtime. One container per run: created, attached before
 // it starts (so no output is missed), waited for, inspected for the OOM
 // flag, then force-removed and checked gone.
-func (d *Docker) Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.Writer) (st ExitStatus, err error) {
-	cfg, hc, nc := d.config(spec)
-	if err := ValidateContainerConfig(cfg, hc, nc, spec.allowedMounts()); err != nil {
+func (d *Docker) Run(ctx context.Context, spec workspace.ContainerSpec, stdout, stderr io.Writer) (st workspace.ExitStatus, err error) {
+	cfg, hc, nc := d.ContainerConfig(spec)
+	if err := ValidateContainerConfig(cfg, hc, nc, allowedMounts(spec)); err != nil {
 		return st, err
 	}
 	// Cleanup must happen even when ctx is cancelled (a destroyed
@@ -272,7 +284,7 @@ func (d *Docker) Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.
 	return st, nil
 }
 
-func (spec ContainerSpec) allowedMounts() AllowedMounts {
+func allowedMounts(spec workspace.ContainerSpec) AllowedMounts {
 	allow := AllowedMounts{Tree: spec.TreePath, GitDir: spec.GitDirPath, RuntimeName: spec.RuntimeName}
 	if spec.Network != "" {
 		allow.EgressNetwork = spec.Network
@@ -357,7 +369,7 @@ func watchRun(ctx context.Context, timeout time.Duration, waitC <-chan container
 		case err := <-copyErrC:
 			seen.copyDone = true
 			copyErrC = nil
-			if errors.Is(err, errStopOutput) {
+			if errors.Is(err, workspace.ErrStopOutput) {
 				seen.outputStopped = true
 				// Nobody reads the stream any more: close it first, or the
 				// Engine blocks writing to it and does not process the kill.
@@ -476,18 +488,18 @@ func (d *Docker) Remove(ctx context.Context, containerID string) error {
 }
 
 // Containers implements Runtime.
-func (d *Docker) Containers(ctx context.Context, storeKey string) ([]ContainerInfo, error) {
-	f := filters.NewArgs(filters.Arg("label", LabelWorkspace))
+func (d *Docker) Containers(ctx context.Context, storeKey string) ([]workspace.ContainerInfo, error) {
+	f := filters.NewArgs(filters.Arg("label", workspace.LabelWorkspace))
 	if storeKey != "" {
-		f.Add("label", LabelStore+"="+storeKey)
+		f.Add("label", workspace.LabelStore+"="+storeKey)
 	}
 	list, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 	if err != nil {
 		return nil, &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine cannot list workspace containers", Err: err}
 	}
-	out := make([]ContainerInfo, 0, len(list))
+	out := make([]workspace.ContainerInfo, 0, len(list))
 	for _, c := range list {
-		out = append(out, ContainerInfo{ID: c.ID, WorkspaceID: c.Labels[LabelWorkspace], RunID: c.Labels[LabelRun], State: string(c.State)})
+		out = append(out, workspace.ContainerInfo{ID: c.ID, WorkspaceID: c.Labels[workspace.LabelWorkspace], RunID: c.Labels[workspace.LabelRun], State: string(c.State)})
 	}
 	return out, nil
 }
@@ -496,7 +508,7 @@ func (d *Docker) Containers(ctx context.Context, storeKey string) ([]ContainerIn
 // it no route out and drops forwarding to other interfaces), labelled, and
 // has a fixed bridge name so that host firewall rules can name it. Its
 // gateway address is the host's, where the egress proxy listens.
-func (d *Docker) EgressNetwork(ctx context.Context) (EgressNetwork, error) {
+func (d *Docker) EgressNetwork(ctx context.Context) (workspace.EgressNetwork, error) {
 	d.netMu.Lock()
 	defer d.netMu.Unlock()
 	if d.net != nil {
@@ -507,7 +519,7 @@ func (d *Docker) EgressNetwork(ctx context.Context) (EgressNetwork, error) {
 		_, cerr := d.cli.NetworkCreate(ctx, egressNetName, network.CreateOptions{
 			Driver:   "bridge",
 			Internal: true,
-			Labels:   map[string]string{LabelEgress: "1"},
+			Labels:   map[string]string{workspace.LabelEgress: "1"},
 			Options: map[string]string{
 				"com.docker.network.bridge.name":                 egressBridgeName,
 				"com.docker.network.bridge.enable_icc":           "false",
@@ -516,15 +528,15 @@ func (d *Docker) EgressNetwork(ctx context.Context) (EgressNetwork, error) {
 		})
 		// A conflict: another process created it meanwhile.
 		if cerr != nil && !cerrdefs.IsConflict(cerr) {
-			return EgressNetwork{}, &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine cannot create the egress network", Err: cerr}
+			return workspace.EgressNetwork{}, &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine cannot create the egress network", Err: cerr}
 		}
 		ins, err = d.cli.NetworkInspect(ctx, egressNetName, network.InspectOptions{})
 	}
 	if err != nil {
-		return EgressNetwork{}, &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine cannot inspect the egress network", Err: err}
+		return workspace.EgressNetwork{}, &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine cannot inspect the egress network", Err: err}
 	}
-	if !ins.Internal || ins.Labels[LabelEgress] != "1" {
-		return EgressNetwork{}, &errcode.Error{Code: errcode.Internal, Msg: "a network named " + egressNetName + " exists but is not Sluice's internal egress network"}
+	if !ins.Internal || ins.Labels[workspace.LabelEgress] != "1" {
+		return workspace.EgressNetwork{}, &errcode.Error{Code: errcode.Internal, Msg: "a network named " + egressNetName + " exists but is not Sluice's internal egress network"}
 	}
 	var gw string
 	for _, c := range ins.IPAM.Config {
@@ -534,13 +546,13 @@ func (d *Docker) EgressNetwork(ctx context.Context) (EgressNetwork, error) {
 		}
 	}
 	if gw == "" {
-		return EgressNetwork{}, &errcode.Error{Code: errcode.Internal, Msg: "the egress network has no IPv4 gateway"}
+		return workspace.EgressNetwork{}, &errcode.Error{Code: errcode.Internal, Msg: "the egress network has no IPv4 gateway"}
 	}
 	bridge := ins.Options["com.docker.network.bridge.name"]
 	if bridge == "" {
 		bridge = "br-" + ins.ID[:12]
 	}
-	d.net = &EgressNetwork{Name: egressNetName, Gateway: gw, Bridge: bridge}
+	d.net = &workspace.EgressNetwork{Name: egressNetName, Gateway: gw, Bridge: bridge}
 	return *d.net, nil
 }
 
@@ -549,7 +561,7 @@ func (d *Docker) EgressNetwork(ctx context.Context) (EgressNetwork, error) {
 // privileges, a read-only root, private IPC and cgroup namespaces, no log
 // driver, no core dumps, and the limits: memory without swap, CPUs no
 // more than the machine has, PIDs with runsc's headroom.
-func hardened(lim Limits, runtimeName, netMode string, mounts []mount.Mount, tmpfs map[string]string) *container.HostConfig {
+func hardened(lim workspace.Limits, runtimeName, netMode string, mounts []mount.Mount, tmpfs map[string]string) *container.HostConfig {
 	pids := lim.PIDs
 	if runtimeName == "runsc" {
 		// Under gVisor the Engine's PID limit counts the sandbox's own
@@ -557,7 +569,7 @@ func hardened(lim Limits, runtimeName, netMode string, mounts []mount.Mount, tmp
 		// sandbox's grow with blocking system calls on a loaded machine.
 		// Headroom for them keeps a busy machine from killing a run that
 		// stays within its limit; a fork loop still meets it.
-		pids = min(pids+runscThreadHeadroom, HardLimits.PIDs)
+		pids = min(pids+runscThreadHeadroom, workspace.HardLimits.PIDs)
 	}
 	cpus := min(lim.CPUs, float64(runtime.NumCPU()))
 	return &container.HostConfig{
