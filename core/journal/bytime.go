@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -90,6 +91,12 @@ func timeKey(createdAt proposal.Timestamp, id string) []byte {
 	// puts the newest first.
 	t := ^(uint64(createdAt.UnixMilli()) ^ 1<<63)
 	return append(binary.BigEndian.AppendUint64(nil, t), id...)
+}
+
+// createdOfTimeKey is the createdAt (to the millisecond) a bytime key
+// begins with.
+func createdOfTimeKey(k []byte) time.Time {
+	return time.UnixMilli(int64(^binary.BigEndian.Uint64(k[:8]) ^ 1<<63))
 }
 
 // idOfTimeKey is the id a bytime key ends with.

@@ -915,7 +915,21 @@ func (j *Journal) Prune() (int, error) {
 	err := j.db.Update(func(tx *bolt.Tx) error {
 		props, idem := tx.Bucket(bucketProposals), tx.Bucket(bucketIdem)
 		var doomed []pruned
-		err := props.ForEach(func(_, v []byte) error {
+		// A record last changed before the cutoff was created before it
+		// too, so the time index, walked from its oldest end, names every
+		// candidate and stops at the first record created since: the cost
+		// follows what is old, not the journal's size. (A clock that went
+		// back by more than the retention could leave a record updated
+		// "before" its creation; it is pruned once its creation is old.)
+		c := tx.Bucket(bucketByTime).Cursor()
+		for k, _ := c.Last(); k != nil; k, _ = c.Prev() {
+			if !createdOfTimeKey(k).Before(cutoff) {
+				break
+			}
+			v := props.Get(idOfTimeKey(k))
+			if v == nil {
+				continue
+			}
 			var rec pruned
 			if err := json.Unmarshal(v, &rec); err != nil {
 				return err
@@ -923,10 +937,6 @@ func (j *Journal) Prune() (int, error) {
 			if rec.State.Terminal() && rec.UpdatedAt.Before(cutoff) {
 				doomed = append(doomed, rec)
 			}
-			return nil
-		})
-		if err != nil {
-			return err
 		}
 		for _, rec := range doomed {
 			p := rec.Proposal

@@ -1,6 +1,9 @@
 package journal
 
 import (
+	"bytes"
+	bolt "go.etcd.io/bbolt"
+
 	"context"
 	"errors"
 	"slices"
@@ -659,5 +662,45 @@ func TestJournal_Closed_Refuses(t *testing.T) {
 	}
 	if _, err := j.Get("x"); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Get after Close = %v", err)
+	}
+}
+
+// Prune reads the records created before its cutoff and no other: a
+// record made since is never decoded, however many there are (here one
+// that would not even decode).
+func TestJournal_Prune_ReadsOnlyTheOld(t *testing.T) {
+	clk := newClock()
+	j, _ := testJournal(t, Options{Recorder: &memRecorder{}, Now: clk.Now, Retention: 24 * time.Hour})
+	old := newProposal(t, clk.Now(), "a")
+	j.Submit(old)
+	j.Reject(old.ID, "person", "")
+	oldOpen := newProposal(t, clk.Now(), "a")
+	j.Submit(oldOpen)
+	clk.Advance(25 * time.Hour)
+	recent := newProposal(t, clk.Now(), "a")
+	j.Submit(recent)
+	j.Reject(recent.ID, "person", "")
+	var saved []byte
+	put := func(v []byte) {
+		t.Helper()
+		if err := j.db.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketProposals)
+			saved = bytes.Clone(b.Get([]byte(recent.ID)))
+			return b.Put([]byte(recent.ID), v)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put([]byte("{not a record"))
+	n, err := j.Prune()
+	put(saved) // the indexes' check at cleanup reads every record
+	if err != nil || n != 1 {
+		t.Fatalf("Prune = %d, %v; want 1 and no read of the record made since the cutoff", n, err)
+	}
+	if _, err := j.Get(old.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the old decided record survived: %v", err)
+	}
+	if _, err := j.Get(oldOpen.ID); err != nil {
+		t.Fatalf("an old record still open was pruned: %v", err)
 	}
 }
