@@ -15,7 +15,6 @@ import (
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
 	"github.com/sluicehq/sluice/core/workspace"
-	"github.com/sluicehq/sluice/core/workspace/dockerrt"
 )
 
 // errWorkspacesOff answers workspace requests when no image is configured.
@@ -37,19 +36,20 @@ func openWorkspaces(cfg *config.Config, log interface {
 // openWorkspaceStore opens the app's workspace Manager, image or not: the
 // person may pin an image while the app runs, and the sidecars then
 // create workspaces whose seals come back through this Manager at once.
-// The app runs nothing in a workspace itself. When the container runtime
-// is unreachable it still opens: runtime problems only disable stopping
+// The app runs nothing in a workspace on its own account; it runs the
+// sidecars' runs (gateway.RuntimeHost) with this Manager's runtime, each
+// checked against this store. When the container runtime is unreachable
+// it still opens: runtime problems only disable stopping
 // runs; seals (and so handoffs) work on files.
 func openWorkspaceStore(cfg *config.Config, log interface {
 	Warn(string, ...any)
 }) *workspace.Manager {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var rt workspace.Runtime
-	if d, err := dockerrt.New(ctx); err != nil {
+	rt, err := openWorkspaceRuntime(ctx, cfg)
+	if err != nil {
 		log.Warn("workspaces: container runtime unavailable; runs are disabled", "err", err)
-	} else {
-		rt = d
+		rt = nil
 	}
 	m, err := workspace.Open(workspace.Options{
 		StateDir:     cfg.StateDir, // the store keeps its own workspaces/ folder there

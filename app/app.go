@@ -201,6 +201,7 @@ func Start(cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 		Backend:    gwBackend,
 		Handoff:    handoff,
 		Sessions:   ss,
+		Runtime:    runtimeHost(wsm, live),
 	})
 	if err != nil {
 		return nil, err

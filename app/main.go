@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/doctor"
+	"github.com/sluicehq/sluice/core/doctor/engine"
 	"github.com/sluicehq/sluice/core/journal"
 )
 
@@ -67,7 +68,7 @@ var appCommands = []appCommand{
 		func(c cmdIO, args []string) int { return runLogin(args, c.stdout, c.stderr) }},
 	{[]string{"doctor"}, []string{"check the installation"}, func(c cmdIO, args []string) int {
 		// The app starts its own gateway, so a stopped one only warns.
-		return doctor.Command(args, c.stdout, c.stderr, doctor.Options{})
+		return doctor.Command(args, c.stdout, c.stderr, doctor.Options{Engine: engine.Checks})
 	}},
 	{[]string{"workspace"}, []string{
 		"grant a workspace a secret or network hosts:",

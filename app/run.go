@@ -264,7 +264,7 @@ func runSession(ctx context.Context, cfg *config.Config, o runOptions, g gateway
 		}
 		// The image the app started the session with (and audited), not
 		// whatever this process's configuration names.
-		rt = confined.Container{Docker: d, Runtime: o.Runtime, Image: g.Image, Roots: cfg.AllowedRoots, Tools: tools}
+		rt = confined.Container{Engine: sessionEngine{d}, Runtime: o.Runtime, Image: g.Image, Roots: cfg.AllowedRoots, Tools: tools}
 	}
 	sc, err := startSessionSidecar(s, g, bwrap, credentials(home), mcpLn.(*net.UnixListener))
 	if err != nil {

@@ -131,6 +131,33 @@ func TestImports_SidecarAndGatewayLinkNoWriter(t *testing.T) {
 	}
 }
 
+// containerClients are the clients of container runtimes: the Docker
+// Engine's and Kubernetes'. Workspace runs go through the app (the
+// gateway's runtime routes), so the sidecar links neither: an idle
+// sidecar stays small and starts fast, and the cluster client, far
+// heavier, is never in it. core/workspace, which the sidecar links,
+// holds only the runtime-neutral part.
+var containerClients = []string{
+	"github.com/docker",
+	"k8s.io",
+}
+
+func TestImports_SidecarLinksNoContainerClient(t *testing.T) {
+	for _, pkg := range []string{"../sidecar/cmd/sluice-sidecar", "./workspace", "./gateway"} {
+		list := deps(t, pkg)
+		if len(list) < 10 {
+			t.Fatalf("go list -deps %s listed only %v", pkg, list)
+		}
+		if bad := forbiddenIn(list, containerClients); len(bad) > 0 {
+			t.Errorf("%s depends on %v; it must link none of %v", pkg, bad, containerClients)
+		}
+	}
+	// The check is not vacuous: the app links the Docker client.
+	if got := forbiddenIn(deps(t, ".."), containerClients); len(got) == 0 {
+		t.Errorf("the app links no container client; is the check looking at the right packages?")
+	}
+}
+
 // testSupport is every Sluice package of list that exists for tests: one
 // whose name ends in "test" (gitxtest, workspacetest) or the fake model.
 func testSupport(list []string) []string {

@@ -16,7 +16,6 @@ import (
 	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/proposal"
 	"github.com/sluicehq/sluice/core/workspace"
-	"github.com/sluicehq/sluice/core/workspace/dockerrt"
 )
 
 // wsTools holds what the workspace toolset shares. The Manager is opened
@@ -48,8 +47,8 @@ var errNoImage = &errcode.Error{Code: errcode.Unsupported,
 		"then call this tool again"}
 
 // manager opens the workspace Manager on the state directory the app
-// shares. A runtime that cannot be reached is not remembered, so that
-// starting Docker later is enough.
+// shares, running containers through the app. An app that cannot be
+// reached is not remembered, so that starting it later is enough.
 //
 // The image, runtime and roots are the ones config.json holds now: when the
 // person changes them, the next call opens a Manager with the new ones. The
@@ -72,7 +71,13 @@ func (w *wsTools) manager(ctx context.Context) (*workspace.Manager, error) {
 	if w.mgr != nil && w.mgrKey == key {
 		return w.mgr, nil
 	}
-	rt, err := dockerrt.New(ctx)
+	// Containers run in the app, with the runtime it is configured with;
+	// the sidecar links no container client.
+	c, err := w.s.gateway()
+	if err != nil {
+		return nil, gatewayToolError(err)
+	}
+	rt, err := gateway.NewRuntime(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +92,6 @@ func (w *wsTools) manager(ctx context.Context) (*workspace.Manager, error) {
 		Logger:       w.s.log,
 	})
 	if err != nil {
-		rt.Close()
 		return nil, err
 	}
 	w.mgr, w.mgrKey = m, key
@@ -550,7 +554,8 @@ func (w *wsTools) run(ctx context.Context, req *mcp.CallToolRequest, in Workspac
 			}
 		}
 	}
-	res, err := m.Run(ctx, in.WorkspaceID, rr)
+	// The app runs the container, and only for the workspace's own agent.
+	res, err := m.Run(gateway.WithAgent(ctx, w.s.agentName(req)), in.WorkspaceID, rr)
 	if err != nil {
 		return WorkspaceRunOut{}, err
 	}

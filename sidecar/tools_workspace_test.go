@@ -15,6 +15,8 @@ import (
 
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/gateway"
+	"github.com/sluicehq/sluice/core/workspace"
 	"github.com/sluicehq/sluice/core/workspace/dockerrt"
 	"github.com/sluicehq/sluice/core/workspace/workspacetest"
 )
@@ -123,6 +125,44 @@ func needWorkspaceImage(t *testing.T) string {
 	return id
 }
 
+// serveWorkspaceRuntime stands in for the app's side of workspace runs:
+// a gateway on cfg's endpoint file whose runtime routes run containers in
+// the Docker Engine, checked against the store the sidecar shares, under
+// cfg's image and OCI runtime, as the app serves them.
+func serveWorkspaceRuntime(t *testing.T, cfg *config.Config) *workspace.Manager {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	d, err := dockerrt.New(ctx)
+	if err != nil {
+		needOrSkip(t, false, "Docker Engine reachable: "+err.Error())
+	}
+	t.Cleanup(func() { d.Close() })
+	m, err := workspace.Open(workspace.Options{StateDir: cfg.StateDir, ConfigDir: cfg.ConfigDir, Runtime: d,
+		Image: cfg.WorkspaceImage, RuntimeName: cfg.WorkspaceRuntime, Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	tok, err := gateway.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.Listen(gateway.Options{Token: tok, Logger: quietLog(), Runtime: &gateway.RuntimeHost{Runtime: d, Store: m,
+		Policy: func() workspace.RunPolicy {
+			return workspace.RunPolicy{Image: cfg.WorkspaceImage, RuntimeName: cfg.WorkspaceRuntime}
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve()
+	t.Cleanup(func() { g.Shutdown(context.Background()) })
+	if err := gateway.WriteEndpoint(cfg.GatewayFile(), gateway.Endpoint{Addr: g.Addr(), Token: tok, PID: os.Getpid(), AppVersion: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // workspaceRepo is a configuration with the workspace test image and an
 // allowed root holding a repository of one commit (file with content).
 func workspaceRepo(t *testing.T, file, content string) (cfg *config.Config, repo, image string) {
@@ -134,6 +174,7 @@ func workspaceRepo(t *testing.T, file, content string) (cfg *config.Config, repo
 	}
 	_, cfg = testEnv(t, root)
 	cfg.WorkspaceImage = image
+	serveWorkspaceRuntime(t, cfg)
 	repo = filepath.Join(root, "repo")
 	g := git(t)
 	os.Mkdir(repo, 0o755)
@@ -238,6 +279,7 @@ func TestWorkspaceTools_RunStreamsProgress(t *testing.T) {
 	image := needWorkspaceImage(t)
 	_, cfg := testEnv(t, t.TempDir())
 	cfg.WorkspaceImage = image
+	serveWorkspaceRuntime(t, cfg)
 	s, err := New(Options{Config: cfg, Toolsets: []string{"workspace", "workspace_search"}, Logger: quietLog()})
 	if err != nil {
 		t.Fatal(err)

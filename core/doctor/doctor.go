@@ -8,8 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/docker/docker/client"
-
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/gateway"
@@ -43,6 +41,12 @@ type Options struct {
 	GatewayRequired bool
 	// KeyCheck verifies the audit signing key; nil means loadKey.
 	KeyCheck func(path string) error
+	// Engine checks the container engine workspaces run on, and the
+	// pinned image and OCI runtime there: the app's (package
+	// doctor/engine), which links the engine's client. Nil checks the
+	// image and runtime through the app's gateway instead, as the
+	// sidecar, which links no container client, runs them.
+	Engine func(ctx context.Context, cfg *config.Config) []Result
 }
 
 // Run performs every check in order.
@@ -54,8 +58,11 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) []Result {
 	out = append(out, checkDir("config directory", cfg.ConfigDir))
 	out = append(out, checkDir("state directory", cfg.StateDir))
 	out = append(out, checkGateway(ctx, cfg, opts.GatewayRequired))
-	out = append(out, checkDocker(ctx))
-	out = append(out, checkWorkspace(ctx, cfg)...)
+	if opts.Engine != nil {
+		out = append(out, opts.Engine(ctx, cfg)...)
+	} else {
+		out = append(out, checkWorkspace(ctx, cfg)...)
+	}
 	out = append(out, checkSandbox(ctx))
 	out = append(out, checkKey(cfg, opts.KeyCheck))
 	return out
@@ -126,25 +133,6 @@ func checkGateway(ctx context.Context, cfg *config.Config, required bool) Result
 		return r
 	}
 	r.Status, r.Detail = OK, "app "+h.AppVersion+" at "+c.Addr()
-	return r
-}
-
-func checkDocker(ctx context.Context) Result {
-	r := Result{Name: "docker engine"}
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		r.Status, r.Detail, r.Hint = Warn, err.Error(), "workspaces need a Docker Engine"
-		return r
-	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	ping, err := cli.Ping(ctx)
-	if err != nil {
-		r.Status, r.Detail, r.Hint = Warn, "not reachable: "+err.Error(), "install docker.io and start dockerd; only workspaces need it"
-		return r
-	}
-	r.Status, r.Detail = OK, "API "+ping.APIVersion+" at "+cli.DaemonHost()
 	return r
 }
 

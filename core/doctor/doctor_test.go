@@ -12,8 +12,6 @@ import (
 	"github.com/sluicehq/sluice/core/audit"
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/gateway"
-	"github.com/sluicehq/sluice/core/workspace/dockerrt"
-	"github.com/sluicehq/sluice/core/workspace/workspacetest"
 )
 
 func testConfig(t *testing.T) *config.Config {
@@ -104,49 +102,6 @@ func TestRun_GatewayRunning_OK(t *testing.T) {
 	r := byName(Run(context.Background(), cfg, Options{GatewayRequired: true}))["gateway"]
 	if r.Status != OK || !strings.Contains(r.Detail, "9.9") {
 		t.Fatalf("gateway: %+v", r)
-	}
-}
-
-// TestRun_WorkspaceImageAndRuntime pins the test image, then one that is
-// not present, then a runtime the Engine lacks, on a real Engine.
-func TestRun_WorkspaceImageAndRuntime(t *testing.T) {
-	ctx := context.Background()
-	d, err := dockerrt.New(ctx)
-	if err != nil {
-		if os.Getenv("SLUICE_REQUIRE_E2E") == "1" {
-			t.Fatalf("Docker Engine required: %v", err)
-		}
-		t.Skip(err)
-	}
-	defer d.Close()
-	id, err := workspacetest.EnsureImage(ctx, d.Client())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := testConfig(t)
-	if r := byName(Run(ctx, cfg, Options{}))["workspace image"]; r.Status != Warn {
-		t.Errorf("no image pinned: %+v", r)
-	}
-	cfg.WorkspaceImage = id
-	m := byName(Run(ctx, cfg, Options{}))
-	if r := m["workspace image"]; r.Status != OK || !strings.Contains(r.Detail, workspacetest.ImageRef) {
-		t.Errorf("the test image pinned: %+v", r)
-	}
-	if r := m["workspace runtime"]; r.Status != OK {
-		t.Errorf("the default runtime: %+v", r)
-	}
-	cfg.WorkspaceImage = "sha256:" + strings.Repeat("0", 64)
-	cfg.WorkspaceRuntime = "sluice-no-such-runtime"
-	m = byName(Run(ctx, cfg, Options{}))
-	if r := m["workspace image"]; r.Status != Fail {
-		t.Errorf("an absent image pinned: %+v", r)
-	}
-	if r := m["workspace runtime"]; r.Status != Fail || !strings.Contains(r.Detail, "sluice-no-such-runtime") {
-		t.Errorf("a runtime the Engine lacks: %+v", r)
-	}
-	var out bytes.Buffer
-	if !Print(&out, Run(ctx, cfg, Options{})) {
-		t.Errorf("doctor passed with an absent image:\n%s", out.String())
 	}
 }
 

@@ -2,17 +2,17 @@ package doctor
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/core/config"
-	"github.com/sluicehq/sluice/core/workspace/dockerrt"
+	"github.com/sluicehq/sluice/core/gateway"
 )
 
-// checkWorkspace checks what workspace runs need: the pinned image is
-// present in the Engine under exactly its ID, and the configured runtime
-// is one the Engine has. Workspaces are optional, so nothing pinned is a
-// warning; something pinned that cannot work is a failure.
+// checkWorkspace checks what workspace runs need as a sidecar runs them:
+// through the app, whose runtime must have the pinned image under exactly
+// its ID and the configured OCI runtime. Workspaces are optional, so
+// nothing pinned, or no app to ask, is a warning; something pinned that
+// cannot work is a failure.
 func checkWorkspace(ctx context.Context, cfg *config.Config) []Result {
 	img := Result{Name: "workspace image"}
 	rtr := Result{Name: "workspace runtime"}
@@ -22,26 +22,25 @@ func checkWorkspace(ctx context.Context, cfg *config.Config) []Result {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	d, err := dockerrt.New(ctx)
+	c, err := gateway.NewClientFromEndpoint(cfg.GatewayFile())
+	var rt *gateway.Runtime
+	if err == nil {
+		rt, err = gateway.NewRuntime(ctx, c)
+	}
 	if err != nil {
-		img.Status, img.Detail, img.Hint = Warn, cfg.WorkspaceImage+" pinned, not checked: the Docker Engine is not reachable", "start dockerd"
+		img.Status, img.Detail, img.Hint = Warn, cfg.WorkspaceImage+" pinned, not checked: "+err.Error(), "start the app: workspace runs go through it"
 		return []Result{img}
 	}
-	defer d.Close()
-	if im, err := d.ResolveImage(ctx, cfg.WorkspaceImage); err != nil {
+	if err := rt.CheckImage(ctx, cfg.WorkspaceImage); err != nil {
 		img.Status, img.Detail, img.Hint = Fail, cfg.WorkspaceImage+" is pinned but "+err.Error(),
 			"load or pull that image again, or pin another: sluice workspace image use NAME[:TAG]"
 	} else {
-		names := strings.Join(append(append([]string{}, im.Tags...), im.Digests...), ", ")
-		if names == "" {
-			names = "no name"
-		}
-		img.Status, img.Detail = OK, im.ID+" ("+names+")"
+		img.Status, img.Detail = OK, cfg.WorkspaceImage+" (checked by the app's "+rt.Name()+" runtime)"
 	}
-	info, err := d.CheckRuntime(ctx, cfg.WorkspaceRuntime)
+	info, err := rt.CheckRuntime(ctx, cfg.WorkspaceRuntime)
 	switch {
 	case err != nil:
-		rtr.Status, rtr.Detail, rtr.Hint = Fail, err.Error(), "register it with the Engine (build/scripts/setup.sh test does so for runsc) or change workspaceRuntime"
+		rtr.Status, rtr.Detail, rtr.Hint = Fail, err.Error(), "register it with the app's runtime or change workspaceRuntime"
 	case info.NoNetwork:
 		rtr.Status, rtr.Detail = OK, info.Name+" (no network at all: egress grants are refused)"
 	default:

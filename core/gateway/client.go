@@ -168,13 +168,15 @@ func (c *Client) Do(ctx context.Context, method, path string, body io.Reader, ou
 	return c.do(ctx, "", method, path, body, out)
 }
 
-func (c *Client) do(ctx context.Context, agent, method, path string, body io.Reader, out any) error {
+// newRequest is a request to the app with the token, and the agent it is
+// made for when one is named.
+func (c *Client) newRequest(ctx context.Context, agent, method, path string, body io.Reader) (*http.Request, error) {
 	if !strings.HasPrefix(path, "/v1/") {
-		return fmt.Errorf("gateway: bad path %q", path)
+		return nil, fmt.Errorf("gateway: bad path %q", path)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	if agent != "" {
@@ -186,6 +188,23 @@ func (c *Client) do(ctx context.Context, agent, method, path string, body io.Rea
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	return req, nil
+}
+
+// readAPIError is a non-2xx answer as an *APIError.
+func readAPIError(resp *http.Response) error {
+	var eb ErrorBody
+	if err := json.NewDecoder(io.LimitReader(resp.Body, MaxBodyBytes)).Decode(&eb); err != nil || eb.Error.Code == "" {
+		eb.Error = ErrorDetail{Code: errcode.Internal, Message: http.StatusText(resp.StatusCode)}
+	}
+	return &APIError{Status: resp.StatusCode, Detail: eb.Error}
+}
+
+func (c *Client) do(ctx context.Context, agent, method, path string, body io.Reader, out any) error {
+	req, err := c.newRequest(ctx, agent, method, path, body)
+	if err != nil {
+		return err
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		// Only a failed dial proves the app never saw the request.
@@ -196,14 +215,10 @@ func (c *Client) do(ctx context.Context, agent, method, path string, body io.Rea
 		return fmt.Errorf("%w: %w: %w", ErrUnavailable, ErrAnswerLost, err)
 	}
 	defer resp.Body.Close()
-	lr := io.LimitReader(resp.Body, MaxBodyBytes)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		var eb ErrorBody
-		if err := json.NewDecoder(lr).Decode(&eb); err != nil || eb.Error.Code == "" {
-			eb.Error = ErrorDetail{Code: errcode.Internal, Message: http.StatusText(resp.StatusCode)}
-		}
-		return &APIError{Status: resp.StatusCode, Detail: eb.Error}
+		return readAPIError(resp)
 	}
+	lr := io.LimitReader(resp.Body, MaxBodyBytes)
 	if out == nil {
 		return nil
 	}

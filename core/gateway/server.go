@@ -76,6 +76,10 @@ type Options struct {
 	// tokens; without it the session routes answer unsupported and only
 	// the gateway's own token is accepted.
 	Sessions Sessions
+	// Runtime, when set, serves the runtime routes (the workspace runs of
+	// sidecars, with the app's runtime); with a Backend and no Runtime
+	// they answer unsupported.
+	Runtime *RuntimeHost
 }
 
 // Listen binds the gateway's socket. Routes are registered with Handle
@@ -105,6 +109,9 @@ func Listen(opts Options) (*Server, error) {
 		s.handleProposals(opts.Backend)
 		s.handleWorkspaces(opts.Handoff)
 		s.handleSessions(opts.Sessions)
+	}
+	if opts.Backend != nil || opts.Runtime != nil {
+		s.handleRuntime(opts.Runtime)
 	}
 	// Unknown paths answer in the gateway's JSON error shape too.
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -167,7 +174,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if caller != nil {
-		// A session's token reaches the proposal and workspace routes
+		// A session's token reaches the proposal, workspace and runtime routes
 		// only, as that session.
 		if _, pattern := s.mux.Handler(r); !sessionReachable(pattern) {
 			WriteError(w, http.StatusForbidden, errcode.Forbidden, "a confined session's token cannot use this route", nil)

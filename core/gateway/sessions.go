@@ -21,7 +21,8 @@ import (
 // presents it, and the app stamps every proposal made with it with the
 // session's Origin (confined, runtime, network), which the card, the
 // decision and the ledger then carry. A session token reaches the
-// proposal and workspace routes only: it cannot register or end sessions,
+// proposal, workspace and runtime routes only (routes_runtime.go says why
+// the runtime routes): it cannot register or end sessions,
 // and like every gateway credential it can never decide.
 
 // Caller is who a request came from when it carries a session's token.
@@ -130,7 +131,8 @@ var SessionRoutes = []string{
 
 // sessionReachable are the routes a session's token reaches.
 func sessionReachable(pattern string) bool {
-	return slices.Contains(ProposalRoutes, pattern) || slices.Contains(WorkspaceRoutes, pattern) || pattern == "GET /v1/health"
+	return slices.Contains(ProposalRoutes, pattern) || slices.Contains(WorkspaceRoutes, pattern) ||
+		slices.Contains(RuntimeRoutes, pattern) || pattern == "GET /v1/health"
 }
 
 func (s *Server) handleSessions(h Sessions) {

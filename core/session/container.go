@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,7 +18,6 @@ import (
 
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/workspace"
-	"github.com/sluicehq/sluice/core/workspace/dockerrt"
 )
 
 // Container runs the agent in a container of the Docker Engine, from the
@@ -34,7 +34,8 @@ import (
 // the runtime is registered with --host-uds=open (build/scripts/setup.sh
 // does so); without it MCP and the model cannot be reached.
 type Container struct {
-	Docker *dockerrt.Docker
+	// Engine starts the container: the app's Docker Engine.
+	Engine ContainerEngine
 	// Runtime is "docker" (the Engine's default OCI runtime) or "runsc".
 	Runtime string
 	Image   string
@@ -44,13 +45,28 @@ type Container struct {
 	Limits       workspace.Limits
 }
 
+// ContainerEngine starts session containers (dockerrt.Docker through the
+// app's adapter). It is an interface so that this package, which the
+// sidecar links, links no container client.
+type ContainerEngine interface {
+	StartSession(ctx context.Context, s workspace.SessionContainerSpec, in io.Reader, out, errOut io.Writer) (ContainerRun, error)
+}
+
+// ContainerRun is a session's running container.
+type ContainerRun interface {
+	Wait() (int, error)
+	Signal(sig string) error
+	Resize(rows, cols uint) error
+	Remove() error
+}
+
 // Name implements Runtime.
 func (c Container) Name() string { return c.Runtime }
 
 // Start implements Runtime.
 func (c Container) Start(spec *Spec, stdio Stdio) (Process, error) {
 	s := spec.Session
-	if c.Docker == nil || c.Image == "" {
+	if c.Engine == nil || c.Image == "" {
 		return nil, errcode.New(errcode.Unsupported, "a session under %s needs the workspace image (sluice workspace image use NAME) and a running Docker Engine", c.Runtime)
 	}
 	binds, tools := c.binds(spec)
@@ -88,7 +104,7 @@ func (c Container) Start(spec *Spec, stdio Stdio) (Process, error) {
 	if lim.MemoryBytes == 0 {
 		lim = workspace.Limits{MemoryBytes: 4 << 30, CPUs: 4, PIDs: 4096, TmpfsBytes: 1 << 30}
 	}
-	cs := dockerrt.SessionContainerSpec{
+	cs := workspace.SessionContainerSpec{
 		Session: s.ID, Image: c.Image, RuntimeName: oci, User: fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()),
 		Cmd: cmd, Env: spec.Env, WorkingDir: spec.Dir, Binds: binds, TTY: tty, Limits: lim,
 	}
@@ -101,7 +117,7 @@ func (c Container) Start(spec *Spec, stdio Stdio) (Process, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	run, err := c.Docker.StartSession(ctx, cs, stdio.In, stdio.Out, stdio.Err)
+	run, err := c.Engine.StartSession(ctx, cs, stdio.In, stdio.Out, stdio.Err)
 	if err != nil {
 		p.restore()
 		return nil, err
@@ -121,9 +137,9 @@ func (c Container) Start(spec *Spec, stdio Stdio) (Process, error) {
 // leave holes). Hide and Secret name each place both as written and
 // resolved (PlanPlaces), so a root that reaches one through a link is
 // left out too.
-func (c Container) binds(spec *Spec) ([]dockerrt.SessionBind, []string) {
+func (c Container) binds(spec *Spec) ([]workspace.SessionBind, []string) {
 	s := spec.Session
-	binds := []dockerrt.SessionBind{
+	binds := []workspace.SessionBind{
 		{Source: spec.Copy, Target: s.Repo},
 		{Source: s.Objects, Target: s.Repo + "/.git/" + OriginAlternate, ReadOnly: true},
 		{Source: spec.Home, Target: spec.HomePath},
@@ -140,7 +156,7 @@ func (c Container) binds(spec *Spec) ([]dockerrt.SessionBind, []string) {
 			continue
 		}
 		if _, err := os.Stat(d); err == nil {
-			binds = append(binds, dockerrt.SessionBind{Source: d, Target: d, ReadOnly: true})
+			binds = append(binds, workspace.SessionBind{Source: d, Target: d, ReadOnly: true})
 			if slices.Contains(tools, d) {
 				shown = append(shown, d)
 			}
@@ -176,7 +192,7 @@ func ImageTools(dirs []string) []string {
 }
 
 type containerProcess struct {
-	run     *dockerrt.SessionContainer
+	run     ContainerRun
 	stdin   *os.File
 	restore func()
 }

@@ -313,6 +313,10 @@ func (m *Manager) Close() error {
 	return nil
 }
 
+// Runtime is the runtime the Manager runs containers with (nil without
+// one).
+func (m *Manager) Runtime() Runtime { return m.opts.Runtime }
+
 // StoreKey is the label value that marks this store's containers.
 func (m *Manager) StoreKey() string { return m.storeKey }
 

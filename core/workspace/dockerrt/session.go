@@ -32,31 +32,8 @@ import (
 // app can stop what a launcher that died left running.
 const LabelSession = "dev.sluice.session"
 
-// SessionBind is one host path a session's container sees.
-type SessionBind struct {
-	Source, Target string
-	ReadOnly       bool
-}
-
-// SessionContainerSpec is a session's container.
-type SessionContainerSpec struct {
-	Session     string
-	Image       string
-	RuntimeName string
-	// User is the person's uid:gid (never root).
-	User       string
-	Cmd        []string
-	Env        []string
-	WorkingDir string
-	Binds      []SessionBind
-	TTY        bool
-	// Rows and Cols size the terminal from the start (with TTY).
-	Rows, Cols uint
-	Limits     workspace.Limits
-}
-
 // sessionConfig turns a spec into Engine API configuration.
-func (s SessionContainerSpec) config() (*container.Config, *container.HostConfig) {
+func sessionConfig(s workspace.SessionContainerSpec) (*container.Config, *container.HostConfig) {
 	cfg := &container.Config{
 		Image: s.Image, Cmd: slices.Clone(s.Cmd), Entrypoint: []string{""}, Env: slices.Clone(s.Env),
 		User: s.User, WorkingDir: s.WorkingDir, Hostname: "sluice-session",
@@ -87,7 +64,7 @@ func (s SessionContainerSpec) config() (*container.Config, *container.HostConfig
 // ValidateContainerConfig checks a run's: the same refusals of privilege,
 // host namespaces, devices, the Docker socket and unlimited resources; no
 // network at all; and host paths only those binds names (allow).
-func ValidateSessionContainer(cfg *container.Config, hc *container.HostConfig, allow []SessionBind) error {
+func ValidateSessionContainer(cfg *container.Config, hc *container.HostConfig, allow []workspace.SessionBind) error {
 	if cfg == nil || hc == nil {
 		return refusal("the container configuration is incomplete")
 	}
@@ -149,11 +126,11 @@ func checkSessionEnv(env []string) error {
 
 // checkSessionBind allows m only when it is one of the binds the session
 // names, privately propagated.
-func checkSessionBind(m mount.Mount, allow []SessionBind) error {
+func checkSessionBind(m mount.Mount, allow []workspace.SessionBind) error {
 	if m.Type != mount.TypeBind || strings.Contains(m.Source, "docker.sock") || strings.Contains(m.Target, "docker.sock") {
 		return refusal("only the session's bind mounts are allowed, never the Docker socket")
 	}
-	if !slices.ContainsFunc(allow, func(b SessionBind) bool {
+	if !slices.ContainsFunc(allow, func(b workspace.SessionBind) bool {
 		return filepath.Clean(b.Source) == filepath.Clean(m.Source) && b.Target == m.Target && (b.ReadOnly == m.ReadOnly || m.ReadOnly)
 	}) {
 		return refusal("host path %s is not one the session names", m.Target)
@@ -167,7 +144,7 @@ func checkSessionBind(m mount.Mount, allow []SessionBind) error {
 // checkSessionMounts allows only the binds the session names (read-only
 // where it says so), privately propagated, and never the Docker socket;
 // tmpfs at /tmp and /run; no ID file, log driver or restart.
-func checkSessionMounts(hc *container.HostConfig, allow []SessionBind) error {
+func checkSessionMounts(hc *container.HostConfig, allow []workspace.SessionBind) error {
 	for _, m := range hc.Mounts {
 		if err := checkSessionBind(m, allow); err != nil {
 			return err
@@ -195,8 +172,8 @@ type SessionContainer struct {
 // StartSession creates, attaches to and starts a session's container, with
 // in, out and errOut as its streams (with TTY, in and out are the
 // terminal's, raw).
-func (d *Docker) StartSession(ctx context.Context, s SessionContainerSpec, in io.Reader, out, errOut io.Writer) (*SessionContainer, error) {
-	cfg, hc := s.config()
+func (d *Docker) StartSession(ctx context.Context, s workspace.SessionContainerSpec, in io.Reader, out, errOut io.Writer) (*SessionContainer, error) {
+	cfg, hc := sessionConfig(s)
 	if err := ValidateSessionContainer(cfg, hc, s.Binds); err != nil {
 		return nil, err
 	}

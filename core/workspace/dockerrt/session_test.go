@@ -20,8 +20,8 @@ import (
 	"github.com/sluicehq/sluice/core/errcode"
 )
 
-func sessionSpec(image string, binds []SessionBind, cmd ...string) SessionContainerSpec {
-	return SessionContainerSpec{
+func sessionSpec(image string, binds []workspace.SessionBind, cmd ...string) workspace.SessionContainerSpec {
+	return workspace.SessionContainerSpec{
 		Session: "0123456789abcdef0123456789abcdef", Image: image, RuntimeName: testRuntime, User: "65534:65534",
 		Cmd: cmd, Env: []string{"HOME=/tmp", "PATH=/bin"}, WorkingDir: "/", Binds: binds,
 		Limits: workspace.Limits{MemoryBytes: 256 << 20, CPUs: 1, PIDs: 128, TmpfsBytes: 64 << 20},
@@ -30,7 +30,7 @@ func sessionSpec(image string, binds []SessionBind, cmd ...string) SessionContai
 
 func TestValidateSessionContainer_Refusals(t *testing.T) {
 	img := "sha256:" + strings.Repeat("a", 64)
-	binds := []SessionBind{{Source: "/srv/copy", Target: "/home/p/src/shop"}, {Source: "/srv/objects", Target: "/home/p/src/shop/.git/sluice-origin", ReadOnly: true}}
+	binds := []workspace.SessionBind{{Source: "/srv/copy", Target: "/home/p/src/shop"}, {Source: "/srv/objects", Target: "/home/p/src/shop/.git/sluice-origin", ReadOnly: true}}
 	cases := map[string]func(*container.Config, *container.HostConfig){
 		"image by name":    func(c *container.Config, _ *container.HostConfig) { c.Image = "busybox:latest" },
 		"root":             func(c *container.Config, _ *container.HostConfig) { c.User = "0:0" },
@@ -74,12 +74,12 @@ func TestValidateSessionContainer_Refusals(t *testing.T) {
 			c.Healthcheck = &container.HealthConfig{Test: []string{"CMD", "true"}}
 		},
 	}
-	cfg, hc := sessionSpec(img, binds, "/run/sluice/bin/sluice-sidecar", "sandbox-init", "--", "claude").config()
+	cfg, hc := sessionConfig(sessionSpec(img, binds, "/run/sluice/bin/sluice-sidecar", "sandbox-init", "--", "claude"))
 	if err := ValidateSessionContainer(cfg, hc, binds); err != nil {
 		t.Fatalf("the session's own configuration is refused: %v", err)
 	}
 	for name, mutate := range cases {
-		cfg, hc := sessionSpec(img, binds, "/run/sluice/bin/sluice-sidecar", "sandbox-init", "--", "claude").config()
+		cfg, hc := sessionConfig(sessionSpec(img, binds, "/run/sluice/bin/sluice-sidecar", "sandbox-init", "--", "claude"))
 		mutate(cfg, hc)
 		err := ValidateSessionContainer(cfg, hc, binds)
 		if !errcode.IsCode(err, errcode.InvalidArgument) || !strings.HasPrefix(err.Error(), "container configuration refused") {
@@ -111,7 +111,7 @@ func TestSessionContainer_SeesOnlyItsBinds(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ro, "given"), []byte("read-only content\n"), 0o666); err != nil {
 		t.Fatal(err)
 	}
-	binds := []SessionBind{{Source: rw, Target: "/work/copy"}, {Source: ro, Target: "/work/copy/ro", ReadOnly: true}}
+	binds := []workspace.SessionBind{{Source: rw, Target: "/work/copy"}, {Source: ro, Target: "/work/copy/ro", ReadOnly: true}}
 	script := `read line; echo "stdin: $line"; id -u; cat /work/copy/ro/given; echo made > /work/copy/made;
 echo x > /work/copy/ro/planted 2>/dev/null && echo RO-WRITABLE; ls /var/run/docker.sock /run/docker.sock 2>&1 | grep -v 'No such' ;
 ls ` + base + ` 2>/dev/null && echo HOST-PATH-SEEN; cat /proc/net/dev | grep -c : ; exit 7`

@@ -1,0 +1,49 @@
+package app
+
+import (
+	"context"
+	"io"
+
+	"github.com/sluicehq/sluice/core/config"
+	"github.com/sluicehq/sluice/core/gateway"
+	confined "github.com/sluicehq/sluice/core/session"
+	"github.com/sluicehq/sluice/core/workspace"
+	"github.com/sluicehq/sluice/core/workspace/dockerrt"
+)
+
+// openWorkspaceRuntime is the container runtime workspace runs use: the
+// app's own (stopping runs, sweeping containers) and every sidecar's,
+// whose runs the app carries out over the gateway. It is the one place
+// that chooses it.
+func openWorkspaceRuntime(ctx context.Context, cfg *config.Config) (workspace.Runtime, error) {
+	d, err := dockerrt.New(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// sessionEngine starts a confined session's container in the Docker Engine.
+type sessionEngine struct{ d *dockerrt.Docker }
+
+func (e sessionEngine) StartSession(ctx context.Context, s workspace.SessionContainerSpec, in io.Reader, out, errOut io.Writer) (confined.ContainerRun, error) {
+	c, err := e.d.StartSession(ctx, s, in, out, errOut)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// runtimeHost serves the sidecars' runs with the store's runtime, under
+// the image and OCI runtime config.json holds now (the app and every
+// sidecar follow it); nil without a store or a runtime, and the routes
+// then answer unsupported.
+func runtimeHost(m *workspace.Manager, live *config.Live) *gateway.RuntimeHost {
+	if m == nil || m.Runtime() == nil {
+		return nil
+	}
+	return &gateway.RuntimeHost{Runtime: m.Runtime(), Store: m, Policy: func() workspace.RunPolicy {
+		cfg := live.Current().Config
+		return workspace.RunPolicy{Image: cfg.WorkspaceImage, RuntimeName: cfg.WorkspaceRuntime}
+	}}
+}

@@ -1,0 +1,448 @@
+package gateway
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/workspace"
+)
+
+// The runtime routes carry workspace.Runtime's calls from a sidecar to the
+// app, which makes them with its own configured runtime (the Docker
+// Engine's, or a cluster's): the sidecar links no container client.
+//
+// A sidecar's token is not the app's trust. The app runs only a spec its
+// own store would make (workspace.Manager.CheckSpec: that workspace's
+// paths, ready and the calling agent's, the configured image, OCI runtime
+// and limits), and Containers and Remove reach only containers labelled
+// as its store's.
+//
+// A confined session's token reaches these routes too: the session's
+// sidecar runs outside the sandbox and offers the workspace tools when an
+// image is configured, and their runs must go somewhere. agentOf holds it
+// to the session's agent, so it runs only that agent's workspaces, and
+// Containers and Remove are narrowed to that agent's workspaces, so one
+// session cannot see or stop another agent's runs.
+
+// RuntimeRoutes are the runtime routes.
+var RuntimeRoutes = []string{
+	"GET /v1/runtime",
+	"POST /v1/runtime/image-check",
+	"POST /v1/runtime/oci-check",
+	"POST /v1/runtime/runs",
+	"POST /v1/runtime/runs/{run}/signal",
+	"GET /v1/runtime/containers",
+	"DELETE /v1/runtime/containers/{id}",
+	"POST /v1/runtime/egress-network",
+}
+
+// RuntimeHost is the app's side of the runtime routes.
+type RuntimeHost struct {
+	// Runtime is the app's configured runtime.
+	Runtime workspace.Runtime
+	// Store is the workspace store the app and its sidecars share; every
+	// spec is checked against it.
+	Store *workspace.Manager
+	// Policy is the image and OCI runtime configured now.
+	Policy func() workspace.RunPolicy
+}
+
+// RuntimeName is the answer of GET /v1/runtime.
+type RuntimeName struct {
+	Name string `json:"name"`
+}
+
+// ImageCheck is the body of POST /v1/runtime/image-check.
+type ImageCheck struct {
+	ImageID string `json:"imageId"`
+}
+
+// OCICheck is the body of POST /v1/runtime/oci-check.
+type OCICheck struct {
+	Name string `json:"name"`
+}
+
+// RunSignal is the body of POST /v1/runtime/runs/{run}/signal.
+type RunSignal struct {
+	// Signal is SignalStopOutput or SignalCancel.
+	Signal string `json:"signal"`
+}
+
+// The signals a sidecar sends to a run in progress.
+const (
+	// SignalStopOutput: the run's output writer refused more output
+	// (workspace.ErrStopOutput); the run stops and reports OutputStopped.
+	SignalStopOutput = "stop-output"
+	// SignalCancel: the run's context ended (Stop, Destroy); the run is
+	// cancelled, its container removed.
+	SignalCancel = "cancel"
+)
+
+// RunEnd is the last frame of a run's stream.
+type RunEnd struct {
+	Status workspace.ExitStatus `json:"status"`
+	Error  *ErrorDetail         `json:"error,omitempty"`
+}
+
+// A run's answer is a stream of frames: one byte of kind, four of length
+// (big-endian), then the payload. Output frames carry the run's bytes as
+// they come; the end frame carries RunEnd as JSON and is the last.
+const (
+	frameStdout byte = 1
+	frameStderr byte = 2
+	frameEnd    byte = 3
+	// maxFrame bounds one frame's payload; output is split to fit.
+	maxFrame = 64 << 10
+	// runStreamType is the answer's content type.
+	runStreamType = "application/vnd.sluice.run-stream"
+)
+
+// liveRun is a run the app is carrying out for a sidecar.
+type liveRun struct {
+	agent   string
+	session string
+	signal  func(string)
+}
+
+type runtimeHandlers struct {
+	s *Server
+	h *RuntimeHost
+
+	mu   sync.Mutex
+	runs map[string]*liveRun
+}
+
+func (s *Server) handleRuntime(h *RuntimeHost) {
+	rh := &runtimeHandlers{s: s, h: h, runs: map[string]*liveRun{}}
+	handlers := []http.HandlerFunc{rh.name, rh.checkImage, rh.checkOCI, rh.run, rh.signal, rh.containers, rh.remove, rh.egress}
+	for i, p := range RuntimeRoutes {
+		f := handlers[i]
+		s.Handle(p, func(w http.ResponseWriter, r *http.Request) {
+			if h == nil || h.Runtime == nil || h.Store == nil {
+				WriteError(w, http.StatusNotImplemented, errcode.Unsupported,
+					"the Sluice app has no container runtime: workspace runs go through it; install and start the Docker Engine and restart the app", nil)
+				return
+			}
+			f(w, r)
+		})
+	}
+}
+
+// failRuntime answers with the runtime's error as it is: its message is
+// the app's own and says what the person must do (start the Engine,
+// register a runtime), which the run's caller shows.
+func (rh *runtimeHandlers) failRuntime(w http.ResponseWriter, err error) {
+	if e, ok := errcode.As(err); ok {
+		WriteError(w, statusOf(e.Code), e.Code, e.Msg, e.Data)
+		return
+	}
+	rh.s.fail(w, err)
+}
+
+func (rh *runtimeHandlers) name(w http.ResponseWriter, r *http.Request) {
+	WriteJSON(w, http.StatusOK, RuntimeName{Name: rh.h.Runtime.Name()})
+}
+
+func (rh *runtimeHandlers) checkImage(w http.ResponseWriter, r *http.Request) {
+	var req ImageCheck
+	if !decodeBody(w, r, &req, "image check") {
+		return
+	}
+	// Only the configured image: the routes do not tell a sidecar what
+	// else the Engine holds.
+	if req.ImageID != rh.h.Policy().Image {
+		WriteError(w, http.StatusForbidden, errcode.Forbidden, "the image is not the configured workspace image", nil)
+		return
+	}
+	if err := rh.h.Runtime.CheckImage(r.Context(), req.ImageID); err != nil {
+		rh.failRuntime(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, struct{}{})
+}
+
+func (rh *runtimeHandlers) checkOCI(w http.ResponseWriter, r *http.Request) {
+	var req OCICheck
+	if !decodeBody(w, r, &req, "runtime check") {
+		return
+	}
+	if req.Name != rh.h.Policy().RuntimeName {
+		WriteError(w, http.StatusForbidden, errcode.Forbidden, "the OCI runtime is not the configured one", nil)
+		return
+	}
+	info, err := rh.h.Runtime.CheckRuntime(r.Context(), req.Name)
+	if err != nil {
+		rh.failRuntime(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, info)
+}
+
+func (rh *runtimeHandlers) egress(w http.ResponseWriter, r *http.Request) {
+	en, err := rh.h.Runtime.EgressNetwork(r.Context())
+	if err != nil {
+		rh.failRuntime(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, en)
+}
+
+// storeContainers lists the store's containers a caller may see: all of
+// them for the gateway's own token, the workspaces of a session's agent
+// for a session's.
+func (rh *runtimeHandlers) storeContainers(ctx context.Context) ([]workspace.ContainerInfo, error) {
+	list, err := rh.h.Runtime.Containers(ctx, rh.h.Store.StoreKey())
+	if err != nil {
+		return nil, err
+	}
+	c := CallerFrom(ctx)
+	if c == nil {
+		return list, nil
+	}
+	return slices.DeleteFunc(list, func(ci workspace.ContainerInfo) bool {
+		ws, err := rh.h.Store.Get(ci.WorkspaceID)
+		return err != nil || ws.Agent != c.Agent
+	}), nil
+}
+
+func (rh *runtimeHandlers) containers(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("store") != rh.h.Store.StoreKey() {
+		WriteError(w, http.StatusForbidden, errcode.Forbidden, "only the app's own workspace store can be listed", nil)
+		return
+	}
+	list, err := rh.storeContainers(r.Context())
+	if err != nil {
+		rh.failRuntime(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, list)
+}
+
+func (rh *runtimeHandlers) remove(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	list, err := rh.storeContainers(r.Context())
+	if err != nil {
+		rh.failRuntime(w, err)
+		return
+	}
+	if !slices.ContainsFunc(list, func(ci workspace.ContainerInfo) bool { return ci.ID == id }) {
+		// Gone already, or not a container of this store: either way
+		// there is nothing here this caller may remove.
+		WriteError(w, http.StatusNotFound, errcode.NotFound, "no container of this workspace store has this id", nil)
+		return
+	}
+	if err := rh.h.Runtime.Remove(r.Context(), id); err != nil {
+		rh.failRuntime(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, struct{}{})
+}
+
+func (rh *runtimeHandlers) signal(w http.ResponseWriter, r *http.Request) {
+	agent, ok := agentOf(w, r)
+	if !ok {
+		return
+	}
+	var req RunSignal
+	if !decodeBody(w, r, &req, "run signal") {
+		return
+	}
+	if !workspace.ValidRunID(r.PathValue("run")) {
+		WriteError(w, http.StatusBadRequest, errcode.InvalidArgument, "the run id must be a UUID", nil)
+		return
+	}
+	if req.Signal != SignalStopOutput && req.Signal != SignalCancel {
+		WriteError(w, http.StatusBadRequest, errcode.InvalidArgument, "signal must be stop-output or cancel", nil)
+		return
+	}
+	rh.mu.Lock()
+	lr := rh.runs[r.PathValue("run")]
+	rh.mu.Unlock()
+	if lr == nil || lr.agent != agent || lr.session != sessionOf(r.Context()) {
+		WriteError(w, http.StatusNotFound, errcode.NotFound, "no run in progress has this id", nil)
+		return
+	}
+	lr.signal(req.Signal)
+	WriteJSON(w, http.StatusOK, struct{}{})
+}
+
+func sessionOf(ctx context.Context) string {
+	if c := CallerFrom(ctx); c != nil {
+		return c.Session
+	}
+	return ""
+}
+
+// run checks the spec, then runs it and streams its output and end. The
+// run ends with the request: a sidecar that goes away cancels it, and the
+// runtime removes its container before Run returns.
+func (rh *runtimeHandlers) run(w http.ResponseWriter, r *http.Request) {
+	agent, ok := agentOf(w, r)
+	if !ok {
+		return
+	}
+	var spec workspace.ContainerSpec
+	if !decodeBody(w, r, &spec, "container spec") {
+		return
+	}
+	if err := rh.h.Store.CheckSpec(r.Context(), agent, spec, rh.h.Policy()); err != nil {
+		rh.failRuntime(w, err)
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	out := &frameWriter{w: w, rc: http.NewResponseController(w)}
+	var stopped sync.Once
+	var outputStopped bool
+	lr := &liveRun{agent: agent, session: sessionOf(r.Context()), signal: func(sig string) {
+		if sig == SignalStopOutput {
+			stopped.Do(func() {
+				out.stop()
+				outputStopped = true
+			})
+		}
+		cancel()
+	}}
+	rh.mu.Lock()
+	if rh.runs[spec.RunID] != nil {
+		rh.mu.Unlock()
+		WriteError(w, http.StatusConflict, errcode.Conflict, "a run with this id is already in progress", nil)
+		return
+	}
+	rh.runs[spec.RunID] = lr
+	rh.mu.Unlock()
+	defer func() {
+		rh.mu.Lock()
+		delete(rh.runs, spec.RunID)
+		rh.mu.Unlock()
+	}()
+
+	// A run may last as long as its limits allow, longer than the
+	// server's write timeout for other answers.
+	_ = out.rc.SetWriteDeadline(time.Time{})
+	w.Header().Set("Content-Type", runStreamType)
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	_ = out.rc.Flush()
+
+	st, err := rh.h.Runtime.Run(ctx, spec, out.stream(frameStdout), out.stream(frameStderr))
+	stopped.Do(func() {})
+	end := RunEnd{Status: st}
+	if outputStopped {
+		// Stopped for its output, by the sidecar's writer: that is the
+		// run's outcome, not a cancellation (the local runtime reports
+		// it the same way).
+		st.OutputStopped = true
+		end.Status, err = st, nil
+	}
+	if err != nil {
+		e, ok := errcode.As(err)
+		if !ok {
+			rh.s.log.Error("gateway: runtime run failed", "err", err)
+			e = &errcode.Error{Code: errcode.Internal, Msg: "the run failed in the app"}
+		}
+		end.Error = &ErrorDetail{Code: e.Code, Message: e.Msg, Data: e.Data}
+	}
+	b, merr := json.Marshal(end)
+	if merr != nil {
+		return
+	}
+	out.frame(frameEnd, b)
+}
+
+// frameWriter writes a run's frames to its answer, one at a time.
+type frameWriter struct {
+	w  io.Writer
+	rc *http.ResponseController
+
+	mu      sync.Mutex
+	stopped bool
+	err     error
+}
+
+// stop makes every later output write fail with ErrStopOutput, as the
+// sidecar's own writer did.
+func (f *frameWriter) stop() {
+	f.mu.Lock()
+	f.stopped = true
+	f.mu.Unlock()
+}
+
+func (f *frameWriter) frame(kind byte, p []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	if kind != frameEnd && f.stopped {
+		return workspace.ErrStopOutput
+	}
+	var hdr [5]byte
+	hdr[0] = kind
+	binary.BigEndian.PutUint32(hdr[1:], uint32(len(p)))
+	if _, err := f.w.Write(hdr[:]); err != nil {
+		f.err = err
+		return err
+	}
+	if _, err := f.w.Write(p); err != nil {
+		f.err = err
+		return err
+	}
+	if err := f.rc.Flush(); err != nil {
+		f.err = err
+		return err
+	}
+	return nil
+}
+
+type streamWriter struct {
+	f    *frameWriter
+	kind byte
+}
+
+func (f *frameWriter) stream(kind byte) io.Writer { return streamWriter{f: f, kind: kind} }
+
+func (s streamWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		chunk := p[:min(len(p), maxFrame)]
+		if err := s.f.frame(s.kind, chunk); err != nil {
+			return n, err
+		}
+		n += len(chunk)
+		p = p[len(chunk):]
+	}
+	return n, nil
+}
+
+// readFrame reads one frame; io.EOF only before a frame starts.
+func readFrame(r io.Reader, buf []byte) (byte, []byte, error) {
+	var hdr [5]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[1:])
+	if n > maxFrame && hdr[0] != frameEnd || n > MaxBodyBytes {
+		return 0, nil, errors.New("gateway: run stream frame too large")
+	}
+	if int(n) > cap(buf) {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, err
+	}
+	return hdr[0], buf, nil
+}

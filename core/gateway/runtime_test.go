@@ -1,0 +1,296 @@
+//go:build unix
+
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/gateway"
+	"github.com/sluicehq/sluice/core/workspace"
+	"github.com/sluicehq/sluice/core/workspace/dockerrt"
+	"github.com/sluicehq/sluice/core/workspace/workspacetest"
+)
+
+// runtimeApp is the app's side of the runtime routes over a real Engine
+// and a real store, and a sidecar's Manager on the same store that runs
+// through them.
+type runtimeApp struct {
+	d       *dockerrt.Docker
+	app     *workspace.Manager
+	side    *workspace.Manager
+	rt      *gateway.Runtime
+	addr    string
+	token   string
+	image   string
+	mu      sync.Mutex
+	lastRun workspace.ContainerSpec
+}
+
+// recorder is the sidecar's runtime, keeping the last spec it sent.
+type recorder struct {
+	*gateway.Runtime
+	a *runtimeApp
+}
+
+func (r recorder) Run(ctx context.Context, spec workspace.ContainerSpec, stdout, stderr io.Writer) (workspace.ExitStatus, error) {
+	r.a.mu.Lock()
+	r.a.lastRun = spec
+	r.a.mu.Unlock()
+	return r.Runtime.Run(ctx, spec, stdout, stderr)
+}
+
+func newRuntimeApp(t *testing.T) *runtimeApp {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d, err := dockerrt.New(ctx)
+	if err != nil {
+		if os.Getenv("SLUICE_REQUIRE_E2E") == "1" {
+			t.Fatalf("Docker Engine required: %v", err)
+		}
+		t.Skip(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	image, err := workspacetest.EnsureImage(context.Background(), d.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	opts := workspace.Options{StateDir: filepath.Join(base, "state"), ConfigDir: filepath.Join(base, "config"), Runtime: d, Image: image}
+	app, err := workspace.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { app.Close() })
+	tok, err := gateway.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.Listen(gateway.Options{Token: tok, Runtime: &gateway.RuntimeHost{Runtime: d, Store: app,
+		Policy: func() workspace.RunPolicy { return workspace.RunPolicy{Image: image} }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve()
+	t.Cleanup(func() { g.Shutdown(context.Background()) })
+	c, err := gateway.NewClient(g.Addr(), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := gateway.NewRuntime(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &runtimeApp{d: d, app: app, rt: rt, addr: g.Addr(), token: tok, image: image}
+	opts.Runtime = recorder{Runtime: rt, a: a}
+	side, err := workspace.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.side = side
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		list, _ := side.List()
+		for _, w := range list {
+			side.Destroy(ctx, w.ID)
+		}
+		if left, err := d.Containers(ctx, side.StoreKey()); err != nil || len(left) != 0 {
+			t.Errorf("containers left behind: %v %v", left, err)
+		}
+		side.Close()
+	})
+	return a
+}
+
+func (a *runtimeApp) create(t *testing.T, agent string) *workspace.Workspace {
+	t.Helper()
+	w, err := a.side.Create(context.Background(), workspace.CreateRequest{Source: workspace.Source{Kind: workspace.SourceFresh}, Agent: agent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// TestRuntime_RunsThroughTheApp: a sidecar's runs go through the app and
+// behave as they do on the Engine directly: output live and apart, the
+// exit code, the output limit stopping the run, the time limit, a
+// cancelled run's container removed before Run returns.
+func TestRuntime_RunsThroughTheApp(t *testing.T) {
+	a := newRuntimeApp(t)
+	w := a.create(t, "agent-a")
+	ctx := gateway.WithAgent(context.Background(), "agent-a")
+
+	res, err := a.side.Run(ctx, w.ID, workspace.RunRequest{Argv: []string{"sh", "-c", "echo out; echo err >&2; exit 3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 3 || res.Stdout != "out\n" || res.Stderr != "err\n" || res.Runtime != "docker" {
+		t.Fatalf("run through the app: %+v", res)
+	}
+
+	res, err = a.side.Run(ctx, w.ID, workspace.RunRequest{Argv: []string{"yes"}, Limits: workspace.Limits{OutputBytes: 1024}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OutputStopped || !res.Truncated {
+		t.Fatalf("a run past its output limit was not stopped: %+v", res)
+	}
+
+	res, err = a.side.Run(ctx, w.ID, workspace.RunRequest{Argv: []string{"sleep", "60"}, Limits: workspace.Limits{Timeout: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.TimedOut {
+		t.Fatalf("a run past its time limit: %+v", res)
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	started := make(chan struct{})
+	var once sync.Once
+	go func() {
+		_, err := a.side.Run(cctx, w.ID, workspace.RunRequest{Argv: []string{"sh", "-c", "echo up; sleep 60"},
+			OnOutput: func(string, []byte) { once.Do(func() { close(started) }) }})
+		done <- err
+	}()
+	select {
+	case <-started:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the run never started")
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("a cancelled run reported success")
+	}
+	if left, err := a.d.Containers(context.Background(), a.side.StoreKey()); err != nil || len(left) != 0 {
+		t.Fatalf("a cancelled run left its container: %v %v", left, err)
+	}
+}
+
+// TestRuntime_ForgedSpecsAreRefused: a token holder sends specs the store
+// would never make. Each is refused with a typed error, and no container
+// is ever created.
+func TestRuntime_ForgedSpecsAreRefused(t *testing.T) {
+	a := newRuntimeApp(t)
+	mine := a.create(t, "agent-a")
+	theirs := a.create(t, "agent-b")
+	ctx := gateway.WithAgent(context.Background(), "agent-a")
+	if _, err := a.side.Run(ctx, mine.ID, workspace.RunRequest{Argv: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	good := a.lastRun
+	a.mu.Unlock()
+	otherTree := strings.Replace(good.TreePath, mine.ID, theirs.ID, 1)
+	if otherTree == good.TreePath {
+		t.Fatalf("the tree path %s does not name its workspace", good.TreePath)
+	}
+	fresh := func(f func(*workspace.ContainerSpec)) workspace.ContainerSpec {
+		s := good
+		s.RunID = "00000000-0000-4000-8000-000000000001"
+		s.Env = append([]string(nil), good.Env...)
+		f(&s)
+		return s
+	}
+	cases := []struct {
+		name  string
+		agent string
+		spec  workspace.ContainerSpec
+		code  errcode.Code
+	}{
+		{"another workspace's tree", "agent-a", fresh(func(s *workspace.ContainerSpec) { s.TreePath = otherTree }), errcode.Forbidden},
+		{"the host's root as tree", "agent-a", fresh(func(s *workspace.ContainerSpec) { s.TreePath = "/" }), errcode.Forbidden},
+		{"a git dir of the host", "agent-a", fresh(func(s *workspace.ContainerSpec) { s.GitDirPath = "/var/run" }), errcode.Forbidden},
+		{"another agent's workspace", "agent-a", fresh(func(s *workspace.ContainerSpec) { s.WorkspaceID, s.TreePath = theirs.ID, otherTree }), errcode.WorkspaceNotFound},
+		{"another agent naming my tree", "agent-b", fresh(func(s *workspace.ContainerSpec) { s.WorkspaceID = theirs.ID }), errcode.Forbidden},
+		{"no such workspace", "agent-a", fresh(func(s *workspace.ContainerSpec) { s.WorkspaceID = "ws-doesnotexist" }), errcode.WorkspaceNotFound},
+		{"another image", "agent-a", fresh(func(s *workspace.ContainerSpec) { s.Image = "sha256:" + strings.Repeat("0", 64) }), errcode.Forbidden},
+		{"another OCI runtime", "agent-a", fresh(func(s *workspace.ContainerSpec) { s.RuntimeName = "runc" }), errcode.Forbidden},
+		{"root in the container", "agent-a", fresh(func(s *workspace.ContainerSpec) { s.User = "0:0" }), errcode.Forbidden},
+		{"another store", "agent-a", fresh(func(s *workspace.ContainerSpec) { s.StoreKey = "someone-else" }), errcode.Forbidden},
+		{"memory above the limit", "agent-a", fresh(func(s *workspace.ContainerSpec) { s.Limits.MemoryBytes = 64 << 30 }), errcode.InvalidArgument},
+		{"no time limit", "agent-a", fresh(func(s *workspace.ContainerSpec) { s.Limits.Timeout = 0 }), errcode.InvalidArgument},
+		{"the host's network", "agent-a", fresh(func(s *workspace.ContainerSpec) { s.Network = "host" }), errcode.EgressDenied},
+		{"a preloaded library", "agent-a", fresh(func(s *workspace.ContainerSpec) { s.Env = append(s.Env, "LD_PRELOAD=/x.so") }), errcode.Forbidden},
+		{"another PATH", "agent-a", fresh(func(s *workspace.ContainerSpec) { s.Env[0] = "PATH=/tmp" }), errcode.Forbidden},
+		{"a bad run id", "agent-a", fresh(func(s *workspace.ContainerSpec) { s.RunID = "../x" }), errcode.InvalidArgument},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			_, err := a.rt.Run(gateway.WithAgent(context.Background(), tc.agent), tc.spec, &out, &out)
+			if !errcode.IsCode(err, tc.code) {
+				t.Fatalf("got %v (code %s), want %s", err, errcode.Of(err), tc.code)
+			}
+			if out.Len() != 0 {
+				t.Fatalf("a refused run produced output: %q", out.String())
+			}
+		})
+	}
+
+	// Fields a container spec does not have (privilege, capabilities,
+	// host binds) are refused as unknown, not ignored.
+	for _, extra := range []string{`"Privileged":true`, `"CapAdd":["SYS_ADMIN"]`, `"Binds":["/:/host"]`} {
+		b, _ := json.Marshal(fresh(func(*workspace.ContainerSpec) {}))
+		body := append(b[:len(b)-1], []byte(","+extra+"}")...)
+		req, _ := http.NewRequest(http.MethodPost, "http://"+a.addr+"/v1/runtime/runs", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+a.token)
+		req.Header.Set(gateway.AgentHeader, "agent-a")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var eb gateway.ErrorBody
+		json.NewDecoder(resp.Body).Decode(&eb)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || eb.Error.Code != errcode.InvalidArgument {
+			t.Fatalf("a spec with %s: %d %+v", extra, resp.StatusCode, eb)
+		}
+	}
+
+	// Only this store's containers are listed or removed.
+	if _, err := a.rt.Containers(context.Background(), "someone-else"); !errcode.IsCode(err, errcode.Forbidden) {
+		t.Fatalf("listing another store: %v", err)
+	}
+	outsider := good
+	outsider.StoreKey, outsider.TreePath, outsider.GitDirPath = "someone-else", t.TempDir(), ""
+	cfg, hc, nc := a.d.ContainerConfig(outsider)
+	made, err := a.d.Client().ContainerCreate(context.Background(), cfg, hc, nc, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.d.Remove(context.Background(), made.ID) })
+	if err := a.rt.Remove(context.Background(), made.ID); err != nil {
+		t.Fatalf("Remove of another store's container: %v", err)
+	}
+	if _, err := a.d.Client().ContainerInspect(context.Background(), made.ID); err != nil {
+		t.Fatalf("another store's container was removed: %v", err)
+	}
+
+	// Nothing was created for any refused spec, and the store's records
+	// are as they were: one run.
+	if left, err := a.d.Containers(context.Background(), a.side.StoreKey()); err != nil || len(left) != 0 {
+		t.Fatalf("containers after the refusals: %v %v", left, err)
+	}
+	for _, id := range []string{mine.ID, theirs.ID} {
+		w, err := a.side.Get(id)
+		if err != nil || w.State != workspace.StateReady {
+			t.Fatalf("%s after the refusals: %+v %v", id, w, err)
+		}
+	}
+	if w, _ := a.side.Get(mine.ID); w.Runs != 1 {
+		t.Fatalf("runs recorded: %d, want 1", w.Runs)
+	}
+}

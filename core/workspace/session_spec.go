@@ -1,0 +1,28 @@
+package workspace
+
+// A confined session's container: the agent itself, run from the workspace
+// image with the session's places bound in. What it is made of is said
+// here, apart from any runtime; package dockerrt makes it.
+
+// SessionBind is one host path a session's container sees.
+type SessionBind struct {
+	Source, Target string
+	ReadOnly       bool
+}
+
+// SessionContainerSpec is a session's container.
+type SessionContainerSpec struct {
+	Session     string
+	Image       string
+	RuntimeName string
+	// User is the person's uid:gid (never root).
+	User       string
+	Cmd        []string
+	Env        []string
+	WorkingDir string
+	Binds      []SessionBind
+	TTY        bool
+	// Rows and Cols size the terminal from the start (with TTY).
+	Rows, Cols uint
+	Limits     Limits
+}

@@ -1,0 +1,172 @@
+package workspace
+
+import (
+	"context"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// Runs carried out for someone else. A sidecar does not run containers
+// itself: its Manager's Runtime sends each call to the app
+// (gateway.Runtime), which runs it with the app's own runtime. The app
+// holds the store too, so it does not take a spec's word for anything:
+// CheckSpec re-derives from the store every path a container would see
+// and compares the rest with what the app has configured. A spec that
+// differs in any field from the one this store's own Run would make is
+// refused, and nothing is created.
+
+// RunPolicy is what the app has configured now (config.json, which the
+// app and every sidecar follow): the image runs use and their OCI runtime.
+type RunPolicy struct {
+	Image       string
+	RuntimeName string
+}
+
+// runIDRe is a run's id as Run makes it (a UUID).
+var runIDRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+})
+
+// ValidRunID reports whether s has the form of a run's id.
+func ValidRunID(s string) bool { return runIDRe().MatchString(s) }
+
+// errSpecRefused is the refusal of a spec field that does not match.
+func errSpecRefused(field, why string) *errcode.Error {
+	return &errcode.Error{Code: errcode.Forbidden, Msg: "the container spec is refused: " + why, Data: map[string]string{"field": field}}
+}
+
+// CheckSpec verifies that spec is a run this store would make for a
+// ready workspace that agent created, under pol and within the Manager's
+// limits: the workspace exists and is open, its owner is agent, the tree
+// and repository paths are exactly that workspace's, the store, image,
+// OCI runtime and container user are this app's, the limits are within
+// the configured ones, the network is none or (for a workspace a person
+// granted egress) the runtime's egress network, and argv and environment
+// are well formed. Errors are typed: InvalidArgument for malformed fields,
+// WorkspaceNotFound for a workspace that is not there or not the agent's,
+// Forbidden for a field that names something else than this store's.
+func (m *Manager) CheckSpec(ctx context.Context, agent string, spec ContainerSpec, pol RunPolicy) error {
+	if !proposal.ValidID(spec.WorkspaceID) {
+		return ErrInvalidID
+	}
+	if !ValidRunID(spec.RunID) {
+		return errcode.New(errcode.InvalidArgument, "the run id must be a UUID")
+	}
+	if spec.StoreKey != m.storeKey {
+		return errSpecRefused("StoreKey", "it names another workspace store")
+	}
+	w, err := m.readMeta(spec.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	// Another agent's workspace looks like no workspace at all, as it does
+	// to the sidecar's tools.
+	if w.Agent == "" || w.Agent != agent {
+		return &errcode.Error{Code: errcode.WorkspaceNotFound, Msg: "no workspace with this id belongs to this agent"}
+	}
+	if w.State != StateReady {
+		return ErrNotReady
+	}
+	if err := m.checkSpecPlaces(w, spec); err != nil {
+		return err
+	}
+	if err := checkSpecPolicy(spec, pol); err != nil {
+		return err
+	}
+	if err := spec.Limits.within(m.opts.Limits); err != nil {
+		return err
+	}
+	if err := checkArgv(spec.Argv); err != nil {
+		return err
+	}
+	if err := checkSpecEnv(spec.Env, spec.Network != ""); err != nil {
+		return err
+	}
+	return m.checkSpecNetwork(ctx, w, spec.Network)
+}
+
+// checkSpecPlaces compares what the container would see of the host and
+// who it runs as with what the store says.
+func (m *Manager) checkSpecPlaces(w *Workspace, spec ContainerSpec) error {
+	if spec.TreePath != m.treeDir(w.ID) {
+		return errSpecRefused("TreePath", "the tree is not this workspace's")
+	}
+	wantGit := ""
+	if w.GitVisible {
+		wantGit = m.gitDir(w.ID)
+	}
+	if spec.GitDirPath != wantGit {
+		return errSpecRefused("GitDirPath", "the repository is not this workspace's")
+	}
+	if spec.User != m.ContainerUser() {
+		return errSpecRefused("User", "the container user is not the store's")
+	}
+	return nil
+}
+
+func checkSpecPolicy(spec ContainerSpec, pol RunPolicy) error {
+	if pol.Image == "" {
+		return &errcode.Error{Code: errcode.Unsupported, Msg: "no workspace image is configured"}
+	}
+	if spec.Image != pol.Image {
+		return errSpecRefused("Image", "the image is not the configured workspace image")
+	}
+	if spec.RuntimeName != pol.RuntimeName {
+		return errSpecRefused("RuntimeName", "the OCI runtime is not the configured one")
+	}
+	return nil
+}
+
+// checkSpecEnv accepts the environment Run builds: the fixed PATH, HOME
+// and LANG first, then the request's and the granted secrets' variables
+// (never a reserved name, never LD_*), then the proxy settings when the
+// run is on the egress network.
+func checkSpecEnv(env []string, networked bool) error {
+	fixed := []string{"PATH=" + containerPath, "HOME=" + containerHome, "LANG=" + containerLang}
+	if len(env) < len(fixed) || !slices.Equal(env[:len(fixed)], fixed) {
+		return errSpecRefused("Env", "the fixed environment (PATH, HOME, LANG) is not the run's")
+	}
+	proxy := []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}
+	if len(env) > len(fixed)+maxEnvVars+maxSecretsPerWS+len(proxy) {
+		return errcode.New(errcode.InvalidArgument, "the environment has too many variables")
+	}
+	seen := map[string]bool{}
+	for _, kv := range env[len(fixed):] {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !ValidEnvName(k) || strings.HasPrefix(k, "LD_") || strings.ContainsRune(v, 0) || seen[k] {
+			return errSpecRefused("Env", "an environment entry is malformed, repeated or may not be set")
+		}
+		seen[k] = true
+		if slices.Contains(reservedEnv, k) && !(networked && slices.Contains(proxy, k)) {
+			return errSpecRefused("Env", "the environment sets "+k+", which only Sluice sets")
+		}
+	}
+	return nil
+}
+
+// checkSpecNetwork allows no network, or the runtime's egress network for
+// a workspace a person granted egress.
+func (m *Manager) checkSpecNetwork(ctx context.Context, w *Workspace, network string) error {
+	if network == "" {
+		return nil
+	}
+	if len(w.Egress) == 0 {
+		return ErrEgressDenied
+	}
+	if m.opts.Runtime == nil {
+		return ErrNoRuntime
+	}
+	en, err := m.opts.Runtime.EgressNetwork(ctx)
+	if err != nil {
+		return err
+	}
+	if network != en.Name {
+		return errSpecRefused("Network", "the network is not the egress network")
+	}
+	return nil
+}
