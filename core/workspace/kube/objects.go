@@ -1,0 +1,280 @@
+package kube
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/workspace"
+)
+
+// Names of the pod's parts.
+const (
+	namePrefix      = "sluice-run-"
+	containerKeeper = "keeper"
+	containerRun    = "run"
+	volWorkspace    = "workspace"
+	volGit          = "git"
+	volTmp          = "tmp"
+	labelManagedBy  = "app.kubernetes.io/managed-by"
+	managedBy       = "sluice"
+	// deadlineMargin is added to a run's timeout for activeDeadlineSeconds:
+	// the pod's start, the copies in and out. Only a backstop for when
+	// Sluice is gone; Sluice's own timer ends the program.
+	deadlineMargin = 10 * time.Minute
+)
+
+// keeper's fixed, small share: it only waits, and runs tar twice.
+var (
+	keeperCPU     = resource.MustParse("100m")
+	keeperMemory  = resource.MustParse("64Mi")
+	keeperStorage = resource.MustParse("64Mi")
+)
+
+// Run container's environment defaults, as the Docker runtime's (the
+// Manager's Env already holds PATH, HOME and LANG).
+const (
+	containerPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	containerHome = "/tmp"
+)
+
+// keeperCmd waits forever (holding the volumes) and does nothing else. A
+// loop, not one long sleep, so that an image whose sleep refuses a huge
+// argument still works.
+var keeperCmd = []string{"/bin/sh", "-c", "while :; do sleep 3600; done"}
+
+// runScript gates the program on one line of stdin (see runtime.go) and
+// keeps sh as PID 1 (the exit afterwards stops sh from exec'ing the last
+// command in its place).
+const runScript = `read -r _ || exit 125; "$@"; exit $?`
+
+// runObjects are everything a run is made of, named alike.
+type runObjects struct {
+	pod    *corev1.Pod
+	policy *networkingv1.NetworkPolicy
+	// secret is nil when the run has no secrets.
+	secret *corev1.Secret
+}
+
+// podName is the name of a run's pod (and its Secret and NetworkPolicy).
+func podName(runID string) string {
+	n := namePrefix + sanitizeName(runID)
+	if len(n) > 63 {
+		sum := sha256.Sum256([]byte(runID))
+		n = n[:63-13] + "-" + hex.EncodeToString(sum[:6])
+	}
+	return strings.TrimRight(n, "-")
+}
+
+var (
+	nameBadRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-z0-9-]+`) })
+	labelBadRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
+)
+
+func sanitizeName(s string) string {
+	return strings.Trim(nameBadRe().ReplaceAllString(strings.ToLower(s), "-"), "-")
+}
+
+// labelValue turns s into a valid label value, deterministically (the
+// same s always gives the same value, so Containers selects by it). The
+// exact value is kept in an annotation of the same key.
+func labelValue(s string) string {
+	v := labelBadRe().ReplaceAllString(s, "_")
+	if len(v) > 63 {
+		sum := sha256.Sum256([]byte(s))
+		v = v[:63-13] + "_" + hex.EncodeToString(sum[:6])
+	}
+	return strings.TrimFunc(v, func(r rune) bool { return r == '_' || r == '.' || r == '-' })
+}
+
+func (r *Runtime) meta(spec workspace.ContainerSpec) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:      podName(spec.RunID),
+		Namespace: r.opt.Namespace,
+		Labels: map[string]string{
+			workspace.LabelWorkspace: labelValue(spec.WorkspaceID),
+			workspace.LabelStore:     labelValue(spec.StoreKey),
+			workspace.LabelRun:       labelValue(spec.RunID),
+			labelManagedBy:           managedBy,
+		},
+		Annotations: map[string]string{
+			workspace.LabelWorkspace: spec.WorkspaceID,
+			workspace.LabelStore:     spec.StoreKey,
+			workspace.LabelRun:       spec.RunID,
+		},
+	}
+}
+
+// parseUser reads spec.User, uid:gid, neither 0.
+func parseUser(u string) (uid, gid int64, err error) {
+	us, gs, ok := strings.Cut(u, ":")
+	uid, err1 := strconv.ParseInt(us, 10, 32)
+	gid, err2 := strconv.ParseInt(gs, 10, 32)
+	if !ok || err1 != nil || err2 != nil || uid <= 0 || gid <= 0 {
+		return 0, 0, errcode.New(errcode.InvalidArgument, "container configuration refused: the user must be a numeric non-root uid:gid, not %q", u)
+	}
+	return uid, gid, nil
+}
+
+// objects builds the run's objects from its spec. Every hardening setting
+// is set here, explicitly, and validatePod checks it again.
+func (r *Runtime) objects(spec workspace.ContainerSpec) (runObjects, error) {
+	uid, gid, err := parseUser(spec.User)
+	if err != nil {
+		return runObjects{}, err
+	}
+	if len(spec.Argv) == 0 {
+		return runObjects{}, errcode.New(errcode.InvalidArgument, "container configuration refused: the command is empty")
+	}
+	m := r.meta(spec)
+	env, secret, err := r.env(m, spec)
+	if err != nil {
+		return runObjects{}, err
+	}
+	lim := spec.Limits
+	cpu := resource.NewMilliQuantity(max(int64(lim.CPUs*1000), 10), resource.DecimalSI)
+	mem := resource.NewQuantity(lim.MemoryBytes, resource.BinarySI)
+	storage := resource.NewQuantity(r.opt.WorkspaceBytes, resource.BinarySI)
+	runRes := corev1.ResourceList{corev1.ResourceCPU: *cpu, corev1.ResourceMemory: *mem, corev1.ResourceEphemeralStorage: *storage}
+	keeperRes := corev1.ResourceList{corev1.ResourceCPU: keeperCPU, corev1.ResourceMemory: keeperMemory, corev1.ResourceEphemeralStorage: keeperStorage}
+
+	withGit := spec.GitDirPath != ""
+	runMounts := []corev1.VolumeMount{{Name: volWorkspace, MountPath: workspace.WorkspaceMount}}
+	keeperMounts := []corev1.VolumeMount{{Name: volWorkspace, MountPath: workspace.WorkspaceMount}}
+	wsSize := resource.NewQuantity(r.opt.WorkspaceBytes, resource.BinarySI)
+	volumes := []corev1.Volume{{Name: volWorkspace, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: wsSize}}}}
+	if withGit {
+		runMounts = append(runMounts, corev1.VolumeMount{Name: volGit, MountPath: workspace.GitMount, ReadOnly: true})
+		keeperMounts = append(keeperMounts, corev1.VolumeMount{Name: volGit, MountPath: workspace.GitMount})
+		volumes = append(volumes, corev1.Volume{Name: volGit, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: wsSize}}})
+	}
+	runMounts = append(runMounts, corev1.VolumeMount{Name: volTmp, MountPath: "/tmp"})
+	volumes = append(volumes, corev1.Volume{Name: volTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+		Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(lim.TmpfsBytes, resource.BinarySI)}}})
+
+	deadline := int64((lim.Timeout + deadlineMargin).Seconds())
+	pod := &corev1.Pod{
+		ObjectMeta: m,
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			AutomountServiceAccountToken:  new(false),
+			EnableServiceLinks:            new(false),
+			Hostname:                      "workspace",
+			ActiveDeadlineSeconds:         &deadline,
+			TerminationGracePeriodSeconds: new(int64(0)),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   new(true),
+				RunAsUser:      &uid,
+				RunAsGroup:     &gid,
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Volumes: volumes,
+			Containers: []corev1.Container{
+				{
+					Name:            containerKeeper,
+					Image:           spec.Image,
+					ImagePullPolicy: corev1.PullPolicy(r.opt.ImagePullPolicy),
+					Command:         keeperCmd,
+					Env:             []corev1.EnvVar{{Name: "PATH", Value: containerPath}, {Name: "HOME", Value: containerHome}},
+					WorkingDir:      workspace.WorkspaceMount,
+					VolumeMounts:    keeperMounts,
+					Resources:       corev1.ResourceRequirements{Requests: keeperRes, Limits: keeperRes.DeepCopy()},
+					SecurityContext: containerSecurity(),
+				},
+				{
+					Name:            containerRun,
+					Image:           spec.Image,
+					ImagePullPolicy: corev1.PullPolicy(r.opt.ImagePullPolicy),
+					Command:         append([]string{"/bin/sh", "-c", runScript, "sluice-run"}, spec.Argv...),
+					Env:             env,
+					WorkingDir:      workspace.WorkspaceMount,
+					VolumeMounts:    runMounts,
+					Stdin:           true,
+					StdinOnce:       true,
+					Resources:       corev1.ResourceRequirements{Requests: runRes, Limits: runRes.DeepCopy()},
+					SecurityContext: containerSecurity(),
+				},
+			},
+		},
+	}
+	if rc := r.runtimeClass(spec.RuntimeName); rc != "" {
+		pod.Spec.RuntimeClassName = &rc
+	}
+	policy := r.policy(m, spec.Network != "")
+	return runObjects{pod: pod, policy: policy, secret: secret}, nil
+}
+
+func containerSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		ReadOnlyRootFilesystem:   new(true),
+		AllowPrivilegeEscalation: new(false),
+		Privileged:               new(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+// env is the run container's environment: spec.Env, with the entries
+// spec.SecretEnv names taken from the run's Secret (returned, or nil
+// when there are none), so that no secret value is in the pod spec.
+func (r *Runtime) env(m metav1.ObjectMeta, spec workspace.ContainerSpec) ([]corev1.EnvVar, *corev1.Secret, error) {
+	secretNames := map[string]bool{}
+	for _, n := range spec.SecretEnv {
+		secretNames[n] = true
+	}
+	var env []corev1.EnvVar
+	var secret *corev1.Secret
+	for _, kv := range spec.Env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, nil, errcode.New(errcode.InvalidArgument, "container configuration refused: an environment entry is not KEY=VALUE")
+		}
+		if !secretNames[k] {
+			env = append(env, corev1.EnvVar{Name: k, Value: v})
+			continue
+		}
+		if secret == nil {
+			secret = &corev1.Secret{ObjectMeta: *m.DeepCopy(), Type: corev1.SecretTypeOpaque, Immutable: new(true), Data: map[string][]byte{}}
+		}
+		secret.Data[k] = []byte(v)
+		env = append(env, corev1.EnvVar{Name: k, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: m.Name}, Key: k, Optional: new(false)}}})
+	}
+	return env, secret, nil
+}
+
+// policy is the run's NetworkPolicy: nothing in, nothing out, or out to
+// the egress proxy alone.
+func (r *Runtime) policy(m metav1.ObjectMeta, egress bool) *networkingv1.NetworkPolicy {
+	np := &networkingv1.NetworkPolicy{
+		ObjectMeta: *m.DeepCopy(),
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{workspace.LabelRun: m.Labels[workspace.LabelRun], labelManagedBy: managedBy}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+		},
+	}
+	if egress && r.proxy != nil {
+		bits := 32
+		if r.proxy.IP.To4() == nil {
+			bits = 128
+		}
+		cidr := (&net.IPNet{IP: r.proxy.IP, Mask: net.CIDRMask(bits, bits)}).String()
+		port := intstr.FromInt32(int32(r.proxy.Port))
+		np.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{
+			To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: cidr}}},
+			Ports: []networkingv1.NetworkPolicyPort{{Protocol: new(corev1.ProtocolTCP), Port: &port}},
+		}}
+	}
+	return np
+}

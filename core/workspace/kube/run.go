@@ -1,0 +1,319 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/workspace"
+)
+
+// Bounds of a run's phases.
+const (
+	// startWait bounds the wait for both containers to run: scheduling,
+	// pulling an absent image (IfNotPresent), starting.
+	startWait = 5 * time.Minute
+	// killGrace is how long a killed run has to end before Run gives up
+	// on it (and deletes the pod).
+	killGrace = 20 * time.Second
+	// createWait bounds each create, which a run's cancel does not cut
+	// short (see create).
+	createWait = 60 * time.Second
+	// streamSettle bounds the wait for the attach stream to end after the
+	// run container ended: a child that kept stdout open is cut off.
+	streamSettle = 5 * time.Second
+)
+
+// prepare builds and validates a run's objects.
+func (r *Runtime) prepare(spec workspace.ContainerSpec) (runObjects, error) {
+	if err := r.CheckImage(context.Background(), spec.Image); err != nil {
+		return runObjects{}, err
+	}
+	if spec.Network != "" && (spec.Network != egressNetwork || r.proxy == nil) {
+		return runObjects{}, errcode.New(errcode.Unsupported, "the run asks for network %q, which the Kubernetes runtime does not have", spec.Network)
+	}
+	o, err := r.objects(spec)
+	if err != nil {
+		return runObjects{}, err
+	}
+	uid, gid, _ := parseUser(spec.User)
+	a := allowed{image: spec.Image, uid: uid, gid: gid, runtimeClass: r.runtimeClass(spec.RuntimeName), secretEnv: spec.SecretEnv,
+		maxDeadline: int64((min(spec.Limits.Timeout, workspace.HardLimits.Timeout) + deadlineMargin).Seconds())}
+	if spec.Network != "" {
+		bits := 32
+		if r.proxy.IP.To4() == nil {
+			bits = 128
+		}
+		a.proxyCIDR = (&net.IPNet{IP: r.proxy.IP, Mask: net.CIDRMask(bits, bits)}).String()
+		a.proxyPort = int32(r.proxy.Port)
+	}
+	return o, validateRun(o, a)
+}
+
+// Run implements workspace.Runtime: create the run's Secret, NetworkPolicy
+// and pod; wait for both containers; copy the tree in; attach and open the
+// start gate; wait for the program; copy the tree out; delete everything
+// and verify it is gone.
+func (r *Runtime) Run(ctx context.Context, spec workspace.ContainerSpec, stdout, stderr io.Writer) (st workspace.ExitStatus, err error) {
+	objs, err := r.prepare(spec)
+	if err != nil {
+		return st, err
+	}
+	name := objs.pod.Name
+	st.ContainerID = name
+	// Cleanup happens whatever ctx does (a destroyed workspace, a client
+	// that went away); a cancelled run is deleted at once.
+	bg := context.WithoutCancel(ctx)
+	defer func() {
+		rctx, cancel := context.WithTimeout(bg, removeWait)
+		defer cancel()
+		if rerr := r.Remove(rctx, name); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	if err := r.create(ctx, objs); err != nil {
+		return st, cancelledOr(ctx, err)
+	}
+	if ctx.Err() != nil {
+		return st, cancelledOr(ctx, ctx.Err())
+	}
+	if err := r.waitStarted(ctx, name, spec.Image); err != nil {
+		return st, cancelledOr(ctx, err)
+	}
+	if err := r.copyIn(ctx, name, spec); err != nil {
+		return st, cancelledOr(ctx, err)
+	}
+	seen, err := r.runProgram(ctx, name, spec.Limits.Timeout, stdout, stderr)
+	st.ExitCode, st.OOMKilled, st.TimedOut, st.OutputStopped = seen.exitCode, seen.oomKilled, seen.timedOut, seen.outputStopped
+	if seen.cancelled != nil {
+		return st, &errcode.Error{Code: errcode.Timeout, Msg: "the run was cancelled", Err: seen.cancelled}
+	}
+	if err != nil {
+		return st, err
+	}
+	if err := r.copyOut(ctx, name, spec); err != nil {
+		return st, cancelledOr(ctx, err)
+	}
+	return st, nil
+}
+
+// create makes the run's objects: the Secret and the NetworkPolicy first,
+// so the pod never exists without them. A create is not cancelled with
+// the run: the API server may finish a create whose caller went away, and
+// that object would then be left with nobody to delete it (Run's deferred
+// Remove deletes whatever was made).
+func (r *Runtime) create(ctx context.Context, o runObjects) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createWait)
+	defer cancel()
+	ns := r.opt.Namespace
+	if o.secret != nil {
+		if _, err := withRetry(cctx, func(ctx context.Context) (*corev1.Secret, error) {
+			return r.cs.CoreV1().Secrets(ns).Create(ctx, o.secret, metav1.CreateOptions{})
+		}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return apiError(err, "create", "secrets", o.secret.Name)
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if _, err := withRetry(cctx, func(ctx context.Context) (any, error) {
+		return r.cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, o.policy, metav1.CreateOptions{})
+	}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return apiError(err, "create", "networkpolicies", o.policy.Name)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if _, err := withRetry(cctx, func(ctx context.Context) (*corev1.Pod, error) {
+		return r.cs.CoreV1().Pods(ns).Create(ctx, o.pod, metav1.CreateOptions{})
+	}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return apiError(err, "create", "pods", o.pod.Name)
+	}
+	return nil
+}
+
+// waitStarted waits until both containers run. A container that cannot
+// start (its image missing, its configuration refused) or a pod that
+// failed is a typed error at once; a pod no node takes within startWait is
+// Unavailable with the scheduler's reason.
+func (r *Runtime) waitStarted(ctx context.Context, name, image string) error {
+	wctx, cancel := context.WithTimeout(ctx, startWait)
+	defer cancel()
+	p, err := r.watchPod(wctx, name, func(p *corev1.Pod) (bool, error) {
+		if err := podFailure(p); err != nil {
+			return false, err
+		}
+		if err := startFailure(p, image); err != nil {
+			return false, err
+		}
+		if p.Status.Phase == corev1.PodSucceeded {
+			return false, errcode.New(errcode.Internal, "the run's pod ended before the run started")
+		}
+		return running(p), nil
+	})
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		why := "it is still starting"
+		if p != nil && unscheduled(p) != "" {
+			why = "no node takes it: " + unscheduled(p)
+		}
+		return &errcode.Error{Code: errcode.Unavailable, Data: map[string]any{"pod": name},
+			Msg: fmt.Sprintf("the run's pod did not start within %s (%s)", startWait, why)}
+	}
+	if errors.Is(err, errPodGone) {
+		return &errcode.Error{Code: errcode.Internal, Msg: "the run's pod was deleted before the run started", Err: err}
+	}
+	return err
+}
+
+// runWatch is what runProgram saw.
+type runWatch struct {
+	exitCode      int
+	oomKilled     bool
+	timedOut      bool
+	outputStopped bool
+	// cancelled is ctx's error if ctx ended first.
+	cancelled error
+}
+
+// runProgram attaches to the run container, opens the start gate and
+// waits for the program's end, killing it at its timeout or when its
+// output was stopped. A cancelled ctx returns at once (Run's cleanup
+// deletes the pod).
+func (r *Runtime) runProgram(ctx context.Context, name string, timeout time.Duration, stdout, stderr io.Writer) (runWatch, error) {
+	var seen runWatch
+	bg := context.WithoutCancel(ctx)
+	stop := make(chan struct{})
+	var once sync.Once
+	outW := &stopWriter{w: stdout, once: &once, stop: stop}
+	errW := &stopWriter{w: stderr, once: &once, stop: stop}
+
+	// The end of the run container, followed from before the attach.
+	wctx, cancelWatch := context.WithCancel(bg)
+	defer cancelWatch()
+	type ended struct {
+		pod *corev1.Pod
+		err error
+	}
+	endC := make(chan ended, 1)
+	go func() {
+		p, err := r.awaitEnd(wctx, name)
+		endC <- ended{p, err}
+	}()
+
+	actx, cancelAttach := context.WithCancel(bg)
+	defer cancelAttach()
+	attachC := make(chan error, 1)
+	go func() {
+		// One line opens the gate; the end of stdin closes the program's
+		// stdin (stdinOnce).
+		attachC <- r.attachRun(actx, name, strings.NewReader("\n"), outW, errW)
+	}()
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var grace <-chan time.Time
+	kill := func() {
+		if grace != nil {
+			return
+		}
+		grace = time.After(killGrace)
+		// kill -1 reaches every process of the container but PID 1 (sh,
+		// which then exits with the program's status) and itself.
+		kctx, cancel := context.WithTimeout(bg, 10*time.Second)
+		defer cancel()
+		if err := r.execIn(kctx, name, containerRun, []string{"/bin/sh", "-c", "kill -9 -1"}, nil, nil); err != nil {
+			r.log.Warn("kube: kill in the run container failed", "pod", name, "err", err)
+		}
+	}
+	var end ended
+	attachDone := false
+	for exited := false; !exited; {
+		select {
+		case end = <-endC:
+			exited = true
+		case err := <-attachC:
+			attachDone = true
+			attachC = nil
+			if err != nil && grace == nil {
+				// Without the attach nobody reads the output or opened the
+				// gate: the run cannot go on.
+				r.log.Warn("kube: attach to the run container failed", "pod", name, "err", err)
+				if ctx.Err() == nil {
+					return seen, err
+				}
+			}
+		case <-timer.C:
+			seen.timedOut = true
+			kill()
+		case <-stop:
+			stop = nil
+			seen.outputStopped = true
+			kill()
+		case <-ctx.Done():
+			seen.cancelled = ctx.Err()
+			return seen, nil
+		case <-grace:
+			return seen, &errcode.Error{Code: errcode.Internal, Msg: "the run's container did not stop after it was killed"}
+		}
+	}
+	if end.err != nil {
+		if errors.Is(end.err, errPodGone) {
+			return seen, &errcode.Error{Code: errcode.Internal, Msg: "the run's pod was deleted while the run went on", Err: end.err}
+		}
+		return seen, end.err
+	}
+	if !attachDone {
+		select {
+		case <-attachC:
+		case <-time.After(streamSettle):
+			cancelAttach()
+			<-attachC
+		}
+	}
+	seen.exitCode, seen.oomKilled = exitOf(end.pod)
+	if outW.failed() != nil || errW.failed() != nil {
+		seen.outputStopped = true
+	}
+	return seen, nil
+}
+
+// awaitEnd follows the pod until its run container ended, or the pod
+// failed as a whole (evicted, past its deadline: a typed error).
+func (r *Runtime) awaitEnd(ctx context.Context, name string) (*corev1.Pod, error) {
+	return r.watchPod(ctx, name, func(p *corev1.Pod) (bool, error) {
+		if err := podFailure(p); err != nil {
+			return false, err
+		}
+		cs := containerStatus(p, containerRun)
+		return cs != nil && cs.State.Terminated != nil, nil
+	})
+}
+
+// exitOf is the ended run container's exit code and whether the kernel's
+// OOM killer ended it.
+func exitOf(p *corev1.Pod) (code int, oomKilled bool) {
+	t := containerStatus(p, containerRun).State.Terminated
+	return int(t.ExitCode), t.Reason == "OOMKilled"
+}
+
+// cancelledOr reports a run whose context ended while it was being
+// prepared as cancelled, not as a cluster failure.
+func cancelledOr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return &errcode.Error{Code: errcode.Timeout, Msg: "the run was cancelled", Err: ctx.Err()}
+	}
+	return err
+}

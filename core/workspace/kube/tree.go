@@ -1,0 +1,154 @@
+package kube
+
+import (
+	"archive/tar"
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/workspace"
+)
+
+// The tree goes into the pod and comes back as tar streams over exec in
+// the keeper container (see runtime.go). Both tars run in the pod as the
+// run's user; what comes back is untrusted and ReplaceTree treats it so.
+
+// tarIn unpacks stdin into the workspace volume. tarOut packs it, without
+// the repository (ReplaceTree would ignore it anyway; it need not travel).
+var (
+	tarIn  = []string{"tar", "-x", "-f", "-", "-C", workspace.WorkspaceMount}
+	tarOut = []string{"tar", "-c", "-f", "-", "-C", workspace.WorkspaceMount, "--exclude=./.git", "."}
+)
+
+// copyIn streams the workspace tree (and its repository under .git/) into
+// the pod's volumes.
+func (r *Runtime) copyIn(ctx context.Context, pod string, spec workspace.ContainerSpec) error {
+	pr, pw := io.Pipe()
+	packC := make(chan error, 1)
+	go func() {
+		err := packForPod(pw, spec.TreePath, spec.GitDirPath)
+		pw.CloseWithError(err)
+		packC <- err
+	}()
+	err := r.execIn(ctx, pod, containerKeeper, tarIn, pr, nil)
+	// The exec may have ended before reading everything (a tar that
+	// failed): unblock the packer.
+	pr.CloseWithError(errors.New("the pod's tar ended"))
+	packErr := <-packC
+	if packErr != nil && !errors.Is(packErr, io.ErrClosedPipe) && err == nil {
+		return packErr
+	}
+	if err != nil {
+		if packErr != nil && errcode.Of(packErr) != errcode.Internal {
+			return packErr
+		}
+		return errcode.Wrap(errcode.Internal, err, "cannot copy the workspace into the run's pod: %v", err)
+	}
+	return nil
+}
+
+// packForPod writes PackTree's archive without the ".git/" directory's own
+// header: in the pod that directory is the repository volume's mount
+// point, owned by root, and a tar that tried to set its mode and time would
+// fail. Its contents pass.
+func packForPod(w io.Writer, treePath, gitDirPath string) error {
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := workspace.PackTree(pw, treePath, gitDirPath)
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	ferr := filterTar(w, pr)
+	pr.CloseWithError(errors.New("filter ended"))
+	if perr := <-done; perr != nil && !errors.Is(perr, io.ErrClosedPipe) {
+		return perr
+	}
+	return ferr
+}
+
+func filterTar(w io.Writer, r io.Reader) error {
+	tr := tar.NewReader(r)
+	tw := tar.NewWriter(w)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return tw.Close()
+		}
+		if err != nil {
+			return err
+		}
+		if h.Typeflag == tar.TypeDir && (h.Name == ".git/" || h.Name == ".git") {
+			continue
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return err
+		}
+	}
+}
+
+// spoolSlack is what a tar stream adds to its files' bytes: a header and
+// padding per entry.
+const spoolSlack = 1024
+
+// copyOut packs the workspace volume in the pod and makes the host tree
+// hold exactly that (ReplaceTree: atomic, refusing unsafe entries). The
+// archive is spooled to a file beside the tree first and used only once
+// the pod's tar exited 0: a tar that could not read a file still writes a
+// well-formed archive without it, and replacing the tree from that would
+// delete the file on the host.
+func (r *Runtime) copyOut(ctx context.Context, pod string, spec workspace.ContainerSpec) error {
+	uid, gid, _ := parseUser(spec.User)
+	dir, base := filepath.Dir(spec.TreePath), filepath.Base(spec.TreePath)
+	old, _ := filepath.Glob(filepath.Join(dir, "."+base+spoolInfix+"*"))
+	for _, o := range old {
+		_ = os.Remove(o)
+	}
+	f, err := os.CreateTemp(dir, "."+base+spoolInfix+"*")
+	if err != nil {
+		return errcode.Wrap(errcode.Internal, err, "cannot spool the workspace archive")
+	}
+	defer func() {
+		f.Close()
+		os.Remove(f.Name())
+	}()
+	limit := workspace.DefaultArchiveMaxBytes + workspace.DefaultArchiveMaxEntries*spoolSlack
+	lw := &capWriter{w: f, room: limit}
+	if err := r.execIn(ctx, pod, containerKeeper, tarOut, nil, lw); err != nil {
+		if lw.over {
+			return &errcode.Error{Code: errcode.OutputLimit, Msg: "the workspace after the run is larger than a workspace may be", Err: workspace.ErrArchiveLimit}
+		}
+		return errcode.Wrap(errcode.Internal, err, "cannot copy the workspace back from the run's pod: %v", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return errcode.Wrap(errcode.Internal, err, "cannot read the spooled workspace archive")
+	}
+	_, err = workspace.ReplaceTree(bufio.NewReaderSize(f, 1<<16), spec.TreePath, workspace.ReplaceOptions{UID: int(uid), GID: int(gid)})
+	return err
+}
+
+// spoolInfix names copyOut's spool files, beside the tree.
+const spoolInfix = ".sluice-kube-out-"
+
+// capWriter fails once more than room bytes were written.
+type capWriter struct {
+	w    io.Writer
+	room int64
+	over bool
+}
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > c.room {
+		c.over = true
+		return 0, workspace.ErrArchiveLimit
+	}
+	c.room -= int64(len(p))
+	return c.w.Write(p)
+}

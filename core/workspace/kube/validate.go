@@ -1,0 +1,265 @@
+package kube
+
+import (
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/sluicehq/sluice/core/errcode"
+)
+
+// allowed is what a run's objects may hold beyond the fixed hardening.
+type allowed struct {
+	image        string
+	uid, gid     int64
+	runtimeClass string
+	// proxy is the egress proxy's CIDR and port when the run has egress.
+	proxyCIDR string
+	proxyPort int32
+	// secretEnv are the env names that must come from the run's Secret.
+	secretEnv []string
+	// maxDeadline bounds activeDeadlineSeconds.
+	maxDeadline int64
+}
+
+func refusal(format string, a ...any) *errcode.Error {
+	return &errcode.Error{Code: errcode.InvalidArgument, Msg: "pod configuration refused: " + fmt.Sprintf(format, a...)}
+}
+
+// validateRun checks a run's objects just before they are created, as
+// ValidateContainerConfig checks the Docker runtime's: every setting the
+// isolation rests on, whatever built them.
+func validateRun(o runObjects, a allowed) error {
+	if o.pod == nil || o.policy == nil {
+		return refusal("the run's objects are incomplete")
+	}
+	if err := validatePodSpec(&o.pod.Spec, a); err != nil {
+		return err
+	}
+	if err := validatePolicy(o.policy, o.pod, a); err != nil {
+		return err
+	}
+	if o.secret != nil && (o.secret.Name != o.pod.Name || o.secret.Namespace != o.pod.Namespace) {
+		return refusal("the run's Secret is not the run's")
+	}
+	return nil
+}
+
+func validatePodSpec(s *corev1.PodSpec, a allowed) error {
+	switch {
+	case s.RestartPolicy != corev1.RestartPolicyNever:
+		return refusal("restartPolicy must be Never")
+	case s.AutomountServiceAccountToken == nil || *s.AutomountServiceAccountToken:
+		return refusal("the service account token must not be mounted")
+	case s.EnableServiceLinks == nil || *s.EnableServiceLinks:
+		return refusal("service links must be off")
+	case s.HostNetwork || s.HostPID || s.HostIPC:
+		return refusal("no host namespace may be shared")
+	case s.ShareProcessNamespace != nil && *s.ShareProcessNamespace:
+		return refusal("the containers must not share a process namespace")
+	case s.ServiceAccountName != "" || s.DeprecatedServiceAccount != "":
+		return refusal("no service account may be named")
+	case s.NodeName != "" || len(s.ImagePullSecrets) > 0 || len(s.HostAliases) > 0:
+		return refusal("nodeName, imagePullSecrets and hostAliases must be unset")
+	case len(s.InitContainers) > 0 || len(s.EphemeralContainers) > 0:
+		return refusal("no init or ephemeral containers")
+	case s.ActiveDeadlineSeconds == nil || *s.ActiveDeadlineSeconds <= 0 || *s.ActiveDeadlineSeconds > a.maxDeadline:
+		return refusal("activeDeadlineSeconds must be set, at most the run's timeout and its margin")
+	case s.TerminationGracePeriodSeconds == nil || *s.TerminationGracePeriodSeconds != 0:
+		return refusal("terminationGracePeriodSeconds must be 0")
+	}
+	if got := ptrStr(s.RuntimeClassName); got != a.runtimeClass {
+		return refusal("runtimeClassName %q is not the configured %q", got, a.runtimeClass)
+	}
+	if err := validatePodSecurity(s.SecurityContext, a); err != nil {
+		return err
+	}
+	if err := validateVolumes(s.Volumes); err != nil {
+		return err
+	}
+	if len(s.Containers) != 2 || s.Containers[0].Name != containerKeeper || s.Containers[1].Name != containerRun {
+		return refusal("the pod must have exactly the keeper and run containers")
+	}
+	for i := range s.Containers {
+		if err := validateContainer(&s.Containers[i], a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validatePodSecurity(sc *corev1.PodSecurityContext, a allowed) error {
+	switch {
+	case sc == nil:
+		return refusal("the pod security context is missing")
+	case sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot:
+		return refusal("runAsNonRoot must be true")
+	case sc.RunAsUser == nil || *sc.RunAsUser == 0 || *sc.RunAsUser != a.uid:
+		return refusal("runAsUser must be the workspace's non-root uid")
+	case sc.RunAsGroup == nil || *sc.RunAsGroup == 0 || *sc.RunAsGroup != a.gid:
+		return refusal("runAsGroup must be the workspace's non-root gid")
+	case sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault:
+		return refusal("the seccomp profile must be RuntimeDefault")
+	case len(sc.Sysctls) > 0 || len(sc.SupplementalGroups) > 0 || sc.FSGroup != nil:
+		return refusal("no sysctls, supplemental groups or fsGroup")
+	case sc.SELinuxOptions != nil || sc.AppArmorProfile != nil && sc.AppArmorProfile.Type == corev1.AppArmorProfileTypeUnconfined:
+		return refusal("no SELinux options or unconfined AppArmor")
+	case sc.WindowsOptions != nil:
+		return refusal("no Windows options")
+	}
+	return nil
+}
+
+func validateVolumes(vols []corev1.Volume) error {
+	seen := map[string]bool{}
+	for _, v := range vols {
+		ed := v.EmptyDir
+		// Only an emptyDir: a copy of the VolumeSource with EmptyDir cleared
+		// must be empty (no hostPath, projected token, secret, PVC …).
+		rest := v.VolumeSource
+		rest.EmptyDir = nil
+		if ed == nil || rest != (corev1.VolumeSource{}) {
+			return refusal("volume %q: only emptyDir volumes are allowed", v.Name)
+		}
+		if seen[v.Name] {
+			return refusal("volume %q appears twice", v.Name)
+		}
+		seen[v.Name] = true
+		if ed.SizeLimit == nil || ed.SizeLimit.Sign() <= 0 {
+			return refusal("volume %q must have a size limit", v.Name)
+		}
+		switch v.Name {
+		case volWorkspace, volGit:
+			if ed.Medium != corev1.StorageMediumDefault {
+				return refusal("volume %q must be on disk", v.Name)
+			}
+		case volTmp:
+			if ed.Medium != corev1.StorageMediumMemory {
+				return refusal("volume tmp must be in memory")
+			}
+		default:
+			return refusal("volume %q is not one of the run's", v.Name)
+		}
+	}
+	if !seen[volWorkspace] || !seen[volTmp] {
+		return refusal("the workspace and tmp volumes are required")
+	}
+	return nil
+}
+
+// mountRule is where a volume may be mounted, and whether read-only.
+var mountRules = map[string]map[string]struct {
+	path     string
+	readOnly bool
+}{
+	containerKeeper: {volWorkspace: {"/workspace", false}, volGit: {"/workspace/.git", false}},
+	containerRun:    {volWorkspace: {"/workspace", false}, volGit: {"/workspace/.git", true}, volTmp: {"/tmp", false}},
+}
+
+func validateContainer(c *corev1.Container, a allowed) error {
+	if c.Image != a.image {
+		return refusal("container %s: the image must be the workspace image %s", c.Name, a.image)
+	}
+	sc := c.SecurityContext
+	switch {
+	case sc == nil:
+		return refusal("container %s: the security context is missing", c.Name)
+	case sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem:
+		return refusal("container %s: the root filesystem must be read-only", c.Name)
+	case sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation:
+		return refusal("container %s: privilege escalation must be off", c.Name)
+	case sc.Privileged == nil || *sc.Privileged:
+		return refusal("container %s: must not be privileged", c.Name)
+	case sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0:
+		return refusal("container %s: every capability must be dropped and none added", c.Name)
+	case sc.RunAsUser != nil || sc.RunAsGroup != nil || sc.RunAsNonRoot != nil && !*sc.RunAsNonRoot:
+		return refusal("container %s: the user is the pod's", c.Name)
+	case sc.SeccompProfile != nil || sc.ProcMount != nil && *sc.ProcMount != corev1.DefaultProcMount || sc.SELinuxOptions != nil || sc.AppArmorProfile != nil:
+		return refusal("container %s: seccomp, procMount, SELinux and AppArmor are the pod's", c.Name)
+	case c.TTY || len(c.Ports) > 0 || len(c.VolumeDevices) > 0 || len(c.EnvFrom) > 0:
+		return refusal("container %s: no TTY, ports, devices or envFrom", c.Name)
+	case c.ImagePullPolicy != corev1.PullIfNotPresent && c.ImagePullPolicy != corev1.PullNever:
+		return refusal("container %s: the image pull policy must be IfNotPresent or Never", c.Name)
+	case c.LivenessProbe != nil || c.ReadinessProbe != nil || c.StartupProbe != nil || c.Lifecycle != nil:
+		return refusal("container %s: no probes or lifecycle hooks", c.Name)
+	}
+	if c.Name == containerRun && (!c.Stdin || !c.StdinOnce) {
+		return refusal("container run: stdin must be open once (the start gate)")
+	}
+	if c.Name == containerKeeper && c.Stdin {
+		return refusal("container keeper: no stdin")
+	}
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
+		req, okR := c.Resources.Requests[r]
+		lim, okL := c.Resources.Limits[r]
+		if !okR || !okL || lim.Sign() <= 0 || req.Cmp(lim) != 0 {
+			return refusal("container %s: %s must be requested and limited, requests equal to limits", c.Name, r)
+		}
+	}
+	rules := mountRules[c.Name]
+	for _, m := range c.VolumeMounts {
+		rule, ok := rules[m.Name]
+		if !ok || m.MountPath != rule.path || m.ReadOnly != rule.readOnly || m.SubPath != "" || m.SubPathExpr != "" ||
+			m.MountPropagation != nil && *m.MountPropagation != corev1.MountPropagationNone {
+			return refusal("container %s: volume %s may not be mounted at %s like this", c.Name, m.Name, m.MountPath)
+		}
+	}
+	secret := map[string]bool{}
+	for _, n := range a.secretEnv {
+		secret[n] = true
+	}
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			if secret[e.Name] {
+				return refusal("container %s: the secret %s must come from the run's Secret", c.Name, e.Name)
+			}
+			continue
+		}
+		ref := e.ValueFrom.SecretKeyRef
+		if ref == nil || !secret[e.Name] || e.Value != "" {
+			return refusal("container %s: %s may only come from the run's Secret", c.Name, e.Name)
+		}
+	}
+	return nil
+}
+
+func validatePolicy(np *networkingv1.NetworkPolicy, pod *corev1.Pod, a allowed) error {
+	sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
+		return refusal("the NetworkPolicy must select the run's pod")
+	}
+	if np.Namespace != pod.Namespace || np.Name != pod.Name {
+		return refusal("the NetworkPolicy is not the run's")
+	}
+	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}) {
+		return refusal("the NetworkPolicy must govern both ingress and egress")
+	}
+	if len(np.Spec.Ingress) > 0 {
+		return refusal("the NetworkPolicy must allow no ingress")
+	}
+	if len(np.Spec.Egress) == 0 {
+		return nil
+	}
+	if a.proxyCIDR == "" || len(np.Spec.Egress) != 1 {
+		return refusal("the NetworkPolicy may allow egress only to the egress proxy, and only for a granted run")
+	}
+	e := np.Spec.Egress[0]
+	if len(e.To) != 1 || e.To[0].IPBlock == nil || e.To[0].IPBlock.CIDR != a.proxyCIDR || len(e.To[0].IPBlock.Except) > 0 ||
+		e.To[0].PodSelector != nil || e.To[0].NamespaceSelector != nil ||
+		len(e.Ports) != 1 || e.Ports[0].Port == nil || e.Ports[0].Port.IntValue() != int(a.proxyPort) || e.Ports[0].EndPort != nil ||
+		e.Ports[0].Protocol == nil || *e.Ports[0].Protocol != corev1.ProtocolTCP {
+		return refusal("the NetworkPolicy may allow egress only to the egress proxy %s port %d", a.proxyCIDR, a.proxyPort)
+	}
+	return nil
+}
+
+func ptrStr(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
