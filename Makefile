@@ -59,9 +59,12 @@ lint:
 frontend-test: frontend/node_modules/.sluice-stamp
 	cd frontend && npm run typecheck && npm test
 
+# The Go tests run with a single-node Kubernetes cluster started for them
+# and stopped afterwards (build/scripts/with-cluster.sh; on a host that
+# cannot run one it says why and the cluster's tests skip).
 test: setup-test build lint frontend-test
 	mkdir -p $(ARTIFACTS)
-	$(E2E_ENV) go test -race -count=1 -timeout 20m ./...
+	$(E2E_ENV) build/scripts/with-cluster.sh go test -race -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz
 	@echo "make test: all checks passed"
 

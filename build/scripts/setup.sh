@@ -19,7 +19,8 @@ say() { printf '==> %s\n' "$*" >&2; }
 run_pkgs=(gcc pkg-config libgtk-3-dev libwebkit2gtk-4.1-dev git ca-certificates bubblewrap)
 test_pkgs=(xvfb xauth dbus dbus-x11 dunst libnotify-bin imagemagick xdotool python3
   chromium docker.io busybox-static iptables haskell-status-notifier-item-utils
-  runsc docker-registry openssh-client passwd)
+  runsc docker-registry openssh-client passwd
+  containerd runc openssl util-linux iproute2)
 
 apt_ensure() {
   local missing=()
@@ -151,6 +152,17 @@ PY
   fi
 }
 
+# The Kubernetes binaries the cluster tests run (build/k8s/cluster.sh),
+# built from the Go module proxy into a cache outside the clone
+# (${XDG_CACHE_HOME:-~/.cache}/sluice-k8s/<version>) when missing: about
+# 20–40 minutes the first time on a machine, nothing after that.
+ensure_k8s() {
+  if ! "$root/build/k8s/cluster.sh" build; then
+    say "building the Kubernetes test binaries failed"
+    exit 1
+  fi
+}
+
 case "$mode" in
 run)
   apt_ensure "${run_pkgs[@]}"
@@ -164,6 +176,7 @@ test)
   ensure_test_tools
   ensure_docker
   ensure_runsc_runtime
+  ensure_k8s
   ;;
 *)
   echo "usage: setup.sh run|test" >&2
