@@ -714,3 +714,39 @@ func FuzzReplaceTree(f *testing.F) {
 		taSameState(t, "the tree against the archive's listing", got, want)
 	})
 }
+
+// TestArchiveComps checks the lexical layer alone: the descriptor layer
+// behind it refuses most of these too, so the archive tests pass with
+// either one; this one fails without the name checks.
+func TestArchiveComps(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		want string // components joined by "|", or "refused"
+	}{
+		{"a/b.txt", "a|b.txt"},
+		{"./a//b/", "a|b"},
+		{"./", ""},
+		{".", ""},
+		{"/etc/passwd", "refused"},
+		{"../x", "refused"},
+		{"a/../b", "refused"},
+		{"a/..", "refused"},
+		{"a\x00b", "refused"},
+		{strings.Repeat("n", 256), "refused"},
+		{strings.Repeat("a/", 2049), "refused"},
+		{strings.Repeat("d/", maxDepth+1), "refused"},
+		{strings.Repeat("d/", maxDepth), strings.TrimSuffix(strings.Repeat("d|", maxDepth), "|")},
+	} {
+		comps, err := archiveComps(c.name)
+		got := strings.Join(comps, "|")
+		if err != nil {
+			got = "refused"
+			if !errcode.IsCode(err, errcode.InvalidArgument) {
+				t.Errorf("%q: err %v is not invalid_argument", c.name, err)
+			}
+		}
+		if got != c.want {
+			t.Errorf("archiveComps(%.40q) = %.60q, want %.60q", c.name, got, c.want)
+		}
+	}
+}

@@ -264,10 +264,10 @@ func ReplaceTree(r io.Reader, treePath string, opt ReplaceOptions) (ArchiveStats
 	if err := unix.Renameat2(parent, stage, parent, base, unix.RENAME_EXCHANGE); err != nil {
 		return x.stats, errcode.Wrap(errcode.Internal, err, "cannot swap the new workspace tree in")
 	}
-	exchanged = true // the staging name now holds the old tree
-	if err := fsyncFD(parent); err != nil {
-		return x.stats, errcode.Wrap(errcode.Internal, err, "cannot make the new workspace tree durable")
-	}
+	// From here on the tree is the new one and no error may say otherwise;
+	// the staging name holds the old tree, for removal.
+	exchanged = true
+	_ = fsyncFD(parent)
 	if crashAt(replaceStepAfterExchange) {
 		return x.stats, errSimulatedCrash
 	}
