@@ -17,11 +17,22 @@ import (
 // the keeper container (see runtime.go). Both tars run in the pod as the
 // run's user; what comes back is untrusted and ReplaceTree treats it so.
 
-// tarIn unpacks stdin into the workspace volume. tarOut packs it, without
-// the repository (ReplaceTree would ignore it anyway; it need not travel).
+// tarIn unpacks stdin into the workspace volume. tarOut packs it without
+// the repository (ReplaceTree would ignore it anyway; it need not travel):
+// by naming the top-level entries but .git, since busybox's tar has no
+// --exclude, and as an empty archive (two zero blocks) when there are none,
+// since tar refuses to write one.
 var (
 	tarIn  = []string{"tar", "-x", "-f", "-", "-C", workspace.WorkspaceMount}
-	tarOut = []string{"tar", "-c", "-f", "-", "-C", workspace.WorkspaceMount, "--exclude=./.git", "."}
+	tarOut = []string{"/bin/sh", "-c", `cd "$1" || exit 1
+set --
+for f in .[!.]* ..?* *; do
+	[ -e "$f" ] || [ -L "$f" ] || continue
+	[ "$f" = .git ] && continue
+	set -- "$@" "./$f"
+done
+[ $# -gt 0 ] || exec dd if=/dev/zero bs=1024 count=1 2>/dev/null
+exec tar -c -f - "$@"`, "sluice-tar-out", workspace.WorkspaceMount}
 )
 
 // copyIn streams the workspace tree (and its repository under .git/) into
