@@ -1,0 +1,475 @@
+package seal
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/go-git/go-git/v5/plumbing/format/objfile"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/sluicehq/sluice/core/apply/internal/gitrun"
+	"github.com/sluicehq/sluice/core/gitx"
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+// The file list of a small change is read in this process, without the
+// three git processes of changesByRule (diff-tree, then cat-file beside
+// check-attr): for a commit of a few files they cost more than the rest
+// of the seal after git add and git write-tree. The answer must be git's
+// exactly, so the objects are read as they are stored (loose, or from a
+// pack with go-git's pack reader; no replace ref or graft applies, as for
+// every git Sluice runs), and the list is made here only where git's
+// cannot differ from it:
+//
+//   - the comparison: the change does not both add and delete files (git's
+//     -M pairs only those, so no rename can be found), no changed entry is
+//     a gitlink (diff.ignoreSubmodules and submodule.<name>.ignore could
+//     hide one), every mode is one git writes, and there is no
+//     diff.orderFile;
+//   - the attributes: no attribute file that git check-attr would read for
+//     a listed path exists: no info/attributes, no core.attributesFile nor
+//     the default global file, no system file, no .gitattributes in the
+//     working tree in any directory above a listed path, and none in the
+//     person's index (which check-attr reads where the working tree has
+//     none). Every path's diff and filter attribute is then unspecified.
+//
+// Anything else, a list longer than maxLocalChanges, or any object or file
+// this process cannot read is left to git, whose answer is the rule (see
+// facts.go). TestChanges_LocalSameAsGit holds both to the same answer.
+
+// maxLocalChanges is the longest file list read in this process; a longer
+// one goes to git, whose processes cost little beside its reading.
+const maxLocalChanges = 100
+
+// changesLocal is changesByRule read in this process; ok is false when
+// git must answer (see above).
+func (w *Work) changesLocal(a, b string) (out []proposal.FileChange, ok bool) {
+	if len(w.env) > 0 || !sha1ID(a) || !sha1ID(b) {
+		return nil, false
+	}
+	if f := w.git.Repo.ObjectFormat; f != "" && f != "sha1" {
+		return nil, false
+	}
+	if _, set := w.git.Repo.Config("diff.orderfile"); set {
+		return nil, false
+	}
+	objs := &localObjects{dir: filepath.Join(w.git.Repo.CommonDir, "objects")}
+	defer objs.close()
+	d := &treeDiff{objs: objs}
+	if err := d.walk(plumbing.NewHash(a), plumbing.NewHash(b), ""); err != nil || d.adds > 0 && d.dels > 0 {
+		return nil, false
+	}
+	var paths []string
+	for _, r := range d.recs {
+		paths = append(paths, r.Path)
+	}
+	if !w.noAttributes(paths) {
+		return nil, false
+	}
+	filters := map[string]string{}
+	out = make([]proposal.FileChange, 0, len(d.recs))
+	for _, r := range d.recs {
+		c := fileChangeOf(r)
+		blob := c.Blob
+		if blob == "" {
+			blob = c.OldBlob
+		}
+		f, err := localBlobFact(objs, blob)
+		if err != nil {
+			return nil, false
+		}
+		c.Size, c.Binary = f.size, f.binary
+		filters[c.Path] = "unspecified"
+		out = append(out, c)
+	}
+	w.rememberFilters(filters)
+	return out, true
+}
+
+func sha1ID(s string) bool { return len(s) == 40 && gitrun.ObjectID.MatchString(s) }
+
+// errGitDecides stops a local reading that git must answer.
+var errGitDecides = errors.New("seal: git answers this comparison")
+
+// treeDiff compares two trees as git diff-tree -r does, in git's order,
+// for the changes changesLocal may read itself.
+type treeDiff struct {
+	objs       *localObjects
+	recs       []gitx.RawChange
+	adds, dels int
+}
+
+// entry is a tree entry with the name git sorts it by (a tree's with a
+// slash after it).
+type entry struct {
+	name, key string
+	mode      filemode.FileMode
+	hash      plumbing.Hash
+}
+
+func (d *treeDiff) entries(h plumbing.Hash) ([]entry, error) {
+	if h.IsZero() {
+		return nil, nil
+	}
+	obj, err := d.objs.object(h, plumbing.TreeObject)
+	if err != nil {
+		return nil, err
+	}
+	var t object.Tree
+	if err := t.Decode(obj); err != nil {
+		return nil, err
+	}
+	out := make([]entry, 0, len(t.Entries))
+	for _, e := range t.Entries {
+		switch e.Mode {
+		case filemode.Dir:
+			out = append(out, entry{name: e.Name, key: e.Name + "/", mode: e.Mode, hash: e.Hash})
+		case filemode.Regular, filemode.Executable, filemode.Symlink, filemode.Submodule:
+			out = append(out, entry{name: e.Name, key: e.Name, mode: e.Mode, hash: e.Hash})
+		default:
+			// A mode git would write otherwise (see above).
+			return nil, errGitDecides
+		}
+		if n := len(out); n > 1 && out[n-2].key >= out[n-1].key {
+			// Not in git's order: git's own walk would read it otherwise.
+			return nil, errGitDecides
+		}
+	}
+	return out, nil
+}
+
+// walk lists the changes from tree a to tree b under prefix (a zero hash
+// is a tree that is not there).
+func (d *treeDiff) walk(a, b plumbing.Hash, prefix string) error {
+	ea, err := d.entries(a)
+	if err != nil {
+		return err
+	}
+	eb, err := d.entries(b)
+	if err != nil {
+		return err
+	}
+	for len(ea) > 0 || len(eb) > 0 {
+		switch {
+		case len(eb) == 0 || len(ea) > 0 && ea[0].key < eb[0].key:
+			if err := d.change(&ea[0], nil, prefix); err != nil {
+				return err
+			}
+			ea = ea[1:]
+		case len(ea) == 0 || eb[0].key < ea[0].key:
+			if err := d.change(nil, &eb[0], prefix); err != nil {
+				return err
+			}
+			eb = eb[1:]
+		default:
+			if ea[0].hash != eb[0].hash || ea[0].mode != eb[0].mode {
+				if err := d.change(&ea[0], &eb[0], prefix); err != nil {
+					return err
+				}
+			}
+			ea, eb = ea[1:], eb[1:]
+		}
+	}
+	return nil
+}
+
+// change records one entry that differs (x or y nil where that side has
+// none); trees are compared entry by entry.
+func (d *treeDiff) change(x, y *entry, prefix string) error {
+	var e *entry
+	if x != nil {
+		e = x
+	} else {
+		e = y
+	}
+	if e.mode == filemode.Dir {
+		var ha, hb plumbing.Hash
+		if x != nil {
+			ha = x.hash
+		}
+		if y != nil {
+			hb = y.hash
+		}
+		return d.walk(ha, hb, prefix+e.name+"/")
+	}
+	if len(d.recs) >= maxLocalChanges || x != nil && x.mode == filemode.Submodule || y != nil && y.mode == filemode.Submodule {
+		return errGitDecides
+	}
+	zero := strings.Repeat("0", 40)
+	r := gitx.RawChange{Path: prefix + e.name, OldMode: "000000", Mode: "000000", OldBlob: zero, Blob: zero}
+	if x != nil {
+		r.OldMode, r.OldBlob = modeText(x.mode), x.hash.String()
+	}
+	if y != nil {
+		r.Mode, r.Blob = modeText(y.mode), y.hash.String()
+	}
+	switch {
+	case x == nil:
+		r.Status = 'A'
+		d.adds++
+	case y == nil:
+		r.Status = 'D'
+		d.dels++
+	case (x.mode == filemode.Symlink) != (y.mode == filemode.Symlink):
+		r.Status = 'T'
+	default:
+		r.Status = 'M'
+	}
+	d.recs = append(d.recs, r)
+	return nil
+}
+
+// modeText is a mode as git's raw diff prints it.
+func modeText(m filemode.FileMode) string {
+	switch m {
+	case filemode.Executable:
+		return "100755"
+	case filemode.Symlink:
+		return "120000"
+	}
+	return "100644"
+}
+
+// localBlobFact is blobFacts' answer for one blob, read in this process.
+func localBlobFact(objs *localObjects, id string) (blobFact, error) {
+	obj, err := objs.object(plumbing.NewHash(id), plumbing.BlobObject)
+	if err != nil {
+		return blobFact{}, err
+	}
+	f := blobFact{size: obj.Size()}
+	if f.size > bigFileThreshold {
+		f.binary = true
+		return f, nil
+	}
+	r, err := obj.Reader()
+	if err != nil {
+		return blobFact{}, err
+	}
+	defer r.Close()
+	head := make([]byte, min(f.size, firstFewBytes))
+	if _, err := io.ReadFull(r, head); err != nil {
+		return blobFact{}, err
+	}
+	f.binary = bytes.IndexByte(head, 0) >= 0
+	return f, nil
+}
+
+// noAttributes reports whether no attribute file git check-attr reads
+// for paths exists (see the top of this file).
+func (w *Work) noAttributes(paths []string) bool {
+	repo := w.git.Repo
+	if _, set := repo.Config("core.attributesfile"); set {
+		return false
+	}
+	files := []string{
+		filepath.Join(repo.CommonDir, "info", "attributes"),
+		filepath.Join(repo.GitDir, "info", "attributes"),
+		"/etc/gitattributes",
+	}
+	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
+		files = append(files, filepath.Join(x, "git", "attributes"))
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		files = append(files, filepath.Join(h, ".config", "git", "attributes"))
+	}
+	dirs := map[string]bool{}
+	for _, p := range paths {
+		for d := path.Dir(p); ; d = path.Dir(d) {
+			if dirs[d] {
+				break
+			}
+			dirs[d] = true
+			files = append(files, filepath.Join(repo.Root, filepath.FromSlash(d), ".gitattributes"))
+			if d == "." {
+				break
+			}
+		}
+	}
+	for _, f := range files {
+		if _, err := os.Lstat(f); !errors.Is(err, os.ErrNotExist) {
+			return false
+		}
+	}
+	// The person's index: a split one keeps its entries elsewhere, and a
+	// version 4 one shortens each path against the one before it, so only
+	// a whole version 2 or 3 index is searched for the name.
+	if m, _ := filepath.Glob(filepath.Join(repo.GitDir, "sharedindex.*")); len(m) > 0 {
+		return false
+	}
+	idx, err := os.ReadFile(filepath.Join(repo.GitDir, "index"))
+	if errors.Is(err, os.ErrNotExist) {
+		return true
+	}
+	if err != nil || len(idx) < 12 || string(idx[:4]) != "DIRC" || idx[4] != 0 || idx[5] != 0 || idx[6] != 0 || (idx[7] != 2 && idx[7] != 3) {
+		return false
+	}
+	return !bytes.Contains(idx, []byte(".gitattributes"))
+}
+
+// localObjects reads objects of one object directory as git stores them:
+// a loose object, else from a pack, the newest first (where the objects
+// an add just wrote in bulk are). A pack's index is read whole, once,
+// when a pack is first searched; objects elsewhere (an alternate object
+// directory) are not found, and git answers instead.
+type localObjects struct {
+	dir   string
+	packs []*localPack // nil until a pack is searched
+	// idxBytes is how much pack index has been read: a repository with
+	// more than maxLocalIndex of it is left to git, which maps its
+	// indexes instead of reading them.
+	idxBytes int64
+}
+
+// maxLocalIndex bounds the pack indexes read for one file list.
+const maxLocalIndex = 8 << 20
+
+type localPack struct {
+	name string // pack-<id>, without extension
+	idx  *idxfile.MemoryIndex
+	pf   *packfile.Packfile
+}
+
+// object reads object h of type t: the whole of a small one, a large one
+// as it is read.
+func (o *localObjects) object(h plumbing.Hash, t plumbing.ObjectType) (plumbing.EncodedObject, error) {
+	obj, err := o.loose(h)
+	if errors.Is(err, os.ErrNotExist) {
+		obj, err = o.packed(h)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if obj.Type() != t {
+		return nil, errGitDecides
+	}
+	return obj, nil
+}
+
+// largeObject is the size above which an object is not read into memory
+// whole.
+const largeObject = 64 << 10
+
+func (o *localObjects) loose(h plumbing.Hash) (plumbing.EncodedObject, error) {
+	id := h.String()
+	f, err := os.Open(filepath.Join(o.dir, id[:2], id[2:]))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := objfile.NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	t, size, err := r.Header()
+	if err != nil {
+		return nil, err
+	}
+	obj := &plumbing.MemoryObject{}
+	obj.SetType(t)
+	obj.SetSize(size)
+	// Only the first bytes of a large blob are looked at.
+	want := size
+	if t == plumbing.BlobObject {
+		want = min(size, firstFewBytes)
+	}
+	if _, err := io.CopyN(obj, r, want); err != nil {
+		return nil, err
+	}
+	obj.SetSize(size)
+	return obj, nil
+}
+
+func (o *localObjects) packed(h plumbing.Hash) (plumbing.EncodedObject, error) {
+	if o.packs == nil {
+		if err := o.listPacks(); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range o.packs {
+		if p.idx == nil {
+			if err := o.loadIndex(p); err != nil {
+				return nil, err
+			}
+		}
+		if ok, _ := p.idx.Contains(h); !ok {
+			continue
+		}
+		if p.pf == nil {
+			fs := osfs.New(filepath.Join(o.dir, "pack"))
+			f, err := fs.Open(p.name + ".pack")
+			if err != nil {
+				return nil, err
+			}
+			p.pf = packfile.NewPackfile(p.idx, fs, f, largeObject)
+		}
+		return p.pf.Get(h)
+	}
+	return nil, plumbing.ErrObjectNotFound
+}
+
+// listPacks lists the packs, the newest first.
+func (o *localObjects) listPacks() error {
+	ents, err := os.ReadDir(filepath.Join(o.dir, "pack"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	type dated struct {
+		p    *localPack
+		when int64
+	}
+	var ps []dated
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".idx")
+		if !ok || !strings.HasPrefix(name, "pack-") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		ps = append(ps, dated{&localPack{name: name}, info.ModTime().UnixNano()})
+	}
+	slices.SortStableFunc(ps, func(a, b dated) int { return cmp.Compare(b.when, a.when) })
+	o.packs = make([]*localPack, 0, len(ps))
+	for _, p := range ps {
+		o.packs = append(o.packs, p.p)
+	}
+	return nil
+}
+
+func (o *localObjects) loadIndex(p *localPack) error {
+	b, err := os.ReadFile(filepath.Join(o.dir, "pack", p.name+".idx"))
+	if err != nil {
+		return err
+	}
+	if o.idxBytes += int64(len(b)); o.idxBytes > maxLocalIndex {
+		return errGitDecides
+	}
+	idx := idxfile.NewMemoryIndex()
+	if err := idxfile.NewDecoder(bytes.NewReader(b)).Decode(idx); err != nil {
+		return err
+	}
+	p.idx = idx
+	return nil
+}
+
+func (o *localObjects) close() {
+	for _, p := range o.packs {
+		if p.pf != nil {
+			p.pf.Close()
+		}
+	}
+}
