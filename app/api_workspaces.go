@@ -27,7 +27,7 @@ var errWorkspacesOff = &errcode.Error{Code: errcode.Unsupported,
 func openWorkspaces(cfg *config.Config, log interface {
 	Warn(string, ...any)
 }) *workspace.Manager {
-	if cfg.WorkspaceImage == "" {
+	if cfg.WorkspaceRunImage() == "" {
 		return nil
 	}
 	return openWorkspaceStore(cfg, log)
@@ -55,8 +55,8 @@ func openWorkspaceStore(cfg *config.Config, log interface {
 		StateDir:     cfg.StateDir, // the store keeps its own workspaces/ folder there
 		ConfigDir:    cfg.ConfigDir,
 		Runtime:      rt,
-		Image:        cfg.WorkspaceImage,
-		RuntimeName:  cfg.WorkspaceRuntime,
+		Image:        cfg.WorkspaceRunImage(),
+		RuntimeName:  cfg.WorkspaceOCIRuntime(),
 		AllowedRoots: gitx.Roots(cfg.AllowedRoots),
 		OwnPlaces:    cfg.OwnPlaces(),
 	})
@@ -239,7 +239,7 @@ func (api *API) Workspaces() ([]WorkspaceView, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(list) == 0 && api.app.current().WorkspaceImage == "" {
+	if len(list) == 0 && api.app.current().WorkspaceRunImage() == "" {
 		// Nothing to show, and nothing will come until an image is pinned.
 		return nil, errWorkspacesOff
 	}

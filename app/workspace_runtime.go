@@ -9,6 +9,7 @@ import (
 	confined "github.com/sluicehq/sluice/core/session"
 	"github.com/sluicehq/sluice/core/workspace"
 	"github.com/sluicehq/sluice/core/workspace/dockerrt"
+	"github.com/sluicehq/sluice/core/workspace/kube"
 )
 
 // openWorkspaceRuntime is the container runtime workspace runs use: the
@@ -16,6 +17,15 @@ import (
 // whose runs the app carries out over the gateway. It is the one place
 // that chooses it.
 func openWorkspaceRuntime(ctx context.Context, cfg *config.Config) (workspace.Runtime, error) {
+	if cfg.OnKubernetes() {
+		k := cfg.Kubernetes
+		rt, err := kube.New(ctx, kube.Options{Kubeconfig: k.Kubeconfig, Context: k.Context, Namespace: k.Namespace,
+			RuntimeClassName: k.RuntimeClassName, ImagePullPolicy: k.ImagePullPolicy, EgressProxy: k.EgressProxy})
+		if err != nil {
+			return nil, err
+		}
+		return rt, nil
+	}
 	d, err := dockerrt.New(ctx)
 	if err != nil {
 		return nil, err
@@ -44,6 +54,6 @@ func runtimeHost(m *workspace.Manager, live *config.Live) *gateway.RuntimeHost {
 	}
 	return &gateway.RuntimeHost{Runtime: m.Runtime(), Store: m, Policy: func() workspace.RunPolicy {
 		cfg := live.Current().Config
-		return workspace.RunPolicy{Image: cfg.WorkspaceImage, RuntimeName: cfg.WorkspaceRuntime}
+		return workspace.RunPolicy{Image: cfg.WorkspaceRunImage(), RuntimeName: cfg.WorkspaceOCIRuntime()}
 	}}
 }

@@ -218,7 +218,7 @@ func (s *Sidecar) conf() *confView {
 func fitToolsets(cfg *config.Config, sets []string) []string {
 	out := []string{}
 	for _, t := range sets {
-		if needsImage(t) && cfg.WorkspaceImage == "" {
+		if needsImage(t) && cfg.WorkspaceRunImage() == "" {
 			continue
 		}
 		out = append(out, t)

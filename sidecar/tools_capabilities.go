@@ -109,7 +109,7 @@ func (s *Sidecar) toolsetEnable(_ context.Context, _ *mcp.CallToolRequest, in To
 	// Without an image every workspace tool can only fail, so they are not
 	// added: the agent is told how the person turns workspaces on instead,
 	// and no tool definitions it cannot use cost it context.
-	if needsImage(in.Toolset) && s.conf().cfg.WorkspaceImage == "" {
+	if needsImage(in.Toolset) && s.conf().cfg.WorkspaceRunImage() == "" {
 		return ToolsetEnableOut{}, errNoImage
 	}
 	s.mu.Lock()
@@ -176,5 +176,5 @@ var featureFlags = []struct {
 		return err == nil && r.Version().AtLeast(gitx.MinMergeTree)
 	}},
 	{"gitSemanticDiffGo", func(*Sidecar) bool { return true }},
-	{"workspaces", func(s *Sidecar) bool { return s.conf().cfg.WorkspaceImage != "" }},
+	{"workspaces", func(s *Sidecar) bool { return s.conf().cfg.WorkspaceRunImage() != "" }},
 }

@@ -57,7 +57,7 @@ var errNoImage = &errcode.Error{Code: errcode.Unsupported,
 func (w *wsTools) manager(ctx context.Context) (*workspace.Manager, error) {
 	v := w.s.conf()
 	cfg := v.cfg
-	if cfg.WorkspaceImage == "" {
+	if cfg.WorkspaceRunImage() == "" {
 		return nil, errNoImage
 	}
 	if v.rootsErr != nil {
@@ -65,7 +65,7 @@ func (w *wsTools) manager(ctx context.Context) (*workspace.Manager, error) {
 		// snapshot name any directory.
 		return nil, v.checkRoots()
 	}
-	key := cfg.WorkspaceImage + "\x00" + cfg.WorkspaceRuntime + "\x00" + strings.Join(v.roots, "\x00")
+	key := cfg.WorkspaceRunImage() + "\x00" + cfg.WorkspaceRuntime + "\x00" + strings.Join(v.roots, "\x00")
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.mgr != nil && w.mgrKey == key {
@@ -85,8 +85,8 @@ func (w *wsTools) manager(ctx context.Context) (*workspace.Manager, error) {
 		StateDir:     cfg.StateDir, // the store keeps its own workspaces/ folder there
 		ConfigDir:    cfg.ConfigDir,
 		Runtime:      rt,
-		Image:        cfg.WorkspaceImage,
-		RuntimeName:  cfg.WorkspaceRuntime,
+		Image:        cfg.WorkspaceRunImage(),
+		RuntimeName:  cfg.WorkspaceOCIRuntime(),
 		AllowedRoots: v.roots,
 		OwnPlaces:    cfg.OwnPlaces(),
 		Logger:       w.s.log,

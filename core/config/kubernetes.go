@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -34,7 +35,7 @@ type Kubernetes struct {
 	RuntimeClassName string `json:"runtimeClassName,omitempty"`
 	// ImagePullPolicy is IfNotPresent (default) or Never.
 	ImagePullPolicy string `json:"imagePullPolicy,omitempty"`
-	// EgressProxy is host:port where pods with an egress grant reach
+	// EgressProxy is IP:port where pods with an egress grant reach
 	// Sluice's allowlisting proxy; empty means grants are refused.
 	EgressProxy string `json:"egressProxy,omitempty"`
 }
@@ -71,9 +72,6 @@ var (
 	digestRefRe = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._/-][a-z0-9]+)*)*@sha256:[0-9a-f]{64}$`)
 	})
-	hostPortRe = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^([A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9a-fA-F:.]+\]):[0-9]{1,5}$`)
-	})
 )
 
 // DigestPinned says whether ref is NAME@sha256:<64 hex>.
@@ -101,8 +99,12 @@ func (k Kubernetes) validate() error {
 	default:
 		return fmt.Errorf("%w: kubernetes.imagePullPolicy: %q (IfNotPresent or Never; Always would fetch by tag semantics Sluice pins away)", ErrInvalid, k.ImagePullPolicy)
 	}
-	if k.EgressProxy != "" && !hostPortRe().MatchString(k.EgressProxy) {
-		return fmt.Errorf("%w: kubernetes.egressProxy: %q is not host:port", ErrInvalid, k.EgressProxy)
+	if k.EgressProxy != "" {
+		// A NetworkPolicy allows addresses, not names: the proxy is an IP.
+		host, port, err := net.SplitHostPort(k.EgressProxy)
+		if err != nil || net.ParseIP(host) == nil || port == "" || port == "0" {
+			return fmt.Errorf("%w: kubernetes.egressProxy: %q is not IP:port (a NetworkPolicy allows addresses, not names)", ErrInvalid, k.EgressProxy)
+		}
 	}
 	return nil
 }

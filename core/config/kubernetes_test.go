@@ -41,7 +41,7 @@ func TestLoad_Kubernetes(t *testing.T) {
 		"relative config":  `{"workspaceRuntime":"kubernetes","kubernetes":{"namespace":"ws","image":"ws@` + testDigest + `","kubeconfig":"kube/config"}}`,
 		"pull always":      `{"workspaceRuntime":"kubernetes","kubernetes":{"namespace":"ws","image":"ws@` + testDigest + `","imagePullPolicy":"Always"}}`,
 		"bad class":        `{"workspaceRuntime":"kubernetes","kubernetes":{"namespace":"ws","image":"ws@` + testDigest + `","runtimeClassName":"g visor"}}`,
-		"bad proxy":        `{"workspaceRuntime":"kubernetes","kubernetes":{"namespace":"ws","image":"ws@` + testDigest + `","egressProxy":"http://proxy"}}`,
+		"bad proxy":        `{"workspaceRuntime":"kubernetes","kubernetes":{"namespace":"ws","image":"ws@` + testDigest + `","egressProxy":"proxy.example:3128"}}`,
 		"unknown field":    `{"workspaceRuntime":"kubernetes","kubernetes":{"namespace":"ws","image":"ws@` + testDigest + `","privileged":true}}`,
 		"image with space": `{"workspaceRuntime":"kubernetes","kubernetes":{"namespace":"ws","image":"w s@` + testDigest + `"}}`,
 	} {

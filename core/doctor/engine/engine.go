@@ -16,8 +16,12 @@ import (
 )
 
 // Checks is doctor.Options.Engine for the app: the Engine answers, the
-// pinned image is in it, and the configured OCI runtime is one of its.
+// pinned image is in it, and the configured OCI runtime is one of its; or,
+// with workspaceRuntime kubernetes, the cluster's checks (kube.go).
 func Checks(ctx context.Context, cfg *config.Config) []doctor.Result {
+	if cfg.OnKubernetes() {
+		return kubeChecks(ctx, cfg)
+	}
 	return append([]doctor.Result{checkDocker(ctx)}, checkWorkspace(ctx, cfg)...)
 }
 
