@@ -142,6 +142,15 @@ func taNoLeftovers(t testing.TB, f taFixture) {
 	}
 }
 
+func taInode(t testing.TB, p string) uint64 {
+	t.Helper()
+	info, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Sys().(*syscall.Stat_t).Ino
+}
+
 type taEntry struct {
 	name string
 	typ  byte
@@ -388,7 +397,11 @@ func TestReplaceTree_RefusesUnsafeArchives(t *testing.T) {
 				}
 				f := newTAFixture(t)
 				before, outside, gitBefore := taState(t, f.tree), taState(t, f.outside), taState(t, f.git)
+				inode := taInode(t, f.tree)
 				_, err := ReplaceTree(bytes.NewReader(c.archive(t, f)), f.tree, ReplaceOptions{UID: -1, GID: -1, Limits: c.opt})
+				if got := taInode(t, f.tree); got != inode {
+					t.Fatalf("the tree is another directory (inode %d, was %d)", got, inode)
+				}
 				if err == nil {
 					t.Fatalf("the archive was accepted; tree now %v", taState(t, f.tree))
 				}

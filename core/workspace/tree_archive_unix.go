@@ -208,7 +208,9 @@ func crashAt(step string) bool { return replaceHook != nil && replaceHook(step) 
 // named <tree>.sluice-replace-<hex> that CleanTreeLeftovers removes. The
 // caller holds the workspace's lock, so that nothing else writes the tree
 // meanwhile. Reading stops at the archive's end-of-archive marker; the
-// caller drains the stream's rest (GNU tar pads it with zeros).
+// caller drains the stream's rest (GNU tar pads it with zeros). To stop a
+// replace, the caller closes what r reads from: the read fails and the
+// tree stays as it was.
 //
 // Every refusal (see ErrArchiveUnsafe, ErrArchiveLimit,
 // ErrArchiveTruncated) refuses the whole archive. The checks on names are
