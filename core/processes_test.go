@@ -36,6 +36,12 @@ var reviewedPrograms = map[string][]string{
 	// The local registry and image that workspace tests use.
 	"core/workspace/workspacetest/registry.go": {"bin"},
 	"core/workspace/workspacetest/image.go":    {`"/bin/busybox"`},
+	// The Kubernetes that workspace tests on Kubernetes use: the control
+	// plane's binaries, the node's containerd (image imports) and the
+	// cluster script that says whether this host can run a node.
+	"core/workspace/kube/kubetest/controlplane.go": {"path"},
+	"core/workspace/kube/kubetest/image.go":        {`"ctr"`},
+	"core/workspace/kube/kubetest/node.go":         {"script"},
 }
 
 // processStarts lists, for one parsed file, every call that starts a
