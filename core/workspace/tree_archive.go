@@ -3,7 +3,6 @@ package workspace
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/sluicehq/sluice/core/errcode"
 )
@@ -98,11 +97,13 @@ func quoteEntry(name string) string {
 	return fmt.Sprintf("%q", name)
 }
 
-func archiveLimitErr(limit string, maxVal int64) error {
+// archiveLimitErr is the refusal of an archive over a limit: key names
+// the limit in LimitData, what says in words what there was too much of.
+func archiveLimitErr(key, what string, maxVal int64) error {
 	return &errcode.Error{
 		Code: errcode.InvalidArgument,
-		Msg:  "the workspace archive was refused, nothing was changed: it holds more " + limit + " than allowed",
-		Data: LimitData{Limit: "archive" + strings.ToUpper(limit[:1]) + limit[1:], Max: maxVal},
+		Msg:  "the workspace archive was refused, nothing was changed: it holds more " + what + " than allowed",
+		Data: LimitData{Limit: key, Max: maxVal},
 		Err:  ErrArchiveLimit,
 	}
 }

@@ -368,6 +368,7 @@ func taRefusals() []taRefusal {
 		{name: "more bytes than allowed in .git", archive: of(reg(".git/a", "12345"), reg(".git/b", "123456")), opt: ArchiveLimits{MaxBytes: 10}, is: ErrArchiveLimit},
 		{name: "hard link copies over the byte limit", archive: of(reg("a", "123456"), taEntry{name: "h", typ: tar.TypeLink, link: "a"}), opt: ArchiveLimits{MaxBytes: 10}, is: ErrArchiveLimit},
 		{name: "more entries than allowed", archive: of(reg("a", "1"), reg("b", "2"), reg("c", "3")), opt: ArchiveLimits{MaxEntries: 2}, is: ErrArchiveLimit},
+		{name: "implied directories count as entries", archive: of(reg("a/b/c/d/f", "x")), opt: ArchiveLimits{MaxEntries: 3}, is: ErrArchiveLimit},
 		{name: "nested too deep", archive: of(reg(strings.Repeat("d/", maxDepth+1)+"f", "x")), is: ErrArchiveLimit},
 		{name: "truncated inside a file", archive: func(t testing.TB, _ taFixture) []byte {
 			b := taTar(t, reg("a", strings.Repeat("a", 2000)))
@@ -418,6 +419,28 @@ func TestReplaceTree_RefusesUnsafeArchives(t *testing.T) {
 			})
 		}
 	}
+}
+
+func TestReplaceTree_BoundsNamesInMemory(t *testing.T) {
+	prev := maxArchiveNameBytes
+	maxArchiveNameBytes = 100
+	t.Cleanup(func() { maxArchiveNameBytes = prev })
+	f := newTAFixture(t)
+	before := taState(t, f.tree)
+	var entries []taEntry
+	for i := range 5 {
+		entries = append(entries, taEntry{name: fmt.Sprintf("%030d", i), typ: tar.TypeReg, body: "x"})
+	}
+	_, err := ReplaceTree(bytes.NewReader(taTar(t, entries...)), f.tree, taKeepOwner)
+	if !errors.Is(err, ErrArchiveLimit) {
+		t.Fatalf("err = %v, want the names over their limit", err)
+	}
+	var e *errcode.Error
+	if !errors.As(err, &e) || e.Data != (LimitData{Limit: "archiveNameBytes", Max: 100}) {
+		t.Fatalf("err data = %#v", e)
+	}
+	taSameState(t, "the tree", taState(t, f.tree), before)
+	taNoLeftovers(t, f)
 }
 
 func TestReplaceTree_AcceptsWhatTarWrites(t *testing.T) {

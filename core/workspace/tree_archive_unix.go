@@ -349,6 +349,7 @@ type extractor struct {
 	stats   ArchiveStats
 	entries int64
 	drained int64 // data read and thrown away (.git entries)
+	names   int64 // bytes of the paths in seen
 	// The last parent directory opened: tar lists a directory's entries
 	// together, so most entries reuse it.
 	cacheRel string
@@ -385,7 +386,7 @@ func (x *extractor) extract(r io.Reader) error {
 			return archiveTruncatedErr(err)
 		}
 		if x.entries++; x.entries > x.lim.MaxEntries {
-			return archiveLimitErr("entries", x.lim.MaxEntries)
+			return archiveLimitErr("archiveEntries", "entries", x.lim.MaxEntries)
 		}
 		if err := x.entry(tr, hdr); err != nil {
 			return err
@@ -410,7 +411,7 @@ func (x *extractor) drain(tr *tar.Reader, hdr *tar.Header) error {
 		return archiveTruncatedErr(err)
 	}
 	if x.drained += n; x.room() < 0 {
-		return archiveLimitErr("bytes", x.lim.MaxBytes)
+		return archiveLimitErr("archiveBytes", "bytes", x.lim.MaxBytes)
 	}
 	return nil
 }
@@ -530,7 +531,9 @@ func (x *extractor) makeDir(dir int, name, rel string, kind nodeKind, mode uint3
 	if err := x.own(dir, name, rel); err != nil {
 		return -1, err
 	}
-	x.seen[rel] = &archNode{kind: kind, mode: mode}
+	if err := x.remember(rel, &archNode{kind: kind, mode: mode}); err != nil {
+		return -1, err
+	}
 	x.dirs = append(x.dirs, rel)
 	x.stats.Dirs++
 	fd, err := openChild(dir, name, true)
@@ -538,6 +541,29 @@ func (x *extractor) makeDir(dir int, name, rel string, kind nodeKind, mode uint3
 		return -1, x.fsErr(rel, err)
 	}
 	return fd, nil
+}
+
+// maxArchiveNameBytes bounds the names ReplaceTree keeps in memory while
+// it extracts (seen): without it, 500,000 entries of 4 KiB names would
+// hold 2 GiB of Sluice's memory. Real trees stay far below (a
+// node_modules of 500,000 files averages about 100 bytes a path). A
+// variable so that a test can lower it.
+var maxArchiveNameBytes int64 = 128 << 20
+
+// remember records a path made in the staging directory. A directory the
+// archive did not list counts as an entry too: one deep name can imply
+// hundreds of them.
+func (x *extractor) remember(rel string, n *archNode) error {
+	if n.kind == kindImplicitDir {
+		if x.entries++; x.entries > x.lim.MaxEntries {
+			return archiveLimitErr("archiveEntries", "entries", x.lim.MaxEntries)
+		}
+	}
+	if x.names += int64(len(rel)); x.names > maxArchiveNameBytes {
+		return archiveLimitErr("archiveNameBytes", "bytes of names", maxArchiveNameBytes)
+	}
+	x.seen[rel] = n
+	return nil
 }
 
 // fsErr maps a failed create in the staging directory. EEXIST, ELOOP and
@@ -572,7 +598,7 @@ func (x *extractor) mkdir(comps []string, rel string, hdr *tar.Header) error {
 
 func (x *extractor) file(comps []string, rel string, hdr *tar.Header, tr *tar.Reader) error {
 	if hdr.Size > x.room() {
-		return archiveLimitErr("bytes", x.lim.MaxBytes)
+		return archiveLimitErr("archiveBytes", "bytes", x.lim.MaxBytes)
 	}
 	return x.writeFile(comps, rel, tr, x.perm(hdr))
 }
@@ -608,7 +634,9 @@ func (x *extractor) writeFile(comps []string, rel string, src io.Reader, perm ui
 			return errcode.Wrap(errcode.Internal, err, "cannot hand %s to the container user", rel)
 		}
 	}
-	x.seen[rel] = &archNode{kind: kindFile}
+	if err := x.remember(rel, &archNode{kind: kindFile}); err != nil {
+		return err
+	}
 	x.stats.Files++
 	return nil
 }
@@ -629,7 +657,9 @@ func (x *extractor) symlink(comps []string, rel string, hdr *tar.Header) error {
 	if err := x.own(dir, name, rel); err != nil {
 		return err
 	}
-	x.seen[rel] = &archNode{kind: kindSymlink}
+	if err := x.remember(rel, &archNode{kind: kindSymlink}); err != nil {
+		return err
+	}
 	x.stats.Symlinks++
 	return nil
 }
@@ -657,7 +687,7 @@ func (x *extractor) link(comps []string, rel string, hdr *tar.Header) error {
 		return refuseEntry(hdr.Name, "is a hard link to %s, which is not a regular file", quoteEntry(hdr.Linkname))
 	}
 	if st.size > x.room() {
-		return archiveLimitErr("bytes", x.lim.MaxBytes)
+		return archiveLimitErr("archiveBytes", "bytes", x.lim.MaxBytes)
 	}
 	return x.writeFile(comps, rel, io.LimitReader(f, st.size), uint32(st.mode.Perm()))
 }
@@ -891,7 +921,7 @@ func archiveComps(name string) ([]string, error) {
 		comps = append(comps, c)
 	}
 	if len(comps) > maxDepth {
-		return nil, archiveLimitErr("levels of directories", maxDepth)
+		return nil, archiveLimitErr("archiveDepth", "levels of directories", maxDepth)
 	}
 	return comps, nil
 }
