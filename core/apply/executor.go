@@ -930,6 +930,14 @@ func (rc *repoCtx) resolve(ctx context.Context, revs []string) (map[string]strin
 	// the checks and the restore point ask for it next.
 	_, cached := rc.reads.headOf(rc.path)
 	withHead := rc.reads.live() && !cached
+	// The ref files are read in this process where git's answer is
+	// certain (see gitrun.ResolveLocal); git answers the rest.
+	if got, err := rc.g.git.ResolveLocal(revs, withHead); err == nil {
+		if withHead {
+			rc.reads.putHead(rc.path, headFrom(got.Head))
+		}
+		return got.Commits, nil
+	}
 	if withHead {
 		args = append(args, "HEAD", "HEAD^{tree}", "--symbolic-full-name", "HEAD")
 	}

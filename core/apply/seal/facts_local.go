@@ -2,21 +2,15 @@ package seal
 
 import (
 	"bytes"
-	"cmp"
 	"errors"
 	"io"
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
-	"github.com/go-git/go-git/v5/plumbing/format/objfile"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/sluicehq/sluice/core/apply/internal/gitrun"
@@ -65,8 +59,8 @@ func (w *Work) changesLocal(a, b string) (out []proposal.FileChange, ok bool) {
 	if _, set := w.git.Repo.Config("diff.orderfile"); set {
 		return nil, false
 	}
-	objs := &localObjects{dir: filepath.Join(w.git.Repo.CommonDir, "objects")}
-	defer objs.close()
+	objs := gitrun.NewObjects(w.git.Repo.CommonDir)
+	defer objs.Close()
 	d := &treeDiff{objs: objs}
 	if err := d.walk(plumbing.NewHash(a), plumbing.NewHash(b), ""); err != nil || d.adds > 0 && d.dels > 0 {
 		return nil, false
@@ -101,12 +95,12 @@ func (w *Work) changesLocal(a, b string) (out []proposal.FileChange, ok bool) {
 func sha1ID(s string) bool { return len(s) == 40 && gitrun.ObjectID.MatchString(s) }
 
 // errGitDecides stops a local reading that git must answer.
-var errGitDecides = errors.New("seal: git answers this comparison")
+var errGitDecides = gitrun.ErrNotLocal
 
 // treeDiff compares two trees as git diff-tree -r does, in git's order,
 // for the changes changesLocal may read itself.
 type treeDiff struct {
-	objs       *localObjects
+	objs       *gitrun.Objects
 	recs       []gitx.RawChange
 	adds, dels int
 }
@@ -123,7 +117,7 @@ func (d *treeDiff) entries(h plumbing.Hash) ([]entry, error) {
 	if h.IsZero() {
 		return nil, nil
 	}
-	obj, err := d.objs.object(h, plumbing.TreeObject)
+	obj, err := d.objs.Object(h, plumbing.TreeObject)
 	if err != nil {
 		return nil, err
 	}
@@ -243,8 +237,8 @@ func modeText(m filemode.FileMode) string {
 }
 
 // localBlobFact is blobFacts' answer for one blob, read in this process.
-func localBlobFact(objs *localObjects, id string) (blobFact, error) {
-	obj, err := objs.object(plumbing.NewHash(id), plumbing.BlobObject)
+func localBlobFact(objs *gitrun.Objects, id string) (blobFact, error) {
+	obj, err := objs.Object(plumbing.NewHash(id), plumbing.BlobObject)
 	if err != nil {
 		return blobFact{}, err
 	}
@@ -316,160 +310,4 @@ func (w *Work) noAttributes(paths []string) bool {
 		return false
 	}
 	return !bytes.Contains(idx, []byte(".gitattributes"))
-}
-
-// localObjects reads objects of one object directory as git stores them:
-// a loose object, else from a pack, the newest first (where the objects
-// an add just wrote in bulk are). A pack's index is read whole, once,
-// when a pack is first searched; objects elsewhere (an alternate object
-// directory) are not found, and git answers instead.
-type localObjects struct {
-	dir   string
-	packs []*localPack // nil until a pack is searched
-	// idxBytes is how much pack index has been read: a repository with
-	// more than maxLocalIndex of it is left to git, which maps its
-	// indexes instead of reading them.
-	idxBytes int64
-}
-
-// maxLocalIndex bounds the pack indexes read for one file list.
-const maxLocalIndex = 8 << 20
-
-type localPack struct {
-	name string // pack-<id>, without extension
-	idx  *idxfile.MemoryIndex
-	pf   *packfile.Packfile
-}
-
-// object reads object h of type t: the whole of a small one, a large one
-// as it is read.
-func (o *localObjects) object(h plumbing.Hash, t plumbing.ObjectType) (plumbing.EncodedObject, error) {
-	obj, err := o.loose(h)
-	if errors.Is(err, os.ErrNotExist) {
-		obj, err = o.packed(h)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if obj.Type() != t {
-		return nil, errGitDecides
-	}
-	return obj, nil
-}
-
-// largeObject is the size above which an object is not read into memory
-// whole.
-const largeObject = 64 << 10
-
-func (o *localObjects) loose(h plumbing.Hash) (plumbing.EncodedObject, error) {
-	id := h.String()
-	f, err := os.Open(filepath.Join(o.dir, id[:2], id[2:]))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	r, err := objfile.NewReader(f)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	t, size, err := r.Header()
-	if err != nil {
-		return nil, err
-	}
-	obj := &plumbing.MemoryObject{}
-	obj.SetType(t)
-	obj.SetSize(size)
-	// Only the first bytes of a large blob are looked at.
-	want := size
-	if t == plumbing.BlobObject {
-		want = min(size, firstFewBytes)
-	}
-	if _, err := io.CopyN(obj, r, want); err != nil {
-		return nil, err
-	}
-	obj.SetSize(size)
-	return obj, nil
-}
-
-func (o *localObjects) packed(h plumbing.Hash) (plumbing.EncodedObject, error) {
-	if o.packs == nil {
-		if err := o.listPacks(); err != nil {
-			return nil, err
-		}
-	}
-	for _, p := range o.packs {
-		if p.idx == nil {
-			if err := o.loadIndex(p); err != nil {
-				return nil, err
-			}
-		}
-		if ok, _ := p.idx.Contains(h); !ok {
-			continue
-		}
-		if p.pf == nil {
-			fs := osfs.New(filepath.Join(o.dir, "pack"))
-			f, err := fs.Open(p.name + ".pack")
-			if err != nil {
-				return nil, err
-			}
-			p.pf = packfile.NewPackfile(p.idx, fs, f, largeObject)
-		}
-		return p.pf.Get(h)
-	}
-	return nil, plumbing.ErrObjectNotFound
-}
-
-// listPacks lists the packs, the newest first.
-func (o *localObjects) listPacks() error {
-	ents, err := os.ReadDir(filepath.Join(o.dir, "pack"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	type dated struct {
-		p    *localPack
-		when int64
-	}
-	var ps []dated
-	for _, e := range ents {
-		name, ok := strings.CutSuffix(e.Name(), ".idx")
-		if !ok || !strings.HasPrefix(name, "pack-") {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			return err
-		}
-		ps = append(ps, dated{&localPack{name: name}, info.ModTime().UnixNano()})
-	}
-	slices.SortStableFunc(ps, func(a, b dated) int { return cmp.Compare(b.when, a.when) })
-	o.packs = make([]*localPack, 0, len(ps))
-	for _, p := range ps {
-		o.packs = append(o.packs, p.p)
-	}
-	return nil
-}
-
-func (o *localObjects) loadIndex(p *localPack) error {
-	b, err := os.ReadFile(filepath.Join(o.dir, "pack", p.name+".idx"))
-	if err != nil {
-		return err
-	}
-	if o.idxBytes += int64(len(b)); o.idxBytes > maxLocalIndex {
-		return errGitDecides
-	}
-	idx := idxfile.NewMemoryIndex()
-	if err := idxfile.NewDecoder(bytes.NewReader(b)).Decode(idx); err != nil {
-		return err
-	}
-	p.idx = idx
-	return nil
-}
-
-func (o *localObjects) close() {
-	for _, p := range o.packs {
-		if p.pf != nil {
-			p.pf.Close()
-		}
-	}
 }
