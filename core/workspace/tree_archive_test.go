@@ -421,6 +421,23 @@ func TestReplaceTree_RefusesUnsafeArchives(t *testing.T) {
 	}
 }
 
+// TestReplaceTree_EmptyArchiveEmptiesTree: two zero blocks (what a pod
+// writes for an empty /workspace, tar refusing to write an empty archive)
+// and a lone end marker are complete archives of nothing.
+func TestReplaceTree_EmptyArchiveEmptiesTree(t *testing.T) {
+	for _, n := range []int{512, 1024, 10240} {
+		f := newTAFixture(t)
+		if _, err := ReplaceTree(bytes.NewReader(make([]byte, n)), f.tree, taKeepOwner); err != nil {
+			t.Fatalf("%d zero bytes: %v", n, err)
+		}
+		got := taState(t, f.tree)
+		if len(got) != 2 || got[".git"] != "dir 0755" {
+			t.Fatalf("%d zero bytes left %v, want the root and its .git mount point", n, got)
+		}
+		taNoLeftovers(t, f)
+	}
+}
+
 func TestReplaceTree_BoundsNamesInMemory(t *testing.T) {
 	prev := maxArchiveNameBytes
 	maxArchiveNameBytes = 100
