@@ -303,6 +303,10 @@ func (m *Manager) reconcileDirs(ctx context.Context, rep *ReconcileReport) error
 			w, err = m.readMeta(id)
 		}
 		if err == nil && w.State != StateCreating && w.State != StateDestroying {
+			// A crash inside ReplaceTree leaves a sibling of the tree.
+			// Best effort: one that cannot be removed now is tried again
+			// at the next start and goes with the workspace at the latest.
+			_ = CleanTreeLeftovers(m.treeDir(id))
 			unlock()
 			continue
 		}

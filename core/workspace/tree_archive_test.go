@@ -848,3 +848,30 @@ func BenchmarkTreeArchive(b *testing.B) {
 		}
 	})
 }
+
+// TestReconcile_RemovesTreeLeftovers: start-up removes what a crash inside
+// ReplaceTree left beside a workspace's tree, and nothing else.
+func TestReconcile_RemovesTreeLeftovers(t *testing.T) {
+	m := newManager(t, false)
+	w, err := m.Create(t.Context(), CreateRequest{Source: Source{Kind: SourceFresh}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := m.treeDir(w.ID)
+	taWrite(t, filepath.Join(tree, "kept.txt"), "kept", 0o644)
+	leftover := tree + stageSuffix + "0123456789abcdef"
+	taWrite(t, filepath.Join(leftover, "old", "f"), "old tree", 0o644)
+	before := taState(t, filepath.Dir(tree))
+	if _, err := m.Reconcile(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(leftover); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the leftover is still there: %v", err)
+	}
+	for p := range before {
+		if strings.HasPrefix(p, filepath.Base(leftover)) {
+			delete(before, p)
+		}
+	}
+	taSameState(t, "the workspace directory", taState(t, filepath.Dir(tree)), before)
+}
