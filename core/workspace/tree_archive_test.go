@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"syscall"
@@ -874,4 +875,55 @@ func TestReconcile_RemovesTreeLeftovers(t *testing.T) {
 		}
 	}
 	taSameState(t, "the workspace directory", taState(t, filepath.Dir(tree)), before)
+}
+
+// TestRemoveAllAt_UnreadableDirectory: an archive may leave a directory
+// with mode 0000; its owner, not root, must still be able to remove the
+// old tree. The test drops to another file-system uid on one thread
+// (which also drops CAP_DAC_OVERRIDE for it), as root.
+func TestRemoveAllAt_UnreadableDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("switching the file-system uid needs root")
+	}
+	const uid = 65534
+	base := filepath.Join(t.TempDir(), "base")
+	taWrite(t, filepath.Join(base, "old", "locked", "inner", "f"), "x", 0o644)
+	if err := filepath.WalkDir(base, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, uid)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(base, "old", "locked"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(base), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := openDirPath(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFD(fd)
+	errc := make(chan error, 1)
+	go func() {
+		// The thread is not unlocked: it ends with the goroutine, so no
+		// other goroutine ever runs with the changed ids.
+		runtime.LockOSThread()
+		unix.Setfsgid(uid)
+		unix.Setfsuid(uid)
+		if _, err := unix.Openat(fd, "old/locked", unix.O_RDONLY|unix.O_DIRECTORY, 0); !errors.Is(err, unix.EACCES) {
+			errc <- fmt.Errorf("opening the 0000 directory as uid %d: %v, want EACCES (the test does not test)", uid, err)
+			return
+		}
+		errc <- removeAllAt(fd, "old")
+	}()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(base, "old")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the old tree is still there: %v", err)
+	}
 }

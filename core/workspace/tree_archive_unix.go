@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -823,6 +824,11 @@ func removeAllAt(dir int, name string) error {
 		return ignoreNotExist(unlinkAt(dir, name, false))
 	}
 	fd, err := openChild(dir, name, true)
+	if errors.Is(err, unix.EACCES) && chmodDirNoFollow(dir, name, 0o700) == nil {
+		// A directory without read permission (0000 from an archive):
+		// its owner may still chmod it.
+		fd, err = openChild(dir, name, true)
+	}
 	if err != nil {
 		return ignoreNotExist(err)
 	}
@@ -840,6 +846,21 @@ func removeAllAt(dir int, name string) error {
 		return err
 	}
 	return ignoreNotExist(unlinkAt(dir, name, true))
+}
+
+// chmodDirNoFollow sets the mode of the directory name in dir, which may
+// be unreadable: through an O_PATH descriptor (which needs no permission
+// on the directory itself) and its /proc/self/fd link, so a symlink
+// swapped in for name is never followed.
+func chmodDirNoFollow(dir int, name string, mode uint32) error {
+	fd, err := retryEINTR(func() (int, error) {
+		return unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return err
+	}
+	defer closeFD(fd)
+	return unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), mode)
 }
 
 func ignoreNotExist(err error) error {
