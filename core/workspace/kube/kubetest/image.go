@@ -31,6 +31,9 @@ var importMu sync.Mutex
 // image already imported (by its Docker image ID) is not copied again.
 func (c *Cluster) ImportImage(t testing.TB, dockerRef string) string {
 	t.Helper()
+	if err := pingDocker(); err != nil {
+		unavailable(t, "kubetest: ImportImage needs the Docker Engine: "+err.Error())
+	}
 	ref, err := c.importImage(t.TempDir(), dockerRef)
 	if err != nil {
 		t.Fatalf("kubetest: importing %s into the cluster: %v", dockerRef, err)
@@ -107,6 +110,18 @@ func (c *Cluster) importImage(tmp, dockerRef string) (string, error) {
 		return "", err
 	}
 	return ref, nil
+}
+
+func pingDocker() error {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = cli.Ping(ctx)
+	return err
 }
 
 func saveImage(ctx context.Context, cli *client.Client, ref, path string) error {

@@ -191,6 +191,24 @@ func TestControlPlane_MissingBinaries_SkipsOrFails(t *testing.T) {
 	}
 }
 
+func TestImportImage_NoDockerEngine_SkipsOrFails(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-engine.sock"))
+	for _, require := range []string{"", "1"} {
+		t.Run("require="+require, func(t *testing.T) {
+			t.Setenv("SLUICE_REQUIRE_E2E", require)
+			c := &Cluster{Base: t.TempDir()}
+			r := outcome(t, func(tb testing.TB) {
+				c.ImportImage(tb, workspacetest.ImageRef)
+				tb.Fatal("ImportImage returned without an Engine")
+			})
+			msg := strings.Join(r.messages, " ")
+			if r.skipped != (require == "") || !strings.Contains(msg, "needs the Docker Engine") {
+				t.Fatalf("skipped=%v (%q); want skipped=%v saying it needs the Docker Engine", r.skipped, msg, require == "")
+			}
+		})
+	}
+}
+
 func TestNode_NoneStarted_SkipsOrFails(t *testing.T) {
 	cases := []struct {
 		name, unavailableEnv, require, host string
