@@ -52,8 +52,10 @@ const (
 
 // keeperCmd waits forever (holding the volumes) and does nothing else. A
 // loop, not one long sleep, so that an image whose sleep refuses a huge
-// argument still works.
-var keeperCmd = []string{"/bin/sh", "-c", "while :; do sleep 3600; done"}
+// argument still works; it exits at SIGTERM, which PID 1 would otherwise
+// ignore, so a deleted pod's keeper ends at once rather than at the end of
+// the grace period.
+var keeperCmd = []string{"/bin/sh", "-c", `trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done`}
 
 // runScript gates the program on one line of stdin (see runtime.go) and
 // keeps sh as PID 1 (the exit afterwards stops sh from exec'ing the last

@@ -74,12 +74,18 @@ func (r *Runtime) Run(ctx context.Context, spec workspace.ContainerSpec, stdout,
 	// Cleanup happens whatever ctx does (a destroyed workspace, a client
 	// that went away); a cancelled run is deleted at once.
 	bg := context.WithoutCancel(ctx)
+	t0 := time.Now()
+	phase := func(what string) {
+		r.log.Debug("kube: run phase", "pod", name, "phase", what, "ms", time.Since(t0).Milliseconds())
+		t0 = time.Now()
+	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(bg, removeWait)
 		defer cancel()
 		if rerr := r.Remove(rctx, name); rerr != nil && err == nil {
 			err = rerr
 		}
+		phase("remove")
 	}()
 	if err := r.create(ctx, objs); err != nil {
 		return st, cancelledOr(ctx, err)
@@ -87,13 +93,17 @@ func (r *Runtime) Run(ctx context.Context, spec workspace.ContainerSpec, stdout,
 	if ctx.Err() != nil {
 		return st, cancelledOr(ctx, ctx.Err())
 	}
+	phase("create")
 	if err := r.waitStarted(ctx, name, spec.Image); err != nil {
 		return st, cancelledOr(ctx, err)
 	}
+	phase("start")
 	if err := r.copyIn(ctx, name, spec); err != nil {
 		return st, cancelledOr(ctx, err)
 	}
+	phase("copy in")
 	seen, err := r.runProgram(ctx, name, spec.Limits.Timeout, stdout, stderr)
+	phase("program")
 	st.ExitCode, st.OOMKilled, st.TimedOut, st.OutputStopped = seen.exitCode, seen.oomKilled, seen.timedOut, seen.outputStopped
 	if seen.cancelled != nil {
 		return st, &errcode.Error{Code: errcode.Timeout, Msg: "the run was cancelled", Err: seen.cancelled}
@@ -104,6 +114,7 @@ func (r *Runtime) Run(ctx context.Context, spec workspace.ContainerSpec, stdout,
 	if err := r.copyOut(ctx, name, spec); err != nil {
 		return st, cancelledOr(ctx, err)
 	}
+	phase("copy out")
 	return st, nil
 }
 

@@ -452,6 +452,6 @@ func (r *Runtime) awaitGone(ctx context.Context, resource, id string, get func(c
 			return &errcode.Error{Code: errcode.Internal, Msg: fmt.Sprintf("the run's %s %s is still present after its deletion", strings.TrimSuffix(resource, "s"), id), Err: ctx.Err()}
 		case <-time.After(delay):
 		}
-		delay = min(delay*2, time.Second)
+		delay = min(delay*2, 250*time.Millisecond)
 	}
 }

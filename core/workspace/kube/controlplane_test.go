@@ -1,0 +1,591 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/workspace"
+	"github.com/sluicehq/sluice/core/workspace/kube/kubetest"
+)
+
+// These tests talk to a real API server and etcd (kubetest.ControlPlane)
+// with no node: pods are admitted and stay Pending. Where a test needs a
+// node's answer it plays the kubelet, writing the pod's status through the
+// status subresource as the kubelet would.
+
+// TestRun_ObjectsAsCreated reads a run's pod, Secret and NetworkPolicy back
+// from the API server and checks their shape, then cancels the run and
+// checks that nothing is left.
+func TestRun_ObjectsAsCreated(t *testing.T) {
+	cfg := kubetest.ControlPlane(t)
+	ns := kubetest.Namespace(t, cfg)
+	cs := adminClient(t, cfg)
+	for _, egress := range []bool{false, true} {
+		o := Options{Namespace: ns, RuntimeClassName: "", ImagePullPolicy: "Never"}
+		if egress {
+			o.EgressProxy = "10.1.2.3:3128"
+		}
+		r := newRuntime(t, cfg, o)
+		spec := testSpec(t, fakeImage)
+		spec.GitDirPath = t.TempDir()
+		if egress {
+			spec.Network = egressNetwork
+		}
+		done, cancel := runAsync(r, spec)
+		name := podName(spec.RunID)
+		pod := awaitPod(t, cs, ns, name, done)
+		ctx := context.Background()
+		sec, err := cs.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		np, err := cs.NetworkingV1().NetworkPolicies(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPodShape(t, pod, spec)
+		checkSecretShape(t, sec, pod)
+		checkPolicyShape(t, np, pod, egress)
+		t.Logf("pod: %s", oneLine(pod.Spec))
+		t.Logf("networkpolicy: %s", oneLine(np.Spec))
+		t.Logf("secret: type=%s immutable=%v keys=%v labels=%v", sec.Type, *sec.Immutable, keys(sec.Data), sec.Labels)
+
+		cancel()
+		res := <-done
+		wantCode(t, res.err, errcode.Timeout, "cancelled")
+		if !errors.Is(res.err, context.Canceled) {
+			t.Fatalf("a cancelled run's error does not carry the cancel: %v", res.err)
+		}
+		assertNothingLabelled(t, cs, ns)
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func oneLine(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func checkPodShape(t *testing.T, pod *corev1.Pod, spec workspace.ContainerSpec) {
+	t.Helper()
+	s := pod.Spec
+	fail := func(what string) { t.Helper(); t.Fatalf("pod as created: %s\n%s", what, oneLine(s)) }
+	if s.RestartPolicy != corev1.RestartPolicyNever || s.AutomountServiceAccountToken == nil || *s.AutomountServiceAccountToken ||
+		s.EnableServiceLinks == nil || *s.EnableServiceLinks || s.HostNetwork || s.HostPID || s.HostIPC {
+		fail("restart policy, token, service links or host namespaces")
+	}
+	if s.TerminationGracePeriodSeconds == nil || *s.TerminationGracePeriodSeconds != 0 ||
+		s.ActiveDeadlineSeconds == nil || *s.ActiveDeadlineSeconds != int64((spec.Limits.Timeout+deadlineMargin).Seconds()) {
+		fail("grace period or active deadline")
+	}
+	sc := s.SecurityContext
+	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || sc.RunAsGroup == nil ||
+		itoa64(*sc.RunAsUser)+":"+itoa64(*sc.RunAsGroup) != spec.User || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		fail("pod security context")
+	}
+	var vols []string
+	for _, v := range s.Volumes {
+		if v.EmptyDir == nil || v.HostPath != nil || v.Projected != nil || v.EmptyDir.SizeLimit == nil {
+			fail("a volume that is not a bounded emptyDir: " + v.Name)
+		}
+		vols = append(vols, v.Name)
+		if v.Name == volTmp && (v.EmptyDir.Medium != corev1.StorageMediumMemory || v.EmptyDir.SizeLimit.Value() != spec.Limits.TmpfsBytes) {
+			fail("tmp volume")
+		}
+	}
+	if !slices.Equal(vols, []string{volWorkspace, volGit, volTmp}) {
+		fail("volumes " + strings.Join(vols, ","))
+	}
+	if len(s.Containers) != 2 || s.Containers[0].Name != containerKeeper || s.Containers[1].Name != containerRun {
+		fail("containers")
+	}
+	for _, c := range s.Containers {
+		csc := c.SecurityContext
+		if csc == nil || !*csc.ReadOnlyRootFilesystem || *csc.AllowPrivilegeEscalation || *csc.Privileged ||
+			!slices.Equal(csc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(csc.Capabilities.Add) > 0 {
+			fail("container security context of " + c.Name)
+		}
+		if c.Image != spec.Image || c.ImagePullPolicy != corev1.PullNever {
+			fail("image of " + c.Name)
+		}
+		for _, rn := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
+			req, lim := c.Resources.Requests[rn], c.Resources.Limits[rn]
+			if lim.IsZero() || req.Cmp(lim) != 0 {
+				fail("requests and limits of " + c.Name + " " + string(rn))
+			}
+		}
+	}
+	run := s.Containers[1]
+	if !run.Stdin || !run.StdinOnce || run.TTY {
+		fail("the run container's stdin gate")
+	}
+	wantCmd := append([]string{"/bin/sh", "-c", runScript, "sluice-run"}, spec.Argv...)
+	if !slices.Equal(run.Command, wantCmd) || len(run.Args) != 0 {
+		fail("the run container's command")
+	}
+	if m := run.Resources.Limits[corev1.ResourceMemory]; m.Value() != spec.Limits.MemoryBytes {
+		fail("the run's memory limit")
+	}
+	if c := run.Resources.Limits[corev1.ResourceCPU]; c.MilliValue() != int64(spec.Limits.CPUs*1000) {
+		fail("the run's cpu limit")
+	}
+	for _, m := range run.VolumeMounts {
+		if m.Name == volGit && (!m.ReadOnly || m.MountPath != workspace.GitMount) {
+			fail("the repository's mount in the run container")
+		}
+	}
+	var sawToken, sawPlain bool
+	for _, e := range run.Env {
+		switch e.Name {
+		case "TOKEN":
+			sawToken = e.Value == "" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == pod.Name && e.ValueFrom.SecretKeyRef.Key == "TOKEN"
+		case "PLAIN":
+			sawPlain = e.Value == "visible"
+		}
+	}
+	if !sawToken || !sawPlain {
+		fail("the secret must come from the Secret by reference, the plain variable by value")
+	}
+	whole, _ := json.Marshal(pod)
+	if strings.Contains(string(whole), "s3cret-value") {
+		t.Fatal("the secret's value is in the pod object")
+	}
+	for k, v := range map[string]string{workspace.LabelWorkspace: spec.WorkspaceID, workspace.LabelRun: strings.ToLower(spec.RunID), labelManagedBy: managedBy} {
+		got := pod.Labels[k]
+		if k == workspace.LabelRun {
+			got = strings.ToLower(got)
+		}
+		if got != v {
+			fail("label " + k + " = " + pod.Labels[k])
+		}
+	}
+	if pod.Labels[workspace.LabelStore] != labelValue(spec.StoreKey) || strings.Contains(pod.Labels[workspace.LabelStore], "/") ||
+		pod.Annotations[workspace.LabelStore] != spec.StoreKey {
+		fail("the store label must be the sanitized key, the annotation the exact one")
+	}
+	if pod.Name != "sluice-run-"+strings.ToLower(spec.RunID) {
+		fail("name " + pod.Name)
+	}
+}
+
+func itoa64(n int64) string { return resource.NewQuantity(n, resource.DecimalSI).String() }
+
+func checkSecretShape(t *testing.T, sec *corev1.Secret, pod *corev1.Pod) {
+	t.Helper()
+	if string(sec.Data["TOKEN"]) != "s3cret-value" || len(sec.Data) != 1 || sec.Immutable == nil || !*sec.Immutable ||
+		sec.Labels[workspace.LabelRun] != pod.Labels[workspace.LabelRun] || sec.Labels[labelManagedBy] != managedBy {
+		t.Fatalf("secret as created: %s", oneLine(sec))
+	}
+}
+
+func checkPolicyShape(t *testing.T, np *networkingv1.NetworkPolicy, pod *corev1.Pod, egress bool) {
+	t.Helper()
+	s := np.Spec
+	sel, err := metav1.LabelSelectorAsSelector(&s.PodSelector)
+	ok := err == nil && !sel.Empty() && sel.Matches(labelsOf(pod)) &&
+		slices.Equal(s.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}) && len(s.Ingress) == 0
+	if egress {
+		ok = ok && len(s.Egress) == 1 && len(s.Egress[0].To) == 1 && s.Egress[0].To[0].IPBlock != nil &&
+			s.Egress[0].To[0].IPBlock.CIDR == "10.1.2.3/32" && len(s.Egress[0].Ports) == 1 && s.Egress[0].Ports[0].Port.IntValue() == 3128
+	} else {
+		ok = ok && len(s.Egress) == 0
+	}
+	if !ok {
+		t.Fatalf("network policy as created (egress %v): %s", egress, oneLine(s))
+	}
+}
+
+func labelsOf(p *corev1.Pod) labels.Set { return labels.Set(p.Labels) }
+
+// TestValidateRun_RefusesWeakenedObjects: each weakening of a run's
+// objects is refused; the objects as built pass.
+func TestValidateRun_RefusesWeakenedObjects(t *testing.T) {
+	r := newRuntime(t, &rest.Config{Host: "https://127.0.0.1:1"}, Options{Namespace: "ns", EgressProxy: "10.1.2.3:3128", RuntimeClassName: "gvisor"})
+	build := func() (runObjects, allowed) {
+		spec := testSpec(t, fakeImage)
+		spec.GitDirPath = "/git"
+		spec.Network = egressNetwork
+		o, err := r.objects(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o, allowed{image: fakeImage, uid: mustUID(t, spec.User), gid: mustGID(t, spec.User), runtimeClass: "gvisor",
+			proxyCIDR: "10.1.2.3/32", proxyPort: 3128, secretEnv: spec.SecretEnv, maxDeadline: int64((spec.Limits.Timeout + deadlineMargin).Seconds())}
+	}
+	if o, a := build(); validateRun(o, a) != nil {
+		t.Fatalf("the built objects are refused: %v", validateRun(o, a))
+	}
+	tr, fa := true, false
+	zero := int64(0)
+	cases := map[string]func(o *runObjects){
+		"restartPolicy Always":     func(o *runObjects) { o.pod.Spec.RestartPolicy = corev1.RestartPolicyAlways },
+		"token mounted":            func(o *runObjects) { o.pod.Spec.AutomountServiceAccountToken = &tr },
+		"token default":            func(o *runObjects) { o.pod.Spec.AutomountServiceAccountToken = nil },
+		"service links":            func(o *runObjects) { o.pod.Spec.EnableServiceLinks = &tr },
+		"hostNetwork":              func(o *runObjects) { o.pod.Spec.HostNetwork = true },
+		"hostPID":                  func(o *runObjects) { o.pod.Spec.HostPID = true },
+		"hostIPC":                  func(o *runObjects) { o.pod.Spec.HostIPC = true },
+		"shared process namespace": func(o *runObjects) { o.pod.Spec.ShareProcessNamespace = &tr },
+		"service account":          func(o *runObjects) { o.pod.Spec.ServiceAccountName = "admin" },
+		"no deadline":              func(o *runObjects) { o.pod.Spec.ActiveDeadlineSeconds = nil },
+		"grace period":             func(o *runObjects) { g := int64(30); o.pod.Spec.TerminationGracePeriodSeconds = &g },
+		"other runtime class":      func(o *runObjects) { rc := "runc"; o.pod.Spec.RuntimeClassName = &rc },
+		"no runtime class":         func(o *runObjects) { o.pod.Spec.RuntimeClassName = nil },
+		"runAsNonRoot false":       func(o *runObjects) { o.pod.Spec.SecurityContext.RunAsNonRoot = &fa },
+		"root user":                func(o *runObjects) { o.pod.Spec.SecurityContext.RunAsUser = &zero },
+		"root group":               func(o *runObjects) { o.pod.Spec.SecurityContext.RunAsGroup = &zero },
+		"no seccomp":               func(o *runObjects) { o.pod.Spec.SecurityContext.SeccompProfile = nil },
+		"unconfined seccomp": func(o *runObjects) {
+			o.pod.Spec.SecurityContext.SeccompProfile.Type = corev1.SeccompProfileTypeUnconfined
+		},
+		"fsGroup": func(o *runObjects) { o.pod.Spec.SecurityContext.FSGroup = &zero },
+		"sysctl": func(o *runObjects) {
+			o.pod.Spec.SecurityContext.Sysctls = []corev1.Sysctl{{Name: "net.ipv4.ip_forward", Value: "1"}}
+		},
+		"hostPath volume": func(o *runObjects) {
+			o.pod.Spec.Volumes[0].EmptyDir = nil
+			o.pod.Spec.Volumes[0].HostPath = &corev1.HostPathVolumeSource{Path: "/"}
+		},
+		"emptyDir and hostPath": func(o *runObjects) { o.pod.Spec.Volumes[0].HostPath = &corev1.HostPathVolumeSource{Path: "/"} },
+		"extra volume":          func(o *runObjects) { o.pod.Spec.Volumes = append(o.pod.Spec.Volumes, emptyVol("extra")) },
+		"unbounded workspace":   func(o *runObjects) { o.pod.Spec.Volumes[0].EmptyDir.SizeLimit = nil },
+		"tmp on disk":           func(o *runObjects) { o.pod.Spec.Volumes[2].EmptyDir.Medium = "" },
+		"init container":        func(o *runObjects) { o.pod.Spec.InitContainers = []corev1.Container{o.pod.Spec.Containers[1]} },
+		"third container":       func(o *runObjects) { o.pod.Spec.Containers = append(o.pod.Spec.Containers, o.pod.Spec.Containers[1]) },
+		"other image":           func(o *runObjects) { o.pod.Spec.Containers[1].Image = "busybox:latest" },
+		"writable root":         func(o *runObjects) { o.pod.Spec.Containers[1].SecurityContext.ReadOnlyRootFilesystem = &fa },
+		"privilege escalation":  func(o *runObjects) { o.pod.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = &tr },
+		"privileged":            func(o *runObjects) { o.pod.Spec.Containers[1].SecurityContext.Privileged = &tr },
+		"capability added": func(o *runObjects) {
+			o.pod.Spec.Containers[1].SecurityContext.Capabilities.Add = []corev1.Capability{"NET_ADMIN"}
+		},
+		"capabilities kept":      func(o *runObjects) { o.pod.Spec.Containers[1].SecurityContext.Capabilities.Drop = nil },
+		"container runs as root": func(o *runObjects) { o.pod.Spec.Containers[1].SecurityContext.RunAsUser = &zero },
+		"tty":                    func(o *runObjects) { o.pod.Spec.Containers[1].TTY = true },
+		"host port": func(o *runObjects) {
+			o.pod.Spec.Containers[1].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 80}}
+		},
+		"pull Always":     func(o *runObjects) { o.pod.Spec.Containers[1].ImagePullPolicy = corev1.PullAlways },
+		"no memory limit": func(o *runObjects) { delete(o.pod.Spec.Containers[1].Resources.Limits, corev1.ResourceMemory) },
+		"request below limit": func(o *runObjects) {
+			o.pod.Spec.Containers[1].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1m")
+		},
+		"no ephemeral storage": func(o *runObjects) {
+			delete(o.pod.Spec.Containers[0].Resources.Limits, corev1.ResourceEphemeralStorage)
+		},
+		"repository writable":         func(o *runObjects) { o.pod.Spec.Containers[1].VolumeMounts[1].ReadOnly = false },
+		"volume elsewhere":            func(o *runObjects) { o.pod.Spec.Containers[1].VolumeMounts[0].MountPath = "/etc" },
+		"subPath":                     func(o *runObjects) { o.pod.Spec.Containers[1].VolumeMounts[0].SubPath = "x" },
+		"no start gate":               func(o *runObjects) { o.pod.Spec.Containers[1].Stdin = false },
+		"secret by value":             func(o *runObjects) { setEnv(o, "TOKEN", corev1.EnvVar{Name: "TOKEN", Value: "s3cret-value"}) },
+		"configmap env":               func(o *runObjects) { o.pod.Spec.Containers[1].EnvFrom = []corev1.EnvFromSource{{}} },
+		"policy without egress type":  func(o *runObjects) { o.policy.Spec.PolicyTypes = o.policy.Spec.PolicyTypes[:1] },
+		"policy allows ingress":       func(o *runObjects) { o.policy.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{}} },
+		"policy allows all egress":    func(o *runObjects) { o.policy.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{}} },
+		"policy egress to a /8":       func(o *runObjects) { o.policy.Spec.Egress[0].To[0].IPBlock.CIDR = "10.0.0.0/8" },
+		"policy selects another pod":  func(o *runObjects) { o.policy.Spec.PodSelector.MatchLabels[workspace.LabelRun] = "other" },
+		"policy selects every pod":    func(o *runObjects) { o.policy.Spec.PodSelector = metav1.LabelSelector{} },
+		"policy egress on every port": func(o *runObjects) { o.policy.Spec.Egress[0].Ports = nil },
+	}
+	for name, mutate := range cases {
+		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
+			o, a := build()
+			mutate(&o)
+			err := validateRun(o, a)
+			wantCode(t, err, errcode.InvalidArgument, "refused")
+		})
+	}
+	// A run without a grant may not have the proxy rule at all.
+	o, a := build()
+	a.proxyCIDR, a.proxyPort = "", 0
+	wantCode(t, validateRun(o, a), errcode.InvalidArgument, "egress")
+}
+
+func emptyVol(name string) corev1.Volume {
+	q := resource.MustParse("1Mi")
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &q}}}
+}
+
+func setEnv(o *runObjects, name string, e corev1.EnvVar) {
+	env := o.pod.Spec.Containers[1].Env
+	for i := range env {
+		if env[i].Name == name {
+			env[i] = e
+		}
+	}
+}
+
+func mustUID(t testing.TB, u string) int64 {
+	uid, _, err := parseUser(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uid
+}
+
+func mustGID(t testing.TB, u string) int64 {
+	_, gid, err := parseUser(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gid
+}
+
+// TestRun_QuotaExceeded: a ResourceQuota the run's pod exceeds refuses it
+// with an error naming the quota, and nothing is left.
+func TestRun_QuotaExceeded(t *testing.T) {
+	cfg := kubetest.ControlPlane(t)
+	ns := kubetest.Namespace(t, cfg)
+	cs := adminClient(t, cfg)
+	ctx := context.Background()
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "small-runs"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceLimitsMemory: resource.MustParse("128Mi")}}}
+	if _, err := cs.CoreV1().ResourceQuotas(ns).Create(ctx, q, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The controller manager computes the quota's usage; admission refuses
+	// every pod until it has.
+	waitFor(t, "the quota's status", func() bool {
+		got, err := cs.CoreV1().ResourceQuotas(ns).Get(ctx, "small-runs", metav1.GetOptions{})
+		return err == nil && got.Status.Hard != nil && got.Status.Used != nil
+	})
+	r := newRuntime(t, cfg, Options{Namespace: ns})
+	_, err := r.Run(ctx, testSpec(t, fakeImage), &limitBuffer{max: 1}, &limitBuffer{max: 1})
+	wantCode(t, err, errcode.Unavailable, `ResourceQuota "small-runs"`)
+	assertNothingLabelled(t, cs, ns)
+}
+
+// restrictedConfig is a rest.Config for a new service account bound to
+// the rules of RoleYAML's Role, minus drop (a "verb resource" pair).
+func restrictedConfig(t *testing.T, admin *rest.Config, ns string, drop ...string) *rest.Config {
+	t.Helper()
+	cs := adminClient(t, admin)
+	ctx := context.Background()
+	role, _ := roleYAMLDocs(t)
+	var rules []rbacv1.PolicyRule
+	for _, rule := range role.Rules {
+		for _, res := range rule.Resources {
+			var verbs []string
+			for _, v := range rule.Verbs {
+				if !slices.Contains(drop, v+" "+res) {
+					verbs = append(verbs, v)
+				}
+			}
+			if len(verbs) > 0 {
+				rules = append(rules, rbacv1.PolicyRule{APIGroups: rule.APIGroups, Resources: []string{res}, Verbs: verbs})
+			}
+		}
+	}
+	role.Rules = rules
+	role.Namespace = ns
+	if _, err := cs.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "sluice"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "sluice"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: ns}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa.Name, &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rest.Config{Host: admin.Host, BearerToken: tok.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: admin.CAData, CAFile: admin.CAFile}}
+}
+
+// roleYAMLDocs parses RoleYAML's two documents.
+func roleYAMLDocs(t testing.TB) (*rbacv1.Role, *rbacv1.ClusterRole) {
+	t.Helper()
+	docs := strings.Split(RoleYAML, "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("RoleYAML has %d documents, want a Role and a ClusterRole", len(docs))
+	}
+	var role rbacv1.Role
+	var cr rbacv1.ClusterRole
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), &role); err != nil || role.Kind != "Role" {
+		t.Fatalf("RoleYAML's first document is not a Role: %v", err)
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), &cr); err != nil || cr.Kind != "ClusterRole" {
+		t.Fatalf("RoleYAML's second document is not a ClusterRole: %v", err)
+	}
+	return &role, &cr
+}
+
+// TestRoleYAML_AgreesWithDoctor: the permissions Doctor checks are exactly
+// those RoleYAML grants.
+func TestRoleYAML_AgreesWithDoctor(t *testing.T) {
+	role, cr := roleYAMLDocs(t)
+	grant := map[string]bool{}
+	expand := func(rules []rbacv1.PolicyRule, cluster bool) {
+		for _, rule := range rules {
+			for _, g := range rule.APIGroups {
+				for _, res := range rule.Resources {
+					for _, v := range rule.Verbs {
+						resource, sub, _ := strings.Cut(res, "/")
+						grant[permission{Group: g, Resource: resource, Subresource: sub, Verb: v, Cluster: cluster}.String()+" "+strconvB(cluster)] = true
+					}
+				}
+			}
+		}
+	}
+	expand(role.Rules, false)
+	expand(cr.Rules, true)
+	need := map[string]bool{}
+	for _, p := range permissions() {
+		need[p.String()+" "+strconvB(p.Cluster)] = true
+	}
+	for k := range need {
+		if !grant[k] {
+			t.Errorf("Doctor checks %q, which RoleYAML does not grant", k)
+		}
+	}
+	for k := range grant {
+		if !need[k] {
+			t.Errorf("RoleYAML grants %q, which Doctor does not check (and the runtime should not need)", k)
+		}
+	}
+}
+
+func strconvB(b bool) string {
+	if b {
+		return "cluster"
+	}
+	return "namespaced"
+}
+
+// TestRun_Forbidden: an identity whose Role lacks "create pods" gets a
+// Forbidden error naming the verb and resource and pointing at the Role,
+// and Doctor's permission findings name exactly what is missing; with the
+// whole Role every finding is ok.
+func TestRun_Forbidden(t *testing.T) {
+	admin := kubetest.ControlPlane(t)
+	ns := kubetest.Namespace(t, admin)
+	cfg := restrictedConfig(t, admin, ns, "create pods")
+	r := newRuntime(t, cfg, Options{Namespace: ns})
+	ctx := context.Background()
+	_, err := r.Run(ctx, testSpec(t, fakeImage), &limitBuffer{max: 1}, &limitBuffer{max: 1})
+	wantCode(t, err, errcode.Forbidden, "create pods", "RoleYAML")
+	assertNothingLabelled(t, adminClient(t, admin), ns)
+	var failed []string
+	for _, f := range r.checkPermissions(ctx) {
+		if f.Status != "ok" {
+			failed = append(failed, f.Name+": "+f.Detail)
+		}
+	}
+	if !slices.Equal(failed, []string{"rbac pods: not allowed: create"}) {
+		t.Fatalf("Doctor's permission findings: %q", failed)
+	}
+
+	ns2 := kubetest.Namespace(t, admin)
+	full := newRuntime(t, restrictedConfig(t, admin, ns2), Options{Namespace: ns2})
+	for _, f := range full.checkPermissions(ctx) {
+		if f.Status != "ok" {
+			t.Errorf("with RoleYAML's Role: %+v", f)
+		}
+	}
+	if _, err := full.Containers(ctx, ""); err != nil {
+		t.Fatalf("with RoleYAML's Role, Containers: %v", err)
+	}
+}
+
+// TestRun_NamespaceMissingAndServerUnreachable: typed errors before
+// anything is made.
+func TestRun_NamespaceMissingAndServerUnreachable(t *testing.T) {
+	cfg := kubetest.ControlPlane(t)
+	r := newRuntime(t, cfg, Options{Namespace: "no-such-namespace-" + randomID(t)})
+	_, err := r.Run(context.Background(), testSpec(t, fakeImage), &limitBuffer{max: 1}, &limitBuffer{max: 1})
+	wantCode(t, err, errcode.Unsupported, "does not exist")
+
+	down := rest.CopyConfig(cfg)
+	down.Host = "https://127.0.0.1:1"
+	if _, err := NewForConfig(down, Options{Namespace: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	rd := newRuntime(t, down, Options{Namespace: "x"})
+	_, err = rd.Containers(context.Background(), "")
+	wantCode(t, err, errcode.Unavailable, "cannot be reached")
+
+	for _, o := range []Options{{}, {Namespace: "Bad_NS"}, {Namespace: "ok", ImagePullPolicy: "Always"}, {Namespace: "ok", EgressProxy: "proxy.example:3128"}} {
+		_, err := NewForConfig(cfg, o)
+		wantCode(t, err, errcode.InvalidArgument)
+	}
+	_, err = New(context.Background(), Options{Namespace: "x", Kubeconfig: writeKubeconfig(t, "https://127.0.0.1:1")})
+	wantCode(t, err, errcode.Unavailable)
+}
+
+// TestCheckImageAndRuntime: only digest-pinned references; a RuntimeClass
+// the cluster lacks is named, never replaced.
+func TestCheckImageAndRuntime(t *testing.T) {
+	cfg := kubetest.ControlPlane(t)
+	ctx := context.Background()
+	r := newRuntime(t, cfg, Options{Namespace: "x", RuntimeClassName: "sandboxed"})
+	if err := r.CheckImage(ctx, fakeImage); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"busybox", "busybox:1.36", "sha256:" + strings.Repeat("a", 64), "busybox@sha256:abc", "Busybox@sha256:" + strings.Repeat("a", 64)} {
+		wantCode(t, r.CheckImage(ctx, bad), errcode.InvalidArgument, "digest")
+	}
+	_, err := r.CheckRuntime(ctx, "")
+	wantCode(t, err, errcode.Unsupported, `RuntimeClass "sandboxed"`)
+	_, err = r.CheckRuntime(ctx, "other")
+	wantCode(t, err, errcode.InvalidArgument)
+	cs := adminClient(t, cfg)
+	if _, err := cs.NodeV1().RuntimeClasses().Create(ctx, runtimeClass("sandboxed", "runsc"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.NodeV1().RuntimeClasses().Delete(context.Background(), "sandboxed", metav1.DeleteOptions{})
+	})
+	info, err := r.CheckRuntime(ctx, "")
+	if err != nil || !strings.HasPrefix(info.Name, "sandboxed") {
+		t.Fatalf("CheckRuntime: %+v %v", info, err)
+	}
+}
+
+func runtimeClass(name, handler string) *nodev1.RuntimeClass {
+	return &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Handler: handler}
+}
+
+// writeKubeconfig writes a kubeconfig naming server (no credentials).
+func writeKubeconfig(t testing.TB, server string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	doc := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: " + server + "\n    insecure-skip-tls-verify: true\n" +
+		"contexts:\n- name: c\n  context:\n    cluster: c\n    user: u\nusers:\n- name: u\n  user: {}\ncurrent-context: c\n"
+	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -1,0 +1,171 @@
+package kube
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/workspace"
+	"github.com/sluicehq/sluice/core/workspace/kube/kubetest"
+)
+
+func TestMain(m *testing.M) { kubetest.Main(m) }
+
+// fakeImage is a digest-pinned reference no node has: with only a control
+// plane nothing pulls it.
+const fakeImage = "localhost/sluice/busybox@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+func newRuntime(t testing.TB, cfg *rest.Config, o Options) *Runtime {
+	t.Helper()
+	r, err := NewForConfig(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func adminClient(t testing.TB, cfg *rest.Config) kubernetes.Interface {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+func randomID(t testing.TB) string {
+	t.Helper()
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// testSpec is a run's spec with a secret in its environment and a tree
+// with one file.
+func testSpec(t testing.TB, image string) workspace.ContainerSpec {
+	t.Helper()
+	dir := t.TempDir()
+	tree := filepath.Join(dir, "tree")
+	if err := os.MkdirAll(tree, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tree, "a.txt"), []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	user := "65534:65534"
+	if os.Getuid() != 0 {
+		user = strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid())
+	}
+	id := "Run-" + randomID(t)
+	return workspace.ContainerSpec{
+		WorkspaceID: "ws-" + randomID(t),
+		RunID:       id,
+		StoreKey:    "store/" + randomID(t),
+		Image:       image,
+		Argv:        []string{"echo", "hello"},
+		Env:         []string{"PATH=" + containerPath, "HOME=/tmp", "LANG=C.UTF-8", "PLAIN=visible", "TOKEN=s3cret-value"},
+		SecretEnv:   []string{"TOKEN"},
+		User:        user,
+		TreePath:    tree,
+		Limits:      workspace.DefaultLimits,
+	}
+}
+
+// waitFor polls cond until it holds; the deadline is a backstop only.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// runAsync starts Run and returns its result channel and cancel.
+type runResult struct {
+	st  workspace.ExitStatus
+	err error
+}
+
+func runAsync(r *Runtime, spec workspace.ContainerSpec) (<-chan runResult, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := make(chan runResult, 1)
+	go func() {
+		st, err := r.Run(ctx, spec, &limitBuffer{max: 1 << 20}, &limitBuffer{max: 1 << 20})
+		c <- runResult{st, err}
+	}()
+	return c, cancel
+}
+
+// awaitPod waits for the run's pod to exist and returns it.
+func awaitPod(t testing.TB, cs kubernetes.Interface, ns, name string, done <-chan runResult) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	waitFor(t, "the run's pod", func() bool {
+		select {
+		case res := <-done:
+			t.Fatalf("Run ended before its pod was seen: %+v %v", res.st, res.err)
+		default:
+		}
+		p, err := cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err == nil {
+			pod = p
+		}
+		return err == nil
+	})
+	return pod
+}
+
+// assertNothingLabelled checks that no pod, Secret or NetworkPolicy managed
+// by Sluice is left in ns.
+func assertNothingLabelled(t testing.TB, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	lo := metav1.ListOptions{LabelSelector: labelManagedBy + "=" + managedBy}
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, lo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets, err := cs.CoreV1().Secrets(ns).List(ctx, lo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pols, err := cs.NetworkingV1().NetworkPolicies(ns).List(ctx, lo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(pods.Items) + len(secrets.Items) + len(pols.Items); n != 0 {
+		t.Fatalf("%d pods, %d secrets, %d network policies left labelled", len(pods.Items), len(secrets.Items), len(pols.Items))
+	}
+}
+
+func wantCode(t testing.TB, err error, code errcode.Code, contains ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error, want %s", code)
+	}
+	if got := errcode.Of(err); got != code {
+		t.Fatalf("code %s (%v), want %s", got, err, code)
+	}
+	for _, c := range contains {
+		if !strings.Contains(err.Error(), c) {
+			t.Fatalf("error %q does not name %q", err, c)
+		}
+	}
+}

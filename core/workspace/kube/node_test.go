@@ -1,0 +1,276 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/workspace"
+	"github.com/sluicehq/sluice/core/workspace/kube/kubetest"
+	"github.com/sluicehq/sluice/core/workspace/workspacetest"
+)
+
+// These tests run pods on a real single-node cluster (kubetest.Node; make
+// test starts one), on the busybox test image imported into the node.
+
+type nodeEnv struct {
+	r     *Runtime
+	cs    kubernetes.Interface
+	ns    string
+	image string
+}
+
+var nodeImage struct {
+	once sync.Once
+	ref  string
+	err  error
+}
+
+func onNode(t *testing.T) nodeEnv {
+	t.Helper()
+	c := kubetest.Node(t)
+	nodeImage.once.Do(func() {
+		cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+		if err != nil {
+			nodeImage.err = err
+			return
+		}
+		defer cli.Close()
+		_, nodeImage.err = workspacetest.EnsureImage(context.Background(), cli)
+		nodeImage.ref = workspacetest.ImageRef
+	})
+	if nodeImage.err != nil {
+		t.Fatal(nodeImage.err)
+	}
+	image := c.ImportImage(t, nodeImage.ref)
+	ns := kubetest.Namespace(t, c.Config)
+	r := newRuntime(t, c.Config, Options{Namespace: ns, ImagePullPolicy: "Never"})
+	env := nodeEnv{r: r, cs: adminClient(t, c.Config), ns: ns, image: image}
+	t.Cleanup(func() { assertNothingLabelled(t, env.cs, ns) })
+	return env
+}
+
+func (e nodeEnv) spec(t *testing.T, argv ...string) workspace.ContainerSpec {
+	s := testSpec(t, e.image)
+	s.Argv = argv
+	s.Limits.MemoryBytes = 64 << 20
+	s.Limits.CPUs = 0.5
+	return s
+}
+
+// lineWriter is a Run writer that reports each write as it comes.
+type lineWriter struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	onData func(string)
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	w.buf.Write(p)
+	s := w.buf.String()
+	w.mu.Unlock()
+	if w.onData != nil {
+		w.onData(s)
+	}
+	return len(p), nil
+}
+
+func (w *lineWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestNode_RunStreamsLiveAndExitCodes: the first line reaches the writer
+// while the run still goes on (the run only ends once the test, having
+// seen that line, makes a file the run waits for), stdout and stderr stay
+// apart, the exit code comes back, and nothing is left.
+func TestNode_RunStreamsLiveAndExitCodes(t *testing.T) {
+	e := onNode(t)
+	spec := e.spec(t, "sh", "-c", `echo first; echo to-stderr >&2; while [ ! -e /workspace/go ]; do sleep 0.1; done; echo last; exit 3`)
+	name := podName(spec.RunID)
+	var once sync.Once
+	released := make(chan error, 1)
+	stdout := &lineWriter{onData: func(s string) {
+		if strings.Contains(s, "first\n") {
+			once.Do(func() {
+				go func() {
+					released <- e.r.execIn(context.Background(), name, containerKeeper, []string{"touch", "/workspace/go"}, nil, nil)
+				}()
+			})
+		}
+	}}
+	stderr := &lineWriter{}
+	st, err := e.r.Run(context.Background(), spec, stdout, stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-released; err != nil {
+		t.Fatalf("the test could not release the run: %v", err)
+	}
+	if st.ExitCode != 3 || st.TimedOut || st.OOMKilled || st.OutputStopped || st.ContainerID != name {
+		t.Fatalf("status %+v", st)
+	}
+	if stdout.String() != "first\nlast\n" || stderr.String() != "to-stderr\n" {
+		t.Fatalf("stdout %q stderr %q", stdout, stderr)
+	}
+	// The run's tree came back: /workspace/go, made during the run, is in it.
+	if _, err := os.Stat(filepath.Join(spec.TreePath, "go")); err != nil {
+		t.Fatalf("a file made during the run did not come back: %v", err)
+	}
+
+	for _, code := range []int{0, 1, 42} {
+		st, err := e.r.Run(context.Background(), e.spec(t, "sh", "-c", "exit "+strconv.Itoa(code)), &lineWriter{}, &lineWriter{})
+		if err != nil || st.ExitCode != code {
+			t.Fatalf("exit %d: %+v %v", code, st, err)
+		}
+	}
+}
+
+// TestNode_NoNetworkNoTokenSecretByReference: the run has no route out and
+// no service account token, and a granted secret reaches it by reference.
+func TestNode_NoNetworkNoTokenSecretByReference(t *testing.T) {
+	e := onNode(t)
+	script := `set -e
+test ! -e /var/run/secrets/kubernetes.io/serviceaccount/token || { echo token mounted; exit 10; }
+routes=$(grep -vc Iface /proc/net/route || true)
+[ "$routes" = 0 ] || { echo "routes: $routes"; cat /proc/net/route; exit 11; }
+if nc -w 2 10.96.0.1 443 </dev/null 2>/dev/null; then echo connected; exit 12; fi
+if nc -w 2 1.1.1.1 80 </dev/null 2>/dev/null; then echo connected out; exit 13; fi
+echo "secret=$TOKEN plain=$PLAIN user=$(id -u):$(id -g)"
+touch /x 2>/dev/null && { echo root writable; exit 14; }
+touch /workspace/.git/x 2>/dev/null && { echo repository writable; exit 15; }
+echo ok`
+	spec := e.spec(t, "sh", "-c", script)
+	spec.GitDirPath = t.TempDir()
+	if err := os.WriteFile(filepath.Join(spec.GitDirPath, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut lineWriter
+	st, err := e.r.Run(context.Background(), spec, &out, &errOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "secret=s3cret-value plain=visible user=" + spec.User + "\nok\n"
+	if st.ExitCode != 0 || out.String() != want {
+		t.Fatalf("exit %d stdout %q stderr %q", st.ExitCode, out.String(), errOut.String())
+	}
+}
+
+// TestNode_FilesComeBack: files written in the run come back to the host
+// tree, a deleted file disappears, and the repository is not copied back.
+func TestNode_FilesComeBack(t *testing.T) {
+	e := onNode(t)
+	spec := e.spec(t, "sh", "-c", `test "$(cat a.txt)" = a && echo changed > a.txt && rm del.txt && mkdir -p sub && echo new > sub/b.txt && test -f .git/HEAD`)
+	if err := os.WriteFile(filepath.Join(spec.TreePath, "del.txt"), []byte("bye\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec.GitDirPath = t.TempDir()
+	if err := os.WriteFile(filepath.Join(spec.GitDirPath, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut lineWriter
+	st, err := e.r.Run(context.Background(), spec, &out, &errOut)
+	if err != nil || st.ExitCode != 0 {
+		t.Fatalf("%+v %v stderr %q", st, err, errOut.String())
+	}
+	read := func(p string) string {
+		b, err := os.ReadFile(filepath.Join(spec.TreePath, p))
+		if err != nil {
+			return "<" + err.Error() + ">"
+		}
+		return string(b)
+	}
+	if read("a.txt") != "changed\n" || read("sub/b.txt") != "new\n" {
+		t.Fatalf("a.txt %q sub/b.txt %q", read("a.txt"), read("sub/b.txt"))
+	}
+	if _, err := os.Lstat(filepath.Join(spec.TreePath, "del.txt")); !os.IsNotExist(err) {
+		t.Fatalf("a file deleted in the run is still there: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(spec.TreePath, ".git", "HEAD")); !os.IsNotExist(err) {
+		t.Fatalf("the repository was copied into the tree: %v", err)
+	}
+}
+
+// TestNode_TimeoutOOMAndOutputStop: a run past its timeout is killed and
+// named so; one past its memory is OOMKilled; a writer that fails stops
+// the run.
+func TestNode_TimeoutOOMAndOutputStop(t *testing.T) {
+	e := onNode(t)
+	spec := e.spec(t, "sh", "-c", "sleep 600 & sleep 600")
+	spec.Limits.Timeout = 3 * time.Second
+	st, err := e.r.Run(context.Background(), spec, &lineWriter{}, &lineWriter{})
+	if err != nil || !st.TimedOut || st.ExitCode == 0 {
+		t.Fatalf("timeout: %+v %v", st, err)
+	}
+
+	spec = e.spec(t, "sh", "-c", "tail /dev/zero")
+	spec.Limits.MemoryBytes = 16 << 20
+	st, err = e.r.Run(context.Background(), spec, &lineWriter{}, &lineWriter{})
+	if err != nil || !st.OOMKilled {
+		t.Fatalf("oom: %+v %v", st, err)
+	}
+
+	spec = e.spec(t, "sh", "-c", "yes")
+	st, err = e.r.Run(context.Background(), spec, &failAfter{n: 1 << 16}, &lineWriter{})
+	if err != nil || !st.OutputStopped {
+		t.Fatalf("output stop: %+v %v", st, err)
+	}
+}
+
+// failAfter fails every write once n bytes were written.
+type failAfter struct{ n int }
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if f.n -= len(p); f.n < 0 {
+		return 0, workspace.ErrStopOutput
+	}
+	return len(p), nil
+}
+
+// TestNode_CancelDeletesAtOnce: a run whose context ends is deleted and
+// reported cancelled.
+func TestNode_CancelDeletesAtOnce(t *testing.T) {
+	e := onNode(t)
+	spec := e.spec(t, "sh", "-c", "echo started; sleep 600")
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &lineWriter{onData: func(s string) {
+		if strings.Contains(s, "started") {
+			cancel()
+		}
+	}}
+	_, err := e.r.Run(ctx, spec, out, &lineWriter{})
+	wantCode(t, err, errcode.Timeout, "cancelled")
+}
+
+// TestNode_Doctor: every check passes on the test cluster but the two it
+// cannot prove (PIDs, NetworkPolicy), which warn; no RuntimeClass warns.
+func TestNode_Doctor(t *testing.T) {
+	e := onNode(t)
+	for _, f := range e.r.Doctor(context.Background(), e.image) {
+		t.Logf("%s: %s: %s", f.Name, f.Status, f.Detail)
+		want := "ok"
+		if f.Name == "pids" || f.Name == "networkpolicy" || f.Name == "runtimeclass" {
+			want = "warn"
+		}
+		if f.Status != want {
+			t.Errorf("%s: %s (%s), want %s", f.Name, f.Status, f.Detail, want)
+		}
+	}
+	bad := e.image[:strings.Index(e.image, "@")] + "@sha256:" + strings.Repeat("0", 64)
+	fs := e.r.Doctor(context.Background(), bad)
+	if last := fs[len(fs)-1]; last.Name != "image" || last.Status != "fail" || !strings.Contains(last.Detail, bad) {
+		t.Fatalf("a missing image: %+v", last)
+	}
+}
