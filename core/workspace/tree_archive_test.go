@@ -907,23 +907,82 @@ func TestRemoveAllAt_UnreadableDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeFD(fd)
-	errc := make(chan error, 1)
-	go func() {
-		// The thread is not unlocked: it ends with the goroutine, so no
-		// other goroutine ever runs with the changed ids.
-		runtime.LockOSThread()
-		unix.Setfsgid(uid)
-		unix.Setfsuid(uid)
+	err = taAsUID(uid, func() error {
 		if _, err := unix.Openat(fd, "old/locked", unix.O_RDONLY|unix.O_DIRECTORY, 0); !errors.Is(err, unix.EACCES) {
-			errc <- fmt.Errorf("opening the 0000 directory as uid %d: %v, want EACCES (the test does not test)", uid, err)
-			return
+			return fmt.Errorf("opening the 0000 directory as uid %d: %v, want EACCES (the test does not test)", uid, err)
 		}
-		errc <- removeAllAt(fd, "old")
-	}()
-	if err := <-errc; err != nil {
+		return removeAllAt(fd, "old")
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(filepath.Join(base, "old")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("the old tree is still there: %v", err)
 	}
+}
+
+// taAsUID runs fn on a thread of its own whose file-system uid and gid are
+// uid: the kernel checks permissions as that user, and drops the thread's
+// CAP_DAC_OVERRIDE and CAP_FOWNER, as for a Sluice that is not root. fn
+// must not start goroutines. The thread is never unlocked: it ends with
+// its goroutine, so no other goroutine runs with the changed ids.
+func taAsUID(uid int, fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		unix.Setfsgid(uid)
+		unix.Setfsuid(uid)
+		errc <- fn()
+	}()
+	return <-errc
+}
+
+// TestReplaceTree_AsItsOwner extracts as the tree's owner rather than as
+// root: a read-only directory listed before its files still gets them
+// (modes are set last), and a later replace still removes a tree with a
+// directory its owner cannot list (mode 0100).
+func TestReplaceTree_AsItsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("switching the file-system uid needs root")
+	}
+	const uid = 65534
+	f := newTAFixture(t)
+	for _, d := range []string{filepath.Dir(f.dir), f.dir} { // t.TempDir's, 0700
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := filepath.WalkDir(f.ws, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, uid)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	first := taTar(t,
+		taEntry{name: "ro/", typ: tar.TypeDir, mode: 0o555},
+		taEntry{name: "ro/f", typ: tar.TypeReg, body: "in a read-only dir", mode: 0o444},
+		taEntry{name: "zero/", typ: tar.TypeDir, mode: 0o100},
+		taEntry{name: "zero/sub/f", typ: tar.TypeReg, body: "in a dir its owner cannot list"},
+	)
+	second := taTar(t, taEntry{name: "new.txt", typ: tar.TypeReg, body: "new"})
+	err := taAsUID(uid, func() error {
+		if _, err := ReplaceTree(bytes.NewReader(first), f.tree, taKeepOwner); err != nil {
+			return fmt.Errorf("first replace: %w", err)
+		}
+		if fd, err := unix.Open(filepath.Join(f.tree, "zero"), unix.O_RDONLY|unix.O_DIRECTORY, 0); !errors.Is(err, unix.EACCES) {
+			closeFD(fd)
+			return fmt.Errorf("opening zero/ as uid %d: %v, want EACCES (the test does not test)", uid, err)
+		}
+		if _, err := ReplaceTree(bytes.NewReader(second), f.tree, taKeepOwner); err != nil {
+			return fmt.Errorf("second replace: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taSameState(t, "the tree", taState(t, f.tree), map[string]string{".": "dir 0755", ".git": "dir 0755", "new.txt": `file 0644 "new"`})
+	taNoLeftovers(t, f)
 }
