@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/docker/docker/api/types/image"
 
+	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/workspace/workspacetest"
 )
 
@@ -59,7 +61,7 @@ func imageEnv(t *testing.T) (env []string, configDir string) {
 // TestWorkspace_ImageUse_ReachesTheAgentsSidecar is the README's steps:
 // the person pins an image by name with `sluice workspace image use`, and
 // the sidecar their agent starts (with none of Sluice's variables in its
-// environment) runs workspaces on exactly that image.
+// environment) runs workspaces on exactly that image, through the app.
 func TestWorkspace_ImageUse_ReachesTheAgentsSidecar(t *testing.T) {
 	_, id := needWorkspaceDocker(t)
 	env, configDir := imageEnv(t)
@@ -98,6 +100,22 @@ func TestWorkspace_ImageUse_ReachesTheAgentsSidecar(t *testing.T) {
 	if !inUse {
 		t.Fatalf("list does not mark %s in use:\n%s", id, out)
 	}
+
+	// The app, which runs the workspaces' containers for every sidecar,
+	// started by the person in the same environment.
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Start(cfg, newLogger(&bytes.Buffer{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
 
 	// The agent's sidecar: started by the agent with its own environment.
 	cs := agentSession(t, env, "claude-code")
