@@ -274,3 +274,17 @@ func TestNode_Doctor(t *testing.T) {
 		t.Fatalf("a missing image: %+v", last)
 	}
 }
+
+// TestNode_StreamForbidden: an identity that may create pods but not exec
+// into them (or attach to them) gets Forbidden naming the subresource, and
+// nothing is left.
+func TestNode_StreamForbidden(t *testing.T) {
+	for _, sub := range []string{"pods/exec", "pods/attach"} {
+		e := onNode(t)
+		c := kubetest.Node(t)
+		cfg := restrictedConfig(t, c.Config, e.ns, "create "+sub, "get "+sub)
+		r := newRuntime(t, cfg, Options{Namespace: e.ns, ImagePullPolicy: "Never"})
+		_, err := r.Run(context.Background(), e.spec(t, "true"), &lineWriter{}, &lineWriter{})
+		wantCode(t, err, errcode.Forbidden, sub, "RoleYAML")
+	}
+}

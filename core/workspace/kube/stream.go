@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
@@ -39,7 +40,7 @@ func (r *Runtime) execIn(ctx context.Context, pod, container string, cmd []strin
 	if errors.As(err, &ce) {
 		return &execError{cmd: strings.Join(cmd, " "), code: ce.Code, stderr: stderr.String()}
 	}
-	return apiError(err, "create", "pods/exec", pod)
+	return apiError(streamCause(err), "create", "pods/exec", pod)
 }
 
 // attachRun attaches to the run container's stdin, stdout and stderr.
@@ -51,7 +52,7 @@ func (r *Runtime) attachRun(ctx context.Context, pod string, stdin io.Reader, st
 		return err
 	}
 	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr}); err != nil {
-		return apiError(err, "create", "pods/attach", pod)
+		return apiError(streamCause(err), "create", "pods/attach", pod)
 	}
 	return nil
 }
@@ -69,8 +70,25 @@ func (r *Runtime) newExecutor(u *url.URL) (remotecommand.Executor, error) {
 		return nil, errcode.Wrap(errcode.Internal, err, "cannot stream to the run's pod")
 	}
 	return remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		// A server that answered with a Status refused the stream itself
+		// (forbidden, not found): SPDY would be refused the same way, and
+		// less clearly.
+		var st apierrors.APIStatus
+		if errors.As(streamCause(err), &st) {
+			return false
+		}
 		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 	})
+}
+
+// streamCause is the cause of a failed stream upgrade (a StatusError
+// when the API server answered), or err.
+func streamCause(err error) error {
+	var uf *httpstream.UpgradeFailureError
+	if errors.As(err, &uf) && uf.Cause != nil {
+		return uf.Cause
+	}
+	return err
 }
 
 // execError is a command exec'd in the pod that exited non-zero.

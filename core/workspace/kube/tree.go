@@ -57,6 +57,11 @@ func (r *Runtime) copyIn(ctx context.Context, pod string, spec workspace.Contain
 		if packErr != nil && errcode.Of(packErr) != errcode.Internal {
 			return packErr
 		}
+		var ee *execError
+		if !errors.As(err, &ee) {
+			// The API server's answer, already typed.
+			return err
+		}
 		return errcode.Wrap(errcode.Internal, err, "cannot copy the workspace into the run's pod: %v", err)
 	}
 	return nil
@@ -135,6 +140,10 @@ func (r *Runtime) copyOut(ctx context.Context, pod string, spec workspace.Contai
 	if err := r.execIn(ctx, pod, containerKeeper, tarOut, nil, lw); err != nil {
 		if lw.over {
 			return &errcode.Error{Code: errcode.OutputLimit, Msg: "the workspace after the run is larger than a workspace may be", Err: workspace.ErrArchiveLimit}
+		}
+		var ee *execError
+		if !errors.As(err, &ee) {
+			return err
 		}
 		return errcode.Wrap(errcode.Internal, err, "cannot copy the workspace back from the run's pod: %v", err)
 	}
