@@ -323,6 +323,11 @@ func (repo *Repo) ResolveCommit(ctx context.Context, name, rev string) (string, 
 	if err := CheckRev(name, rev); err != nil {
 		return "", err
 	}
+	// Read from the ref files where git's answer is certain (see
+	// ResolveLocal).
+	if got, _, err := repo.ResolveLocal([]string{rev}, false); err == nil {
+		return got[rev], nil
+	}
 	out, err := repo.git(ctx, &cmd{sub: []string{"rev-parse"}, opts: []string{"--verify", "--quiet"}, revs: []string{peelCommit(rev)}, okExit: []int{1}, limit: 4096})
 	if err != nil {
 		if errcode.IsCode(err, errcode.InvalidArgument) {
@@ -349,6 +354,9 @@ func peelCommit(rev string) string {
 
 // headSHA is the commit HEAD points at, or "" when HEAD is unborn.
 func (repo *Repo) headSHA(ctx context.Context) (string, error) {
+	if got, _, err := repo.ResolveLocal([]string{"HEAD"}, false); err == nil {
+		return got["HEAD"], nil
+	}
 	out, err := repo.git(ctx, &cmd{sub: []string{"rev-parse"}, opts: []string{"--verify", "--quiet"}, revs: []string{"HEAD^{commit}"}, okExit: []int{1}, limit: 4096})
 	if err != nil {
 		return "", err

@@ -59,7 +59,7 @@ func (w *Work) changesLocal(a, b string) (out []proposal.FileChange, ok bool) {
 	if _, set := w.git.Repo.Config("diff.orderfile"); set {
 		return nil, false
 	}
-	objs := gitrun.NewObjects(w.git.Repo.CommonDir)
+	objs := gitx.NewObjects(w.git.Repo.CommonDir)
 	defer objs.Close()
 	d := &treeDiff{objs: objs}
 	if err := d.walk(plumbing.NewHash(a), plumbing.NewHash(b), ""); err != nil || d.adds > 0 && d.dels > 0 {
@@ -95,12 +95,12 @@ func (w *Work) changesLocal(a, b string) (out []proposal.FileChange, ok bool) {
 func sha1ID(s string) bool { return len(s) == 40 && gitrun.ObjectID.MatchString(s) }
 
 // errGitDecides stops a local reading that git must answer.
-var errGitDecides = gitrun.ErrNotLocal
+var errGitDecides = gitx.ErrNotLocal
 
 // treeDiff compares two trees as git diff-tree -r does, in git's order,
 // for the changes changesLocal may read itself.
 type treeDiff struct {
-	objs       *gitrun.Objects
+	objs       *gitx.Objects
 	recs       []gitx.RawChange
 	adds, dels int
 }
@@ -237,7 +237,7 @@ func modeText(m filemode.FileMode) string {
 }
 
 // localBlobFact is blobFacts' answer for one blob, read in this process.
-func localBlobFact(objs *gitrun.Objects, id string) (blobFact, error) {
+func localBlobFact(objs *gitx.Objects, id string) (blobFact, error) {
 	obj, err := objs.Object(plumbing.NewHash(id), plumbing.BlobObject)
 	if err != nil {
 		return blobFact{}, err

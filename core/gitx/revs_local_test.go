@@ -1,4 +1,4 @@
-package gitrun
+package gitx
 
 import (
 	"context"
@@ -9,12 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/core/gitx"
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 )
 
-// TestResolveLocal_SameAsGit: the pins read in this process are git
-// rev-parse's answers (loose and packed refs, a loose ref over its packed
+// TestResolveLocal_SameAsGit: the pins read in this process (and
+// ResolveCommit's answers) are git rev-parse's (loose and packed refs, a loose ref over its packed
 // line, short names by git's rules and their order, a symbolic
 // remote-tracking HEAD, a detached HEAD, a linked worktree's own HEAD,
 // objects loose and packed), and every case it leaves to git is left:
@@ -44,35 +43,40 @@ func TestResolveLocal_SameAsGit(t *testing.T) {
 	r.Write("a.txt", "two\n")
 	r.Commit("two")
 	r.Git("branch", "-f", "amb", "HEAD")
-	open := func(dir string) *Git {
-		runner, err := gitx.NewRunner(gitx.RunnerOptions{})
+	open := func(dir string) *Repo {
+		runner, err := NewRunner(RunnerOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		repo, err := runner.Open(ctx, gitx.Roots{root}, dir)
+		repo, err := runner.Open(ctx, Roots{root}, dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return New(repo, time.Minute)
+		return repo
 	}
 	same := func(t *testing.T, dir string, revs []string) {
 		t.Helper()
-		got, err := open(dir).ResolveLocal(revs, true)
+		repo := open(dir)
+		commits, head, err := repo.ResolveLocal(revs, true)
 		if err != nil {
 			t.Fatalf("ResolveLocal(%v): %v", revs, err)
 		}
 		for _, rev := range revs {
-			if want := gitxtest.Git(t, dir, "rev-parse", rev+"^{commit}"); got.Commits[rev] != want {
-				t.Errorf("%s: %s, git says %s", rev, got.Commits[rev], want)
+			want := gitxtest.Git(t, dir, "rev-parse", rev+"^{commit}")
+			if commits[rev] != want {
+				t.Errorf("%s: %s, git says %s", rev, commits[rev], want)
+			}
+			if got, err := repo.ResolveCommit(ctx, rev, rev); err != nil || got != want {
+				t.Errorf("ResolveCommit(%s): %s, %v; git says %s", rev, got, err, want)
 			}
 		}
 		lines := strings.Split(gitxtest.Git(t, dir, "rev-parse", "HEAD", "HEAD^{tree}", "--symbolic-full-name", "HEAD"), "\n")
-		want, err := ParseHead(lines)
-		if err != nil {
-			t.Fatal(err)
+		want := LocalHead{SHA: lines[0], Tree: lines[1]}
+		if lines[2] != "HEAD" {
+			want.Sym = lines[2]
 		}
-		if got.Head != want {
-			t.Errorf("HEAD: %+v, git says %+v", got.Head, want)
+		if head != want {
+			t.Errorf("HEAD: %+v, git says %+v", head, want)
 		}
 	}
 	revs := []string{"HEAD", "main", "refs/heads/main", "packed", "refs/heads/packed", "amb", "v1", "refs/tags/v1",
@@ -93,8 +97,14 @@ func TestResolveLocal_SameAsGit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, rev := range []string{"v2", "refs/tags/v2", "nope", "refs/heads/nope", "v1", "ORPHAN", "main~1", "main^", "HEAD@{0}", first, first[:12], "FETCH_HEAD"} {
-		if _, err := open(r.Dir).ResolveLocal([]string{rev}, false); !errors.Is(err, ErrNotLocal) {
+		repo := open(r.Dir)
+		if _, _, err := repo.ResolveLocal([]string{rev}, false); !errors.Is(err, ErrNotLocal) {
 			t.Errorf("%s: read in this process (%v); git must answer", rev, err)
+		}
+		// git answers it, as before.
+		want, gitErr := gitxtest.GitErr(t, r.Dir, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
+		if got, err := repo.ResolveCommit(ctx, rev, rev); (err == nil) != (gitErr == nil) || err == nil && got != want {
+			t.Errorf("ResolveCommit(%s): %s, %v; git says %s, %v", rev, got, err, want, gitErr)
 		}
 	}
 	// The one git reads otherwise than the rules above: .git/v1 is what

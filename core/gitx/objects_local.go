@@ -1,4 +1,4 @@
-package gitrun
+package gitx
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 
 // ErrNotLocal says that what was asked is not read in this process: git
 // answers it.
-var ErrNotLocal = errors.New("gitrun: git answers this")
+var ErrNotLocal = errors.New("gitx: git answers this")
 
 // firstFewBytes is how much of a blob Objects reads: what git looks at
 // for a NUL byte (FIRST_FEW_BYTES in git's xdiff-interface.c).
