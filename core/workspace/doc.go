@@ -26,6 +26,13 @@
 // repository) and tree/ (the files). A workspace left in state "creating"
 // or "destroying" by a crash is removed by Reconcile.
 //
+// A runtime that cannot mount tree/ (a Kubernetes pod) carries it as tar:
+// PackTree before a run, ReplaceTree after it, which reads the pod's
+// archive as hostile and swaps a staged copy in with one
+// renameat2(RENAME_EXCHANGE); a crash leaves tree/ old or new and at most
+// one sibling tree.sluice-replace-*, which Reconcile removes (see
+// tree_archive.go).
+//
 // # Isolation choices
 //
 // The repository lives beside the tree, not in it: the container sees it
