@@ -394,7 +394,7 @@ func (x *extractor) extract(r io.Reader) error {
 		}
 		// Whatever of the entry's data was not read is read now, so that
 		// the end marker check sees only what follows the entry.
-		if err := x.drain(tr, hdr); err != nil {
+		if err := x.drain(tr); err != nil {
 			return err
 		}
 		if crashAt(replaceStepExtracted) {
@@ -406,7 +406,7 @@ func (x *extractor) extract(r io.Reader) error {
 // drain reads what is left of an entry's data (only regular file types
 // carry data; a skipped .git file's is all of it), counted against
 // MaxBytes.
-func (x *extractor) drain(tr *tar.Reader, hdr *tar.Header) error {
+func (x *extractor) drain(tr *tar.Reader) error {
 	n, err := io.Copy(io.Discard, io.LimitReader(tr, x.room()+1))
 	if err != nil {
 		return archiveTruncatedErr(err)
