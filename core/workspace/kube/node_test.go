@@ -3,6 +3,7 @@ package kube
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/client"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sluicehq/sluice/core/errcode"
@@ -286,5 +288,78 @@ func TestNode_StreamForbidden(t *testing.T) {
 		r := newRuntime(t, cfg, Options{Namespace: e.ns, ImagePullPolicy: "Never"})
 		_, err := r.Run(context.Background(), e.spec(t, "true"), &lineWriter{}, &lineWriter{})
 		wantCode(t, err, errcode.Forbidden, sub, "RoleYAML")
+	}
+}
+
+// TestNode_ManagerRunsOnKubernetes: a workspace Manager whose runtime is
+// this one: a file written on the host is read in the run, a granted
+// secret reaches the run and is redacted from its output, a file the run
+// writes is read back through the Manager, and Destroy leaves nothing.
+func TestNode_ManagerRunsOnKubernetes(t *testing.T) {
+	e := onNode(t)
+	ctx := context.Background()
+	state, conf := t.TempDir(), t.TempDir()
+	for _, d := range []string{state, conf} {
+		if err := os.Chmod(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := workspace.Open(workspace.Options{StateDir: state, ConfigDir: conf, Runtime: e.r, Image: e.image,
+		Limits: workspace.Limits{MemoryBytes: 64 << 20, CPUs: 0.5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := m.Create(ctx, workspace.CreateRequest{Source: workspace.Source{Kind: workspace.SourceFresh, GitInit: true}, Agent: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.WriteFile(ctx, w.ID, "in.txt", []byte("from host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Grant(w.ID, "API_TOKEN", "tok-secret-123456"); err != nil {
+		t.Fatal(err)
+	}
+	// Every version of every pod of the run, as anyone who may read pods
+	// sees it: the secret's value must be in none.
+	wctx, stopWatch := context.WithCancel(ctx)
+	pw, err := e.cs.CoreV1().Pods(e.ns).Watch(wctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen, leaked int
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for ev := range pw.ResultChan() {
+			b, _ := json.Marshal(ev.Object)
+			seen++
+			if strings.Contains(string(b), "tok-secret-123456") {
+				leaked++
+			}
+		}
+	}()
+	res, err := m.Run(ctx, w.ID, workspace.RunRequest{Argv: []string{"sh", "-c", `cat in.txt; echo "token=$API_TOKEN"; test -f .git/HEAD && echo has-git; echo out > out.txt`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 || !strings.Contains(res.Stdout, "from host\n") || !strings.Contains(res.Stdout, "has-git") ||
+		strings.Contains(res.Stdout, "tok-secret-123456") || !strings.Contains(res.Stdout, "token=") {
+		t.Fatalf("run: exit %d stdout %q", res.ExitCode, res.Stdout)
+	}
+	stopWatch()
+	pw.Stop()
+	<-watched
+	if seen == 0 || leaked > 0 {
+		t.Fatalf("%d pod versions seen, %d holding the secret's value", seen, leaked)
+	}
+	fc, err := m.ReadFile(ctx, w.ID, "out.txt", workspace.ReadOptions{})
+	if err != nil || fc.Content != "out\n" {
+		t.Fatalf("out.txt: %+v %v", fc, err)
+	}
+	if _, err := m.Destroy(ctx, w.ID); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := e.r.Containers(ctx, m.StoreKey()); err != nil || len(left) != 0 {
+		t.Fatalf("after Destroy: %+v %v", left, err)
 	}
 }
