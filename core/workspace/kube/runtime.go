@@ -108,9 +108,6 @@ type Runtime struct {
 	opt   Options
 	log   *slog.Logger
 	proxy *net.TCPAddr
-
-	rcMu sync.Mutex
-	rc   map[string]bool
 }
 
 var _ workspace.Runtime = (*Runtime)(nil)
@@ -159,6 +156,12 @@ func NewForConfig(cfg *rest.Config, o Options) (*Runtime, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "sluice"
 	}
+	// A run makes about twenty requests; client-go's default of 5 a second
+	// would make concurrent runs wait on the client, not the server (which
+	// has its own fairness and answers 429, retried, when it must).
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, &errcode.Error{Code: errcode.InvalidArgument, Msg: "the Kubernetes client configuration cannot be used: " + err.Error(), Err: err}
@@ -169,7 +172,7 @@ func NewForConfig(cfg *rest.Config, o Options) (*Runtime, error) {
 	if o.WorkspaceBytes == 0 {
 		o.WorkspaceBytes = defaultWorkspaceBytes
 	}
-	r := &Runtime{cs: cs, cfg: cfg, opt: o, log: o.Logger, rc: map[string]bool{}}
+	r := &Runtime{cs: cs, cfg: cfg, opt: o, log: o.Logger}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -273,9 +276,6 @@ func (r *Runtime) CheckRuntime(ctx context.Context, name string) (workspace.Runt
 	if err != nil {
 		return workspace.RuntimeInfo{}, apiError(err, "get", "runtimeclasses", name)
 	}
-	r.rcMu.Lock()
-	r.rc[name] = true
-	r.rcMu.Unlock()
 	return workspace.RuntimeInfo{Name: name + " (" + rc + ")"}, nil
 }
 
