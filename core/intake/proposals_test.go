@@ -389,7 +389,7 @@ func TestProposals_RestorePoints_SaysUnsupported(t *testing.T) {
 // recorded as a decision.
 func TestRoutes_NoneDecides(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	want := append(append(append([]string{"GET /v1/health"}, gateway.ProposalRoutes...), gateway.WorkspaceRoutes...), gateway.SessionRoutes...)
+	want := slices.Concat([]string{"GET /v1/health"}, gateway.ProposalRoutes, gateway.WorkspaceRoutes, gateway.SessionRoutes, gateway.RuntimeRoutes)
 	if got := e.srv.Routes(); !slices.Equal(got, want) {
 		t.Fatalf("routes = %v\nwant %v\n(a new route must be added here and proven not to decide)", got, want)
 	}
@@ -408,7 +408,7 @@ func TestRoutes_NoneDecides(t *testing.T) {
 	var paths []string
 	for _, r := range e.srv.Routes() {
 		_, pattern, _ := strings.Cut(r, " ")
-		path := strings.ReplaceAll(pattern, "{id}", p.ID)
+		path := strings.ReplaceAll(strings.ReplaceAll(pattern, "{id}", p.ID), "{run}", "00000000-0000-4000-8000-000000000001")
 		if strings.HasSuffix(path, "/wait") {
 			path += "?timeout=0"
 		}
