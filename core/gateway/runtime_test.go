@@ -50,6 +50,25 @@ func (r recorder) Run(ctx context.Context, spec workspace.ContainerSpec, stdout,
 	return r.Runtime.Run(ctx, spec, stdout, stderr)
 }
 
+// oneSession knows one confined session, of agent-b: a seam of this
+// package, faked because the session's record and copy do not matter here.
+type oneSession struct{}
+
+const sessionTok = "sluice_session_0123456789abcdef0123456789abcdef"
+
+func (oneSession) Authenticate(tok string) (*gateway.Caller, bool) {
+	if tok != sessionTok {
+		return nil, false
+	}
+	return &gateway.Caller{Session: "s1", Agent: "agent-b"}, true
+}
+func (oneSession) Register(context.Context, gateway.SessionRequest) (gateway.SessionGrant, error) {
+	return gateway.SessionGrant{}, errcode.New(errcode.Unsupported, "no")
+}
+func (oneSession) End(context.Context, string, string) (gateway.SessionEnd, error) {
+	return gateway.SessionEnd{}, errcode.New(errcode.Unsupported, "no")
+}
+
 func newRuntimeApp(t *testing.T) *runtimeApp {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -77,7 +96,7 @@ func newRuntimeApp(t *testing.T) *runtimeApp {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := gateway.Listen(gateway.Options{Token: tok, Runtime: &gateway.RuntimeHost{Runtime: d, Store: app,
+	g, err := gateway.Listen(gateway.Options{Token: tok, Sessions: oneSession{}, Runtime: &gateway.RuntimeHost{Runtime: d, Store: app,
 		Policy: func() workspace.RunPolicy { return workspace.RunPolicy{Image: image} }}})
 	if err != nil {
 		t.Fatal(err)
@@ -292,5 +311,56 @@ func TestRuntime_ForgedSpecsAreRefused(t *testing.T) {
 	}
 	if w, _ := a.side.Get(mine.ID); w.Runs != 1 {
 		t.Fatalf("runs recorded: %d, want 1", w.Runs)
+	}
+}
+
+// TestRuntime_SessionTokenReachesOnlyItsAgent: a confined session's token
+// runs only its own agent's workspaces, and sees and removes only their
+// containers.
+func TestRuntime_SessionTokenReachesOnlyItsAgent(t *testing.T) {
+	a := newRuntimeApp(t)
+	mine := a.create(t, "agent-a")
+	if _, err := a.side.Run(gateway.WithAgent(context.Background(), "agent-a"), mine.ID, workspace.RunRequest{Argv: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	spec := a.lastRun
+	a.mu.Unlock()
+	sc, err := gateway.NewClient(a.addr, sessionTok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srt, err := gateway.NewRuntime(context.Background(), sc)
+	if err != nil {
+		t.Fatalf("a session's token on GET /v1/runtime: %v", err)
+	}
+	spec.RunID = "00000000-0000-4000-8000-000000000002"
+	if _, err := srt.Run(gateway.WithAgent(context.Background(), "agent-a"), spec, io.Discard, io.Discard); !errcode.IsCode(err, errcode.Forbidden) {
+		t.Fatalf("a session speaking as another agent: %v", err)
+	}
+	if _, err := srt.Run(gateway.WithAgent(context.Background(), "agent-b"), spec, io.Discard, io.Discard); !errcode.IsCode(err, errcode.WorkspaceNotFound) {
+		t.Fatalf("a session running another agent's workspace: %v", err)
+	}
+
+	// A container of agent-a's workspace, left as a crash would leave it.
+	cfg, hc, nc := a.d.ContainerConfig(spec)
+	made, err := a.d.Client().ContainerCreate(context.Background(), cfg, hc, nc, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.d.Remove(context.Background(), made.ID) })
+	seen, err := srt.Containers(context.Background(), a.side.StoreKey())
+	if err != nil || len(seen) != 0 {
+		t.Fatalf("the session sees %v (%v), want none of agent-a's", seen, err)
+	}
+	if err := srt.Remove(context.Background(), made.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.d.Client().ContainerInspect(context.Background(), made.ID); err != nil {
+		t.Fatalf("the session removed agent-a's container: %v", err)
+	}
+	all, err := a.rt.Containers(context.Background(), a.side.StoreKey())
+	if err != nil || len(all) != 1 || all[0].ID != made.ID {
+		t.Fatalf("the gateway's own token sees %v (%v), want the one container", all, err)
 	}
 }
