@@ -144,6 +144,10 @@ func (m *Manager) Run(ctx context.Context, id string, req RunRequest) (*RunResul
 	}
 	spec := m.containerSpec(w, runID, req.Argv, limits, runEnv(req.Env, secrets, route.proxyURL), route.network)
 	spec.SecretEnv = sortedKeys(secrets)
+	if route.proxyURL != "" {
+		// The proxy URL carries the run's egress credentials.
+		spec.SecretEnv = append(spec.SecretEnv, "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
+	}
 	out := newRunOutput(limits.OutputBytes, req, secrets)
 	rec := m.newRunRecord(w, runID, req.Argv, limits, rtInfo.Name, secrets)
 	res, err := m.execute(ctx, spec, rec, out, route.grant, req.OnProgress)

@@ -54,7 +54,8 @@ type ContainerSpec struct {
 	// Env is the complete environment (KEY=VALUE); the runtime adds nothing
 	// from the host.
 	Env []string
-	// SecretEnv names the entries of Env that hold granted secrets: a
+	// SecretEnv names the entries of Env that hold granted secrets (and the
+	// proxy variables, which carry a granted run's egress credentials): a
 	// runtime that would otherwise write Env where others can read it (a
 	// Kubernetes pod spec) keeps these apart.
 	SecretEnv []string

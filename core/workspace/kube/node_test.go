@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/client"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -304,6 +305,9 @@ func TestNode_ManagerRunsOnKubernetes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The proxy's address as pods would reach it; this node's pods have no
+	// network, so only the shape of the granted run is seen here.
+	e.r = newRuntime(t, kubetest.Node(t).Config, Options{Namespace: e.ns, ImagePullPolicy: "Never", EgressProxy: "127.0.0.1:3128"})
 	m, err := workspace.Open(workspace.Options{StateDir: state, ConfigDir: conf, Runtime: e.r, Image: e.image,
 		Limits: workspace.Limits{MemoryBytes: 64 << 20, CPUs: 0.5}})
 	if err != nil {
@@ -355,6 +359,48 @@ func TestNode_ManagerRunsOnKubernetes(t *testing.T) {
 	fc, err := m.ReadFile(ctx, w.ID, "out.txt", workspace.ReadOptions{})
 	if err != nil || fc.Content != "out\n" {
 		t.Fatalf("out.txt: %+v %v", fc, err)
+	}
+	// A granted run: its proxy variables carry the grant's credentials,
+	// which must not be in the pod either.
+	if err := m.GrantEgress(w.ID, []string{"example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	wctx, stopWatch = context.WithCancel(ctx)
+	pw, err = e.cs.CoreV1().Pods(e.ns).Watch(wctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var proxyInSpec, proxyByRef int
+	watched = make(chan struct{})
+	go func() {
+		defer close(watched)
+		for ev := range pw.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			for _, c := range p.Spec.Containers {
+				for _, env := range c.Env {
+					if strings.Contains(strings.ToLower(env.Name), "proxy") {
+						if env.Value != "" {
+							proxyInSpec++
+						} else if env.ValueFrom != nil && env.ValueFrom.SecretKeyRef != nil {
+							proxyByRef++
+						}
+					}
+				}
+			}
+		}
+	}()
+	res, err = m.Run(ctx, w.ID, workspace.RunRequest{Argv: []string{"sh", "-c", `case "$HTTP_PROXY" in http://*:*@*) echo proxy-set;; esac`}})
+	stopWatch()
+	pw.Stop()
+	<-watched
+	if err != nil || res.ExitCode != 0 || !strings.Contains(res.Stdout, "proxy-set") {
+		t.Fatalf("granted run: %+v %v", res, err)
+	}
+	if proxyInSpec > 0 || proxyByRef == 0 {
+		t.Fatalf("proxy variables: %d by value in the pod, %d by reference", proxyInSpec, proxyByRef)
 	}
 	if _, err := m.Destroy(ctx, w.ID); err != nil {
 		t.Fatal(err)
