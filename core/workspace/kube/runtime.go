@@ -50,6 +50,17 @@ package kube
 // What the node keeps: the kubelet writes container output to the node's
 // log files until the pod is deleted, unredacted; the Docker runtime keeps
 // no log at all. Whoever administers the node can read a run's output.
+//
+// Removal is verified by the pod's absence from the API, which only means
+// something if the kubelet removed it: Remove deletes with a grace period
+// (1 s; keeper exits at once on SIGTERM), so the object goes only once the
+// node has stopped the containers. A grace period of 0 would remove the
+// object at once, before the node stopped anything.
+//
+// Cost: on the single-node test cluster (2 loaded cores) a run of `true`
+// took 3.5–5.6 s (median 4.4 s; the Docker runtime 0.39–0.69 s in the same
+// run), about 1 s to start the pod, 0.1–0.3 s for each copy, and 2.9–3.2 s
+// for the node to confirm the pod's removal.
 
 import (
 	"context"
