@@ -19,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
 	"github.com/sluicehq/sluice/core/errcode"
@@ -588,4 +590,44 @@ func writeKubeconfig(t testing.TB, server string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestNew_KubeconfigContexts: New loads the named kubeconfig and context;
+// the current context is used when none is named, and a context the file
+// lacks is an invalid option.
+func TestNew_KubeconfigContexts(t *testing.T) {
+	cfg := kubetest.ControlPlane(t)
+	ns := kubetest.Namespace(t, cfg)
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["real"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthority: cfg.CAFile, CertificateAuthorityData: cfg.CAData}
+	kc.Clusters["down"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1", InsecureSkipTLSVerify: true}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificate: cfg.CertFile, ClientKey: cfg.KeyFile,
+		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["good"] = &clientcmdapi.Context{Cluster: "real", AuthInfo: "admin"}
+	kc.Contexts["bad"] = &clientcmdapi.Context{Cluster: "down", AuthInfo: "admin"}
+	kc.CurrentContext = "bad"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r, err := New(ctx, Options{Kubeconfig: path, Context: "good", Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Name() != "kubernetes" {
+		t.Fatalf("Name %q", r.Name())
+	}
+	if _, err := r.Containers(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(ctx, Options{Kubeconfig: path, Namespace: ns})
+	wantCode(t, err, errcode.Unavailable)
+	_, err = New(ctx, Options{Kubeconfig: path, Context: "missing", Namespace: ns})
+	wantCode(t, err, errcode.InvalidArgument, "kubeconfig")
+	t.Setenv("KUBECONFIG", path)
+	_, err = New(ctx, Options{Context: "good", Namespace: ns})
+	if err != nil {
+		t.Fatalf("KUBECONFIG from the environment: %v", err)
+	}
 }
