@@ -205,6 +205,9 @@ func TestRuntime_ForgedSpecsAreRefused(t *testing.T) {
 	a := newRuntimeApp(t)
 	mine := a.create(t, "agent-a")
 	theirs := a.create(t, "agent-b")
+	if err := a.side.Grant(mine.ID, "API_TOKEN", "s3cret-value-for-the-run"); err != nil {
+		t.Fatal(err)
+	}
 	ctx := gateway.WithAgent(context.Background(), "agent-a")
 	if _, err := a.side.Run(ctx, mine.ID, workspace.RunRequest{Argv: []string{"true"}}); err != nil {
 		t.Fatal(err)
@@ -220,6 +223,7 @@ func TestRuntime_ForgedSpecsAreRefused(t *testing.T) {
 		s := good
 		s.RunID = "00000000-0000-4000-8000-000000000001"
 		s.Env = append([]string(nil), good.Env...)
+		s.SecretEnv = append([]string(nil), good.SecretEnv...)
 		f(&s)
 		return s
 	}
@@ -244,6 +248,7 @@ func TestRuntime_ForgedSpecsAreRefused(t *testing.T) {
 		{"the host's network", "agent-a", fresh(func(s *workspace.ContainerSpec) { s.Network = "host" }), errcode.EgressDenied},
 		{"a preloaded library", "agent-a", fresh(func(s *workspace.ContainerSpec) { s.Env = append(s.Env, "LD_PRELOAD=/x.so") }), errcode.Forbidden},
 		{"another PATH", "agent-a", fresh(func(s *workspace.ContainerSpec) { s.Env[0] = "PATH=/tmp" }), errcode.Forbidden},
+		{"a granted secret not named secret", "agent-a", fresh(func(s *workspace.ContainerSpec) { s.SecretEnv = nil }), errcode.Forbidden},
 		{"a bad run id", "agent-a", fresh(func(s *workspace.ContainerSpec) { s.RunID = "../x" }), errcode.InvalidArgument},
 	}
 	for _, tc := range cases {

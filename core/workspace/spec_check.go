@@ -46,8 +46,8 @@ func errSpecRefused(field, why string) *errcode.Error {
 // and repository paths are exactly that workspace's, the store, image,
 // OCI runtime and container user are this app's, the limits are within
 // the configured ones, the network is none or (for a workspace a person
-// granted egress) the runtime's egress network, and argv and environment
-// are well formed. Errors are typed: InvalidArgument for malformed fields,
+// granted egress) the runtime's egress network, argv and environment are
+// well formed, and the entries named secret are the granted secrets. Errors are typed: InvalidArgument for malformed fields,
 // WorkspaceNotFound for a workspace that is not there or not the agent's,
 // Forbidden for a field that names something else than this store's.
 func (m *Manager) CheckSpec(ctx context.Context, agent string, spec ContainerSpec, pol RunPolicy) error {
@@ -87,7 +87,10 @@ func (m *Manager) CheckSpec(ctx context.Context, agent string, spec ContainerSpe
 	if err := checkSpecEnv(spec.Env, spec.Network != ""); err != nil {
 		return err
 	}
-	return m.checkSpecNetwork(ctx, w, spec.Network)
+	if err := m.checkSpecNetwork(ctx, w, spec.Network); err != nil {
+		return err
+	}
+	return m.checkSpecSecrets(w.ID, spec)
 }
 
 // checkSpecPlaces compares what the container would see of the host and
@@ -145,6 +148,26 @@ func checkSpecEnv(env []string, networked bool) error {
 		if slices.Contains(reservedEnv, k) && !(networked && slices.Contains(proxy, k)) {
 			return errSpecRefused("Env", "the environment sets "+k+", which only Sluice sets")
 		}
+	}
+	return nil
+}
+
+// checkSpecSecrets requires the spec to name as secret exactly the
+// entries Run names: the workspace's granted secrets and, on the egress
+// network, the proxy variables, which carry the run's credentials. A
+// runtime keeps those out of what others can read (a pod spec), so a spec
+// naming fewer could publish them.
+func (m *Manager) checkSpecSecrets(id string, spec ContainerSpec) error {
+	secrets, err := m.secretValues(id)
+	if err != nil {
+		return err
+	}
+	want := sortedKeys(secrets)
+	if spec.Network != "" {
+		want = append(want, "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
+	}
+	if !slices.Equal(spec.SecretEnv, want) {
+		return errSpecRefused("SecretEnv", "the secret entries are not the workspace's granted secrets")
 	}
 	return nil
 }
