@@ -159,6 +159,41 @@ func TestRuntime_RunsThroughTheApp(t *testing.T) {
 		t.Fatalf("run through the app: %+v", res)
 	}
 
+	a.mu.Lock()
+	tree := a.lastRun.TreePath
+	a.mu.Unlock()
+
+	// Over its memory limit, once seen running (see TestRun_MemoryLimitOOM
+	// in core/workspace for why it waits): the OOM kill is reported.
+	oomStarted, oomDone := make(chan struct{}), make(chan *workspace.RunResult, 1)
+	var oomOnce sync.Once
+	go func() {
+		res, err := a.side.Run(ctx, w.ID, workspace.RunRequest{
+			Argv:   []string{"sh", "-c", `echo started; while [ ! -f go ]; do sleep 0.1; done; x=$(head -c 200000000 /dev/zero | tr "\0" a); echo ${#x}`},
+			Limits: workspace.Limits{MemoryBytes: 64 << 20},
+			OnOutput: func(_ string, chunk []byte) {
+				if strings.Contains(string(chunk), "started") {
+					oomOnce.Do(func() { close(oomStarted) })
+				}
+			},
+		})
+		if err != nil {
+			t.Errorf("the OOM run: %v", err)
+		}
+		oomDone <- res
+	}()
+	select {
+	case <-oomStarted:
+	case res := <-oomDone:
+		t.Fatalf("the run ended before it was told to: %+v", res)
+	}
+	if err := os.WriteFile(filepath.Join(tree, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-oomDone; res == nil || !res.OOMKilled || strings.Contains(res.Stdout, "200000000") {
+		t.Fatalf("holding 200 MB under a 64 MiB limit through the app: %+v", res)
+	}
+
 	res, err = a.side.Run(ctx, w.ID, workspace.RunRequest{Argv: []string{"yes"}, Limits: workspace.Limits{OutputBytes: 1024}})
 	if err != nil {
 		t.Fatal(err)
