@@ -31,7 +31,13 @@ func startWebFlow(t *testing.T) *webFlow {
 // session.
 func startWebFlowWithin(t *testing.T, limit time.Duration) *webFlow {
 	t.Helper()
-	a, repo, env := flowEnv(t)
+	return startWebFlowConfig(t, limit, "")
+}
+
+// startWebFlowConfig is startWebFlowWithin with configJSON as config.json.
+func startWebFlowConfig(t *testing.T, limit time.Duration, configJSON string) *webFlow {
+	t.Helper()
+	a, repo, env := flowEnvWith(t, configJSON)
 	w, token := serveUI(t, a)
 	ctx := browserWithin(t, limit)
 	if err := chromedp.Do(ctx,

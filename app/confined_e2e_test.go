@@ -405,6 +405,7 @@ func driveConfined(t *testing.T, a confinedAgent) {
 	// the button was).
 	err = chromedp.Do(actx,
 		chromedp.WaitVisible(chromedp.CSS(card+" .diff-view .d2h-file-wrapper")),
+		chromedp.WaitVisible(chromedp.CSS(card+" .approve:not([disabled])")),
 		chromedp.Click(chromedp.CSS(card+" .approve")),
 		chromedp.WaitVisible(chromedp.CSS(decidedSel(id)+`[data-state="completed"]`)),
 	)
@@ -632,6 +633,7 @@ func leftoverSurvivesKill(t *testing.T, runtime string) {
 	}
 	if err := chromedp.Do(bctx,
 		chromedp.WaitVisible(chromedp.CSS(cardSel(lc.ID)+" .diff-view .d2h-file-wrapper")),
+		chromedp.WaitVisible(chromedp.CSS(cardSel(lc.ID)+" .approve:not([disabled])")),
 		chromedp.Click(chromedp.CSS(cardSel(lc.ID)+" .approve")),
 		chromedp.WaitVisible(chromedp.CSS(decidedSel(lc.ID)+`[data-state="completed"]`)),
 	); err != nil {

@@ -50,7 +50,23 @@ func agentSession(t testing.TB, env []string, name string) *mcp.ClientSession {
 // returns the app, the repository and the environment for sidecars.
 func flowEnv(t testing.TB) (*App, string, []string) {
 	t.Helper()
+	return flowEnvWith(t, "")
+}
+
+// flowEnvWith is flowEnv with configJSON, when not empty, as the
+// config.json the app and its sidecars read.
+func flowEnvWith(t testing.TB, configJSON string) (*App, string, []string) {
+	t.Helper()
 	home := t.TempDir()
+	if configJSON != "" {
+		dir := filepath.Join(home, "config", "sluice")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(configJSON), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	root := filepath.Join(home, "src")
 	repo := gitRepo(t, root, "widgets")
 	vars := map[string]string{

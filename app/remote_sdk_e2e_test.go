@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -172,12 +173,20 @@ func runSDKConnector(t *testing.T, metadataDocument bool) {
 	if !strings.Contains(text, "SDK Test Client") || !strings.Contains(text, "read, propose") || strings.Contains(text, "never") {
 		t.Fatalf("connector row: %s", text)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(row+` button[aria-label="Revoke SDK Test Client"]`))); err != nil {
+	// The button's own click handler, dispatched on the element: a mouse
+	// click at its coordinates can land beside it when the section
+	// re-renders (a refresh of the list) between locating and clicking.
+	revoke := row + ` button[aria-label="Revoke SDK Test Client"]`
+	if err := chromedp.Do(ctx, chromedp.WaitEnabled(chromedp.CSS(revoke))); err != nil {
+		t.Fatalf("revoke: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector(`+strconv.Quote(revoke)+`).click(), true`)); err != nil {
 		t.Fatalf("revoke: %v", err)
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`[...document.querySelectorAll("#connectors td")].some((td) => td.textContent === "revoked")`,
 		chromedp.WithPollingTimeout(30*time.Second))); err != nil {
-		t.Fatalf("the row does not say revoked: %v", err)
+		section, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`section[aria-labelledby="connectors-title"]`)))
+		t.Fatalf("the row does not say revoked: %v; the section says:\n%s", err, section)
 	}
 	list, err := (&API{app: e.a, kind: "web"}).Connectors()
 	if err != nil || len(list.Connectors) != 1 || !list.Connectors[0].Revoked {
@@ -232,7 +241,9 @@ func personApproves(t *testing.T, ctx context.Context, e *remoteEnv, pid, agent 
 	if !strings.Contains(text, agent) {
 		t.Errorf("the card does not name the connector and its grant (%s):\n%s", agent, text)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(card+" .approve"))); err != nil {
+	// Approve is disabled until the whole diff is drawn: a click before
+	// that would do nothing.
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(card+" .approve:not([disabled])")), chromedp.Click(chromedp.CSS(card+" .approve"))); err != nil {
 		t.Fatalf("approve: %v", err)
 	}
 }

@@ -211,6 +211,7 @@ func TestFlow_Workspace_FullLoop(t *testing.T) {
 	}
 	f.shot(t, "web-workspace-card.png")
 	if err := chromedp.Do(f.ctx,
+		chromedp.WaitVisible(chromedp.CSS(card+" .approve:not([disabled])")),
 		chromedp.Click(chromedp.CSS(card+" .approve")),
 		chromedp.WaitVisible(chromedp.CSS(decidedSel(proposalID)+`[data-state="completed"]`)),
 	); err != nil {
