@@ -40,7 +40,7 @@ var reviewedPrograms = map[string][]string{
 	// plane's binaries, the node's containerd (image imports) and the
 	// cluster script that says whether this host can run a node.
 	"core/workspace/kube/kubetest/controlplane.go": {"path"},
-	"core/workspace/kube/kubetest/image.go":        {`"ctr"`},
+	"core/workspace/kube/kubetest/image.go":        {"c.ctrPath"},
 	"core/workspace/kube/kubetest/node.go":         {"script"},
 }
 

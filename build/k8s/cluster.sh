@@ -23,6 +23,14 @@
 #                         Below Linux's ephemeral range (32768–60999), so no port the
 #                         tests bind with :0 can take one of them.
 #   SLUICE_K8S_NICE       nice level of the build (default 19)
+#   SLUICE_K8S_GVISOR     1 (default): pods can also run under gVisor (RuntimeClass
+#                         gvisor). runsc, gVisor's containerd shim and containerd 2.x
+#                         (the node's containerd then: Debian's 1.6 cannot read the
+#                         shim's bootstrap answer) are built from the Go module proxy
+#                         into $SLUICE_K8S_BIN_DIR/gvisor. The shim is patched in one
+#                         place: it keeps the OOM score it inherited where it may not
+#                         set -999 (no CAP_SYS_RESOURCE) instead of refusing to start.
+#                         0: runc under Debian's containerd only, nothing else built.
 #   SLUICE_K8S_KEEP=1     stop leaves the files under the base directory
 #
 # Binaries: Kubernetes from the Go module proxy (a wrapper module requiring
@@ -33,8 +41,8 @@
 #
 # Measured on a 2-core Debian 12 VM shared with other builds (more in
 # docs/development.md):
-#   first build (nice 19)   624 s with part of it in the Go build cache;
-#                           20–40 min from an empty one
+#   first build (nice 19)   624 s with part of it in the Go build cache,
+#                           20–40 min from an empty one; containerd and gVisor 582 s
 #   start                   13.6–18.5 s (control plane, node Ready, default service account)
 #   stop                    7–9 s
 #
@@ -62,6 +70,10 @@ ETCD_PORT=$((PB + 379)); ETCD_PEER_PORT=$((PB + 380)); APISERVER_PORT=$((PB + 44
 KCM_PORT=$((PB + 257)); SCHED_PORT=$((PB + 259)); KUBELET_PORT=$((PB + 250))
 KUBELET_HEALTHZ_PORT=$((PB + 248)); STREAM_PORT=$((PB + 10))
 PORTS="$ETCD_PORT $ETCD_PEER_PORT $APISERVER_PORT $KCM_PORT $SCHED_PORT $KUBELET_PORT $KUBELET_HEALTHZ_PORT $STREAM_PORT"
+GVISOR=${SLUICE_K8S_GVISOR:-1}
+CONTAINERD2_VERSION=v2.4.2
+GVISOR_VERSION=v0.0.0-20260905035102-160fafc42237
+GVD=$BIN/gvisor
 PAUSE_IMAGE=localhost/sluice/pause:1
 BUSYBOX_IMAGE=localhost/sluice/busybox:1
 
@@ -161,7 +173,53 @@ EOF
   (cd "$d" && GOFLAGS= nice -n "$NICE" "$GO" build -trimpath -ldflags "-s -w" -o "$BIN/pause" .)
 }
 
+gvisor_built() {
+  [ -f "$GVD/.version" ] && [ "$(cat "$GVD/.version")" = "$CONTAINERD2_VERSION $GVISOR_VERSION" ] &&
+    for b in containerd containerd-shim-runc-v2 ctr runsc containerd-shim-runsc-v1; do
+      [ -x "$GVD/$b" ] || return 1
+    done
+}
+
+build_gvisor() {
+  local t0 src dir
+  t0=$(now)
+  mkdir -p "$GVD" "$BIN/log"
+  rm -f "$GVD/.version"
+  log "building containerd $CONTAINERD2_VERSION and gVisor ($GVISOR_VERSION), nice $NICE: about 10 minutes"
+  # from $GVD: no go.mod above it, so no module's requirements interfere
+  (cd "$GVD" && GOBIN=$GVD nice -n "$NICE" "$GO" install -trimpath -ldflags "-s -w" \
+    "github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD2_VERSION" \
+    "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD2_VERSION" \
+    "github.com/containerd/containerd/v2/cmd/ctr@$CONTAINERD2_VERSION") >"$BIN/log/build-containerd.log" 2>&1 ||
+    { tail -30 "$BIN/log/build-containerd.log" >&2; die "containerd build failed"; }
+  # gVisor from a copy of its module, with the one patch the shim needs
+  dir=$(cd "$GVD" && "$GO" mod download -json "gvisor.dev/gvisor@$GVISOR_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  [ -n "$dir" ] || die "cannot download gvisor.dev/gvisor@$GVISOR_VERSION"
+  src=$BIN/src/gvisor
+  mkdir -p "$BIN/src"; rm -rf "$src"; cp -r "$dir" "$src"; chmod -R u+w "$src"
+  perl -0pi -e 's/if err := sys\.SetOOMScore\(cmd\.Process\.Pid, oomScoreMax\); err != nil \{\n\t\treturn shim\.BootstrapParams\{\}, fmt\.Errorf\("failed to set OOM Score on shim: %w", err\)\n\t\}/_ = sys.SetOOMScore(cmd.Process.Pid, oomScoreMax) \/\/ refused without CAP_SYS_RESOURCE; nothing may be printed here/' \
+    "$src/pkg/shim/v1/manager.go"
+  grep -q 'nothing may be printed here' "$src/pkg/shim/v1/manager.go" ||
+    die "gVisor's shim changed: the OOM-score patch no longer applies to $src/pkg/shim/v1/manager.go"
+  (cd "$src" && nice -n "$NICE" "$GO" build -trimpath -ldflags "-s -w" -o "$GVD/runsc" ./runsc &&
+    nice -n "$NICE" "$GO" build -trimpath -ldflags "-s -w" -o "$GVD/containerd-shim-runsc-v1" ./shim) \
+    >"$BIN/log/build-gvisor.log" 2>&1 || { tail -30 "$BIN/log/build-gvisor.log" >&2; die "gVisor build failed"; }
+  echo "$CONTAINERD2_VERSION $GVISOR_VERSION" >"$GVD/.version"
+  log "containerd and gVisor built in $(since "$t0")s"
+}
+
 do_build() {
+  if [ "$GVISOR" = 1 ] && ! gvisor_built; then
+    do_build_k8s
+    exec 8>"$BIN/.build.lock"; flock 8
+    export CGO_ENABLED=0 GOFLAGS=-mod=mod
+    gvisor_built || build_gvisor
+    return
+  fi
+  do_build_k8s
+}
+
+do_build_k8s() {
   if built; then return; fi  # silent: setup.sh runs this every time
   command -v "$GO" >/dev/null || [ -x "$GO" ] || die "go not found (set GO)"
   mkdir -p "$BIN"
@@ -408,6 +466,24 @@ write_node_config() {
   local N=$BASE/node
   mkdir -p "$N/containerd/root" "$N/containerd/state" "$N/var-lib" "$N/var-log" "$N/run-containerd" \
     "$N/cni/net.d" "$N/kubelet" "$N/pod-logs" "$N/fake-sysctl" "$N/runc-root"
+  local runsc=""
+  if [ "$GVISOR" = 1 ]; then
+    # runsc_config keys are runsc's flags; pods have no route anyway.
+    # containerd 2.x reads this version-2 file too (it migrates it).
+    cat >"$CFG/runsc.toml" <<EOF
+binary_name = "$GVD/runsc"
+root = "$N/runsc-root"
+[runsc_config]
+  network = "none"
+EOF
+    mkdir -p "$N/runsc-root"
+    runsc="
+    [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runsc]
+      runtime_type = \"io.containerd.runsc.v1\"
+      [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runsc.options]
+        TypeUrl = \"io.containerd.runsc.v1.options\"
+        ConfigPath = \"$CFG/runsc.toml\""
+  fi
   cat >"$CFG/containerd.toml" <<EOF
 version = 2
 root = "$N/containerd/root"
@@ -440,7 +516,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
-        Root = "$N/runc-root"
+        Root = "$N/runc-root"$runsc
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "$BASE/cni"
     conf_dir = "$N/cni/net.d"
@@ -512,11 +588,15 @@ fake() { # SYSCTL-PATH WANTED
 }
 fake vm/overcommit_memory 1; fake vm/panic_on_oom 0; fake kernel/panic 10
 fake kernel/panic_on_oops 1; fake kernel/keys/root_maxkeys 1000000; fake kernel/keys/root_maxbytes 25000000
+# With gVisor, the containerd built beside it (2.x) runs, and finds its
+# shims (containerd-shim-runc-v2, containerd-shim-runsc-v1) first on PATH.
+CTR=ctr
+if [ -f "$CFG/gvisor" ]; then export PATH="$BIN/gvisor:$PATH"; CTR=$BIN/gvisor/ctr; fi
 containerd --config "$CFG/containerd.toml" > "$LOG/containerd.log" 2>&1 &
 echo $! > "$RUN/containerd.pid"
 for _ in $(seq 100); do [ -S "$BASE/containerd.sock" ] && break; sleep 0.1; done
 for img in "$BASE"/images/*.tar; do
-  ctr --address "$BASE/containerd.sock" -n k8s.io images import "$img" >> "$LOG/ctr-import.log" 2>&1
+  "$CTR" --address "$BASE/containerd.sock" -n k8s.io images import "$img" >> "$LOG/ctr-import.log" 2>&1
 done
 echo imported > "$RUN/images.ready"
 "$BIN/kubelet" --config "$CFG/kubelet.yaml" --kubeconfig "$CFG/kubelet.kubeconfig" \
@@ -542,6 +622,7 @@ start_node() {
   # informational only, but it must be a non-loopback address of this host
   ip -4 -o addr show scope global | awk '{split($4, a, "/"); print a[1]; exit}' >"$CFG/node-ip"
   [ -s "$CFG/node-ip" ] || die "no non-loopback IPv4 address on this host for the kubelet's node IP"
+  if [ "$GVISOR" = 1 ]; then touch "$CFG/gvisor"; fi
   write_node_config; write_node_script
   start_proc node unshare --mount --propagation private "$CFG/node.sh" "$BASE" "$BIN"
   local t0; t0=$(now)
@@ -549,6 +630,10 @@ start_node() {
   readlink "/proc/$(cat "$RUN/containerd.pid")/ns/mnt" >"$RUN/node.mntns"
   wait_for "node $NODE_NAME Ready" 120 sh -c "'$BIN/kubectl' --kubeconfig '$CFG/admin.kubeconfig' get node '$NODE_NAME' -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
   log "node Ready $(since "$t0")s after starting containerd"
+  if [ "$GVISOR" = 1 ]; then
+    printf 'apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: gvisor}\nhandler: runsc\n' |
+      KUBECTL apply -f - >/dev/null
+  fi
   # pods need the default service account, which the controller manager makes
   wait_for "default service account" 60 KUBECTL -n default get serviceaccount default
 }
@@ -562,6 +647,8 @@ export SLUICE_K8S_NODE=$NODE_NAME
 export SLUICE_K8S_PAUSE_IMAGE=$PAUSE_IMAGE
 export SLUICE_K8S_BUSYBOX_IMAGE=$BUSYBOX_IMAGE
 export SLUICE_K8S_CONTAINERD=$BASE/containerd.sock
+export SLUICE_K8S_CTR=$(if [ "$GVISOR" = 1 ]; then echo "$GVD/ctr"; else command -v ctr; fi)
+export SLUICE_K8S_GVISOR=$(if [ "$GVISOR" = 1 ]; then echo gvisor; fi)
 EOF
 }
 
@@ -572,8 +659,11 @@ do_start() {
   local t0 r p; t0=$(now)
   r=$(host_reason); [ -z "$r" ] || die "this host cannot run the node: $r"
   built || die "Kubernetes binaries missing in $BIN; run: $0 build"
+  [ "$GVISOR" != 1 ] || gvisor_built || die "gVisor binaries missing in $GVD; run: $0 build (or set SLUICE_K8S_GVISOR=0)"
   for p in $PORTS; do port_busy "$p" && die "port $p (block $PB) is in use; set SLUICE_K8S_PORT_BASE"; done
   [ ! -e "$BASE/run" ] || die "$BASE already holds a cluster; stop it first"
+  # A start that fails stops what it started and keeps the logs.
+  trap 'if [ $? -ne 0 ]; then log "start failed; stopping what was started (logs kept in $LOG)"; (export SLUICE_K8S_KEEP=1; do_stop); fi' EXIT
   mkdir -p "$RUN" "$LOG" "$PKI" "$CFG"
   echo "$BIN" >"$RUN/bin-dir"
   touch "$BASE/.sluice-k8s"

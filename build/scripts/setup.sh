@@ -155,7 +155,8 @@ PY
 # The Kubernetes binaries the cluster tests run (build/k8s/cluster.sh),
 # built from the Go module proxy into a cache outside the clone
 # (${XDG_CACHE_HOME:-~/.cache}/sluice-k8s/<version>) when missing: about
-# 20–40 minutes the first time on a machine, nothing after that.
+# 20–40 minutes the first time on a machine, and 10 more for containerd
+# and gVisor (SLUICE_K8S_GVISOR=0 skips those); nothing after that.
 ensure_k8s() {
   if ! "$root/build/k8s/cluster.sh" build; then
     say "building the Kubernetes test binaries failed"

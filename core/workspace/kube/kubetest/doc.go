@@ -11,7 +11,8 @@
 //
 // Node returns the single-node cluster `make test` starts around the whole
 // suite (build/scripts/with-cluster.sh, which exports SLUICE_K8S_BASE):
-// pods run there, under runc, without network. ImportImage copies an image
+// pods run there without network, under runc or, with the RuntimeClass
+// Cluster.GVisor, under gVisor. ImportImage copies an image
 // from the Docker Engine into that node's containerd, since no registry is
 // reachable.
 //

@@ -160,5 +160,5 @@ func (c *Cluster) containerdDigest(ctx context.Context, name string) (string, er
 
 func (c *Cluster) ctr(ctx context.Context, args ...string) ([]byte, error) {
 	args = append([]string{"--address", c.containerd, "--namespace", "k8s.io"}, args...)
-	return exec.CommandContext(ctx, "ctr", args...).CombinedOutput()
+	return exec.CommandContext(ctx, c.ctrPath, args...).CombinedOutput()
 }

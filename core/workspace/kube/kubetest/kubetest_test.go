@@ -262,6 +262,26 @@ func TestNode_BusyboxPodRunsAndLogs(t *testing.T) {
 	})
 }
 
+func TestNode_GVisorPodRunsUnderGVisor(t *testing.T) {
+	c := Node(t)
+	if c.GVisor == "" {
+		t.Skip("the cluster was started without gVisor (SLUICE_K8S_GVISOR=0)")
+	}
+	cs := newClient(t, c)
+	ns := Namespace(t, c.Config)
+	pod := podSpec("sandboxed", c.Busybox, []string{"sh", "-c", "dmesg; sleep 3600"})
+	pod.Spec.RuntimeClassName = &c.GVisor
+	if _, err := cs.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, cs, ns, "sandboxed", corev1.PodRunning)
+	// gVisor's own kernel writes this; the host's never does.
+	waitFor(t, time.Minute, "gVisor's kernel log in the pod's log", func() (bool, error) {
+		b, err := cs.CoreV1().Pods(ns).GetLogs("sandboxed", &corev1.PodLogOptions{}).DoRaw(context.Background())
+		return err == nil && strings.Contains(string(b), "Starting gVisor"), nil
+	})
+}
+
 func TestNode_ImportImage_GivesARefAPodRuns(t *testing.T) {
 	c := Node(t)
 	ctx := context.Background()
@@ -292,9 +312,15 @@ func TestNode_ImportImage_GivesARefAPodRuns(t *testing.T) {
 
 func runPod(t *testing.T, cs *kubernetes.Clientset, ns, name, image string, cmd []string) {
 	t.Helper()
+	if _, err := cs.CoreV1().Pods(ns).Create(context.Background(), podSpec(name, image, cmd), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func podSpec(name, image string, cmd []string) *corev1.Pod {
 	grace := int64(1)
 	no := false
-	_, err := cs.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{
+	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
@@ -305,9 +331,6 @@ func runPod(t *testing.T, cs *kubernetes.Clientset, ns, name, image string, cmd 
 				Name: "main", Image: image, ImagePullPolicy: corev1.PullNever, Command: cmd,
 			}},
 		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -27,8 +27,12 @@ type Cluster struct {
 	// Busybox is an image every pod can run without a pull: the host's
 	// static busybox with its applets, imported when the node started.
 	Busybox string
+	// GVisor is the RuntimeClass whose pods run under gVisor ("gvisor"),
+	// "" when the cluster was started without it (SLUICE_K8S_GVISOR=0).
+	GVisor string
 
 	containerd string // the node's containerd socket, for ImportImage
+	ctrPath    string // a ctr that speaks to that containerd
 }
 
 var node struct {
@@ -121,7 +125,12 @@ func loadCluster(base string) (*Cluster, error) {
 		Kubeconfig: env["KUBECONFIG"],
 		Node:       env["SLUICE_K8S_NODE"],
 		Busybox:    env["SLUICE_K8S_BUSYBOX_IMAGE"],
+		GVisor:     env["SLUICE_K8S_GVISOR"],
 		containerd: env["SLUICE_K8S_CONTAINERD"],
+		ctrPath:    env["SLUICE_K8S_CTR"],
+	}
+	if c.ctrPath == "" {
+		c.ctrPath = "ctr"
 	}
 	if c.Kubeconfig == "" || c.Node == "" || c.containerd == "" {
 		return nil, fmt.Errorf("%s/env.sh lacks KUBECONFIG, SLUICE_K8S_NODE or SLUICE_K8S_CONTAINERD", base)
