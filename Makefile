@@ -80,7 +80,7 @@ fuzz:
 
 bench: setup-test build
 	mkdir -p $(ARTIFACTS)
-	$(E2E_ENV) go run ./build/bench -out docs/benchmarks.md
+	$(E2E_ENV) build/scripts/with-cluster.sh go run ./build/bench -out docs/benchmarks.md
 
 # Re-render the screenshots the README and docs show (review them, then
 # commit docs/screenshots).
