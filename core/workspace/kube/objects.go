@@ -68,6 +68,8 @@ type runObjects struct {
 	policy *networkingv1.NetworkPolicy
 	// secret is nil when the run has no secrets.
 	secret *corev1.Secret
+	// allow is what validateRun allows these objects (set by prepare).
+	allow allowed
 }
 
 // podName is the name of a run's pod (and its Secret and NetworkPolicy).

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -57,6 +58,7 @@ func (r *Runtime) prepare(spec workspace.ContainerSpec) (runObjects, error) {
 		a.proxyCIDR = (&net.IPNet{IP: r.proxy.IP, Mask: net.CIDRMask(bits, bits)}).String()
 		a.proxyPort = int32(r.proxy.Port)
 	}
+	o.allow = a
 	return o, validateRun(o, a)
 }
 
@@ -137,18 +139,30 @@ func (r *Runtime) create(ctx context.Context, o runObjects) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if _, err := withRetry(cctx, func(ctx context.Context) (any, error) {
+	np, err := withRetry(cctx, func(ctx context.Context) (*networkingv1.NetworkPolicy, error) {
 		return r.cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, o.policy, metav1.CreateOptions{})
-	}); err != nil && !apierrors.IsAlreadyExists(err) {
+	})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return apiError(err, "create", "networkpolicies", o.policy.Name)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if _, err := withRetry(cctx, func(ctx context.Context) (*corev1.Pod, error) {
+	pod, err := withRetry(cctx, func(ctx context.Context) (*corev1.Pod, error) {
 		return r.cs.CoreV1().Pods(ns).Create(ctx, o.pod, metav1.CreateOptions{})
-	}); err != nil && !apierrors.IsAlreadyExists(err) {
+	})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return apiError(err, "create", "pods", o.pod.Name)
+	}
+	// What was stored is checked too: a mutating admission webhook may
+	// have changed the pod (or policy) after Sluice checked what it sent.
+	// The program has not started (it waits behind the start gate), and
+	// the caller deletes what was made.
+	if err == nil && np != nil {
+		if verr := validateRun(runObjects{pod: pod, policy: np}, o.allow); verr != nil {
+			return &errcode.Error{Code: errcode.Forbidden, Err: verr,
+				Msg: "the cluster changed the run's pod or NetworkPolicy after Sluice made it (a mutating admission webhook?), so it does not run: " + verr.Error()}
+		}
 	}
 	return nil
 }

@@ -61,7 +61,8 @@ func validatePodSpec(s *corev1.PodSpec, a allowed) error {
 		return refusal("no host namespace may be shared")
 	case s.ShareProcessNamespace != nil && *s.ShareProcessNamespace:
 		return refusal("the containers must not share a process namespace")
-	case s.ServiceAccountName != "" || s.DeprecatedServiceAccount != "":
+	case s.ServiceAccountName != "" && s.ServiceAccountName != "default" || s.DeprecatedServiceAccount != "" && s.DeprecatedServiceAccount != "default":
+		// The API server names "default"; its token is not mounted.
 		return refusal("no service account may be named")
 	case s.NodeName != "" || len(s.ImagePullSecrets) > 0 || len(s.HostAliases) > 0:
 		return refusal("nodeName, imagePullSecrets and hostAliases must be unset")
