@@ -631,3 +631,34 @@ func TestNew_KubeconfigContexts(t *testing.T) {
 		t.Fatalf("KUBECONFIG from the environment: %v", err)
 	}
 }
+
+// TestRun_AdmittedUnderRestrictedPodSecurity: the run's pod meets the
+// "restricted" Pod Security Standard, so a namespace that enforces it
+// admits it.
+func TestRun_AdmittedUnderRestrictedPodSecurity(t *testing.T) {
+	cfg := kubetest.ControlPlane(t)
+	ns := kubetest.Namespace(t, cfg)
+	cs := adminClient(t, cfg)
+	ctx := context.Background()
+	n, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+	n.Labels["pod-security.kubernetes.io/enforce-version"] = "latest"
+	if _, err := cs.CoreV1().Namespaces().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The same namespace refuses a pod that is not restricted.
+	bad := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "plain"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: fakeImage}}}}
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, bad, metav1.CreateOptions{}); err == nil {
+		t.Fatal("the namespace does not enforce the restricted standard")
+	}
+	r := newRuntime(t, cfg, Options{Namespace: ns})
+	spec := testSpec(t, fakeImage)
+	done, cancel := runAsync(r, spec)
+	awaitPod(t, cs, ns, podName(spec.RunID), done)
+	cancel()
+	wantCode(t, (<-done).err, errcode.Timeout, "cancelled")
+	assertNothingLabelled(t, cs, ns)
+}
