@@ -662,3 +662,26 @@ func TestRun_AdmittedUnderRestrictedPodSecurity(t *testing.T) {
 	wantCode(t, (<-done).err, errcode.Timeout, "cancelled")
 	assertNothingLabelled(t, cs, ns)
 }
+
+// TestDoctor_NamespaceMissingAndForbidden: Doctor names a missing
+// namespace (and stops there), and a restricted identity's missing verbs.
+func TestDoctor_NamespaceMissingAndForbidden(t *testing.T) {
+	admin := kubetest.ControlPlane(t)
+	ctx := context.Background()
+	fs := newRuntime(t, admin, Options{Namespace: "no-such-ns-" + randomID(t)}).Doctor(ctx, fakeImage)
+	if len(fs) != 2 || fs[0].Name != "cluster" || fs[0].Status != "ok" || fs[1].Name != "namespace" || fs[1].Status != "fail" || !strings.Contains(fs[1].Detail, "does not exist") {
+		t.Fatalf("missing namespace: %+v", fs)
+	}
+	ns := kubetest.Namespace(t, admin)
+	r := newRuntime(t, restrictedConfig(t, admin, ns, "watch pods", "delete secrets"), Options{Namespace: ns, RuntimeClassName: "absent"})
+	// checkPermissions is Doctor's permission part (the whole Doctor would
+	// also wait for its probe pod, which no node here runs).
+	got := map[string]Finding{}
+	for _, f := range r.checkPermissions(ctx) {
+		got[f.Name] = f
+	}
+	if got["rbac pods"].Detail != "not allowed: watch" || got["rbac secrets"].Detail != "not allowed: delete" ||
+		got["rbac runtimeclasses.node.k8s.io"].Detail != "not allowed: get" || got["rbac pods/exec"].Status != "ok" {
+		t.Fatalf("permission findings: %+v", got)
+	}
+}
