@@ -409,3 +409,81 @@ func TestNode_ManagerRunsOnKubernetes(t *testing.T) {
 		t.Fatalf("after Destroy: %+v %v", left, err)
 	}
 }
+
+// TestNode_TreeRoundTrips: a run that changes nothing gives back the tree
+// it was given: contents, modes, symlinks, empty directories, dot files,
+// names with spaces or a leading dash, and 2,000 files of 16 MiB in all.
+func TestNode_TreeRoundTrips(t *testing.T) {
+	e := onNode(t)
+	spec := e.spec(t, "true")
+	tree := spec.TreePath
+	write := func(p string, data []byte, mode os.FileMode) {
+		t.Helper()
+		full := filepath.Join(tree, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, data, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(full, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 2000; i++ {
+		write(filepath.Join("d"+strconv.Itoa(i%20), "f"+strconv.Itoa(i)), bytes.Repeat([]byte{byte(i)}, 8<<10), 0o644)
+	}
+	write("bin/run.sh", []byte("#!/bin/sh\n"), 0o755)
+	write(".hidden", []byte("h"), 0o600)
+	write("..odd", []byte("o"), 0o644)
+	write("-dash", []byte("d"), 0o644)
+	write("with space", []byte("s"), 0o644)
+	if err := os.Symlink("bin/run.sh", filepath.Join(tree, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(tree, "empty"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	before := treeState(t, tree)
+	st, err := e.r.Run(context.Background(), spec, &lineWriter{}, &lineWriter{})
+	if err != nil || st.ExitCode != 0 {
+		t.Fatalf("%+v %v", st, err)
+	}
+	after := treeState(t, tree)
+	if len(before) != len(after) {
+		t.Fatalf("%d entries before, %d after", len(before), len(after))
+	}
+	for p, b := range before {
+		if after[p] != b {
+			t.Errorf("%s: before %q after %q", p, b, after[p])
+		}
+	}
+}
+
+// treeState maps each path under root to its type, mode and content (or
+// link target).
+func treeState(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || p == root {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		v := fi.Mode().String()
+		switch {
+		case fi.Mode()&os.ModeSymlink != 0:
+			l, _ := os.Readlink(p)
+			v += " -> " + l
+		case fi.Mode().IsRegular():
+			b, _ := os.ReadFile(p)
+			v += " " + string(b)
+		}
+		out[rel] = v
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

@@ -35,6 +35,9 @@ done
 exec tar -c -f - "$@"`, "sluice-tar-out", workspace.WorkspaceMount}
 )
 
+// errPodTarEnded ends the packer's stream once the pod's tar is gone.
+var errPodTarEnded = errors.New("the pod's tar ended")
+
 // copyIn streams the workspace tree (and its repository under .git/) into
 // the pod's volumes.
 func (r *Runtime) copyIn(ctx context.Context, pod string, spec workspace.ContainerSpec) error {
@@ -46,11 +49,15 @@ func (r *Runtime) copyIn(ctx context.Context, pod string, spec workspace.Contain
 		packC <- err
 	}()
 	err := r.execIn(ctx, pod, containerKeeper, tarIn, pr, nil)
-	// The exec may have ended before reading everything (a tar that
-	// failed): unblock the packer.
-	pr.CloseWithError(errors.New("the pod's tar ended"))
+	if err == nil {
+		// A tar may exit at the end-of-archive marker before the stream's
+		// last bytes were read: let the packer finish and say how it ended.
+		_, _ = io.Copy(io.Discard, pr)
+	}
+	// A tar that failed stops reading: unblock the packer.
+	pr.CloseWithError(errPodTarEnded)
 	packErr := <-packC
-	if packErr != nil && !errors.Is(packErr, io.ErrClosedPipe) && err == nil {
+	if packErr != nil && !errors.Is(packErr, errPodTarEnded) && err == nil {
 		return packErr
 	}
 	if err != nil {
