@@ -43,7 +43,7 @@
 # docs/development.md):
 #   first build (nice 19)   624 s with part of it in the Go build cache,
 #                           20–40 min from an empty one; containerd and gVisor 582 s
-#   start                   13.6–18.5 s (control plane, node Ready, default service account)
+#   start                   13–19 s (control plane, node Ready, default service account)
 #   stop                    7–9 s
 #
 # Host impact (deliberately small): no change to Docker, the system
