@@ -37,13 +37,13 @@ func NewObjects(commonDir string) *Objects { return &Objects{dir: filepath.Join(
 type Objects struct {
 	dir   string       // the object directory
 	packs []*localPack // nil until a pack is searched
-	// idxBytes is how much pack index has been read: a repository with
-	// more than maxLocalIndex of it is left to git, which maps its
-	// indexes instead of reading them.
+	// idxBytes is how much pack index there is: a repository with more
+	// than maxLocalIndex of it is left to git, which maps its indexes
+	// instead of reading them, before any is read.
 	idxBytes int64
 }
 
-// maxLocalIndex bounds the pack indexes read for one file list.
+// maxLocalIndex bounds the pack indexes one Objects reads.
 const maxLocalIndex = 8 << 20
 
 type localPack struct {
@@ -110,6 +110,9 @@ func (o *Objects) packed(h plumbing.Hash) (plumbing.EncodedObject, error) {
 			return nil, err
 		}
 	}
+	if o.idxBytes > maxLocalIndex {
+		return nil, ErrNotLocal
+	}
 	for _, p := range o.packs {
 		if p.idx == nil {
 			if err := o.loadIndex(p); err != nil {
@@ -153,6 +156,7 @@ func (o *Objects) listPacks() error {
 			return err
 		}
 		ps = append(ps, dated{&localPack{name: name}, info.ModTime().UnixNano()})
+		o.idxBytes += info.Size()
 	}
 	slices.SortStableFunc(ps, func(a, b dated) int { return cmp.Compare(b.when, a.when) })
 	o.packs = make([]*localPack, 0, len(ps))
@@ -166,9 +170,6 @@ func (o *Objects) loadIndex(p *localPack) error {
 	b, err := os.ReadFile(filepath.Join(o.dir, "pack", p.name+".idx"))
 	if err != nil {
 		return err
-	}
-	if o.idxBytes += int64(len(b)); o.idxBytes > maxLocalIndex {
-		return ErrNotLocal
 	}
 	idx := idxfile.NewMemoryIndex()
 	if err := idxfile.NewDecoder(bytes.NewReader(b)).Decode(idx); err != nil {
