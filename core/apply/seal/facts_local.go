@@ -296,9 +296,7 @@ func (w *Work) noAttributes(paths []string) bool {
 			return false
 		}
 	}
-	// The person's index: a split one keeps its entries elsewhere, and a
-	// version 4 one shortens each path against the one before it, so only
-	// a whole version 2 or 3 index is searched for the name.
+	// The person's index: a split one keeps its entries elsewhere.
 	if m, _ := filepath.Glob(filepath.Join(repo.GitDir, "sharedindex.*")); len(m) > 0 {
 		return false
 	}
@@ -306,8 +304,61 @@ func (w *Work) noAttributes(paths []string) bool {
 	if errors.Is(err, os.ErrNotExist) {
 		return true
 	}
-	if err != nil || len(idx) < 12 || string(idx[:4]) != "DIRC" || idx[4] != 0 || idx[5] != 0 || idx[6] != 0 || (idx[7] != 2 && idx[7] != 3) {
+	if err != nil || len(idx) < 12 || string(idx[:4]) != "DIRC" || idx[4] != 0 || idx[5] != 0 || idx[6] != 0 {
 		return false
 	}
-	return !bytes.Contains(idx, []byte(".gitattributes"))
+	switch idx[7] {
+	case 2, 3:
+		// Every path is written whole.
+		return !bytes.Contains(idx, []byte(".gitattributes"))
+	case 4:
+		return indexV4WithoutAttributes(idx)
+	}
+	return false
+}
+
+// indexV4WithoutAttributes reports whether a version 4 index (SHA-1),
+// whose paths are each written as what to keep of the one before and the
+// rest, has no entry named .gitattributes; false when it cannot be read.
+func indexV4WithoutAttributes(idx []byte) bool {
+	n := int(idx[8])<<24 | int(idx[9])<<16 | int(idx[10])<<8 | int(idx[11])
+	// ctime, mtime, dev, ino, mode, uid, gid, size, the object id, flags.
+	const fixed = 40 + 20 + 2
+	var name []byte
+	at := 12
+	for range n {
+		if at+fixed > len(idx) {
+			return false
+		}
+		flags := int(idx[at+60])<<8 | int(idx[at+61])
+		at += fixed
+		if flags&0x4000 != 0 {
+			at += 2 // extended flags
+		}
+		// How many bytes of the previous path to drop: git's varint.
+		if at >= len(idx) {
+			return false
+		}
+		c := idx[at]
+		at++
+		strip := int(c & 127)
+		for c&128 != 0 {
+			if at >= len(idx) || strip > len(idx) {
+				return false
+			}
+			c = idx[at]
+			at++
+			strip = (strip+1)<<7 | int(c&127)
+		}
+		end := bytes.IndexByte(idx[at:], 0)
+		if strip > len(name) || end < 0 {
+			return false
+		}
+		name = append(name[:len(name)-strip], idx[at:at+end]...)
+		at += end + 1
+		if string(name) == ".gitattributes" || bytes.HasSuffix(name, []byte("/.gitattributes")) {
+			return false
+		}
+	}
+	return true
 }

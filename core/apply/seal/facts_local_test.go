@@ -15,10 +15,11 @@ import (
 // TestChanges_LocalSameAsGit: the file list read in this process is
 // git's (diff-tree, cat-file, check-attr) for every change it reads
 // itself, and it leaves to git every change whose answer could differ:
-// attributes in the working tree, only in the index, or in
-// info/attributes, a filter, a submodule pointer, a rename, a file that
-// becomes a directory, a long list. The repository has CRLF files (with
-// core.autocrlf), a symlink, an executable and a submodule throughout.
+// attributes in the working tree, only in the index (of version 2 or 4)
+// or in info/attributes, a filter, a submodule pointer, a rename, a file
+// that becomes a directory, a long list. The repository has CRLF files
+// (with core.autocrlf), a symlink, an executable and a submodule
+// throughout.
 func TestChanges_LocalSameAsGit(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -94,6 +95,25 @@ func TestChanges_LocalSameAsGit(t *testing.T) {
 			rm(t, f, "src/.gitattributes")
 			// The tree compared is written from another index: the
 			// person's keeps the file.
+		}},
+		{name: "a version 4 index", local: true, setup: func(f *repoFixture) {
+			f.git("update-index", "--index-version", "4")
+			for i := range 30 {
+				f.repo.Write(fmt.Sprintf("v4/shared/prefix/file-%02d.txt", i), "x\n")
+			}
+		}, edit: func(t *testing.T, f *repoFixture) {
+			requireIndexVersion(t, f, 4)
+			f.repo.Write("v4/shared/prefix/file-07.txt", "changed\n")
+			f.repo.Write("src/a.txt", "changed\n")
+		}},
+		{name: "attributes only in a version 4 index", setup: func(f *repoFixture) {
+			f.git("update-index", "--index-version", "4")
+			f.repo.Write("src/.gitattributes", "*.txt diff=bin\n")
+			f.git("config", "diff.bin.binary", "true")
+		}, edit: func(t *testing.T, f *repoFixture) {
+			requireIndexVersion(t, f, 4)
+			f.repo.Write("src/a.txt", "changed\n")
+			rm(t, f, "src/.gitattributes")
 		}},
 		{name: "info/attributes", setup: func(f *repoFixture) {
 			f.repo.Write(".git/info/attributes", "*.txt -diff\n")
@@ -211,5 +231,13 @@ func relink(t *testing.T, f *repoFixture, p, to string) {
 	os.Remove(filepath.Join(f.repo.Dir, p))
 	if err := os.Symlink(to, filepath.Join(f.repo.Dir, p)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func requireIndexVersion(t *testing.T, f *repoFixture, v byte) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(f.repo.Dir, ".git", "index"))
+	if err != nil || len(b) < 8 || b[7] != v {
+		t.Fatalf("the person's index is not of version %d (%v)", v, err)
 	}
 }
