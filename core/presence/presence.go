@@ -235,7 +235,10 @@ func (f *File) writeLocked() error {
 	if err != nil {
 		return err
 	}
-	if err := config.WriteFileAtomic(f.path, append(b, '\n'), 0o600); err != nil {
+	// Replaced atomically but not synced: it is written on an agent's
+	// calls (a proposal's paths are news at once), and a crash that loses
+	// it loses only what Scan skips anyway (an unreadable record).
+	if err := config.ReplaceFile(f.path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("presence: write %s: %w", f.path, err)
 	}
 	f.lastWrite = f.now()
