@@ -95,12 +95,19 @@ func packForPod(w io.Writer, treePath, gitDirPath string) error {
 }
 
 func filterTar(w io.Writer, r io.Reader) error {
+	// Large writes, so that the exec stream carries few large messages
+	// rather than one per tar header and file: on the test node a stream of
+	// 512-byte messages sometimes broke (websocket close 1006).
+	bw := bufio.NewWriterSize(w, 256<<10)
 	tr := tar.NewReader(r)
-	tw := tar.NewWriter(w)
+	tw := tar.NewWriter(bw)
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			return tw.Close()
+			if err := tw.Close(); err != nil {
+				return err
+			}
+			return bw.Flush()
 		}
 		if err != nil {
 			return err
