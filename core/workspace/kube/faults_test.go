@@ -44,9 +44,10 @@ func dropConnection(w http.ResponseWriter) {
 }
 
 func (f *faultProxy) key(r *http.Request) string {
-	res := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
-	if r.Method == http.MethodDelete || strings.Contains(r.URL.Path, "/pods/") || strings.Contains(r.URL.Path, "/networkpolicies/") {
-		parts := strings.Split(r.URL.Path, "/")
+	parts := strings.Split(r.URL.Path, "/")
+	res := parts[len(parts)-1]
+	if res != "exec" && res != "attach" &&
+		(r.Method == http.MethodDelete || strings.Contains(r.URL.Path, "/pods/") || strings.Contains(r.URL.Path, "/networkpolicies/")) {
 		res = parts[len(parts)-2]
 	}
 	verb := r.Method
@@ -137,4 +138,24 @@ func TestFaults_RetriedAndRelisted(t *testing.T) {
 		t.Fatal("the pod is still there")
 	}
 	assertNothingLabelled(t, cs, ns)
+}
+
+// TestNodeFaults_CopyStreamRetried: the copy into the pod whose stream
+// breaks off (the connection dropped) is made again, and the run goes on.
+func TestNodeFaults_CopyStreamRetried(t *testing.T) {
+	e := onNode(t)
+	c := kubetest.Node(t)
+	f, cfg := newFaultProxy(t, c.Config, map[string]func(http.ResponseWriter){"GET exec": dropConnection})
+	r := newRuntime(t, cfg, Options{Namespace: e.ns, ImagePullPolicy: "Never"})
+	spec := e.spec(t, "cat", "a.txt")
+	var out lineWriter
+	st, err := r.Run(context.Background(), spec, &out, &lineWriter{})
+	if err != nil || st.ExitCode != 0 || out.String() != "a\n" {
+		t.Fatalf("%+v %v %q", st, err, out.String())
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hit["GET exec"] != 1 {
+		t.Fatalf("the fault was hit %d times", f.hit["GET exec"])
+	}
 }

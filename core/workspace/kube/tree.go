@@ -41,6 +41,23 @@ var errPodTarEnded = errors.New("the pod's tar ended")
 // copyIn streams the workspace tree (and its repository under .git/) into
 // the pod's volumes.
 func (r *Runtime) copyIn(ctx context.Context, pod string, spec workspace.ContainerSpec) error {
+	err := r.copyInOnce(ctx, pod, spec)
+	if streamBroke(ctx, err) {
+		// Unpacking the same archive again over what arrived is harmless.
+		r.log.Warn("kube: the copy into the pod broke off; copying again", "pod", pod, "err", err)
+		err = r.copyInOnce(ctx, pod, spec)
+	}
+	return err
+}
+
+// streamBroke reports an exec stream that broke off without an answer
+// from the API server (a websocket closed abnormally under load): worth
+// one more try.
+func streamBroke(ctx context.Context, err error) bool {
+	return err != nil && ctx.Err() == nil && errcode.Of(err) == errcode.Unavailable
+}
+
+func (r *Runtime) copyInOnce(ctx context.Context, pod string, spec workspace.ContainerSpec) error {
 	pr, pw := io.Pipe()
 	packC := make(chan error, 1)
 	go func() {
@@ -151,7 +168,19 @@ func (r *Runtime) copyOut(ctx context.Context, pod string, spec workspace.Contai
 	}()
 	limit := workspace.DefaultArchiveMaxBytes + workspace.DefaultArchiveMaxEntries*spoolSlack
 	lw := &capWriter{w: f, room: limit}
-	if err := r.execIn(ctx, pod, containerKeeper, tarOut, nil, lw); err != nil {
+	err = r.execIn(ctx, pod, containerKeeper, tarOut, nil, lw)
+	if streamBroke(ctx, err) && !lw.over {
+		r.log.Warn("kube: the copy out of the pod broke off; copying again", "pod", pod, "err", err)
+		if terr := f.Truncate(0); terr != nil {
+			return errcode.Wrap(errcode.Internal, terr, "cannot spool the workspace archive")
+		}
+		if _, serr := f.Seek(0, io.SeekStart); serr != nil {
+			return errcode.Wrap(errcode.Internal, serr, "cannot spool the workspace archive")
+		}
+		lw = &capWriter{w: f, room: limit}
+		err = r.execIn(ctx, pod, containerKeeper, tarOut, nil, lw)
+	}
+	if err != nil {
 		if lw.over {
 			return &errcode.Error{Code: errcode.OutputLimit, Msg: "the workspace after the run is larger than a workspace may be", Err: workspace.ErrArchiveLimit}
 		}
