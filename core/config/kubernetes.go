@@ -35,8 +35,9 @@ type Kubernetes struct {
 	RuntimeClassName string `json:"runtimeClassName,omitempty"`
 	// ImagePullPolicy is IfNotPresent (default) or Never.
 	ImagePullPolicy string `json:"imagePullPolicy,omitempty"`
-	// EgressProxy is IP:port where pods with an egress grant reach
-	// Sluice's allowlisting proxy; empty means grants are refused.
+	// EgressProxy is the IP at which pods with an egress grant reach
+	// Sluice's allowlisting proxy on this machine (each serving process
+	// listens on a port of its own there); empty means grants are refused.
 	EgressProxy string `json:"egressProxy,omitempty"`
 }
 
@@ -99,12 +100,10 @@ func (k Kubernetes) validate() error {
 	default:
 		return fmt.Errorf("%w: kubernetes.imagePullPolicy: %q (IfNotPresent or Never; Always would fetch by tag semantics Sluice pins away)", ErrInvalid, k.ImagePullPolicy)
 	}
-	if k.EgressProxy != "" {
-		// A NetworkPolicy allows addresses, not names: the proxy is an IP.
-		host, port, err := net.SplitHostPort(k.EgressProxy)
-		if err != nil || net.ParseIP(host) == nil || port == "" || port == "0" {
-			return fmt.Errorf("%w: kubernetes.egressProxy: %q is not IP:port (a NetworkPolicy allows addresses, not names)", ErrInvalid, k.EgressProxy)
-		}
+	if k.EgressProxy != "" && net.ParseIP(k.EgressProxy) == nil {
+		// A NetworkPolicy allows addresses, not names; the port is each
+		// serving process's own.
+		return fmt.Errorf("%w: kubernetes.egressProxy: %q is not an IP (the address at which pods reach this machine)", ErrInvalid, k.EgressProxy)
 	}
 	return nil
 }

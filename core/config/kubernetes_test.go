@@ -10,7 +10,7 @@ import (
 const testDigest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 func TestLoad_Kubernetes(t *testing.T) {
-	good := `{"workspaceRuntime":"kubernetes","kubernetes":{"namespace":"sluice-ws","image":"registry.example:5000/team/ws@` + testDigest + `","runtimeClassName":"gvisor","imagePullPolicy":"Never","egressProxy":"10.0.0.5:3128","context":"ci","kubeconfig":"/etc/kube/config"}}`
+	good := `{"workspaceRuntime":"kubernetes","kubernetes":{"namespace":"sluice-ws","image":"registry.example:5000/team/ws@` + testDigest + `","runtimeClassName":"gvisor","imagePullPolicy":"Never","egressProxy":"10.0.0.5","context":"ci","kubeconfig":"/etc/kube/config"}}`
 	dir := isolate(t)
 	t.Setenv("SLUICE_WORKSPACE_RUNTIME", "")
 	os.Unsetenv("SLUICE_WORKSPACE_RUNTIME")

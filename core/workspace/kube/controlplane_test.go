@@ -43,13 +43,14 @@ func TestRun_ObjectsAsCreated(t *testing.T) {
 	for _, egress := range []bool{false, true} {
 		o := Options{Namespace: ns, RuntimeClassName: "", ImagePullPolicy: "Never"}
 		if egress {
-			o.EgressProxy = "10.1.2.3:3128"
+			o.EgressProxy = "10.1.2.3"
 		}
 		r := newRuntime(t, cfg, o)
 		spec := testSpec(t, fakeImage)
 		spec.GitDirPath = t.TempDir()
 		if egress {
 			spec.Network = egressNetwork
+			spec.Env = append(spec.Env, "HTTPS_PROXY=http://run:pw@10.1.2.3:3128")
 		}
 		done, cancel := runAsync(r, spec)
 		name := podName(spec.RunID)
@@ -228,11 +229,12 @@ func labelsOf(p *corev1.Pod) labels.Set { return labels.Set(p.Labels) }
 // TestValidateRun_RefusesWeakenedObjects: each weakening of a run's
 // objects is refused; the objects as built pass.
 func TestValidateRun_RefusesWeakenedObjects(t *testing.T) {
-	r := newRuntime(t, &rest.Config{Host: "https://127.0.0.1:1"}, Options{Namespace: "ns", EgressProxy: "10.1.2.3:3128", RuntimeClassName: "gvisor"})
+	r := newRuntime(t, &rest.Config{Host: "https://127.0.0.1:1"}, Options{Namespace: "ns", EgressProxy: "10.1.2.3", RuntimeClassName: "gvisor"})
 	build := func() (runObjects, allowed) {
 		spec := testSpec(t, fakeImage)
 		spec.GitDirPath = "/git"
 		spec.Network = egressNetwork
+		spec.Env = append(spec.Env, "HTTPS_PROXY=http://run:pw@10.1.2.3:3128")
 		o, err := r.objects(spec)
 		if err != nil {
 			t.Fatal(err)
@@ -539,7 +541,7 @@ func TestRun_NamespaceMissingAndServerUnreachable(t *testing.T) {
 	_, err = rd.Containers(context.Background(), "")
 	wantCode(t, err, errcode.Unavailable, "cannot be reached")
 
-	for _, o := range []Options{{}, {Namespace: "Bad_NS"}, {Namespace: "ok", ImagePullPolicy: "Always"}, {Namespace: "ok", EgressProxy: "proxy.example:3128"}} {
+	for _, o := range []Options{{}, {Namespace: "Bad_NS"}, {Namespace: "ok", ImagePullPolicy: "Always"}, {Namespace: "ok", EgressProxy: "proxy.example"}, {Namespace: "ok", EgressProxy: "10.1.2.3:3128"}} {
 		_, err := NewForConfig(cfg, o)
 		wantCode(t, err, errcode.InvalidArgument)
 	}

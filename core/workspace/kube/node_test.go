@@ -14,6 +14,7 @@ import (
 
 	"github.com/docker/docker/client"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -307,7 +308,7 @@ func TestNode_ManagerRunsOnKubernetes(t *testing.T) {
 	}
 	// The proxy's address as pods would reach it; this node's pods have no
 	// network, so only the shape of the granted run is seen here.
-	e.r = newRuntime(t, kubetest.Node(t).Config, Options{Namespace: e.ns, ImagePullPolicy: "Never", EgressProxy: "127.0.0.1:3128"})
+	e.r = newRuntime(t, kubetest.Node(t).Config, Options{Namespace: e.ns, ImagePullPolicy: "Never", EgressProxy: "127.0.0.1"})
 	m, err := workspace.Open(workspace.Options{StateDir: state, ConfigDir: conf, Runtime: e.r, Image: e.image,
 		Limits: workspace.Limits{MemoryBytes: 64 << 20, CPUs: 0.5}})
 	if err != nil {
@@ -392,10 +393,35 @@ func TestNode_ManagerRunsOnKubernetes(t *testing.T) {
 			}
 		}
 	}()
-	res, err = m.Run(ctx, w.ID, workspace.RunRequest{Argv: []string{"sh", "-c", `case "$HTTP_PROXY" in http://*:*@*) echo proxy-set;; esac`}})
+	// The run's NetworkPolicy allows the port this Manager's proxy listens
+	// on, which the run's proxy variables name.
+	npw, err := e.cs.NetworkingV1().NetworkPolicies(e.ns).Watch(wctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var policyPorts []string
+	npWatched := make(chan struct{})
+	go func() {
+		defer close(npWatched)
+		for ev := range npw.ResultChan() {
+			if np, ok := ev.Object.(*networkingv1.NetworkPolicy); ok {
+				for _, eg := range np.Spec.Egress {
+					for _, p := range eg.Ports {
+						policyPorts = append(policyPorts, p.Port.String())
+					}
+				}
+			}
+		}
+	}()
+	res, err = m.Run(ctx, w.ID, workspace.RunRequest{Argv: []string{"sh", "-c", `case "$HTTP_PROXY" in http://*:*@*) echo proxy-set;; esac; echo "port=${HTTPS_PROXY##*:}"`}})
 	stopWatch()
 	pw.Stop()
+	npw.Stop()
 	<-watched
+	<-npWatched
+	if len(policyPorts) == 0 || !strings.Contains(res.Stdout, "port="+policyPorts[0]+"\n") {
+		t.Fatalf("the NetworkPolicy allows ports %v; the run's proxy is at %q", policyPorts, res.Stdout)
+	}
 	if err != nil || res.ExitCode != 0 || !strings.Contains(res.Stdout, "proxy-set") {
 		t.Fatalf("granted run: %+v %v", res, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -218,7 +219,13 @@ func (r *Runtime) objects(spec workspace.ContainerSpec) (runObjects, error) {
 	if rc := r.runtimeClass(spec.RuntimeName); rc != "" {
 		pod.Spec.RuntimeClassName = &rc
 	}
-	policy := r.policy(m, spec.Network != "")
+	var port int32
+	if spec.Network != "" {
+		if port, err = r.proxyPort(spec); err != nil {
+			return runObjects{}, err
+		}
+	}
+	policy := r.policy(m, port)
 	return runObjects{pod: pod, policy: policy, secret: secret}, nil
 }
 
@@ -260,9 +267,35 @@ func (r *Runtime) env(m metav1.ObjectMeta, spec workspace.ContainerSpec) ([]core
 	return env, secret, nil
 }
 
-// policy is the run's NetworkPolicy: nothing in, nothing out, or out to
-// the egress proxy alone.
-func (r *Runtime) policy(m metav1.ObjectMeta, egress bool) *networkingv1.NetworkPolicy {
+// proxyPort is the port of the egress proxy a granted run's proxy
+// variables name (each process serving workspaces listens on its own),
+// which must be on the configured proxy IP.
+func (r *Runtime) proxyPort(spec workspace.ContainerSpec) (int32, error) {
+	if r.proxy == nil {
+		return 0, errcode.New(errcode.Unsupported, "the run asks for the egress proxy, which the Kubernetes runtime has no address for")
+	}
+	for _, kv := range spec.Env {
+		v, ok := strings.CutPrefix(kv, "HTTPS_PROXY=")
+		if !ok {
+			continue
+		}
+		u, err := url.Parse(v)
+		if err != nil || !net.ParseIP(u.Hostname()).Equal(r.proxy.IP) {
+			return 0, errcode.New(errcode.InvalidArgument, "the run's proxy is not the egress proxy at %s", r.proxy.IP)
+		}
+		port, err := strconv.ParseUint(u.Port(), 10, 16)
+		if err != nil || port == 0 {
+			return 0, errcode.New(errcode.InvalidArgument, "the run's proxy names no port")
+		}
+		return int32(port), nil
+	}
+	return 0, errcode.New(errcode.InvalidArgument, "a run on the egress network names no proxy (HTTPS_PROXY)")
+}
+
+// policy is the run's NetworkPolicy: nothing in, nothing out, or, for a
+// granted run (proxyPort not 0), out to the egress proxy's IP and that
+// port alone.
+func (r *Runtime) policy(m metav1.ObjectMeta, proxyPort int32) *networkingv1.NetworkPolicy {
 	np := &networkingv1.NetworkPolicy{
 		ObjectMeta: *m.DeepCopy(),
 		Spec: networkingv1.NetworkPolicySpec{
@@ -270,13 +303,13 @@ func (r *Runtime) policy(m metav1.ObjectMeta, egress bool) *networkingv1.Network
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 		},
 	}
-	if egress && r.proxy != nil {
+	if proxyPort != 0 && r.proxy != nil {
 		bits := 32
 		if r.proxy.IP.To4() == nil {
 			bits = 128
 		}
 		cidr := (&net.IPNet{IP: r.proxy.IP, Mask: net.CIDRMask(bits, bits)}).String()
-		port := intstr.FromInt32(int32(r.proxy.Port))
+		port := intstr.FromInt32(proxyPort)
 		np.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{
 			To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: cidr}}},
 			Ports: []networkingv1.NetworkPolicyPort{{Protocol: new(corev1.ProtocolTCP), Port: &port}},

@@ -56,7 +56,7 @@ func (r *Runtime) prepare(spec workspace.ContainerSpec) (runObjects, error) {
 			bits = 128
 		}
 		a.proxyCIDR = (&net.IPNet{IP: r.proxy.IP, Mask: net.CIDRMask(bits, bits)}).String()
-		a.proxyPort = int32(r.proxy.Port)
+		a.proxyPort, _ = r.proxyPort(spec) // objects read it already
 	}
 	o.allow = a
 	return o, validateRun(o, a)

@@ -101,9 +101,13 @@ type Options struct {
 	RuntimeClassName string
 	// ImagePullPolicy is "IfNotPresent" (the default) or "Never".
 	ImagePullPolicy string
-	// EgressProxy is the egress proxy's "ip:port" as pods reach it. Unset,
-	// egress grants are refused (EgressNetwork is Unsupported): a run is
-	// never given a network it was not meant to have.
+	// EgressProxy is the IP at which pods reach Sluice's egress proxy (an
+	// address of the machine Sluice runs on). Each process serving
+	// workspaces listens on a port of its own there, which a granted run's
+	// proxy variables name; its NetworkPolicy allows that IP and port
+	// alone. Unset, egress grants are refused (EgressNetwork is
+	// Unsupported): a run is never given a network it was not meant to
+	// have.
 	EgressProxy string
 	// WorkspaceBytes bounds the workspace and repository volumes (each)
 	// and the run container's ephemeral storage; 0 is 8 GiB.
@@ -188,7 +192,7 @@ func NewForConfig(cfg *rest.Config, o Options) (*Runtime, error) {
 		r.log = slog.New(slog.DiscardHandler)
 	}
 	if o.EgressProxy != "" {
-		r.proxy, _ = net.ResolveTCPAddr("tcp", o.EgressProxy)
+		r.proxy = &net.TCPAddr{IP: net.ParseIP(o.EgressProxy)}
 	}
 	return r, nil
 }
@@ -212,9 +216,8 @@ func (o Options) check() error {
 		return errcode.New(errcode.InvalidArgument, "the image pull policy must be IfNotPresent or Never, not %q (Always would trust a registry to serve the same bytes each time; the image is pinned by digest anyway)", o.ImagePullPolicy)
 	}
 	if o.EgressProxy != "" {
-		host, port, err := net.SplitHostPort(o.EgressProxy)
-		if err != nil || net.ParseIP(host) == nil || port == "" || port == "0" {
-			return errcode.New(errcode.InvalidArgument, "the egress proxy must be given as ip:port (a NetworkPolicy names addresses, not host names), not %q", o.EgressProxy)
+		if net.ParseIP(o.EgressProxy) == nil {
+			return errcode.New(errcode.InvalidArgument, "the egress proxy must be given as an IP (a NetworkPolicy names addresses, not host names; the port is each process's own), not %q", o.EgressProxy)
 		}
 	}
 	if o.WorkspaceBytes < 0 {
@@ -304,7 +307,7 @@ func (r *Runtime) runtimeClass(name string) string {
 func (r *Runtime) EgressNetwork(ctx context.Context) (workspace.EgressNetwork, error) {
 	if r.proxy == nil {
 		return workspace.EgressNetwork{}, errcode.New(errcode.Unsupported,
-			"the Kubernetes runtime has no egress proxy configured, so a run cannot reach granted hosts; configure the proxy's ip:port as pods reach it, or revoke the egress grant")
+			"the Kubernetes runtime has no egress proxy configured, so a run cannot reach granted hosts; configure the IP at which pods reach this machine, or revoke the egress grant")
 	}
 	return workspace.EgressNetwork{Name: egressNetwork, Gateway: r.proxy.IP.String()}, nil
 }
