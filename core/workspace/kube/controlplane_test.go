@@ -239,7 +239,7 @@ func TestValidateRun_RefusesWeakenedObjects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return o, allowed{image: fakeImage, uid: mustUID(t, spec.User), gid: mustGID(t, spec.User), runtimeClass: "gvisor",
+		return o, allowed{nonce: o.pod.Annotations[annotationNonce], image: fakeImage, uid: mustUID(t, spec.User), gid: mustGID(t, spec.User), runtimeClass: "gvisor",
 			proxyCIDR: "10.1.2.3/32", proxyPort: 3128, secretEnv: spec.SecretEnv, maxDeadline: int64((spec.Limits.Timeout + deadlineMargin).Seconds())}
 	}
 	if o, a := build(); validateRun(o, a) != nil {
@@ -316,6 +316,9 @@ func TestValidateRun_RefusesWeakenedObjects(t *testing.T) {
 		"policy selects another pod":  func(o *runObjects) { o.policy.Spec.PodSelector.MatchLabels[workspace.LabelRun] = "other" },
 		"policy selects every pod":    func(o *runObjects) { o.policy.Spec.PodSelector = metav1.LabelSelector{} },
 		"policy egress on every port": func(o *runObjects) { o.policy.Spec.Egress[0].Ports = nil },
+		"pod of another run":          func(o *runObjects) { o.pod.Annotations[annotationNonce] = "other" },
+		"policy of another run":       func(o *runObjects) { o.policy.Annotations[annotationNonce] = "other" },
+		"secret of another run":       func(o *runObjects) { o.secret.Annotations[annotationNonce] = "other" },
 	}
 	for name, mutate := range cases {
 		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {

@@ -104,7 +104,7 @@ func createPod(t testing.TB, r *Runtime, spec workspace.ContainerSpec) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.create(context.Background(), o); err != nil {
+	if _, err := r.create(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
 	return o.pod.Name

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"net"
@@ -31,6 +32,10 @@ const (
 	volTmp          = "tmp"
 	labelManagedBy  = "app.kubernetes.io/managed-by"
 	managedBy       = "sluice"
+	// annotationNonce holds a random value drawn for each run and put on
+	// all its objects: an object of the run's name without it is not the
+	// run's (see create).
+	annotationNonce = "sluice.run-nonce"
 	// deadlineMargin is added to a run's timeout for activeDeadlineSeconds:
 	// the pod's start, the copies in and out. Only a backstop for when
 	// Sluice is gone; Sluice's own timer ends the program.
@@ -120,6 +125,7 @@ func (r *Runtime) meta(spec workspace.ContainerSpec) metav1.ObjectMeta {
 			workspace.LabelWorkspace: spec.WorkspaceID,
 			workspace.LabelStore:     spec.StoreKey,
 			workspace.LabelRun:       spec.RunID,
+			annotationNonce:          rand.Text(),
 		},
 	}
 }

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -48,7 +49,7 @@ func (r *Runtime) prepare(spec workspace.ContainerSpec) (runObjects, error) {
 		return runObjects{}, err
 	}
 	uid, gid, _ := parseUser(spec.User)
-	a := allowed{image: spec.Image, uid: uid, gid: gid, runtimeClass: r.runtimeClass(spec.RuntimeName), secretEnv: spec.SecretEnv,
+	a := allowed{nonce: o.pod.Annotations[annotationNonce], image: spec.Image, uid: uid, gid: gid, runtimeClass: r.runtimeClass(spec.RuntimeName), secretEnv: spec.SecretEnv,
 		maxDeadline: int64((min(spec.Limits.Timeout, workspace.HardLimits.Timeout) + deadlineMargin).Seconds())}
 	if spec.Network != "" {
 		bits := 32
@@ -81,15 +82,19 @@ func (r *Runtime) Run(ctx context.Context, spec workspace.ContainerSpec, stdout,
 		r.log.Debug("kube: run phase", "pod", name, "phase", what, "ms", time.Since(t0).Milliseconds())
 		t0 = time.Now()
 	}
+	// Only what is this run's is removed: an object of the same name that
+	// create found and did not make (another run's leftover) stays.
+	var ours made
 	defer func() {
 		rctx, cancel := context.WithTimeout(bg, removeWait)
 		defer cancel()
-		if rerr := r.Remove(rctx, name); rerr != nil && err == nil {
+		if rerr := r.remove(rctx, name, ours.has); rerr != nil && err == nil {
 			err = rerr
 		}
 		phase("remove")
 	}()
-	if err := r.create(ctx, objs); err != nil {
+	ours, err = r.create(ctx, objs)
+	if err != nil {
 		return st, cancelledOr(ctx, err)
 	}
 	if ctx.Err() != nil {
@@ -120,51 +125,115 @@ func (r *Runtime) Run(ctx context.Context, spec workspace.ContainerSpec, stdout,
 	return st, nil
 }
 
+// made is which of a run's objects (by resource) create made, or may
+// have made: a create that failed without a clear answer may have been
+// stored. What create found and refused as not the run's is not in it.
+type made map[string]bool
+
+func (m made) has(resource string) bool { return m[resource] }
+
 // create makes the run's objects: the Secret and the NetworkPolicy first,
 // so the pod never exists without them. A create is not cancelled with
 // the run: the API server may finish a create whose caller went away, and
 // that object would then be left with nobody to delete it (Run's deferred
-// Remove deletes whatever was made).
-func (r *Runtime) create(ctx context.Context, o runObjects) error {
+// remove deletes what create made).
+//
+// An object that already exists is this run's only if it carries the
+// run's nonce (a retried create whose first attempt was stored); it is
+// then checked as stored, like one just made. Anything else of the same
+// name (another run's leftover under a reused run ID) refuses the run and
+// is left alone.
+func (r *Runtime) create(ctx context.Context, o runObjects) (made, error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createWait)
 	defer cancel()
 	ns := r.opt.Namespace
+	ours := made{}
 	if o.secret != nil {
-		if _, err := withRetry(cctx, func(ctx context.Context) (*corev1.Secret, error) {
+		ours["secrets"] = true
+		sec, err := withRetry(cctx, func(ctx context.Context) (*corev1.Secret, error) {
 			return r.cs.CoreV1().Secrets(ns).Create(ctx, o.secret, metav1.CreateOptions{})
-		}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return apiError(err, "create", "secrets", o.secret.Name)
+		})
+		if apierrors.IsAlreadyExists(err) {
+			sec, err = withRetry(cctx, func(ctx context.Context) (*corev1.Secret, error) {
+				return r.cs.CoreV1().Secrets(ns).Get(ctx, o.secret.Name, metav1.GetOptions{})
+			})
+			if err == nil && !sameSecret(sec, o.secret) {
+				delete(ours, "secrets")
+				return ours, notOurs("Secret", o.secret.Name)
+			}
 		}
+		if err != nil {
+			return ours, apiError(err, "create", "secrets", o.secret.Name)
+		}
+		o.secret = sec
 	}
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return ours, ctx.Err()
 	}
+	ours["networkpolicies"] = true
 	np, err := withRetry(cctx, func(ctx context.Context) (*networkingv1.NetworkPolicy, error) {
 		return r.cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, o.policy, metav1.CreateOptions{})
 	})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return apiError(err, "create", "networkpolicies", o.policy.Name)
+	if apierrors.IsAlreadyExists(err) {
+		np, err = withRetry(cctx, func(ctx context.Context) (*networkingv1.NetworkPolicy, error) {
+			return r.cs.NetworkingV1().NetworkPolicies(ns).Get(ctx, o.policy.Name, metav1.GetOptions{})
+		})
+		if err == nil && np.Annotations[annotationNonce] != o.allow.nonce {
+			delete(ours, "networkpolicies")
+			return ours, notOurs("NetworkPolicy", o.policy.Name)
+		}
+	}
+	if err != nil {
+		return ours, apiError(err, "create", "networkpolicies", o.policy.Name)
 	}
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return ours, ctx.Err()
 	}
+	ours["pods"] = true
 	pod, err := withRetry(cctx, func(ctx context.Context) (*corev1.Pod, error) {
 		return r.cs.CoreV1().Pods(ns).Create(ctx, o.pod, metav1.CreateOptions{})
 	})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return apiError(err, "create", "pods", o.pod.Name)
+	if apierrors.IsAlreadyExists(err) {
+		pod, err = withRetry(cctx, func(ctx context.Context) (*corev1.Pod, error) {
+			return r.cs.CoreV1().Pods(ns).Get(ctx, o.pod.Name, metav1.GetOptions{})
+		})
+		if err == nil && pod.Annotations[annotationNonce] != o.allow.nonce {
+			delete(ours, "pods")
+			return ours, notOurs("pod", o.pod.Name)
+		}
+	}
+	if err != nil {
+		return ours, apiError(err, "create", "pods", o.pod.Name)
 	}
 	// What was stored is checked too: a mutating admission webhook may
 	// have changed the pod (or policy) after Sluice checked what it sent.
 	// The program has not started (it waits behind the start gate), and
 	// the caller deletes what was made.
-	if err == nil && np != nil {
-		if verr := validateRun(runObjects{pod: pod, policy: np}, o.allow); verr != nil {
-			return &errcode.Error{Code: errcode.Forbidden, Err: verr,
-				Msg: "the cluster changed the run's pod or NetworkPolicy after Sluice made it (a mutating admission webhook?), so it does not run: " + verr.Error()}
+	if verr := validateRun(runObjects{pod: pod, policy: np, secret: o.secret}, o.allow); verr != nil {
+		return ours, &errcode.Error{Code: errcode.Forbidden, Err: verr,
+			Msg: "the cluster changed the run's pod or NetworkPolicy after Sluice made it (a mutating admission webhook?), so it does not run: " + verr.Error()}
+	}
+	return ours, nil
+}
+
+// sameSecret reports whether a stored Secret is the one built for the run:
+// its nonce, type and values.
+func sameSecret(stored, built *corev1.Secret) bool {
+	if stored.Annotations[annotationNonce] != built.Annotations[annotationNonce] || stored.Type != built.Type || len(stored.Data) != len(built.Data) {
+		return false
+	}
+	for k, v := range built.Data {
+		if sv, ok := stored.Data[k]; !ok || !bytes.Equal(sv, v) {
+			return false
 		}
 	}
-	return nil
+	return true
+}
+
+// notOurs refuses a run whose object's name is taken by another's.
+func notOurs(kind, name string) error {
+	return &errcode.Error{Code: errcode.Conflict, Data: map[string]any{"name": name},
+		Msg: fmt.Sprintf("a %s named %s already exists and is not this run's (left by an earlier run with the same ID?); the run does not start and the object is left alone", kind, name)}
 }
 
 // waitStarted waits until both containers run. A container that cannot

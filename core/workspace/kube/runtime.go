@@ -393,6 +393,11 @@ const removeWait = 90 * time.Second
 // NetworkPolicy and Secret (the policy outlives the pod, so the pod is never
 // without it), and verifies each is gone.
 func (r *Runtime) Remove(ctx context.Context, id string) error {
+	return r.remove(ctx, id, func(string) bool { return true })
+}
+
+// remove deletes those of the run's objects whose resource ours names.
+func (r *Runtime) remove(ctx context.Context, id string, ours func(resource string) bool) error {
 	if errs := validation.IsDNS1123Label(id); len(errs) > 0 || !strings.HasPrefix(id, namePrefix) {
 		return errcode.New(errcode.InvalidArgument, "%q is not the name of a workspace run's pod", id)
 	}
@@ -437,6 +442,9 @@ func (r *Runtime) Remove(ctx context.Context, id string) error {
 			}},
 	}
 	for _, s := range steps {
+		if !ours(s.resource) {
+			continue
+		}
 		_, err := withRetry(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, s.del(ctx) })
 		if err != nil && !apierrors.IsNotFound(err) {
 			return apiError(err, "delete", s.resource, id)

@@ -14,6 +14,8 @@ import (
 
 // allowed is what a run's objects may hold beyond the fixed hardening.
 type allowed struct {
+	// nonce is the run's, on each of its objects.
+	nonce        string
 	image        string
 	uid, gid     int64
 	runtimeClass string
@@ -45,6 +47,11 @@ func validateRun(o runObjects, a allowed) error {
 	}
 	if o.secret != nil && (o.secret.Name != o.pod.Name || o.secret.Namespace != o.pod.Namespace) {
 		return refusal("the run's Secret is not the run's")
+	}
+	for _, m := range []*metav1.ObjectMeta{&o.pod.ObjectMeta, &o.policy.ObjectMeta, secretMeta(o.secret)} {
+		if m != nil && (a.nonce == "" || m.Annotations[annotationNonce] != a.nonce) {
+			return refusal("%s does not carry the run's nonce", m.Name)
+		}
 	}
 	return nil
 }
@@ -256,6 +263,13 @@ func validatePolicy(np *networkingv1.NetworkPolicy, pod *corev1.Pod, a allowed) 
 		return refusal("the NetworkPolicy may allow egress only to the egress proxy %s port %d", a.proxyCIDR, a.proxyPort)
 	}
 	return nil
+}
+
+func secretMeta(s *corev1.Secret) *metav1.ObjectMeta {
+	if s == nil {
+		return nil
+	}
+	return &s.ObjectMeta
 }
 
 func ptrStr(p *string) string {

@@ -1,0 +1,123 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/workspace/kube/kubetest"
+)
+
+// TestRun_LeftoverSecretIsNotReused: a Secret of the run's name that is
+// not the run's (left by an earlier run under the same run ID, holding
+// other values) refuses the run, and stays as it was.
+func TestRun_LeftoverSecretIsNotReused(t *testing.T) {
+	cfg := kubetest.ControlPlane(t)
+	ns := kubetest.Namespace(t, cfg)
+	cs := adminClient(t, cfg)
+	r := newRuntime(t, cfg, Options{Namespace: ns})
+	spec := testSpec(t, fakeImage)
+	o, err := r.prepare(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := o.secret.DeepCopy()
+	left.Annotations[annotationNonce] = "an-earlier-run"
+	left.Data = map[string][]byte{"TOKEN": []byte("another-runs-value")}
+	if _, err := cs.CoreV1().Secrets(ns).Create(context.Background(), left, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The deadline is a backstop: a run that took the Secret would wait
+	// for a pod that never starts here.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = r.Run(ctx, spec, &limitBuffer{max: 1}, &limitBuffer{max: 1})
+	wantCode(t, err, errcode.Conflict, "Secret", "not this run's")
+	got, err := cs.CoreV1().Secrets(ns).Get(context.Background(), left.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the leftover Secret was deleted: %v", err)
+	}
+	if string(got.Data["TOKEN"]) != "another-runs-value" {
+		t.Fatalf("the leftover Secret changed: %q", got.Data["TOKEN"])
+	}
+	if _, err := cs.CoreV1().Pods(ns).Get(context.Background(), left.Name, metav1.GetOptions{}); err == nil {
+		t.Fatal("a pod was made for the run")
+	}
+}
+
+// TestCreate_StoredPodOfARetriedCreateIsChecked: the pod's first create is
+// stored (changed on its way, as a mutating webhook would) but answered
+// 503; the retry finds it already there. It is the run's (its nonce), and
+// is checked as stored: refused.
+func TestCreate_StoredPodOfARetriedCreateIsChecked(t *testing.T) {
+	admin := kubetest.ControlPlane(t)
+	ns := kubetest.Namespace(t, admin)
+	tr, err := rest.TransportFor(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := url.Parse(admin.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = tr
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		first := false
+		if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/pods") {
+			once.Do(func() { first = true })
+		}
+		if !first {
+			rp.ServeHTTP(w, req)
+			return
+		}
+		var pod corev1.Pod
+		body, _ := io.ReadAll(req.Body)
+		if err := json.Unmarshal(body, &pod); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}})
+		body, _ = json.Marshal(&pod)
+		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		rp.ServeHTTP(rec, req)
+		if rec.Code != http.StatusCreated {
+			http.Error(w, "the first create was not stored: "+rec.Body.String(), http.StatusBadRequest)
+			return
+		}
+		status(503, "ServiceUnavailable")(w)
+	}))
+	t.Cleanup(srv.Close)
+	// JSON, so that the proxy can change the pod on its way.
+	r := newRuntime(t, &rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: "application/json"}}, Options{Namespace: ns})
+	o, err := r.prepare(testSpec(t, fakeImage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, err := r.create(context.Background(), o)
+	wantCode(t, err, errcode.Forbidden, "changed the run's pod", "emptyDir")
+	if !ours.has("pods") || !ours.has("secrets") || !ours.has("networkpolicies") {
+		t.Fatalf("the run's own objects are not all marked its: %v", ours)
+	}
+	if err := r.Remove(context.Background(), o.pod.Name); err != nil {
+		t.Fatal(err)
+	}
+	assertNothingLabelled(t, adminClient(t, admin), ns)
+}
