@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -22,8 +23,10 @@ import (
 // A sidecar's token is not the app's trust. The app runs only a spec its
 // own store would make (workspace.Manager.CheckSpec: that workspace's
 // paths, ready and the calling agent's, the configured image, OCI runtime
-// and limits), and Containers and Remove reach only containers labelled
-// as its store's.
+// and limits), only for the run in progress in that workspace
+// (Manager.AcceptRun: the sidecar's Run holds the workspace and recorded
+// the run), one run of a workspace at a time, and Containers and Remove
+// reach only containers labelled as its store's.
 //
 // A confined session's token reaches these routes too: the session's
 // sidecar runs outside the sandbox and offers the workspace tools when an
@@ -107,9 +110,10 @@ const (
 
 // liveRun is a run the app is carrying out for a sidecar.
 type liveRun struct {
-	agent   string
-	session string
-	signal  func(string)
+	agent     string
+	session   string
+	workspace string
+	signal    func(string)
 }
 
 type runtimeHandlers struct {
@@ -293,16 +297,22 @@ func (rh *runtimeHandlers) run(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &spec, "container spec") {
 		return
 	}
-	if err := rh.h.Store.CheckSpec(r.Context(), agent, spec, rh.h.Policy()); err != nil {
+	// AcceptRun admits only the run in progress in the workspace (its
+	// sidecar's Run holds the workspace's lock and wrote the run's
+	// record) and lists it as the workspace's run in the app's store, so
+	// Stop and Destroy in the app cancel it.
+	runCtx, release, err := rh.h.Store.AcceptRun(r.Context(), agent, spec, rh.h.Policy())
+	if err != nil {
 		rh.failRuntime(w, err)
 		return
 	}
-	ctx, cancel := context.WithCancel(r.Context())
+	defer release()
+	ctx, cancel := context.WithCancel(runCtx)
 	defer cancel()
 	out := &frameWriter{w: w, rc: http.NewResponseController(w)}
 	var stopped sync.Once
 	var outputStopped bool
-	lr := &liveRun{agent: agent, session: sessionOf(r.Context()), signal: func(sig string) {
+	lr := &liveRun{agent: agent, session: sessionOf(r.Context()), workspace: spec.WorkspaceID, signal: func(sig string) {
 		if sig == SignalStopOutput {
 			stopped.Do(func() {
 				out.stop()
@@ -312,9 +322,9 @@ func (rh *runtimeHandlers) run(w http.ResponseWriter, r *http.Request) {
 		cancel()
 	}}
 	rh.mu.Lock()
-	if rh.runs[spec.RunID] != nil {
+	if rh.runs[spec.RunID] != nil || slices.ContainsFunc(slices.Collect(maps.Values(rh.runs)), func(o *liveRun) bool { return o.workspace == spec.WorkspaceID }) {
 		rh.mu.Unlock()
-		WriteError(w, http.StatusConflict, errcode.Conflict, "a run with this id is already in progress", nil)
+		WriteError(w, http.StatusConflict, errcode.Conflict, "a run of this workspace is already in progress", nil)
 		return
 	}
 	rh.runs[spec.RunID] = lr

@@ -404,3 +404,64 @@ func TestRuntime_SessionTokenReachesOnlyItsAgent(t *testing.T) {
 		t.Fatalf("the gateway's own token sees %v (%v), want the one container", all, err)
 	}
 }
+
+// TestRuntime_OnlyTheRunInProgressIsCarried: the app carries out a run
+// only while the sidecar's Run holds the workspace for it; a spec that
+// passes every check but is no run in progress is refused, and the run the
+// app carries out is the workspace's: Destroy in the app cancels it.
+func TestRuntime_OnlyTheRunInProgressIsCarried(t *testing.T) {
+	a := newRuntimeApp(t)
+	w := a.create(t, "agent-a")
+	ctx := gateway.WithAgent(context.Background(), "agent-a")
+	if _, err := a.side.Run(ctx, w.ID, workspace.RunRequest{Argv: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	spec := a.lastRun
+	a.mu.Unlock()
+	forged := spec
+	forged.RunID = "00000000-0000-4000-8000-000000000003"
+	forged.Argv = []string{"sh", "-c", "echo forged"}
+	var out bytes.Buffer
+	if _, err := a.rt.Run(ctx, forged, &out, &out); !errcode.IsCode(err, errcode.Forbidden) || out.Len() != 0 {
+		t.Fatalf("a run nobody holds the workspace for: %v %q", err, out.String())
+	}
+
+	done := make(chan error, 1)
+	started := make(chan struct{})
+	var once sync.Once
+	go func() {
+		_, err := a.side.Run(ctx, w.ID, workspace.RunRequest{Argv: []string{"sh", "-c", "echo up; sleep 300"},
+			OnOutput: func(string, []byte) { once.Do(func() { close(started) }) }})
+		done <- err
+	}()
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("the run ended before it started: %v", err)
+	}
+	a.mu.Lock()
+	running := a.lastRun
+	a.mu.Unlock()
+	// Another run while the workspace is busy: not the one in progress.
+	if _, err := a.rt.Run(ctx, forged, &out, &out); !errcode.IsCode(err, errcode.Forbidden) || out.Len() != 0 {
+		t.Fatalf("a second run while one is in progress: %v %q", err, out.String())
+	}
+	// The run in progress sent once more: one run at a time.
+	if _, err := a.rt.Run(ctx, running, &out, &out); err == nil || out.Len() != 0 {
+		t.Fatalf("the run in progress carried twice: %v %q", err, out.String())
+	}
+	if left, err := a.d.Containers(context.Background(), a.side.StoreKey()); err != nil || len(left) != 1 {
+		t.Fatalf("containers while one run goes on: %v %v", left, err)
+	}
+
+	// Destroy in the app cancels the run it carries out, so the sidecar's
+	// Run lets go of the workspace and the workspace goes.
+	rep, err := a.app.Destroy(context.Background(), w.ID)
+	if err != nil || !rep.ContainersGone || !rep.TreeRemoved {
+		t.Fatalf("Destroy in the app while it carries out the run: %+v %v", rep, err)
+	}
+	if err := <-done; err == nil {
+		t.Fatal("the destroyed workspace's run reported success")
+	}
+}

@@ -2,6 +2,10 @@ package workspace
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -192,4 +196,65 @@ func (m *Manager) checkSpecNetwork(ctx context.Context, w *Workspace, network st
 		return errSpecRefused("Network", "the network is not the egress network")
 	}
 	return nil
+}
+
+// errRunNotHeld refuses a run that no process of this store is carrying
+// out: the spec may be well formed, but it is not the run of a Run.
+var errRunNotHeld = &errcode.Error{Code: errcode.Forbidden,
+	Msg:  "the run is not in progress in its workspace: the app carries out only a run whose workspace a sidecar's Run holds for it",
+	Data: map[string]string{"field": "RunID"}}
+
+// AcceptRun admits a run the app carries out for a sidecar. The spec must
+// pass CheckSpec, and the run must be the one in progress in its
+// workspace: a Run holds the workspace's lock exclusively from before its
+// run record is written until after the runtime returns, so the lock must
+// be held (a shared lock cannot be taken) and the running record must name
+// this run. A spec sent while Seal, Destroy or a file tool holds the
+// workspace (no running record of this run), or by a process that holds
+// nothing, is refused, and so is a second run of a workspace this Manager
+// is carrying out already. A dead sidecar's lock is released by the
+// kernel, so a run cannot be admitted for a process that is gone.
+//
+// The admitted run is listed as the workspace's active run, where Stop and
+// Destroy find and cancel it: the returned context ends then, and release
+// (which the caller calls when the run is over) unlists it.
+func (m *Manager) AcceptRun(ctx context.Context, agent string, spec ContainerSpec, pol RunPolicy) (context.Context, func(), error) {
+	if err := m.CheckSpec(ctx, agent, spec, pol); err != nil {
+		return nil, nil, err
+	}
+	unlock, err := m.lockWS(spec.WorkspaceID, false)
+	if err == nil {
+		unlock()
+		return nil, nil, errRunNotHeld
+	}
+	if !errors.Is(err, ErrLocked) {
+		return nil, nil, err
+	}
+	if !m.runRecordedRunning(spec.WorkspaceID, spec.RunID) {
+		return nil, nil, errRunNotHeld
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.active[spec.WorkspaceID] != nil {
+		return nil, nil, ErrLocked
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	m.active[spec.WorkspaceID] = cancel
+	return ctx, func() {
+		m.mu.Lock()
+		delete(m.active, spec.WorkspaceID)
+		m.mu.Unlock()
+		cancel()
+	}, nil
+}
+
+// runRecordedRunning reports whether the workspace's evidence holds the
+// running record of runID (Run writes it before the runtime is called).
+func (m *Manager) runRecordedRunning(id, runID string) bool {
+	b, err := os.ReadFile(filepath.Join(m.runsDir(id), runID+".json"))
+	if err != nil {
+		return false
+	}
+	var rec RunResult
+	return json.Unmarshal(b, &rec) == nil && rec.Running && rec.ID == runID && rec.WorkspaceID == id
 }
