@@ -164,10 +164,7 @@ type outcomeStep[Out any] struct {
 // error, a protocol fault (a *jsonrpc.Error) as a JSON-RPC error.
 // outcome, when not nil, adds the step for results that carry one.
 func registerTool[In, Out any, P errorSetter[Out]](s *mcp.Server, t *mcp.Tool, h handlerFunc[In, Out], outcome *outcomeStep[Out]) {
-	if t.OutputSchema == nil {
-		t.OutputSchema = compactOutputSchema[Out](t.Name)
-	}
-	mcp.AddTool(s, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+	call := func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 		out, err := h(ctx, req, in)
 		if err != nil {
 			if isProtocolError(err) {
@@ -186,7 +183,19 @@ func registerTool[In, Out any, P errorSetter[Out]](s *mcp.Server, t *mcp.Tool, h
 			}
 		}
 		return nil, out, nil
-	})
+	}
+	if in, out, ok := tableSchemas(t.Name); ok {
+		// The schemas as the derivation would make them (tableSchemas),
+		// resolved on the tool's first call (lazyToolHandler).
+		fullOutputs.Store(t.Name, fullSchemaOf[Out])
+		t.InputSchema, t.OutputSchema = in, out
+		s.AddTool(t, lazyToolHandler(t.Name, in, out, call))
+		return
+	}
+	if t.OutputSchema == nil {
+		t.OutputSchema = compactOutputSchema[Out](t.Name)
+	}
+	mcp.AddTool(s, t, call)
 }
 
 // errorResult is the isError result of a call that failed with te: its

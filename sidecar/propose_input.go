@@ -43,7 +43,9 @@ func addProposeTool(s *Sidecar, name string, t proposeTool) {
 		Name:        name,
 		Title:       t.title,
 		Description: t.description,
-		InputSchema: memoSchema(t.op, func() *jsonschema.Schema { return proposeSchema(t.op) }),
+		InputSchema: derived(name, func() *jsonschema.Schema {
+			return memoSchema(t.op, func() *jsonschema.Schema { return proposeSchema(t.op) })
+		}),
 		Annotations: &mcp.ToolAnnotations{
 			Title:           t.title,
 			ReadOnlyHint:    false,

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -21,6 +22,44 @@ import (
 // stays a true description of every result (the SDK validates each one
 // against it), while the full schema, nested fields and all, is made here
 // on demand for the generated reference.
+
+// A serving sidecar does not derive the wire schemas: toolschemas_gen.go
+// holds each tool's input and output schema as JSON, exactly as tools/list
+// sends it, made from the tools' types by `go generate ./sidecar`
+// (TestToolSchemas_Generated fails when it is stale). Deriving them by
+// reflection, building the schema objects and marshalling them again on
+// every tools/list was most of a sidecar's start and of what it allocated
+// to start. The derivation below stays the source of truth: the generator
+// runs it, and a tool the table does not know yet gets its schemas from it.
+
+//go:generate go test -run TestToolSchemas_Generated -update .
+
+// useSchemaTable says whether tools take their schemas from
+// toolschemas_gen.go; only the generator turns it off, to derive them.
+var useSchemaTable = true
+
+// tableSchemas are the wire input and output schemas of a tool from
+// toolschemas_gen.go, or ok false.
+func tableSchemas(tool string) (in, out json.RawMessage, ok bool) {
+	if !useSchemaTable {
+		return nil, nil, false
+	}
+	i, o, ok := generatedSchemas(tool)
+	if !ok {
+		return nil, nil, false
+	}
+	return json.RawMessage(i), json.RawMessage(o), true
+}
+
+// derived is make's schema for tool, or nil when the tool's schemas come
+// from the table (registerTool sets them): a tool definition names how its
+// schema is derived without deriving it at every start.
+func derived(tool string, make func() *jsonschema.Schema) any {
+	if _, _, ok := tableSchemas(tool); ok {
+		return nil
+	}
+	return make()
+}
 
 // fullOutputs make the complete output schemas, by tool name, as derived
 // from each tool's Out type. They are made when the reference asks, not
@@ -141,11 +180,14 @@ func compactOf(full *jsonschema.Schema) *jsonschema.Schema {
 // another tool also returns: the same fields and types, described on one
 // of them (describedOn) rather than on each, with a pointer there. The
 // tools that are not describedOn share one schema.
-func sharedOutputSchema[Out any](tool, describedOn string) *jsonschema.Schema {
+func sharedOutputSchema[Out any](tool, describedOn string) any {
+	fullOutputs.Store(tool, fullSchemaOf[Out])
+	if _, _, ok := tableSchemas(tool); ok {
+		return nil
+	}
 	if tool == describedOn {
 		return compactOutputSchema[Out](tool)
 	}
-	fullOutputs.Store(tool, fullSchemaOf[Out])
 	key := sharedKey{reflect.TypeFor[Out](), describedOn}
 	if v, ok := sharedOutputSchemas.Load(key); ok {
 		return v.(*jsonschema.Schema)

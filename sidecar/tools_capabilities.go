@@ -63,7 +63,7 @@ func (s *Sidecar) registerCapabilities() {
 		Description: "Add a toolset's tools to this session at once (propose_more: plans, worktrees, submodule " +
 			"pointers; workspace_search: list, glob, grep; fleet: many repositories; safety: restore points, reflog). " +
 			"Use it when a tool you need is not listed.",
-		InputSchema: toolsetEnableSchema(),
+		InputSchema: derived("toolset_enable", toolsetEnableSchema),
 		Annotations: &mcp.ToolAnnotations{Title: "Enable a toolset", IdempotentHint: true, DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 	}, s.toolsetEnable)
 }

@@ -71,7 +71,7 @@ func (g *gitTools) registerDiff() {
 		Title: "Text diff",
 		Description: "A bounded unified diff: unstaged by default; staged; base against the working tree or target; " +
 			"mergeBase for what target added since it forked. Use it to read the changes themselves.",
-		InputSchema: diffSchema[DiffTextIn](),
+		InputSchema: derived("diff_text", diffSchema[DiffTextIn]),
 		Annotations: readOnly("Text diff"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in DiffTextIn) (DiffTextOut, error) {
 		if err := checkSpec(in.DiffSpec); err != nil {
@@ -97,7 +97,7 @@ func (g *gitTools) registerDiff() {
 		Title: "Structural diff",
 		Description: "Go changes declaration by declaration: added, removed, modified (signature changes flagged) or only " +
 			"reformatted; other files come back with diff_text arguments. Use it to review Go changes quickly.",
-		InputSchema: diffSchema[DiffSemanticIn](),
+		InputSchema: derived("diff_semantic", diffSchema[DiffSemanticIn]),
 		Annotations: readOnly("Structural diff"),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in DiffSemanticIn) (DiffSemanticOut, error) {
 		if err := checkSpec(in.DiffSpec); err != nil {

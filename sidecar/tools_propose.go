@@ -191,11 +191,13 @@ func (s *Sidecar) registerProposeMore() {
 // for success; failures of the call itself become structured tool errors
 // as in addTool.
 func addStatusTool[In any](s *Sidecar, t *mcp.Tool, outcomeIsError bool, h handlerFunc[In, ProposalOut]) {
-	if t.InputSchema == nil {
-		t.InputSchema = memoSchema(t.Name, boundedSchema[In])
-	}
-	if t.OutputSchema == nil {
-		t.OutputSchema = proposalOutputSchema(t.Name)
+	if _, _, ok := tableSchemas(t.Name); !ok {
+		if t.InputSchema == nil {
+			t.InputSchema = memoSchema(t.Name, boundedSchema[In])
+		}
+		if t.OutputSchema == nil {
+			t.OutputSchema = proposalOutputSchema(t.Name)
+		}
 	}
 	outcome := &outcomeStep[ProposalOut]{}
 	if outcomeIsError {
@@ -208,7 +210,7 @@ func addStatusTool[In any](s *Sidecar, t *mcp.Tool, outcomeIsError bool, h handl
 // a proposal result. Sixteen tools return it; its fields are described on
 // proposal_wait, where the outcome arrives, rather than sixteen times in
 // every tools/list.
-func proposalOutputSchema(tool string) *jsonschema.Schema {
+func proposalOutputSchema(tool string) any {
 	return sharedOutputSchema[ProposalOut](tool, "proposal_wait")
 }
 
