@@ -239,7 +239,7 @@ func TestValidateRun_RefusesWeakenedObjects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return o, allowed{nonce: o.pod.Annotations[annotationNonce], image: fakeImage, uid: mustUID(t, spec.User), gid: mustGID(t, spec.User), runtimeClass: "gvisor",
+		return o, allowed{nonce: o.pod.Annotations[annotationNonce], runCmd: runCommand(spec.Argv), image: fakeImage, uid: mustUID(t, spec.User), gid: mustGID(t, spec.User), runtimeClass: "gvisor",
 			proxyCIDR: "10.1.2.3/32", proxyPort: 3128, secretEnv: spec.SecretEnv, maxDeadline: int64((spec.Limits.Timeout + deadlineMargin).Seconds())}
 	}
 	if o, a := build(); validateRun(o, a) != nil {
@@ -319,6 +319,33 @@ func TestValidateRun_RefusesWeakenedObjects(t *testing.T) {
 		"pod of another run":          func(o *runObjects) { o.pod.Annotations[annotationNonce] = "other" },
 		"policy of another run":       func(o *runObjects) { o.policy.Annotations[annotationNonce] = "other" },
 		"secret of another run":       func(o *runObjects) { o.secret.Annotations[annotationNonce] = "other" },
+		"secret env from another Secret": func(o *runObjects) {
+			setEnv(o, "TOKEN", corev1.EnvVar{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "another-runs-secret"}, Key: "TOKEN"}}})
+		},
+		"secret env under another key": func(o *runObjects) {
+			setEnv(o, "TOKEN", corev1.EnvVar{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: o.pod.Name}, Key: "OTHER"}}})
+		},
+		"toleration of every taint": func(o *runObjects) {
+			o.pod.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+		},
+		"toleration of not-ready forever": func(o *runObjects) {
+			o.pod.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}
+		},
+		"nodeSelector": func(o *runObjects) {
+			o.pod.Spec.NodeSelector = map[string]string{"node-role.kubernetes.io/control-plane": ""}
+		},
+		"affinity":           func(o *runObjects) { o.pod.Spec.Affinity = &corev1.Affinity{} },
+		"pod resource claim": func(o *runObjects) { o.pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu"}} },
+		"container claim":    func(o *runObjects) { o.pod.Spec.Containers[1].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}} },
+		"keeper command":     func(o *runObjects) { o.pod.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "anything"} },
+		"keeper args":        func(o *runObjects) { o.pod.Spec.Containers[0].Args = []string{"x"} },
+		"run command": func(o *runObjects) {
+			o.pod.Spec.Containers[1].Command[len(o.pod.Spec.Containers[1].Command)-1] = "other"
+		},
+		"run command unguarded": func(o *runObjects) { o.pod.Spec.Containers[1].Command = []string{"echo", "hello"} },
+		"run args":              func(o *runObjects) { o.pod.Spec.Containers[1].Args = []string{"x"} },
 	}
 	for name, mutate := range cases {
 		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
@@ -328,8 +355,26 @@ func TestValidateRun_RefusesWeakenedObjects(t *testing.T) {
 			wantCode(t, err, errcode.InvalidArgument, "refused")
 		})
 	}
-	// A run without a grant may not have the proxy rule at all.
+	// The API server's default tolerations pass, and so do a nodeSelector
+	// and tolerations the RuntimeClass's scheduling adds.
 	o, a := build()
+	secs := int64(300)
+	o.pod.Spec.Tolerations = []corev1.Toleration{
+		{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &secs},
+		{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &secs},
+		{Key: "sandbox", Operator: corev1.TolerationOpEqual, Value: "gvisor", Effect: corev1.TaintEffectNoSchedule},
+	}
+	o.pod.Spec.NodeSelector = map[string]string{"sandbox": "gvisor"}
+	a.nodeSelector = map[string]string{"sandbox": "gvisor"}
+	a.tolerations = []corev1.Toleration{{Key: "sandbox", Operator: corev1.TolerationOpEqual, Value: "gvisor", Effect: corev1.TaintEffectNoSchedule}}
+	if err := validateRun(o, a); err != nil {
+		t.Fatalf("the RuntimeClass's scheduling is refused: %v", err)
+	}
+	a.nodeSelector, a.tolerations = nil, nil
+	wantCode(t, validateRun(o, a), errcode.InvalidArgument, "RuntimeClass")
+
+	// A run without a grant may not have the proxy rule at all.
+	o, a = build()
 	a.proxyCIDR, a.proxyPort = "", 0
 	wantCode(t, validateRun(o, a), errcode.InvalidArgument, "egress")
 }

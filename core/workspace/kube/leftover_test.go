@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
@@ -120,4 +121,39 @@ func TestCreate_StoredPodOfARetriedCreateIsChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertNothingLabelled(t, adminClient(t, admin), ns)
+}
+
+// TestCreate_RuntimeClassSchedulingIsAllowed: the API server merges the
+// RuntimeClass's nodeSelector and tolerations into the stored pod; those,
+// and only those, pass the check of the stored pod.
+func TestCreate_RuntimeClassSchedulingIsAllowed(t *testing.T) {
+	cfg := kubetest.ControlPlane(t)
+	ns := kubetest.Namespace(t, cfg)
+	cs := adminClient(t, cfg)
+	ctx := context.Background()
+	rc := runtimeClass("sched-"+ns, "runsc")
+	rc.Scheduling = &nodev1.Scheduling{NodeSelector: map[string]string{"sandbox": "gvisor"},
+		Tolerations: []corev1.Toleration{{Key: "sandbox", Operator: corev1.TolerationOpEqual, Value: "gvisor", Effect: corev1.TaintEffectNoSchedule}}}
+	if _, err := cs.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.NodeV1().RuntimeClasses().Delete(context.Background(), rc.Name, metav1.DeleteOptions{}) })
+	r := newRuntime(t, cfg, Options{Namespace: ns, RuntimeClassName: rc.Name})
+	o, err := r.prepare(testSpec(t, fakeImage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.create(ctx, o); err != nil {
+		t.Fatalf("the pod with its RuntimeClass's scheduling is refused: %v", err)
+	}
+	pod, err := cs.CoreV1().Pods(ns).Get(ctx, o.pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Spec.NodeSelector["sandbox"] != "gvisor" || !needsScheduling(&pod.Spec) {
+		t.Fatalf("the API server did not merge the RuntimeClass's scheduling: %v %v", pod.Spec.NodeSelector, pod.Spec.Tolerations)
+	}
+	if err := r.Remove(ctx, o.pod.Name); err != nil {
+		t.Fatal(err)
+	}
 }

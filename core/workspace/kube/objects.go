@@ -210,7 +210,7 @@ func (r *Runtime) objects(spec workspace.ContainerSpec) (runObjects, error) {
 					Name:            containerRun,
 					Image:           spec.Image,
 					ImagePullPolicy: corev1.PullPolicy(r.opt.ImagePullPolicy),
-					Command:         append([]string{"/bin/sh", "-c", runScript, "sluice-run"}, spec.Argv...),
+					Command:         runCommand(spec.Argv),
 					Env:             env,
 					WorkingDir:      workspace.WorkspaceMount,
 					VolumeMounts:    runMounts,
@@ -233,6 +233,12 @@ func (r *Runtime) objects(spec workspace.ContainerSpec) (runObjects, error) {
 	}
 	policy := r.policy(m, port)
 	return runObjects{pod: pod, policy: policy, secret: secret}, nil
+}
+
+// runCommand is the run container's command: sh behind the start gate,
+// then argv.
+func runCommand(argv []string) []string {
+	return append([]string{"/bin/sh", "-c", runScript, "sluice-run"}, argv...)
 }
 
 func containerSecurity() *corev1.SecurityContext {

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -49,7 +50,7 @@ func (r *Runtime) prepare(spec workspace.ContainerSpec) (runObjects, error) {
 		return runObjects{}, err
 	}
 	uid, gid, _ := parseUser(spec.User)
-	a := allowed{nonce: o.pod.Annotations[annotationNonce], image: spec.Image, uid: uid, gid: gid, runtimeClass: r.runtimeClass(spec.RuntimeName), secretEnv: spec.SecretEnv,
+	a := allowed{nonce: o.pod.Annotations[annotationNonce], runCmd: runCommand(spec.Argv), image: spec.Image, uid: uid, gid: gid, runtimeClass: r.runtimeClass(spec.RuntimeName), secretEnv: spec.SecretEnv,
 		maxDeadline: int64((min(spec.Limits.Timeout, workspace.HardLimits.Timeout) + deadlineMargin).Seconds())}
 	if spec.Network != "" {
 		bits := 32
@@ -208,7 +209,19 @@ func (r *Runtime) create(ctx context.Context, o runObjects) (made, error) {
 	// What was stored is checked too: a mutating admission webhook may
 	// have changed the pod (or policy) after Sluice checked what it sent.
 	// The program has not started (it waits behind the start gate), and
-	// the caller deletes what was made.
+	// the caller deletes what was made. A nodeSelector or toleration may
+	// come from the RuntimeClass's scheduling, and only those are allowed.
+	if needsScheduling(&pod.Spec) && o.allow.runtimeClass != "" {
+		rc, err := withRetry(cctx, func(ctx context.Context) (*nodev1.RuntimeClass, error) {
+			return r.cs.NodeV1().RuntimeClasses().Get(ctx, o.allow.runtimeClass, metav1.GetOptions{})
+		})
+		if err != nil {
+			return ours, apiError(err, "get", "runtimeclasses", o.allow.runtimeClass)
+		}
+		if rc.Scheduling != nil {
+			o.allow.nodeSelector, o.allow.tolerations = rc.Scheduling.NodeSelector, rc.Scheduling.Tolerations
+		}
+	}
 	if verr := validateRun(runObjects{pod: pod, policy: np, secret: o.secret}, o.allow); verr != nil {
 		return ours, &errcode.Error{Code: errcode.Forbidden, Err: verr,
 			Msg: "the cluster changed the run's pod or NetworkPolicy after Sluice made it (a mutating admission webhook?), so it does not run: " + verr.Error()}

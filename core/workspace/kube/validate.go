@@ -26,6 +26,13 @@ type allowed struct {
 	secretEnv []string
 	// maxDeadline bounds activeDeadlineSeconds.
 	maxDeadline int64
+	// runCmd is the run container's command, exactly as built.
+	runCmd []string
+	// nodeSelector and tolerations are what the RuntimeClass's scheduling
+	// adds to the pod (its admission merges them in); nil unless the
+	// stored pod has any (see create).
+	nodeSelector map[string]string
+	tolerations  []corev1.Toleration
 }
 
 func refusal(format string, a ...any) *errcode.Error {
@@ -39,7 +46,7 @@ func validateRun(o runObjects, a allowed) error {
 	if o.pod == nil || o.policy == nil {
 		return refusal("the run's objects are incomplete")
 	}
-	if err := validatePodSpec(&o.pod.Spec, a); err != nil {
+	if err := validatePodSpec(o.pod.Name, &o.pod.Spec, a); err != nil {
 		return err
 	}
 	if err := validatePolicy(o.policy, o.pod, a); err != nil {
@@ -56,7 +63,7 @@ func validateRun(o runObjects, a allowed) error {
 	return nil
 }
 
-func validatePodSpec(s *corev1.PodSpec, a allowed) error {
+func validatePodSpec(name string, s *corev1.PodSpec, a allowed) error {
 	switch {
 	case s.RestartPolicy != corev1.RestartPolicyNever:
 		return refusal("restartPolicy must be Never")
@@ -80,6 +87,9 @@ func validatePodSpec(s *corev1.PodSpec, a allowed) error {
 	case s.TerminationGracePeriodSeconds == nil || *s.TerminationGracePeriodSeconds != 0:
 		return refusal("terminationGracePeriodSeconds must be 0")
 	}
+	if err := validateScheduling(s, a); err != nil {
+		return err
+	}
 	if got := ptrStr(s.RuntimeClassName); got != a.runtimeClass {
 		return refusal("runtimeClassName %q is not the configured %q", got, a.runtimeClass)
 	}
@@ -93,11 +103,64 @@ func validatePodSpec(s *corev1.PodSpec, a allowed) error {
 		return refusal("the pod must have exactly the keeper and run containers")
 	}
 	for i := range s.Containers {
-		if err := validateContainer(&s.Containers[i], a); err != nil {
+		if err := validateContainer(name, &s.Containers[i], a); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// validateScheduling keeps the pod off nodes it was not meant for: no
+// affinity, no device claims, a nodeSelector and tolerations only as the
+// RuntimeClass's scheduling adds them, and the API server's default
+// tolerations of a node that is not ready or unreachable (NoExecute, for a
+// bounded time: the pod is evicted from such a node all the same).
+func validateScheduling(s *corev1.PodSpec, a allowed) error {
+	switch {
+	case s.Affinity != nil:
+		return refusal("no affinity may be set")
+	case len(s.ResourceClaims) > 0:
+		return refusal("no resource claims may be made")
+	}
+	for k, v := range s.NodeSelector {
+		if want, ok := a.nodeSelector[k]; !ok || want != v {
+			return refusal("nodeSelector %s=%s is not the RuntimeClass's", k, v)
+		}
+	}
+	for _, t := range s.Tolerations {
+		if defaultToleration(t) || slices.ContainsFunc(a.tolerations, func(w corev1.Toleration) bool {
+			return w.MatchToleration(&t) && ptrEq(w.TolerationSeconds, t.TolerationSeconds)
+		}) {
+			continue
+		}
+		return refusal("toleration %s %s %s:%s is not allowed", t.Key, t.Operator, t.Value, t.Effect)
+	}
+	return nil
+}
+
+// defaultToleration is one the API server's DefaultTolerationSeconds
+// admission adds to every pod.
+func defaultToleration(t corev1.Toleration) bool {
+	return (t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable) &&
+		t.Operator == corev1.TolerationOpExists && t.Value == "" && t.Effect == corev1.TaintEffectNoExecute && t.TolerationSeconds != nil
+}
+
+// needsScheduling reports whether a stored pod has scheduling settings
+// only a RuntimeClass could have added.
+func needsScheduling(s *corev1.PodSpec) bool {
+	if len(s.NodeSelector) > 0 {
+		return true
+	}
+	for _, t := range s.Tolerations {
+		if !defaultToleration(t) {
+			return true
+		}
+	}
+	return false
+}
+
+func ptrEq[T comparable](a, b *T) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }
 
 func validatePodSecurity(sc *corev1.PodSecurityContext, a allowed) error {
@@ -168,7 +231,7 @@ var mountRules = map[string]map[string]struct {
 	containerRun:    {volWorkspace: {"/workspace", false}, volGit: {"/workspace/.git", true}, volTmp: {"/tmp", false}},
 }
 
-func validateContainer(c *corev1.Container, a allowed) error {
+func validateContainer(pod string, c *corev1.Container, a allowed) error {
 	if c.Image != a.image {
 		return refusal("container %s: the image must be the workspace image %s", c.Name, a.image)
 	}
@@ -194,6 +257,16 @@ func validateContainer(c *corev1.Container, a allowed) error {
 		return refusal("container %s: the image pull policy must be IfNotPresent or Never", c.Name)
 	case c.LivenessProbe != nil || c.ReadinessProbe != nil || c.StartupProbe != nil || c.Lifecycle != nil:
 		return refusal("container %s: no probes or lifecycle hooks", c.Name)
+	}
+	want := keeperCmd
+	if c.Name == containerRun {
+		want = a.runCmd
+	}
+	if !slices.Equal(c.Command, want) || len(c.Args) > 0 {
+		return refusal("container %s: the command must be the one Sluice built", c.Name)
+	}
+	if len(c.Resources.Claims) > 0 {
+		return refusal("container %s: no resource claims", c.Name)
 	}
 	if c.Name == containerRun && (!c.Stdin || !c.StdinOnce) {
 		return refusal("container run: stdin must be open once (the start gate)")
@@ -228,8 +301,8 @@ func validateContainer(c *corev1.Container, a allowed) error {
 			continue
 		}
 		ref := e.ValueFrom.SecretKeyRef
-		if ref == nil || !secret[e.Name] || e.Value != "" {
-			return refusal("container %s: %s may only come from the run's Secret", c.Name, e.Name)
+		if ref == nil || !secret[e.Name] || e.Value != "" || ref.Name != pod || ref.Key != e.Name {
+			return refusal("container %s: %s may only come from the run's Secret, under its own name", c.Name, e.Name)
 		}
 	}
 	return nil
