@@ -222,7 +222,7 @@ func (r *Runtime) objects(spec workspace.ContainerSpec) (runObjects, error) {
 			},
 		},
 	}
-	if rc := r.runtimeClass(spec.RuntimeName); rc != "" {
+	if rc := r.opt.RuntimeClassName; rc != "" {
 		pod.Spec.RuntimeClassName = &rc
 	}
 	var port int32

@@ -42,6 +42,9 @@ func (r *Runtime) prepare(spec workspace.ContainerSpec) (runObjects, error) {
 	if err := r.CheckImage(context.Background(), spec.Image); err != nil {
 		return runObjects{}, err
 	}
+	if err := r.checkRuntimeName(spec.RuntimeName); err != nil {
+		return runObjects{}, err
+	}
 	if spec.Network != "" && (spec.Network != egressNetwork || r.proxy == nil) {
 		return runObjects{}, errcode.New(errcode.Unsupported, "the run asks for network %q, which the Kubernetes runtime does not have", spec.Network)
 	}
@@ -50,7 +53,7 @@ func (r *Runtime) prepare(spec workspace.ContainerSpec) (runObjects, error) {
 		return runObjects{}, err
 	}
 	uid, gid, _ := parseUser(spec.User)
-	a := allowed{nonce: o.pod.Annotations[annotationNonce], runCmd: runCommand(spec.Argv), image: spec.Image, uid: uid, gid: gid, runtimeClass: r.runtimeClass(spec.RuntimeName), secretEnv: spec.SecretEnv,
+	a := allowed{nonce: o.pod.Annotations[annotationNonce], runCmd: runCommand(spec.Argv), image: spec.Image, uid: uid, gid: gid, runtimeClass: r.opt.RuntimeClassName, secretEnv: spec.SecretEnv,
 		maxDeadline: int64((min(spec.Limits.Timeout, workspace.HardLimits.Timeout) + deadlineMargin).Seconds())}
 	if spec.Network != "" {
 		bits := 32

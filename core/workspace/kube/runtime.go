@@ -265,16 +265,17 @@ func (r *Runtime) CheckImage(ctx context.Context, image string) error {
 	return nil
 }
 
-// CheckRuntime implements workspace.Runtime: name is a RuntimeClass ("" for
-// the configured one, or the cluster's default when none is). A class the
+// CheckRuntime implements workspace.Runtime: name is "" or the configured
+// RuntimeClass (a run never picks another; see checkRuntimeName); "" is
+// the configured one, or the cluster's default when none is. A class the
 // cluster lacks is an error naming it, never a fall back to the default.
 func (r *Runtime) CheckRuntime(ctx context.Context, name string) (workspace.RuntimeInfo, error) {
-	name = r.runtimeClass(name)
+	if err := r.checkRuntimeName(name); err != nil {
+		return workspace.RuntimeInfo{}, err
+	}
+	name = r.opt.RuntimeClassName
 	if name == "" {
 		return workspace.RuntimeInfo{Name: "default"}, nil
-	}
-	if cl := r.opt.RuntimeClassName; cl != "" && name != cl {
-		return workspace.RuntimeInfo{}, errcode.New(errcode.InvalidArgument, "the workspace runtime %q is not the RuntimeClass the Kubernetes runtime is configured with (%q)", name, cl)
 	}
 	rc, err := withRetry(ctx, func(ctx context.Context) (string, error) {
 		rc, err := r.cs.NodeV1().RuntimeClasses().Get(ctx, name, metav1.GetOptions{})
@@ -293,13 +294,16 @@ func (r *Runtime) CheckRuntime(ctx context.Context, name string) (workspace.Runt
 	return workspace.RuntimeInfo{Name: name + " (" + rc + ")"}, nil
 }
 
-// runtimeClass is the RuntimeClass a run uses: the spec's runtime name, or
-// the configured one.
-func (r *Runtime) runtimeClass(name string) string {
-	if name == "" {
-		return r.opt.RuntimeClassName
+// checkRuntimeName refuses a runtime name that is not the configured
+// RuntimeClass: the class a run's pod uses is the configuration's alone,
+// so that whoever may write a run's spec cannot move it to a weaker
+// runtime (runc instead of gVisor).
+func (r *Runtime) checkRuntimeName(name string) error {
+	if name == "" || name == r.opt.RuntimeClassName {
+		return nil
 	}
-	return name
+	return &errcode.Error{Code: errcode.InvalidArgument, Data: map[string]any{"runtime": name},
+		Msg: fmt.Sprintf("the workspace runtime %q is not the RuntimeClass the Kubernetes runtime is configured with (%q); a run uses the configured one only", name, r.opt.RuntimeClassName)}
 }
 
 // EgressNetwork implements workspace.Runtime. Pods reach the egress proxy
