@@ -490,6 +490,20 @@ func CheckPrivateDir(dir string) error {
 // directory, fsyncs it, renames it into place and fsyncs the directory, so
 // that a crash leaves either the old or the new content.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return replaceFile(path, data, perm, true)
+}
+
+// ReplaceFile replaces path with data atomically (a reader sees the old
+// file or the new one, never a part) but without WriteFileAtomic's two
+// fsyncs: for files a crash may lose, whose readers skip an unreadable
+// one (a sidecar's presence file, rewritten on an agent's calls).
+func ReplaceFile(path string, data []byte, perm os.FileMode) error {
+	return replaceFile(path, data, perm, false)
+}
+
+// replaceFile writes data to a temporary file beside path and renames it
+// over path; durable syncs the file before and the directory after.
+func replaceFile(path string, data []byte, perm os.FileMode, durable bool) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -505,9 +519,11 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 		tmp.Close()
 		return err
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
+	if durable {
+		if err := tmp.Sync(); err != nil {
+			tmp.Close()
+			return err
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return err
@@ -515,37 +531,15 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	if err := os.Rename(name, path); err != nil {
 		return err
 	}
+	if !durable {
+		return nil
+	}
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
 	return d.Sync()
-}
-
-// ReplaceFile replaces path with data atomically (a reader sees the old
-// file or the new one, never a part) but without WriteFileAtomic's two
-// fsyncs: for files a crash may lose, whose readers skip an unreadable
-// one (a sidecar's presence file, rewritten on an agent's calls).
-func ReplaceFile(path string, data []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	defer os.Remove(name)
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(name, path)
 }
 
 // Version of Sluice, stamped at build time with
