@@ -31,9 +31,10 @@ import (
 // A confined session's token reaches these routes too: the session's
 // sidecar runs outside the sandbox and offers the workspace tools when an
 // image is configured, and their runs must go somewhere. agentOf holds it
-// to the session's agent, so it runs only that agent's workspaces, and
-// Containers and Remove are narrowed to that agent's workspaces, so one
-// session cannot see or stop another agent's runs.
+// to the session's agent, and callerReaches to the workspaces of that
+// agent made from the session's repository, for runs, Containers and
+// Remove alike, so one session cannot run, see or stop the runs of
+// another session of the same client, nor of the client unconfined.
 
 // RuntimeRoutes are the runtime routes.
 var RuntimeRoutes = []string{
@@ -200,21 +201,33 @@ func (rh *runtimeHandlers) egress(w http.ResponseWriter, r *http.Request) {
 }
 
 // storeContainers lists the store's containers a caller may see: all of
-// them for the gateway's own token, the workspaces of a session's agent
-// for a session's.
+// them for the gateway's own token, those of the workspaces a session
+// reaches (callerReaches) for a session's.
 func (rh *runtimeHandlers) storeContainers(ctx context.Context) ([]workspace.ContainerInfo, error) {
 	list, err := rh.h.Runtime.Containers(ctx, rh.h.Store.StoreKey())
 	if err != nil {
 		return nil, err
 	}
-	c := CallerFrom(ctx)
-	if c == nil {
+	if CallerFrom(ctx) == nil {
 		return list, nil
 	}
 	return slices.DeleteFunc(list, func(ci workspace.ContainerInfo) bool {
 		ws, err := rh.h.Store.Get(ci.WorkspaceID)
-		return err != nil || ws.Agent != c.Agent
+		return err != nil || !callerReaches(ctx, ws)
 	}), nil
+}
+
+// callerReaches reports whether the caller may reach workspace ws: any of
+// the store's for the gateway's own token; for a confined session, only a
+// workspace of its agent made from its own repository. The agent alone
+// does not tell sessions apart: every session of a client, and the
+// client's unconfined sidecar, speak as the same agent.
+func callerReaches(ctx context.Context, ws *workspace.Workspace) bool {
+	c := CallerFrom(ctx)
+	if c == nil {
+		return true
+	}
+	return ws.Agent == c.Agent && c.Repo != "" && ws.Source.Path == c.Repo
 }
 
 func (rh *runtimeHandlers) containers(w http.ResponseWriter, r *http.Request) {
@@ -296,6 +309,17 @@ func (rh *runtimeHandlers) run(w http.ResponseWriter, r *http.Request) {
 	var spec workspace.ContainerSpec
 	if !decodeBody(w, r, &spec, "container spec") {
 		return
+	}
+	if CallerFrom(r.Context()) != nil {
+		// Another session's workspace looks like no workspace at all.
+		ws, err := rh.h.Store.Get(spec.WorkspaceID)
+		if err == nil && !callerReaches(r.Context(), ws) {
+			err = &errcode.Error{Code: errcode.WorkspaceNotFound, Msg: "no workspace with this id belongs to this session"}
+		}
+		if err != nil {
+			rh.failRuntime(w, err)
+			return
+		}
 	}
 	// AcceptRun admits only the run in progress in the workspace (its
 	// sidecar's Run holds the workspace's lock and wrote the run's

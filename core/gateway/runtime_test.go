@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gateway"
+	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/workspace"
 	"github.com/sluicehq/sluice/core/workspace/dockerrt"
 	"github.com/sluicehq/sluice/core/workspace/workspacetest"
@@ -26,15 +27,17 @@ import (
 // and a real store, and a sidecar's Manager on the same store that runs
 // through them.
 type runtimeApp struct {
-	d       *dockerrt.Docker
-	app     *workspace.Manager
-	side    *workspace.Manager
-	rt      *gateway.Runtime
-	addr    string
-	token   string
-	image   string
-	mu      sync.Mutex
-	lastRun workspace.ContainerSpec
+	d        *dockerrt.Docker
+	app      *workspace.Manager
+	side     *workspace.Manager
+	rt       *gateway.Runtime
+	addr     string
+	token    string
+	image    string
+	opts     workspace.Options
+	sessions *fakeSessions
+	mu       sync.Mutex
+	lastRun  workspace.ContainerSpec
 }
 
 // recorder is the sidecar's runtime, keeping the last spec it sent.
@@ -50,22 +53,32 @@ func (r recorder) Run(ctx context.Context, spec workspace.ContainerSpec, stdout,
 	return r.Runtime.Run(ctx, spec, stdout, stderr)
 }
 
-// oneSession knows one confined session, of agent-b: a seam of this
-// package, faked because the session's record and copy do not matter here.
-type oneSession struct{}
+// fakeSessions knows confined sessions by token: one of agent-b from the
+// start, more as a test adds them. A seam of this package, faked because
+// the session's record and copy do not matter here.
+type fakeSessions struct {
+	mu sync.Mutex
+	by map[string]*gateway.Caller
+}
 
 const sessionTok = "sluice_session_0123456789abcdef0123456789abcdef"
 
-func (oneSession) Authenticate(tok string) (*gateway.Caller, bool) {
-	if tok != sessionTok {
-		return nil, false
-	}
-	return &gateway.Caller{Session: "s1", Agent: "agent-b"}, true
+func (f *fakeSessions) add(tok string, c *gateway.Caller) {
+	f.mu.Lock()
+	f.by[tok] = c
+	f.mu.Unlock()
 }
-func (oneSession) Register(context.Context, gateway.SessionRequest) (gateway.SessionGrant, error) {
+
+func (f *fakeSessions) Authenticate(tok string) (*gateway.Caller, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.by[tok]
+	return c, ok
+}
+func (*fakeSessions) Register(context.Context, gateway.SessionRequest) (gateway.SessionGrant, error) {
 	return gateway.SessionGrant{}, errcode.New(errcode.Unsupported, "no")
 }
-func (oneSession) End(context.Context, string, string) (gateway.SessionEnd, error) {
+func (*fakeSessions) End(context.Context, string, string) (gateway.SessionEnd, error) {
 	return gateway.SessionEnd{}, errcode.New(errcode.Unsupported, "no")
 }
 
@@ -96,7 +109,8 @@ func newRuntimeApp(t *testing.T) *runtimeApp {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := gateway.Listen(gateway.Options{Token: tok, Sessions: oneSession{}, Runtime: &gateway.RuntimeHost{Runtime: d, Store: app,
+	sessions := &fakeSessions{by: map[string]*gateway.Caller{sessionTok: {Session: "s1", Agent: "agent-b"}}}
+	g, err := gateway.Listen(gateway.Options{Token: tok, Sessions: sessions, Runtime: &gateway.RuntimeHost{Runtime: d, Store: app,
 		Policy: func() workspace.RunPolicy { return workspace.RunPolicy{Image: image} }}})
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +125,7 @@ func newRuntimeApp(t *testing.T) *runtimeApp {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &runtimeApp{d: d, app: app, rt: rt, addr: g.Addr(), token: tok, image: image}
+	a := &runtimeApp{d: d, app: app, rt: rt, addr: g.Addr(), token: tok, image: image, opts: opts, sessions: sessions}
 	opts.Runtime = recorder{Runtime: rt, a: a}
 	side, err := workspace.Open(opts)
 	if err != nil {
@@ -463,5 +477,89 @@ func TestRuntime_OnlyTheRunInProgressIsCarried(t *testing.T) {
 	}
 	if err := <-done; err == nil {
 		t.Fatal("the destroyed workspace's run reported success")
+	}
+}
+
+// TestRuntime_SessionReachesOnlyItsRepository: two confined sessions of
+// the same client (the same agent name as each other and as the client
+// unconfined) each run, see and remove only the workspaces made from
+// their own repository.
+func TestRuntime_SessionReachesOnlyItsRepository(t *testing.T) {
+	a := newRuntimeApp(t)
+	repoA, repoB := gitxtest.Basic(t, 1), gitxtest.Basic(t, 1)
+	const tokA, tokB = "sluice_session_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "sluice_session_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	a.sessions.add(tokA, &gateway.Caller{Session: "sa", Agent: "agent-a", Repo: repoA.Dir})
+	a.sessions.add(tokB, &gateway.Caller{Session: "sb", Agent: "agent-a", Repo: repoB.Dir})
+	ws, err := a.side.Create(context.Background(), workspace.CreateRequest{Source: workspace.Source{Kind: workspace.SourceRepo, Path: repoA.Dir}, Agent: "agent-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A sidecar of each session: a Manager on the store whose runs go
+	// through the app with that session's token.
+	sidecarOf := func(tok string) (*workspace.Manager, *gateway.Runtime) {
+		c, err := gateway.NewClient(a.addr, tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt, err := gateway.NewRuntime(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := a.opts
+		opts.Runtime = rt
+		m, err := workspace.Open(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m, rt
+	}
+	sideA, rtA := sidecarOf(tokA)
+	sideB, rtB := sidecarOf(tokB)
+	ctx := gateway.WithAgent(context.Background(), "agent-a")
+
+	res, err := sideA.Run(ctx, ws.ID, workspace.RunRequest{Argv: []string{"sh", "-c", "echo mine"}})
+	if err != nil || res.Stdout != "mine\n" {
+		t.Fatalf("the session's run of its own workspace: %+v %v", res, err)
+	}
+	if res, err := sideB.Run(ctx, ws.ID, workspace.RunRequest{Argv: []string{"sh", "-c", "echo theirs"}}); !errcode.IsCode(err, errcode.WorkspaceNotFound) {
+		t.Fatalf("another session of the same agent ran the workspace: %+v %v", res, err)
+	}
+
+	// A container of the workspace, left as a crash would leave it (its
+	// spec as the client's unconfined sidecar makes it).
+	if _, err := a.side.Run(ctx, ws.ID, workspace.RunRequest{Argv: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	spec := a.lastRun
+	a.mu.Unlock()
+	spec.RunID = "00000000-0000-4000-8000-000000000004"
+	if spec.WorkspaceID != ws.ID {
+		t.Fatalf("the last spec is of %s", spec.WorkspaceID)
+	}
+	cfg, hc, nc := a.d.ContainerConfig(spec)
+	made, err := a.d.Client().ContainerCreate(context.Background(), cfg, hc, nc, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.d.Remove(context.Background(), made.ID) })
+	if seen, err := rtB.Containers(context.Background(), a.side.StoreKey()); err != nil || len(seen) != 0 {
+		t.Fatalf("the other session sees %v (%v), want none", seen, err)
+	}
+	if err := rtB.Remove(context.Background(), made.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.d.Client().ContainerInspect(context.Background(), made.ID); err != nil {
+		t.Fatalf("the other session removed the workspace's container: %v", err)
+	}
+	if seen, err := rtA.Containers(context.Background(), a.side.StoreKey()); err != nil || len(seen) != 1 || seen[0].ID != made.ID {
+		t.Fatalf("the session sees %v (%v), want its workspace's container", seen, err)
+	}
+	if err := rtA.Remove(context.Background(), made.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.d.Client().ContainerInspect(context.Background(), made.ID); err == nil {
+		t.Fatal("the session could not remove its own workspace's container")
 	}
 }
