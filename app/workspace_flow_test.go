@@ -77,6 +77,17 @@ exit 1
 `
 )
 
+// writeCalc writes the calc files, with calc as calc.sh, through the
+// agent's workspace_file_write.
+func writeCalc(t *testing.T, cs *mcp.ClientSession, id, calc string) {
+	t.Helper()
+	for path, content := range map[string]string{"calc.sh": calc, "junit.sh": junitSh, "test.sh": testSh, ".gitignore": "reports/\n"} {
+		if out, isErr := callTool(t, cs, "workspace_file_write", map[string]any{"workspaceId": id, "path": path, "content": content}); isErr {
+			t.Fatalf("workspace_file_write %s: %v", path, out)
+		}
+	}
+}
+
 // TestFlow_Workspace_FullLoop is the whole workspace loop through the real
 // sidecar binary, the gateway, the Docker Engine and the headless UI:
 // create from the person's repository, write a test and a JUnit
@@ -109,11 +120,7 @@ func TestFlow_Workspace_FullLoop(t *testing.T) {
 		}
 	})
 
-	for path, content := range map[string]string{"calc.sh": calcBuggy, "junit.sh": junitSh, "test.sh": testSh, ".gitignore": "reports/\n"} {
-		if out, isErr := callTool(t, cs, "workspace_file_write", map[string]any{"workspaceId": id, "path": path, "content": content}); isErr {
-			t.Fatalf("workspace_file_write %s: %v", path, out)
-		}
-	}
+	writeCalc(t, cs, id, calcBuggy)
 	runTests := func() (map[string]any, map[string]any) {
 		t.Helper()
 		out, isErr := callTool(t, cs, "workspace_run", map[string]any{"workspaceId": id, "argv": []string{"sh", "test.sh"},

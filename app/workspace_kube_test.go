@@ -55,11 +55,7 @@ func TestFlow_Workspace_Kubernetes(t *testing.T) {
 			f.app.workspaces.Destroy(context.Background(), id)
 		}
 	})
-	for path, content := range map[string]string{"calc.sh": calcFixed, "junit.sh": junitSh, "test.sh": testSh, ".gitignore": "reports/\n"} {
-		if out, isErr := callTool(t, cs, "workspace_file_write", map[string]any{"workspaceId": id, "path": path, "content": content}); isErr {
-			t.Fatalf("workspace_file_write %s: %v", path, out)
-		}
-	}
+	writeCalc(t, cs, id, calcFixed)
 	step("workspace created, files written")
 	run, isErr := callTool(t, cs, "workspace_run", map[string]any{"workspaceId": id, "argv": []string{"sh", "test.sh"},
 		"reportPath": "reports/junit.xml", "reportFormat": "junit", "timeoutSeconds": 120})
