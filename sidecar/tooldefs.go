@@ -32,7 +32,7 @@ import (
 // to start. The derivation below stays the source of truth: the generator
 // runs it, and a tool the table does not know yet gets its schemas from it.
 
-//go:generate go test -run TestToolSchemas_Generated -update .
+//go:generate go test . -run TestToolSchemas_Generated -update
 
 // useSchemaTable says whether tools take their schemas from
 // toolschemas_gen.go; only the generator turns it off, to derive them.
