@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strings"
 	"sync"
 	"time"
 
@@ -121,6 +120,9 @@ func (r *Runtime) Run(ctx context.Context, spec workspace.ContainerSpec, stdout,
 	}
 	if err != nil {
 		return st, err
+	}
+	if seen.neverStarted {
+		return st, nil
 	}
 	if err := r.copyOut(ctx, name, spec); err != nil {
 		return st, cancelledOr(ctx, err)
@@ -296,6 +298,9 @@ type runWatch struct {
 	outputStopped bool
 	// cancelled is ctx's error if ctx ended first.
 	cancelled error
+	// neverStarted is set when the run was stopped before its program
+	// could start: the tree is as it went in.
+	neverStarted bool
 }
 
 // runProgram attaches to the run container, opens the start gate and
@@ -326,18 +331,29 @@ func (r *Runtime) runProgram(ctx context.Context, name string, timeout time.Dura
 	actx, cancelAttach := context.WithCancel(bg)
 	defer cancelAttach()
 	attachC := make(chan error, 1)
+	g := &gate{opened: make(chan struct{})}
 	go func() {
 		// One line opens the gate; the end of stdin closes the program's
 		// stdin (stdinOnce).
-		attachC <- r.attachRun(actx, name, strings.NewReader("\n"), outW, errW)
+		attachC <- r.attachRun(actx, name, g, outW, errW)
 	}()
 
+	// The program's time starts when the gate opens: it cannot start
+	// before. Until then the same time bounds the wait for the attach; a
+	// kill needed before the gate opened shuts the gate for good (sh then
+	// exits without running the program) and the run ends at once (Run
+	// deletes the pod).
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
+	gateOpened := g.opened
 	var grace <-chan time.Time
-	kill := func() {
+	kill := func() (neverStarted bool) {
 		if grace != nil {
-			return
+			return false
+		}
+		if g.shut() {
+			seen.exitCode, seen.neverStarted = exitKilled, true
+			return true
 		}
 		grace = time.After(killGrace)
 		// kill -1 reaches every process of the container but PID 1 (sh,
@@ -347,6 +363,7 @@ func (r *Runtime) runProgram(ctx context.Context, name string, timeout time.Dura
 		if err := r.execIn(kctx, name, containerRun, []string{"/bin/sh", "-c", "kill -9 -1"}, nil, nil); err != nil {
 			r.log.Warn("kube: kill in the run container failed", "pod", name, "err", err)
 		}
+		return false
 	}
 	var end ended
 	attachDone := false
@@ -365,13 +382,22 @@ func (r *Runtime) runProgram(ctx context.Context, name string, timeout time.Dura
 					return seen, err
 				}
 			}
+		case <-gateOpened:
+			gateOpened = nil
+			if grace == nil {
+				timer.Reset(timeout)
+			}
 		case <-timer.C:
 			seen.timedOut = true
-			kill()
+			if kill() {
+				return seen, nil
+			}
 		case <-stop:
 			stop = nil
 			seen.outputStopped = true
-			kill()
+			if kill() {
+				return seen, nil
+			}
 		case <-ctx.Done():
 			seen.cancelled = ctx.Err()
 			return seen, nil
@@ -398,6 +424,45 @@ func (r *Runtime) runProgram(ctx context.Context, name string, timeout time.Dura
 		seen.outputStopped = true
 	}
 	return seen, nil
+}
+
+// exitKilled is the exit code reported for a run killed before its
+// program started, as for one killed by SIGKILL (128+9).
+const exitKilled = 137
+
+// gate is the run container's stdin: the one line that lets the program
+// start, then its end. Once shut, it gives no line: sh exits without
+// running the program.
+type gate struct {
+	mu     sync.Mutex
+	state  int // 0 closed, 1 opened, 2 shut
+	opened chan struct{}
+}
+
+func (g *gate) Read(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.state != 0 || len(p) == 0 {
+		return 0, io.EOF
+	}
+	// The line goes to the stream as this Read returns: the program can
+	// start from now on, not before.
+	g.state = 1
+	close(g.opened)
+	p[0] = '\n'
+	return 1, nil
+}
+
+// shut keeps the gate closed for good, unless it was already opened; it
+// reports whether the program never started.
+func (g *gate) shut() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.state == 1 {
+		return false
+	}
+	g.state = 2
+	return true
 }
 
 // awaitEnd follows the pod until its run container ended, or the pod
