@@ -190,11 +190,37 @@ func (r *Runtime) copyOut(ctx context.Context, pod string, spec workspace.Contai
 		}
 		return errcode.Wrap(errcode.Internal, err, "cannot copy the workspace back from the run's pod: %v", err)
 	}
+	return replaceFromSpool(ctx, f, spec.TreePath, int(uid), int(gid))
+}
+
+// replaceFromSpool makes the tree hold the spooled archive. It stops when
+// ctx ends: the spool is closed under ReplaceTree, whose next read fails
+// and which then leaves the tree as it was, so a run whose caller gave up
+// (and released the workspace) does not swap the tree afterwards.
+func replaceFromSpool(ctx context.Context, f *os.File, treePath string, uid, gid int) error {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return errcode.Wrap(errcode.Internal, err, "cannot read the spooled workspace archive")
 	}
-	_, err = workspace.ReplaceTree(bufio.NewReaderSize(f, 1<<16), spec.TreePath, workspace.ReplaceOptions{UID: int(uid), GID: int(gid)})
+	stop := context.AfterFunc(ctx, func() { f.Close() })
+	defer stop()
+	_, err := workspace.ReplaceTree(bufio.NewReaderSize(&ctxReader{ctx: ctx, r: f}, 1<<16), treePath, workspace.ReplaceOptions{UID: uid, GID: gid})
+	if err != nil && ctx.Err() != nil {
+		return &errcode.Error{Code: errcode.Timeout, Msg: "the run was cancelled before its tree was copied back; the workspace is as it was", Err: errors.Join(ctx.Err(), err)}
+	}
 	return err
+}
+
+// ctxReader fails once ctx ended.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // spoolInfix names copyOut's spool files, beside the tree.
