@@ -383,6 +383,13 @@ func (m *Manager) execute(ctx context.Context, spec ContainerSpec, rec RunResult
 	start := time.Now()
 	live := m.startLive(res, out.capture, start, onProgress)
 	st, err := m.opts.Runtime.Run(ctx, spec, out.stdout, out.stderr)
+	if errors.Is(err, ErrRunNotRemoved) {
+		// The run happened and its changes are in the tree: it is recorded
+		// as it went (a retry would apply it twice). What is left of it is
+		// removed by Reconcile or Destroy.
+		m.log.Warn("workspace: the run's container could not be removed", "workspace", spec.WorkspaceID, "run", spec.RunID, "err", err)
+		err = nil
+	}
 	res.DurationMS = time.Since(start).Milliseconds()
 	out.stdout.Flush()
 	out.stderr.Flush()

@@ -150,6 +150,14 @@ func ValidRuntimeName(s string) bool { return runtimeNameRe().MatchString(s) }
 // reports ExitStatus.OutputStopped.
 var ErrStopOutput = errors.New("output limit: run stopped")
 
+// ErrRunNotRemoved is in the Err chain of a Runtime.Run error when the run
+// ended and its tree was copied back, but what the run was made of (its
+// container, pod, Secret) could not all be removed. The ExitStatus is then
+// the run's: the run happened and its changes are applied (running it
+// again would apply them twice); what is left is listed by Containers and
+// removed by Reconcile or Destroy.
+var ErrRunNotRemoved = errors.New("the run's changes were applied but its objects could not all be removed")
+
 // Limits bound one run.
 type Limits struct {
 	Timeout     time.Duration `json:"timeout"`

@@ -88,11 +88,26 @@ func (r *Runtime) Run(ctx context.Context, spec workspace.ContainerSpec, stdout,
 	// Only what is this run's is removed: an object of the same name that
 	// create found and did not make (another run's leftover) stays.
 	var ours made
+	applied := false // the tree holds the run's result
 	defer func() {
 		rctx, cancel := context.WithTimeout(bg, removeWait)
 		defer cancel()
-		if rerr := r.remove(rctx, name, ours.has); rerr != nil && err == nil {
+		rerr := r.remove(rctx, name, ours.has)
+		switch {
+		case rerr == nil:
+		case err == nil && applied:
+			// The tree is already the run's: the run is not failed (a retry
+			// would apply it twice), only its removal is.
+			r.log.Warn("kube: the run's changes were applied but its objects could not all be removed", "pod", name, "err", rerr)
+			err = &errcode.Error{Code: errcode.Internal, Data: map[string]any{"pod": name},
+				Msg: "the run's changes were applied to the workspace, but its objects could not all be removed: " + rerr.Error(),
+				Err: errors.Join(workspace.ErrRunNotRemoved, rerr)}
+		case err == nil:
 			err = rerr
+		default:
+			// The run failed already; its error stands, and what could not
+			// be removed (a Secret with granted values?) is said here.
+			r.log.Warn("kube: the failed run's objects could not all be removed", "pod", name, "err", rerr, "run_err", err)
 		}
 		phase("remove")
 	}()
@@ -127,6 +142,7 @@ func (r *Runtime) Run(ctx context.Context, spec workspace.ContainerSpec, stdout,
 	if err := r.copyOut(ctx, name, spec); err != nil {
 		return st, cancelledOr(ctx, err)
 	}
+	applied = true
 	phase("copy out")
 	return st, nil
 }
