@@ -36,7 +36,14 @@ package kube
 // its own: the node's podPidsLimit (kubelet configuration) bounds it, which
 // Doctor cannot read and so warns about. activeDeadlineSeconds is the run's
 // timeout plus a margin: a backstop should Sluice die mid-run; Sluice's own
-// timer kills the program at its timeout.
+// timer kills the program at its timeout, counted from when the start gate
+// opened (the program cannot start before); a run whose time ran out before
+// that never starts its program.
+//
+// Each run draws a nonce, put on all its objects: an object of the run's
+// name without it (another run's leftover under a reused run ID) refuses
+// the run and is never deleted; one with it (a retried create whose first
+// attempt was stored) is the run's and is checked as stored.
 //
 // Network: every run has a NetworkPolicy selecting its pod that denies all
 // ingress and egress; a run with an egress grant may reach the configured
