@@ -105,9 +105,16 @@ const (
 	frameEnd    byte = 3
 	// maxFrame bounds one frame's payload; output is split to fit.
 	maxFrame = 64 << 10
+
 	// runStreamType is the answer's content type.
 	runStreamType = "application/vnd.sluice.run-stream"
 )
+
+// frameWriteTimeout bounds the write of one frame (and of the answer's
+// header): a caller that stops reading ends its run's stream there, and
+// the run is stopped and its container removed, rather than the write
+// blocking for as long as the connection stays open. A variable for tests.
+var frameWriteTimeout = time.Minute
 
 // liveRun is a run the app is carrying out for a sidecar.
 type liveRun struct {
@@ -333,7 +340,8 @@ func (rh *runtimeHandlers) run(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	ctx, cancel := context.WithCancel(runCtx)
 	defer cancel()
-	out := &frameWriter{w: w, rc: http.NewResponseController(w)}
+	out := &frameWriter{w: w, rc: http.NewResponseController(w), deadline: frameWriteTimeout,
+		limit: workspace.OutputStopAt(spec.Limits), broken: cancel}
 	var stopped sync.Once
 	var outputStopped bool
 	lr := &liveRun{agent: agent, session: sessionOf(r.Context()), workspace: spec.WorkspaceID, signal: func(sig string) {
@@ -345,6 +353,9 @@ func (rh *runtimeHandlers) run(w http.ResponseWriter, r *http.Request) {
 		}
 		cancel()
 	}}
+	// The app holds the run to its output limit itself: a caller that
+	// never signals does not make it run on.
+	out.overLimit = func() { lr.signal(SignalStopOutput) }
 	rh.mu.Lock()
 	if rh.runs[spec.RunID] != nil || slices.ContainsFunc(slices.Collect(maps.Values(rh.runs)), func(o *liveRun) bool { return o.workspace == spec.WorkspaceID }) {
 		rh.mu.Unlock()
@@ -360,13 +371,16 @@ func (rh *runtimeHandlers) run(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	// A run may last as long as its limits allow, longer than the
-	// server's write timeout for other answers.
-	_ = out.rc.SetWriteDeadline(time.Time{})
+	// server's write timeout for other answers: each write has its own
+	// deadline instead (frameWriteTimeout).
+	_ = out.rc.SetWriteDeadline(time.Now().Add(out.deadline))
 	w.Header().Set("Content-Type", runStreamType)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
-	_ = out.rc.Flush()
+	if err := out.rc.Flush(); err != nil {
+		return
+	}
 
 	st, err := rh.h.Runtime.Run(ctx, spec, out.stream(frameStdout), out.stream(frameStderr))
 	stopped.Do(func() {})
@@ -393,14 +407,31 @@ func (rh *runtimeHandlers) run(w http.ResponseWriter, r *http.Request) {
 	out.frame(frameEnd, b)
 }
 
-// frameWriter writes a run's frames to its answer, one at a time.
+// frameWriter writes a run's frames to its answer, one at a time, each
+// within deadline. Output past limit (both streams together) is refused
+// and overLimit called; a write that fails (the caller stopped reading, or
+// went away) fails every later one and calls broken, which stops the run.
 type frameWriter struct {
-	w  io.Writer
-	rc *http.ResponseController
+	w         io.Writer
+	rc        *http.ResponseController
+	deadline  time.Duration
+	limit     int64
+	overLimit func()
+	broken    func()
 
 	mu      sync.Mutex
 	stopped bool
+	total   int64
 	err     error
+}
+
+// count adds n bytes of output to the run's total and reports whether it
+// is still within the limit.
+func (f *frameWriter) count(n int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.total += int64(n)
+	return f.total <= f.limit
 }
 
 // stop makes every later output write fail with ErrStopOutput, as the
@@ -423,19 +454,23 @@ func (f *frameWriter) frame(kind byte, p []byte) error {
 	var hdr [5]byte
 	hdr[0] = kind
 	binary.BigEndian.PutUint32(hdr[1:], uint32(len(p)))
-	if _, err := f.w.Write(hdr[:]); err != nil {
-		f.err = err
-		return err
+	err := f.rc.SetWriteDeadline(time.Now().Add(f.deadline))
+	if err == nil {
+		_, err = f.w.Write(hdr[:])
 	}
-	if _, err := f.w.Write(p); err != nil {
-		f.err = err
-		return err
+	if err == nil {
+		_, err = f.w.Write(p)
 	}
-	if err := f.rc.Flush(); err != nil {
-		f.err = err
-		return err
+	if err == nil {
+		err = f.rc.Flush()
 	}
-	return nil
+	if err != nil {
+		f.err = err
+		if f.broken != nil {
+			f.broken()
+		}
+	}
+	return err
 }
 
 type streamWriter struct {
@@ -446,6 +481,12 @@ type streamWriter struct {
 func (f *frameWriter) stream(kind byte) io.Writer { return streamWriter{f: f, kind: kind} }
 
 func (s streamWriter) Write(p []byte) (int, error) {
+	if !s.f.count(len(p)) {
+		if s.f.overLimit != nil {
+			s.f.overLimit()
+		}
+		return 0, workspace.ErrStopOutput
+	}
 	n := 0
 	for len(p) > 0 {
 		chunk := p[:min(len(p), maxFrame)]

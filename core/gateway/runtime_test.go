@@ -5,7 +5,9 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -562,4 +564,124 @@ func TestRuntime_SessionReachesOnlyItsRepository(t *testing.T) {
 	if _, err := a.d.Client().ContainerInspect(context.Background(), made.ID); err == nil {
 		t.Fatal("the session could not remove its own workspace's container")
 	}
+}
+
+// rawRunner sends a sidecar's runs to the app as a careless or hostile
+// client would: it never signals, and either reads every frame while
+// ignoring its writers' refusals, or stops reading (stall).
+type rawRunner struct {
+	*gateway.Runtime
+	a     *runtimeApp
+	stall bool
+	// got is the output bytes read (reading), or the stall's outcome.
+	got chan any
+}
+
+func (r rawRunner) Run(ctx context.Context, spec workspace.ContainerSpec, stdout, stderr io.Writer) (workspace.ExitStatus, error) {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return workspace.ExitStatus{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+r.a.addr+"/v1/runtime/runs", bytes.NewReader(b))
+	if err != nil {
+		return workspace.ExitStatus{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+r.a.token)
+	req.Header.Set(gateway.AgentHeader, "agent-a")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return workspace.ExitStatus{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return workspace.ExitStatus{}, errors.New("the app refused the run: " + resp.Status)
+	}
+	if r.stall {
+		// Read nothing; wait for the run's container to be there, then to
+		// be gone.
+		r.got <- r.a.waitContainers(func(n int) bool { return n > 0 }) && r.a.waitContainers(func(n int) bool { return n == 0 })
+		return workspace.ExitStatus{}, errors.New("the client stalled")
+	}
+	var total int64
+	for {
+		var hdr [5]byte
+		if _, err := io.ReadFull(resp.Body, hdr[:]); err != nil {
+			return workspace.ExitStatus{}, err
+		}
+		p := make([]byte, binary.BigEndian.Uint32(hdr[1:]))
+		if _, err := io.ReadFull(resp.Body, p); err != nil {
+			return workspace.ExitStatus{}, err
+		}
+		if hdr[0] != 3 {
+			total += int64(len(p))
+			stdout.Write(p) // its refusal is ignored: no signal is sent
+			continue
+		}
+		r.got <- total
+		var end gateway.RunEnd
+		if err := json.Unmarshal(p, &end); err != nil {
+			return workspace.ExitStatus{}, err
+		}
+		return end.Status, nil
+	}
+}
+
+// waitContainers waits for the store's containers to satisfy ok, for at
+// most a minute (less than a run's default time limit).
+func (a *runtimeApp) waitContainers(ok func(int) bool) bool {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if list, err := a.d.Containers(context.Background(), a.side.StoreKey()); err == nil && ok(len(list)) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRuntime_AppHoldsARunToItsLimits: the app stops a run past its output
+// limit though its caller never says so, and a caller that stops reading
+// ends its run's stream at the frame write deadline: the run is stopped
+// and its container removed.
+func TestRuntime_AppHoldsARunToItsLimits(t *testing.T) {
+	defer gateway.SetFrameWriteTimeout(2 * time.Second)()
+	a := newRuntimeApp(t)
+	w := a.create(t, "agent-a")
+	ctx := gateway.WithAgent(context.Background(), "agent-a")
+	open := func(r rawRunner) *workspace.Manager {
+		opts := a.opts
+		opts.Runtime = r
+		m, err := workspace.Open(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+
+	reader := rawRunner{Runtime: a.rt, a: a, got: make(chan any, 1)}
+	lim := workspace.Limits{OutputBytes: 1024, Timeout: time.Minute}
+	res, err := open(reader).Run(ctx, w.ID, workspace.RunRequest{Argv: []string{"yes"}, Limits: lim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := (<-reader.got).(int64)
+	if !res.OutputStopped || res.TimedOut || got > workspace.OutputStopAt(lim) {
+		t.Fatalf("a flooding run whose caller never signals: %d bytes sent, %+v", got, res)
+	}
+
+	staller := rawRunner{Runtime: a.rt, a: a, stall: true, got: make(chan any, 1)}
+	done := make(chan error, 1)
+	go func() {
+		// More output than the connection's buffers hold, then a long wait.
+		_, err := open(staller).Run(ctx, w.ID, workspace.RunRequest{Argv: []string{"sh", "-c", "head -c 28000000 /dev/zero; sleep 300"}})
+		done <- err
+	}()
+	select {
+	case gone := <-staller.got:
+		if !gone.(bool) {
+			t.Fatal("the run of a caller that stopped reading went on")
+		}
+	case err := <-done:
+		t.Fatalf("the run ended before its caller stalled: %v", err)
+	}
+	<-done
 }

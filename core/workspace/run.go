@@ -609,7 +609,7 @@ func (c *capture) tail(n int) (stdout, stderr string, truncated bool, total, ver
 }
 
 func newCapture(limit int64, on func(string, []byte)) *capture {
-	return &capture{limit: limit, stopAt: max(limit*outputStopFactor, outputStopFloor), onOutput: on}
+	return &capture{limit: limit, stopAt: OutputStopAt(Limits{OutputBytes: limit}), onOutput: on}
 }
 
 type captureStream struct {

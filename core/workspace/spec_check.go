@@ -258,3 +258,11 @@ func (m *Manager) runRecordedRunning(id, runID string) bool {
 	var rec RunResult
 	return json.Unmarshal(b, &rec) == nil && rec.Running && rec.ID == runID && rec.WorkspaceID == id
 }
+
+// OutputStopAt is how much output (both streams together) a run with
+// limits l may produce before it is stopped for flooding (OutputStopped):
+// Run stops it there, and so does the app carrying a sidecar's run, which
+// does not count on the sidecar to.
+func OutputStopAt(l Limits) int64 {
+	return max(l.OutputBytes*outputStopFactor, outputStopFloor)
+}
