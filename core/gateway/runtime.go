@@ -131,8 +131,16 @@ func (rt *Runtime) EgressNetwork(ctx context.Context) (workspace.EgressNetwork, 
 }
 
 // runBackstop is how long past a run's own timeout Run waits for the app's
-// end of it (the kill, the removal) before it gives up on the answer.
-const runBackstop = 5 * time.Minute
+// end of it before it gives up on the answer. The run's timeout counts
+// only the program; around it the slowest runtime (Kubernetes) may take,
+// each phase bounded on its own: creating the run's objects (a
+// minute), the pod's start (up to 5 min: scheduling, pulling the image),
+// copying the tree in and out, the kill's grace, and up to 90 s for the
+// pod to be gone. Giving up sooner would report a run lost that the app
+// is still finishing (its container possibly still there, the workspace
+// released while the tree is copied back), so the margin covers all of
+// those with room to spare; the Docker Engine's runs end far sooner.
+const runBackstop = 15 * time.Minute
 
 // Run implements workspace.Runtime. ctx must carry the agent (WithAgent).
 func (rt *Runtime) Run(ctx context.Context, spec workspace.ContainerSpec, stdout, stderr io.Writer) (workspace.ExitStatus, error) {
