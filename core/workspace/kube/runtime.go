@@ -84,7 +84,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -355,33 +357,17 @@ func (r *Runtime) Containers(ctx context.Context, storeKey string) ([]workspace.
 	for _, p := range pods.Items {
 		add(p.ObjectMeta, strings.ToLower(string(p.Status.Phase)))
 	}
-	secrets, err := withRetry(ctx, func(ctx context.Context) ([]metav1.ObjectMeta, error) {
-		l, err := r.cs.CoreV1().Secrets(r.opt.Namespace).List(ctx, lo)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]metav1.ObjectMeta, len(l.Items))
-		for i := range l.Items {
-			out[i] = l.Items[i].ObjectMeta
-		}
-		return out, nil
+	secrets, err := r.listMeta(ctx, "secrets", func(ctx context.Context) (runtime.Object, error) {
+		return r.cs.CoreV1().Secrets(r.opt.Namespace).List(ctx, lo)
 	})
 	if err != nil {
-		return nil, apiError(err, "list", "secrets", "")
+		return nil, err
 	}
-	pols, err := withRetry(ctx, func(ctx context.Context) ([]metav1.ObjectMeta, error) {
-		l, err := r.cs.NetworkingV1().NetworkPolicies(r.opt.Namespace).List(ctx, lo)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]metav1.ObjectMeta, len(l.Items))
-		for i := range l.Items {
-			out[i] = l.Items[i].ObjectMeta
-		}
-		return out, nil
+	pols, err := r.listMeta(ctx, "networkpolicies", func(ctx context.Context) (runtime.Object, error) {
+		return r.cs.NetworkingV1().NetworkPolicies(r.opt.Namespace).List(ctx, lo)
 	})
 	if err != nil {
-		return nil, apiError(err, "list", "networkpolicies", "")
+		return nil, err
 	}
 	for _, m := range slices.Concat(secrets, pols) {
 		if _, ok := byName[m.Name]; !ok {
@@ -393,6 +379,28 @@ func (r *Runtime) Containers(ctx context.Context, storeKey string) ([]workspace.
 		out = append(out, c)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// listMeta lists a resource's objects (with retries) and returns each
+// one's name and annotations, which is what Containers reads of them.
+func (r *Runtime) listMeta(ctx context.Context, resource string, list func(context.Context) (runtime.Object, error)) ([]metav1.ObjectMeta, error) {
+	l, err := withRetry(ctx, list)
+	if err != nil {
+		return nil, apiError(err, "list", resource, "")
+	}
+	items, err := meta.ExtractList(l)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot read the list of %s", resource)
+	}
+	out := make([]metav1.ObjectMeta, 0, len(items))
+	for _, it := range items {
+		a, err := meta.Accessor(it)
+		if err != nil {
+			return nil, errcode.Wrap(errcode.Internal, err, "cannot read the list of %s", resource)
+		}
+		out = append(out, metav1.ObjectMeta{Name: a.GetName(), Annotations: a.GetAnnotations()})
+	}
 	return out, nil
 }
 
