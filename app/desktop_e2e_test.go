@@ -290,14 +290,36 @@ func TestDesktop_Window_StartsAndServes(t *testing.T) {
 		return itemName.MatchString(registered)
 	})
 	item := itemName.FindStringSubmatch(registered)[1]
-	trayTitle := func() string {
+	titleOf := func(item string) string {
 		return dbusCmd("--dest="+item, "/StatusNotifierItem", "org.freedesktop.DBus.Properties.Get",
 			"string:org.kde.StatusNotifierItem", "string:Title")
 	}
+	trayTitle := func() string { return titleOf(item) }
 	// The item can register before its properties are set: wait for the
-	// title rather than read it once.
+	// title rather than read it once. The watcher's list is read again
+	// each time, and every item in it asked: an item registered again
+	// (the watcher restarted, the app's connection replaced) has a name
+	// the first read did not hold. What was seen last is reported.
+	var lastTitles []string
+	lastSeen := ""
 	waitFor(t, desktopWait, `the tray title "Sluice" before any proposal`, func() bool {
-		return strings.Contains(trayTitle(), `"Sluice"`)
+		registered = dbusCmd("--dest=org.kde.StatusNotifierWatcher", "/StatusNotifierWatcher",
+			"org.freedesktop.DBus.Properties.Get", "string:org.kde.StatusNotifierWatcher",
+			"string:RegisteredStatusNotifierItems")
+		lastTitles = lastTitles[:0]
+		for _, m := range itemName.FindAllStringSubmatch(registered, -1) {
+			title := titleOf(m[1])
+			lastTitles = append(lastTitles, m[1]+" → "+strings.TrimSpace(title))
+			if strings.Contains(title, `"Sluice"`) {
+				item = m[1]
+				return true
+			}
+		}
+		if seen := fmt.Sprintf("tray items %q answer %q", registered, lastTitles); seen != lastSeen {
+			t.Log(seen) // each new answer once
+			lastSeen = seen
+		}
+		return false
 	})
 
 	// A proposal raises one notification: agent and operation, no diff.
