@@ -69,12 +69,18 @@ func TestFlow_Workspace_Kubernetes(t *testing.T) {
 	}
 
 	step("test run done")
-	probe := `ls /var/run/secrets/kubernetes.io/serviceaccount 2>&1 || echo NO-TOKEN; ` +
+	// The tools must be there for their answers to mean anything: ip and
+	// nc present, and the pod's own eth0 listed.
+	probe := `command -v ip && command -v nc || echo NO-TOOLS; ip -o addr; ` +
+		`ls /var/run/secrets/kubernetes.io/serviceaccount 2>&1 || echo NO-TOKEN; ` +
 		`ip route 2>&1 | grep -q default && echo HAS-ROUTE || echo NO-ROUTE; ` +
 		`nc -w 3 10.96.0.1 443 </dev/null 2>&1 && echo REACHED || echo NO-NET`
 	run, isErr = callTool(t, cs, "workspace_run", map[string]any{"workspaceId": id, "argv": []string{"sh", "-c", probe}, "timeoutSeconds": 60})
 	stdout, _ := run["stdout"].(string)
-	if isErr || !strings.Contains(stdout, "NO-TOKEN") || !strings.Contains(stdout, "NO-ROUTE") || !strings.Contains(stdout, "NO-NET") || strings.Contains(stdout, "REACHED") {
+	if isErr || strings.Contains(stdout, "NO-TOOLS") || !strings.Contains(stdout, "eth0") {
+		t.Fatalf("the probe's tools did not run: %v", run)
+	}
+	if !strings.Contains(stdout, "NO-TOKEN") || !strings.Contains(stdout, "NO-ROUTE") || !strings.Contains(stdout, "NO-NET") || strings.Contains(stdout, "REACHED") {
 		t.Fatalf("the pod had a token or a network: %v", run)
 	}
 
