@@ -57,20 +57,24 @@ const (
 
 var conventionalRe = regexp.MustCompile(`^[a-z]+(\([^)]+\))?!?: \S`)
 
-// Brief gathers the situation of a repository in a few concurrent git
-// processes: one status, one log, one for-each-ref.
+// Brief gathers the situation of a repository in two concurrent git
+// processes, one status and one log, and the refs: the local branches and
+// where origin/HEAD points come from the runner's reading of the refs
+// (cachedRefs), which starts a for-each-ref beside them only when the ref
+// files changed since it was read. A bare repository, which has no
+// status, takes the branch HEAD names and its commit from a for-each-ref
+// of its own (briefRefsByGit).
 func (repo *Repo) Brief(ctx context.Context) (*Brief, error) {
 	b := &Brief{Root: repo.Root, Bare: repo.Bare, Recent: []Commit{}, Hints: []string{}}
 	// Each process keeps its own error: a failed log only makes the brief
 	// partial, and of the two that are fatal the status's is reported first.
 	var (
-		g                 errgroup.Group
-		st                *StatusResult
-		stErr, logErr     error
-		refErr            error
-		commits           []Commit
-		refs              []byte
-		headSHA, headName string
+		g             errgroup.Group
+		st            *StatusResult
+		stErr, logErr error
+		refErr        error
+		commits       []Commit
+		refs          briefRefs
 	)
 	if !repo.Bare {
 		g.Go(func() error {
@@ -83,11 +87,13 @@ func (repo *Repo) Brief(ctx context.Context) (*Brief, error) {
 		return nil
 	})
 	g.Go(func() error {
-		var out *Output
-		out, refErr = repo.git(ctx, &cmd{sub: []string{"for-each-ref"}, opts: []string{"--format=%(refname)%00%(symref)%00%(HEAD)%00%(objectname:short=12)"},
-			revs: []string{"refs/heads", "refs/remotes/origin/HEAD"}, limit: 8 << 20})
-		if out != nil {
-			refs = out.Stdout
+		if repo.Bare {
+			refs, refErr = repo.briefRefsByGit(ctx)
+			return nil
+		}
+		var rr *refReading
+		if rr, refErr = repo.cachedRefs(ctx); refErr == nil {
+			refs = rr.briefRefs()
 		}
 		return nil
 	})
@@ -98,25 +104,9 @@ func (repo *Repo) Brief(ctx context.Context) (*Brief, error) {
 	if refErr != nil {
 		return nil, refErr
 	}
-	originHead := ""
-	branches := map[string]bool{}
-	for _, line := range strings.Split(string(refs), "\n") {
-		f := strings.Split(line, "\x00")
-		if len(f) < 4 {
-			continue
-		}
-		if f[0] == "refs/remotes/origin/HEAD" {
-			originHead = strings.TrimPrefix(f[1], "refs/remotes/origin/")
-			continue
-		}
-		name := strings.TrimPrefix(f[0], "refs/heads/")
-		branches[name] = true
-		if f[2] == "*" {
-			headName, headSHA = name, f[3]
-		}
-	}
+	branches := refs.branches
 	b.Conventions.LocalBranches = len(branches)
-	b.Conventions.DefaultBranch = repo.defaultBranch(originHead, branches)
+	b.Conventions.DefaultBranch = repo.defaultBranch(refs.originHead, branches)
 
 	if st != nil {
 		b.Branch, b.Detached, b.Unborn, b.Upstream = st.Branch, st.Detached, st.Unborn, st.Upstream
@@ -124,7 +114,7 @@ func (repo *Repo) Brief(ctx context.Context) (*Brief, error) {
 		b.Worktree = st.Counts
 		b.Stashes = st.Stashes
 	} else {
-		b.Branch, b.Head = headName, headSHA
+		b.Branch, b.Head = refs.headName, refs.headSHA
 		b.Unborn = logErr != nil && len(branches) == 0
 	}
 	switch {
@@ -160,6 +150,68 @@ func abbrev(sha string) string {
 		return sha[:12]
 	}
 	return sha
+}
+
+// briefRefs is what the brief takes from the refs, as one for-each-ref
+// of refs/heads and refs/remotes/origin/HEAD lists them: the local
+// branches by name, the branch origin/HEAD points to, and the branch HEAD
+// names with its abbreviated commit (read in a bare repository only).
+type briefRefs struct {
+	branches          map[string]bool
+	originHead        string
+	headName, headSHA string
+}
+
+// briefRefPatterns are the refs the brief lists.
+var briefRefPatterns = []string{"refs/heads", "refs/remotes/origin/HEAD"}
+
+// briefRefsByGit lists the brief's refs with a for-each-ref of its own.
+func (repo *Repo) briefRefsByGit(ctx context.Context) (briefRefs, error) {
+	out, err := repo.git(ctx, &cmd{sub: []string{"for-each-ref"}, opts: []string{"--format=%(refname)%00%(symref)%00%(HEAD)%00%(objectname:short=12)"},
+		revs: briefRefPatterns, limit: 8 << 20})
+	if err != nil {
+		return briefRefs{}, err
+	}
+	r := briefRefs{branches: map[string]bool{}}
+	for _, line := range strings.Split(string(out.Stdout), "\n") {
+		f := strings.Split(line, "\x00")
+		if len(f) < 4 {
+			continue
+		}
+		if r.add(f[0], f[1]) && f[2] == "*" {
+			r.headName, r.headSHA = strings.TrimPrefix(f[0], "refs/heads/"), f[3]
+		}
+	}
+	return r, nil
+}
+
+// briefRefs picks the brief's refs out of a reading of the branches, tags
+// and remote-tracking refs: those for-each-ref would list for
+// briefRefPatterns, which are all under decoratedNamespaces.
+func (rr *refReading) briefRefs() briefRefs {
+	r := briefRefs{branches: map[string]bool{}}
+	for _, ref := range rr.refs {
+		for _, p := range briefRefPatterns {
+			// for-each-ref's pattern: the name itself or a prefix of it
+			// up to a slash.
+			if rest, ok := strings.CutPrefix(ref.name, p); ok && (rest == "" || rest[0] == '/') {
+				r.add(ref.name, ref.symref)
+				break
+			}
+		}
+	}
+	return r
+}
+
+// add takes one listed ref into r; it reports whether the ref is counted
+// as a branch.
+func (r *briefRefs) add(name, symref string) bool {
+	if name == "refs/remotes/origin/HEAD" {
+		r.originHead = strings.TrimPrefix(symref, "refs/remotes/origin/")
+		return false
+	}
+	r.branches[strings.TrimPrefix(name, "refs/heads/")] = true
+	return true
 }
 
 // defaultBranch picks the branch work is merged into.

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -14,8 +15,8 @@ import (
 // granularity of the reading could leave the same stamps behind.
 const refCacheRacy = time.Second
 
-// refNamesCache keeps, per common git directory, the names refNames read
-// with the stamps of the files they came from: packed-refs, the reftable
+// refNamesCache keeps, per common git directory, what readRefs read with
+// the stamps of the files they came from: packed-refs, the reftable
 // list, and every directory and loose ref under refs/heads, refs/tags and
 // refs/remotes. git writes a ref by renaming a lock file over it, which
 // moves its directory's mtime, and rewrites packed-refs by a rename too; a
@@ -28,8 +29,8 @@ type refNamesCache struct {
 }
 
 type refNamesEntry struct {
-	stamps []refStamp
-	names  map[string][]string
+	stamps  []refStamp
+	reading *refReading
 }
 
 // refStamp is a file's or directory's state: for a directory its mtime
@@ -39,6 +40,9 @@ type refStamp struct {
 	size  int64
 	mtime time.Time
 	id    any
+	// ref is the name of the loose ref the file holds, for a file under
+	// refs/.
+	ref string
 }
 
 // refStamps stamps the files the names under commonDir are read from, in
@@ -83,6 +87,9 @@ func refStamps(commonDir string, start time.Time) (stamps []refStamp, racy bool)
 			} else {
 				add(p, nil)
 			}
+			if rel, err := filepath.Rel(commonDir, p); err == nil {
+				stamps[len(stamps)-1].ref = filepath.ToSlash(rel)
+			}
 		}
 	}
 	for _, ns := range decoratedNamespaces {
@@ -103,33 +110,74 @@ func sameRefStamps(a, b []refStamp) bool {
 	return true
 }
 
-// cachedRefNames is refNames(ctx, "") read once per state of the ref
-// files. The map it returns is shared: callers do not change it.
+// cachedRefNames is the names of readRefs, read once per state of the
+// ref files. The map it returns is shared: callers do not change it.
 func (repo *Repo) cachedRefNames(ctx context.Context) (map[string][]string, error) {
+	rr, err := repo.cachedRefs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return rr.names, nil
+}
+
+// cachedRefs is readRefs(ctx) read once per state of the ref files. The
+// reading it returns is shared: callers do not change it.
+func (repo *Repo) cachedRefs(ctx context.Context) (*refReading, error) {
 	c := &repo.r.refNames
 	stamps, racy := refStamps(repo.CommonDir, time.Now())
 	c.mu.Lock()
 	e, ok := c.m[repo.CommonDir]
 	c.mu.Unlock()
 	if ok && sameRefStamps(e.stamps, stamps) {
-		return e.names, nil
+		return e.reading, nil
 	}
 	// The stamps are taken before the refs are read: a ref written in
-	// between is in the names and moves a stamp, so the next call reads
+	// between is in the reading and moves a stamp, so the next call reads
 	// again.
-	names, err := repo.refNames(ctx, "")
+	rr, err := repo.readRefs(ctx)
 	if err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
-	if racy {
+	if racy || !rr.exact(stamps) {
 		delete(c.m, repo.CommonDir)
 	} else {
 		if c.m == nil {
 			c.m = map[string]refNamesEntry{}
 		}
-		c.m[repo.CommonDir] = refNamesEntry{stamps: stamps, names: names}
+		c.m[repo.CommonDir] = refNamesEntry{stamps: stamps, reading: rr}
 	}
 	c.mu.Unlock()
-	return names, nil
+	return rr, nil
+}
+
+// exact reports whether a reading can be kept while the stamps taken
+// before it stay the same: every loose ref file stamped is a ref it
+// lists (a file for-each-ref passes over, such as a symbolic ref whose
+// target is missing, could start to count without a stamped file
+// changing), and no symbolic ref it lists points outside
+// decoratedNamespaces (what that names can change the same way).
+func (rr *refReading) exact(stamps []refStamp) bool {
+	listed := make(map[string]bool, len(rr.refs))
+	for _, r := range rr.refs {
+		if r.symref != "" && !inDecoratedNamespaces(r.symref) {
+			return false
+		}
+		listed[r.name] = true
+	}
+	for _, s := range stamps {
+		if s.ref != "" && !listed[s.ref] {
+			return false
+		}
+	}
+	return true
+}
+
+func inDecoratedNamespaces(ref string) bool {
+	for _, ns := range decoratedNamespaces {
+		if strings.HasPrefix(ref, ns+"/") {
+			return true
+		}
+	}
+	return false
 }
