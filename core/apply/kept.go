@@ -448,8 +448,13 @@ func (e *Executor) Keep(ctx context.Context, p proposal.Proposal) error {
 	if err != nil {
 		return err
 	}
-	if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-m", "sluice: seal"}, revs: []string{ref, c, rc.g.zero}}); err != nil {
-		return err
+	// The ref is written in this process where git's files backend would
+	// write just that file (see gitx.CreateRefLocal); git writes it
+	// otherwise, and says why it cannot.
+	if err := rc.repo.CreateRefLocal(ref, c); err != nil {
+		if _, err := rc.g.run(ctx, call{dir: rc.path, args: []string{"update-ref", "-m", "sluice: seal"}, revs: []string{ref, c, rc.g.zero}}); err != nil {
+			return err
+		}
 	}
 	e.step("seal-kept")
 	return nil

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -358,5 +360,65 @@ func TestSeal_Commit_RefusesFilteredPath(t *testing.T) {
 				t.Fatalf("seal: %v", err)
 			}
 		})
+	}
+}
+
+// TestKeep_RefInProcess: keeping a sealed outcome writes its ref in this
+// process where the refs are files (no git update-ref runs, the ref is
+// the file git writes, it names a commit that holds the sealed trees);
+// where git must write it (core.logAllRefUpdates=always, which keeps a
+// reflog of every ref), git does, reflog included.
+func TestKeep_RefInProcess(t *testing.T) {
+	f := newFixture(t)
+	log := filepath.Join(t.TempDir(), "git.log")
+	wrapper := filepath.Join(t.TempDir(), "git")
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\necho \"$*\" >>"+log+"\nexec "+real+" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runner, err := gitx.NewRunner(gitx.RunnerOptions{GitPath: wrapper})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Options{Journal: f.j, Roots: gitx.Roots{f.root}, Runner: runner, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := func(name string) (string, string) {
+		t.Helper()
+		f.repo.Write(name, name+"\n")
+		p := f.sealFor(&proposal.CommitArgs{Message: name, Paths: []string{name}})
+		if err := os.Remove(log); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		if err := e.Keep(testCtx(t), p); err != nil {
+			t.Fatalf("keep: %v", err)
+		}
+		ran, _ := os.ReadFile(log)
+		ref := proposal.SealedRef(p.ID)
+		for _, tree := range []string{p.Sealed.Before, p.Sealed.After} {
+			if got := f.git("ls-tree", ref); !strings.Contains(got, tree) {
+				t.Fatalf("%s does not keep %s:\n%s", ref, tree, got)
+			}
+		}
+		return ref, string(ran)
+	}
+	ref, ran := keep("a.txt")
+	if strings.Contains(ran, "update-ref") {
+		t.Fatalf("git wrote the ref:\n%s", ran)
+	}
+	if b, err := os.ReadFile(filepath.Join(f.repo.Dir, ".git", filepath.FromSlash(ref))); err != nil || string(b) != f.git("rev-parse", ref)+"\n" {
+		t.Fatalf("ref file %q (%v)", b, err)
+	}
+	f.git("config", "core.logAllRefUpdates", "always")
+	ref, ran = keep("b.txt")
+	if !strings.Contains(ran, "update-ref") {
+		t.Fatalf("git did not write the ref:\n%s", ran)
+	}
+	if got := f.git("reflog", "show", "--format=%gs", ref); got != "sluice: seal" {
+		t.Fatalf("reflog of %s: %q", ref, got)
 	}
 }
