@@ -161,7 +161,12 @@ func TestProposalPresence_OverlapHint(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "propose_commit"}}
-	hint := s.proposalPresence(req, canon, &proposal.CommitArgs{Message: "m", Paths: []string{"b.go", "c.go"}})
+	accepted := s.proposalPresence(req, canon, &proposal.CommitArgs{Message: "m", Paths: []string{"b.go", "c.go"}})
+	// Until the proposal is accepted, its files are not recorded.
+	if rec := pres.Snapshot(); len(rec.Repos) != 0 {
+		t.Fatalf("own presence before the answer: %+v", rec.Repos)
+	}
+	hint := accepted()
 	if len(hint) != 1 || hint[0].Name != "codex" || hint[0].State != "working" || len(hint[0].OverlappingPaths) != 1 || hint[0].OverlappingPaths[0] != "b.go" {
 		t.Fatalf("hint: %+v", hint)
 	}

@@ -114,15 +114,24 @@ func (s *Sidecar) otherAgentsHint(req *mcp.CallToolRequest, repo string, paths [
 	return out
 }
 
-// proposalPresence is the one call the propose family makes after a
-// proposal was accepted: it records the files the proposal touches in this
-// process's presence file, and returns the hint about the other agents in
-// the repository with the files they proposed that this proposal touches
-// too (ProposalOut.OtherAgents). It never fails and never blocks.
-func (s *Sidecar) proposalPresence(req *mcp.CallToolRequest, repo string, args proposal.Args) []OtherAgent {
+// proposalPresence is the one call the propose family makes for a
+// proposal: it starts the scan for the other agents in the repository at
+// once, and the function it returns, called once the proposal was
+// accepted, records the files the proposal touches in this process's
+// presence file and returns the hint about the other agents with the files
+// they proposed that this proposal touches too (ProposalOut.OtherAgents).
+// The scan reads every process and presence file, some milliseconds, so it
+// runs while the app seals the proposal instead of after its answer; what
+// this process records is not part of it (its own entries are left out).
+// It never fails and never blocks.
+func (s *Sidecar) proposalPresence(req *mcp.CallToolRequest, repo string, args proposal.Args) func() []OtherAgent {
 	files, _ := args.FilesTouched()
-	s.notePresencePaths(req, repo, req.Params.Name, files)
-	return s.otherAgentsHint(req, repo, files)
+	hint := make(chan []OtherAgent, 1)
+	go func() { hint <- s.otherAgentsHint(req, repo, files) }()
+	return func() []OtherAgent {
+		s.notePresencePaths(req, repo, req.Params.Name, files)
+		return <-hint
+	}
 }
 
 // notePresencePaths records the repository-relative paths a proposal

@@ -357,12 +357,13 @@ func (s *Sidecar) submitProposal(ctx context.Context, req *mcp.CallToolRequest, 
 	if err := p.Validate(); err != nil {
 		return ProposalOut{}, invalidArgument(err)
 	}
+	others := s.proposalPresence(req, repo, args)
 	st, err := s.submit(ctx, p)
 	if err != nil {
 		return ProposalOut{}, err
 	}
 	out := statusOut(st)
-	out.OtherAgents = s.proposalPresence(req, repo, args)
+	out.OtherAgents = others()
 	return out, nil
 }
 
