@@ -60,8 +60,10 @@ const (
 // line counts (against the first parent for a merge). Signatures are not
 // verified: that would run gpg.
 //
-// It starts one git process: a diff-tree that resolves the revision and
-// gives the header, the message and the changed files together. The refs
+// A commit whose answer is certain without git (see commitDetailsLocal)
+// is read in this process. Otherwise it starts one git process: a
+// diff-tree that resolves the revision and gives the header, the message
+// and the changed files together. The refs
 // at the commit come from the runner's reading of the branches, tags and
 // remote-tracking refs, kept while packed-refs and the loose refs' files
 // and directories keep their stamps; when they moved, the for-each-ref
@@ -82,6 +84,16 @@ func (repo *Repo) CommitDetails(ctx context.Context, rev string, maxFiles int) (
 		return nil, err
 	}
 	operand, resolved := peelCommit(rev), !oneCommitRev(rev)
+	if !resolved {
+		if d, changes, err := repo.commitDetailsLocal(rev); err == nil {
+			names, err := repo.cachedRefNames(ctx)
+			if err != nil {
+				return nil, err
+			}
+			d.Refs = slices.Clone(names[d.SHA])
+			return d.withFiles(changes, maxFiles), nil
+		}
+	}
 	if resolved {
 		sha, err := repo.ResolveCommit(ctx, "rev", rev)
 		if err != nil {
@@ -126,6 +138,11 @@ func (repo *Repo) CommitDetails(ctx context.Context, rev string, maxFiles int) (
 		return nil, refs
 	}
 	d.Refs = slices.Clone(names[d.SHA])
+	return d.withFiles(changes, maxFiles), nil
+}
+
+// withFiles sets d's changed files, at most maxFiles of them, and totals.
+func (d *CommitDetails) withFiles(changes []FileChange, maxFiles int) *CommitDetails {
 	d.FilesTotal = len(changes)
 	for _, c := range changes {
 		d.Insertions += c.Insertions
@@ -136,7 +153,7 @@ func (repo *Repo) CommitDetails(ctx context.Context, rev string, maxFiles int) (
 		d.Truncated = true
 	}
 	d.Files = changes
-	return d, nil
+	return d
 }
 
 // noIndexFile names, in the git directory, an index that is never

@@ -80,6 +80,7 @@ type Runner struct {
 	started   atomic.Int64
 	cache     openCache
 	refNames  refNamesCache
+	objects   objectsCache
 }
 
 // RunnerOptions configure NewRunner.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/objfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
@@ -41,6 +42,9 @@ type Objects struct {
 	// than maxLocalIndex of it is left to git, which maps its indexes
 	// instead of reading them, before any is read.
 	idxBytes int64
+	// cacheBytes, when set, bounds each pack's cache of objects (go-git's
+	// default, 96 MiB, is for an Objects read once and dropped).
+	cacheBytes cache.FileSize
 }
 
 // maxLocalIndex bounds the pack indexes one Objects reads.
@@ -128,7 +132,11 @@ func (o *Objects) packed(h plumbing.Hash) (plumbing.EncodedObject, error) {
 			if err != nil {
 				return nil, err
 			}
-			p.pf = packfile.NewPackfile(p.idx, fs, f, largeObject)
+			if o.cacheBytes > 0 {
+				p.pf = packfile.NewPackfileWithCache(p.idx, fs, f, cache.NewObjectLRU(o.cacheBytes), largeObject)
+			} else {
+				p.pf = packfile.NewPackfile(p.idx, fs, f, largeObject)
+			}
 		}
 		return p.pf.Get(h)
 	}
