@@ -16,6 +16,7 @@ require (
 	github.com/godbus/dbus/v5 v5.1.0
 	github.com/google/jsonschema-go v0.4.3
 	github.com/google/uuid v1.6.0
+	github.com/hashicorp/yamux v0.1.2
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/ory/fosite v0.49.0
 	github.com/pelletier/go-toml/v2 v2.4.3

@@ -45,6 +45,7 @@ var commands = []command{
 	{"session", "serve a confined session's agent (started by `sluice run`)", runSessionServer},
 	{"relay", "inside a confined session: connect stdio to the session's sidecar", runRelay},
 	{"sandbox-init", "inside a confined session: the forwarders, then the agent", runSandboxInit},
+	{"pod-link", "inside a session's pod: carry its sockets over stdin/stdout to the host", runPodLink},
 }
 
 // Main runs sluice-sidecar with args (without the program name) and
