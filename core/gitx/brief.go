@@ -57,13 +57,14 @@ const (
 
 var conventionalRe = regexp.MustCompile(`^[a-z]+(\([^)]+\))?!?: \S`)
 
-// Brief gathers the situation of a repository in two concurrent git
-// processes, one status and one log, and the refs: the local branches and
-// where origin/HEAD points come from the runner's reading of the refs
-// (cachedRefs), which starts a for-each-ref beside them only when the ref
-// files changed since it was read. A bare repository, which has no
-// status, takes the branch HEAD names and its commit from a for-each-ref
-// of its own (briefRefsByGit).
+// Brief gathers the situation of a repository: a git status, the recent
+// commits and the refs, concurrently. The commits are read in process
+// where git log's answer is certain (logLocal), else by a git log. The
+// local branches and where origin/HEAD points come from the runner's
+// reading of the refs (cachedRefs), which starts a for-each-ref only when
+// the ref files changed since it was read. A bare repository, which has
+// no status, takes the branch HEAD names and its commit from a
+// for-each-ref of its own (briefRefsByGit).
 func (repo *Repo) Brief(ctx context.Context) (*Brief, error) {
 	b := &Brief{Root: repo.Root, Bare: repo.Bare, Recent: []Commit{}, Hints: []string{}}
 	// Each process keeps its own error: a failed log only makes the brief
@@ -83,7 +84,7 @@ func (repo *Repo) Brief(ctx context.Context) (*Brief, error) {
 		})
 	}
 	g.Go(func() error {
-		commits, logErr = repo.logCommits(ctx, logOpts{opts: []string{"--max-count=" + fmt.Sprint(briefSample)}, revs: []string{"HEAD"}})
+		commits, logErr = repo.briefLog(ctx, briefSample)
 		return nil
 	})
 	g.Go(func() error {

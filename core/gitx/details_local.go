@@ -298,9 +298,11 @@ type localCommit struct {
 	message           string
 }
 
-// localIdent is an identity with its date as %aI gives it.
+// localIdent is an identity with its date as %aI gives it, and the
+// date's seconds.
 type localIdent struct {
 	name, email, date string
+	secs              int64
 }
 
 // parseLocalCommit reads a commit object whose every part git would give
@@ -403,7 +405,7 @@ func parseLocalIdent(s string, v Version) (localIdent, bool) {
 		return localIdent{}, false
 	}
 	date := fmt.Sprintf("%04d-%02d-%02dT%02d:%02d:%02d%c%02d:%02d", t.Year(), int(t.Month()), t.Day(), t.Hour(), t.Minute(), t.Second(), sign, off/100, off%100)
-	return localIdent{name: name, email: email, date: date}, true
+	return localIdent{name: name, email: email, date: date, secs: secs}, true
 }
 
 // diffLocal compares two trees as diff-tree -r does, in its order.

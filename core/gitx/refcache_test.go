@@ -88,8 +88,8 @@ func TestCommitDetails_RefsReadOnce(t *testing.T) {
 	}
 }
 
-// TestBrief_RefsReadOnce: once the refs are read, a brief starts two git
-// processes (status and log) while no ref changes, and its local branches
+// TestBrief_RefsReadOnce: once the refs are read, a brief starts one git
+// process (its status) while no ref changes, and its local branches
 // and default branch are what the brief's own for-each-ref of refs/heads
 // and refs/remotes/origin/HEAD says after each change to the refs (loose,
 // packed, nested, symbolic, a symbolic ref to a ref outside the branches,
@@ -142,9 +142,15 @@ func TestBrief_RefsReadOnce(t *testing.T) {
 					t.Errorf("%s: started %d git processes, want %d", step, n, wantProcs)
 				}
 			}
+			// Warm, a brief starts its status; and its log where git
+			// answers it (a SHA-256 repository, an unborn HEAD).
+			warm := int64(1)
+			if format != "sha1" {
+				warm = 2
+			}
 			check("first", 0)
-			check("again", 2)
-			check("and again", 2)
+			check("again", warm)
+			check("and again", warm)
 			for _, step := range []struct {
 				name string
 				args []string
@@ -177,7 +183,11 @@ func TestBrief_RefsReadOnce(t *testing.T) {
 				ageRefs(t, gitDir)
 				check(step.name+", aged", 0)
 				if !strings.Contains(step.name, "outside") {
-					check(step.name+", aged, again", 2)
+					want := warm
+					if step.name == "unborn branch" {
+						want = 2
+					}
+					check(step.name+", aged, again", want)
 				}
 			}
 		})
