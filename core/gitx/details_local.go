@@ -72,7 +72,13 @@ type sharedObjects struct {
 	mu    sync.Mutex
 	objs  *Objects
 	stamp refStamp
+	used  time.Time // under objectsCache.mu
 }
+
+// maxCachedObjects is how many repositories' objects a runner keeps: a
+// session reads a few repositories again and again, and each keeps up to
+// maxLocalIndex of pack index and a few MiB of objects.
+const maxCachedObjects = 8
 
 // objects returns the cached Objects of repo, locked; the caller unlocks.
 func (repo *Repo) objects() *sharedObjects {
@@ -97,7 +103,17 @@ func (repo *Repo) objects() *sharedObjects {
 		// The Objects replaced is not closed: a call may still read it;
 		// its packs are closed when it is collected.
 		c.m[repo.CommonDir] = so
+		if len(c.m) > maxCachedObjects {
+			oldest := ""
+			for dir, e := range c.m {
+				if dir != repo.CommonDir && (oldest == "" || e.used.Before(c.m[oldest].used)) {
+					oldest = dir
+				}
+			}
+			delete(c.m, oldest)
+		}
 	}
+	so.used = time.Now()
 	so.mu.Lock()
 	return so
 }

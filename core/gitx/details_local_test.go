@@ -212,3 +212,29 @@ func testCommitDetailsLocal(t *testing.T, format string) {
 		t.Errorf("under a per-user attributes file: %+v, want a binary file as git says", d.Files)
 	}
 }
+
+// TestObjectsCache_Bounded: a runner keeps the objects of at most
+// maxCachedObjects repositories, dropping the one read longest ago.
+func TestObjectsCache_Bounded(t *testing.T) {
+	noUserAttributes(t)
+	run := newRunner(t)
+	var dirs []string
+	for range maxCachedObjects + 3 {
+		r := gitxtest.Basic(t, 2)
+		dirs = append(dirs, filepath.Join(r.Dir, ".git"))
+		if _, err := openIn(t, run, r.Dir).CommitDetails(ctx(t), "HEAD", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run.objects.mu.Lock()
+	defer run.objects.mu.Unlock()
+	if n := len(run.objects.m); n != maxCachedObjects {
+		t.Errorf("%d repositories' objects kept, want %d", n, maxCachedObjects)
+	}
+	for i, d := range dirs {
+		d, _ = filepath.EvalSymlinks(d)
+		if _, kept := run.objects.m[d]; kept != (i >= len(dirs)-maxCachedObjects) {
+			t.Errorf("repository %d of %d kept: %v", i, len(dirs), kept)
+		}
+	}
+}
