@@ -176,12 +176,8 @@ func (w *Work) copyIndexFile(from string) ([]string, error) {
 	return []string{"GIT_INDEX_FILE=" + path}, nil
 }
 
-// writeTree writes the tree of a temporary index: in this process where
-// git's answer is certain (see writeTreeLocal), else with git write-tree.
+// writeTree writes the tree of a temporary index.
 func (w *Work) writeTree(ctx context.Context, env []string) (string, error) {
-	if id, ok := w.writeTreeLocal(env); ok {
-		return id, nil
-	}
 	res, err := w.run(ctx, gitrun.Call{Args: []string{"write-tree"}, Env: env})
 	if err != nil {
 		if strings.Contains(gitrun.StderrOf(err), "unmerged") {
