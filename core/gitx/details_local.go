@@ -121,6 +121,11 @@ func (repo *Repo) objects() *sharedObjects {
 // Full reads the whole of object h of type t, refusing (ErrNotLocal) one
 // larger than max.
 func (o *Objects) Full(h plumbing.Hash, t plumbing.ObjectType, max int64) ([]byte, error) {
+	// An id names one content wherever it is stored: the packs, whose
+	// indexes are read already, are searched before the file system.
+	if obj, err := o.packed(h); err == nil {
+		return fullObject(obj, t, max)
+	}
 	id := h.String()
 	f, err := os.Open(filepath.Join(o.dir, id[:2], id[2:]))
 	if err == nil {
@@ -140,11 +145,12 @@ func (o *Objects) Full(h plumbing.Hash, t plumbing.ObjectType, max int64) ([]byt
 		}
 		return b, nil
 	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return nil, ErrNotLocal
-	}
-	obj, err := o.packed(h)
-	if err != nil || obj.Type() != t || obj.Size() > max {
+	return nil, ErrNotLocal
+}
+
+// fullObject reads the whole of obj, of type t and at most max bytes.
+func fullObject(obj plumbing.EncodedObject, t plumbing.ObjectType, max int64) ([]byte, error) {
+	if obj.Type() != t || obj.Size() > max {
 		return nil, ErrNotLocal
 	}
 	rd, err := obj.Reader()
