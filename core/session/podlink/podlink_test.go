@@ -395,6 +395,16 @@ func (g *gatekeeper) before(ctx context.Context) error {
 	}
 }
 
+// wait returns once BeforeCall was entered.
+func (g *gatekeeper) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-g.entered:
+	case <-time.After(deadline):
+		t.Fatal("BeforeCall was not called")
+	}
+}
+
 func (g *gatekeeper) count() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -422,7 +432,7 @@ func TestLink_BeforeCallGatesToolCalls(t *testing.T) {
 	// A tools/call waits for BeforeCall: held while it runs, passed when it allows.
 	call := `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"write_file"}}` + "\n"
 	io.WriteString(c, call)
-	<-gk.entered
+	gk.wait(t)
 	if got := srv.received(); len(got) != 2 {
 		t.Fatalf("the call reached the server before BeforeCall returned: %q", got)
 	}
@@ -437,7 +447,7 @@ func TestLink_BeforeCallGatesToolCalls(t *testing.T) {
 	// Refused: an error response with the call's id, and the server never sees it.
 	refused := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run"}}` + "\n"
 	io.WriteString(c, refused)
-	<-gk.entered
+	gk.wait(t)
 	gk.answer <- errors.New("the session is sealing: try again")
 	r := readResponse(t, br)
 	if string(r.ID) != "7" || r.Error == nil || r.Error.Code != -32603 || r.Error.Message != "the session is sealing: try again" {
@@ -455,7 +465,7 @@ func TestLink_BeforeCallGatesToolCalls(t *testing.T) {
 
 	// A batch holding a call is gated whole; refused, each request is answered.
 	io.WriteString(c, `[{"jsonrpc":"2.0","id":9,"method":"tools/list"},{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{}}]`+"\n")
-	<-gk.entered
+	gk.wait(t)
 	gk.answer <- errors.New("no")
 	line, err := br.ReadBytes('\n')
 	var batch []response
@@ -486,7 +496,7 @@ func TestLink_LargeLinesPassUnchanged(t *testing.T) {
 		io.WriteString(c, call)
 		io.WriteString(c, notJSON)
 	}()
-	<-gk.entered
+	gk.wait(t)
 	gk.answer <- nil
 	if r := readResponse(t, br); string(r.ID) != "1" || r.Result == nil || r.Result.N != len(call) {
 		t.Fatalf("large call answered %+v", r)
