@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/objfile"
 )
 
@@ -94,9 +93,7 @@ func (repo *Repo) objects() *sharedObjects {
 	// A directory stamped within the racy window is read again next time.
 	fresh := so != nil && sameRefStamps([]refStamp{so.stamp}, []refStamp{stamp}) && stamp.mtime.Before(time.Now().Add(-refCacheRacy))
 	if !fresh {
-		objs := NewObjects(repo.CommonDir)
-		objs.cacheBytes = 4 * cache.MiByte
-		so = &sharedObjects{objs: objs, stamp: stamp}
+		so = &sharedObjects{objs: NewObjects(repo.CommonDir), stamp: stamp}
 		if c.m == nil {
 			c.m = map[string]*sharedObjects{}
 		}
@@ -123,8 +120,15 @@ func (repo *Repo) objects() *sharedObjects {
 func (o *Objects) Full(h plumbing.Hash, t plumbing.ObjectType, max int64) ([]byte, error) {
 	// An id names one content wherever it is stored: the packs, whose
 	// indexes are read already, are searched before the file system.
-	if obj, err := o.packed(h); err == nil {
-		return fullObject(obj, t, max)
+	obj, err := o.readPacked(h, max)
+	if err == nil {
+		if obj.typ != t {
+			return nil, ErrNotLocal
+		}
+		return obj.data, nil
+	}
+	if !errors.Is(err, plumbing.ErrObjectNotFound) {
+		return nil, ErrNotLocal
 	}
 	id := h.String()
 	f, err := os.Open(filepath.Join(o.dir, id[:2], id[2:]))
@@ -146,23 +150,6 @@ func (o *Objects) Full(h plumbing.Hash, t plumbing.ObjectType, max int64) ([]byt
 		return b, nil
 	}
 	return nil, ErrNotLocal
-}
-
-// fullObject reads the whole of obj, of type t and at most max bytes.
-func fullObject(obj plumbing.EncodedObject, t plumbing.ObjectType, max int64) ([]byte, error) {
-	if obj.Type() != t || obj.Size() > max {
-		return nil, ErrNotLocal
-	}
-	rd, err := obj.Reader()
-	if err != nil {
-		return nil, ErrNotLocal
-	}
-	defer rd.Close()
-	b, err := io.ReadAll(io.LimitReader(rd, max+1))
-	if err != nil || int64(len(b)) != obj.Size() {
-		return nil, ErrNotLocal
-	}
-	return b, nil
 }
 
 // commitDetailsLocal is CommitDetails' diff-tree of rev, read in this

@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/objfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
@@ -42,9 +41,9 @@ type Objects struct {
 	// than maxLocalIndex of it is left to git, which maps its indexes
 	// instead of reading them, before any is read.
 	idxBytes int64
-	// cacheBytes, when set, bounds each pack's cache of objects (go-git's
-	// default, 96 MiB, is for an Objects read once and dropped).
-	cacheBytes cache.FileSize
+	// bases and baseBytes are the objects readPacked keeps (pack_local.go).
+	bases     map[baseKey]packedObject
+	baseBytes int64
 }
 
 // maxLocalIndex bounds the pack indexes one Objects reads.
@@ -54,6 +53,7 @@ type localPack struct {
 	name string // pack-<id>, without extension
 	idx  *idxfile.MemoryIndex
 	pf   *packfile.Packfile
+	raw  *os.File // the pack as readPacked reads it
 }
 
 // Object reads object h of type t: the whole of a small one, a large one
@@ -132,11 +132,7 @@ func (o *Objects) packed(h plumbing.Hash) (plumbing.EncodedObject, error) {
 			if err != nil {
 				return nil, err
 			}
-			if o.cacheBytes > 0 {
-				p.pf = packfile.NewPackfileWithCache(p.idx, fs, f, cache.NewObjectLRU(o.cacheBytes), largeObject)
-			} else {
-				p.pf = packfile.NewPackfile(p.idx, fs, f, largeObject)
-			}
+			p.pf = packfile.NewPackfile(p.idx, fs, f, largeObject)
 		}
 		return p.pf.Get(h)
 	}
@@ -192,6 +188,9 @@ func (o *Objects) Close() {
 	for _, p := range o.packs {
 		if p.pf != nil {
 			p.pf.Close()
+		}
+		if p.raw != nil {
+			p.raw.Close()
 		}
 	}
 }
