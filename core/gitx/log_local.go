@@ -155,8 +155,9 @@ func subjectOf(msg string) string {
 // abbreviator gives object ids as --abbrev=12 does where 12 digits are
 // enough.
 type abbreviator struct {
-	objs  *Objects
-	loose map[string][]string // fan-out directory → its entries
+	objs   *Objects
+	fanout map[string]bool     // the object directory's entries
+	loose  map[string][]string // fan-out directory → its entries
 }
 
 const abbrevLen = 12
@@ -166,8 +167,20 @@ const abbrevLen = 12
 func (a *abbreviator) abbrev(id string) (string, error) {
 	prefix := id[:abbrevLen]
 	dir := id[:2]
+	if a.fanout == nil {
+		// Which fan-out directories exist, in one read: a packed
+		// repository has few.
+		ents, err := os.ReadDir(a.objs.dir)
+		if err != nil {
+			return "", ErrNotLocal
+		}
+		a.fanout = map[string]bool{}
+		for _, e := range ents {
+			a.fanout[e.Name()] = true
+		}
+	}
 	names, ok := a.loose[dir]
-	if !ok {
+	if !ok && a.fanout[dir] {
 		ents, err := os.ReadDir(filepath.Join(a.objs.dir, dir))
 		if err != nil && !os.IsNotExist(err) {
 			return "", ErrNotLocal

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
@@ -181,14 +182,25 @@ func (o *Objects) keepBase(key baseKey, obj packedObject) {
 	o.baseBytes += n
 }
 
+// zlibReaders are inflaters to reuse: each holds tens of KiB of state.
+var zlibReaders sync.Pool
+
 // inflateExactly inflates the zlib stream at r, which must hold exactly
 // size bytes.
 func inflateExactly(r io.Reader, size int64) ([]byte, error) {
-	zr, err := zlib.NewReader(r)
-	if err != nil {
-		return nil, ErrNotLocal
+	var zr io.ReadCloser
+	if v, ok := zlibReaders.Get().(io.ReadCloser); ok {
+		if err := v.(zlib.Resetter).Reset(r, nil); err != nil {
+			return nil, ErrNotLocal
+		}
+		zr = v
+	} else {
+		var err error
+		if zr, err = zlib.NewReader(r); err != nil {
+			return nil, ErrNotLocal
+		}
 	}
-	defer zr.Close()
+	defer zlibReaders.Put(zr)
 	data := make([]byte, size)
 	if _, err := io.ReadFull(zr, data); err != nil {
 		return nil, ErrNotLocal
