@@ -417,7 +417,7 @@ func (r *Runtime) Remove(ctx context.Context, id string) error {
 
 // remove deletes those of the run's objects whose resource ours names.
 func (r *Runtime) remove(ctx context.Context, id string, ours func(resource string) bool) error {
-	if errs := validation.IsDNS1123Label(id); len(errs) > 0 || !strings.HasPrefix(id, namePrefix) {
+	if errs := validation.IsDNS1123Label(id); len(errs) > 0 || !strings.HasPrefix(id, namePrefix) && !strings.HasPrefix(id, sessionPrefix) {
 		return errcode.New(errcode.InvalidArgument, "%q is not the name of a workspace run's pod", id)
 	}
 	ctx, cancel := context.WithTimeout(ctx, removeWait)

@@ -3,6 +3,7 @@ package kube
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -28,6 +29,9 @@ type allowed struct {
 	maxDeadline int64
 	// runCmd is the run container's command, exactly as built.
 	runCmd []string
+	// shape is the pod's containers, volumes and mounts; nil is a
+	// workspace run's (runShape of runCmd).
+	shape *podShape
 	// nodeSelector and tolerations are what the RuntimeClass's scheduling
 	// adds to the pod (its admission merges them in); nil unless the
 	// stored pod has any (see create).
@@ -96,11 +100,12 @@ func validatePodSpec(name string, s *corev1.PodSpec, a allowed) error {
 	if err := validatePodSecurity(s.SecurityContext, a); err != nil {
 		return err
 	}
-	if err := validateVolumes(s.Volumes); err != nil {
+	shape := a.podShape()
+	if err := validateVolumes(s.Volumes, shape); err != nil {
 		return err
 	}
-	if len(s.Containers) != 2 || s.Containers[0].Name != containerKeeper || s.Containers[1].Name != containerRun {
-		return refusal("the pod must have exactly the keeper and run containers")
+	if !slices.Equal(containerNames(s.Containers), shape.containers) {
+		return refusal("the pod must have exactly the containers %s", strings.Join(shape.containers, " and "))
 	}
 	for i := range s.Containers {
 		if err := validateContainer(name, &s.Containers[i], a); err != nil {
@@ -185,7 +190,7 @@ func validatePodSecurity(sc *corev1.PodSecurityContext, a allowed) error {
 	return nil
 }
 
-func validateVolumes(vols []corev1.Volume) error {
+func validateVolumes(vols []corev1.Volume, shape *podShape) error {
 	seen := map[string]bool{}
 	for _, v := range vols {
 		ed := v.EmptyDir
@@ -203,35 +208,79 @@ func validateVolumes(vols []corev1.Volume) error {
 		if ed.SizeLimit == nil || ed.SizeLimit.Sign() <= 0 {
 			return refusal("volume %q must have a size limit", v.Name)
 		}
-		switch v.Name {
-		case volWorkspace, volGit:
-			if ed.Medium != corev1.StorageMediumDefault {
-				return refusal("volume %q must be on disk", v.Name)
-			}
-		case volTmp:
-			if ed.Medium != corev1.StorageMediumMemory {
-				return refusal("volume tmp must be in memory")
-			}
-		default:
-			return refusal("volume %q is not one of the run's", v.Name)
+		medium, ok := shape.volumes[v.Name]
+		switch {
+		case !ok:
+			return refusal("volume %q is not one of the pod's", v.Name)
+		case ed.Medium != medium && medium == corev1.StorageMediumMemory:
+			return refusal("volume %s must be in memory", v.Name)
+		case ed.Medium != medium:
+			return refusal("volume %q must be on disk", v.Name)
 		}
 	}
-	if !seen[volWorkspace] || !seen[volTmp] {
-		return refusal("the workspace and tmp volumes are required")
+	for _, v := range shape.required {
+		if !seen[v] {
+			return refusal("the volumes %s are required", strings.Join(shape.required, " and "))
+		}
 	}
 	return nil
 }
 
+// podShape is what a pod is made of: its containers in order, its
+// volumes (each with its medium), where each container mounts which, each
+// container's command, and which container has stdin (opened once) and
+// may have a terminal.
+type podShape struct {
+	containers []string
+	volumes    map[string]corev1.StorageMedium
+	required   []string
+	mounts     map[string]map[string]mountRule
+	cmds       map[string][]string
+	stdin      string
+	tty        bool
+}
+
 // mountRule is where a volume may be mounted, and whether read-only.
-var mountRules = map[string]map[string]struct {
+type mountRule struct {
 	path     string
 	readOnly bool
-}{
+}
+
+// runShape is a workspace run's pod.
+func runShape(runCmd []string) *podShape {
+	return &podShape{
+		containers: []string{containerKeeper, containerRun},
+		volumes:    map[string]corev1.StorageMedium{volWorkspace: corev1.StorageMediumDefault, volGit: corev1.StorageMediumDefault, volTmp: corev1.StorageMediumMemory},
+		required:   []string{volWorkspace, volTmp},
+		mounts:     mountRules,
+		cmds:       map[string][]string{containerKeeper: keeperCmd, containerRun: runCmd},
+		stdin:      containerRun,
+	}
+}
+
+func (a allowed) podShape() *podShape {
+	if a.shape != nil {
+		return a.shape
+	}
+	return runShape(a.runCmd)
+}
+
+func containerNames(cs []corev1.Container) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// mountRules are where a workspace run's containers mount its volumes.
+var mountRules = map[string]map[string]mountRule{
 	containerKeeper: {volWorkspace: {"/workspace", false}, volGit: {"/workspace/.git", false}},
 	containerRun:    {volWorkspace: {"/workspace", false}, volGit: {"/workspace/.git", true}, volTmp: {"/tmp", false}},
 }
 
 func validateContainer(pod string, c *corev1.Container, a allowed) error {
+	shape := a.podShape()
 	if c.Image != a.image {
 		return refusal("container %s: the image must be the workspace image %s", c.Name, a.image)
 	}
@@ -251,28 +300,24 @@ func validateContainer(pod string, c *corev1.Container, a allowed) error {
 		return refusal("container %s: the user is the pod's", c.Name)
 	case sc.SeccompProfile != nil || sc.ProcMount != nil && *sc.ProcMount != corev1.DefaultProcMount || sc.SELinuxOptions != nil || sc.AppArmorProfile != nil:
 		return refusal("container %s: seccomp, procMount, SELinux and AppArmor are the pod's", c.Name)
-	case c.TTY || len(c.Ports) > 0 || len(c.VolumeDevices) > 0 || len(c.EnvFrom) > 0:
+	case c.TTY && !(shape.tty && c.Name == shape.stdin) || len(c.Ports) > 0 || len(c.VolumeDevices) > 0 || len(c.EnvFrom) > 0:
 		return refusal("container %s: no TTY, ports, devices or envFrom", c.Name)
 	case c.ImagePullPolicy != corev1.PullIfNotPresent && c.ImagePullPolicy != corev1.PullNever:
 		return refusal("container %s: the image pull policy must be IfNotPresent or Never", c.Name)
 	case c.LivenessProbe != nil || c.ReadinessProbe != nil || c.StartupProbe != nil || c.Lifecycle != nil:
 		return refusal("container %s: no probes or lifecycle hooks", c.Name)
 	}
-	want := keeperCmd
-	if c.Name == containerRun {
-		want = a.runCmd
-	}
-	if !slices.Equal(c.Command, want) || len(c.Args) > 0 {
+	if want, ok := shape.cmds[c.Name]; !ok || !slices.Equal(c.Command, want) || len(c.Args) > 0 {
 		return refusal("container %s: the command must be the one Sluice built", c.Name)
 	}
 	if len(c.Resources.Claims) > 0 {
 		return refusal("container %s: no resource claims", c.Name)
 	}
-	if c.Name == containerRun && (!c.Stdin || !c.StdinOnce) {
-		return refusal("container run: stdin must be open once (the start gate)")
+	if c.Name == shape.stdin && (!c.Stdin || !c.StdinOnce) {
+		return refusal("container %s: stdin must be open once (the start gate)", c.Name)
 	}
-	if c.Name == containerKeeper && c.Stdin {
-		return refusal("container keeper: no stdin")
+	if c.Name != shape.stdin && c.Stdin {
+		return refusal("container %s: no stdin", c.Name)
 	}
 	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
 		req, okR := c.Resources.Requests[r]
@@ -281,13 +326,20 @@ func validateContainer(pod string, c *corev1.Container, a allowed) error {
 			return refusal("container %s: %s must be requested and limited, requests equal to limits", c.Name, r)
 		}
 	}
-	rules := mountRules[c.Name]
+	rules := shape.mounts[c.Name]
 	for _, m := range c.VolumeMounts {
 		rule, ok := rules[m.Name]
 		if !ok || m.MountPath != rule.path || m.ReadOnly != rule.readOnly || m.SubPath != "" || m.SubPathExpr != "" ||
 			m.MountPropagation != nil && *m.MountPropagation != corev1.MountPropagationNone {
 			return refusal("container %s: volume %s may not be mounted at %s like this", c.Name, m.Name, m.MountPath)
 		}
+	}
+	if c.Name != shape.stdin {
+		// The keeper's environment is fixed: PATH and HOME, nothing more.
+		if len(c.Env) != 2 || c.Env[0] != (corev1.EnvVar{Name: "PATH", Value: containerPath}) || c.Env[1] != (corev1.EnvVar{Name: "HOME", Value: containerHome}) {
+			return refusal("container %s: the environment must be PATH and HOME as Sluice sets them", c.Name)
+		}
+		return nil
 	}
 	secret := map[string]bool{}
 	for _, n := range a.secretEnv {

@@ -203,10 +203,13 @@ func startFailure(p *corev1.Pod, image string) error {
 	return nil
 }
 
-// running reports whether both containers run.
+// running reports whether every container of the pod runs.
 func running(p *corev1.Pod) bool {
-	for _, name := range []string{containerKeeper, containerRun} {
-		cs := containerStatus(p, name)
+	if len(p.Spec.Containers) == 0 {
+		return false
+	}
+	for _, c := range p.Spec.Containers {
+		cs := containerStatus(p, c.Name)
 		if cs == nil || cs.State.Running == nil {
 			return false
 		}
