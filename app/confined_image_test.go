@@ -80,8 +80,17 @@ func ensureAgentImage(t testing.TB, person string, uid, gid int) string {
 
 // agentRootfs is the image's root file system as a tar.
 func agentRootfs(t testing.TB, person string, uid, gid int) []byte {
+	return agentRootfsWith(t, person, uid, gid, nil)
+}
+
+// agentRootfsWith is agentRootfs with more host files in it (path in the
+// image -> host file).
+func agentRootfsWith(t testing.TB, person string, uid, gid int, extra map[string]string) []byte {
 	t.Helper()
 	files := map[string]string{} // path in the image -> host file
+	for k, v := range extra {
+		files[k] = v
+	}
 	links := map[string]string{} // path in the image -> link target
 	libsOf := func(prog string) {
 		out, err := exec.Command("ldd", prog).Output()

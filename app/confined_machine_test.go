@@ -72,6 +72,10 @@ type machine struct {
 	// docker or runsc); image is their pinned workspace image.
 	containers bool
 	image      string
+	// kube: the session runs in a pod of the test cluster
+	// (confined_kube_test.go); ns is its namespace.
+	kube bool
+	ns   string
 }
 
 // machineOption changes the machine before Sluice starts on it.
@@ -122,6 +126,9 @@ func newMachine(t testing.TB, opts ...machineOption) *machine {
 	m.startServices()
 	if m.containers {
 		m.pinImage()
+	}
+	if m.kube {
+		m.pinCluster()
 	}
 	m.startApp()
 	return m

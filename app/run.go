@@ -29,6 +29,7 @@ import (
 	confined "github.com/sluicehq/sluice/core/session"
 	"github.com/sluicehq/sluice/core/workspace"
 	"github.com/sluicehq/sluice/core/workspace/dockerrt"
+	"github.com/sluicehq/sluice/core/workspace/kube"
 )
 
 // `sluice run` starts an agent inside a sandbox Sluice builds (see
@@ -75,7 +76,9 @@ flags:
   --allow-host HOST[:PORT]  let the session reach this host too (repeatable; audited)
   --env NAME                pass this variable of your environment in too (repeatable)
   --runtime NAME            the sandbox: bubblewrap (default); docker or runsc run it in
-                            the workspace image (runsc: under gVisor, a kernel of its own)
+                            the workspace image (runsc: under gVisor, a kernel of its own);
+                            kubernetes runs it in a pod of the configured cluster, from
+                            kubernetes.sessionImage
 `, strings.Join(connect.AgentNames(), ", "))
 }
 
@@ -147,16 +150,21 @@ func launch(o runOptions, stdin *os.File, stdout, stderr io.Writer) (int, error)
 		return 0, errors.New("HOME is not set to an absolute path")
 	}
 	prog, err := exec.LookPath(o.Program)
-	if err != nil {
+	switch {
+	case err != nil && o.Runtime == confined.RuntimeKubernetes:
+		// A pod runs the session image's program of that name.
+		prog = filepath.Base(o.Program)
+	case err != nil:
 		return 0, fmt.Errorf("%s is not installed (not on PATH)", o.Program)
-	}
-	if prog, err = filepath.Abs(prog); err != nil {
-		return 0, err
-	}
-	// The program itself, not a link to it: the directory a link sits in
-	// (a bin directory in HOME) is not shown inside.
-	if real, err := filepath.EvalSymlinks(prog); err == nil {
-		prog = real
+	default:
+		if prog, err = filepath.Abs(prog); err != nil {
+			return 0, err
+		}
+		// The program itself, not a link to it: the directory a link sits
+		// in (a bin directory in HOME) is not shown inside.
+		if real, err := filepath.EvalSymlinks(prog); err == nil {
+			prog = real
+		}
 	}
 	bwrap, err := confined.FindBubblewrap()
 	if err != nil {
@@ -242,12 +250,31 @@ func runSession(ctx context.Context, cfg *config.Config, o runOptions, g gateway
 	defer pg.Revoke()
 	go proxy.ServeGrant(egressLn, pg)
 
-	tools := toolDirs(prog)
+	var tools []string
+	if o.Runtime != confined.RuntimeKubernetes {
+		tools = toolDirs(prog)
+	}
 	// Sluice's places as this process's configuration names them, and as
 	// the app's does (it may have started with other variables).
 	places := confined.PlanPlaces(home, os.Getenv, append(sluiceDirs(cfg), g.Hide...), cfg.AllowedRoots, tools)
 	var rt confined.Runtime = confined.Bubblewrap{Path: bwrap}
-	if o.Runtime != confined.RuntimeBubblewrap {
+	switch o.Runtime {
+	case confined.RuntimeBubblewrap:
+	case confined.RuntimeKubernetes:
+		k := cfg.Kubernetes
+		if !cfg.OnKubernetes() {
+			return 0, errcode.New(errcode.Unsupported, `config.json configures no cluster ("workspaceRuntime": "kubernetes" and its "kubernetes" block)`)
+		}
+		kr, err := kube.New(ctx, kube.Options{Kubeconfig: k.Kubeconfig, Context: k.Context, Namespace: k.Namespace,
+			RuntimeClassName: k.RuntimeClassName, ImagePullPolicy: k.ImagePullPolicy})
+		if err != nil {
+			return 0, err
+		}
+		// The image the app started the session with (and audited); the
+		// pod sees no root and no install of the person's: the image
+		// carries the agent.
+		rt = confined.Container{Engine: kubeSessionEngine{kr}, Runtime: o.Runtime, Image: g.Image, Limits: kubeSessionLimits}
+	default:
 		d, err := dockerrt.New(ctx)
 		if err != nil {
 			return 0, err

@@ -28,6 +28,7 @@ import (
 	confined "github.com/sluicehq/sluice/core/session"
 	"github.com/sluicehq/sluice/core/workspace"
 	"github.com/sluicehq/sluice/core/workspace/dockerrt"
+	"github.com/sluicehq/sluice/core/workspace/kube"
 )
 
 // sessions is the app's side of confined sessions: it registers them
@@ -92,8 +93,12 @@ func (ss *sessions) Register(ctx context.Context, req gateway.SessionRequest) (g
 		if ss.current().WorkspaceImage == "" {
 			return gateway.SessionGrant{}, errcode.New(errcode.Unsupported, "a session under %s runs in the workspace image; choose one first: sluice workspace image use NAME[:TAG]", req.Runtime)
 		}
+	case confined.RuntimeKubernetes:
+		if c := ss.current(); !c.OnKubernetes() || c.Kubernetes.SessionImage == "" {
+			return gateway.SessionGrant{}, errcode.New(errcode.Unsupported, `a session on Kubernetes runs in the cluster of config.json ("workspaceRuntime": "kubernetes") from its session image (kubernetes.sessionImage, digest-pinned, with the agent's CLI in it); neither is configured`)
+		}
 	default:
-		return gateway.SessionGrant{}, errcode.New(errcode.InvalidArgument, "runtime %q is not one of bubblewrap, docker, runsc", req.Runtime)
+		return gateway.SessionGrant{}, errcode.New(errcode.InvalidArgument, "runtime %q is not one of bubblewrap, docker, runsc, kubernetes", req.Runtime)
 	}
 	var agent, name string
 	switch {
@@ -160,7 +165,9 @@ func (ss *sessions) Register(ctx context.Context, req gateway.SessionRequest) (g
 		Runtime: req.Runtime, Network: network, Granted: granted, State: confined.StateRunning,
 		LauncherPID: req.LauncherPID, LauncherStart: start, TokenHash: hash, StartedAt: ss.now().UTC(),
 	}
-	if req.Runtime != confined.RuntimeBubblewrap {
+	if req.Runtime == confined.RuntimeKubernetes {
+		s.Image = ss.current().Kubernetes.SessionImage
+	} else if req.Runtime != confined.RuntimeBubblewrap {
 		s.Image = ss.current().WorkspaceImage
 	}
 	if req.Client != "" {
@@ -257,7 +264,13 @@ func (ss *sessions) end(ctx context.Context, id string) (gateway.SessionEnd, err
 	if s.State == confined.StateRunning {
 		// A container outlives a launcher that died: it goes first, so
 		// that nothing writes to the copy while it is read.
-		if s.Runtime != confined.RuntimeBubblewrap {
+		if s.Runtime == confined.RuntimeKubernetes {
+			// Its pod holds the agent's latest files: they come back into
+			// the copy first.
+			if err := ss.endSessionPod(ctx, id); err != nil {
+				return gateway.SessionEnd{}, err
+			}
+		} else if s.Runtime != confined.RuntimeBubblewrap {
 			if err := removeSessionContainers(ctx, id); err != nil {
 				return gateway.SessionEnd{}, err
 			}
@@ -672,6 +685,23 @@ func (ss *sessions) Stop(id, by string) error {
 }
 
 // removeSessionContainers removes what a session's container left.
+// endSessionPod reads a session pod's files back into the copy (when the
+// pod still runs) and deletes its objects, with the app's cluster
+// settings.
+func (ss *sessions) endSessionPod(ctx context.Context, id string) error {
+	cfg := ss.current()
+	if !cfg.OnKubernetes() {
+		return errcode.New(errcode.Unsupported, "the session ran on Kubernetes, which config.json no longer configures: its pod (if any is left) cannot be reached from here")
+	}
+	k := cfg.Kubernetes
+	rt, err := kube.New(ctx, kube.Options{Kubeconfig: k.Kubeconfig, Context: k.Context, Namespace: k.Namespace,
+		RuntimeClassName: k.RuntimeClassName, ImagePullPolicy: k.ImagePullPolicy, Logger: ss.log})
+	if err != nil {
+		return err
+	}
+	return rt.EndSession(ctx, id, ss.store.CopyDir(id))
+}
+
 func removeSessionContainers(ctx context.Context, id string) error {
 	d, err := dockerrt.New(ctx)
 	if err != nil {

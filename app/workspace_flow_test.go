@@ -35,7 +35,7 @@ func startWorkspaceFlow(t *testing.T) (f *webFlow, cs *mcp.ClientSession, env []
 
 // needWorkspaceDocker returns a Docker runtime and the local test image's
 // ID, skipping when the Engine is unreachable unless SLUICE_REQUIRE_E2E=1.
-func needWorkspaceDocker(t *testing.T) (*dockerrt.Docker, string) {
+func needWorkspaceDocker(t testing.TB) (*dockerrt.Docker, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

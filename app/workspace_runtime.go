@@ -44,6 +44,23 @@ func (e sessionEngine) StartSession(ctx context.Context, s workspace.SessionCont
 	return c, nil
 }
 
+// kubeSessionEngine starts a confined session's pod in the configured
+// cluster.
+type kubeSessionEngine struct{ r *kube.Runtime }
+
+func (e kubeSessionEngine) StartSession(ctx context.Context, s workspace.SessionContainerSpec, in io.Reader, out, errOut io.Writer) (confined.ContainerRun, error) {
+	c, err := e.r.StartSession(ctx, s, in, out, errOut)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// kubeSessionLimits are a session pod's agent container's: requests equal
+// limits on a cluster, so a session reserves what it may use (the keeper
+// adds half a CPU and 64 MiB).
+var kubeSessionLimits = workspace.Limits{MemoryBytes: 2 << 30, CPUs: 1, PIDs: 4096, TmpfsBytes: 512 << 20}
+
 // runtimeHost serves the sidecars' runs with the store's runtime, under
 // the image and OCI runtime config.json holds now (the app and every
 // sidecar follow it); nil without a store or a runtime, and the routes

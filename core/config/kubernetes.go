@@ -30,6 +30,11 @@ type Kubernetes struct {
 	// (NAME@sha256:<64 hex>): a tag could change under Sluice, a digest
 	// cannot.
 	Image string `json:"image,omitempty"`
+	// SessionImage is the image confined sessions run in under `sluice run
+	// --runtime kubernetes`, digest-pinned like Image. It carries the
+	// agents' CLIs (a pod cannot show the person's install) and /bin/sh and
+	// tar; empty means sessions do not run on the cluster.
+	SessionImage string `json:"sessionImage,omitempty"`
 	// RuntimeClassName selects a RuntimeClass (gvisor); empty means the
 	// cluster's default.
 	RuntimeClassName string `json:"runtimeClassName,omitempty"`
@@ -91,6 +96,9 @@ func (k Kubernetes) validate() error {
 	}
 	if k.Image == "" || !DigestPinned(k.Image) {
 		return fmt.Errorf("%w: kubernetes.image: %q is not a digest-pinned image (NAME@sha256:<64 hex digits>); a tag could change under Sluice, a digest cannot", ErrInvalid, k.Image)
+	}
+	if k.SessionImage != "" && !DigestPinned(k.SessionImage) {
+		return fmt.Errorf("%w: kubernetes.sessionImage: %q is not a digest-pinned image (NAME@sha256:<64 hex digits>)", ErrInvalid, k.SessionImage)
 	}
 	if k.RuntimeClassName != "" && (len(k.RuntimeClassName) > 253 || !dnsSubdomainRe().MatchString(k.RuntimeClassName)) {
 		return fmt.Errorf("%w: kubernetes.runtimeClassName: %q is not a RuntimeClass name", ErrInvalid, k.RuntimeClassName)

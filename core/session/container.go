@@ -106,7 +106,7 @@ func (c Container) Start(spec *Spec, stdio Stdio) (Process, error) {
 	}
 	cs := workspace.SessionContainerSpec{
 		Session: s.ID, Image: c.Image, RuntimeName: oci, User: fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()),
-		Cmd: cmd, Env: spec.Env, WorkingDir: spec.Dir, Binds: binds, TTY: tty, Limits: lim,
+		Cmd: cmd, Env: spec.Env, WorkingDir: spec.Dir, Binds: binds, TTY: tty, Limits: lim, Copy: s.Repo,
 	}
 	cs.Rows, cs.Cols = rows, cols
 	p := &containerProcess{stdin: stdio.In, restore: func() {}}

@@ -41,6 +41,9 @@ const (
 	RuntimeBubblewrap = "bubblewrap"
 	RuntimeRunsc      = "runsc"
 	RuntimeDocker     = "docker"
+	// RuntimeKubernetes runs the agent in a pod of the configured
+	// namespace (workspaceRuntime kubernetes, kubernetes.sessionImage).
+	RuntimeKubernetes = "kubernetes"
 )
 
 // Session is one confined agent session: what session.json holds. Only
@@ -64,7 +67,7 @@ type Session struct {
 	// on then ("" when detached).
 	Base   string `json:"base"`
 	Branch string `json:"branch,omitempty"`
-	// Runtime is the sandbox: bubblewrap, runsc or docker.
+	// Runtime is the sandbox: bubblewrap, runsc, docker or kubernetes.
 	Runtime string `json:"runtime"`
 	// Image is the image a docker or runsc session runs in (by ID): the
 	// workspace image the app had when it started the session.

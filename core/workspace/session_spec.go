@@ -21,7 +21,10 @@ type SessionContainerSpec struct {
 	Env        []string
 	WorkingDir string
 	Binds      []SessionBind
-	TTY        bool
+	// Copy is the bind target that holds the session's copy: a runtime
+	// that cannot bind it (a pod) carries it in and back.
+	Copy string
+	TTY  bool
 	// Rows and Cols size the terminal from the start (with TTY).
 	Rows, Cols uint
 	Limits     Limits

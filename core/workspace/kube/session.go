@@ -1,0 +1,716 @@
+package kube
+
+// Confined sessions as pods (`sluice run --runtime kubernetes`): the agent
+// runs in a pod of the configured namespace, from the session image (which
+// carries the agent's CLI), with the same hardening as a workspace run and
+// a NetworkPolicy that lets nothing in or out. A pod has no view of the
+// person's machine, so what a Docker session container gets as binds is
+// carried instead:
+//
+//   - the session's copy (with its git directory) and the person's objects
+//     it borrows, the confined HOME and the sidecar binary go in once, as
+//     one tar stream over exec into the keeper container, before the agent
+//     starts (it waits behind the same start gate as a run's program);
+//   - the two sockets a session has (MCP to the session's sidecar, the
+//     egress proxy) are served in the pod by `sluice-sidecar pod-link` in
+//     the keeper, whose exec stream carries every connection to the
+//     launcher's sockets (package podlink);
+//   - the copy comes back: before every tool call the agent makes (so a
+//     read tool answers for the files the agent has, and a proposal is
+//     sealed from them) and when the agent has ended, the pod's tree
+//     (without its .git) is read back as an untrusted archive into the
+//     launcher's copy in place (workspace.SyncTree).
+//
+// The HOME the agent changed in the pod is not carried back: the next
+// session starts from the confined HOME as it was.
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/session/podlink"
+	"github.com/sluicehq/sluice/core/workspace"
+)
+
+// Names and places of a session's pod.
+const (
+	sessionPrefix  = "sluice-session-"
+	containerAgent = "agent"
+	volRepo        = "repo"
+	volObjects     = "objects"
+	volHome        = "home"
+	volRun         = "run"
+	// keeperDir is where the keeper mounts the session's volumes.
+	keeperDir = "/sluice"
+	// labelSession selects a session's objects; the exact id is in the
+	// annotation of the same key.
+	labelSession = "sluice.session"
+	// sessionDeadline is a session pod's activeDeadlineSeconds: a backstop
+	// for a launcher that is gone and an app that never came back.
+	sessionDeadline = 7 * 24 * time.Hour
+	// Inside the agent's container, as under Bubblewrap and Docker.
+	insideDir     = "/run/sluice"
+	insideSidecar = insideDir + "/bin/sluice-sidecar"
+	insideMCP     = insideDir + "/mcp.sock"
+	insideEgress  = insideDir + "/egress.sock"
+	// The link's socket names (podlink's headers).
+	linkMCP    = "mcp"
+	linkEgress = "egress"
+	// insideObjects is where the agent sees the person's objects,
+	// read-only; the copy's origin alternate (.git/sluice-origin, which
+	// its alternates name) is a link to it in the pod (a mount inside the
+	// copy's .git would make its parents root's).
+	insideObjects = "/run/sluice-origin"
+	originEntry   = "repo/.git/sluice-origin"
+	// runBytes bounds the run volume (the sidecar binary and two sockets);
+	// homeBytes the confined HOME.
+	runBytes  = 256 << 20
+	homeBytes = 1 << 30
+)
+
+// sessionScript gates the agent on one line of stdin like a run's program
+// (see runScript), then becomes it: the container's first process is
+// sandbox-init, which passes signals on and reaps.
+const sessionScript = `read -r _ || exit 125; exec "$@"`
+
+// sessionPlaces are a session container spec's binds, each by its role.
+type sessionPlaces struct {
+	copyHost, copyTarget string
+	// objectsHost are the person's objects (bound at the copy's origin
+	// alternate under Docker).
+	objectsHost          string
+	homeHost, homeTarget string
+	sidecarHost          string
+	mcpHost, egressHost  string
+}
+
+// sessionPlacesOf sorts the binds a session container is given: the
+// Kubernetes runtime carries exactly the copy, the objects under it, the
+// HOME, the sidecar and the two sockets. Anything else (an allowed root,
+// the agent's install) cannot be carried into a pod and is refused: the
+// session image carries the agent.
+func sessionPlacesOf(cs workspace.SessionContainerSpec) (sessionPlaces, error) {
+	var p sessionPlaces
+	p.copyTarget = cs.Copy
+	if p.copyTarget == "" || !path.IsAbs(p.copyTarget) {
+		return p, errcode.New(errcode.InvalidArgument, "a session pod needs the copy's path")
+	}
+	for _, b := range cs.Binds {
+		switch {
+		case b.Target == insideMCP:
+			p.mcpHost = b.Source
+		case b.Target == insideEgress:
+			p.egressHost = b.Source
+		case b.Target == insideSidecar:
+			p.sidecarHost = b.Source
+		case b.Target == p.copyTarget && !b.ReadOnly:
+			p.copyHost = b.Source
+		case b.ReadOnly && strings.HasPrefix(b.Target, p.copyTarget+"/.git/"):
+			p.objectsHost = b.Source
+		case !b.ReadOnly && p.homeTarget == "":
+			p.homeHost, p.homeTarget = b.Source, b.Target
+		default:
+			return p, errcode.New(errcode.Unsupported, "a session pod cannot show %s: only the copy, its objects, the confined HOME and Sluice's own sockets go into a pod (the session image carries the agent)", b.Target)
+		}
+	}
+	if p.copyHost == "" || p.objectsHost == "" || p.homeHost == "" || p.sidecarHost == "" || p.mcpHost == "" || p.egressHost == "" {
+		return p, errcode.New(errcode.InvalidArgument, "a session pod needs the copy, its objects, the confined HOME, the sidecar and both sockets")
+	}
+	if !path.IsAbs(p.homeTarget) || strings.HasPrefix(p.homeTarget, insideDir) || p.homeTarget == p.copyTarget {
+		return p, errcode.New(errcode.InvalidArgument, "the confined HOME's path %q cannot be mounted in a session pod", p.homeTarget)
+	}
+	return p, nil
+}
+
+// sessionName is a session's pod (and Secret and NetworkPolicy) name.
+func sessionName(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	n := sessionPrefix + sanitizeName(id)
+	if len(n) > 63-13 {
+		n = n[:63-13]
+	}
+	return strings.TrimRight(n, "-") + "-" + hex.EncodeToString(sum[:6])
+}
+
+// sessionShape is a session pod: the keeper holding the volumes, the
+// agent behind its gate, with a terminal when the person has one.
+func sessionShape(p sessionPlaces, agentCmd []string) *podShape {
+	return &podShape{
+		containers: []string{containerKeeper, containerAgent},
+		volumes: map[string]corev1.StorageMedium{volRepo: corev1.StorageMediumDefault, volObjects: corev1.StorageMediumDefault,
+			volHome: corev1.StorageMediumDefault, volRun: corev1.StorageMediumDefault, volTmp: corev1.StorageMediumMemory},
+		required: []string{volRepo, volObjects, volHome, volRun, volTmp},
+		mounts: map[string]map[string]mountRule{
+			containerKeeper: {volRepo: {keeperDir + "/repo", false}, volObjects: {keeperDir + "/objects", false},
+				volHome: {keeperDir + "/home", false}, volRun: {keeperDir + "/run", false}},
+			// The person's objects are read-only to the agent, as the bind
+			// of the Docker runtime is.
+			containerAgent: {volRepo: {p.copyTarget, false}, volObjects: {insideObjects, true},
+				volHome: {p.homeTarget, false}, volRun: {insideDir, true}, volTmp: {"/tmp", false}},
+		},
+		cmds:  map[string][]string{containerKeeper: keeperCmd, containerAgent: agentCommand(agentCmd)},
+		stdin: containerAgent,
+		tty:   true,
+	}
+}
+
+// agentCommand is the agent container's command: sh behind the gate, then
+// the session's command (sandbox-init and the agent).
+func agentCommand(cmd []string) []string {
+	return append([]string{"/bin/sh", "-c", sessionScript, "sluice-session"}, cmd...)
+}
+
+// sessionObjects builds a session's pod, NetworkPolicy and Secret (which
+// holds the whole environment: the model's key is in it, so no value is in
+// the pod spec) and what validateRun allows them.
+func (r *Runtime) sessionObjects(cs workspace.SessionContainerSpec, p sessionPlaces) (runObjects, error) {
+	uid, gid, err := parseUser(cs.User)
+	if err != nil {
+		return runObjects{}, err
+	}
+	if len(cs.Cmd) == 0 {
+		return runObjects{}, errcode.New(errcode.InvalidArgument, "container configuration refused: the command is empty")
+	}
+	name := sessionName(cs.Session)
+	nonce := rand.Text()
+	m := metav1.ObjectMeta{
+		Name: name, Namespace: r.opt.Namespace,
+		Labels:      map[string]string{labelSession: labelValue(cs.Session), labelManagedBy: managedBy},
+		Annotations: map[string]string{labelSession: cs.Session, annotationNonce: nonce},
+	}
+	var names []string
+	for _, kv := range cs.Env {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return runObjects{}, errcode.New(errcode.InvalidArgument, "container configuration refused: an environment entry is not KEY=VALUE")
+		}
+		names = append(names, k)
+	}
+	env, secret, err := r.env(m, workspace.ContainerSpec{Env: cs.Env, SecretEnv: names})
+	if err != nil {
+		return runObjects{}, err
+	}
+	lim := cs.Limits
+	cpu := resource.NewMilliQuantity(max(int64(lim.CPUs*1000), 10), resource.DecimalSI)
+	mem := resource.NewQuantity(lim.MemoryBytes, resource.BinarySI)
+	storage := resource.NewQuantity(r.opt.WorkspaceBytes, resource.BinarySI)
+	agentRes := corev1.ResourceList{corev1.ResourceCPU: *cpu, corev1.ResourceMemory: *mem, corev1.ResourceEphemeralStorage: *storage}
+	keeperRes := corev1.ResourceList{corev1.ResourceCPU: keeperCPU, corev1.ResourceMemory: keeperMemory, corev1.ResourceEphemeralStorage: keeperStorage}
+	shape := sessionShape(p, cs.Cmd)
+	disk := func(n int64) *corev1.EmptyDirVolumeSource {
+		return &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(n, resource.BinarySI)}
+	}
+	volumes := []corev1.Volume{
+		{Name: volRepo, VolumeSource: corev1.VolumeSource{EmptyDir: disk(r.opt.WorkspaceBytes)}},
+		{Name: volObjects, VolumeSource: corev1.VolumeSource{EmptyDir: disk(r.opt.WorkspaceBytes)}},
+		{Name: volHome, VolumeSource: corev1.VolumeSource{EmptyDir: disk(homeBytes)}},
+		{Name: volRun, VolumeSource: corev1.VolumeSource{EmptyDir: disk(runBytes)}},
+		{Name: volTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(max(lim.TmpfsBytes, 64<<20), resource.BinarySI)}}},
+	}
+	mounts := func(c string) []corev1.VolumeMount {
+		var out []corev1.VolumeMount
+		for _, v := range []string{volRepo, volObjects, volHome, volRun, volTmp} {
+			if rule, ok := shape.mounts[c][v]; ok {
+				out = append(out, corev1.VolumeMount{Name: v, MountPath: rule.path, ReadOnly: rule.readOnly})
+			}
+		}
+		return out
+	}
+	deadline := int64(sessionDeadline.Seconds())
+	pod := &corev1.Pod{
+		ObjectMeta: m,
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			AutomountServiceAccountToken:  new(false),
+			EnableServiceLinks:            new(false),
+			Hostname:                      "sluice-session",
+			ActiveDeadlineSeconds:         &deadline,
+			TerminationGracePeriodSeconds: new(int64(0)),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   new(true),
+				RunAsUser:      &uid,
+				RunAsGroup:     &gid,
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Volumes: volumes,
+			Containers: []corev1.Container{
+				{
+					Name:            containerKeeper,
+					Image:           cs.Image,
+					ImagePullPolicy: corev1.PullPolicy(r.opt.ImagePullPolicy),
+					Command:         keeperCmd,
+					Env:             []corev1.EnvVar{{Name: "PATH", Value: containerPath}, {Name: "HOME", Value: containerHome}},
+					WorkingDir:      keeperDir,
+					VolumeMounts:    mounts(containerKeeper),
+					Resources:       corev1.ResourceRequirements{Requests: keeperRes, Limits: keeperRes.DeepCopy()},
+					SecurityContext: containerSecurity(),
+				},
+				{
+					Name:            containerAgent,
+					Image:           cs.Image,
+					ImagePullPolicy: corev1.PullPolicy(r.opt.ImagePullPolicy),
+					Command:         shape.cmds[containerAgent],
+					Env:             env,
+					WorkingDir:      cs.WorkingDir,
+					VolumeMounts:    mounts(containerAgent),
+					Stdin:           true,
+					StdinOnce:       true,
+					TTY:             cs.TTY,
+					Resources:       corev1.ResourceRequirements{Requests: agentRes, Limits: agentRes.DeepCopy()},
+					SecurityContext: containerSecurity(),
+				},
+			},
+		},
+	}
+	if rc := r.opt.RuntimeClassName; rc != "" {
+		pod.Spec.RuntimeClassName = &rc
+	}
+	o := runObjects{pod: pod, policy: r.policy(m, 0), secret: secret}
+	// The policy selects the session's pod by its session label.
+	o.policy.Spec.PodSelector.MatchLabels = map[string]string{labelSession: m.Labels[labelSession], labelManagedBy: managedBy}
+	o.allow = allowed{nonce: nonce, image: cs.Image, uid: uid, gid: gid, runtimeClass: r.opt.RuntimeClassName, secretEnv: names,
+		maxDeadline: deadline, shape: shape}
+	return o, validateRun(o, o.allow)
+}
+
+// SessionRun is a session's pod, started: the agent runs; its copy comes
+// back on Sync.
+type SessionRun struct {
+	r      *Runtime
+	name   string
+	places sessionPlaces
+	ours   made
+	// cancel ends the link and the attach.
+	cancel  context.CancelFunc
+	linkC   chan error
+	attachC chan error
+	sizes   chan remotecommand.TerminalSize
+	syncMu  sync.Mutex
+	endOnce sync.Once
+}
+
+// StartSession starts a confined session's pod and returns once the agent
+// runs: the objects made and checked as stored, the copy, objects, HOME
+// and sidecar copied in, the link serving both sockets, the agent attached
+// (in, out and errOut its terminal or streams) and its gate opened.
+func (r *Runtime) StartSession(ctx context.Context, cs workspace.SessionContainerSpec, in io.Reader, out, errOut io.Writer) (*SessionRun, error) {
+	if err := r.CheckImage(ctx, cs.Image); err != nil {
+		return nil, err
+	}
+	if cs.RuntimeName != "" {
+		return nil, errcode.New(errcode.InvalidArgument, "a session pod's runtime is the configured RuntimeClass, not %q", cs.RuntimeName)
+	}
+	p, err := sessionPlacesOf(cs)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := r.sessionObjects(cs, p)
+	if err != nil {
+		return nil, err
+	}
+	s := &SessionRun{r: r, name: objs.pod.Name, places: p, linkC: make(chan error, 1), attachC: make(chan error, 1),
+		sizes: make(chan remotecommand.TerminalSize, 4)}
+	if cs.TTY && cs.Rows > 0 && cs.Cols > 0 {
+		s.sizes <- remotecommand.TerminalSize{Width: uint16(cs.Cols), Height: uint16(cs.Rows)}
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			s.Remove()
+		}
+	}()
+	s.ours, err = r.create(ctx, objs)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.waitStarted(ctx, s.name, cs.Image); err != nil {
+		return nil, err
+	}
+	if err := s.copyIn(ctx); err != nil {
+		return nil, err
+	}
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancel = cancel
+	if err := s.startLink(lctx); err != nil {
+		return nil, err
+	}
+	go func() {
+		g := &gate{opened: make(chan struct{})}
+		var stdin io.Reader = g
+		if in != nil {
+			stdin = io.MultiReader(g, in)
+		}
+		s.attachC <- s.attach(lctx, stdin, out, errOut, cs.TTY)
+	}()
+	ok = true
+	return s, nil
+}
+
+// copyIn sends the copy (its .git included), the person's objects under
+// it, the HOME and the sidecar into the keeper's volumes as one archive.
+func (s *SessionRun) copyIn(ctx context.Context) error {
+	pr, pw := io.Pipe()
+	packC := make(chan error, 1)
+	go func() {
+		err := packSession(pw, s.places)
+		pw.CloseWithError(err)
+		packC <- err
+	}()
+	err := s.r.execIn(ctx, s.name, containerKeeper, []string{"tar", "-x", "-f", "-", "-C", keeperDir}, pr, nil)
+	if err == nil {
+		_, _ = io.Copy(io.Discard, pr)
+	}
+	pr.CloseWithError(errPodTarEnded)
+	packErr := <-packC
+	if packErr != nil && !errors.Is(packErr, errPodTarEnded) {
+		return packErr
+	}
+	if err != nil {
+		return &errcode.Error{Code: errcode.Internal, Msg: "cannot copy the session's files into its pod: " + err.Error(), Err: err}
+	}
+	return nil
+}
+
+// packSession writes the archive copyIn sends: repo/ (the copy),
+// objects/, home/ and run/bin/sluice-sidecar. Each tree is read
+// through an os.Root: a link in it (the confined HOME is the agent's to
+// write between sessions) is archived as a link and never followed out.
+func packSession(w io.Writer, p sessionPlaces) error {
+	tw := tar.NewWriter(w)
+	parts := []struct{ host, prefix string }{
+		{p.copyHost, "repo"},
+		{p.objectsHost, "objects"},
+		{p.homeHost, "home"},
+	}
+	for _, part := range parts {
+		if err := packDir(tw, part.host, part.prefix); err != nil {
+			return err
+		}
+	}
+	// The copy's origin alternate leads to the person's objects where the
+	// pod shows them, read-only.
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: originEntry, Linkname: insideObjects, Mode: 0o777, ModTime: time.Unix(0, 0)}); err != nil {
+		return err
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "run/bin/", Mode: 0o755, ModTime: time.Unix(0, 0)}); err != nil {
+		return err
+	}
+	f, err := os.Open(p.sidecarHost)
+	if err != nil {
+		return errcode.Wrap(errcode.Internal, err, "cannot read the sidecar for the session's pod")
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "run/bin/sluice-sidecar", Mode: 0o755, Size: st.Size(), ModTime: time.Unix(0, 0)}); err != nil {
+		return err
+	}
+	if _, err := io.Copy(tw, f); err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+func packDir(tw *tar.Writer, host, prefix string) error {
+	root, err := os.OpenRoot(host)
+	if err != nil {
+		return errcode.Wrap(errcode.Internal, err, "cannot read %s for the session's pod", host)
+	}
+	defer root.Close()
+	return fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := path.Join(prefix, rel)
+		if name == originEntry {
+			// The mount point of the origin: a link in the pod.
+			return fs.SkipDir
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		mode := int64(info.Mode().Perm())
+		switch {
+		case d.IsDir() && rel == "." && !strings.Contains(prefix, "/"):
+			// The volume's own mount point: the keeper does not own it.
+			return nil
+		case d.IsDir():
+			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: mode, ModTime: info.ModTime()})
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := root.Readlink(rel)
+			if err != nil {
+				return err
+			}
+			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: name, Linkname: target, Mode: 0o777, ModTime: info.ModTime()})
+		case d.Type().IsRegular():
+			f, err := root.Open(rel)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			st, err := f.Stat()
+			if err != nil || !st.Mode().IsRegular() {
+				return errcode.New(errcode.Conflict, "%s changed while it was copied into the session's pod", name)
+			}
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: st.Size(), ModTime: st.ModTime()}); err != nil {
+				return err
+			}
+			n, err := io.Copy(tw, io.LimitReader(f, st.Size()))
+			if err == nil && n != st.Size() {
+				err = errcode.New(errcode.Conflict, "%s changed while it was copied into the session's pod", name)
+			}
+			return err
+		}
+		// Sockets, FIFOs and devices stay behind.
+		return nil
+	})
+}
+
+// startLink runs `sluice-sidecar pod-link` in the keeper and serves its
+// connections: the agent's MCP to the session's sidecar (each tool call
+// after the copy came back), its proxy traffic to the launcher's egress
+// proxy. It returns once both sockets exist in the pod.
+func (s *SessionRun) startLink(ctx context.Context) error {
+	toPod, podIn := io.Pipe()
+	fromPod, podOut := io.Pipe()
+	cmd := []string{keeperDir + "/run/bin/sluice-sidecar", "pod-link",
+		"--socket", linkMCP + "=" + keeperDir + "/run/mcp.sock", "--socket", linkEgress + "=" + keeperDir + "/run/egress.sock"}
+	execC := make(chan error, 1)
+	go func() {
+		err := s.r.execIn(ctx, s.name, containerKeeper, cmd, toPod, podOut)
+		podOut.CloseWithError(io.EOF)
+		toPod.CloseWithError(io.EOF)
+		execC <- err
+	}()
+	dial := func(sock string) func(context.Context) (net.Conn, error) {
+		return func(ctx context.Context) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}
+	}
+	targets := map[string]podlink.Target{
+		linkMCP:    {Dial: dial(s.places.mcpHost), BeforeCall: s.Sync},
+		linkEgress: {Dial: dial(s.places.egressHost)},
+	}
+	go func() {
+		err := podlink.Serve(ctx, pipeRWC{fromPod, podIn}, targets)
+		podIn.CloseWithError(io.EOF)
+		fromPod.CloseWithError(io.EOF)
+		s.linkC <- errors.Join(err, <-execC)
+	}()
+	wait := []string{"/bin/sh", "-c", `i=0; while [ ! -S "$1" ] || [ ! -S "$2" ]; do i=$((i+1)); [ $i -le 600 ] || exit 1; sleep 0.1; done`, "sluice-wait",
+		keeperDir + "/run/mcp.sock", keeperDir + "/run/egress.sock"}
+	if err := s.r.execIn(ctx, s.name, containerKeeper, wait, nil, nil); err != nil {
+		return errcode.Wrap(errcode.Internal, err, "the session pod's link to Sluice did not start")
+	}
+	return nil
+}
+
+// pipeRWC joins the link's two pipes.
+type pipeRWC struct {
+	r *io.PipeReader
+	w *io.PipeWriter
+}
+
+func (p pipeRWC) Read(b []byte) (int, error)  { return p.r.Read(b) }
+func (p pipeRWC) Write(b []byte) (int, error) { return p.w.Write(b) }
+func (p pipeRWC) Close() error {
+	p.w.Close()
+	return p.r.Close()
+}
+
+// attach connects the person's terminal (or streams) to the agent.
+func (s *SessionRun) attach(ctx context.Context, stdin io.Reader, out, errOut io.Writer, tty bool) error {
+	opts := &corev1.PodAttachOptions{Container: containerAgent, Stdin: true, Stdout: true, Stderr: !tty, TTY: tty}
+	req := s.r.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(s.r.opt.Namespace).Name(s.name).SubResource("attach").
+		VersionedParams(opts, scheme.ParameterCodec)
+	ex, err := s.r.newExecutor(req.URL())
+	if err != nil {
+		return err
+	}
+	so := remotecommand.StreamOptions{Stdin: stdin, Stdout: out, Tty: tty}
+	if tty {
+		so.TerminalSizeQueue = sizeQueue(s.sizes)
+	} else {
+		so.Stderr = errOut
+	}
+	if err := ex.StreamWithContext(ctx, so); err != nil && ctx.Err() == nil {
+		return apiError(streamCause(err), "create", "pods/attach", s.name)
+	}
+	return nil
+}
+
+type sizeQueue chan remotecommand.TerminalSize
+
+func (q sizeQueue) Next() *remotecommand.TerminalSize {
+	sz, ok := <-q
+	if !ok {
+		return nil
+	}
+	return &sz
+}
+
+// Sync reads the pod's tree back into the session's copy, in place, as
+// an untrusted archive; the pod's .git stays in the pod. Calls are
+// serialized.
+func (s *SessionRun) Sync(ctx context.Context) error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	return s.r.syncCopy(ctx, s.name, s.places.copyHost)
+}
+
+// syncCopy reads pod's repo volume into copyHost.
+func (r *Runtime) syncCopy(ctx context.Context, pod, copyHost string) error {
+	pr, pw := io.Pipe()
+	syncC := make(chan error, 1)
+	go func() {
+		_, err := workspace.SyncTree(pr, copyHost, workspace.ReplaceOptions{UID: -1, GID: -1})
+		pr.CloseWithError(err)
+		syncC <- err
+	}()
+	cmd := slices.Clone(tarOut)
+	cmd[len(cmd)-1] = keeperDir + "/repo"
+	err := r.execIn(ctx, pod, containerKeeper, cmd, nil, pw)
+	pw.CloseWithError(err)
+	if serr := <-syncC; serr != nil {
+		return serr
+	}
+	if err != nil {
+		return errcode.Wrap(errcode.Internal, err, "cannot read the session's files back from its pod")
+	}
+	return nil
+}
+
+// Wait waits for the agent to end and returns its exit code, after its
+// copy came back (a copy that cannot come back is an error: what the agent
+// left must not be offered from an older tree).
+func (s *SessionRun) Wait() (int, error) {
+	ctx := context.Background()
+	p, err := s.r.watchPod(ctx, s.name, func(p *corev1.Pod) (bool, error) {
+		if err := podFailure(p); err != nil {
+			return false, err
+		}
+		cs := containerStatus(p, containerAgent)
+		return cs != nil && cs.State.Terminated != nil, nil
+	})
+	if err != nil {
+		if errors.Is(err, errPodGone) {
+			return exitKilled, errcode.New(errcode.Internal, "the session's pod was deleted while the agent ran")
+		}
+		return 1, err
+	}
+	t := containerStatus(p, containerAgent).State.Terminated
+	code := int(t.ExitCode)
+	select {
+	case <-s.attachC:
+	case <-time.After(streamSettle):
+	}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	if err := s.Sync(sctx); err != nil {
+		return code, err
+	}
+	if t.Reason == "OOMKilled" {
+		return code, errcode.New(errcode.Internal, "the agent's container ran out of memory (OOMKilled)")
+	}
+	return code, nil
+}
+
+// Signal passes sig on to the agent's first process (sandbox-init, which
+// passes it to the agent). KILL deletes the pod.
+func (s *SessionRun) Signal(sig string) error {
+	if sig == "KILL" {
+		return s.Remove()
+	}
+	if !slices.Contains([]string{"TERM", "INT", "HUP"}, sig) {
+		sig = "TERM"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return s.r.execIn(ctx, s.name, containerAgent, []string{"kill", "-" + sig, "1"}, nil, nil)
+}
+
+// Resize sets the agent's terminal size.
+func (s *SessionRun) Resize(rows, cols uint) error {
+	select {
+	case s.sizes <- remotecommand.TerminalSize{Width: uint16(cols), Height: uint16(rows)}:
+	default:
+	}
+	return nil
+}
+
+// Remove ends the link and deletes the session's objects, verified gone.
+func (s *SessionRun) Remove() error {
+	var err error
+	s.endOnce.Do(func() {
+		if s.cancel != nil {
+			s.cancel()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), removeWait)
+		defer cancel()
+		ours := s.ours
+		if ours == nil {
+			ours = made{}
+		}
+		err = s.r.remove(ctx, s.name, ours.has)
+	})
+	return err
+}
+
+// EndSession is the app's for a session whose launcher is gone: the
+// copy comes back from its pod when the pod still runs, then every object
+// of the session is deleted and verified gone.
+func (r *Runtime) EndSession(ctx context.Context, id, copyHost string) error {
+	pods, err := r.listMeta(ctx, "pods", func(ctx context.Context) (runtime.Object, error) {
+		return r.cs.CoreV1().Pods(r.opt.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelSession + "=" + labelValue(id)})
+	})
+	if err != nil {
+		return err
+	}
+	name := sessionName(id)
+	var syncErr error
+	for _, m := range pods {
+		if m.Annotations[labelSession] != id || m.Name != name {
+			continue
+		}
+		p, err := r.cs.CoreV1().Pods(r.opt.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err == nil && copyHost != "" {
+			if cs := containerStatus(p, containerKeeper); cs != nil && cs.State.Running != nil {
+				syncErr = r.syncCopy(ctx, name, copyHost)
+			}
+		}
+	}
+	if err := r.remove(ctx, name, func(string) bool { return true }); err != nil {
+		return err
+	}
+	if syncErr != nil {
+		return fmt.Errorf("the session's objects are deleted, but its last files could not be read back: %w", syncErr)
+	}
+	return nil
+}
