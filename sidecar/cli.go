@@ -46,6 +46,7 @@ var commands = []command{
 	{"relay", "inside a confined session: connect stdio to the session's sidecar", runRelay},
 	{"sandbox-init", "inside a confined session: the forwarders, then the agent", runSandboxInit},
 	{"pod-link", "inside a session's pod: carry its sockets over stdin/stdout to the host", runPodLink},
+	{"pod-tree", "inside a session's pod: write its tree's changes since the manifest on stdin as a tar to stdout", runPodTree},
 }
 
 // Main runs sluice-sidecar with args (without the program name) and

@@ -1,0 +1,95 @@
+//go:build linux
+
+package sidecar
+
+import (
+	"archive/tar"
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/core/workspace"
+)
+
+// pod-tree leaves the top-level .git out (a nested one is the tree's),
+// carries a symlink as a symlink without reading through it, and starts
+// with a manifest that lists exactly what it carried the first time.
+func TestPodTree_FirstReadCarriesTreeNotGitNorLinkTargets(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	write := func(p, body string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(outside, "secret"), "host secret")
+	write(filepath.Join(root, ".git", "HEAD"), "ref: refs/heads/main\n")
+	write(filepath.Join(root, "vendor", ".git", "HEAD"), "nested\n")
+	write(filepath.Join(root, "a.txt"), "alpha")
+	if err := os.Symlink(outside, filepath.Join(root, "out")); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := podTree(strings.NewReader(""), &out, root); err != nil {
+		t.Fatalf("podTree: %v", err)
+	}
+	tr := tar.NewReader(&out)
+	var names []string
+	var manifest []byte
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(tr)
+		if manifest == nil {
+			if h.Name != workspace.TreeManifestName {
+				t.Fatalf("first entry %q, want the manifest", h.Name)
+			}
+			manifest = body
+			continue
+		}
+		if bytes.Contains(body, []byte("host secret")) {
+			t.Fatalf("%s carries what the symlink points at", h.Name)
+		}
+		if h.Name == "out" && (h.Typeflag != tar.TypeSymlink || h.Linkname != outside) {
+			t.Fatalf("out: type %q target %q, want a symlink to %s", h.Typeflag, h.Linkname, outside)
+		}
+		names = append(names, h.Name)
+	}
+	if got, want := strings.Join(names, ","), "a.txt,out,vendor/,vendor/.git/,vendor/.git/HEAD"; got != want {
+		t.Fatalf("entries %s, want %s", got, want)
+	}
+	m, err := workspace.ParseTreeManifest(manifest, 0)
+	if err != nil {
+		t.Fatalf("manifest: %v", err)
+	}
+	if len(m.Records) != len(names) {
+		t.Fatalf("the manifest lists %d paths, the archive carries %d", len(m.Records), len(names))
+	}
+}
+
+// A previous manifest that cannot be read is refused before anything is
+// written, as a usage without --root is.
+func TestPodTree_RefusesBadInput(t *testing.T) {
+	var out bytes.Buffer
+	for _, prev := range []string{"not a manifest\n", "sluice-tree-manifest 1 0\nf 644 1 1 1 1 \"../x\"\n"} {
+		out.Reset()
+		if err := podTree(strings.NewReader(prev), &out, t.TempDir()); err == nil || out.Len() != 0 {
+			t.Fatalf("prev %q: err %v, %d bytes written; want a refusal and nothing written", prev, err, out.Len())
+		}
+	}
+	var errs bytes.Buffer
+	if code := Main([]string{"pod-tree"}, &out, &errs); code != 2 || !strings.Contains(errs.String(), "usage: sluice-sidecar pod-tree --root DIR") {
+		t.Fatalf("no --root: exit %d, %q", code, errs.String())
+	}
+}
