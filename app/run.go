@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/klog/v2"
 
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/connect"
@@ -265,6 +266,10 @@ func runSession(ctx context.Context, cfg *config.Config, o runOptions, g gateway
 		if !cfg.OnKubernetes() {
 			return 0, errcode.New(errcode.Unsupported, `config.json configures no cluster ("workspaceRuntime": "kubernetes" and its "kubernetes" block)`)
 		}
+		// client-go reports a stream's end on stderr through klog; the
+		// person's terminal is the agent's, and errors come back as values.
+		klog.LogToStderr(false)
+		klog.SetOutput(io.Discard)
 		kr, err := kube.New(ctx, kube.Options{Kubeconfig: k.Kubeconfig, Context: k.Context, Namespace: k.Namespace,
 			RuntimeClassName: k.RuntimeClassName, ImagePullPolicy: k.ImagePullPolicy})
 		if err != nil {

@@ -43,6 +43,7 @@ var suites = []suite{
 	{"Proposals and the gateway (HTTP)", "./core/intake/", "BenchmarkSubmit_EndToEnd|BenchmarkSubmit_Concurrent20|BenchmarkBoltFsyncTx", "2s"},
 	{"Execution", "./core/apply/", "Patch1000|Merge500", "20x"},
 	{"Workspaces on Kubernetes: a run's first output and whole run, a pod beside a Docker container", "./core/workspace/kube/", "BenchmarkFirstCommand_Pod_vs_Docker", "10x"},
+	{"Confined sessions on Kubernetes: start, end and the copy's way back, a pod beside a Docker container", "./core/workspace/kube/", "BenchmarkSession_Pod_vs_Docker", "5x"},
 	{"Execution and restore at 1,000, 20,000 and 100,000 files", "./core/apply/", "BenchmarkScale", "3x"},
 	{"Commit and discard of 10 named paths at 1,000, 20,000 and 100,000 files", "./core/apply/", "BenchmarkPathsAtScale", "3x"},
 	{"Sealed outcomes", "./core/apply/", "Seal1000|Reseal1000", "10x"},

@@ -2,8 +2,13 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"net"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -147,4 +152,158 @@ func BenchmarkFirstCommand_Pod_vs_Docker(b *testing.B) {
 	cpu := float64(alloc.Cpu().MilliValue()) / (lim.CPUs*1000 + float64(keeperCPU.MilliValue()))
 	mem := float64(alloc.Memory().Value()) / float64(lim.MemoryBytes+keeperMemory.Value())
 	b.ReportMetric(float64(int(min(cpu, mem, float64(alloc.Pods().Value())))), "runs-per-node")
+}
+
+// BenchmarkSession_Pod_vs_Docker is what a person waits for when `sluice
+// run` starts an agent, in a pod of the cluster make test starts and in a
+// container of the Docker Engine, in alternating rounds with the same
+// image, command and a copy of 1,000 files of 2 KiB: from the runtime's
+// StartSession to the agent's first output (Docker binds the copy; the pod
+// gets it, the objects, the HOME and the sidecar by exec, and its link
+// started), and to the end of Wait and Remove (the pod's copy read back,
+// its objects deleted and verified gone). pod-sync-ms is the wait a pod
+// session adds before each tool call: the copy read back with 10 of the
+// 1,000 files changed.
+func BenchmarkSession_Pod_vs_Docker(b *testing.B) {
+	c := kubetest.Node(b)
+	ctx := context.Background()
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cli.Close()
+	imageID, err := workspacetest.EnsureImage(ctx, cli)
+	if err != nil {
+		b.Fatal(err)
+	}
+	podImage := c.ImportImage(b, workspacetest.ImageRef)
+	ns := kubetest.Namespace(b, c.Config)
+	pods := newRuntime(b, c.Config, Options{Namespace: ns, ImagePullPolicy: "Never"})
+	docker, err := dockerrt.New(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer docker.Close()
+
+	host := b.TempDir()
+	files := map[string]string{".git/HEAD": "ref: refs/heads/main\n", ".git/sluice-origin/.keep": ""}
+	content := strings.Repeat("x", 2047) + "\n"
+	for i := range 1000 {
+		files[fmt.Sprintf("d%02d/f%04d.txt", i%50, i)] = content
+	}
+	copyDir, objects, home := filepath.Join(host, "copy"), filepath.Join(host, "objects"), filepath.Join(host, "home")
+	writeBenchFiles(b, copyDir, files)
+	writeBenchFiles(b, objects, map[string]string{"info/.keep": ""})
+	writeBenchFiles(b, home, map[string]string{".keep": ""})
+	sock := b.TempDir()
+	for _, s := range []string{"mcp.sock", "egress.sock"} {
+		ln, err := net.Listen("unix", filepath.Join(sock, s))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer ln.Close()
+	}
+	const repo, personHome = "/home/person/proj", "/home/person"
+	user := testSpec(b, imageID).User
+	spec := func(image string, cmd ...string) workspace.SessionContainerSpec {
+		return workspace.SessionContainerSpec{
+			Session: "Bench-" + randomID(b), Image: image, User: user, Cmd: cmd,
+			Env: []string{"PATH=" + containerPath, "HOME=" + personHome},
+			Binds: []workspace.SessionBind{
+				{Source: copyDir, Target: repo},
+				{Source: objects, Target: repo + "/.git/sluice-origin", ReadOnly: true},
+				{Source: home, Target: personHome},
+				{Source: sidecarBinary(b), Target: insideSidecar, ReadOnly: true},
+				{Source: filepath.Join(sock, "egress.sock"), Target: insideEgress},
+				{Source: filepath.Join(sock, "mcp.sock"), Target: insideMCP},
+			},
+			Copy: repo, WorkingDir: repo,
+			Limits: workspace.Limits{MemoryBytes: 256 << 20, CPUs: 0.5, PIDs: 256, TmpfsBytes: 16 << 20},
+		}
+	}
+	type side struct {
+		name         string
+		first, total []time.Duration
+	}
+	sides := []*side{{name: "docker"}, {name: "pod"}}
+	run := func(s *side) {
+		fb := &firstByte{start: time.Now()}
+		var wait func() (int, error)
+		var remove func() error
+		if s.name == "docker" {
+			sc, err := docker.StartSession(ctx, spec(imageID, "sh", "-c", "echo ready"), nil, fb, io.Discard)
+			if err != nil {
+				b.Fatal(err)
+			}
+			wait, remove = sc.Wait, sc.Remove
+		} else {
+			sr, err := pods.StartSession(ctx, spec(podImage, "sh", "-c", "echo ready"), nil, fb, io.Discard)
+			if err != nil {
+				b.Fatal(err)
+			}
+			wait, remove = sr.Wait, sr.Remove
+		}
+		code, err := wait()
+		if err == nil {
+			err = remove()
+		}
+		total := time.Since(fb.start)
+		fb.mu.Lock()
+		at := fb.at
+		fb.mu.Unlock()
+		if err != nil || code != 0 || at == 0 {
+			b.Fatalf("%s: exit %d, %v (first byte at %v)", s.name, code, err, at)
+		}
+		s.first, s.total = append(s.first, at), append(s.total, total)
+	}
+	run(sides[0])
+	run(sides[1])
+	sides[0].first, sides[0].total, sides[1].first, sides[1].total = nil, nil, nil, nil
+
+	// One pod session that stays, for the copy's way back.
+	long, err := pods.StartSession(ctx, spec(podImage, "sh", "-c", "echo ready; while [ ! -e /tmp/stop ]; do sleep 0.1; done"), nil, io.Discard, io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer long.Remove()
+	var syncs []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		for j := range sides {
+			run(sides[(i+j)%2])
+		}
+		b.StopTimer()
+		change := fmt.Sprintf(`for i in 0 1 2 3 4 5 6 7 8 9; do echo round-%d-$i > /sluice/repo/d0$i/f000$i.txt; done`, i)
+		if err := pods.execIn(ctx, long.name, containerKeeper, []string{"/bin/sh", "-c", change}, nil, nil); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		t0 := time.Now()
+		if err := long.Sync(ctx); err != nil {
+			b.Fatal(err)
+		}
+		syncs = append(syncs, time.Since(t0))
+		if got, _ := os.ReadFile(filepath.Join(copyDir, "d09", "f0009.txt")); string(got) != fmt.Sprintf("round-%d-9\n", i) {
+			b.Fatalf("the copy did not come back: %q", got)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(median(sides[0].first), "docker-first-ms")
+	b.ReportMetric(median(sides[1].first), "pod-first-ms")
+	b.ReportMetric(median(sides[0].total), "docker-session-ms")
+	b.ReportMetric(median(sides[1].total), "pod-session-ms")
+	b.ReportMetric(median(syncs), "pod-sync-ms")
+}
+
+func writeBenchFiles(b *testing.B, root string, files map[string]string) {
+	b.Helper()
+	for name, content := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -303,8 +303,10 @@ type SessionRun struct {
 	name   string
 	places sessionPlaces
 	ours   made
-	// cancel ends the link and the attach.
+	// cancel ends the link and the attach; linkIn is the link's way into
+	// the pod, whose end lets pod-link exit by itself.
 	cancel  context.CancelFunc
+	linkIn  *io.PipeWriter
 	linkC   chan error
 	attachC chan error
 	sizes   chan remotecommand.TerminalSize
@@ -499,6 +501,7 @@ func packDir(tw *tar.Writer, host, prefix string) error {
 func (s *SessionRun) startLink(ctx context.Context) error {
 	toPod, podIn := io.Pipe()
 	fromPod, podOut := io.Pipe()
+	s.linkIn = podIn
 	cmd := []string{keeperDir + "/run/bin/sluice-sidecar", "pod-link",
 		"--socket", linkMCP + "=" + keeperDir + "/run/mcp.sock", "--socket", linkEgress + "=" + keeperDir + "/run/egress.sock"}
 	execC := make(chan error, 1)
@@ -669,6 +672,14 @@ func (s *SessionRun) Resize(rows, cols uint) error {
 func (s *SessionRun) Remove() error {
 	var err error
 	s.endOnce.Do(func() {
+		if s.linkIn != nil {
+			// The end of its stdin ends pod-link, and its exec, cleanly.
+			s.linkIn.Close()
+			select {
+			case <-s.linkC:
+			case <-time.After(streamSettle):
+			}
+		}
 		if s.cancel != nil {
 			s.cancel()
 		}

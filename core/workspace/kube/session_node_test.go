@@ -25,7 +25,7 @@ var sidecarBin struct {
 
 // sidecarBinary is a static sluice-sidecar for the pod (pod-link, relay):
 // SLUICE_BIN_DIR's when it has one, else built once for this test binary.
-func sidecarBinary(t *testing.T) string {
+func sidecarBinary(t testing.TB) string {
 	t.Helper()
 	if d := os.Getenv("SLUICE_BIN_DIR"); d != "" {
 		if p := filepath.Join(d, "sluice-sidecar"); fileExists(p) {
