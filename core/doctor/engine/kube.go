@@ -38,5 +38,13 @@ func kubeChecks(ctx context.Context, cfg *config.Config) []doctor.Result {
 		}
 		out = append(out, doctor.Result{Name: "k8s " + f.Name, Status: st, Detail: f.Detail, Hint: f.Hint})
 	}
+	if k.SessionImage != "" {
+		f := rt.DoctorSessionImage(ctx, k.SessionImage)
+		st := doctor.OK
+		if f.Status == "fail" {
+			st = doctor.Fail
+		}
+		out = append(out, doctor.Result{Name: "k8s " + f.Name, Status: st, Detail: f.Detail, Hint: f.Hint})
+	}
 	return out
 }

@@ -151,6 +151,22 @@ func (r *Runtime) Doctor(ctx context.Context, image string) []Finding {
 	return out
 }
 
+// DoctorSessionImage checks the image confined sessions run in
+// (kubernetes.sessionImage): pinned by digest, and a probe pod made as a
+// run's finds /bin/sh and tar in it, which a session pod's keeper needs.
+// Whether it carries the agent's CLI is the session's to say: it names
+// the program it cannot find.
+func (r *Runtime) DoctorSessionImage(ctx context.Context, image string) Finding {
+	const name, hint = "session image", "build the session image with the agents' CLIs, /bin/sh and tar, load it onto the nodes and pin it as name@sha256:<digest>"
+	if err := r.CheckImage(ctx, image); err != nil {
+		return Finding{name, "fail", err.Error(), hint}
+	}
+	if err := r.probeArgv(ctx, image, []string{"/bin/sh", "-c", "command -v tar >/dev/null"}); err != nil {
+		return Finding{name, "fail", "a probe pod looking for /bin/sh and tar in the session image failed: " + err.Error(), hint}
+	}
+	return Finding{name, "ok", "a probe pod found /bin/sh and tar in the session image", ""}
+}
+
 func probeFinding(err error) Finding {
 	if err != nil {
 		return Finding{"image", "fail", "a probe pod running `true` in the image failed: " + err.Error(), "load the image onto the nodes; it needs /bin/sh and tar"}
@@ -160,6 +176,11 @@ func probeFinding(err error) Finding {
 
 // probe runs `true` as a run would, on an empty tree.
 func (r *Runtime) probe(ctx context.Context, image string) error {
+	return r.probeArgv(ctx, image, []string{"true"})
+}
+
+// probeArgv runs argv as a run would, on an empty tree.
+func (r *Runtime) probeArgv(ctx context.Context, image string, argv []string) error {
 	dir, err := os.MkdirTemp("", "sluice-kube-probe-")
 	if err != nil {
 		return err
@@ -175,14 +196,14 @@ func (r *Runtime) probe(ctx context.Context, image string) error {
 	defer cancel()
 	id := fmt.Sprintf("probe-%d", time.Now().UnixNano())
 	st, err := r.Run(ctx, workspace.ContainerSpec{
-		WorkspaceID: id, RunID: id, StoreKey: "doctor", Image: image, Argv: []string{"true"},
+		WorkspaceID: id, RunID: id, StoreKey: "doctor", Image: image, Argv: argv,
 		User: probeUser(), TreePath: tree, Limits: lim,
 	}, &limitBuffer{max: 1 << 10}, &limitBuffer{max: 1 << 10})
 	if err != nil {
 		return err
 	}
 	if st.ExitCode != 0 {
-		return fmt.Errorf("`true` exited %d", st.ExitCode)
+		return fmt.Errorf("`%s` exited %d", strings.Join(argv, " "), st.ExitCode)
 	}
 	return nil
 }

@@ -277,6 +277,13 @@ func TestNode_Doctor(t *testing.T) {
 	if last := fs[len(fs)-1]; last.Name != "image" || last.Status != "fail" || !strings.Contains(last.Detail, bad) {
 		t.Fatalf("a missing image: %+v", last)
 	}
+	// The session image: busybox has sh and tar; a missing one fails.
+	if f := e.r.DoctorSessionImage(context.Background(), e.image); f.Status != "ok" {
+		t.Errorf("the session image: %+v", f)
+	}
+	if f := e.r.DoctorSessionImage(context.Background(), bad); f.Status != "fail" || !strings.Contains(f.Detail, bad) {
+		t.Errorf("a missing session image: %+v", f)
+	}
 }
 
 // TestNode_StreamForbidden: an identity that may create pods but not exec
