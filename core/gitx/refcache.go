@@ -26,6 +26,10 @@ const refCacheRacy = time.Second
 type refNamesCache struct {
 	mu sync.Mutex
 	m  map[string]refNamesEntry
+	// reading holds, per common git directory, the lock of the one
+	// reading at a time: calls that miss together (a brief's refs and
+	// its log's names) wait for one for-each-ref instead of starting two.
+	reading map[string]*sync.Mutex
 }
 
 type refNamesEntry struct {
@@ -127,6 +131,26 @@ func (repo *Repo) cachedRefs(ctx context.Context) (*refReading, error) {
 	stamps, racy := refStamps(repo.CommonDir, time.Now())
 	c.mu.Lock()
 	e, ok := c.m[repo.CommonDir]
+	c.mu.Unlock()
+	if ok && sameRefStamps(e.stamps, stamps) {
+		return e.reading, nil
+	}
+	c.mu.Lock()
+	if c.reading == nil {
+		c.reading = map[string]*sync.Mutex{}
+	}
+	one := c.reading[repo.CommonDir]
+	if one == nil {
+		one = &sync.Mutex{}
+		c.reading[repo.CommonDir] = one
+	}
+	c.mu.Unlock()
+	one.Lock()
+	defer one.Unlock()
+	// A reading kept while this call waited, of the files as this call
+	// stamped them, is this call's answer too.
+	c.mu.Lock()
+	e, ok = c.m[repo.CommonDir]
 	c.mu.Unlock()
 	if ok && sameRefStamps(e.stamps, stamps) {
 		return e.reading, nil
