@@ -26,6 +26,7 @@ package kube
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -311,7 +312,10 @@ type SessionRun struct {
 	attachC chan error
 	sizes   chan remotecommand.TerminalSize
 	syncMu  sync.Mutex
-	endOnce sync.Once
+	// manifest is the pod's tree as the last read-back applied it (nil:
+	// none yet, the next read sends everything).
+	manifest []byte
+	endOnce  sync.Once
 }
 
 // StartSession starts a confined session's pod and returns once the agent
@@ -368,6 +372,16 @@ func (r *Runtime) StartSession(ctx context.Context, cs workspace.SessionContaine
 		s.attachC <- s.attach(lctx, stdin, out, errOut, cs.TTY)
 	}()
 	ok = true
+	// The first read-back sends the whole tree (it has no manifest to
+	// compare with); it is taken now, while the agent starts, so that the
+	// agent's first tool call waits only for what it changed.
+	go func() {
+		pctx, cancel := context.WithTimeout(lctx, 10*time.Minute)
+		defer cancel()
+		if err := s.Sync(pctx); err != nil {
+			r.log.Warn("kube: the session's first read-back failed; the next tool call reads everything", "pod", s.name, "err", err)
+		}
+	}()
 	return s, nil
 }
 
@@ -580,12 +594,51 @@ func (q sizeQueue) Next() *remotecommand.TerminalSize {
 }
 
 // Sync reads the pod's tree back into the session's copy, in place, as
-// an untrusted archive; the pod's .git stays in the pod. Calls are
-// serialized.
+// an untrusted archive; the pod's .git stays in the pod. Only what changed
+// since the last read-back travels (`sluice-sidecar pod-tree` in the
+// keeper, workspace.SyncTreeDelta here); when the copy and the last
+// manifest disagree, the whole tree is read again. Calls are serialized.
 func (s *SessionRun) Sync(ctx context.Context) error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-	return s.r.syncCopy(ctx, s.name, s.places.copyHost)
+	next, err := s.r.syncDelta(ctx, s.name, s.places.copyHost, s.manifest)
+	if errors.Is(err, workspace.ErrTreeDisagrees) && s.manifest != nil {
+		s.r.log.Warn("kube: the session's copy and its manifest disagree; reading the whole tree", "pod", s.name, "err", err)
+		next, err = s.r.syncDelta(ctx, s.name, s.places.copyHost, nil)
+	}
+	if err != nil {
+		s.manifest = nil
+		return err
+	}
+	s.manifest = next
+	return nil
+}
+
+// syncDelta reads the changes of pod's repo volume since prev into
+// copyHost and returns the new manifest.
+func (r *Runtime) syncDelta(ctx context.Context, pod, copyHost string, prev []byte) ([]byte, error) {
+	pr, pw := io.Pipe()
+	type result struct {
+		next []byte
+		err  error
+	}
+	resC := make(chan result, 1)
+	go func() {
+		next, _, err := workspace.SyncTreeDelta(pr, copyHost, prev, workspace.ReplaceOptions{UID: -1, GID: -1})
+		pr.CloseWithError(err)
+		resC <- result{next, err}
+	}()
+	cmd := []string{keeperDir + "/run/bin/sluice-sidecar", "pod-tree", "--root", keeperDir + "/repo"}
+	err := r.execIn(ctx, pod, containerKeeper, cmd, bytes.NewReader(prev), pw)
+	pw.CloseWithError(err)
+	res := <-resC
+	if res.err != nil {
+		return nil, res.err
+	}
+	if err != nil {
+		return nil, &errcode.Error{Code: errcode.Internal, Msg: "cannot read the session's files back from its pod: " + err.Error(), Err: err}
+	}
+	return res.next, nil
 }
 
 // syncCopy reads pod's repo volume into copyHost.
