@@ -271,8 +271,15 @@ func (r *Runner) userAttributes() string {
 }
 
 // noAttributes reports that no .gitattributes file is in the working
-// tree's root or in any directory of a changed path.
+// tree's root or in any directory of a changed path. It looks through an
+// os.Root: a directory that is a symbolic link out of the working tree
+// is not followed (git answers then).
 func (repo *Repo) noAttributes(changes []FileChange) bool {
+	root, err := os.OpenRoot(repo.Root)
+	if err != nil {
+		return false
+	}
+	defer root.Close()
 	seen := map[string]bool{}
 	for _, c := range changes {
 		dir := c.Path
@@ -287,7 +294,7 @@ func (repo *Repo) noAttributes(changes []FileChange) bool {
 				break
 			}
 			seen[dir] = true
-			if !absent(filepath.Join(repo.Root, filepath.FromSlash(dir), ".gitattributes")) {
+			if _, err := root.Lstat(filepath.Join(filepath.FromSlash(dir), ".gitattributes")); !errors.Is(err, os.ErrNotExist) {
 				return false
 			}
 			if dir == "" {
@@ -464,7 +471,7 @@ func (d *diffLocal) tree(id string) ([]treeEntry, error) {
 			// A mode git would read its own way.
 			return nil, ErrNotLocal
 		}
-		if e.name == "" || strings.ContainsRune(e.name, '/') {
+		if e.name == "" || e.name == "." || e.name == ".." || strings.ContainsRune(e.name, '/') {
 			return nil, ErrNotLocal
 		}
 		// A tree out of order (or with a name twice) is git's to read.

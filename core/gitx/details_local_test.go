@@ -238,3 +238,41 @@ func TestObjectsCache_Bounded(t *testing.T) {
 		}
 	}
 }
+
+// TestCommitDetails_LocalAttributesThroughSymlink: a changed path's
+// directory that is, in the working tree, a symbolic link out of it is
+// not looked through for a .gitattributes: git answers, as it reads one.
+func TestCommitDetails_LocalAttributesThroughSymlink(t *testing.T) {
+	noUserAttributes(t)
+	r := gitxtest.Init(t)
+	r.Write("ext/f.txt", "a\n")
+	r.Commit("a")
+	rev := r.WriteCommit("ext/f.txt", "b\n", "b")
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, ".gitattributes"), []byte("*.txt binary\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(r.Dir, "ext")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(r.Dir, "ext")); err != nil {
+		t.Fatal(err)
+	}
+	repo := openIn(t, newRunner(t), r.Dir)
+	if _, _, err := repo.commitDetailsLocal(rev); err == nil {
+		t.Error("read in process through a directory linked out of the working tree")
+	}
+	want, err := commitDetailsReference(ctx(t), repo, rev, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := repo.CommitDetails(ctx(t), rev, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wj, _ := json.Marshal(want)
+	gj, _ := json.Marshal(got)
+	if !bytes.Equal(wj, gj) {
+		t.Errorf("got %s\nwant %s", gj, wj)
+	}
+}
