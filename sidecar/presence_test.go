@@ -161,7 +161,7 @@ func TestProposalPresence_OverlapHint(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "propose_commit"}}
-	accepted := s.proposalPresence(req, canon, &proposal.CommitArgs{Message: "m", Paths: []string{"b.go", "c.go"}})
+	_, accepted := s.proposalPresence(context.Background(), req, canon, &proposal.CommitArgs{Message: "m", Paths: []string{"b.go", "c.go"}})
 	// Until the proposal is accepted, its files are not recorded.
 	if rec := pres.Snapshot(); len(rec.Repos) != 0 {
 		t.Fatalf("own presence before the answer: %+v", rec.Repos)

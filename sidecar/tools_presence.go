@@ -3,7 +3,9 @@ package sidecar
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptrace"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -115,21 +117,28 @@ func (s *Sidecar) otherAgentsHint(req *mcp.CallToolRequest, repo string, paths [
 }
 
 // proposalPresence is the one call the propose family makes for a
-// proposal: it starts the scan for the other agents in the repository at
-// once, and the function it returns, called once the proposal was
-// accepted, records the files the proposal touches in this process's
-// presence file and returns the hint about the other agents with the files
-// they proposed that this proposal touches too (ProposalOut.OtherAgents).
-// The scan reads every process and presence file, some milliseconds, so it
-// runs while the app seals the proposal instead of after its answer; what
-// this process records is not part of it (its own entries are left out).
-// It never fails and never blocks.
-func (s *Sidecar) proposalPresence(req *mcp.CallToolRequest, repo string, args proposal.Args) func() []OtherAgent {
+// proposal. The context it returns is the one to send the proposal with:
+// once the request is written, the scan for the other agents in the
+// repository starts, while the app seals the proposal, instead of after
+// its answer (it reads every process and presence file, some
+// milliseconds; started before the request is out, it would delay the
+// request on a busy machine). The function it returns, called once the
+// proposal was accepted, records the files the proposal touches in this
+// process's presence file and returns the hint about the other agents
+// with the files they proposed that this proposal touches too
+// (ProposalOut.OtherAgents); what this process records is not part of the
+// scan (its own entries are left out). It never fails and never blocks.
+func (s *Sidecar) proposalPresence(ctx context.Context, req *mcp.CallToolRequest, repo string, args proposal.Args) (context.Context, func() []OtherAgent) {
 	files, _ := args.FilesTouched()
 	hint := make(chan []OtherAgent, 1)
-	go func() { hint <- s.otherAgentsHint(req, repo, files) }()
-	return func() []OtherAgent {
+	var once sync.Once
+	scan := func() {
+		once.Do(func() { go func() { hint <- s.otherAgentsHint(req, repo, files) }() })
+	}
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { scan() }})
+	return ctx, func() []OtherAgent {
 		s.notePresencePaths(req, repo, req.Params.Name, files)
+		scan()
 		return <-hint
 	}
 }

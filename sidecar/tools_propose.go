@@ -357,8 +357,8 @@ func (s *Sidecar) submitProposal(ctx context.Context, req *mcp.CallToolRequest, 
 	if err := p.Validate(); err != nil {
 		return ProposalOut{}, invalidArgument(err)
 	}
-	others := s.proposalPresence(req, repo, args)
-	st, err := s.submit(ctx, p)
+	sctx, others := s.proposalPresence(ctx, req, repo, args)
+	st, err := s.submit(sctx, p)
 	if err != nil {
 		return ProposalOut{}, err
 	}
