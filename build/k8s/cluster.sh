@@ -480,6 +480,7 @@ EOF
     runsc="
     [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runsc]
       runtime_type = \"io.containerd.runsc.v1\"
+      pod_annotations = [\"dev.gvisor.*\"]
       [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runsc.options]
         TypeUrl = \"io.containerd.runsc.v1.options\"
         ConfigPath = \"$CFG/runsc.toml\""
@@ -599,8 +600,10 @@ for img in "$BASE"/images/*.tar; do
   "$CTR" --address "$BASE/containerd.sock" -n k8s.io images import "$img" >> "$LOG/ctr-import.log" 2>&1
 done
 echo imported > "$RUN/images.ready"
+# The kubelet's usual root (here $N/var-lib/kubelet): gVisor's shim finds a
+# pod's volumes there, by that path, for its mount hints.
 "$BIN/kubelet" --config "$CFG/kubelet.yaml" --kubeconfig "$CFG/kubelet.kubeconfig" \
-  --root-dir "$N/kubelet" --node-ip "$(cat "$CFG/node-ip")" --hostname-override "$(cat "$CFG/node-name")" \
+  --root-dir /var/lib/kubelet --node-ip "$(cat "$CFG/node-ip")" --hostname-override "$(cat "$CFG/node-name")" \
   --v=1 > "$LOG/kubelet.log" 2>&1 &
 echo $! > "$RUN/kubelet.pid"
 wait

@@ -87,9 +87,13 @@ const (
 	originEntry   = "repo/.git/sluice-origin"
 	// runBytes bounds the run volume (the sidecar binary and two sockets);
 	// homeBytes the confined HOME.
-	runBytes  = 256 << 20
+	runBytes  = 64 << 20
 	homeBytes = 1 << 30
 )
+
+// sessionKeeperMemory is a session keeper's memory: a run's keeper's and
+// room for the sidecar binary in the in-memory run volume.
+var sessionKeeperMemory = resource.MustParse("128Mi")
 
 // sessionScript gates the agent on one line of stdin like a run's program
 // (see runScript), then becomes it: the container's first process is
@@ -161,7 +165,7 @@ func sessionShape(p sessionPlaces, agentCmd []string) *podShape {
 	return &podShape{
 		containers: []string{containerKeeper, containerAgent},
 		volumes: map[string]corev1.StorageMedium{volRepo: corev1.StorageMediumDefault, volObjects: corev1.StorageMediumDefault,
-			volHome: corev1.StorageMediumDefault, volRun: corev1.StorageMediumDefault, volTmp: corev1.StorageMediumMemory},
+			volHome: corev1.StorageMediumDefault, volRun: corev1.StorageMediumMemory, volTmp: corev1.StorageMediumMemory},
 		required: []string{volRepo, volObjects, volHome, volRun, volTmp},
 		mounts: map[string]map[string]mountRule{
 			containerKeeper: {volRepo: {keeperDir + "/repo", false}, volObjects: {keeperDir + "/objects", false},
@@ -199,7 +203,15 @@ func (r *Runtime) sessionObjects(cs workspace.SessionContainerSpec, p sessionPla
 	m := metav1.ObjectMeta{
 		Name: name, Namespace: r.opt.Namespace,
 		Labels:      map[string]string{labelSession: labelValue(cs.Session), labelManagedBy: managedBy},
-		Annotations: map[string]string{labelSession: cs.Session, annotationNonce: nonce},
+		Annotations: map[string]string{labelSession: cs.Session, annotationNonce: nonce,
+			// gVisor's mount hints: the run volume, where the keeper's
+			// sockets are, is one tmpfs inside the pod's sandbox, shared by
+			// both containers (a socket is not shared through the node's
+			// directory). Other runtimes ignore them.
+			"dev.gvisor.spec.mount." + volRun + ".share":   "pod",
+			"dev.gvisor.spec.mount." + volRun + ".type":    "tmpfs",
+			"dev.gvisor.spec.mount." + volRun + ".options": "rw,rprivate",
+		},
 	}
 	var names []string
 	for _, kv := range cs.Env {
@@ -218,7 +230,9 @@ func (r *Runtime) sessionObjects(cs workspace.SessionContainerSpec, p sessionPla
 	mem := resource.NewQuantity(lim.MemoryBytes, resource.BinarySI)
 	storage := resource.NewQuantity(r.opt.WorkspaceBytes, resource.BinarySI)
 	agentRes := corev1.ResourceList{corev1.ResourceCPU: *cpu, corev1.ResourceMemory: *mem, corev1.ResourceEphemeralStorage: *storage}
-	keeperRes := corev1.ResourceList{corev1.ResourceCPU: keeperCPU, corev1.ResourceMemory: keeperMemory, corev1.ResourceEphemeralStorage: keeperStorage}
+	// The keeper writes the sidecar (about 20 MiB) into the run volume,
+	// which is memory charged to it.
+	keeperRes := corev1.ResourceList{corev1.ResourceCPU: keeperCPU, corev1.ResourceMemory: sessionKeeperMemory, corev1.ResourceEphemeralStorage: keeperStorage}
 	shape := sessionShape(p, cs.Cmd)
 	disk := func(n int64) *corev1.EmptyDirVolumeSource {
 		return &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(n, resource.BinarySI)}
@@ -227,7 +241,12 @@ func (r *Runtime) sessionObjects(cs workspace.SessionContainerSpec, p sessionPla
 		{Name: volRepo, VolumeSource: corev1.VolumeSource{EmptyDir: disk(r.opt.WorkspaceBytes)}},
 		{Name: volObjects, VolumeSource: corev1.VolumeSource{EmptyDir: disk(r.opt.WorkspaceBytes)}},
 		{Name: volHome, VolumeSource: corev1.VolumeSource{EmptyDir: disk(homeBytes)}},
-		{Name: volRun, VolumeSource: corev1.VolumeSource{EmptyDir: disk(runBytes)}},
+		// In memory: under gVisor only a memory emptyDir is one file
+		// system for both containers, in which the keeper's sockets are
+		// the agent's too (a disk one is each container's view of the
+		// node's directory, where a socket is not shared).
+		{Name: volRun, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(runBytes, resource.BinarySI)}}},
 		{Name: volTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
 			Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(max(lim.TmpfsBytes, 64<<20), resource.BinarySI)}}},
 	}

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sluicehq/sluice/core/workspace"
+	"github.com/sluicehq/sluice/core/workspace/kube/kubetest"
 )
 
 var sidecarBin struct {
@@ -108,6 +109,22 @@ func serveUnix(t *testing.T, path string, handle func(net.Conn)) {
 // left after Remove.
 func TestNode_SessionPod(t *testing.T) {
 	e := onNode(t)
+	sessionPodScenario(t, e, e.r, false)
+}
+
+// TestNode_SessionPodUnderGVisor: the same with the RuntimeClass
+// configured: the agent's kernel is gVisor's, and its sockets, copy and
+// link work the same.
+func TestNode_SessionPodUnderGVisor(t *testing.T) {
+	c := kubetest.Node(t)
+	if c.GVisor == "" {
+		t.Skip("the cluster was started without gVisor (SLUICE_K8S_GVISOR=0)")
+	}
+	e := onNode(t)
+	sessionPodScenario(t, e, newRuntime(t, c.Config, Options{Namespace: e.ns, ImagePullPolicy: "Never", RuntimeClassName: c.GVisor}), true)
+}
+
+func sessionPodScenario(t *testing.T, e nodeEnv, r *Runtime, gvisor bool) {
 	host := t.TempDir()
 	copyDir := filepath.Join(host, "copy")
 	objects := filepath.Join(host, "objects")
@@ -148,7 +165,8 @@ func TestNode_SessionPod(t *testing.T) {
 	})
 
 	const repo, personHome = "/home/person/proj", "/home/person"
-	script := `cd ` + repo + `
+	script := `dmesg 2>/dev/null | head -3
+cd ` + repo + `
 echo new > new.txt
 echo changed > a.txt
 rm gone.txt
@@ -181,7 +199,7 @@ exit 4`
 	}
 	out := &lineWriter{}
 	errOut := &lineWriter{}
-	s, err := e.r.StartSession(context.Background(), cs, nil, out, errOut)
+	s, err := r.StartSession(context.Background(), cs, nil, out, errOut)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,6 +228,9 @@ exit 4`
 		if !strings.Contains(got, want) {
 			t.Errorf("the agent's output lacks %q:\n%s\nstderr:\n%s", want, got, errOut)
 		}
+	}
+	if gvisor != strings.Contains(got, "gVisor") {
+		t.Errorf("under gVisor: %v; the kernel log says:\n%s", gvisor, got)
 	}
 	if strings.Contains(got, "HOST-SECRET-CONTENT") {
 		t.Errorf("a link in the confined HOME was followed out of it:\n%s", got)
