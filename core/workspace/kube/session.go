@@ -202,7 +202,7 @@ func (r *Runtime) sessionObjects(cs workspace.SessionContainerSpec, p sessionPla
 	nonce := rand.Text()
 	m := metav1.ObjectMeta{
 		Name: name, Namespace: r.opt.Namespace,
-		Labels:      map[string]string{labelSession: labelValue(cs.Session), labelManagedBy: managedBy},
+		Labels: map[string]string{labelSession: labelValue(cs.Session), labelManagedBy: managedBy},
 		Annotations: map[string]string{labelSession: cs.Session, annotationNonce: nonce,
 			// gVisor's mount hints: the run volume, where the keeper's
 			// sockets are, is one tmpfs inside the pod's sandbox, shared by
