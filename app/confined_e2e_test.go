@@ -566,7 +566,9 @@ func TestConfined_LeftoverSurvivesKill_Docker(t *testing.T) { leftoverSurvivesKi
 // In a pod, the agent outlives its launcher too, and its files are only in
 // the pod (it made no tool call, so nothing came back yet): the app reads
 // them back from the pod before it deletes it.
-func TestConfined_LeftoverSurvivesKill_Kubernetes(t *testing.T) { leftoverSurvivesKill(t, "kubernetes") }
+func TestConfined_LeftoverSurvivesKill_Kubernetes(t *testing.T) {
+	leftoverSurvivesKill(t, "kubernetes")
+}
 
 func leftoverSurvivesKill(t *testing.T, runtime string) {
 	t.Parallel()

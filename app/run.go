@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
@@ -270,6 +271,7 @@ func runSession(ctx context.Context, cfg *config.Config, o runOptions, g gateway
 		// person's terminal is the agent's, and errors come back as values.
 		klog.LogToStderr(false)
 		klog.SetOutput(io.Discard)
+		klog.SetLogger(logr.Discard())
 		kr, err := kube.New(ctx, kube.Options{Kubeconfig: k.Kubeconfig, Context: k.Context, Namespace: k.Namespace,
 			RuntimeClassName: k.RuntimeClassName, ImagePullPolicy: k.ImagePullPolicy})
 		if err != nil {

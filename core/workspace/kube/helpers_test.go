@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,17 +12,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/workspace"
 	"github.com/sluicehq/sluice/core/workspace/kube/kubetest"
 )
 
-func TestMain(m *testing.M) { kubetest.Main(m) }
+func TestMain(m *testing.M) {
+	// client-go reports the end of a cancelled stream through klog, which
+	// would land in the middle of a benchmark's line; errors come back as
+	// values.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+	klog.SetLogger(logr.Discard())
+	kubetest.Main(m)
+}
 
 // fakeImage is a digest-pinned reference no node has: with only a control
 // plane nothing pulls it.
