@@ -423,3 +423,30 @@ func TestSyncTreeDelta_CrashMidApplyCompletesNextTime(t *testing.T) {
 		})
 	}
 }
+
+// A whole read (no previous manifest, as after a disagreement) of a tree
+// the host already has rewrites nothing: content is compared, as SyncTree
+// does, and every file keeps its inode.
+func TestSyncTreeDelta_WholeReadOfSameTreeRewritesNothing(t *testing.T) {
+	pod := tdPod(t)
+	f := newTAFixture(t)
+	if _, _, err := SyncTreeDelta(bytes.NewReader(tdPodTree(t, pod, nil)), f.tree, nil, taKeepOwner); err != nil {
+		t.Fatalf("first SyncTreeDelta: %v", err)
+	}
+	inode := taInode(t, filepath.Join(f.tree, "a.txt"))
+	if err := os.Chmod(filepath.Join(f.tree, "b.txt"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, st, err := SyncTreeDelta(bytes.NewReader(tdPodTree(t, pod, nil)), f.tree, nil, taKeepOwner)
+	if err != nil {
+		t.Fatalf("second SyncTreeDelta: %v", err)
+	}
+	// 9 files and 1 symlink in the pod; b.txt's mode alone is set.
+	if st.Written != 1 || st.Removed != 0 || st.Unchanged != 9 {
+		t.Fatalf("stats %+v, want 1 written (b.txt's mode), 0 removed, 9 unchanged", st)
+	}
+	if got := taInode(t, filepath.Join(f.tree, "a.txt")); got != inode {
+		t.Fatal("an unchanged file was rewritten")
+	}
+	taSameState(t, "the tree", tsWithoutGit(taState(t, f.tree)), tsWithoutGit(taState(t, pod)))
+}

@@ -431,6 +431,18 @@ func (d *delta) apply() error {
 		if err != nil {
 			return err
 		}
+		if exists && typeLetter(st.Mode) == r.Type {
+			// Sent but as the tree has it already (a whole read after a
+			// disagreement, a file written back as it was): kept, as
+			// SyncTree keeps it, comparing content, never times.
+			kept, err := d.keep(sdir, tdir, name, r.Path, &st)
+			if err != nil {
+				return err
+			}
+			if kept {
+				continue
+			}
+		}
 		if err := renameAt(sdir, name, tdir, name); err != nil {
 			return errcode.Wrap(errcode.Internal, err, "cannot write %s", r.Path)
 		}
@@ -469,6 +481,49 @@ func (d *delta) apply() error {
 		}
 	}
 	return t.syncTouched()
+}
+
+// keep reports whether the tree's entry t of name already is the staged
+// one (a regular file of the same content, a symlink of the same target,
+// with the owner opt asks for), setting a file's mode bits where they
+// alone differ.
+func (d *delta) keep(sdir, tdir int, name, rel string, t *unix.Stat_t) (bool, error) {
+	x := d.x
+	if x.chown && ((x.uid >= 0 && int(t.Uid) != x.uid) || (x.gid >= 0 && int(t.Gid) != x.gid)) {
+		return false, nil
+	}
+	var s unix.Stat_t
+	if err := unix.Fstatat(sdir, name, &s, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return false, errcode.Wrap(errcode.Internal, err, "cannot stat the staged %s", rel)
+	}
+	if s.Mode&unix.S_IFMT != t.Mode&unix.S_IFMT {
+		return false, nil
+	}
+	if s.Mode&unix.S_IFMT == unix.S_IFLNK {
+		a, err1 := readlinkAt(sdir, name)
+		b, err2 := readlinkAt(tdir, name)
+		if err1 == nil && err2 == nil && a == b {
+			d.stats.Unchanged++
+			return true, nil
+		}
+		return false, nil
+	}
+	if s.Size != t.Size {
+		return false, nil
+	}
+	same, err := sameContent(sdir, tdir, name, rel)
+	if err != nil || !same {
+		return false, err
+	}
+	if s.Mode&0o7777 == t.Mode&0o7777 {
+		d.stats.Unchanged++
+		return true, nil
+	}
+	if err := setFileMode(tdir, name, s.Mode&0o777); err != nil {
+		return false, errcode.Wrap(errcode.Internal, err, "cannot set the mode of %s", rel)
+	}
+	d.stats.Written++
+	return true, d.step()
 }
 
 func (d *delta) step() error {
