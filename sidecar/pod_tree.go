@@ -40,18 +40,45 @@ func runPodTree(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pod-tree", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	root := fs.String("root", "", "the tree to read (its top-level .git is left out)")
+	prevSize := fs.Int64("prev-size", -1, "read exactly this many bytes of previous manifest from stdin instead of reading to its end (for a transport that cannot close stdin)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *root == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: sluice-sidecar pod-tree --root DIR < PREVIOUS-MANIFEST > ARCHIVE")
+	if *root == "" || fs.NArg() > 0 || *prevSize > workspace.MaxTreeManifestBytes {
+		fmt.Fprintln(stderr, "usage: sluice-sidecar pod-tree --root DIR [--prev-size N] < PREVIOUS-MANIFEST > ARCHIVE")
 		return 2
 	}
-	if err := podTree(os.Stdin, stdout, *root); err != nil {
+	var in io.Reader = os.Stdin
+	if *prevSize >= 0 {
+		in = &exactReader{r: os.Stdin, n: *prevSize}
+	}
+	if err := podTree(in, stdout, *root); err != nil {
 		fmt.Fprintln(stderr, "sluice-sidecar pod-tree:", err)
 		return 1
 	}
 	return 0
+}
+
+// exactReader reads exactly n bytes of r, then reports EOF without
+// waiting for r's end; fewer is an error.
+type exactReader struct {
+	r io.Reader
+	n int64
+}
+
+func (e *exactReader) Read(p []byte) (int, error) {
+	if e.n <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > e.n {
+		p = p[:e.n]
+	}
+	n, err := e.r.Read(p)
+	e.n -= int64(n)
+	if err == io.EOF && e.n > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
 }
 
 // podTree does runPodTree's work.

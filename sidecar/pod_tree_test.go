@@ -93,3 +93,21 @@ func TestPodTree_RefusesBadInput(t *testing.T) {
 		t.Fatalf("no --root: exit %d, %q", code, errs.String())
 	}
 }
+
+// --prev-size reads exactly that many bytes of stdin and no more: a
+// transport that cannot close stdin does not hang pod-tree.
+func TestPodTree_PrevSizeReadsExactly(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	first := []byte("sluice-tree-manifest 1 0\n")
+	go pw.Write(first) // and never closed
+	r := &exactReader{r: pr, n: int64(len(first))}
+	got, err := io.ReadAll(r)
+	if err != nil || !bytes.Equal(got, first) {
+		t.Fatalf("read %q, %v; want %q", got, err, first)
+	}
+	short := &exactReader{r: strings.NewReader("abc"), n: 5}
+	if _, err := io.ReadAll(short); err != io.ErrUnexpectedEOF {
+		t.Fatalf("short stdin: %v, want unexpected EOF", err)
+	}
+}
