@@ -93,8 +93,17 @@ func listenUnix(path string) (net.Listener, error) {
 			return nil, err
 		}
 	}
-	ln, err := net.Listen("unix", path)
+	// Bound and listening under another name first, then renamed into
+	// place: once path exists, a connection to it is accepted (a socket
+	// file that exists before its listen refuses connections).
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	_ = os.Remove(tmp)
+	ln, err := net.Listen("unix", tmp)
 	if err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		ln.Close()
 		return nil, err
 	}
 	return ln, nil

@@ -13,14 +13,15 @@ import (
 
 	"github.com/hashicorp/yamux"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// MaxLine bounds one line of a gated stream. It is above the session
-// sidecar's own bound (16 MiB, go-sdk's frame limit), so every line the
+// MaxLine bounds one line of a gated stream: the session sidecar's own
+// bound (go-sdk's frame limit, 16 MiB) and its line end, so every line the
 // sidecar would accept is checked whole; a longer one is never forwarded
 // (it could not be checked) and is answered with a parse error, as the
 // sidecar answers one over its bound.
-const MaxLine = 32 << 20
+const MaxLine = mcp.DefaultMaxLineLength + 2
 
 // Error codes of the answers the gate writes.
 const (

@@ -592,3 +592,43 @@ func TestPodLink_StaleSocketReplacedOtherFileRefused(t *testing.T) {
 		t.Fatal("the file was changed")
 	}
 }
+
+// TestLink_GatedStreamsBounded: at most MaxGated gated streams are served
+// at once (each may hold a line of up to MaxLine); one more is closed at
+// once without reaching the target, and once one ends a new one is served.
+func TestLink_GatedStreamsBounded(t *testing.T) {
+	noLeaks(t)
+	srv := &mcpServer{}
+	mcp := newTarget(t, srv.handle)
+	p := startLink(t, map[string]podlink.Target{"mcp": {Dial: mcp.dial, BeforeCall: func(context.Context) error { return nil }}}, "mcp")
+	var open []*net.UnixConn
+	for range podlink.MaxGated {
+		c := p.dial(t, "mcp")
+		io.WriteString(c, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
+		if r := readResponse(t, bufio.NewReader(c)); string(r.ID) != "1" {
+			t.Fatalf("a gated stream within the bound was not served: %+v", r)
+		}
+		open = append(open, c)
+	}
+	extra := p.dial(t, "mcp")
+	io.WriteString(extra, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`+"\n")
+	extra.CloseWrite()
+	if b, err := io.ReadAll(extra); err != nil || len(b) != 0 {
+		t.Fatalf("a gated stream beyond the bound read %q, %v; want EOF", b, err)
+	}
+	if got := mcp.accepted(); got != podlink.MaxGated {
+		t.Fatalf("the target accepted %d connections, want %d", got, podlink.MaxGated)
+	}
+	open[0].Close()
+	waitFor(t, "a gated stream's slot to come free", func() bool {
+		c := p.dial(t, "mcp")
+		defer c.Close()
+		io.WriteString(c, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`+"\n")
+		c.CloseWrite()
+		b, _ := io.ReadAll(c)
+		return strings.Contains(string(b), `"id":3`)
+	})
+	for _, c := range open[1:] {
+		c.Close()
+	}
+}

@@ -47,15 +47,28 @@ func Serve(ctx context.Context, link io.ReadWriteCloser, targets map[string]Targ
 		}
 		_ = sess.Close()
 	}()
+	// At most MaxStreams streams at once (a stream beyond is closed at
+	// once), and at most MaxGated of them held line by line, each of which
+	// may buffer a line of up to MaxLine: what the pod can make the
+	// launcher hold is bounded.
+	streams := make(chan struct{}, MaxStreams)
+	gated := make(chan struct{}, MaxGated)
 	for {
 		st, err := sess.AcceptStream()
 		if err != nil {
 			break
 		}
+		select {
+		case streams <- struct{}{}:
+		default:
+			_ = st.Close()
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			serveStream(ctx, st, targets, sess.CloseChan())
+			defer func() { <-streams }()
+			serveStream(ctx, st, targets, sess.CloseChan(), gated)
 		}()
 	}
 	cancel()
@@ -64,7 +77,16 @@ func Serve(ctx context.Context, link io.ReadWriteCloser, targets map[string]Targ
 	return parent.Err()
 }
 
-func serveStream(ctx context.Context, st *yamux.Stream, targets map[string]Target, abort <-chan struct{}) {
+// Bounds on what one link may hold open.
+const (
+	// MaxStreams is how many streams a link serves at once.
+	MaxStreams = 256
+	// MaxGated is how many of them may be gated (the agent's MCP): an
+	// agent holds one or two.
+	MaxGated = 8
+)
+
+func serveStream(ctx context.Context, st *yamux.Stream, targets map[string]Target, abort <-chan struct{}, gated chan struct{}) {
 	br := bufio.NewReaderSize(st, 64<<10)
 	refuse := func() {
 		// A half-close: the pod reads EOF. What it still sends is dropped
@@ -82,6 +104,15 @@ func serveStream(ctx context.Context, st *yamux.Stream, targets map[string]Targe
 	if !ok || t.Dial == nil {
 		refuse()
 		return
+	}
+	if t.BeforeCall != nil {
+		select {
+		case gated <- struct{}{}:
+			defer func() { <-gated }()
+		default:
+			refuse()
+			return
+		}
 	}
 	conn, err := t.Dial(ctx)
 	if err != nil {
