@@ -190,6 +190,12 @@ func launch(o runOptions, stdin *os.File, stdout, stderr io.Writer) (int, error)
 		return 0, err
 	}
 	code, err := runSession(ctx, cfg, o, grant, prog, bwrap, home, cwd, stdin, stdout, stderr)
+	if errors.Is(err, kube.ErrSessionPodKept) {
+		// The agent's last files are still in its pod: the app reads them
+		// back itself once this process is gone, and only then offers them.
+		fmt.Fprintln(stderr, "sluice: the agent's last files could not be read back from its pod; Sluice reads them again and then offers what it left")
+		return code, err
+	}
 	// Whatever happened, the session ends here: what the agent left and
 	// never proposed is offered as one card.
 	end, eerr := c.EndSession(context.Background(), grant.ID, grant.Token)

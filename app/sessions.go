@@ -249,12 +249,20 @@ func (ss *sessions) End(ctx context.Context, id, token string) (gateway.SessionE
 	if s.State == confined.StateRunning && !s.Matches(token) && s.LauncherAlive() {
 		return gateway.SessionEnd{}, errcode.New(errcode.Forbidden, "a running session is ended by its own launcher")
 	}
-	return ss.end(ctx, id)
+	return ss.endSession(ctx, id, s.Matches(token))
 }
 
 // end ends session id. What its agent left in the copy is offered as one
 // card; with nothing left and no card of it open, the copy goes.
 func (ss *sessions) end(ctx context.Context, id string) (gateway.SessionEnd, error) {
+	return ss.endSession(ctx, id, false)
+}
+
+// endSession ends session id; byLauncher says its own launcher asks, once
+// its runtime is done: a pod's launcher has read the copy back and
+// removed the pod (a launcher whose last read-back failed keeps the pod
+// and does not ask), so the cluster is not needed then.
+func (ss *sessions) endSession(ctx context.Context, id string, byLauncher bool) (gateway.SessionEnd, error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	s, err := ss.store.Get(id)
@@ -264,13 +272,17 @@ func (ss *sessions) end(ctx context.Context, id string) (gateway.SessionEnd, err
 	if s.State == confined.StateRunning {
 		// A container outlives a launcher that died: it goes first, so
 		// that nothing writes to the copy while it is read.
-		if s.Runtime == confined.RuntimeKubernetes {
+		if s.Runtime == confined.RuntimeKubernetes && !byLauncher {
 			// Its pod holds the agent's latest files: they come back into
-			// the copy first.
-			if err := ss.endSessionPod(ctx, id); err != nil {
+			// the copy first. When they cannot (the pod was gone, or what
+			// it held was refused), the copy is older than what the agent
+			// left: nothing of it is offered.
+			if err := ss.endSessionPod(ctx, id); errors.Is(err, kube.ErrFilesNotBack) {
+				return ss.closeUnread(id, err)
+			} else if err != nil {
 				return gateway.SessionEnd{}, err
 			}
-		} else if s.Runtime != confined.RuntimeBubblewrap {
+		} else if s.Runtime != confined.RuntimeKubernetes && s.Runtime != confined.RuntimeBubblewrap {
 			if err := removeSessionContainers(ctx, id); err != nil {
 				return gateway.SessionEnd{}, err
 			}
@@ -685,6 +697,27 @@ func (ss *sessions) Stop(id, by string) error {
 }
 
 // removeSessionContainers removes what a session's container left.
+// closeUnread closes a session whose pod's files did not come back: its
+// copy is removed, not offered, and why is on record.
+func (ss *sessions) closeUnread(id string, why error) (gateway.SessionEnd, error) {
+	note := "what the agent left in its pod could not be read back, so nothing of it is offered: " + why.Error()
+	s, err := ss.store.Update(id, func(s *confined.Session) error {
+		s.State, s.EndedAt, s.Note = confined.StateEnded, ss.now().UTC(), note
+		return nil
+	})
+	if err != nil {
+		return gateway.SessionEnd{}, err
+	}
+	if err := ss.audit(s, "session_ended", "error", s.Name()+"'s confined session ended; "+note, nil); err != nil {
+		ss.log.Error("sessions: audit of a session's end", "session", id, "err", err)
+	}
+	if err := ss.store.RemoveCopy(id); err != nil {
+		return gateway.SessionEnd{}, err
+	}
+	ss.changed()
+	return gateway.SessionEnd{Message: note}, nil
+}
+
 // endSessionPod reads a session pod's files back into the copy (when the
 // pod still runs) and deletes its objects, with the app's cluster
 // settings.

@@ -346,6 +346,12 @@ func TestValidateRun_RefusesWeakenedObjects(t *testing.T) {
 		},
 		"run command unguarded": func(o *runObjects) { o.pod.Spec.Containers[1].Command = []string{"echo", "hello"} },
 		"run args":              func(o *runObjects) { o.pod.Spec.Containers[1].Args = []string{"x"} },
+		"run working dir":       func(o *runObjects) { o.pod.Spec.Containers[1].WorkingDir = "/" },
+		"keeper working dir":    func(o *runObjects) { o.pod.Spec.Containers[0].WorkingDir = "/tmp" },
+		"gVisor mount hint": func(o *runObjects) {
+			o.pod.Annotations["dev.gvisor.spec.mount.workspace.share"] = "shared"
+		},
+		"gVisor flag": func(o *runObjects) { o.pod.Annotations["dev.gvisor.flag.host-uds"] = "open" },
 	}
 	for name, mutate := range cases {
 		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {

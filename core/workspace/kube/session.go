@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"os"
 	"path"
@@ -44,9 +45,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 
@@ -94,6 +95,32 @@ const (
 // sessionKeeperMemory is a session keeper's memory: a run's keeper's and
 // room for the sidecar binary in the in-memory run volume.
 var sessionKeeperMemory = resource.MustParse("128Mi")
+
+// gvisorHints are gVisor's mount hints on a session pod: the run volume,
+// where the keeper's sockets are, is one tmpfs inside the pod's sandbox,
+// shared by both containers (a socket is not shared through the node's
+// directory). Other runtimes ignore them.
+var gvisorHints = map[string]string{
+	"dev.gvisor.spec.mount." + volRun + ".share":   "pod",
+	"dev.gvisor.spec.mount." + volRun + ".type":    "tmpfs",
+	"dev.gvisor.spec.mount." + volRun + ".options": "rw,rprivate",
+}
+
+// syncWait bounds one read-back of a session's copy.
+const syncWait = 10 * time.Minute
+
+// ErrSessionPodKept is in the chain of the error of a session whose last
+// read-back failed: its pod is kept, so that the app reads the agent's
+// files back itself (EndSession) before anything of them is offered.
+var ErrSessionPodKept = errors.New("the session's pod is kept for its files to be read back")
+
+// ErrFilesNotBack is in the chain of EndSession's error when the
+// session's objects are deleted but its files did not come back: the pod
+// no longer ran its keeper, or what it held was refused (a name that
+// climbs out, a limit passed, a file pod-tree may not read), which the
+// agent made so and which a second read would meet again. Nothing of the
+// files may be offered: the copy is older than what the agent left.
+var ErrFilesNotBack = errors.New("the session's files did not come back from its pod")
 
 // sessionScript gates the agent on one line of stdin like a run's program
 // (see runScript), then becomes it: the container's first process is
@@ -161,7 +188,7 @@ func sessionName(id string) string {
 
 // sessionShape is a session pod: the keeper holding the volumes, the
 // agent behind its gate, with a terminal when the person has one.
-func sessionShape(p sessionPlaces, agentCmd []string) *podShape {
+func sessionShape(p sessionPlaces, agentCmd []string, workDir string) *podShape {
 	return &podShape{
 		containers: []string{containerKeeper, containerAgent},
 		volumes: map[string]corev1.StorageMedium{volRepo: corev1.StorageMediumDefault, volObjects: corev1.StorageMediumDefault,
@@ -175,9 +202,11 @@ func sessionShape(p sessionPlaces, agentCmd []string) *podShape {
 			containerAgent: {volRepo: {p.copyTarget, false}, volObjects: {insideObjects, true},
 				volHome: {p.homeTarget, false}, volRun: {insideDir, true}, volTmp: {"/tmp", false}},
 		},
-		cmds:  map[string][]string{containerKeeper: keeperCmd, containerAgent: agentCommand(agentCmd)},
-		stdin: containerAgent,
-		tty:   true,
+		cmds:     map[string][]string{containerKeeper: keeperCmd, containerAgent: agentCommand(agentCmd)},
+		workDirs: map[string]string{containerKeeper: keeperDir, containerAgent: workDir},
+		stdin:    containerAgent,
+		tty:      true,
+		gvisor:   gvisorHints,
 	}
 }
 
@@ -202,17 +231,10 @@ func (r *Runtime) sessionObjects(cs workspace.SessionContainerSpec, p sessionPla
 	nonce := rand.Text()
 	m := metav1.ObjectMeta{
 		Name: name, Namespace: r.opt.Namespace,
-		Labels: map[string]string{labelSession: labelValue(cs.Session), labelManagedBy: managedBy},
-		Annotations: map[string]string{labelSession: cs.Session, annotationNonce: nonce,
-			// gVisor's mount hints: the run volume, where the keeper's
-			// sockets are, is one tmpfs inside the pod's sandbox, shared by
-			// both containers (a socket is not shared through the node's
-			// directory). Other runtimes ignore them.
-			"dev.gvisor.spec.mount." + volRun + ".share":   "pod",
-			"dev.gvisor.spec.mount." + volRun + ".type":    "tmpfs",
-			"dev.gvisor.spec.mount." + volRun + ".options": "rw,rprivate",
-		},
+		Labels:      map[string]string{labelSession: labelValue(cs.Session), labelManagedBy: managedBy},
+		Annotations: map[string]string{labelSession: cs.Session, annotationNonce: nonce},
 	}
+	maps.Copy(m.Annotations, gvisorHints)
 	var names []string
 	for _, kv := range cs.Env {
 		k, _, ok := strings.Cut(kv, "=")
@@ -233,7 +255,7 @@ func (r *Runtime) sessionObjects(cs workspace.SessionContainerSpec, p sessionPla
 	// The keeper writes the sidecar (about 20 MiB) into the run volume,
 	// which is memory charged to it.
 	keeperRes := corev1.ResourceList{corev1.ResourceCPU: keeperCPU, corev1.ResourceMemory: sessionKeeperMemory, corev1.ResourceEphemeralStorage: keeperStorage}
-	shape := sessionShape(p, cs.Cmd)
+	shape := sessionShape(p, cs.Cmd, cs.WorkingDir)
 	disk := func(n int64) *corev1.EmptyDirVolumeSource {
 		return &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(n, resource.BinarySI)}
 	}
@@ -330,7 +352,12 @@ type SessionRun struct {
 	linkC   chan error
 	attachC chan error
 	sizes   chan remotecommand.TerminalSize
-	syncMu  sync.Mutex
+	// syncLock (a one-slot channel) serializes read-backs and honours a
+	// caller's context while it waits.
+	syncLock chan struct{}
+	// kept is set when the final read-back failed: Remove then leaves the
+	// pod for the app to read back (EndSession).
+	kept bool
 	// manifest is the pod's tree as the last read-back applied it (nil:
 	// none yet, the next read sends everything).
 	manifest []byte
@@ -357,7 +384,7 @@ func (r *Runtime) StartSession(ctx context.Context, cs workspace.SessionContaine
 		return nil, err
 	}
 	s := &SessionRun{r: r, name: objs.pod.Name, places: p, linkC: make(chan error, 1), attachC: make(chan error, 1),
-		sizes: make(chan remotecommand.TerminalSize, 4)}
+		sizes: make(chan remotecommand.TerminalSize, 4), syncLock: make(chan struct{}, 1)}
 	if cs.TTY && cs.Rows > 0 && cs.Cols > 0 {
 		s.sizes <- remotecommand.TerminalSize{Width: uint16(cs.Cols), Height: uint16(cs.Rows)}
 	}
@@ -618,8 +645,17 @@ func (q sizeQueue) Next() *remotecommand.TerminalSize {
 // keeper, workspace.SyncTreeDelta here); when the copy and the last
 // manifest disagree, the whole tree is read again. Calls are serialized.
 func (s *SessionRun) Sync(ctx context.Context) error {
-	s.syncMu.Lock()
-	defer s.syncMu.Unlock()
+	// A read-back that stalls (a kubelet that does not answer) gives up
+	// rather than holding the lock: the tool call is refused, the next one
+	// reads again.
+	ctx, cancel := context.WithTimeout(ctx, syncWait)
+	defer cancel()
+	select {
+	case s.syncLock <- struct{}{}:
+	case <-ctx.Done():
+		return &errcode.Error{Code: errcode.Timeout, Msg: "the session's files could not be read back from its pod in time", Err: ctx.Err()}
+	}
+	defer func() { <-s.syncLock }()
 	next, err := s.r.syncDelta(ctx, s.name, s.places.copyHost, s.manifest)
 	if errors.Is(err, workspace.ErrTreeDisagrees) && s.manifest != nil {
 		s.r.log.Warn("kube: the session's copy and its manifest disagree; reading the whole tree", "pod", s.name, "err", err)
@@ -651,6 +687,12 @@ func (r *Runtime) syncDelta(ctx context.Context, pod, copyHost string, prev []by
 	err := r.execIn(ctx, pod, containerKeeper, cmd, bytes.NewReader(prev), pw)
 	pw.CloseWithError(err)
 	res := <-resC
+	var ee *execError
+	if errors.As(err, &ee) {
+		// pod-tree ran and failed on what is in the pod (a file it may not
+		// read, say): reading again would fail again.
+		return nil, &errcode.Error{Code: errcode.Conflict, Msg: "the session's files could not be read in its pod: " + err.Error(), Err: errors.Join(errPodTreeFailed, err)}
+	}
 	if res.err != nil {
 		return nil, res.err
 	}
@@ -658,28 +700,6 @@ func (r *Runtime) syncDelta(ctx context.Context, pod, copyHost string, prev []by
 		return nil, &errcode.Error{Code: errcode.Internal, Msg: "cannot read the session's files back from its pod: " + err.Error(), Err: err}
 	}
 	return res.next, nil
-}
-
-// syncCopy reads pod's repo volume into copyHost.
-func (r *Runtime) syncCopy(ctx context.Context, pod, copyHost string) error {
-	pr, pw := io.Pipe()
-	syncC := make(chan error, 1)
-	go func() {
-		_, err := workspace.SyncTree(pr, copyHost, workspace.ReplaceOptions{UID: -1, GID: -1})
-		pr.CloseWithError(err)
-		syncC <- err
-	}()
-	cmd := slices.Clone(tarOut)
-	cmd[len(cmd)-1] = keeperDir + "/repo"
-	err := r.execIn(ctx, pod, containerKeeper, cmd, nil, pw)
-	pw.CloseWithError(err)
-	if serr := <-syncC; serr != nil {
-		return serr
-	}
-	if err != nil {
-		return errcode.Wrap(errcode.Internal, err, "cannot read the session's files back from its pod")
-	}
-	return nil
 }
 
 // Wait waits for the agent to end and returns its exit code, after its
@@ -706,10 +726,11 @@ func (s *SessionRun) Wait() (int, error) {
 	case <-s.attachC:
 	case <-time.After(streamSettle):
 	}
-	sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	if err := s.Sync(sctx); err != nil {
-		return code, err
+	if err := s.Sync(ctx); err != nil {
+		// What the agent left must not be offered from an older tree: the
+		// pod stays for the app to read back.
+		s.kept = true
+		return code, fmt.Errorf("%w: %w", ErrSessionPodKept, err)
 	}
 	if t.Reason == "OOMKilled" {
 		return code, errcode.New(errcode.Internal, "the agent's container ran out of memory (OOMKilled)")
@@ -757,6 +778,17 @@ func (s *SessionRun) Remove() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), removeWait)
 		defer cancel()
+		// A read-back under way finishes (or fails) before the pod goes,
+		// so that nothing renames into the copy afterwards.
+		select {
+		case s.syncLock <- struct{}{}:
+			defer func() { <-s.syncLock }()
+		case <-ctx.Done():
+		}
+		if s.kept {
+			err = fmt.Errorf("%w (pod %s)", ErrSessionPodKept, s.name)
+			return
+		}
 		ours := s.ours
 		if ours == nil {
 			ours = made{}
@@ -766,34 +798,55 @@ func (s *SessionRun) Remove() error {
 	return err
 }
 
-// EndSession is the app's for a session whose launcher is gone: the
-// copy comes back from its pod when the pod still runs, then every object
-// of the session is deleted and verified gone.
+// EndSession is the app's for a session whose launcher is gone (or
+// whose last read-back failed): the whole tree comes back from its pod
+// (pod-tree, as a tool call's read-back, with no manifest), and only then
+// is every object of the session deleted and verified gone. A pod that
+// no longer runs its keeper cannot be read: its objects go, and the error
+// says its files did not come back. A read-back that fails for a reason
+// that may pass (the API server, the node) keeps the pod and is returned,
+// to be tried again; one whose archive was refused deletes the objects
+// and returns ErrFilesNotBack.
 func (r *Runtime) EndSession(ctx context.Context, id, copyHost string) error {
-	pods, err := r.listMeta(ctx, "pods", func(ctx context.Context) (runtime.Object, error) {
-		return r.cs.CoreV1().Pods(r.opt.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelSession + "=" + labelValue(id)})
-	})
-	if err != nil {
-		return err
-	}
 	name := sessionName(id)
-	var syncErr error
-	for _, m := range pods {
-		if m.Annotations[labelSession] != id || m.Name != name {
-			continue
+	p, err := withRetry(ctx, func(ctx context.Context) (*corev1.Pod, error) {
+		return r.cs.CoreV1().Pods(r.opt.Namespace).Get(ctx, name, metav1.GetOptions{})
+	})
+	var readErr error
+	switch {
+	case apierrors.IsNotFound(err):
+		// The launcher read the copy back and removed the pod (or none
+		// was made); the Secret and NetworkPolicy may be left.
+	case err != nil:
+		return apiError(err, "get", "pods", name)
+	case p.Annotations[labelSession] != id:
+		return notOurs("pod", name)
+	default:
+		cs := containerStatus(p, containerKeeper)
+		if cs == nil || cs.State.Running == nil {
+			readErr = &errcode.Error{Code: errcode.Conflict, Msg: "the session's pod no longer runs its keeper, so its files cannot be read back", Err: ErrFilesNotBack}
+			break
 		}
-		p, err := r.cs.CoreV1().Pods(r.opt.Namespace).Get(ctx, name, metav1.GetOptions{})
-		if err == nil && copyHost != "" {
-			if cs := containerStatus(p, containerKeeper); cs != nil && cs.State.Running != nil {
-				syncErr = r.syncCopy(ctx, name, copyHost)
+		if _, err := r.syncDelta(ctx, name, copyHost, nil); err != nil {
+			if !refusedArchive(err) {
+				return err // kept: tried again later
 			}
+			readErr = &errcode.Error{Code: errcode.Conflict, Msg: "the session's files were refused as they came back from its pod: " + err.Error(),
+				Err: errors.Join(ErrFilesNotBack, err)}
 		}
 	}
 	if err := r.remove(ctx, name, func(string) bool { return true }); err != nil {
 		return err
 	}
-	if syncErr != nil {
-		return fmt.Errorf("the session's objects are deleted, but its last files could not be read back: %w", syncErr)
-	}
-	return nil
+	return readErr
+}
+
+// errPodTreeFailed: pod-tree exited with an error in the pod.
+var errPodTreeFailed = errors.New("pod-tree failed in the pod")
+
+// refusedArchive reports a read-back refused for what the pod holds or
+// sent: trying again would be refused again.
+func refusedArchive(err error) bool {
+	return errors.Is(err, errPodTreeFailed) || errors.Is(err, workspace.ErrArchiveUnsafe) || errors.Is(err, workspace.ErrArchiveLimit) ||
+		errors.Is(err, workspace.ErrTreeManifest)
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/workspace"
 )
 
 // allowed is what a run's objects may hold beyond the fixed hardening.
@@ -58,6 +59,18 @@ func validateRun(o runObjects, a allowed) error {
 	}
 	if o.secret != nil && (o.secret.Name != o.pod.Name || o.secret.Namespace != o.pod.Namespace) {
 		return refusal("the run's Secret is not the run's")
+	}
+	// gVisor reads its mount hints from the pod's annotations: exactly
+	// those Sluice set, no more, no fewer.
+	for k, v := range o.pod.Annotations {
+		if strings.HasPrefix(k, "dev.gvisor.") && a.podShape().gvisor[k] != v {
+			return refusal("the pod's annotation %s is not one Sluice set", k)
+		}
+	}
+	for k, v := range a.podShape().gvisor {
+		if o.pod.Annotations[k] != v {
+			return refusal("the pod lacks its annotation %s", k)
+		}
 	}
 	for _, m := range []*metav1.ObjectMeta{&o.pod.ObjectMeta, &o.policy.ObjectMeta, secretMeta(o.secret)} {
 		if m != nil && (a.nonce == "" || m.Annotations[annotationNonce] != a.nonce) {
@@ -236,8 +249,12 @@ type podShape struct {
 	required   []string
 	mounts     map[string]map[string]mountRule
 	cmds       map[string][]string
-	stdin      string
-	tty        bool
+	// workDirs are the containers' working directories.
+	workDirs map[string]string
+	stdin    string
+	tty      bool
+	// gvisor are the pod's dev.gvisor.* annotations.
+	gvisor map[string]string
 }
 
 // mountRule is where a volume may be mounted, and whether read-only.
@@ -254,6 +271,7 @@ func runShape(runCmd []string) *podShape {
 		required:   []string{volWorkspace, volTmp},
 		mounts:     mountRules,
 		cmds:       map[string][]string{containerKeeper: keeperCmd, containerRun: runCmd},
+		workDirs:   map[string]string{containerKeeper: workspace.WorkspaceMount, containerRun: workspace.WorkspaceMount},
 		stdin:      containerRun,
 	}
 }
@@ -306,6 +324,9 @@ func validateContainer(pod string, c *corev1.Container, a allowed) error {
 		return refusal("container %s: the image pull policy must be IfNotPresent or Never", c.Name)
 	case c.LivenessProbe != nil || c.ReadinessProbe != nil || c.StartupProbe != nil || c.Lifecycle != nil:
 		return refusal("container %s: no probes or lifecycle hooks", c.Name)
+	}
+	if c.WorkingDir != shape.workDirs[c.Name] {
+		return refusal("container %s: the working directory must be %s", c.Name, shape.workDirs[c.Name])
 	}
 	if want, ok := shape.cmds[c.Name]; !ok || !slices.Equal(c.Command, want) || len(c.Args) > 0 {
 		return refusal("container %s: the command must be the one Sluice built", c.Name)
