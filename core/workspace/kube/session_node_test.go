@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -252,5 +253,75 @@ exit 4`
 	}
 	if err := s.Remove(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNode_SessionEndedByTheApp: a launcher gone, the app ends the
+// session: the agent's files, which no tool call brought back, come back
+// from the pod before its objects are deleted; and when what the pod holds
+// cannot be read (a file the agent made unreadable), the objects go and
+// the error says the files did not come back, so nothing is offered.
+func TestNode_SessionEndedByTheApp(t *testing.T) {
+	e := onNode(t)
+	for _, tc := range []struct {
+		name, script string
+		wantErr      error
+	}{
+		{"read back", `echo left > left.txt; echo READY; while :; do sleep 1; done`, nil},
+		{"unreadable", `echo left > left.txt; echo x > locked.txt; chmod 000 locked.txt; echo READY; while :; do sleep 1; done`, ErrFilesNotBack},
+	} {
+		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			host := t.TempDir()
+			copyDir := filepath.Join(host, "copy")
+			writeFiles(t, copyDir, map[string]string{"a.txt": "a\n", ".git/HEAD": "ref: refs/heads/main\n", ".git/sluice-origin/.keep": ""})
+			writeFiles(t, filepath.Join(host, "objects"), map[string]string{"info/.keep": ""})
+			writeFiles(t, filepath.Join(host, "home"), map[string]string{".keep": ""})
+			sock := t.TempDir()
+			serveUnix(t, filepath.Join(sock, "mcp.sock"), func(net.Conn) {})
+			serveUnix(t, filepath.Join(sock, "egress.sock"), func(net.Conn) {})
+			const repo = "/home/person/proj"
+			cs := workspace.SessionContainerSpec{
+				Session: "Sess-" + randomID(t), Image: e.image, User: e.spec(t).User,
+				Cmd: []string{"/bin/sh", "-c", "cd " + repo + " && " + tc.script},
+				Env: []string{"PATH=" + containerPath, "HOME=/home/person"},
+				Binds: []workspace.SessionBind{
+					{Source: copyDir, Target: repo},
+					{Source: filepath.Join(host, "objects"), Target: repo + "/.git/sluice-origin", ReadOnly: true},
+					{Source: filepath.Join(host, "home"), Target: "/home/person"},
+					{Source: sidecarBinary(t), Target: insideSidecar, ReadOnly: true},
+					{Source: filepath.Join(sock, "egress.sock"), Target: insideEgress},
+					{Source: filepath.Join(sock, "mcp.sock"), Target: insideMCP},
+				},
+				Copy: repo, WorkingDir: repo,
+				Limits: workspace.Limits{MemoryBytes: 64 << 20, CPUs: 0.5, TmpfsBytes: 16 << 20},
+			}
+			ready := make(chan struct{})
+			var once sync.Once
+			out := &lineWriter{onData: func(s string) {
+				if strings.Contains(s, "READY") {
+					once.Do(func() { close(ready) })
+				}
+			}}
+			s, err := e.r.StartSession(context.Background(), cs, nil, out, &lineWriter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Remove()
+			<-ready
+			err = e.r.EndSession(context.Background(), cs.Session, copyDir)
+			if tc.wantErr == nil {
+				if err != nil {
+					t.Fatalf("EndSession: %v", err)
+				}
+				if b, err := os.ReadFile(filepath.Join(copyDir, "left.txt")); err != nil || string(b) != "left\n" {
+					t.Fatalf("the agent's file did not come back: %q %v", b, err)
+				}
+			} else if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("EndSession: %v, want %v", err, tc.wantErr)
+			}
+			if _, err := e.cs.CoreV1().Pods(e.ns).Get(context.Background(), s.name, metav1.GetOptions{}); err == nil {
+				t.Fatalf("the session's pod is still there")
+			}
+		})
 	}
 }
