@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -440,6 +443,14 @@ func (e *Executor) Keep(ctx context.Context, p proposal.Proposal) error {
 			return nil
 		}
 	}
+	// Only Sluice writes its sealed refs, one Keep at a time for a
+	// proposal: a lock older than this process was left by a crash
+	// between its creation and its rename, and would refuse every write
+	// of the ref (in process and by git) at every start.
+	if lock := filepath.Join(rc.repo.CommonDir, filepath.FromSlash(ref)) + ".lock"; staleLock(lock) {
+		e.log.Warn("apply: removing a sealed ref's lock left by a crash", "lock", lock)
+		_ = os.Remove(lock)
+	}
 	tree, err := rc.keptTree(ctx, p.Sealed)
 	if err != nil {
 		return err
@@ -458,6 +469,17 @@ func (e *Executor) Keep(ctx context.Context, p proposal.Proposal) error {
 	}
 	e.step("seal-kept")
 	return nil
+}
+
+// processStart is when this process started: a lock file older than it
+// was not made by it.
+var processStart = time.Now()
+
+// staleLock reports a regular lock file last written before this process
+// started.
+func staleLock(path string) bool {
+	st, err := os.Lstat(path)
+	return err == nil && st.Mode().IsRegular() && st.ModTime().Before(processStart)
 }
 
 // keptTree is a tree that holds every tree of a sealed outcome, for a

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
@@ -420,5 +421,40 @@ func TestKeep_RefInProcess(t *testing.T) {
 	}
 	if got := f.git("reflog", "show", "--format=%gs", ref); got != "sluice: seal" {
 		t.Fatalf("reflog of %s: %q", ref, got)
+	}
+}
+
+// TestKeep_StaleLockOfACrash: a lock of the sealed ref left by a crash
+// (older than the process) no longer refuses the ref at every start: Keep
+// removes it and writes the ref; a lock made now is left to its writer.
+func TestKeep_StaleLockOfACrash(t *testing.T) {
+	f := newFixture(t)
+	e := f.e
+	f.repo.Write("a.txt", "a\n")
+	p := f.sealFor(&proposal.CommitArgs{Message: "a", Paths: []string{"a.txt"}})
+	ref := proposal.SealedRef(p.ID)
+	lock := filepath.Join(f.repo.Dir, ".git", filepath.FromSlash(ref)) + ".lock"
+	if err := os.MkdirAll(filepath.Dir(lock), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A lock made by this process's time: another writer's, left alone.
+	if err := e.Keep(testCtx(t), p); err == nil {
+		t.Fatalf("keep wrote the ref past a lock made now")
+	}
+	old := processStart.Add(-time.Hour)
+	if err := os.Chtimes(lock, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Keep(testCtx(t), p); err != nil {
+		t.Fatalf("keep past a stale lock: %v", err)
+	}
+	if got := f.git("ls-tree", ref); !strings.Contains(got, p.Sealed.After) {
+		t.Fatalf("%s does not keep the outcome:\n%s", ref, got)
+	}
+	if _, err := os.Lstat(lock); err == nil {
+		t.Fatalf("the stale lock is still there")
 	}
 }
