@@ -51,10 +51,18 @@ func ensureAgentImage(t testing.TB, person string, uid, gid int) string {
 	// leave all but the last untagged).
 	agentImageMu.Lock()
 	defer agentImageMu.Unlock()
-	tarball := agentRootfs(t, person, uid, gid)
+	_, id := importRootfs(t, "sluice-test/agent", agentRootfs(t, person, uid, gid))
+	return id
+}
+
+// importRootfs imports a root file system into the Docker Engine as name,
+// tagged by a hash of its content, once, and returns that reference and
+// the image's ID.
+func importRootfs(t testing.TB, name string, tarball []byte) (ref, id string) {
+	t.Helper()
 	sum := sha256.Sum256(tarball)
-	ref := "sluice-test/agent:" + hex.EncodeToString(sum[:6])
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ref = name + ":" + hex.EncodeToString(sum[:6])
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	d, err := dockerrt.New(ctx)
 	if err != nil {
@@ -63,7 +71,7 @@ func ensureAgentImage(t testing.TB, person string, uid, gid int) string {
 	defer d.Close()
 	cli := d.Client()
 	if ins, err := cli.ImageInspect(ctx, ref); err == nil {
-		return ins.ID
+		return ref, ins.ID
 	}
 	rc, err := cli.ImageImport(ctx, image.ImportSource{Source: bytes.NewReader(tarball), SourceName: "-"}, ref, image.ImportOptions{})
 	if err != nil {
@@ -75,7 +83,7 @@ func ensureAgentImage(t testing.TB, person string, uid, gid int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ins.ID
+	return ref, ins.ID
 }
 
 // agentRootfs is the image's root file system as a tar.

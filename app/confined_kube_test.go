@@ -1,26 +1,19 @@
 package app
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
 	"os"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/docker/docker/api/types/image"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/sluicehq/sluice/core/workspace/dockerrt"
 	"github.com/sluicehq/sluice/core/workspace/kube/kubetest"
 	"github.com/sluicehq/sluice/core/workspace/workspacetest"
 )
@@ -105,25 +98,6 @@ func ensureClaudeImage(t testing.TB, uid, gid int) string {
 	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
 		name = u.Username
 	}
-	tarball := agentRootfsWith(t, name, uid, gid, map[string]string{"/usr/local/bin/claude": claude})
-	sum := sha256.Sum256(tarball)
-	ref := "sluice-test/agent-claude:" + hex.EncodeToString(sum[:6])
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	d, err := dockerrt.New(ctx)
-	if err != nil {
-		needOrSkip(t, false, "Docker Engine reachable ("+err.Error()+")")
-	}
-	defer d.Close()
-	cli := d.Client()
-	if _, err := cli.ImageInspect(ctx, ref); err == nil {
-		return ref
-	}
-	rc, err := cli.ImageImport(ctx, image.ImportSource{Source: bytes.NewReader(tarball), SourceName: "-"}, ref, image.ImportOptions{})
-	if err != nil {
-		t.Fatalf("importing %s: %v", ref, err)
-	}
-	io.Copy(io.Discard, rc)
-	rc.Close()
+	ref, _ := importRootfs(t, "sluice-test/agent-claude", agentRootfsWith(t, name, uid, gid, map[string]string{"/usr/local/bin/claude": claude}))
 	return ref
 }

@@ -180,50 +180,22 @@ func (r *Runtime) objects(spec workspace.ContainerSpec) (runObjects, error) {
 	deadline := int64((lim.Timeout + deadlineMargin).Seconds())
 	pod := &corev1.Pod{
 		ObjectMeta: m,
-		Spec: corev1.PodSpec{
-			RestartPolicy:                 corev1.RestartPolicyNever,
-			AutomountServiceAccountToken:  new(false),
-			EnableServiceLinks:            new(false),
-			Hostname:                      "workspace",
-			ActiveDeadlineSeconds:         &deadline,
-			TerminationGracePeriodSeconds: new(int64(0)),
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   new(true),
-				RunAsUser:      &uid,
-				RunAsGroup:     &gid,
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		Spec: r.hardenedPodSpec("workspace", uid, gid, deadline, volumes,
+			r.keeperContainer(spec.Image, workspace.WorkspaceMount, keeperMounts, keeperRes),
+			corev1.Container{
+				Name:            containerRun,
+				Image:           spec.Image,
+				ImagePullPolicy: corev1.PullPolicy(r.opt.ImagePullPolicy),
+				Command:         runCommand(spec.Argv),
+				Env:             env,
+				WorkingDir:      workspace.WorkspaceMount,
+				VolumeMounts:    runMounts,
+				Stdin:           true,
+				StdinOnce:       true,
+				Resources:       corev1.ResourceRequirements{Requests: runRes, Limits: runRes.DeepCopy()},
+				SecurityContext: containerSecurity(),
 			},
-			Volumes: volumes,
-			Containers: []corev1.Container{
-				{
-					Name:            containerKeeper,
-					Image:           spec.Image,
-					ImagePullPolicy: corev1.PullPolicy(r.opt.ImagePullPolicy),
-					Command:         keeperCmd,
-					Env:             []corev1.EnvVar{{Name: "PATH", Value: containerPath}, {Name: "HOME", Value: containerHome}},
-					WorkingDir:      workspace.WorkspaceMount,
-					VolumeMounts:    keeperMounts,
-					Resources:       corev1.ResourceRequirements{Requests: keeperRes, Limits: keeperRes.DeepCopy()},
-					SecurityContext: containerSecurity(),
-				},
-				{
-					Name:            containerRun,
-					Image:           spec.Image,
-					ImagePullPolicy: corev1.PullPolicy(r.opt.ImagePullPolicy),
-					Command:         runCommand(spec.Argv),
-					Env:             env,
-					WorkingDir:      workspace.WorkspaceMount,
-					VolumeMounts:    runMounts,
-					Stdin:           true,
-					StdinOnce:       true,
-					Resources:       corev1.ResourceRequirements{Requests: runRes, Limits: runRes.DeepCopy()},
-					SecurityContext: containerSecurity(),
-				},
-			},
-		},
-	}
-	if rc := r.opt.RuntimeClassName; rc != "" {
-		pod.Spec.RuntimeClassName = &rc
+		),
 	}
 	var port int32
 	if spec.Network != "" {
@@ -233,6 +205,48 @@ func (r *Runtime) objects(spec workspace.ContainerSpec) (runObjects, error) {
 	}
 	policy := r.policy(m, port)
 	return runObjects{pod: pod, policy: policy, secret: secret}, nil
+}
+
+// hardenedPodSpec is the spec every pod of Sluice's shares: never
+// restarted, no service-account token, no service links, a deadline, no
+// grace period, a non-root user, RuntimeDefault seccomp, the configured
+// RuntimeClass; validatePodSpec checks each again.
+func (r *Runtime) hardenedPodSpec(hostname string, uid, gid, deadline int64, volumes []corev1.Volume, containers ...corev1.Container) corev1.PodSpec {
+	s := corev1.PodSpec{
+		RestartPolicy:                 corev1.RestartPolicyNever,
+		AutomountServiceAccountToken:  new(false),
+		EnableServiceLinks:            new(false),
+		Hostname:                      hostname,
+		ActiveDeadlineSeconds:         &deadline,
+		TerminationGracePeriodSeconds: new(int64(0)),
+		SecurityContext: &corev1.PodSecurityContext{
+			RunAsNonRoot:   new(true),
+			RunAsUser:      &uid,
+			RunAsGroup:     &gid,
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		Volumes:    volumes,
+		Containers: containers,
+	}
+	if rc := r.opt.RuntimeClassName; rc != "" {
+		s.RuntimeClassName = &rc
+	}
+	return s
+}
+
+// keeperContainer holds a pod's volumes and runs the copies in and out.
+func (r *Runtime) keeperContainer(image, workDir string, mounts []corev1.VolumeMount, res corev1.ResourceList) corev1.Container {
+	return corev1.Container{
+		Name:            containerKeeper,
+		Image:           image,
+		ImagePullPolicy: corev1.PullPolicy(r.opt.ImagePullPolicy),
+		Command:         keeperCmd,
+		Env:             []corev1.EnvVar{{Name: "PATH", Value: containerPath}, {Name: "HOME", Value: containerHome}},
+		WorkingDir:      workDir,
+		VolumeMounts:    mounts,
+		Resources:       corev1.ResourceRequirements{Requests: res, Limits: res.DeepCopy()},
+		SecurityContext: containerSecurity(),
+	}
 }
 
 // runCommand is the run container's command: sh behind the start gate,

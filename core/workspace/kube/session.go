@@ -284,51 +284,23 @@ func (r *Runtime) sessionObjects(cs workspace.SessionContainerSpec, p sessionPla
 	deadline := int64(sessionDeadline.Seconds())
 	pod := &corev1.Pod{
 		ObjectMeta: m,
-		Spec: corev1.PodSpec{
-			RestartPolicy:                 corev1.RestartPolicyNever,
-			AutomountServiceAccountToken:  new(false),
-			EnableServiceLinks:            new(false),
-			Hostname:                      "sluice-session",
-			ActiveDeadlineSeconds:         &deadline,
-			TerminationGracePeriodSeconds: new(int64(0)),
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   new(true),
-				RunAsUser:      &uid,
-				RunAsGroup:     &gid,
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		Spec: r.hardenedPodSpec("sluice-session", uid, gid, deadline, volumes,
+			r.keeperContainer(cs.Image, keeperDir, mounts(containerKeeper), keeperRes),
+			corev1.Container{
+				Name:            containerAgent,
+				Image:           cs.Image,
+				ImagePullPolicy: corev1.PullPolicy(r.opt.ImagePullPolicy),
+				Command:         shape.cmds[containerAgent],
+				Env:             env,
+				WorkingDir:      cs.WorkingDir,
+				VolumeMounts:    mounts(containerAgent),
+				Stdin:           true,
+				StdinOnce:       true,
+				TTY:             cs.TTY,
+				Resources:       corev1.ResourceRequirements{Requests: agentRes, Limits: agentRes.DeepCopy()},
+				SecurityContext: containerSecurity(),
 			},
-			Volumes: volumes,
-			Containers: []corev1.Container{
-				{
-					Name:            containerKeeper,
-					Image:           cs.Image,
-					ImagePullPolicy: corev1.PullPolicy(r.opt.ImagePullPolicy),
-					Command:         keeperCmd,
-					Env:             []corev1.EnvVar{{Name: "PATH", Value: containerPath}, {Name: "HOME", Value: containerHome}},
-					WorkingDir:      keeperDir,
-					VolumeMounts:    mounts(containerKeeper),
-					Resources:       corev1.ResourceRequirements{Requests: keeperRes, Limits: keeperRes.DeepCopy()},
-					SecurityContext: containerSecurity(),
-				},
-				{
-					Name:            containerAgent,
-					Image:           cs.Image,
-					ImagePullPolicy: corev1.PullPolicy(r.opt.ImagePullPolicy),
-					Command:         shape.cmds[containerAgent],
-					Env:             env,
-					WorkingDir:      cs.WorkingDir,
-					VolumeMounts:    mounts(containerAgent),
-					Stdin:           true,
-					StdinOnce:       true,
-					TTY:             cs.TTY,
-					Resources:       corev1.ResourceRequirements{Requests: agentRes, Limits: agentRes.DeepCopy()},
-					SecurityContext: containerSecurity(),
-				},
-			},
-		},
-	}
-	if rc := r.opt.RuntimeClassName; rc != "" {
-		pod.Spec.RuntimeClassName = &rc
+		),
 	}
 	o := runObjects{pod: pod, policy: r.policy(m, 0), secret: secret}
 	// The policy selects the session's pod by its session label.
