@@ -9,19 +9,20 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/yamux"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // MaxLine bounds one line of a gated stream: the session sidecar's own
-// bound (go-sdk's frame limit, 16 MiB) and its line end, so every line the
+// bound (go-sdk's mcp.DefaultMaxLineLength, 16 MiB; a sidecar test keeps
+// the two equal) and its line end, so every line the
 // sidecar would accept is checked whole; a longer one is never forwarded
 // (it could not be checked) and is answered with a parse error, as the
 // sidecar answers one over its bound.
-const MaxLine = mcp.DefaultMaxLineLength + 2
+const MaxLine = 16<<20 + 2
 
 // Error codes of the answers the gate writes.
 const (
@@ -145,12 +146,15 @@ func readLine(r *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
 	}
 }
 
-// toolCalls reports whether line holds a "tools/call" (a request or a
-// notification, alone or in a batch) and returns the ids of every request
-// in it, to answer when the call is refused. It decodes the line with
-// go-sdk's own decoder, the one the session sidecar uses, so the gate and
-// the server agree on what a line is; a line that does not decode is no
-// call to the server either (it answers it with an error) and passes.
+// toolCalls reads a line of the agent's MCP: gated is true when it holds
+// a JSON-RPC message (alone or in a batch) that names a method other than
+// the few that read nothing of the copy (ungated), and ids are the ids of
+// its requests, for the answers when BeforeCall refuses. The gate decodes
+// with the standard library, not the session sidecar's own decoder (core
+// links no MCP SDK), so whatever could read as anything else is gated: a
+// method key spelled another way or twice, or any method not in ungated
+// (an escaped "tools\/call" decodes to itself). What passes ungated names
+// exactly one method, under its exact key, that both decoders read alike.
 func toolCalls(line []byte) (ids []json.RawMessage, gated bool) {
 	t := bytes.TrimSpace(line)
 	if len(t) == 0 || !json.Valid(t) {
@@ -164,25 +168,65 @@ func toolCalls(line []byte) (ids []json.RawMessage, gated bool) {
 		}
 	}
 	for _, raw := range msgs {
-		msg, err := jsonrpc.DecodeMessage(raw)
+		keys, err := objectKeys(raw)
 		if err != nil {
 			continue
 		}
-		req, ok := msg.(*jsonrpc.Request)
-		if !ok {
-			continue
+		methods := 0
+		for _, k := range keys {
+			if strings.EqualFold(k, "method") {
+				methods++
+			}
 		}
-		if req.Method == "tools/call" {
+		if methods == 0 {
+			continue // a response of the agent's, to the sidecar
+		}
+		var m struct {
+			Method json.RawMessage `json:"method"`
+			ID     json.RawMessage `json:"id"`
+		}
+		_ = json.Unmarshal(raw, &m)
+		var name string
+		if methods > 1 || !slices.Contains(keys, "method") || json.Unmarshal(m.Method, &name) != nil || !ungated[name] {
 			gated = true
 		}
-		if req.IsCall() {
-			id, err := json.Marshal(req.ID.Raw())
-			if err == nil {
-				ids = append(ids, id)
-			}
+		if len(m.ID) > 0 && !bytes.Equal(m.ID, []byte("null")) {
+			ids = append(ids, m.ID)
 		}
 	}
 	return ids, gated
+}
+
+// ungated are the methods that read nothing of the session's copy: the
+// handshake, the tool list, pings, cancellations.
+var ungated = map[string]bool{
+	"initialize": true, "notifications/initialized": true, "tools/list": true, "ping": true,
+	"notifications/cancelled": true, "notifications/roots/list_changed": true,
+}
+
+// objectKeys lists a JSON object's keys in order, duplicates included.
+func objectKeys(raw json.RawMessage) ([]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, errors.New("not an object")
+	}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		k, ok := tok.(string)
+		if !ok {
+			return nil, errors.New("not a key")
+		}
+		keys = append(keys, k)
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
 }
 
 type rpcError struct {

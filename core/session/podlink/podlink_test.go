@@ -411,6 +411,12 @@ func (g *gatekeeper) count() int {
 	return g.calls
 }
 
+// TestLink_BeforeCallGatesToolCalls: a tools/call, and every message that
+// names any method but the handshake's, the tool list's, a ping's or a
+// cancellation's (or names one of those in a way another decoder could
+// read otherwise), waits for BeforeCall and passes only when it allows; a
+// refused request gets an error response with its id; the rest, and the
+// agent's own responses, pass ungated.
 func TestLink_BeforeCallGatesToolCalls(t *testing.T) {
 	noLeaks(t)
 	srv := &mcpServer{}
@@ -419,29 +425,59 @@ func TestLink_BeforeCallGatesToolCalls(t *testing.T) {
 	p := startLink(t, map[string]podlink.Target{"mcp": {Dial: mcp.dial, BeforeCall: gk.before}}, "mcp")
 	c := p.dial(t, "mcp")
 	br := bufio.NewReaderSize(c, 1<<20)
+	sent := 0
+	pass := func(line string) {
+		t.Helper()
+		sent++
+		io.WriteString(c, line)
+		waitFor(t, "the line at the server", func() bool { return len(srv.received()) == sent })
+		if got := srv.received(); got[sent-1] != line {
+			t.Fatalf("the server received %q, want %q unchanged", got[sent-1], line)
+		}
+	}
+	allow := func(line string) {
+		t.Helper()
+		io.WriteString(c, line)
+		gk.wait(t)
+		if got := srv.received(); len(got) != sent {
+			t.Fatalf("%q reached the server before BeforeCall returned: %q", line, got)
+		}
+		gk.answer <- nil
+		sent++
+		waitFor(t, "the line at the server", func() bool { return len(srv.received()) == sent })
+		if got := srv.received(); got[sent-1] != line {
+			t.Fatalf("the server received %q, want %q unchanged", got[sent-1], line)
+		}
+	}
+	answered := func(id string) {
+		t.Helper()
+		if r := readResponse(t, br); string(r.ID) != id || r.Result == nil {
+			t.Fatalf("answered %+v, want a result for %s", r, id)
+		}
+	}
 
-	// Other methods and notifications pass without BeforeCall.
-	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n"
-	note := `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"
-	io.WriteString(c, list+note)
-	if r := readResponse(t, br); string(r.ID) != "1" || r.Result == nil {
-		t.Fatalf("tools/list answered %+v", r)
-	}
-	waitFor(t, "the notification", func() bool { return len(srv.received()) == 2 })
+	// The handshake, the tool list and notifications of them pass.
+	pass(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}` + "\n")
+	answered("1")
+	pass(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	pass(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}` + "\n")
+	answered("2")
+	// A response of the agent's (to a request of the sidecar's) passes.
+	pass(`{"jsonrpc":"2.0","id":"s1","result":{}}` + "\n")
+	answered(`"s1"`) // this test's server answers every id
 
-	// A tools/call waits for BeforeCall: held while it runs, passed when it allows.
-	call := `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"write_file"}}` + "\n"
-	io.WriteString(c, call)
-	gk.wait(t)
-	if got := srv.received(); len(got) != 2 {
-		t.Fatalf("the call reached the server before BeforeCall returned: %q", got)
-	}
-	gk.answer <- nil
-	if r := readResponse(t, br); string(r.ID) != `"c1"` || r.Result == nil {
-		t.Fatalf("allowed call answered %+v", r)
-	}
-	if got := srv.received(); got[2] != call {
-		t.Fatalf("the server received %q, want the call unchanged", got[2])
+	// A tools/call however it is spelled, any other method, and a harmless
+	// method named in a way another decoder could read otherwise.
+	for i, call := range []string{
+		`{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"write_file"}}`,
+		`{"jsonrpc":"2.0","id":"c2","method":"tools\/call","params":{}}`,
+		`{"jsonrpc":"2.0","id":"c3","METHOD":"tools/call","params":{}}`,
+		`{"jsonrpc":"2.0","id":"c4","Method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":"c5","method":"tools/list","method":"tools/call","params":{}}`,
+		`{"jsonrpc":"2.0","id":"c6","method":"resources/read","params":{}}`,
+	} {
+		allow(call + "\n")
+		answered(fmt.Sprintf(`"c%d"`, i+1))
 	}
 
 	// Refused: an error response with the call's id, and the server never sees it.
@@ -454,14 +490,8 @@ func TestLink_BeforeCallGatesToolCalls(t *testing.T) {
 		t.Fatalf("refused call answered %+v (error %+v)", r, r.Error)
 	}
 	// Calls are handled in order: the next line reaches the server next.
-	io.WriteString(c, `{"jsonrpc":"2.0","id":8,"method":"ping"}`+"\n")
-	if r := readResponse(t, br); string(r.ID) != "8" {
-		t.Fatalf("ping answered %+v", r)
-	}
-	got := srv.received()
-	if len(got) != 4 || !strings.Contains(got[3], `"ping"`) {
-		t.Fatalf("the server received %q; the refused call must not be there", got)
-	}
+	pass(`{"jsonrpc":"2.0","id":8,"method":"ping"}` + "\n")
+	answered("8")
 
 	// A batch holding a call is gated whole; refused, each request is answered.
 	io.WriteString(c, `[{"jsonrpc":"2.0","id":9,"method":"tools/list"},{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{}}]`+"\n")
@@ -472,11 +502,11 @@ func TestLink_BeforeCallGatesToolCalls(t *testing.T) {
 	if err != nil || json.Unmarshal(line, &batch) != nil || len(batch) != 2 || string(batch[0].ID) != "9" || string(batch[1].ID) != "10" || batch[1].Error == nil {
 		t.Fatalf("refused batch answered %q, %v", line, err)
 	}
-	if n := len(srv.received()); n != 4 {
-		t.Fatalf("the server received %d lines, want 4 (the batch refused)", n)
+	if n := len(srv.received()); n != sent {
+		t.Fatalf("the server received %d lines, want %d (the refused call and batch not among them)", n, sent)
 	}
-	if gk.count() != 3 {
-		t.Fatalf("BeforeCall ran %d times, want 3 (one per line holding a call)", gk.count())
+	if gk.count() != 8 {
+		t.Fatalf("BeforeCall ran %d times, want 8 (the six calls, the refused one, the batch)", gk.count())
 	}
 }
 
