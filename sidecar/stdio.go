@@ -15,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sluicehq/sluice/core/gitx"
 )
 
 // MaxStdioLine bounds one inbound line of the stdio transport, the same
@@ -90,9 +92,20 @@ type lineFilter struct {
 // resident until the next.
 const idleTrimAfter = time.Second
 
+// trimIdle gives back what an idle sidecar holds for its next call: the
+// objects git reads in process kept (pack indexes: megabytes in a large
+// repository, read again in tens of milliseconds), then the heap's unused
+// memory.
+func trimIdle() {
+	if r, err := gitx.Default(); err == nil {
+		r.DropObjects()
+	}
+	debug.FreeOSMemory()
+}
+
 func (f *lineFilter) run() {
 	f.batchOK = true
-	trim := time.AfterFunc(idleTrimAfter, debug.FreeOSMemory)
+	trim := time.AfterFunc(idleTrimAfter, trimIdle)
 	defer trim.Stop()
 	for {
 		line, tooLong, err := f.readLine()

@@ -79,6 +79,24 @@ type sharedObjects struct {
 // maxLocalIndex of pack index and a few MiB of objects.
 const maxCachedObjects = 8
 
+// DropObjects forgets the objects read in process (pack indexes and the
+// inflaters kept for them), to give their memory back when the runner's
+// process goes idle; the next read reads them again. A read under way
+// keeps what it holds until it ends.
+func (r *Runner) DropObjects() {
+	r.objects.mu.Lock()
+	defer r.objects.mu.Unlock()
+	for _, so := range r.objects.m {
+		// One no read holds is closed now (its open packs and buffers);
+		// one in use is left to be collected.
+		if so.mu.TryLock() {
+			so.objs.Close()
+			so.mu.Unlock()
+		}
+	}
+	r.objects.m = nil
+}
+
 // objects returns the cached Objects of repo, locked; the caller unlocks.
 func (repo *Repo) objects() *sharedObjects {
 	packDir := filepath.Join(repo.CommonDir, "objects", "pack")

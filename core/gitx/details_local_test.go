@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -236,6 +237,29 @@ func TestObjectsCache_Bounded(t *testing.T) {
 		if _, kept := run.objects.m[d]; kept != (i >= len(dirs)-maxCachedObjects) {
 			t.Errorf("repository %d of %d kept: %v", i, len(dirs), kept)
 		}
+	}
+}
+
+// TestObjectsCache_Dropped: an idle sidecar drops the objects read in
+// process; the next read reads them again and answers the same.
+func TestObjectsCache_Dropped(t *testing.T) {
+	noUserAttributes(t)
+	run := newRunner(t)
+	r := gitxtest.Basic(t, 2)
+	first, err := openIn(t, run, r.Dir).CommitDetails(ctx(t), "HEAD", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.DropObjects()
+	run.objects.mu.Lock()
+	n := len(run.objects.m)
+	run.objects.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d repositories' objects kept after DropObjects", n)
+	}
+	again, err := openIn(t, run, r.Dir).CommitDetails(ctx(t), "HEAD", 0)
+	if err != nil || !reflect.DeepEqual(first, again) {
+		t.Fatalf("after the drop: %+v %v, want %+v", again, err, first)
 	}
 }
 
