@@ -690,7 +690,10 @@ func (s *SessionRun) Wait() (int, error) {
 		if errors.Is(err, errPodGone) {
 			return exitKilled, errcode.New(errcode.Internal, "the session's pod was deleted while the agent ran")
 		}
-		return 1, err
+		// The pod may still hold what the agent left: it stays for the
+		// app to read back.
+		s.kept = true
+		return 1, fmt.Errorf("%w: %w", ErrSessionPodKept, err)
 	}
 	t := containerStatus(p, containerAgent).State.Terminated
 	code := int(t.ExitCode)
@@ -714,7 +717,18 @@ func (s *SessionRun) Wait() (int, error) {
 // passes it to the agent). KILL deletes the pod.
 func (s *SessionRun) Signal(sig string) error {
 	if sig == "KILL" {
-		return s.Remove()
+		// Every process of the agent's but its first, which then exits as
+		// the agent did: the pod stays, so Wait still reads the agent's
+		// files back. Only a kill that cannot be made removes the pod.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.r.execIn(ctx, s.name, containerAgent, []string{"kill", "-9", "-1"}, nil, nil); err != nil {
+			var ee *execError
+			if !errors.As(err, &ee) {
+				return s.Remove()
+			}
+		}
+		return nil
 	}
 	if !slices.Contains([]string{"TERM", "INT", "HUP"}, sig) {
 		sig = "TERM"

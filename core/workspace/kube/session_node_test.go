@@ -256,6 +256,72 @@ exit 4`
 	}
 }
 
+// TestNode_SessionKilled: a kill the agent cannot ignore (after it
+// ignored TERM) ends the agent, not the pod: Wait still reads back what
+// it wrote, and only Remove deletes the pod.
+func TestNode_SessionKilled(t *testing.T) {
+	e := onNode(t)
+	cs, copyDir := endTestSpec(t, e, `sh -c 'trap "" TERM; echo late > late.txt; echo READY; while :; do sleep 1; done'; exit 7`)
+	ready := make(chan struct{})
+	var once sync.Once
+	out := &lineWriter{onData: func(s string) {
+		if strings.Contains(s, "READY") {
+			once.Do(func() { close(ready) })
+		}
+	}}
+	s, err := e.r.StartSession(context.Background(), cs, nil, out, &lineWriter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Remove()
+	<-ready
+	if err := s.Signal("TERM"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Signal("KILL"); err != nil {
+		t.Fatal(err)
+	}
+	code, err := s.Wait()
+	if err != nil || code != 7 {
+		t.Fatalf("Wait after the kill: exit %d, %v (output %q)", code, err, out)
+	}
+	if b, err := os.ReadFile(filepath.Join(copyDir, "late.txt")); err != nil || string(b) != "late\n" {
+		t.Fatalf("what the killed agent wrote did not come back: %q %v", b, err)
+	}
+	if err := s.Remove(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// endTestSpec is a session's spec over a copy of one file, running script
+// in the copy, and the copy's host path.
+func endTestSpec(t *testing.T, e nodeEnv, script string) (workspace.SessionContainerSpec, string) {
+	host := t.TempDir()
+	copyDir := filepath.Join(host, "copy")
+	writeFiles(t, copyDir, map[string]string{"a.txt": "a\n", ".git/HEAD": "ref: refs/heads/main\n", ".git/sluice-origin/.keep": ""})
+	writeFiles(t, filepath.Join(host, "objects"), map[string]string{"info/.keep": ""})
+	writeFiles(t, filepath.Join(host, "home"), map[string]string{".keep": ""})
+	sock := t.TempDir()
+	serveUnix(t, filepath.Join(sock, "mcp.sock"), func(net.Conn) {})
+	serveUnix(t, filepath.Join(sock, "egress.sock"), func(net.Conn) {})
+	const repo = "/home/person/proj"
+	return workspace.SessionContainerSpec{
+		Session: "Sess-" + randomID(t), Image: e.image, User: e.spec(t).User,
+		Cmd: []string{"/bin/sh", "-c", "cd " + repo + " && " + script},
+		Env: []string{"PATH=" + containerPath, "HOME=/home/person"},
+		Binds: []workspace.SessionBind{
+			{Source: copyDir, Target: repo},
+			{Source: filepath.Join(host, "objects"), Target: repo + "/.git/sluice-origin", ReadOnly: true},
+			{Source: filepath.Join(host, "home"), Target: "/home/person"},
+			{Source: sidecarBinary(t), Target: insideSidecar, ReadOnly: true},
+			{Source: filepath.Join(sock, "egress.sock"), Target: insideEgress},
+			{Source: filepath.Join(sock, "mcp.sock"), Target: insideMCP},
+		},
+		Copy: repo, WorkingDir: repo,
+		Limits: workspace.Limits{MemoryBytes: 64 << 20, CPUs: 0.5, TmpfsBytes: 16 << 20},
+	}, copyDir
+}
+
 // TestNode_SessionEndedByTheApp: a launcher gone, the app ends the
 // session: the agent's files, which no tool call brought back, come back
 // from the pod before its objects are deleted; and when what the pod holds
@@ -271,30 +337,7 @@ func TestNode_SessionEndedByTheApp(t *testing.T) {
 		{"unreadable", `echo left > left.txt; echo x > locked.txt; chmod 000 locked.txt; echo READY; while :; do sleep 1; done`, ErrFilesNotBack},
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
-			host := t.TempDir()
-			copyDir := filepath.Join(host, "copy")
-			writeFiles(t, copyDir, map[string]string{"a.txt": "a\n", ".git/HEAD": "ref: refs/heads/main\n", ".git/sluice-origin/.keep": ""})
-			writeFiles(t, filepath.Join(host, "objects"), map[string]string{"info/.keep": ""})
-			writeFiles(t, filepath.Join(host, "home"), map[string]string{".keep": ""})
-			sock := t.TempDir()
-			serveUnix(t, filepath.Join(sock, "mcp.sock"), func(net.Conn) {})
-			serveUnix(t, filepath.Join(sock, "egress.sock"), func(net.Conn) {})
-			const repo = "/home/person/proj"
-			cs := workspace.SessionContainerSpec{
-				Session: "Sess-" + randomID(t), Image: e.image, User: e.spec(t).User,
-				Cmd: []string{"/bin/sh", "-c", "cd " + repo + " && " + tc.script},
-				Env: []string{"PATH=" + containerPath, "HOME=/home/person"},
-				Binds: []workspace.SessionBind{
-					{Source: copyDir, Target: repo},
-					{Source: filepath.Join(host, "objects"), Target: repo + "/.git/sluice-origin", ReadOnly: true},
-					{Source: filepath.Join(host, "home"), Target: "/home/person"},
-					{Source: sidecarBinary(t), Target: insideSidecar, ReadOnly: true},
-					{Source: filepath.Join(sock, "egress.sock"), Target: insideEgress},
-					{Source: filepath.Join(sock, "mcp.sock"), Target: insideMCP},
-				},
-				Copy: repo, WorkingDir: repo,
-				Limits: workspace.Limits{MemoryBytes: 64 << 20, CPUs: 0.5, TmpfsBytes: 16 << 20},
-			}
+			cs, copyDir := endTestSpec(t, e, tc.script)
 			ready := make(chan struct{})
 			var once sync.Once
 			out := &lineWriter{onData: func(s string) {
