@@ -440,31 +440,64 @@ type sessionSidecar struct {
 
 // startSessionSidecar starts sluice-sidecar in the session's view of the
 // machine (the copy at the repository's path), serving MCP on the
-// listener the launcher made, with the session's token on its stdin.
+// listener the launcher made, with the session's token on its stdin. The
+// token goes only to a sidecar that runs: bwrap's set-up may end before
+// (a lost mount race is tried again, confined.LostMountRace).
 func startSessionSidecar(s *confined.Session, g gateway.SessionGrant, bwrap string, secret []string, ln *net.UnixListener) (*sessionSidecar, error) {
 	lf, err := ln.File()
 	if err != nil {
 		return nil, err
 	}
 	defer lf.Close()
-	argv := []string{sidecarPath(), "session", "--session", g.ID, "--agent", g.Agent, "--repo", g.Repo, "--origin", g.Origin}
-	cmd := exec.Command(bwrap, confined.SidecarArgs(s, g.Copy, g.Origin, secret, argv)...)
-	cmd.ExtraFiles = []*os.File{lf}
-	cmd.Env = sidecarEnv(os.Environ())
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	argv := []string{sidecarPath(), "session", "--session", g.ID, "--agent", g.Agent, "--repo", g.Repo, "--origin", g.Origin,
+		"--started-fd", strconv.Itoa(confined.StartedFD)}
 	logPath := filepath.Join(filepath.Dir(g.Copy), "sidecar.log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	defer logf.Close()
-	cmd.Stdout, cmd.Stderr = logf, logf
-	in, err := cmd.StdinPipe()
+	for attempt := 1; ; attempt++ {
+		from, err := logf.Seek(0, io.SeekEnd)
+		if err != nil {
+			return nil, err
+		}
+		sc, err := startSidecarOnce(s, g, bwrap, secret, argv, lf, logf)
+		if sc != nil || err != nil {
+			return sc, err
+		}
+		early := readFrom(logPath, from)
+		if confined.LostMountRace(early) && attempt < 5 {
+			continue
+		}
+		return nil, fmt.Errorf("starting the session's sidecar: its sandbox could not be made: %s", strings.TrimSpace(string(early)))
+	}
+}
+
+// startSidecarOnce makes the sidecar's sandbox once: the sidecar, or
+// neither it nor an error when bwrap ended in its set-up.
+func startSidecarOnce(s *confined.Session, g gateway.SessionGrant, bwrap string, secret, argv []string, lf, logf *os.File) (*sessionSidecar, error) {
+	ran, err := confined.NewStarted()
 	if err != nil {
 		return nil, err
 	}
+	cmd := exec.Command(bwrap, confined.SidecarArgs(s, g.Copy, g.Origin, secret, argv)...)
+	cmd.ExtraFiles = []*os.File{lf, ran.File()}
+	cmd.Env = sidecarEnv(os.Environ())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		ran.Close()
+		return nil, err
+	}
 	if err := cmd.Start(); err != nil {
+		ran.Close()
 		return nil, fmt.Errorf("starting the session's sidecar: %w", err)
+	}
+	if !ran.Wait() {
+		cmd.Wait()
+		return nil, nil
 	}
 	if _, err := io.WriteString(in, g.Token+"\n"); err != nil {
 		cmd.Process.Kill()
@@ -472,6 +505,17 @@ func startSessionSidecar(s *confined.Session, g gateway.SessionGrant, bwrap stri
 		return nil, fmt.Errorf("starting the session's sidecar: %w", err)
 	}
 	return &sessionSidecar{cmd: cmd, token: in}, nil
+}
+
+// readFrom is what the file at path holds from offset on (at most 64 KiB).
+func readFrom(path string, offset int64) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(io.NewSectionReader(f, offset, 1<<16), 1<<16))
+	return b
 }
 
 // stop ends the sidecar: its stdin closes, which it takes as the end.

@@ -56,9 +56,11 @@ func runSandboxInit(args []string, _ io.Writer, stderr io.Writer) int {
 		return nil
 	})
 	size := fs.String("size", "", "ROWSxCOLS: the terminal's size, set before the agent starts")
+	startedFD := fs.Int("started-fd", -1, "a descriptor to write one byte to, and close, once this runs (the launcher's sign that the sandbox's set-up is over)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	session.SayStarted(*startedFD)
 	argv := fs.Args()
 	if len(argv) == 0 {
 		fmt.Fprintln(stderr, "sluice-sidecar sandbox-init: no command")

@@ -78,9 +78,11 @@ func runSessionServer(args []string, _ io.Writer, stderr io.Writer) int {
 	repo := fs.String("repo", "", "the person's repository (holds the copy in this view)")
 	origin := fs.String("origin", "", "where the person's repository is seen")
 	sets := fs.String("toolsets", "", "toolsets (default: the configured ones)")
+	startedFD := fs.Int("started-fd", -1, "a descriptor to write one byte to, and close, once this runs (the launcher's sign that the sandbox's set-up is over)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	session.SayStarted(*startedFD)
 	if !proposal.ValidSessionID(*id) || !proposal.ValidAgent(*agent) || !filepath.IsAbs(*repo) || !filepath.IsAbs(*origin) {
 		fmt.Fprintln(stderr, "sluice-sidecar session: --session, --agent, --repo and --origin are required")
 		return 2

@@ -3,7 +3,6 @@ package doctor
 import (
 	"context"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -29,7 +28,7 @@ func checkSandbox(ctx context.Context) Result {
 	defer cancel()
 	// The namespaces and flags every session's sandbox has: a bubblewrap
 	// too old for one of them fails here, not at `sluice run`.
-	out, err := exec.CommandContext(ctx, bwrap, append(session.BaseArgs(), "--", "/bin/true")...).CombinedOutput()
+	out, err := session.ProbeBubblewrap(ctx, bwrap)
 	if err != nil {
 		r.Status, r.Detail = Warn, "bubblewrap at "+bwrap+" cannot create a sandbox: "+strings.TrimSpace(string(out))
 		r.Hint = "unprivileged user namespaces may be restricted; see the lines above, or ask your administrator"

@@ -7,11 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/creack/pty"
 	"golang.org/x/term"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // signalGrace is how long an agent has to end after a signal the launcher
@@ -39,6 +42,11 @@ type bwrapProcess struct {
 // window size): nothing in the sandbox holds the person's terminal, whose
 // input a process could otherwise inject (TIOCSTI). The sandbox dies with
 // the launcher, and starts with a session keyring of its own, empty.
+//
+// A sandbox whose set-up lost a race with the host's mounts
+// (LostMountRace) is made again; nothing of the agent ran in it. One that
+// ended in its set-up for any other reason is an error that says what
+// bwrap printed.
 func (b Bubblewrap) Start(spec *Spec, stdio Stdio) (Process, error) {
 	path := b.Path
 	if path == "" {
@@ -54,27 +62,58 @@ func (b Bubblewrap) Start(spec *Spec, stdio Stdio) (Process, error) {
 	if err := homeMountPoints(spec, append(shown(spec), spec.Session.Repo)); err != nil {
 		return nil, err
 	}
+	// bwrap writes the sandbox's first process id to fd 3; sandbox-init
+	// says on fd 4 (StartedFD) that it runs.
+	args = append([]string{"--info-fd", "3"}, args...)
+	for attempt := 1; ; attempt++ {
+		p, early, err := startBwrap(path, args, spec.Env, stdio)
+		if err != nil || p != nil {
+			return p, err
+		}
+		if LostMountRace(early) && attempt < bwrapAttempts {
+			continue
+		}
+		return nil, &errcode.Error{Code: errcode.Unsupported,
+			Msg: "the session's sandbox could not be made: " + strings.TrimSpace(string(early))}
+	}
+}
+
+// startBwrap makes one sandbox. It returns the process once sandbox-init
+// runs in it, or what bwrap printed when it ended before that.
+func startBwrap(path string, args, env []string, stdio Stdio) (*bwrapProcess, []byte, error) {
 	info, infoW, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer info.Close()
-	// bwrap writes the sandbox's first process id to fd 3.
-	cmd := exec.Command(path, append([]string{"--info-fd", "3"}, args...)...)
-	cmd.Env = spec.Env
-	cmd.ExtraFiles = []*os.File{infoW}
+	ran, err := NewStarted()
+	if err != nil {
+		infoW.Close()
+		return nil, nil, err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Env = env
+	cmd.ExtraFiles = []*os.File{infoW, ran.File()}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	p := &bwrapProcess{cmd: cmd, stdin: stdio.In, restore: func() {}, done: make(chan struct{})}
 	var pts *os.File
+	// What bwrap says before the sandbox runs is held, to be shown only
+	// when it ended there for good.
+	var held *heldWriter
 	if stdio.In != nil && term.IsTerminal(int(stdio.In.Fd())) {
 		if p.ptmx, pts, err = pty.Open(); err != nil {
 			infoW.Close()
-			return nil, err
+			ran.Close()
+			return nil, nil, err
 		}
 		p.Resize()
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = pts, pts, pts
 	} else {
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.In, stdio.Out, stdio.Err
+		held = &heldWriter{w: stdio.Err}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.In, stdio.Out, held
+		if stdio.Out == stdio.Err {
+			cmd.Stdout = held
+		}
 	}
 	started, exited := make(chan error, 1), make(chan error, 1)
 	go func() {
@@ -100,10 +139,27 @@ func (b Bubblewrap) Start(spec *Spec, stdio Stdio) (Process, error) {
 		pts.Close()
 	}
 	if err != nil {
+		ran.Close()
 		if p.ptmx != nil {
 			p.ptmx.Close()
 		}
-		return nil, err
+		return nil, nil, err
+	}
+	if !ran.Wait() {
+		<-exited
+		var early []byte
+		if p.ptmx != nil {
+			// bwrap and its sandbox are gone, so the terminal gives what
+			// they wrote, then EIO.
+			early, _ = io.ReadAll(io.LimitReader(p.ptmx, 1<<16))
+			p.ptmx.Close()
+		} else {
+			early = held.heldOutput()
+		}
+		return nil, early, nil
+	}
+	if held != nil {
+		held.release()
 	}
 	// drained is closed once all the agent wrote to its terminal has
 	// been copied out: the copy ends (EIO) when the last descriptor of the
@@ -138,7 +194,7 @@ func (b Bubblewrap) Start(spec *Spec, stdio Stdio) (Process, error) {
 		}
 		close(p.done)
 	}()
-	return p, nil
+	return p, nil, nil
 }
 
 func (p *bwrapProcess) Wait() (int, error) {

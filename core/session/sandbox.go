@@ -201,7 +201,7 @@ func AgentArgs(spec *Spec) ([]string, error) {
 		"--bind", spec.EgressSocket, InsideEgress,
 		"--bind", spec.MCPSocket, InsideMCP,
 		"--chdir", spec.Dir,
-		"--", InsideSidecar, "sandbox-init", "--proxy-port", fmt.Sprint(ProxyPort),
+		"--", InsideSidecar, "sandbox-init", "--proxy-port", fmt.Sprint(ProxyPort), "--started-fd", fmt.Sprint(StartedFD),
 	)
 	for _, f := range spec.Forwards {
 		a = append(a, "--forward", f)

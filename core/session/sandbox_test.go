@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -65,7 +66,7 @@ func needBubblewrap(t *testing.T) {
 	bwrap, err := FindBubblewrap()
 	if err == nil {
 		var out []byte
-		out, err = exec.Command(bwrap, append(BaseArgs(), "--", "/bin/true")...).CombinedOutput()
+		out, err = ProbeBubblewrap(context.Background(), bwrap)
 		if err != nil {
 			err = fmt.Errorf("%v: %s", err, out)
 		}

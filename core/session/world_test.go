@@ -127,7 +127,7 @@ func TestAgentArgs_Layout(t *testing.T) {
 		"--ro-bind / /", "--tmpfs /tmp", "--tmpfs /run", "--tmpfs " + home, "--bind /state/sessions/homes/claude-code " + home,
 		"--ro-bind " + root + " " + root, "--tmpfs " + ssh, "--bind /state/sessions/s1/copy " + repo,
 		"--ro-bind /objects " + repo + "/.git/sluice-origin", "--ro-bind /opt/sluice/sluice-sidecar " + InsideSidecar,
-		"--bind /tmp/x/egress.sock " + InsideEgress, "--chdir " + repo, "sandbox-init --proxy-port 3128 --forward 127.0.0.1:4123 -- /usr/bin/claude -p hi"} {
+		"--bind /tmp/x/egress.sock " + InsideEgress, "--chdir " + repo, "sandbox-init --proxy-port 3128 --started-fd 4 --forward 127.0.0.1:4123 -- /usr/bin/claude -p hi"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("the command line lacks %q:\n%s", want, line)
 		}
