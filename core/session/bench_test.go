@@ -104,6 +104,9 @@ func benchInside(b *testing.B, cmd string) {
 	env := append(gitxtest.Env(home), "PATH=/usr/bin:/bin")
 	measure := func(name string, args ...string) time.Duration {
 		out, err := exec.Command(name, args...).CombinedOutput()
+		for try := 1; err != nil && LostMountRace(out) && try < bwrapAttempts; try++ {
+			out, err = exec.Command(name, args...).CombinedOutput()
+		}
 		if err != nil {
 			b.Fatalf("%s: %v\n%s", name, err, out)
 		}
