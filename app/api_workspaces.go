@@ -47,14 +47,21 @@ func openWorkspaceStore(cfg *config.Config, log interface {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	rt, err := openWorkspaceRuntime(ctx, cfg)
+	var copies workspace.SecretCopies
 	if err != nil {
 		log.Warn("workspaces: container runtime unavailable; runs are disabled", "err", err)
 		rt = nil
+		if cfg.OnKubernetes() {
+			// Runs read granted secrets from the cluster: a grant that
+			// cannot reach it fails rather than go uncopied.
+			copies = unreachableCluster{err}
+		}
 	}
 	m, err := workspace.Open(workspace.Options{
 		StateDir:     cfg.StateDir, // the store keeps its own workspaces/ folder there
 		ConfigDir:    cfg.ConfigDir,
 		Runtime:      rt,
+		SecretCopies: copies,
 		Image:        cfg.WorkspaceRunImage(),
 		RuntimeName:  cfg.WorkspaceOCIRuntime(),
 		AllowedRoots: gitx.Roots(cfg.AllowedRoots),
@@ -67,12 +74,31 @@ func openWorkspaceStore(cfg *config.Config, log interface {
 	return m
 }
 
+// unreachableCluster stands for the Kubernetes runtime when it could not
+// be opened: every change to a workspace's secret copy fails, so grants
+// fail and revocations are remembered until the cluster answers again.
+type unreachableCluster struct{ err error }
+
+func (u unreachableCluster) fail() error {
+	return &errcode.Error{Code: errcode.Unavailable, Err: u.err,
+		Msg: "the Kubernetes cluster could not be reached when Sluice started (" + u.err.Error() + "); restart Sluice once it answers"}
+}
+
+func (u unreachableCluster) PutSecrets(context.Context, string, string, map[string]string) error {
+	return u.fail()
+}
+
+func (u unreachableCluster) SecretCopies(context.Context, string) ([]workspace.SecretCopy, error) {
+	return nil, u.fail()
+}
+
 // workspaceSweep is how often idle workspaces are looked for.
 const workspaceSweep = time.Minute
 
 // reconcileWorkspaces removes what a crash left behind (half-created or
 // half-destroyed workspaces, containers with no workspace), then expires
-// idle workspaces every minute until the app stops. It runs in the
+// idle workspaces and removes revoked secrets' copies every minute until
+// the app stops. It runs in the
 // background: start-up does not wait on Docker.
 func (a *App) reconcileWorkspaces(ctx context.Context) {
 	rep, err := a.workspaces.Reconcile(ctx)
@@ -84,6 +110,11 @@ func (a *App) reconcileWorkspaces(ctx context.Context) {
 	tick := time.NewTicker(workspaceSweep)
 	defer tick.Stop()
 	for {
+		// Revoked secrets a cluster still holds (a revocation that could
+		// not reach it, a sidecar's seal) go at the latest here.
+		if err := a.workspaces.SyncSecretCopies(ctx); err != nil {
+			a.log.Warn("workspaces: removing revoked secrets from the cluster failed; tried again in a minute", "err", err)
+		}
 		if ids, err := a.workspaces.Expire(ctx); err != nil {
 			a.log.Warn("workspaces: expiring idle workspaces failed", "err", err)
 		} else if len(ids) > 0 {
@@ -111,22 +142,36 @@ type GrantRequest struct {
 	Egress []string `json:"egress,omitempty"`
 }
 
+// GrantResult is what a grant did.
+type GrantResult struct {
+	Done bool `json:"done"`
+	// Notice is something the person should know although the grant was
+	// made: a revoked secret the cluster still holds for a while.
+	Notice string `json:"notice,omitempty"`
+}
+
 // GrantWorkspace applies a grant, audited before it happens (names and
 // hosts only, never the secret's value): if the entry cannot be written,
 // nothing is granted.
-func (api *API) GrantWorkspace(g GrantRequest) (bool, error) {
-	return true, grantWorkspace(api.app.workspaces, api.app.ledger, "owner:"+api.kind, g)
+func (api *API) GrantWorkspace(g GrantRequest) (GrantResult, error) {
+	notice, err := grantWorkspace(api.app.workspaces, api.app.ledger, "owner:"+api.kind, g)
+	if err != nil {
+		return GrantResult{}, err
+	}
+	return GrantResult{Done: true, Notice: notice}, nil
 }
 
-func grantWorkspace(m *workspace.Manager, ledger *audit.Ledger, by string, g GrantRequest) error {
+// grantWorkspace makes the grant and returns a notice for the person, or
+// "".
+func grantWorkspace(m *workspace.Manager, ledger *audit.Ledger, by string, g GrantRequest) (string, error) {
 	if m == nil {
-		return errWorkspacesOff
+		return "", errWorkspacesOff
 	}
 	if !proposal.ValidID(g.ID) {
-		return &errcode.Error{Code: errcode.InvalidArgument, Msg: "invalid workspace id"}
+		return "", &errcode.Error{Code: errcode.InvalidArgument, Msg: "invalid workspace id"}
 	}
 	if g.SecretName == "" && g.RevokeSecret == "" && g.Egress == nil {
-		return &errcode.Error{Code: errcode.InvalidArgument, Msg: "nothing to grant: give a secret, a secret to revoke, or egress hosts"}
+		return "", &errcode.Error{Code: errcode.InvalidArgument, Msg: "nothing to grant: give a secret, a secret to revoke, or egress hosts"}
 	}
 	data := map[string]any{"workspace": g.ID}
 	if g.SecretName != "" {
@@ -138,29 +183,36 @@ func grantWorkspace(m *workspace.Manager, ledger *audit.Ledger, by string, g Gra
 	if g.Egress != nil {
 		hosts, err := workspace.NormalizeEgress(g.Egress)
 		if err != nil {
-			return err
+			return "", err
 		}
 		data["egress_hosts"] = int64(len(hosts))
 	}
 	if _, err := ledger.Append(audit.Entry{EventType: "workspace_grant", Approval: by, Result: "ok", Data: data}); err != nil {
-		return &errcode.Error{Code: errcode.AuditFailed, Msg: "nothing was granted because the audit ledger could not be written"}
+		return "", &errcode.Error{Code: errcode.AuditFailed, Msg: "nothing was granted because the audit ledger could not be written"}
+	}
+	notice := ""
+	if g.RevokeSecret != "" {
+		// Before a grant of the same request, so a failed grant leaves the
+		// revocation done.
+		rev, err := m.RevokeSecret(g.ID, g.RevokeSecret)
+		if err != nil {
+			return "", err
+		}
+		if rev.CopyLeft {
+			notice = "The secret " + g.RevokeSecret + " is revoked and no run will be given it, but the cluster's copy could not be deleted yet (" + rev.Reason + "); Sluice deletes it before the next workspace run and when it starts."
+		}
 	}
 	if g.SecretName != "" {
 		if err := m.Grant(g.ID, g.SecretName, g.SecretValue); err != nil {
-			return err
-		}
-	}
-	if g.RevokeSecret != "" {
-		if err := m.RevokeSecret(g.ID, g.RevokeSecret); err != nil {
-			return err
+			return notice, err
 		}
 	}
 	if g.Egress != nil {
 		if err := m.GrantEgress(g.ID, g.Egress); err != nil {
-			return err
+			return notice, err
 		}
 	}
-	return nil
+	return notice, nil
 }
 
 // WorkspaceRunView is one run's evidence as the workspaces screen shows it.

@@ -80,7 +80,11 @@ func runWorkspace(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	if m != nil {
 		defer m.Close()
 	}
-	if err := grantWorkspace(m, ledger, "owner:terminal", g); err != nil {
+	notice, err := grantWorkspace(m, ledger, "owner:terminal", g)
+	if notice != "" {
+		fmt.Fprintln(stderr, "sluice:", notice)
+	}
+	if err != nil {
 		fmt.Fprintln(stderr, "sluice:", err)
 		return 1
 	}

@@ -56,7 +56,7 @@ func (m *Manager) Seal(ctx context.Context, id, message string) (*SealResult, er
 		}
 		return res, nil
 	}
-	if err := m.revokeAllLocked(w); err != nil {
+	if err := m.revokeAllLocked(ctx, w); err != nil {
 		return nil, err
 	}
 	w.State = StateSealed
@@ -139,13 +139,22 @@ func (m *Manager) Destroy(ctx context.Context, id string) (*DestroyReport, error
 
 func (m *Manager) destroyLocked(ctx context.Context, id string) (*DestroyReport, error) {
 	rep := &DestroyReport{ID: id}
+	copied := m.copyMarked(id)
 	if w, err := m.readMeta(id); err == nil {
+		copied = copied || len(w.Secrets) > 0
 		w.State = StateDestroying
 		if err := m.writeMeta(w); err != nil {
 			return nil, err
 		}
 	}
-	// Secrets go first: whatever fails later, they are gone.
+	// Secrets go first: whatever fails later, they are gone. Their copy
+	// (SecretCopies) is marked before, so that one left by a failure
+	// below is removed later.
+	if copied {
+		if err := m.markCopy(id); err != nil {
+			return nil, err
+		}
+	}
 	if err := m.writeSecrets(id, &secretsDoc{Version: 1}); err != nil {
 		return nil, err
 	}
@@ -166,6 +175,13 @@ func (m *Manager) destroyLocked(ctx context.Context, id string) (*DestroyReport,
 		}
 	}
 	rep.ContainersGone = true
+	if copied {
+		// Removed with the containers when the runtime lists it; this
+		// verifies (or, without a runtime, tries) and clears the mark.
+		if err := m.syncCopy(ctx, id); err != nil {
+			m.log.Warn("workspace: the cluster's copy of the destroyed workspace's secrets could not be removed yet; it is removed before the next run and at start-up", "workspace", id, "err", err)
+		}
+	}
 	if err := m.removeWorkspaceDir(id); err != nil {
 		return rep, err
 	}
@@ -239,6 +255,9 @@ func (m *Manager) Expire(ctx context.Context) ([]string, error) {
 type ReconcileReport struct {
 	RemovedContainers []string `json:"removedContainers"`
 	RemovedWorkspaces []string `json:"removedWorkspaces"`
+	// SecretCopiesSynced are the workspaces whose secret copies were
+	// checked against their grants (and put right where they differed).
+	SecretCopiesSynced []string `json:"secretCopiesSynced,omitempty"`
 }
 
 // Reconcile runs at start-up: it removes workspaces that were half
@@ -259,6 +278,13 @@ func (m *Manager) Reconcile(ctx context.Context) (*ReconcileReport, error) {
 		return rep, err
 	}
 	for _, c := range list {
+		if c.Kept {
+			// A living workspace's copy follows its grants (below); one
+			// whose workspace is gone goes.
+			if _, err := m.readMeta(c.WorkspaceID); !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrInvalidID) {
+				continue
+			}
+		}
 		if proposal.ValidID(c.WorkspaceID) {
 			m.mu.Lock()
 			running := m.active[c.WorkspaceID] != nil
@@ -276,6 +302,9 @@ func (m *Manager) Reconcile(ctx context.Context) (*ReconcileReport, error) {
 			return rep, err
 		}
 		rep.RemovedContainers = append(rep.RemovedContainers, c.ID)
+	}
+	if err := m.reconcileCopies(ctx, rep); err != nil {
+		return rep, err
 	}
 	return rep, nil
 }

@@ -127,6 +127,9 @@ func (m *Manager) Run(ctx context.Context, id string, req RunRequest) (*RunResul
 	if err != nil {
 		return nil, err
 	}
+	if err := m.syncBeforeRun(ctx, id); err != nil {
+		return nil, err
+	}
 	secrets, err := m.runSecrets(id, req.Env)
 	if err != nil {
 		return nil, err

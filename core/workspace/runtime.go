@@ -104,6 +104,11 @@ type ContainerInfo struct {
 	WorkspaceID string
 	RunID       string
 	State       string
+	// Kept marks what a workspace keeps while it lives rather than a run:
+	// the copy of its granted secrets (SecretCopies). Stop leaves it,
+	// Destroy removes it with the rest, and Reconcile leaves a living
+	// workspace's to its grants.
+	Kept bool
 }
 
 // EgressNetwork is the network of granted runs.

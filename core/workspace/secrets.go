@@ -1,11 +1,13 @@
 package workspace
 
 import (
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,9 +16,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sluicehq/sluice/core/config"
 	"github.com/sluicehq/sluice/core/errcode"
+	"github.com/sluicehq/sluice/core/proposal"
 )
 
 // Secrets are granted by a human to one workspace, kept sealed with
@@ -24,8 +28,9 @@ import (
 // directory, a fresh nonce per secret, and the workspace id and secret
 // name as additional data so a sealed value cannot be moved to another
 // workspace or name), handed to a run only through the Engine API
-// environment (never argv), redacted from everything a run reports, and
-// revoked on seal and destroy.
+// environment (never argv) or, where runs read them from a cluster, kept
+// there in a copy that follows the grants (SecretCopies), redacted from
+// everything a run reports, and revoked on seal and destroy.
 
 const (
 	secretKeyFile   = "workspace-secrets.key"
@@ -178,7 +183,10 @@ func (m *Manager) writeSecrets(id string, doc *secretsDoc) error {
 
 // Grant gives a workspace a secret, available to its runs as the
 // environment variable name. It is a human's decision: no agent tool may
-// call it. Granting a name again replaces the value.
+// call it. Granting a name again replaces the value. Where runs read their
+// secrets from a copy (SecretCopies), the copy takes the secret first: a
+// grant the copy cannot take (the cluster unreachable or refusing) fails
+// and is not recorded.
 func (m *Manager) Grant(id, name, value string) error {
 	if !secretNameRe().MatchString(name) || slices.Contains(reservedEnv, name) || strings.HasPrefix(name, "LD_") {
 		return errcode.New(errcode.InvalidArgument, "a secret name must be an environment variable name (^[A-Za-z_][A-Za-z0-9_]{0,63}$) and not PATH, HOME, LANG, LD_* or a proxy variable")
@@ -187,54 +195,124 @@ func (m *Manager) Grant(id, name, value string) error {
 		// Very short values would make redaction replace ordinary text.
 		return errcode.New(errcode.InvalidArgument, "a secret value must be %d to %d bytes without NUL", minSecretBytes, maxSecretBytes)
 	}
-	return m.editSecrets(id, true, func(doc *secretsDoc) error {
+	_, err := m.editSecrets(id, true, true, func(doc *secretsDoc) error {
 		if _, ok := doc.Secrets[name]; !ok && len(doc.Secrets) >= maxSecretsPerWS {
 			return errcode.New(errcode.InvalidArgument, "a workspace holds at most %d secrets", maxSecretsPerWS)
 		}
 		doc.Secrets[name] = m.secrets.seal(id, name, value)
 		return nil
 	})
+	return err
 }
 
-// RevokeSecret removes one granted secret.
-func (m *Manager) RevokeSecret(id, name string) error {
-	return m.editSecrets(id, false, func(doc *secretsDoc) error {
+// SecretRevocation says what RevokeSecret did besides the revocation
+// itself, which always happens.
+type SecretRevocation struct {
+	// CopyLeft is set when the copy a cluster keeps for the workspace's
+	// runs (SecretCopies) could not be changed: the secret is revoked
+	// here, and no run is given it, but the cluster still holds it until
+	// Sluice removes it, before the next run of any workspace and at
+	// start-up.
+	CopyLeft bool `json:"copyLeft,omitempty"`
+	// Reason is why the copy could not be changed.
+	Reason string `json:"reason,omitempty"`
+}
+
+// RevokeSecret removes one granted secret. The revocation happens even
+// when a copy of it cannot be removed now (see SecretRevocation).
+func (m *Manager) RevokeSecret(id, name string) (SecretRevocation, error) {
+	return m.editSecrets(id, false, false, func(doc *secretsDoc) error {
 		delete(doc.Secrets, name)
 		return nil
 	})
 }
 
 // editSecrets changes a workspace's secrets under its exclusive lock
-// (needReady as for open), then records their names in the metadata.
-func (m *Manager) editSecrets(id string, needReady bool, edit func(*secretsDoc) error) error {
+// (needReady as for open), then records their names in the metadata. With
+// SecretCopies, a grant is written to the copy before it is recorded here,
+// a revocation after; a mark in the store (markCopy) says, from before the
+// first write until the two agree, that the copy may hold more than is
+// granted, so that a crash or a failure anywhere between leaves it to be
+// put right (syncCopy).
+func (m *Manager) editSecrets(id string, needReady, grant bool, edit func(*secretsDoc) error) (SecretRevocation, error) {
+	var rev SecretRevocation
 	w, unlock, err := m.open(id, true, needReady)
 	if err != nil {
-		return err
+		return rev, err
 	}
 	defer unlock()
 	doc, err := m.readSecrets(id)
 	if err != nil {
-		return err
+		return rev, err
 	}
 	if err := edit(doc); err != nil {
-		return err
+		return rev, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), secretCopyWait)
+	defer cancel()
+	if m.copies != nil {
+		if err := m.markCopy(id); err != nil {
+			return rev, err
+		}
+		if grant {
+			if err := m.putCopy(ctx, id, doc); err != nil {
+				// Not recorded. Should the cluster have stored it after all
+				// (an answer lost on the way), the mark takes it back out.
+				return rev, &errcode.Error{Code: errcode.Of(err), Data: dataOf(err), Err: err,
+					Msg: "the secret was not granted: the cluster that runs the workspace's runs could not keep it: " + err.Error()}
+			}
+		}
 	}
 	if err := m.writeSecrets(id, doc); err != nil {
-		return err
+		if grant && m.copies != nil {
+			// The copy holds a secret that is not granted: put it back to
+			// the grants now (the mark stays if that fails too).
+			_ = m.syncCopy(ctx, id)
+		}
+		return rev, err
 	}
 	w.Secrets = sortedKeys(doc.Secrets)
 	w.LastUsedAt = m.now()
-	return m.writeMeta(w)
+	if err := m.writeMeta(w); err != nil {
+		return rev, err
+	}
+	if m.copies == nil {
+		return rev, nil
+	}
+	if grant {
+		m.unmarkCopy(id)
+		return rev, nil
+	}
+	if err := m.putCopy(ctx, id, doc); err != nil {
+		m.log.Warn("workspace: a revoked secret is still in the cluster's copy; it is removed before the next run and at start-up", "workspace", id, "err", err)
+		return SecretRevocation{CopyLeft: true, Reason: err.Error()}, nil
+	}
+	m.unmarkCopy(id)
+	return rev, nil
 }
 
 // revokeAllLocked drops every secret and egress grant; the caller holds
-// the exclusive lock and writes the metadata.
-func (m *Manager) revokeAllLocked(w *Workspace) error {
+// the exclusive lock and writes the metadata. A copy of the secrets
+// (SecretCopies, or a kept object the runtime lists) is removed after; one
+// that cannot be removed now stays marked and goes before the next run and
+// at start-up.
+func (m *Manager) revokeAllLocked(ctx context.Context, w *Workspace) error {
+	had := len(w.Secrets) > 0 || m.copyMarked(w.ID)
+	if had {
+		if err := m.markCopy(w.ID); err != nil {
+			return err
+		}
+	}
 	if err := m.writeSecrets(w.ID, &secretsDoc{Version: 1}); err != nil {
 		return err
 	}
 	w.Secrets = nil
 	w.Egress = nil
+	if had {
+		if err := m.syncCopy(ctx, w.ID); err != nil {
+			m.log.Warn("workspace: the cluster's copy of revoked secrets could not be removed yet; it is removed before the next run and at start-up", "workspace", w.ID, "err", err)
+		}
+	}
 	return nil
 }
 
@@ -262,4 +340,230 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// SecretCopies is a runtime whose runs read their secrets from a copy it
+// keeps outside this process (Kubernetes: a Secret per workspace, which the
+// node reads from the API server). The copy lives as long as the grant:
+// Grant writes it before the grant is recorded (a grant the copy cannot
+// take is not made); RevokeSecret, Seal and Destroy change or delete it
+// after the local revocation; what could not be removed then is marked in
+// the store and removed before the next run of any workspace
+// (SyncSecretCopies) and at start-up (Reconcile), which also removes copies
+// of workspaces that are gone and names no longer granted. The Manager
+// uses Options.SecretCopies, or its Runtime when that implements this.
+type SecretCopies interface {
+	// PutSecrets makes the workspace's copy hold exactly values (created,
+	// replaced, or deleted when values is empty), verified as stored.
+	PutSecrets(ctx context.Context, storeKey, workspaceID string, values map[string]string) error
+	// SecretCopies lists the store's copies.
+	SecretCopies(ctx context.Context, storeKey string) ([]SecretCopy, error)
+}
+
+// SecretCopy is one workspace's copy: the names it holds.
+type SecretCopy struct {
+	WorkspaceID string
+	Names       []string
+}
+
+// secretCopyWait bounds a grant's or revocation's calls to the copy.
+const secretCopyWait = 60 * time.Second
+
+// copyMarkDir holds one empty file per workspace whose copy may hold more
+// than its grants (a revocation that could not reach it, or a change in
+// progress). Not a workspace id, so the directory scan passes it by.
+func (m *Manager) copyMarkDir() string { return filepath.Join(m.root, ".secret-copies") }
+
+func (m *Manager) markCopy(id string) error {
+	if err := config.EnsurePrivateDir(m.copyMarkDir()); err != nil {
+		return errcode.Wrap(errcode.Internal, err, "cannot prepare the secret copies' marks: %v", err)
+	}
+	if err := config.WriteFileAtomic(filepath.Join(m.copyMarkDir(), id), nil, 0o600); err != nil {
+		return errcode.Wrap(errcode.Internal, err, "cannot mark the workspace's secret copy")
+	}
+	return nil
+}
+
+func (m *Manager) unmarkCopy(id string) {
+	if err := os.Remove(filepath.Join(m.copyMarkDir(), id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		m.log.Warn("workspace: cannot remove a secret copy's mark (it is looked at again)", "workspace", id, "err", err)
+	}
+}
+
+func (m *Manager) copyMarked(id string) bool {
+	_, err := os.Lstat(filepath.Join(m.copyMarkDir(), id))
+	return err == nil
+}
+
+// markedCopies are the workspaces whose copies are marked.
+func (m *Manager) markedCopies() ([]string, error) {
+	ents, err := os.ReadDir(m.copyMarkDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "cannot list the secret copies' marks")
+	}
+	var out []string
+	for _, e := range ents {
+		if proposal.ValidID(e.Name()) {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+// putCopy writes the secrets of doc to the workspace's copy.
+func (m *Manager) putCopy(ctx context.Context, id string, doc *secretsDoc) error {
+	values := make(map[string]string, len(doc.Secrets))
+	for name, s := range doc.Secrets {
+		v, err := m.secrets.open(id, name, s)
+		if err != nil {
+			return err
+		}
+		values[name] = v
+	}
+	return m.copies.PutSecrets(ctx, m.storeKey, id, values)
+}
+
+// errNoCopyKeeper: this Manager cannot reach the copy (a sidecar's, for a
+// copy that must be changed rather than removed); the app does it.
+var errNoCopyKeeper = errcode.New(errcode.Unsupported, "the workspace's secret copy can only be changed by the app")
+
+// syncCopy makes the workspace's copy hold exactly its grants (none for a
+// workspace that is gone) and removes its mark. The caller holds the
+// workspace's lock, or its run does, or the workspace is gone. A Manager
+// without SecretCopies can still remove a copy its runtime lists as kept.
+func (m *Manager) syncCopy(ctx context.Context, id string) error {
+	doc, err := m.readSecrets(id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case m.copies != nil:
+		err = m.putCopy(ctx, id, doc)
+	case len(doc.Secrets) == 0 && m.opts.Runtime != nil:
+		_, err = m.removeContainers(ctx, func(c ContainerInfo) bool { return c.Kept && c.WorkspaceID == id })
+	default:
+		return errNoCopyKeeper
+	}
+	if err != nil {
+		return err
+	}
+	m.unmarkCopy(id)
+	return nil
+}
+
+// SyncSecretCopies removes from the copies what is no longer granted, for
+// every marked workspace no operation holds. A run's start calls it, so
+// that a revoked secret's copy is gone before any run; so do the app's
+// sweeps. It returns what could not be done.
+func (m *Manager) SyncSecretCopies(ctx context.Context) error {
+	return m.syncMarked(ctx, "")
+}
+
+// syncMarked is SyncSecretCopies; held is a workspace whose lock the
+// caller's run holds (its copy is synced without the lock).
+func (m *Manager) syncMarked(ctx context.Context, held string) error {
+	ids, err := m.markedCopies()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, id := range ids {
+		if err := m.syncLocked(ctx, id, held); err != nil && !errors.Is(err, ErrLocked) {
+			errs = append(errs, fmt.Errorf("workspace %s: %w", id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// syncLocked takes the workspace's lock (unless held is its id) and syncs
+// its copy; a workspace some operation holds is ErrLocked (that operation
+// keeps its copy), one that is gone has nothing granted.
+func (m *Manager) syncLocked(ctx context.Context, id, held string) error {
+	if id == held {
+		return m.syncCopy(ctx, id)
+	}
+	unlock, err := m.lockWS(id, true)
+	if errors.Is(err, ErrNotFound) {
+		return m.syncCopy(ctx, id)
+	}
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return m.syncCopy(ctx, id)
+}
+
+// syncBeforeRun is SyncSecretCopies before a run of the workspace held:
+// with SecretCopies a run does not start while a revoked secret's copy is
+// left anywhere in the store.
+func (m *Manager) syncBeforeRun(ctx context.Context, held string) error {
+	if m.copies == nil {
+		return nil
+	}
+	if err := m.syncMarked(ctx, held); err != nil {
+		return &errcode.Error{Code: errcode.Of(err), Data: dataOf(err), Err: err,
+			Msg: "no run starts while a revoked secret is still in the cluster, and it could not be removed yet: " + err.Error()}
+	}
+	return nil
+}
+
+// reconcileCopies brings every copy back to its workspace's grants at
+// start-up: marked ones, copies of workspaces that are gone, names no
+// longer granted, and a granted workspace without one. Workspaces an
+// operation holds are left to it.
+func (m *Manager) reconcileCopies(ctx context.Context, rep *ReconcileReport) error {
+	if m.copies == nil {
+		return m.syncMarked(ctx, "")
+	}
+	ids := map[string]bool{}
+	marked, err := m.markedCopies()
+	if err != nil {
+		return err
+	}
+	for _, id := range marked {
+		ids[id] = true
+	}
+	copies, err := m.copies.SecretCopies(ctx, m.storeKey)
+	if err != nil {
+		return err
+	}
+	for _, c := range copies {
+		ids[c.WorkspaceID] = true
+	}
+	list, err := m.List()
+	if err != nil {
+		return err
+	}
+	for _, w := range list {
+		if len(w.Secrets) > 0 {
+			ids[w.ID] = true
+		}
+	}
+	var errs []error
+	for _, id := range sortedKeys(ids) {
+		if !proposal.ValidID(id) {
+			continue
+		}
+		err := m.syncLocked(ctx, id, "")
+		if errors.Is(err, ErrLocked) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("workspace %s: %w", id, err))
+			continue
+		}
+		rep.SecretCopiesSynced = append(rep.SecretCopiesSynced, id)
+	}
+	return errors.Join(errs...)
+}
+
+// dataOf is the Data of the first *errcode.Error in err's chain.
+func dataOf(err error) any {
+	if e, ok := errcode.As(err); ok {
+		return e.Data
+	}
+	return nil
 }

@@ -81,8 +81,8 @@ func TestSecrets_SealedAtRestAndBound(t *testing.T) {
 		}
 	}
 
-	if err := m.RevokeSecret(a.ID, "GH_TOKEN"); err != nil {
-		t.Fatal(err)
+	if rev, err := m.RevokeSecret(a.ID, "GH_TOKEN"); err != nil || rev.CopyLeft {
+		t.Fatal(rev, err)
 	}
 	if _, err := os.Stat(filepath.Join(m.dir(a.ID), secretsFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("revoked secrets file remains: %v", err)

@@ -233,6 +233,9 @@ func (m *Manager) AcceptRun(ctx context.Context, agent string, spec ContainerSpe
 	if !m.runRecordedRunning(spec.WorkspaceID, spec.RunID) {
 		return nil, nil, errRunNotHeld
 	}
+	if err := m.syncBeforeRun(ctx, spec.WorkspaceID); err != nil {
+		return nil, nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.active[spec.WorkspaceID] != nil {

@@ -32,7 +32,9 @@ func (m *Manager) Stop(ctx context.Context, id string) (*StopReport, error) {
 	if m.opts.Runtime == nil {
 		return nil, &errcode.Error{Code: errcode.Unsupported, Msg: "the container runtime is not reachable, so no run can be stopped (and none can be running under this Sluice)"}
 	}
-	mine := func(c ContainerInfo) bool { return c.WorkspaceID == id }
+	// The copy of the workspace's secrets is no run: it stays with the
+	// grants.
+	mine := func(c ContainerInfo) bool { return c.WorkspaceID == id && !c.Kept }
 	n, err := m.removeContainers(ctx, mine)
 	rep := &StopReport{ID: id, RunsStopped: n}
 	if err != nil {

@@ -115,6 +115,11 @@ type Options struct {
 	// Runtime runs containers. Nil means runs are unsupported; files,
 	// diffs and seals still work.
 	Runtime Runtime
+	// SecretCopies keeps a copy of each workspace's granted secrets where
+	// its runs read them (see SecretCopies). Nil uses Runtime when it is
+	// one. Set it when the runtime that needs copies cannot be reached, to
+	// one that fails: grants then fail rather than go uncopied.
+	SecretCopies SecretCopies
 	// Image is the image ID ("sha256:<64 hex>") every run uses. It is
 	// verified against the runtime before the first run.
 	Image string
@@ -170,6 +175,7 @@ type Manager struct {
 	storeKey string // label value telling this store's containers apart
 	git      *gitRunner
 	secrets  *secretStore
+	copies   SecretCopies
 	own      owner
 	log      *slog.Logger
 	now      func() time.Time
@@ -260,7 +266,12 @@ func Open(opts Options) (*Manager, error) {
 		now = time.Now
 	}
 	sum := sha256.Sum256([]byte(root))
+	copies := opts.SecretCopies
+	if copies == nil {
+		copies, _ = opts.Runtime.(SecretCopies)
+	}
 	return &Manager{
+		copies:   copies,
 		opts:     opts,
 		root:     root,
 		storeKey: hex.EncodeToString(sum[:8]),

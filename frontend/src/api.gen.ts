@@ -285,6 +285,11 @@ export interface GrantRequest {
   egress?: string[];
 }
 
+export interface GrantResult {
+  done: boolean;
+  notice?: string;
+}
+
 export interface HistoryQuery {
   agent?: string;
   repo?: string;
@@ -821,7 +826,7 @@ export const api = {
   destroyWorkspace: (id: string): Promise<WorkspaceEnded> =>
     call("DestroyWorkspace", [id], { method: "POST", path: `/api/workspaces/${seg(id)}/destroy` }),
   /** A person's grant: a secret for the workspace's runs, or the hosts they may reach. */
-  grantWorkspace: (g: GrantRequest): Promise<boolean> =>
+  grantWorkspace: (g: GrantRequest): Promise<GrantResult> =>
     call("GrantWorkspace", [g], { method: "POST", path: `/api/workspaces/${seg(g.id)}/grants`, body: omit(g, ["id"]) }),
 };
 

@@ -15,6 +15,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -51,12 +52,19 @@ func TestRun_ObjectsAsCreated(t *testing.T) {
 		if egress {
 			spec.Network = egressNetwork
 			spec.Env = append(spec.Env, "HTTPS_PROXY=http://run:pw@10.1.2.3:3128")
+			spec.SecretEnv = append(spec.SecretEnv, "HTTPS_PROXY")
 		}
 		done, cancel := runAsync(r, spec)
 		name := podName(spec.RunID)
 		pod := awaitPod(t, cs, ns, name, done)
 		ctx := context.Background()
+		// The run's own Secret holds what is the run's alone (the proxy
+		// variables), and exists only when there is any.
 		sec, err := cs.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		if egress && err != nil || !egress && !apierrors.IsNotFound(err) {
+			t.Fatalf("the run's Secret (egress %v): %v", egress, err)
+		}
+		wsSec, err := cs.CoreV1().Secrets(ns).Get(ctx, wsSecretName(spec.WorkspaceID), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,11 +73,15 @@ func TestRun_ObjectsAsCreated(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkPodShape(t, pod, spec)
-		checkSecretShape(t, sec, pod)
+		if egress {
+			checkSecretShape(t, sec, pod)
+			t.Logf("run's secret: type=%s immutable=%v keys=%v labels=%v", sec.Type, *sec.Immutable, keys(sec.Data), sec.Labels)
+		}
+		checkWSSecretShape(t, wsSec, spec, map[string]string{"TOKEN": "s3cret-value"})
 		checkPolicyShape(t, np, pod, egress)
 		t.Logf("pod: %s", oneLine(pod.Spec))
 		t.Logf("networkpolicy: %s", oneLine(np.Spec))
-		t.Logf("secret: type=%s immutable=%v keys=%v labels=%v", sec.Type, *sec.Immutable, keys(sec.Data), sec.Labels)
+		t.Logf("workspace's secret: %s type=%s keys=%v labels=%v", wsSec.Name, wsSec.Type, keys(wsSec.Data), wsSec.Labels)
 
 		cancel()
 		res := <-done
@@ -77,6 +89,12 @@ func TestRun_ObjectsAsCreated(t *testing.T) {
 		if !errors.Is(res.err, context.Canceled) {
 			t.Fatalf("a cancelled run's error does not carry the cancel: %v", res.err)
 		}
+		// The workspace's Secret stays with the grant; the run's objects
+		// are gone.
+		if _, err := cs.CoreV1().Secrets(ns).Get(ctx, wsSec.Name, metav1.GetOptions{}); err != nil {
+			t.Fatalf("the workspace's Secret went with the run: %v", err)
+		}
+		revokeGrants(t, cfg, ns)
 		assertNothingLabelled(t, cs, ns)
 	}
 }
@@ -163,20 +181,26 @@ func checkPodShape(t *testing.T, pod *corev1.Pod, spec workspace.ContainerSpec) 
 			fail("the repository's mount in the run container")
 		}
 	}
-	var sawToken, sawPlain bool
+	var sawToken, sawPlain, sawProxy bool
+	byRef := func(e corev1.EnvVar, from string) bool {
+		return e.Value == "" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == from &&
+			e.ValueFrom.SecretKeyRef.Key == e.Name && e.ValueFrom.SecretKeyRef.Optional != nil && !*e.ValueFrom.SecretKeyRef.Optional
+	}
 	for _, e := range run.Env {
 		switch e.Name {
 		case "TOKEN":
-			sawToken = e.Value == "" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == pod.Name && e.ValueFrom.SecretKeyRef.Key == "TOKEN"
+			sawToken = byRef(e, wsSecretName(spec.WorkspaceID))
+		case "HTTPS_PROXY":
+			sawProxy = byRef(e, pod.Name)
 		case "PLAIN":
 			sawPlain = e.Value == "visible"
 		}
 	}
-	if !sawToken || !sawPlain {
-		fail("the secret must come from the Secret by reference, the plain variable by value")
+	if !sawToken || !sawPlain || spec.Network != "" && !sawProxy {
+		fail("a granted secret must come from the workspace's Secret by reference, the proxy from the run's, the plain variable by value")
 	}
 	whole, _ := json.Marshal(pod)
-	if strings.Contains(string(whole), "s3cret-value") {
+	if strings.Contains(string(whole), "s3cret-value") || strings.Contains(string(whole), "run:pw") {
 		t.Fatal("the secret's value is in the pod object")
 	}
 	for k, v := range map[string]string{workspace.LabelWorkspace: spec.WorkspaceID, workspace.LabelRun: strings.ToLower(spec.RunID), labelManagedBy: managedBy} {
@@ -199,9 +223,22 @@ func checkPodShape(t *testing.T, pod *corev1.Pod, spec workspace.ContainerSpec) 
 
 func itoa64(n int64) string { return resource.NewQuantity(n, resource.DecimalSI).String() }
 
+// checkWSSecretShape checks a workspace's Secret as stored: its name,
+// the store's and the workspace's labels (no run's), Opaque, changeable,
+// exactly the values.
+func checkWSSecretShape(t *testing.T, sec *corev1.Secret, spec workspace.ContainerSpec, values map[string]string) {
+	t.Helper()
+	if sec.Name != wsSecretName(spec.WorkspaceID) || sec.Labels[workspace.LabelWorkspace] != labelValue(spec.WorkspaceID) ||
+		sec.Labels[workspace.LabelStore] != labelValue(spec.StoreKey) || sec.Labels[labelManagedBy] != managedBy || sec.Labels[workspace.LabelRun] != "" ||
+		sec.Annotations[workspace.LabelWorkspace] != spec.WorkspaceID || sec.Annotations[workspace.LabelStore] != spec.StoreKey ||
+		sec.Type != corev1.SecretTypeOpaque || sec.Immutable != nil && *sec.Immutable || !sameData(sec.Data, values) {
+		t.Fatalf("workspace's secret as stored: %s", oneLine(sec.ObjectMeta))
+	}
+}
+
 func checkSecretShape(t *testing.T, sec *corev1.Secret, pod *corev1.Pod) {
 	t.Helper()
-	if string(sec.Data["TOKEN"]) != "s3cret-value" || len(sec.Data) != 1 || sec.Immutable == nil || !*sec.Immutable ||
+	if string(sec.Data["HTTPS_PROXY"]) != "http://run:pw@10.1.2.3:3128" || len(sec.Data) != 1 || sec.Immutable == nil || !*sec.Immutable ||
 		sec.Labels[workspace.LabelRun] != pod.Labels[workspace.LabelRun] || sec.Labels[labelManagedBy] != managedBy {
 		t.Fatalf("secret as created: %s", oneLine(sec))
 	}
@@ -235,12 +272,13 @@ func TestValidateRun_RefusesWeakenedObjects(t *testing.T) {
 		spec.GitDirPath = "/git"
 		spec.Network = egressNetwork
 		spec.Env = append(spec.Env, "HTTPS_PROXY=http://run:pw@10.1.2.3:3128")
+		spec.SecretEnv = append(spec.SecretEnv, "HTTPS_PROXY")
 		o, err := r.objects(spec)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return o, allowed{nonce: o.pod.Annotations[annotationNonce], runCmd: runCommand(spec.Argv), image: fakeImage, uid: mustUID(t, spec.User), gid: mustGID(t, spec.User), runtimeClass: "gvisor",
-			proxyCIDR: "10.1.2.3/32", proxyPort: 3128, secretEnv: spec.SecretEnv, maxDeadline: int64((spec.Limits.Timeout + deadlineMargin).Seconds())}
+			proxyCIDR: "10.1.2.3/32", proxyPort: 3128, secretEnv: spec.SecretEnv, wsSecret: wsSecretName(spec.WorkspaceID), maxDeadline: int64((spec.Limits.Timeout + deadlineMargin).Seconds())}
 	}
 	if o, a := build(); validateRun(o, a) != nil {
 		t.Fatalf("the built objects are refused: %v", validateRun(o, a))
@@ -325,7 +363,23 @@ func TestValidateRun_RefusesWeakenedObjects(t *testing.T) {
 		},
 		"secret env under another key": func(o *runObjects) {
 			setEnv(o, "TOKEN", corev1.EnvVar{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: o.pod.Name}, Key: "OTHER"}}})
+				LocalObjectReference: corev1.LocalObjectReference{Name: envFrom(o, "TOKEN")}, Key: "OTHER", Optional: new(false)}}})
+		},
+		"granted secret from the run's Secret": func(o *runObjects) {
+			setEnv(o, "TOKEN", corev1.EnvVar{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: o.pod.Name}, Key: "TOKEN", Optional: new(false)}}})
+		},
+		"proxy from the workspace's Secret": func(o *runObjects) {
+			setEnv(o, "HTTPS_PROXY", corev1.EnvVar{Name: "HTTPS_PROXY", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: envFrom(o, "TOKEN")}, Key: "HTTPS_PROXY", Optional: new(false)}}})
+		},
+		"granted secret optional": func(o *runObjects) {
+			setEnv(o, "TOKEN", corev1.EnvVar{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: envFrom(o, "TOKEN")}, Key: "TOKEN", Optional: new(true)}}})
+		},
+		"granted secret and a field": func(o *runObjects) {
+			setEnv(o, "TOKEN", corev1.EnvVar{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"},
+				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: envFrom(o, "TOKEN")}, Key: "TOKEN", Optional: new(false)}}})
 		},
 		"toleration of every taint": func(o *runObjects) {
 			o.pod.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
@@ -390,6 +444,16 @@ func emptyVol(name string) corev1.Volume {
 	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &q}}}
 }
 
+// envFrom is the Secret the run container's variable name comes from.
+func envFrom(o *runObjects, name string) string {
+	for _, e := range o.pod.Spec.Containers[1].Env {
+		if e.Name == name && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			return e.ValueFrom.SecretKeyRef.Name
+		}
+	}
+	return ""
+}
+
 func setEnv(o *runObjects, name string, e corev1.EnvVar) {
 	env := o.pod.Spec.Containers[1].Env
 	for i := range env {
@@ -436,6 +500,7 @@ func TestRun_QuotaExceeded(t *testing.T) {
 	r := newRuntime(t, cfg, Options{Namespace: ns})
 	_, err := r.Run(ctx, testSpec(t, fakeImage), &limitBuffer{max: 1}, &limitBuffer{max: 1})
 	wantCode(t, err, errcode.Unavailable, `ResourceQuota "small-runs"`)
+	revokeGrants(t, cfg, ns)
 	assertNothingLabelled(t, cs, ns)
 }
 
@@ -555,6 +620,7 @@ func TestRun_Forbidden(t *testing.T) {
 	ctx := context.Background()
 	_, err := r.Run(ctx, testSpec(t, fakeImage), &limitBuffer{max: 1}, &limitBuffer{max: 1})
 	wantCode(t, err, errcode.Forbidden, "create pods", "RoleYAML")
+	revokeGrants(t, admin, ns)
 	assertNothingLabelled(t, adminClient(t, admin), ns)
 	var failed []string
 	for _, f := range r.checkPermissions(ctx) {
@@ -716,6 +782,7 @@ func TestRun_AdmittedUnderRestrictedPodSecurity(t *testing.T) {
 	awaitPod(t, cs, ns, podName(spec.RunID), done)
 	cancel()
 	wantCode(t, (<-done).err, errcode.Timeout, "cancelled")
+	revokeGrants(t, cfg, ns)
 	assertNothingLabelled(t, cs, ns)
 }
 

@@ -36,7 +36,7 @@ rules:
   verbs: ["create", "get"]
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["create", "delete", "get", "list"]
+  verbs: ["create", "delete", "get", "list", "update"]
 - apiGroups: ["networking.k8s.io"]
   resources: ["networkpolicies"]
   verbs: ["create", "delete", "get", "list"]
@@ -73,7 +73,8 @@ func (p permission) String() string {
 
 // permissions are what the runtime's calls need: pods (create, watch,
 // delete, exec and attach for the copies, the start gate and the kill),
-// the run's Secret and NetworkPolicy, and reading the RuntimeClass. Both
+// the run's Secret and NetworkPolicy, the workspace's Secret of granted
+// secrets (updated on a grant or revoke), and reading the RuntimeClass. Both
 // get and create on exec and attach: the streams upgrade with a GET, which
 // newer API servers authorize as create as well.
 func permissions() []permission {
@@ -86,7 +87,7 @@ func permissions() []permission {
 	add("", "pods", "", false, "create", "delete", "get", "list", "watch")
 	add("", "pods", "attach", false, "create", "get")
 	add("", "pods", "exec", false, "create", "get")
-	add("", "secrets", "", false, "create", "delete", "get", "list")
+	add("", "secrets", "", false, "create", "delete", "get", "list", "update")
 	add("networking.k8s.io", "networkpolicies", "", false, "create", "delete", "get", "list")
 	add("node.k8s.io", "runtimeclasses", "", true, "get")
 	return out

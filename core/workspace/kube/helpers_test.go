@@ -143,6 +143,36 @@ func awaitPod(t testing.TB, cs kubernetes.Interface, ns, name string, done <-cha
 	return pod
 }
 
+// revokeGrants does what revoking every grant in ns does: each
+// workspace's Secret (which lives with its grants, not with a run) is
+// deleted through PutSecrets.
+func revokeGrants(t testing.TB, cfg *rest.Config, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	l, err := adminClient(t, cfg).CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: labelManagedBy + "=" + managedBy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRuntime(t, cfg, Options{Namespace: ns})
+	for _, s := range l.Items {
+		if isWSSecretName(s.Name) {
+			if err := r.PutSecrets(ctx, s.Annotations[workspace.LabelStore], s.Annotations[workspace.LabelWorkspace], nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// egressSpec is testSpec for a granted run of r (whose EgressProxy is
+// 10.1.2.3): its proxy variable is the run's own secret.
+func egressSpec(t testing.TB, image string) workspace.ContainerSpec {
+	s := testSpec(t, image)
+	s.Network = egressNetwork
+	s.Env = append(s.Env, "HTTPS_PROXY=http://run:pw@10.1.2.3:3128")
+	s.SecretEnv = append(s.SecretEnv, "HTTPS_PROXY")
+	return s
+}
+
 // assertNothingLabelled checks that no pod, Secret or NetworkPolicy managed
 // by Sluice is left in ns.
 func assertNothingLabelled(t testing.TB, cs kubernetes.Interface, ns string) {

@@ -66,6 +66,7 @@ func TestRun_ImageMissing(t *testing.T) {
 		res := <-done
 		cancel()
 		wantCode(t, res.err, errcode.Unsupported, fakeImage, reason)
+		revokeGrants(t, cfg, ns)
 		assertNothingLabelled(t, cs, ns)
 	}
 }
@@ -92,6 +93,7 @@ func TestRun_EvictedOrPastDeadlineBeforeStart(t *testing.T) {
 			want = "deadline"
 		}
 		wantCode(t, res.err, code, want)
+		revokeGrants(t, cfg, ns)
 		assertNothingLabelled(t, cs, ns)
 	}
 }
@@ -218,9 +220,9 @@ func TestContainersAndRemove_LeaveNothingLabelled(t *testing.T) {
 	a1, a2, b := testSpec(t, fakeImage), testSpec(t, fakeImage), testSpec(t, fakeImage)
 	a2.StoreKey, a2.WorkspaceID = a1.StoreKey, a1.WorkspaceID
 	// An orphan: a crash after the Secret was made, before the pod.
-	orphan := testSpec(t, fakeImage)
+	orphan := egressSpec(t, fakeImage)
 	orphan.StoreKey = a1.StoreKey
-	o, err := r.prepare(orphan)
+	o, err := newRuntime(t, cfg, Options{Namespace: ns, EgressProxy: "10.1.2.3"}).prepare(orphan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,6 +232,10 @@ func TestContainersAndRemove_LeaveNothingLabelled(t *testing.T) {
 	for _, s := range []workspace.ContainerSpec{a1, a2, b} {
 		createPod(t, r, s)
 	}
+	// A workspace's Secret of granted secrets is listed as kept.
+	if err := r.PutSecrets(ctx, a1.StoreKey, a1.WorkspaceID, map[string]string{"TOKEN": "s3cret-value"}); err != nil {
+		t.Fatal(err)
+	}
 	list, err := r.Containers(ctx, a1.StoreKey)
 	if err != nil {
 		t.Fatal(err)
@@ -238,12 +244,14 @@ func TestContainersAndRemove_LeaveNothingLabelled(t *testing.T) {
 	for _, c := range list {
 		got[c.ID] = c
 	}
-	if len(got) != 3 || got[podName(a1.RunID)].WorkspaceID != a1.WorkspaceID || got[podName(a2.RunID)].RunID != a2.RunID ||
-		got[podName(orphan.RunID)].State != "orphaned" || got[podName(a1.RunID)].State != "pending" {
+	kept := got[wsSecretName(a1.WorkspaceID)]
+	if len(got) != 4 || got[podName(a1.RunID)].WorkspaceID != a1.WorkspaceID || got[podName(a2.RunID)].RunID != a2.RunID ||
+		got[podName(orphan.RunID)].State != "orphaned" || got[podName(a1.RunID)].State != "pending" || got[podName(a1.RunID)].Kept ||
+		!kept.Kept || kept.WorkspaceID != a1.WorkspaceID || kept.RunID != "" || kept.State != "kept" {
 		t.Fatalf("Containers(store a): %+v", list)
 	}
 	all, err := r.Containers(ctx, "")
-	if err != nil || len(all) != 4 {
+	if err != nil || len(all) != 5 {
 		t.Fatalf("Containers(all): %+v %v", all, err)
 	}
 	for _, c := range list {

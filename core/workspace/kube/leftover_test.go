@@ -30,15 +30,15 @@ func TestRun_LeftoverSecretIsNotReused(t *testing.T) {
 	cfg := kubetest.ControlPlane(t)
 	ns := kubetest.Namespace(t, cfg)
 	cs := adminClient(t, cfg)
-	r := newRuntime(t, cfg, Options{Namespace: ns})
-	spec := testSpec(t, fakeImage)
+	r := newRuntime(t, cfg, Options{Namespace: ns, EgressProxy: "10.1.2.3"})
+	spec := egressSpec(t, fakeImage)
 	o, err := r.prepare(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	left := o.secret.DeepCopy()
 	left.Annotations[annotationNonce] = "an-earlier-run"
-	left.Data = map[string][]byte{"TOKEN": []byte("another-runs-value")}
+	left.Data = map[string][]byte{"HTTPS_PROXY": []byte("another-runs-value")}
 	if _, err := cs.CoreV1().Secrets(ns).Create(context.Background(), left, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -52,8 +52,8 @@ func TestRun_LeftoverSecretIsNotReused(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the leftover Secret was deleted: %v", err)
 	}
-	if string(got.Data["TOKEN"]) != "another-runs-value" {
-		t.Fatalf("the leftover Secret changed: %q", got.Data["TOKEN"])
+	if string(got.Data["HTTPS_PROXY"]) != "another-runs-value" {
+		t.Fatalf("the leftover Secret changed: %q", got.Data["HTTPS_PROXY"])
 	}
 	if _, err := cs.CoreV1().Pods(ns).Get(context.Background(), left.Name, metav1.GetOptions{}); err == nil {
 		t.Fatal("a pod was made for the run")
@@ -107,8 +107,8 @@ func TestCreate_StoredPodOfARetriedCreateIsChecked(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	// JSON, so that the proxy can change the pod on its way.
-	r := newRuntime(t, &rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: "application/json"}}, Options{Namespace: ns})
-	o, err := r.prepare(testSpec(t, fakeImage))
+	r := newRuntime(t, &rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: "application/json"}}, Options{Namespace: ns, EgressProxy: "10.1.2.3"})
+	o, err := r.prepare(egressSpec(t, fakeImage))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,10 @@ func onNode(t *testing.T) nodeEnv {
 	ns := kubetest.Namespace(t, c.Config)
 	r := newRuntime(t, c.Config, Options{Namespace: ns, ImagePullPolicy: "Never"})
 	env := nodeEnv{r: r, cs: adminClient(t, c.Config), ns: ns, image: image}
-	t.Cleanup(func() { assertNothingLabelled(t, env.cs, ns) })
+	t.Cleanup(func() {
+		revokeGrants(t, c.Config, ns)
+		assertNothingLabelled(t, env.cs, ns)
+	})
 	return env
 }
 

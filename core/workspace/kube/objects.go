@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -152,7 +153,7 @@ func (r *Runtime) objects(spec workspace.ContainerSpec) (runObjects, error) {
 		return runObjects{}, errcode.New(errcode.InvalidArgument, "container configuration refused: the command is empty")
 	}
 	m := r.meta(spec)
-	env, secret, err := r.env(m, spec)
+	env, secret, err := r.env(m, spec, wsSecretName(spec.WorkspaceID))
 	if err != nil {
 		return runObjects{}, err
 	}
@@ -265,9 +266,12 @@ func containerSecurity() *corev1.SecurityContext {
 }
 
 // env is the run container's environment: spec.Env, with the entries
-// spec.SecretEnv names taken from the run's Secret (returned, or nil
-// when there are none), so that no secret value is in the pod spec.
-func (r *Runtime) env(m metav1.ObjectMeta, spec workspace.ContainerSpec) ([]corev1.EnvVar, *corev1.Secret, error) {
+// spec.SecretEnv names taken by reference from a Secret, so that no secret
+// value is in the pod spec. A granted secret comes from the workspace's
+// Secret wsSecret (see secrets.go); the others (the proxy variables, a
+// session's keys; all of them when wsSecret is "") from the object's own
+// Secret, returned, or nil when there are none.
+func (r *Runtime) env(m metav1.ObjectMeta, spec workspace.ContainerSpec, wsSecret string) ([]corev1.EnvVar, *corev1.Secret, error) {
 	secretNames := map[string]bool{}
 	for _, n := range spec.SecretEnv {
 		secretNames[n] = true
@@ -283,12 +287,17 @@ func (r *Runtime) env(m metav1.ObjectMeta, spec workspace.ContainerSpec) ([]core
 			env = append(env, corev1.EnvVar{Name: k, Value: v})
 			continue
 		}
-		if secret == nil {
-			secret = &corev1.Secret{ObjectMeta: *m.DeepCopy(), Type: corev1.SecretTypeOpaque, Immutable: new(true), Data: map[string][]byte{}}
+		from := m.Name
+		if wsSecret != "" && !slices.Contains(proxyEnv, k) {
+			from = wsSecret
+		} else {
+			if secret == nil {
+				secret = &corev1.Secret{ObjectMeta: *m.DeepCopy(), Type: corev1.SecretTypeOpaque, Immutable: new(true), Data: map[string][]byte{}}
+			}
+			secret.Data[k] = []byte(v)
 		}
-		secret.Data[k] = []byte(v)
 		env = append(env, corev1.EnvVar{Name: k, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: m.Name}, Key: k, Optional: new(false)}}})
+			LocalObjectReference: corev1.LocalObjectReference{Name: from}, Key: k, Optional: new(false)}}})
 	}
 	return env, secret, nil
 }

@@ -52,7 +52,8 @@ func (r *Runtime) prepare(spec workspace.ContainerSpec) (runObjects, error) {
 		return runObjects{}, err
 	}
 	uid, gid, _ := parseUser(spec.User)
-	a := allowed{nonce: o.pod.Annotations[annotationNonce], runCmd: runCommand(spec.Argv), image: spec.Image, uid: uid, gid: gid, runtimeClass: r.opt.RuntimeClassName, secretEnv: spec.SecretEnv,
+	a := allowed{nonce: o.pod.Annotations[annotationNonce], runCmd: runCommand(spec.Argv), image: spec.Image, uid: uid, gid: gid, runtimeClass: r.opt.RuntimeClassName,
+		secretEnv: spec.SecretEnv, wsSecret: wsSecretName(spec.WorkspaceID),
 		maxDeadline: int64((min(spec.Limits.Timeout, workspace.HardLimits.Timeout) + deadlineMargin).Seconds())}
 	if spec.Network != "" {
 		bits := 32
@@ -66,8 +67,8 @@ func (r *Runtime) prepare(spec workspace.ContainerSpec) (runObjects, error) {
 	return o, validateRun(o, a)
 }
 
-// Run implements workspace.Runtime: create the run's Secret, NetworkPolicy
-// and pod; wait for both containers; copy the tree in; attach and open the
+// Run implements workspace.Runtime: make sure the workspace's Secret holds
+// the granted secrets; create the run's Secret, NetworkPolicy and pod; wait for both containers; copy the tree in; attach and open the
 // start gate; wait for the program; copy the tree out; delete everything
 // and verify it is gone.
 func (r *Runtime) Run(ctx context.Context, spec workspace.ContainerSpec, stdout, stderr io.Writer) (st workspace.ExitStatus, err error) {
@@ -111,6 +112,14 @@ func (r *Runtime) Run(ctx context.Context, spec workspace.ContainerSpec, stdout,
 		}
 		phase("remove")
 	}()
+	// The workspace's Secret holds exactly the granted values the run was
+	// given before its pod can read it (see secrets.go); it outlives the
+	// run, as the grant does.
+	if granted := grantedValues(spec); len(granted) > 0 {
+		if err := r.PutSecrets(context.WithoutCancel(ctx), spec.StoreKey, spec.WorkspaceID, granted); err != nil {
+			return st, cancelledOr(ctx, err)
+		}
+	}
 	ours, err = r.create(ctx, objs)
 	if err != nil {
 		return st, cancelledOr(ctx, err)

@@ -50,9 +50,10 @@ package kube
 // egress proxy (an IP and port) and nothing else. A NetworkPolicy is only
 // enforced by a network plugin that enforces it: the API server accepts it
 // either way, and neither Sluice nor Doctor can prove enforcement from the
-// API. Secrets granted to a run live in a Secret of the run, referenced by
-// secretKeyRef, so the pod spec (readable by anyone who may read pods)
-// holds none of their values.
+// API. Secrets granted to a workspace live in a Secret of the workspace
+// while they are granted (see secrets.go), the proxy variables in a Secret
+// of the run; the pod takes both by secretKeyRef, so the pod spec
+// (readable by anyone who may read pods) holds none of their values.
 //
 // What the node keeps: the kubelet writes container output to the node's
 // log files until the pod is deleted, unredacted; the Docker runtime keeps
@@ -330,7 +331,8 @@ const egressNetwork = "sluice-egress-proxy"
 
 // Containers implements workspace.Runtime: one entry per run that has any
 // object left (its pod, or a Secret or NetworkPolicy a crash left behind
-// before the pod was made), so that removing each leaves nothing labelled.
+// before the pod was made), and one per workspace Secret (Kept), so that
+// removing each leaves nothing labelled.
 func (r *Runtime) Containers(ctx context.Context, storeKey string) ([]workspace.ContainerInfo, error) {
 	sel := workspace.LabelWorkspace
 	if storeKey != "" {
@@ -372,6 +374,16 @@ func (r *Runtime) Containers(ctx context.Context, storeKey string) ([]workspace.
 	for _, m := range slices.Concat(secrets, pols) {
 		if _, ok := byName[m.Name]; !ok {
 			add(m, "orphaned")
+		}
+	}
+	// A workspace's Secret is no run's: it lives while its secrets are
+	// granted (see secrets.go). It is listed, so that Destroy removes it
+	// with the rest, as kept, so that Stop and Reconcile leave it to the
+	// grants.
+	for _, m := range secrets {
+		if c, ok := byName[m.Name]; ok && isWSSecretName(m.Name) && c.RunID == "" {
+			c.Kept, c.State = true, "kept"
+			byName[m.Name] = c
 		}
 	}
 	out := make([]workspace.ContainerInfo, 0, len(byName))
@@ -417,8 +429,12 @@ func (r *Runtime) Remove(ctx context.Context, id string) error {
 
 // remove deletes those of the run's objects whose resource ours names.
 func (r *Runtime) remove(ctx context.Context, id string, ours func(resource string) bool) error {
-	if errs := validation.IsDNS1123Label(id); len(errs) > 0 || !strings.HasPrefix(id, namePrefix) && !strings.HasPrefix(id, sessionPrefix) {
+	if errs := validation.IsDNS1123Label(id); len(errs) > 0 || !strings.HasPrefix(id, namePrefix) && !strings.HasPrefix(id, sessionPrefix) && !isWSSecretName(id) {
 		return errcode.New(errcode.InvalidArgument, "%q is not the name of a workspace run's pod", id)
+	}
+	if isWSSecretName(id) {
+		// A workspace's Secret is a Secret alone.
+		ours = func(resource string) bool { return resource == "secrets" }
 	}
 	ctx, cancel := context.WithTimeout(ctx, removeWait)
 	defer cancel()

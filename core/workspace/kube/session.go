@@ -243,7 +243,7 @@ func (r *Runtime) sessionObjects(cs workspace.SessionContainerSpec, p sessionPla
 		}
 		names = append(names, k)
 	}
-	env, secret, err := r.env(m, workspace.ContainerSpec{Env: cs.Env, SecretEnv: names})
+	env, secret, err := r.env(m, workspace.ContainerSpec{Env: cs.Env, SecretEnv: names}, "")
 	if err != nil {
 		return runObjects{}, err
 	}

@@ -24,8 +24,12 @@ type allowed struct {
 	// proxy is the egress proxy's CIDR and port when the run has egress.
 	proxyCIDR string
 	proxyPort int32
-	// secretEnv are the env names that must come from the run's Secret.
+	// secretEnv are the env names that must come from a Secret: the
+	// granted ones from the workspace's Secret wsSecret when it is set, the
+	// others (proxy variables; all of them without wsSecret) from the
+	// run's own.
 	secretEnv []string
+	wsSecret  string
 	// maxDeadline bounds activeDeadlineSeconds.
 	maxDeadline int64
 	// runCmd is the run container's command, exactly as built.
@@ -369,13 +373,18 @@ func validateContainer(pod string, c *corev1.Container, a allowed) error {
 	for _, e := range c.Env {
 		if e.ValueFrom == nil {
 			if secret[e.Name] {
-				return refusal("container %s: the secret %s must come from the run's Secret", c.Name, e.Name)
+				return refusal("container %s: the secret %s must come from a Secret by reference", c.Name, e.Name)
 			}
 			continue
 		}
 		ref := e.ValueFrom.SecretKeyRef
-		if ref == nil || !secret[e.Name] || e.Value != "" || ref.Name != pod || ref.Key != e.Name {
-			return refusal("container %s: %s may only come from the run's Secret, under its own name", c.Name, e.Name)
+		from := pod
+		if a.wsSecret != "" && !slices.Contains(proxyEnv, e.Name) {
+			from = a.wsSecret
+		}
+		if ref == nil || *e.ValueFrom != (corev1.EnvVarSource{SecretKeyRef: ref}) || !secret[e.Name] || e.Value != "" || ref.Name != from || ref.Key != e.Name ||
+			ref.Optional == nil || *ref.Optional {
+			return refusal("container %s: %s may only come from the Secret %s, under its own name, not optional", c.Name, e.Name, from)
 		}
 	}
 	return nil

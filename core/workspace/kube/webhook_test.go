@@ -65,5 +65,6 @@ func TestRun_RefusesAPodTheClusterChanged(t *testing.T) {
 	r := newRuntime(t, cfg, Options{Namespace: ns})
 	_, err := r.Run(ctx, testSpec(t, fakeImage), &limitBuffer{max: 1}, &limitBuffer{max: 1})
 	wantCode(t, err, errcode.Forbidden, "changed the run's pod", "emptyDir")
+	revokeGrants(t, cfg, ns)
 	assertNothingLabelled(t, cs, ns)
 }
