@@ -27,10 +27,11 @@ var reviewedPrograms = map[string][]string{
 	// The egress firewall of granted workspaces.
 	"core/workspace/egress.go": {"f.iptables", "f.iptables"},
 	// Confined sessions: bubblewrap builds the agent's sandbox (and the
-	// session sidecar's view); doctor tries it once.
-	"core/session/bwrap.go":  {"path"},
-	"core/doctor/sandbox.go": {"bwrap"},
-	"app/run.go":             {"bwrap"},
+	// session sidecar's view); doctor and the tests try it through
+	// session.ProbeBubblewrap.
+	"core/session/bwrap.go":      {"path"},
+	"core/session/bwrapstart.go": {"bwrap"},
+	"app/run.go":                 {"bwrap"},
 	// Inside the sandbox, the agent itself.
 	"sidecar/sandbox_init.go": {"argv[0]"},
 	// The local registry and image that workspace tests use.
