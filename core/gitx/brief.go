@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -58,16 +59,19 @@ const (
 var conventionalRe = regexp.MustCompile(`^[a-z]+(\([^)]+\))?!?: \S`)
 
 // Brief gathers the situation of a repository: a git status, the recent
-// commits and the refs, concurrently. The commits are read in process
-// where git log's answer is certain (logLocal), else by a git log. The
-// local branches and where origin/HEAD points come from the runner's
-// reading of the refs (cachedRefs), which starts a for-each-ref only when
-// the ref files changed since it was read. A bare repository, which has
-// no status, takes the branch HEAD names and its commit from a
-// for-each-ref of its own (briefRefsByGit).
+// commits and the refs. The status is git's and is started first; the
+// rest is read in this process while it runs, once it has started (so
+// that the reads do not compete with git's start for the CPU): the
+// commits where git log's answer is certain (logLocal, kept between
+// calls while HEAD and the objects that decided it stay the same), else
+// by a git log; the local branches and where origin/HEAD points from the
+// runner's reading of the refs (cachedRefs), which starts a for-each-ref
+// only when the ref files changed since it was read. A bare repository,
+// which has no status, takes the branch HEAD names and its commit from a
+// for-each-ref of its own (briefRefsByGit), beside the log.
 func (repo *Repo) Brief(ctx context.Context) (*Brief, error) {
 	b := &Brief{Root: repo.Root, Bare: repo.Bare, Recent: []Commit{}, Hints: []string{}}
-	// Each process keeps its own error: a failed log only makes the brief
+	// Each part keeps its own error: a failed log only makes the brief
 	// partial, and of the two that are fatal the status's is reported first.
 	var (
 		g             errgroup.Group
@@ -77,27 +81,29 @@ func (repo *Repo) Brief(ctx context.Context) (*Brief, error) {
 		commits       []Commit
 		refs          briefRefs
 	)
-	if !repo.Bare {
+	if repo.Bare {
 		g.Go(func() error {
-			st, stErr = repo.Status(ctx, StatusOptions{Limit: 1})
-			return nil
-		})
-	}
-	g.Go(func() error {
-		commits, logErr = repo.briefLog(ctx, briefSample)
-		return nil
-	})
-	g.Go(func() error {
-		if repo.Bare {
 			refs, refErr = repo.briefRefsByGit(ctx)
 			return nil
-		}
+		})
+		commits, logErr = repo.briefLog(ctx, briefSample)
+	} else {
+		started := make(chan struct{})
+		var once sync.Once
+		signal := func() { once.Do(func() { close(started) }) }
+		g.Go(func() error {
+			// A status that never starts a process signals on its way out.
+			defer signal()
+			st, stErr = repo.status(ctx, StatusOptions{Limit: 1}, signal)
+			return nil
+		})
+		<-started
 		var rr *refReading
 		if rr, refErr = repo.cachedRefs(ctx); refErr == nil {
 			refs = rr.briefRefs()
+			commits, logErr = repo.briefLogNamed(ctx, briefSample, rr.names)
 		}
-		return nil
-	})
+	}
 	g.Wait()
 	if stErr != nil {
 		return nil, stErr

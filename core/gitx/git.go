@@ -212,6 +212,8 @@ type cmd struct {
 	// onChunk sees every chunk of stdout, kept or not (for counting what a
 	// truncated result left out).
 	onChunk func([]byte)
+	// onStarted is Call.OnStarted.
+	onStarted func()
 }
 
 // Output is what a git process wrote to stdout.
@@ -236,7 +238,7 @@ func (c *cmd) call() Call {
 	args = append(args, c.sub...)
 	args = append(args, c.opts...)
 	return Call{Profile: ProfileRead, Dir: c.dir, Args: args, Revs: Revs(c.revs...), Paths: Paths(c.paths...), DashDash: c.dashdash,
-		Env: c.env, Stdin: c.stdin, OK: c.okExit, Limit: c.limit, Truncate: c.truncate, Timeout: c.timeout, OnChunk: c.onChunk}
+		Env: c.env, Stdin: c.stdin, OK: c.okExit, Limit: c.limit, Truncate: c.truncate, Timeout: c.timeout, OnChunk: c.onChunk, OnStarted: c.onStarted}
 }
 
 // argv is the command line of a read.

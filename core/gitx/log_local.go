@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
@@ -31,11 +33,19 @@ import (
 
 // briefLog is the brief's log of n commits from HEAD.
 func (repo *Repo) briefLog(ctx context.Context, n int) ([]Commit, error) {
+	return repo.briefLogNamed(ctx, n, nil)
+}
+
+// briefLogNamed is briefLog with the ref names already read (cachedRefs'
+// names), or nil to read them.
+func (repo *Repo) briefLogNamed(ctx context.Context, n int, names map[string][]string) ([]Commit, error) {
 	if commits, full, err := repo.logLocal(n); err == nil {
 		if len(commits) > 0 {
-			names, err := repo.cachedRefNames(ctx)
-			if err != nil {
-				return nil, err
+			if names == nil {
+				var err error
+				if names, err = repo.cachedRefNames(ctx); err != nil {
+					return nil, err
+				}
 			}
 			for i := range commits {
 				commits[i].Refs = slices.Clone(names[full[i]])
@@ -70,6 +80,13 @@ func (repo *Repo) logLocal(n int) ([]Commit, []string, error) {
 	if err != nil {
 		return nil, nil, ErrNotLocal
 	}
+	if commits, full, ok := repo.logMemo.get(head, n, so.stamp); ok {
+		return commits, full, nil
+	}
+	// The stamps are taken before what they stand for is read (the pack
+	// directory's when so listed it, the others by the abbreviator): an
+	// object written in between moves one, and the next call walks again.
+	start := time.Now()
 	read := func(id string) (*walkCommit, error) {
 		raw, err := objs.Full(plumbing.NewHash(id), plumbing.CommitObject, maxLocalBlob)
 		if err != nil {
@@ -117,7 +134,77 @@ func (repo *Repo) logLocal(n int) ([]Commit, []string, error) {
 	if commits == nil {
 		commits = []Commit{}
 	}
+	repo.logMemo.put(head, n, commits, full, so.stamp, abbrevs.stamps, start)
 	return commits, full, nil
+}
+
+// logMemo is a Repo's last walk of logLocal: the commits and full ids of
+// n commits from HEAD, kept while HEAD names the same commit and every
+// directory whose entries decided an abbreviation is as it was. A
+// commit's id names its content, so what the walk read cannot change
+// under the same HEAD (replace objects and grafts count for neither this
+// walk nor the read profile's git); only a new object sharing 12 digits
+// with one of the ids could change an answer, and it lands in a stamped
+// directory (the pack directory, the object directory when it makes a
+// new fan-out directory, or the fan-out directory it shares with that
+// id). A shallow file, alternates or a reftable are looked for at every
+// call, before the memo.
+type logMemo struct {
+	mu      sync.Mutex
+	head    string
+	n       int
+	commits []Commit
+	full    []string
+	pack    refStamp
+	stamps  []refStamp
+	// walks counts the walks made (tests).
+	walks int
+}
+
+// get returns a copy of the memo's commits when it answers n commits from
+// head with the pack directory as stamped and every other stamped
+// directory unchanged.
+func (m *logMemo) get(head string, n int, pack refStamp) ([]Commit, []string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.head != head || m.n != n || m.commits == nil || !sameRefStamps([]refStamp{m.pack}, []refStamp{pack}) {
+		return nil, nil, false
+	}
+	for _, s := range m.stamps {
+		if !sameRefStamps([]refStamp{s}, []refStamp{dirStamp(s.path)}) {
+			return nil, nil, false
+		}
+	}
+	return slices.Clone(m.commits), m.full, true
+}
+
+// put keeps a walk unless a stamp is within the racy window of start: a
+// directory changed twice within its timestamp granularity could look
+// unchanged.
+func (m *logMemo) put(head string, n int, commits []Commit, full []string, pack refStamp, stamps []refStamp, start time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.walks++
+	for _, s := range append([]refStamp{pack}, stamps...) {
+		if !s.mtime.Before(start.Add(-refCacheRacy)) {
+			m.commits = nil
+			return
+		}
+	}
+	m.head, m.n, m.commits, m.full, m.pack, m.stamps = head, n, slices.Clone(commits), full, pack, stamps
+}
+
+// dirStamp is a directory's state as refStamps records one; an absent
+// directory has the zero state.
+func dirStamp(p string) refStamp {
+	s := refStamp{path: p}
+	if st, err := os.Lstat(p); err == nil {
+		s.size, s.mtime, s.id = st.Size(), st.ModTime(), fileID(st)
+		if st.IsDir() {
+			s.size = -1
+		}
+	}
+	return s
 }
 
 // walkCommit is one commit of logLocal's walk.
@@ -158,6 +245,8 @@ type abbreviator struct {
 	objs   *Objects
 	fanout map[string]bool     // the object directory's entries
 	loose  map[string][]string // fan-out directory → its entries
+	// stamps are the directories read, each stamped before it was read.
+	stamps []refStamp
 }
 
 const abbrevLen = 12
@@ -170,6 +259,7 @@ func (a *abbreviator) abbrev(id string) (string, error) {
 	if a.fanout == nil {
 		// Which fan-out directories exist, in one read: a packed
 		// repository has few.
+		a.stamps = append(a.stamps, dirStamp(a.objs.dir))
 		ents, err := os.ReadDir(a.objs.dir)
 		if err != nil {
 			return "", ErrNotLocal
@@ -181,6 +271,7 @@ func (a *abbreviator) abbrev(id string) (string, error) {
 	}
 	names, ok := a.loose[dir]
 	if !ok && a.fanout[dir] {
+		a.stamps = append(a.stamps, dirStamp(filepath.Join(a.objs.dir, dir)))
 		ents, err := os.ReadDir(filepath.Join(a.objs.dir, dir))
 		if err != nil && !os.IsNotExist(err) {
 			return "", ErrNotLocal

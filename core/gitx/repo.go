@@ -50,6 +50,8 @@ type Repo struct {
 	// the repository was opened.
 	configFiles []string
 	stamps      []stamp
+	// logMemo is the brief's last walk of its recent commits (logLocal).
+	logMemo logMemo
 }
 
 // testHookAfterConfine runs between path confinement and the first git

@@ -89,6 +89,10 @@ type Call struct {
 	Timeout time.Duration
 	// OnChunk sees every chunk of stdout, kept or not.
 	OnChunk func([]byte)
+	// OnStarted, when set, is called once the process has started (it is
+	// not called when none starts), so that a caller can do its own work
+	// while git runs instead of competing with git's start.
+	OnStarted func()
 }
 
 // Rev is a revision, or another operand that is not a pathspec, in a
@@ -406,6 +410,9 @@ func (r *Runner) start(ctx context.Context, c Call, repo *Repo) (*Output, error)
 		return nil, fmt.Errorf("gitx: start git: %w", err)
 	}
 	r.started.Add(1)
+	if c.OnStarted != nil {
+		c.OnStarted()
+	}
 	watchDone := make(chan struct{})
 	go func() {
 		select {

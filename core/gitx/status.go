@@ -77,6 +77,11 @@ var conflictWords = map[string]string{
 // Submodules are compared by commit only: looking inside them would run
 // git in each with that submodule's own configuration.
 func (repo *Repo) Status(ctx context.Context, o StatusOptions) (*StatusResult, error) {
+	return repo.status(ctx, o, nil)
+}
+
+// status is Status; onStarted, when set, is called once git has started.
+func (repo *Repo) status(ctx context.Context, o StatusOptions, onStarted func()) (*StatusResult, error) {
 	if err := repo.needWorkTree(); err != nil {
 		return nil, err
 	}
@@ -89,7 +94,7 @@ func (repo *Repo) Status(ctx context.Context, o StatusOptions) (*StatusResult, e
 		return nil, errcode.New(errcode.InvalidArgument, "untracked must be no, normal or all")
 	}
 	out, err := repo.git(ctx, &cmd{sub: []string{"status"}, opts: []string{"--porcelain=v2", "-z", "--branch", "--show-stash",
-		"--ignore-submodules=dirty", "--untracked-files=" + u, "--renames"}})
+		"--ignore-submodules=dirty", "--untracked-files=" + u, "--renames"}, onStarted: onStarted})
 	if err != nil {
 		return nil, err
 	}
