@@ -178,6 +178,9 @@ func (w *Work) copyIndexFile(from string) ([]string, error) {
 
 // writeTree writes the tree of a temporary index.
 func (w *Work) writeTree(ctx context.Context, env []string) (string, error) {
+	if t, ok := w.writeTreeLocal(env); ok {
+		return t, nil
+	}
 	res, err := w.run(ctx, gitrun.Call{Args: []string{"write-tree"}, Env: env})
 	if err != nil {
 		if strings.Contains(gitrun.StderrOf(err), "unmerged") {
