@@ -570,6 +570,61 @@ func TestSeal_Commit_ManyFilesInOnePack(t *testing.T) {
 	}
 }
 
+// TestSeal_Commit_FewFilesLoose: a stageAll commit in a repository of a
+// few files stages loose objects, as git's own add does, instead of
+// writing (and syncing) a pack for them; its tree is written in the
+// app's process. The sealed tree is the one git's own add -A and
+// write-tree make of the same working tree (a new directory, an
+// executable, a symlink and a removed file among the changes), and it
+// lands.
+func TestSeal_Commit_FewFilesLoose(t *testing.T) {
+	f := newFixture(t)
+	packs := func() int {
+		m, _ := filepath.Glob(filepath.Join(f.repo.Dir, ".git", "objects", "pack", "*.pack"))
+		return len(m)
+	}
+	before := packs()
+	f.repo.Write("src/a.txt", "a1\nchanged\na3\n")
+	f.repo.Write("new/dir/c.txt", "c\n")
+	f.repo.Write("run.sh", "#!/bin/sh\n")
+	if err := os.Chmod(filepath.Join(f.repo.Dir, "run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("src/b.txt", filepath.Join(f.repo.Dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(f.repo.Dir, "README.md")); err != nil {
+		t.Fatal(err)
+	}
+	rec := f.propose(&proposal.CommitArgs{Message: "Few files", StageAll: true})
+	if n := packs(); n != before {
+		t.Errorf("%d packs after sealing 5 files, %d before: a few files are staged loose", n, before)
+	}
+	idx := filepath.Join(t.TempDir(), "index")
+	git := func(args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = f.repo.Dir
+		cmd.Env = append(os.Environ(), "GIT_INDEX_FILE="+idx)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("read-tree", "HEAD")
+	git("add", "-A")
+	if want := git("write-tree"); rec.Proposal.Sealed.After != want {
+		t.Fatalf("sealed tree %s, git's add writes %s", rec.Proposal.Sealed.After, want)
+	}
+	if len(rec.Proposal.Sealed.Files) != 5 {
+		t.Errorf("files %+v", rec.Proposal.Sealed.Files)
+	}
+	f.mustComplete(rec)
+	if got := f.git("rev-parse", "HEAD^{tree}"); got != rec.Proposal.Sealed.After {
+		t.Fatalf("landed tree %s, sealed %s", got, rec.Proposal.Sealed.After)
+	}
+}
+
 // TestSeal_Unsealed_RefusedWhateverTheOperation: a proposal stored
 // without a sealed outcome (none is: the app seals on arrival) has a
 // blocker on its card and is refused by the executor, changing nothing,

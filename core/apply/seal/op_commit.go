@@ -36,10 +36,15 @@ func (s *commitSeal) seal(ctx context.Context, sl *Work) (proposal.Sealed, error
 	}
 	var env []string
 	if s.a.StageAll {
-		if env, _, err = sl.indexCopy(ctx); err != nil {
+		var idx string
+		if env, idx, err = sl.indexCopy(ctx); err != nil {
 			return proposal.Sealed{}, err
 		}
-		if _, err := sl.run(ctx, gitrun.Call{Global: bulkObjects, Args: []string{"add", "--all"}, Env: env}); err != nil {
+		add := gitrun.Call{Args: []string{"add", "--all"}, Env: env}
+		if indexEntries(idx) >= bulkPaths || !fewerFiles(sl.root(), bulkPaths) {
+			add.Global = bulkObjects
+		}
+		if _, err := sl.run(ctx, add); err != nil {
 			return proposal.Sealed{}, err
 		}
 	} else {

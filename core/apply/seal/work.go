@@ -3,7 +3,9 @@ package seal
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"io"
 	"maps"
 	"os"
 	"path"
@@ -201,10 +203,69 @@ func (w *Work) writeTree(ctx context.Context, env []string) (string, error) {
 // this add only: diffs still use the person's threshold.
 // A path list as long as bulkPaths gets the same; a shorter one keeps
 // git's loose objects, so that small proposals do not each leave a pack
-// behind (git's own gc folds packs together once there are 50).
+// behind (git's own gc folds packs together once there are 50), and do
+// not wait for the pack's syncs: a few loose objects cost less. A
+// stageAll does not know how many files it stages before git tells; it
+// stages loose only where the person's index has fewer than bulkPaths
+// entries and the working tree fewer than bulkPaths files (ignored ones
+// counted too), and in bulk otherwise.
 var bulkObjects = []string{"-c", "core.bigFileThreshold=1"}
 
 const bulkPaths = 100
+
+// fewerFiles reports whether the working tree at root holds fewer than n
+// files, .git directories left out. It stops reading once it has counted
+// n, so a large tree costs no more than a small one.
+func fewerFiles(root string, n int) bool {
+	dirs := []string{root}
+	for len(dirs) > 0 {
+		d := dirs[len(dirs)-1]
+		dirs = dirs[:len(dirs)-1]
+		f, err := os.Open(d)
+		if err != nil {
+			return false
+		}
+		for {
+			ents, err := f.ReadDir(64)
+			for _, e := range ents {
+				switch {
+				case e.IsDir():
+					if e.Name() != ".git" {
+						dirs = append(dirs, filepath.Join(d, e.Name()))
+					}
+				default:
+					if n--; n <= 0 {
+						f.Close()
+						return false
+					}
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		f.Close()
+	}
+	return true
+}
+
+// indexEntries is how many entries the index file at path says it has:
+// 0 when there is none, and bulkPaths when it cannot be read (so that a
+// stageAll stages in bulk, as it did before it asked).
+func indexEntries(path string) int {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	} else if err != nil {
+		return bulkPaths
+	}
+	defer f.Close()
+	var h [12]byte
+	if _, err := io.ReadFull(f, h[:]); err != nil || string(h[:4]) != "DIRC" {
+		return bulkPaths
+	}
+	return int(binary.BigEndian.Uint32(h[8:]))
+}
 
 // addPaths stages paths (NUL-separated on stdin, so any path is literal)
 // into a temporary index from the working tree, with every change:
