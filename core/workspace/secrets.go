@@ -471,7 +471,9 @@ func (m *Manager) syncMarked(ctx context.Context, held string) error {
 	}
 	var errs []error
 	for _, id := range ids {
-		if err := m.syncLocked(ctx, id, held); err != nil && !errors.Is(err, ErrLocked) {
+		// A workspace an operation holds keeps its own copy; one this
+		// Manager cannot change is the app's to do.
+		if err := m.syncLocked(ctx, id, held); err != nil && !errors.Is(err, ErrLocked) && !errors.Is(err, errNoCopyKeeper) {
 			errs = append(errs, fmt.Errorf("workspace %s: %w", id, err))
 		}
 	}

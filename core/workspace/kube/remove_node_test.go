@@ -16,29 +16,29 @@ import (
 	"github.com/sluicehq/sluice/core/workspace/kube/kubetest"
 )
 
-// TestNodeFaults_RemovalFailsAfterTheTreeCameBack: the run's Secret cannot
-// be deleted (the API server refuses it once) after the run's tree came
+// TestNodeFaults_RemovalFailsAfterTheTreeCameBack: the run's NetworkPolicy
+// cannot be deleted (the API server refuses it once) after the run's tree came
 // back. The run is not reported failed: its status comes back with an
 // error saying its changes were applied and its objects were not all
 // removed, and the Manager records it as it went.
 func TestNodeFaults_RemovalFailsAfterTheTreeCameBack(t *testing.T) {
 	e := onNode(t)
 	c := kubetest.Node(t)
-	f, cfg := newFaultProxy(t, c.Config, map[string]func(http.ResponseWriter){"DELETE secrets": status(403, "Forbidden")})
+	f, cfg := newFaultProxy(t, c.Config, map[string]func(http.ResponseWriter){"DELETE networkpolicies": status(403, "Forbidden")})
 	r := newRuntime(t, cfg, Options{Namespace: e.ns, ImagePullPolicy: "Never"})
 	ctx := context.Background()
-	deleteSecrets := func() {
-		l, err := e.cs.CoreV1().Secrets(e.ns).List(ctx, metav1.ListOptions{LabelSelector: labelManagedBy + "=" + managedBy})
+	deletePolicies := func() {
+		l, err := e.cs.NetworkingV1().NetworkPolicies(e.ns).List(ctx, metav1.ListOptions{LabelSelector: labelManagedBy + "=" + managedBy})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, s := range l.Items {
-			if err := e.cs.CoreV1().Secrets(e.ns).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
+		for _, p := range l.Items {
+			if err := e.cs.NetworkingV1().NetworkPolicies(e.ns).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	t.Cleanup(deleteSecrets)
+	t.Cleanup(deletePolicies)
 
 	spec := e.spec(t, "sh", "-c", "echo new > new.txt")
 	st, err := r.Run(ctx, spec, &lineWriter{}, &lineWriter{})
@@ -49,10 +49,10 @@ func TestNodeFaults_RemovalFailsAfterTheTreeCameBack(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(spec.TreePath, "new.txt")); err != nil || string(b) != "new\n" {
 		t.Fatalf("the tree did not come back: %q %v", b, err)
 	}
-	if _, err := e.cs.CoreV1().Secrets(e.ns).Get(ctx, st.ContainerID, metav1.GetOptions{}); err != nil {
-		t.Fatalf("the Secret whose deletion was refused is gone: %v", err)
+	if _, err := e.cs.NetworkingV1().NetworkPolicies(e.ns).Get(ctx, st.ContainerID, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the NetworkPolicy whose deletion was refused is gone: %v", err)
 	}
-	deleteSecrets()
+	deletePolicies()
 
 	// Through the Manager: the run is recorded, its result returned.
 	state, conf := t.TempDir(), t.TempDir()
@@ -74,7 +74,7 @@ func TestNodeFaults_RemovalFailsAfterTheTreeCameBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.mu.Lock()
-	f.faults["DELETE secrets"] = status(403, "Forbidden")
+	f.faults["DELETE networkpolicies"] = status(403, "Forbidden")
 	f.mu.Unlock()
 	res, err := m.Run(ctx, w.ID, workspace.RunRequest{Argv: []string{"sh", "-c", "echo out > out.txt; echo done"}})
 	if err != nil || res.ExitCode != 0 || !strings.Contains(res.Stdout, "done") {
@@ -88,7 +88,7 @@ func TestNodeFaults_RemovalFailsAfterTheTreeCameBack(t *testing.T) {
 		t.Fatalf("out.txt: %+v %v", fc, err)
 	}
 	f.mu.Lock()
-	hits := f.hit["DELETE secrets"]
+	hits := f.hit["DELETE networkpolicies"]
 	f.mu.Unlock()
 	if hits != 2 {
 		t.Fatalf("the refusal was hit %d times, want 2", hits)

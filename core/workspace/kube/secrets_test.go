@@ -312,12 +312,34 @@ func TestManager_SecretCopyFailures(t *testing.T) {
 	if err := mDown.SyncSecretCopies(ctx); err == nil {
 		t.Fatal("SyncSecretCopies with the cluster down reports nothing")
 	}
-	// The next chance removes it: what a run does first.
-	if err := m.SyncSecretCopies(ctx); err != nil {
+	// The next run of any workspace removes it before it starts: here
+	// another workspace's, whose pod never starts on a control plane.
+	other, err := m.Create(ctx, workspace.CreateRequest{Source: workspace.Source{Kind: workspace.SourceFresh}, Agent: "test"})
+	if err != nil {
 		t.Fatal(err)
 	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Run(rctx, other.ID, workspace.RunRequest{Argv: []string{"true"}})
+		done <- err
+	}()
+	waitFor(t, "the other workspace's run's pod", func() bool {
+		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(l.Items) == 1
+	})
 	if s := secretOf(w.ID); s != nil {
-		t.Fatalf("the revoked secret's copy is still there: %v", keys(s.Data))
+		t.Fatalf("a run started while the revoked secret's copy is still there: %v", keys(s.Data))
+	}
+	cancel()
+	if err := <-done; !errcode.IsCode(err, errcode.Timeout) {
+		t.Fatalf("the cancelled run: %v", err)
+	}
+	if err := m.SyncSecretCopies(ctx); err != nil {
+		t.Fatalf("SyncSecretCopies with nothing left to do: %v", err)
+	}
+	if _, err := m.Destroy(ctx, other.ID); err != nil {
+		t.Fatal(err)
 	}
 
 	// Start-up: the copy of a workspace that is gone goes, a key no longer
