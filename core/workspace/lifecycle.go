@@ -178,7 +178,7 @@ func (m *Manager) destroyLocked(ctx context.Context, id string) (*DestroyReport,
 	if copied {
 		// Removed with the containers when the runtime lists it; this
 		// verifies (or, without a runtime, tries) and clears the mark.
-		if err := m.syncCopy(ctx, id); err != nil {
+		if err := m.syncCopy(ctx, id); err != nil && !errors.Is(err, errNoCopyKeeper) {
 			m.log.Warn("workspace: the cluster's copy of the destroyed workspace's secrets could not be removed yet; it is removed before the next run and at start-up", "workspace", id, "err", err)
 		}
 	}

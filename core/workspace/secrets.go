@@ -309,7 +309,7 @@ func (m *Manager) revokeAllLocked(ctx context.Context, w *Workspace) error {
 	w.Secrets = nil
 	w.Egress = nil
 	if had {
-		if err := m.syncCopy(ctx, w.ID); err != nil {
+		if err := m.syncCopy(ctx, w.ID); err != nil && !errors.Is(err, errNoCopyKeeper) {
 			m.log.Warn("workspace: the cluster's copy of revoked secrets could not be removed yet; it is removed before the next run and at start-up", "workspace", w.ID, "err", err)
 		}
 	}
