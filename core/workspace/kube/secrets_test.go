@@ -1,8 +1,15 @@
 package kube
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -458,4 +465,56 @@ func TestManager_RunSeesOnlyWhatWasGrantedWhenItStarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertNothingLabelled(t, cs, ns)
+}
+
+// TestPutSecrets_StoredDifferentlyIsRefused: a workspace's Secret the
+// cluster stores otherwise than it was sent (a mutating webhook adding a
+// key, here a proxy changing the body on its way) is refused, and a grant
+// through it is not recorded.
+func TestPutSecrets_StoredDifferentlyIsRefused(t *testing.T) {
+	admin := kubetest.ControlPlane(t)
+	ns := kubetest.Namespace(t, admin)
+	tr, err := rest.TransportFor(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := url.Parse(admin.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = tr
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if (req.Method == http.MethodPost || req.Method == http.MethodPut) && strings.Contains(req.URL.Path, "/secrets") {
+			var s corev1.Secret
+			body, _ := io.ReadAll(req.Body)
+			if err := json.Unmarshal(body, &s); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			s.Data["INJECTED"] = []byte("by-the-cluster")
+			body, _ = json.Marshal(&s)
+			req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+			req.Header.Set("Content-Type", "application/json")
+		}
+		rp.ServeHTTP(w, req)
+	}))
+	t.Cleanup(srv.Close)
+	r := newRuntime(t, &rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: "application/json"}}, Options{Namespace: ns})
+	ctx := context.Background()
+	spec := testSpec(t, fakeImage)
+	wantCode(t, r.PutSecrets(ctx, spec.StoreKey, spec.WorkspaceID, map[string]string{"A_TOKEN": "value-a-1234"}), errcode.Forbidden, "changed the workspace's Secret")
+
+	state, conf := privateDirs(t)
+	m := kubeManager(t, state, conf, r, nil)
+	w, err := m.Create(ctx, workspace.CreateRequest{Source: workspace.Source{Kind: workspace.SourceFresh}, Agent: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, m.Grant(w.ID, "A_TOKEN", "value-a-1234"), errcode.Forbidden, "not granted")
+	if got, err := m.Get(w.ID); err != nil || len(got.Secrets) != 0 {
+		t.Fatalf("a grant the cluster stored otherwise was recorded: %+v %v", got, err)
+	}
+	revokeGrants(t, admin, ns)
+	assertNothingLabelled(t, adminClient(t, admin), ns)
 }
