@@ -19,7 +19,9 @@ import (
 // runs beside a person's `git add -A` and `git write-tree` with the git CLI
 // on a copy of the same repository, in alternating rounds of the same run.
 // Each round first writes new content into all 1,000 files of both
-// repositories (not timed), so neither side finds its blobs written.
+// repositories (not timed), so neither side finds its blobs written. A
+// round whose seal outlasts the sidecar's wait (answered "sealing") lasts
+// until proposal_wait finds the proposal pending, as the agent's would.
 //
 //	go test -run '^$' -bench 'Agent_StageAll1000' -benchtime 10x ./app/
 func BenchmarkAgent_StageAll1000_vs_Git(b *testing.B) { agentStageAll(b, 1000) }
@@ -59,6 +61,7 @@ func agentStageAll(b *testing.B, n int) {
 	git(filepath.Dir(byHand), "clone", "-q", repo, byHand)
 
 	cs := agentSession(b, env, "claude-code")
+	sealing := 0
 	sluice := func(round int) time.Duration {
 		write(repo, round)
 		syscall.Sync()
@@ -66,6 +69,15 @@ func agentStageAll(b *testing.B, n int) {
 		out, isErr := callTool(b, cs, "propose_commit", map[string]any{
 			"repoPath": repo, "reason": "Rename across the tree", "message": "Rename across the tree", "stageAll": true,
 		})
+		if !isErr && out["status"] == "sealing" {
+			// The seal outlasted the sidecar's wait (a loaded machine, a
+			// large change): the agent follows it to its card, and so
+			// does the round.
+			sealing++
+			for !isErr && out["status"] == "sealing" {
+				out, isErr = callTool(b, cs, "proposal_wait", map[string]any{"proposalId": out["proposalId"], "timeoutSeconds": 5})
+			}
+		}
 		took := time.Since(start)
 		if isErr || out["status"] != "pending" {
 			b.Fatalf("propose_commit: %v", out)
@@ -90,4 +102,7 @@ func agentStageAll(b *testing.B, n int) {
 	b.ReportMetric(gitxtest.Ms(p.Median()), "git-p50-ms")
 	b.ReportMetric(gitxtest.Ratio(s, p), "x-git")
 	b.ReportMetric(float64(s.Median())/float64(p.Median()), "x-git-p50")
+	if sealing > 0 {
+		b.ReportMetric(float64(sealing), "rounds-answered-sealing")
+	}
 }
