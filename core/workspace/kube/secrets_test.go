@@ -518,3 +518,96 @@ func TestPutSecrets_StoredDifferentlyIsRefused(t *testing.T) {
 	revokeGrants(t, admin, ns)
 	assertNothingLabelled(t, adminClient(t, admin), ns)
 }
+
+// runtimeOnly is the Kubernetes runtime seen as a sidecar's Manager sees
+// the app's (gateway.Runtime): containers only, no secret copies.
+type runtimeOnly struct{ workspace.Runtime }
+
+// TestManager_SidecarSealAndDestroyRemoveTheCopy: a Manager that keeps no
+// copies itself (a sidecar's, whose runs and containers go through the
+// app) still deletes the workspace's Secret when its agent seals or
+// destroys the workspace: the runtime lists it as kept, and it is removed
+// and verified gone like a container. Its start-up sweep leaves a copy it
+// cannot change to the app instead of failing.
+func TestManager_SidecarSealAndDestroyRemoveTheCopy(t *testing.T) {
+	cfg := kubetest.ControlPlane(t)
+	ns := kubetest.Namespace(t, cfg)
+	cs := adminClient(t, cfg)
+	ctx := context.Background()
+	r := newRuntime(t, cfg, Options{Namespace: ns})
+	state, conf := privateDirs(t)
+	app := kubeManager(t, state, conf, r, nil)
+	side, err := workspace.Open(workspace.Options{StateDir: state, ConfigDir: conf, Image: fakeImage, Runtime: runtimeOnly{r}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer side.Close()
+	present := func(id string) bool {
+		t.Helper()
+		_, err := cs.CoreV1().Secrets(ns).Get(ctx, wsSecretName(id), metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	for _, end := range []string{"seal", "destroy"} {
+		w, err := side.Create(ctx, workspace.CreateRequest{Source: workspace.Source{Kind: workspace.SourceFresh, GitInit: true}, Agent: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := app.Grant(w.ID, "A_TOKEN", "value-a-1234"); err != nil {
+			t.Fatal(err)
+		}
+		if !present(w.ID) {
+			t.Fatal("the grant made no Secret")
+		}
+		// A mark the sidecar cannot act on (the copy must change, not go)
+		// is left to the app.
+		other, err := side.Create(ctx, workspace.CreateRequest{Source: workspace.Source{Kind: workspace.SourceFresh}, Agent: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := app.Grant(other.ID, "B_TOKEN", "value-b-1234"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(state+"/workspaces/.secret-copies/"+other.ID, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := side.Reconcile(ctx); err != nil {
+			t.Fatalf("the sidecar's Reconcile with a copy only the app can change: %v", err)
+		}
+		if !present(w.ID) || !present(other.ID) {
+			t.Fatal("the sidecar's Reconcile removed a living workspace's Secret")
+		}
+		switch end {
+		case "seal":
+			if res, err := side.Seal(ctx, w.ID, ""); err != nil || res.Refused {
+				t.Fatalf("Seal: %+v %v", res, err)
+			}
+			if present(w.ID) {
+				t.Fatal("the sidecar's seal left the workspace's Secret")
+			}
+			if _, err := side.Destroy(ctx, w.ID); err != nil {
+				t.Fatal(err)
+			}
+		case "destroy":
+			rep, err := side.Destroy(ctx, w.ID)
+			if err != nil || rep.ContainersRemoved != 1 || !rep.ContainersGone {
+				t.Fatalf("Destroy: %+v %v", rep, err)
+			}
+			if present(w.ID) {
+				t.Fatal("the sidecar's destroy left the workspace's Secret")
+			}
+		}
+		if _, err := app.Destroy(ctx, other.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := app.SyncSecretCopies(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if marks, _ := os.ReadDir(state + "/workspaces/.secret-copies"); len(marks) != 0 {
+		t.Fatalf("marks left: %v", marks)
+	}
+	assertNothingLabelled(t, cs, ns)
+}
