@@ -213,7 +213,7 @@ func BenchmarkCommitDetails_Scale_Stdio_vs_CLI(b *testing.B) {
 }
 
 // compareCLI times the sidecar's call and git's command in alternating
-// rounds (gitxtest.Pair) and reports both and their ratio.
+// rounds (gitxtest.Pair) and reports both and their ratios.
 func compareCLI(b *testing.B, sluice, git func()) {
 	b.Helper()
 	ts, tg := gitxtest.Pair(b, 1, gitxtest.Timed(sluice), gitxtest.Timed(git))
@@ -221,6 +221,9 @@ func compareCLI(b *testing.B, sluice, git func()) {
 	b.ReportMetric(gitxtest.Ms(ts.Mean()), "sluice-ms/op")
 	b.ReportMetric(gitxtest.Ms(tg.Mean()), "git-ms/op")
 	b.ReportMetric(gitxtest.Ratio(ts, tg), "ratio")
+	// The ratio of the medians beside that of the means: on a shared
+	// machine a few stalled rounds of 20 move a mean.
+	b.ReportMetric(float64(ts.Median())/float64(tg.Median()), "median-ratio")
 }
 
 // gitCLI runs plain git, as a person or an agent with a shell would.
@@ -252,4 +255,104 @@ func sluiceRefs(b *testing.B, dir string, n int) {
 			b.Fatalf("update-ref: %v\n%s", err, out)
 		}
 	}
+}
+
+// BenchmarkRepoBrief_Small_Stdio_vs_CLI is repo_brief at 1,000 files
+// (200 commits, 0, 1,000 and 10,000 loose refs under refs/sluice/),
+// where git status takes a few milliseconds and the call's fixed costs
+// weigh most: one tools/call round trip to each sidecar named in
+// SLUICE_BENCH_SIDECARS (comma separated; this tree's sidecar when
+// unset), so that a sidecar built before a change can run beside the one
+// after it, and `git status`, taking turns in every round (each round
+// starts with the next one). Each reports its median and mean, their
+// ratios to git's, and the CPU time the sidecar process itself used per
+// call (from /proc, in clock ticks: about 0.1 ms at b.N = 100).
+func BenchmarkRepoBrief_Small_Stdio_vs_CLI(b *testing.B) {
+	bins := []string{}
+	if v := os.Getenv("SLUICE_BENCH_SIDECARS"); v != "" {
+		bins = strings.Split(v, ",")
+	} else {
+		bins = append(bins, sidecarBinary(b))
+	}
+	dir := gitxtest.LargeRepo(b, gitxtest.Large{Files: 1_000, Commits: 200})
+	defer sluiceRefs(b, dir, 0)
+	for _, refs := range []int{0, 1_000, 10_000} {
+		sluiceRefs(b, dir, refs)
+		type side struct {
+			name string
+			pid  int
+			call func()
+		}
+		var sides []side
+		var sessions []*mcp.ClientSession
+		for i, bin := range bins {
+			cmd := exec.Command(bin, "--toolsets", "git")
+			cmd.Env = benchEnv(b, dir)
+			client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+			cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sessions = append(sessions, cs)
+			sides = append(sides, side{name: fmt.Sprintf("sidecar%d", i), pid: cmd.Process.Pid, call: func() {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "repo_brief", Arguments: map[string]any{"repoPath": dir}})
+				if err != nil || res.IsError {
+					b.Fatalf("repo_brief: %v %+v", err, res)
+				}
+			}})
+		}
+		sides = append(sides, side{name: "git", call: func() { gitCLI(b, dir, "status") }})
+		b.Run(fmt.Sprintf("refs=%d", refs), func(b *testing.B) {
+			for range 3 {
+				for _, s := range sides {
+					s.call()
+				}
+			}
+			cpu0 := make([]float64, len(sides))
+			for i, s := range sides {
+				cpu0[i] = procCPUMs(b, s.pid)
+			}
+			times := make([]gitxtest.Times, len(sides))
+			b.StopTimer()
+			for round := range b.N {
+				for j := range sides {
+					k := (round + j) % len(sides)
+					start := time.Now()
+					sides[k].call()
+					times[k] = append(times[k], time.Since(start))
+				}
+			}
+			git := times[len(sides)-1]
+			b.ReportMetric(gitxtest.Ms(git.Median()), "git-median-ms")
+			b.ReportMetric(gitxtest.Ms(git.Mean()), "git-mean-ms")
+			for i, s := range sides[:len(sides)-1] {
+				b.ReportMetric(gitxtest.Ms(times[i].Median()), s.name+"-median-ms")
+				b.ReportMetric(float64(times[i].Median())/float64(git.Median()), s.name+"-median-ratio")
+				b.ReportMetric(gitxtest.Ratio(times[i], git), s.name+"-mean-ratio")
+				b.ReportMetric((procCPUMs(b, s.pid)-cpu0[i])/float64(b.N), s.name+"-cpu-ms/call")
+			}
+			b.ReportMetric(float64(times[0].Mean()), "ns/op")
+		})
+		for _, cs := range sessions {
+			cs.Close()
+		}
+	}
+}
+
+// procCPUMs is the user and system CPU time process pid has used, in
+// milliseconds (0 without a pid).
+func procCPUMs(b *testing.B, pid int) float64 {
+	if pid == 0 {
+		return 0
+	}
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		b.Skip("needs /proc")
+	}
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	// Linux reports both in clock ticks of 10 ms (USER_HZ = 100).
+	return (utime + stime) * 10
 }
