@@ -72,6 +72,13 @@ func (p *Presence) list() error {
 		if !strings.HasPrefix(e.Name(), "pack-") || !strings.HasSuffix(e.Name(), ".idx") {
 			continue
 		}
+		// An index whose pack is gone lists nothing git can read: git
+		// removes a pack before its index (repack -d, gc), and a crash
+		// between the two leaves the index behind; git skips it
+		// (add_packed_git), and so does this.
+		if st, err := os.Stat(filepath.Join(p.dir, "pack", strings.TrimSuffix(e.Name(), ".idx")+".pack")); err != nil || !st.Mode().IsRegular() {
+			continue
+		}
 		names, err := p.readIndex(filepath.Join(p.dir, "pack", e.Name()))
 		if err != nil {
 			return err

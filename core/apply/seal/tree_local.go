@@ -132,6 +132,11 @@ func readIndex(b []byte) (*parsedIndex, error) {
 		return nil, errTreeByGit
 	}
 	n := int(binary.BigEndian.Uint32(b[8:12]))
+	// Every entry takes at least its fixed part: a count the file cannot
+	// hold is refused before anything is allocated for it.
+	if n > (len(body)-12)/62 {
+		return nil, errTreeByGit
+	}
 	out := &parsedIndex{entries: make([]indexEntry, 0, n)}
 	at := 12
 	var name []byte
@@ -406,6 +411,10 @@ func (tw *treeWriter) update(t *cacheTree, entries []indexEntry, base string) (i
 			entName, mode, oid = rest, e.mode, e.oid
 			j++
 		}
+		// Trees are hashed with crypto/sha1, not git's collision-detecting
+		// sha1dc: a crafted pair of colliding trees would be written here
+		// where git refuses it. The card and the landing both read the
+		// one object stored under the id, so they still agree.
 		if oid == ([20]byte{}) {
 			return 0, errTreeByGit
 		}
@@ -437,9 +446,11 @@ var zlibWriters = sync.Pool{New: func() any {
 	return zw
 }}
 
-// write writes a tree object with content unless it exists (a loose one
-// is freshened, as git does, so that a prune spares it), and returns its
-// id.
+// write writes a tree object with content unless it exists loose (then
+// it is freshened, as git does, so that a prune spares it), and returns
+// its id. One found only in a pack is written loose all the same: git
+// would freshen the pack (or, for a cruft pack, write it loose), and a
+// card's tree, which no ref holds, must not go with a gc of an old pack.
 func (tw *treeWriter) write(content []byte) ([20]byte, error) {
 	hdr := "tree " + strconv.Itoa(len(content)) + "\x00"
 	h := sha1.New()
@@ -452,9 +463,6 @@ func (tw *treeWriter) write(content []byte) ([20]byte, error) {
 	if _, err := os.Lstat(final); err == nil {
 		now := time.Now()
 		_ = os.Chtimes(final, now, now)
-		return id, nil
-	}
-	if ok, err := tw.objs.Has(id); err == nil && ok {
 		return id, nil
 	}
 	var z bytes.Buffer

@@ -2,6 +2,7 @@ package seal
 
 import (
 	"bytes"
+	"crypto/sha1"
 	"fmt"
 	"os"
 	"os/exec"
@@ -31,6 +32,8 @@ func TestWriteTreeLocal_SameAsGit(t *testing.T) {
 		local bool
 		// bulk stages as a seal of many files does, into a pack.
 		bulk bool
+		// rootLoose: the root tree is a loose object afterwards.
+		rootLoose bool
 	}{
 		{name: "changes in nested directories, new and removed ones", local: true, edit: func(t *testing.T, f *repoFixture) {
 			f.repo.Write("src/a.txt", "changed\n")
@@ -119,6 +122,32 @@ func TestWriteTreeLocal_SameAsGit(t *testing.T) {
 			if out, err := c.CombinedOutput(); err != nil {
 				t.Fatalf("update-index: %v %s", err, out)
 			}
+		}},
+		{name: "a pack's index left without its pack (a repack cut short)", edit: func(t *testing.T, f *repoFixture) {
+			f.repo.Write("lost.txt", "lost\n")
+		}, index: func(t *testing.T, f *repoFixture, git func(...string) string) {
+			// The new blob only in a pack whose .pack is then gone: git
+			// removes a pack before its index.
+			blob := git("rev-parse", ":lost.txt")
+			c := exec.Command("git", "pack-objects", "-q", filepath.Join(f.repo.Dir, ".git", "objects", "pack", "pack"))
+			c.Dir = f.repo.Dir
+			c.Env = gitxtest.Env(t.TempDir())
+			c.Stdin = strings.NewReader(blob + "\n")
+			if out, err := c.CombinedOutput(); err != nil {
+				t.Fatalf("pack-objects: %v %s", err, out)
+			}
+			git("prune-packed")
+			packs, _ := filepath.Glob(filepath.Join(f.repo.Dir, ".git", "objects", "pack", "*.pack"))
+			for _, p := range packs {
+				rm(t, f, strings.TrimPrefix(p, f.repo.Dir+"/"))
+			}
+		}},
+		{name: "the tree exists only in a pack: written loose all the same", local: true, rootLoose: true, edit: func(t *testing.T, f *repoFixture) {
+			// No cache-tree, and the same content as HEAD, whose tree is
+			// packed: git would freshen the pack; this writes it loose.
+			f.git("repack", "-adq")
+			f.git("prune-packed")
+			rm(t, f, ".git/index")
 		}},
 		{name: "core.sharedRepository", setup: func(t *testing.T, f *repoFixture) {
 			f.git("config", "core.sharedRepository", "group")
@@ -213,6 +242,9 @@ func TestWriteTreeLocal_SameAsGit(t *testing.T) {
 				if out, err := gitxtest.GitErr(t, f.repo.Dir, "fsck", "--no-dangling", "--no-progress"); err != nil {
 					t.Fatalf("fsck after the tree was written in this process: %v %s", err, out)
 				}
+				if tc.rootLoose && !fileExists(filepath.Join(f.repo.Dir, ".git", "objects", local[:2], local[2:])) {
+					t.Fatalf("the tree %s is not loose: a gc of its old pack would take the card's tree", local)
+				}
 			}
 			// The seal's writeTree answers as git does, wherever the tree
 			// was written.
@@ -225,3 +257,19 @@ func TestWriteTreeLocal_SameAsGit(t *testing.T) {
 }
 
 const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+// An index whose header claims more entries than its file can hold is
+// left to git before anything is allocated for them (a count of 2^32-1
+// would ask for hundreds of GB and end the app).
+func TestReadIndex_CountBeyondTheFile(t *testing.T) {
+	b := []byte("DIRC\x00\x00\x00\x02\xff\xff\xff\xff")
+	sum := sha1.Sum(b)
+	if _, err := readIndex(append(b, sum[:]...)); err != errTreeByGit {
+		t.Fatalf("readIndex: %v, want errTreeByGit", err)
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
