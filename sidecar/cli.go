@@ -133,6 +133,7 @@ func runStdio(args []string, _ io.Writer, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	capProcs()
 	env, ok := openServing(stderr, presence.ClientInfo{})
 	if !ok {
 		return 1
