@@ -26,9 +26,9 @@ import (
 // as valid, whose tree object exists, is taken as it is with the entries
 // it covers; every other tree is written from the index's entries, in the
 // index's order, after checking that each entry's object exists. A tree
-// object that exists is not written again; a new one is written loose
-// (zlib, a temporary file linked into place, read-only), as git writes
-// it. The index is read whole and checked (its checksum, its order);
+// object that exists loose is freshened, not written again; any other (a
+// new one, or one only in a pack) is written loose (zlib, a temporary
+// file linked into place, read-only), as git writes it. The index is read whole and checked (its checksum, its order);
 // git answers instead when anything is unusual:
 //
 //   - the repository: objects not SHA-1, core.sharedRepository (the
