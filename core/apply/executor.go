@@ -644,9 +644,11 @@ func (r *run) apply(ctx context.Context, ops []step, w *writing) error {
 		}
 	}
 	if len(ops) > 1 {
-		// What a step knew of the HEAD it left, a later one may have moved.
+		// What a step knew of the HEAD and the index it left, a later
+		// one may have changed.
 		for _, ef := range w.left {
 			clear(ef.movedHeads)
+			clear(ef.entries)
 		}
 	}
 	return opErr
@@ -770,6 +772,22 @@ type effects struct {
 	// (see restorePaths): the paths of those worktrees are exactly as the
 	// restore point recorded them, and the end state records that.
 	restored map[string]WorktreeState
+	// entries holds index entries at a scope's paths (by entriesKey)
+	// that a step read after its last write, to check what it left: the
+	// end state records them rather than load the whole index again.
+	entries map[string][]byte
+}
+
+// readAfter notes index entries a step read after its last write (see
+// effects.entries); ef may be nil.
+func (ef *effects) readAfter(wt worktree, paths []string, entries []byte) {
+	if ef == nil {
+		return
+	}
+	if ef.entries == nil {
+		ef.entries = map[string][]byte{}
+	}
+	ef.entries[entriesKey(wt, paths)] = entries
 }
 
 // writing is what the steps of an execution share once it writes.

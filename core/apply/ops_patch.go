@@ -56,7 +56,7 @@ func (s *patchStep) do(ctx context.Context, r *run, w *writing) error {
 	if s.a.Target != proposal.PatchIndex {
 		w.left[r.main].dirtied[r.main.path] = true
 	}
-	if err := s.verifyAfter(ctx, r); err != nil {
+	if err := s.verifyAfter(ctx, r, w.left[r.main]); err != nil {
 		return err
 	}
 	files, _ := s.a.FilesTouched()
@@ -70,10 +70,10 @@ func (s *patchStep) verify(ctx context.Context, r *run) error {
 	if sealed == nil {
 		return nil
 	}
-	if same, err := s.sameOnDisk(ctx, r, sealed.Before); err != nil || same {
+	if same, err := s.sameOnDisk(ctx, r, sealed.Before, nil); err != nil || same {
 		return err
 	}
-	if same, err := s.sameInIndex(ctx, r, sealed.Before); err != nil || same {
+	if same, err := s.sameInIndex(ctx, r, sealed.Before, nil); err != nil || same {
 		return err
 	}
 	return r.unchanged(ctx, sealed.Before, s.stateNow)
@@ -84,16 +84,20 @@ func (s *patchStep) stateNow(ctx context.Context, sl *seal.Work, headTree string
 	return t, err
 }
 
-// verifyAfter: what the patch left is the sealed result.
-func (s *patchStep) verifyAfter(ctx context.Context, r *run) error {
+// verifyAfter: what the patch left is the sealed result. The index
+// entries it reads to tell, after git apply, are those the end state
+// records (left): if the person's git changes them before the end is
+// recorded, a restore sees that as a change made after the operation
+// and asks, instead of putting their work back unasked.
+func (s *patchStep) verifyAfter(ctx context.Context, r *run, left *effects) error {
 	sealed := r.sealedStep()
 	if sealed == nil {
 		return nil
 	}
-	if same, err := s.sameOnDisk(ctx, r, sealed.After); err != nil || same {
+	if same, err := s.sameOnDisk(ctx, r, sealed.After, left); err != nil || same {
 		return err
 	}
-	if same, err := s.sameInIndex(ctx, r, sealed.After); err != nil || same {
+	if same, err := s.sameInIndex(ctx, r, sealed.After, left); err != nil || same {
 		return err
 	}
 	now, _, err := r.compareState(ctx, sealed.After, s.stateNow)

@@ -237,6 +237,9 @@ func (rc *repoCtx) endState(ctx context.Context, rp *RestorePoint, outcome strin
 		for path, h := range left.movedHeads {
 			rc.reads.putHead(path, h)
 		}
+		for key, out := range left.entries {
+			rc.reads.putEntries(key, out)
+		}
 		dirtied = left.dirtied
 	}
 	for _, w := range rp.Worktrees {

@@ -94,7 +94,7 @@ func (r *run) scope(ctx context.Context, ops []step, t touches) error {
 			wt := r.main.main()
 			paths := restorepoint.SortedPaths(append(sealed.SealedPaths(), d.staged()...))
 			if allUnder(paths, s.a.Paths) {
-				r.main.reads.putEntries(wt.path+"\x00"+strings.Join(paths, "\x00"), d.entriesAt(paths))
+				r.main.reads.putEntries(entriesKey(wt, paths), d.entriesAt(paths))
 			}
 			t.of(r.main).addScope(wt, paths)
 			s.now, s.scope = d, paths
@@ -184,7 +184,10 @@ func (rc *repoCtx) changedPaths(ctx context.Context, from, to string) ([]string,
 // instead of building the whole tree again. false sends the caller to
 // the whole comparison, which also names what differs; so does a want
 // that holds a directory at one of the paths.
-func (r *run) sameAtPaths(ctx context.Context, want string, paths []string) (bool, error) {
+//
+// after, when the check follows the operation's last write, keeps the
+// index entries it read for the end state.
+func (r *run) sameAtPaths(ctx context.Context, want string, paths []string, after *effects) (bool, error) {
 	rc := r.main
 	if len(paths) == 0 {
 		return false, nil
@@ -208,6 +211,7 @@ func (r *run) sameAtPaths(ctx context.Context, want string, paths []string) (boo
 	if err != nil {
 		return false, err
 	}
+	after.readAfter(wt, paths, entries)
 	_, files, err := restorepoint.PathTrees(ctx, git, wt.path, tmp, paths, objEnv, entries)
 	if errors.Is(err, restorepoint.ErrNotAFile) {
 		return false, nil
@@ -234,7 +238,7 @@ func (r *run) sameAtPaths(ctx context.Context, want string, paths []string) (boo
 // through sameAtPaths, where that holds: a patch to the working tree
 // that is the proposal's only step, whose state tree is HEAD's with the
 // patch's files as they are on disk.
-func (s *patchStep) sameOnDisk(ctx context.Context, r *run, want string) (bool, error) {
+func (s *patchStep) sameOnDisk(ctx context.Context, r *run, want string, after *effects) (bool, error) {
 	if s.a.Target != proposal.PatchWorktree || r.p.Sealed == nil || len(r.p.Sealed.Steps) > 0 {
 		return false, nil
 	}
@@ -242,7 +246,7 @@ func (s *patchStep) sameOnDisk(ctx context.Context, r *run, want string) (bool, 
 	if !ok {
 		return false, nil
 	}
-	return r.sameAtPaths(ctx, want, files)
+	return r.sameAtPaths(ctx, want, files, after)
 }
 
 // sameInIndex is the check of a patch to the index against its sealed
@@ -253,7 +257,7 @@ func (s *patchStep) sameOnDisk(ctx context.Context, r *run, want string) (bool, 
 // commit of named paths, and the scoped restore point leaves it. Only
 // the entries at those paths are read. false sends the caller to the
 // whole comparison, which also names what differs.
-func (s *patchStep) sameInIndex(ctx context.Context, r *run, want string) (bool, error) {
+func (s *patchStep) sameInIndex(ctx context.Context, r *run, want string, after *effects) (bool, error) {
 	if s.a.Target != proposal.PatchIndex || r.p.Sealed == nil || len(r.p.Sealed.Steps) > 0 {
 		return false, nil
 	}
@@ -267,6 +271,7 @@ func (s *patchStep) sameInIndex(ctx context.Context, r *run, want string) (bool,
 	if err != nil {
 		return false, err
 	}
+	after.readAfter(rc.main(), paths, entries)
 	have := map[string]string{}
 	for _, rec := range strings.Split(string(entries), "\x00") {
 		meta, p, ok := strings.Cut(rec, "\t")
@@ -314,53 +319,96 @@ func (rc *repoCtx) entriesAt(ctx context.Context, want string, paths []string) (
 // which cannot say "intent to add", so its restore would stage the file
 // empty instead. The person stages or unstages the file and approves
 // again; nothing has changed.
+//
+// The same read lists the entries (ls-files -s), which the checks and
+// the restore point of this moment take from it (see indexEntries)
+// instead of loading the whole index again.
 func (r *run) refuseIntentToAdd(ctx context.Context, t touches) error {
 	for rc, set := range t {
 		for wt, paths := range set.scopes {
-			res, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"ls-files", "-z", "--debug"}, paths: paths})
+			res, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"ls-files", "-s", "-z", "--debug"}, paths: paths})
 			if err != nil {
 				return err
 			}
-			ita, err := intentToAdd(res.out)
+			listed, ita, err := readDebug(res.out)
 			if err != nil {
 				return err
 			}
 			if len(ita) > 0 {
 				return errcode.New(errcode.Unsupported, "%s is marked intent-to-add (git add -N), which a restore of this operation could not put back as it is; stage it (git add) or unstage it (git rm --cached), then approve again", strings.Join(ita, ", "))
 			}
+			rc.reads.putListed(entriesKey(wt, paths), listed)
 		}
 	}
 	return nil
 }
 
+// readDebug reads `git ls-files -s -z --debug`: the answer of `git
+// ls-files -s -z` (each entry "mode object stage\tpath" and a NUL), and
+// the paths of the entries marked intent-to-add.
+func readDebug(out []byte) ([]byte, []string, error) {
+	var listed bytes.Buffer
+	var ita []string
+	err := debugEntries(out, func(name []byte, flags uint64) error {
+		meta, path, ok := bytes.Cut(name, []byte{'\t'})
+		if !ok || len(bytes.Fields(meta)) != 3 {
+			return errcode.New(errcode.GitFailed, "git ls-files -s --debug gave an unexpected answer")
+		}
+		listed.Write(name)
+		listed.WriteByte(0)
+		if flags&flagIntentToAdd != 0 {
+			ita = append(ita, string(path))
+		}
+		return nil
+	})
+	return listed.Bytes(), ita, err
+}
+
+// flagIntentToAdd marks an index entry intent-to-add in the flags `git
+// ls-files --debug` prints.
+const flagIntentToAdd = 0x20000000
+
 // intentToAdd lists the paths whose entries `git ls-files -z --debug`
-// marks intent-to-add (flag 0x20000000): each entry is its path and a NUL,
-// then five lines, the last "  size: N\tflags: X".
+// marks intent-to-add.
 func intentToAdd(out []byte) ([]string, error) {
 	var ita []string
+	err := debugEntries(out, func(name []byte, flags uint64) error {
+		if flags&flagIntentToAdd != 0 {
+			ita = append(ita, string(name))
+		}
+		return nil
+	})
+	return ita, err
+}
+
+// debugEntries calls f with each entry of `git ls-files -z --debug`:
+// its name (with -s, "mode object stage\tpath") and a NUL, then five
+// lines, the last "  size: N\tflags: X".
+func debugEntries(out []byte, f func(name []byte, flags uint64) error) error {
+	bad := errcode.New(errcode.GitFailed, "git ls-files --debug gave an unexpected answer")
 	for len(out) > 0 {
-		path, rest, ok := bytes.Cut(out, []byte{0})
+		name, rest, ok := bytes.Cut(out, []byte{0})
 		if !ok {
-			return nil, errcode.New(errcode.GitFailed, "git ls-files --debug gave an unexpected answer")
+			return bad
 		}
 		var line []byte
 		for range 5 {
 			if line, rest, ok = bytes.Cut(rest, []byte{'\n'}); !ok {
-				return nil, errcode.New(errcode.GitFailed, "git ls-files --debug gave an unexpected answer")
+				return bad
 			}
 		}
 		_, flags, ok := bytes.Cut(line, []byte("flags: "))
 		if !ok {
-			return nil, errcode.New(errcode.GitFailed, "git ls-files --debug gave an unexpected answer")
+			return bad
 		}
 		v, err := strconv.ParseUint(string(flags), 16, 32)
 		if err != nil {
-			return nil, errcode.New(errcode.GitFailed, "git ls-files --debug gave an unexpected answer")
+			return bad
 		}
-		if v&0x20000000 != 0 {
-			ita = append(ita, string(path))
+		if err := f(name, v); err != nil {
+			return err
 		}
 		out = rest
 	}
-	return ita, nil
+	return nil
 }

@@ -140,8 +140,10 @@ type readCache struct {
 	heads  map[string]head
 	status map[string][]byte
 	// entries holds index entries at a scope's paths, by worktree and
-	// paths (see indexEntries).
-	entries map[string][]byte
+	// paths (see indexEntries); listed holds `git ls-files -s -z` of
+	// those paths as the intent-to-add check read them (see
+	// refuseIntentToAdd), from which indexEntries picks them out.
+	entries, listed map[string][]byte
 	// tracked holds statuses without untracked files (see
 	// trackedStatus); full marks the worktrees whose full status this
 	// moment will want anyway.
@@ -151,7 +153,7 @@ type readCache struct {
 
 func newReadCache() *readCache {
 	return &readCache{heads: map[string]head{}, status: map[string][]byte{}, entries: map[string][]byte{},
-		tracked: map[string][]byte{}, full: map[string]bool{}}
+		listed: map[string][]byte{}, tracked: map[string][]byte{}, full: map[string]bool{}}
 }
 
 // live reports whether the cache still caches.
@@ -163,7 +165,7 @@ func (c *readCache) end() map[string][]byte {
 		return nil
 	}
 	seen := c.status
-	c.heads, c.status, c.entries, c.tracked, c.full = nil, nil, nil, nil, nil
+	c.heads, c.status, c.entries, c.listed, c.tracked, c.full = nil, nil, nil, nil, nil, nil
 	return seen
 }
 
@@ -202,6 +204,20 @@ func (c *readCache) entriesOf(key string) ([]byte, bool) {
 func (c *readCache) putEntries(key string, out []byte) {
 	if c.live() {
 		c.entries[key] = out
+	}
+}
+
+func (c *readCache) listedOf(key string) ([]byte, bool) {
+	if !c.live() {
+		return nil, false
+	}
+	out, ok := c.listed[key]
+	return out, ok
+}
+
+func (c *readCache) putListed(key string, out []byte) {
+	if c.live() {
+		c.listed[key] = out
 	}
 }
 
@@ -542,19 +558,35 @@ func (g *gitEnv) restoreIndexPaths(ctx context.Context, wt worktree, index strin
 }
 
 // indexEntries are the index entries of wt at paths
-// (restorepoint.IndexEntries), cached like status: a restore point and
-// the checks before it, or a restore's checks and its undo point, read
-// the index once.
+// (restorepoint.IndexEntries), cached like status: the intent-to-add
+// check, a restore point and the checks before it, or a restore's checks
+// and its undo point, read the index once. Each git ls-files loads the
+// whole index, whatever its pathspec.
 func (rc *repoCtx) indexEntries(ctx context.Context, wt worktree, paths []string) ([]byte, error) {
-	key := wt.path + "\x00" + strings.Join(paths, "\x00")
+	key := entriesKey(wt, paths)
 	if out, ok := rc.reads.entriesOf(key); ok {
 		return out, nil
 	}
-	out, err := restorepoint.IndexEntries(ctx, rc.g.inWorktree(wt), paths)
+	git := rc.g.inWorktree(wt)
+	if listed, ok := rc.reads.listedOf(key); ok {
+		// What the intent-to-add check read at this moment, under the
+		// same pathspecs: every entry at paths is in it, so
+		// IndexEntries picks out the same entries as from a read of its
+		// own (of the whole index too, past restorepoint's limit of
+		// paths on a command line).
+		git = func(context.Context, restorepoint.Call) ([]byte, error) { return listed, nil }
+	}
+	out, err := restorepoint.IndexEntries(ctx, git, paths)
 	if err == nil {
 		rc.reads.putEntries(key, out)
 	}
 	return out, err
+}
+
+// entriesKey is where readCache and effects keep the index entries of
+// wt at paths.
+func entriesKey(wt worktree, paths []string) string {
+	return wt.path + "\x00" + strings.Join(paths, "\x00")
 }
 
 // inWorktree is g as restorepoint.Git, in the working tree wt.

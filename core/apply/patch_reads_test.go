@@ -1,0 +1,99 @@
+package apply
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/core/proposal"
+)
+
+const readmePatched = "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-# demo\n+# patched\n"
+
+// A patch to the working tree reads the person's whole index twice: once
+// before git apply (the intent-to-add check, the check that the files
+// are as sealed and the restore point) and once after it (the check of
+// the result and the end state), since git apply without --index
+// changes no index entry. Each git ls-files loads the whole index,
+// whatever its pathspec.
+func TestExecute_ScopedPatch_ReadsTheIndexTwice(t *testing.T) {
+	for _, target := range []proposal.PatchTarget{proposal.PatchWorktree, proposal.PatchIndex} {
+		t.Run(string(target), func(t *testing.T) {
+			f := newFixture(t)
+			e, log := loggedGit(t, f)
+			f.e = e
+			rec := f.propose(&proposal.PatchArgs{Patch: readmePatched, Target: target})
+			if err := os.WriteFile(log, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f.mustComplete(rec)
+			b, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var reads []string
+			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				if sub, rest := gitSubcommand(line); sub == "ls-files" {
+					reads = append(reads, rest)
+				}
+			}
+			if len(reads) > 2 {
+				t.Errorf("the execution read the index %d times, want at most 2:\n%s", len(reads), strings.Join(reads, "\n"))
+			}
+		})
+	}
+}
+
+// The person stages a file of the patch after the patch was applied and
+// checked, before the execution records its end state: the end state is
+// what the check read, so a restore sees the staging as a change made
+// after the operation and asks for confirmation instead of silently
+// putting the index entry back; confirmed, it brings back exactly the
+// state before the patch.
+func TestRestore_ScopedPatch_StagedBeforeTheEnd_Asks(t *testing.T) {
+	for _, target := range []proposal.PatchTarget{proposal.PatchWorktree, proposal.PatchIndex} {
+		t.Run(string(target), func(t *testing.T) {
+			f := newFixture(t)
+			before := repoState(t, f.repo.Dir)
+			rec := f.propose(&proposal.PatchArgs{Patch: readmePatched, Target: target})
+			var staged error
+			f.e.beforeStep = func(step string) {
+				if step != "applied" {
+					return
+				}
+				// The person's own git, between the check of the result
+				// and the end state: it stages the file as it is on disk
+				// (the patch's result, or for a patch to the index the
+				// file the patch left alone).
+				cmd := exec.Command("git", "add", "README.md")
+				cmd.Dir = f.repo.Dir
+				if out, err := cmd.CombinedOutput(); err != nil {
+					staged = errors.New(err.Error() + ": " + string(out))
+				}
+			}
+			done := f.mustComplete(rec)
+			f.e.beforeStep = nil
+			if staged != nil {
+				t.Fatalf("staging: %v", staged)
+			}
+			if _, err := f.e.Restore(testCtx(t), f.repo.Dir, done.Outcome.RestorePoint, false); !errors.Is(err, ErrRestoreConflict) {
+				t.Fatalf("restore after the person staged README.md: %v, want restore_conflict", err)
+			}
+			disk, err := os.ReadFile(f.repo.Dir + "/README.md")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.git("show", ":README.md"); got != strings.TrimSpace(string(disk)) {
+				t.Errorf("the refused restore changed the index: README.md staged as %q", got)
+			}
+			if _, err := f.e.Restore(testCtx(t), f.repo.Dir, done.Outcome.RestorePoint, true); err != nil {
+				t.Fatalf("confirmed restore: %v", err)
+			}
+			if now := repoState(t, f.repo.Dir); now != before {
+				t.Errorf("the restore did not bring back the state before the patch:\n%s", diffState(before, now))
+			}
+		})
+	}
+}
