@@ -465,19 +465,33 @@ func (m *Manager) SyncSecretCopies(ctx context.Context) error {
 // syncMarked is SyncSecretCopies; held is a workspace whose lock the
 // caller's run holds (its copy is synced without the lock).
 func (m *Manager) syncMarked(ctx context.Context, held string) error {
-	ids, err := m.markedCopies()
+	errs, err := m.syncMarkedEach(ctx, held)
 	if err != nil {
 		return err
 	}
-	var errs []error
+	var all []error
+	for id, e := range errs {
+		all = append(all, fmt.Errorf("workspace %s: %w", id, e))
+	}
+	return errors.Join(all...)
+}
+
+// syncMarkedEach syncs every marked copy as syncMarked does and returns
+// what failed, by workspace.
+func (m *Manager) syncMarkedEach(ctx context.Context, held string) (map[string]error, error) {
+	ids, err := m.markedCopies()
+	if err != nil {
+		return nil, err
+	}
+	errs := map[string]error{}
 	for _, id := range ids {
 		// A workspace an operation holds keeps its own copy; one this
 		// Manager cannot change is the app's to do.
 		if err := m.syncLocked(ctx, id, held); err != nil && !errors.Is(err, ErrLocked) && !errors.Is(err, errNoCopyKeeper) {
-			errs = append(errs, fmt.Errorf("workspace %s: %w", id, err))
+			errs[id] = err
 		}
 	}
-	return errors.Join(errs...)
+	return errs, nil
 }
 
 // syncLocked takes the workspace's lock (unless held is its id) and syncs
@@ -499,15 +513,27 @@ func (m *Manager) syncLocked(ctx context.Context, id, held string) error {
 }
 
 // syncBeforeRun is SyncSecretCopies before a run of the workspace held:
-// with SecretCopies a run does not start while a revoked secret's copy is
-// left anywhere in the store.
+// with SecretCopies every copy left behind is tried, and the run does not
+// start while its own workspace's revoked secret is still in the cluster.
+// Another workspace's copy that cannot be synced yet is logged, not held
+// against this run: its pod can reference only its own workspace's
+// Secret (the pod's validation pins the reference).
 func (m *Manager) syncBeforeRun(ctx context.Context, held string) error {
 	if m.copies == nil {
 		return nil
 	}
-	if err := m.syncMarked(ctx, held); err != nil {
+	errs, err := m.syncMarkedEach(ctx, held)
+	if err != nil {
+		return err
+	}
+	for id, e := range errs {
+		if id != held {
+			m.log.Warn("workspace: a revoked secret's copy in the cluster could not be removed yet; the sweep tries again", "workspace", id, "err", e)
+			continue
+		}
+		err = fmt.Errorf("workspace %s: %w", id, e)
 		return &errcode.Error{Code: errcode.Of(err), Data: dataOf(err), Err: err,
-			Msg: "no run starts while a revoked secret is still in the cluster, and it could not be removed yet: " + err.Error()}
+			Msg: "no run of this workspace starts while its revoked secret is still in the cluster, and it could not be removed yet: " + err.Error()}
 	}
 	return nil
 }

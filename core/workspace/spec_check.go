@@ -241,6 +241,17 @@ func (m *Manager) AcceptRun(ctx context.Context, agent string, spec ContainerSpe
 	if m.active[spec.WorkspaceID] != nil {
 		return nil, nil, ErrLocked
 	}
+	if m.copies != nil && len(spec.SecretEnv) > 0 {
+		// The runtime writes the workspace's copy with the values this
+		// spec carries. Should the sidecar that holds the workspace die
+		// and a revoke come while that write is under way, it could put a
+		// revoked key back: the mark has the next sync (the sweep, the
+		// next run, start-up) bring the copy back to the grants under the
+		// workspace's lock, after this run.
+		if err := m.markCopy(spec.WorkspaceID); err != nil {
+			return nil, nil, err
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	m.active[spec.WorkspaceID] = cancel
 	return ctx, func() {

@@ -178,6 +178,11 @@ func (r *Runtime) PutSecrets(ctx context.Context, storeKey, workspaceID string, 
 			return apiError(err, "get", "secrets", want.Name)
 		}
 		found := err == nil
+		if found && !ownsWSSecret(cur, want) && len(values) == 0 {
+			// Nothing of this workspace's is there to remove: the Secret
+			// of the name is someone else's, and stays as it is.
+			return nil
+		}
 		if found && !ownsWSSecret(cur, want) {
 			return &errcode.Error{Code: errcode.Conflict, Data: map[string]any{"name": want.Name},
 				Msg: fmt.Sprintf("a Secret named %s exists in the workspace namespace and is not this workspace's; Sluice leaves it alone and does not keep the workspace's secrets there", want.Name)}
