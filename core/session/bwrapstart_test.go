@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/creack/pty"
-
 	"github.com/sluicehq/sluice/core/errcode"
 )
 
@@ -63,21 +61,7 @@ func TestBubblewrap_LostMountRace_MadeAgain(t *testing.T) {
 			var out bytes.Buffer
 			stdio := Stdio{Out: &out, Err: &out}
 			if terminal {
-				ptmx, tty, err := pty.Open()
-				if err != nil {
-					t.Skipf("no pseudo-terminal here: %v", err)
-				}
-				defer ptmx.Close()
-				defer tty.Close()
-				go func() {
-					buf := make([]byte, 4096)
-					for {
-						if _, err := ptmx.Read(buf); err != nil {
-							return
-						}
-					}
-				}()
-				stdio.In = tty
+				stdio.In = personTerminal(t)
 			}
 			p, err := Bubblewrap{Path: bwrap}.Start(sb.spec, stdio)
 			if err != nil {

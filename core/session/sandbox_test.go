@@ -292,22 +292,7 @@ func (w *slowWriter) Write(b []byte) (int, error) {
 // with a line written just before the agent exits.
 func TestBubblewrap_TerminalOutputDrained(t *testing.T) {
 	sb := newSandbox(t)
-	ptmx, tty, err := pty.Open()
-	if err != nil {
-		t.Skipf("no pseudo-terminal here: %v", err)
-	}
-	defer ptmx.Close()
-	defer tty.Close()
-	go func() {
-		// The person's side of the terminal: nothing typed, read away
-		// what raw mode might echo.
-		buf := make([]byte, 4096)
-		for {
-			if _, err := ptmx.Read(buf); err != nil {
-				return
-			}
-		}
-	}()
+	tty := personTerminal(t)
 	sb.spec.Argv = []string{"/bin/sh", "-c", `i=0; while [ $i -lt 5000 ]; do echo "line $i of the agent's output"; i=$((i+1)); done; printf 'LAST-LINE\n'`}
 	for i := range 10 {
 		var out slowWriter
@@ -322,6 +307,26 @@ func TestBubblewrap_TerminalOutputDrained(t *testing.T) {
 			t.Fatalf("run %d: the agent's last output was lost:\n…%s", i, tail(out.String(), 300))
 		}
 	}
+}
+
+// personTerminal is a person's terminal for a sandbox's stdin: nothing
+// typed, what raw mode might echo read away; closed when the test ends.
+func personTerminal(t *testing.T) *os.File {
+	t.Helper()
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	t.Cleanup(func() { ptmx.Close(); tty.Close() })
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			if _, err := ptmx.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	return tty
 }
 
 func tail(s string, n int) string {
