@@ -718,23 +718,11 @@ func (g *gitEnv) restorePaths(ctx context.Context, wt worktree, want WorktreeSta
 // sets each index entry from the recorded tree, writes its file and
 // records its stat data, and takes out of both a tracked path the tree
 // does not hold; an untracked file at a path the tree does not hold is
-// removed here. now is the scoped index tree as it is. When it holds
-// the recorded entries already (a patch to the working tree leaves the
-// index alone), the files alone are written where that leaves what git's
-// restore would (see filesAlone), and the index is not rewritten.
+// removed here. now is the scoped index tree as it is.
 func (g *gitEnv) restoreSame(ctx context.Context, wt worktree, want WorktreeState, files map[string]string, now string) error {
 	tracked, err := restorepoint.TreeEntries(ctx, g.inWorktree(wt), now)
 	if err != nil {
 		return err
-	}
-	if maps.Equal(tracked, files) && restoreFilesAlone {
-		alone, err := g.filesAlone(ctx, wt, files)
-		if err != nil {
-			return err
-		}
-		if alone {
-			return g.restoreFilesAlone(ctx, wt, want, files)
-		}
 	}
 	var specs bytes.Buffer
 	for _, p := range want.Paths {
