@@ -68,10 +68,11 @@ func runDesktop(assets fs.FS, stderr io.Writer) int {
 	tray := &tray{app: a, show: func() { show("") }, quit: func() {
 		<-wctxSet
 		wruntime.Quit(wctx)
-	}}
+	}, ready: make(chan struct{})}
 	start, end := systray.RunWithExternalLoop(tray.onReady, func() {})
 	start()
 	defer end()
+	tray.settle()
 
 	err = wails.Run(&options.App{
 		Title:             "Sluice",

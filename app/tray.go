@@ -12,6 +12,22 @@ type tray struct {
 	app  *App
 	show func()
 	quit func()
+	// ready is closed when onReady is done; refresh is then its update of
+	// the title, tooltip and count (see settle).
+	ready   chan struct{}
+	refresh func()
+}
+
+// settle sets the item's icon, title and tooltip again once systray's
+// start has returned. systray runs onReady beside its start, which takes
+// the item's properties as they are at one moment and only then exports
+// them: what onReady set after that moment but before the export was
+// kept nowhere, and the item stayed without a title until the count next
+// changed. After start the properties are exported, so these stick.
+func (t *tray) settle() {
+	<-t.ready
+	systray.SetIcon(trayIcon())
+	t.refresh()
 }
 
 func (t *tray) onReady() {
@@ -41,6 +57,8 @@ func (t *tray) onReady() {
 		systray.SetTitle(windowTitle(n))
 	}
 	refresh()
+	t.refresh = refresh
+	defer close(t.ready)
 	events, _ := t.app.events.Subscribe()
 	go func() {
 		for {
