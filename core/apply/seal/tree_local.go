@@ -431,7 +431,7 @@ func (tw *treeWriter) update(t *cacheTree, entries []indexEntry, base string) (i
 		buf.WriteByte(0)
 		buf.Write(oid[:])
 	}
-	oid, err := tw.write(buf.Bytes())
+	oid, err := tw.write(buf.Bytes(), base == "")
 	if err != nil {
 		return 0, err
 	}
@@ -448,10 +448,13 @@ var zlibWriters = sync.Pool{New: func() any {
 
 // write writes a tree object with content unless it exists loose (then
 // it is freshened, as git does, so that a prune spares it), and returns
-// its id. One found only in a pack is written loose all the same: git
+// its id. A root found only in a pack is written loose all the same: git
 // would freshen the pack (or, for a cruft pack, write it loose), and a
 // card's tree, which no ref holds, must not go with a gc of an old pack.
-func (tw *treeWriter) write(content []byte) ([20]byte, error) {
+// A subtree found in a pack is not: git's gc keeps what a recent loose
+// object reaches, and an index without a cache-tree would otherwise
+// have every packed directory of the repository written loose again.
+func (tw *treeWriter) write(content []byte, root bool) ([20]byte, error) {
 	hdr := "tree " + strconv.Itoa(len(content)) + "\x00"
 	h := sha1.New()
 	h.Write([]byte(hdr))
@@ -464,6 +467,11 @@ func (tw *treeWriter) write(content []byte) ([20]byte, error) {
 		now := time.Now()
 		_ = os.Chtimes(final, now, now)
 		return id, nil
+	}
+	if !root {
+		if ok, err := tw.objs.Has(id); err == nil && ok {
+			return id, nil
+		}
 	}
 	var z bytes.Buffer
 	zw := zlibWriters.Get().(*zlib.Writer)

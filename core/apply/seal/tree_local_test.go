@@ -245,6 +245,11 @@ func TestWriteTreeLocal_SameAsGit(t *testing.T) {
 				if tc.rootLoose && !fileExists(filepath.Join(f.repo.Dir, ".git", "objects", local[:2], local[2:])) {
 					t.Fatalf("the tree %s is not loose: a gc of its old pack would take the card's tree", local)
 				}
+				// Only the root: the packed subtrees it reaches stay as
+				// they are, as with git.
+				if n := f.git("count-objects"); tc.rootLoose && !strings.HasPrefix(n, "1 objects") {
+					t.Fatalf("loose objects after writing the root alone: %s", n)
+				}
 			}
 			// The seal's writeTree answers as git does, wherever the tree
 			// was written.
