@@ -26,7 +26,9 @@ import (
 // and limits), only for the run in progress in that workspace
 // (Manager.AcceptRun: the sidecar's Run holds the workspace and recorded
 // the run), one run of a workspace at a time, and Containers and Remove
-// reach only containers labelled as its store's.
+// reach only containers labelled as its store's. A spec names the granted
+// secrets but their values are not the sidecar's to give: the app runs the
+// spec AcceptRun returns, with the values its own store holds.
 //
 // A confined session's token reaches these routes too: the session's
 // sidecar runs outside the sandbox and offers the workspace tools when an
@@ -331,12 +333,15 @@ func (rh *runtimeHandlers) run(w http.ResponseWriter, r *http.Request) {
 	// AcceptRun admits only the run in progress in the workspace (its
 	// sidecar's Run holds the workspace's lock and wrote the run's
 	// record) and lists it as the workspace's run in the app's store, so
-	// Stop and Destroy in the app cancel it.
-	runCtx, release, err := rh.h.Store.AcceptRun(r.Context(), agent, spec, rh.h.Policy())
+	// Stop and Destroy in the app cancel it. The spec run from here on is
+	// the one it returns: the granted secrets' values are the store's, not
+	// what the sidecar sent.
+	runCtx, accepted, release, err := rh.h.Store.AcceptRun(r.Context(), agent, spec, rh.h.Policy())
 	if err != nil {
 		rh.failRuntime(w, err)
 		return
 	}
+	spec = accepted
 	defer release()
 	ctx, cancel := context.WithCancel(runCtx)
 	defer cancel()

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -40,6 +41,9 @@ type runtimeApp struct {
 	sessions *fakeSessions
 	mu       sync.Mutex
 	lastRun  workspace.ContainerSpec
+	// tamper, when set, changes each spec on its way to the app, as a
+	// sidecar serving a compromised agent could.
+	tamper func(*workspace.ContainerSpec)
 }
 
 // recorder is the sidecar's runtime, keeping the last spec it sent.
@@ -50,6 +54,10 @@ type recorder struct {
 
 func (r recorder) Run(ctx context.Context, spec workspace.ContainerSpec, stdout, stderr io.Writer) (workspace.ExitStatus, error) {
 	r.a.mu.Lock()
+	if r.a.tamper != nil {
+		spec.Env = append([]string(nil), spec.Env...)
+		r.a.tamper(&spec)
+	}
 	r.a.lastRun = spec
 	r.a.mu.Unlock()
 	return r.Runtime.Run(ctx, spec, stdout, stderr)
@@ -367,6 +375,56 @@ func TestRuntime_ForgedSpecsAreRefused(t *testing.T) {
 	}
 	if w, _ := a.side.Get(mine.ID); w.Runs != 1 {
 		t.Fatalf("runs recorded: %d, want 1", w.Runs)
+	}
+}
+
+// TestRuntime_GrantedSecretValuesAreTheApps: a sidecar that sends another
+// value under a granted name (one of its choosing, or the value the person
+// has since replaced) does not give it to the run: the container gets the
+// value the app's store holds. A sidecar naming a revoked secret is refused.
+func TestRuntime_GrantedSecretValuesAreTheApps(t *testing.T) {
+	a := newRuntimeApp(t)
+	w := a.create(t, "agent-a")
+	for _, g := range [][2]string{{"API_TOKEN", "value-the-person-replaced"}, {"API_TOKEN", "value-granted-now"}, {"OLD_TOKEN", "value-old-1234"}} {
+		if err := a.app.Grant(w.ID, g[0], g[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.app.RevokeSecret(w.ID, "OLD_TOKEN"); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	a.tamper = func(s *workspace.ContainerSpec) {
+		for i, kv := range s.Env {
+			if strings.HasPrefix(kv, "API_TOKEN=") {
+				s.Env[i] = "API_TOKEN=value-the-person-replaced"
+			}
+		}
+	}
+	a.mu.Unlock()
+	ctx := gateway.WithAgent(context.Background(), "agent-a")
+	res, err := a.side.Run(ctx, w.ID, workspace.RunRequest{Argv: []string{"sh", "-c",
+		`case "$API_TOKEN" in value-granted-now) echo STORED;; value-the-person-replaced) echo CLAIMED;; *) echo OTHER;; esac; echo "old:${OLD_TOKEN:-none}"`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 || res.Stdout != "STORED\nold:none\n" {
+		t.Fatalf("the run's environment as the sidecar claimed it: %+v", res)
+	}
+
+	// A revoked secret claimed back is refused; nothing runs.
+	a.mu.Lock()
+	a.tamper = func(s *workspace.ContainerSpec) {
+		s.Env = append(s.Env, "OLD_TOKEN=value-old-1234")
+		s.SecretEnv = append(append([]string(nil), s.SecretEnv...), "OLD_TOKEN")
+		slices.Sort(s.SecretEnv)
+	}
+	a.mu.Unlock()
+	if _, err := a.side.Run(ctx, w.ID, workspace.RunRequest{Argv: []string{"echo", "ran"}}); !errcode.IsCode(err, errcode.Forbidden) {
+		t.Fatalf("a run claiming a revoked secret: %v", err)
+	}
+	if left, err := a.d.Containers(context.Background(), a.side.StoreKey()); err != nil || len(left) != 0 {
+		t.Fatalf("containers after the refusal: %v %v", left, err)
 	}
 }
 

@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,7 @@ func TestAcceptRunNeedsTheRunsLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := m.AcceptRun(ctx, "agent-a", spec, pol); !errcode.IsCode(err, errcode.Forbidden) {
+	if _, _, _, err := m.AcceptRun(ctx, "agent-a", spec, pol); !errcode.IsCode(err, errcode.Forbidden) {
 		t.Fatalf("accepted while another operation holds the workspace: %v", err)
 	}
 	unlock()
@@ -45,7 +46,7 @@ func TestAcceptRunNeedsTheRunsLock(t *testing.T) {
 	if err := m.saveRun(&rec); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := m.AcceptRun(ctx, "agent-a", spec, pol); !errcode.IsCode(err, errcode.Forbidden) {
+	if _, _, _, err := m.AcceptRun(ctx, "agent-a", spec, pol); !errcode.IsCode(err, errcode.Forbidden) {
 		t.Fatalf("accepted while nobody holds the workspace: %v", err)
 	}
 
@@ -57,14 +58,14 @@ func TestAcceptRunNeedsTheRunsLock(t *testing.T) {
 	defer unlock()
 	other := spec
 	other.RunID = uuid.NewString()
-	if _, _, err := m.AcceptRun(ctx, "agent-a", other, pol); !errcode.IsCode(err, errcode.Forbidden) {
+	if _, _, _, err := m.AcceptRun(ctx, "agent-a", other, pol); !errcode.IsCode(err, errcode.Forbidden) {
 		t.Fatalf("accepted a run that is not the one recorded running: %v", err)
 	}
-	runCtx, release, err := m.AcceptRun(ctx, "agent-a", spec, pol)
+	runCtx, _, release, err := m.AcceptRun(ctx, "agent-a", spec, pol)
 	if err != nil {
 		t.Fatalf("the run in progress was refused: %v", err)
 	}
-	if _, _, err := m.AcceptRun(ctx, "agent-a", spec, pol); !errors.Is(err, ErrLocked) {
+	if _, _, _, err := m.AcceptRun(ctx, "agent-a", spec, pol); !errors.Is(err, ErrLocked) {
 		t.Fatalf("a second run of the workspace: %v", err)
 	}
 	if runCtx.Err() != nil {
@@ -82,5 +83,73 @@ func TestAcceptRunNeedsTheRunsLock(t *testing.T) {
 	m.mu.Unlock()
 	if left != nil {
 		t.Fatal("the run is still listed after release")
+	}
+}
+
+// The granted secrets' values in a sidecar's spec are not the sidecar's
+// to give: the spec AcceptRun returns, the one the app runs, carries the
+// store's values (here the person's new value, where the sidecar sent the
+// one it replaced), and a spec that leaves a granted secret out of its
+// environment or names a secret that is not granted is refused.
+func TestAcceptRun_GrantedValuesAreTheStores(t *testing.T) {
+	m := newManager(t, false)
+	repo, _ := makeRepo(t)
+	ctx := context.Background()
+	w, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceRepo, Path: repo}, Agent: "agent-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range [][2]string{{"A_TOKEN", "value-a-first"}, {"A_TOKEN", "value-a-now"}, {"B_TOKEN", "value-b-1234"}} {
+		if err := m.Grant(w.ID, g[0], g[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	img := "sha256:" + strings.Repeat("a", 64)
+	pol := RunPolicy{Image: img}
+	lim, _ := Limits{}.withDefaults(m.opts.Limits)
+	spec := func(secrets map[string]string) ContainerSpec {
+		s := m.containerSpec(w, uuid.NewString(), []string{"true"}, lim, runEnv(map[string]string{"PLAIN": "x"}, secrets, ""), "")
+		s.Image, s.SecretEnv = img, sortedKeys(secrets)
+		return s
+	}
+	unlock, err := m.lockWS(w.ID, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	accept := func(s ContainerSpec) (ContainerSpec, error) {
+		t.Helper()
+		rec := RunResult{ID: s.RunID, WorkspaceID: w.ID, Argv: s.Argv, StartedAt: time.Now(), Running: true}
+		if err := m.saveRun(&rec); err != nil {
+			t.Fatal(err)
+		}
+		_, run, release, err := m.AcceptRun(ctx, "agent-a", s, pol)
+		if err == nil {
+			release()
+		}
+		return run, err
+	}
+
+	claimed := spec(map[string]string{"A_TOKEN": "value-a-first", "B_TOKEN": "chosen-by-the-sidecar"})
+	run, err := accept(claimed)
+	if err != nil {
+		t.Fatalf("AcceptRun: %v", err)
+	}
+	want := []string{"PATH=" + containerPath, "HOME=" + containerHome, "LANG=" + containerLang, "PLAIN=x", "A_TOKEN=value-a-now", "B_TOKEN=value-b-1234"}
+	if !slices.Equal(run.Env, want) {
+		t.Fatalf("the spec to run has the environment %q, want %q", run.Env, want)
+	}
+	if !slices.Equal(claimed.Env[4:], []string{"A_TOKEN=value-a-first", "B_TOKEN=chosen-by-the-sidecar"}) {
+		t.Fatalf("AcceptRun changed the caller's spec: %q", claimed.Env)
+	}
+
+	lacking := spec(map[string]string{"A_TOKEN": "value-a-now", "B_TOKEN": "value-b-1234"})
+	lacking.Env = slices.DeleteFunc(lacking.Env, func(kv string) bool { return strings.HasPrefix(kv, "B_TOKEN=") })
+	if _, err := accept(lacking); !errcode.IsCode(err, errcode.Forbidden) {
+		t.Fatalf("a spec without a granted secret in its environment: %v", err)
+	}
+	extra := spec(map[string]string{"A_TOKEN": "value-a-now", "B_TOKEN": "value-b-1234", "C_TOKEN": "value-c-1234"})
+	if _, err := accept(extra); !errcode.IsCode(err, errcode.Forbidden) {
+		t.Fatalf("a spec naming a secret that is not granted: %v", err)
 	}
 }

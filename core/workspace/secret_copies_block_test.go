@@ -109,7 +109,7 @@ func TestAcceptRun_MarksTheCopyForTheSyncAfterIt(t *testing.T) {
 	if err := m.saveRun(&rec); err != nil {
 		t.Fatal(err)
 	}
-	_, release, err := m.AcceptRun(ctx, "agent-a", spec, RunPolicy{Image: img})
+	_, _, release, err := m.AcceptRun(ctx, "agent-a", spec, RunPolicy{Image: img})
 	if err != nil {
 		t.Fatalf("AcceptRun: %v", err)
 	}

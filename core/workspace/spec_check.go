@@ -22,7 +22,10 @@ import (
 // CheckSpec re-derives from the store every path a container would see
 // and compares the rest with what the app has configured. A spec that
 // differs in any field from the one this store's own Run would make is
-// refused, and nothing is created.
+// refused, and nothing is created. The granted secrets' values are the one
+// thing not compared but replaced: AcceptRun runs the spec with the
+// store's own values, so nothing a sidecar sends under a granted name
+// reaches a run or a cluster's copy.
 
 // RunPolicy is what the app has configured now (config.json, which the
 // app and every sidecar follow): the image runs use and their OCI runtime.
@@ -51,7 +54,8 @@ func errSpecRefused(field, why string) *errcode.Error {
 // OCI runtime and container user are this app's, the limits are within
 // the configured ones, the network is none or (for a workspace a person
 // granted egress) the runtime's egress network, argv and environment are
-// well formed, and the entries named secret are the granted secrets. Errors are typed: InvalidArgument for malformed fields,
+// well formed, and the entries named secret are the granted secrets, each
+// in the environment (its value is AcceptRun's to set). Errors are typed: InvalidArgument for malformed fields,
 // WorkspaceNotFound for a workspace that is not there or not the agent's,
 // Forbidden for a field that names something else than this store's.
 func (m *Manager) CheckSpec(ctx context.Context, agent string, spec ContainerSpec, pol RunPolicy) error {
@@ -160,20 +164,42 @@ func checkSpecEnv(env []string, networked bool) error {
 // entries Run names: the workspace's granted secrets and, on the egress
 // network, the proxy variables, which carry the run's credentials. A
 // runtime keeps those out of what others can read (a pod spec), so a spec
-// naming fewer could publish them.
+// naming fewer could publish them. Every granted secret must be in the
+// environment, as Run puts it there; its value is not checked here, since
+// it is never the sidecar's to give (AcceptRun puts the store's in).
 func (m *Manager) checkSpecSecrets(id string, spec ContainerSpec) error {
 	secrets, err := m.secretValues(id)
 	if err != nil {
 		return err
 	}
+	_, err = grantedEnv(secrets, spec)
+	return err
+}
+
+// grantedEnv checks spec's secret entries against the workspace's granted
+// secrets (as checkSpecSecrets) and returns its environment with each
+// granted secret's value taken from secrets, whatever the spec carried.
+func grantedEnv(secrets map[string]string, spec ContainerSpec) ([]string, error) {
 	want := sortedKeys(secrets)
 	if spec.Network != "" {
 		want = append(want, "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
 	}
 	if !slices.Equal(spec.SecretEnv, want) {
-		return errSpecRefused("SecretEnv", "the secret entries are not the workspace's granted secrets")
+		return nil, errSpecRefused("SecretEnv", "the secret entries are not the workspace's granted secrets")
 	}
-	return nil
+	env := slices.Clone(spec.Env)
+	found := 0
+	for i, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if v, ok := secrets[k]; ok {
+			env[i] = k + "=" + v
+			found++ // checkSpecEnv: each name once
+		}
+	}
+	if found != len(secrets) {
+		return nil, errSpecRefused("Env", "the environment lacks a granted secret")
+	}
+	return env, nil
 }
 
 // checkSpecNetwork allows no network, or the runtime's egress network for
@@ -215,46 +241,61 @@ var errRunNotHeld = &errcode.Error{Code: errcode.Forbidden,
 // is carrying out already. A dead sidecar's lock is released by the
 // kernel, so a run cannot be admitted for a process that is gone.
 //
+// The granted secrets' values are never the sidecar's to give: the
+// returned spec, the one to run, is spec with each granted secret's value
+// read from the store once the run is known to hold the workspace (no
+// grant or revoke can come until it ends), whatever value spec carried.
+// A sidecar can name only the granted secrets, and the runtime writes
+// nothing of its choosing under them (a cluster's copy, a container's
+// environment).
+//
 // The admitted run is listed as the workspace's active run, where Stop and
 // Destroy find and cancel it: the returned context ends then, and release
 // (which the caller calls when the run is over) unlists it.
-func (m *Manager) AcceptRun(ctx context.Context, agent string, spec ContainerSpec, pol RunPolicy) (context.Context, func(), error) {
+func (m *Manager) AcceptRun(ctx context.Context, agent string, spec ContainerSpec, pol RunPolicy) (context.Context, ContainerSpec, func(), error) {
 	if err := m.CheckSpec(ctx, agent, spec, pol); err != nil {
-		return nil, nil, err
+		return nil, ContainerSpec{}, nil, err
 	}
 	unlock, err := m.lockWS(spec.WorkspaceID, false)
 	if err == nil {
 		unlock()
-		return nil, nil, errRunNotHeld
+		return nil, ContainerSpec{}, nil, errRunNotHeld
 	}
 	if !errors.Is(err, ErrLocked) {
-		return nil, nil, err
+		return nil, ContainerSpec{}, nil, err
 	}
 	if !m.runRecordedRunning(spec.WorkspaceID, spec.RunID) {
-		return nil, nil, errRunNotHeld
+		return nil, ContainerSpec{}, nil, errRunNotHeld
 	}
 	if err := m.syncBeforeRun(ctx, spec.WorkspaceID); err != nil {
-		return nil, nil, err
+		return nil, ContainerSpec{}, nil, err
+	}
+	secrets, err := m.secretValues(spec.WorkspaceID)
+	if err != nil {
+		return nil, ContainerSpec{}, nil, err
+	}
+	if spec.Env, err = grantedEnv(secrets, spec); err != nil {
+		return nil, ContainerSpec{}, nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.active[spec.WorkspaceID] != nil {
-		return nil, nil, ErrLocked
+		return nil, ContainerSpec{}, nil, ErrLocked
 	}
 	if m.copies != nil && len(spec.SecretEnv) > 0 {
-		// The runtime writes the workspace's copy with the values this
-		// spec carries. Should the sidecar that holds the workspace die
-		// and a revoke come while that write is under way, it could put a
+		// The runtime writes the workspace's copy with the values read
+		// above. Should the sidecar that holds the workspace die and a
+		// revoke come while that write is under way, it could put a
 		// revoked key back: the mark has the next sync (the sweep, the
 		// next run, start-up) bring the copy back to the grants under the
 		// workspace's lock, after this run.
 		if err := m.markCopy(spec.WorkspaceID); err != nil {
-			return nil, nil, err
+			return nil, ContainerSpec{}, nil, err
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	m.active[spec.WorkspaceID] = cancel
-	return ctx, func() {
+	return ctx, spec, func() {
 		m.mu.Lock()
 		delete(m.active, spec.WorkspaceID)
 		m.mu.Unlock()
