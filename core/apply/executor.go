@@ -403,7 +403,9 @@ func (e *Executor) openRepo(ctx context.Context, path string) (*repoCtx, error) 
 	if repo.Root != path {
 		return nil, errcode.New(errcode.InvalidArgument, "the repository path must be the canonical top level of a working tree")
 	}
-	return &repoCtx{path: repo.Root, repo: repo, g: newGitEnv(repo, e.timeout), e: e, store: &objectStore{}}, nil
+	g := newGitEnv(repo, e.timeout)
+	g.step = e.step
+	return &repoCtx{path: repo.Root, repo: repo, g: g, e: e, store: &objectStore{}}, nil
 }
 
 // repoCtx is one repository an execution or restore works in: what is

@@ -26,6 +26,9 @@ type gitEnv struct {
 	timeout time.Duration
 	// zero is the null object id of the repository's hash.
 	zero string
+	// step, when set, is the executor's (Executor.step): named points
+	// tests stop at.
+	step func(string)
 }
 
 func newGitEnv(repo *gitx.Repo, timeout time.Duration) *gitEnv {

@@ -718,11 +718,21 @@ func (g *gitEnv) restorePaths(ctx context.Context, wt worktree, want WorktreeSta
 // sets each index entry from the recorded tree, writes its file and
 // records its stat data, and takes out of both a tracked path the tree
 // does not hold; an untracked file at a path the tree does not hold is
-// removed here. now is the scoped index tree as it is.
+// removed here. now is the scoped index tree as it is (the undo
+// point's). When it holds the recorded entries already (a patch to the
+// working tree leaves the index alone), the files alone are written where
+// that leaves what git's restore would, checked again under the index's
+// lock (see restoreAlone), and the index is not rewritten.
 func (g *gitEnv) restoreSame(ctx context.Context, wt worktree, want WorktreeState, files map[string]string, now string) error {
 	tracked, err := restorepoint.TreeEntries(ctx, g.inWorktree(wt), now)
 	if err != nil {
 		return err
+	}
+	if maps.Equal(tracked, files) {
+		alone, err := g.restoreAlone(ctx, wt, want, files)
+		if alone || err != nil {
+			return err
+		}
 	}
 	var specs bytes.Buffer
 	for _, p := range want.Paths {
