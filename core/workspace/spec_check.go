@@ -282,13 +282,15 @@ func (m *Manager) AcceptRun(ctx context.Context, agent string, spec ContainerSpe
 	if m.active[spec.WorkspaceID] != nil {
 		return nil, ContainerSpec{}, nil, ErrLocked
 	}
-	if m.copies != nil && len(spec.SecretEnv) > 0 {
+	if m.copies != nil && len(secrets) > 0 {
 		// The runtime writes the workspace's copy with the values read
 		// above. Should the sidecar that holds the workspace die and a
 		// revoke come while that write is under way, it could put a
 		// revoked key back: the mark has the next sync (the sweep, the
 		// next run, start-up) bring the copy back to the grants under the
-		// workspace's lock, after this run.
+		// workspace's lock, after this run. A run with no granted secret
+		// writes no copy (its proxy credentials are its own Secret's), so
+		// its sync would cost a cluster call for nothing.
 		if err := m.markCopy(spec.WorkspaceID); err != nil {
 			return nil, ContainerSpec{}, nil, err
 		}
