@@ -24,6 +24,9 @@ var (
 	ErrNoRuntime = &errcode.Error{Code: errcode.Unsupported, Msg: "no container runtime is configured; install Docker Engine to run commands in workspaces"}
 	// ErrEgressDenied: a run asked for network egress that no human granted.
 	ErrEgressDenied = &errcode.Error{Code: errcode.EgressDenied, Msg: "network egress has not been granted to this workspace"}
+	// ErrSecretNotGranted: a revoke names no secret granted to the
+	// workspace; nothing was changed (its Data names it).
+	ErrSecretNotGranted = &errcode.Error{Code: errcode.NotFound, Msg: "no secret of this name is granted to the workspace; nothing was revoked"}
 	// ErrUnsupportedOS: the operation needs Linux or another Unix.
 	ErrUnsupportedOS = &errcode.Error{Code: errcode.Unsupported, Msg: "workspaces are not supported on this operating system"}
 )

@@ -219,9 +219,14 @@ type SecretRevocation struct {
 }
 
 // RevokeSecret removes one granted secret. The revocation happens even
-// when a copy of it cannot be removed now (see SecretRevocation).
+// when a copy of it cannot be removed now (see SecretRevocation). A name
+// that is not granted is ErrSecretNotGranted: nothing is written and no
+// copy is touched.
 func (m *Manager) RevokeSecret(id, name string) (SecretRevocation, error) {
 	return m.editSecrets(id, false, false, func(doc *secretsDoc) error {
+		if _, ok := doc.Secrets[name]; !ok {
+			return &errcode.Error{Code: ErrSecretNotGranted.Code, Msg: ErrSecretNotGranted.Msg, Data: map[string]string{"name": name}}
+		}
 		delete(doc.Secrets, name)
 		return nil
 	})

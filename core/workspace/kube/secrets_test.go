@@ -617,3 +617,74 @@ func TestManager_SidecarSealAndDestroyRemoveTheCopy(t *testing.T) {
 	}
 	assertNothingLabelled(t, cs, ns)
 }
+
+// TestManager_RevokeOfAnUngrantedNameChangesNothing: revoking a name that
+// was never granted is ErrSecretNotGranted (not_found, the name in its
+// data), writes nothing in the store, leaves no mark and calls the
+// cluster not at all; a store without a cluster (the Docker Engine's, or
+// none) answers the same.
+func TestManager_RevokeOfAnUngrantedNameChangesNothing(t *testing.T) {
+	cfg := kubetest.ControlPlane(t)
+	ns := kubetest.Namespace(t, cfg)
+	cs := adminClient(t, cfg)
+	ctx := context.Background()
+	r := newRuntime(t, cfg, Options{Namespace: ns})
+	copies := &countingCopies{Runtime: r, puts: map[string]int{}}
+	state, conf := privateDirs(t)
+	onCluster := kubeManager(t, state, conf, r, copies)
+	bareState, bareConf := privateDirs(t)
+	bare := kubeManager(t, bareState, bareConf, nil, nil)
+	for name, m := range map[string]*workspace.Manager{"on a cluster": onCluster, "without one": bare} {
+		w, err := m.Create(ctx, workspace.CreateRequest{Source: workspace.Source{Kind: workspace.SourceFresh}, Agent: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Grant(w.ID, "A_TOKEN", "value-a-1234"); err != nil {
+			t.Fatal(err)
+		}
+		before, err := m.Get(w.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		puts := copies.count(w.ID)
+		version := func() string {
+			t.Helper()
+			s, err := cs.CoreV1().Secrets(ns).Get(ctx, wsSecretName(w.ID), metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return "none"
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s.ResourceVersion
+		}
+		stored := version()
+		rev, err := m.RevokeSecret(w.ID, "NEVER_GRANTED")
+		if !errors.Is(err, workspace.ErrSecretNotGranted) || rev != (workspace.SecretRevocation{}) {
+			t.Fatalf("%s: revoking a name never granted: %+v %v", name, rev, err)
+		}
+		if e, _ := errcode.As(err); e.Code != errcode.NotFound || e.Data.(map[string]string)["name"] != "NEVER_GRANTED" {
+			t.Fatalf("%s: the error %+v", name, e)
+		}
+		after, err := m.Get(w.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(after.Secrets, []string{"A_TOKEN"}) || !after.LastUsedAt.Equal(before.LastUsedAt) {
+			t.Fatalf("%s: the workspace after the refused revoke: %v, last used %v (was %v)", name, after.Secrets, after.LastUsedAt, before.LastUsedAt)
+		}
+		if err := m.SyncSecretCopies(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := copies.count(w.ID) - puts; n != 0 {
+			t.Fatalf("%s: the refused revoke, and the sync after it, wrote the cluster's copy %d times", name, n)
+		}
+		if now := version(); now != stored {
+			t.Fatalf("%s: the workspace's Secret changed (version %s, was %s)", name, now, stored)
+		}
+		if _, err := m.Destroy(ctx, w.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	assertNothingLabelled(t, cs, ns)
+}
