@@ -17,11 +17,12 @@ package kube
 //
 // A run also makes sure the workspace's Secret holds exactly the granted
 // values its spec carries before its pod is made: the spec is what the
-// Manager read under the workspace's lock (and redacts from the output), a
-// grant or revoke cannot happen while a run holds that lock, and the
-// kubelet reads the values when it starts the container, so the program
-// gets the values the run started with, as under Docker, and never a
-// revoked one.
+// Manager read under the workspace's lock (and redacts from the output) or,
+// for a sidecar's run, what the app's AcceptRun read from its own store
+// while that lock was held (never the values the sidecar sent); a grant or
+// revoke cannot happen while a run holds that lock, and the kubelet reads
+// the values when it starts the container, so the program gets the values
+// the run started with, as under Docker, and never a revoked one.
 
 import (
 	"context"
