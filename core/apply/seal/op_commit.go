@@ -2,6 +2,7 @@ package seal
 
 import (
 	"context"
+	"path/filepath"
 
 	"github.com/sluicehq/sluice/core/apply/internal/gitrun"
 	"github.com/sluicehq/sluice/core/errcode"
@@ -34,20 +35,39 @@ func (s *commitSeal) seal(ctx context.Context, sl *Work) (proposal.Sealed, error
 	} else if before, err = sl.Tree(ctx, base); err != nil {
 		return proposal.Sealed{}, err
 	}
-	var env []string
-	if s.a.StageAll {
-		var idx string
-		if env, idx, err = sl.indexCopy(ctx); err != nil {
+	nothing := &errcode.Error{Code: errcode.NothingToCommit, Msg: "there is nothing to commit: the paths are the same as in HEAD"}
+	var (
+		env   []string
+		after string
+		files []proposal.FileChange
+	)
+	// A stageAll in a small tree (fewer than bulkPaths entries in the
+	// person's index and files on disk) stages loose objects, in this
+	// process where git's answer is certain (add_local.go); a larger one
+	// stages in bulk.
+	small := s.a.StageAll && indexEntries(filepath.Join(sl.git.Repo.GitDir, "index")) < bulkPaths && fewerFiles(sl.root(), bulkPaths)
+	if small {
+		if tree, ok := sl.addAllLocal(); ok {
+			if after, files, err = sl.treeChanges(ctx, before, tree, nothing); err != nil {
+				return proposal.Sealed{}, err
+			}
+		}
+	}
+	switch {
+	case after != "":
+		// Staged in process above.
+	case s.a.StageAll:
+		if env, _, err = sl.indexCopy(ctx); err != nil {
 			return proposal.Sealed{}, err
 		}
 		add := gitrun.Call{Args: []string{"add", "--all"}, Env: env}
-		if indexEntries(idx) >= bulkPaths || !fewerFiles(sl.root(), bulkPaths) {
+		if !small {
 			add.Global = bulkObjects
 		}
 		if _, err := sl.run(ctx, add); err != nil {
 			return proposal.Sealed{}, err
 		}
-	} else {
+	default:
 		if env, _, err = sl.index(ctx, before); err != nil {
 			return proposal.Sealed{}, err
 		}
@@ -55,10 +75,10 @@ func (s *commitSeal) seal(ctx context.Context, sl *Work) (proposal.Sealed, error
 			return proposal.Sealed{}, err
 		}
 	}
-	after, files, err := sl.newTree(ctx, env, before,
-		&errcode.Error{Code: errcode.NothingToCommit, Msg: "there is nothing to commit: the paths are the same as in HEAD"})
-	if err != nil {
-		return proposal.Sealed{}, err
+	if after == "" {
+		if after, files, err = sl.newTree(ctx, env, before, nothing); err != nil {
+			return proposal.Sealed{}, err
+		}
 	}
 	if err := sl.refuseFilters(ctx, files); err != nil {
 		return proposal.Sealed{}, err

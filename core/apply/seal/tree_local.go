@@ -99,6 +99,9 @@ type indexEntry struct {
 	name string
 	mode uint32
 	oid  [20]byte
+	// assumed: the entry is marked assume-unchanged (which write-tree
+	// ignores, and git's add does not).
+	assumed bool
 }
 
 // cacheTree is a node of the index's cache-tree extension: the tree of
@@ -151,6 +154,7 @@ func readIndex(b []byte) (*parsedIndex, error) {
 		e := indexEntry{mode: binary.BigEndian.Uint32(body[at+24:])}
 		copy(e.oid[:], body[at+40:at+60])
 		flags := binary.BigEndian.Uint16(body[at+60:])
+		e.assumed = flags&0x8000 != 0
 		at += fixed
 		if flags&0x3000 != 0 {
 			// A conflict's stage: git refuses an unmerged index and says so.
@@ -455,12 +459,15 @@ var zlibWriters = sync.Pool{New: func() any {
 // object reaches, and an index without a cache-tree would otherwise
 // have every packed directory of the repository written loose again.
 func (tw *treeWriter) write(content []byte, root bool) ([20]byte, error) {
-	hdr := "tree " + strconv.Itoa(len(content)) + "\x00"
-	h := sha1.New()
-	h.Write([]byte(hdr))
-	h.Write(content)
-	var id [20]byte
-	copy(id[:], h.Sum(nil))
+	return tw.writeObject("tree", content, root)
+}
+
+// writeObject writes an object of kind with content loose unless it
+// exists loose (then it is freshened) or, unless loose is set, in a
+// pack, as git's write_object_file does; it returns the object's id.
+func (tw *treeWriter) writeObject(kind string, content []byte, loose bool) ([20]byte, error) {
+	hdr := kind + " " + strconv.Itoa(len(content)) + "\x00"
+	id := objectID(kind, content)
 	hexID := hex.EncodeToString(id[:])
 	final := filepath.Join(tw.dir, hexID[:2], hexID[2:])
 	if _, err := os.Lstat(final); err == nil {
@@ -468,7 +475,7 @@ func (tw *treeWriter) write(content []byte, root bool) ([20]byte, error) {
 		_ = os.Chtimes(final, now, now)
 		return id, nil
 	}
-	if !root {
+	if !loose {
 		if ok, err := tw.objs.Has(id); err == nil && ok {
 			return id, nil
 		}

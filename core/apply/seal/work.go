@@ -323,6 +323,12 @@ func (w *Work) newTree(ctx context.Context, env []string, before string, nothing
 	if err != nil {
 		return "", nil, err
 	}
+	return w.treeChanges(ctx, before, after, nothing)
+}
+
+// treeChanges is the file list of a new tree after, made from before;
+// nothing when they are the same.
+func (w *Work) treeChanges(ctx context.Context, before, after string, nothing *errcode.Error) (string, []proposal.FileChange, error) {
 	if after == before {
 		return "", nil, nothing
 	}

@@ -1,0 +1,482 @@
+package seal
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/sluicehq/sluice/core/gitx"
+)
+
+// A stageAll in a small repository is staged in this process, without a
+// git add --all, where git's answer is certain: the process costs more
+// than the rest of a small seal. What git's add --all gives a copy of the
+// person's index is every tracked path as it is on disk (dropped when it
+// is gone) and every file git does not ignore beside them; here the same
+// set is read from disk, each file's content hashed as git hashes it with
+// no conversion (a blob of the file's bytes, a symbolic link's target;
+// mode 100755 when the owner may execute it, else 100644, or 120000),
+// written loose as git writes a new object (a loose one that exists is
+// freshened, one in a pack left there), and the tree written from them
+// as write-tree would (tree_local.go). Only where the index has fewer
+// than bulkPaths entries and the working tree fewer than bulkPaths files,
+// as for staging loose. git stages instead when anything could make its
+// answer differ:
+//
+//   - the repository: objects not SHA-1, a scratch object directory,
+//     core.sharedRepository, core.fsync or core.fsyncObjectFiles, a
+//     conversion or setting that changes what add reads or writes
+//     (core.autocrlf, core.eol, core.filemode or core.symlinks other than
+//     true, core.ignoreCase or core.precomposeUnicode other than false,
+//     core.bigFileThreshold, core.sparseCheckout, index.sparse,
+//     core.worktree), any attribute file git would read (a .gitattributes
+//     in the working tree or in the index, info/attributes,
+//     core.attributesFile or the default global file, the system file);
+//   - the index: what write-tree's reading refuses (tree_local.go), an
+//     assume-unchanged entry, a gitlink;
+//   - the ignore rules: a line of an ignore file (each directory's
+//     .gitignore, info/exclude, core.excludesFile or the default global
+//     file) that is not a plain pattern: a negation, a "**", "?", "[" or
+//     a backslash, trailing whitespace, a carriage return, a byte-order
+//     mark; an ignore file that is not a regular file. Without negation, a
+//     path is ignored exactly when a pattern of its directory or of one
+//     above matches it or a directory above it;
+//   - the working tree: a .git anywhere below the top (a repository
+//     inside), a file that is not regular or a symbolic link, a name git
+//     refuses or treats specially (.git in any case or with trailing dots
+//     or spaces, git~1, a backslash or colon), a tracked path whose
+//     directory is a symbolic link or that became a directory, a file
+//     larger than addLocalMaxSize, anything that cannot be read.
+//
+// TestAddAllLocal_SameAsGit holds it to git's add --all and write-tree on
+// random working trees and ignore files, and to leaving git the cases above.
+
+// errAddByGit says that git add must stage.
+var errAddByGit = errors.New("seal: git stages this")
+
+// addLocalMaxSize bounds a file staged in this process.
+const addLocalMaxSize = 8 << 20
+
+// addAllLocal stages every change of the main working tree into a copy of
+// the person's index as git add --all would, and writes its tree; ok is
+// false, and nothing but unreferenced objects may have been written,
+// where git must stage.
+func (w *Work) addAllLocal() (tree string, ok bool) {
+	if len(w.env) > 0 {
+		return "", false
+	}
+	repo := w.git.Repo
+	if f := repo.ObjectFormat; f != "" && f != "sha1" {
+		return "", false
+	}
+	if !addConfigCertain(repo) {
+		return "", false
+	}
+	index := filepath.Join(repo.GitDir, "index")
+	var tracked []indexEntry
+	if raw, err := os.ReadFile(index); err == nil {
+		idx, err := readIndex(raw)
+		if err != nil {
+			return "", false
+		}
+		tracked = idx.entries
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", false
+	}
+	if len(tracked) >= bulkPaths {
+		return "", false
+	}
+	for _, e := range tracked {
+		if e.assumed || e.mode == 0o160000 {
+			return "", false
+		}
+	}
+	// No attribute file outside the working tree, none in the index, and
+	// none in a directory of a tracked path (which may be one the walk
+	// below passes over as ignored); the walk refuses one anywhere else.
+	if !w.noAttributes(nil) {
+		return "", false
+	}
+	seenDir := map[string]bool{}
+	for _, e := range tracked {
+		for d := path.Dir(e.name); d != "." && !seenDir[d]; d = path.Dir(d) {
+			seenDir[d] = true
+			_, err := os.Lstat(filepath.Join(repo.Root, filepath.FromSlash(d), ".gitattributes"))
+			if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+				return "", false
+			}
+		}
+	}
+	ig, err := globalIgnores(repo)
+	if err != nil {
+		return "", false
+	}
+	files, err := walkUntracked(repo.Root, tracked, ig)
+	if err != nil {
+		return "", false
+	}
+	tw := &treeWriter{objs: gitx.NewPresence(repo.CommonDir), dir: filepath.Join(repo.CommonDir, "objects")}
+	var entries []indexEntry
+	dirs := map[string]bool{}
+	for _, e := range tracked {
+		ent, gone, err := stageTracked(repo.Root, e.name, dirs, tw)
+		if err != nil {
+			return "", false
+		}
+		if !gone {
+			entries = append(entries, ent)
+		}
+	}
+	for _, name := range files {
+		ent, gone, err := stageFile(repo.Root, name, tw)
+		if err != nil || gone {
+			return "", false
+		}
+		entries = append(entries, ent)
+	}
+	slices.SortFunc(entries, func(a, b indexEntry) int { return strings.Compare(a.name, b.name) })
+	if dirAndFile(entries) {
+		return "", false
+	}
+	root := &cacheTree{count: -1}
+	n, err := tw.update(root, entries, "")
+	if err != nil || n != len(entries) {
+		return "", false
+	}
+	return hex.EncodeToString(root.oid[:]), true
+}
+
+// addConfigCertain reports whether nothing configured changes what git's
+// add would stage (see the top of this file).
+func addConfigCertain(repo *gitx.Repo) bool {
+	for _, k := range []string{"core.sharedrepository", "core.fsync", "core.fsyncobjectfiles", "core.autocrlf", "core.eol",
+		"core.bigfilethreshold", "core.worktree", "core.attributesfile"} {
+		if _, set := repo.Config(k); set {
+			return false
+		}
+	}
+	for _, k := range []string{"core.filemode", "core.symlinks"} {
+		if v, set := repo.Config(k); set && !configTrue(v) {
+			return false
+		}
+	}
+	for _, k := range []string{"core.ignorecase", "core.precomposeunicode", "core.sparsecheckout", "index.sparse"} {
+		if v, set := repo.Config(k); set && !configFalse(v) {
+			return false
+		}
+	}
+	return true
+}
+
+func configTrue(v string) bool {
+	switch strings.ToLower(v) {
+	case "true", "yes", "on", "1":
+		return true
+	}
+	return false
+}
+
+func configFalse(v string) bool {
+	switch strings.ToLower(v) {
+	case "false", "no", "off", "0":
+		return true
+	}
+	return false
+}
+
+// ignorePattern is one plain line of an ignore file, from the directory
+// base ("" for the top and the files outside the working tree).
+type ignorePattern struct {
+	base string
+	pat  string
+	// dirOnly: the line ended with "/"; basename: it has no other "/",
+	// so it matches a name at any depth, else the path from base.
+	dirOnly, basename bool
+}
+
+// parseIgnore reads an ignore file's lines as patterns from base, or
+// errAddByGit for a line that is not plain (see the top of this file).
+func parseIgnore(b []byte, base string) ([]ignorePattern, error) {
+	if bytes.HasPrefix(b, []byte("\xef\xbb\xbf")) || bytes.IndexByte(b, '\r') >= 0 || bytes.IndexByte(b, 0) >= 0 {
+		return nil, errAddByGit
+	}
+	var out []ignorePattern
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if strings.ContainsAny(line, "\\[]?!\t") || strings.Contains(line, "**") || strings.HasSuffix(line, " ") {
+			return nil, errAddByGit
+		}
+		p := ignorePattern{base: base, pat: line}
+		if rest, ok := strings.CutSuffix(p.pat, "/"); ok {
+			p.dirOnly, p.pat = true, rest
+		}
+		if rest, ok := strings.CutPrefix(p.pat, "/"); ok {
+			p.pat = rest
+		} else {
+			p.basename = !strings.Contains(p.pat, "/")
+		}
+		if p.pat == "" || strings.HasSuffix(p.pat, "/") || strings.HasPrefix(p.pat, "/") || strings.Contains(p.pat, "//") {
+			return nil, errAddByGit
+		}
+		if _, err := path.Match(p.pat, ""); err != nil {
+			return nil, errAddByGit
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// matches reports whether p matches the path name (from the top of the
+// working tree), a directory when dir.
+func (p ignorePattern) matches(name string, dir bool) bool {
+	if p.dirOnly && !dir {
+		return false
+	}
+	rel := name
+	if p.base != "" {
+		r, ok := strings.CutPrefix(name, p.base+"/")
+		if !ok {
+			return false
+		}
+		rel = r
+	}
+	if p.basename {
+		rel = path.Base(rel)
+	}
+	ok, _ := path.Match(p.pat, rel)
+	return ok
+}
+
+// globalIgnores reads the ignore files outside the working tree:
+// info/exclude and core.excludesFile (or the default global file).
+func globalIgnores(repo *gitx.Repo) ([]ignorePattern, error) {
+	files := []string{filepath.Join(repo.CommonDir, "info", "exclude")}
+	if v, set := repo.Config("core.excludesfile"); set {
+		if rest, ok := strings.CutPrefix(v, "~/"); ok {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return nil, errAddByGit
+			}
+			v = filepath.Join(home, rest)
+		}
+		if !filepath.IsAbs(v) {
+			return nil, errAddByGit
+		}
+		files = append(files, v)
+	} else if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
+		files = append(files, filepath.Join(x, "git", "ignore"))
+	} else if h, err := os.UserHomeDir(); err == nil {
+		files = append(files, filepath.Join(h, ".config", "git", "ignore"))
+	}
+	var out []ignorePattern
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, errAddByGit
+		}
+		ps, err := parseIgnore(b, "")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ps...)
+	}
+	return out, nil
+}
+
+// plainName reports whether git takes a path component as it is: not
+// .git in any spelling git guards against, and no backslash or colon.
+func plainName(n string) bool {
+	if n == "" || n == "." || n == ".." || strings.ContainsAny(n, "\\:") {
+		return false
+	}
+	t := strings.ToLower(strings.TrimRight(n, ". "))
+	return t != ".git" && t != "git~1"
+}
+
+// walkUntracked lists the files under root that git's add --all would
+// add beside the tracked ones: not tracked, not ignored; errAddByGit
+// where git must walk (see the top of this file).
+func walkUntracked(root string, tracked []indexEntry, global []ignorePattern) ([]string, error) {
+	isTracked := make(map[string]bool, len(tracked))
+	for _, e := range tracked {
+		isTracked[e.name] = true
+	}
+	ignores := map[string][]ignorePattern{}
+	ignored := func(name string, dir bool) bool {
+		for d := name; ; {
+			i := strings.LastIndexByte(d, '/')
+			if i < 0 {
+				d = ""
+			} else {
+				d = d[:i]
+			}
+			for _, p := range ignores[d] {
+				if p.matches(name, dir) {
+					return true
+				}
+			}
+			if d == "" {
+				break
+			}
+		}
+		for _, p := range global {
+			if p.matches(name, dir) {
+				return true
+			}
+		}
+		return false
+	}
+	var files []string
+	seen := 0
+	dirs := []string{""}
+	for len(dirs) > 0 {
+		d := dirs[len(dirs)-1]
+		dirs = dirs[:len(dirs)-1]
+		abs := filepath.Join(root, filepath.FromSlash(d))
+		gi := filepath.Join(abs, ".gitignore")
+		if st, err := os.Lstat(gi); err == nil {
+			if !st.Mode().IsRegular() {
+				return nil, errAddByGit
+			}
+			b, err := os.ReadFile(gi)
+			if err != nil {
+				return nil, errAddByGit
+			}
+			if ignores[d], err = parseIgnore(b, d); err != nil {
+				return nil, err
+			}
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return nil, errAddByGit
+		}
+		ents, err := os.ReadDir(abs)
+		if err != nil {
+			return nil, errAddByGit
+		}
+		for _, e := range ents {
+			n := e.Name()
+			if d == "" && n == ".git" {
+				continue
+			}
+			if !plainName(n) || n == ".gitattributes" {
+				return nil, errAddByGit
+			}
+			name := n
+			if d != "" {
+				name = d + "/" + n
+			}
+			switch t := e.Type(); {
+			case t.IsDir():
+				if !ignored(name, true) {
+					dirs = append(dirs, name)
+				}
+			case t.IsRegular() || t&fs.ModeSymlink != 0:
+				if seen++; seen >= bulkPaths {
+					return nil, errAddByGit
+				}
+				if !isTracked[name] && !ignored(name, false) {
+					files = append(files, name)
+				}
+			default:
+				return nil, errAddByGit
+			}
+		}
+	}
+	return files, nil
+}
+
+// stageTracked stages the tracked path name as git's add --all would:
+// gone when nothing is there any more.
+func stageTracked(root, name string, dirs map[string]bool, tw *treeWriter) (indexEntry, bool, error) {
+	// Every directory above it must be a directory, not a link to one
+	// (git takes the path as gone and adds the link).
+	for d := path.Dir(name); d != "."; d = path.Dir(d) {
+		if real, ok := dirs[d]; ok {
+			if !real {
+				return indexEntry{}, true, nil
+			}
+			continue
+		}
+		st, err := os.Lstat(filepath.Join(root, filepath.FromSlash(d)))
+		switch {
+		case err == nil && st.IsDir():
+			dirs[d] = true
+		case err == nil && st.Mode()&fs.ModeSymlink != 0:
+			return indexEntry{}, false, errAddByGit
+		case err == nil || errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+			// A file where the directory was, or nothing: the path is gone
+			// (the walk finds the file).
+			dirs[d] = false
+			return indexEntry{}, true, nil
+		default:
+			return indexEntry{}, false, errAddByGit
+		}
+	}
+	return stageFile(root, name, tw)
+}
+
+// stageFile hashes the file name (a regular file or a symbolic link) as
+// git's add does with no conversion and writes its blob.
+func stageFile(root, name string, tw *treeWriter) (indexEntry, bool, error) {
+	abs := filepath.Join(root, filepath.FromSlash(name))
+	st, err := os.Lstat(abs)
+	if errors.Is(err, os.ErrNotExist) {
+		return indexEntry{}, true, nil
+	}
+	if err != nil {
+		return indexEntry{}, false, errAddByGit
+	}
+	e := indexEntry{name: name}
+	var content []byte
+	switch m := st.Mode(); {
+	case m.IsRegular():
+		if st.Size() > addLocalMaxSize {
+			return e, false, errAddByGit
+		}
+		e.mode = 0o100644
+		if m&0o100 != 0 {
+			e.mode = 0o100755
+		}
+		if content, err = os.ReadFile(abs); err != nil || int64(len(content)) != st.Size() {
+			return e, false, errAddByGit
+		}
+	case m&fs.ModeSymlink != 0:
+		target, err := os.Readlink(abs)
+		if err != nil {
+			return e, false, errAddByGit
+		}
+		e.mode, content = 0o120000, []byte(target)
+	default:
+		// A directory where a file was tracked, or a special file.
+		return e, false, errAddByGit
+	}
+	id, err := tw.writeObject("blob", content, false)
+	if err != nil {
+		return e, false, errAddByGit
+	}
+	e.oid = id
+	return e, false, nil
+}
+
+// objectID is git's id of an object of kind with content.
+func objectID(kind string, content []byte) [20]byte {
+	h := sha1.New()
+	h.Write([]byte(kind + " " + strconv.Itoa(len(content)) + "\x00"))
+	h.Write(content)
+	var id [20]byte
+	copy(id[:], h.Sum(nil))
+	return id
+}
