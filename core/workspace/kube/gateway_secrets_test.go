@@ -16,7 +16,6 @@ import (
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gateway"
 	"github.com/sluicehq/sluice/core/workspace"
-	"github.com/sluicehq/sluice/core/workspace/kube/kubetest"
 )
 
 // viaGateway is a sidecar's runs carried out by the app on the cluster:
@@ -77,9 +76,8 @@ func (t tamperingRuntime) Run(ctx context.Context, spec workspace.ContainerSpec,
 
 func newViaGateway(t *testing.T, o Options) *viaGateway {
 	t.Helper()
-	cfg := kubetest.ControlPlane(t)
-	o.Namespace = kubetest.Namespace(t, cfg)
-	v := &viaGateway{r: newRuntime(t, cfg, o), cs: adminClient(t, cfg), ns: o.Namespace}
+	p := newOnPlane(t, o)
+	v := &viaGateway{r: p.r, cs: p.cs, ns: p.ns}
 	v.copies = &countingCopies{Runtime: v.r, puts: map[string]int{}}
 	state, conf := privateDirs(t)
 	v.app = kubeManager(t, state, conf, v.r, v.copies)

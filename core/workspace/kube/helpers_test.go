@@ -1,10 +1,16 @@
 package kube
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -63,6 +69,59 @@ func randomID(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// onPlane is a test's own namespace on the control plane, with an admin
+// client and a runtime there.
+type onPlane struct {
+	cfg *rest.Config // the admin's
+	ns  string
+	cs  kubernetes.Interface
+	r   *Runtime
+}
+
+// newOnPlane starts (or joins) the control plane, makes a namespace for
+// the test and a runtime in it with o.
+func newOnPlane(t testing.TB, o Options) onPlane {
+	t.Helper()
+	cfg := kubetest.ControlPlane(t)
+	o.Namespace = kubetest.Namespace(t, cfg)
+	return onPlane{cfg: cfg, ns: o.Namespace, cs: adminClient(t, cfg), r: newRuntime(t, cfg, o)}
+}
+
+// proxiedConfig is a config that reaches the API server through a proxy:
+// serve answers each request, upstream forwards one as the admin. It
+// speaks JSON, so that serve can change a body on its way (rewriteJSON).
+func proxiedConfig(t testing.TB, admin *rest.Config, serve func(w http.ResponseWriter, req *http.Request, upstream http.Handler)) *rest.Config {
+	t.Helper()
+	tr, err := rest.TransportFor(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := url.Parse(admin.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = tr
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { serve(w, req, rp) }))
+	t.Cleanup(srv.Close)
+	return &rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: "application/json"}}
+}
+
+// rewriteJSON reads req's body into v, calls edit and sends v on as the
+// body. A body that is not v is answered 400 and false returned.
+func rewriteJSON(w http.ResponseWriter, req *http.Request, v any, edit func()) bool {
+	body, _ := io.ReadAll(req.Body)
+	if err := json.Unmarshal(body, v); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return false
+	}
+	edit()
+	body, _ = json.Marshal(v)
+	req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	req.Header.Set("Content-Type", "application/json")
+	return true
 }
 
 // testSpec is a run's spec with a secret in its environment and a tree

@@ -1,14 +1,9 @@
 package kube
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -17,20 +12,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 
 	"github.com/sluicehq/sluice/core/errcode"
-	"github.com/sluicehq/sluice/core/workspace/kube/kubetest"
 )
 
 // TestRun_LeftoverSecretIsNotReused: a Secret of the run's name that is
 // not the run's (left by an earlier run under the same run ID, holding
 // other values) refuses the run, and stays as it was.
 func TestRun_LeftoverSecretIsNotReused(t *testing.T) {
-	cfg := kubetest.ControlPlane(t)
-	ns := kubetest.Namespace(t, cfg)
-	cs := adminClient(t, cfg)
-	r := newRuntime(t, cfg, Options{Namespace: ns, EgressProxy: "10.1.2.3"})
+	p := newOnPlane(t, Options{EgressProxy: "10.1.2.3"})
+	ns, cs, r := p.ns, p.cs, p.r
 	spec := egressSpec(t, fakeImage)
 	o, err := r.prepare(spec)
 	if err != nil {
@@ -65,49 +56,31 @@ func TestRun_LeftoverSecretIsNotReused(t *testing.T) {
 // 503; the retry finds it already there. It is the run's (its nonce), and
 // is checked as stored: refused.
 func TestCreate_StoredPodOfARetriedCreateIsChecked(t *testing.T) {
-	admin := kubetest.ControlPlane(t)
-	ns := kubetest.Namespace(t, admin)
-	tr, err := rest.TransportFor(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	target, err := url.Parse(admin.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.Transport = tr
+	p := newOnPlane(t, Options{})
 	var once sync.Once
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	r := newRuntime(t, proxiedConfig(t, p.cfg, func(w http.ResponseWriter, req *http.Request, upstream http.Handler) {
 		first := false
 		if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/pods") {
 			once.Do(func() { first = true })
 		}
 		if !first {
-			rp.ServeHTTP(w, req)
+			upstream.ServeHTTP(w, req)
 			return
 		}
 		var pod corev1.Pod
-		body, _ := io.ReadAll(req.Body)
-		if err := json.Unmarshal(body, &pod); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+		if !rewriteJSON(w, req, &pod, func() {
+			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}})
+		}) {
 			return
 		}
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}})
-		body, _ = json.Marshal(&pod)
-		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
-		rp.ServeHTTP(rec, req)
+		upstream.ServeHTTP(rec, req)
 		if rec.Code != http.StatusCreated {
 			http.Error(w, "the first create was not stored: "+rec.Body.String(), http.StatusBadRequest)
 			return
 		}
 		status(503, "ServiceUnavailable")(w)
-	}))
-	t.Cleanup(srv.Close)
-	// JSON, so that the proxy can change the pod on its way.
-	r := newRuntime(t, &rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: "application/json"}}, Options{Namespace: ns, EgressProxy: "10.1.2.3"})
+	}), Options{Namespace: p.ns, EgressProxy: "10.1.2.3"})
 	o, err := r.prepare(egressSpec(t, fakeImage))
 	if err != nil {
 		t.Fatal(err)
@@ -120,16 +93,15 @@ func TestCreate_StoredPodOfARetriedCreateIsChecked(t *testing.T) {
 	if err := r.Remove(context.Background(), o.pod.Name); err != nil {
 		t.Fatal(err)
 	}
-	assertNothingLabelled(t, adminClient(t, admin), ns)
+	assertNothingLabelled(t, p.cs, p.ns)
 }
 
 // TestCreate_RuntimeClassSchedulingIsAllowed: the API server merges the
 // RuntimeClass's nodeSelector and tolerations into the stored pod; those,
 // and only those, pass the check of the stored pod.
 func TestCreate_RuntimeClassSchedulingIsAllowed(t *testing.T) {
-	cfg := kubetest.ControlPlane(t)
-	ns := kubetest.Namespace(t, cfg)
-	cs := adminClient(t, cfg)
+	p := newOnPlane(t, Options{})
+	cfg, ns, cs := p.cfg, p.ns, p.cs
 	ctx := context.Background()
 	rc := runtimeClass("sched-"+ns, "runsc")
 	rc.Scheduling = &nodev1.Scheduling{NodeSelector: map[string]string{"sandbox": "gvisor"},

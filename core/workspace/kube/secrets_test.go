@@ -1,15 +1,9 @@
 package kube
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -31,10 +25,8 @@ import (
 // written when it already holds them, loses a revoked key, and is deleted
 // (verified) when none is left; SecretCopies lists it.
 func TestPutSecrets_FollowsTheGrants(t *testing.T) {
-	cfg := kubetest.ControlPlane(t)
-	ns := kubetest.Namespace(t, cfg)
-	cs := adminClient(t, cfg)
-	r := newRuntime(t, cfg, Options{Namespace: ns})
+	p := newOnPlane(t, Options{})
+	ns, cs, r := p.ns, p.cs, p.r
 	ctx := context.Background()
 	spec := testSpec(t, fakeImage) // its ids and store key
 	get := func() *corev1.Secret {
@@ -104,11 +96,9 @@ func TestPutSecrets_FollowsTheGrants(t *testing.T) {
 // cannot change a grant, one without "create secrets" cannot make the
 // first; an unreachable API server is Unavailable.
 func TestPutSecrets_FailurePaths(t *testing.T) {
-	admin := kubetest.ControlPlane(t)
-	ns := kubetest.Namespace(t, admin)
-	cs := adminClient(t, admin)
+	p := newOnPlane(t, Options{})
+	admin, ns, cs, r := p.cfg, p.ns, p.cs, p.r
 	ctx := context.Background()
-	r := newRuntime(t, admin, Options{Namespace: ns})
 	spec := testSpec(t, fakeImage)
 	someone := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: wsSecretName(spec.WorkspaceID)}, Data: map[string][]byte{"X": []byte("theirs")}}
 	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, someone, metav1.CreateOptions{}); err != nil {
@@ -186,11 +176,9 @@ func privateDirs(t *testing.T) (string, string) {
 // Kubernetes runtime keeps the workspace's Secret to exactly its grants:
 // made on grant, a key gone on revoke, deleted on seal and on destroy.
 func TestManager_SecretCopyFollowsGrantRevokeSealDestroy(t *testing.T) {
-	cfg := kubetest.ControlPlane(t)
-	ns := kubetest.Namespace(t, cfg)
-	cs := adminClient(t, cfg)
+	p := newOnPlane(t, Options{})
+	ns, cs, r := p.ns, p.cs, p.r
 	ctx := context.Background()
-	r := newRuntime(t, cfg, Options{Namespace: ns})
 	state, conf := privateDirs(t)
 	m := kubeManager(t, state, conf, r, nil)
 	data := func(id string) map[string]string {
@@ -261,11 +249,9 @@ func TestManager_SecretCopyFollowsGrantRevokeSealDestroy(t *testing.T) {
 // starts while it cannot) and at start-up, which also removes the copy of a
 // workspace that is gone and a key no longer granted.
 func TestManager_SecretCopyFailures(t *testing.T) {
-	admin := kubetest.ControlPlane(t)
-	ns := kubetest.Namespace(t, admin)
-	cs := adminClient(t, admin)
+	p := newOnPlane(t, Options{})
+	admin, ns, cs, r := p.cfg, p.ns, p.cs, p.r
 	ctx := context.Background()
-	r := newRuntime(t, admin, Options{Namespace: ns})
 	down := rest.CopyConfig(admin)
 	down.Host = "https://127.0.0.1:1"
 	rDown := newRuntime(t, down, Options{Namespace: ns})
@@ -407,11 +393,9 @@ func TestManager_SecretCopyFailures(t *testing.T) {
 // locked, as under Docker, where a container's environment is fixed when
 // it is made.
 func TestManager_RunSeesOnlyWhatWasGrantedWhenItStarted(t *testing.T) {
-	cfg := kubetest.ControlPlane(t)
-	ns := kubetest.Namespace(t, cfg)
-	cs := adminClient(t, cfg)
+	p := newOnPlane(t, Options{})
+	ns, cs, r := p.ns, p.cs, p.r
 	ctx := context.Background()
-	r := newRuntime(t, cfg, Options{Namespace: ns})
 	state, conf := privateDirs(t)
 	m := kubeManager(t, state, conf, r, nil)
 	w, err := m.Create(ctx, workspace.CreateRequest{Source: workspace.Source{Kind: workspace.SourceFresh}, Agent: "test"})
@@ -478,35 +462,17 @@ func TestManager_RunSeesOnlyWhatWasGrantedWhenItStarted(t *testing.T) {
 // key, here a proxy changing the body on its way) is refused, and a grant
 // through it is not recorded.
 func TestPutSecrets_StoredDifferentlyIsRefused(t *testing.T) {
-	admin := kubetest.ControlPlane(t)
-	ns := kubetest.Namespace(t, admin)
-	tr, err := rest.TransportFor(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	target, err := url.Parse(admin.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.Transport = tr
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	p := newOnPlane(t, Options{})
+	admin, ns := p.cfg, p.ns
+	r := newRuntime(t, proxiedConfig(t, admin, func(w http.ResponseWriter, req *http.Request, upstream http.Handler) {
 		if (req.Method == http.MethodPost || req.Method == http.MethodPut) && strings.Contains(req.URL.Path, "/secrets") {
 			var s corev1.Secret
-			body, _ := io.ReadAll(req.Body)
-			if err := json.Unmarshal(body, &s); err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
+			if !rewriteJSON(w, req, &s, func() { s.Data["INJECTED"] = []byte("by-the-cluster") }) {
 				return
 			}
-			s.Data["INJECTED"] = []byte("by-the-cluster")
-			body, _ = json.Marshal(&s)
-			req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-			req.Header.Set("Content-Type", "application/json")
 		}
-		rp.ServeHTTP(w, req)
-	}))
-	t.Cleanup(srv.Close)
-	r := newRuntime(t, &rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: "application/json"}}, Options{Namespace: ns})
+		upstream.ServeHTTP(w, req)
+	}), Options{Namespace: ns})
 	ctx := context.Background()
 	spec := testSpec(t, fakeImage)
 	wantCode(t, r.PutSecrets(ctx, spec.StoreKey, spec.WorkspaceID, map[string]string{"A_TOKEN": "value-a-1234"}), errcode.Forbidden, "changed the workspace's Secret")
@@ -522,7 +488,7 @@ func TestPutSecrets_StoredDifferentlyIsRefused(t *testing.T) {
 		t.Fatalf("a grant the cluster stored otherwise was recorded: %+v %v", got, err)
 	}
 	revokeGrants(t, admin, ns)
-	assertNothingLabelled(t, adminClient(t, admin), ns)
+	assertNothingLabelled(t, p.cs, ns)
 }
 
 // runtimeOnly is the Kubernetes runtime seen as a sidecar's Manager sees
@@ -536,11 +502,9 @@ type runtimeOnly struct{ workspace.Runtime }
 // and verified gone like a container. Its start-up sweep leaves a copy it
 // cannot change to the app instead of failing.
 func TestManager_SidecarSealAndDestroyRemoveTheCopy(t *testing.T) {
-	cfg := kubetest.ControlPlane(t)
-	ns := kubetest.Namespace(t, cfg)
-	cs := adminClient(t, cfg)
+	p := newOnPlane(t, Options{})
+	ns, cs, r := p.ns, p.cs, p.r
 	ctx := context.Background()
-	r := newRuntime(t, cfg, Options{Namespace: ns})
 	state, conf := privateDirs(t)
 	app := kubeManager(t, state, conf, r, nil)
 	side, err := workspace.Open(workspace.Options{StateDir: state, ConfigDir: conf, Image: fakeImage, Runtime: runtimeOnly{r}})
@@ -624,11 +588,9 @@ func TestManager_SidecarSealAndDestroyRemoveTheCopy(t *testing.T) {
 // cluster not at all; a store without a cluster (the Docker Engine's, or
 // none) answers the same.
 func TestManager_RevokeOfAnUngrantedNameChangesNothing(t *testing.T) {
-	cfg := kubetest.ControlPlane(t)
-	ns := kubetest.Namespace(t, cfg)
-	cs := adminClient(t, cfg)
+	p := newOnPlane(t, Options{})
+	ns, cs, r := p.ns, p.cs, p.r
 	ctx := context.Background()
-	r := newRuntime(t, cfg, Options{Namespace: ns})
 	copies := &countingCopies{Runtime: r, puts: map[string]int{}}
 	state, conf := privateDirs(t)
 	onCluster := kubeManager(t, state, conf, r, copies)
