@@ -2,8 +2,10 @@ package apply
 
 import (
 	"context"
+	"crypto/rand"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/sluicehq/sluice/core/apply/internal/gitrun"
 	"github.com/sluicehq/sluice/core/apply/seal"
@@ -51,10 +53,9 @@ func (e *Executor) Seal(ctx context.Context, p proposal.Proposal) (*proposal.Sea
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp("", "sluice-seal-")
-	if err != nil {
-		return nil, err
-	}
+	// The sealing makes this directory only if it puts a file there (a
+	// small stageAll puts none).
+	tmp := filepath.Join(os.TempDir(), "sluice-seal-"+rand.Text())
 	defer os.RemoveAll(tmp)
 	e.step("seal-start")
 	out, err := seal.Outcome(ctx, r.main.g.git, tmp, p, sealInputs{r})

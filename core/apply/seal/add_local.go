@@ -66,6 +66,10 @@ var errAddByGit = errors.New("seal: git stages this")
 // addLocalMaxSize bounds a file staged in this process.
 const addLocalMaxSize = 8 << 20
 
+// maxFresh bounds an object the file list is given from memory (see
+// Work.fresh); a larger one is read back from the disk.
+const maxFresh = 256 << 10
+
 // addAllLocal stages every change of the main working tree into a copy of
 // the person's index as git add --all would, and writes its tree; ok is
 // false, and nothing but unreferenced objects may have been written,
@@ -124,7 +128,7 @@ func (w *Work) addAllLocal() (tree string, ok bool) {
 	if err != nil {
 		return "", false
 	}
-	tw := &treeWriter{objs: gitx.NewPresence(repo.CommonDir), dir: filepath.Join(repo.CommonDir, "objects")}
+	tw := &treeWriter{objs: gitx.NewPresence(repo.CommonDir), dir: filepath.Join(repo.CommonDir, "objects"), fresh: map[[20]byte]freshObject{}}
 	var entries []indexEntry
 	dirs := map[string]bool{}
 	for _, e := range tracked {
@@ -152,6 +156,7 @@ func (w *Work) addAllLocal() (tree string, ok bool) {
 	if err != nil || n != len(entries) {
 		return "", false
 	}
+	w.fresh = tw.fresh
 	return hex.EncodeToString(root.oid[:]), true
 }
 

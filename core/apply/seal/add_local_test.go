@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -63,7 +64,7 @@ func TestAddAllLocal_SameAsGit(t *testing.T) {
 	names := []string{"a", "a-b", "a.c", "a0", "b", "README.md", "x.log", "y.o", "top.txt", "keep.txt", "Makefile", "é.txt", "build", "tmp", "pkg"}
 	dirs := []string{"", "a", "a/b", "a-b", "src", "src/pkg", "build", "tmp", "d1", "deep/er/still"}
 	patterns := []string{"*.log", "build/", "/top.txt", "a/b", "tmp", "*.o", "d1/*.txt", "x*", "src/pkg/", "/a0", "deep/er/", "# comment", "", "*.tmp"}
-	local := 0
+	local, lists := 0, 0
 	const rounds = 40
 	for round := range rounds {
 		rng := rand.New(rand.NewPCG(uint64(round), 7))
@@ -169,6 +170,16 @@ func TestAddAllLocal_SameAsGit(t *testing.T) {
 				if out, err := exec.Command("git", "-C", f.repo.Dir, "ls-tree", "-r", tree).CombinedOutput(); err != nil {
 					t.Fatalf("ls-tree %s: %v\n%s", tree, err, out)
 				}
+				// The file list read with the objects staged in memory is the
+				// one read from the repository alone.
+				before := f.git("rev-parse", "HEAD^{tree}")
+				if got, ok := w.changesLocal(before, tree); ok {
+					lists++
+					want, ok := New(f.gitrun(t), t.TempDir()).changesLocal(before, tree)
+					if !ok || !reflect.DeepEqual(got, want) {
+						t.Fatalf("file list from the staged objects:\n%+v\nfrom the repository (%v):\n%+v", got, ok, want)
+					}
+				}
 			}
 			want := gitAddAll(t, f)
 			if ok && tree != want {
@@ -176,7 +187,10 @@ func TestAddAllLocal_SameAsGit(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("%d of %d rounds staged in process", local, rounds)
+	t.Logf("%d of %d rounds staged in process, %d file lists read in process", local, rounds, lists)
+	if lists == 0 {
+		t.Error("no file list was read in process from the staged objects")
+	}
 	if local < rounds*3/4 {
 		t.Errorf("%d of %d rounds staged in process; the plain cases must not all go to git", local, rounds)
 	}

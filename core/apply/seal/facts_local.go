@@ -61,7 +61,7 @@ func (w *Work) changesLocal(a, b string) (out []proposal.FileChange, ok bool) {
 	}
 	objs := gitx.NewObjects(w.git.Repo.CommonDir)
 	defer objs.Close()
-	d := &treeDiff{objs: objs}
+	d := &treeDiff{objs: objs, fresh: w.fresh}
 	if err := d.walk(plumbing.NewHash(a), plumbing.NewHash(b), ""); err != nil || d.adds > 0 && d.dels > 0 {
 		return nil, false
 	}
@@ -80,7 +80,7 @@ func (w *Work) changesLocal(a, b string) (out []proposal.FileChange, ok bool) {
 		if blob == "" {
 			blob = c.OldBlob
 		}
-		f, err := localBlobFact(objs, blob)
+		f, err := localBlobFact(d.object, blob)
 		if err != nil {
 			return nil, false
 		}
@@ -100,7 +100,10 @@ var errGitDecides = gitx.ErrNotLocal
 // treeDiff compares two trees as git diff-tree -r does, in git's order,
 // for the changes changesLocal may read itself.
 type treeDiff struct {
-	objs       *gitx.Objects
+	objs *gitx.Objects
+	// fresh are objects this sealing wrote, as it wrote them (see
+	// Work.fresh): read from memory instead of from the disk again.
+	fresh      map[[20]byte]freshObject
 	recs       []gitx.RawChange
 	adds, dels int
 }
@@ -113,11 +116,25 @@ type entry struct {
 	hash      plumbing.Hash
 }
 
+// object is the object h of type t, from the objects this sealing wrote
+// or from the repository.
+func (d *treeDiff) object(h plumbing.Hash, t plumbing.ObjectType) (plumbing.EncodedObject, error) {
+	if f, ok := d.fresh[h]; ok && f.kind == t {
+		obj := &plumbing.MemoryObject{}
+		obj.SetType(t)
+		if _, err := obj.Write(f.content); err != nil {
+			return nil, err
+		}
+		return obj, nil
+	}
+	return d.objs.Object(h, t)
+}
+
 func (d *treeDiff) entries(h plumbing.Hash) ([]entry, error) {
 	if h.IsZero() {
 		return nil, nil
 	}
-	obj, err := d.objs.Object(h, plumbing.TreeObject)
+	obj, err := d.object(h, plumbing.TreeObject)
 	if err != nil {
 		return nil, err
 	}
@@ -237,8 +254,8 @@ func modeText(m filemode.FileMode) string {
 }
 
 // localBlobFact is blobFacts' answer for one blob, read in this process.
-func localBlobFact(objs *gitx.Objects, id string) (blobFact, error) {
-	obj, err := objs.Object(plumbing.NewHash(id), plumbing.BlobObject)
+func localBlobFact(object func(plumbing.Hash, plumbing.ObjectType) (plumbing.EncodedObject, error), id string) (blobFact, error) {
+	obj, err := object(plumbing.NewHash(id), plumbing.BlobObject)
 	if err != nil {
 		return blobFact{}, err
 	}

@@ -62,11 +62,13 @@ type sealer interface {
 
 // Outcome computes the outcome of proposal p's operation (of each step
 // of a plan in turn) in the repository of git, reading the pins and
-// HEAD through in; its temporary files go to tmp. It writes objects only:
+// HEAD through in; its temporary files go to tmp, a path that does not
+// exist yet, made when the sealing first needs it (the caller removes it
+// whether it was made or not). It writes objects only:
 // nothing references them until the executor keeps them. Ref, Head and
 // Indirections are the executor's to fill in.
 func Outcome(ctx context.Context, git *gitrun.Git, tmp string, p proposal.Proposal, in Inputs) (proposal.Sealed, error) {
-	sl := &Work{git: git, tmp: tmp, p: p, in: in}
+	sl := &Work{git: git, tmp: tmp, makeTmp: true, p: p, in: in}
 	steps := sealsOf(p.Args)
 	if len(steps) == 1 {
 		return sealStep(ctx, sl, steps[0])

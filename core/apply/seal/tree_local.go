@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/sluicehq/sluice/core/gitx"
 )
 
@@ -328,6 +330,9 @@ func readCacheTree(b []byte) (*cacheTree, []byte, error) {
 type treeWriter struct {
 	objs *gitx.Presence
 	dir  string // the object directory
+	// fresh, when set, is given every object written or found, with its
+	// content.
+	fresh map[[20]byte]freshObject
 }
 
 // has reports whether object id exists; errTreeByGit when it is not found
@@ -468,6 +473,13 @@ func (tw *treeWriter) write(content []byte, root bool) ([20]byte, error) {
 func (tw *treeWriter) writeObject(kind string, content []byte, loose bool) ([20]byte, error) {
 	hdr := kind + " " + strconv.Itoa(len(content)) + "\x00"
 	id := objectID(kind, content)
+	if tw.fresh != nil && len(content) <= maxFresh {
+		t, err := plumbing.ParseObjectType(kind)
+		if err != nil {
+			return id, err
+		}
+		tw.fresh[id] = freshObject{kind: t, content: content}
+	}
 	hexID := hex.EncodeToString(id[:])
 	final := filepath.Join(tw.dir, hexID[:2], hexID[2:])
 	if _, err := os.Lstat(final); err == nil {

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/sluicehq/sluice/core/apply/internal/gitrun"
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/gitx"
@@ -28,9 +30,11 @@ import (
 type Work struct {
 	git *gitrun.Git
 	// tmp holds temporary index files; the caller removes it when the
-	// sealing ends.
-	tmp string
-	n   int
+	// sealing ends. makeTmp: it does not exist yet, and is made when a
+	// file is first put there (a small stageAll needs none).
+	tmp     string
+	makeTmp bool
+	n       int
 	// worktree, in a plan, is the tree the main working tree holds after
 	// the steps sealed so far moved its checkout ("" while it is what is
 	// on disk). overlay is a tree that holds, for the files in overlaid,
@@ -48,6 +52,16 @@ type Work struct {
 	// filters is each path's filter attribute in the working tree, as the
 	// file list read it (see binaryByAttributes).
 	filters map[string]string
+	// fresh are the objects this sealing staged in process (add_local.go),
+	// by id, with their content: the file list reads them from here
+	// instead of from the disk they were just written to.
+	fresh map[[20]byte]freshObject
+}
+
+// freshObject is an object's type and content.
+type freshObject struct {
+	kind    plumbing.ObjectType
+	content []byte
 }
 
 // rememberFilters keeps the filter attributes the file list read.
@@ -77,7 +91,11 @@ func (w *Work) run(ctx context.Context, c gitrun.Call) (gitrun.Result, error) {
 // directory inside its scratch directory, so the repository stays
 // exactly as it was.
 func (w *Work) Scratch() error {
-	objs := filepath.Join(w.tmp, "objects")
+	dir, err := w.scratch()
+	if err != nil {
+		return err
+	}
+	objs := filepath.Join(dir, "objects")
 	if err := os.Mkdir(objs, 0o700); err != nil {
 		return err
 	}
@@ -151,8 +169,12 @@ func (w *Work) indexCopy(ctx context.Context) ([]string, string, error) {
 }
 
 func (w *Work) newIndex(ctx context.Context, tree string, copyMain bool) ([]string, string, error) {
+	dir, err := w.scratch()
+	if err != nil {
+		return nil, "", err
+	}
 	w.n++
-	path := filepath.Join(w.tmp, "index"+strconv.Itoa(w.n))
+	path := filepath.Join(dir, "index"+strconv.Itoa(w.n))
 	env := []string{"GIT_INDEX_FILE=" + path}
 	if copyMain {
 		if err := gitx.CopyIndex(filepath.Join(w.git.Repo.GitDir, "index"), path); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -168,10 +190,27 @@ func (w *Work) newIndex(ctx context.Context, tree string, copyMain bool) ([]stri
 	return env, path, nil
 }
 
+// scratch is the directory of the sealing's temporary files, made (for
+// this process's user alone) when first needed where the caller left that
+// to the sealing: one that is there already is refused, not shared.
+func (w *Work) scratch() (string, error) {
+	if w.makeTmp {
+		if err := os.Mkdir(w.tmp, 0o700); err != nil {
+			return "", err
+		}
+		w.makeTmp = false
+	}
+	return w.tmp, nil
+}
+
 // copyIndexFile copies a temporary index to a new one.
 func (w *Work) copyIndexFile(from string) ([]string, error) {
+	dir, err := w.scratch()
+	if err != nil {
+		return nil, err
+	}
 	w.n++
-	path := filepath.Join(w.tmp, "index"+strconv.Itoa(w.n))
+	path := filepath.Join(dir, "index"+strconv.Itoa(w.n))
 	if err := gitx.CopyIndex(from, path); err != nil {
 		return nil, err
 	}
