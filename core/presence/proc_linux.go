@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // agentProcesses lists the processes under procfs, naming the agents.
@@ -18,13 +19,14 @@ func agentProcesses(procfs string) []proc {
 		return nil
 	}
 	var out []proc
+	r := procReader{buf: make([]byte, 4096)}
 	for _, de := range des {
 		pid, err := strconv.Atoi(de.Name())
 		if err != nil || pid <= 0 {
 			continue
 		}
 		dir := filepath.Join(procfs, de.Name())
-		stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+		stat, err := r.read(filepath.Join(dir, "stat"))
 		if err != nil {
 			continue
 		}
@@ -34,11 +36,15 @@ func agentProcesses(procfs string) []proc {
 		}
 		ppid, _ := strconv.Atoi(fields[1])
 		p := proc{pid: pid, ppid: ppid}
-		cmdline, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
 		var argv []string
-		for _, a := range bytes.Split(bytes.TrimRight(cmdline, "\x00"), []byte{0}) {
-			if len(a) > 0 {
-				argv = append(argv, string(a))
+		// A kernel thread has no command line: only its name can say
+		// anything, and reading the empty file costs as much as the rest.
+		if flags, err := strconv.ParseUint(fieldAt(fields, 6), 10, 64); err != nil || flags&pfKthread == 0 {
+			cmdline, _ := r.read(filepath.Join(dir, "cmdline"))
+			for _, a := range bytes.Split(bytes.TrimRight(cmdline, "\x00"), []byte{0}) {
+				if len(a) > 0 {
+					argv = append(argv, string(a))
+				}
 			}
 		}
 		p.agent = agentOf(comm, argv)
@@ -53,6 +59,47 @@ func agentProcesses(procfs string) []proc {
 		out = append(out, p)
 	}
 	return out
+}
+
+// pfKthread is the kernel thread flag of a process's flags (field 9 of
+// /proc/<pid>/stat).
+const pfKthread = 0x00200000
+
+func fieldAt(fields []string, i int) string {
+	if i < len(fields) {
+		return fields[i]
+	}
+	return ""
+}
+
+// procReader reads small procfs files into one buffer (a result is valid
+// until the next read), without the stat and the poller registration
+// that os.ReadFile spends on each file: a scan reads two files for every
+// process on the machine.
+type procReader struct{ buf []byte }
+
+func (r *procReader) read(path string) ([]byte, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Close(fd)
+	n := 0
+	for {
+		if n == len(r.buf) {
+			r.buf = append(r.buf, make([]byte, len(r.buf))...)
+		}
+		m, err := syscall.Read(fd, r.buf[n:])
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return nil, err
+		case m == 0:
+			return r.buf[:n], nil
+		}
+		n += m
+	}
 }
 
 // parseStat splits /proc/<pid>/stat into comm and the fields after it

@@ -3,10 +3,13 @@
 package presence
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -59,5 +62,54 @@ func TestDetect_AgentProcessInRepo(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("the claude process in the repository was not found: %+v", agents)
+	}
+}
+
+// agentProcesses reads each process of a procfs as it is: its parent,
+// the agent its name or command line names (a command line longer than
+// the reader's first buffer included, and one whose second argument is an
+// agent's package), where it works; a kernel thread by its name alone, and
+// entries that are not processes or cannot be read are passed over.
+func TestAgentProcesses_FakeProcfs(t *testing.T) {
+	procfs := t.TempDir()
+	work := t.TempDir()
+	stat := func(pid, comm, ppid string, flags int) string {
+		// pid (comm) state ppid pgrp session tty_nr tpgid flags ...
+		return fmt.Sprintf("%s (%s) S %s 1 1 0 -1 %d 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n", pid, comm, ppid, flags)
+	}
+	mk := func(pid, statText, cmdline string, cwd bool) {
+		dir := filepath.Join(procfs, pid)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "stat"), []byte(statText), 0o644)
+		if cmdline != "" {
+			os.WriteFile(filepath.Join(dir, "cmdline"), []byte(cmdline), 0o644)
+		}
+		if cwd {
+			os.Symlink(work, filepath.Join(dir, "cwd"))
+		}
+	}
+	long := strings.Repeat("d/", 3000) + "node"
+	mk("10", stat("10", "node", "1", 0x400000), "node\x00/usr/lib/node_modules/@anthropic-ai/claude-code/cli.js\x00", true)
+	mk("11", stat("11", "kworker/0:1", "2", 0x04208060), "", false)
+	mk("12", stat("12", "MainThread", "10", 0), long+"\x00/opt/node_modules/@openai/codex/bin/codex.js\x00--x\x00", true)
+	mk("13", stat("13", "bash", "1", 0), "bash\x00-l\x00", false)
+	mk("14", stat("14", "codex", "13", 0x400000), "", true)
+	mk("15", "garbage", "claude\x00", false)
+	os.Mkdir(filepath.Join(procfs, "self-not-a-pid"), 0o755)
+	got := map[int]proc{}
+	for _, p := range agentProcesses(procfs) {
+		got[p.pid] = p
+	}
+	want := map[int]proc{
+		10: {pid: 10, ppid: 1, agent: "claude", cwd: work},
+		11: {pid: 11, ppid: 2},
+		12: {pid: 12, ppid: 10, agent: "codex", cwd: work},
+		13: {pid: 13, ppid: 1},
+		14: {pid: 14, ppid: 13, agent: "codex", cwd: work},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("processes read:\n%+v\nwant:\n%+v", got, want)
 	}
 }
