@@ -414,6 +414,10 @@ func restoreLister(e *apply.Executor) intake.RestorePointLister {
 	return e
 }
 
+// The executor keeps a sealed outcome's objects while the intake stores
+// the proposal (intake.PreKeeper).
+var _ intake.PreKeeper = (*apply.Executor)(nil)
+
 // sealer avoids handing the intake a typed nil.
 func sealer(e *apply.Executor) intake.Sealer {
 	if e == nil {

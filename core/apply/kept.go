@@ -425,6 +425,44 @@ func (e *Executor) TendSealed(ctx context.Context, repo string, drop func(ids []
 // still open (a crash may have come in between); a ref that exists is
 // left as it is.
 func (e *Executor) Keep(ctx context.Context, p proposal.Proposal) error {
+	return e.keep(ctx, p, nil)
+}
+
+// PreKeep writes the tree and the commit that keep p's sealed outcome,
+// which nothing refers to yet, and returns the function that keeps them:
+// Keep, with the ref written to that commit. The objects may be written
+// before p is stored, beside the journal's record (objects nothing
+// refers to are what a proposal never stored leaves anyway); the ref only
+// once it is. The function writes the objects again if they could not be
+// written here.
+func (e *Executor) PreKeep(ctx context.Context, p proposal.Proposal) func(context.Context) error {
+	if p.Sealed == nil {
+		return func(context.Context) error { return nil }
+	}
+	trees := keptTrees(p.Sealed)
+	var k *keptObjects
+	if rc, err := e.openRepo(ctx, p.Repo); err == nil {
+		if tree, err := rc.keptTree(ctx, trees); err == nil {
+			if c, err := rc.keptCommit(ctx, tree, nil, keptMessage(p.ID)); err == nil {
+				k = &keptObjects{trees: trees, commit: c}
+			}
+		}
+	}
+	return func(ctx context.Context) error { return e.keep(ctx, p, k) }
+}
+
+// keptObjects is the commit PreKeep wrote for the trees of a sealed
+// outcome.
+type keptObjects struct {
+	trees  []string
+	commit string
+}
+
+func keptMessage(id string) string { return "sluice: sealed outcome of proposal " + id }
+
+// keep is Keep, with the commit k when PreKeep wrote it for the same
+// trees.
+func (e *Executor) keep(ctx context.Context, p proposal.Proposal, k *keptObjects) error {
 	if p.Sealed == nil {
 		return nil
 	}
@@ -451,13 +489,17 @@ func (e *Executor) Keep(ctx context.Context, p proposal.Proposal) error {
 		e.log.Warn("apply: removing a sealed ref's lock left by a crash", "lock", lock)
 		_ = os.Remove(lock)
 	}
-	tree, err := rc.keptTree(ctx, p.Sealed)
-	if err != nil {
-		return err
-	}
-	c, err := rc.keptCommit(ctx, tree, nil, "sluice: sealed outcome of proposal "+p.ID)
-	if err != nil {
-		return err
+	var c string
+	if trees := keptTrees(p.Sealed); k != nil && slices.Equal(k.trees, trees) {
+		c = k.commit
+	} else {
+		tree, err := rc.keptTree(ctx, trees)
+		if err != nil {
+			return err
+		}
+		if c, err = rc.keptCommit(ctx, tree, nil, keptMessage(p.ID)); err != nil {
+			return err
+		}
 	}
 	// The ref is written in this process where git's files backend would
 	// write just that file (see gitx.CreateRefLocal); git writes it
@@ -482,9 +524,8 @@ func staleLock(path string) bool {
 	return err == nil && st.Mode().IsRegular() && st.ModTime().Before(processStart)
 }
 
-// keptTree is a tree that holds every tree of a sealed outcome, for a
-// commit under refs/sluice/sealed/ to keep.
-func (rc *repoCtx) keptTree(ctx context.Context, sealed *proposal.Sealed) (string, error) {
+// keptTrees lists every tree of a sealed outcome, once each.
+func keptTrees(sealed *proposal.Sealed) []string {
 	var trees []string
 	for _, x := range append([]proposal.Sealed{*sealed}, sealed.Steps...) {
 		for _, t := range []string{x.Before, x.After} {
@@ -493,6 +534,12 @@ func (rc *repoCtx) keptTree(ctx context.Context, sealed *proposal.Sealed) (strin
 			}
 		}
 	}
+	return trees
+}
+
+// keptTree is a tree that holds the trees of a sealed outcome (see
+// keptTrees), for a commit under refs/sluice/sealed/ to keep.
+func (rc *repoCtx) keptTree(ctx context.Context, trees []string) (string, error) {
 	if id, ok := rc.writeKeptTree(trees); ok {
 		return id, nil
 	}

@@ -287,7 +287,7 @@ func TestKeep_TreeInProcess_SameAsMktree(t *testing.T) {
 	if _, ok := rc.writeKeptTree([]string{trees[0], gone}); ok {
 		t.Fatal("a tree naming a missing tree was written in process")
 	}
-	if _, err := rc.keptTree(context.Background(), &proposal.Sealed{Before: trees[0], After: gone}); !errors.Is(err, ErrStaleBase) {
+	if _, err := rc.keptTree(context.Background(), keptTrees(&proposal.Sealed{Before: trees[0], After: gone})); !errors.Is(err, ErrStaleBase) {
 		t.Fatalf("a gone tree: %v", err)
 	}
 

@@ -100,7 +100,7 @@ func (e *Executor) KeepResealed(ctx context.Context, p proposal.Proposal) error 
 	if res.exit == 0 {
 		old = res.text()
 	}
-	tree, err := rc.keptTree(ctx, p.Sealed)
+	tree, err := rc.keptTree(ctx, keptTrees(p.Sealed))
 	if err != nil {
 		return err
 	}

@@ -65,6 +65,15 @@ type Sealer interface {
 	SealedIDs(ctx context.Context, repo string) ([]string, error)
 }
 
+// PreKeeper is a Sealer that keeps a sealed outcome in two steps: the
+// objects while the proposal is stored, the ref once it is.
+// *apply.Executor implements it.
+type PreKeeper interface {
+	// PreKeep writes the objects that keep p's outcome (nothing refers to
+	// them yet) and returns Keep for them, to call once p is stored.
+	PreKeep(ctx context.Context, p proposal.Proposal) func(context.Context) error
+}
+
 // RestorePointLister lists the restore points of one repository (a
 // canonical working-tree root inside the allowed roots), newest first.
 // *apply.Executor implements it.
@@ -198,13 +207,26 @@ func (b *Intake) sealAndStore(ctx context.Context, p proposal.Proposal) (gateway
 	if err := p.Seal(); err != nil {
 		return gateway.ProposalStatus{}, journal.Coded(err)
 	}
+	// The objects that keep the outcome are written while the record is
+	// stored; the ref that refers to them only once it is (a crash in
+	// between leaves objects nothing refers to, as a refused proposal
+	// does, and the start-up keeps a stored proposal's objects again).
+	keep := func(ctx context.Context) error { return b.opts.Sealer.Keep(ctx, p) }
+	var kept chan func(context.Context) error
+	if pk, ok := b.opts.Sealer.(PreKeeper); ok {
+		kept = make(chan func(context.Context) error, 1)
+		go func() { kept <- pk.PreKeep(ctx, p) }()
+	}
 	st, err := b.store(ctx, p)
+	if kept != nil {
+		keep = <-kept
+	}
 	if err != nil || st.Replayed {
 		// Only a stored proposal keeps its sealed objects; the others are
 		// objects nothing refers to.
 		return st, err
 	}
-	if err := b.opts.Sealer.Keep(ctx, p); err != nil {
+	if err := keep(ctx); err != nil {
 		// The record holds the whole outcome and its objects exist; the
 		// ref that keeps them is made again at the next start.
 		b.opts.Logger.Error("intake: could not keep a proposal's sealed objects", "proposal", p.ID, "err", err)

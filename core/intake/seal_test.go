@@ -358,3 +358,43 @@ func TestSeal_KeepSealed_FoldedNotKeptAgain(t *testing.T) {
 		t.Errorf("the sealed tree after gc: %q", got)
 	}
 }
+
+// TestSeal_KeptObjectsWrittenBesideTheRecord: the commit that keeps a
+// sealed outcome is written while the proposal is stored, so keeping it
+// once the record is stored writes only the ref to it; the ref still
+// comes after the record (a kill at each step is TestSeal_SIGKILL_WhileSealing).
+func TestSeal_KeptObjectsWrittenBesideTheRecord(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := gitxtest.InitAt(t, filepath.Join(root, "repo"))
+	r.WriteCommit("a.txt", "one\n", "base")
+	r.Write("a.txt", "two\n")
+	loose := func() map[string]bool {
+		out := map[string]bool{}
+		m, _ := filepath.Glob(filepath.Join(r.Dir, ".git", "objects", "??", "*"))
+		for _, f := range m {
+			out[filepath.Base(filepath.Dir(f))+filepath.Base(f)] = true
+		}
+		return out
+	}
+	var atKeep map[string]bool
+	j, _, b := openSealBackend(t, root, filepath.Join(t.TempDir(), "journal.db"), func(step string) {
+		if step == "seal-keep" {
+			atKeep = loose()
+		}
+	})
+	defer j.Close()
+	p := sealedProposal(t, r.Dir, &proposal.CommitArgs{Message: "m", Paths: []string{"a.txt"}})
+	if _, err := b.Submit(context.Background(), "agent-a", p); err != nil {
+		t.Fatal(err)
+	}
+	kept := r.Git("rev-parse", "--verify", proposal.SealedRef(p.ID))
+	if atKeep == nil {
+		t.Fatal("keeping never began")
+	}
+	if !atKeep[kept] {
+		t.Fatalf("the kept commit %s was written after the record was stored, with its ref", kept)
+	}
+}
