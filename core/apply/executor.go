@@ -422,6 +422,10 @@ type repoCtx struct {
 	// reads caches reads at one moment (see readCache and atOneMoment);
 	// nil in a view that caches nothing.
 	reads *readCache
+	// entriesInProcess: the index entries at a scope's paths are read
+	// from the index file in process where git's ls-files would read the
+	// same (gitEnv.listEntries): a restore's check and undo point.
+	entriesInProcess bool
 }
 
 // atOneMoment returns a view of rc whose reads look at one moment: they

@@ -402,6 +402,7 @@ func (e *Executor) restore(ctx context.Context, rc *repoCtx, rp *RestorePoint, f
 	// The checks and the undo point look at one moment (see readCache),
 	// until the restore writes.
 	at := rc.atOneMoment()
+	at.entriesInProcess = restoreEntriesInProcess
 	conflicts, err := at.restorable(ctx, rp, force)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"hash"
 	"os"
 	"path"
@@ -100,10 +101,7 @@ func (g *gitEnv) restoreAlone(ctx context.Context, wt worktree, want WorktreeSta
 	if err != nil {
 		return false, nil
 	}
-	hashLen := 20
-	if g.repo.ObjectFormat == "sha256" {
-		hashLen = 32
-	}
+	hashLen := g.hashLen()
 	ix, ok := parseIndexV2(data, hashLen)
 	if !ok {
 		return false, nil
@@ -158,6 +156,56 @@ func (g *gitEnv) restoreAlone(ctx context.Context, wt worktree, want WorktreeSta
 	return true, nil
 }
 
+// listEntries is what `git ls-files -s -z` of paths lists that
+// restorepoint.IndexEntries keeps (each entry at the paths themselves,
+// every stage, in the index's order, as "mode object stage<TAB>path"),
+// read from the index file of gitDir in process, as ls-files reads it
+// (it reads the whole index to answer, which is what grows with the
+// repository). False where git must answer: an index that is not a
+// whole version 2 one, split or sparse (see parseIndexV2), or
+// core.ignorecase set, under which git matches paths otherwise.
+func (g *gitEnv) listEntries(gitDir string, paths []string) ([]byte, bool) {
+	if v, set := g.repo.Config("core.ignorecase"); set && !isFalse(v) {
+		return nil, false
+	}
+	data, err := os.ReadFile(filepath.Join(gitDir, "index"))
+	if err != nil {
+		return nil, false
+	}
+	ix, ok := parseIndexV2(data, g.hashLen())
+	if !ok {
+		return nil, false
+	}
+	var at []int
+	for _, p := range slices.Compact(slices.Sorted(slices.Values(paths))) {
+		for i := ix.find(p); i < ix.len() && string(ix.name(i)) == p; i++ {
+			at = append(at, i)
+		}
+	}
+	var b bytes.Buffer
+	for _, i := range at {
+		off := ix.at[i]
+		fmt.Fprintf(&b, "%06o %s %d\t%s\x00", binary.BigEndian.Uint32(ix.data[off+24:]),
+			hex.EncodeToString(ix.data[off+ceStatLen:off+ceStatLen+ix.hashLen]), ix.stage(i), ix.name(i))
+	}
+	return b.Bytes(), true
+}
+
+func (g *gitEnv) hashLen() int {
+	if g.repo.ObjectFormat == "sha256" {
+		return 32
+	}
+	return 20
+}
+
+func isFalse(v string) bool {
+	switch strings.ToLower(v) {
+	case "false", "no", "off", "0":
+		return true
+	}
+	return false
+}
+
 // aloneConfig reports whether the repository's configuration lets a
 // checkout of files write them as git's restore would with no conversion
 // and no entry flag only git's restore reads.
@@ -177,13 +225,6 @@ func (g *gitEnv) aloneConfig(files map[string]string) bool {
 		case mode != "100644" && mode != "100755":
 			return false
 		}
-	}
-	isFalse := func(v string) bool {
-		switch strings.ToLower(v) {
-		case "false", "no", "off", "0":
-			return true
-		}
-		return false
 	}
 	for _, key := range []string{"core.autocrlf", "core.sparsecheckout", "core.splitindex", "core.fsmonitor", "core.ignorecase"} {
 		if v, set := g.repo.Config(key); set && !isFalse(v) {
@@ -431,3 +472,8 @@ func (ix *index) subset(keep []int, hashLen int) []byte {
 	b.Write(h.Sum(nil))
 	return b.Bytes()
 }
+
+// restoreEntriesInProcess says whether a restore's check and undo point
+// read the index entries at their paths in process (listEntries); tests
+// turn it off to compare with git's ls-files.
+var restoreEntriesInProcess = true

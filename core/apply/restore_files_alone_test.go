@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
+	"github.com/sluicehq/sluice/core/restorepoint"
 )
 
 // filesAlonePatch is a patch to the working tree that changes a file's
@@ -434,5 +435,92 @@ func TestRestore_FilesAlone_KilledHoldingTheLock(t *testing.T) {
 	}
 	if now := repoState(t, f.repo.Dir); now != before {
 		t.Errorf("the restore did not bring back the state before the patch:\n%s", diffState(before, now))
+	}
+}
+
+// The index entries a restore reads in process are those git's ls-files
+// lists, as restorepoint.IndexEntries keeps them, on indexes of several
+// shapes: plain, a long name, an executable, a symbolic link, a gitlink,
+// assume-unchanged, a conflict (refused alike), names that sort around a
+// directory's; and where git must answer (an index of version 3 or 4,
+// a split index, core.ignorecase) it is not read in process.
+func TestRestore_EntriesInProcess_SameAsLsFiles(t *testing.T) {
+	// A name of 4,095 bytes or more is held without its length.
+	long := strings.Repeat(strings.Repeat("l", 200)+"/", 21) + "long.txt"
+	paths := []string{"README.md", "src/a.txt", "src/b.txt", "src", "src/a", "src-x", "exe", "link", "sub", "gone", long, "c.txt", "d.txt"}
+	cases := []struct {
+		name  string
+		setup func(t *testing.T, f *fixture)
+		// inProcess: the index is read in process.
+		inProcess bool
+		// listed: how many entries at least are at the paths.
+		listed int
+	}{
+		{"plain", func(*testing.T, *fixture) {}, true, 3},
+		{"shapes", func(t *testing.T, f *fixture) {
+			f.repo.Write("src-x", "x\n")
+			f.repo.Write("src/a/deep.txt", "deep\n")
+			f.repo.Write("exe", "#!/bin/sh\n")
+			if err := os.Chmod(filepath.Join(f.repo.Dir, "exe"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("src/a.txt", filepath.Join(f.repo.Dir, "link")); err != nil {
+				t.Fatal(err)
+			}
+			f.git("add", "-A")
+			f.git("update-index", "--add", "--cacheinfo", "100644,"+f.git("rev-parse", "HEAD:src/a.txt")+","+long)
+			f.git("update-index", "--add", "--cacheinfo", "160000,"+f.git("rev-parse", "HEAD")+",sub")
+			f.git("update-index", "--assume-unchanged", "src/b.txt")
+		}, true, 8},
+		{"conflict", func(t *testing.T, f *fixture) {
+			blob := f.git("rev-parse", "HEAD:src/a.txt")
+			gitStdin(t, f, "0 "+strings.Repeat("0", 40)+"\tc.txt\n100644 "+blob+" 1\tc.txt\n100644 "+blob+" 2\tc.txt\n100644 "+blob+" 3\tc.txt\n",
+				"update-index", "--index-info")
+		}, true, 6},
+		{"version 4", func(_ *testing.T, f *fixture) { f.git("update-index", "--index-version", "4") }, false, 0},
+		{"intent to add", func(_ *testing.T, f *fixture) {
+			f.repo.Write("d.txt", "d\n")
+			f.git("add", "-N", "d.txt")
+		}, false, 0},
+		{"split", func(_ *testing.T, f *fixture) { f.git("update-index", "--split-index") }, false, 0},
+		{"ignorecase", func(_ *testing.T, f *fixture) { f.git("config", "core.ignorecase", "true") }, false, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			c.setup(t, f)
+			rc, err := f.e.openRepo(testCtx(t), f.repo.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed, ok := rc.g.listEntries(rc.repo.GitDir, paths)
+			if ok != c.inProcess {
+				t.Fatalf("read in process %v, want %v", ok, c.inProcess)
+			}
+			if !ok {
+				return
+			}
+			inProcess := func(context.Context, restorepoint.Call) ([]byte, error) { return listed, nil }
+			for _, scope := range [][]string{paths, {"src/a.txt"}, {"src"}, {"c.txt", "src/b.txt"}, {"nothing"}} {
+				got, gotErr := restorepoint.IndexEntries(testCtx(t), inProcess, scope)
+				want, wantErr := restorepoint.IndexEntries(testCtx(t), rc.g.inWorktree(rc.main()), scope)
+				if string(got) != string(want) || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+					t.Errorf("entries at %q: in process %q, %v; git %q, %v", scope, got, gotErr, want, wantErr)
+				}
+			}
+			if n := strings.Count(string(listed), "\x00"); n < c.listed {
+				t.Errorf("%d entries listed, want %d or more", n, c.listed)
+			}
+		})
+	}
+}
+
+func gitStdin(t *testing.T, f *fixture, stdin string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = f.repo.Dir
+	cmd.Stdin = strings.NewReader(stdin)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
 	}
 }

@@ -575,6 +575,10 @@ func (rc *repoCtx) indexEntries(ctx context.Context, wt worktree, paths []string
 		// own (of the whole index too, past restorepoint's limit of
 		// paths on a command line).
 		git = func(context.Context, restorepoint.Call) ([]byte, error) { return listed, nil }
+	} else if rc.entriesInProcess {
+		if listed, ok := rc.g.listEntries(wt.gitDir, paths); ok {
+			git = func(context.Context, restorepoint.Call) ([]byte, error) { return listed, nil }
+		}
 	}
 	out, err := restorepoint.IndexEntries(ctx, git, paths)
 	if err == nil {
