@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -126,9 +127,14 @@ func checkPodShape(t *testing.T, pod *corev1.Pod, spec workspace.ContainerSpec) 
 		fail("grace period or active deadline")
 	}
 	sc := s.SecurityContext
-	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || sc.RunAsGroup == nil ||
-		itoa64(*sc.RunAsUser)+":"+itoa64(*sc.RunAsGroup) != spec.User || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		fail("pod security context")
+	}
+	// The pod's own uid and gid, drawn by its nonce from the range, not
+	// the workspace's.
+	if sc.RunAsUser == nil || sc.RunAsGroup == nil || *sc.RunAsGroup != *sc.RunAsUser || !defaultPodUIDs.contains(*sc.RunAsUser) ||
+		*sc.RunAsUser != defaultPodUIDs.podUID(pod.Annotations[annotationNonce]) || itoa64(*sc.RunAsUser)+":"+itoa64(*sc.RunAsGroup) == spec.User {
+		fail("the pod's uid and gid")
 	}
 	var vols []string
 	for _, v := range s.Volumes {
@@ -166,7 +172,10 @@ func checkPodShape(t *testing.T, pod *corev1.Pod, spec workspace.ContainerSpec) 
 	if !run.Stdin || !run.StdinOnce || run.TTY {
 		fail("the run container's stdin gate")
 	}
-	wantCmd := append([]string{"/bin/sh", "-c", runScript, "sluice-run"}, spec.Argv...)
+	wantCmd := append([]string{"/bin/sh", "-c", runScript, "sluice-run", strconv.FormatInt(spec.Limits.PIDs, 10)}, spec.Argv...)
+	if !strings.HasPrefix(runScript, pidLimitScript) {
+		fail("the run's script does not set the PID limit first")
+	}
 	if !slices.Equal(run.Command, wantCmd) || len(run.Args) != 0 {
 		fail("the run container's command")
 	}
@@ -277,7 +286,7 @@ func TestValidateRun_RefusesWeakenedObjects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return o, allowed{nonce: o.pod.Annotations[annotationNonce], runCmd: runCommand(spec.Argv), image: fakeImage, uid: mustUID(t, spec.User), gid: mustGID(t, spec.User), runtimeClass: "gvisor",
+		return o, allowed{nonce: o.pod.Annotations[annotationNonce], runCmd: runCommand(spec.Limits.PIDs, spec.Argv), image: fakeImage, uids: defaultPodUIDs, pids: spec.Limits.PIDs, runtimeClass: "gvisor",
 			proxyCIDR: "10.1.2.3/32", proxyPort: 3128, secretEnv: spec.SecretEnv, wsSecret: wsSecretName(spec.WorkspaceID), maxDeadline: int64((spec.Limits.Timeout + deadlineMargin).Seconds())}
 	}
 	if o, a := build(); validateRun(o, a) != nil {
@@ -302,7 +311,21 @@ func TestValidateRun_RefusesWeakenedObjects(t *testing.T) {
 		"runAsNonRoot false":       func(o *runObjects) { o.pod.Spec.SecurityContext.RunAsNonRoot = &fa },
 		"root user":                func(o *runObjects) { o.pod.Spec.SecurityContext.RunAsUser = &zero },
 		"root group":               func(o *runObjects) { o.pod.Spec.SecurityContext.RunAsGroup = &zero },
-		"no seccomp":               func(o *runObjects) { o.pod.Spec.SecurityContext.SeccompProfile = nil },
+		// The PID limit counts by uid: the pod's must be its own.
+		"the workspace's uid": func(o *runObjects) {
+			u, g := int64(65534), int64(65534)
+			o.pod.Spec.SecurityContext.RunAsUser, o.pod.Spec.SecurityContext.RunAsGroup = &u, &g
+		},
+		"uid past the range": func(o *runObjects) {
+			u := defaultPodUIDs.first + defaultPodUIDs.count
+			o.pod.Spec.SecurityContext.RunAsUser, o.pod.Spec.SecurityContext.RunAsGroup = &u, &u
+		},
+		"another pod's uid": func(o *runObjects) {
+			u := defaultPodUIDs.podUID(o.pod.Annotations[annotationNonce] + "x")
+			o.pod.Spec.SecurityContext.RunAsUser, o.pod.Spec.SecurityContext.RunAsGroup = &u, &u
+		},
+		"group not the uid's": func(o *runObjects) { g := int64(65534); o.pod.Spec.SecurityContext.RunAsGroup = &g },
+		"no seccomp":          func(o *runObjects) { o.pod.Spec.SecurityContext.SeccompProfile = nil },
 		"unconfined seccomp": func(o *runObjects) {
 			o.pod.Spec.SecurityContext.SeccompProfile.Type = corev1.SeccompProfileTypeUnconfined
 		},
@@ -399,9 +422,16 @@ func TestValidateRun_RefusesWeakenedObjects(t *testing.T) {
 			o.pod.Spec.Containers[1].Command[len(o.pod.Spec.Containers[1].Command)-1] = "other"
 		},
 		"run command unguarded": func(o *runObjects) { o.pod.Spec.Containers[1].Command = []string{"echo", "hello"} },
-		"run args":              func(o *runObjects) { o.pod.Spec.Containers[1].Args = []string{"x"} },
-		"run working dir":       func(o *runObjects) { o.pod.Spec.Containers[1].WorkingDir = "/" },
-		"keeper working dir":    func(o *runObjects) { o.pod.Spec.Containers[0].WorkingDir = "/tmp" },
+		"run PID limit raised": func(o *runObjects) {
+			o.pod.Spec.Containers[1].Command[4] = "4096"
+		},
+		"run without its PID limit": func(o *runObjects) {
+			c := o.pod.Spec.Containers[1].Command
+			o.pod.Spec.Containers[1].Command = append([]string{c[0], c[1], strings.TrimPrefix(c[2], pidLimitScript), c[3]}, c[5:]...)
+		},
+		"run args":           func(o *runObjects) { o.pod.Spec.Containers[1].Args = []string{"x"} },
+		"run working dir":    func(o *runObjects) { o.pod.Spec.Containers[1].WorkingDir = "/" },
+		"keeper working dir": func(o *runObjects) { o.pod.Spec.Containers[0].WorkingDir = "/tmp" },
 		"gVisor mount hint": func(o *runObjects) {
 			o.pod.Annotations["dev.gvisor.spec.mount.workspace.share"] = "shared"
 		},
@@ -414,6 +444,26 @@ func TestValidateRun_RefusesWeakenedObjects(t *testing.T) {
 			err := validateRun(o, a)
 			wantCode(t, err, errcode.InvalidArgument, "refused")
 		})
+	}
+	// A command built without the limit, or with another, is refused even
+	// when it is the command the run allows.
+	for name, cmd := range map[string]func(a allowed) []string{
+		"no limit": func(a allowed) []string {
+			return []string{"/bin/sh", "-c", `read -r _ || exit 125; "$@"; exit $?`, "sluice-run", "echo"}
+		},
+		"another limit": func(a allowed) []string { return runCommand(a.pids*2, []string{"echo"}) },
+		"no range":      nil,
+	} {
+		o, a := build()
+		if cmd == nil {
+			a.uids = uidRange{}
+		} else {
+			a.runCmd = cmd(a)
+			o.pod.Spec.Containers[1].Command = a.runCmd
+		}
+		err := validateRun(o, a)
+		wantCode(t, err, errcode.InvalidArgument, "refused")
+		t.Logf("%s: %v", name, err)
 	}
 	// The API server's default tolerations pass, and so do a nodeSelector
 	// and tolerations the RuntimeClass's scheduling adds.
@@ -461,22 +511,6 @@ func setEnv(o *runObjects, name string, e corev1.EnvVar) {
 			env[i] = e
 		}
 	}
-}
-
-func mustUID(t testing.TB, u string) int64 {
-	uid, _, err := parseUser(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return uid
-}
-
-func mustGID(t testing.TB, u string) int64 {
-	_, gid, err := parseUser(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return gid
 }
 
 // TestRun_QuotaExceeded: a ResourceQuota the run's pod exceeds refuses it

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -109,8 +110,9 @@ const probeTimeout = 3 * time.Minute
 // Doctor checks what runs need: the API server (and its version), the
 // namespace, every permission (SelfSubjectAccessReview), the RuntimeClass
 // when one is configured, and the image, by running `true` in a probe pod
-// made exactly as a run's (and deleted after). It also says what it cannot
-// check: the node's PID limit, and whether NetworkPolicy is enforced.
+// made exactly as a run's (and deleted after), which shows that a pod's own
+// PID limit can be set in the image. It also says what it cannot check:
+// whether NetworkPolicy is enforced.
 func (r *Runtime) Doctor(ctx context.Context, image string) []Finding {
 	var out []Finding
 	add := func(name, status, detail, hint string) { out = append(out, Finding{name, status, detail, hint}) }
@@ -139,17 +141,36 @@ func (r *Runtime) Doctor(ctx context.Context, image string) []Finding {
 	} else {
 		add("runtimeclass", "warn", "no RuntimeClass is configured: runs use the cluster's default container runtime", "configure a sandboxing RuntimeClass (gVisor's runsc, Kata) for a stronger boundary than a container")
 	}
-	add("pids", "warn", "a pod has no PID limit of its own: the node's kubelet podPidsLimit bounds a run's processes, not the workspace PID limit",
-		"set podPidsLimit in the nodes' kubelet configuration (e.g. 4096)")
+	// The probe pod sets its PID limit as a run's does, so it shows
+	// whether the image's shell can; its finding stays last.
+	imgErr := r.CheckImage(ctx, image)
+	var probeErr error
+	if imgErr == nil {
+		probeErr = r.probe(ctx, image)
+	}
+	out = append(out, r.pidsFinding(imgErr, probeErr))
 	add("networkpolicy", "warn", "every run has a deny-all NetworkPolicy, but only a network plugin that enforces NetworkPolicy makes it so, which the API cannot show",
 		"use a network plugin that enforces NetworkPolicy (Calico, Cilium, …)")
-
-	if err := r.CheckImage(ctx, image); err != nil {
-		add("image", "fail", err.Error(), "configure the image as name@sha256:<digest>")
+	if imgErr != nil {
+		add("image", "fail", imgErr.Error(), "configure the image as name@sha256:<digest>")
 		return out
 	}
-	out = append(out, probeFinding(r.probe(ctx, image)))
+	out = append(out, probeFinding(probeErr))
 	return out
+}
+
+// pidsFinding says what bounds a pod's processes, from the probe pod's
+// run: its PID limit set and checked, or why it was not.
+func (r *Runtime) pidsFinding(imgErr, probeErr error) Finding {
+	switch {
+	case errors.Is(probeErr, errNoPIDLimit):
+		return Finding{"pids", "fail", probeErr.Error(),
+			"use an image whose /bin/sh sets RLIMIT_NPROC with ulimit -u or ulimit -p (bash, dash, busybox, mksh, zsh do)"}
+	case imgErr != nil || probeErr != nil:
+		return Finding{"pids", "warn", "not shown: the probe pod did not run (see image)", "fix the image, then run doctor again"}
+	}
+	return Finding{"pids", "ok", fmt.Sprintf("a probe pod ran under a uid of its own (of %s) and set and checked its PID limit (RLIMIT_NPROC) before its program started; "+
+		"nothing else on the nodes may run under those uids (Sluice cannot see that), and a kubelet podPidsLimit, where set, bounds every pod as well", r.uids), ""}
 }
 
 // DoctorSessionImage checks the image confined sessions run in

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"net/url"
 	"regexp"
@@ -66,10 +67,31 @@ const (
 // the grace period.
 var keeperCmd = []string{"/bin/sh", "-c", `trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done`}
 
-// runScript gates the program on one line of stdin (see runtime.go) and
-// keeps sh as PID 1 (the exit afterwards stops sh from exec'ing the last
-// command in its place).
-const runScript = `read -r _ || exit 125; "$@"; exit $?`
+// pidLimitScript is the first step of each command Sluice runs in a pod
+// for the untrusted side (a run's program, a session's agent): it holds sh,
+// and so everything started from it, to the PID limit given as $1, by
+// RLIMIT_NPROC, soft and hard (see pidlimit.go). Shells spell it
+// differently (bash, zsh and busybox: ulimit -u; dash and mksh: ulimit -p),
+// so each spelling is tried in turn, and only /proc/self/limits says
+// whether it took: a shell that set nothing, or something else, does not
+// start the program but exits exitNoPIDLimit, its reason in the
+// termination message. Builtins and redirections only: nothing here
+// forks, so a pod already at its limit cannot make it fail half-way.
+const pidLimitScript = `n=$1; shift
+sluice_lim() { while read -r a b c d e; do [ "$a $b $c $d" = "Max processes $n $n" ] && return 0; done </proc/self/limits; return 1; }
+{ ulimit -u "$n" && sluice_lim; } 2>/dev/null || { ulimit -p "$n" && sluice_lim; } 2>/dev/null || {
+m="sluice: this image's /bin/sh cannot limit its processes to $n (RLIMIT_NPROC, ulimit -u or -p, soft and hard); the program does not start without its PID limit"
+echo "$m" >&2; echo "$m" >/dev/termination-log 2>/dev/null; exit 122; }
+`
+
+// exitNoPIDLimit is pidLimitScript's exit code when it could not set the
+// limit (see startFailure).
+const exitNoPIDLimit = 122
+
+// runScript holds the run to its PID limit, gates the program on one line
+// of stdin (see runtime.go) and keeps sh as PID 1 (the exit afterwards
+// stops sh from exec'ing the last command in its place).
+const runScript = pidLimitScript + `read -r _ || exit 125; "$@"; exit $?`
 
 // runObjects are everything a run is made of, named alike.
 type runObjects struct {
@@ -145,14 +167,19 @@ func parseUser(u string) (uid, gid int64, err error) {
 // objects builds the run's objects from its spec. Every hardening setting
 // is set here, explicitly, and validatePod checks it again.
 func (r *Runtime) objects(spec workspace.ContainerSpec) (runObjects, error) {
-	uid, gid, err := parseUser(spec.User)
-	if err != nil {
+	// The workspace's uid:gid owns the tree on the host (see copyOut); the
+	// pod runs under its own (see pidlimit.go).
+	if _, _, err := parseUser(spec.User); err != nil {
 		return runObjects{}, err
 	}
 	if len(spec.Argv) == 0 {
 		return runObjects{}, errcode.New(errcode.InvalidArgument, "container configuration refused: the command is empty")
 	}
+	if err := checkPIDs(spec.Limits.PIDs); err != nil {
+		return runObjects{}, err
+	}
 	m := r.meta(spec)
+	uid := r.uids.podUID(m.Annotations[annotationNonce])
 	env, secret, err := r.env(m, spec, wsSecretName(spec.WorkspaceID))
 	if err != nil {
 		return runObjects{}, err
@@ -181,13 +208,13 @@ func (r *Runtime) objects(spec workspace.ContainerSpec) (runObjects, error) {
 	deadline := int64((lim.Timeout + deadlineMargin).Seconds())
 	pod := &corev1.Pod{
 		ObjectMeta: m,
-		Spec: r.hardenedPodSpec("workspace", uid, gid, deadline, volumes,
+		Spec: r.hardenedPodSpec("workspace", uid, uid, deadline, volumes,
 			r.keeperContainer(spec.Image, workspace.WorkspaceMount, keeperMounts, keeperRes),
 			corev1.Container{
 				Name:            containerRun,
 				Image:           spec.Image,
 				ImagePullPolicy: corev1.PullPolicy(r.opt.ImagePullPolicy),
-				Command:         runCommand(spec.Argv),
+				Command:         runCommand(spec.Limits.PIDs, spec.Argv),
 				Env:             env,
 				WorkingDir:      workspace.WorkspaceMount,
 				VolumeMounts:    runMounts,
@@ -208,10 +235,27 @@ func (r *Runtime) objects(spec workspace.ContainerSpec) (runObjects, error) {
 	return runObjects{pod: pod, policy: policy, secret: secret}, nil
 }
 
+// minPodPIDs is the lowest PID limit a pod is given: the limit counts the
+// whole pod's tasks (see pidlimit.go), and the pod's own take some of it:
+// the keeper's shell and its sleep, the run's shell, and the pause process
+// where the node runs it as the pod's user (one task for the usual C
+// pause; 6 on the test node, whose pause is a Go program).
+const minPodPIDs = 16
+
+// checkPIDs refuses a PID limit a pod cannot start a program under.
+func checkPIDs(pids int64) error {
+	if pids < minPodPIDs || pids > workspace.HardLimits.PIDs {
+		return &errcode.Error{Code: errcode.InvalidArgument, Data: map[string]any{"limit": "pids", "min": minPodPIDs, "runtime": "kubernetes"},
+			Msg: fmt.Sprintf("on Kubernetes a run needs a PID limit of at least %d (and at most %d): it bounds the whole pod, whose own processes count against it", minPodPIDs, workspace.HardLimits.PIDs)}
+	}
+	return nil
+}
+
 // hardenedPodSpec is the spec every pod of Sluice's shares: never
 // restarted, no service-account token, no service links, a deadline, no
-// grace period, a non-root user, RuntimeDefault seccomp, the configured
-// RuntimeClass; validatePodSpec checks each again.
+// grace period, the pod's own non-root uid and gid (see pidlimit.go),
+// RuntimeDefault seccomp, the configured RuntimeClass; validatePodSpec
+// checks each again.
 func (r *Runtime) hardenedPodSpec(hostname string, uid, gid, deadline int64, volumes []corev1.Volume, containers ...corev1.Container) corev1.PodSpec {
 	s := corev1.PodSpec{
 		RestartPolicy:                 corev1.RestartPolicyNever,
@@ -250,10 +294,10 @@ func (r *Runtime) keeperContainer(image, workDir string, mounts []corev1.VolumeM
 	}
 }
 
-// runCommand is the run container's command: sh behind the start gate,
-// then argv.
-func runCommand(argv []string) []string {
-	return append([]string{"/bin/sh", "-c", runScript, "sluice-run"}, argv...)
+// runCommand is the run container's command: sh held to the pod's PID
+// limit, behind the start gate, then argv.
+func runCommand(pids int64, argv []string) []string {
+	return append([]string{"/bin/sh", "-c", runScript, "sluice-run", strconv.FormatInt(pids, 10)}, argv...)
 }
 
 func containerSecurity() *corev1.SecurityContext {

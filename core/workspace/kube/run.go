@@ -51,8 +51,8 @@ func (r *Runtime) prepare(spec workspace.ContainerSpec) (runObjects, error) {
 	if err != nil {
 		return runObjects{}, err
 	}
-	uid, gid, _ := parseUser(spec.User)
-	a := allowed{nonce: o.pod.Annotations[annotationNonce], runCmd: runCommand(spec.Argv), image: spec.Image, uid: uid, gid: gid, runtimeClass: r.opt.RuntimeClassName,
+	nonce := o.pod.Annotations[annotationNonce]
+	a := allowed{nonce: nonce, runCmd: runCommand(spec.Limits.PIDs, spec.Argv), image: spec.Image, uids: r.uids, pids: spec.Limits.PIDs, runtimeClass: r.opt.RuntimeClassName,
 		secretEnv: spec.SecretEnv, wsSecret: wsSecretName(spec.WorkspaceID),
 		maxDeadline: int64((min(spec.Limits.Timeout, workspace.HardLimits.Timeout) + deadlineMargin).Seconds())}
 	if spec.Network != "" {

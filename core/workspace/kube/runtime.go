@@ -30,15 +30,19 @@ package kube
 // Nothing runs with more than it needs, and validatePod checks it again
 // just before the pod is created (see validate.go): no service account
 // token, no service links, no host namespaces, no volumes but the three
-// emptyDirs, a non-root uid:gid, seccomp RuntimeDefault, a read-only root,
+// emptyDirs, the pod's own non-root uid:gid, seccomp RuntimeDefault, a read-only root,
 // no privilege escalation, every capability dropped, requests equal to
-// limits for cpu, memory and ephemeral storage. A pod has no PID limit of
-// its own: the node's podPidsLimit (kubelet configuration) bounds it, which
-// Doctor cannot read and so warns about. activeDeadlineSeconds is the run's
-// timeout plus a margin: a backstop should Sluice die mid-run; Sluice's own
-// timer kills the program at its timeout, counted from when the start gate
-// opened (the program cannot start before); a run whose time ran out before
-// that never starts its program.
+// limits for cpu, memory and ephemeral storage, and a PID limit of its
+// own: Kubernetes has no field for one, so each pod runs under a uid of its
+// own (drawn from Options.PodUIDs) and Sluice's first step in the run
+// container sets RLIMIT_NPROC to the run's PID limit, checks that it took
+// and refuses to start the program otherwise (see pidlimit.go); the
+// node's podPidsLimit, where set, bounds the pod as well.
+// activeDeadlineSeconds is the run's timeout plus a margin: a backstop
+// should Sluice die mid-run; Sluice's own timer kills the program at its
+// timeout, counted from when the start gate opened (the program cannot
+// start before); a run whose time ran out before that never starts its
+// program.
 //
 // Each run draws a nonce, put on all its objects: an object of the run's
 // name without it (another run's leftover under a reused run ID) refuses
@@ -122,7 +126,12 @@ type Options struct {
 	// WorkspaceBytes bounds the workspace and repository volumes (each)
 	// and the run container's ephemeral storage; 0 is 8 GiB.
 	WorkspaceBytes int64
-	Logger         *slog.Logger
+	// PodUIDs is the range of uids pods run under, "FIRST-LAST": each pod
+	// draws one, which its PID limit counts by (see pidlimit.go), so
+	// nothing else on the nodes may use them. "" is 1879048192-1895825407
+	// (0x70000000 and the 2^24 uids after it).
+	PodUIDs string
+	Logger  *slog.Logger
 }
 
 // Runtime runs workspace runs as pods in one namespace. It implements
@@ -133,6 +142,8 @@ type Runtime struct {
 	opt   Options
 	log   *slog.Logger
 	proxy *net.TCPAddr
+	// uids are the pods' uids (Options.PodUIDs).
+	uids uidRange
 }
 
 var _ workspace.Runtime = (*Runtime)(nil)
@@ -198,6 +209,7 @@ func NewForConfig(cfg *rest.Config, o Options) (*Runtime, error) {
 		o.WorkspaceBytes = defaultWorkspaceBytes
 	}
 	r := &Runtime{cs: cs, cfg: cfg, opt: o, log: o.Logger}
+	r.uids, _ = parseUIDRange(o.PodUIDs) // checked above
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -232,6 +244,9 @@ func (o Options) check() error {
 	}
 	if o.WorkspaceBytes < 0 {
 		return errcode.New(errcode.InvalidArgument, "the workspace volume size must be positive")
+	}
+	if _, err := parseUIDRange(o.PodUIDs); err != nil {
+		return err
 	}
 	return nil
 }

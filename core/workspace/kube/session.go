@@ -40,6 +40,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -122,10 +123,11 @@ var ErrSessionPodKept = errors.New("the session's pod is kept for its files to b
 // files may be offered: the copy is older than what the agent left.
 var ErrFilesNotBack = errors.New("the session's files did not come back from its pod")
 
-// sessionScript gates the agent on one line of stdin like a run's program
-// (see runScript), then becomes it: the container's first process is
-// sandbox-init, which passes signals on and reaps.
-const sessionScript = `read -r _ || exit 125; exec "$@"`
+// sessionScript holds the agent to the session's PID limit and gates it
+// on one line of stdin like a run's program (see runScript), then becomes
+// it: the container's first process is sandbox-init, which passes signals
+// on and reaps.
+const sessionScript = pidLimitScript + `read -r _ || exit 125; exec "$@"`
 
 // sessionPlaces are a session container spec's binds, each by its role.
 type sessionPlaces struct {
@@ -188,7 +190,7 @@ func sessionName(id string) string {
 
 // sessionShape is a session pod: the keeper holding the volumes, the
 // agent behind its gate, with a terminal when the person has one.
-func sessionShape(p sessionPlaces, agentCmd []string, workDir string) *podShape {
+func sessionShape(p sessionPlaces, pids int64, agentCmd []string, workDir string) *podShape {
 	return &podShape{
 		containers: []string{containerKeeper, containerAgent},
 		volumes: map[string]corev1.StorageMedium{volRepo: corev1.StorageMediumDefault, volObjects: corev1.StorageMediumDefault,
@@ -202,7 +204,7 @@ func sessionShape(p sessionPlaces, agentCmd []string, workDir string) *podShape 
 			containerAgent: {volRepo: {p.copyTarget, false}, volObjects: {insideObjects, true},
 				volHome: {p.homeTarget, false}, volRun: {insideDir, true}, volTmp: {"/tmp", false}},
 		},
-		cmds:     map[string][]string{containerKeeper: keeperCmd, containerAgent: agentCommand(agentCmd)},
+		cmds:     map[string][]string{containerKeeper: keeperCmd, containerAgent: agentCommand(pids, agentCmd)},
 		workDirs: map[string]string{containerKeeper: keeperDir, containerAgent: workDir},
 		stdin:    containerAgent,
 		tty:      true,
@@ -210,25 +212,31 @@ func sessionShape(p sessionPlaces, agentCmd []string, workDir string) *podShape 
 	}
 }
 
-// agentCommand is the agent container's command: sh behind the gate, then
-// the session's command (sandbox-init and the agent).
-func agentCommand(cmd []string) []string {
-	return append([]string{"/bin/sh", "-c", sessionScript, "sluice-session"}, cmd...)
+// agentCommand is the agent container's command: sh held to the pod's PID
+// limit, behind the gate, then the session's command (sandbox-init and the
+// agent).
+func agentCommand(pids int64, cmd []string) []string {
+	return append([]string{"/bin/sh", "-c", sessionScript, "sluice-session", strconv.FormatInt(pids, 10)}, cmd...)
 }
 
 // sessionObjects builds a session's pod, NetworkPolicy and Secret (which
 // holds the whole environment: the model's key is in it, so no value is in
 // the pod spec) and what validateRun allows them.
 func (r *Runtime) sessionObjects(cs workspace.SessionContainerSpec, p sessionPlaces) (runObjects, error) {
-	uid, gid, err := parseUser(cs.User)
-	if err != nil {
+	// The person's uid:gid owns the copy on this machine; the pod runs
+	// under its own (see pidlimit.go).
+	if _, _, err := parseUser(cs.User); err != nil {
 		return runObjects{}, err
 	}
 	if len(cs.Cmd) == 0 {
 		return runObjects{}, errcode.New(errcode.InvalidArgument, "container configuration refused: the command is empty")
 	}
+	if err := checkPIDs(cs.Limits.PIDs); err != nil {
+		return runObjects{}, err
+	}
 	name := sessionName(cs.Session)
 	nonce := rand.Text()
+	uid := r.uids.podUID(nonce)
 	m := metav1.ObjectMeta{
 		Name: name, Namespace: r.opt.Namespace,
 		Labels:      map[string]string{labelSession: labelValue(cs.Session), labelManagedBy: managedBy},
@@ -255,7 +263,7 @@ func (r *Runtime) sessionObjects(cs workspace.SessionContainerSpec, p sessionPla
 	// The keeper writes the sidecar (about 20 MiB) into the run volume,
 	// which is memory charged to it.
 	keeperRes := corev1.ResourceList{corev1.ResourceCPU: keeperCPU, corev1.ResourceMemory: sessionKeeperMemory, corev1.ResourceEphemeralStorage: keeperStorage}
-	shape := sessionShape(p, cs.Cmd, cs.WorkingDir)
+	shape := sessionShape(p, cs.Limits.PIDs, cs.Cmd, cs.WorkingDir)
 	disk := func(n int64) *corev1.EmptyDirVolumeSource {
 		return &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(n, resource.BinarySI)}
 	}
@@ -284,7 +292,7 @@ func (r *Runtime) sessionObjects(cs workspace.SessionContainerSpec, p sessionPla
 	deadline := int64(sessionDeadline.Seconds())
 	pod := &corev1.Pod{
 		ObjectMeta: m,
-		Spec: r.hardenedPodSpec("sluice-session", uid, gid, deadline, volumes,
+		Spec: r.hardenedPodSpec("sluice-session", uid, uid, deadline, volumes,
 			r.keeperContainer(cs.Image, keeperDir, mounts(containerKeeper), keeperRes),
 			corev1.Container{
 				Name:            containerAgent,
@@ -305,7 +313,7 @@ func (r *Runtime) sessionObjects(cs workspace.SessionContainerSpec, p sessionPla
 	o := runObjects{pod: pod, policy: r.policy(m, 0), secret: secret}
 	// The policy selects the session's pod by its session label.
 	o.policy.Spec.PodSelector.MatchLabels = map[string]string{labelSession: m.Labels[labelSession], labelManagedBy: managedBy}
-	o.allow = allowed{nonce: nonce, image: cs.Image, uid: uid, gid: gid, runtimeClass: r.opt.RuntimeClassName, secretEnv: names,
+	o.allow = allowed{nonce: nonce, image: cs.Image, uids: r.uids, pids: cs.Limits.PIDs, runtimeClass: r.opt.RuntimeClassName, secretEnv: names,
 		maxDeadline: deadline, shape: shape}
 	return o, validateRun(o, o.allow)
 }

@@ -196,7 +196,7 @@ exit 4`
 			{Source: mcpSock, Target: insideMCP},
 		},
 		Copy: repo, WorkingDir: repo,
-		Limits: workspace.Limits{MemoryBytes: 128 << 20, CPUs: 0.5, TmpfsBytes: 16 << 20},
+		Limits: workspace.Limits{MemoryBytes: 128 << 20, CPUs: 0.5, PIDs: 256, TmpfsBytes: 16 << 20},
 	}
 	out := &lineWriter{}
 	errOut := &lineWriter{}
@@ -318,7 +318,7 @@ func endTestSpec(t *testing.T, e nodeEnv, script string) (workspace.SessionConta
 			{Source: filepath.Join(sock, "mcp.sock"), Target: insideMCP},
 		},
 		Copy: repo, WorkingDir: repo,
-		Limits: workspace.Limits{MemoryBytes: 64 << 20, CPUs: 0.5, TmpfsBytes: 16 << 20},
+		Limits: workspace.Limits{MemoryBytes: 64 << 20, CPUs: 0.5, PIDs: 256, TmpfsBytes: 16 << 20},
 	}, copyDir
 }
 

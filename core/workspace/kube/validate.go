@@ -3,6 +3,7 @@ package kube
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,9 +18,12 @@ import (
 // allowed is what a run's objects may hold beyond the fixed hardening.
 type allowed struct {
 	// nonce is the run's, on each of its objects.
-	nonce        string
-	image        string
-	uid, gid     int64
+	nonce string
+	image string
+	// uids is the range the pod's uid is drawn from, by the nonce (see
+	// pidlimit.go); pids is its PID limit.
+	uids         uidRange
+	pids         int64
 	runtimeClass string
 	// proxy is the egress proxy's CIDR and port when the run has egress.
 	proxyCIDR string
@@ -191,10 +195,14 @@ func validatePodSecurity(sc *corev1.PodSecurityContext, a allowed) error {
 		return refusal("the pod security context is missing")
 	case sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot:
 		return refusal("runAsNonRoot must be true")
-	case sc.RunAsUser == nil || *sc.RunAsUser == 0 || *sc.RunAsUser != a.uid:
-		return refusal("runAsUser must be the workspace's non-root uid")
-	case sc.RunAsGroup == nil || *sc.RunAsGroup == 0 || *sc.RunAsGroup != a.gid:
-		return refusal("runAsGroup must be the workspace's non-root gid")
+	case a.uids.count == 0 || a.uids.first < 1:
+		return refusal("the pods' uid range is not set")
+	case sc.RunAsUser == nil || *sc.RunAsUser == 0 || !a.uids.contains(*sc.RunAsUser) || *sc.RunAsUser != a.uids.podUID(a.nonce):
+		// The PID limit counts by uid: a uid outside the range, or not the
+		// one the run drew, may be another pod's (or the node's).
+		return refusal("runAsUser must be the pod's own uid, drawn from the range %s by the run's nonce", a.uids)
+	case sc.RunAsGroup == nil || *sc.RunAsGroup != *sc.RunAsUser:
+		return refusal("runAsGroup must be the pod's own gid, the number of its uid")
 	case sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault:
 		return refusal("the seccomp profile must be RuntimeDefault")
 	case len(sc.Sysctls) > 0 || len(sc.SupplementalGroups) > 0 || sc.FSGroup != nil:
@@ -335,6 +343,9 @@ func validateContainer(pod string, c *corev1.Container, a allowed) error {
 	if want, ok := shape.cmds[c.Name]; !ok || !slices.Equal(c.Command, want) || len(c.Args) > 0 {
 		return refusal("container %s: the command must be the one Sluice built", c.Name)
 	}
+	if c.Name == shape.stdin && !limitsPIDs(c.Command, a.pids) {
+		return refusal("container %s: the command must hold the pod to its PID limit of %d first", c.Name, a.pids)
+	}
 	if len(c.Resources.Claims) > 0 {
 		return refusal("container %s: no resource claims", c.Name)
 	}
@@ -388,6 +399,13 @@ func validateContainer(pod string, c *corev1.Container, a allowed) error {
 		}
 	}
 	return nil
+}
+
+// limitsPIDs says whether cmd is sh running Sluice's script, whose first
+// step is pidLimitScript, with the limit pids (at least minPodPIDs).
+func limitsPIDs(cmd []string, pids int64) bool {
+	return pids >= minPodPIDs && len(cmd) >= 5 && cmd[0] == "/bin/sh" && cmd[1] == "-c" &&
+		strings.HasPrefix(cmd[2], pidLimitScript) && cmd[4] == strconv.FormatInt(pids, 10)
 }
 
 func validatePolicy(np *networkingv1.NetworkPolicy, pod *corev1.Pod, a allowed) error {

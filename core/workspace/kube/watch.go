@@ -177,10 +177,15 @@ func podFailure(p *corev1.Pod) error {
 		Msg: strings.TrimSpace("the run's pod failed: " + p.Status.Reason + " " + p.Status.Message)}
 }
 
+// errNoPIDLimit is in the chain of the error of a pod whose PID limit
+// could not be set (see pidLimitScript).
+var errNoPIDLimit = errors.New("the pod's PID limit could not be set")
+
 // startFailure is a typed error for a container that cannot start, naming
 // the image where the image is the reason, or nil.
 func startFailure(p *corev1.Pod, image string) error {
-	for _, name := range []string{containerKeeper, containerRun} {
+	for _, c := range p.Spec.Containers {
+		name := c.Name
 		cs := containerStatus(p, name)
 		if cs == nil {
 			continue
@@ -194,6 +199,16 @@ func startFailure(p *corev1.Pod, image string) error {
 				return &errcode.Error{Code: errcode.Internal, Data: map[string]any{"container": name, "reason": w.Reason},
 					Msg: fmt.Sprintf("the node cannot create the run's %s container (%s: %s)", name, w.Reason, w.Message)}
 			}
+		}
+		if t := cs.State.Terminated; t != nil && t.ExitCode == exitNoPIDLimit && name != containerKeeper {
+			// Sluice's first step could not set the pod's PID limit
+			// (pidLimitScript), and the program did not start.
+			why := strings.TrimSpace(t.Message)
+			if why == "" {
+				why = "the container's /bin/sh did not set RLIMIT_NPROC"
+			}
+			return &errcode.Error{Code: errcode.Unsupported, Data: map[string]any{"container": name, "image": image, "exitCode": t.ExitCode}, Err: errNoPIDLimit,
+				Msg: fmt.Sprintf("the pod's PID limit could not be set, so nothing runs without it: %s (image %s; its /bin/sh must set RLIMIT_NPROC with ulimit -u or ulimit -p)", why, image)}
 		}
 		if t := cs.State.Terminated; t != nil {
 			return &errcode.Error{Code: errcode.Internal, Data: map[string]any{"container": name, "reason": t.Reason, "exitCode": t.ExitCode},
