@@ -279,7 +279,7 @@ func runSession(ctx context.Context, cfg *config.Config, o runOptions, g gateway
 		klog.SetOutput(io.Discard)
 		klog.SetLogger(logr.Discard())
 		kr, err := kube.New(ctx, kube.Options{Kubeconfig: k.Kubeconfig, Context: k.Context, Namespace: k.Namespace,
-			RuntimeClassName: k.RuntimeClassName, ImagePullPolicy: k.ImagePullPolicy})
+			RuntimeClassName: k.RuntimeClassName, ImagePullPolicy: k.ImagePullPolicy, PodUIDs: k.PodUIDs})
 		if err != nil {
 			return 0, err
 		}

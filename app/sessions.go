@@ -728,7 +728,7 @@ func (ss *sessions) endSessionPod(ctx context.Context, id string) error {
 	}
 	k := cfg.Kubernetes
 	rt, err := kube.New(ctx, kube.Options{Kubeconfig: k.Kubeconfig, Context: k.Context, Namespace: k.Namespace,
-		RuntimeClassName: k.RuntimeClassName, ImagePullPolicy: k.ImagePullPolicy, Logger: ss.log})
+		RuntimeClassName: k.RuntimeClassName, ImagePullPolicy: k.ImagePullPolicy, PodUIDs: k.PodUIDs, Logger: ss.log})
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ func openWorkspaceRuntime(ctx context.Context, cfg *config.Config) (workspace.Ru
 	if cfg.OnKubernetes() {
 		k := cfg.Kubernetes
 		rt, err := kube.New(ctx, kube.Options{Kubeconfig: k.Kubeconfig, Context: k.Context, Namespace: k.Namespace,
-			RuntimeClassName: k.RuntimeClassName, ImagePullPolicy: k.ImagePullPolicy, EgressProxy: k.EgressProxy})
+			RuntimeClassName: k.RuntimeClassName, ImagePullPolicy: k.ImagePullPolicy, EgressProxy: k.EgressProxy, PodUIDs: k.PodUIDs})
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"sync"
 )
 
@@ -44,6 +45,11 @@ type Kubernetes struct {
 	// Sluice's allowlisting proxy on this machine (each serving process
 	// listens on a port of its own there); empty means grants are refused.
 	EgressProxy string `json:"egressProxy,omitempty"`
+	// PodUIDs is the range of uids pods run under, "FIRST-LAST" (both
+	// included, at least 1,024, at most up to 2147483646): each pod draws
+	// one of its own, by which its PID limit is counted, so nothing else
+	// on the nodes may use them. Empty means 1879048192-1895825407.
+	PodUIDs string `json:"podUIDs,omitempty"`
 }
 
 // OnKubernetes says whether workspaces run as Kubernetes pods.
@@ -113,8 +119,25 @@ func (k Kubernetes) validate() error {
 		// serving process's own.
 		return fmt.Errorf("%w: kubernetes.egressProxy: %q is not an IP (the address at which pods reach this machine)", ErrInvalid, k.EgressProxy)
 	}
+	if k.PodUIDs != "" && !validUIDRange(k.PodUIDs) {
+		return fmt.Errorf("%w: kubernetes.podUIDs: %q is not FIRST-LAST with 1 ≤ FIRST, LAST ≤ 2147483646 and at least 1024 uids (a range nothing else on the nodes uses: each pod's PID limit is counted by its uid)", ErrInvalid, k.PodUIDs)
+	}
 	return nil
 }
+
+// validUIDRange says whether s is FIRST-LAST as kube.Options.PodUIDs
+// takes it.
+func validUIDRange(s string) bool {
+	m := uidRangeRe().FindStringSubmatch(s)
+	if m == nil {
+		return false
+	}
+	first, err1 := strconv.ParseInt(m[1], 10, 64)
+	last, err2 := strconv.ParseInt(m[2], 10, 64)
+	return err1 == nil && err2 == nil && first >= 1 && last <= 1<<31-2 && last-first+1 >= 1024
+}
+
+var uidRangeRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]{1,10})-([0-9]{1,10})$`) })
 
 // KubeconfigFiles are the kubeconfig files the Kubernetes runtime reads
 // its credentials from: the configured one, else each file KUBECONFIG

@@ -10,7 +10,7 @@ import (
 const testDigest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 func TestLoad_Kubernetes(t *testing.T) {
-	good := `{"workspaceRuntime":"kubernetes","kubernetes":{"namespace":"sluice-ws","image":"registry.example:5000/team/ws@` + testDigest + `","runtimeClassName":"gvisor","imagePullPolicy":"Never","egressProxy":"10.0.0.5","context":"ci","kubeconfig":"/etc/kube/config"}}`
+	good := `{"workspaceRuntime":"kubernetes","kubernetes":{"namespace":"sluice-ws","image":"registry.example:5000/team/ws@` + testDigest + `","runtimeClassName":"gvisor","imagePullPolicy":"Never","egressProxy":"10.0.0.5","context":"ci","kubeconfig":"/etc/kube/config","podUIDs":"2000000000-2000999999"}}`
 	dir := isolate(t)
 	t.Setenv("SLUICE_WORKSPACE_RUNTIME", "")
 	os.Unsetenv("SLUICE_WORKSPACE_RUNTIME")
@@ -19,7 +19,8 @@ func TestLoad_Kubernetes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.OnKubernetes() || c.Kubernetes.Namespace != "sluice-ws" || c.Kubernetes.RuntimeClassName != "gvisor" || c.Kubernetes.Context != "ci" {
+	if !c.OnKubernetes() || c.Kubernetes.Namespace != "sluice-ws" || c.Kubernetes.RuntimeClassName != "gvisor" || c.Kubernetes.Context != "ci" ||
+		c.Kubernetes.PodUIDs != "2000000000-2000999999" {
 		t.Fatalf("kubernetes settings not read: %+v", c.Kubernetes)
 	}
 	if c.WorkspaceRunImage() != c.Kubernetes.Image || c.WorkspaceOCIRuntime() != "" {
@@ -44,6 +45,10 @@ func TestLoad_Kubernetes(t *testing.T) {
 		"bad proxy":        `{"workspaceRuntime":"kubernetes","kubernetes":{"namespace":"ws","image":"ws@` + testDigest + `","egressProxy":"proxy.example:3128"}}`,
 		"unknown field":    `{"workspaceRuntime":"kubernetes","kubernetes":{"namespace":"ws","image":"ws@` + testDigest + `","privileged":true}}`,
 		"image with space": `{"workspaceRuntime":"kubernetes","kubernetes":{"namespace":"ws","image":"w s@` + testDigest + `"}}`,
+		"uid range small":  `{"workspaceRuntime":"kubernetes","kubernetes":{"namespace":"ws","image":"ws@` + testDigest + `","podUIDs":"100000-100999"}}`,
+		"uid range root":   `{"workspaceRuntime":"kubernetes","kubernetes":{"namespace":"ws","image":"ws@` + testDigest + `","podUIDs":"0-100000"}}`,
+		"uid range high":   `{"workspaceRuntime":"kubernetes","kubernetes":{"namespace":"ws","image":"ws@` + testDigest + `","podUIDs":"2147480000-2147483647"}}`,
+		"uid range form":   `{"workspaceRuntime":"kubernetes","kubernetes":{"namespace":"ws","image":"ws@` + testDigest + `","podUIDs":"100000"}}`,
 	} {
 		writeConfig(t, dir, body)
 		_, err := Load()

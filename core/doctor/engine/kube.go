@@ -22,7 +22,7 @@ func kubeChecks(ctx context.Context, cfg *config.Config) []doctor.Result {
 	defer cancel()
 	k := cfg.Kubernetes
 	rt, err := kube.New(ctx, kube.Options{Kubeconfig: k.Kubeconfig, Context: k.Context, Namespace: k.Namespace,
-		RuntimeClassName: k.RuntimeClassName, ImagePullPolicy: k.ImagePullPolicy, EgressProxy: k.EgressProxy})
+		RuntimeClassName: k.RuntimeClassName, ImagePullPolicy: k.ImagePullPolicy, EgressProxy: k.EgressProxy, PodUIDs: k.PodUIDs})
 	if err != nil {
 		return []doctor.Result{{Name: "k8s cluster", Status: doctor.Fail, Detail: err.Error(),
 			Hint: "check kubernetes.kubeconfig and kubernetes.context in config.json and that the API server is reachable"}}
