@@ -17,13 +17,16 @@ import (
 // many it has started, until a fork fails (the shell then exits, saying
 // why) or, were nothing to stop it, a bound of ten times the limit. Its
 // parent reports the end, then waits on a FIFO (no fork: the pod's budget
-// is spent) for the test to release it.
+// is spent) for the test to release it, and until the releasing process
+// is gone (else the container's end could kill it before its status is
+// read).
 const bombScript = `mkfifo /tmp/release
 ulimit -u 100000 2>/dev/null && echo RAISED || echo RAISE-REFUSED
 echo "uid $(id -u)"
 sh -c 'i=0; while [ $i -lt $1 ]; do sleep 1000 & i=$((i+1)); echo "started $i"; done' bomb "$1"
 echo "BOMB-ENDED $?"
-read -r _ </tmp/release
+read -r p </tmp/release
+while [ -d "/proc/$p" ]; do :; done
 echo RELEASED
 echo kept >kept.txt`
 
@@ -58,7 +61,7 @@ func runBomb(t *testing.T, e nodeEnv, r *Runtime, pids int64, during func()) bom
 					if during != nil {
 						during()
 					}
-					released <- r.execIn(context.Background(), name, containerRun, []string{"/bin/sh", "-c", "echo go >/tmp/release"}, nil, nil)
+					released <- r.execIn(context.Background(), name, containerRun, []string{"/bin/sh", "-c", "echo $$ >/tmp/release"}, nil, nil)
 				}()
 			})
 		}
