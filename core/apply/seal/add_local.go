@@ -50,12 +50,14 @@ import (
 //     mark; an ignore file that is not a regular file. Without negation, a
 //     path is ignored exactly when a pattern of its directory or of one
 //     above matches it or a directory above it;
-//   - the working tree: a .git anywhere below the top (a repository
-//     inside), a file that is not regular or a symbolic link, a name git
-//     refuses or treats specially (.git in any case or with trailing dots
-//     or spaces, git~1, a backslash or colon), a tracked path whose
-//     directory is a symbolic link or that became a directory, a file
-//     larger than addLocalMaxSize, anything that cannot be read.
+//   - the working tree: a .git in any case anywhere below the top (a
+//     repository inside, or a name git refuses), a file that is not
+//     regular or a symbolic link, a path to stage whose name git's add
+//     could refuse (see gitTakes: with core.protectNTFS, on by default,
+//     git refuses .git in its NTFS spellings and, for a symbolic link,
+//     .gitmodules in them), a tracked path whose directory is a symbolic
+//     link or that became a directory, a file larger than
+//     addLocalMaxSize, anything that cannot be read.
 //
 // TestAddAllLocal_SameAsGit holds it to git's add --all and write-tree on
 // random working trees and ignore files, and to leaving git the cases above.
@@ -302,14 +304,41 @@ func globalIgnores(repo *gitx.Repo) ([]ignorePattern, error) {
 	return out, nil
 }
 
-// plainName reports whether git takes a path component as it is: not
-// .git in any spelling git guards against, and no backslash or colon.
-func plainName(n string) bool {
-	if n == "" || n == "." || n == ".." || strings.ContainsAny(n, "\\:") {
-		return false
+// gitTakes reports whether git's add takes the path name (a symbolic
+// link when link) as it is, with core.protectNTFS on (git's default on
+// every platform) and core.protectHFS off (addConfigCertain): false for
+// every name git's verify_path refuses and for more. It refuses, in any
+// directory, .git in any case, and, with NTFS's rules, .git or git~1
+// followed by dots and spaces, by a colon (an alternate data stream such
+// as ::$INDEX_ALLOCATION) or by a backslash (a separator there); for a
+// symbolic link also .gitmodules in any case and its NTFS names
+// (gitmod~1, gi7eba~1, trailing dots and spaces). Rather than port each
+// rule, a component goes to git when it contains a backslash, a colon or
+// a tilde (every NTFS short name has one), ends with a dot or a space, is
+// .git in any case, or, for a symbolic link, starts with .git in any
+// case: rare names, so git staging them costs nothing.
+func gitTakes(name string, link bool) bool {
+	for c := range strings.SplitSeq(name, "/") {
+		if c == "" || strings.ContainsAny(c, "\\:~") || c[len(c)-1] == '.' || c[len(c)-1] == ' ' {
+			return false
+		}
+		if len(c) >= 4 && asciiLower(c[:4]) == ".git" && (len(c) == 4 || link) {
+			return false
+		}
 	}
-	t := strings.ToLower(strings.TrimRight(n, ". "))
-	return t != ".git" && t != "git~1"
+	return true
+}
+
+// asciiLower is s with A to Z lowered, every other byte as it is (git
+// compares these names so).
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // walkUntracked lists the files under root that git's add --all would
@@ -376,7 +405,10 @@ func walkUntracked(root string, tracked []indexEntry, global []ignorePattern) ([
 			if d == "" && n == ".git" {
 				continue
 			}
-			if !plainName(n) || n == ".gitattributes" {
+			// .git in any case below the top (a repository inside, or a
+			// name git refuses), ignored or not; every other name git
+			// could refuse is left to git where it is staged (gitTakes).
+			if t := asciiLower(strings.TrimRight(n, ". ")); t == ".git" || t == "git~1" || n == ".gitattributes" {
 				return nil, errAddByGit
 			}
 			name := n
@@ -445,6 +477,9 @@ func stageFile(root, name string, tw *treeWriter) (indexEntry, bool, error) {
 		return indexEntry{}, false, errAddByGit
 	}
 	e := indexEntry{name: name}
+	if !gitTakes(name, st.Mode()&fs.ModeSymlink != 0) {
+		return e, false, errAddByGit
+	}
 	var content []byte
 	switch m := st.Mode(); {
 	case m.IsRegular():

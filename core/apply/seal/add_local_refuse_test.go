@@ -1,0 +1,159 @@
+package seal
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// gitStages is git's own add --all and write-tree from a copy of the
+// person's index (its time kept, as the seal's copy keeps it), run at the
+// top of the working tree as the seal runs it; err is git's refusal.
+func gitStages(t *testing.T, f *repoFixture) (string, error) {
+	t.Helper()
+	idx := filepath.Join(t.TempDir(), "index")
+	src := filepath.Join(f.repo.Dir, ".git", "index")
+	if b, err := os.ReadFile(src); err == nil {
+		st, err := os.Stat(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(idx, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(idx, st.ModTime(), st.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out []byte
+	for _, args := range [][]string{{"add", "--all"}, {"write-tree"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = f.repo.Dir
+		cmd.Env = append(os.Environ(), "GIT_INDEX_FILE="+idx)
+		var err error
+		if out, err = cmd.CombinedOutput(); err != nil {
+			return "", &gitRefusal{args: args, out: strings.TrimSpace(string(out))}
+		}
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+type gitRefusal struct {
+	args []string
+	out  string
+}
+
+func (e *gitRefusal) Error() string { return "git " + strings.Join(e.args, " ") + ": " + e.out }
+
+// stagedAsGit stages the repository in process and with git: where the
+// seal staged in process, git must have staged the same tree. It returns
+// whether the seal staged in process and git's refusal, if any.
+func stagedAsGit(t *testing.T, f *repoFixture) (local bool, refused error) {
+	t.Helper()
+	tree, ok := New(f.gitrun(t), t.TempDir()).addAllLocal()
+	want, err := gitStages(t, f)
+	switch {
+	case ok && err != nil:
+		t.Errorf("staged in process (tree %s) where git refuses: %v", tree, err)
+	case ok && tree != want:
+		t.Errorf("staged in process: tree %s, git's add --all and write-tree: %s\n%s", tree, want, f.git("diff", "--raw", want, tree))
+	}
+	return ok, err
+}
+
+// TestAddAllLocal_NamesGitRefuses: a path git's add refuses (verify_path
+// with core.protectNTFS, on by default) is never staged in process, in
+// any directory: a symbolic link named
+// .gitmodules in any case or by an NTFS name of it, .git followed by
+// dots, spaces or an NTFS stream, git~1, a backslash. Names beside them
+// that git takes are staged as git stages them, the plain ones in process.
+func TestAddAllLocal_NamesGitRefuses(t *testing.T) {
+	isolatedHome(t)
+	link := func(name string) func(t *testing.T, f *repoFixture) {
+		return func(t *testing.T, f *repoFixture) {
+			abs := filepath.Join(f.repo.Dir, filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("README.md", abs); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	file := func(name string) func(t *testing.T, f *repoFixture) {
+		return func(t *testing.T, f *repoFixture) { f.repo.Write(name, "x\n") }
+	}
+	refused := []struct {
+		name string
+		edit func(t *testing.T, f *repoFixture)
+	}{
+		{"a link .gitmodules", link(".gitmodules")},
+		{"a link src/.GITMODULES", link("src/.GITMODULES")},
+		{"a link gitmod~1", link("gitmod~1")},
+		{"a link GITMOD~3", link("sub/GITMOD~3")},
+		{"a link gi7eba~1", link("gi7eba~1")},
+		{"a link .gitmodules..", link(".gitmodules..")},
+		{"a link .gitmodules with a space", link("src/.gitmodules ")},
+		{"a link .gitmodules:stream", link(".gitmodules:x")},
+		{"a link in a directory .gitModules", link("d/.gitModules/x")},
+		{"a file .git::$INDEX_ALLOCATION", file("src/.git::$INDEX_ALLOCATION")},
+		{"a directory .GIT::$INDEX_ALLOCATION", file("d/.GIT::$INDEX_ALLOCATION/config")},
+		{"a file .git. in a directory", file("src/.git.")},
+		{"a file git~1", file("src/git~1")},
+		{"a directory Git~1", file("d/Git~1/config")},
+		{"a file after a backslash", file("src/a\\.git")},
+	}
+	for _, c := range refused {
+		t.Run(c.name, func(t *testing.T) {
+			f := newRepo(t)
+			c.edit(t, f)
+			local, err := stagedAsGit(t, f)
+			if err == nil {
+				t.Fatalf("git stages this (staged in process: %v); the case must be one git refuses", local)
+			}
+			if local {
+				t.Fatalf("staged in process; git refuses: %v", err)
+			}
+		})
+	}
+	taken := []struct {
+		name string
+		edit func(t *testing.T, f *repoFixture)
+		// local: staged in process.
+		local bool
+	}{
+		{"a file .gitmodules", file(".gitmodules"), true},
+		{"a file .GITMODULES in a directory", file("src/.GITMODULES"), true},
+		{"a file .gitkeep", file("d/.gitkeep"), true},
+		{"a file .gitmodules.txt", file(".gitmodules.txt"), true},
+		{"a link gitmodules", link("gitmodules"), true},
+		{"a link .mailmap", link(".mailmap"), true},
+		{"a link .gitmodulesx", link(".gitmodulesx"), false},
+		{"a file ending in a tilde", file("notes~"), false},
+		{"a file with a colon", file("a:b"), false},
+		{"a file ending in a dot", file("a."), false},
+		// git checks no name it replaces in the index.
+		{"a tracked .gitmodules made a link", func(t *testing.T, f *repoFixture) {
+			f.repo.Write(".gitmodules", "junk\n")
+			f.git("add", ".gitmodules")
+			f.git("commit", "-q", "-m", "modules")
+			os.Remove(filepath.Join(f.repo.Dir, ".gitmodules"))
+			link(".gitmodules")(t, f)
+		}, false},
+	}
+	for _, c := range taken {
+		t.Run(c.name, func(t *testing.T) {
+			f := newRepo(t)
+			c.edit(t, f)
+			local, err := stagedAsGit(t, f)
+			if err != nil {
+				t.Fatalf("git refuses: %v", err)
+			}
+			if c.local && !local {
+				t.Error("left to git; a name git takes as it is is staged in process")
+			}
+		})
+	}
+}
