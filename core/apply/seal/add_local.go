@@ -38,11 +38,18 @@ import (
 //     (core.autocrlf, core.eol, core.filemode or core.symlinks other than
 //     true, core.ignoreCase or core.precomposeUnicode other than false,
 //     core.bigFileThreshold, core.sparseCheckout, index.sparse,
-//     core.worktree), any attribute file git would read (a .gitattributes
+//     core.worktree), a setting that changes which names git refuses
+//     (core.protectNTFS other than true, core.protectHFS other than
+//     false) or lets git keep a tracked file's staged blob without
+//     reading the file (core.trustctime other than true, core.checkStat
+//     other than default, core.ignoreStat, core.fsmonitor,
+//     core.untrackedCache, core.splitIndex, index.skipHash or
+//     feature.manyFiles other than false), any attribute file git would
+//     read (a .gitattributes
 //     in the working tree or in the index, info/attributes,
 //     core.attributesFile or the default global file, the system file);
 //   - the index: what write-tree's reading refuses (tree_local.go), an
-//     assume-unchanged entry, a gitlink;
+//     assume-unchanged entry, a gitlink, an untracked cache;
 //   - the ignore rules: a line of an ignore file (each directory's
 //     .gitignore, info/exclude, core.excludesFile or the default global
 //     file) that is not a plain pattern: a negation, a "**", "?", "[" or
@@ -91,7 +98,7 @@ func (w *Work) addAllLocal() (tree string, ok bool) {
 	var tracked []indexEntry
 	if raw, err := os.ReadFile(index); err == nil {
 		idx, err := readIndex(raw)
-		if err != nil {
+		if err != nil || idx.untracked {
 			return "", false
 		}
 		tracked = idx.entries
@@ -171,15 +178,29 @@ func addConfigCertain(repo *gitx.Repo) bool {
 			return false
 		}
 	}
-	for _, k := range []string{"core.filemode", "core.symlinks"} {
+	// core.protectNTFS (on by default) is the rule gitTakes keeps to;
+	// core.trustctime off lets git keep a tracked file's old blob when
+	// only its ctime says it changed.
+	for _, k := range []string{"core.filemode", "core.symlinks", "core.protectntfs", "core.trustctime"} {
 		if v, set := repo.Config(k); set && !configTrue(v) {
 			return false
 		}
 	}
-	for _, k := range []string{"core.ignorecase", "core.precomposeunicode", "core.sparsecheckout", "index.sparse"} {
+	// core.protectHFS refuses more names (.git with characters HFS+
+	// ignores); core.ignoreStat marks what add stages assume-unchanged;
+	// the others change how git decides a tracked file is unchanged
+	// without reading it (fsmonitor, the untracked cache, a split or
+	// unhashed index, and feature.manyFiles, which sets some of them).
+	for _, k := range []string{"core.ignorecase", "core.precomposeunicode", "core.sparsecheckout", "index.sparse",
+		"core.protecthfs", "core.ignorestat", "core.fsmonitor", "core.untrackedcache", "core.splitindex",
+		"index.skiphash", "feature.manyfiles"} {
 		if v, set := repo.Config(k); set && !configFalse(v) {
 			return false
 		}
+	}
+	// core.checkStat minimal compares only part of the stat data.
+	if v, set := repo.Config("core.checkstat"); set && !strings.EqualFold(v, "default") {
+		return false
 	}
 	return true
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // gitStages is git's own add --all and write-tree from a copy of the
@@ -156,4 +157,117 @@ func TestAddAllLocal_NamesGitRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAddAllLocal_SettingsGitDecides: a setting that changes which names
+// git refuses or how git decides a tracked file is unchanged without
+// reading it leaves the staging to git. With core.trustctime off or
+// core.checkStat minimal, git keeps the staged blob of a file rewritten
+// at its size whose modification time was put back, and with
+// core.protectHFS it refuses .g<ZWNJ>it; the seal lands git's answer.
+func TestAddAllLocal_SettingsGitDecides(t *testing.T) {
+	isolatedHome(t)
+	// rewrite changes src/a.txt at its size and puts its time back, after
+	// the index recorded that time.
+	rewrite := func(t *testing.T, f *repoFixture) {
+		p := filepath.Join(f.repo.Dir, "src", "a.txt")
+		old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+		f.git("update-index", "--refresh")
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(b, "ZZ")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	differs := []struct {
+		name string
+		edit func(t *testing.T, f *repoFixture)
+		// refuses: git's add fails; else git keeps src/a.txt's blob.
+		refuses bool
+	}{
+		{"core.trustctime off", func(t *testing.T, f *repoFixture) {
+			f.git("config", "core.trustctime", "false")
+			rewrite(t, f)
+		}, false},
+		{"core.checkStat minimal", func(t *testing.T, f *repoFixture) {
+			f.git("config", "core.checkStat", "minimal")
+			f.git("config", "core.trustctime", "false")
+			rewrite(t, f)
+		}, false},
+		{"core.protectHFS", func(t *testing.T, f *repoFixture) {
+			f.git("config", "core.protectHFS", "true")
+			f.repo.Write("d/.g\u200cit", "x\n")
+		}, true},
+	}
+	for _, c := range differs {
+		t.Run(c.name, func(t *testing.T) {
+			f := newRepo(t)
+			c.edit(t, f)
+			local, err := stagedAsGit(t, f)
+			switch {
+			case c.refuses && err == nil:
+				t.Fatal("git stages this; the case must be one git refuses")
+			case !c.refuses && err != nil:
+				t.Fatalf("git refuses: %v", err)
+			case !c.refuses:
+				// The case is one where git's answer is not the disk's.
+				tree, _ := gitStages(t, f)
+				if got, want := f.git("rev-parse", tree+":src/a.txt"), f.git("rev-parse", "HEAD:src/a.txt"); got != want {
+					t.Fatalf("git staged src/a.txt as %s, not its old blob %s", got, want)
+				}
+			}
+			if local {
+				t.Fatal("staged in process; git decides this")
+			}
+		})
+	}
+	settings := [][]string{
+		{"core.protectNTFS", "false"},
+		{"core.protectHFS", "true"},
+		{"core.trustctime", "false"},
+		{"core.checkStat", "minimal"},
+		{"core.ignoreStat", "true"},
+		{"core.fsmonitor", "true"},
+		{"core.untrackedCache", "true"},
+		{"core.splitIndex", "true"},
+		{"index.skipHash", "true"},
+		{"feature.manyFiles", "true"},
+	}
+	for _, kv := range settings {
+		t.Run(kv[0], func(t *testing.T) {
+			f := newRepo(t)
+			f.repo.Write("src/a.txt", "changed\n")
+			f.git("config", kv[0], kv[1])
+			if tree, ok := New(f.gitrun(t), t.TempDir()).addAllLocal(); ok {
+				t.Fatalf("staged in process (tree %s); git stages this", tree)
+			}
+		})
+	}
+	t.Run("an untracked cache in the index", func(t *testing.T) {
+		f := newRepo(t)
+		f.repo.Write("src/a.txt", "changed\n")
+		f.git("-c", "core.untrackedCache=true", "update-index", "--untracked-cache")
+		if tree, ok := New(f.gitrun(t), t.TempDir()).addAllLocal(); ok {
+			t.Fatalf("staged in process (tree %s); git stages this", tree)
+		}
+	})
+	t.Run("defaults spelled out", func(t *testing.T) {
+		f := newRepo(t)
+		f.repo.Write("src/a.txt", "changed\n")
+		for _, kv := range [][]string{{"core.protectNTFS", "true"}, {"core.protectHFS", "false"}, {"core.trustctime", "true"}, {"core.checkStat", "default"}} {
+			f.git("config", kv[0], kv[1])
+		}
+		if local, _ := stagedAsGit(t, f); !local {
+			t.Fatal("left to git; the default settings written out are staged in process")
+		}
+	})
 }

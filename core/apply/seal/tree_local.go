@@ -120,6 +120,9 @@ type cacheTree struct {
 type parsedIndex struct {
 	entries []indexEntry
 	cache   *cacheTree
+	// untracked: the index holds an untracked cache (UNTR), which git's
+	// add may read instead of the working tree.
+	untracked bool
 }
 
 // readIndex reads an index file as git's write-tree needs it, or fails
@@ -250,6 +253,8 @@ func readIndex(b []byte) (*parsedIndex, error) {
 				return nil, errTreeByGit
 			}
 			out.cache = t
+		case string(sig) == "UNTR":
+			out.untracked = true
 		case sig[0] < 'A' || sig[0] > 'Z':
 			// An extension git must understand (a split or sparse index).
 			return nil, errTreeByGit
