@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -54,7 +55,10 @@ import (
 //     .gitignore, info/exclude, core.excludesFile or the default global
 //     file) that is not a plain pattern: a negation, a "**", "?", "[" or
 //     a backslash, trailing whitespace, a carriage return, a byte-order
-//     mark; an ignore file that is not a regular file. Without negation, a
+//     mark; an ignore file that is not a regular file or is larger than
+//     maxIgnoreFile (and is not read: one that never ends, a device, or a
+//     fifo nobody writes, is git's to read), and the same of the index
+//     (maxIndexFile). Without negation, a
 //     path is ignored exactly when a pattern of its directory or of one
 //     above matches it or a directory above it;
 //   - the working tree: a .git in any case anywhere below the top (a
@@ -96,7 +100,7 @@ func (w *Work) addAllLocal() (tree string, ok bool) {
 	}
 	index := filepath.Join(repo.GitDir, "index")
 	var tracked []indexEntry
-	if raw, err := os.ReadFile(index); err == nil {
+	if raw, _, err := readRegular(index, true, maxIndexFile, nil); err == nil {
 		idx, err := readIndex(raw)
 		if err != nil || idx.untracked {
 			return "", false
@@ -309,8 +313,9 @@ func globalIgnores(repo *gitx.Repo) ([]ignorePattern, error) {
 	}
 	var out []ignorePattern
 	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, fs.ErrNotExist) {
+		// Git follows a symbolic link to these (not to a .gitignore).
+		b, _, err := readRegular(f, true, maxIgnoreFile, nil)
+		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
@@ -362,6 +367,62 @@ func asciiLower(s string) string {
 	return string(b)
 }
 
+// maxIgnoreFile bounds an ignore file read in this process; git reads a
+// larger one. maxIndexFile bounds the person's index the same way (one
+// of fewer than bulkPaths entries is far smaller).
+const (
+	maxIgnoreFile = 1 << 20
+	maxIndexFile  = 4 << 20
+)
+
+// readRegular reads the regular file name, no larger than max bytes,
+// through a symbolic link when follow; os.ErrNotExist when there is
+// nothing, errAddByGit for anything else there (a device or a fifo, whose
+// reading may never end or never start) or anything larger. st, when the
+// caller has it, is the file's Lstat. Its Fstat is returned.
+func readRegular(name string, follow bool, max int64, st fs.FileInfo) ([]byte, fs.FileInfo, error) {
+	var err error
+	if st == nil {
+		if follow {
+			st, err = os.Stat(name)
+		} else {
+			st, err = os.Lstat(name)
+		}
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil, nil, os.ErrNotExist
+		}
+		if err != nil {
+			return nil, nil, errAddByGit
+		}
+	}
+	if !st.Mode().IsRegular() || st.Size() > max {
+		return nil, nil, errAddByGit
+	}
+	// Not blocking and not followed where the file was not: what is
+	// opened may have been swapped for a fifo or a link since.
+	flags := os.O_RDONLY | syscall.O_NONBLOCK | syscall.O_NOCTTY
+	if !follow {
+		flags |= syscall.O_NOFOLLOW
+	}
+	f, err := os.OpenFile(name, flags, 0)
+	if err != nil {
+		return nil, nil, errAddByGit
+	}
+	defer f.Close()
+	if st, err = f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() > max {
+		return nil, nil, errAddByGit
+	}
+	b := make([]byte, st.Size(), st.Size()+1)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, nil, errAddByGit
+	}
+	// Nothing more: a file that grew since is read by git.
+	if n, _ := f.Read(make([]byte, 1)); n != 0 {
+		return nil, nil, errAddByGit
+	}
+	return b, st, nil
+}
+
 // walkUntracked lists the files under root that git's add --all would
 // add beside the tracked ones: not tracked, not ignored; errAddByGit
 // where git must walk (see the top of this file).
@@ -402,15 +463,8 @@ func walkUntracked(root string, tracked []indexEntry, global []ignorePattern) ([
 		d := dirs[len(dirs)-1]
 		dirs = dirs[:len(dirs)-1]
 		abs := filepath.Join(root, filepath.FromSlash(d))
-		gi := filepath.Join(abs, ".gitignore")
-		if st, err := os.Lstat(gi); err == nil {
-			if !st.Mode().IsRegular() {
-				return nil, errAddByGit
-			}
-			b, err := os.ReadFile(gi)
-			if err != nil {
-				return nil, errAddByGit
-			}
+		// Git reads no .gitignore through a symbolic link.
+		if b, _, err := readRegular(filepath.Join(abs, ".gitignore"), false, maxIgnoreFile, nil); err == nil {
 			if ignores[d], err = parseIgnore(b, d); err != nil {
 				return nil, err
 			}
@@ -504,15 +558,12 @@ func stageFile(root, name string, tw *treeWriter) (indexEntry, bool, error) {
 	var content []byte
 	switch m := st.Mode(); {
 	case m.IsRegular():
-		if st.Size() > addLocalMaxSize {
+		if content, st, err = readRegular(abs, false, addLocalMaxSize, st); err != nil {
 			return e, false, errAddByGit
 		}
 		e.mode = 0o100644
-		if m&0o100 != 0 {
+		if st.Mode()&0o100 != 0 {
 			e.mode = 0o100755
-		}
-		if content, err = os.ReadFile(abs); err != nil || int64(len(content)) != st.Size() {
-			return e, false, errAddByGit
 		}
 	case m&fs.ModeSymlink != 0:
 		target, err := os.Readlink(abs)

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -270,4 +271,98 @@ func TestAddAllLocal_SettingsGitDecides(t *testing.T) {
 			t.Fatal("left to git; the default settings written out are staged in process")
 		}
 	})
+}
+
+// TestAddAllLocal_UnendingFiles: an ignore file or index that is not a
+// regular file (a device that never ends, a fifo nobody writes) or is
+// larger than this process reads leaves the staging to git, without
+// reading it: the call returns.
+func TestAddAllLocal_UnendingFiles(t *testing.T) {
+	home := isolatedHome(t)
+	fifo := func(t *testing.T, p string) {
+		os.Remove(p)
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Skip(err)
+		}
+	}
+	big := strings.Repeat("# a comment line of an ignore file\n", (2<<20)/35)
+	cases := []struct {
+		name string
+		edit func(t *testing.T, f *repoFixture)
+	}{
+		{"core.excludesFile the zero device", func(t *testing.T, f *repoFixture) { f.git("config", "core.excludesFile", "/dev/zero") }},
+		{"info exclude a link to the zero device", func(t *testing.T, f *repoFixture) {
+			p := filepath.Join(f.repo.Dir, ".git", "info", "exclude")
+			os.Remove(p)
+			if err := os.Symlink("/dev/zero", p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"the global ignore file a link to the zero device", func(t *testing.T, f *repoFixture) {
+			p := filepath.Join(home, ".config", "git", "ignore")
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("/dev/zero", p); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Remove(p) })
+		}},
+		{"info exclude a fifo", func(t *testing.T, f *repoFixture) { fifo(t, filepath.Join(f.repo.Dir, ".git", "info", "exclude")) }},
+		{"info exclude of 2 MiB", func(t *testing.T, f *repoFixture) {
+			if err := os.WriteFile(filepath.Join(f.repo.Dir, ".git", "info", "exclude"), []byte(big), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a .gitignore of 2 MiB", func(t *testing.T, f *repoFixture) { f.repo.Write("src/.gitignore", big) }},
+		{"the index a link to the zero device", func(t *testing.T, f *repoFixture) {
+			p := filepath.Join(f.repo.Dir, ".git", "index")
+			os.Remove(p)
+			if err := os.Symlink("/dev/zero", p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"the index a fifo", func(t *testing.T, f *repoFixture) { fifo(t, filepath.Join(f.repo.Dir, ".git", "index")) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newRepo(t)
+			f.repo.Write("src/a.txt", "changed\n")
+			if err := os.MkdirAll(filepath.Join(f.repo.Dir, ".git", "info"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			c.edit(t, f)
+			w := New(f.gitrun(t), t.TempDir())
+			type result struct {
+				tree       string
+				ok, noAttr bool
+				entries    int
+			}
+			done := make(chan result, 1)
+			go func() {
+				var r result
+				r.tree, r.ok = w.addAllLocal()
+				r.noAttr = w.noAttributes(nil)
+				r.entries = indexEntries(filepath.Join(f.repo.Dir, ".git", "index"))
+				done <- r
+			}()
+			select {
+			case r := <-done:
+				if r.ok {
+					t.Errorf("staged in process (tree %s); git stages this", r.tree)
+				}
+				if strings.Contains(c.name, "index") {
+					if r.noAttr {
+						t.Error("the index was taken for one without attributes")
+					}
+					if r.entries != bulkPaths {
+						t.Errorf("the index was counted as %d entries, not as unreadable", r.entries)
+					}
+				}
+			case <-time.After(time.Minute):
+				// A backstop: reading a file that never ends does not return.
+				t.Fatal("the staging did not return: it reads a file that never ends or never starts")
+			}
+		})
+	}
 }

@@ -317,7 +317,7 @@ func (w *Work) noAttributes(paths []string) bool {
 	if m, _ := filepath.Glob(filepath.Join(repo.GitDir, "sharedindex.*")); len(m) > 0 {
 		return false
 	}
-	idx, err := os.ReadFile(filepath.Join(repo.GitDir, "index"))
+	idx, _, err := readRegular(filepath.Join(repo.GitDir, "index"), true, maxIndexFile, nil)
 	if errors.Is(err, os.ErrNotExist) {
 		return true
 	}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -292,13 +293,24 @@ func fewerFiles(root string, n int) bool {
 // 0 when there is none, and bulkPaths when it cannot be read (so that a
 // stageAll stages in bulk, as it did before it asked).
 func indexEntries(path string) int {
-	f, err := os.Open(path)
+	// Nothing but a file is opened or read (a fifo's opening would wait
+	// for a writer), and the opening does not wait either should a fifo
+	// be put there since.
+	if st, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return 0
+	} else if err != nil || !st.Mode().IsRegular() {
+		return bulkPaths
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0
 	} else if err != nil {
 		return bulkPaths
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return bulkPaths
+	}
 	var h [12]byte
 	if _, err := io.ReadFull(f, h[:]); err != nil || string(h[:4]) != "DIRC" {
 		return bulkPaths
