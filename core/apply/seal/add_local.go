@@ -48,7 +48,9 @@ import (
 //     feature.manyFiles other than false), any attribute file git would
 //     read (a .gitattributes
 //     in the working tree or in the index, info/attributes,
-//     core.attributesFile or the default global file, the system file);
+//     core.attributesFile or the default global file, the system file),
+//     a relative XDG_CONFIG_HOME or HOME (git reads the default global
+//     files from the top of the working tree) or a HOME set empty;
 //   - the index: what write-tree's reading refuses (tree_local.go), an
 //     assume-unchanged entry, a gitlink, an untracked cache;
 //   - the ignore rules: a line of an ignore file (each directory's
@@ -306,10 +308,14 @@ func globalIgnores(repo *gitx.Repo) ([]ignorePattern, error) {
 			return nil, errAddByGit
 		}
 		files = append(files, v)
-	} else if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
-		files = append(files, filepath.Join(x, "git", "ignore"))
-	} else if h, err := os.UserHomeDir(); err == nil {
-		files = append(files, filepath.Join(h, ".config", "git", "ignore"))
+	} else {
+		f, ok := userConfigFile("ignore")
+		if !ok {
+			return nil, errAddByGit
+		}
+		if f != "" {
+			files = append(files, f)
+		}
 	}
 	var out []ignorePattern
 	for _, f := range files {
@@ -365,6 +371,21 @@ func asciiLower(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// userConfigFile is git's file name in the person's configuration
+// directory ($XDG_CONFIG_HOME/git/name, else $HOME/.config/git/name), ""
+// when neither variable is set; ok is false when git's reading could
+// differ from this process's: a relative directory, which git reads from
+// the top of the working tree, or a HOME set empty.
+func userConfigFile(name string) (file string, ok bool) {
+	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
+		return filepath.Join(x, "git", name), filepath.IsAbs(x)
+	}
+	if h, set := os.LookupEnv("HOME"); set {
+		return filepath.Join(h, ".config", "git", name), filepath.IsAbs(h)
+	}
+	return "", true
 }
 
 // maxIgnoreFile bounds an ignore file read in this process; git reads a

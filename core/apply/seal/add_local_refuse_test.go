@@ -366,3 +366,50 @@ func TestAddAllLocal_UnendingFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestAddAllLocal_RelativeConfigHome: git reads the global ignore and
+// attribute files of a relative XDG_CONFIG_HOME or HOME from the top of
+// the working tree; the seal leaves that to git, and lands git's answer.
+func TestAddAllLocal_RelativeConfigHome(t *testing.T) {
+	isolatedHome(t)
+	cases := []struct {
+		name string
+		edit func(t *testing.T, f *repoFixture)
+	}{
+		{"XDG_CONFIG_HOME's ignore file", func(t *testing.T, f *repoFixture) {
+			t.Setenv("XDG_CONFIG_HOME", "xdg")
+			f.repo.Write("xdg/git/ignore", "*.log\n")
+		}},
+		{"HOME's ignore file", func(t *testing.T, f *repoFixture) {
+			t.Setenv("XDG_CONFIG_HOME", "")
+			t.Setenv("HOME", "home")
+			f.repo.Write("home/.config/git/ignore", "*.log\n")
+		}},
+		{"XDG_CONFIG_HOME's attributes", func(t *testing.T, f *repoFixture) {
+			t.Setenv("XDG_CONFIG_HOME", "xdg")
+			f.repo.Write("xdg/git/attributes", "*.log text\n")
+		}},
+		{"HOME's attributes", func(t *testing.T, f *repoFixture) {
+			t.Setenv("XDG_CONFIG_HOME", "")
+			t.Setenv("HOME", "home")
+			f.repo.Write("home/.config/git/attributes", "*.log text\n")
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newRepo(t)
+			// git's text attribute stores it with LF.
+			f.repo.Write("x.log", "a log\r\n")
+			c.edit(t, f)
+			w := New(f.gitrun(t), t.TempDir())
+			if w.noAttributes(nil) {
+				t.Error("no attribute file taken as certain with a relative configuration directory")
+			}
+			if local, err := stagedAsGit(t, f); err != nil {
+				t.Fatalf("git refuses: %v", err)
+			} else if local {
+				t.Fatal("staged in process; git reads the configuration directory from the working tree")
+			}
+		})
+	}
+}

@@ -289,10 +289,17 @@ func (w *Work) noAttributes(paths []string) bool {
 		filepath.Join(repo.GitDir, "info", "attributes"),
 		"/etc/gitattributes",
 	}
+	// A relative directory is git's from the top of the working tree.
 	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
+		if !filepath.IsAbs(x) {
+			return false
+		}
 		files = append(files, filepath.Join(x, "git", "attributes"))
 	}
-	if h, err := os.UserHomeDir(); err == nil {
+	if h, set := os.LookupEnv("HOME"); set {
+		if !filepath.IsAbs(h) {
+			return false
+		}
 		files = append(files, filepath.Join(h, ".config", "git", "attributes"))
 	}
 	dirs := map[string]bool{}
