@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/core/errcode"
 )
 
 // gitStages is git's own add --all and write-tree from a copy of the
@@ -409,6 +411,54 @@ func TestAddAllLocal_RelativeConfigHome(t *testing.T) {
 				t.Fatalf("git refuses: %v", err)
 			} else if local {
 				t.Fatal("staged in process; git reads the configuration directory from the working tree")
+			}
+		})
+	}
+}
+
+// TestIndexCopy_OnlyAFile: the copy of the person's index that a stageAll
+// git stages into is made only from a regular file: an index that is a
+// link to /dev/zero (copied, it would fill the disk) or a fifo (whose
+// opening waits for a writer) is refused as unsupported, and the call
+// returns.
+func TestIndexCopy_OnlyAFile(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(t *testing.T, index string)
+	}{
+		{"a link to the zero device", func(t *testing.T, index string) {
+			if err := os.Symlink("/dev/zero", index); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a fifo", func(t *testing.T, index string) {
+			if err := syscall.Mkfifo(index, 0o644); err != nil {
+				t.Skip(err)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newRepo(t)
+			w := New(f.gitrun(t), t.TempDir())
+			index := filepath.Join(f.repo.Dir, ".git", "index")
+			if err := os.Remove(index); err != nil {
+				t.Fatal(err)
+			}
+			c.edit(t, index)
+			done := make(chan error, 1)
+			go func() {
+				_, _, err := w.indexCopy(testCtx(t))
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if !errcode.IsCode(err, errcode.Unsupported) {
+					t.Fatalf("copying the index: %v; want unsupported", err)
+				}
+			case <-time.After(time.Minute):
+				// A backstop: the copy of a file that never ends does not return.
+				t.Fatal("copying the index did not return")
 			}
 		})
 	}
