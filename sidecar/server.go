@@ -111,7 +111,8 @@ func New(opts Options) (*Sidecar, error) {
 	s.view.Store(newConfView(&config.Snapshot{Config: opts.Config}, log))
 	if s.gateway == nil {
 		path := opts.Config.GatewayFile()
-		s.gateway = func() (*gateway.Client, error) { return gateway.NewClientFromEndpoint(path) }
+		gw := &gatewayClients{}
+		s.gateway = func() (*gateway.Client, error) { return gw.client(path, "") }
 	}
 	if opts.Identity != "" && opts.Session == nil {
 		// The identity is the HTTP token's name, which this sidecar

@@ -112,7 +112,8 @@ func runSessionServer(args []string, _ io.Writer, stderr io.Writer) int {
 	opts := Options{Config: env.cfg, Logger: env.log, Ledger: env.ledger, Presence: env.presence, Identity: *agent,
 		Session: &SessionView{ID: *id, Repo: *repo, Origin: *origin}}
 	path := env.cfg.GatewayFile()
-	opts.Gateway = func() (*gateway.Client, error) { return gateway.NewClientFromEndpointToken(path, token) }
+	gw := &gatewayClients{}
+	opts.Gateway = func() (*gateway.Client, error) { return gw.client(path, token) }
 	if *sets != "" {
 		opts.Toolsets = splitComma(*sets)
 		if err := checkToolsets(opts.Toolsets); err != nil {
