@@ -26,7 +26,9 @@ import (
 // following a symlink and without the top-level .git, and writes to
 // stdout a tar stream: first the new manifest (workspace.TreeManifestName),
 // then every directory, file and symlink that is new or whose lstat
-// differs from the previous manifest's record. Exit 0 with a complete
+// differs from the previous manifest's record (with --manifest-only, the
+// manifest alone: the baseline a session's HOME is read back against,
+// taken before the agent starts). Exit 0 with a complete
 // archive; 1 on any failure (the archive is then cut short, which the
 // host refuses as truncated); 2 on a usage error.
 //
@@ -41,18 +43,19 @@ func runPodTree(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	root := fs.String("root", "", "the tree to read (its top-level .git is left out)")
 	prevSize := fs.Int64("prev-size", -1, "read exactly this many bytes of previous manifest from stdin instead of reading to its end (for a transport that cannot close stdin)")
+	manifestOnly := fs.Bool("manifest-only", false, "write only the new manifest, no entry (a baseline for the next read)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *root == "" || fs.NArg() > 0 || *prevSize > workspace.MaxTreeManifestBytes {
-		fmt.Fprintln(stderr, "usage: sluice-sidecar pod-tree --root DIR [--prev-size N] < PREVIOUS-MANIFEST > ARCHIVE")
+		fmt.Fprintln(stderr, "usage: sluice-sidecar pod-tree --root DIR [--prev-size N] [--manifest-only] < PREVIOUS-MANIFEST > ARCHIVE")
 		return 2
 	}
 	var in io.Reader = os.Stdin
 	if *prevSize >= 0 {
 		in = &exactReader{r: os.Stdin, n: *prevSize}
 	}
-	if err := podTree(in, stdout, *root); err != nil {
+	if err := podTree(in, stdout, *root, *manifestOnly); err != nil {
 		fmt.Fprintln(stderr, "sluice-sidecar pod-tree:", err)
 		return 1
 	}
@@ -81,8 +84,8 @@ func (e *exactReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// podTree does runPodTree's work.
-func podTree(stdin io.Reader, stdout io.Writer, root string) error {
+// podTree does runPodTree's work; manifestOnly leaves every entry out.
+func podTree(stdin io.Reader, stdout io.Writer, root string, manifestOnly bool) error {
 	prevData, err := io.ReadAll(io.LimitReader(stdin, workspace.MaxTreeManifestBytes+1))
 	if err != nil {
 		return fmt.Errorf("cannot read the previous manifest: %w", err)
@@ -119,7 +122,7 @@ func podTree(stdin io.Reader, stdout io.Writer, root string) error {
 	s := &treeSender{tw: tw, root: rootFD, parentFD: -1}
 	defer s.close()
 	for _, r := range w.man.Records {
-		if !workspace.ChangedSince(prev, prevIdx, r) {
+		if manifestOnly || !workspace.ChangedSince(prev, prevIdx, r) {
 			continue
 		}
 		if err := s.send(r); err != nil {

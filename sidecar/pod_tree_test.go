@@ -36,7 +36,7 @@ func TestPodTree_FirstReadCarriesTreeNotGitNorLinkTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := podTree(strings.NewReader(""), &out, root); err != nil {
+	if err := podTree(strings.NewReader(""), &out, root, false); err != nil {
 		t.Fatalf("podTree: %v", err)
 	}
 	tr := tar.NewReader(&out)
@@ -84,7 +84,7 @@ func TestPodTree_RefusesBadInput(t *testing.T) {
 	var out bytes.Buffer
 	for _, prev := range []string{"not a manifest\n", "sluice-tree-manifest 1 0\nf 644 1 1 1 1 \"../x\"\n"} {
 		out.Reset()
-		if err := podTree(strings.NewReader(prev), &out, t.TempDir()); err == nil || out.Len() != 0 {
+		if err := podTree(strings.NewReader(prev), &out, t.TempDir(), false); err == nil || out.Len() != 0 {
 			t.Fatalf("prev %q: err %v, %d bytes written; want a refusal and nothing written", prev, err, out.Len())
 		}
 	}
@@ -109,5 +109,34 @@ func TestPodTree_PrevSizeReadsExactly(t *testing.T) {
 	short := &exactReader{r: strings.NewReader("abc"), n: 5}
 	if _, err := io.ReadAll(short); err != io.ErrUnexpectedEOF {
 		t.Fatalf("short stdin: %v, want unexpected EOF", err)
+	}
+}
+
+// TestPodTree_ManifestOnly: --manifest-only writes the manifest of the
+// whole tree and no entry (a session HOME's baseline).
+func TestPodTree_ManifestOnly(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "d", "a.txt"), []byte("alpha"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := podTree(strings.NewReader(""), &out, root, true); err != nil {
+		t.Fatalf("podTree: %v", err)
+	}
+	tr := tar.NewReader(&out)
+	h, err := tr.Next()
+	if err != nil || h.Name != workspace.TreeManifestName {
+		t.Fatalf("first entry %v %v, want the manifest", h, err)
+	}
+	body, _ := io.ReadAll(tr)
+	m, err := workspace.ParseTreeManifest(body, 0)
+	if err != nil || len(m.Records) != 2 || m.Records[1].Path != "d/a.txt" {
+		t.Fatalf("manifest %v %v, want d and d/a.txt", m, err)
+	}
+	if h, err := tr.Next(); err != io.EOF {
+		t.Fatalf("an entry after the manifest: %v %v", h, err)
 	}
 }

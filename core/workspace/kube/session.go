@@ -19,10 +19,15 @@ package kube
 //     read tool answers for the files the agent has, and a proposal is
 //     sealed from them) and when the agent has ended, the pod's tree
 //     (without its .git) is read back as an untrusted archive into the
-//     launcher's copy in place (workspace.SyncTree).
-//
-// The HOME the agent changed in the pod is not carried back: the next
-// session starts from the confined HOME as it was.
+//     launcher's copy in place (workspace.SyncTree);
+//   - the confined HOME comes back once, when the agent has ended (after
+//     the copy's last read-back, before the pod is deleted), as a
+//     three-way apply (homeback.go): only what the agent added, changed or
+//     removed in the pod relative to what went in, and only onto paths the
+//     HOME still holds as they went in, since other sessions of the same
+//     program share it. An app that finds the launcher gone (EndSession)
+//     does not carry the HOME back: what went in was the launcher's to
+//     record.
 
 import (
 	"archive/tar"
@@ -341,7 +346,13 @@ type SessionRun struct {
 	// manifest is the pod's tree as the last read-back applied it (nil:
 	// none yet, the next read sends everything).
 	manifest []byte
-	endOnce  sync.Once
+	// homeIn is the confined HOME as it went into the pod, homePod the
+	// pod's manifest of it before the agent started (nil: not taken, the
+	// HOME is not carried back); homeLimits bound what comes back.
+	homeIn     map[string]homeRecord
+	homePod    []byte
+	homeLimits homeLimits
+	endOnce    sync.Once
 }
 
 // StartSession starts a confined session's pod and returns once the agent
@@ -364,7 +375,7 @@ func (r *Runtime) StartSession(ctx context.Context, cs workspace.SessionContaine
 		return nil, err
 	}
 	s := &SessionRun{r: r, name: objs.pod.Name, places: p, linkC: make(chan error, 1), attachC: make(chan error, 1),
-		sizes: make(chan remotecommand.TerminalSize, 4), syncLock: make(chan struct{}, 1)}
+		sizes: make(chan remotecommand.TerminalSize, 4), syncLock: make(chan struct{}, 1), homeLimits: defaultHomeLimits}
 	if cs.TTY && cs.Rows > 0 && cs.Cols > 0 {
 		s.sizes <- remotecommand.TerminalSize{Width: uint16(cs.Cols), Height: uint16(cs.Rows)}
 	}
@@ -383,6 +394,10 @@ func (r *Runtime) StartSession(ctx context.Context, cs workspace.SessionContaine
 	}
 	if err := s.copyIn(ctx); err != nil {
 		return nil, err
+	}
+	if err := s.homeBaseline(ctx); err != nil {
+		s.homePod = nil
+		r.log.Warn("kube: the manifest of the session's HOME could not be taken; what the agent changes in its HOME will not be carried back", "pod", s.name, "err", err)
 	}
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
@@ -416,8 +431,9 @@ func (r *Runtime) StartSession(ctx context.Context, cs workspace.SessionContaine
 func (s *SessionRun) copyIn(ctx context.Context) error {
 	pr, pw := io.Pipe()
 	packC := make(chan error, 1)
+	s.homeIn = map[string]homeRecord{}
 	go func() {
-		err := packSession(pw, s.places)
+		err := packSession(pw, s.places, s.homeIn)
 		pw.CloseWithError(err)
 		packC <- err
 	}()
@@ -440,15 +456,19 @@ func (s *SessionRun) copyIn(ctx context.Context) error {
 // objects/, home/ and run/bin/sluice-sidecar. Each tree is read
 // through an os.Root: a link in it (the confined HOME is the agent's to
 // write between sessions) is archived as a link and never followed out.
-func packSession(w io.Writer, p sessionPlaces) error {
+// homeIn gets each path of the HOME as it went in.
+func packSession(w io.Writer, p sessionPlaces, homeIn map[string]homeRecord) error {
 	tw := tar.NewWriter(w)
-	parts := []struct{ host, prefix string }{
-		{p.copyHost, "repo"},
-		{p.objectsHost, "objects"},
-		{p.homeHost, "home"},
+	parts := []struct {
+		host, prefix string
+		rec          map[string]homeRecord
+	}{
+		{p.copyHost, "repo", nil},
+		{p.objectsHost, "objects", nil},
+		{p.homeHost, "home", homeIn},
 	}
 	for _, part := range parts {
-		if err := packDir(tw, part.host, part.prefix); err != nil {
+		if err := packDir(tw, part.host, part.prefix, part.rec); err != nil {
 			return err
 		}
 	}
@@ -478,7 +498,9 @@ func packSession(w io.Writer, p sessionPlaces) error {
 	return tw.Close()
 }
 
-func packDir(tw *tar.Writer, host, prefix string) error {
+// packDir archives the tree host under prefix; rec, when not nil, gets
+// each path (but the top) as archived.
+func packDir(tw *tar.Writer, host, prefix string, rec map[string]homeRecord) error {
 	root, err := os.OpenRoot(host)
 	if err != nil {
 		return errcode.Wrap(errcode.Internal, err, "cannot read %s for the session's pod", host)
@@ -503,11 +525,17 @@ func packDir(tw *tar.Writer, host, prefix string) error {
 			// The volume's own mount point: the keeper does not own it.
 			return nil
 		case d.IsDir():
+			if rec != nil && rel != "." {
+				rec[rel] = homeRecord{typ: 'd', mode: uint32(mode)}
+			}
 			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: mode, ModTime: info.ModTime()})
 		case d.Type()&fs.ModeSymlink != 0:
 			target, err := root.Readlink(rel)
 			if err != nil {
 				return err
+			}
+			if rec != nil {
+				rec[rel] = homeRecord{typ: 'l', mode: uint32(mode), link: target}
 			}
 			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: name, Linkname: target, Mode: 0o777, ModTime: info.ModTime()})
 		case d.Type().IsRegular():
@@ -523,9 +551,15 @@ func packDir(tw *tar.Writer, host, prefix string) error {
 			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: st.Size(), ModTime: st.ModTime()}); err != nil {
 				return err
 			}
-			n, err := io.Copy(tw, io.LimitReader(f, st.Size()))
+			h := sha256.New()
+			n, err := io.Copy(io.MultiWriter(tw, h), io.LimitReader(f, st.Size()))
 			if err == nil && n != st.Size() {
 				err = errcode.New(errcode.Conflict, "%s changed while it was copied into the session's pod", name)
+			}
+			if err == nil && rec != nil {
+				r := homeRecord{typ: 'f', mode: uint32(mode), size: n}
+				h.Sum(r.sum[:0])
+				rec[rel] = r
 			}
 			return err
 		}
@@ -715,10 +749,35 @@ func (s *SessionRun) Wait() (int, error) {
 		s.kept = true
 		return code, fmt.Errorf("%w: %w", ErrSessionPodKept, err)
 	}
+	s.endHome(ctx)
 	if t.Reason == "OOMKilled" {
 		return code, errcode.New(errcode.Internal, "the agent's container ran out of memory (OOMKilled)")
 	}
 	return code, nil
+}
+
+// endHome carries what the agent changed in its HOME back (homeBack); a
+// HOME that cannot come back stays as it was, and the log says so.
+func (s *SessionRun) endHome(ctx context.Context) {
+	if s.homePod == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, syncWait)
+	defer cancel()
+	select {
+	case s.syncLock <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	defer func() { <-s.syncLock }()
+	applied, kept, err := s.homeBack(ctx)
+	if err != nil {
+		s.r.log.Warn("kube: what the agent changed in its HOME in the pod did not come back; the confined HOME stays as it was", "pod", s.name, "err", err)
+		return
+	}
+	if applied+kept > 0 {
+		s.r.log.Info("kube: the agent's HOME came back from its pod", "pod", s.name, "applied", applied, "kept", kept)
+	}
 }
 
 // Signal passes sig on to the agent's first process (sandbox-init, which

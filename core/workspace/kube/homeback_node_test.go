@@ -1,0 +1,57 @@
+package kube
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestNode_SessionHomeBack: what the agent writes in its HOME in the pod
+// is in the confined HOME after the session, and what another session
+// changed there meanwhile stays: a file the agent did not touch, and one
+// both changed (the host's is kept).
+func TestNode_SessionHomeBack(t *testing.T) {
+	e := onNode(t)
+	cs, copyDir := endTestSpec(t, e, `trap 'exit 0' TERM; mkdir -p "$HOME/.agent" && echo logged-in > "$HOME/.agent/login.json" && `+
+		`echo agent > "$HOME/both.txt" && rm "$HOME/old.txt" && echo READY; while :; do sleep 1; done`)
+	home := filepath.Join(filepath.Dir(copyDir), "home")
+	writeFiles(t, home, map[string]string{"both.txt": "before\n", "old.txt": "old\n", "other.txt": "before\n"})
+	ready := make(chan struct{})
+	var once sync.Once
+	out := &lineWriter{onData: func(s string) {
+		if strings.Contains(s, "READY") {
+			once.Do(func() { close(ready) })
+		}
+	}}
+	s, err := e.r.StartSession(context.Background(), cs, nil, out, &lineWriter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Remove()
+	<-ready
+	// Another session of the same program, meanwhile.
+	writeFiles(t, home, map[string]string{"other.txt": "other session\n", "both.txt": "other session\n", "other-new.txt": "other session\n"})
+	if err := s.Signal("TERM"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Wait(); err != nil {
+		t.Fatalf("Wait: %v (output %q)", err, out)
+	}
+	if err := s.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]string{
+		".agent/login.json": "logged-in\n",
+		"other.txt":         "other session\n", "both.txt": "other session\n", "other-new.txt": "other session\n",
+	} {
+		if b, err := os.ReadFile(filepath.Join(home, p)); err != nil || string(b) != want {
+			t.Errorf("%s in the confined HOME: %q %v, want %q", p, b, err, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(home, "old.txt")); !os.IsNotExist(err) {
+		t.Errorf("old.txt, which the agent removed, is still in the confined HOME: %v", err)
+	}
+}
