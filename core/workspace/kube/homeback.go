@@ -12,7 +12,9 @@ package kube
 //   - the pod's baseline: before the agent starts, `sluice-sidecar pod-tree
 //     --manifest-only` writes the manifest of the pod's HOME as copied in;
 //   - at the end (the agent ended, its copy came back, the pod not yet
-//     deleted): pod-tree with that baseline writes the new manifest and
+//     deleted; or an app that found the launcher gone read the copy back,
+//     EndSession, from what went in as the launcher kept it beside the
+//     copy, homeInName): pod-tree with that baseline writes the new manifest and
 //     every entry whose lstat changed. The archive is untrusted: it is read
 //     whole into a staging directory beside the HOME and checked (the
 //     manifest's names by workspace.ParseTreeManifest, each entry listed
@@ -34,11 +36,16 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -301,4 +308,113 @@ func backHome(home string, in map[string]homeRecord, basePod []byte, lim homeLim
 		return 0, 0, err
 	}
 	return applyHome(home, in, base, d, stage, keep)
+}
+
+// homeInName is the file, in the session's directory (the copy's parent,
+// Sluice's), that keeps what went into a session's pod of its HOME while
+// the pod lives, so that an app that finds the launcher gone
+// (EndSession) carries the HOME back as the launcher would have.
+const homeInName = "home-in.json"
+
+type homeInFile struct {
+	Home string         `json:"home"`
+	Pod  []byte         `json:"pod"`
+	In   []homeInRecord `json:"in"`
+}
+
+type homeInRecord struct {
+	Path string `json:"path"`
+	Type string `json:"type"`
+	Mode uint32 `json:"mode"`
+	Size int64  `json:"size,omitempty"`
+	Sum  string `json:"sum,omitempty"`
+	Link string `json:"link,omitempty"`
+}
+
+func homeInPath(copyHost string) string { return filepath.Join(filepath.Dir(copyHost), homeInName) }
+
+// saveHomeIn writes homeInName, atomically.
+func saveHomeIn(copyHost, home string, in map[string]homeRecord, pod []byte) error {
+	f := homeInFile{Home: home, Pod: pod, In: make([]homeInRecord, 0, len(in))}
+	for _, p := range slices.Sorted(maps.Keys(in)) {
+		r := in[p]
+		rec := homeInRecord{Path: p, Type: string(r.typ), Mode: r.mode, Link: r.link}
+		if r.typ == 'f' {
+			rec.Size, rec.Sum = r.size, hex.EncodeToString(r.sum[:])
+		}
+		f.In = append(f.In, rec)
+	}
+	data, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	dst := homeInPath(copyHost)
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".home-in-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), dst)
+}
+
+// loadHomeIn reads homeInName (false: there is none).
+func loadHomeIn(copyHost string) (string, map[string]homeRecord, []byte, bool, error) {
+	data, err := os.ReadFile(homeInPath(copyHost))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil, nil, false, nil
+	}
+	if err != nil {
+		return "", nil, nil, false, err
+	}
+	var f homeInFile
+	if err := json.Unmarshal(data, &f); err != nil || !filepath.IsAbs(f.Home) {
+		return "", nil, nil, false, errcode.New(errcode.Internal, "%s cannot be read", homeInPath(copyHost))
+	}
+	in := make(map[string]homeRecord, len(f.In))
+	for _, rec := range f.In {
+		r := homeRecord{mode: rec.Mode & 0o777, size: rec.Size, link: rec.Link}
+		if len(rec.Type) != 1 {
+			return "", nil, nil, false, errcode.New(errcode.Internal, "%s cannot be read", homeInPath(copyHost))
+		}
+		r.typ = rec.Type[0]
+		if r.typ == 'f' {
+			b, err := hex.DecodeString(rec.Sum)
+			if err != nil || len(b) != sha256.Size {
+				return "", nil, nil, false, errcode.New(errcode.Internal, "%s cannot be read", homeInPath(copyHost))
+			}
+			copy(r.sum[:], b)
+		}
+		in[rec.Path] = r
+	}
+	return f.Home, in, f.Pod, true, nil
+}
+
+// endSessionHome is EndSession's homeBack: from what the launcher kept
+// of what went in (nothing kept, nothing carried).
+func (r *Runtime) endSessionHome(ctx context.Context, pod, copyHost string) {
+	home, in, base, ok, err := loadHomeIn(copyHost)
+	if err == nil && ok {
+		var applied, kept int
+		applied, kept, err = backHome(home, in, base, defaultHomeLimits,
+			func(read func(io.Reader) error) error { return r.homeTree(ctx, pod, base, false, read) },
+			func(p, why string) {
+				r.log.Warn("kube: a change the agent made to its HOME in the pod is not carried back: "+why, "pod", pod, "path", p)
+			})
+		if err == nil && applied+kept > 0 {
+			r.log.Info("kube: the agent's HOME came back from its pod", "pod", pod, "applied", applied, "kept", kept)
+		}
+	}
+	if err != nil {
+		r.log.Warn("kube: what the agent changed in its HOME in the pod did not come back; the confined HOME stays as it was", "pod", pod, "err", err)
+	}
 }

@@ -55,3 +55,34 @@ func TestNode_SessionHomeBack(t *testing.T) {
 		t.Errorf("old.txt, which the agent removed, is still in the confined HOME: %v", err)
 	}
 }
+
+// TestNode_SessionHomeBackByTheApp: a launcher gone, the app that ends
+// the session carries the agent's HOME back as the launcher would have,
+// and forgets what went in.
+func TestNode_SessionHomeBackByTheApp(t *testing.T) {
+	e := onNode(t)
+	cs, copyDir := endTestSpec(t, e, `echo logged-in > "$HOME/login.json" && echo READY; while :; do sleep 1; done`)
+	home := filepath.Join(filepath.Dir(copyDir), "home")
+	ready := make(chan struct{})
+	var once sync.Once
+	out := &lineWriter{onData: func(s string) {
+		if strings.Contains(s, "READY") {
+			once.Do(func() { close(ready) })
+		}
+	}}
+	s, err := e.r.StartSession(context.Background(), cs, nil, out, &lineWriter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Remove()
+	<-ready
+	if err := e.r.EndSession(context.Background(), cs.Session, copyDir); err != nil {
+		t.Fatalf("EndSession: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(home, "login.json")); err != nil || string(b) != "logged-in\n" {
+		t.Fatalf("login.json in the confined HOME: %q %v", b, err)
+	}
+	if _, err := os.Lstat(homeInPath(copyDir)); !os.IsNotExist(err) {
+		t.Fatalf("what went in is still kept after the session ended: %v", err)
+	}
+}

@@ -32,11 +32,17 @@ type homeFixture struct {
 
 func newHomeFixture(t *testing.T, files map[string]string) *homeFixture {
 	t.Helper()
-	f := &homeFixture{host: filepath.Join(t.TempDir(), "homes", "agent"), in: map[string]homeRecord{}}
-	if err := os.MkdirAll(f.host, 0o700); err != nil {
+	host := filepath.Join(t.TempDir(), "homes", "agent")
+	if err := os.MkdirAll(host, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	writeFiles(t, f.host, files)
+	writeFiles(t, host, files)
+	return newHomeFixtureFrom(t, host)
+}
+
+func newHomeFixtureFrom(t *testing.T, host string) *homeFixture {
+	t.Helper()
+	f := &homeFixture{host: host, in: map[string]homeRecord{}}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	if err := packDir(tw, f.host, "home", f.in); err != nil {
@@ -329,5 +335,27 @@ func TestHomeBack_RefusesMalformed(t *testing.T) {
 				t.Fatalf("something was written: %v, was %v", after, before)
 			}
 		})
+	}
+}
+
+// TestHomeBack_KeptForTheApp: what went in, as kept in the session's
+// directory for an app that ends the session itself, reads back as it was
+// recorded.
+func TestHomeBack_KeptForTheApp(t *testing.T) {
+	f := newHomeFixture(t, map[string]string{"a.txt": "a\n", "d/b.txt": "b\n"})
+	if err := os.Symlink("/elsewhere", filepath.Join(f.host, "l")); err != nil {
+		t.Fatal(err)
+	}
+	f = newHomeFixtureFrom(t, f.host)
+	copyHost := filepath.Join(t.TempDir(), "copy")
+	if err := saveHomeIn(copyHost, f.host, f.in, f.base); err != nil {
+		t.Fatal(err)
+	}
+	home, in, base, ok, err := loadHomeIn(copyHost)
+	if err != nil || !ok || home != f.host || !bytes.Equal(base, f.base) || !maps.Equal(in, f.in) || len(in) != 4 {
+		t.Fatalf("loaded %q %v %v %v, want %q %v", home, in, ok, err, f.host, f.in)
+	}
+	if _, _, _, ok, err := loadHomeIn(filepath.Join(t.TempDir(), "copy")); ok || err != nil {
+		t.Fatalf("none kept: %v %v", ok, err)
 	}
 }

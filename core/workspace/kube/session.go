@@ -25,9 +25,9 @@ package kube
 //     three-way apply (homeback.go): only what the agent added, changed or
 //     removed in the pod relative to what went in, and only onto paths the
 //     HOME still holds as they went in, since other sessions of the same
-//     program share it. An app that finds the launcher gone (EndSession)
-//     does not carry the HOME back: what went in was the launcher's to
-//     record.
+//     program share it. What went in is kept in the session's directory
+//     while the pod lives, so that an app that finds the launcher gone
+//     (EndSession) carries the HOME back the same way.
 
 import (
 	"archive/tar"
@@ -398,6 +398,9 @@ func (r *Runtime) StartSession(ctx context.Context, cs workspace.SessionContaine
 	if err := s.homeBaseline(ctx); err != nil {
 		s.homePod = nil
 		r.log.Warn("kube: the manifest of the session's HOME could not be taken; what the agent changes in its HOME will not be carried back", "pod", s.name, "err", err)
+	} else if err := saveHomeIn(p.copyHost, p.homeHost, s.homeIn, s.homePod); err != nil {
+		// Only an app that ends the session itself needs it.
+		r.log.Warn("kube: what went into the session's pod of its HOME could not be kept; an app that ends the session will not carry its HOME back", "pod", s.name, "err", err)
 	}
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
@@ -842,6 +845,8 @@ func (s *SessionRun) Remove() error {
 			err = fmt.Errorf("%w (pod %s)", ErrSessionPodKept, s.name)
 			return
 		}
+		// Kept only for an app that reads the pod back itself.
+		_ = os.Remove(homeInPath(s.places.copyHost))
 		ours := s.ours
 		if ours == nil {
 			ours = made{}
@@ -853,7 +858,9 @@ func (s *SessionRun) Remove() error {
 
 // EndSession is the app's for a session whose launcher is gone (or
 // whose last read-back failed): the whole tree comes back from its pod
-// (pod-tree, as a tool call's read-back, with no manifest), and only then
+// (pod-tree, as a tool call's read-back, with no manifest), then what the
+// agent changed in its HOME (when the launcher kept what went in, see
+// homeback.go; a HOME that does not come back is logged), and only then
 // is every object of the session deleted and verified gone. A pod that
 // no longer runs its keeper cannot be read: its objects go, and the error
 // says its files did not come back. A read-back that fails for a reason
@@ -886,11 +893,16 @@ func (r *Runtime) EndSession(ctx context.Context, id, copyHost string) error {
 			}
 			readErr = &errcode.Error{Code: errcode.Conflict, Msg: "the session's files were refused as they came back from its pod: " + err.Error(),
 				Err: errors.Join(ErrFilesNotBack, err)}
+			break
 		}
+		// The HOME as the launcher would have carried it back, when it
+		// kept what went in; a HOME that does not come back is logged.
+		r.endSessionHome(ctx, name, copyHost)
 	}
 	if err := r.remove(ctx, name, func(string) bool { return true }); err != nil {
 		return err
 	}
+	_ = os.Remove(homeInPath(copyHost))
 	return readErr
 }
 
