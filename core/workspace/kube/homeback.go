@@ -14,16 +14,18 @@ package kube
 //   - at the end (the agent ended, its copy came back, the pod not yet
 //     deleted; or an app that found the launcher gone read the copy back,
 //     EndSession, from what went in as the launcher kept it beside the
-//     copy, homeInName): pod-tree with that baseline writes the new manifest and
-//     every entry whose lstat changed. The archive is untrusted: it is read
-//     whole into a staging directory beside the HOME and checked (the
-//     manifest's names by workspace.ParseTreeManifest, each entry listed
-//     there with its type and once, no other entry type, the entries and
-//     file bytes bounded) before anything is written; a refusal writes
-//     nothing. Then each path the agent added, changed or removed is
-//     applied (homeback_unix.go) only where the host still holds what went
-//     in (or nothing, for an add); otherwise the host's is kept and the log
-//     says so.
+//     copy, homeInName): pod-tree with that baseline writes the new
+//     manifest and every entry whose lstat changed. The archive is
+//     untrusted: it is read whole into a staging directory beside the HOME
+//     and checked (the manifest's names by workspace.ParseTreeManifest,
+//     each entry listed there with its type and once, no other entry
+//     type, the entries and file bytes bounded) before anything is
+//     written; a refusal writes nothing. Then each path the agent added,
+//     changed or removed is applied (homeback_linux.go) only where the
+//     host still holds what went in (or nothing, for an add); otherwise
+//     the host's is kept and the log says so. The check and the rename
+//     are two steps: a write another session makes to the same path
+//     between them is replaced.
 //
 // Sluice's own writes at the start (PrepareHome: the MCP entry, the folder
 // trust, .gitconfig) come back like any other path the agent changed: they
