@@ -444,7 +444,7 @@ func (e *Executor) PreKeep(ctx context.Context, p proposal.Proposal) func(contex
 	if rc, err := e.openRepo(ctx, p.Repo); err == nil {
 		if tree, err := rc.keptTree(ctx, trees); err == nil {
 			if c, err := rc.keptCommit(ctx, tree, nil, keptMessage(p.ID)); err == nil {
-				k = &keptObjects{trees: trees, commit: c}
+				k = &keptObjects{rc: rc, trees: trees, commit: c}
 			}
 		}
 	}
@@ -452,8 +452,9 @@ func (e *Executor) PreKeep(ctx context.Context, p proposal.Proposal) func(contex
 }
 
 // keptObjects is the commit PreKeep wrote for the trees of a sealed
-// outcome.
+// outcome, in the repository it opened.
 type keptObjects struct {
+	rc     *repoCtx
 	trees  []string
 	commit string
 }
@@ -467,9 +468,14 @@ func (e *Executor) keep(ctx context.Context, p proposal.Proposal, k *keptObjects
 		return nil
 	}
 	e.step("seal-keep")
-	rc, err := e.openRepo(ctx, p.Repo)
-	if err != nil {
-		return err
+	var rc *repoCtx
+	if k != nil {
+		rc = k.rc
+	} else {
+		var err error
+		if rc, err = e.openRepo(ctx, p.Repo); err != nil {
+			return err
+		}
 	}
 	ref := proposal.SealedRef(p.ID)
 	if exists, known := gitx.RefInFiles(rc.repo.CommonDir, ref); known && exists {
