@@ -117,8 +117,11 @@ func TestRestore_FilesAlone_SameAsGitRestore(t *testing.T) {
 		converted bool
 		// force: after changes a path, so the restore asks.
 		force bool
+		// init: git init's arguments.
+		init []string
 	}{
 		{name: "plain", alone: true},
+		{name: "sha256", alone: true, init: []string{"--object-format=sha256"}},
 		{name: "assume-unchanged", setup: func(_ *testing.T, f *fixture) { f.git("update-index", "--assume-unchanged", "src/a.txt") }, alone: true},
 		{name: "work elsewhere", setup: func(_ *testing.T, f *fixture) {
 			f.repo.Write("notes.txt", "untracked\n")
@@ -194,7 +197,7 @@ func TestRestore_FilesAlone_SameAsGitRestore(t *testing.T) {
 			var got, wrote [2]string
 			for i, alone := range []bool{true, false} {
 				restoreFilesAlone = alone
-				f := newFixture(t)
+				f := newFixture(t, c.init...)
 				patch := filesAlonePatch(t, f)
 				if c.setup != nil {
 					c.setup(t, f)
@@ -455,8 +458,10 @@ func TestRestore_EntriesInProcess_SameAsLsFiles(t *testing.T) {
 		inProcess bool
 		// listed: how many entries at least are at the paths.
 		listed int
+		init   []string
 	}{
-		{"plain", func(*testing.T, *fixture) {}, true, 3},
+		{"plain", func(*testing.T, *fixture) {}, true, 3, nil},
+		{"sha256", func(*testing.T, *fixture) {}, true, 3, []string{"--object-format=sha256"}},
 		{"shapes", func(t *testing.T, f *fixture) {
 			f.repo.Write("src-x", "x\n")
 			f.repo.Write("src/a/deep.txt", "deep\n")
@@ -471,23 +476,23 @@ func TestRestore_EntriesInProcess_SameAsLsFiles(t *testing.T) {
 			f.git("update-index", "--add", "--cacheinfo", "100644,"+f.git("rev-parse", "HEAD:src/a.txt")+","+long)
 			f.git("update-index", "--add", "--cacheinfo", "160000,"+f.git("rev-parse", "HEAD")+",sub")
 			f.git("update-index", "--assume-unchanged", "src/b.txt")
-		}, true, 8},
+		}, true, 8, nil},
 		{"conflict", func(t *testing.T, f *fixture) {
 			blob := f.git("rev-parse", "HEAD:src/a.txt")
 			gitStdin(t, f, "0 "+strings.Repeat("0", 40)+"\tc.txt\n100644 "+blob+" 1\tc.txt\n100644 "+blob+" 2\tc.txt\n100644 "+blob+" 3\tc.txt\n",
 				"update-index", "--index-info")
-		}, true, 6},
-		{"version 4", func(_ *testing.T, f *fixture) { f.git("update-index", "--index-version", "4") }, false, 0},
+		}, true, 6, nil},
+		{"version 4", func(_ *testing.T, f *fixture) { f.git("update-index", "--index-version", "4") }, false, 0, nil},
 		{"intent to add", func(_ *testing.T, f *fixture) {
 			f.repo.Write("d.txt", "d\n")
 			f.git("add", "-N", "d.txt")
-		}, false, 0},
-		{"split", func(_ *testing.T, f *fixture) { f.git("update-index", "--split-index") }, false, 0},
-		{"ignorecase", func(_ *testing.T, f *fixture) { f.git("config", "core.ignorecase", "true") }, false, 0},
+		}, false, 0, nil},
+		{"split", func(_ *testing.T, f *fixture) { f.git("update-index", "--split-index") }, false, 0, nil},
+		{"ignorecase", func(_ *testing.T, f *fixture) { f.git("config", "core.ignorecase", "true") }, false, 0, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := newFixture(t)
+			f := newFixture(t, c.init...)
 			c.setup(t, f)
 			rc, err := f.e.openRepo(testCtx(t), f.repo.Dir)
 			if err != nil {
