@@ -26,7 +26,9 @@ var restoreFilesAlone = true
 // restoreAlone is restoreSame without the rewrite of the person's index,
 // where that leaves exactly what `git restore --source --staged
 // --worktree` of the paths leaves but the stat data of the entries whose
-// files it writes (git then finds them stale and compares by content),
+// files it writes (git then finds them stale and compares by content;
+// plumbing that does not refresh, diff-files or diff-index, lists them as
+// modified until something refreshes the index),
 // and the index file's own bytes (git's restore writes it whole,
 // extensions and all). It reports false, having changed nothing, where it
 // cannot know that, and git's restore runs as before.
@@ -53,7 +55,8 @@ var restoreFilesAlone = true
 //     leading directory of a path or under a path (git's restore would
 //     replace them); an entry not at stage 0; an entry of the empty blob
 //     (an intent-to-add entry is one); a gitlink; a .gitattributes among
-//     the paths or one above them in conflict;
+//     the paths, written or removed (see aloneConfig), or one above them
+//     in conflict;
 //   - an index that is not version 2 (3 and 4 can hold skip-worktree and
 //     intent-to-add flags, 4 compresses names), one split or sparse, or
 //     one that cannot be read;
@@ -61,8 +64,10 @@ var restoreFilesAlone = true
 //     to its entry: core.autocrlf on, or a text, eol, crlf, ident, filter
 //     or working-tree-encoding attribute specified for a path, as
 //     check-attr reads them from the same temporary index;
-//   - a symbolic link where core.symlinks is off; core.ignorecase, a
-//     sparse checkout, a split index or an fsmonitor configured;
+//   - a symbolic link where core.symlinks is off; core.ignorecase,
+//     core.ignoreStat (git's restore marks the entries it writes
+//     assume-unchanged), a sparse checkout, a split index or an
+//     fsmonitor configured;
 //   - an index lock that is there already (git's restore then fails on
 //     it, as it should).
 //
@@ -72,7 +77,7 @@ var restoreFilesAlone = true
 // was; a restore run again then completes the paths as the first would
 // have.
 func (g *gitEnv) restoreAlone(ctx context.Context, wt worktree, want WorktreeState, files map[string]string) (bool, error) {
-	if !restoreFilesAlone || len(files) == 0 || wt.gitDir == "" || !g.aloneConfig(files) {
+	if !restoreFilesAlone || len(files) == 0 || wt.gitDir == "" || !g.aloneConfig(want.Paths, files) {
 		return false, nil
 	}
 	checkout := make([]string, 0, len(files))
@@ -208,11 +213,19 @@ func isFalse(v string) bool {
 
 // aloneConfig reports whether the repository's configuration lets a
 // checkout of files write them as git's restore would with no conversion
-// and no entry flag only git's restore reads.
-func (g *gitEnv) aloneConfig(files map[string]string) bool {
+// and no entry flag only git's restore sets, and whether paths (the files
+// and those the restore removes) hold no .gitattributes: one the restore
+// writes or removes changes, midway, the attributes the checkout reads,
+// and check-attr, run before, would not see them as the checkout does.
+func (g *gitEnv) aloneConfig(paths []string, files map[string]string) bool {
 	empty := emptyBlobs[g.repo.ObjectFormat]
 	if empty == "" {
 		return false
+	}
+	for _, p := range paths {
+		if path.Base(p) == ".gitattributes" {
+			return false
+		}
 	}
 	symlinks := false
 	for p, e := range files {
@@ -226,7 +239,10 @@ func (g *gitEnv) aloneConfig(files map[string]string) bool {
 			return false
 		}
 	}
-	for _, key := range []string{"core.autocrlf", "core.sparsecheckout", "core.splitindex", "core.fsmonitor", "core.ignorecase"} {
+	// core.ignorestat: git's restore marks each entry whose file it
+	// writes assume-unchanged (fill_stat_cache_info), which only a write
+	// of the index records.
+	for _, key := range []string{"core.autocrlf", "core.sparsecheckout", "core.splitindex", "core.fsmonitor", "core.ignorecase", "core.ignorestat"} {
 		if v, set := g.repo.Config(key); set && !isFalse(v) {
 			return false
 		}

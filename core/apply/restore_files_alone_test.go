@@ -119,6 +119,9 @@ func TestRestore_FilesAlone_SameAsGitRestore(t *testing.T) {
 		force bool
 		// init: git init's arguments.
 		init []string
+		// patch, when set, is the patch (filesAlonePatch otherwise), made
+		// from the fixture's base before setup runs.
+		patch func(t *testing.T, f *fixture) string
 	}{
 		{name: "plain", alone: true},
 		{name: "sha256", alone: true, init: []string{"--object-format=sha256"}},
@@ -190,6 +193,49 @@ func TestRestore_FilesAlone_SameAsGitRestore(t *testing.T) {
 			f.git("commit", "-q", "-m", "other")
 			f.git("update-index", "--skip-worktree", "other.txt")
 		}},
+		{name: "a .gitattributes the patch created hides a conversion", setup: func(_ *testing.T, f *fixture) {
+			// src/a.txt stays as committed (LF) under the new root rule;
+			// the patch's own src/.gitattributes takes the rule back for
+			// as long as it is there, and the restore removes it before
+			// checking a.txt out (converted, CRLF, by both).
+			f.repo.Write(".gitattributes", "*.txt text eol=crlf\n")
+			f.git("add", ".gitattributes")
+			f.git("commit", "-q", "-m", "attributes")
+		}, patch: func(*testing.T, *fixture) string {
+			return "diff --git a/src/.gitattributes b/src/.gitattributes\nnew file mode 100644\n--- /dev/null\n+++ b/src/.gitattributes\n@@ -0,0 +1 @@\n+*.txt !text !eol\n" +
+				"diff --git a/src/a.txt b/src/a.txt\ndeleted file mode 100644\n--- a/src/a.txt\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-a1\n-a2\n-a3\n"
+		}, converted: true},
+		{name: "a .gitattributes the patch created above no restored file", patch: func(t *testing.T, f *fixture) string {
+			f.repo.Write("src/a.txt", "a1\nchanged\na3\n")
+			f.repo.Write("docs/.gitattributes", "*.md diff=markdown\n")
+			f.git("add", "-A")
+			patch := f.git("diff", "--cached", "--binary") + "\n"
+			f.git("reset", "-q", "--hard")
+			f.git("clean", "-fdq")
+			return patch
+		}},
+		{name: "core.ignoreStat", setup: func(_ *testing.T, f *fixture) { f.git("config", "core.ignoreStat", "true") }},
+		// Settings under which git's restore leaves the same entries:
+		// the untracked cache is checked against directories' times,
+		// checkStat and trustctime are read by the checkout alike, and
+		// skipHash and manyFiles change the index file's own bytes (the
+		// version manyFiles sets is that of a new index only).
+		{name: "core.untrackedCache", setup: func(_ *testing.T, f *fixture) {
+			f.git("config", "core.untrackedCache", "true")
+			f.git("update-index", "--untracked-cache")
+			f.repo.Write("notes/u.txt", "untracked\n")
+			f.git("status")
+		}, alone: true},
+		{name: "core.checkStat minimal", setup: func(_ *testing.T, f *fixture) { f.git("config", "core.checkStat", "minimal") }, alone: true},
+		{name: "core.trustctime off", setup: func(_ *testing.T, f *fixture) { f.git("config", "core.trustctime", "false") }, alone: true},
+		{name: "index.skipHash", setup: func(_ *testing.T, f *fixture) {
+			f.git("config", "index.skipHash", "true")
+			f.git("update-index", "--really-refresh")
+		}, alone: true},
+		{name: "feature.manyFiles", setup: func(_ *testing.T, f *fixture) {
+			f.git("config", "feature.manyFiles", "true")
+			f.git("update-index", "--really-refresh")
+		}, alone: true},
 	}
 	defer func() { restoreFilesAlone = true }()
 	for _, c := range cases {
@@ -198,7 +244,11 @@ func TestRestore_FilesAlone_SameAsGitRestore(t *testing.T) {
 			for i, alone := range []bool{true, false} {
 				restoreFilesAlone = alone
 				f := newFixture(t, c.init...)
-				patch := filesAlonePatch(t, f)
+				mk := filesAlonePatch
+				if c.patch != nil {
+					mk = c.patch
+				}
+				patch := mk(t, f)
 				if c.setup != nil {
 					c.setup(t, f)
 				}
