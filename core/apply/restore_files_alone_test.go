@@ -351,6 +351,53 @@ func TestRestore_FilesAlone_StagedAfterTheCheck(t *testing.T) {
 	}
 }
 
+// The person stages a file the patch created after the restore's undo
+// point read the index: the restore takes the entry out with the file,
+// as it sets back an entry staged since at a path the patch changed, on
+// both ways of restoring alike, and what it records as the state it left
+// is what is there: the undo point is then restored without asking.
+// Removing the file alone left it staged and missing (AD), under an end
+// state that records no entry.
+func TestRestore_FilesAlone_CreatedFileStagedAfterTheCheck(t *testing.T) {
+	defer func() { restoreFilesAlone = true }()
+	var got [2]string
+	for i, alone := range []bool{true, false} {
+		restoreFilesAlone = alone
+		f := newFixture(t)
+		patch := filesAlonePatch(t, f)
+		before := repoState(t, f.repo.Dir)
+		done := f.mustComplete(f.propose(&proposal.PatchArgs{Patch: patch, Target: proposal.PatchWorktree}))
+		after := repoState(t, f.repo.Dir)
+		staged := false
+		f.e.beforeStep = func(step string) {
+			if step == "restore-undo-point" && !staged {
+				f.git("add", "newdir/sub/new.txt")
+				staged = true
+			}
+		}
+		res, err := f.e.Restore(testCtx(t), f.repo.Dir, done.Outcome.RestorePoint, false)
+		f.e.beforeStep = nil
+		if err != nil {
+			t.Fatalf("restore: %v", err)
+		}
+		if !staged {
+			t.Fatal("the person's git add did not run")
+		}
+		if now := repoState(t, f.repo.Dir); now != before {
+			t.Errorf("alone=%v: the restore did not bring back the state before the patch:\n%s", alone, diffState(before, now))
+		}
+		got[i] = restoredState(t, f)
+		if _, err := f.e.Restore(testCtx(t), f.repo.Dir, res.UndoPoint, false); err != nil {
+			t.Errorf("alone=%v: the restore's end state is not what it left: undoing it: %v", alone, err)
+		} else if now := repoState(t, f.repo.Dir); now != after {
+			t.Errorf("alone=%v: undoing the restore did not bring back the patch:\n%s", alone, diffState(after, now))
+		}
+	}
+	if got[0] != got[1] {
+		t.Errorf("the restore and git's restore leave different states:\n%s", diffState(got[1], got[0]))
+	}
+}
+
 // While the restore writes the files the person's index is locked as
 // git's restore locks it: the person's git add then fails with git's own
 // message and stages nothing, and the restore completes exactly.

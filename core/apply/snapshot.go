@@ -738,11 +738,29 @@ func (g *gitEnv) restoreSame(ctx context.Context, wt worktree, want WorktreeStat
 			return err
 		}
 	}
-	var specs bytes.Buffer
+	// A path in neither has no entry to remove, as the undo point read
+	// the index; the person may have added one since (git add of a file
+	// the patch created), which git's restore then takes out with the
+	// file, as it sets back an entry staged since at a path it holds, and
+	// as the end state records. The index is read again for those paths
+	// alone: a pathspec that matches nothing fails git's restore.
+	var untracked []string
 	for _, p := range want.Paths {
 		_, inTree := files[p]
 		_, inIndex := tracked[p]
 		if !inTree && !inIndex {
+			untracked = append(untracked, p)
+		}
+	}
+	since, err := g.entriesNow(ctx, wt, untracked)
+	if err != nil {
+		return err
+	}
+	var specs bytes.Buffer
+	for _, p := range want.Paths {
+		_, inTree := files[p]
+		_, inIndex := tracked[p]
+		if !inTree && !inIndex && !since[p] {
 			if err := removeFile(wt.path, p); err != nil {
 				return err
 			}
@@ -757,6 +775,39 @@ func (g *gitEnv) restoreSame(ctx context.Context, wt worktree, want WorktreeStat
 	_, err = g.run(ctx, call{dir: wt.path, args: []string{"restore", "--source=" + want.Tree, "--staged", "--worktree", "--no-overlay",
 		"--pathspec-from-file=-", "--pathspec-file-nul"}, stdin: specs.Bytes()})
 	return err
+}
+
+// entriesNow says which of paths have an index entry (of any stage) in
+// wt now, read in process where it can be (listEntries), by git
+// otherwise.
+func (g *gitEnv) entriesNow(ctx context.Context, wt worktree, paths []string) (map[string]bool, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	var listed []byte
+	ok := false
+	if wt.gitDir != "" {
+		listed, ok = g.listEntries(wt.gitDir, paths)
+	}
+	if !ok {
+		c := call{dir: wt.path, args: []string{"ls-files", "-s", "-z"}, paths: paths}
+		if len(paths) > 1000 {
+			// Past a command line's length: the whole index.
+			c.paths = nil
+		}
+		res, err := g.run(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		listed = res.out
+	}
+	has := map[string]bool{}
+	for rec := range bytes.SplitSeq(listed, []byte{0}) {
+		if _, p, ok := bytes.Cut(rec, []byte{'\t'}); ok {
+			has[string(p)] = true
+		}
+	}
+	return has, nil
 }
 
 // removeFile removes the file at rel in the working tree at dir, if it
