@@ -28,7 +28,10 @@ import (
 // then every directory, file and symlink that is new or whose lstat
 // differs from the previous manifest's record (with --manifest-only, the
 // manifest alone: the baseline a session's HOME is read back against,
-// taken before the agent starts). Exit 0 with a complete
+// taken before the agent starts). With --max-bytes N, a tree whose files
+// to send hold more than N bytes (their sizes as stat'ed: a sparse file
+// counts its apparent size) fails before the file that passes N is sent,
+// rather than send what the host would refuse. Exit 0 with a complete
 // archive; 1 on any failure (the archive is then cut short, which the
 // host refuses as truncated); 2 on a usage error.
 //
@@ -44,18 +47,19 @@ func runPodTree(args []string, stdout, stderr io.Writer) int {
 	root := fs.String("root", "", "the tree to read (its top-level .git is left out)")
 	prevSize := fs.Int64("prev-size", -1, "read exactly this many bytes of previous manifest from stdin instead of reading to its end (for a transport that cannot close stdin)")
 	manifestOnly := fs.Bool("manifest-only", false, "write only the new manifest, no entry (a baseline for the next read)")
+	maxBytes := fs.Int64("max-bytes", 0, "fail rather than send files holding more than this many bytes in all (0: no bound)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *root == "" || fs.NArg() > 0 || *prevSize > workspace.MaxTreeManifestBytes {
-		fmt.Fprintln(stderr, "usage: sluice-sidecar pod-tree --root DIR [--prev-size N] [--manifest-only] < PREVIOUS-MANIFEST > ARCHIVE")
+	if *root == "" || fs.NArg() > 0 || *prevSize > workspace.MaxTreeManifestBytes || *maxBytes < 0 {
+		fmt.Fprintln(stderr, "usage: sluice-sidecar pod-tree --root DIR [--prev-size N] [--manifest-only] [--max-bytes N] < PREVIOUS-MANIFEST > ARCHIVE")
 		return 2
 	}
 	var in io.Reader = os.Stdin
 	if *prevSize >= 0 {
 		in = &exactReader{r: os.Stdin, n: *prevSize}
 	}
-	if err := podTree(in, stdout, *root, *manifestOnly); err != nil {
+	if err := podTree(in, stdout, *root, *manifestOnly, *maxBytes); err != nil {
 		fmt.Fprintln(stderr, "sluice-sidecar pod-tree:", err)
 		return 1
 	}
@@ -84,8 +88,9 @@ func (e *exactReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// podTree does runPodTree's work; manifestOnly leaves every entry out.
-func podTree(stdin io.Reader, stdout io.Writer, root string, manifestOnly bool) error {
+// podTree does runPodTree's work; manifestOnly leaves every entry out,
+// maxBytes (0: none) bounds the bytes of the files sent.
+func podTree(stdin io.Reader, stdout io.Writer, root string, manifestOnly bool, maxBytes int64) error {
 	prevData, err := io.ReadAll(io.LimitReader(stdin, workspace.MaxTreeManifestBytes+1))
 	if err != nil {
 		return fmt.Errorf("cannot read the previous manifest: %w", err)
@@ -119,7 +124,10 @@ func podTree(stdin io.Reader, stdout io.Writer, root string, manifestOnly bool) 
 	if _, err := tw.Write(data); err != nil {
 		return err
 	}
-	s := &treeSender{tw: tw, root: rootFD, parentFD: -1}
+	s := &treeSender{tw: tw, root: rootFD, parentFD: -1, left: maxBytes}
+	if maxBytes == 0 {
+		s.left = -1
+	}
 	defer s.close()
 	for _, r := range w.man.Records {
 		if manifestOnly || !workspace.ChangedSince(prev, prevIdx, r) {
@@ -209,6 +217,8 @@ type treeSender struct {
 	root      int
 	parentRel string
 	parentFD  int
+	// left is how many bytes of files may still be sent (-1: no bound).
+	left int64
 }
 
 func (s *treeSender) close() {
@@ -273,6 +283,12 @@ func (s *treeSender) send(r workspace.TreeRecord) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("the tree changed while it was read (%q is no longer a regular file)", r.Path)
+	}
+	if s.left >= 0 {
+		if st.Size > s.left {
+			return fmt.Errorf("the files to send hold more bytes than the bound (%q has %d bytes)", r.Path, st.Size)
+		}
+		s.left -= st.Size
 	}
 	// The size is what the file has now; the manifest keeps what lstat
 	// said, so a file written since differs next time and is sent again.

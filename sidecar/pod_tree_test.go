@@ -5,6 +5,7 @@ package sidecar
 import (
 	"archive/tar"
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -36,7 +37,7 @@ func TestPodTree_FirstReadCarriesTreeNotGitNorLinkTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := podTree(strings.NewReader(""), &out, root, false); err != nil {
+	if err := podTree(strings.NewReader(""), &out, root, false, 0); err != nil {
 		t.Fatalf("podTree: %v", err)
 	}
 	tr := tar.NewReader(&out)
@@ -84,7 +85,7 @@ func TestPodTree_RefusesBadInput(t *testing.T) {
 	var out bytes.Buffer
 	for _, prev := range []string{"not a manifest\n", "sluice-tree-manifest 1 0\nf 644 1 1 1 1 \"../x\"\n"} {
 		out.Reset()
-		if err := podTree(strings.NewReader(prev), &out, t.TempDir(), false); err == nil || out.Len() != 0 {
+		if err := podTree(strings.NewReader(prev), &out, t.TempDir(), false, 0); err == nil || out.Len() != 0 {
 			t.Fatalf("prev %q: err %v, %d bytes written; want a refusal and nothing written", prev, err, out.Len())
 		}
 	}
@@ -123,7 +124,7 @@ func TestPodTree_ManifestOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := podTree(strings.NewReader(""), &out, root, true); err != nil {
+	if err := podTree(strings.NewReader(""), &out, root, true, 0); err != nil {
 		t.Fatalf("podTree: %v", err)
 	}
 	tr := tar.NewReader(&out)
@@ -138,5 +139,46 @@ func TestPodTree_ManifestOnly(t *testing.T) {
 	}
 	if h, err := tr.Next(); err != io.EOF {
 		t.Fatalf("an entry after the manifest: %v %v", h, err)
+	}
+}
+
+// fullWriter takes n bytes, then fails.
+type fullWriter struct{ n int64 }
+
+func (w *fullWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > w.n {
+		return 0, errors.New("the reader stopped taking bytes")
+	}
+	w.n -= int64(len(p))
+	return len(p), nil
+}
+
+// TestPodTree_MaxBytes: a sparse file of an apparent 8 TiB (a few blocks
+// allocated) is not sent under --max-bytes: pod-tree fails before its
+// header, having sent nothing of it; files within the bound are sent.
+func TestPodTree_MaxBytes(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("alpha"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := podTree(strings.NewReader(""), &out, root, false, 1<<20); err != nil {
+		t.Fatalf("within the bound: %v", err)
+	}
+	f, err := os.Create(filepath.Join(root, "sparse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(8 << 40); err != nil {
+		t.Skipf("no sparse file of 8 TiB here: %v", err)
+	}
+	f.Close()
+	w := &fullWriter{n: 64 << 20}
+	err = podTree(strings.NewReader(""), w, root, false, 1<<30)
+	if err == nil || !strings.Contains(err.Error(), "more bytes than the bound") {
+		t.Fatalf("err %v, want the bound", err)
+	}
+	if sent := 64<<20 - w.n; sent > 1<<20 {
+		t.Fatalf("%d bytes sent", sent)
 	}
 }
