@@ -24,8 +24,12 @@ package kube
 //     changed or removed is applied (homeback_linux.go) only where the
 //     host still holds what went in (or nothing, for an add); otherwise
 //     the host's is kept and the log says so. The check and the rename
-//     are two steps: a write another session makes to the same path
-//     between them is replaced.
+//     (or the unlink, for a removal) are two steps: a write another
+//     session makes to the same path between them is replaced (or
+//     removed). The launcher then removes homeInName, so that an app
+//     ending the session does not apply the same changes a second time
+//     (homeBackOnce). Every read of the pod and the apply are bounded in
+//     time (syncWait), and a refused archive ends the exec's stream.
 //
 // Sluice's own writes at the start (PrepareHome: the MCP entry, the folder
 // trust, .gitconfig) come back like any other path the agent changed: they
@@ -50,6 +54,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sluicehq/sluice/core/errcode"
 	"github.com/sluicehq/sluice/core/workspace"
@@ -66,6 +71,8 @@ type homeRecord struct {
 	link string
 	// staged is a sent file's name in the staging directory.
 	staged string
+	// dev and ino are the HOME's file's, as hostState stat'ed it.
+	dev, ino uint64
 }
 
 // sameContent reports whether a and b hold the same: type, and a file's
@@ -84,11 +91,23 @@ func (a homeRecord) sameContent(b homeRecord) bool {
 }
 
 // homeLimits bound what a pod's HOME may send back: entries (the manifest's
-// records and the archive's entries each) and file bytes.
-type homeLimits struct{ entries, bytes int64 }
+// records and the archive's entries each), file bytes and the manifest's
+// bytes.
+type homeLimits struct{ entries, bytes, manifest int64 }
 
-// defaultHomeLimits: the HOME volume holds at most homeBytes.
-var defaultHomeLimits = homeLimits{entries: workspace.DefaultArchiveMaxEntries, bytes: homeBytes}
+// defaultHomeLimits: the HOME volume holds at most homeBytes; an agent's
+// HOME holds thousands of paths (Claude Code's or Codex's settings,
+// history, projects' transcripts, caches), not the hundreds of thousands
+// a repository's tree may: a HOME past homeEntries does not come back
+// (each path applied costs a file sync, so the bound is also the apply's
+// time). homeManifestBytes is room for homeEntries records with paths of
+// some 300 bytes on average.
+var defaultHomeLimits = homeLimits{entries: homeEntries, bytes: homeBytes, manifest: homeManifestBytes}
+
+const (
+	homeEntries       = 20_000
+	homeManifestBytes = 8 << 20
+)
 
 // homeDelta is a pod's HOME archive, read and checked: its manifest and
 // the entries it sent.
@@ -122,8 +141,8 @@ func readHomeArchive(r io.Reader, stage *os.Root, lim homeLimits) (*homeDelta, e
 	if hdr.Name != workspace.TreeManifestName || hdr.Typeflag != tar.TypeReg {
 		return nil, homeRefused(hdr.Name, "comes first, where the manifest should")
 	}
-	if hdr.Size > workspace.MaxTreeManifestBytes {
-		return nil, homeOverLimit("bytes of manifest", workspace.MaxTreeManifestBytes)
+	if maxMan := min(lim.manifest, workspace.MaxTreeManifestBytes); hdr.Size > maxMan {
+		return nil, homeOverLimit("bytes of manifest", maxMan)
 	}
 	data, err := io.ReadAll(io.LimitReader(tr, hdr.Size))
 	if err != nil || int64(len(data)) != hdr.Size {
@@ -223,18 +242,27 @@ func stageFile(stage *os.Root, name string, r io.Reader, size int64) (int64, [sh
 
 // homeTree runs pod-tree on the pod's HOME with prev on its stdin and
 // hands its archive to read.
+// An archive refused (or one that goes on past its end) ends the exec's
+// stream at once: client-go would otherwise read and discard the rest of
+// what the pod sends, for as long as it sends.
 func (r *Runtime) homeTree(ctx context.Context, pod string, prev []byte, manifestOnly bool, read func(io.Reader) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	pr, pw := io.Pipe()
 	readC := make(chan error, 1)
 	go func() {
 		err := read(pr)
 		if err == nil {
-			_, _ = io.Copy(io.Discard, pr)
+			err = drainTail(pr)
+		}
+		if err != nil {
+			cancel()
 		}
 		pr.CloseWithError(err)
 		readC <- err
 	}()
-	cmd := []string{keeperDir + "/run/bin/sluice-sidecar", "pod-tree", "--root", keeperDir + "/home"}
+	cmd := []string{keeperDir + "/run/bin/sluice-sidecar", "pod-tree", "--root", keeperDir + "/home",
+		"--max-bytes", strconv.FormatInt(homeBytes, 10)}
 	if manifestOnly {
 		cmd = append(cmd, "--manifest-only")
 	}
@@ -247,12 +275,28 @@ func (r *Runtime) homeTree(ctx context.Context, pod string, prev []byte, manifes
 	return readErr
 }
 
+// maxArchiveTail bounds what may follow an archive's end (tar's padding).
+const maxArchiveTail = 64 << 10
+
+// drainTail reads what follows an archive's end, refusing more than
+// maxArchiveTail bytes of it.
+func drainTail(r io.Reader) error {
+	n, err := io.Copy(io.Discard, io.LimitReader(r, maxArchiveTail+1))
+	if err != nil {
+		return err
+	}
+	if n > maxArchiveTail {
+		return homeOverLimit("bytes after the archive's end", maxArchiveTail)
+	}
+	return nil
+}
+
 // homeBaseline takes the manifest of the pod's HOME as copied in, before
 // the agent starts: what its end is read back against.
 func (s *SessionRun) homeBaseline(ctx context.Context) error {
 	var data []byte
 	err := s.r.homeTree(ctx, s.name, nil, true, func(r io.Reader) error {
-		d, err := readHomeArchive(r, nil, homeLimits{entries: defaultHomeLimits.entries})
+		d, err := readHomeArchive(r, nil, homeLimits{entries: defaultHomeLimits.entries, manifest: defaultHomeLimits.manifest})
 		if err != nil {
 			return err
 		}
@@ -273,7 +317,7 @@ func (s *SessionRun) homeBack(ctx context.Context) (applied, kept int, err error
 	if s.homeIn == nil || s.homePod == nil {
 		return 0, 0, errcode.New(errcode.Internal, "the HOME that went into the session's pod was not recorded")
 	}
-	return backHome(s.places.homeHost, s.homeIn, s.homePod, s.homeLimits,
+	return backHome(ctx, s.places.homeHost, s.homeIn, s.homePod, s.homeLimits,
 		func(read func(io.Reader) error) error { return s.r.homeTree(ctx, s.name, s.homePod, false, read) },
 		func(p, why string) {
 			s.r.log.Warn("kube: a change the agent made to its HOME in the pod is not carried back: "+why, "pod", s.name, "path", p)
@@ -283,15 +327,16 @@ func (s *SessionRun) homeBack(ctx context.Context) (applied, kept int, err error
 // backHome is homeBack's work: basePod is the pod's manifest of its HOME
 // as copied in, tree runs pod-tree against it and hands its archive to
 // read, keep is told of each path kept as the HOME has it.
-func backHome(home string, in map[string]homeRecord, basePod []byte, lim homeLimits,
+func backHome(ctx context.Context, home string, in map[string]homeRecord, basePod []byte, lim homeLimits,
 	tree func(read func(io.Reader) error) error, keep func(p, why string)) (applied, kept int, err error) {
 	base, err := workspace.ParseTreeManifest(basePod, lim.entries)
 	if err != nil {
 		return 0, 0, err
 	}
 	// Staged beside the HOME (whose parent is Sluice's, not the agent's),
-	// where nothing reads it.
-	stageDir, err := os.MkdirTemp(filepath.Dir(home), ".sluice-home-back-")
+	// where nothing reads it; what a crash left there goes first.
+	removeStaleStages(filepath.Dir(home))
+	stageDir, err := os.MkdirTemp(filepath.Dir(home), stagePrefix+"*")
 	if err != nil {
 		return 0, 0, errcode.Wrap(errcode.Internal, err, "cannot stage the HOME from the session's pod")
 	}
@@ -309,8 +354,33 @@ func backHome(home string, in map[string]homeRecord, basePod []byte, lim homeLim
 	}); err != nil {
 		return 0, 0, err
 	}
-	return applyHome(home, in, base, d, stage, keep)
+	return applyHome(ctx, home, in, base, d, stage, keep)
 }
+
+// stageAge is the age past which a staging directory beside the HOMEs is
+// a crash's leftover: an apply is bounded by syncWait.
+const stageAge = 2 * time.Hour
+
+// removeStaleStages removes the staging directories in dir that a crash
+// left (older than stageAge); one in use by another session's apply is
+// younger.
+func removeStaleStages(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), stagePrefix) {
+			continue
+		}
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > stageAge {
+			_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// stagePrefix begins the name of a staging directory beside the HOMEs.
+const stagePrefix = ".sluice-home-back-"
 
 // homeInName is the file, in the session's directory (the copy's parent,
 // Sluice's), that keeps what went into a session's pod of its HOME while
@@ -401,14 +471,39 @@ func loadHomeIn(copyHost string) (string, map[string]homeRecord, []byte, bool, e
 	return f.Home, in, f.Pod, true, nil
 }
 
+// homeBackOnce runs back, the launcher's apply of the HOME, then removes
+// the session's homeInName (durably) whatever came of it: an app that
+// ends the session after a launcher that died before removing the pod
+// finds none, and does not apply the same changes a second time from the
+// same record of what went in (which would undo another session's write
+// made since, back to what went in).
+func homeBackOnce(copyHost string, back func() (int, int, error)) (applied, kept int, err error) {
+	applied, kept, err = back()
+	p := homeInPath(copyHost)
+	if rerr := os.Remove(p); rerr == nil {
+		if d, derr := os.Open(filepath.Dir(p)); derr == nil {
+			_ = d.Sync()
+			d.Close()
+		}
+	}
+	return applied, kept, err
+}
+
 // endSessionHome is EndSession's homeBack: from what the launcher kept
 // of what went in (nothing kept, nothing carried).
 func (r *Runtime) endSessionHome(ctx context.Context, pod, copyHost string) {
+	r.endHomeFrom(ctx, pod, copyHost, func(base []byte, read func(io.Reader) error) error {
+		return r.homeTree(ctx, pod, base, false, read)
+	})
+}
+
+// endHomeFrom is endSessionHome's work, tree running pod-tree against base.
+func (r *Runtime) endHomeFrom(ctx context.Context, pod, copyHost string, tree func(base []byte, read func(io.Reader) error) error) {
 	home, in, base, ok, err := loadHomeIn(copyHost)
 	if err == nil && ok {
 		var applied, kept int
-		applied, kept, err = backHome(home, in, base, defaultHomeLimits,
-			func(read func(io.Reader) error) error { return r.homeTree(ctx, pod, base, false, read) },
+		applied, kept, err = backHome(ctx, home, in, base, defaultHomeLimits,
+			func(read func(io.Reader) error) error { return tree(base, read) },
 			func(p, why string) {
 				r.log.Warn("kube: a change the agent made to its HOME in the pod is not carried back: "+why, "pod", pod, "path", p)
 			})

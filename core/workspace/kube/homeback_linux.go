@@ -3,6 +3,7 @@
 package kube
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
@@ -26,18 +27,22 @@ import (
 // not carried back. Every step goes through descriptors opened from the
 // HOME's without following a link; a file or link is written to a
 // temporary name in its directory, synced and renamed over the old, so a
-// crash leaves each path old or new. It stops at the first error that is
-// not a disagreement with the HOME.
-func applyHome(home string, in map[string]homeRecord, base *workspace.TreeManifest, d *homeDelta, stage *os.Root, keep func(path, why string)) (applied, kept int, err error) {
+// crash leaves each path old or new (a directory is synced once after the
+// run of paths written in it, not after each). A file whose content the
+// agent left but whose mode it changed gets the mode (never a set-id or
+// sticky bit). It stops at the first error that is not a disagreement with
+// the HOME, and when ctx ends (each path written so far stays).
+func applyHome(ctx context.Context, home string, in map[string]homeRecord, base *workspace.TreeManifest, d *homeDelta, stage *os.Root, keep func(path, why string)) (applied, kept int, err error) {
 	hfd, err := unix.Open(home, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0, 0, errcode.Wrap(errcode.Internal, err, "cannot open the confined HOME")
 	}
 	defer unix.Close(hfd)
-	a := &homeApply{home: hfd, stage: stage, keep: keep}
+	a := &homeApply{ctx: ctx, home: hfd, stage: stage, keep: keep, dirty: -1}
+	defer a.syncDir()
 	baseIdx := base.Index()
 	now := d.man.Index()
-	for i := len(base.Records) - 1; i >= 0 && a.err == nil; i-- {
+	for i := len(base.Records) - 1; i >= 0 && a.next(); i-- {
 		p := base.Records[i].Path
 		was, went := in[p]
 		if !went {
@@ -52,7 +57,7 @@ func applyHome(home string, in map[string]homeRecord, base *workspace.TreeManife
 		a.remove(p, was)
 	}
 	for _, r := range d.man.Records {
-		if a.err != nil {
+		if !a.next() {
 			break
 		}
 		e, sent := d.sent[r.Path]
@@ -73,16 +78,56 @@ func applyHome(home string, in map[string]homeRecord, base *workspace.TreeManife
 		}
 		a.add(r.Path, e)
 	}
+	a.syncDir()
 	return a.applied, a.kept, a.err
 }
 
 type homeApply struct {
+	ctx     context.Context
 	home    int
 	stage   *os.Root
 	keep    func(path, why string)
 	applied int
 	kept    int
 	err     error
+	// dirty is the directory last written in, not yet synced (-1: none),
+	// dirtyPath its path in the HOME.
+	dirty     int
+	dirtyPath string
+}
+
+// next reports whether the apply goes on: no error, ctx not ended.
+func (a *homeApply) next() bool {
+	if a.err == nil && a.ctx.Err() != nil {
+		a.err = &errcode.Error{Code: errcode.Timeout, Msg: "the HOME from the session's pod was not applied in time; what was written so far stays", Err: a.ctx.Err()}
+	}
+	return a.err == nil
+}
+
+// written notes that dir (p's directory, still open by the caller) was
+// written in: the directory written in before it, if another, is synced
+// now, this one when the apply moves on from it. The renames of a
+// directory's run of paths then cost one sync, not one each.
+func (a *homeApply) written(dir int, p string) {
+	dp := path.Dir(p)
+	if a.dirty >= 0 && a.dirtyPath == dp {
+		return
+	}
+	a.syncDir()
+	fd, err := unix.Dup(dir)
+	if err != nil {
+		_ = unix.Fsync(dir)
+		return
+	}
+	a.dirty, a.dirtyPath = fd, dp
+}
+
+func (a *homeApply) syncDir() {
+	if a.dirty >= 0 {
+		_ = unix.Fsync(a.dirty)
+		unix.Close(a.dirty)
+		a.dirty = -1
+	}
 }
 
 const (
@@ -123,6 +168,10 @@ func (a *homeApply) parent(p string) (int, string, error) {
 	return fd, name, nil
 }
 
+// hostStatHook, when set (by tests only), runs between hostState's stat
+// of a regular file and its open: where another session's write lands.
+var hostStatHook func(name string)
+
 // hostState is what the HOME holds at name in dir (false: nothing).
 func hostState(dir int, name string) (homeRecord, bool, error) {
 	var st unix.Stat_t
@@ -132,7 +181,7 @@ func hostState(dir int, name string) (homeRecord, bool, error) {
 		}
 		return homeRecord{}, false, err
 	}
-	r := homeRecord{mode: uint32(st.Mode) & 0o777, size: st.Size}
+	r := homeRecord{mode: uint32(st.Mode) & 0o777, size: st.Size, dev: uint64(st.Dev), ino: uint64(st.Ino)}
 	switch uint32(st.Mode) & unix.S_IFMT {
 	case unix.S_IFDIR:
 		r.typ = 'd'
@@ -146,21 +195,74 @@ func hostState(dir int, name string) (homeRecord, bool, error) {
 		r.link = string(buf[:n])
 	case unix.S_IFREG:
 		r.typ = 'f'
-		fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if hostStatHook != nil {
+			hostStatHook(name)
+		}
+		fd, err := openChecked(dir, name, r, unix.O_RDONLY)
+		if errors.Is(err, errSwapped) {
+			// Another session put something else there since the stat:
+			// not what went in, so it is kept.
+			r.typ = '?'
+			return r, true, nil
+		}
 		if err != nil {
 			return r, true, err
 		}
-		f := os.NewFile(uintptr(fd), name)
-		defer f.Close()
+		defer unix.Close(fd)
+		// Read with plain read(2) on the descriptor checked to be the
+		// regular file stat'ed (never through the poller, which would
+		// wait on a FIFO), at most one byte past the size stat'ed: a file
+		// that grows meanwhile then differs from anything compared.
 		h := sha256.New()
-		if r.size, err = io.Copy(h, f); err != nil {
-			return r, true, err
+		buf := make([]byte, 64<<10)
+		var n int64
+		for n <= st.Size {
+			m, err := unix.Read(fd, buf[:min(int64(len(buf)), st.Size+1-n)])
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil {
+				return r, true, err
+			}
+			if m == 0 {
+				break
+			}
+			h.Write(buf[:m])
+			n += int64(m)
 		}
+		r.size = n
 		h.Sum(r.sum[:0])
 	default:
 		r.typ = '?'
 	}
 	return r, true, nil
+}
+
+// errSwapped: the path no longer holds the regular file stat'ed.
+var errSwapped = errors.New("the path changed since it was checked")
+
+// openChecked opens name in dir, never following a link and never waiting
+// (O_NONBLOCK: a FIFO swapped in opens at once), and checks that the
+// descriptor is the regular file was stat'ed (same device and inode):
+// errSwapped when it is not.
+func openChecked(dir int, name string, was homeRecord, flags int) (int, error) {
+	fd, err := unix.Openat(dir, name, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENXIO) || errors.Is(err, unix.EISDIR) {
+			return -1, errSwapped
+		}
+		return -1, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG || uint64(st.Dev) != was.dev || uint64(st.Ino) != was.ino {
+		unix.Close(fd)
+		return -1, errSwapped
+	}
+	return fd, nil
 }
 
 // is reports whether the HOME's got is still was, what went in.
@@ -201,7 +303,7 @@ func (a *homeApply) remove(p string, was homeRecord) {
 		return
 	}
 	a.applied++
-	_ = unix.Fsync(dir)
+	a.written(dir, p)
 }
 
 func (a *homeApply) change(p string, was, e homeRecord) {
@@ -217,13 +319,38 @@ func (a *homeApply) change(p string, was, e homeRecord) {
 		a.fail(p, err)
 	case !ok:
 		a.conflict(p, "the HOME's copy was removed meanwhile (another session's), which is kept")
-	case got.sameContent(e):
+	case got.sameContent(e) && (e.typ != 'f' || got.mode == e.mode):
 		// As the pod has it already.
 	case !is(got, was):
 		a.conflict(p, whyChanged)
+	case got.sameContent(e):
+		// Only the mode changed: the file stays, its mode comes back.
+		a.chmod(dir, name, p, got, e)
 	default:
 		a.put(dir, name, p, e)
 	}
+}
+
+// chmod gives the regular file got at name in dir e's mode, through a
+// descriptor checked to be got.
+func (a *homeApply) chmod(dir int, name, p string, got, e homeRecord) {
+	fd, err := openChecked(dir, name, got, unix.O_RDONLY)
+	if errors.Is(err, errSwapped) {
+		a.conflict(p, whyChanged)
+		return
+	}
+	if err == nil {
+		err = unix.Fchmod(fd, e.mode&0o777)
+		if err == nil {
+			err = unix.Fsync(fd)
+		}
+		unix.Close(fd)
+	}
+	if err != nil {
+		a.fail(p, err)
+		return
+	}
+	a.applied++
 }
 
 func (a *homeApply) add(p string, e homeRecord) {
@@ -237,7 +364,7 @@ func (a *homeApply) add(p string, e homeRecord) {
 	switch {
 	case err != nil:
 		a.fail(p, err)
-	case ok && got.sameContent(e):
+	case ok && got.sameContent(e) && (e.typ != 'f' || got.mode == e.mode):
 	case ok:
 		a.conflict(p, whyMade)
 	default:
@@ -258,7 +385,7 @@ func (a *homeApply) put(dir int, name, p string, e homeRecord) {
 			return
 		}
 		a.applied++
-		_ = unix.Fsync(dir)
+		a.written(dir, p)
 		return
 	}
 	tmp := ".sluice-home-" + rand.Text()[:12]
@@ -281,7 +408,7 @@ func (a *homeApply) put(dir int, name, p string, e homeRecord) {
 		return
 	}
 	a.applied++
-	_ = unix.Fsync(dir)
+	a.written(dir, p)
 }
 
 // writeTemp writes e's staged bytes to a new file tmp in dir, synced.

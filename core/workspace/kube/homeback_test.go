@@ -5,6 +5,7 @@ package kube
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"io/fs"
@@ -93,7 +94,7 @@ func (f *homeFixture) back(t *testing.T, archive []byte, lim homeLimits) (int, i
 	if archive == nil {
 		archive = podTreeLocal(t, f.pod, f.base, false)
 	}
-	return backHome(f.host, f.in, f.base, lim,
+	return backHome(context.Background(), f.host, f.in, f.base, lim,
 		func(read func(io.Reader) error) error { return read(bytes.NewReader(archive)) },
 		func(p, why string) { f.kept = append(f.kept, p) })
 }

@@ -695,12 +695,20 @@ func (r *Runtime) syncDelta(ctx context.Context, pod, copyHost string, prev []by
 		err  error
 	}
 	resC := make(chan result, 1)
+	// An archive refused ends the exec's stream at once: client-go would
+	// otherwise read and discard the rest of what the pod sends.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	go func() {
 		next, _, err := workspace.SyncTreeDelta(pr, copyHost, prev, workspace.ReplaceOptions{UID: -1, GID: -1})
+		if err != nil {
+			cancel()
+		}
 		pr.CloseWithError(err)
 		resC <- result{next, err}
 	}()
-	cmd := []string{keeperDir + "/run/bin/sluice-sidecar", "pod-tree", "--root", keeperDir + "/repo"}
+	cmd := []string{keeperDir + "/run/bin/sluice-sidecar", "pod-tree", "--root", keeperDir + "/repo",
+		"--max-bytes", strconv.FormatInt(workspace.DefaultArchiveMaxBytes, 10)}
 	err := r.execIn(ctx, pod, containerKeeper, cmd, bytes.NewReader(prev), pw)
 	pw.CloseWithError(err)
 	res := <-resC
@@ -773,7 +781,7 @@ func (s *SessionRun) endHome(ctx context.Context) {
 		return
 	}
 	defer func() { <-s.syncLock }()
-	applied, kept, err := s.homeBack(ctx)
+	applied, kept, err := homeBackOnce(s.places.copyHost, func() (int, int, error) { return s.homeBack(ctx) })
 	if err != nil {
 		s.r.log.Warn("kube: what the agent changed in its HOME in the pod did not come back; the confined HOME stays as it was", "pod", s.name, "err", err)
 		return
@@ -887,7 +895,12 @@ func (r *Runtime) EndSession(ctx context.Context, id, copyHost string) error {
 			readErr = &errcode.Error{Code: errcode.Conflict, Msg: "the session's pod no longer runs its keeper, so its files cannot be read back", Err: ErrFilesNotBack}
 			break
 		}
-		if _, err := r.syncDelta(ctx, name, copyHost, nil); err != nil {
+		// Each read is bounded as the launcher's are (syncWait): the app
+		// waits on it to end the session.
+		sctx, cancel := context.WithTimeout(ctx, syncWait)
+		_, err := r.syncDelta(sctx, name, copyHost, nil)
+		cancel()
+		if err != nil {
 			if !refusedArchive(err) {
 				return err // kept: tried again later
 			}
@@ -897,7 +910,9 @@ func (r *Runtime) EndSession(ctx context.Context, id, copyHost string) error {
 		}
 		// The HOME as the launcher would have carried it back, when it
 		// kept what went in; a HOME that does not come back is logged.
-		r.endSessionHome(ctx, name, copyHost)
+		hctx, cancel := context.WithTimeout(ctx, syncWait)
+		r.endSessionHome(hctx, name, copyHost)
+		cancel()
 	}
 	if err := r.remove(ctx, name, func(string) bool { return true }); err != nil {
 		return err
