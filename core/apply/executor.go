@@ -424,7 +424,8 @@ type repoCtx struct {
 	reads *readCache
 	// entriesInProcess: the index entries at a scope's paths are read
 	// from the index file in process where git's ls-files would read the
-	// same (gitEnv.listEntries): a restore's check and undo point.
+	// same (gitEnv.listEntries): a restore's check and undo point, an
+	// execution's intent-to-add check, restore point and end state.
 	entriesInProcess bool
 }
 
@@ -499,6 +500,7 @@ func (r *run) open(ctx context.Context) error {
 		return asInvalid(err)
 	}
 	r.main = rc.atOneMoment()
+	r.main.entriesInProcess = executeEntriesInProcess
 	r.others = map[string]*repoCtx{}
 	for _, path := range reposOf(r.p)[1:] {
 		if r.others[path] != nil || path == r.p.Repo {
@@ -509,6 +511,7 @@ func (r *run) open(ctx context.Context) error {
 			return asInvalid(err)
 		}
 		r.others[path] = o.atOneMoment()
+		r.others[path].entriesInProcess = executeEntriesInProcess
 	}
 	r.expect = map[string]string{}
 	for k, v := range r.p.Pinned.Refs {

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -95,5 +96,75 @@ func TestRestore_ScopedPatch_StagedBeforeTheEnd_Asks(t *testing.T) {
 				t.Errorf("the restore did not bring back the state before the patch:\n%s", diffState(before, now))
 			}
 		})
+	}
+}
+
+// On an index read in process (a whole version 2 one), a patch reads no
+// whole index through git: the intent-to-add check, the check that the
+// files are as sealed, the restore point and the end state take the
+// entries at the patch's paths from the index file (listEntries), and
+// record what they record when git's ls-files answers. Where git must
+// answer (a version 4 index here) git's ls-files reads it, as before.
+func TestExecute_ScopedPatch_ReadsTheEntriesInProcess(t *testing.T) {
+	defer func() { executeEntriesInProcess = true }()
+	for _, target := range []proposal.PatchTarget{proposal.PatchWorktree, proposal.PatchIndex} {
+		for _, v4 := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s v4=%v", target, v4), func(t *testing.T) {
+				var recorded [2]string
+				for i, inProcess := range []bool{true, false} {
+					executeEntriesInProcess = inProcess
+					f := newFixture(t)
+					// Staged work beside the patch.
+					f.repo.Write("other.txt", "staged\n")
+					f.git("add", "other.txt")
+					if v4 {
+						f.git("update-index", "--index-version", "4")
+					}
+					e, log := loggedGit(t, f)
+					f.e = e
+					rec := f.propose(&proposal.PatchArgs{Patch: readmePatched, Target: target})
+					if err := os.WriteFile(log, nil, 0o600); err != nil {
+						t.Fatal(err)
+					}
+					done := f.mustComplete(rec)
+					b, err := os.ReadFile(log)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var reads []string
+					for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+						if sub, rest := gitSubcommand(line); sub == "ls-files" {
+							reads = append(reads, rest)
+						}
+					}
+					switch {
+					case inProcess && !v4 && len(reads) > 0:
+						t.Errorf("the execution read the index through git %d times, want none:\n%s", len(reads), strings.Join(reads, "\n"))
+					case (v4 || !inProcess) && len(reads) == 0:
+						t.Errorf("in process %v: the execution did not read the index through git", inProcess)
+					}
+					rps, err := f.e.ListRestorePoints(testCtx(t), f.repo.Dir)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var b2 strings.Builder
+					for _, rp := range rps {
+						if rp.ID != done.Outcome.RestorePoint || rp.End == nil {
+							continue
+						}
+						for _, w := range append(rp.Worktrees, rp.End.Worktrees...) {
+							fmt.Fprintf(&b2, "files=%v index=%s tree=%s paths=%q\n", w.Files, w.Index, w.Tree, w.Paths)
+						}
+					}
+					if b2.Len() == 0 {
+						t.Fatal("no restore point with an end state")
+					}
+					recorded[i] = b2.String()
+				}
+				if recorded[0] != recorded[1] {
+					t.Errorf("recorded in process:\n%s\nwith git's ls-files:\n%s", recorded[0], recorded[1])
+				}
+			})
+		}
 	}
 }

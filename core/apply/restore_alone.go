@@ -493,3 +493,8 @@ func (ix *index) subset(keep []int, hashLen int) []byte {
 // read the index entries at their paths in process (listEntries); tests
 // turn it off to compare with git's ls-files.
 var restoreEntriesInProcess = true
+
+// executeEntriesInProcess says whether an execution's intent-to-add check
+// and restore points read the index entries at their paths in process
+// (listEntries); tests turn it off to compare with git's ls-files.
+var executeEntriesInProcess = true

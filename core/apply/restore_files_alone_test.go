@@ -585,6 +585,7 @@ func TestRestore_EntriesInProcess_SameAsLsFiles(t *testing.T) {
 			f.git("add", "-N", "d.txt")
 		}, false, 0, nil},
 		{"split", func(_ *testing.T, f *fixture) { f.git("update-index", "--split-index") }, false, 0, nil},
+		{"skip-worktree", func(_ *testing.T, f *fixture) { f.git("update-index", "--skip-worktree", "src/b.txt") }, false, 0, nil},
 		{"ignorecase", func(_ *testing.T, f *fixture) { f.git("config", "core.ignorecase", "true") }, false, 0, nil},
 	}
 	for _, c := range cases {
@@ -612,6 +613,27 @@ func TestRestore_EntriesInProcess_SameAsLsFiles(t *testing.T) {
 			}
 			if n := strings.Count(string(listed), "\x00"); n < c.listed {
 				t.Errorf("%d entries listed, want %d or more", n, c.listed)
+			}
+			// An execution's intent-to-add check takes the same answer
+			// for git's ls-files -s --debug: its entries at the paths,
+			// and none intent-to-add.
+			res, err := rc.g.run(testCtx(t), call{dir: rc.path, args: []string{"ls-files", "-s", "-z", "--debug"}, paths: paths})
+			if err != nil {
+				t.Fatal(err)
+			}
+			debugListed, ita, err := readDebug(res.out)
+			if err != nil || len(ita) > 0 {
+				t.Fatalf("ls-files --debug: intent-to-add %q, %v", ita, err)
+			}
+
+			var atPaths []string
+			for rec := range strings.SplitSeq(string(debugListed), "\x00") {
+				if _, p, ok := strings.Cut(rec, "\t"); ok && slices.Contains(paths, p) {
+					atPaths = append(atPaths, rec+"\x00")
+				}
+			}
+			if got, want := string(listed), strings.Join(atPaths, ""); got != want {
+				t.Errorf("in process %q, ls-files -s --debug at the paths %q", got, want)
 			}
 		})
 	}

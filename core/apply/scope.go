@@ -322,10 +322,19 @@ func (rc *repoCtx) entriesAt(ctx context.Context, want string, paths []string) (
 //
 // The same read lists the entries (ls-files -s), which the checks and
 // the restore point of this moment take from it (see indexEntries)
-// instead of loading the whole index again.
+// instead of loading the whole index again. Where the index file is read
+// in process (listEntries: a whole version 2 index, which cannot hold an
+// intent-to-add entry, its flag being an extended one that version 2
+// has not) no git reads the whole index for it.
 func (r *run) refuseIntentToAdd(ctx context.Context, t touches) error {
 	for rc, set := range t {
 		for wt, paths := range set.scopes {
+			if rc.entriesInProcess && wt.gitDir != "" {
+				if listed, ok := rc.g.listEntries(wt.gitDir, paths); ok {
+					rc.reads.putListed(entriesKey(wt, paths), listed)
+					continue
+				}
+			}
 			res, err := rc.g.run(ctx, call{dir: wt.path, args: []string{"ls-files", "-s", "-z", "--debug"}, paths: paths})
 			if err != nil {
 				return err
