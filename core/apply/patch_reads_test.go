@@ -13,13 +13,16 @@ import (
 
 const readmePatched = "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-# demo\n+# patched\n"
 
-// A patch to the working tree reads the person's whole index twice: once
+// Where git's ls-files answers (the index not read in process), a patch
+// to the working tree reads the person's whole index twice: once
 // before git apply (the intent-to-add check, the check that the files
 // are as sealed and the restore point) and once after it (the check of
 // the result and the end state), since git apply without --index
 // changes no index entry. Each git ls-files loads the whole index,
 // whatever its pathspec.
 func TestExecute_ScopedPatch_ReadsTheIndexTwice(t *testing.T) {
+	executeEntriesInProcess = false
+	defer func() { executeEntriesInProcess = true }()
 	for _, target := range []proposal.PatchTarget{proposal.PatchWorktree, proposal.PatchIndex} {
 		t.Run(string(target), func(t *testing.T) {
 			f := newFixture(t)
