@@ -279,12 +279,10 @@ func (r *Runtime) homeTree(ctx context.Context, pod string, prev []byte, manifes
 const maxArchiveTail = 64 << 10
 
 // drainTail reads what follows an archive's end, refusing more than
-// maxArchiveTail bytes of it.
+// maxArchiveTail bytes of it; how the stream then ends is the exec's to
+// say.
 func drainTail(r io.Reader) error {
-	n, err := io.Copy(io.Discard, io.LimitReader(r, maxArchiveTail+1))
-	if err != nil {
-		return err
-	}
+	n, _ := io.Copy(io.Discard, io.LimitReader(r, maxArchiveTail+1))
 	if n > maxArchiveTail {
 		return homeOverLimit("bytes after the archive's end", maxArchiveTail)
 	}

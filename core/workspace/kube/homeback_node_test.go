@@ -86,3 +86,42 @@ func TestNode_SessionHomeBackByTheApp(t *testing.T) {
 		t.Fatalf("what went in is still kept after the session ended: %v", err)
 	}
 }
+
+// TestNode_SessionHomeBackRefusesASparseGiant: the agent leaves a sparse
+// file of an apparent 8 TiB in its HOME (a few blocks allocated, within
+// the volume's limit). The app that ends the session is not held while
+// the pod would stream it: pod-tree stops before it and the stream ends,
+// the HOME is refused whole (nothing of it is written) and the session's
+// objects go.
+func TestNode_SessionHomeBackRefusesASparseGiant(t *testing.T) {
+	e := onNode(t)
+	cs, copyDir := endTestSpec(t, e, `echo logged-in > "$HOME/login.json" && `+
+		`{ truncate -s 8T "$HOME/huge" || dd if=/dev/zero of="$HOME/huge" bs=1 count=0 seek=8796093022208; } && echo READY; while :; do sleep 1; done`)
+	home := filepath.Join(filepath.Dir(copyDir), "home")
+	ready := make(chan struct{})
+	var once sync.Once
+	out := &lineWriter{onData: func(s string) {
+		if strings.Contains(s, "READY") {
+			once.Do(func() { close(ready) })
+		}
+	}}
+	s, err := e.r.StartSession(context.Background(), cs, nil, out, &lineWriter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Remove()
+	<-ready
+	// The test's timeout is the backstop: without the bound the pod would
+	// stream 8 TiB for hours.
+	if err := e.r.EndSession(context.Background(), cs.Session, copyDir); err != nil {
+		t.Fatalf("EndSession: %v", err)
+	}
+	for _, p := range []string{"login.json", "huge"} {
+		if _, err := os.Lstat(filepath.Join(home, p)); !os.IsNotExist(err) {
+			t.Errorf("%s came back from a HOME that was refused: %v", p, err)
+		}
+	}
+	if _, err := os.Lstat(homeInPath(copyDir)); !os.IsNotExist(err) {
+		t.Fatalf("what went in is still kept after the session ended: %v", err)
+	}
+}
