@@ -585,7 +585,7 @@ func leftoverSurvivesKill(t *testing.T, runtime string) {
 	c.Stdout, c.Stderr = out, out
 	m.start(c)
 	waitFor(t, 60*time.Second, "the agent to make its changes", func() bool { return strings.Contains(out.String(), "READY") })
-	agent := processWith(marker, m.uid)
+	agent := processWith(marker, m.agentUID())
 	if agent == 0 {
 		t.Fatalf("the agent's process is not to be found:\n%s", out.String())
 	}
@@ -604,8 +604,8 @@ func leftoverSurvivesKill(t *testing.T, runtime string) {
 	}
 	c.Wait()
 	if runtime == "" {
-		waitFor(t, 30*time.Second, "the sandbox to be gone", func() bool { return processWith(marker, m.uid) == 0 })
-	} else if processWith(marker, m.uid) == 0 {
+		waitFor(t, 30*time.Second, "the sandbox to be gone", func() bool { return processWith(marker, m.agentUID()) == 0 })
+	} else if processWith(marker, m.agentUID()) == 0 {
 		t.Fatalf("the container's agent did not outlive its launcher, so this proves nothing")
 	}
 	if after := m.repoState(); after != before {
@@ -673,10 +673,23 @@ func leftoverSurvivesKill(t *testing.T, runtime string) {
 		if n := m.sessionContainers(lc.Origin.Session); n != 0 {
 			t.Errorf("%d containers of the session are left", n)
 		}
-		if processWith(marker, m.uid) != 0 {
+		if processWith(marker, m.agentUID()) != 0 {
 			t.Errorf("the container's agent still runs")
 		}
 	}
+}
+
+// anyUID asks processWith for a process of any uid.
+const anyUID = -1
+
+// agentUID is the uid the session's agent runs as: the person's, but in a
+// pod a uid of the pod's own, drawn from the configured range (each pod's
+// PID limit is counted by its uid), which the test does not predict.
+func (m *machine) agentUID() int {
+	if m.kube {
+		return anyUID
+	}
+	return m.uid
 }
 
 // processWith is the id of a process of uid whose command line holds s
@@ -689,7 +702,7 @@ func processWith(s string, uid int) int {
 			continue
 		}
 		st, err := os.Stat(filepath.Join("/proc", de.Name()))
-		if err != nil || int(st.Sys().(*syscall.Stat_t).Uid) != uid {
+		if err != nil || (uid != anyUID && int(st.Sys().(*syscall.Stat_t).Uid) != uid) {
 			continue
 		}
 		if b, err := os.ReadFile(filepath.Join("/proc", de.Name(), "cmdline")); err == nil && strings.Contains(string(b), s) && !strings.Contains(string(b), "sluice-headless") {
@@ -838,7 +851,7 @@ func TestConfined_SessionsScreen_Stop(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("Stop did not end the session:\n%s", out.String())
 	}
-	if processWith(marker, m.uid) != 0 {
+	if processWith(marker, m.agentUID()) != 0 {
 		t.Errorf("the agent runs on after Stop")
 	}
 	if err := chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS(`article[id^="session-"][data-state="closed"]`))); err != nil {

@@ -16,8 +16,9 @@ import (
 // TestWorkspaceGrant_KubernetesUnreachable: with workspaceRuntime
 // kubernetes and a cluster that cannot be reached, `sluice workspace
 // grant` refuses a secret (it could not reach the cluster the runs read it
-// from) and records nothing; a revoke still happens, and the person is told
-// that the cluster's copy is left for Sluice to delete.
+// from) and records nothing; revoking a name not granted is refused; a
+// revoke of a granted secret still happens, and the person is told that the
+// cluster's copy is left for Sluice to delete.
 func TestWorkspaceGrant_KubernetesUnreachable(t *testing.T) {
 	home := t.TempDir()
 	for k, v := range map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, "config"),
@@ -75,6 +76,20 @@ current-context: x
 		t.Fatalf("the refused grant was recorded: %+v %v", got, err)
 	}
 
+	// Revoking the name the refused grant left ungranted is not found,
+	// and says so.
+	out.Reset()
+	errOut.Reset()
+	code = runWorkspace([]string{"grant", "--id", w.ID, "--revoke-secret", "DEPLOY_TOKEN"}, strings.NewReader(""), &out, &errOut)
+	if code != 1 || !strings.Contains(errOut.String(), "no secret of this name is granted") || out.Len() != 0 {
+		t.Fatalf("revoke of a secret never granted: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+
+	// A secret granted while the store had no cluster to reach (this
+	// Manager has no runtime), revoked with the cluster unreachable.
+	if err := m.Grant(w.ID, "DEPLOY_TOKEN", "s3cr3t-value-9d2f7c41"); err != nil {
+		t.Fatal(err)
+	}
 	out.Reset()
 	errOut.Reset()
 	code = runWorkspace([]string{"grant", "--id", w.ID, "--revoke-secret", "DEPLOY_TOKEN"}, strings.NewReader(""), &out, &errOut)
