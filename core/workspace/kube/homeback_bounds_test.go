@@ -242,3 +242,20 @@ func TestHomeBack_RemovesStaleStages(t *testing.T) {
 		t.Fatalf("another apply's staging directory went: %v", err)
 	}
 }
+
+// TestHomeBack_DrainTailBounded: what follows an archive's end is read up
+// to maxArchiveTail bytes; more is refused (the stream is then ended), and
+// the stream's close after the end is not a refusal.
+func TestHomeBack_DrainTailBounded(t *testing.T) {
+	if err := drainTail(bytes.NewReader(make([]byte, maxArchiveTail))); err != nil {
+		t.Fatalf("padding refused: %v", err)
+	}
+	pr, pw := io.Pipe()
+	pw.CloseWithError(io.ErrUnexpectedEOF)
+	if err := drainTail(pr); err != nil {
+		t.Fatalf("the stream's close refused: %v", err)
+	}
+	if err := drainTail(bytes.NewReader(make([]byte, maxArchiveTail+1))); !errors.Is(err, workspace.ErrArchiveLimit) {
+		t.Fatalf("err %v, want a limit", err)
+	}
+}
