@@ -802,7 +802,7 @@ func (s *SessionRun) Signal(sig string) error {
 		defer cancel()
 		if err := s.r.execIn(ctx, s.name, containerAgent, []string{"kill", "-9", "-1"}, nil, nil); err != nil {
 			var ee *execError
-			if !errors.As(err, &ee) {
+			if !errors.As(err, &ee) && !s.agentEnded(ctx) {
 				return s.Remove()
 			}
 		}
@@ -815,6 +815,28 @@ func (s *SessionRun) Signal(sig string) error {
 	defer cancel()
 	return s.r.execIn(ctx, s.name, containerAgent, []string{"kill", "-" + sig, "1"}, nil, nil)
 }
+
+// agentEnded says whether the agent's container has terminated: a kill
+// whose exec stream broke because the container it ran in ended (the
+// agent's first process exits once the others are killed) did its work,
+// and the pod must stay for Wait to read the agent's files back.
+//
+// The node reports the container's end a moment after the stream breaks,
+// so its status is followed for a while (agentEndWait) before the kill is
+// taken to have failed.
+func (s *SessionRun) agentEnded(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, agentEndWait)
+	defer cancel()
+	_, err := s.r.watchPod(ctx, s.name, func(p *corev1.Pod) (bool, error) {
+		cs := containerStatus(p, containerAgent)
+		return cs != nil && cs.State.Terminated != nil, nil
+	})
+	return err == nil
+}
+
+// agentEndWait bounds how long a kill whose stream broke waits for the
+// node to report the agent's container ended.
+const agentEndWait = 5 * time.Second
 
 // Resize sets the agent's terminal size.
 func (s *SessionRun) Resize(rows, cols uint) error {
