@@ -319,7 +319,7 @@ func (a *homeApply) change(p string, was, e homeRecord) {
 		a.fail(p, err)
 	case !ok:
 		a.conflict(p, "the HOME's copy was removed meanwhile (another session's), which is kept")
-	case got.sameContent(e) && (e.typ != 'f' || got.mode == e.mode):
+	case is(got, e):
 		// As the pod has it already.
 	case !is(got, was):
 		a.conflict(p, whyChanged)
@@ -364,7 +364,7 @@ func (a *homeApply) add(p string, e homeRecord) {
 	switch {
 	case err != nil:
 		a.fail(p, err)
-	case ok && got.sameContent(e) && (e.typ != 'f' || got.mode == e.mode):
+	case ok && is(got, e):
 	case ok:
 		a.conflict(p, whyMade)
 	default:
