@@ -45,23 +45,43 @@ func TestDetect_AgentProcessInRepo(t *testing.T) {
 	}
 	inRepo := start(sub)
 	outside := start(elsewhere)
-	time.Sleep(50 * time.Millisecond)
-
-	agents, err := Detect(DetectOptions{Dir: filepath.Join(t.TempDir(), "none"), Repo: repo, SelfPID: os.Getpid()})
-	if err != nil {
-		t.Fatal(err)
+	// A started process shows its program and directory once its exec
+	// is done: scan until the one in the repository is seen (a backstop
+	// only bounds a scan that never sees it).
+	// The one outside is looked for once it runs as claude too, so that
+	// its absence from the answer means something.
+	execd := func(pid int) bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		return strings.TrimSpace(string(b)) == "claude"
 	}
-	found := false
-	for _, a := range agents {
-		switch a.PID {
-		case inRepo.Process.Pid:
-			found = a.Kind == "process" && a.Name == "claude" && a.State == StateOpen && a.Repo == sub
-		case outside.Process.Pid:
-			t.Errorf("an agent outside the repository was reported: %+v", a)
+	var agents []Agent
+	found, ready := false, false
+	for deadline := time.Now().Add(30 * time.Second); !(found && ready) && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		// ready before the scan: the answer is one the outside
+		// process, already claude, could have been in.
+		ready = execd(outside.Process.Pid)
+		var err error
+		agents, err = Detect(DetectOptions{Dir: filepath.Join(t.TempDir(), "none"), Repo: repo, SelfPID: os.Getpid()})
+		if err != nil {
+			t.Fatal(err)
 		}
+		found = false
+		for _, a := range agents {
+			if a.PID == inRepo.Process.Pid {
+				found = a.Kind == "process" && a.Name == "claude" && a.State == StateOpen && a.Repo == sub
+			}
+		}
+	}
+	if !ready {
+		t.Fatal("the process outside the repository never ran as claude")
 	}
 	if !found {
 		t.Fatalf("the claude process in the repository was not found: %+v", agents)
+	}
+	for _, a := range agents {
+		if a.PID == outside.Process.Pid {
+			t.Errorf("an agent outside the repository was reported: %+v", a)
+		}
 	}
 }
 
