@@ -36,8 +36,11 @@ frontend: frontend/node_modules/.sluice-stamp
 build: setup-run frontend
 	go build -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/sluice .
 	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/sluice-sidecar ./sidecar/cmd/sluice-sidecar
+	# What sluice-sidecar becomes (execve) when an agent starts it for
+	# stdio: the serving code alone. It must sit beside sluice-sidecar.
+	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/sluice-sidecar-stdio ./sidecar/cmd/sluice-sidecar-stdio
 	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/sluice-headless .
-	@echo "built $(BIN)/sluice and $(BIN)/sluice-sidecar ($(VERSION))"
+	@echo "built $(BIN)/sluice, $(BIN)/sluice-sidecar and $(BIN)/sluice-sidecar-stdio ($(VERSION))"
 
 # A window when there is a display, otherwise the headless web UI (it
 # prints a one-time login URL).

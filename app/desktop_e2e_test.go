@@ -28,13 +28,13 @@ func binDir(t testing.TB) string {
 	dir := os.Getenv("SLUICE_BIN_DIR")
 	ok := dir != ""
 	if ok {
-		for _, b := range []string{"sluice", "sluice-sidecar", "sluice-headless"} {
+		for _, b := range []string{"sluice", "sluice-sidecar", "sluice-sidecar-stdio", "sluice-headless"} {
 			if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
 				ok = false
 			}
 		}
 	}
-	needOrSkip(t, ok, "SLUICE_BIN_DIR with sluice and sluice-sidecar (make build)")
+	needOrSkip(t, ok, "SLUICE_BIN_DIR with sluice, sluice-sidecar and sluice-sidecar-stdio (make build)")
 	return dir
 }
 
@@ -105,7 +105,7 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 
 func TestBinaries_Version_Stamped(t *testing.T) {
 	dir := binDir(t)
-	for _, b := range []string{"sluice", "sluice-sidecar", "sluice-headless"} {
+	for _, b := range []string{"sluice", "sluice-sidecar", "sluice-sidecar-stdio", "sluice-headless"} {
 		out, err := exec.Command(filepath.Join(dir, b), "--version").CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s --version: %v\n%s", b, err, out)

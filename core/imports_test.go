@@ -120,7 +120,7 @@ func forbiddenIn(list, bad []string) []string {
 }
 
 func TestImports_SidecarAndGatewayLinkNoWriter(t *testing.T) {
-	for _, pkg := range []string{"../sidecar/cmd/sluice-sidecar", "./gateway"} {
+	for _, pkg := range []string{"../sidecar/cmd/sluice-sidecar", "../sidecar/cmd/sluice-sidecar-stdio", "./gateway"} {
 		list := deps(t, pkg)
 		if len(list) < 10 {
 			t.Fatalf("go list -deps %s listed only %v", pkg, list)
@@ -143,7 +143,7 @@ var containerClients = []string{
 }
 
 func TestImports_SidecarLinksNoContainerClient(t *testing.T) {
-	for _, pkg := range []string{"../sidecar/cmd/sluice-sidecar", "./workspace", "./gateway"} {
+	for _, pkg := range []string{"../sidecar/cmd/sluice-sidecar", "../sidecar/cmd/sluice-sidecar-stdio", "./workspace", "./gateway"} {
 		list := deps(t, pkg)
 		if len(list) < 10 {
 			t.Fatalf("go list -deps %s listed only %v", pkg, list)
@@ -175,7 +175,7 @@ func testSupport(list []string) []string {
 // registry, generated repositories, a fake model) are in packages only
 // tests import, so neither binary ships them.
 func TestImports_BinariesLinkNoTestSupport(t *testing.T) {
-	for _, pkg := range []string{"../sidecar/cmd/sluice-sidecar", ".."} {
+	for _, pkg := range []string{"../sidecar/cmd/sluice-sidecar", "../sidecar/cmd/sluice-sidecar-stdio", ".."} {
 		list := deps(t, pkg)
 		if len(list) < 10 {
 			t.Fatalf("go list -deps %s listed only %v", pkg, list)

@@ -27,32 +27,45 @@ type command struct {
 
 // commands are every subcommand, in the order usage lists them. The
 // runners live beside what they serve (cli_config.go, cli_token.go,
-// http.go, session.go, sandbox_init.go).
-var commands = []command{
-	{"stdio", "serve MCP over stdin/stdout (the default)", runStdio},
-	{"doctor", "check git, directories, the app's gateway, Docker and the audit key", func(args []string, out, errs io.Writer) int {
-		return doctor.Command(args, out, errs, doctor.Options{GatewayRequired: true})
-	}},
-	{"verify-audit", "verify an audit ledger: verify-audit FILE --pubkey PEM [--require-signed] [--expect-head SEQ:HASH] [--print-head]", audit.VerifyCommand},
-	{"audit", "audit key management: audit keygen [--out PRIVPATH]", runAudit},
-	{"version", "print the version", func(_ []string, out, _ io.Writer) int {
-		fmt.Fprintln(out, "sluice-sidecar", config.Version)
-		return 0
-	}},
-	{"config", "connect an MCP client: config --client NAME [--scope user|project] [--project DIR] [--write]", runConfig},
-	{"token", "HTTP bearer tokens: token create --name NAME | token list | token revoke --name NAME", runToken},
-	{"http", "serve MCP over streamable HTTP with bearer tokens: http --addr 127.0.0.1:PORT", runHTTP},
-	{"session", "serve a confined session's agent (started by `sluice run`)", runSessionServer},
-	{"relay", "inside a confined session: connect stdio to the session's sidecar", runRelay},
-	{"sandbox-init", "inside a confined session: the forwarders, then the agent", runSandboxInit},
-	{"pod-link", "inside a session's pod: carry its sockets over stdin/stdout to the host", runPodLink},
-	{"pod-tree", "inside a session's pod: write its tree's changes since the manifest on stdin as a tar to stdout", runPodTree},
+// http.go, session.go, sandbox_init.go). The table is made by a function,
+// not a package-level variable, so that only a binary that calls Main
+// links every runner: a package variable's initializer runs in the
+// package's init, which links whatever it names into every binary that
+// imports the package, sluice-sidecar-stdio included.
+func commands() []command {
+	return []command{
+		{"stdio", "serve MCP over stdin/stdout (the default)", runStdio},
+		{"doctor", "check git, directories, the app's gateway, Docker and the audit key", func(args []string, out, errs io.Writer) int {
+			return doctor.Command(args, out, errs, doctor.Options{GatewayRequired: true})
+		}},
+		{"verify-audit", "verify an audit ledger: verify-audit FILE --pubkey PEM [--require-signed] [--expect-head SEQ:HASH] [--print-head]", audit.VerifyCommand},
+		{"audit", "audit key management: audit keygen [--out PRIVPATH]", runAudit},
+		{"version", "print the version", func(_ []string, out, _ io.Writer) int {
+			fmt.Fprintln(out, "sluice-sidecar", config.Version)
+			return 0
+		}},
+		{"config", "connect an MCP client: config --client NAME [--scope user|project] [--project DIR] [--write]", runConfig},
+		{"token", "HTTP bearer tokens: token create --name NAME | token list | token revoke --name NAME", runToken},
+		{"http", "serve MCP over streamable HTTP with bearer tokens: http --addr 127.0.0.1:PORT", runHTTP},
+		{"session", "serve a confined session's agent (started by `sluice run`)", runSessionServer},
+		{"relay", "inside a confined session: connect stdio to the session's sidecar", runRelay},
+		{"sandbox-init", "inside a confined session: the forwarders, then the agent", runSandboxInit},
+		{"pod-link", "inside a session's pod: carry its sockets over stdin/stdout to the host", runPodLink},
+		{"pod-tree", "inside a session's pod: write its tree's changes since the manifest on stdin as a tar to stdout", runPodTree},
+	}
 }
 
 // Main runs sluice-sidecar with args (without the program name) and
 // returns the exit code: 0 ok, 1 failure, 2 usage error.
+//
+// Serving stdio, what every agent starts it for, is handed to
+// sluice-sidecar-stdio when it sits beside this binary (execServing): the
+// same process, with the same descriptors and environment, running a
+// binary that links only what serving needs, so an idle session keeps
+// less resident. Without it this binary serves, as it always did.
 func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
+		execServing()
 		return runStdio(nil, stdout, stderr)
 	}
 	switch args[0] {
@@ -64,9 +77,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	if strings.HasPrefix(args[0], "-") {
 		// Flags without a subcommand belong to the stdio server.
+		execServing()
 		return runStdio(args, stdout, stderr)
 	}
-	for _, c := range commands {
+	if args[0] == "stdio" {
+		execServing()
+	}
+	for _, c := range commands() {
 		if c.name == args[0] {
 			return c.run(args[1:], stdout, stderr)
 		}
@@ -79,7 +96,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: sluice-sidecar [command] [flags]")
 	fmt.Fprintln(w, "\nWith no command, serves MCP over stdio. Commands:")
-	for _, c := range commands {
+	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-14s %s\n", c.name, c.summary)
 	}
 }
@@ -124,6 +141,22 @@ func (s *serving) close() {
 		s.presence.Close()
 	}
 	s.ledger.Close()
+}
+
+// ServeStdio is sluice-sidecar-stdio's whole work: serve MCP over stdio
+// with args, the flags of `sluice-sidecar stdio`, optionally after the
+// word stdio itself (the serving binary is started with sluice-sidecar's
+// own arguments), or prints its version as sluice-sidecar does. It links
+// none of the other commands.
+func ServeStdio(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version" || args[0] == "-v") {
+		fmt.Fprintln(stdout, ServingBinary, config.Version)
+		return 0
+	}
+	if len(args) > 0 && args[0] == "stdio" {
+		args = args[1:]
+	}
+	return runStdio(args, stdout, stderr)
 }
 
 func runStdio(args []string, _ io.Writer, stderr io.Writer) int {

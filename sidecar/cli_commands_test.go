@@ -17,7 +17,7 @@ func TestCLI_CommandTable_UsageAndDispatch(t *testing.T) {
 	}
 	rest := out.String()
 	seen := map[string]bool{}
-	for _, c := range commands {
+	for _, c := range commands() {
 		if seen[c.name] {
 			t.Errorf("command %s is listed twice", c.name)
 		}

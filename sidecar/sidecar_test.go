@@ -66,8 +66,10 @@ var (
 	buildErr  error
 )
 
-// sidecarBinary is the real sluice-sidecar: the one `make build` made when
-// SLUICE_BIN_DIR is set, else a fresh build of this tree.
+// sidecarBinary is the real sluice-sidecar, with sluice-sidecar-stdio
+// beside it as installed (serving stdio, the one execs the other): the
+// pair `make build` made when SLUICE_BIN_DIR is set, else a fresh build of
+// this tree.
 func sidecarBinary(t testing.TB) string {
 	t.Helper()
 	if dir := os.Getenv("SLUICE_BIN_DIR"); dir != "" {
@@ -83,13 +85,16 @@ func sidecarBinary(t testing.TB) string {
 			return
 		}
 		builtBin = filepath.Join(dir, "sluice-sidecar")
-		cmd := exec.Command("go", "build", "-o", builtBin, "./cmd/sluice-sidecar")
-		// The environment from before any test replaced HOME, so that the
-		// build uses the real build cache.
-		cmd.Env = append(slices.Clone(startEnv), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = err
-			builtBin = string(out)
+		for _, b := range []string{"sluice-sidecar", ServingBinary} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b), "./cmd/"+b)
+			// The environment from before any test replaced HOME, so that
+			// the build uses the real build cache.
+			cmd.Env = append(slices.Clone(startEnv), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = err
+				builtBin = string(out)
+				return
+			}
 		}
 	})
 	if buildErr != nil {

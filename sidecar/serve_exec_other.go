@@ -1,0 +1,10 @@
+//go:build !unix
+
+package sidecar
+
+// ServingBinary is the name of the binary that serves MCP over stdio and
+// nothing else; it is used only where execve is (serve_exec_unix.go).
+const ServingBinary = "sluice-sidecar-stdio"
+
+// execServing does nothing where there is no execve: this binary serves.
+func execServing() {}
