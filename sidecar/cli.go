@@ -153,6 +153,9 @@ func ServeStdio(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, ServingBinary, config.Version)
 		return 0
 	}
+	if !acceptHandoff(stderr) {
+		return 1
+	}
 	if len(args) > 0 && args[0] == "stdio" {
 		args = args[1:]
 	}

@@ -20,8 +20,13 @@ import (
 
 // serveAndLook starts bin as an agent does, over stdio with args, and
 // returns the executable the process runs once it has answered initialize
-// (/proc/PID/exe), its command line and its tools/list answer.
+// (/proc/PID/exe), its command line and its tools/list answer. What it
+// wrote to stderr is in *stderr when stderr is not nil.
 func serveAndLook(t *testing.T, bin string, env []string, args ...string) (exe string, cmdline []string, tools []byte) {
+	return serveAndLookErr(t, bin, env, nil, args...)
+}
+
+func serveAndLookErr(t *testing.T, bin string, env []string, errOut *string, args ...string) (exe string, cmdline []string, tools []byte) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
@@ -49,6 +54,11 @@ func serveAndLook(t *testing.T, bin string, env []string, args ...string) (exe s
 	}
 	if tools, err = json.Marshal(res.Tools); err != nil {
 		t.Fatal(err)
+	}
+	cs.Close()
+	cmd.Wait()
+	if errOut != nil {
+		*errOut = stderr.String()
 	}
 	return exe, cmdline, tools
 }
@@ -137,6 +147,45 @@ func TestServing_ExecsServingBinary(t *testing.T) {
 	}
 	if exe, _, _ := serveAndLook(t, full, env); exe != beside {
 		t.Errorf("beside a %s of mode 0755, the process runs %s, want %s", ServingBinary, exe, beside)
+	}
+}
+
+// TestServing_OtherBuildNotUsed: a sluice-sidecar-stdio of another build
+// beside sluice-sidecar (left from an older install) does not serve: it
+// hands the process back, and sluice-sidecar serves itself, with the same
+// answers, saying why on stderr.
+func TestServing_OtherBuildNotUsed(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc/PID/exe")
+	}
+	bin := sidecarBinary(t)
+	env, _ := testEnv(t, t.TempDir())
+	dir := t.TempDir()
+	full := copyBinary(t, bin, dir, "sluice-sidecar", 0o755)
+	cmd := exec.Command("go", "build", "-ldflags", "-X github.com/sluicehq/sluice/core/config.Version=another-build",
+		"-o", filepath.Join(dir, ServingBinary), "./cmd/"+ServingBinary)
+	cmd.Env = append(slices.Clone(startEnv), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	alone := copyBinary(t, bin, t.TempDir(), "sluice-sidecar", 0o755)
+	_, _, want := serveAndLook(t, alone, env)
+
+	for _, args := range [][]string{nil, {"stdio", "--toolsets", "git,propose,workspace"}} {
+		var stderr string
+		exe, cmdline, tools := serveAndLookErr(t, full, env, &stderr, args...)
+		if exe != full {
+			t.Errorf("sluice-sidecar %v beside a serving binary of another build runs %s, want %s itself", args, exe, full)
+		}
+		if w := append([]string{full}, args...); !slices.Equal(cmdline, w) {
+			t.Errorf("sluice-sidecar %v: command line %q, want %q unchanged", args, cmdline, w)
+		}
+		if !bytes.Equal(tools, want) {
+			t.Errorf("sluice-sidecar %v: tools/list differs from sluice-sidecar alone", args)
+		}
+		if !strings.Contains(stderr, "of another build") {
+			t.Errorf("sluice-sidecar %v said nothing of the other build on stderr:\n%s", args, stderr)
+		}
 	}
 }
 

@@ -3,8 +3,11 @@
 package sidecar
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -37,7 +40,20 @@ const ServingBinary = "sluice-sidecar-stdio"
 // other account can have written it or can rewrite it. Anything else, or
 // a failed exec, leaves this binary serving, as it did before the serving
 // binary existed.
+//
+// The serving binary must also be the same build: one left from an older
+// install beside a newer sluice-sidecar would otherwise serve the old
+// tools. The exec tells it which build sluice-sidecar is and where it is
+// (handoffEnv); a serving binary of another build execs sluice-sidecar
+// back with handoffEnv set to handoffRefused, and it then serves itself.
 func execServing() {
+	if v, ok := os.LookupEnv(handoffEnv); ok {
+		// Neither value is for the processes this one starts.
+		os.Unsetenv(handoffEnv)
+		if v == handoffRefused {
+			return
+		}
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return
@@ -58,7 +74,28 @@ func execServing() {
 	// The same argument list, argv[0] included: the process's command line
 	// stays what the agent started, and ServeStdio takes sluice-sidecar's
 	// arguments as they are.
-	_ = syscall.Exec(path, os.Args, os.Environ())
+	env := append(os.Environ(), handoffEnv+"="+buildIdentity()+":"+exe)
+	_ = syscall.Exec(path, os.Args, env)
+}
+
+// acceptHandoff is the serving binary's side of execServing: it says
+// whether this process may serve. Started by sluice-sidecar of another
+// build, it execs that sluice-sidecar back (which then serves itself) and
+// returns false only if that fails.
+func acceptHandoff(stderr io.Writer) bool {
+	v, ok := os.LookupEnv(handoffEnv)
+	if !ok {
+		return true // started directly, not by sluice-sidecar
+	}
+	os.Unsetenv(handoffEnv)
+	want, from, _ := strings.Cut(v, ":")
+	if want == buildIdentity() {
+		return true
+	}
+	fmt.Fprintf(stderr, "sluice-sidecar: %s beside it is of another build; sluice-sidecar serves itself (install both from one build: make build)\n", ServingBinary)
+	err := syscall.Exec(from, os.Args, append(os.Environ(), handoffEnv+"="+handoffRefused))
+	fmt.Fprintln(stderr, "sluice-sidecar:", from, err)
+	return false
 }
 
 // trustedServing says whether st is a file execServing may run: a regular
