@@ -120,9 +120,10 @@ func (s *Sidecar) otherAgentsHint(req *mcp.CallToolRequest, repo string, paths [
 // proposal. The context it returns is the one to send the proposal with:
 // once the request is written, the scan for the other agents in the
 // repository starts, while the app seals the proposal, instead of after
-// its answer (it reads every process and presence file, some
-// milliseconds; started before the request is out, it would delay the
-// request on a busy machine). The function it returns, called once the
+// its answer (it reads every process's working directory and every
+// presence file, a few milliseconds on a machine of 700 processes; started
+// before the request is out, it would delay the request on a busy
+// machine). The function it returns, called once the
 // proposal was accepted, records the files the proposal touches in this
 // process's presence file and returns the hint about the other agents
 // with the files they proposed that this proposal touches too

@@ -14,5 +14,9 @@
 // agent processes found in /proc whose working directory is inside the
 // repository (claude, codex, cursor-agent, gemini, aider, …). Such a process
 // may have no Sluice sidecar at all, which is exactly when a person wants to
-// know about it.
+// know about it. Every process is asked only where it works (one readlink
+// of /proc/<pid>/cwd); what a process is (stat and command line) is read
+// only for the processes working in the repository, their parents and the
+// sidecar's ancestors. Nothing is kept between scans: each answer is the
+// processes as they are during that scan.
 package presence

@@ -190,26 +190,7 @@ func Detect(opts DetectOptions) ([]Agent, error) {
 		}
 	}
 	if !opts.NoProcesses {
-		procs := agentProcesses(opts.Procfs)
-		mine := ancestors(procs, opts.SelfPID)
-		byPID := map[int]proc{}
-		for _, p := range procs {
-			byPID[p.pid] = p
-		}
-		for _, p := range procs {
-			if p.agent == "" || mine[p.pid] || covered[p.pid] || p.pid == opts.SelfPID {
-				continue
-			}
-			// A helper process of an agent (same agent as its parent) is the
-			// same agent.
-			if parent, ok := byPID[p.ppid]; ok && parent.agent == p.agent {
-				continue
-			}
-			if p.cwd == "" || !within(p.cwd, opts.Repo) {
-				continue
-			}
-			out = append(out, Agent{Kind: "process", PID: p.pid, Name: p.agent, State: StateOpen, Repo: p.cwd})
-		}
+		out = append(out, processAgents(newProcScan(opts.Procfs), opts.Repo, opts.SelfPID, covered)...)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].State != out[j].State {
@@ -218,6 +199,32 @@ func Detect(opts DetectOptions) ([]Agent, error) {
 		return out[i].PID < out[j].PID
 	})
 	return out, nil
+}
+
+// processAgents are the agent processes working in repo, other than self,
+// the agent that runs it (its ancestors), agents whose sidecar is covered,
+// and helper processes of an agent. Only an agent process working in the
+// repository can be one, so the scan reads what a process is only for
+// those, and for the parents and ancestors these rules ask about.
+func processAgents(ps *procScan, repo string, self int, covered map[int]bool) []Agent {
+	var out []Agent
+	mine := ancestors(func(pid int) int { p, _ := ps.read(pid); return p.ppid }, self)
+	for _, c := range ps.inRepo(repo) {
+		if mine[c.pid] || covered[c.pid] || c.pid == self {
+			continue
+		}
+		p, ok := ps.read(c.pid)
+		if !ok || p.agent == "" {
+			continue
+		}
+		// A helper process of an agent (same agent as its parent) is the
+		// same agent.
+		if parent, ok := ps.read(p.ppid); ok && parent.agent == p.agent {
+			continue
+		}
+		out = append(out, Agent{Kind: "process", PID: c.pid, Name: p.agent, State: StateOpen, Repo: c.cwd})
+	}
+	return out
 }
 
 func stateRank(s string) int {
@@ -261,16 +268,13 @@ func Overlap(a, b []string) []string {
 	return out
 }
 
-// ancestors returns pid and the chain of its parent processes.
-func ancestors(procs []proc, pid int) map[int]bool {
-	parent := map[int]int{}
-	for _, p := range procs {
-		parent[p.pid] = p.ppid
-	}
+// ancestors returns pid and the chain of its parent processes, parentOf
+// naming each one's parent (0 when unknown).
+func ancestors(parentOf func(int) int, pid int) map[int]bool {
 	out := map[int]bool{}
 	for i := 0; pid > 1 && i < 64 && !out[pid]; i++ {
 		out[pid] = true
-		pid = parent[pid]
+		pid = parentOf(pid)
 	}
 	return out
 }
