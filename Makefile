@@ -6,6 +6,11 @@ export PATH := /usr/local/go/bin:$(PATH)
 
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X github.com/sluicehq/sluice/core/config.Version=$(VERSION)
+# One ID for both sidecar binaries of a build, drawn once per make run:
+# sluice-sidecar hands stdio only to a sluice-sidecar-stdio stamped with
+# the same (sidecar/serve_exec.go), never to one of another build.
+BUILD_ID  := $(shell od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+SIDECAR_LDFLAGS := $(LDFLAGS) -X github.com/sluicehq/sluice/sidecar.buildID=$(BUILD_ID)
 BIN       := $(CURDIR)/build/bin
 TAGS      := desktop,production,webkit2_41
 ARTIFACTS := $(CURDIR)/build/test-output
@@ -35,10 +40,11 @@ frontend: frontend/node_modules/.sluice-stamp
 
 build: setup-run frontend
 	go build -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/sluice .
-	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/sluice-sidecar ./sidecar/cmd/sluice-sidecar
+	CGO_ENABLED=0 go build -ldflags "$(SIDECAR_LDFLAGS)" -o $(BIN)/sluice-sidecar ./sidecar/cmd/sluice-sidecar
 	# What sluice-sidecar becomes (execve) when an agent starts it for
-	# stdio: the serving code alone. It must sit beside sluice-sidecar.
-	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/sluice-sidecar-stdio ./sidecar/cmd/sluice-sidecar-stdio
+	# stdio: the serving code alone. It must sit beside sluice-sidecar
+	# and carry the same BUILD_ID.
+	CGO_ENABLED=0 go build -ldflags "$(SIDECAR_LDFLAGS)" -o $(BIN)/sluice-sidecar-stdio ./sidecar/cmd/sluice-sidecar-stdio
 	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/sluice-headless .
 	@echo "built $(BIN)/sluice, $(BIN)/sluice-sidecar and $(BIN)/sluice-sidecar-stdio ($(VERSION))"
 

@@ -1,15 +1,20 @@
-//go:build !unix
+//go:build !linux
 
 package sidecar
 
-import "io"
+import (
+	"io"
+	"os"
+)
 
-// ServingBinary is the name of the binary that serves MCP over stdio and
-// nothing else; it is used only where execve is (serve_exec_unix.go).
-const ServingBinary = "sluice-sidecar-stdio"
+// execServing does nothing but on Linux: there the exec runs the very file
+// it checked, through /proc/self/fd, and the memory it saves is Linux's
+// (see serve_exec_linux.go); elsewhere sluice-sidecar serves in process.
+func execServing() { os.Unsetenv(handoffEnv) }
 
-// execServing does nothing where there is no execve: this binary serves.
-func execServing() {}
-
-// acceptHandoff: without execve, nothing hands off to this binary.
-func acceptHandoff(io.Writer) bool { return true }
+// acceptHandoff: nothing hands off to the serving binary but on Linux, so
+// started by hand it serves.
+func acceptHandoff(io.Writer) bool {
+	os.Unsetenv(handoffEnv)
+	return true
+}

@@ -28,6 +28,14 @@ func serveAndLook(t *testing.T, bin string, env []string, args ...string) (exe s
 
 func serveAndLookErr(t *testing.T, bin string, env []string, errOut *string, args ...string) (exe string, cmdline []string, tools []byte) {
 	t.Helper()
+	exe, cmdline, tools, _ = serveAndLookComm(t, bin, env, errOut, args...)
+	return exe, cmdline, tools
+}
+
+// serveAndLookComm is serveAndLookErr that also returns the process's name
+// (/proc/PID/comm).
+func serveAndLookComm(t *testing.T, bin string, env []string, errOut *string, args ...string) (exe string, cmdline []string, tools []byte, comm string) {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
 	var stderr bytes.Buffer
@@ -48,6 +56,10 @@ func serveAndLookErr(t *testing.T, bin string, env []string, errOut *string, arg
 		t.Fatal(err)
 	}
 	cmdline = strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
+	if raw, err = os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); err != nil {
+		t.Fatal(err)
+	}
+	comm = strings.TrimSuffix(string(raw), "\n")
 	res, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatalf("tools/list: %v\n%s", err, stderr.String())
@@ -60,7 +72,18 @@ func serveAndLookErr(t *testing.T, bin string, env []string, errOut *string, arg
 	if errOut != nil {
 		*errOut = stderr.String()
 	}
-	return exe, cmdline, tools
+	return exe, cmdline, tools, comm
+}
+
+// resolved is path with its symlinks resolved, as /proc/PID/exe shows it
+// (t.TempDir may be under a symlinked TMPDIR).
+func resolved(t *testing.T, path string) string {
+	t.Helper()
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return real
 }
 
 // copyBinary copies src to dir/name with mode: a copy, not a link, so that
@@ -101,10 +124,7 @@ func TestServing_ExecsServingBinary(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc/PID/exe")
 	}
-	bin := sidecarBinary(t)
-	if real, err := filepath.EvalSymlinks(bin); err == nil {
-		bin = real
-	}
+	bin := resolved(t, sidecarBinary(t))
 	serving := filepath.Join(filepath.Dir(bin), ServingBinary)
 	if _, err := os.Stat(serving); err != nil {
 		t.Fatalf("%s is not beside %s (make build installs both): %v", ServingBinary, bin, err)
@@ -112,16 +132,21 @@ func TestServing_ExecsServingBinary(t *testing.T) {
 	env, _ := testEnv(t, t.TempDir())
 
 	// Alone: the full binary serves, as before the serving binary existed.
-	alone := copyBinary(t, bin, t.TempDir(), "sluice-sidecar", 0o755)
+	alone := copyBinary(t, bin, resolved(t, t.TempDir()), "sluice-sidecar", 0o755)
 	exe, _, aloneTools := serveAndLook(t, alone, env)
 	if exe != alone {
 		t.Fatalf("alone, the process runs %s, want %s itself", exe, alone)
 	}
 
 	for _, args := range [][]string{nil, {"stdio"}, {"--toolsets", "git,propose,workspace"}, {"stdio", "--toolsets", "git"}} {
-		exe, cmdline, tools := serveAndLook(t, bin, env, args...)
+		exe, cmdline, tools, comm := serveAndLookComm(t, bin, env, nil, args...)
 		if exe != serving {
-			t.Errorf("sluice-sidecar %v runs %s, want %s", args, exe, serving)
+			t.Errorf("sluice-sidecar %v runs %s, want %s (both stamped with one build ID, as make build does?)", args, exe, serving)
+		}
+		// As an exec by the file's name would name it: the kernel keeps
+		// 15 bytes.
+		if want := ServingBinary[:15]; comm != want {
+			t.Errorf("sluice-sidecar %v: the process is named %q, want %q", args, comm, want)
 		}
 		if want := append([]string{bin}, args...); !slices.Equal(cmdline, want) {
 			t.Errorf("sluice-sidecar %v: command line %q, want %q unchanged", args, cmdline, want)
@@ -136,7 +161,7 @@ func TestServing_ExecsServingBinary(t *testing.T) {
 
 	// A serving binary that another user could have written is not run;
 	// the same file, writable by its owner alone, is.
-	dir := t.TempDir()
+	dir := resolved(t, t.TempDir())
 	full := copyBinary(t, bin, dir, "sluice-sidecar", 0o755)
 	beside := copyBinary(t, serving, dir, ServingBinary, 0o775)
 	if exe, _, _ := serveAndLook(t, full, env); exe != full {
@@ -153,22 +178,27 @@ func TestServing_ExecsServingBinary(t *testing.T) {
 // TestServing_OtherBuildNotUsed: a sluice-sidecar-stdio of another build
 // beside sluice-sidecar (left from an older install) does not serve: it
 // hands the process back, and sluice-sidecar serves itself, with the same
-// answers, saying why on stderr.
+// answers, saying why on stderr. Another build is another build ID, even
+// from the same sources and version: the same commit edited, or built
+// where go build records no commit, is another build.
 func TestServing_OtherBuildNotUsed(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc/PID/exe")
 	}
-	bin := sidecarBinary(t)
 	env, _ := testEnv(t, t.TempDir())
-	dir := t.TempDir()
-	full := copyBinary(t, bin, dir, "sluice-sidecar", 0o755)
-	cmd := exec.Command("go", "build", "-ldflags", "-X github.com/sluicehq/sluice/core/config.Version=another-build",
-		"-o", filepath.Join(dir, ServingBinary), "./cmd/"+ServingBinary)
-	cmd.Env = append(slices.Clone(startEnv), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	dir := resolved(t, t.TempDir())
+	full, serving := filepath.Join(dir, "sluice-sidecar"), filepath.Join(dir, ServingBinary)
+	if out, err := buildPair(dir, newBuildID(), ""); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	alone := copyBinary(t, bin, t.TempDir(), "sluice-sidecar", 0o755)
+	// The pair of one build hands off: what differs below is the ID alone.
+	if exe, _, _ := serveAndLook(t, full, env); exe != serving {
+		t.Fatalf("sluice-sidecar beside the serving binary of its build runs %s, want %s", exe, serving)
+	}
+	if out, err := buildOne(serving, ServingBinary, newBuildID(), ""); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	alone := copyBinary(t, full, resolved(t, t.TempDir()), "sluice-sidecar", 0o755)
 	_, _, want := serveAndLook(t, alone, env)
 
 	for _, args := range [][]string{nil, {"stdio", "--toolsets", "git,propose,workspace"}} {
@@ -186,6 +216,160 @@ func TestServing_OtherBuildNotUsed(t *testing.T) {
 		if !strings.Contains(stderr, "of another build") {
 			t.Errorf("sluice-sidecar %v said nothing of the other build on stderr:\n%s", args, stderr)
 		}
+	}
+}
+
+// TestServing_UnstampedServesInProcess: a pair built without a build ID
+// (a plain go build, go install) cannot tell its own build from another,
+// so sluice-sidecar hands nothing off and serves itself.
+func TestServing_UnstampedServesInProcess(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc/PID/exe")
+	}
+	env, _ := testEnv(t, t.TempDir())
+	dir := resolved(t, t.TempDir())
+	if out, err := buildPair(dir, "", ""); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	full := filepath.Join(dir, "sluice-sidecar")
+	var stderr string
+	if exe, _, _ := serveAndLookErr(t, full, env, &stderr); exe != full {
+		t.Errorf("unstamped sluice-sidecar runs %s, want %s itself", exe, full)
+	}
+	if strings.Contains(stderr, "another build") {
+		t.Errorf("unstamped sluice-sidecar handed off and was refused; want no hand-off:\n%s", stderr)
+	}
+}
+
+// TestServing_UntrustedNotRun: the serving binary is run only when it and
+// its directory are as an install leaves them; a symlink in its place, a
+// file of another user, a directory others may write (a sticky shared
+// one too) leave sluice-sidecar serving itself.
+func TestServing_UntrustedNotRun(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc/PID/exe")
+	}
+	bin := resolved(t, sidecarBinary(t))
+	serving := filepath.Join(filepath.Dir(bin), ServingBinary)
+	env, _ := testEnv(t, t.TempDir())
+	cases := []struct {
+		name  string
+		root  bool // needs root (chown)
+		setup func(t *testing.T, dir string)
+		runs  bool // the serving binary runs
+	}{
+		{"as installed", false, func(t *testing.T, dir string) {
+			copyBinary(t, serving, dir, ServingBinary, 0o755)
+		}, true},
+		{"a symlink to a trusted file", false, func(t *testing.T, dir string) {
+			target := copyBinary(t, serving, resolved(t, t.TempDir()), ServingBinary, 0o755)
+			if err := os.Symlink(target, filepath.Join(dir, ServingBinary)); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"owned by another user", true, func(t *testing.T, dir string) {
+			p := copyBinary(t, serving, dir, ServingBinary, 0o755)
+			if err := os.Chown(p, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"in a directory others may write", false, func(t *testing.T, dir string) {
+			copyBinary(t, serving, dir, ServingBinary, 0o755)
+			if err := os.Chmod(dir, 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"in a sticky shared directory", false, func(t *testing.T, dir string) {
+			copyBinary(t, serving, dir, ServingBinary, 0o755)
+			if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.root && os.Geteuid() != 0 {
+				t.Skip("chown to another user needs root")
+			}
+			dir := resolved(t, t.TempDir())
+			full := copyBinary(t, bin, dir, "sluice-sidecar", 0o755)
+			c.setup(t, dir)
+			exe, _, _ := serveAndLook(t, full, env)
+			want := full
+			if c.runs {
+				want = filepath.Join(dir, ServingBinary)
+			}
+			if exe != want {
+				t.Errorf("the process runs %s, want %s", exe, want)
+			}
+		})
+	}
+}
+
+// TestServing_CopyUnderServingName: a copy of sluice-sidecar itself under
+// the serving name (a mistaken install) serves, started by sluice-sidecar
+// or directly, instead of handing off to itself over and over; and it
+// exits when stdin ends.
+func TestServing_CopyUnderServingName(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc/PID/exe")
+	}
+	bin := resolved(t, sidecarBinary(t))
+	env, _ := testEnv(t, t.TempDir())
+	dir := resolved(t, t.TempDir())
+	full := copyBinary(t, bin, dir, "sluice-sidecar", 0o755)
+	copied := copyBinary(t, bin, dir, ServingBinary, 0o755)
+	for _, start := range []string{full, copied} {
+		exe, _, tools := serveAndLook(t, start, env)
+		if exe != copied {
+			t.Errorf("%s runs %s, want %s", start, exe, copied)
+		}
+		if !bytes.Contains(tools, []byte(`"repo_brief"`)) {
+			t.Errorf("%s: tools/list holds no repo_brief:\n%s", start, tools)
+		}
+		// Only a backstop: the process exits at once at the end of stdin.
+		cmd := exec.Command(start)
+		cmd.Env = env
+		done := make(chan error, 1)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%s with stdin at its end: %v", start, err)
+			}
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("%s did not exit at the end of stdin", start)
+		}
+	}
+}
+
+// TestServing_HandoffNotInherited: each side of the hand-off removes
+// SLUICE_SIDECAR_HANDOFF from its environment before it starts anything,
+// so no process it starts gets it: sluice-sidecar exec'd back
+// (execServing) and the serving binary that accepts (acceptHandoff).
+func TestServing_HandoffNotInherited(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the hand-off is Linux's")
+	}
+	t.Setenv(handoffEnv, handoffRefused)
+	execServing() // refused: returns at once, to serve
+	if v, ok := os.LookupEnv(handoffEnv); ok {
+		t.Errorf("sluice-sidecar exec'd back keeps %s=%s for what it starts", handoffEnv, v)
+	}
+
+	saved := buildID
+	buildID = "test"
+	t.Cleanup(func() { buildID = saved })
+	t.Setenv(handoffEnv, buildIdentity()+":"+filepath.Join(t.TempDir(), "absent"))
+	if !acceptHandoff(io.Discard) {
+		t.Fatal("the serving binary refused the hand-off of its own build")
+	}
+	if v, ok := os.LookupEnv(handoffEnv); ok {
+		t.Errorf("the serving binary keeps %s=%s for what it starts", handoffEnv, v)
 	}
 }
 

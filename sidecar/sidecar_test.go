@@ -2,6 +2,8 @@ package sidecar
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -69,7 +71,7 @@ var (
 // sidecarBinary is the real sluice-sidecar, with sluice-sidecar-stdio
 // beside it as installed (serving stdio, the one execs the other): the
 // pair `make build` made when SLUICE_BIN_DIR is set, else a fresh build of
-// this tree.
+// this tree, stamped with one build ID as make build stamps it.
 func sidecarBinary(t testing.TB) string {
 	t.Helper()
 	if dir := os.Getenv("SLUICE_BIN_DIR"); dir != "" {
@@ -85,22 +87,52 @@ func sidecarBinary(t testing.TB) string {
 			return
 		}
 		builtBin = filepath.Join(dir, "sluice-sidecar")
-		for _, b := range []string{"sluice-sidecar", ServingBinary} {
-			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b), "./cmd/"+b)
-			// The environment from before any test replaced HOME, so that
-			// the build uses the real build cache.
-			cmd.Env = append(slices.Clone(startEnv), "CGO_ENABLED=0")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				buildErr = err
-				builtBin = string(out)
-				return
-			}
+		var out []byte
+		if out, buildErr = buildPair(dir, newBuildID(), ""); buildErr != nil {
+			builtBin = string(out)
 		}
 	})
 	if buildErr != nil {
 		t.Fatalf("build sidecar: %v\n%s", buildErr, builtBin)
 	}
 	return builtBin
+}
+
+// newBuildID draws a build ID as `make build` does: random, so that no two
+// builds share one.
+func newBuildID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// buildPair builds sluice-sidecar and sluice-sidecar-stdio into dir as
+// `make build` does: both stamped with id (none when id is empty) and, when
+// version is not empty, with that version.
+func buildPair(dir, id, version string) ([]byte, error) {
+	for _, b := range []string{"sluice-sidecar", ServingBinary} {
+		out, err := buildOne(filepath.Join(dir, b), b, id, version)
+		if err != nil {
+			return out, err
+		}
+	}
+	return nil, nil
+}
+
+// buildOne builds the command name (sidecar/cmd/NAME) into path.
+func buildOne(path, name, id, version string) ([]byte, error) {
+	var ldflags []string
+	if id != "" {
+		ldflags = append(ldflags, "-X", "github.com/sluicehq/sluice/sidecar.buildID="+id)
+	}
+	if version != "" {
+		ldflags = append(ldflags, "-X", "github.com/sluicehq/sluice/core/config.Version="+version)
+	}
+	cmd := exec.Command("go", "build", "-ldflags", strings.Join(ldflags, " "), "-o", path, "./cmd/"+name)
+	// The environment from before any test replaced HOME, so that the
+	// build uses the real build cache.
+	cmd.Env = append(slices.Clone(startEnv), "CGO_ENABLED=0")
+	return cmd.CombinedOutput()
 }
 
 // connectInMemory runs a sidecar in this process behind an in-memory
