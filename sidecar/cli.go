@@ -169,6 +169,14 @@ func runStdio(args []string, _ io.Writer, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if fs.NArg() > 0 {
+		// `sluice-sidecar stdio extra`, or the serving binary started with
+		// a command (`sluice-sidecar-stdio config`), which it does not
+		// have: a mistake, not a session to serve.
+		fmt.Fprintf(stderr, "sluice-sidecar: stdio takes flags only, not %q\n", fs.Arg(0))
+		fs.Usage()
+		return 2
+	}
 	capProcs()
 	env, ok := openServing(stderr, presence.ClientInfo{})
 	if !ok {

@@ -373,6 +373,37 @@ func TestServing_HandoffNotInherited(t *testing.T) {
 	}
 }
 
+// TestServing_RejectsArguments: serving stdio takes flags only; a word
+// after them, or a command the serving binary does not have, is a usage
+// error (exit 2) from either binary, not a session served.
+func TestServing_RejectsArguments(t *testing.T) {
+	bin := sidecarBinary(t)
+	serving := filepath.Join(filepath.Dir(bin), ServingBinary)
+	env, _ := testEnv(t, t.TempDir())
+	for _, c := range []struct {
+		bin  string
+		args []string
+	}{
+		{bin, []string{"stdio", "extra"}},
+		{bin, []string{"--toolsets", "git", "extra"}},
+		{serving, []string{"config"}},
+		{serving, []string{"stdio", "extra"}},
+		{serving, []string{"--toolsets", "git", "extra"}},
+	} {
+		cmd := exec.Command(c.bin, c.args...)
+		cmd.Env = env
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		if code := cmd.ProcessState.ExitCode(); code != 2 {
+			t.Errorf("%s %q: exit %d (%v), want 2\n%s", filepath.Base(c.bin), c.args, code, err, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "stdio takes flags only") {
+			t.Errorf("%s %q: stderr does not say why:\n%s", filepath.Base(c.bin), c.args, stderr.String())
+		}
+	}
+}
+
 // TestServingBinary_LinksNoOtherCommand: sluice-sidecar-stdio holds no
 // code of the commands a stdio session never runs (the HTTP server,
 // sessions, the pod's link and tree writer, client configuration, tokens,
