@@ -136,21 +136,28 @@ func BenchmarkSidecar_StartToToolsList(b *testing.B) {
 // with every default toolset, after one repo_brief, idle for two seconds
 // (a session gives unused memory back after one: idleTrimAfter). It is
 // what an agent gets when it starts sluice-sidecar: the process that
-// sluice-sidecar-stdio replaced it with, when that is installed beside it
-// (as make build does), else sluice-sidecar serving alone.
+// sluice-sidecar-stdio replaced it with, installed beside it by make build
+// (the bench fails when it is missing or the process does not run it).
 func BenchmarkSidecar_IdleRSS(b *testing.B) {
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		b.Skip("needs /proc")
 	}
 	repo := gitxtest.LargeRepo(b, gitxtest.LargeDefault)
-	serving := filepath.Join(filepath.Dir(sidecarBinary(b)), ServingBinary)
-	_, err := os.Stat(serving)
-	beside := err == nil
+	// Beside sluice-sidecar as the exec finds it: after symlinks, which
+	// /proc/PID/exe shows resolved too.
+	bin, err := filepath.EvalSymlinks(sidecarBinary(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	serving, err := filepath.EvalSymlinks(filepath.Join(filepath.Dir(bin), ServingBinary))
+	if err != nil {
+		b.Fatalf("no %s beside %s (make build installs both): %v", ServingBinary, bin, err)
+	}
 	var total float64
 	for i := 0; i < b.N; i++ {
 		cs, cmd := startSidecar(b, benchEnv(b, repo))
-		if exe, err := os.Readlink("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/exe"); err != nil || beside && exe != serving {
-			b.Fatalf("sluice-sidecar runs %s (%v), not %s beside it", exe, err, serving)
+		if exe, err := os.Readlink("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/exe"); err != nil || exe != serving {
+			b.Fatalf("sluice-sidecar runs %s (%v), not %s beside it (both from one make build?)", exe, err, serving)
 		}
 		if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "repo_brief", Arguments: map[string]any{"repoPath": repo}}); err != nil {
 			b.Fatal(err)
