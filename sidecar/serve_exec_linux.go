@@ -83,8 +83,7 @@ func execServing() {
 
 // openServingBinary opens ServingBinary in dir and returns the descriptor when
 // the directory and the file pass execServing's checks. The descriptor is
-// O_PATH (it can be examined and executed, not read or written) and
-// close-on-exec.
+// read-only (its first bytes are checked) and close-on-exec.
 func openServingBinary(dir string) (int, bool) {
 	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -95,9 +94,9 @@ func openServingBinary(dir string) (int, bool) {
 	if unix.Fstat(dfd, &st) != nil || !ownedAlone(&st) {
 		return -1, false
 	}
-	// O_NOFOLLOW with O_PATH opens a symlink itself, which is then not a
-	// regular file.
-	fd, err := unix.Openat(dfd, ServingBinary, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	// O_NOFOLLOW refuses a symlink; O_NONBLOCK keeps a FIFO from holding
+	// the open.
+	fd, err := unix.Openat(dfd, ServingBinary, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, false
 	}
@@ -105,11 +104,23 @@ func openServingBinary(dir string) (int, bool) {
 	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o111 == 0 || !ownedAlone(&st) ||
 		// A copy of this very binary under the serving name would exec
 		// itself again and again.
-		unix.Stat("/proc/self/exe", &self) != nil || self.Dev == st.Dev && self.Ino == st.Ino {
+		unix.Stat("/proc/self/exe", &self) != nil || self.Dev == st.Dev && self.Ino == st.Ino ||
+		// Only a program the kernel runs itself: a script's interpreter
+		// would be handed /proc/self/fd/N, which closed at the exec, and
+		// the session would end where serving in process would have
+		// served.
+		!isELF(fd) {
 		unix.Close(fd)
 		return -1, false
 	}
 	return fd, true
+}
+
+// isELF says whether the file open at fd starts as an ELF program does.
+func isELF(fd int) bool {
+	var magic [4]byte
+	n, err := unix.Pread(fd, magic[:], 0)
+	return err == nil && n == len(magic) && string(magic[:]) == "\x7fELF"
 }
 
 // ownedAlone says whether st is owned by this user or root and writable by
@@ -136,11 +147,40 @@ func acceptHandoff(stderr io.Writer) bool {
 		// The exec through /proc/self/fd named the process after the
 		// descriptor's number; name it after this binary, as an exec by
 		// its path would have (the kernel keeps 15 bytes).
-		_ = os.WriteFile("/proc/self/comm", []byte(ServingBinary), 0)
+		nameThreads(ServingBinary)
 		return true
 	}
 	fmt.Fprintf(stderr, "sluice-sidecar: %s beside it is of another build; sluice-sidecar serves itself (install both from one build: make build)\n", ServingBinary)
 	err := syscall.Exec(from, os.Args, append(os.Environ(), handoffEnv+"="+handoffRefused))
 	fmt.Fprintf(stderr, "sluice-sidecar: cannot exec %s back (%v): not serving; start the agent again once sluice-sidecar is installed\n", from, err)
 	return false
+}
+
+// nameThreads names this process and each of its threads (top -H and ps
+// -L list threads by their own names) name, as the kernel keeps it (15
+// bytes). A thread started later takes the name of the thread starting it,
+// so one started from a thread not yet renamed while a pass ran is caught
+// by the next pass, which finds every name right once none is starting.
+func nameThreads(name string) {
+	if len(name) > 15 {
+		name = name[:15]
+	}
+	for range 8 {
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			return
+		}
+		renamed := false
+		for _, t := range tasks {
+			comm := "/proc/self/task/" + t.Name() + "/comm"
+			if b, err := os.ReadFile(comm); err == nil && strings.TrimSuffix(string(b), "\n") == name {
+				continue
+			}
+			_ = os.WriteFile(comm, []byte(name), 0)
+			renamed = true
+		}
+		if !renamed {
+			return
+		}
+	}
 }

@@ -64,6 +64,19 @@ func serveAndLookComm(t *testing.T, bin string, env []string, errOut *string, ar
 	if err != nil {
 		t.Fatalf("tools/list: %v\n%s", err, stderr.String())
 	}
+	// Each thread has a name of its own (top -H, ps -L): one that differs
+	// from the process's is reported with it.
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		if raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + task.Name() + "/comm"); err == nil {
+			if name := strings.TrimSuffix(string(raw), "\n"); name != comm {
+				comm += " (thread " + task.Name() + ": " + name + ")"
+			}
+		}
+	}
 	if tools, err = json.Marshal(res.Tools); err != nil {
 		t.Fatal(err)
 	}
@@ -279,6 +292,16 @@ func TestServing_UntrustedNotRun(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, false},
+		{"a script", false, func(t *testing.T, dir string) {
+			// A wrapper a packager might put there: run by the kernel's
+			// interpreter, which would be given /proc/self/fd/N, closed
+			// at the exec.
+			target := copyBinary(t, serving, resolved(t, t.TempDir()), ServingBinary, 0o755)
+			script := "#!/bin/sh\nexec " + target + " \"$@\"\n"
+			if err := os.WriteFile(filepath.Join(dir, ServingBinary), []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
 		{"in a sticky shared directory", false, func(t *testing.T, dir string) {
 			copyBinary(t, serving, dir, ServingBinary, 0o755)
 			if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
@@ -364,6 +387,16 @@ func TestServing_HandoffNotInherited(t *testing.T) {
 	saved := buildID
 	buildID = "test"
 	t.Cleanup(func() { buildID = saved })
+	// Accepting names the threads of this process after the serving
+	// binary: the test process gets its own names back.
+	if name, err := os.ReadFile("/proc/self/comm"); err == nil {
+		t.Cleanup(func() {
+			tasks, _ := os.ReadDir("/proc/self/task")
+			for _, task := range tasks {
+				_ = os.WriteFile("/proc/self/task/"+task.Name()+"/comm", name, 0)
+			}
+		})
+	}
 	t.Setenv(handoffEnv, buildIdentity()+":"+filepath.Join(t.TempDir(), "absent"))
 	if !acceptHandoff(io.Discard) {
 		t.Fatal("the serving binary refused the hand-off of its own build")
