@@ -45,6 +45,9 @@ build: setup-run frontend
 	# stdio: the serving code alone. It must sit beside sluice-sidecar
 	# and carry the same BUILD_ID.
 	CGO_ENABLED=0 go build -ldflags "$(SIDECAR_LDFLAGS)" -o $(BIN)/sluice-sidecar-stdio ./sidecar/cmd/sluice-sidecar-stdio
+	# Under a umask of 002 go build leaves both, and the directory,
+	# group-writable, which sluice-sidecar rightly refuses to hand off to.
+	chmod go-w $(BIN) $(BIN)/sluice-sidecar $(BIN)/sluice-sidecar-stdio
 	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/sluice-headless .
 	@echo "built $(BIN)/sluice, $(BIN)/sluice-sidecar and $(BIN)/sluice-sidecar-stdio ($(VERSION))"
 
