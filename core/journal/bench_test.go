@@ -50,6 +50,22 @@ func BenchmarkJournal_HistoryFirstPage(b *testing.B) {
 				}
 			}
 		})
+		// The same page at every size: a journal of 100 records has only
+		// 100 rows to show, so its first page is set beside a first page
+		// of 100 from every larger journal.
+		if n >= 100 {
+			b.Run(fmt.Sprintf("records=%d/page=100", n), func(b *testing.B) {
+				for range b.N {
+					recs, err := j.List(Filter{Limit: 100})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(recs) != 100 {
+						b.Fatalf("%d records on a first page of 100 from %d", len(recs), n)
+					}
+				}
+			})
+		}
 		match := func(r Record) bool { return strings.Contains(SearchText(r.Proposal), "no such words") }
 		for _, f := range []struct {
 			name string
