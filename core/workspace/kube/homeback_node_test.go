@@ -4,8 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 )
 
@@ -19,19 +17,7 @@ func TestNode_SessionHomeBack(t *testing.T) {
 		`echo agent > "$HOME/both.txt" && rm "$HOME/old.txt" && echo READY; while :; do sleep 1; done`)
 	home := filepath.Join(filepath.Dir(copyDir), "home")
 	writeFiles(t, home, map[string]string{"both.txt": "before\n", "old.txt": "old\n", "other.txt": "before\n"})
-	ready := make(chan struct{})
-	var once sync.Once
-	out := &lineWriter{onData: func(s string) {
-		if strings.Contains(s, "READY") {
-			once.Do(func() { close(ready) })
-		}
-	}}
-	s, err := e.r.StartSession(context.Background(), cs, nil, out, &lineWriter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Remove()
-	<-ready
+	s, out := startUntilReady(t, e, cs)
 	// Another session of the same program, meanwhile.
 	writeFiles(t, home, map[string]string{"other.txt": "other session\n", "both.txt": "other session\n", "other-new.txt": "other session\n"})
 	if err := s.Signal("TERM"); err != nil {
@@ -63,19 +49,7 @@ func TestNode_SessionHomeBackByTheApp(t *testing.T) {
 	e := onNode(t)
 	cs, copyDir := endTestSpec(t, e, `echo logged-in > "$HOME/login.json" && echo READY; while :; do sleep 1; done`)
 	home := filepath.Join(filepath.Dir(copyDir), "home")
-	ready := make(chan struct{})
-	var once sync.Once
-	out := &lineWriter{onData: func(s string) {
-		if strings.Contains(s, "READY") {
-			once.Do(func() { close(ready) })
-		}
-	}}
-	s, err := e.r.StartSession(context.Background(), cs, nil, out, &lineWriter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Remove()
-	<-ready
+	startUntilReady(t, e, cs)
 	if err := e.r.EndSession(context.Background(), cs.Session, copyDir); err != nil {
 		t.Fatalf("EndSession: %v", err)
 	}
@@ -98,19 +72,7 @@ func TestNode_SessionHomeBackRefusesASparseGiant(t *testing.T) {
 	cs, copyDir := endTestSpec(t, e, `echo logged-in > "$HOME/login.json" && `+
 		`{ truncate -s 8T "$HOME/huge" || dd if=/dev/zero of="$HOME/huge" bs=1 count=0 seek=8796093022208; } && echo READY; while :; do sleep 1; done`)
 	home := filepath.Join(filepath.Dir(copyDir), "home")
-	ready := make(chan struct{})
-	var once sync.Once
-	out := &lineWriter{onData: func(s string) {
-		if strings.Contains(s, "READY") {
-			once.Do(func() { close(ready) })
-		}
-	}}
-	s, err := e.r.StartSession(context.Background(), cs, nil, out, &lineWriter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Remove()
-	<-ready
+	startUntilReady(t, e, cs)
 	// The test's timeout is the backstop: without the bound the pod would
 	// stream 8 TiB for hours.
 	if err := e.r.EndSession(context.Background(), cs.Session, copyDir); err != nil {

@@ -256,12 +256,11 @@ exit 4`
 	}
 }
 
-// TestNode_SessionKilled: a kill the agent cannot ignore (after it
-// ignored TERM) ends the agent, not the pod: Wait still reads back what
-// it wrote, and only Remove deletes the pod.
-func TestNode_SessionKilled(t *testing.T) {
-	e := onNode(t)
-	cs, copyDir := endTestSpec(t, e, `sh -c 'trap "" TERM; echo late > late.txt; echo READY; while :; do sleep 1; done'; exit 7`)
+// startUntilReady starts the session of cs and returns once its agent
+// printed READY (its script's sign that what it does first is done), with
+// what it prints; the session is removed when the test ends.
+func startUntilReady(t *testing.T, e nodeEnv, cs workspace.SessionContainerSpec) (*SessionRun, *lineWriter) {
+	t.Helper()
 	ready := make(chan struct{})
 	var once sync.Once
 	out := &lineWriter{onData: func(s string) {
@@ -273,8 +272,18 @@ func TestNode_SessionKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Remove()
+	t.Cleanup(func() { s.Remove() })
 	<-ready
+	return s, out
+}
+
+// TestNode_SessionKilled: a kill the agent cannot ignore (after it
+// ignored TERM) ends the agent, not the pod: Wait still reads back what
+// it wrote, and only Remove deletes the pod.
+func TestNode_SessionKilled(t *testing.T) {
+	e := onNode(t)
+	cs, copyDir := endTestSpec(t, e, `sh -c 'trap "" TERM; echo late > late.txt; echo READY; while :; do sleep 1; done'; exit 7`)
+	s, out := startUntilReady(t, e, cs)
 	if err := s.Signal("TERM"); err != nil {
 		t.Fatal(err)
 	}
@@ -338,20 +347,8 @@ func TestNode_SessionEndedByTheApp(t *testing.T) {
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			cs, copyDir := endTestSpec(t, e, tc.script)
-			ready := make(chan struct{})
-			var once sync.Once
-			out := &lineWriter{onData: func(s string) {
-				if strings.Contains(s, "READY") {
-					once.Do(func() { close(ready) })
-				}
-			}}
-			s, err := e.r.StartSession(context.Background(), cs, nil, out, &lineWriter{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Remove()
-			<-ready
-			err = e.r.EndSession(context.Background(), cs.Session, copyDir)
+			s, _ := startUntilReady(t, e, cs)
+			err := e.r.EndSession(context.Background(), cs.Session, copyDir)
 			if tc.wantErr == nil {
 				if err != nil {
 					t.Fatalf("EndSession: %v", err)
