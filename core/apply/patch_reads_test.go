@@ -8,10 +8,37 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/core/journal"
 	"github.com/sluicehq/sluice/core/proposal"
 )
 
 const readmePatched = "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-# demo\n+# patched\n"
+
+// completeReadingIndex proposes readmePatched to target in f and carries
+// it out through a git that logs its calls, and returns the record and
+// the git ls-files calls the execution made (each a read of the whole
+// index).
+func completeReadingIndex(t *testing.T, f *fixture, target proposal.PatchTarget) (journal.Record, []string) {
+	t.Helper()
+	e, log := loggedGit(t, f)
+	f.e = e
+	rec := f.propose(&proposal.PatchArgs{Patch: readmePatched, Target: target})
+	if err := os.WriteFile(log, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := f.mustComplete(rec)
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reads []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if sub, rest := gitSubcommand(line); sub == "ls-files" {
+			reads = append(reads, rest)
+		}
+	}
+	return done, reads
+}
 
 // Where git's ls-files answers (the index not read in process), a patch
 // to the working tree reads the person's whole index twice: once
@@ -26,23 +53,7 @@ func TestExecute_ScopedPatch_ReadsTheIndexTwice(t *testing.T) {
 	for _, target := range []proposal.PatchTarget{proposal.PatchWorktree, proposal.PatchIndex} {
 		t.Run(string(target), func(t *testing.T) {
 			f := newFixture(t)
-			e, log := loggedGit(t, f)
-			f.e = e
-			rec := f.propose(&proposal.PatchArgs{Patch: readmePatched, Target: target})
-			if err := os.WriteFile(log, nil, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			f.mustComplete(rec)
-			b, err := os.ReadFile(log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var reads []string
-			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-				if sub, rest := gitSubcommand(line); sub == "ls-files" {
-					reads = append(reads, rest)
-				}
-			}
+			_, reads := completeReadingIndex(t, f, target)
 			if len(reads) > 2 {
 				t.Errorf("the execution read the index %d times, want at most 2:\n%s", len(reads), strings.Join(reads, "\n"))
 			}
@@ -123,23 +134,7 @@ func TestExecute_ScopedPatch_ReadsTheEntriesInProcess(t *testing.T) {
 					if v4 {
 						f.git("update-index", "--index-version", "4")
 					}
-					e, log := loggedGit(t, f)
-					f.e = e
-					rec := f.propose(&proposal.PatchArgs{Patch: readmePatched, Target: target})
-					if err := os.WriteFile(log, nil, 0o600); err != nil {
-						t.Fatal(err)
-					}
-					done := f.mustComplete(rec)
-					b, err := os.ReadFile(log)
-					if err != nil {
-						t.Fatal(err)
-					}
-					var reads []string
-					for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-						if sub, rest := gitSubcommand(line); sub == "ls-files" {
-							reads = append(reads, rest)
-						}
-					}
+					done, reads := completeReadingIndex(t, f, target)
 					switch {
 					case inProcess && !v4 && len(reads) > 0:
 						t.Errorf("the execution read the index through git %d times, want none:\n%s", len(reads), strings.Join(reads, "\n"))
