@@ -9,3 +9,10 @@ func SetFrameWriteTimeout(d time.Duration) (restore func()) {
 	frameWriteTimeout = d
 	return func() { frameWriteTimeout = old }
 }
+
+// HoldRunEnds has every run's handler call f once its end frame is
+// written, until restore.
+func HoldRunEnds(f func()) (restore func()) {
+	runEndedHook.Store(&f)
+	return func() { runEndedHook.Store(nil) }
+}

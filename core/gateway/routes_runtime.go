@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/core/errcode"
@@ -342,6 +343,10 @@ func (rh *runtimeHandlers) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	spec = accepted
+	// The run is unlisted (here and in the store) before its end frame
+	// goes out, not after: the sidecar's Run ends with that frame and
+	// releases the workspace, and its next run must find this one gone.
+	release = sync.OnceFunc(release)
 	defer release()
 	ctx, cancel := context.WithCancel(runCtx)
 	defer cancel()
@@ -369,11 +374,12 @@ func (rh *runtimeHandlers) run(w http.ResponseWriter, r *http.Request) {
 	}
 	rh.runs[spec.RunID] = lr
 	rh.mu.Unlock()
-	defer func() {
+	unlist := sync.OnceFunc(func() {
 		rh.mu.Lock()
 		delete(rh.runs, spec.RunID)
 		rh.mu.Unlock()
-	}()
+	})
+	defer unlist()
 
 	// A run may last as long as its limits allow, longer than the
 	// server's write timeout for other answers: each write has its own
@@ -409,8 +415,17 @@ func (rh *runtimeHandlers) run(w http.ResponseWriter, r *http.Request) {
 	if merr != nil {
 		return
 	}
+	unlist()
+	release()
 	out.frame(frameEnd, b)
+	if h := runEndedHook.Load(); h != nil {
+		(*h)()
+	}
 }
+
+// runEndedHook, when set, is called once a run's end frame is written
+// (tests hold the handler there).
+var runEndedHook atomic.Pointer[func()]
 
 // frameWriter writes a run's frames to its answer, one at a time, each
 // within deadline. Output past limit (both streams together) is refused

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -254,6 +255,42 @@ func TestRuntime_RunsThroughTheApp(t *testing.T) {
 	}
 	if left, err := a.d.Containers(context.Background(), a.side.StoreKey()); err != nil || len(left) != 0 {
 		t.Fatalf("a cancelled run left its container: %v %v", left, err)
+	}
+}
+
+// TestRuntime_NextRunFollowsAtOnce: a sidecar's Run ends when the app's
+// end frame comes, and its next run of the workspace goes straight on,
+// whatever the app's handler of the first does after that frame (here it
+// is held there until the second run is over). Before, the handler
+// unlisted the run only after the frame, and the next run could find it
+// still listed: "the workspace is busy with another operation".
+func TestRuntime_NextRunFollowsAtOnce(t *testing.T) {
+	a := newRuntimeApp(t)
+	w := a.create(t, "agent-a")
+	ctx := gateway.WithAgent(context.Background(), "agent-a")
+
+	second := make(chan struct{})
+	var first sync.Once
+	var held atomic.Bool
+	defer gateway.HoldRunEnds(func() {
+		first.Do(func() {
+			held.Store(true)
+			<-second
+		})
+	})()
+	if _, err := a.side.Run(ctx, w.ID, workspace.RunRequest{Argv: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.side.Run(ctx, w.ID, workspace.RunRequest{Argv: []string{"sh", "-c", "echo second"}})
+	close(second)
+	if err != nil {
+		t.Fatalf("the run after a run: %v", err)
+	}
+	if res.Stdout != "second\n" {
+		t.Fatalf("the run after a run: %+v", res)
+	}
+	if !held.Load() {
+		t.Fatal("the first run's handler was never held after its end frame")
 	}
 }
 
