@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -291,6 +292,71 @@ func TestRuntime_NextRunFollowsAtOnce(t *testing.T) {
 	}
 	if !held.Load() {
 		t.Fatal("the first run's handler was never held after its end frame")
+	}
+}
+
+// dyingSidecar carries a run through the app as a sidecar that is killed
+// during it would: once the run's first output frame arrives, its
+// connection closes and its Run ends (a killed process's workspace lock
+// goes with it).
+type dyingSidecar struct {
+	*gateway.Runtime
+	addr, token, agent string
+}
+
+func (r dyingSidecar) Run(_ context.Context, spec workspace.ContainerSpec, _, _ io.Writer) (workspace.ExitStatus, error) {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return workspace.ExitStatus{}, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+r.addr+"/v1/runtime/runs", bytes.NewReader(b))
+	if err != nil {
+		return workspace.ExitStatus{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+r.token)
+	req.Header.Set(gateway.AgentHeader, r.agent)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return workspace.ExitStatus{}, err
+	}
+	defer resp.Body.Close()
+	var hdr [5]byte
+	if _, err := io.ReadFull(resp.Body, hdr[:]); err != nil {
+		return workspace.ExitStatus{}, fmt.Errorf("no output frame: %w", err)
+	}
+	return workspace.ExitStatus{}, errors.New("the sidecar died")
+}
+
+// TestRuntime_NextRunAfterItsSidecarDied: a sidecar killed during a run
+// lets go of the workspace at once, while the app is still ending that
+// run (removing its container). The next sidecar's first run of the
+// workspace waits for that and runs; before, it was refused as busy.
+func TestRuntime_NextRunAfterItsSidecarDied(t *testing.T) {
+	a := newRuntimeApp(t)
+	w := a.create(t, "agent-a")
+	ctx := gateway.WithAgent(context.Background(), "agent-a")
+
+	opts := a.opts
+	opts.Runtime = dyingSidecar{Runtime: a.rt, addr: a.addr, token: a.token, agent: "agent-a"}
+	dead, err := workspace.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	if _, err := dead.Run(ctx, w.ID, workspace.RunRequest{Argv: []string{"sh", "-c", "echo up; sleep 600"}}); err == nil {
+		t.Fatal("the dying sidecar's run reported success")
+	}
+	res, err := a.side.Run(ctx, w.ID, workspace.RunRequest{Argv: []string{"sh", "-c", "echo next"}})
+	if err != nil {
+		t.Fatalf("the next sidecar's first run after one died during its run: %v", err)
+	}
+	if res.ExitCode != 0 || res.Stdout != "next\n" {
+		t.Fatalf("the next run: %+v", res)
+	}
+	if left, err := a.d.Containers(context.Background(), a.side.StoreKey()); err != nil || len(left) != 0 {
+		t.Fatalf("the dead sidecar's run left its container: %v %v", left, err)
 	}
 }
 

@@ -112,8 +112,8 @@ func (m *Manager) Destroy(ctx context.Context, id string) (*DestroyReport, error
 		return nil, ErrInvalidID
 	}
 	m.mu.Lock()
-	if cancel := m.active[id]; cancel != nil {
-		cancel()
+	if r := m.active[id]; r != nil {
+		r.cancel()
 	}
 	m.mu.Unlock()
 	deadline := time.Now().Add(destroyLockWait)

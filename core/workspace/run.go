@@ -264,18 +264,66 @@ func (m *Manager) runSecrets(id string, env map[string]string) (map[string]strin
 	return secrets, nil
 }
 
-// holdActive derives the run's context and lists its cancel in m.active,
-// where Destroy finds it, until release.
+// activeRun is a run listed in Manager.active, where Stop and Destroy
+// find it: cancel ends it, and ended is closed once it is unlisted.
+type activeRun struct {
+	cancel context.CancelFunc
+	ended  chan struct{}
+}
+
+// holdActive derives the run's context and lists the run in m.active
+// until release.
 func (m *Manager) holdActive(ctx context.Context, id string) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(ctx)
 	m.mu.Lock()
-	m.active[id] = cancel
-	m.mu.Unlock()
-	return ctx, func() {
+	defer m.mu.Unlock()
+	return m.listActiveLocked(ctx, id)
+}
+
+// listActiveLocked lists a run of workspace id in m.active, whose mu the
+// caller holds, and returns its context and release, which unlists it
+// (once, however often it is called) and ends its context.
+func (m *Manager) listActiveLocked(ctx context.Context, id string) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &activeRun{cancel: cancel, ended: make(chan struct{})}
+	m.active[id] = r
+	return ctx, sync.OnceFunc(func() {
 		m.mu.Lock()
-		delete(m.active, id)
+		if m.active[id] == r {
+			delete(m.active, id)
+		}
 		m.mu.Unlock()
+		close(r.ended)
 		cancel()
+	})
+}
+
+// runEndWait bounds how long a run admitted for a sidecar waits for the
+// workspace's run before it to be ended (its containers removed).
+const runEndWait = 30 * time.Second
+
+// awaitRunEnd waits until workspace id has no run listed in m.active, for
+// up to runEndWait and while ctx lasts; a run still listed then is
+// ErrLocked. A sidecar killed during a run lets go of the workspace's lock
+// at once, while here the run it started is still being ended (its
+// request cancelled, its container removed): the next sidecar's run of
+// the workspace waits for that instead of being refused.
+func (m *Manager) awaitRunEnd(ctx context.Context, id string) error {
+	timer := time.NewTimer(runEndWait)
+	defer timer.Stop()
+	for {
+		m.mu.Lock()
+		r := m.active[id]
+		m.mu.Unlock()
+		if r == nil {
+			return nil
+		}
+		select {
+		case <-r.ended:
+		case <-timer.C:
+			return ErrLocked
+		case <-ctx.Done():
+			return ErrLocked
+		}
 	}
 }
 

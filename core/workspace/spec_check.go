@@ -277,6 +277,9 @@ func (m *Manager) AcceptRun(ctx context.Context, agent string, spec ContainerSpe
 	if spec.Env, err = grantedEnv(secrets, spec); err != nil {
 		return nil, ContainerSpec{}, nil, err
 	}
+	if err := m.awaitRunEnd(ctx, spec.WorkspaceID); err != nil {
+		return nil, ContainerSpec{}, nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.active[spec.WorkspaceID] != nil {
@@ -295,14 +298,8 @@ func (m *Manager) AcceptRun(ctx context.Context, agent string, spec ContainerSpe
 			return nil, ContainerSpec{}, nil, err
 		}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	m.active[spec.WorkspaceID] = cancel
-	return ctx, spec, func() {
-		m.mu.Lock()
-		delete(m.active, spec.WorkspaceID)
-		m.mu.Unlock()
-		cancel()
-	}, nil
+	ctx, release := m.listActiveLocked(ctx, spec.WorkspaceID)
+	return ctx, spec, release, nil
 }
 
 // runRecordedRunning reports whether the workspace's evidence holds the

@@ -25,8 +25,8 @@ func (m *Manager) Stop(ctx context.Context, id string) (*StopReport, error) {
 		return nil, err
 	}
 	m.mu.Lock()
-	if cancel := m.active[id]; cancel != nil {
-		cancel()
+	if r := m.active[id]; r != nil {
+		r.cancel()
 	}
 	m.mu.Unlock()
 	if m.opts.Runtime == nil {

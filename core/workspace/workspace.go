@@ -1,7 +1,6 @@
 package workspace
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -181,7 +180,7 @@ type Manager struct {
 	now      func() time.Time
 
 	mu     sync.Mutex
-	active map[string]context.CancelFunc // runs in flight, by workspace
+	active map[string]*activeRun // runs in flight, by workspace
 
 	// dirMu closes the window between a new workspace's directory and
 	// its lock: Create holds it shared until the lock is taken, and
@@ -280,7 +279,7 @@ func Open(opts Options) (*Manager, error) {
 		own:      own,
 		log:      log,
 		now:      now,
-		active:   map[string]context.CancelFunc{},
+		active:   map[string]*activeRun{},
 	}, nil
 }
 
