@@ -80,11 +80,13 @@ type Ledger struct {
 	check *lineChecker
 
 	// soon is set while an entry AppendSoon wrote waits for its sync;
-	// syncFile syncs a ledger file and soonAfter, when set, replaces
-	// SyncSoonWithin (seams for the tests that count syncs).
+	// syncFile syncs a ledger file, soonAfter, when set, replaces
+	// SyncSoonWithin, and afterFunc, when set, replaces time.AfterFunc
+	// (seams for the tests that count syncs).
 	soon      bool
 	syncFile  func(*os.File) error
 	soonAfter time.Duration
+	afterFunc func(time.Duration, func())
 }
 
 // SyncSoonWithin is how long an entry written by AppendSoon may stay in the
@@ -212,7 +214,11 @@ func (l *Ledger) AppendSoon(e Entry) (Receipt, error) {
 		if l.soonAfter > 0 {
 			after = l.soonAfter
 		}
-		time.AfterFunc(after, func() { _ = l.syncSoon() })
+		if l.afterFunc != nil {
+			l.afterFunc(after, func() { _ = l.syncSoon() })
+		} else {
+			time.AfterFunc(after, func() { _ = l.syncSoon() })
+		}
 	}
 	return rs[0], nil
 }

@@ -57,6 +57,14 @@ func TestLedger_AppendSoon_InTheFileAtOnceSyncedSoon(t *testing.T) {
 	l := openLedger(t, Options{Path: path, Key: key.priv})
 	var log syncLog
 	l.syncFile = log.hook
+	// The test fires the scheduled sync itself, so nothing here waits on a
+	// timer and no stalled goroutine can sync early or late.
+	var timers []func()
+	var afters []time.Duration
+	l.afterFunc = func(d time.Duration, f func()) {
+		afters = append(afters, d)
+		timers = append(timers, f)
+	}
 
 	r, err := l.AppendSoon(sampleEntry(1))
 	if err != nil {
@@ -76,15 +84,15 @@ func TestLedger_AppendSoon_InTheFileAtOnceSyncedSoon(t *testing.T) {
 	if _, err := l.AppendSoon(sampleEntry(2)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for log.count() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no sync %s after AppendSoon", 30*time.Second)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if len(timers) != 1 || afters[0] != SyncSoonWithin {
+		t.Fatalf("two entries written soon scheduled syncs after %v, want one after %v", afters, SyncSoonWithin)
 	}
-	if n := log.count(); n != 1 {
-		t.Fatalf("%d syncs for two entries written soon, want 1", n)
+	if n := log.count(); n != 0 {
+		t.Fatalf("%d syncs before the scheduled one fired", n)
+	}
+	timers[0]()
+	if n := log.count(); n != 1 || !log.has(inodeOf(t, path)) {
+		t.Fatalf("%d syncs for two entries written soon, want 1 of the active file", n)
 	}
 	// The next entry links to it.
 	r2, err := l.Append(sampleEntry(3))
