@@ -83,7 +83,7 @@ func TestCreate_RepoIsSelfContainedAtTheCommit(t *testing.T) {
 	}
 	// No object file shares an inode with the person's repository.
 	assertNoSharedInodes(t, filepath.Join(repo, ".git", "objects"), filepath.Join(gitDir, "objects"))
-	if _, err := os.Stat("/tmp/sluice-hook-ran"); err == nil {
+	if _, err := os.Stat(hookMark(repo)); err == nil {
 		t.Fatalf("the person's post-checkout hook ran")
 	}
 	if m.own.chown && fileUID(t, filepath.Join(tree, "README.md")) != m.own.uid {

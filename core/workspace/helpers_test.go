@@ -154,6 +154,11 @@ func git(t testing.TB, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// hookMark is the file the post-checkout hook of makeRepo's repository
+// at dir creates if it ever runs: beside the repository, in the test's own
+// temporary directory.
+func hookMark(dir string) string { return filepath.Join(filepath.Dir(dir), "hook-ran") }
+
 // makeRepo creates a person's repository with a few files and two
 // commits; it returns its path and the head commit.
 func makeRepo(t testing.TB) (string, string) {
@@ -174,7 +179,7 @@ func makeRepo(t testing.TB) (string, string) {
 	// clone into a workspace.
 	git(t, dir, "remote", "add", "origin", "https://token-in-url@example.invalid/repo.git")
 	git(t, dir, "config", "credential.helper", "store --file=/nonexistent")
-	writeFile(t, filepath.Join(dir, ".git", "hooks", "post-checkout"), "#!/bin/sh\ntouch /tmp/sluice-hook-ran\n")
+	writeFile(t, filepath.Join(dir, ".git", "hooks", "post-checkout"), "#!/bin/sh\ntouch '"+hookMark(dir)+"'\n")
 	os.Chmod(filepath.Join(dir, ".git", "hooks", "post-checkout"), 0o755)
 	return dir, git(t, dir, "rev-parse", "HEAD")
 }
