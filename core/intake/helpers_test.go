@@ -64,8 +64,10 @@ type envOptions struct {
 	policy     *policy.Policy
 	pendingCap int
 	recorder   journal.Recorder
-	// now is the backend's clock; nil means time.Now.
-	now func() time.Time
+	// now is the backend's clock and journalNow the journal's; nil means
+	// time.Now.
+	now        func() time.Time
+	journalNow func() time.Time
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -85,7 +87,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 		rec = o.recorder
 	}
 	dbPath := filepath.Join(root, "journal.db")
-	j, err := journal.Open(dbPath, journal.Options{Recorder: rec, PendingCap: o.pendingCap})
+	j, err := journal.Open(dbPath, journal.Options{Recorder: rec, PendingCap: o.pendingCap, Now: o.journalNow})
 	if err != nil {
 		t.Fatal(err)
 	}
