@@ -79,6 +79,9 @@ type Activity struct {
 type File struct {
 	path string
 	now  func() time.Time
+	// after schedules a pending write (time.AfterFunc; a seam for the
+	// tests, which fire the write themselves).
+	after func(time.Duration, func()) *time.Timer
 
 	mu        sync.Mutex
 	rec       Record
@@ -101,8 +104,9 @@ func Open(dir string, pid int, client ClientInfo) (*File, error) {
 	}
 	now := time.Now().UTC()
 	f := &File{
-		path: filepath.Join(dir, strconv.Itoa(pid)+".json"),
-		now:  func() time.Time { return time.Now().UTC() },
+		path:  filepath.Join(dir, strconv.Itoa(pid)+".json"),
+		now:   func() time.Time { return time.Now().UTC() },
+		after: time.AfterFunc,
 		rec: Record{
 			Version: FileVersion, PID: pid, Client: client, StartedAt: now, UpdatedAt: now,
 			Repos: []Repo{},
@@ -174,7 +178,7 @@ func (f *File) Note(a Activity) error {
 	f.dirty = true
 	if wait := f.lastWrite.Add(WriteInterval).Sub(now); wait > 0 && !news {
 		if f.timer == nil {
-			f.timer = time.AfterFunc(wait, f.flush)
+			f.timer = f.after(wait, f.flush)
 		}
 		return f.writeErr
 	}
