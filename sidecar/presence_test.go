@@ -27,7 +27,7 @@ func startSidecarProcess(t *testing.T, env []string, clientName string) (*mcp.Cl
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: clientName, Version: "1.0"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
@@ -74,7 +74,7 @@ func TestPresence_TwoSidecars_SeeEachOther(t *testing.T) {
 	}
 	// agent-a's file may hold its first call only after the debounce
 	// interval; agent-b's call was the first write of its session.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if seenB := findAgent(presenceOf(t, a, canon), "agent-b"); seenB != nil && seenB.PID == cmdB.Process.Pid {
 			break
@@ -93,7 +93,7 @@ func TestPresence_TwoSidecars_SeeEachOther(t *testing.T) {
 		t.Errorf("presence dir mode %v", st.Mode().Perm())
 	}
 	a.Close()
-	deadline = time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(60 * time.Second)
 	for {
 		if _, err := os.Stat(fileA); errors.Is(err, os.ErrNotExist) {
 			break

@@ -451,7 +451,7 @@ func TestProposalWait_Timeout_ReturnsCurrentState(t *testing.T) {
 	if res.IsError || out.Status != "approved" || out.Done || out.Terminal || out.NextAction != "proposal_wait" {
 		t.Fatalf("proposal_wait = %+v (isError %v)", out, res.IsError)
 	}
-	if d := time.Since(start); d < 900*time.Millisecond || d > 5*time.Second {
+	if d := time.Since(start); d < 900*time.Millisecond {
 		t.Fatalf("waited %s for a 1 s timeout", d)
 	}
 }
