@@ -56,7 +56,7 @@ func TestDetect_AgentProcessInRepo(t *testing.T) {
 	}
 	var agents []Agent
 	found, ready := false, false
-	for deadline := time.Now().Add(30 * time.Second); !(found && ready) && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); !(found && ready) && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		// ready before the scan: the answer is one the outside
 		// process, already claude, could have been in.
 		ready = execd(outside.Process.Pid)

@@ -192,7 +192,7 @@ func TestDetect_RealProcesses_SameAsReadingEveryProcess(t *testing.T) {
 	}
 	waitFor := func(what string, cond func() bool) {
 		// A backstop only: the condition is a process's exec or exit.
-		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s never happened", what)
 			}
