@@ -83,13 +83,14 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// itemName finds a registered tray item's bus name in dbus-send output.
-// desktopWait is how long the desktop test waits for each thing it looks
-// for (the tray, the window, a notification): a backstop, not a figure;
-// the race detector and the rest of the suite's parallel tests can hold a
-// freshly started app back for many seconds.
+// desktopWait is how long an end-to-end test waits for each thing it
+// looks for (the tray, the window, a notification, a page's call, a
+// process's output): a backstop, not a figure; the race detector and the
+// rest of the suite's parallel tests can hold a freshly started app,
+// browser or helper back for many seconds.
 const desktopWait = 90 * time.Second
 
+// itemName finds a registered tray item's bus name in dbus-send output.
 var itemName = regexp.MustCompile(`string "(:[0-9]+\.[0-9]+)"`)
 
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
@@ -220,20 +221,13 @@ func TestDesktop_Window_StartsAndServes(t *testing.T) {
 		}
 	})
 
-	waitFor(t, 60*time.Second, "the front end to call Ready", func() bool {
+	waitFor(t, desktopWait, "the front end to call Ready", func() bool {
 		return strings.Contains(out.String(), `msg="frontend ready" ui=desktop`)
 	})
 
-	// Give WebKit a moment to paint after the ready call, then keep a
-	// screenshot of the whole screen.
-	time.Sleep(700 * time.Millisecond)
+	// Keep a screenshot of the whole screen once WebKit has painted.
 	shot := filepath.Join(artifactDir(t), "desktop-empty-state.png")
-	if b, err := exec.Command(importBin, "-display", display, "-window", "root", shot).CombinedOutput(); err != nil {
-		t.Fatalf("screenshot: %v\n%s", err, b)
-	}
-	if st, err := os.Stat(shot); err != nil || st.Size() < 10_000 {
-		t.Fatalf("screenshot %s is missing or blank: %v", shot, err)
-	}
+	screenshotPainted(t, importBin, display, shot)
 
 	gwFile := filepath.Join(home, "config", "sluice", "gateway.json")
 	c, err := gateway.NewClientFromEndpoint(gwFile)
@@ -248,14 +242,19 @@ func TestDesktop_Window_StartsAndServes(t *testing.T) {
 	sc := exec.Command(filepath.Join(dir, "sluice-sidecar"))
 	sc.Env = env
 	client := mcp.NewClient(&mcp.Implementation{Name: "desktop-e2e", Version: "1"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	sess, err := client.Connect(ctx, &mcp.CommandTransport{Command: sc}, nil)
+	// Each call to it is bounded on its own (a backstop): the waits
+	// between them can add up to minutes under load.
+	ctx := func() context.Context {
+		ctx, cancel := context.WithTimeout(context.Background(), desktopWait)
+		t.Cleanup(cancel)
+		return ctx
+	}
+	sess, err := client.Connect(ctx(), &mcp.CommandTransport{Command: sc}, nil)
 	if err != nil {
 		t.Fatalf("connect sidecar: %v", err)
 	}
 	defer sess.Close()
-	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "sluice_capabilities"})
+	res, err := sess.CallTool(ctx(), &mcp.CallToolParams{Name: "sluice_capabilities"})
 	if err != nil || res.IsError {
 		t.Fatalf("sluice_capabilities: %v %+v", err, res)
 	}
@@ -325,7 +324,7 @@ func TestDesktop_Window_StartsAndServes(t *testing.T) {
 	// A proposal raises one notification: agent and operation, no diff.
 	secret := "line-that-must-not-leak-7f3a"
 	os.WriteFile(filepath.Join(repo, "README.md"), []byte("hello\n"+secret+"\n"), 0o644)
-	res, err = sess.CallTool(ctx, &mcp.CallToolParams{Name: "propose_commit", Arguments: map[string]any{
+	res, err = sess.CallTool(ctx(), &mcp.CallToolParams{Name: "propose_commit", Arguments: map[string]any{
 		"repoPath": repo, "reason": "Add a line", "message": "Add a line", "paths": []string{"README.md"},
 	}})
 	if err != nil || res.IsError {
@@ -359,7 +358,7 @@ func TestDesktop_Window_StartsAndServes(t *testing.T) {
 	}
 	win := windowsNamed(`^Sluice \(1\)$`)[0]
 	xdo("windowsize", win, "420", "600")
-	waitFor(t, 10*time.Second, "the window to be 420 px wide", func() bool {
+	waitFor(t, desktopWait, "the window to be 420 px wide", func() bool {
 		return strings.Contains(xdo("getwindowgeometry", win), "Geometry: 420x")
 	})
 	// Closing the window hides it; the app, its gateway and its tray stay.
@@ -371,7 +370,7 @@ func TestDesktop_Window_StartsAndServes(t *testing.T) {
 	for _, w := range shown {
 		closeWindow(t, env, w)
 	}
-	waitFor(t, 10*time.Second, "the closed window to hide", func() bool { return len(windows()) == 0 })
+	waitFor(t, desktopWait, "the closed window to hide", func() bool { return len(windows()) == 0 })
 	if h, err := c.Health(context.Background()); err != nil || h.Status != "ok" {
 		t.Fatalf("gateway health after the window closed: %+v %v", h, err)
 	}
@@ -389,15 +388,11 @@ func TestDesktop_Window_StartsAndServes(t *testing.T) {
 	waitFor(t, desktopWait, "the notification's click to open the proposal's page", func() bool {
 		return strings.Contains(out.String(), `msg="cards shown" ui=desktop screen=proposal count=1 ids=`+pid)
 	})
-	waitFor(t, 10*time.Second, "the window to show again", func() bool { return len(windows()) > 0 })
-	waitFor(t, 10*time.Second, "the tray to count the pending proposal", func() bool {
+	waitFor(t, desktopWait, "the window to show again", func() bool { return len(windows()) > 0 })
+	waitFor(t, desktopWait, "the tray to count the pending proposal", func() bool {
 		return strings.Contains(trayTitle(), "Sluice (1)")
 	})
-	time.Sleep(700 * time.Millisecond)
-	card := filepath.Join(artifactDir(t), "desktop-pending.png")
-	if b, err := exec.Command(importBin, "-display", display, "-window", "root", card).CombinedOutput(); err != nil {
-		t.Fatalf("screenshot: %v\n%s", err, b)
-	}
+	screenshotPainted(t, importBin, display, filepath.Join(artifactDir(t), "desktop-pending.png"))
 
 	// SIGTERM ends the app cleanly and withdraws gateway.json.
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
@@ -406,13 +401,32 @@ func TestDesktop_Window_StartsAndServes(t *testing.T) {
 	select {
 	case <-done:
 		stopped = true
-	case <-time.After(15 * time.Second):
-		t.Fatal("desktop app did not exit on SIGTERM")
+	case <-time.After(desktopWait):
+		t.Fatalf("desktop app did not exit on SIGTERM within %s", desktopWait)
 	}
 	if _, err := os.Stat(gwFile); !os.IsNotExist(err) {
 		t.Errorf("gateway.json left behind after exit: %v", err)
 	}
 	fmt.Fprintf(os.Stderr, "desktop screenshot: %s\n", shot)
+}
+
+// screenshotPainted keeps a screenshot of the whole X screen at path,
+// taken again until it is not blank: WebKit paints after the page's calls
+// return, and a loaded machine can hold that paint back for seconds. A
+// screen without the painted page is near-solid and compresses to well
+// under 10 KB; any of the app's pages is several times that.
+func screenshotPainted(t *testing.T, importBin, display, path string) {
+	t.Helper()
+	waitFor(t, desktopWait, "a screenshot that is not blank at "+path, func() bool {
+		if b, err := exec.Command(importBin, "-display", display, "-window", "root", path).CombinedOutput(); err != nil {
+			t.Fatalf("screenshot: %v\n%s", err, b)
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", path, err)
+		}
+		return st.Size() >= 10_000
+	})
 }
 
 // closeWindow asks the X window id to close, as a window manager does when
