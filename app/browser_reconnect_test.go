@@ -17,12 +17,13 @@ import (
 // up its session again by itself and a new proposal appears on it live.
 func TestBrowser_AppStopsAndRestarts_TabSaysSoAndReconnects(t *testing.T) {
 	a, repo, env := flowEnv(t)
-	addr := freeLoopbackAddr(t)
 	dist := distFS(t)
-	w, token, err := NewWeb(a, dist, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var w *Web
+	var token string
+	addr := onFreeAddr(t, func(addr string) (err error) {
+		w, token, err = NewWeb(a, dist, addr)
+		return err
+	})
 	go w.Serve()
 	ctx := newBrowser(t)
 	if err := chromedp.Do(ctx,
@@ -56,10 +57,11 @@ func TestBrowser_AppStopsAndRestarts_TabSaysSoAndReconnects(t *testing.T) {
 		t.Fatalf("restart: %v", err)
 	}
 	t.Cleanup(func() { a2.Close() })
-	w2, _, err := NewWeb(a2, dist, addr)
-	if err != nil {
-		t.Fatalf("the same port again: %v", err)
-	}
+	var w2 *Web
+	onSameAddr(t, "the same port again", func() (err error) {
+		w2, _, err = NewWeb(a2, dist, addr)
+		return err
+	})
 	go w2.Serve()
 	t.Cleanup(func() { w2.Shutdown(context.Background()) })
 	if err := chromedp.Do(ctx,

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // TestDesktop_SecondInstance_SaysWhichRuns: with the desktop window
@@ -25,13 +24,16 @@ func TestDesktop_SecondInstance_SaysWhichRuns(t *testing.T) {
 	display := startXvfb(t)
 	bus := startSessionBus(t)
 	home := t.TempDir()
-	addr := freeLoopbackAddr(t)
-	env := []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "DISPLAY=" + display, "NO_AT_BRIDGE=1",
-		"DBUS_SESSION_BUS_ADDRESS=" + bus,
-		"XDG_CONFIG_HOME=" + filepath.Join(home, "config"), "XDG_STATE_HOME=" + filepath.Join(home, "state"),
-		"XDG_RUNTIME_DIR=" + t.TempDir(), "SLUICE_WEB_ADDR=" + addr,
+	runtimeDir := t.TempDir()
+	envOn := func(addr string) []string {
+		return []string{
+			"PATH=" + os.Getenv("PATH"), "HOME=" + home, "DISPLAY=" + display, "NO_AT_BRIDGE=1",
+			"DBUS_SESSION_BUS_ADDRESS=" + bus,
+			"XDG_CONFIG_HOME=" + filepath.Join(home, "config"), "XDG_STATE_HOME=" + filepath.Join(home, "state"),
+			"XDG_RUNTIME_DIR=" + runtimeDir, "SLUICE_WEB_ADDR=" + addr,
+		}
 	}
+	env := envOn(freeLoopbackAddr(t))
 	startBackground(t, env, io.Discard, "dunst", "-config", "/dev/null")
 	// desktop starts the desktop app; exited is closed once it has exited.
 	desktop := func(out *syncBuffer) (cmd *exec.Cmd, exited <-chan struct{}) {
@@ -57,7 +59,7 @@ func TestDesktop_SecondInstance_SaysWhichRuns(t *testing.T) {
 	// The window first; then `sluice serve` beside it.
 	var first syncBuffer
 	win, winExited := desktop(&first)
-	waitFor(t, 60*time.Second, "the window's front end to call Ready", func() bool {
+	waitFor(t, desktopWait, "the window's front end to call Ready", func() bool {
 		return strings.Contains(first.String(), `msg="frontend ready" ui=desktop`)
 	})
 	serve := exec.Command(filepath.Join(dir, "sluice"), "serve")
@@ -70,29 +72,30 @@ func TestDesktop_SecondInstance_SaysWhichRuns(t *testing.T) {
 	syscall.Kill(-win.Process.Pid, syscall.SIGTERM)
 	<-winExited
 
-	// `sluice serve` first; then the desktop binary.
-	startServe(t, filepath.Join(dir, "sluice-headless"), env)
+	// `sluice serve` first (on a new address if the first was taken
+	// meanwhile); then the desktop binary.
+	addr := onFreeAddr(t, func(addr string) error {
+		env = envOn(addr)
+		_, err := tryServe(t, filepath.Join(dir, "sluice-headless"), env)
+		return err
+	})
 	var second syncBuffer
 	blocked, blockedExited := desktop(&second)
-	waitFor(t, 60*time.Second, "the second window's page to be told who runs", func() bool {
+	waitFor(t, desktopWait, "the second window's page to be told who runs", func() bool {
 		return strings.Contains(second.String(), `msg="window told another Sluice is running"`)
 	})
 	if s := second.String(); !strings.Contains(s, "already running as `sluice serve`") || !strings.Contains(s, "http://"+addr) {
 		t.Fatalf("what the window was told:\n%s", s)
 	}
-	waitFor(t, 20*time.Second, `a window titled "Sluice is already running"`, func() bool {
+	waitFor(t, desktopWait, `a window titled "Sluice is already running"`, func() bool {
 		c := exec.Command("xdotool", "search", "--onlyvisible", "--name", "^Sluice is already running$")
 		c.Env = env
 		b, _ := c.Output()
 		return strings.TrimSpace(string(b)) != ""
 	})
-	// WebKit paints after the page's call returns: give it a moment for
-	// the screenshot a person looks at (nothing is asserted on timing).
-	time.Sleep(500 * time.Millisecond)
-	shot := filepath.Join(artifactDir(t), "desktop-already-running.png")
-	if b, err := exec.Command(importBin, "-display", display, "-window", "root", shot).CombinedOutput(); err != nil {
-		t.Fatalf("screenshot: %v\n%s", err, b)
-	}
+	// WebKit paints after the page's call returns: the screenshot a
+	// person looks at is taken once it has.
+	screenshotPainted(t, importBin, display, filepath.Join(artifactDir(t), "desktop-already-running.png"))
 	select {
 	case <-blockedExited:
 		t.Fatalf("the window closed by itself: %v", blocked.ProcessState)

@@ -1,11 +1,15 @@
 package app
 
 import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,9 +17,30 @@ import (
 )
 
 // freeLoopbackAddr is a 127.0.0.1 address with a port nothing listens on
-// now, for a server the test wants on a known, stable port.
-func freeLoopbackAddr(t *testing.T) string {
+// now, for a server the test wants on a known, stable port. The port is
+// drawn below the kernel's ephemeral range (and below Kubernetes'
+// NodePorts), so no outgoing connection on the machine is handed it while
+// the test holds it free: only a server that binds that very port can
+// take it first, and the callers meet that too (onFreeAddr, onSameAddr).
+func freeLoopbackAddr(t testing.TB) string {
 	t.Helper()
+	lo, hi := 20000, 30000
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > lo+1000 && n < hi {
+				hi = n
+			}
+		}
+	}
+	for range 100 {
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(lo+rand.IntN(hi-lo))))
+		if err != nil {
+			continue
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		return addr
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -25,32 +50,93 @@ func freeLoopbackAddr(t *testing.T) string {
 	return addr
 }
 
-// serveProcess is one `sluice serve` of the built binary.
-type serveProcess struct {
-	cmd *exec.Cmd
-	out *syncBuffer
+// errAddrTaken marks a server's start that failed because something else
+// had bound its address.
+var errAddrTaken = errors.New("the address is taken")
+
+func addrTaken(err error) bool {
+	return errors.Is(err, errAddrTaken) || errors.Is(err, syscall.EADDRINUSE)
 }
 
-func startServe(t *testing.T, bin string, env []string) *serveProcess {
+// onFreeAddr starts a server with start on a free loopback address and
+// returns the address. A port picked free can be taken before the server
+// binds it: a start that fails with the address taken is tried again on
+// a new one (three tries); any other failure fails the test.
+func onFreeAddr(t testing.TB, start func(addr string) error) string {
 	t.Helper()
-	p := &serveProcess{cmd: exec.Command(bin, "serve"), out: &syncBuffer{}}
+	for attempt := 1; ; attempt++ {
+		addr := freeLoopbackAddr(t)
+		err := start(addr)
+		if err == nil {
+			return addr
+		}
+		if !addrTaken(err) || attempt == 3 {
+			t.Fatalf("starting on %s: %v", addr, err)
+		}
+		t.Logf("%s was taken before the server bound it; trying a new port: %v", addr, err)
+	}
+}
+
+// onSameAddr starts a server again with start on the address it had:
+// something else can bind the port while it is free, so a start that fails
+// with the address taken is tried again until the port is released
+// (desktopWait is a backstop); any other failure fails the test.
+func onSameAddr(t testing.TB, what string, start func() error) {
+	t.Helper()
+	deadline := time.Now().Add(desktopWait)
+	for {
+		err := start()
+		if err == nil {
+			return
+		}
+		if !addrTaken(err) || time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// serveProcess is one `sluice serve` of the built binary.
+type serveProcess struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{} // closed once the process has exited
+}
+
+// tryServe starts `sluice serve` and waits for its login link; a serve
+// that exits first is an error, wrapping errAddrTaken when its address
+// was taken.
+func tryServe(t *testing.T, bin string, env []string) (*serveProcess, error) {
+	t.Helper()
+	p := &serveProcess{cmd: exec.Command(bin, "serve"), out: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	go func() { p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(p.stop)
-	waitFor(t, 30*time.Second, "sluice serve to print its login link", func() bool {
-		return strings.Contains(p.out.String(), "Login: ")
-	})
-	return p
+	deadline := time.Now().Add(desktopWait)
+	for !strings.Contains(p.out.String(), "Login: ") {
+		select {
+		case <-p.done:
+			out := p.out.String()
+			if strings.Contains(out, "address already in use") {
+				return nil, fmt.Errorf("%w: sluice serve exited:\n%s", errAddrTaken, out)
+			}
+			return nil, fmt.Errorf("sluice serve exited (%v) before printing its login link:\n%s", p.cmd.ProcessState, out)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("timed out after %s waiting for sluice serve to print its login link; it printed:\n%s", desktopWait, p.out.String())
+		}
+	}
+	return p, nil
 }
 
 func (p *serveProcess) stop() {
-	if p.cmd.ProcessState == nil {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		p.cmd.Wait()
-	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	<-p.done
 }
 
 // loginLine is the URL after "Login: " in out.
@@ -75,10 +161,7 @@ func loginLine(t *testing.T, out string) string {
 func TestServe_LoginCommand_RecoveryAndRestart(t *testing.T) {
 	bin := filepath.Join(binDir(t), "sluice-headless")
 	home := t.TempDir()
-	addr := freeLoopbackAddr(t)
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home,
-		"XDG_CONFIG_HOME=" + filepath.Join(home, "config"), "XDG_STATE_HOME=" + filepath.Join(home, "state"),
-		"SLUICE_WEB_ADDR=" + addr}
+	var env []string
 	run := func(args ...string) (string, int) {
 		cmd := exec.Command(bin, args...)
 		cmd.Env = env
@@ -101,8 +184,15 @@ func TestServe_LoginCommand_RecoveryAndRestart(t *testing.T) {
 		}
 	}
 
-	first := startServe(t, bin, env)
-	waitFor(t, 10*time.Second, "sluice serve to say how to get a new link", func() bool {
+	var first *serveProcess
+	addr := onFreeAddr(t, func(addr string) (err error) {
+		env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home,
+			"XDG_CONFIG_HOME=" + filepath.Join(home, "config"), "XDG_STATE_HOME=" + filepath.Join(home, "state"),
+			"SLUICE_WEB_ADDR=" + addr}
+		first, err = tryServe(t, bin, env)
+		return err
+	})
+	waitFor(t, desktopWait, "sluice serve to say how to get a new link", func() bool {
 		return strings.Contains(first.out.String(), "prints a new one")
 	})
 	if !strings.Contains(first.out.String(), "`"+loginCmd+"` prints a new one") {
@@ -144,7 +234,11 @@ func TestServe_LoginCommand_RecoveryAndRestart(t *testing.T) {
 		t.Fatalf("sluice login with nothing running: exit %d\n%s", code, out)
 	}
 
-	second := startServe(t, bin, env)
+	var second *serveProcess
+	onSameAddr(t, "restarting sluice serve on "+addr, func() (err error) {
+		second, err = tryServe(t, bin, env)
+		return err
+	})
 	if got := loginLine(t, second.out.String()); !strings.HasPrefix(got, "http://"+addr+"/") {
 		t.Fatalf("restarted serve printed %q, want the same address %s", got, addr)
 	}
