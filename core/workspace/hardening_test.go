@@ -291,30 +291,31 @@ func TestRun_RefusesBadRequests(t *testing.T) {
 			t.Errorf("Run(%+v): %v", req, err)
 		}
 	}
-	// A workspace busy with a run refuses a second operation.
+	// A workspace busy with a run refuses a second operation. The run
+	// lasts until the test has tried both: it waits for a file written
+	// past the manager, straight into the tree.
 	done := make(chan error, 1)
 	go func() {
-		_, err := m.Run(ctx, w.ID, RunRequest{Argv: []string{"sleep", "2"}})
+		_, err := m.Run(ctx, w.ID, RunRequest{Argv: []string{"sh", "-c", "while [ ! -f stop ]; do sleep 0.1; done"}})
 		done <- err
 	}()
-	for i := 0; ; i++ {
+	waitFor(t, "the run to start", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("the run ended before it was told to: %v", err)
+		default:
+		}
 		m.mu.Lock()
-		running := m.active[w.ID] != nil
-		m.mu.Unlock()
-		if running {
-			break
-		}
-		if i > 500 {
-			t.Fatalf("the run never started")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer m.mu.Unlock()
+		return m.active[w.ID] != nil
+	})
 	if _, err := m.WriteFile(ctx, w.ID, "x", []byte("x"), 0); !errcode.IsCode(err, errcode.WorkspaceLocked) {
 		t.Errorf("write during a run: %v, want workspace_locked", err)
 	}
 	if _, err := m.Run(ctx, w.ID, RunRequest{Argv: []string{"true"}}); !errcode.IsCode(err, errcode.WorkspaceLocked) {
 		t.Errorf("a second run during a run: %v, want workspace_locked", err)
 	}
+	writeFile(t, filepath.Join(m.treeDir(w.ID), "stop"), "")
 	if err := <-done; err != nil {
 		t.Errorf("the run: %v", err)
 	}
