@@ -391,7 +391,7 @@ func TestProposalWait_Completed_WithProgress(t *testing.T) {
 		e.j.MarkExecuting(p.ProposalID, p.Digest)
 		e.j.Complete(p.ProposalID, "executor", journal.Outcome{})
 	}()
-	params := &mcp.CallToolParams{Name: "proposal_wait", Arguments: map[string]any{"proposalId": p.ProposalID, "timeoutSeconds": 10}}
+	params := &mcp.CallToolParams{Name: "proposal_wait", Arguments: map[string]any{"proposalId": p.ProposalID, "timeoutSeconds": 50}}
 	params.SetProgressToken("tok-1")
 	res, err := cs.CallTool(t.Context(), params)
 	if err != nil {
