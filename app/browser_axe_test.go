@@ -72,7 +72,7 @@ func TestBrowser_Axe_EveryScreen(t *testing.T) {
 	if _, err := api.Approve(Decision{ID: done, Digest: f.digest(t, done)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the first commit to land", func() bool { return f.state(t, done) == proposal.Completed })
+	waitFor(t, desktopWait, "the first commit to land", func() bool { return f.state(t, done) == proposal.Completed })
 	no := f.proposeFile(t, cs, "no.txt")
 	if _, err := api.Reject(Decision{ID: no, Digest: f.digest(t, no), Note: "not this one"}); err != nil {
 		t.Fatal(err)

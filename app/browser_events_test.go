@@ -2,7 +2,6 @@ package app
 
 import (
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -20,7 +19,7 @@ func TestBrowser_EventStream_OnePerPageNoneInPageCache(t *testing.T) {
 	if err := chromedp.Do(f.ctx, chromedp.Navigate(f.base+"/"), chromedp.WaitVisible(chromedp.CSS(card+" .diff-view"))); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the page's stream of events", func() bool { return f.app.events.Subscribers() >= 1 })
+	waitFor(t, desktopWait, "the page's stream of events", func() bool { return f.app.events.Subscribers() >= 1 })
 	if n := f.app.events.Subscribers(); n != 1 {
 		t.Errorf("the Pending screen holds %d streams of events, want 1", n)
 	}
@@ -28,10 +27,10 @@ func TestBrowser_EventStream_OnePerPageNoneInPageCache(t *testing.T) {
 	if err := chromedp.Do(f.ctx, chromedp.Navigate("about:blank")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the cached page's stream to close", func() bool { return f.app.events.Subscribers() == 0 })
+	waitFor(t, desktopWait, "the cached page's stream to close", func() bool { return f.app.events.Subscribers() == 0 })
 	// Opening the app again draws the card, with its stream.
 	if err := chromedp.Do(f.ctx, chromedp.Navigate(f.base+"/"), chromedp.WaitVisible(chromedp.CSS(card+" .diff-view"))); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the page's stream of events", func() bool { return f.app.events.Subscribers() == 1 })
+	waitFor(t, desktopWait, "the page's stream of events", func() bool { return f.app.events.Subscribers() == 1 })
 }

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -87,12 +86,12 @@ func TestBrowser_Approve_CommitLands_AndRestores(t *testing.T) {
 	if err := chromedp.Do(f.ctx, chromedp.Click(chromedp.CSS(".confirm-restore"))); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Second, "the branch to be restored", func() bool {
+	waitFor(t, desktopWait, "the branch to be restored", func() bool {
 		return gitxtest.Git(t, f.repo, "rev-parse", "HEAD") == before
 	})
 	// The ledger entry of a finished restore is appended after the refs
 	// moved: wait for it rather than race it.
-	waitFor(t, 15*time.Second, "the restore in the ledger", func() bool {
+	waitFor(t, desktopWait, "the restore in the ledger", func() bool {
 		entries, err := (&API{app: f.app, kind: "web"}).Audit()
 		if err != nil {
 			t.Fatal(err)

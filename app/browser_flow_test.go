@@ -199,7 +199,7 @@ func TestBrowser_Destructive_NeedsTypedWord(t *testing.T) {
 	if err := chromedp.Do(f.ctx, chromedp.Focus(chromedp.CSS(card+" .confirm-input")), chromedp.KeyEvent("n")); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(desktopWait)
 	for disabled() {
 		if time.Now().After(deadline) {
 			t.Fatal("Approve stays disabled after the word is typed")

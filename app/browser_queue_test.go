@@ -236,7 +236,7 @@ func TestBrowser_NarrowLayout(t *testing.T) {
 	if _, err := api.Approve(Decision{ID: long, Digest: f.digest(t, long)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the long commit to land", func() bool { return f.state(t, long) == proposal.Completed })
+	waitFor(t, desktopWait, "the long commit to land", func() bool { return f.state(t, long) == proposal.Completed })
 	// Re-sealed on the long commit (it touches another file), it goes
 	// stale only when the person commits their own stale.txt.
 	waitFor(t, time.Minute, "the other card to be re-sealed", func() bool {

@@ -243,7 +243,7 @@ func TestBrowser_Review_ReplacedCardTakesNoKey(t *testing.T) {
 	until(t, f, "B's Approve enabled", `!!document.querySelector("`+cardSel(b)+` .approve:not([disabled])")`)
 	press(t, f, "a")
 	until(t, f, "B approved by the person's a", `!!document.querySelector("#decided-`+b+`")`)
-	waitFor(t, 20*time.Second, "B to land", func() bool { return f.state(t, b) == proposal.Completed })
+	waitFor(t, desktopWait, "B to land", func() bool { return f.state(t, b) == proposal.Completed })
 }
 
 // TestBrowser_Review_KeysAndSearch: ? lists the keys in a dialog that

@@ -105,8 +105,8 @@ func TestBrowser_EmptyState_Renders(t *testing.T) {
 	// The page called Ready through the API with its CSRF token.
 	select {
 	case <-a.ready:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the page never called Ready")
+	case <-time.After(desktopWait):
+		t.Fatalf("the page never called Ready within %s", desktopWait)
 	}
 	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
 	if err != nil {

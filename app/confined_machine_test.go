@@ -315,7 +315,7 @@ func (m *machine) startServices() {
 	m.start(agent)
 	// It answers once it listens (the socket exists a moment before):
 	// ssh-add -l exits 2 only when it cannot reach an agent.
-	waitFor(m.t, 10*time.Second, "the ssh agent to answer", func() bool {
+	waitFor(m.t, desktopWait, "the ssh agent to answer", func() bool {
 		l := m.cmd("ssh-add", "-l")
 		l.Env = append(l.Env, "SSH_AUTH_SOCK="+m.sshSock)
 		err := l.Run()
@@ -346,7 +346,7 @@ func (m *machine) startServices() {
 	bus := m.cmd("dbus-daemon", "--session", "--nofork", "--address="+m.busAddr)
 	bus.Stdout, bus.Stderr = io.Discard, io.Discard
 	m.start(bus)
-	waitFor(m.t, 10*time.Second, "the session bus", func() bool { _, err := os.Stat(filepath.Join(m.base, "bus")); return err == nil })
+	waitFor(m.t, desktopWait, "the session bus", func() bool { _, err := os.Stat(filepath.Join(m.base, "bus")); return err == nil })
 	// A loopback service no session may reach.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -49,7 +49,7 @@ func TestHeadless_PlainBuild_ServesAndDoctors(t *testing.T) {
 		close(lines)
 	}()
 	var login string
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(desktopWait)
 	for login == "" {
 		select {
 		case l, ok := <-lines:
@@ -60,7 +60,7 @@ func TestHeadless_PlainBuild_ServesAndDoctors(t *testing.T) {
 				login = u
 			}
 		case <-deadline:
-			t.Fatal("no login URL within 20 s")
+			t.Fatalf("no login URL within %s", desktopWait)
 		}
 	}
 	if !strings.HasPrefix(login, "http://127.0.0.1:") || !strings.Contains(login, "/login?token=") {

@@ -5,7 +5,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/docker/docker/api/types/container"
@@ -37,7 +36,7 @@ func startWorkspaceFlow(t *testing.T) (f *webFlow, cs *mcp.ClientSession, env []
 // ID, skipping when the Engine is unreachable unless SLUICE_REQUIRE_E2E=1.
 func needWorkspaceDocker(t testing.TB) (*dockerrt.Docker, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), desktopWait)
 	defer cancel()
 	d, err := dockerrt.New(ctx)
 	if err != nil {
