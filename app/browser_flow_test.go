@@ -24,7 +24,7 @@ type webFlow struct {
 
 func startWebFlow(t *testing.T) *webFlow {
 	t.Helper()
-	return startWebFlowWithin(t, 60*time.Second)
+	return startWebFlowWithin(t, 5*time.Minute)
 }
 
 // startWebFlowWithin is startWebFlow with its own bound on the browser

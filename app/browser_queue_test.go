@@ -74,7 +74,7 @@ func eval[T any](t *testing.T, f *webFlow, js string) T {
 // guards against a hang.
 func until(t *testing.T, f *webFlow, what, js string) {
 	t.Helper()
-	if _, err := chromedp.Run(f.ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+	if _, err := chromedp.Run(f.ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(desktopWait))); err != nil {
 		t.Fatalf("waiting for %s (%s): %v", what, js, err)
 	}
 }

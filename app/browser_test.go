@@ -27,7 +27,7 @@ func chromiumPath() string {
 // background networking (this machine has no network but loopback).
 func newBrowser(t testing.TB) context.Context {
 	t.Helper()
-	return browserWithin(t, 60*time.Second)
+	return browserWithin(t, 5*time.Minute)
 }
 
 // browserWithin is newBrowser with its own bound on the whole session.

@@ -604,7 +604,7 @@ func leftoverSurvivesKill(t *testing.T, runtime string) {
 	}
 	c.Wait()
 	if runtime == "" {
-		waitFor(t, 30*time.Second, "the sandbox to be gone", func() bool { return processWith(marker, m.agentUID()) == 0 })
+		waitFor(t, desktopWait, "the sandbox to be gone", func() bool { return processWith(marker, m.agentUID()) == 0 })
 	} else if processWith(marker, m.agentUID()) == 0 {
 		t.Fatalf("the container's agent did not outlive its launcher, so this proves nothing")
 	}

@@ -419,7 +419,7 @@ func (m *machine) startApp() {
 		}
 		close(lines)
 	}()
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(desktopWait)
 	for m.login == "" {
 		select {
 		case l, ok := <-lines:

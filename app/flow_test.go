@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -36,7 +35,7 @@ func agentSession(t testing.TB, env []string, name string) *mcp.ClientSession {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir(t), "sluice-sidecar"))
 	cmd.Env = env
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), desktopWait)
 	t.Cleanup(cancel)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
@@ -265,7 +264,7 @@ func TestFlow_SealedCommit_CardAndHistory(t *testing.T) {
 	if _, err := api.Approve(Decision{ID: id, Digest: card.Digest}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the commit to complete", func() bool {
+	waitFor(t, desktopWait, "the commit to complete", func() bool {
 		c, _ := api.Proposal(id)
 		return c.State == proposal.Completed
 	})

@@ -136,7 +136,7 @@ func runSDKConnector(t *testing.T, metadataDocument bool) {
 	var q url.Values
 	select {
 	case q = <-codes:
-	case <-time.After(30 * time.Second):
+	case <-time.After(desktopWait):
 		t.Fatal("the browser never came back to the connector")
 	}
 	if q.Get("iss") != strings.TrimSuffix(e.rem.URL(), "/mcp") || q.Get("code") == "" {
@@ -184,7 +184,7 @@ func runSDKConnector(t *testing.T, metadataDocument bool) {
 		t.Fatalf("revoke: %v", err)
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`[...document.querySelectorAll("#connectors td")].some((td) => td.textContent === "revoked")`,
-		chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		chromedp.WithPollingTimeout(desktopWait))); err != nil {
 		section, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`section[aria-labelledby="connectors-title"]`)))
 		t.Fatalf("the row does not say revoked: %v; the section says:\n%s", err, section)
 	}

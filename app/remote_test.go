@@ -188,7 +188,7 @@ func (e *remoteEnv) allow(t *testing.T, id string) string {
 
 func (e *remoteEnv) connect(t *testing.T, token string) *mcp.ClientSession {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), desktopWait)
 	t.Cleanup(cancel)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "claimed-name", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint: e.rem.URL(), HTTPClient: &http.Client{Transport: tokenBearer{token}}, MaxRetries: -1,

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -242,7 +241,7 @@ func TestBrowser_RejectWithNotes_ReachAgent(t *testing.T) {
 		cell.click();
 		return true;
 	})()`
-	if _, err := chromedp.Run(f.ctx, chromedp.Poll[bool](clickLine, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+	if _, err := chromedp.Run(f.ctx, chromedp.Poll[bool](clickLine, chromedp.WithPollingTimeout(desktopWait))); err != nil {
 		t.Fatalf("line 4 of main.go: %v", err)
 	}
 	if err := chromedp.Do(f.ctx,

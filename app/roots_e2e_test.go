@@ -13,7 +13,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -29,7 +28,7 @@ func emptyEnvSidecar(t *testing.T, home string) *mcp.ClientSession {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(envBin, "-i", "HOME="+home, filepath.Join(binDir(t), "sluice-sidecar"), "stdio")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), desktopWait)
 	t.Cleanup(cancel)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "empty-env", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {

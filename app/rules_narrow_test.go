@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -62,7 +61,7 @@ func httpAgentSession(t testing.TB, env []string, tokenName string) *mcp.ClientS
 	if err != nil || !ok {
 		t.Fatalf("sidecar http: %q %v", line, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), desktopWait)
 	t.Cleanup(cancel)
 	// The client's own name is not the identity: the token's is.
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "some-client", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{

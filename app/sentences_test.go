@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/sluicehq/sluice/core/gitx/gitxtest"
 	"github.com/sluicehq/sluice/core/proposal"
@@ -33,7 +32,7 @@ func approveAndWait(t *testing.T, api *API, card Card, word string) {
 	if _, err := api.Approve(Decision{ID: card.ID, Digest: card.Digest, Confirm: word}); err != nil {
 		t.Fatalf("approve: %v", err)
 	}
-	waitFor(t, 30*time.Second, "the proposal to complete", func() bool {
+	waitFor(t, desktopWait, "the proposal to complete", func() bool {
 		c, _ := api.Proposal(card.ID)
 		return c.State == proposal.Completed
 	})
