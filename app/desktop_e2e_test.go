@@ -6,6 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/draw"
+	"image/png"
 	"io"
 	"os"
 	"os/exec"
@@ -411,12 +414,17 @@ func TestDesktop_Window_StartsAndServes(t *testing.T) {
 }
 
 // screenshotPainted keeps a screenshot of the whole X screen at path,
-// taken again until it is not blank: WebKit paints after the page's calls
-// return, and a loaded machine can hold that paint back for seconds. A
-// screen without the painted page is near-solid and compresses to well
-// under 10 KB; any of the app's pages is several times that.
+// taken again until it is not blank and has settled: WebKit paints after
+// the page's calls return, and a loaded machine can hold that paint back
+// for seconds. A screen without the painted page is near-solid and
+// compresses to well under 10 KB; any of the app's pages is several times
+// that. A painted page can still be loading its data, so the shot kept is
+// one whose pixels match the one before it (after 20 painted shots that
+// never matched, as on a page with an animation, the last one is kept).
 func screenshotPainted(t *testing.T, importBin, display, path string) {
 	t.Helper()
+	var prev []byte
+	painted := 0
 	waitFor(t, desktopWait, "a screenshot that is not blank at "+path, func() bool {
 		if b, err := exec.Command(importBin, "-display", display, "-window", "root", path).CombinedOutput(); err != nil {
 			t.Fatalf("screenshot: %v\n%s", err, b)
@@ -425,8 +433,32 @@ func screenshotPainted(t *testing.T, importBin, display, path string) {
 		if err != nil {
 			t.Fatalf("screenshot %s: %v", path, err)
 		}
-		return st.Size() >= 10_000
+		if st.Size() < 10_000 {
+			return false
+		}
+		painted++
+		px := screenPixels(t, path)
+		settled := prev != nil && bytes.Equal(px, prev)
+		prev = px
+		return settled || painted >= 20
 	})
+}
+
+// screenPixels is the RGBA pixels of the PNG at path.
+func screenPixels(t *testing.T, path string) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", path, err)
+	}
+	rgba := image.NewRGBA(img.Bounds())
+	draw.Draw(rgba, rgba.Bounds(), img, img.Bounds().Min, draw.Src)
+	return rgba.Pix
 }
 
 // closeWindow asks the X window id to close, as a window manager does when
