@@ -55,9 +55,12 @@ type sessions struct {
 	// session's changes twice, nor remove a copy while it is read.
 	mu sync.Mutex
 	// lastFail is when an offer of a session's changes last failed
-	// (tend tries again after retryAfter).
+	// (tend tries again after retryAfter); sealing holds the sessions
+	// whose offer waits for their proposals being sealed (tend tries
+	// again at once).
 	failMu   sync.Mutex
 	lastFail map[string]time.Time
+	sealing  map[string]bool
 }
 
 func openSessions(cfg *config.Config, log *slog.Logger, ledger *audit.Ledger, j *journal.Journal, live *config.Live) (*sessions, error) {
@@ -339,6 +342,23 @@ func (ss *sessions) offer(ctx context.Context, s *confined.Session) (gateway.Ses
 	if ss.exec == nil || ss.backend == nil {
 		return gateway.SessionEnd{}, errcode.New(errcode.Unavailable, "the Sluice app is still starting")
 	}
+	// A proposal still being sealed covers its files once it is stored:
+	// offered before, they would be on two cards. tend offers the rest
+	// when none is left (the record names no card until then).
+	n := ss.backend.CloseSession(s.ID)
+	ss.failMu.Lock()
+	if n > 0 {
+		if ss.sealing == nil {
+			ss.sealing = map[string]bool{}
+		}
+		ss.sealing[s.ID] = true
+	} else {
+		delete(ss.sealing, s.ID)
+	}
+	ss.failMu.Unlock()
+	if n > 0 {
+		return gateway.SessionEnd{Message: fmt.Sprintf("%d proposal(s) of the session are still being sealed; what it left besides is offered once they are stored", n)}, nil
+	}
 	cards, err := ss.cardsOf(s.ID, nil)
 	if err != nil {
 		return gateway.SessionEnd{}, err
@@ -597,13 +617,17 @@ func (ss *sessions) tendOnce(ctx context.Context) {
 }
 
 // due reports whether tend looks at ended session s now, open being its
-// open cards: a leftover card the record does not name (made just before
-// a crash) is taken up at once; otherwise nothing is done while a card of
+// open cards: an offer that waits for the session's proposals being
+// sealed, and a leftover card the record does not name (made just before
+// a crash), are taken up at once; otherwise nothing is done while a card of
 // it is open, and then when its offer never happened (or failed, and not
 // in the last retryAfter), or its leftover card landed, was rejected or
 // was sent back.
 func (ss *sessions) due(s *confined.Session, open openCard) bool {
-	if s.Leftover == "" && open.leftover {
+	ss.failMu.Lock()
+	sealing := ss.sealing[s.ID]
+	ss.failMu.Unlock()
+	if sealing || s.Leftover == "" && open.leftover {
 		return true
 	}
 	if open != (openCard{}) {

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,6 +61,16 @@ func (f *sessionFixture) write(t *testing.T, name, content string) {
 // propose has the session's agent propose a commit of paths.
 func (f *sessionFixture) propose(t *testing.T, paths ...string) string {
 	t.Helper()
+	st, err := f.session.SubmitProposal(t.Context(), f.grant.Agent, f.commit(t, paths...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.ProposalID
+}
+
+// commit is the session's agent's proposal of a commit of paths.
+func (f *sessionFixture) commit(t *testing.T, paths ...string) proposal.Proposal {
+	t.Helper()
 	head := strings.TrimSpace(gitIn(t, f.repo, "rev-parse", "HEAD"))
 	now := time.Now()
 	p := proposal.Proposal{
@@ -72,11 +83,7 @@ func (f *sessionFixture) propose(t *testing.T, paths ...string) string {
 	if err := p.Seal(); err != nil {
 		t.Fatal(err)
 	}
-	st, err := f.session.SubmitProposal(t.Context(), f.grant.Agent, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.ProposalID
+	return p
 }
 
 func (f *sessionFixture) record(t *testing.T) *confined.Session {
@@ -306,5 +313,78 @@ func TestSessions_OfferAgainAfterExpiry(t *testing.T) {
 	}
 	if f.record(t).Leftover != res.Proposal {
 		t.Fatalf("the record names %s, not the new card %s", f.record(t).Leftover, res.Proposal)
+	}
+}
+
+// A session that ends while a proposal of its agent is still being sealed
+// offers what it left only once that proposal is stored, so no file is on
+// two cards; the session's token proposes nothing more meanwhile.
+func TestSessions_EndWhileAProposalIsSealed(t *testing.T) {
+	held, release := make(chan struct{}), make(chan struct{})
+	var holdOnce, releaseOnce sync.Once
+	executorOnStep = func(step string) {
+		if step == "seal-start" {
+			holdOnce.Do(func() {
+				close(held)
+				<-release
+			})
+		}
+	}
+	t.Cleanup(func() { executorOnStep = nil })
+	f := newSessionFixture(t)
+	letGo := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(letGo)
+	f.write(t, "README.md", "hello from the copy\n")
+	f.write(t, "b.txt", "b\n")
+
+	p := f.commit(t, "b.txt")
+	proposed := make(chan error, 1)
+	go func() {
+		_, err := f.session.SubmitProposal(t.Context(), f.grant.Agent, p)
+		proposed <- err
+	}()
+	<-held
+
+	end, err := f.gw.EndSession(t.Context(), f.grant.ID, f.grant.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end.Leftover != "" || !strings.Contains(end.Message, "still being sealed") {
+		t.Fatalf("ended while its proposal is sealed: %+v; want no card yet (b.txt would be on two)", end)
+	}
+	if s := f.record(t); s.State != confined.StateEnded || s.Leftover != "" {
+		t.Fatalf("the session is %s naming card %q while its proposal is sealed", s.State, s.Leftover)
+	}
+
+	letGo()
+	var agentCard string
+	waitFor(t, time.Minute, "the agent's card to be stored", func() bool {
+		recs, err := f.a.journal.List(journal.Filter{States: openStates})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if o := r.Proposal.Origin; o != nil && o.Session == f.grant.ID && !o.Leftover {
+				agentCard = r.Proposal.ID
+			}
+		}
+		return agentCard != ""
+	})
+	if err := <-proposed; err != nil {
+		t.Fatalf("the agent's proposal: %v", err)
+	}
+	if got := f.files(t, agentCard); got != "b.txt" || agentCard != p.ID {
+		t.Fatalf("the agent's card holds %q", got)
+	}
+	var left string
+	waitFor(t, time.Minute, "what the session left besides to be offered", func() bool {
+		left = f.record(t).Leftover
+		return left != ""
+	})
+	if got := f.files(t, left); got != "README.md" {
+		t.Fatalf("the leftover card holds %q, want README.md alone (b.txt is on the agent's card)", got)
+	}
+	if got := f.openLeftovers(t); len(got) != 1 || got[0] != left {
+		t.Fatalf("open leftover cards %v, want only %s", got, left)
 	}
 }

@@ -74,6 +74,11 @@ func (b *Intake) join(ctx context.Context, p proposal.Proposal) (f *inflight, fi
 		// A resend after a refusal is sealed again: what refused it may
 		// have changed.
 	}
+	if c := gateway.CallerFrom(ctx); c != nil && b.ended[c.Session] && (c.Origin == nil || !c.Origin.Leftover) {
+		// The app's own card of what the session left is the one
+		// proposal an ended session still has.
+		return nil, false, &errcode.Error{Code: errcode.Forbidden, Msg: "the confined session has ended: it proposes nothing more"}
+	}
 	under := 0
 	for _, g := range b.sealing {
 		if g.ended.IsZero() && g.agent == p.Agent && g.session == sessionOf(ctx) {
@@ -90,6 +95,27 @@ func (b *Intake) join(ctx context.Context, p proposal.Proposal) (f *inflight, fi
 	f = &inflight{agent: p.Agent, session: sessionOf(ctx), digest: p.Digest, op: p.Op, repo: p.Repo, done: make(chan struct{})}
 	b.sealing[p.ID] = f
 	return f, true, nil
+}
+
+// CloseSession is told that confined session ended: from now on no seal
+// of its proposals starts (its token no longer authenticates, and this
+// also stops a request that did before), and it returns how many are
+// still being sealed. Until that is none, what the session left cannot
+// be told apart from what it proposed: those proposals are not in the
+// journal yet.
+func (b *Intake) CloseSession(session string) (sealing int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ended == nil {
+		b.ended = map[string]bool{}
+	}
+	b.ended[session] = true
+	for _, g := range b.sealing {
+		if g.ended.IsZero() && g.session == session {
+			sealing++
+		}
+	}
+	return sealing
 }
 
 // finish records the end of f's seal.

@@ -175,3 +175,55 @@ func TestSubmit_SealsUnderWay_Bounded(t *testing.T) {
 		t.Fatalf("a proposal once the seals ended: %v", err)
 	}
 }
+
+// TestCloseSession_CountsAndRefuses: a session told ended counts its
+// seals still under way, and no proposal of its agent starts sealing
+// from then on; the app's own card of what the session left still does.
+func TestCloseSession_CountsAndRefuses(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := gitxtest.InitAt(t, filepath.Join(root, "repo"))
+	repo.WriteCommit("a.txt", "one\n", "base")
+	held, release := make(chan struct{}), make(chan struct{})
+	var seals atomic.Int32
+	_, _, b := openSealBackend(t, root, filepath.Join(t.TempDir(), "journal.db"), func(step string) {
+		if step == "seal-start" && seals.Add(1) == 1 {
+			close(held)
+			<-release
+		}
+	})
+	caller := func(leftover bool) context.Context {
+		return gateway.WithCaller(context.Background(), &gateway.Caller{Session: "s1", Agent: "agent-a", Repo: repo.Dir,
+			Origin: &proposal.Origin{Session: "s1", Runtime: "bubblewrap", Leftover: leftover}})
+	}
+	repo.Write("a.txt", "two\n")
+	first := make(chan error, 1)
+	go func() {
+		_, err := b.Submit(caller(false), "agent-a", sealedProposal(t, repo.Dir, &proposal.CommitArgs{Message: "Change a", Paths: []string{"a.txt"}}))
+		first <- err
+	}()
+	<-held
+	if n := b.CloseSession("s2"); n != 0 {
+		t.Errorf("another session has %d seals under way", n)
+	}
+	if n := b.CloseSession("s1"); n != 1 {
+		t.Fatalf("the session has %d seals under way, want 1", n)
+	}
+	_, err = b.Submit(caller(false), "agent-a", sealedProposal(t, repo.Dir, &proposal.CommitArgs{Message: "Change a again", Paths: []string{"a.txt"}}))
+	if !errcode.IsCode(err, errcode.Forbidden) {
+		t.Fatalf("an ended session's proposal: %v; want forbidden", err)
+	}
+	close(release)
+	<-first
+	if n := b.CloseSession("s1"); n != 0 {
+		t.Fatalf("%d seals under way after the seal ended", n)
+	}
+	if _, err := b.Submit(caller(true), "agent-a", sealedProposal(t, repo.Dir, &proposal.CommitArgs{Message: "Left", Paths: []string{"a.txt"}})); errcode.IsCode(err, errcode.Forbidden) {
+		t.Fatalf("the app's card of what the session left: %v", err)
+	}
+	if n := seals.Load(); n != 2 {
+		t.Fatalf("%d seals began, want 2 (the ended session's own proposal never began)", n)
+	}
+}

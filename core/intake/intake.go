@@ -95,6 +95,9 @@ type Intake struct {
 	mu sync.Mutex
 	// sealing holds the proposals being sealed, by id (see inflight.go).
 	sealing map[string]*inflight
+	// ended holds the confined sessions that ended: no seal of theirs
+	// starts any more (see CloseSession).
+	ended map[string]bool
 }
 
 // New returns an Intake that stores proposals in j.
