@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"runtime"
 	"sort"
@@ -463,13 +464,27 @@ const runscThreadHeadroom = 64
 const removeWait = 60 * time.Second
 
 // Remove implements Runtime: force-remove, then prove it with an inspect
-// that answers not found.
+// that answers not found. A removal the Engine fails is tried again until
+// removeWait: a loaded Engine that handles a container's exit late can
+// fail a removal that races it ("unable to remove filesystem …: directory
+// not empty", which leaves the container Dead), and the next removal of
+// the Dead container succeeds.
 func (d *Docker) Remove(ctx context.Context, containerID string) error {
-	err := d.cli.ContainerRemove(ctx, containerID, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !cerrdefs.IsNotFound(err) {
-		return &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine could not remove a workspace container", Err: err}
-	}
 	deadline := time.Now().Add(removeWait)
+	for {
+		err := d.cli.ContainerRemove(ctx, containerID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		if err == nil || cerrdefs.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine could not remove a workspace container", Err: err}
+		}
+		slog.Warn("dockerrt: the Engine failed to remove a container; trying again", "container", containerID, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 	for {
 		_, err := d.cli.ContainerInspect(ctx, containerID)
 		if cerrdefs.IsNotFound(err) {
