@@ -115,25 +115,17 @@ func TestRun_MemoryLimitOOM(t *testing.T) {
 	// containerd before 2.2 (containerd/containerd#8180), and the Engine
 	// then reports a bare exit 137; an over-limit run of real work is
 	// killed later than that.
-	type result struct {
-		res *RunResult
-		err error
-	}
-	done := make(chan result, 1)
 	started := make(chan struct{})
 	var once sync.Once
-	go func() {
-		res, err := m.Run(context.Background(), w.ID, RunRequest{
-			Argv:   []string{"sh", "-c", `echo started; while [ ! -f go ]; do sleep 0.1; done; x=$(head -c 200000000 /dev/zero | tr "\0" a); echo ${#x}`},
-			Limits: Limits{MemoryBytes: 64 << 20},
-			OnOutput: func(stream string, chunk []byte) {
-				if strings.Contains(string(chunk), "started") {
-					once.Do(func() { close(started) })
-				}
-			},
-		})
-		done <- result{res, err}
-	}()
+	done := runInBackground(m, w.ID, RunRequest{
+		Argv:   []string{"sh", "-c", `echo started; while [ ! -f go ]; do sleep 0.1; done; x=$(head -c 200000000 /dev/zero | tr "\0" a); echo ${#x}`},
+		Limits: Limits{MemoryBytes: 64 << 20},
+		OnOutput: func(stream string, chunk []byte) {
+			if strings.Contains(string(chunk), "started") {
+				once.Do(func() { close(started) })
+			}
+		},
+	})
 	select {
 	case <-started:
 	case r := <-done:
@@ -196,25 +188,17 @@ func TestRun_TimeoutOutputLimitAndStreaming(t *testing.T) {
 	var chunks []string
 	first := make(chan struct{})
 	var once sync.Once
-	type result struct {
-		res *RunResult
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := m.Run(context.Background(), w.ID, RunRequest{
-			Argv: []string{"sh", "-c", "echo one; while [ ! -f stop ]; do sleep 0.1; done; echo two; echo three >&2"},
-			OnOutput: func(stream string, b []byte) {
-				mu.Lock()
-				chunks = append(chunks, stream+":"+string(b))
-				mu.Unlock()
-				if stream == "stdout" && strings.Contains(string(b), "one") {
-					once.Do(func() { close(first) })
-				}
-			},
-		})
-		done <- result{res, err}
-	}()
+	done := runInBackground(m, w.ID, RunRequest{
+		Argv: []string{"sh", "-c", "echo one; while [ ! -f stop ]; do sleep 0.1; done; echo two; echo three >&2"},
+		OnOutput: func(stream string, b []byte) {
+			mu.Lock()
+			chunks = append(chunks, stream+":"+string(b))
+			mu.Unlock()
+			if stream == "stdout" && strings.Contains(string(b), "one") {
+				once.Do(func() { close(first) })
+			}
+		},
+	})
 	select {
 	case <-first:
 	case r := <-done:

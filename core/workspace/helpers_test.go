@@ -212,3 +212,20 @@ func mustRun(t testing.TB, m *Manager, id string, req RunRequest) *RunResult {
 	}
 	return res
 }
+
+// runResult is how a run started by runInBackground ended.
+type runResult struct {
+	res *RunResult
+	err error
+}
+
+// runInBackground starts a run of req in workspace id and returns where
+// its end arrives.
+func runInBackground(m *Manager, id string, req RunRequest) <-chan runResult {
+	done := make(chan runResult, 1)
+	go func() {
+		res, err := m.Run(context.Background(), id, req)
+		done <- runResult{res, err}
+	}()
+	return done
+}

@@ -43,22 +43,14 @@ func TestRun_LiveProgressAndRecord(t *testing.T) {
 
 	var mu sync.Mutex
 	var reports []RunProgress
-	type result struct {
-		res *RunResult
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := m.Run(context.Background(), w.ID, RunRequest{
-			Argv: []string{"sh", "-c", "echo first; while [ ! -f stop ]; do sleep 0.1; done; echo second"},
-			OnProgress: func(p RunProgress) {
-				mu.Lock()
-				reports = append(reports, p)
-				mu.Unlock()
-			},
-		})
-		done <- result{res, err}
-	}()
+	done := runInBackground(m, w.ID, RunRequest{
+		Argv: []string{"sh", "-c", "echo first; while [ ! -f stop ]; do sleep 0.1; done; echo second"},
+		OnProgress: func(p RunProgress) {
+			mu.Lock()
+			reports = append(reports, p)
+			mu.Unlock()
+		},
+	})
 	waitFor(t, "a progress report with the first line", func() bool {
 		mu.Lock()
 		defer mu.Unlock()

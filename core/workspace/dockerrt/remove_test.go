@@ -31,7 +31,9 @@ func TestRemove_TriesAgainAfterAFailedRemoval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = d.cli.ContainerRemove(context.Background(), created.ID, container.RemoveOptions{Force: true}) })
+	t.Cleanup(func() {
+		_ = d.cli.ContainerRemove(context.Background(), created.ID, container.RemoveOptions{Force: true})
+	})
 	pin := filepath.Join(info.DockerRootDir, "containers", created.ID, "pin")
 	if err := os.WriteFile(pin, nil, 0o600); err != nil {
 		t.Skipf("the Engine's container directory is not this process's to write (%v)", err)
