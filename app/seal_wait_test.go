@@ -10,6 +10,25 @@ import (
 	"time"
 )
 
+// holdFirstSeal holds the first seal of the app the test starts next at
+// its start until letGo; held is closed once it is held. The caller
+// registers letGo as a cleanup after starting the app, so that it runs
+// before the app's own (which waits for the seal).
+func holdFirstSeal(t *testing.T) (held <-chan struct{}, letGo func()) {
+	h, release := make(chan struct{}), make(chan struct{})
+	var holdOnce, releaseOnce sync.Once
+	executorOnStep = func(step string) {
+		if step == "seal-start" {
+			holdOnce.Do(func() {
+				close(h)
+				<-release
+			})
+		}
+	}
+	t.Cleanup(func() { executorOnStep = nil })
+	return h, func() { releaseOnce.Do(func() { close(release) }) }
+}
+
 // TestFlow_SealOutlastsTheSidecarsWait_SealingThenCard: an agent proposes a
 // commit of 20,000 new files through the real sidecar binary, and the
 // app's seal takes longer than the sidecar waits for the app's answer (15
@@ -24,19 +43,8 @@ func TestFlow_SealOutlastsTheSidecarsWait_SealingThenCard(t *testing.T) {
 		t.Skip("waits for the sidecar's 15 s submit and seals 20,000 files")
 	}
 	const n = 20000
-	held, release := make(chan struct{}), make(chan struct{})
-	var holdOnce, releaseOnce sync.Once
-	executorOnStep = func(step string) {
-		if step == "seal-start" {
-			holdOnce.Do(func() {
-				close(held)
-				<-release
-			})
-		}
-	}
-	t.Cleanup(func() { executorOnStep = nil })
+	held, letGo := holdFirstSeal(t)
 	a, repo, env := flowEnv(t)
-	letGo := func() { releaseOnce.Do(func() { close(release) }) }
 	t.Cleanup(letGo)
 	for i := range n {
 		p := filepath.Join(repo, "gen", fmt.Sprintf("d%03d", i/100), fmt.Sprintf("f%05d.txt", i))

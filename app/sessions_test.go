@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -320,19 +319,8 @@ func TestSessions_OfferAgainAfterExpiry(t *testing.T) {
 // offers what it left only once that proposal is stored, so no file is on
 // two cards; the session's token proposes nothing more meanwhile.
 func TestSessions_EndWhileAProposalIsSealed(t *testing.T) {
-	held, release := make(chan struct{}), make(chan struct{})
-	var holdOnce, releaseOnce sync.Once
-	executorOnStep = func(step string) {
-		if step == "seal-start" {
-			holdOnce.Do(func() {
-				close(held)
-				<-release
-			})
-		}
-	}
-	t.Cleanup(func() { executorOnStep = nil })
+	held, letGo := holdFirstSeal(t)
 	f := newSessionFixture(t)
-	letGo := func() { releaseOnce.Do(func() { close(release) }) }
 	t.Cleanup(letGo)
 	f.write(t, "README.md", "hello from the copy\n")
 	f.write(t, "b.txt", "b\n")
