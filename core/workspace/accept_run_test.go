@@ -153,3 +153,91 @@ func TestAcceptRun_GrantedValuesAreTheStores(t *testing.T) {
 		t.Fatalf("a spec naming a secret that is not granted: %v", err)
 	}
 }
+
+// A run is carried out once: a copy of the run in progress is refused at
+// once (not admitted once that run ends), and so is the same run once it
+// is over, while its record may still say running. A run of the
+// workspace's next Run waits for the one before to be unlisted, and a
+// Stop meanwhile refuses it.
+func TestAcceptRun_OncePerRunAndStopWhileWaiting(t *testing.T) {
+	m := newManager(t, false)
+	repo, _ := makeRepo(t)
+	ctx := context.Background()
+	w, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceRepo, Path: repo}, Agent: "agent-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := "sha256:" + strings.Repeat("a", 64)
+	pol := RunPolicy{Image: img}
+	lim, _ := Limits{}.withDefaults(m.opts.Limits)
+	running := func() ContainerSpec {
+		spec := m.containerSpec(w, uuid.NewString(), []string{"true"}, lim, runEnv(nil, nil, ""), "")
+		spec.Image = img
+		rec := RunResult{ID: spec.RunID, WorkspaceID: w.ID, Argv: spec.Argv, StartedAt: time.Now(), Running: true}
+		if err := m.saveRun(&rec); err != nil {
+			t.Fatal(err)
+		}
+		return spec
+	}
+	unlock, err := m.lockWS(w.ID, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+
+	first := running()
+	_, _, release, err := m.AcceptRun(ctx, "agent-a", first, pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := first
+	copied.Argv = []string{"sh", "-c", "echo forged"}
+	if _, _, _, err := m.AcceptRun(ctx, "agent-a", copied, pol); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a copy of the run in progress: %v; want refused at once", err)
+	}
+	release()
+	if _, _, _, err := m.AcceptRun(ctx, "agent-a", copied, pol); !errcode.IsCode(err, errcode.Forbidden) {
+		t.Fatalf("the run again once it was over (its record still says running): %v; want forbidden", err)
+	}
+
+	// The next run waits for the one before, then is admitted.
+	second := running()
+	_, _, release, err = m.AcceptRun(ctx, "agent-a", second, pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	isWaiting := make(chan struct{}, 1)
+	m.waiting = func() { isWaiting <- struct{}{} }
+	third := running()
+	type accepted struct {
+		release func()
+		err     error
+	}
+	waited := make(chan accepted, 1)
+	go func() {
+		_, _, rel, err := m.AcceptRun(ctx, "agent-a", third, pol)
+		waited <- accepted{rel, err}
+	}()
+	<-isWaiting
+	release()
+	a := <-waited
+	if a.err != nil {
+		t.Fatalf("the next run, once the one before was unlisted: %v", a.err)
+	}
+
+	// A Stop while a run waits refuses it.
+	fourth := running()
+	go func() {
+		_, _, rel, err := m.AcceptRun(ctx, "agent-a", fourth, pol)
+		waited <- accepted{rel, err}
+	}()
+	<-isWaiting
+	_, _ = m.Stop(ctx, w.ID) // no runtime: it cancels and counts, then says it cannot list containers
+	a.release()
+	if b := <-waited; !errcode.IsCode(b.err, errcode.Conflict) {
+		if b.release != nil {
+			b.release()
+		}
+		t.Fatalf("a run that waited while the workspace was stopped: %v; want refused", b.err)
+	}
+}

@@ -111,11 +111,7 @@ func (m *Manager) Destroy(ctx context.Context, id string) (*DestroyReport, error
 	if !proposal.ValidID(id) {
 		return nil, ErrInvalidID
 	}
-	m.mu.Lock()
-	if r := m.active[id]; r != nil {
-		r.cancel()
-	}
-	m.mu.Unlock()
+	m.stopped(id)
 	deadline := time.Now().Add(destroyLockWait)
 	var unlock func()
 	var err error
@@ -189,6 +185,9 @@ func (m *Manager) destroyLocked(ctx context.Context, id string) (*DestroyReport,
 		return rep, &errcode.Error{Code: errcode.Internal, Msg: "the workspace directory is still present after removal", Err: err}
 	}
 	rep.TreeRemoved = true
+	m.mu.Lock()
+	delete(m.admitted, id)
+	m.mu.Unlock()
 	m.log.Info("workspace: destroyed", "workspace", id, "containers", rep.ContainersRemoved)
 	return rep, nil
 }

@@ -136,7 +136,7 @@ func (m *Manager) Run(ctx context.Context, id string, req RunRequest) (*RunResul
 	}
 
 	runID := uuid.NewString()
-	ctx, release := m.holdActive(ctx, id)
+	ctx, release := m.holdActive(ctx, id, runID)
 	defer release()
 	route, err := m.routeEgress(ctx, w, runID)
 	if err != nil {
@@ -264,27 +264,28 @@ func (m *Manager) runSecrets(id string, env map[string]string) (map[string]strin
 	return secrets, nil
 }
 
-// activeRun is a run listed in Manager.active, where Stop and Destroy
+// activeRun is run runID listed in Manager.active, where Stop and Destroy
 // find it: cancel ends it, and ended is closed once it is unlisted.
 type activeRun struct {
+	runID  string
 	cancel context.CancelFunc
 	ended  chan struct{}
 }
 
 // holdActive derives the run's context and lists the run in m.active
 // until release.
-func (m *Manager) holdActive(ctx context.Context, id string) (context.Context, func()) {
+func (m *Manager) holdActive(ctx context.Context, id, runID string) (context.Context, func()) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.listActiveLocked(ctx, id)
+	return m.listActiveLocked(ctx, id, runID)
 }
 
-// listActiveLocked lists a run of workspace id in m.active, whose mu the
-// caller holds, and returns its context and release, which unlists it
+// listActiveLocked lists run runID of workspace id in m.active, whose mu
+// the caller holds, and returns its context and release, which unlists it
 // (once, however often it is called) and ends its context.
-func (m *Manager) listActiveLocked(ctx context.Context, id string) (context.Context, func()) {
+func (m *Manager) listActiveLocked(ctx context.Context, id, runID string) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	r := &activeRun{cancel: cancel, ended: make(chan struct{})}
+	r := &activeRun{runID: runID, cancel: cancel, ended: make(chan struct{})}
 	m.active[id] = r
 	return ctx, sync.OnceFunc(func() {
 		m.mu.Lock()
@@ -301,29 +302,62 @@ func (m *Manager) listActiveLocked(ctx context.Context, id string) (context.Cont
 // workspace's run before it to be ended (its containers removed).
 const runEndWait = 30 * time.Second
 
+// errStoppedWhileWaiting refuses a run that waited for admission while
+// the workspace was stopped or destroyed.
+var errStoppedWhileWaiting = &errcode.Error{Code: errcode.Conflict,
+	Msg: "the workspace was stopped while this run waited for the run before it to end; it was not started"}
+
 // awaitRunEnd waits until workspace id has no run listed in m.active, for
 // up to runEndWait and while ctx lasts; a run still listed then is
-// ErrLocked. A sidecar killed during a run lets go of the workspace's lock
-// at once, while here the run it started is still being ended (its
-// request cancelled, its container removed): the next sidecar's run of
-// the workspace waits for that instead of being refused.
-func (m *Manager) awaitRunEnd(ctx context.Context, id string) error {
+// ErrLocked, and so, at once, is a listed run of the same runID (a copy
+// of the run in progress is not another run). A sidecar killed during a
+// run lets go of the workspace's lock at once, while here the run it
+// started is still being ended (its request cancelled, its container
+// removed): the next sidecar's run of the workspace waits for that
+// instead of being refused. It returns the workspace's count of stops
+// when the wait began; a stop or destroy during the wait refuses the run
+// (AcceptRun checks the count again when it lists the run).
+func (m *Manager) awaitRunEnd(ctx context.Context, id, runID string) (uint64, error) {
+	m.mu.Lock()
+	stops := m.stops[id]
+	m.mu.Unlock()
 	timer := time.NewTimer(runEndWait)
 	defer timer.Stop()
 	for {
 		m.mu.Lock()
-		r := m.active[id]
+		r, stopped := m.active[id], m.stops[id] != stops
 		m.mu.Unlock()
-		if r == nil {
-			return nil
+		switch {
+		case stopped:
+			return 0, errStoppedWhileWaiting
+		case r == nil && ctx.Err() != nil:
+			return 0, ErrLocked
+		case r == nil:
+			return stops, nil
+		case r.runID == runID:
+			return 0, ErrLocked
+		}
+		if m.waiting != nil {
+			m.waiting()
 		}
 		select {
 		case <-r.ended:
 		case <-timer.C:
-			return ErrLocked
+			return 0, ErrLocked
 		case <-ctx.Done():
-			return ErrLocked
+			return 0, ErrLocked
 		}
+	}
+}
+
+// stopped counts a Stop or Destroy of workspace id and cancels its run in
+// progress, if any.
+func (m *Manager) stopped(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.stops[id]++
+	if r := m.active[id]; r != nil {
+		r.cancel()
 	}
 }
 

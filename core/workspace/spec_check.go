@@ -237,9 +237,13 @@ var errRunNotHeld = &errcode.Error{Code: errcode.Forbidden,
 // be held (a shared lock cannot be taken) and the running record must name
 // this run. A spec sent while Seal, Destroy or a file tool holds the
 // workspace (no running record of this run), or by a process that holds
-// nothing, is refused, and so is a second run of a workspace this Manager
-// is carrying out already. A dead sidecar's lock is released by the
-// kernel, so a run cannot be admitted for a process that is gone.
+// nothing, is refused, and so is a run admitted before (each run is
+// carried out once) and a copy of the run in progress. A run of a
+// workspace whose last run is still being ended here (its sidecar died,
+// and the kernel released that sidecar's lock) waits for it before
+// anything is checked (awaitRunEnd); a Stop or Destroy meanwhile refuses
+// it. A dead sidecar's lock is released by the kernel, so a run cannot be
+// admitted for a process that is gone.
 //
 // The granted secrets' values are never the sidecar's to give: the
 // returned spec, the one to run, is spec with each granted secret's value
@@ -256,6 +260,16 @@ func (m *Manager) AcceptRun(ctx context.Context, agent string, spec ContainerSpe
 	if err := m.CheckSpec(ctx, agent, spec, pol); err != nil {
 		return nil, ContainerSpec{}, nil, err
 	}
+	// A spec that names no run recorded running is refused at once;
+	// whatever is checked below is checked (again) once the run before
+	// has ended: the lock and the record then are this run's.
+	if !m.runRecordedRunning(spec.WorkspaceID, spec.RunID) {
+		return nil, ContainerSpec{}, nil, errRunNotHeld
+	}
+	stops, err := m.awaitRunEnd(ctx, spec.WorkspaceID, spec.RunID)
+	if err != nil {
+		return nil, ContainerSpec{}, nil, err
+	}
 	unlock, err := m.lockWS(spec.WorkspaceID, false)
 	if err == nil {
 		unlock()
@@ -264,7 +278,10 @@ func (m *Manager) AcceptRun(ctx context.Context, agent string, spec ContainerSpe
 	if !errors.Is(err, ErrLocked) {
 		return nil, ContainerSpec{}, nil, err
 	}
-	if !m.runRecordedRunning(spec.WorkspaceID, spec.RunID) {
+	if !m.runRecordedRunning(spec.WorkspaceID, spec.RunID) || m.wasAdmitted(spec.WorkspaceID, spec.RunID) {
+		// A run admitted before is over here, though its record may say
+		// running a moment longer (its Run rewrites it once the end came):
+		// each run is carried out once.
 		return nil, ContainerSpec{}, nil, errRunNotHeld
 	}
 	if err := m.syncBeforeRun(ctx, spec.WorkspaceID); err != nil {
@@ -277,12 +294,12 @@ func (m *Manager) AcceptRun(ctx context.Context, agent string, spec ContainerSpe
 	if spec.Env, err = grantedEnv(secrets, spec); err != nil {
 		return nil, ContainerSpec{}, nil, err
 	}
-	if err := m.awaitRunEnd(ctx, spec.WorkspaceID); err != nil {
-		return nil, ContainerSpec{}, nil, err
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.active[spec.WorkspaceID] != nil {
+	if m.stops[spec.WorkspaceID] != stops {
+		return nil, ContainerSpec{}, nil, errStoppedWhileWaiting
+	}
+	if m.active[spec.WorkspaceID] != nil || m.admitted[spec.WorkspaceID][spec.RunID] {
 		return nil, ContainerSpec{}, nil, ErrLocked
 	}
 	if m.copies != nil && len(secrets) > 0 {
@@ -298,8 +315,20 @@ func (m *Manager) AcceptRun(ctx context.Context, agent string, spec ContainerSpe
 			return nil, ContainerSpec{}, nil, err
 		}
 	}
-	ctx, release := m.listActiveLocked(ctx, spec.WorkspaceID)
+	if m.admitted[spec.WorkspaceID] == nil {
+		m.admitted[spec.WorkspaceID] = map[string]bool{}
+	}
+	m.admitted[spec.WorkspaceID][spec.RunID] = true
+	ctx, release := m.listActiveLocked(ctx, spec.WorkspaceID, spec.RunID)
 	return ctx, spec, release, nil
+}
+
+// wasAdmitted reports whether AcceptRun admitted run runID of workspace id
+// before.
+func (m *Manager) wasAdmitted(id, runID string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.admitted[id][runID]
 }
 
 // runRecordedRunning reports whether the workspace's evidence holds the

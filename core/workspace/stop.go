@@ -24,11 +24,7 @@ func (m *Manager) Stop(ctx context.Context, id string) (*StopReport, error) {
 	if _, err := m.readMeta(id); err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	if r := m.active[id]; r != nil {
-		r.cancel()
-	}
-	m.mu.Unlock()
+	m.stopped(id)
 	if m.opts.Runtime == nil {
 		return nil, &errcode.Error{Code: errcode.Unsupported, Msg: "the container runtime is not reachable, so no run can be stopped (and none can be running under this Sluice)"}
 	}

@@ -181,6 +181,15 @@ type Manager struct {
 
 	mu     sync.Mutex
 	active map[string]*activeRun // runs in flight, by workspace
+	// admitted holds, by workspace, the runs AcceptRun admitted: each is
+	// carried out once. stops counts, by workspace, the Stops and
+	// Destroys, so that a run waiting for admission while one comes is
+	// refused.
+	admitted map[string]map[string]bool
+	stops    map[string]uint64
+	// waiting, when set, is told each time awaitRunEnd begins to wait (a
+	// seam for the tests).
+	waiting func()
 
 	// dirMu closes the window between a new workspace's directory and
 	// its lock: Create holds it shared until the lock is taken, and
@@ -280,6 +289,8 @@ func Open(opts Options) (*Manager, error) {
 		log:      log,
 		now:      now,
 		active:   map[string]*activeRun{},
+		admitted: map[string]map[string]bool{},
+		stops:    map[string]uint64{},
 	}, nil
 }
 
