@@ -464,25 +464,29 @@ const runscThreadHeadroom = 64
 const removeWait = 60 * time.Second
 
 // Remove implements Runtime: force-remove, then prove it with an inspect
-// that answers not found. A removal the Engine fails is tried again until
-// removeWait: a loaded Engine that handles a container's exit late can
-// fail a removal that races it ("unable to remove filesystem …: directory
-// not empty", which leaves the container Dead), and the next removal of
-// the Dead container succeeds.
+// that answers not found. A removal that fails in the Engine's own
+// clean-up is tried again until removeWait: a loaded Engine that handles a
+// container's exit late can fail a removal that races it ("unable to
+// remove filesystem …: directory not empty", which leaves the container
+// Dead), and the next removal of the Dead container succeeds; so does one
+// tried again after a removal already in progress failed. Other errors
+// (an Engine that is gone, a refusal) are not tried again.
 func (d *Docker) Remove(ctx context.Context, containerID string) error {
 	deadline := time.Now().Add(removeWait)
-	for {
+	for try := 0; ; try++ {
 		err := d.cli.ContainerRemove(ctx, containerID, container.RemoveOptions{Force: true, RemoveVolumes: true})
 		if err == nil || cerrdefs.IsNotFound(err) {
 			break
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
+		if !removalRaced(err) || time.Now().After(deadline) || ctx.Err() != nil {
 			return &errcode.Error{Code: errcode.Internal, Msg: "the Docker Engine could not remove a workspace container", Err: err}
 		}
-		slog.Warn("dockerrt: the Engine failed to remove a container; trying again", "container", containerID, "err", err)
+		if try == 0 {
+			slog.Warn("dockerrt: the Engine failed to remove a container; trying again", "container", containerID, "err", err)
+		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(250 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond << min(try, 4)):
 		}
 	}
 	for {
@@ -500,6 +504,15 @@ func (d *Docker) Remove(ctx context.Context, containerID string) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// removalRaced reports whether a failed removal is one the Engine's own
+// clean-up made fail, which a later removal gets past: its files could
+// not be deleted yet (the container is left Dead), or another removal of
+// it is under way.
+func removalRaced(err error) bool {
+	msg := err.Error()
+	return cerrdefs.IsConflict(err) || strings.Contains(msg, "unable to remove filesystem") || strings.Contains(msg, "is already in progress")
 }
 
 // Containers implements Runtime.
