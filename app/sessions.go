@@ -311,6 +311,10 @@ func (ss *sessions) endSession(ctx context.Context, id string, byLauncher bool) 
 	return ss.offer(ctx, s)
 }
 
+// stillSealing is what a session's note says while its offer waits for
+// its agent's proposals being sealed.
+const stillSealing = "still being sealed"
+
 // settled reports whether a card of a session needs nothing more of its
 // changes: it landed, or the person rejected them. A card sent back
 // because it went stale rejected no change (it is offered again against
@@ -347,6 +351,7 @@ func (ss *sessions) offer(ctx context.Context, s *confined.Session) (gateway.Ses
 	// when none is left (the record names no card until then).
 	n := ss.backend.CloseSession(s.ID)
 	ss.failMu.Lock()
+	waited := ss.sealing[s.ID]
 	if n > 0 {
 		if ss.sealing == nil {
 			ss.sealing = map[string]bool{}
@@ -357,7 +362,17 @@ func (ss *sessions) offer(ctx context.Context, s *confined.Session) (gateway.Ses
 	}
 	ss.failMu.Unlock()
 	if n > 0 {
-		return gateway.SessionEnd{Message: fmt.Sprintf("%d proposal(s) of the session are still being sealed; what it left besides is offered once they are stored", n)}, nil
+		// Said on the Sessions screen too, while it lasts.
+		msg := fmt.Sprintf("%d proposal(s) of the session are %s; what it left besides is offered once they are stored", n, stillSealing)
+		if !strings.Contains(s.Note, stillSealing) {
+			ss.note(s.ID, msg)
+			ss.changed()
+		}
+		return gateway.SessionEnd{Message: msg}, nil
+	}
+	if waited && strings.Contains(s.Note, stillSealing) {
+		ss.note(s.ID, "")
+		s.Note = ""
 	}
 	cards, err := ss.cardsOf(s.ID, nil)
 	if err != nil {
@@ -734,6 +749,9 @@ func (ss *sessions) closeUnread(id string, why error) (gateway.SessionEnd, error
 	}
 	if err := ss.audit(s, "session_ended", "error", s.Name()+"'s confined session ended; "+note, nil); err != nil {
 		ss.log.Error("sessions: audit of a session's end", "session", id, "err", err)
+	}
+	if ss.backend != nil {
+		ss.backend.CloseSession(id)
 	}
 	if err := ss.store.RemoveCopy(id); err != nil {
 		return gateway.SessionEnd{}, err

@@ -340,8 +340,15 @@ func TestSessions_EndWhileAProposalIsSealed(t *testing.T) {
 	if end.Leftover != "" || !strings.Contains(end.Message, "still being sealed") {
 		t.Fatalf("ended while its proposal is sealed: %+v; want no card yet (b.txt would be on two)", end)
 	}
-	if s := f.record(t); s.State != confined.StateEnded || s.Leftover != "" {
-		t.Fatalf("the session is %s naming card %q while its proposal is sealed", s.State, s.Leftover)
+	if s := f.record(t); s.State != confined.StateEnded || s.Leftover != "" || !strings.Contains(s.Note, "still being sealed") {
+		t.Fatalf("the session is %s naming card %q, note %q, while its proposal is sealed", s.State, s.Leftover, s.Note)
+	}
+	late := f.commit(t, "README.md")
+	if _, err := f.session.SubmitProposal(t.Context(), f.grant.Agent, late); err == nil {
+		t.Fatal("the ended session's token proposed")
+	}
+	if _, err := f.a.journal.Get(late.ID); err == nil {
+		t.Fatal("the ended session's late proposal is a card")
 	}
 
 	letGo()
@@ -374,5 +381,8 @@ func TestSessions_EndWhileAProposalIsSealed(t *testing.T) {
 	}
 	if got := f.openLeftovers(t); len(got) != 1 || got[0] != left {
 		t.Fatalf("open leftover cards %v, want only %s", got, left)
+	}
+	if n := f.record(t).Note; strings.Contains(n, "still being sealed") {
+		t.Fatalf("the session's note still says %q", n)
 	}
 }
