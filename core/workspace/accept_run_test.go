@@ -12,6 +12,21 @@ import (
 	"github.com/sluicehq/sluice/core/errcode"
 )
 
+// recordRunning writes the running record of spec's run as its Run does,
+// with a fresh key of the run in spec.
+func recordRunning(t *testing.T, m *Manager, spec *ContainerSpec) {
+	t.Helper()
+	key, err := newRunKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.RunKey = key
+	rec := RunResult{ID: spec.RunID, WorkspaceID: spec.WorkspaceID, Argv: spec.Argv, StartedAt: time.Now(), Running: true, KeyHash: runKeyHash(key)}
+	if err := m.saveRun(&rec); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A run the app carries out for a sidecar is admitted only while its
 // workspace is held by the Run that wrote its running record; it is then
 // the workspace's active run, which Stop cancels, and a second run of the
@@ -42,10 +57,7 @@ func TestAcceptRunNeedsTheRunsLock(t *testing.T) {
 
 	// The running record alone, with nobody holding the workspace (its
 	// process died), is not a run in progress.
-	rec := RunResult{ID: spec.RunID, WorkspaceID: w.ID, Argv: spec.Argv, StartedAt: time.Now(), Running: true}
-	if err := m.saveRun(&rec); err != nil {
-		t.Fatal(err)
-	}
+	recordRunning(t, m, &spec)
 	if _, _, _, err := m.AcceptRun(ctx, "agent-a", spec, pol); !errcode.IsCode(err, errcode.Forbidden) {
 		t.Fatalf("accepted while nobody holds the workspace: %v", err)
 	}
@@ -119,10 +131,7 @@ func TestAcceptRun_GrantedValuesAreTheStores(t *testing.T) {
 	defer unlock()
 	accept := func(s ContainerSpec) (ContainerSpec, error) {
 		t.Helper()
-		rec := RunResult{ID: s.RunID, WorkspaceID: w.ID, Argv: s.Argv, StartedAt: time.Now(), Running: true}
-		if err := m.saveRun(&rec); err != nil {
-			t.Fatal(err)
-		}
+		recordRunning(t, m, &s)
 		_, run, release, err := m.AcceptRun(ctx, "agent-a", s, pol)
 		if err == nil {
 			release()
@@ -154,6 +163,19 @@ func TestAcceptRun_GrantedValuesAreTheStores(t *testing.T) {
 	}
 }
 
+// backstop receives from c, failing the test if nothing comes within a
+// minute (a backstop: what is waited for comes at once when it works).
+func backstop[T any](t *testing.T, c <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(time.Minute):
+		t.Fatalf("no %s within a minute", what)
+		panic("unreachable")
+	}
+}
+
 // A run is carried out once: a copy of the run in progress is refused at
 // once (not admitted once that run ends), and so is the same run once it
 // is over, while its record may still say running. A run of the
@@ -173,10 +195,7 @@ func TestAcceptRun_OncePerRunAndStopWhileWaiting(t *testing.T) {
 	running := func() ContainerSpec {
 		spec := m.containerSpec(w, uuid.NewString(), []string{"true"}, lim, runEnv(nil, nil, ""), "")
 		spec.Image = img
-		rec := RunResult{ID: spec.RunID, WorkspaceID: w.ID, Argv: spec.Argv, StartedAt: time.Now(), Running: true}
-		if err := m.saveRun(&rec); err != nil {
-			t.Fatal(err)
-		}
+		recordRunning(t, m, &spec)
 		return spec
 	}
 	unlock, err := m.lockWS(w.ID, true)
@@ -192,9 +211,11 @@ func TestAcceptRun_OncePerRunAndStopWhileWaiting(t *testing.T) {
 	}
 	copied := first
 	copied.Argv = []string{"sh", "-c", "echo forged"}
+	m.waiting = func() { t.Error("a copy of the run in progress waited for that run") }
 	if _, _, _, err := m.AcceptRun(ctx, "agent-a", copied, pol); !errors.Is(err, ErrLocked) {
 		t.Fatalf("a copy of the run in progress: %v; want refused at once", err)
 	}
+	m.waiting = nil
 	release()
 	if _, _, _, err := m.AcceptRun(ctx, "agent-a", copied, pol); !errcode.IsCode(err, errcode.Forbidden) {
 		t.Fatalf("the run again once it was over (its record still says running): %v; want forbidden", err)
@@ -218,9 +239,9 @@ func TestAcceptRun_OncePerRunAndStopWhileWaiting(t *testing.T) {
 		_, _, rel, err := m.AcceptRun(ctx, "agent-a", third, pol)
 		waited <- accepted{rel, err}
 	}()
-	<-isWaiting
+	backstop(t, isWaiting, "the next run to wait")
 	release()
-	a := <-waited
+	a := backstop(t, waited, "the next run's admission")
 	if a.err != nil {
 		t.Fatalf("the next run, once the one before was unlisted: %v", a.err)
 	}
@@ -231,13 +252,66 @@ func TestAcceptRun_OncePerRunAndStopWhileWaiting(t *testing.T) {
 		_, _, rel, err := m.AcceptRun(ctx, "agent-a", fourth, pol)
 		waited <- accepted{rel, err}
 	}()
-	<-isWaiting
+	backstop(t, isWaiting, "the run to wait")
 	_, _ = m.Stop(ctx, w.ID) // no runtime: it cancels and counts, then says it cannot list containers
 	a.release()
-	if b := <-waited; !errcode.IsCode(b.err, errcode.Conflict) {
+	if b := backstop(t, waited, "the waiting run's answer"); !errcode.IsCode(b.err, errcode.Conflict) {
 		if b.release != nil {
 			b.release()
 		}
 		t.Fatalf("a run that waited while the workspace was stopped: %v; want refused", b.err)
+	}
+}
+
+// Only the spec its Run made is carried out: the run's id read from its
+// record, with another command and without the run's key (or with another
+// key), is refused, whether it comes before the Run's own request, while
+// something else holds the workspace over a record a crash left running,
+// or after the app started again.
+func TestAcceptRun_OnlyWithTheRunsKey(t *testing.T) {
+	m := newManager(t, false)
+	repo, _ := makeRepo(t)
+	ctx := context.Background()
+	w, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceRepo, Path: repo}, Agent: "agent-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := "sha256:" + strings.Repeat("a", 64)
+	pol := RunPolicy{Image: img}
+	lim, _ := Limits{}.withDefaults(m.opts.Limits)
+	spec := m.containerSpec(w, uuid.NewString(), []string{"go", "test", "./..."}, lim, runEnv(nil, nil, ""), "")
+	spec.Image = img
+	recordRunning(t, m, &spec)
+	// Held as a Seal, or the Run itself, holds it.
+	unlock, err := m.lockWS(w.ID, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	otherKey, err := newRunKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reopened, err := Open(m.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Close()
+	for _, key := range []string{"", otherKey, spec.RunKey[:63]} {
+		forged := spec
+		forged.Argv, forged.RunKey = []string{"sh", "-c", "echo forged"}, key
+		for _, mgr := range []*Manager{m, reopened} {
+			if _, _, _, err := mgr.AcceptRun(ctx, "agent-a", forged, pol); !errcode.IsCode(err, errcode.Forbidden) {
+				t.Fatalf("the run's id with key %q: %v; want forbidden", key, err)
+			}
+		}
+	}
+	_, run, release, err := m.AcceptRun(ctx, "agent-a", spec, pol)
+	if err != nil {
+		t.Fatalf("the run with its key: %v", err)
+	}
+	defer release()
+	if run.RunKey != "" {
+		t.Fatal("the spec to run still carries the run's key")
 	}
 }

@@ -3,6 +3,9 @@ package workspace
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -88,6 +91,8 @@ type RunResult struct {
 	// Interrupted marks a record left running by a process that ended
 	// before its run did (a crash): there is no result.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// KeyHash is the SHA-256 (hex) of the run's ContainerSpec.RunKey.
+	KeyHash string `json:"keyHash,omitempty"`
 }
 
 const (
@@ -151,8 +156,14 @@ func (m *Manager) Run(ctx context.Context, id string, req RunRequest) (*RunResul
 		// The proxy URL carries the run's egress credentials.
 		spec.SecretEnv = append(spec.SecretEnv, "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
 	}
+	key, err := newRunKey()
+	if err != nil {
+		return nil, err
+	}
+	spec.RunKey = key
 	out := newRunOutput(limits.OutputBytes, req, secrets)
 	rec := m.newRunRecord(w, runID, req.Argv, limits, rtInfo.Name, secrets)
+	rec.KeyHash = runKeyHash(key)
 	res, err := m.execute(ctx, spec, rec, out, route.grant, req.OnProgress)
 	if err != nil {
 		return nil, err
@@ -443,6 +454,21 @@ func newRunOutput(limit int64, req RunRequest, secrets map[string]string) runOut
 	out.stdout = newRedactor(secrets, out.capture.stream("stdout", out.stdoutTee))
 	out.stderr = newRedactor(secrets, out.capture.stream("stderr", nil))
 	return out
+}
+
+// newRunKey draws a run's RunKey: 32 random bytes, hex.
+func newRunKey() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", errcode.Wrap(errcode.Internal, err, "cannot draw the run's key")
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// runKeyHash is the SHA-256 (hex) of a run's key, as its record holds it.
+func runKeyHash(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(h[:])
 }
 
 // newRunRecord is the part of a run's evidence known before it starts.

@@ -70,6 +70,13 @@ type ContainerSpec struct {
 	Network string
 	// RuntimeName selects an OCI runtime (e.g. "runsc").
 	RuntimeName string
+	// RunKey is a secret of this run alone, drawn by the Run that makes
+	// the spec; its record holds only its hash (RunResult.KeyHash). The
+	// app carries out a sidecar's run only for the spec that holds it
+	// (AcceptRun), so nobody who merely reads the run's record, or finds
+	// one a crash left running, can have a command of their own run in
+	// its name. Runtimes do not use it.
+	RunKey string
 }
 
 // ExitStatus is what a finished container reports.

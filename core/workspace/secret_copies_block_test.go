@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -105,10 +104,7 @@ func TestAcceptRun_MarksTheCopyForTheSyncAfterIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := RunResult{ID: spec.RunID, WorkspaceID: w.ID, Argv: spec.Argv, StartedAt: time.Now(), Running: true}
-	if err := m.saveRun(&rec); err != nil {
-		t.Fatal(err)
-	}
+	recordRunning(t, m, &spec)
 	_, _, release, err := m.AcceptRun(ctx, "agent-a", spec, RunPolicy{Image: img})
 	if err != nil {
 		t.Fatalf("AcceptRun: %v", err)

@@ -2,6 +2,9 @@ package workspace
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -260,10 +263,11 @@ func (m *Manager) AcceptRun(ctx context.Context, agent string, spec ContainerSpe
 	if err := m.CheckSpec(ctx, agent, spec, pol); err != nil {
 		return nil, ContainerSpec{}, nil, err
 	}
-	// A spec that names no run recorded running is refused at once;
-	// whatever is checked below is checked (again) once the run before
-	// has ended: the lock and the record then are this run's.
-	if !m.runRecordedRunning(spec.WorkspaceID, spec.RunID) {
+	// A spec that names no run recorded running, or lacks that run's key,
+	// is refused at once; whatever is checked below is checked (again)
+	// once the run before has ended: the lock and the record then are
+	// this run's.
+	if !m.runRecordedRunning(spec) {
 		return nil, ContainerSpec{}, nil, errRunNotHeld
 	}
 	stops, err := m.awaitRunEnd(ctx, spec.WorkspaceID, spec.RunID)
@@ -278,7 +282,7 @@ func (m *Manager) AcceptRun(ctx context.Context, agent string, spec ContainerSpe
 	if !errors.Is(err, ErrLocked) {
 		return nil, ContainerSpec{}, nil, err
 	}
-	if !m.runRecordedRunning(spec.WorkspaceID, spec.RunID) || m.wasAdmitted(spec.WorkspaceID, spec.RunID) {
+	if !m.runRecordedRunning(spec) || m.wasAdmitted(spec.WorkspaceID, spec.RunID) {
 		// A run admitted before is over here, though its record may say
 		// running a moment longer (its Run rewrites it once the end came):
 		// each run is carried out once.
@@ -299,8 +303,13 @@ func (m *Manager) AcceptRun(ctx context.Context, agent string, spec ContainerSpe
 	if m.stops[spec.WorkspaceID] != stops {
 		return nil, ContainerSpec{}, nil, errStoppedWhileWaiting
 	}
-	if m.active[spec.WorkspaceID] != nil || m.admitted[spec.WorkspaceID][spec.RunID] {
+	if m.active[spec.WorkspaceID] != nil || slices.Contains(m.admitted[spec.WorkspaceID], spec.RunID) {
 		return nil, ContainerSpec{}, nil, ErrLocked
+	}
+	if ctx.Err() != nil {
+		// The sidecar went away while this was checked: the lock it held
+		// may be another's by now.
+		return nil, ContainerSpec{}, nil, errRunNotHeld
 	}
 	if m.copies != nil && len(secrets) > 0 {
 		// The runtime writes the workspace's copy with the values read
@@ -315,31 +324,41 @@ func (m *Manager) AcceptRun(ctx context.Context, agent string, spec ContainerSpe
 			return nil, ContainerSpec{}, nil, err
 		}
 	}
-	if m.admitted[spec.WorkspaceID] == nil {
-		m.admitted[spec.WorkspaceID] = map[string]bool{}
-	}
-	m.admitted[spec.WorkspaceID][spec.RunID] = true
+	kept := append(m.admitted[spec.WorkspaceID], spec.RunID)
+	m.admitted[spec.WorkspaceID] = kept[max(0, len(kept)-admittedKept):]
 	ctx, release := m.listActiveLocked(ctx, spec.WorkspaceID, spec.RunID)
+	spec.RunKey = "" // the run's own; the runtime has no use for it
 	return ctx, spec, release, nil
 }
+
+// admittedKept is how many of a workspace's last admitted runs are kept
+// in Manager.admitted.
+const admittedKept = 16
 
 // wasAdmitted reports whether AcceptRun admitted run runID of workspace id
 // before.
 func (m *Manager) wasAdmitted(id, runID string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.admitted[id][runID]
+	return slices.Contains(m.admitted[id], runID)
 }
 
 // runRecordedRunning reports whether the workspace's evidence holds the
-// running record of runID (Run writes it before the runtime is called).
-func (m *Manager) runRecordedRunning(id, runID string) bool {
-	b, err := os.ReadFile(filepath.Join(m.runsDir(id), runID+".json"))
+// running record of spec's run (Run writes it before the runtime is
+// called) and spec holds that run's key: the spec is the one the Run
+// made, not a copy of its record's id with another command.
+func (m *Manager) runRecordedRunning(spec ContainerSpec) bool {
+	b, err := os.ReadFile(filepath.Join(m.runsDir(spec.WorkspaceID), spec.RunID+".json"))
 	if err != nil {
 		return false
 	}
 	var rec RunResult
-	return json.Unmarshal(b, &rec) == nil && rec.Running && rec.ID == runID && rec.WorkspaceID == id
+	if json.Unmarshal(b, &rec) != nil || !rec.Running || rec.ID != spec.RunID || rec.WorkspaceID != spec.WorkspaceID {
+		return false
+	}
+	want, err := hex.DecodeString(rec.KeyHash)
+	got := sha256.Sum256([]byte(spec.RunKey))
+	return err == nil && len(want) == sha256.Size && spec.RunKey != "" && subtle.ConstantTimeCompare(want, got[:]) == 1
 }
 
 // OutputStopAt is how much output (both streams together) a run with

@@ -181,11 +181,12 @@ type Manager struct {
 
 	mu     sync.Mutex
 	active map[string]*activeRun // runs in flight, by workspace
-	// admitted holds, by workspace, the runs AcceptRun admitted: each is
-	// carried out once. stops counts, by workspace, the Stops and
-	// Destroys, so that a run waiting for admission while one comes is
-	// refused.
-	admitted map[string]map[string]bool
+	// admitted holds, by workspace, the last runs AcceptRun admitted
+	// (admittedKept of them): each is carried out once. An older one's
+	// record says running only if its Run died, and then nobody holds its
+	// key. stops counts, by workspace, the Stops and Destroys, so that a
+	// run waiting for admission while one comes is refused.
+	admitted map[string][]string
 	stops    map[string]uint64
 	// waiting, when set, is told each time awaitRunEnd begins to wait (a
 	// seam for the tests).
@@ -289,7 +290,7 @@ func Open(opts Options) (*Manager, error) {
 		log:      log,
 		now:      now,
 		active:   map[string]*activeRun{},
-		admitted: map[string]map[string]bool{},
+		admitted: map[string][]string{},
 		stops:    map[string]uint64{},
 	}, nil
 }
