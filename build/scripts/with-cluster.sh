@@ -109,5 +109,16 @@ forward() {
 trap 'forward INT 130' INT
 trap 'forward TERM 143' TERM
 trap 'forward HUP 129' HUP
-wait "$child"
-exit $?
+rc=0
+wait "$child" || rc=$?
+if [ "$rc" != 0 ]; then
+  # What the node did last is often why a test on it failed; the logs go
+  # with the cluster.
+  say "the command failed ($rc); the node's and the API server's last log lines:"
+  for f in "$base"/log/containerd.log "$base"/log/kubelet.log "$base"/log/kube-apiserver.log; do
+    [ -f "$f" ] || continue
+    echo "--- $f" >&2
+    tail -40 "$f" >&2
+  done
+fi
+exit "$rc"
