@@ -27,11 +27,11 @@ func recordRunning(t *testing.T, m *Manager, spec *ContainerSpec) {
 	}
 }
 
-// A run the app carries out for a sidecar is admitted only while its
-// workspace is held by the Run that wrote its running record; it is then
-// the workspace's active run, which Stop cancels, and a second run of the
-// same workspace is refused.
-func TestAcceptRunNeedsTheRunsLock(t *testing.T) {
+// acceptSetup is a store with agent-a's workspace made from a
+// repository, the run policy of an image, and specs of runs of argv in
+// that workspace, as its Run would make them (no record written).
+func acceptSetup(t *testing.T) (*Manager, *Workspace, RunPolicy, func(argv ...string) ContainerSpec) {
+	t.Helper()
 	m := newManager(t, false)
 	repo, _ := makeRepo(t)
 	w, err := m.Create(context.Background(), CreateRequest{Source: Source{Kind: SourceRepo, Path: repo}, Agent: "agent-a"})
@@ -39,10 +39,21 @@ func TestAcceptRunNeedsTheRunsLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	img := "sha256:" + strings.Repeat("a", 64)
-	pol := RunPolicy{Image: img}
 	lim, _ := Limits{}.withDefaults(m.opts.Limits)
-	spec := m.containerSpec(w, uuid.NewString(), []string{"true"}, lim, runEnv(nil, nil, ""), "")
-	spec.Image = img
+	return m, w, RunPolicy{Image: img}, func(argv ...string) ContainerSpec {
+		spec := m.containerSpec(w, uuid.NewString(), argv, lim, runEnv(nil, nil, ""), "")
+		spec.Image = img
+		return spec
+	}
+}
+
+// A run the app carries out for a sidecar is admitted only while its
+// workspace is held by the Run that wrote its running record; it is then
+// the workspace's active run, which Stop cancels, and a second run of the
+// same workspace is refused.
+func TestAcceptRunNeedsTheRunsLock(t *testing.T) {
+	m, w, pol, specOf := acceptSetup(t)
+	spec := specOf("true")
 	ctx := context.Background()
 
 	// Seal or Destroy holds the workspace: no run of it is in progress.
@@ -182,19 +193,10 @@ func backstop[T any](t *testing.T, c <-chan T, what string) T {
 // workspace's next Run waits for the one before to be unlisted, and a
 // Stop meanwhile refuses it.
 func TestAcceptRun_OncePerRunAndStopWhileWaiting(t *testing.T) {
-	m := newManager(t, false)
-	repo, _ := makeRepo(t)
+	m, w, pol, specOf := acceptSetup(t)
 	ctx := context.Background()
-	w, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceRepo, Path: repo}, Agent: "agent-a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	img := "sha256:" + strings.Repeat("a", 64)
-	pol := RunPolicy{Image: img}
-	lim, _ := Limits{}.withDefaults(m.opts.Limits)
 	running := func() ContainerSpec {
-		spec := m.containerSpec(w, uuid.NewString(), []string{"true"}, lim, runEnv(nil, nil, ""), "")
-		spec.Image = img
+		spec := specOf("true")
 		recordRunning(t, m, &spec)
 		return spec
 	}
@@ -269,18 +271,9 @@ func TestAcceptRun_OncePerRunAndStopWhileWaiting(t *testing.T) {
 // something else holds the workspace over a record a crash left running,
 // or after the app started again.
 func TestAcceptRun_OnlyWithTheRunsKey(t *testing.T) {
-	m := newManager(t, false)
-	repo, _ := makeRepo(t)
+	m, w, pol, specOf := acceptSetup(t)
 	ctx := context.Background()
-	w, err := m.Create(ctx, CreateRequest{Source: Source{Kind: SourceRepo, Path: repo}, Agent: "agent-a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	img := "sha256:" + strings.Repeat("a", 64)
-	pol := RunPolicy{Image: img}
-	lim, _ := Limits{}.withDefaults(m.opts.Limits)
-	spec := m.containerSpec(w, uuid.NewString(), []string{"go", "test", "./..."}, lim, runEnv(nil, nil, ""), "")
-	spec.Image = img
+	spec := specOf("go", "test", "./...")
 	recordRunning(t, m, &spec)
 	// Held as a Seal, or the Run itself, holds it.
 	unlock, err := m.lockWS(w.ID, true)
