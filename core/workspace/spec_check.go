@@ -2,9 +2,7 @@ package workspace
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -282,10 +280,7 @@ func (m *Manager) AcceptRun(ctx context.Context, agent string, spec ContainerSpe
 	if !errors.Is(err, ErrLocked) {
 		return nil, ContainerSpec{}, nil, err
 	}
-	if !m.runRecordedRunning(spec) || m.wasAdmitted(spec.WorkspaceID, spec.RunID) {
-		// A run admitted before is over here, though its record may say
-		// running a moment longer (its Run rewrites it once the end came):
-		// each run is carried out once.
+	if !m.runRecordedRunning(spec) {
 		return nil, ContainerSpec{}, nil, errRunNotHeld
 	}
 	if err := m.syncBeforeRun(ctx, spec.WorkspaceID); err != nil {
@@ -303,8 +298,14 @@ func (m *Manager) AcceptRun(ctx context.Context, agent string, spec ContainerSpe
 	if m.stops[spec.WorkspaceID] != stops {
 		return nil, ContainerSpec{}, nil, errStoppedWhileWaiting
 	}
-	if m.active[spec.WorkspaceID] != nil || slices.Contains(m.admitted[spec.WorkspaceID], spec.RunID) {
+	if m.active[spec.WorkspaceID] != nil {
 		return nil, ContainerSpec{}, nil, ErrLocked
+	}
+	if slices.Contains(m.admitted[spec.WorkspaceID], spec.RunID) {
+		// A run admitted before is over here, though its record may say
+		// running a moment longer (its Run rewrites it once the end came):
+		// each run is carried out once.
+		return nil, ContainerSpec{}, nil, errRunNotHeld
 	}
 	if ctx.Err() != nil {
 		// The sidecar went away while this was checked: the lock it held
@@ -335,14 +336,6 @@ func (m *Manager) AcceptRun(ctx context.Context, agent string, spec ContainerSpe
 // in Manager.admitted.
 const admittedKept = 16
 
-// wasAdmitted reports whether AcceptRun admitted run runID of workspace id
-// before.
-func (m *Manager) wasAdmitted(id, runID string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.Contains(m.admitted[id], runID)
-}
-
 // runRecordedRunning reports whether the workspace's evidence holds the
 // running record of spec's run (Run writes it before the runtime is
 // called) and spec holds that run's key: the spec is the one the Run
@@ -356,9 +349,7 @@ func (m *Manager) runRecordedRunning(spec ContainerSpec) bool {
 	if json.Unmarshal(b, &rec) != nil || !rec.Running || rec.ID != spec.RunID || rec.WorkspaceID != spec.WorkspaceID {
 		return false
 	}
-	want, err := hex.DecodeString(rec.KeyHash)
-	got := sha256.Sum256([]byte(spec.RunKey))
-	return err == nil && len(want) == sha256.Size && spec.RunKey != "" && subtle.ConstantTimeCompare(want, got[:]) == 1
+	return spec.RunKey != "" && rec.KeyHash != "" && subtle.ConstantTimeCompare([]byte(runKeyHash(spec.RunKey)), []byte(rec.KeyHash)) == 1
 }
 
 // OutputStopAt is how much output (both streams together) a run with
