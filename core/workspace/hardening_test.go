@@ -126,13 +126,7 @@ func TestRun_MemoryLimitOOM(t *testing.T) {
 			}
 		},
 	})
-	select {
-	case <-started:
-	case r := <-done:
-		t.Fatalf("the run ended before it was told to: %+v %v", r.res, r.err)
-	}
-	writeFile(t, filepath.Join(m.treeDir(w.ID), "go"), "")
-	r := <-done
+	r := goOnAfter(t, m, w.ID, started, done, "go", "it was told to")
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -199,13 +193,7 @@ func TestRun_TimeoutOutputLimitAndStreaming(t *testing.T) {
 			}
 		},
 	})
-	select {
-	case <-first:
-	case r := <-done:
-		t.Fatalf("the run ended before its first line was streamed: %+v %v", r.res, r.err)
-	}
-	writeFile(t, filepath.Join(m.treeDir(w.ID), "stop"), "")
-	r := <-done
+	r := goOnAfter(t, m, w.ID, first, done, "stop", "its first line was streamed")
 	if r.err != nil || r.res.TimedOut {
 		t.Fatalf("streamed run: %+v %v", r.res, r.err)
 	}

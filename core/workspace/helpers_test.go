@@ -229,3 +229,18 @@ func runInBackground(m *Manager, id string, req RunRequest) <-chan runResult {
 	}()
 	return done
 }
+
+// goOnAfter waits until reached is closed (the run got to the point where
+// it waits for a file named name in the workspace's tree), writes that
+// file and returns how the run ended. A run that ends first fails the
+// test: it did not wait for what.
+func goOnAfter(t *testing.T, m *Manager, id string, reached <-chan struct{}, done <-chan runResult, name, what string) runResult {
+	t.Helper()
+	select {
+	case <-reached:
+	case r := <-done:
+		t.Fatalf("the run ended before %s: %+v %v", what, r.res, r.err)
+	}
+	writeFile(t, filepath.Join(m.treeDir(id), name), "")
+	return <-done
+}
