@@ -180,12 +180,7 @@ func TestSubmit_SealsUnderWay_Bounded(t *testing.T) {
 // seals still under way, and no proposal of its agent starts sealing
 // from then on; the app's own card of what the session left still does.
 func TestCloseSession_CountsAndRefuses(t *testing.T) {
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo := gitxtest.InitAt(t, filepath.Join(root, "repo"))
-	repo.WriteCommit("a.txt", "one\n", "base")
+	root, repo := baseRepo(t)
 	held, release := make(chan struct{}), make(chan struct{})
 	var seals atomic.Int32
 	_, _, b := openSealBackend(t, root, filepath.Join(t.TempDir(), "journal.db"), func(step string) {
@@ -211,7 +206,7 @@ func TestCloseSession_CountsAndRefuses(t *testing.T) {
 	if n := b.CloseSession("s1"); n != 1 {
 		t.Fatalf("the session has %d seals under way, want 1", n)
 	}
-	_, err = b.Submit(caller(false), "agent-a", sealedProposal(t, repo.Dir, &proposal.CommitArgs{Message: "Change a again", Paths: []string{"a.txt"}}))
+	_, err := b.Submit(caller(false), "agent-a", sealedProposal(t, repo.Dir, &proposal.CommitArgs{Message: "Change a again", Paths: []string{"a.txt"}}))
 	if !errcode.IsCode(err, errcode.Forbidden) {
 		t.Fatalf("an ended session's proposal: %v; want forbidden", err)
 	}

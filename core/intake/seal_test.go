@@ -59,12 +59,7 @@ func openSealBackend(t testing.TB, root, db string, onStep func(string)) (*journ
 
 func newSealEnv(t testing.TB) *sealEnv {
 	t.Helper()
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := gitxtest.InitAt(t, filepath.Join(root, "repo"))
-	r.WriteCommit("a.txt", "one\n", "base")
+	root, r := baseRepo(t)
 	db := filepath.Join(t.TempDir(), "journal.db")
 	j, e, b := openSealBackend(t, root, db, nil)
 	_, client, _ := serve(t, b, j, db)
@@ -72,6 +67,19 @@ func newSealEnv(t testing.TB) *sealEnv {
 }
 
 // proposal is args pinned as the sidecar pins them, digest included.
+// baseRepo is a repository with a.txt committed, in a directory of its
+// own (symlinks resolved) that the tests allow as the root.
+func baseRepo(t testing.TB) (root string, r *gitxtest.Repo) {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = gitxtest.InitAt(t, filepath.Join(root, "repo"))
+	r.WriteCommit("a.txt", "one\n", "base")
+	return root, r
+}
+
 func sealedProposal(t testing.TB, dir string, args proposal.Args) proposal.Proposal {
 	t.Helper()
 	now := time.Now()
@@ -206,12 +214,7 @@ func TestHelperProcess_Seal(t *testing.T) {
 func TestSeal_SIGKILL_WhileSealing(t *testing.T) {
 	for _, step := range []string{"seal-start", "seal-computed", "seal-keep", "seal-kept"} {
 		t.Run(step, func(t *testing.T) {
-			root, err := filepath.EvalSymlinks(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := gitxtest.InitAt(t, filepath.Join(root, "repo"))
-			r.WriteCommit("a.txt", "one\n", "base")
+			root, r := baseRepo(t)
 			r.Write("a.txt", "two\n")
 			status := r.Git("status", "--porcelain")
 			db := filepath.Join(t.TempDir(), "journal.db")
@@ -364,12 +367,7 @@ func TestSeal_KeepSealed_FoldedNotKeptAgain(t *testing.T) {
 // once the record is stored writes only the ref to it; the ref still
 // comes after the record (a kill at each step is TestSeal_SIGKILL_WhileSealing).
 func TestSeal_KeptObjectsWrittenBesideTheRecord(t *testing.T) {
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := gitxtest.InitAt(t, filepath.Join(root, "repo"))
-	r.WriteCommit("a.txt", "one\n", "base")
+	root, r := baseRepo(t)
 	r.Write("a.txt", "two\n")
 	loose := func() map[string]bool {
 		out := map[string]bool{}
